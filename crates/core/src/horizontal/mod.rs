@@ -1,0 +1,1 @@
+//! Horizontal scaling decisions: replica calculation, behavior, watermarks and limits.

@@ -1,0 +1,1 @@
+//! Vertical scaling: histograms, estimators, capping, update priority, eviction budget and admission patches.

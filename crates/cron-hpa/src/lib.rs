@@ -1,0 +1,1 @@
+//! The cron-hpa service.

@@ -1,0 +1,1 @@
+//! The hpa-plus service.

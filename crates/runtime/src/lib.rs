@@ -1,0 +1,1 @@
+//! Shared I/O plumbing for every Plimsoll service.

@@ -1,0 +1,1 @@
+//! The vpa-updater service.

@@ -1,0 +1,1 @@
+//! plimsoll-sim: a simulated Kubernetes API server.
