@@ -1,0 +1,1 @@
+//! `CronHorizontalPodAutoscaler`: scheduled scaling jobs for a workload or an autoscaler.

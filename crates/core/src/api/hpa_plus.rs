@@ -1,0 +1,1 @@
+//! `HorizontalPodAutoscalerPlus`: the `autoscaling/v2` HPA spec plus Plimsoll additions.
