@@ -329,3 +329,25 @@ fn webhook_points_at_the_admission_service_and_port() {
         );
     }
 }
+
+/// The lines under `rules:` up to the end of that document.
+fn rules_block(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|l| l.trim_end() != "rules:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect()
+}
+
+#[test]
+fn chart_cluster_roles_match_deploy() {
+    let root = xtask::repo_root();
+    for svc in SERVICES {
+        let deploy = std::fs::read_to_string(root.join(format!("deploy/{svc}/cluster-rbac.yaml"))).expect("deploy rbac");
+        let chart = std::fs::read_to_string(root.join(format!("charts/plimsoll/templates/clusterrole-{svc}.yaml")))
+            .expect("chart cluster role");
+        let want = rules_block(&deploy);
+        assert!(want.len() > 3, "{svc}: rules found in deploy/");
+        assert_eq!(rules_block(&chart), want, "{svc}: chart ClusterRole differs from deploy/");
+    }
+}
