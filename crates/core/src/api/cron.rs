@@ -24,7 +24,7 @@ use crate::schedule::{DaySchedule, Schedule, zone};
 /// (value `"true"`): the job then sets the `minReplicas` of the autoscaler of the same name.
 pub const ADJUST_HPA_MIN_ANNOTATION: &str = "plimsoll.dev/adjust-hpa-min";
 
-/// The HPAPlus (`platform.stke`) spelling of [`ADJUST_HPA_MIN_ANNOTATION`], honoured so that a
+/// The `HPAPlus` (`platform.stke`) spelling of [`ADJUST_HPA_MIN_ANNOTATION`], honoured so that a
 /// team migrating from that controller changes nothing.
 pub const ADJUST_HPA_MIN_ANNOTATION_STKE: &str = "platform.stke/adjust-hpa-min";
 
@@ -39,37 +39,11 @@ pub const ADJUST_HPA_MIN_ANNOTATION_STKE: &str = "platform.stke/adjust-hpa-min";
     shortname = "cronhpa",
     derive = "PartialEq",
     doc = "Scales a workload, or raises an autoscaler's minimum, on cron schedules.",
-    printcolumn(
-        name = "Target",
-        type_ = "string",
-        description = "name of the scaled workload or autoscaler",
-        json_path = ".spec.scaleTargetRef.name"
-    ),
-    printcolumn(
-        name = "Kind",
-        type_ = "string",
-        description = "kind of the scaled workload or autoscaler",
-        json_path = ".spec.scaleTargetRef.kind",
-        priority = "1"
-    ),
-    printcolumn(
-        name = "Jobs",
-        type_ = "integer",
-        description = "number of jobs",
-        json_path = ".status.jobCount"
-    ),
-    printcolumn(
-        name = "KeepWindow",
-        type_ = "boolean",
-        description = "a scale-up job holds the replica count",
-        json_path = ".status.scaleUpKeepWindow",
-        priority = "1"
-    ),
-    printcolumn(
-        name = "Age",
-        type_ = "date",
-        json_path = ".metadata.creationTimestamp"
-    )
+    printcolumn = r#"{"name":"Target","type":"string","description":"name of the scaled workload or autoscaler","jsonPath":".spec.scaleTargetRef.name"}"#,
+    printcolumn = r#"{"name":"Kind","type":"string","description":"kind of the scaled workload or autoscaler","jsonPath":".spec.scaleTargetRef.kind","priority":1}"#,
+    printcolumn = r#"{"name":"Jobs","type":"integer","description":"number of jobs","jsonPath":".status.jobCount"}"#,
+    printcolumn = r#"{"name":"KeepWindow","type":"boolean","description":"a scale-up job holds the replica count","jsonPath":".status.scaleUpKeepWindow","priority":1}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct CronHorizontalPodAutoscalerSpec {
@@ -221,6 +195,7 @@ impl CronHorizontalPodAutoscalerSpec {
     }
 
     /// Sets the target kind and name.
+    #[must_use]
     pub fn target(mut self, kind: &str, name: &str) -> Self {
         self.scale_target_ref.kind = kind.into();
         self.scale_target_ref.name = name.into();
@@ -228,18 +203,21 @@ impl CronHorizontalPodAutoscalerSpec {
     }
 
     /// Sets `spec.timeZone`.
+    #[must_use]
     pub fn tz(mut self, zone: &str) -> Self {
         self.time_zone = Some(zone.into());
         self
     }
 
     /// Adds an excluded-dates expression.
+    #[must_use]
     pub fn exclude(mut self, expr: &str) -> Self {
         self.exclude_dates.push(expr.into());
         self
     }
 
     /// Adds a job.
+    #[must_use]
     pub fn job(mut self, name: &str, schedule: &str, target_size: i32) -> Self {
         self.jobs.push(ScalingJob {
             name: name.into(),
@@ -251,6 +229,7 @@ impl CronHorizontalPodAutoscalerSpec {
     }
 
     /// Adds a `runOnce` job.
+    #[must_use]
     pub fn job_once(mut self, name: &str, schedule: &str, target_size: i32) -> Self {
         self.jobs.push(ScalingJob {
             name: name.into(),

@@ -1,7 +1,7 @@
 //! Time zones and the mapping from local (civil) times to instants across daylight-saving
 //! transitions.
 //!
-//! Rules (the same as Vixie cron and Kubernetes CronJob users expect):
+//! Rules (the same as Vixie cron uses and Kubernetes `CronJob` users expect):
 //! * a local time that does not exist (skipped by spring-forward) maps to the first instant
 //!   after it, i.e. the transition itself (02:30 on the Berlin spring-forward day fires at
 //!   03:00 CEST); several skipped times collapse onto that one instant, so the job fires once;
