@@ -1,0 +1,1 @@
+//! Owned by the vpa-updater/admission work; see vertical/mod.rs.
