@@ -7,6 +7,7 @@ pub mod error;
 pub mod events;
 pub mod kinds;
 pub mod leader;
+pub mod metrics_api;
 pub mod rollout;
 pub mod scale;
 pub mod selector;
