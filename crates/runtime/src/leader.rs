@@ -52,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::CommonArgs;
 use crate::error::{Error, Result};
 use election::{Election, ObservedLease, Plan, Status};
-use lease_store::{KubeLeaseStore, LeaseStore, truncate_to_micros};
+use lease_store::{KubeLeaseStore, LeaseStore};
 
 /// Leader-election settings for one service.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -277,11 +277,9 @@ impl Clock {
 
     fn now(&self) -> Timestamp {
         let elapsed = SignedDuration::try_from(self.start.elapsed()).unwrap_or(SignedDuration::MAX);
-        truncate_to_micros(
-            self.wall_start
-                .saturating_add(elapsed)
-                .unwrap_or(self.wall_start),
-        )
+        self.wall_start
+            .saturating_add(elapsed)
+            .unwrap_or(self.wall_start)
     }
 
     /// The instant at which [`Clock::now`] reaches `t`.
@@ -422,7 +420,9 @@ async fn attempt<S: LeaseStore>(store: &S, election: &mut Election, clock: &Cloc
     }
 }
 
-/// Steps down, then clears the Lease if it is still ours (bounded by one retry period).
+/// Steps down, then clears the Lease if it still names us (bounded by one retry period). This
+/// also runs when the renew deadline already demoted us: the Lease may still carry our name,
+/// and clearing it spares the successor a full lease duration.
 async fn release<S: LeaseStore>(
     store: &S,
     election: &mut Election,
@@ -430,12 +430,8 @@ async fn release<S: LeaseStore>(
     config: &LeaderConfig,
     clock: &Clock,
 ) {
-    let was_leading = election.status(clock.now()) == Status::Leading;
     // Stop acting before anything else.
     publisher.publish(Status::Following { holder: None });
-    if !was_leading {
-        return;
-    }
     let released = tokio::time::timeout(config.retry_period, async {
         let current = store.get().await?;
         let Some(current) = current else {
@@ -452,7 +448,7 @@ async fn release<S: LeaseStore>(
     })
     .await;
     match released {
-        Ok(Ok(())) => tracing::info!(lease = %publisher.lease, "released leadership"),
+        Ok(Ok(())) => tracing::info!(lease = %publisher.lease, "election stopped"),
         Ok(Err(err)) => tracing::warn!(error = %err, "could not release the lease; it will expire"),
         Err(_) => tracing::warn!("releasing the lease timed out; it will expire"),
     }
