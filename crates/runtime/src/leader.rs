@@ -44,6 +44,10 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use kube::Client;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -200,6 +204,30 @@ impl LeaderHandle {
     /// A raw watch receiver, e.g. to drive a `tokio::select!` on `changed()`.
     pub fn subscribe(&self) -> watch::Receiver<LeaderState> {
         self.rx.clone()
+    }
+
+    /// Registers the gauge `leader` (1 while this replica leads, else 0) in `registry` (pass the
+    /// service's prefixed sub-registry: it is exported as `plimsoll_<binary>_leader`). Read at
+    /// scrape time, so it is never stale.
+    pub fn register_metrics(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(LeaderCollector(self.rx.clone())));
+    }
+}
+
+/// Reports the election state on every scrape.
+#[derive(Debug)]
+struct LeaderCollector(watch::Receiver<LeaderState>);
+
+impl Collector for LeaderCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let gauge = ConstGauge::new(i64::from(*self.0.borrow() == LeaderState::Leading));
+        let metric = encoder.encode_descriptor(
+            "leader",
+            "1 while this replica holds the leader-election Lease, else 0",
+            None,
+            gauge.metric_type(),
+        )?;
+        gauge.encode(metric)
     }
 }
 
@@ -710,6 +738,31 @@ mod tests {
         shutdown.cancel();
         a.task.await.unwrap();
         b.task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn leader_gauge_follows_the_election() {
+        let mut registry = Registry::default();
+        let store = FakeStore::default();
+        let shutdown = CancellationToken::new();
+        let a = spawn_with_store(store, config("a"), shutdown.clone(), wall());
+        a.handle
+            .register_metrics(crate::telemetry::service_registry(
+                &mut registry,
+                "vpa-updater",
+            ));
+        let scrape = |registry: &Registry| {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+            text
+        };
+        assert!(a.handle.leading().await);
+        let text = scrape(&registry);
+        assert!(text.contains("plimsoll_vpa_updater_leader 1"), "{text}");
+        shutdown.cancel();
+        a.task.await.unwrap();
+        let text = scrape(&registry);
+        assert!(text.contains("plimsoll_vpa_updater_leader 0"), "{text}");
     }
 
     #[tokio::test]
