@@ -70,6 +70,9 @@
 //! }
 //! ```
 
+// Every public item is documented; the services are written against these docs.
+#![warn(missing_docs)]
+
 pub mod admin;
 pub mod args;
 pub mod client;
