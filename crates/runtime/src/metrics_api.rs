@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use jiff::Timestamp;
-use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Client;
@@ -28,7 +27,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::args::parse_duration;
 use crate::error::{Error, Result};
-use crate::kinds::KindResolver;
+use crate::kinds::{KindResolver, TargetRef};
 use crate::selector::Selector;
 
 /// API group of resource metrics (metrics-server).
@@ -152,11 +151,12 @@ pub trait MetricsSource: Send + Sync {
         metric_selector: Option<&'a Selector>,
     ) -> BoxFuture<'a, Result<Vec<MetricValue>>>;
 
-    /// Custom metric `metric` of one object (e.g. an Ingress), exactly one value.
+    /// Custom metric `metric` of one object (e.g. an Ingress), exactly one value. Build the
+    /// reference with `TargetRef::from(&described_object)`.
     fn object_metric<'a>(
         &'a self,
         namespace: &'a str,
-        object: &'a CrossVersionObjectReference,
+        object: TargetRef<'a>,
         metric: &'a str,
         metric_selector: Option<&'a Selector>,
     ) -> BoxFuture<'a, Result<MetricValue>>;
@@ -308,22 +308,21 @@ impl MetricsSource for ApiMetrics {
     fn object_metric<'a>(
         &'a self,
         namespace: &'a str,
-        object: &'a CrossVersionObjectReference,
+        object: TargetRef<'a>,
         metric: &'a str,
         metric_selector: Option<&'a Selector>,
     ) -> BoxFuture<'a, Result<MetricValue>> {
         Box::pin(async move {
             let fail = failure(CUSTOM_METRICS_API, "object metric", metric, namespace);
-            let api_version = object.api_version.as_deref().unwrap_or_default();
             let resolved = self
                 .kinds
-                .resolve(api_version, &object.kind)
+                .resolve_target(object)
                 .await
                 .map_err(|e| fail(e.to_string()))?;
             let path = paths::custom_object(
                 namespace,
                 &resolved.qualified_resource(),
-                &object.name,
+                object.name,
                 metric,
                 metric_selector,
             );
@@ -464,12 +463,8 @@ mod tests {
         Quantity::parse(s).unwrap()
     }
 
-    fn ingress() -> CrossVersionObjectReference {
-        CrossVersionObjectReference {
-            api_version: Some("networking.k8s.io/v1".into()),
-            kind: "Ingress".into(),
-            name: "storefront".into(),
-        }
+    fn ingress() -> TargetRef<'static> {
+        TargetRef::new("networking.k8s.io/v1", "Ingress", "storefront")
     }
 
     const NETWORKING_DISCOVERY: &str = r#"{"kind":"APIResourceList","apiVersion":"v1",
@@ -589,7 +584,7 @@ mod tests {
         let value = source(&api)
             .object_metric(
                 "shop",
-                &ingress(),
+                ingress(),
                 "requests_per_second",
                 Some(&metric_selector),
             )
@@ -623,7 +618,7 @@ mod tests {
             CUSTOM_PODS,
         );
         let err = source(&api)
-            .object_metric("shop", &ingress(), "hits", None)
+            .object_metric("shop", ingress(), "hits", None)
             .await
             .unwrap_err();
         assert_eq!(
@@ -692,7 +687,7 @@ mod tests {
         );
         // A kind the cluster does not serve is reported against the metric too.
         let err = metrics
-            .object_metric("default", &ingress(), "hits", None)
+            .object_metric("default", ingress(), "hits", None)
             .await
             .unwrap_err();
         assert!(
