@@ -204,9 +204,19 @@ fn reason(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) => {
             let mut out = status.code.to_string();
-            if !status.reason.is_empty() {
+            // kube's placeholder when the body was not a Status (a proxy's plain-text error):
+            // the HTTP reason phrase says more.
+            let reason = if status.reason == "Failed to parse error data" {
+                http::StatusCode::from_u16(status.code)
+                    .ok()
+                    .and_then(|c| c.canonical_reason())
+                    .unwrap_or_default()
+            } else {
+                status.reason.as_str()
+            };
+            if !reason.is_empty() {
                 out.push(' ');
-                out.push_str(&status.reason);
+                out.push_str(reason);
             }
             if !status.message.is_empty() {
                 out.push_str(": ");
@@ -695,6 +705,26 @@ mod tests {
                 "custom.metrics.k8s.io object metric \"hits\" in default: cannot resolve networking.k8s.io/v1 Ingress"
             ),
             "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn plain_text_errors_keep_the_http_reason() {
+        let api = FakeApi::new();
+        api.respond(
+            "GET",
+            "/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/q",
+            503,
+            "upstream connect error",
+        );
+        let err = source(&api)
+            .external_metric("shop", "q", None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "external.metrics.k8s.io external metric \"q\" in shop: \
+             503 Service Unavailable: upstream connect error"
         );
     }
 
