@@ -544,7 +544,7 @@ mod tests {
             let mut version = 0u64;
             let mut now = t(0);
             for (advance_ms, second, outcome) in steps {
-                now = now + SignedDuration::from_millis(i64::try_from(advance_ms).unwrap());
+                now += SignedDuration::from_millis(i64::try_from(advance_ms).unwrap());
                 let e = &mut candidates[usize::from(second)];
                 if let Outcome::ReadFails = outcome {
                     e.on_write_failed(now);
