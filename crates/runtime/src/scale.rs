@@ -1,11 +1,29 @@
-//! The scale subresource of any scalable kind, and the pod selector it reports.
+//! The scale subresource of any scalable kind, the selector of a target's pods, and its rollout
+//! state.
 //!
-//! Works for `Deployments`, `StatefulSets`, `ReplicaSets`, `ReplicationControllers` and custom resources
-//! that declare a scale subresource: the target's `apiVersion` + `kind` are resolved through the
-//! shared [`KindResolver`], then `/scale` is read (`autoscaling/v1` Scale) or merge-patched.
+//! Works for `Deployment`, `StatefulSet`, `ReplicaSet`, `ReplicationController` and custom
+//! resources that declare a scale subresource: the target's `apiVersion` + `kind` are resolved
+//! through the shared [`KindResolver`], then `/scale` is read (`autoscaling/v1` Scale) or
+//! merge-patched under the binary's field manager.
 //!
 //! The selector string in `status.selector` is parsed into a [`Selector`] so callers can match
-//! pods from a reflector store without another request.
+//! pods from a reflector store without another request. [`ScaleClient::pod_selector`] also
+//! covers the kinds a VPA may target that have no scale subresource (`DaemonSet`, `Job`,
+//! `CronJob`). Targets are passed as anything that converts into a [`TargetRef`] (each of the
+//! `CrossVersionObjectReference` types).
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) -> plimsoll_runtime::Result<()> {
+//! use plimsoll_runtime::kinds::TargetRef;
+//! use plimsoll_runtime::scale::ScaleClient;
+//! let scales = ScaleClient::new(client, "hpa-plus");
+//! let web = TargetRef::new("apps/v1", "Deployment", "web");
+//! let scale = scales.get("shop", web).await?;
+//! if scale.spec_replicas != 4 {
+//!     scales.set_replicas("shop", web, 4).await?;
+//! }
+//! # Ok(()) }
+//! ```
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v1::Scale;
