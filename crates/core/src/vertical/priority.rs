@@ -557,3 +557,549 @@ pub fn meets_eviction_requirements(
 pub fn sort_by_update_order<T>(items: &mut [T], priority: impl Fn(&T) -> PodPriority) {
     items.sort_by(|a, b| priority(a).update_order(&priority(b)));
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) const GI: i64 = 1024 * 1024 * 1024;
+    pub(crate) const M: i64 = 1_000_000;
+
+    pub(crate) fn t0() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    pub(crate) fn hours(h: i64) -> SignedDuration {
+        SignedDuration::from_hours(h)
+    }
+
+    impl Resources {
+        pub(crate) fn cpu(millis: i64) -> Resources {
+            Resources {
+                cpu: Some(millis),
+                memory: None,
+            }
+        }
+    }
+
+    impl PodSnapshot {
+        /// A running pod started at [`t0`] owned by `ReplicationController/rc`.
+        pub(crate) fn test(name: &str) -> PodSnapshot {
+            PodSnapshot {
+                name: name.to_owned(),
+                owner: Some(Owner {
+                    kind: "ReplicationController".to_owned(),
+                    name: "rc".to_owned(),
+                }),
+                start_time: Some(t0()),
+                ..PodSnapshot::default()
+            }
+        }
+
+        pub(crate) fn container(mut self, name: &str, requests: Resources) -> PodSnapshot {
+            self.containers.push(PodContainer {
+                name: name.to_owned(),
+                requests,
+                limits: Resources::default(),
+            });
+            self
+        }
+
+        pub(crate) fn phase(mut self, phase: PodPhase) -> PodSnapshot {
+            self.phase = phase;
+            self
+        }
+
+        pub(crate) fn resize(mut self, resize: ResizeStatus) -> PodSnapshot {
+            self.resize = resize;
+            self
+        }
+
+        pub(crate) fn observed(mut self, annotation: &str) -> PodSnapshot {
+            self.observed_containers = parse_observed_containers(annotation);
+            self
+        }
+
+        pub(crate) fn oom(
+            mut self,
+            container: &str,
+            started: Timestamp,
+            finished: Timestamp,
+        ) -> Self {
+            self.last_terminations.push(LastTermination {
+                container: container.to_owned(),
+                reason: "OOMKilled".to_owned(),
+                started_at: started,
+                finished_at: finished,
+            });
+            self
+        }
+    }
+
+    impl ContainerRecommendation {
+        pub(crate) fn test(container: &str, target: Resources) -> ContainerRecommendation {
+            ContainerRecommendation {
+                container: container.to_owned(),
+                target,
+                ..ContainerRecommendation::default()
+            }
+        }
+
+        pub(crate) fn bounds(mut self, lower: Resources, upper: Resources) -> Self {
+            self.lower_bound = lower;
+            self.upper_bound = upper;
+            self
+        }
+    }
+
+    fn prio(outside: bool, scale_up: bool, diff: f64) -> PodPriority {
+        PodPriority {
+            outside_recommended_range: outside,
+            scale_up,
+            resource_diff: diff,
+        }
+    }
+
+    fn res(cpu: Option<i64>, mem: Option<i64>) -> Resources {
+        Resources { cpu, memory: mem }
+    }
+
+    // upstream: pkg/updater/priority/priority_processor_test.go TestGetUpdatePriority
+    #[test]
+    #[allow(clippy::too_many_lines)] // one row per upstream case
+    fn update_priority_table() {
+        let c = "test-container";
+        let c2 = "test-container-2";
+        let cases: Vec<(&str, PodSnapshot, Vec<ContainerRecommendation>, PodPriority)> = vec![
+            (
+                "simple scale up",
+                PodSnapshot::test("p").container(c, Resources::cpu(2000)),
+                vec![ContainerRecommendation::test(c, Resources::cpu(10_000))],
+                prio(false, true, 4.0),
+            ),
+            (
+                "simple scale down",
+                PodSnapshot::test("p").container(c, Resources::cpu(4000)),
+                vec![ContainerRecommendation::test(c, Resources::cpu(2000))],
+                prio(false, false, 0.5),
+            ),
+            (
+                "no resource diff",
+                PodSnapshot::test("p").container(c, Resources::cpu(2000)),
+                vec![ContainerRecommendation::test(c, Resources::cpu(2000))],
+                prio(false, false, 0.0),
+            ),
+            (
+                "scale up on milliquantities",
+                PodSnapshot::test("p").container(c, Resources::cpu(10)),
+                vec![ContainerRecommendation::test(c, Resources::cpu(900))],
+                prio(false, true, 89.0),
+            ),
+            (
+                "scale up outside recommended range",
+                PodSnapshot::test("p").container(c, Resources::cpu(4000)),
+                vec![
+                    ContainerRecommendation::test(c, Resources::cpu(10_000))
+                        .bounds(Resources::cpu(6000), Resources::cpu(14_000)),
+                ],
+                prio(true, true, 1.5),
+            ),
+            (
+                "scale down outside recommended range",
+                PodSnapshot::test("p").container(c, Resources::cpu(8000)),
+                vec![
+                    ContainerRecommendation::test(c, Resources::cpu(2000))
+                        .bounds(Resources::cpu(1000), Resources::cpu(3000)),
+                ],
+                prio(true, false, 0.75),
+            ),
+            (
+                "multiple resources, both scale up",
+                PodSnapshot::test("p").container(c, Resources::new(3000, 10 * M)),
+                vec![ContainerRecommendation::test(
+                    c,
+                    Resources::new(6000, 20 * M),
+                )],
+                prio(false, true, 2.0),
+            ),
+            (
+                "multiple resources, only one scale up",
+                PodSnapshot::test("p").container(c, Resources::new(4000, 10 * M)),
+                vec![ContainerRecommendation::test(
+                    c,
+                    Resources::new(2000, 20 * M),
+                )],
+                prio(false, true, 1.5),
+            ),
+            (
+                "multiple resources, both scale down",
+                PodSnapshot::test("p").container(c, Resources::new(4000, 20 * M)),
+                vec![ContainerRecommendation::test(
+                    c,
+                    Resources::new(2000, 10 * M),
+                )],
+                prio(false, false, 1.0),
+            ),
+            (
+                "multiple resources, one outside recommended range",
+                PodSnapshot::test("p").container(c, Resources::new(4000, 20 * M)),
+                vec![
+                    ContainerRecommendation::test(c, Resources::new(2000, 10 * M))
+                        .bounds(Resources::new(1000, 5 * M), Resources::new(3000, 30 * M)),
+                ],
+                prio(true, false, 1.0),
+            ),
+            (
+                "multiple containers, both scale up",
+                PodSnapshot::test("p")
+                    .container(c, Resources::cpu(1000))
+                    .container(c2, Resources::cpu(2000)),
+                vec![
+                    ContainerRecommendation::test(c, Resources::cpu(4000)),
+                    ContainerRecommendation::test(c2, Resources::cpu(8000)),
+                ],
+                prio(false, true, 3.0),
+            ),
+            (
+                "multiple containers, both scale down",
+                PodSnapshot::test("p")
+                    .container(c, Resources::cpu(3000))
+                    .container(c2, Resources::cpu(7000)),
+                vec![
+                    ContainerRecommendation::test(c, Resources::cpu(1000)),
+                    ContainerRecommendation::test(c2, Resources::cpu(2000)),
+                ],
+                prio(false, false, 0.7),
+            ),
+            (
+                "multiple containers, both scale up, one outside range",
+                PodSnapshot::test("p")
+                    .container(c, Resources::cpu(1000))
+                    .container(c2, Resources::cpu(2000)),
+                vec![
+                    ContainerRecommendation::test(c, Resources::cpu(4000))
+                        .bounds(Resources::cpu(1000), Resources::default()),
+                    ContainerRecommendation::test(c2, Resources::cpu(8000))
+                        .bounds(Resources::cpu(3000), Resources::cpu(10_000)),
+                ],
+                prio(true, true, 3.0),
+            ),
+            (
+                "multiple containers, multiple resources",
+                PodSnapshot::test("p")
+                    .container(c, Resources::new(6000, 10 * M))
+                    .container(c2, Resources::new(4000, 30 * M)),
+                vec![
+                    ContainerRecommendation::test(c, Resources::new(8000, 20 * M)),
+                    ContainerRecommendation::test(c2, Resources::new(7000, 30 * M)),
+                ],
+                prio(false, true, 0.75),
+            ),
+            (
+                // Not upstream: a container without a request always qualifies.
+                "missing request",
+                PodSnapshot::test("p").container(c, res(None, Some(M))),
+                vec![ContainerRecommendation::test(c, Resources::new(100, M))],
+                prio(true, true, 99.0),
+            ),
+        ];
+        for (name, pod, recs, want) in cases {
+            let got = update_priority(&pod, &recs);
+            assert_eq!(
+                got.outside_recommended_range, want.outside_recommended_range,
+                "{name}"
+            );
+            assert_eq!(got.scale_up, want.scale_up, "{name}");
+            assert!(
+                (got.resource_diff - want.resource_diff).abs() < 1e-9,
+                "{name}: diff {} want {}",
+                got.resource_diff,
+                want.resource_diff
+            );
+        }
+    }
+
+    // upstream: priority_processor_test.go TestGetUpdatePriority_NoRecommendationForContainer
+    #[test]
+    fn no_recommendation_gives_zero_priority() {
+        let pod = PodSnapshot::test("p").container("c", Resources::new(5000, 10));
+        assert_eq!(update_priority(&pod, &[]), PodPriority::default());
+    }
+
+    // upstream: priority_processor_test.go TestGetUpdatePriority_VpaObservedContainers
+    #[test]
+    fn observed_containers_annotation() {
+        let recs = [ContainerRecommendation::test("c", Resources::cpu(10_000))];
+        for (annotation, want) in [
+            (None, 9.0),
+            (Some("c"), 9.0),
+            (Some(""), 0.0),
+            (Some("abcd;';"), 9.0),
+        ] {
+            let mut pod = PodSnapshot::test("p").container("c", Resources::cpu(1000));
+            if let Some(a) = annotation {
+                pod = pod.observed(a);
+            }
+            let diff = update_priority(&pod, &recs).resource_diff;
+            assert!((diff - want).abs() < 1e-9, "{annotation:?}: {diff}");
+        }
+    }
+
+    fn decide(
+        pod: &PodSnapshot,
+        recs: &[ContainerRecommendation],
+        min: f64,
+        now: Timestamp,
+    ) -> bool {
+        let config = UpdateConfig {
+            min_change_priority: min,
+            ..UpdateConfig::default()
+        };
+        decide_priority(pod, recs, &BTreeSet::new(), &config, now)
+            .verdict
+            .is_ok()
+    }
+
+    // upstream: update_priority_calculator_test.go TestSortPriority / TestSortPriorityResourcesDecrease
+    #[test]
+    fn sort_order() {
+        let mut items = vec![
+            ("POD1", prio(false, false, 4.0)),
+            ("POD2", prio(false, false, 1.5)),
+            ("POD3", prio(false, false, 9.0)),
+            ("POD4", prio(false, false, 2.33)),
+        ];
+        sort_by_update_order(&mut items, |(_, p)| *p);
+        let names: Vec<_> = items.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["POD3", "POD1", "POD4", "POD2"]);
+
+        let mut items = vec![
+            ("POD1", prio(false, true, 0.25)),
+            ("POD2", prio(false, false, 0.25)),
+            ("POD3", prio(false, false, 0.5)),
+        ];
+        sort_by_update_order(&mut items, |(_, p)| *p);
+        let names: Vec<_> = items.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["POD1", "POD3", "POD2"]);
+    }
+
+    // upstream: update_priority_calculator_test.go TestUpdateNotRequired
+    #[test]
+    fn update_not_required() {
+        let pod = PodSnapshot::test("POD1").container("c", Resources::cpu(4000));
+        let recs = [ContainerRecommendation::test("c", Resources::cpu(4000))];
+        assert!(!decide(&pod, &recs, 0.1, t0() + hours(24)));
+    }
+
+    // upstream: update_priority_calculator_test.go TestUpdateLonglivedPods
+    #[test]
+    fn long_lived_pods() {
+        let recs = [ContainerRecommendation::test("c", Resources::cpu(5000))
+            .bounds(Resources::cpu(1000), Resources::cpu(6000))];
+        let now = t0() + hours(13);
+        // POD1: inside range, diff 0.25 < 0.5; POD2: diff 4.0; POD3: outside range.
+        let cases = [(4000, false), (1000, true), (8000, true)];
+        for (cpu, want) in cases {
+            let pod = PodSnapshot::test("p").container("c", Resources::cpu(cpu));
+            assert_eq!(decide(&pod, &recs, 0.5, now), want, "cpu {cpu}");
+        }
+    }
+
+    // upstream: update_priority_calculator_test.go TestUpdateShortlivedPods
+    #[test]
+    fn short_lived_pods() {
+        let recs = [ContainerRecommendation::test("c", Resources::cpu(5000))
+            .bounds(Resources::cpu(1000), Resources::cpu(6000))];
+        let now = t0() + hours(11);
+        for (cpu, want) in [(4000, false), (1000, false), (10_000, true)] {
+            let pod = PodSnapshot::test("p").container("c", Resources::cpu(cpu));
+            assert_eq!(decide(&pod, &recs, 0.5, now), want, "cpu {cpu}");
+        }
+    }
+
+    // upstream: update_priority_calculator_test.go TestUpdatePodWithQuickOOM,
+    // TestDontUpdatePodWithQuickOOMNoResourceChange, TestDontUpdatePodWithOOMAfterLongRun
+    #[test]
+    fn quick_oom_rules() {
+        let now = t0() + hours(11);
+        let mins = SignedDuration::from_mins;
+        let recs = [ContainerRecommendation::test("c", Resources::cpu(5000))
+            .bounds(Resources::cpu(1000), Resources::cpu(6000))];
+        let quick = PodSnapshot::test("p")
+            .container("c", Resources::cpu(4000))
+            .oom("c", now - mins(5), now - mins(3));
+        assert!(
+            decide(&quick, &recs, 0.5, now),
+            "quick OOM updates a young pod"
+        );
+
+        let same = [
+            ContainerRecommendation::test("c", Resources::new(4000, 8 * GI))
+                .bounds(Resources::new(2000, 5 * GI), Resources::new(5000, 10 * GI)),
+        ];
+        let no_change = PodSnapshot::test("p")
+            .container("c", Resources::new(4000, 8 * GI))
+            .oom("c", now - mins(5), now - mins(3));
+        assert!(!decide(&no_change, &same, 0.1, now), "nothing would change");
+
+        let long_run = PodSnapshot::test("p")
+            .container("c", Resources::cpu(4000))
+            .oom("c", now - mins(60), now - mins(3));
+        assert!(!decide(&long_run, &recs, 0.5, now), "OOM after a long run");
+    }
+
+    // upstream: update_priority_calculator_test.go TestQuickOOM_VpaOvservedContainers and
+    // TestQuickOOM_ContainerResourcePolicy
+    #[test]
+    fn quick_oom_observed_and_mode_off() {
+        let now = t0() + hours(11);
+        let mins = SignedDuration::from_mins;
+        let base = PodSnapshot::test("p")
+            .container("c", Resources::cpu(4000))
+            .oom("c", now - mins(5), now - mins(3));
+        let threshold = mins(10);
+        let none = BTreeSet::new();
+        assert!(quick_oom(&base, &none, threshold));
+        assert!(quick_oom(&base.clone().observed("c"), &none, threshold));
+        assert!(!quick_oom(&base.clone().observed(""), &none, threshold));
+        let off: BTreeSet<String> = ["c".to_owned()].into();
+        assert!(!quick_oom(&base, &off, threshold));
+    }
+
+    #[test]
+    fn missing_start_time_is_skipped_inside_range() {
+        let mut pod = PodSnapshot::test("p").container("c", Resources::cpu(1000));
+        pod.start_time = None;
+        let recs = [ContainerRecommendation::test("c", Resources::cpu(5000))];
+        let d = decide_priority(
+            &pod,
+            &recs,
+            &BTreeSet::new(),
+            &UpdateConfig::default(),
+            t0(),
+        );
+        assert_eq!(d.verdict, Err(PrioritySkip::MissingStartTime));
+    }
+
+    fn requirement(resources: &[Resource], change: ChangeRequirement) -> EvictionRequirement {
+        EvictionRequirement {
+            resources: resources.to_vec(),
+            change_requirement: change,
+        }
+    }
+
+    // upstream: pkg/updater/priority/scaling_direction_pod_eviction_admission_test.go
+    // TestAdmitForSingleContainer (representative rows)
+    #[test]
+    fn eviction_requirements_table() {
+        use ChangeRequirement::{TargetHigherThanRequests as Up, TargetLowerThanRequests as Down};
+        use Resource::{Cpu, Memory};
+        let pod = PodSnapshot::test("p").container("c", Resources::new(1000, 1000 * M));
+        let rec = |cpu, mem| [ContainerRecommendation::test("c", Resources::new(cpu, mem))];
+        let cases: Vec<(
+            &str,
+            [ContainerRecommendation; 1],
+            Vec<EvictionRequirement>,
+            bool,
+        )> = vec![
+            ("no requirements", rec(2000, 2000 * M), vec![], true),
+            (
+                "cpu up required, cpu up",
+                rec(2000, 1000 * M),
+                vec![requirement(&[Cpu], Up)],
+                true,
+            ),
+            (
+                "cpu up required, cpu down",
+                rec(500, 1000 * M),
+                vec![requirement(&[Cpu], Up)],
+                false,
+            ),
+            (
+                "cpu down required, cpu down",
+                rec(500, 1000 * M),
+                vec![requirement(&[Cpu], Down)],
+                true,
+            ),
+            (
+                "equal is not higher",
+                rec(1000, 1000 * M),
+                vec![requirement(&[Cpu], Up)],
+                false,
+            ),
+            (
+                "either resource up",
+                rec(500, 2000 * M),
+                vec![requirement(&[Cpu, Memory], Up)],
+                true,
+            ),
+            (
+                "both requirements must hold",
+                rec(2000, 2000 * M),
+                vec![requirement(&[Cpu], Up), requirement(&[Memory], Down)],
+                false,
+            ),
+            (
+                "cpu up and memory down",
+                rec(2000, 500 * M),
+                vec![requirement(&[Cpu], Up), requirement(&[Memory], Down)],
+                true,
+            ),
+        ];
+        for (name, recs, reqs, want) in cases {
+            assert_eq!(
+                meets_eviction_requirements(&pod, &recs, &reqs),
+                want,
+                "{name}"
+            );
+        }
+        // A container without a memory request is always admitted.
+        let no_mem = PodSnapshot::test("p").container("c", Resources::cpu(1000));
+        assert!(meets_eviction_requirements(
+            &no_mem,
+            &rec(500, M),
+            &[requirement(&[Cpu], Up)]
+        ));
+    }
+
+    #[test]
+    fn observed_containers_parse() {
+        assert_eq!(parse_observed_containers(""), Some(BTreeSet::new()));
+        assert_eq!(
+            parse_observed_containers("app, side-car"),
+            Some(["app".to_owned(), "side-car".to_owned()].into())
+        );
+        assert_eq!(parse_observed_containers("app,side"), None);
+        assert_eq!(parse_observed_containers("App"), None);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            // The diff is 0 exactly when the requests equal the targets, and never negative.
+            #[test]
+            fn diff_zero_iff_equal(req in 1i64..1_000_000, target in 1i64..1_000_000) {
+                let pod = PodSnapshot::test("p").container("c", Resources::cpu(req));
+                let p = update_priority(&pod, &[ContainerRecommendation::test("c", Resources::cpu(target))]);
+                prop_assert!(p.resource_diff >= 0.0);
+                prop_assert_eq!(p.resource_diff == 0.0, req == target);
+                prop_assert_eq!(p.scale_up, target > req);
+            }
+
+            // Sorting puts every scale-up pod before every other and diffs descend in each part.
+            #[test]
+            fn order_is_scale_up_then_diff(items in proptest::collection::vec((any::<bool>(), 0.0f64..100.0), 0..20)) {
+                let mut v: Vec<PodPriority> = items.iter().map(|&(up, d)| prio(false, up, d)).collect();
+                sort_by_update_order(&mut v, |p| *p);
+                for w in v.windows(2) {
+                    prop_assert!(w[0].scale_up >= w[1].scale_up);
+                    if w[0].scale_up == w[1].scale_up {
+                        prop_assert!(w[0].resource_diff >= w[1].resource_diff);
+                    }
+                }
+            }
+        }
+    }
+}
