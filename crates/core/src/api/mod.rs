@@ -16,3 +16,10 @@ pub mod vpa;
 pub const GROUP: &str = "autoscaling.plimsoll.dev";
 /// The API version of Plimsoll's own kinds.
 pub const VERSION: &str = "v1alpha1";
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+/// Every CRD Plimsoll's services read or write, as `deploy/crds/` holds them.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    Vec::new()
+}
