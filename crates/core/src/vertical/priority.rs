@@ -14,7 +14,8 @@
 //! * Per-VPA `evictionRequirements` finally drop pods whose change goes in a direction the user
 //!   did not ask for.
 //!
-//! Amounts are integers: CPU in millicores, memory in bytes. Time is a parameter (`now`).
+//! Amounts are exact [`Quantity`] values compared by value (upstream compares `MilliValue()`).
+//! Time is a parameter (`now`).
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -22,12 +23,14 @@ use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::quantity::Quantity;
+
 /// A compute resource the VPA manages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Resource {
-    /// CPU, in millicores.
+    /// CPU (cores).
     Cpu,
-    /// Memory, in bytes.
+    /// Memory (bytes).
     Memory,
 }
 
@@ -59,26 +62,26 @@ impl fmt::Display for Resource {
     }
 }
 
-/// CPU (millicores) and memory (bytes); `None` means "not set", which is not the same as 0.
+/// CPU and memory amounts; `None` means "not set", which is not the same as 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Resources {
-    /// Millicores.
-    pub cpu: Option<i64>,
-    /// Bytes.
-    pub memory: Option<i64>,
+    /// CPU (cores).
+    pub cpu: Option<Quantity>,
+    /// Memory (bytes).
+    pub memory: Option<Quantity>,
 }
 
 impl Resources {
-    /// Both amounts set.
+    /// Both amounts set: CPU in millicores (decimal format), memory in bytes (binary format).
     pub fn new(cpu_millis: i64, memory_bytes: i64) -> Resources {
         Resources {
-            cpu: Some(cpu_millis),
-            memory: Some(memory_bytes),
+            cpu: Some(Quantity::from_milli(i128::from(cpu_millis))),
+            memory: Some(Quantity::from_milli_binary(i128::from(memory_bytes) * 1000)),
         }
     }
 
     /// The amount of `resource`, if set.
-    pub fn get(&self, resource: Resource) -> Option<i64> {
+    pub fn get(&self, resource: Resource) -> Option<Quantity> {
         match resource {
             Resource::Cpu => self.cpu,
             Resource::Memory => self.memory,
@@ -86,7 +89,7 @@ impl Resources {
     }
 
     /// Sets (or clears) the amount of `resource`.
-    pub fn set(&mut self, resource: Resource, amount: Option<i64>) {
+    pub fn set(&mut self, resource: Resource, amount: Option<Quantity>) {
         match resource {
             Resource::Cpu => self.cpu = amount,
             Resource::Memory => self.memory = amount,
@@ -99,7 +102,7 @@ impl Resources {
     }
 
     /// The resources that are set, in [`Resource::ALL`] order.
-    pub fn iter(&self) -> impl Iterator<Item = (Resource, i64)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (Resource, Quantity)> + '_ {
         Resource::ALL
             .into_iter()
             .filter_map(|r| self.get(r).map(|v| (r, v)))
@@ -306,10 +309,10 @@ pub fn update_priority(
             let Some(target) = rec.target.get(resource) else {
                 continue;
             };
-            totals[i].1 += i128::from(target);
+            totals[i].1 += target.milli();
             totals[i].2 = true;
             if let Some(request) = container.requests.get(resource) {
-                totals[i].0 += i128::from(request);
+                totals[i].0 += request.milli();
                 if target > request {
                     scale_up = true;
                 }
@@ -327,15 +330,13 @@ pub fn update_priority(
         }
     }
     let mut resource_diff = 0.0;
-    for (i, (request, target, seen)) in totals.into_iter().enumerate() {
+    for (request, target, seen) in totals {
         if !seen {
             continue;
         }
-        // Upstream sums MilliValue(); memory here is bytes, so scale to keep the 1-milli floor.
-        let scale = if i == 1 { 1000.0 } else { 1.0 };
-        let request = (request as f64 * scale).max(1.0);
-        let target = target as f64 * scale;
-        resource_diff += (request - target).abs() / request;
+        // Sums of milli-units as upstream; a missing total request counts as one milli-unit.
+        let request = (request as f64).max(1.0);
+        resource_diff += (request - target as f64).abs() / request;
     }
     PodPriority {
         outside_recommended_range: outside,
@@ -541,8 +542,8 @@ pub fn meets_eviction_requirements(
         };
         requirements.iter().all(|req| {
             req.resources.iter().any(|&resource| {
-                let request = container.requests.get(resource).unwrap_or(0);
-                let target = rec.target.get(resource).unwrap_or(0);
+                let request = container.requests.get(resource).map_or(0, |q| q.milli());
+                let target = rec.target.get(resource).map_or(0, |q| q.milli());
                 match req.change_requirement {
                     ChangeRequirement::TargetHigherThanRequests => target > request,
                     ChangeRequirement::TargetLowerThanRequests => target < request,
@@ -576,7 +577,7 @@ pub(crate) mod tests {
     impl Resources {
         pub(crate) fn cpu(millis: i64) -> Resources {
             Resources {
-                cpu: Some(millis),
+                cpu: Some(Quantity::from_milli(i128::from(millis))),
                 memory: None,
             }
         }
@@ -661,7 +662,10 @@ pub(crate) mod tests {
     }
 
     fn res(cpu: Option<i64>, mem: Option<i64>) -> Resources {
-        Resources { cpu, memory: mem }
+        Resources {
+            cpu: cpu.map(|c| Quantity::from_milli(i128::from(c))),
+            memory: mem.map(|m| Quantity::from_milli_binary(i128::from(m) * 1000)),
+        }
     }
 
     // upstream: pkg/updater/priority/priority_processor_test.go TestGetUpdatePriority
