@@ -414,3 +414,212 @@ fn round_up_to_unit(resource: Resource, q: Quantity) -> Quantity {
         Resource::Memory => Quantity::from_milli(q.value() * 1000).with_format(q.format()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap()
+    }
+
+    fn oq(s: &str) -> Option<Quantity> {
+        (!s.is_empty()).then(|| q(s))
+    }
+
+    // upstream: pkg/utils/vpa/limit_and_request_scaling_test.go TestGetProportionalResourceLimitCPU
+    // and TestGetProportionalResourceLimitMem: (limit, request, recommended, default) → limit, note?
+    #[test]
+    fn proportional_limit_table() {
+        let rows = [
+            ("scale proportionally", "2", "1", "10", "", Some("20"), false),
+            ("scale proportionally with default", "", "1", "10", "2", Some("20"), false),
+            ("no original limit", "", "1", "10", "", None, true),
+            ("no original request", "2", "", "10", "", Some("10"), false),
+            ("no recommendation", "", "1", "0", "2", None, true),
+            ("limit equal to request", "1", "1", "10", "", Some("10"), false),
+        ];
+        for resource in Resource::ALL {
+            for (name, limit, request, rec, default, want, note) in rows {
+                let (got, got_note) =
+                    proportional_limit(resource, oq(limit), oq(request), oq(rec), oq(default));
+                assert_eq!(got, want.map(q), "{resource} {name}");
+                assert_eq!(got_note.is_some(), note, "{resource} {name}");
+            }
+        }
+        // "handle non-integer ratios": CPU 2 × 1 / 1.5 = 1.333; memory 200 × 100 / 150 = 133.
+        let (cpu, _) = proportional_limit(Resource::Cpu, oq("2"), oq("1.50"), oq("1"), None);
+        assert_eq!(cpu, Some(q("1.333")));
+        let (mem, _) = proportional_limit(Resource::Memory, oq("200"), oq("150"), oq("100"), None);
+        assert_eq!(mem, Some(q("133")));
+        // "go over milli cap".
+        let (cpu, note) = proportional_limit(Resource::Cpu, oq("10G"), oq("1m"), oq("10G"), None);
+        assert_eq!(cpu.unwrap().milli(), i128::from(i64::MAX));
+        assert!(note.unwrap().contains("capping limit to int64"));
+        let (mem, note) = proportional_limit(Resource::Memory, oq("10G"), oq("1m"), oq("10G"), None);
+        assert_eq!(mem.unwrap().value(), i128::from(i64::MAX));
+        assert!(note.is_some());
+    }
+
+    #[test]
+    fn boundary_request_cases() {
+        // request 1, limit 2, max limit 4 → request may go up to 2.
+        assert_eq!(
+            boundary_request(Resource::Cpu, oq("1"), oq("2"), oq("4"), None),
+            Some(q("2"))
+        );
+        // No limit and no default: no boundary.
+        assert_eq!(boundary_request(Resource::Cpu, oq("1"), None, oq("4"), None), None);
+        // No request: the boundary is the limit boundary itself.
+        assert_eq!(
+            boundary_request(Resource::Memory, None, oq("1Gi"), oq("2Gi"), None),
+            Some(q("2Gi"))
+        );
+        // Default limit stands in for a missing limit.
+        assert_eq!(
+            boundary_request(Resource::Cpu, oq("500m"), None, oq("2"), oq("1")),
+            Some(q("1"))
+        );
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange
+    #[test]
+    fn caps_to_container_limit_range() {
+        let range = LimitRangeItem {
+            max: Resources {
+                cpu: oq("1"),
+                memory: None,
+            },
+            min: Resources {
+                cpu: None,
+                memory: oq("500M"),
+            },
+            has_max: true,
+            has_min: true,
+            ..LimitRangeItem::default()
+        };
+        let requests = Resources {
+            cpu: oq("1"),
+            memory: oq("1G"),
+        };
+        let mut rec = Resources {
+            cpu: oq("2"),
+            memory: oq("200M"),
+        };
+        let notes = cap_to_container_limit_range(&mut rec, &requests, &requests, &range);
+        assert_eq!(rec.cpu, oq("1000m"));
+        assert_eq!(rec.memory, oq("500000000"));
+        assert_eq!(
+            notes,
+            [
+                "cpu capped to fit Max in container LimitRange",
+                "memory capped to fit Min in container LimitRange"
+            ]
+        );
+    }
+
+    // upstream: capping_test.go TestApplyPodLimitRange "cap target cpu to max"
+    #[test]
+    fn pod_limit_range_scales_all_containers() {
+        let range = LimitRangeItem {
+            max: Resources {
+                cpu: oq("1"),
+                memory: None,
+            },
+            has_max: true,
+            ..LimitRangeItem::default()
+        };
+        let requests = Resources {
+            cpu: oq("1"),
+            memory: None,
+        };
+        let mut a = Resources {
+            cpu: oq("1"),
+            memory: None,
+        };
+        let mut b = a;
+        let mut inputs = vec![
+            PodLimitInput {
+                requests: &requests,
+                limits: &requests,
+                recommendation: &mut a,
+            },
+            PodLimitInput {
+                requests: &requests,
+                limits: &requests,
+                recommendation: &mut b,
+            },
+        ];
+        cap_to_pod_limit_range(&mut inputs, &range);
+        assert_eq!(a.cpu, oq("500m"));
+        assert_eq!(b.cpu, oq("500m"));
+    }
+
+    // upstream: pkg/utils/limitrange/limit_range_calculator_test.go (merging rules)
+    #[test]
+    fn merge_takes_tightest_bounds_and_last_default() {
+        let item = |max: &str, min: &str, default: &str| LimitRangeItem {
+            max: Resources {
+                cpu: oq(max),
+                memory: None,
+            },
+            min: Resources {
+                cpu: oq(min),
+                memory: None,
+            },
+            default: Resources {
+                cpu: oq(default),
+                memory: None,
+            },
+            has_max: true,
+            has_min: true,
+            ..LimitRangeItem::default()
+        };
+        let items = vec![
+            (LimitType::Container, item("4", "100m", "1")),
+            (LimitType::Container, item("2", "200m", "500m")),
+            (LimitType::Pod, item("1", "1", "1")),
+        ];
+        let merged = merge(&items, LimitType::Container).unwrap();
+        assert_eq!(merged.max.cpu, oq("2"));
+        assert_eq!(merged.min.cpu, oq("200m"));
+        assert_eq!(merged.default.cpu, oq("500m"));
+        assert!(merge(&items[..0], LimitType::Container).is_none());
+    }
+
+    #[test]
+    fn ratio_helpers() {
+        // limit 2, ratio 2: the request may not go below 1.
+        assert_eq!(
+            ratio_floor_request(Resource::Cpu, q("500m"), oq("2"), Some(2.0)),
+            Some(q("1"))
+        );
+        assert_eq!(ratio_floor_request(Resource::Cpu, q("1500m"), oq("2"), Some(2.0)), None);
+        // request 1Gi, ratio 1.5: limit at most 1.5Gi.
+        assert_eq!(
+            ratio_ceiling_limit(q("1Gi"), q("4Gi"), Some(1.5)),
+            Some(q("1536Mi"))
+        );
+        assert_eq!(ratio_ceiling_limit(q("1Gi"), q("1Gi"), Some(1.5)), None);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            // The proportional CPU limit keeps limit/request within one milli-unit of rounding.
+            #[test]
+            fn proportional_keeps_ratio(req in 1i64..100_000, lim_extra in 0i64..100_000, rec in 1i64..100_000) {
+                let request = Quantity::from_milli(i128::from(req));
+                let limit = Quantity::from_milli(i128::from(req + lim_extra));
+                let recq = Quantity::from_milli(i128::from(rec));
+                let (got, _) = proportional_limit(Resource::Cpu, Some(limit), Some(request), Some(recq), None);
+                let got = got.unwrap().milli();
+                let exact = i128::from(req + lim_extra) * i128::from(rec) / i128::from(req);
+                prop_assert!(got == exact || (lim_extra == 0 && got == i128::from(rec)));
+                prop_assert!(got >= i128::from(rec));
+            }
+        }
+    }
+}
