@@ -512,3 +512,371 @@ pub fn resources_from_k8s(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vertical::limit_range::Ratios;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap()
+    }
+
+    fn res(cpu: &str, mem: &str) -> Resources {
+        Resources {
+            cpu: (!cpu.is_empty()).then(|| q(cpu)),
+            memory: (!mem.is_empty()).then(|| q(mem)),
+        }
+    }
+
+    impl AdmissionPod {
+        fn test() -> AdmissionPod {
+            AdmissionPod {
+                containers: Vec::new(),
+                has_annotations: true,
+            }
+        }
+
+        fn container(mut self, name: &str, requests: Resources, limits: Resources) -> Self {
+            self.containers.push(AdmissionContainer {
+                container: PodContainer {
+                    name: name.to_owned(),
+                    requests,
+                    limits,
+                },
+                has_requests: !requests.is_empty(),
+                has_limits: !limits.is_empty(),
+            });
+            self
+        }
+    }
+
+    impl AdmissionVpa {
+        fn test(container: &str, target: Resources) -> AdmissionVpa {
+            AdmissionVpa {
+                name: "vpa1".to_owned(),
+                update_mode: UpdateMode::Recreate,
+                policies: Vec::new(),
+                recommendation: Some(vec![ContainerRecommendation {
+                    container: container.to_owned(),
+                    target,
+                    ..ContainerRecommendation::default()
+                }]),
+            }
+        }
+
+        fn policy(mut self, p: ContainerPolicy) -> Self {
+            self.policies.push(p);
+            self
+        }
+    }
+
+    fn min_max(min: Resources, max: Resources) -> ContainerPolicy {
+        ContainerPolicy {
+            container_name: "container1".to_owned(),
+            min_allowed: min,
+            max_allowed: max,
+            ..ContainerPolicy::default()
+        }
+    }
+
+    struct Row {
+        name: &'static str,
+        pod: AdmissionPod,
+        vpa: AdmissionVpa,
+        range: Option<LimitRangeItem>,
+        requests: Resources,
+        limits: Resources,
+        notes: &'static [&'static str],
+    }
+
+    // upstream: pkg/admission-controller/resource/pod/recommendation/recommendation_provider_test.go
+    // TestUpdateResourceRequests
+    #[test]
+    #[allow(clippy::too_many_lines)] // one row per upstream case
+    fn update_resource_requests_table() {
+        let c = "container1";
+        let none = Resources::default();
+        let base = |target: Resources| {
+            AdmissionVpa::test(c, target).policy(min_max(res("1", "100Mi"), res("3", "1Gi")))
+        };
+        let uninitialized = AdmissionPod::test().container(c, none, none);
+        let initialized = AdmissionPod::test().container(c, res("2", "100Mi"), none);
+        let double = AdmissionPod::test().container(c, res("1", "100Mi"), res("2", "200Mi"));
+        let requests_only = |target: Resources, max: Resources| {
+            AdmissionVpa::test(c, target).policy(ContainerPolicy {
+                controlled_values: ControlledValues::RequestsOnly,
+                ..min_max(res("1", "100Mi"), max)
+            })
+        };
+        let rows = vec![
+            Row {
+                name: "uninitialized pod",
+                pod: uninitialized.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "target below min",
+                pod: uninitialized.clone(),
+                vpa: AdmissionVpa::test(c, res("3", "150Mi"))
+                    .policy(min_max(res("4", "300Mi"), res("5", "1Gi"))),
+                range: None,
+                requests: res("4", "300Mi"),
+                limits: none,
+                notes: &["cpu capped to minAllowed", "memory capped to minAllowed"],
+            },
+            Row {
+                name: "target above max",
+                pod: uninitialized.clone(),
+                vpa: AdmissionVpa::test(c, res("7", "2Gi"))
+                    .policy(min_max(res("4", "300Mi"), res("5", "1Gi"))),
+                range: None,
+                requests: res("5", "1Gi"),
+                limits: none,
+                notes: &["cpu capped to maxAllowed", "memory capped to maxAllowed"],
+            },
+            Row {
+                name: "initialized pod",
+                pod: initialized.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "high memory",
+                pod: initialized.clone(),
+                vpa: AdmissionVpa::test(c, res("2", "1000Mi"))
+                    .policy(min_max(none, res("3", "3Gi"))),
+                range: None,
+                requests: res("2", "1000Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "guaranteed resources",
+                pod: AdmissionPod::test().container(c, res("2", "200Mi"), res("2", "200Mi")),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: res("2", "200Mi"),
+                notes: &[],
+            },
+            Row {
+                name: "guaranteed resources - no request",
+                pod: AdmissionPod::test().container(c, none, res("2", "200Mi")),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: res("2", "200Mi"),
+                notes: &[],
+            },
+            Row {
+                name: "proportional limit - as default",
+                pod: double.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: res("4", "400Mi"),
+                notes: &[],
+            },
+            Row {
+                name: "disabled limit scaling",
+                pod: double.clone(),
+                vpa: requests_only(res("2", "200Mi"), res("3", "1Gi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "disabled limit scaling - requests capped at limit",
+                pod: double.clone(),
+                vpa: requests_only(res("3", "500Mi"), res("5", "1Gi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[
+                    "cpu capped to container limit",
+                    "memory capped to container limit",
+                ],
+            },
+            Row {
+                name: "limit over int64",
+                pod: AdmissionPod::test().container(c, res("1", "100Mi"), res("10", "1000Mi")),
+                vpa: AdmissionVpa::test(c, res("1Ei", "1Ei"))
+                    .policy(min_max(none, res("1Ei", "1Ei"))),
+                range: None,
+                requests: res("1Ei", "1Ei"),
+                limits: Resources {
+                    cpu: Some(Quantity::from_milli(i128::from(i64::MAX))),
+                    memory: Some(Quantity::from_milli(i128::from(i64::MAX) * 1000)),
+                },
+                notes: &[
+                    "cpu: failed to keep limit to request ratio; capping limit to int64",
+                    "memory: failed to keep limit to request ratio; capping limit to int64",
+                ],
+            },
+            Row {
+                name: "proportional limit from default",
+                pod: initialized.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: Some(LimitRangeItem {
+                    default: res("2", "100Mi"),
+                    ..LimitRangeItem::default()
+                }),
+                requests: res("2", "200Mi"),
+                limits: res("2", "200Mi"),
+                notes: &[],
+            },
+        ];
+        for row in rows {
+            let patch = admission_patch(&row.pod, &row.vpa, row.range.as_ref(), None);
+            let update = patch
+                .updates
+                .first()
+                .unwrap_or_else(|| panic!("{}: no update", row.name));
+            assert_eq!(update.requests, row.requests, "{}: requests", row.name);
+            assert_eq!(update.limits, row.limits, "{}: limits", row.name);
+            let summary = &patch.annotations[UPDATES_ANNOTATION];
+            for note in row.notes {
+                assert!(
+                    summary.contains(note),
+                    "{}: {summary} lacks {note}",
+                    row.name
+                );
+            }
+        }
+    }
+
+    // upstream: recommendation_provider_test.go "empty recommendation" / "nil recommendation":
+    // nothing to set, only the observed-containers annotation.
+    #[test]
+    fn no_recommendation_only_observes() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), Resources::default());
+        let mut vpa = AdmissionVpa::test("c", Resources::default());
+        vpa.recommendation = None;
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert_eq!(patch.ops.len(), 1);
+        assert_eq!(
+            patch.ops[0].path,
+            "/metadata/annotations/vpaObservedContainers"
+        );
+        assert_eq!(patch.ops[0].value, json!("c"));
+    }
+
+    // upstream: pkg/admission-controller/resource/pod/patch/resource_updates_test.go
+    // TestCalculatePatches_ResourceUpdates "new cpu recommendation" / "no resources"
+    #[test]
+    fn patch_creates_missing_maps_and_annotations() {
+        let pod = AdmissionPod {
+            has_annotations: false,
+            ..AdmissionPod::test().container("c", Resources::default(), Resources::default())
+        };
+        let vpa = AdmissionVpa::test("c", res("1", ""));
+        let patch = admission_patch(&pod, &vpa, None, None);
+        let paths: Vec<&str> = patch.ops.iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/metadata/annotations",
+                "/spec/containers/0/resources",
+                "/spec/containers/0/resources/requests",
+                "/spec/containers/0/resources/requests/cpu",
+                "/metadata/annotations/vpaUpdates",
+                "/metadata/annotations/vpaObservedContainers",
+            ]
+        );
+        assert_eq!(patch.ops[3].value, json!("1"));
+        assert_eq!(
+            patch.annotations[UPDATES_ANNOTATION],
+            "Pod resources updated by vpa1: container 0: cpu request"
+        );
+    }
+
+    // upstream: resource_updates_test.go "update mode off": no resource change.
+    #[test]
+    fn update_mode_off_and_container_mode_off() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), Resources::default());
+        let mut vpa = AdmissionVpa::test("c", res("2", "2Gi"));
+        vpa.update_mode = UpdateMode::Off;
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert!(patch.updates.is_empty());
+        assert!(!patch.annotations.contains_key(UPDATES_ANNOTATION));
+
+        let vpa = AdmissionVpa::test("c", res("2", "2Gi")).policy(ContainerPolicy {
+            container_name: "*".to_owned(),
+            mode: ContainerMode::Off,
+            ..ContainerPolicy::default()
+        });
+        assert!(admission_patch(&pod, &vpa, None, None).updates.is_empty());
+    }
+
+    #[test]
+    fn controlled_resources_limit_what_changes() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), Resources::default());
+        let vpa = AdmissionVpa::test("c", res("2", "2Gi")).policy(ContainerPolicy {
+            container_name: "c".to_owned(),
+            controlled_resources: Some(vec![Resource::Memory]),
+            ..ContainerPolicy::default()
+        });
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert_eq!(patch.updates[0].requests, res("", "2Gi"));
+    }
+
+    // Beyond upstream: maxLimitRequestRatio.
+    #[test]
+    fn max_limit_request_ratio() {
+        let range = LimitRangeItem {
+            max_limit_request_ratio: Ratios {
+                cpu: Some(2.0),
+                memory: None,
+            },
+            ..LimitRangeItem::default()
+        };
+        // RequestsOnly with limit 2: a 500m target would make the ratio 4, so the request is 1.
+        let pod = AdmissionPod::test().container("c", res("1", ""), res("2", ""));
+        let vpa = AdmissionVpa::test("c", res("500m", "")).policy(ContainerPolicy {
+            container_name: "c".to_owned(),
+            controlled_values: ControlledValues::RequestsOnly,
+            ..ContainerPolicy::default()
+        });
+        let patch = admission_patch(&pod, &vpa, Some(&range), None);
+        assert_eq!(patch.updates[0].requests, res("1", ""));
+        // RequestsAndLimits with an original ratio of 4 (the pod was created before the
+        // LimitRange): the limit is lowered to request × 2.
+        let pod = AdmissionPod::test().container("c", res("1", ""), res("4", ""));
+        let vpa = AdmissionVpa::test("c", res("500m", ""));
+        let patch = admission_patch(&pod, &vpa, Some(&range), None);
+        assert_eq!(patch.updates[0].limits, res("1", ""));
+    }
+
+    #[test]
+    fn deterministic() {
+        let pod = AdmissionPod::test()
+            .container("a", res("100m", "100Mi"), res("200m", "200Mi"))
+            .container("b", res("", ""), res("", ""));
+        let mut vpa = AdmissionVpa::test("a", res("300m", "300Mi"));
+        if let Some(recs) = vpa.recommendation.as_mut() {
+            recs.push(ContainerRecommendation {
+                container: "b".to_owned(),
+                target: res("50m", "64Mi"),
+                ..ContainerRecommendation::default()
+            });
+        }
+        let first = admission_patch(&pod, &vpa, None, None);
+        for _ in 0..5 {
+            assert_eq!(admission_patch(&pod, &vpa, None, None), first);
+        }
+        assert_eq!(
+            first.annotations[UPDATES_ANNOTATION],
+            "Pod resources updated by vpa1: container 0: cpu request, memory request, cpu limit, \
+             memory limit; container 1: cpu request, memory request"
+        );
+    }
+}

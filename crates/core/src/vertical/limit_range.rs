@@ -432,12 +432,36 @@ mod tests {
     #[test]
     fn proportional_limit_table() {
         let rows = [
-            ("scale proportionally", "2", "1", "10", "", Some("20"), false),
-            ("scale proportionally with default", "", "1", "10", "2", Some("20"), false),
+            (
+                "scale proportionally",
+                "2",
+                "1",
+                "10",
+                "",
+                Some("20"),
+                false,
+            ),
+            (
+                "scale proportionally with default",
+                "",
+                "1",
+                "10",
+                "2",
+                Some("20"),
+                false,
+            ),
             ("no original limit", "", "1", "10", "", None, true),
             ("no original request", "2", "", "10", "", Some("10"), false),
             ("no recommendation", "", "1", "0", "2", None, true),
-            ("limit equal to request", "1", "1", "10", "", Some("10"), false),
+            (
+                "limit equal to request",
+                "1",
+                "1",
+                "10",
+                "",
+                Some("10"),
+                false,
+            ),
         ];
         for resource in Resource::ALL {
             for (name, limit, request, rec, default, want, note) in rows {
@@ -456,7 +480,8 @@ mod tests {
         let (cpu, note) = proportional_limit(Resource::Cpu, oq("10G"), oq("1m"), oq("10G"), None);
         assert_eq!(cpu.unwrap().milli(), i128::from(i64::MAX));
         assert!(note.unwrap().contains("capping limit to int64"));
-        let (mem, note) = proportional_limit(Resource::Memory, oq("10G"), oq("1m"), oq("10G"), None);
+        let (mem, note) =
+            proportional_limit(Resource::Memory, oq("10G"), oq("1m"), oq("10G"), None);
         assert_eq!(mem.unwrap().value(), i128::from(i64::MAX));
         assert!(note.is_some());
     }
@@ -469,7 +494,10 @@ mod tests {
             Some(q("2"))
         );
         // No limit and no default: no boundary.
-        assert_eq!(boundary_request(Resource::Cpu, oq("1"), None, oq("4"), None), None);
+        assert_eq!(
+            boundary_request(Resource::Cpu, oq("1"), None, oq("4"), None),
+            None
+        );
         // No request: the boundary is the limit boundary itself.
         assert_eq!(
             boundary_request(Resource::Memory, None, oq("1Gi"), oq("2Gi"), None),
@@ -594,7 +622,10 @@ mod tests {
             ratio_floor_request(Resource::Cpu, q("500m"), oq("2"), Some(2.0)),
             Some(q("1"))
         );
-        assert_eq!(ratio_floor_request(Resource::Cpu, q("1500m"), oq("2"), Some(2.0)), None);
+        assert_eq!(
+            ratio_floor_request(Resource::Cpu, q("1500m"), oq("2"), Some(2.0)),
+            None
+        );
         // request 1Gi, ratio 1.5: limit at most 1.5Gi.
         assert_eq!(
             ratio_ceiling_limit(q("1Gi"), q("4Gi"), Some(1.5)),
