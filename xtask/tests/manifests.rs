@@ -343,11 +343,18 @@ fn rules_block(text: &str) -> Vec<&str> {
 fn chart_cluster_roles_match_deploy() {
     let root = xtask::repo_root();
     for svc in SERVICES {
-        let deploy = std::fs::read_to_string(root.join(format!("deploy/{svc}/cluster-rbac.yaml"))).expect("deploy rbac");
-        let chart = std::fs::read_to_string(root.join(format!("charts/plimsoll/templates/clusterrole-{svc}.yaml")))
-            .expect("chart cluster role");
+        let deploy = std::fs::read_to_string(root.join(format!("deploy/{svc}/cluster-rbac.yaml")))
+            .expect("deploy rbac");
+        let chart = std::fs::read_to_string(
+            root.join(format!("charts/plimsoll/templates/clusterrole-{svc}.yaml")),
+        )
+        .expect("chart cluster role");
         let want = rules_block(&deploy);
         assert!(want.len() > 3, "{svc}: rules found in deploy/");
-        assert_eq!(rules_block(&chart), want, "{svc}: chart ClusterRole differs from deploy/");
+        assert_eq!(
+            rules_block(&chart),
+            want,
+            "{svc}: chart ClusterRole differs from deploy/"
+        );
     }
 }
