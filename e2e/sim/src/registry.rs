@@ -283,6 +283,57 @@ impl Registry {
     }
 }
 
+impl Registry {
+    fn group_versions(&self) -> Vec<(String, String)> {
+        let mut gvs: Vec<(String, String)> = Vec::new();
+        for d in self.read().iter().filter(|d| !d.virtual_) {
+            for v in &d.versions {
+                let gv = (d.group.clone(), v.clone());
+                if !gvs.contains(&gv) {
+                    gvs.push(gv);
+                }
+            }
+        }
+        gvs
+    }
+
+    /// `/openapi/v3`: one entry per served group-version.
+    pub fn openapi_v3_index(&self) -> Value {
+        let mut paths = serde_json::Map::new();
+        for (g, v) in self.group_versions() {
+            let p = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+            paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=0")}));
+        }
+        json!({"paths": paths})
+    }
+
+    /// `/openapi/v3/{api|apis/g}/{v}`: a minimal document with one operation per resource that
+    /// declares its group-version-kind and the `fieldValidation` parameter, which is what
+    /// kubectl looks for to use server-side field validation. No schemas are published.
+    pub fn openapi_v3_doc(&self, group: &str, version: &str) -> Option<Value> {
+        let defs: Vec<Arc<ResourceDef>> = self.read().iter().filter(|d| d.group == group && d.serves(version) && !d.virtual_).cloned().collect();
+        if defs.is_empty() {
+            return None;
+        }
+        let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+        let mut paths = serde_json::Map::new();
+        let params = json!([
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        ]);
+        for d in defs {
+            let gvk = json!({"group": group, "version": version, "kind": d.kind});
+            let path = if d.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", d.plural) } else { format!("{prefix}/{}/{{name}}", d.plural) };
+            let op = |verb: &str| json!({"operationId": format!("{verb}{}", d.kind), "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "parameters": params, "responses": {"200": {"description": "OK"}}});
+            paths.insert(path, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+            let coll = if d.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", d.plural) } else { format!("{prefix}/{}", d.plural) };
+            paths.insert(coll, json!({"get": op("list"), "post": op("post")}));
+        }
+        Some(json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.34.0"}, "paths": paths, "components": {"schemas": {}}}))
+    }
+}
+
 /// The built-in kinds (issue 3's list plus what kubectl and the controllers read).
 fn builtins() -> Vec<ResourceDef> {
     let b = ResourceDef::builtin;

@@ -116,6 +116,10 @@ impl Req {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
+        if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
+            // Only JSON is spoken; client-go then falls back to JSON.
+            return Err(ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {:?})", self.content_type)));
+        }
         if self.body.is_empty() {
             return Ok(Value::Null);
         }
@@ -164,6 +168,9 @@ async fn route(cluster: &Arc<Cluster>, segs: &[&str], req: &Req) -> Result<Respo
         ["version"] => Ok(json_response(200, &crate::version_info())),
         ["healthz" | "readyz" | "livez", ..] => Ok(bytes_response(200, Bytes::from_static(b"ok"))),
         ["sim", "v1", rest @ ..] => control(cluster, rest, req),
+        ["openapi", "v3"] => Ok(json_response(200, &cluster.registry.openapi_v3_index())),
+        ["openapi", "v3", "api", version] => cluster.registry.openapi_v3_doc("", version).map(|d| json_response(200, &d)).ok_or_else(not_found),
+        ["openapi", "v3", "apis", group, version] => cluster.registry.openapi_v3_doc(group, version).map(|d| json_response(200, &d)).ok_or_else(not_found),
         ["api"] => Ok(json_response(200, &cluster.registry.api_versions(&cluster.server_address()))),
         ["apis"] => Ok(json_response(200, &cluster.registry.api_group_list())),
         ["api", "v1", rest @ ..] => resource(cluster, "", "v1", rest, req).await,
