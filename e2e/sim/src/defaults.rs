@@ -42,7 +42,10 @@ pub fn builtin_defaults(def: &ResourceDef, obj: &mut Value) {
             }
             match def.plural.as_str() {
                 "deployments" => {
-                    set_default(spec, "strategy", json!({"type": "RollingUpdate"}));
+                    set_default(spec, "strategy", json!({}));
+                    if let Some(st) = spec.get_mut("strategy").and_then(Value::as_object_mut) {
+                        set_default(st, "type", json!("RollingUpdate"));
+                    }
                     if let Some(st) = spec.get_mut("strategy").and_then(Value::as_object_mut)
                         && st.get("type").and_then(Value::as_str) == Some("RollingUpdate")
                     {

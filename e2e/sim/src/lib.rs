@@ -19,6 +19,7 @@ pub mod eviction;
 pub mod kubeconfig;
 pub mod metrics_api;
 pub mod patch;
+pub mod protobuf;
 pub mod random;
 pub mod registry;
 pub mod rest;

@@ -116,7 +116,10 @@ impl Req {
     }
 
     fn json_body(&self) -> Result<Value, ApiError> {
-        if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
+        if self.content_type.contains("protobuf") {
+            return crate::protobuf::decode(&self.body);
+        }
+        if self.content_type.contains("cbor") {
             // Only JSON is spoken; client-go then falls back to JSON.
             return Err(ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {:?})", self.content_type)));
         }
