@@ -18,7 +18,9 @@ use serde::Serialize;
 
 use super::cron::{DaySchedule, Schedule};
 use super::{Error, Result, next, zone};
-use crate::api::cron::CronHorizontalPodAutoscalerSpec;
+use crate::api::cron::{
+    CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobState, ScalingJob,
+};
 
 /// Most firings one [`plan`] lists; a wider window is an error rather than a huge allocation.
 pub const MAX_FIRINGS: usize = 100_000;
@@ -57,6 +59,61 @@ pub struct JobProgress {
     pub run_once_done: bool,
     /// When the job last ran; firings at or before it are not run again.
     pub last_run: Option<Timestamp>,
+}
+
+/// The identity of one version of a job: a hash of the object's UID and every field of the job,
+/// as 16 hex digits. Changing, renaming or re-adding a job gives a new id (its condition goes
+/// back to `Submitted`); restarting the controller does not.
+pub fn job_id(object_uid: &str, job: &ScalingJob) -> String {
+    // FNV-1a, 64 bit: stable across Rust versions and platforms, unlike `DefaultHasher`.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let parts = [
+        object_uid,
+        job.name.as_str(),
+        job.schedule.as_str(),
+        &job.target_size.to_string(),
+        if job.run_once { "once" } else { "repeat" },
+    ];
+    for part in parts {
+        // The separator keeps ("ab", "c") and ("a", "bc") apart.
+        for byte in part.bytes().chain(std::iter::once(0xff)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
+/// Each job's progress as recorded in `status.conditions`, in spec order. A condition counts
+/// only when its `jobId` is the job's current [`job_id`] (a changed job starts afresh); a run
+/// is its `lastProbeTime` when the state is `Succeed` or `Failed`.
+pub fn progress_from_status(
+    object_uid: &str,
+    spec: &CronHorizontalPodAutoscalerSpec,
+    status: Option<&CronHorizontalPodAutoscalerStatus>,
+) -> Vec<JobProgress> {
+    spec.jobs
+        .iter()
+        .map(|job| {
+            let id = job_id(object_uid, job);
+            let condition = status
+                .into_iter()
+                .flat_map(|s| s.conditions.iter())
+                .find(|c| c.job_id == id && c.name == job.name);
+            let Some(condition) = condition else {
+                return JobProgress::default();
+            };
+            let ran = condition.state != JobState::Submitted;
+            JobProgress {
+                run_once_done: job.run_once && condition.state == JobState::Succeed,
+                last_run: if ran {
+                    condition.last_probe_time.as_ref().map(|t| t.0)
+                } else {
+                    None
+                },
+            }
+        })
+        .collect()
 }
 
 /// Why a firing does not run.
@@ -723,6 +780,70 @@ mod tests {
         );
         assert_eq!(e.missed[0].count, MAX_MISSED_COUNT);
         assert_eq!(lines(&e.due), [run("2026-05-08T00:00:00Z", "s")]);
+    }
+
+    #[test]
+    fn job_ids_change_with_the_job_not_with_time() {
+        let spec = CronHorizontalPodAutoscalerSpec::test().job("a", "@daily", 3);
+        let job = &spec.jobs[0];
+        let id = job_id("uid-1", job);
+        assert_eq!(id.len(), 16);
+        assert_eq!(id, job_id("uid-1", job), "stable");
+        assert_ne!(id, job_id("uid-2", job), "per object");
+        let mut changed = job.clone();
+        changed.target_size = 4;
+        assert_ne!(id, job_id("uid-1", &changed));
+        changed = job.clone();
+        changed.run_once = true;
+        assert_ne!(id, job_id("uid-1", &changed));
+    }
+
+    #[test]
+    fn progress_comes_from_conditions_of_the_current_job_version() {
+        use crate::api::cron::JobCondition;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let spec = CronHorizontalPodAutoscalerSpec::test()
+            .job_once("sale", "0 0 20 11 11 *", 50)
+            .job("daily", "@daily", 3)
+            .job("new", "@hourly", 1);
+        let ran = ts("2026-11-11T20:00:00Z");
+        let condition = |job: &ScalingJob, state| JobCondition {
+            job_id: job_id("uid", job),
+            name: job.name.clone(),
+            schedule: job.schedule.clone(),
+            state,
+            last_probe_time: Some(Time(ran)),
+            message: String::new(),
+        };
+        let mut stale = condition(&spec.jobs[2], JobState::Succeed);
+        stale.job_id = "0000000000000000".into();
+        let status = CronHorizontalPodAutoscalerStatus {
+            conditions: vec![
+                condition(&spec.jobs[0], JobState::Succeed),
+                condition(&spec.jobs[1], JobState::Failed),
+                stale,
+            ],
+            ..Default::default()
+        };
+        let got = progress_from_status("uid", &spec, Some(&status));
+        assert_eq!(
+            got,
+            [
+                JobProgress {
+                    run_once_done: true,
+                    last_run: Some(ran)
+                },
+                JobProgress {
+                    run_once_done: false,
+                    last_run: Some(ran)
+                },
+                JobProgress::default(),
+            ]
+        );
+        assert_eq!(
+            progress_from_status("uid", &spec, None),
+            vec![JobProgress::default(); 3]
+        );
     }
 
     proptest! {
