@@ -151,7 +151,7 @@ pub fn parse(text: &str) -> Result<Scenario, Error> {
             "{unknown}: unknown field (expected kind, cronhpa, from, to, expect)"
         )));
     }
-    let cronhpa: CronHorizontalPodAutoscaler = field(&map, "cronhpa")?;
+    let cronhpa = cronhpa(&map)?;
     if let Err(errors) = cronhpa.spec.validate() {
         let all: Vec<String> = errors.0.iter().map(|e| format!("cronhpa.{e}")).collect();
         return Err(Error::Invalid(all.join("; ")));
@@ -185,14 +185,37 @@ pub fn parse(text: &str) -> Result<Scenario, Error> {
     })
 }
 
-fn field<T: serde::de::DeserializeOwned>(
-    map: &serde_json::Map<String, Value>,
-    name: &str,
-) -> Result<T, Error> {
-    let value = map
-        .get(name)
-        .ok_or_else(|| Error::Invalid(format!("{name}: missing")))?;
-    serde_json::from_value(value.clone()).map_err(|e| Error::Invalid(format!("{name}: {e}")))
+/// The `cronhpa` manifest. `apiVersion`, `kind` and `metadata` may be left out (a scenario is
+/// about the spec); when given, they must name this kind.
+fn cronhpa(map: &serde_json::Map<String, Value>) -> Result<CronHorizontalPodAutoscaler, Error> {
+    let Some(Value::Object(manifest)) = map.get("cronhpa") else {
+        return Err(Error::Invalid(
+            "cronhpa: missing or not a mapping (a CronHorizontalPodAutoscaler manifest)".into(),
+        ));
+    };
+    let mut manifest = manifest.clone();
+    let expected = [
+        ("apiVersion", "autoscaling.plimsoll.dev/v1alpha1"),
+        ("kind", "CronHorizontalPodAutoscaler"),
+    ];
+    for (key, want) in expected {
+        match manifest.get(key) {
+            None => {
+                manifest.insert(key.into(), Value::String(want.into()));
+            }
+            Some(Value::String(got)) if got == want => {}
+            Some(got) => {
+                return Err(Error::Invalid(format!(
+                    "cronhpa.{key}: must be {want}, got {got}"
+                )));
+            }
+        }
+    }
+    manifest
+        .entry("metadata")
+        .or_insert_with(|| serde_json::json!({"name": "replay", "namespace": "default"}));
+    serde_json::from_value(Value::Object(manifest))
+        .map_err(|e| Error::Invalid(format!("cronhpa: {e}")))
 }
 
 fn timestamp(map: &serde_json::Map<String, Value>, name: &str) -> Result<Timestamp, Error> {
@@ -347,6 +370,14 @@ mod tests {
         let cases = [
             ("kind: Nope", "kind: must be CronReplay"),
             ("kind: CronReplay\nfrom: x", "cronhpa: missing"),
+            (
+                "kind: CronReplay\ncronhpa: {kind: Deployment}",
+                "cronhpa.kind: must be CronHorizontalPodAutoscaler",
+            ),
+            (
+                "kind: CronReplay\ncronhpa: {spec: {jobs: []}}",
+                "cronhpa: missing field `scaleTargetRef`",
+            ),
             ("kind: CronReplay\nfoo: 1", "foo: unknown field"),
             ("- a\n- b", "must be a mapping"),
         ];
