@@ -59,6 +59,19 @@ pub struct JobProgress {
     pub run_once_done: bool,
     /// When the job last ran; firings at or before it are not run again.
     pub last_run: Option<Timestamp>,
+    /// When this version of the job was submitted (added or changed); firings at or before it
+    /// belong to an earlier version and do not run.
+    pub submitted: Option<Timestamp>,
+}
+
+impl JobProgress {
+    /// The instant up to which this job's firings are settled, given an overall lower bound.
+    fn settled_until(self, floor: Timestamp) -> Timestamp {
+        [self.last_run, self.submitted]
+            .into_iter()
+            .flatten()
+            .fold(floor, Timestamp::max)
+    }
 }
 
 /// The identity of one version of a job: a hash of the object's UID and every field of the job,
@@ -85,8 +98,9 @@ pub fn job_id(object_uid: &str, job: &ScalingJob) -> String {
 }
 
 /// Each job's progress as recorded in `status.conditions`, in spec order. A condition counts
-/// only when its `jobId` is the job's current [`job_id`] (a changed job starts afresh); a run
-/// is its `lastProbeTime` when the state is `Succeed` or `Failed`.
+/// only when its `jobId` is the job's current [`job_id`] (a changed job starts afresh). Its
+/// `lastProbeTime` is the last run when the state is `Succeed` or `Failed`, and the submission
+/// time when it is `Submitted`.
 pub fn progress_from_status(
     object_uid: &str,
     spec: &CronHorizontalPodAutoscalerSpec,
@@ -103,14 +117,12 @@ pub fn progress_from_status(
             let Some(condition) = condition else {
                 return JobProgress::default();
             };
+            let probed = condition.last_probe_time.as_ref().map(|t| t.0);
             let ran = condition.state != JobState::Submitted;
             JobProgress {
                 run_once_done: job.run_once && condition.state == JobState::Succeed,
-                last_run: if ran {
-                    condition.last_probe_time.as_ref().map(|t| t.0)
-                } else {
-                    None
-                },
+                last_run: if ran { probed } else { None },
+                submitted: if ran { None } else { probed },
             }
         })
         .collect()
@@ -291,9 +303,7 @@ pub fn plan(
     for (index, job) in spec.jobs.iter().enumerate() {
         let state = progress.get(index).copied().unwrap_or_default();
         let mut done = job.run_once && state.run_once_done;
-        let mut cursor = state
-            .last_run
-            .map_or(before_from, |last| last.max(before_from));
+        let mut cursor = state.settled_until(before_from);
         while let Some(at) = next::next_after(&job.schedule, &spec.time_zone, cursor) {
             if at >= to {
                 break;
@@ -320,7 +330,11 @@ pub fn plan(
 
 /// What runs at `now`, given that everything up to `last_evaluated` was already handled.
 ///
-/// For each job, the firings in `(max(last_evaluated, last_run), now]` are considered: the
+/// `last_evaluated` is a lower bound for every job (after a restart: the earliest instant
+/// that may hold unhandled firings, e.g. the oldest `lastProbeTime`); each job's own
+/// `last_run` / `submitted` narrows it further.
+///
+/// For each job, the firings in `(max(last_evaluated, last_run, submitted), now]` count: the
 /// latest one no older than `missed_job_grace` is due (once, even if several fell in the
 /// interval, e.g. after a restart); older ones are reported in `missed`. Skipped firings are
 /// listed in `skipped`. `next_runs` and `next_wake` say when to come back.
@@ -336,9 +350,7 @@ pub fn evaluate(
     for (index, job) in spec.jobs.iter().enumerate() {
         let state = progress.get(index).copied().unwrap_or_default();
         let done = job.run_once && state.run_once_done;
-        let mut cursor = state
-            .last_run
-            .map_or(last_evaluated, |last| last.max(last_evaluated));
+        let mut cursor = state.settled_until(last_evaluated);
         let mut due = None;
         let mut missed: Option<Missed> = None;
         let mut seen = 0usize;
@@ -384,7 +396,7 @@ pub fn evaluate(
         // A runOnce job that is due now is done after this run.
         let after_run = JobProgress {
             run_once_done: done || (job.run_once && due.is_some()),
-            last_run: state.last_run,
+            ..state
         };
         out.due.extend(due);
         out.next_runs.push(spec.next_run(index, after_run, now));
@@ -533,6 +545,7 @@ mod tests {
         let done = JobProgress {
             run_once_done: true,
             last_run: None,
+            submitted: None,
         };
         let got = plan(&compiled, &[done], from, to).unwrap();
         assert!(
@@ -568,6 +581,7 @@ mod tests {
         let progress = JobProgress {
             run_once_done: false,
             last_run: Some(ts("2026-01-01T00:02:00Z")),
+            submitted: None,
         };
         let got = plan(
             &compile(&spec),
@@ -718,6 +732,30 @@ mod tests {
     }
 
     #[test]
+    fn a_job_submitted_after_its_time_waits_for_the_next_firing() {
+        let spec = CronHorizontalPodAutoscalerSpec::test()
+            .job("new", "0 0 8 * * *", 10)
+            .job("old", "0 0 8 * * *", 5);
+        let new = JobProgress {
+            submitted: Some(ts("2026-05-04T08:00:10Z")),
+            ..JobProgress::default()
+        };
+        let old = JobProgress {
+            submitted: Some(ts("2026-05-01T00:00:00Z")),
+            ..JobProgress::default()
+        };
+        let e = evaluate(
+            &compile(&spec),
+            &[new, old],
+            ts("2026-05-04T07:00:00Z"),
+            ts("2026-05-04T08:00:30Z"),
+            grace(),
+        );
+        assert_eq!(lines(&e.due), [run("2026-05-04T08:00:00Z", "old")]);
+        assert_eq!(e.next_runs[0], Some(ts("2026-05-05T08:00:00Z")));
+    }
+
+    #[test]
     fn a_miss_older_than_the_grace_is_reported_not_run() {
         let spec = CronHorizontalPodAutoscalerSpec::test().job("h", "@hourly", 3);
         let e = evaluate(
@@ -744,6 +782,7 @@ mod tests {
         let done = JobProgress {
             run_once_done: true,
             last_run: None,
+            submitted: None,
         };
         let e = evaluate(&compiled, &[done], last, now, grace());
         assert!(e.due.is_empty());
@@ -831,11 +870,13 @@ mod tests {
             [
                 JobProgress {
                     run_once_done: true,
-                    last_run: Some(ran)
+                    last_run: Some(ran),
+                    submitted: None,
                 },
                 JobProgress {
                     run_once_done: false,
-                    last_run: Some(ran)
+                    last_run: Some(ran),
+                    submitted: None,
                 },
                 JobProgress::default(),
             ]
