@@ -170,7 +170,7 @@ pub struct Missed {
     pub job_index: usize,
     /// The job's name.
     pub job: String,
-    /// The most recent missed firing.
+    /// The most recent missed firing (once `count` saturates, the last one counted).
     pub last: Timestamp,
     /// How many firings were missed (saturates at [`MAX_MISSED_COUNT`]).
     pub count: usize,
