@@ -312,14 +312,32 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
     d.limited_by = computed.limited_by;
     d.reason = computed.note.unwrap_or_default();
 
-    // Gates on writing, in precedence order.
+    let write = apply_gates(spec, obs, &mut d, &mut conditions);
+    if write {
+        d.scale_to = Some(d.desired_replicas);
+    }
+    let keep = keep_seconds(spec, cfg);
+    history.prune(now, keep);
+    d.history = history;
+    d.conditions = conditions;
+    d
+}
+
+/// Rule 11: the gates on writing, in precedence order. Returns whether to write the scale.
+fn apply_gates(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    obs: &Observation,
+    d: &mut Decision,
+    conditions: &mut Vec<Condition>,
+) -> bool {
+    let current = d.current_replicas;
     let mut write = d.desired_replicas != current
         && !matches!(
             d.limited_by,
             Some(LimitedBy::AmbiguousSelector | LimitedBy::ScalingDisabled)
         );
     set(
-        &mut conditions,
+        conditions,
         PAUSED,
         spec.paused,
         if spec.paused { "Paused" } else { "NotPaused" },
@@ -330,7 +348,7 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
         },
     );
     set(
-        &mut conditions,
+        conditions,
         DRY_RUN,
         spec.dry_run,
         if spec.dry_run {
@@ -379,14 +397,7 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
             );
         }
     }
-    if write {
-        d.scale_to = Some(d.desired_replicas);
-    }
-    let keep = keep_seconds(spec, cfg);
-    history.prune(now, keep);
-    d.history = history;
-    d.conditions = conditions;
-    d
+    write
 }
 
 fn keep_seconds(spec: &HorizontalPodAutoscalerPlusSpec, cfg: &ControllerConfig) -> i64 {
@@ -569,12 +580,10 @@ fn compute(
         };
     }
     d.recommended_replicas = Some(recommendation);
-    let base = if recommendation > current {
-        format!("{metric_name} above target")
-    } else if recommendation < current {
-        "All metrics below target".to_owned()
-    } else {
-        "recommended size matches current size".to_owned()
+    let base = match recommendation.cmp(&current) {
+        std::cmp::Ordering::Greater => format!("{metric_name} above target"),
+        std::cmp::Ordering::Less => "All metrics below target".to_owned(),
+        std::cmp::Ordering::Equal => "recommended size matches current size".to_owned(),
     };
     let mut step = Step {
         value: recommendation,

@@ -109,7 +109,7 @@ fn metric_name(m: &MetricSpec) -> String {
             .as_ref()
             .map(|r| format!("{}/{}", r.name, r.container)),
         MetricSourceType::Pods => m.pods.as_ref().map(|p| p.metric.name.clone()),
-        MetricSourceType::Object => m.object.as_ref().map(|o| object_key(o)),
+        MetricSourceType::Object => m.object.as_ref().map(object_key),
         MetricSourceType::External => m.external.as_ref().map(|e| e.metric.name.clone()),
     }
     .unwrap_or_else(|| format!("{:?}", m.type_))
@@ -134,7 +134,7 @@ fn failure_reason(t: MetricSourceType) -> &'static str {
 
 /// The value a metric source saw, before it is compared with the target.
 enum Seen {
-    /// Per-pod values (Resource, ContainerResource, Pods), milli.
+    /// Per-pod values (`Resource`, `ContainerResource`, `Pods`), milli.
     PerPod {
         values: BTreeMap<String, i64>,
         cpu: bool,
