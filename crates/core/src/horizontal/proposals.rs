@@ -15,7 +15,7 @@ use super::watermark::{Position, WatermarkInput, watermark_replicas};
 use crate::api::hpa_plus::{
     Algorithm, ContainerResourceMetricStatus, ConvergeTowardsWatermark, ExternalMetricStatus,
     MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType,
-    MetricValueStatus, ObjectMetricStatus, PodsMetricStatus, ResourceMetricStatus, quantity_value,
+    MetricValueStatus, ObjectMetricStatus, PodsMetricStatus, ResourceMetricStatus, quantity_milli,
 };
 
 /// What one metric proposed.
@@ -69,7 +69,7 @@ pub(crate) struct WatermarkSettings {
 
 /// Milli-units of a quantity, rounded up as `MilliValue()` does.
 pub(crate) fn milli(q: &Quantity) -> Result<i64, String> {
-    quantity_value(q).map(|v| (v * 1000.0).ceil() as i64)
+    quantity_milli(q)
 }
 
 fn display_milli(m: i64) -> String {
