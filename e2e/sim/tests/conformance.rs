@@ -279,7 +279,13 @@ async fn deployment_rollout_and_scale_subresource() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eviction_blocked_by_pdb() {
-    let (sim, client) = start().await;
+    let (sim, _) = start().await;
+    // kube's default client retries 429 with backoff for minutes (as it would against a real
+    // cluster); an evicting controller turns that off to see the refusal.
+    let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap();
     let deps: Api<Deployment> = Api::namespaced(client.clone(), "default");
     deps.create(&PostParams::default(), &deployment("db", 2)).await.unwrap();
     wait_ready(&deps, "db", 2).await;
