@@ -243,3 +243,31 @@ fn sync_period_follows_the_object_at_once() {
     let d = run_cfg(&spec, &hot(), &History::default(), 0, &cfg);
     assert_eq!(d.next_sync_seconds, 60);
 }
+
+#[test]
+fn status_after_keeps_transition_times_and_fills_columns() {
+    use crate::horizontal::status::status_after;
+    let spec = spec();
+    let d = run(&spec, &hot(), &History::default(), 0);
+    let first = status_after(&spec, None, &d, Some(3), true, t0());
+    assert_eq!(first.reference.as_deref(), Some("Deployment/web"));
+    assert_eq!(first.targets_summary.as_deref(), Some("cpu: 150%/50%"));
+    assert_eq!(first.desired_replicas, 8);
+    assert!(first.last_scale_time.is_some());
+    let last = first.last_decision.as_ref().unwrap();
+    assert_eq!(last.limited_by.as_deref(), Some("scaleUpLimit"));
+    assert_eq!(last.proposals[0].replicas, Some(12));
+    // Same statuses a minute later keep their lastTransitionTime.
+    let later = t0() + jiff::SignedDuration::from_secs(60);
+    let second = status_after(&spec, Some(&first), &d, Some(3), false, later);
+    let able = |s: &crate::api::hpa_plus::HorizontalPodAutoscalerPlusStatus| {
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == "ScalingActive")
+            .unwrap()
+            .last_transition_time
+            .clone()
+    };
+    assert_eq!(able(&first), able(&second));
+    assert_eq!(second.last_scale_time, first.last_scale_time);
+}

@@ -1032,3 +1032,15 @@ fn utilization_base_limits_falls_back_to_requests() {
     assert_eq!(out.value, Some(66.0));
     assert_eq!(out.replicas, Some(3));
 }
+
+#[test]
+fn scale_to_zero_with_external_metric_at_zero() {
+    // upstream: horizontal_test.go TestScaleDownToZeroWithExternalMetric (HPAScaleToZero)
+    let spec = HorizontalPodAutoscalerPlusSpec::test()
+        .min(0)
+        .metric(ext_qps(MetricTarget::value("2")))
+        .scale_down(HpaScalingRules::window(0));
+    let obs = Observation::test(3, qps_pods(3, 0)).external("qps", 0);
+    let d = run(&spec, &obs, &History::default(), 0);
+    assert_eq!((d.desired_replicas, d.scale_to), (0, Some(0)));
+}
