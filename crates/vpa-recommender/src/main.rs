@@ -27,7 +27,7 @@ enum Command {
         /// Also write an SVG of usage distributions and target/bounds over time.
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
-        /// Write the final state as VerticalPodAutoscalerCheckpoint manifests.
+        /// Write the final state as `VerticalPodAutoscalerCheckpoint` manifests.
         #[arg(long, value_name = "FILE")]
         checkpoint_out: Option<PathBuf>,
     },

@@ -121,6 +121,10 @@ pub struct ControllerSettings {
 
 impl ControllerSettings {
     fn configs(&self) -> Result<(EstimatorConfig, AggregationsConfig), ReplayError> {
+        Ok((self.estimator()?, self.aggregations()?))
+    }
+
+    fn estimator(&self) -> Result<EstimatorConfig, ReplayError> {
         let mut e = EstimatorConfig::default();
         let percentiles = [
             ("targetPercentile", self.target_percentile),
@@ -185,13 +189,17 @@ impl ControllerSettings {
             ("podMinCpuMillicores", e.pod_min_cpu_millicores),
             ("podMinMemoryMb", e.pod_min_memory_mb),
         ] {
-            if !(v >= 0.0) {
+            if v.is_nan() || v < 0.0 {
                 return Err(invalid(
                     format!("controller.{name}"),
                     format!("must be >= 0, got {v}"),
                 ));
             }
         }
+        Ok(e)
+    }
+
+    fn aggregations(&self) -> Result<AggregationsConfig, ReplayError> {
         let mut a = AggregationsConfig::default();
         let secs = |name: &str, v: Option<i64>, dst: &mut SignedDuration| match v {
             Some(s) if s <= 0 => Err(invalid(
@@ -229,7 +237,7 @@ impl ControllerSettings {
             a.memory_aggregation_interval_count = n;
         }
         if let Some(r) = self.oom_bump_up_ratio {
-            if !(r >= 1.0) {
+            if r.is_nan() || r < 1.0 {
                 return Err(invalid(
                     "controller.oomBumpUpRatio",
                     format!("must be >= 1, got {r}"),
@@ -238,7 +246,7 @@ impl ControllerSettings {
             a.oom_bump_up_ratio = r;
         }
         if let Some(b) = self.oom_min_bump_up_bytes {
-            if !(b >= 0.0) {
+            if b.is_nan() || b < 0.0 {
                 return Err(invalid(
                     "controller.oomMinBumpUpBytes",
                     format!("must be >= 0, got {b}"),
@@ -246,7 +254,7 @@ impl ControllerSettings {
             }
             a.oom_min_bump_up_bytes = b;
         }
-        Ok((e, a))
+        Ok(a)
     }
 }
 
@@ -323,6 +331,33 @@ fn seconds(t: f64, path: &str) -> Result<SignedDuration, ReplayError> {
     SignedDuration::try_from_secs_f64(t).map_err(|e| invalid(path, e))
 }
 
+fn parse_samples(values: Vec<serde_json::Value>) -> Result<Vec<Sample>, ReplayError> {
+    let mut samples = Vec::new();
+    let mut last_t = 0.0;
+    for (i, v) in values.into_iter().enumerate() {
+        let path = format!("samples[{i}]");
+        let s: Sample = parse_value(v, &path)?;
+        seconds(s.t, &format!("{path}.t"))?;
+        if s.t < last_t {
+            return Err(invalid(
+                format!("{path}.t"),
+                "samples must be in time order",
+            ));
+        }
+        last_t = s.t;
+        if s.cpu.is_none() && s.memory.is_none() && !s.oom {
+            return Err(invalid(&path, "needs cpu, memory or oom"));
+        }
+        for (field, q) in [("cpu", &s.cpu), ("memory", &s.memory)] {
+            if q.is_some_and(|q| q.milli() < 0) {
+                return Err(invalid(format!("{path}.{field}"), "must not be negative"));
+            }
+        }
+        samples.push(s);
+    }
+    Ok(samples)
+}
+
 impl Scenario {
     /// Parses a scenario; `base_dir` resolves `checkpointIn`.
     pub fn parse(text: &str, base_dir: &Path) -> Result<Self, ReplayError> {
@@ -353,29 +388,7 @@ impl Scenario {
             .enumerate()
             .map(|(i, v)| parse_value::<ContainerSpec>(v, &format!("containers[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut samples = Vec::new();
-        let mut last_t = 0.0;
-        for (i, v) in file.samples.into_iter().enumerate() {
-            let path = format!("samples[{i}]");
-            let s: Sample = parse_value(v, &path)?;
-            seconds(s.t, &format!("{path}.t"))?;
-            if s.t < last_t {
-                return Err(invalid(
-                    format!("{path}.t"),
-                    "samples must be in time order",
-                ));
-            }
-            last_t = s.t;
-            if s.cpu.is_none() && s.memory.is_none() && !s.oom {
-                return Err(invalid(&path, "needs cpu, memory or oom"));
-            }
-            for (field, q) in [("cpu", &s.cpu), ("memory", &s.memory)] {
-                if q.is_some_and(|q| q.milli() < 0) {
-                    return Err(invalid(format!("{path}.{field}"), "must not be negative"));
-                }
-            }
-            samples.push(s);
-        }
+        let samples = parse_samples(file.samples)?;
         let mut checkpoints = Vec::new();
         if let Some(file_name) = &file.checkpoint_in {
             let path = base_dir.join(file_name);
@@ -412,8 +425,7 @@ impl Scenario {
             .or_else(|| {
                 checkpoints
                     .iter()
-                    .filter_map(|c| c.status.as_ref()?.last_sample_start.as_ref().map(|t| t.0))
-                    .next()
+                    .find_map(|c| c.status.as_ref()?.last_sample_start.as_ref().map(|t| t.0))
             })
             .map_or_else(
                 || DEFAULT_START.parse().map_err(|e| invalid("start", e)),
@@ -568,14 +580,8 @@ fn get(r: &Resources, resource: Resource) -> i64 {
     r.get(&resource).copied().unwrap_or(0)
 }
 
-/// Runs `scenario`; `plot` also samples the recommendation over time for a plot.
-pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
-    let mut model = Model {
-        scenario,
-        aggregates: BTreeMap::new(),
-        states: BTreeMap::new(),
-        next_sample: 0,
-    };
+fn restore(scenario: &Scenario) -> Result<BTreeMap<String, AggregateContainerState>, ReplayError> {
+    let mut aggregates = BTreeMap::new();
     for (i, cp) in scenario.checkpoints.iter().enumerate() {
         let path = format!("checkpointIn[{i}]");
         let name = cp
@@ -589,8 +595,20 @@ pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
             .ok_or_else(|| invalid(format!("{path}.status"), "is required"))?;
         let aggregate = checkpoint::load(status, &scenario.aggregations, scenario.start)
             .map_err(|e| invalid(format!("{path}.status"), e))?;
-        model.aggregates.insert(name, aggregate);
+        aggregates.insert(name, aggregate);
     }
+    Ok(aggregates)
+}
+
+/// Runs `scenario`; `plot` also samples the recommendation over time for a plot.
+pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
+    let mut model = Model {
+        scenario,
+        aggregates: BTreeMap::new(),
+        states: BTreeMap::new(),
+        next_sample: 0,
+    };
+    model.aggregates = restore(scenario)?;
     for c in &scenario.containers {
         model.aggregates.entry(c.name.clone()).or_insert_with(|| {
             AggregateContainerState::new(&scenario.aggregations, scenario.start)
@@ -733,10 +751,14 @@ fn traces(
 fn check_expectations(scenario: &Scenario, lines: &[OutputLine]) -> Vec<String> {
     let mut misses = Vec::new();
     for (i, e) in scenario.expect.iter().enumerate() {
-        let step = scenario.at.iter().position(|&t| t == e.t).unwrap_or(i);
+        let step = scenario
+            .at
+            .iter()
+            .position(|t| t.total_cmp(&e.t).is_eq())
+            .unwrap_or(i);
         let Some(line) = lines
             .iter()
-            .find(|l| l.t == e.t && l.container == e.container)
+            .find(|l| l.t.total_cmp(&e.t).is_eq() && l.container == e.container)
         else {
             misses.push(format!(
                 "step {step}: expected a recommendation for container {} at t={}, got none",
