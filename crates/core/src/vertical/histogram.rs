@@ -74,12 +74,13 @@ impl HistogramOptions {
         })
     }
 
-    /// Upstream's CPU scheme, in cores: first bucket 0.001 core (upstream's code; its comment
-    /// says 0.01), up to 1000 cores, ratio 1.05, epsilon 0.0001 — 223 buckets.
+    /// Upstream's CPU scheme, in cores: first bucket 0.01 core, up to 1000 cores, ratio 1.05,
+    /// epsilon 0.0001 — 176 buckets. This is the scheme of checkpoint format `v3`; a change would
+    /// need a new format version.
     pub fn cpu() -> Self {
         Self {
-            num_buckets: 223,
-            first_bucket_size: 0.001,
+            num_buckets: 176,
+            first_bucket_size: 0.01,
             ratio: 1.0 + BUCKET_SIZE_GROWTH,
             epsilon: EPSILON,
         }
@@ -399,7 +400,7 @@ mod tests {
 
     #[test]
     fn cpu_and_memory_schemes_match_upstream_construction() {
-        let cpu = HistogramOptions::exponential(1000.0, 0.001, 1.0 + BUCKET_SIZE_GROWTH, EPSILON)
+        let cpu = HistogramOptions::exponential(1000.0, 0.01, 1.0 + BUCKET_SIZE_GROWTH, EPSILON)
             .expect("valid");
         assert_eq!(cpu, HistogramOptions::cpu());
         let mem = HistogramOptions::exponential(1e12, 1e7, 1.0 + BUCKET_SIZE_GROWTH, EPSILON)
