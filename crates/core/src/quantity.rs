@@ -6,7 +6,7 @@
 //! (utilization, histogram weights) and are converted back at the edge.
 //!
 //! Parsing follows `k8s.io/apimachinery/pkg/api/resource`: an optional sign, a decimal number,
-//! and one suffix — decimal SI (`m`, `k`, `M`, `G`, `T`, `P`, `E`), binary SI (`Ki` … `Ei`) or a
+//! and one suffix — decimal SI (`n`, `u`, `m`, `k`, `M`, `G`, `T`, `P`, `E`), binary SI (`Ki` … `Ei`) or a
 //! decimal exponent (`e3`, `E-3`). Precision finer than a milli-unit rounds up, as upstream's
 //! `MilliValue()` does. Formatting produces upstream's canonical form in the quantity's own
 //! format: the largest suffix that represents the value exactly (`1536Mi` for `1.5Gi`,
@@ -177,7 +177,7 @@ impl Quantity {
         let fraction_digits = i32::try_from(fraction.len()).map_err(|_| out_of_range())?;
 
         let (format, decimal_exponent, binary_power) = parse_suffix(suffix).ok_or_else(|| {
-            malformed("unknown suffix (expected m, k, M, G, T, P, E, Ki … Ei or an exponent)")
+            malformed("unknown suffix (expected n, u, m, k, M, G, T, P, E, Ki … Ei or an exponent)")
         })?;
 
         // value × 1000 = mantissa × 10^(decimal_exponent − fraction_digits + 3) × 1024^binary_power
@@ -327,8 +327,12 @@ fn parse_suffix(suffix: &str) -> Option<(Format, i32, u32)> {
     if let Some((_, power)) = BINARY_SUFFIXES.iter().find(|(s, _)| *s == suffix) {
         return Some((Format::BinarySi, 0, *power));
     }
-    if suffix == "m" {
-        return Some((Format::DecimalSi, -3, 0));
+    // `n` and `u` are accepted as upstream's pattern allows them; values round to milli-units.
+    match suffix {
+        "n" => return Some((Format::DecimalSi, -9, 0)),
+        "u" => return Some((Format::DecimalSi, -6, 0)),
+        "m" => return Some((Format::DecimalSi, -3, 0)),
+        _ => {}
     }
     if let Some((_, index)) = DECIMAL_SUFFIXES
         .iter()
@@ -512,6 +516,9 @@ mod tests {
             ("0.001", 1),
             ("123456789", 123_456_789_000),
             ("007", 7_000),
+            ("250000000n", 250), // metrics-server reports CPU in nanocores
+            ("1500u", 2),
+            ("1000000u", 1_000),
         ];
         for (input, milli) in cases {
             assert_eq!(q(input).milli(), *milli, "parse {input}");

@@ -1,1 +1,882 @@
-//! Owned by the vpa-updater/admission work; see vertical/mod.rs.
+//! Admission patch: the JSON Patch the webhook returns for a new pod, and the recommendation
+//! processing (capping) the updater shares with it.
+//!
+//! Semantics follow upstream VPA (`pkg/admission-controller/resource/pod/patch`,
+//! `recommendation/recommendation_provider.go`, `pkg/utils/vpa/capping.go`):
+//!
+//! * The recommendation is processed per container: container `LimitRange` bounds, then the
+//!   policy's `minAllowed`/`maxAllowed`, then (`controlledValues: RequestsOnly`) capped at the
+//!   container's existing limit. Resources outside `controlledResources` and containers with
+//!   `mode: Off` get nothing. Pod `LimitRange`s scale all containers together first.
+//! * Requests become the processed target; with `RequestsAndLimits` (the default) limits scale in
+//!   proportion (`limit × newRequest / request`, falling back to the `LimitRange` default limit).
+//! * Beyond upstream, `maxLimitRequestRatio` holds: `RequestsOnly` raises requests to
+//!   `limit / ratio`, `RequestsAndLimits` lowers limits to `request × ratio`.
+//! * `updateMode: Off` changes no resources; the pod still gets `vpaObservedContainers`.
+//! * Patch ops are `add` (which also replaces), containers in spec order, `cpu` before `memory`,
+//!   `requests` before `limits`; maps that do not exist are created first. Then the
+//!   `vpaUpdates` annotation (`Pod resources updated by NAME: container 0: cpu request, …`)
+//!   and `vpaObservedContainers` (`app, sidecar`). Deterministic for identical input.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::quantity::{Quantity, QuantityError};
+
+use super::eviction::UpdateMode;
+use super::limit_range::{
+    LimitRangeItem, PodLimitInput, cap_to_container_limit_range, cap_to_pod_limit_range,
+    proportional_limit, ratio_ceiling_limit, ratio_floor_request,
+};
+use super::priority::{
+    ContainerRecommendation, OBSERVED_CONTAINERS_ANNOTATION, PodContainer, Resource, Resources,
+    recommendation_for,
+};
+
+/// The annotation listing what the webhook changed.
+pub const UPDATES_ANNOTATION: &str = "vpaUpdates";
+
+/// `controlledValues` of a container policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ControlledValues {
+    /// Requests and limits (the default).
+    #[default]
+    RequestsAndLimits,
+    /// Requests only; limits stay.
+    RequestsOnly,
+}
+
+/// `mode` of a container policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContainerMode {
+    /// Scaled (the default).
+    #[default]
+    Auto,
+    /// Not scaled.
+    Off,
+}
+
+/// One `spec.resourcePolicy.containerPolicies[]` entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerPolicy {
+    /// Container name, or `*` for every container without its own entry.
+    pub container_name: String,
+    /// `mode`.
+    pub mode: ContainerMode,
+    /// `minAllowed`.
+    pub min_allowed: Resources,
+    /// `maxAllowed`.
+    pub max_allowed: Resources,
+    /// `controlledResources`; `None` means both CPU and memory.
+    pub controlled_resources: Option<Vec<Resource>>,
+    /// `controlledValues`.
+    pub controlled_values: ControlledValues,
+}
+
+impl ContainerPolicy {
+    fn controls(&self, resource: Resource) -> bool {
+        self.controlled_resources
+            .as_ref()
+            .is_none_or(|list| list.contains(&resource))
+    }
+}
+
+/// Upstream `GetContainerResourcePolicy`: the entry named for the container, else `*`.
+pub fn container_policy<'a>(
+    policies: &'a [ContainerPolicy],
+    container: &str,
+) -> Option<&'a ContainerPolicy> {
+    policies
+        .iter()
+        .find(|p| p.container_name == container)
+        .or_else(|| policies.iter().find(|p| p.container_name == "*"))
+}
+
+/// The recommendation after capping, plus the notes upstream puts into `vpaUpdates`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProcessedRecommendation {
+    /// Per container present in the pod, in recommendation order.
+    pub containers: Vec<ContainerRecommendation>,
+    /// Capping notes per container (`cpu capped to maxAllowed`, …).
+    pub notes: BTreeMap<String, Vec<String>>,
+}
+
+/// Caps a VPA recommendation for one pod (upstream capping processor; also used by the
+/// updater so that it compares pods against what the webhook would really set).
+pub fn process_recommendation(
+    containers: &[PodContainer],
+    recommendations: &[ContainerRecommendation],
+    policies: &[ContainerPolicy],
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+) -> ProcessedRecommendation {
+    let mut recs: Vec<ContainerRecommendation> = recommendations
+        .iter()
+        .filter(|rec| containers.iter().any(|c| c.name == rec.container))
+        .filter_map(|rec| {
+            let policy = container_policy(policies, &rec.container);
+            if policy.is_some_and(|p| p.mode == ContainerMode::Off) {
+                return None;
+            }
+            let mut rec = rec.clone();
+            if let Some(policy) = policy {
+                for r in Resource::ALL {
+                    if !policy.controls(r) {
+                        rec.target.set(r, None);
+                        rec.lower_bound.set(r, None);
+                        rec.upper_bound.set(r, None);
+                    }
+                }
+            }
+            Some(rec)
+        })
+        .collect();
+
+    if let Some(range) = pod_range {
+        for field in 0..3 {
+            let mut inputs: Vec<PodLimitInput<'_>> = Vec::new();
+            for rec in &mut recs {
+                let Some(c) = containers.iter().find(|c| c.name == rec.container) else {
+                    continue;
+                };
+                let recommendation = match field {
+                    0 => &mut rec.target,
+                    1 => &mut rec.lower_bound,
+                    _ => &mut rec.upper_bound,
+                };
+                inputs.push(PodLimitInput {
+                    requests: &c.requests,
+                    limits: &c.limits,
+                    recommendation,
+                });
+            }
+            cap_to_pod_limit_range(&mut inputs, range);
+        }
+    }
+
+    let mut notes = BTreeMap::new();
+    for rec in &mut recs {
+        let Some(container) = containers.iter().find(|c| c.name == rec.container) else {
+            continue;
+        };
+        let policy = container_policy(policies, &rec.container);
+        let mut container_notes = Vec::new();
+        for (i, field) in [&mut rec.target, &mut rec.lower_bound, &mut rec.upper_bound]
+            .into_iter()
+            .enumerate()
+        {
+            let n = cap_one(field, container, policy, container_range);
+            if i == 0 {
+                container_notes = n;
+            }
+        }
+        if !container_notes.is_empty() {
+            notes.insert(rec.container.clone(), container_notes);
+        }
+    }
+    ProcessedRecommendation {
+        containers: recs,
+        notes,
+    }
+}
+
+fn cap_one(
+    amounts: &mut Resources,
+    container: &PodContainer,
+    policy: Option<&ContainerPolicy>,
+    range: Option<&LimitRangeItem>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(range) = range {
+        notes.extend(cap_to_container_limit_range(
+            amounts,
+            &container.requests,
+            &container.limits,
+            range,
+        ));
+    }
+    if let Some(policy) = policy {
+        for r in Resource::ALL {
+            let Some(mut value) = amounts.get(r) else {
+                continue;
+            };
+            if let Some(min) = policy.min_allowed.get(r).filter(|m| m.milli() != 0)
+                && value < min
+            {
+                value = min;
+                notes.push(format!("{r} capped to minAllowed"));
+            }
+            if let Some(max) = policy.max_allowed.get(r).filter(|m| m.milli() != 0)
+                && value > max
+            {
+                value = max;
+                notes.push(format!("{r} capped to maxAllowed"));
+            }
+            amounts.set(r, Some(value));
+        }
+        if policy.controlled_values == ControlledValues::RequestsOnly {
+            for r in Resource::ALL {
+                let (Some(value), Some(limit)) = (amounts.get(r), container.limits.get(r)) else {
+                    continue;
+                };
+                if value > limit {
+                    amounts.set(r, Some(limit));
+                    notes.push(format!("{r} capped to container limit"));
+                }
+                // Beyond upstream: keep limit / request within maxLimitRequestRatio.
+                let ratio = range.and_then(|lr| lr.max_limit_request_ratio.get(r));
+                if let Some(value) = amounts.get(r)
+                    && let Some(raised) = ratio_floor_request(r, value, Some(limit), ratio)
+                {
+                    amounts.set(r, Some(raised));
+                    notes.push(format!(
+                        "{r} raised to fit maxLimitRequestRatio in container LimitRange"
+                    ));
+                }
+            }
+        }
+    }
+    notes
+}
+
+/// The pod as the webhook sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdmissionPod {
+    /// Containers in spec order, with their spec requests and limits.
+    pub containers: Vec<AdmissionContainer>,
+    /// Whether `metadata.annotations` exists (else the patch creates it first).
+    pub has_annotations: bool,
+}
+
+/// One container of the pod being admitted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdmissionContainer {
+    /// Name, requests and limits.
+    pub container: PodContainer,
+    /// Whether `resources.requests` exists as a map.
+    pub has_requests: bool,
+    /// Whether `resources.limits` exists as a map.
+    pub has_limits: bool,
+}
+
+/// The VPA as the webhook needs it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AdmissionVpa {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.updatePolicy.updateMode`.
+    pub update_mode: UpdateMode,
+    /// `spec.resourcePolicy.containerPolicies`.
+    pub policies: Vec<ContainerPolicy>,
+    /// `status.recommendation.containerRecommendations` (`None`: no recommendation yet).
+    pub recommendation: Option<Vec<ContainerRecommendation>>,
+}
+
+/// One RFC 6902 operation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JsonPatchOp {
+    /// Always `add` (it replaces existing members), as upstream.
+    pub op: &'static str,
+    /// JSON Pointer.
+    pub path: String,
+    /// New value.
+    pub value: Value,
+}
+
+impl JsonPatchOp {
+    fn add(path: String, value: Value) -> JsonPatchOp {
+        JsonPatchOp {
+            op: "add",
+            path,
+            value,
+        }
+    }
+}
+
+/// The resources one container gets.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContainerUpdate {
+    /// Container name.
+    pub container: String,
+    /// New requests (only the resources set are patched).
+    pub requests: Resources,
+    /// New limits (only the resources set are patched).
+    pub limits: Resources,
+}
+
+/// The webhook's answer for one pod.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AdmissionPatch {
+    /// The JSON Patch, in the order described in the module docs.
+    pub ops: Vec<JsonPatchOp>,
+    /// What each patched container gets.
+    pub updates: Vec<ContainerUpdate>,
+    /// The annotations the patch adds (`vpaUpdates`, `vpaObservedContainers`).
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Computes the patch for a pod controlled by `vpa`. `container_range` and `pod_range` are the
+/// merged `LimitRange` items of the pod's namespace (see `limit_range::merge`).
+pub fn admission_patch(
+    pod: &AdmissionPod,
+    vpa: &AdmissionVpa,
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+) -> AdmissionPatch {
+    let containers: Vec<PodContainer> =
+        pod.containers.iter().map(|c| c.container.clone()).collect();
+    let processed = process_recommendation(
+        &containers,
+        vpa.recommendation.as_deref().unwrap_or_default(),
+        &vpa.policies,
+        container_range,
+        pod_range,
+    );
+    let mode_off = vpa.update_mode == UpdateMode::Off;
+    // Upstream reads controlledValues only when the mode is not Off.
+    let policies: &[ContainerPolicy] = if mode_off { &[] } else { &vpa.policies };
+
+    let mut patch = AdmissionPatch::default();
+    if !pod.has_annotations {
+        patch.ops.push(JsonPatchOp::add(
+            "/metadata/annotations".to_owned(),
+            json!({}),
+        ));
+    }
+    let mut summaries = Vec::new();
+    for (i, c) in pod.containers.iter().enumerate() {
+        if mode_off {
+            break;
+        }
+        let Some(rec) = recommendation_for(&processed.containers, &c.container.name) else {
+            continue;
+        };
+        let mut notes = processed
+            .notes
+            .get(&c.container.name)
+            .cloned()
+            .unwrap_or_default();
+        let requests = rec.target;
+        let mut limits = Resources::default();
+        let values = container_policy(policies, &c.container.name)
+            .map_or(ControlledValues::RequestsAndLimits, |p| p.controlled_values);
+        if values == ControlledValues::RequestsAndLimits {
+            let default = container_range.map(|r| r.default).unwrap_or_default();
+            let mut limit_notes = Vec::new();
+            for r in Resource::ALL {
+                let (limit, note) = proportional_limit(
+                    r,
+                    c.container.limits.get(r),
+                    c.container.requests.get(r),
+                    requests.get(r),
+                    default.get(r),
+                );
+                limits.set(r, limit);
+                limit_notes.extend(note);
+                // Beyond upstream: keep limit / request within maxLimitRequestRatio.
+                let ratio = container_range.and_then(|lr| lr.max_limit_request_ratio.get(r));
+                if let (Some(req), Some(lim)) = (requests.get(r), limit)
+                    && let Some(lowered) = ratio_ceiling_limit(req, lim, ratio)
+                {
+                    limits.set(r, Some(lowered));
+                    limit_notes.push(format!(
+                        "{r} limit lowered to fit maxLimitRequestRatio in container LimitRange"
+                    ));
+                }
+            }
+            if limits.is_empty() {
+                limits = Resources::default();
+            } else {
+                notes.extend(limit_notes);
+            }
+        }
+        let (ops, summary) = container_ops(i, c, &requests, &limits, notes);
+        if !ops.is_empty() {
+            patch.ops.extend(ops);
+            summaries.push(summary);
+            patch.updates.push(ContainerUpdate {
+                container: c.container.name.clone(),
+                requests,
+                limits,
+            });
+        }
+    }
+    if !summaries.is_empty() {
+        let value = format!(
+            "Pod resources updated by {}: {}",
+            vpa.name,
+            summaries.join("; ")
+        );
+        patch.ops.push(annotation_op(UPDATES_ANNOTATION, &value));
+        patch
+            .annotations
+            .insert(UPDATES_ANNOTATION.to_owned(), value);
+    }
+    let observed = pod
+        .containers
+        .iter()
+        .map(|c| c.container.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    patch
+        .ops
+        .push(annotation_op(OBSERVED_CONTAINERS_ANNOTATION, &observed));
+    patch
+        .annotations
+        .insert(OBSERVED_CONTAINERS_ANNOTATION.to_owned(), observed);
+    patch
+}
+
+fn container_ops(
+    index: usize,
+    c: &AdmissionContainer,
+    requests: &Resources,
+    limits: &Resources,
+    mut notes: Vec<String>,
+) -> (Vec<JsonPatchOp>, String) {
+    let base = format!("/spec/containers/{index}/resources");
+    let mut ops = Vec::new();
+    if !c.has_requests && !c.has_limits {
+        ops.push(JsonPatchOp::add(base.clone(), json!({})));
+    }
+    for (field, word, present, amounts) in [
+        ("requests", "request", c.has_requests, requests),
+        ("limits", "limit", c.has_limits, limits),
+    ] {
+        if !present && !amounts.is_empty() {
+            ops.push(JsonPatchOp::add(format!("{base}/{field}"), json!({})));
+        }
+        for (r, q) in amounts.iter() {
+            ops.push(JsonPatchOp::add(
+                format!("{base}/{field}/{r}"),
+                Value::String(q.to_string()),
+            ));
+            notes.push(format!("{r} {word}"));
+        }
+    }
+    (ops, format!("container {index}: {}", notes.join(", ")))
+}
+
+fn annotation_op(name: &str, value: &str) -> JsonPatchOp {
+    // RFC 6901 escaping; VPA's own annotation names need none.
+    let escaped = name.replace('~', "~0").replace('/', "~1");
+    JsonPatchOp::add(
+        format!("/metadata/annotations/{escaped}"),
+        Value::String(value.to_owned()),
+    )
+}
+
+/// Converts a `spec.containers[]` entry of a Kubernetes pod.
+pub fn admission_container(
+    c: &k8s_openapi::api::core::v1::Container,
+) -> Result<AdmissionContainer, QuantityError> {
+    let resources = c.resources.as_ref();
+    let requests = resources.and_then(|r| r.requests.as_ref());
+    let limits = resources.and_then(|r| r.limits.as_ref());
+    Ok(AdmissionContainer {
+        container: PodContainer {
+            name: c.name.clone(),
+            requests: resources_from_k8s(requests)?,
+            limits: resources_from_k8s(limits)?,
+        },
+        has_requests: requests.is_some(),
+        has_limits: limits.is_some(),
+    })
+}
+
+/// Converts a Kubernetes pod for [`admission_patch`].
+pub fn admission_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Result<AdmissionPod, QuantityError> {
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.iter().map(admission_container).collect())
+        .transpose()?
+        .unwrap_or_default();
+    Ok(AdmissionPod {
+        containers,
+        has_annotations: pod.metadata.annotations.is_some(),
+    })
+}
+
+/// Reads CPU and memory from a Kubernetes resource list (other resources are ignored).
+pub fn resources_from_k8s(
+    list: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+) -> Result<Resources, QuantityError> {
+    let mut out = Resources::default();
+    for (name, q) in list.into_iter().flatten() {
+        if let Some(r) = Resource::from_name(name) {
+            out.set(r, Some(Quantity::try_from(q)?));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vertical::limit_range::Ratios;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap()
+    }
+
+    fn res(cpu: &str, mem: &str) -> Resources {
+        Resources {
+            cpu: (!cpu.is_empty()).then(|| q(cpu)),
+            memory: (!mem.is_empty()).then(|| q(mem)),
+        }
+    }
+
+    impl AdmissionPod {
+        fn test() -> AdmissionPod {
+            AdmissionPod {
+                containers: Vec::new(),
+                has_annotations: true,
+            }
+        }
+
+        fn container(mut self, name: &str, requests: Resources, limits: Resources) -> Self {
+            self.containers.push(AdmissionContainer {
+                container: PodContainer {
+                    name: name.to_owned(),
+                    requests,
+                    limits,
+                },
+                has_requests: !requests.is_empty(),
+                has_limits: !limits.is_empty(),
+            });
+            self
+        }
+    }
+
+    impl AdmissionVpa {
+        fn test(container: &str, target: Resources) -> AdmissionVpa {
+            AdmissionVpa {
+                name: "vpa1".to_owned(),
+                update_mode: UpdateMode::Recreate,
+                policies: Vec::new(),
+                recommendation: Some(vec![ContainerRecommendation {
+                    container: container.to_owned(),
+                    target,
+                    ..ContainerRecommendation::default()
+                }]),
+            }
+        }
+
+        fn policy(mut self, p: ContainerPolicy) -> Self {
+            self.policies.push(p);
+            self
+        }
+    }
+
+    fn min_max(min: Resources, max: Resources) -> ContainerPolicy {
+        ContainerPolicy {
+            container_name: "container1".to_owned(),
+            min_allowed: min,
+            max_allowed: max,
+            ..ContainerPolicy::default()
+        }
+    }
+
+    struct Row {
+        name: &'static str,
+        pod: AdmissionPod,
+        vpa: AdmissionVpa,
+        range: Option<LimitRangeItem>,
+        requests: Resources,
+        limits: Resources,
+        notes: &'static [&'static str],
+    }
+
+    // upstream: pkg/admission-controller/resource/pod/recommendation/recommendation_provider_test.go
+    // TestUpdateResourceRequests
+    #[test]
+    #[allow(clippy::too_many_lines)] // one row per upstream case
+    fn update_resource_requests_table() {
+        let c = "container1";
+        let none = Resources::default();
+        let base = |target: Resources| {
+            AdmissionVpa::test(c, target).policy(min_max(res("1", "100Mi"), res("3", "1Gi")))
+        };
+        let uninitialized = AdmissionPod::test().container(c, none, none);
+        let initialized = AdmissionPod::test().container(c, res("2", "100Mi"), none);
+        let double = AdmissionPod::test().container(c, res("1", "100Mi"), res("2", "200Mi"));
+        let requests_only = |target: Resources, max: Resources| {
+            AdmissionVpa::test(c, target).policy(ContainerPolicy {
+                controlled_values: ControlledValues::RequestsOnly,
+                ..min_max(res("1", "100Mi"), max)
+            })
+        };
+        let rows = vec![
+            Row {
+                name: "uninitialized pod",
+                pod: uninitialized.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "target below min",
+                pod: uninitialized.clone(),
+                vpa: AdmissionVpa::test(c, res("3", "150Mi"))
+                    .policy(min_max(res("4", "300Mi"), res("5", "1Gi"))),
+                range: None,
+                requests: res("4", "300Mi"),
+                limits: none,
+                notes: &["cpu capped to minAllowed", "memory capped to minAllowed"],
+            },
+            Row {
+                name: "target above max",
+                pod: uninitialized.clone(),
+                vpa: AdmissionVpa::test(c, res("7", "2Gi"))
+                    .policy(min_max(res("4", "300Mi"), res("5", "1Gi"))),
+                range: None,
+                requests: res("5", "1Gi"),
+                limits: none,
+                notes: &["cpu capped to maxAllowed", "memory capped to maxAllowed"],
+            },
+            Row {
+                name: "initialized pod",
+                pod: initialized.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "high memory",
+                pod: initialized.clone(),
+                vpa: AdmissionVpa::test(c, res("2", "1000Mi"))
+                    .policy(min_max(none, res("3", "3Gi"))),
+                range: None,
+                requests: res("2", "1000Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "guaranteed resources",
+                pod: AdmissionPod::test().container(c, res("2", "200Mi"), res("2", "200Mi")),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: res("2", "200Mi"),
+                notes: &[],
+            },
+            Row {
+                name: "guaranteed resources - no request",
+                pod: AdmissionPod::test().container(c, none, res("2", "200Mi")),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: res("2", "200Mi"),
+                notes: &[],
+            },
+            Row {
+                name: "proportional limit - as default",
+                pod: double.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: res("4", "400Mi"),
+                notes: &[],
+            },
+            Row {
+                name: "disabled limit scaling",
+                pod: double.clone(),
+                vpa: requests_only(res("2", "200Mi"), res("3", "1Gi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[],
+            },
+            Row {
+                name: "disabled limit scaling - requests capped at limit",
+                pod: double.clone(),
+                vpa: requests_only(res("3", "500Mi"), res("5", "1Gi")),
+                range: None,
+                requests: res("2", "200Mi"),
+                limits: none,
+                notes: &[
+                    "cpu capped to container limit",
+                    "memory capped to container limit",
+                ],
+            },
+            Row {
+                name: "limit over int64",
+                pod: AdmissionPod::test().container(c, res("1", "100Mi"), res("10", "1000Mi")),
+                vpa: AdmissionVpa::test(c, res("1Ei", "1Ei"))
+                    .policy(min_max(none, res("1Ei", "1Ei"))),
+                range: None,
+                requests: res("1Ei", "1Ei"),
+                limits: Resources {
+                    cpu: Some(Quantity::from_milli(i128::from(i64::MAX))),
+                    memory: Some(Quantity::from_milli(i128::from(i64::MAX) * 1000)),
+                },
+                notes: &[
+                    "cpu: failed to keep limit to request ratio; capping limit to int64",
+                    "memory: failed to keep limit to request ratio; capping limit to int64",
+                ],
+            },
+            Row {
+                name: "proportional limit from default",
+                pod: initialized.clone(),
+                vpa: base(res("2", "200Mi")),
+                range: Some(LimitRangeItem {
+                    default: res("2", "100Mi"),
+                    ..LimitRangeItem::default()
+                }),
+                requests: res("2", "200Mi"),
+                limits: res("2", "200Mi"),
+                notes: &[],
+            },
+        ];
+        for row in rows {
+            let patch = admission_patch(&row.pod, &row.vpa, row.range.as_ref(), None);
+            let update = patch
+                .updates
+                .first()
+                .unwrap_or_else(|| panic!("{}: no update", row.name));
+            assert_eq!(update.requests, row.requests, "{}: requests", row.name);
+            assert_eq!(update.limits, row.limits, "{}: limits", row.name);
+            let summary = &patch.annotations[UPDATES_ANNOTATION];
+            for note in row.notes {
+                assert!(
+                    summary.contains(note),
+                    "{}: {summary} lacks {note}",
+                    row.name
+                );
+            }
+        }
+    }
+
+    // upstream: recommendation_provider_test.go "empty recommendation" / "nil recommendation":
+    // nothing to set, only the observed-containers annotation.
+    #[test]
+    fn no_recommendation_only_observes() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), Resources::default());
+        let mut vpa = AdmissionVpa::test("c", Resources::default());
+        vpa.recommendation = None;
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert_eq!(patch.ops.len(), 1);
+        assert_eq!(
+            patch.ops[0].path,
+            "/metadata/annotations/vpaObservedContainers"
+        );
+        assert_eq!(patch.ops[0].value, json!("c"));
+    }
+
+    // upstream: pkg/admission-controller/resource/pod/patch/resource_updates_test.go
+    // TestCalculatePatches_ResourceUpdates "new cpu recommendation" / "no resources"
+    #[test]
+    fn patch_creates_missing_maps_and_annotations() {
+        let pod = AdmissionPod {
+            has_annotations: false,
+            ..AdmissionPod::test().container("c", Resources::default(), Resources::default())
+        };
+        let vpa = AdmissionVpa::test("c", res("1", ""));
+        let patch = admission_patch(&pod, &vpa, None, None);
+        let paths: Vec<&str> = patch.ops.iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/metadata/annotations",
+                "/spec/containers/0/resources",
+                "/spec/containers/0/resources/requests",
+                "/spec/containers/0/resources/requests/cpu",
+                "/metadata/annotations/vpaUpdates",
+                "/metadata/annotations/vpaObservedContainers",
+            ]
+        );
+        assert_eq!(patch.ops[3].value, json!("1"));
+        assert_eq!(
+            patch.annotations[UPDATES_ANNOTATION],
+            "Pod resources updated by vpa1: container 0: cpu request"
+        );
+    }
+
+    // upstream: resource_updates_test.go "update mode off": no resource change.
+    #[test]
+    fn update_mode_off_and_container_mode_off() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), Resources::default());
+        let mut vpa = AdmissionVpa::test("c", res("2", "2Gi"));
+        vpa.update_mode = UpdateMode::Off;
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert!(patch.updates.is_empty());
+        assert!(!patch.annotations.contains_key(UPDATES_ANNOTATION));
+
+        let vpa = AdmissionVpa::test("c", res("2", "2Gi")).policy(ContainerPolicy {
+            container_name: "*".to_owned(),
+            mode: ContainerMode::Off,
+            ..ContainerPolicy::default()
+        });
+        assert!(admission_patch(&pod, &vpa, None, None).updates.is_empty());
+    }
+
+    #[test]
+    fn controlled_resources_limit_what_changes() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), Resources::default());
+        let vpa = AdmissionVpa::test("c", res("2", "2Gi")).policy(ContainerPolicy {
+            container_name: "c".to_owned(),
+            controlled_resources: Some(vec![Resource::Memory]),
+            ..ContainerPolicy::default()
+        });
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert_eq!(patch.updates[0].requests, res("", "2Gi"));
+    }
+
+    // Beyond upstream: maxLimitRequestRatio.
+    #[test]
+    fn max_limit_request_ratio() {
+        let range = LimitRangeItem {
+            max_limit_request_ratio: Ratios {
+                cpu: Some(2.0),
+                memory: None,
+            },
+            ..LimitRangeItem::default()
+        };
+        // RequestsOnly with limit 2: a 500m target would make the ratio 4, so the request is 1.
+        let pod = AdmissionPod::test().container("c", res("1", ""), res("2", ""));
+        let vpa = AdmissionVpa::test("c", res("500m", "")).policy(ContainerPolicy {
+            container_name: "c".to_owned(),
+            controlled_values: ControlledValues::RequestsOnly,
+            ..ContainerPolicy::default()
+        });
+        let patch = admission_patch(&pod, &vpa, Some(&range), None);
+        assert_eq!(patch.updates[0].requests, res("1", ""));
+        // RequestsAndLimits with an original ratio of 4 (the pod was created before the
+        // LimitRange): the limit is lowered to request × 2.
+        let pod = AdmissionPod::test().container("c", res("1", ""), res("4", ""));
+        let vpa = AdmissionVpa::test("c", res("500m", ""));
+        let patch = admission_patch(&pod, &vpa, Some(&range), None);
+        assert_eq!(patch.updates[0].limits, res("1", ""));
+    }
+
+    #[test]
+    fn deterministic() {
+        let pod = AdmissionPod::test()
+            .container("a", res("100m", "100Mi"), res("200m", "200Mi"))
+            .container("b", res("", ""), res("", ""));
+        let mut vpa = AdmissionVpa::test("a", res("300m", "300Mi"));
+        if let Some(recs) = vpa.recommendation.as_mut() {
+            recs.push(ContainerRecommendation {
+                container: "b".to_owned(),
+                target: res("50m", "64Mi"),
+                ..ContainerRecommendation::default()
+            });
+        }
+        let first = admission_patch(&pod, &vpa, None, None);
+        for _ in 0..5 {
+            assert_eq!(admission_patch(&pod, &vpa, None, None), first);
+        }
+        assert_eq!(
+            first.annotations[UPDATES_ANNOTATION],
+            "Pod resources updated by vpa1: container 0: cpu request, memory request, cpu limit, \
+             memory limit; container 1: cpu request, memory request"
+        );
+    }
+}

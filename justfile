@@ -1,0 +1,49 @@
+# Contributor shortcuts. Everything here wraps plain cargo; the README's commands need no `just`.
+
+default:
+    @just --list
+
+# Build every crate (debug).
+build:
+    cargo build --workspace
+
+# Formatting, lints and the full test suite, as CI runs them.
+ci:
+    bash .ci/run
+
+# The whole test suite (the README's test command).
+test:
+    cargo test --workspace
+
+# End-to-end tests against plimsoll-sim (or a real cluster with PLIMSOLL_E2E_KUBECONFIG set).
+e2e:
+    cargo test -p plimsoll-e2e -- --test-threads 1
+
+# Regenerate deploy/crds/ and charts/plimsoll/crds/ from the Rust types.
+crds:
+    cargo run -q -p xtask -- crds
+
+# The simulated cluster with every service and a demo workload.
+demo:
+    cargo run --release -p plimsoll-sim -- demo
+
+# Every benchmark; numbers go to docs/benchmarks.md.
+bench: bench-sim bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-updater bench-vpa-admission
+
+bench-sim:
+    cargo run --release -p plimsoll-sim --bin plimsoll-sim -- bench
+
+bench-hpa-plus:
+    cargo run --release -p plimsoll-e2e --bin bench -- hpa-plus
+
+bench-cron-hpa:
+    cargo run --release -p plimsoll-e2e --bin bench -- cron-hpa
+
+bench-vpa-recommender:
+    cargo run --release -p plimsoll-e2e --bin bench -- vpa-recommender
+
+bench-vpa-updater:
+    cargo run --release -p plimsoll-e2e --bin bench -- vpa-updater
+
+bench-vpa-admission:
+    cargo run --release -p plimsoll-e2e --bin bench -- vpa-admission

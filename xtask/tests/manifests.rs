@@ -1,0 +1,365 @@
+//! Every manifest in `deploy/` is a valid typed Kubernetes object, and the objects agree with each
+//! other: service accounts exist, selectors select the pods, ports and webhook paths line up.
+
+// A test binary: a failed check panics with the reason, including in its helper functions.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+#[derive(Default)]
+struct Manifests {
+    namespaces: Vec<Namespace>,
+    service_accounts: Vec<ServiceAccount>,
+    deployments: Vec<Deployment>,
+    services: Vec<Service>,
+    pdbs: Vec<PodDisruptionBudget>,
+    roles: Vec<Role>,
+    role_bindings: Vec<RoleBinding>,
+    cluster_roles: Vec<ClusterRole>,
+    cluster_role_bindings: Vec<ClusterRoleBinding>,
+    webhooks: Vec<MutatingWebhookConfiguration>,
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read deploy dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            // CRDs are generated and checked by crds.rs.
+            if path.file_name().is_some_and(|n| n != "crds") {
+                yaml_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "yaml") {
+            out.push(path);
+        }
+    }
+}
+
+/// Deserializes into the typed struct and back; a field the type does not know (a typo) is
+/// dropped on the way and shows up as a difference.
+fn typed<T: DeserializeOwned + serde::Serialize>(doc: &Value, origin: &str) -> T {
+    let object: T = serde_json::from_value(doc.clone())
+        .unwrap_or_else(|e| panic!("{origin}: not a valid {}: {e}", doc["kind"]));
+    let back = serde_json::to_value(&object).expect("serialize");
+    assert_eq!(
+        normalize(doc.clone()),
+        normalize(back),
+        "{origin}: a field was lost in typed round trip (unknown or misspelt field?)"
+    );
+    object
+}
+
+/// Drops empty maps and lists, which serializers legitimately omit.
+fn normalize(v: Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, normalize(v)))
+                .filter(|(_, v)| !matches!(v, Value::Object(m) if m.is_empty()))
+                .collect(),
+        ),
+        Value::Array(list) => Value::Array(list.into_iter().map(normalize).collect()),
+        other => other,
+    }
+}
+
+fn load() -> Manifests {
+    let mut files = Vec::new();
+    yaml_files(&xtask::repo_root().join("deploy"), &mut files);
+    assert!(!files.is_empty(), "no manifests found");
+    let mut m = Manifests::default();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read manifest");
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
+            .unwrap_or_else(|e| panic!("{}: invalid YAML: {e}", file.display()));
+        for (i, doc) in docs.into_iter().enumerate() {
+            if doc.is_null() {
+                continue;
+            }
+            let origin = format!("{} document {}", file.display(), i + 1);
+            match doc["kind"].as_str().unwrap_or_default() {
+                "Namespace" => m.namespaces.push(typed(&doc, &origin)),
+                "ServiceAccount" => m.service_accounts.push(typed(&doc, &origin)),
+                "Deployment" => m.deployments.push(typed(&doc, &origin)),
+                "Service" => m.services.push(typed(&doc, &origin)),
+                "PodDisruptionBudget" => m.pdbs.push(typed(&doc, &origin)),
+                "Role" => m.roles.push(typed(&doc, &origin)),
+                "RoleBinding" => m.role_bindings.push(typed(&doc, &origin)),
+                "ClusterRole" => m.cluster_roles.push(typed(&doc, &origin)),
+                "ClusterRoleBinding" => m.cluster_role_bindings.push(typed(&doc, &origin)),
+                "MutatingWebhookConfiguration" => m.webhooks.push(typed(&doc, &origin)),
+                other => panic!("{origin}: unexpected kind {other:?}"),
+            }
+        }
+    }
+    m
+}
+
+fn name_ns(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+fn matches(selector: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
+    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+fn pod_labels(d: &Deployment) -> BTreeMap<String, String> {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default()
+}
+
+const SERVICES: [&str; 5] = [
+    "hpa-plus",
+    "cron-hpa",
+    "vpa-recommender",
+    "vpa-updater",
+    "vpa-admission",
+];
+
+#[test]
+fn every_service_has_its_objects() {
+    let m = load();
+    assert_eq!(m.namespaces.len(), 1);
+    for svc in SERVICES {
+        let name = format!("plimsoll-{svc}");
+        let d = m
+            .deployments
+            .iter()
+            .find(|d| d.metadata.name.as_deref() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("no Deployment {name}"));
+        let spec = d.spec.as_ref().expect("deployment spec");
+        assert_eq!(spec.replicas, Some(2), "{name}: two replicas");
+        assert!(matches(
+            spec.selector.match_labels.as_ref().expect("matchLabels"),
+            &pod_labels(d)
+        ));
+        for kind in ["PodDisruptionBudget", "ClusterRole", "Service"] {
+            let found = match kind {
+                "PodDisruptionBudget" => m
+                    .pdbs
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some(name.as_str())),
+                "ClusterRole" => m
+                    .cluster_roles
+                    .iter()
+                    .any(|r| r.metadata.name.as_deref() == Some(name.as_str())),
+                _ => m.services.iter().any(|s| {
+                    s.spec
+                        .as_ref()
+                        .and_then(|s| s.selector.as_ref())
+                        .is_some_and(|sel| matches(sel, &pod_labels(d)))
+                }),
+            };
+            assert!(found, "{name}: no {kind}");
+        }
+    }
+}
+
+#[test]
+fn pods_run_restricted_with_probes_on_named_ports() {
+    for d in load().deployments {
+        let name = d.metadata.name.clone().unwrap_or_default();
+        let pod = d.spec.and_then(|s| s.template.spec).expect("pod spec");
+        let psc = pod.security_context.expect("pod securityContext");
+        assert_eq!(psc.run_as_non_root, Some(true), "{name}");
+        for c in pod.containers {
+            let sc = c
+                .security_context
+                .clone()
+                .expect("container securityContext");
+            assert_eq!(sc.allow_privilege_escalation, Some(false), "{name}");
+            assert_eq!(sc.read_only_root_filesystem, Some(true), "{name}");
+            let ports: Vec<String> = c
+                .ports
+                .iter()
+                .flatten()
+                .filter_map(|p| p.name.clone())
+                .collect();
+            for probe in [&c.liveness_probe, &c.readiness_probe] {
+                let port = probe
+                    .as_ref()
+                    .and_then(|p| p.http_get.as_ref())
+                    .map_or_else(
+                        || panic!("{name}: liveness and readiness probes over HTTP"),
+                        |h| h.port.clone(),
+                    );
+                match port {
+                    IntOrString::String(p) => assert!(ports.contains(&p), "{name}: probe port {p}"),
+                    IntOrString::Int(p) => {
+                        panic!("{name}: probe on numeric port {p}; use a named port")
+                    }
+                }
+            }
+            let paths: Vec<_> = [&c.liveness_probe, &c.readiness_probe]
+                .iter()
+                .filter_map(|p| p.as_ref()?.http_get.as_ref()?.path.clone())
+                .collect();
+            assert_eq!(paths, ["/healthz", "/readyz"], "{name}");
+        }
+    }
+}
+
+#[test]
+fn bindings_name_existing_roles_and_service_accounts() {
+    let m = load();
+    let accounts: Vec<(String, String)> = m
+        .service_accounts
+        .iter()
+        .map(|s| name_ns(&s.metadata))
+        .collect();
+    let check_subjects = |subjects: &Option<Vec<Subject>>, origin: &str| {
+        for s in subjects.iter().flatten() {
+            assert_eq!(s.kind, "ServiceAccount", "{origin}");
+            let key = (s.namespace.clone().unwrap_or_default(), s.name.clone());
+            assert!(
+                accounts.contains(&key),
+                "{origin}: no ServiceAccount {key:?}"
+            );
+        }
+    };
+    for b in &m.cluster_role_bindings {
+        let origin = format!("ClusterRoleBinding {:?}", b.metadata.name);
+        assert!(
+            m.cluster_roles
+                .iter()
+                .any(|r| r.metadata.name.as_deref() == Some(b.role_ref.name.as_str())),
+            "{origin}: no ClusterRole {}",
+            b.role_ref.name
+        );
+        check_subjects(&b.subjects, &origin);
+    }
+    for b in &m.role_bindings {
+        let origin = format!("RoleBinding {:?}", b.metadata.name);
+        assert!(
+            m.roles.iter().any(
+                |r| r.metadata.name.as_deref() == Some(b.role_ref.name.as_str())
+                    && r.metadata.namespace == b.metadata.namespace
+            ),
+            "{origin}: no Role {} in its namespace",
+            b.role_ref.name
+        );
+        check_subjects(&b.subjects, &origin);
+    }
+    for d in &m.deployments {
+        let (ns, _) = name_ns(&d.metadata);
+        let sa = d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.service_account_name.clone());
+        let sa = sa.expect("serviceAccountName");
+        assert!(
+            accounts.contains(&(ns, sa.clone())),
+            "no ServiceAccount {sa}"
+        );
+    }
+}
+
+#[test]
+fn webhook_points_at_the_admission_service_and_port() {
+    let m = load();
+    let hook = m.webhooks.first().expect("a MutatingWebhookConfiguration");
+    for w in hook.webhooks.iter().flatten() {
+        assert_eq!(w.failure_policy.as_deref(), Some("Ignore"));
+        assert_eq!(w.side_effects, "None");
+        assert_eq!(w.admission_review_versions, ["v1"]);
+        assert_eq!(w.timeout_seconds, Some(30));
+        let svc_ref = w.client_config.service.as_ref().expect("service reference");
+        assert_eq!(svc_ref.path.as_deref(), Some("/"), "upstream serves on /");
+        let svc = m
+            .services
+            .iter()
+            .find(|s| {
+                s.metadata.name.as_deref() == Some(svc_ref.name.as_str())
+                    && s.metadata.namespace.as_deref() == Some(svc_ref.namespace.as_str())
+            })
+            .expect("the webhook's Service");
+        let port = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|p| p.iter().find(|p| Some(p.port) == svc_ref.port))
+            .expect("the webhook's Service port");
+        let target = port.target_port.clone().expect("targetPort");
+        let d = m
+            .deployments
+            .iter()
+            .find(|d| d.metadata.name.as_deref() == Some("plimsoll-vpa-admission"))
+            .expect("admission deployment");
+        let container = &d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod")
+            .containers[0];
+        let named = container
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| IntOrString::String(p.name.clone().unwrap_or_default()) == target);
+        let named = named.expect("targetPort names a container port");
+        let args = container.args.clone().unwrap_or_default();
+        assert!(
+            args.contains(&format!("--address=0.0.0.0:{}", named.container_port)),
+            "the webhook listens on the port the Service targets: {args:?}"
+        );
+        let excluded = w
+            .namespace_selector
+            .as_ref()
+            .and_then(|s| s.match_expressions.as_ref())
+            .map(|e| {
+                e.iter()
+                    .flat_map(|e| e.values.clone().unwrap_or_default())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        assert!(
+            excluded.contains(&"kube-system".to_owned())
+                && excluded.contains(&"plimsoll-system".to_owned())
+        );
+    }
+}
+
+/// The lines under `rules:` up to the end of that document.
+fn rules_block(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|l| l.trim_end() != "rules:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect()
+}
+
+#[test]
+fn chart_cluster_roles_match_deploy() {
+    let root = xtask::repo_root();
+    for svc in SERVICES {
+        let deploy = std::fs::read_to_string(root.join(format!("deploy/{svc}/cluster-rbac.yaml")))
+            .expect("deploy rbac");
+        let chart = std::fs::read_to_string(
+            root.join(format!("charts/plimsoll/templates/clusterrole-{svc}.yaml")),
+        )
+        .expect("chart cluster role");
+        let want = rules_block(&deploy);
+        assert!(want.len() > 3, "{svc}: rules found in deploy/");
+        assert_eq!(
+            rules_block(&chart),
+            want,
+            "{svc}: chart ClusterRole differs from deploy/"
+        );
+    }
+}
