@@ -19,13 +19,11 @@ use plimsoll_core::api::vpa::{
     VerticalPodAutoscalerCheckpointSpec,
 };
 use plimsoll_core::quantity::Quantity;
-use plimsoll_core::vertical::aggregate::{
-    AggregateContainerState, AggregationsConfig, ContainerState, Resource,
-};
+use plimsoll_core::vertical::aggregate::{AggregationsConfig, Resource};
 use plimsoll_core::vertical::capping::{Resources, resources_to_list};
-use plimsoll_core::vertical::checkpoint;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
-use plimsoll_core::vertical::recommendation::{self, ContainerRecommendation};
+use plimsoll_core::vertical::model::VpaModel;
+use plimsoll_core::vertical::recommendation::ContainerRecommendation;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -513,31 +511,21 @@ const PLOT_POINTS: usize = 120;
 
 struct Model<'a> {
     scenario: &'a Scenario,
-    aggregates: BTreeMap<String, AggregateContainerState>,
-    states: BTreeMap<(String, String), ContainerState>,
+    vpa: VpaModel,
     next_sample: usize,
 }
 
 impl Model<'_> {
     fn feed_until(&mut self, t: f64) {
         let s = self.scenario;
+        let config = &s.aggregations;
         while let Some(sample) = s.samples.get(self.next_sample) {
             if sample.t > t {
                 break;
             }
             self.next_sample += 1;
             let time = s.start + SignedDuration::try_from_secs_f64(sample.t).unwrap_or_default();
-            let aggregate = self
-                .aggregates
-                .entry(sample.container.clone())
-                .or_insert_with(|| AggregateContainerState::new(&s.aggregations, time));
-            let state = self
-                .states
-                .entry((sample.pod.clone(), sample.container.clone()))
-                .or_default();
-            if let Some(cpu) = sample.cpu.filter(|_| !sample.oom) {
-                state.add_cpu_sample(aggregate, clamp_i64(cpu.milli()), time);
-            }
+            let (pod, container) = (sample.pod.as_str(), sample.container.as_str());
             if sample.oom {
                 let request = s
                     .containers
@@ -547,28 +535,25 @@ impl Model<'_> {
                     .map_or(0, |q| clamp_i64(q.value()));
                 let used = sample.memory.map_or(request, |m| clamp_i64(m.value()));
                 // A refused (too old) OOM is what upstream logs and ignores.
-                let _ = state.record_oom(aggregate, &s.aggregations, time, used);
-            } else if let Some(mem) = sample.memory {
-                state.add_memory_sample(
-                    aggregate,
-                    &s.aggregations,
-                    clamp_i64(mem.value()),
-                    time,
-                    false,
-                );
+                let _ = self.vpa.record_oom(pod, container, used, time, config);
+                continue;
+            }
+            if let Some(cpu) = sample.cpu {
+                self.vpa
+                    .add_cpu_sample(pod, container, clamp_i64(cpu.milli()), time, config);
+            }
+            if let Some(mem) = sample.memory {
+                self.vpa
+                    .add_memory_sample(pod, container, clamp_i64(mem.value()), time, config);
             }
         }
     }
 
     fn recommend(&self) -> Result<Vec<ContainerRecommendation>, ReplayError> {
         let per_pod = self.scenario.containers.len().max(1);
-        recommendation::recommend(
-            &self.scenario.vpa.spec,
-            &self.aggregates,
-            per_pod,
-            &self.scenario.estimator,
-        )
-        .map_err(|e| invalid("vpa.spec.resourcePolicy", e))
+        self.vpa
+            .recommend(&self.scenario.vpa.spec, per_pod, &self.scenario.estimator)
+            .map_err(|e| invalid("vpa.spec.resourcePolicy", e))
     }
 }
 
@@ -580,8 +565,8 @@ fn get(r: &Resources, resource: Resource) -> i64 {
     r.get(&resource).copied().unwrap_or(0)
 }
 
-fn restore(scenario: &Scenario) -> Result<BTreeMap<String, AggregateContainerState>, ReplayError> {
-    let mut aggregates = BTreeMap::new();
+fn restore(scenario: &Scenario) -> Result<VpaModel, ReplayError> {
+    let mut model = VpaModel::new();
     for (i, cp) in scenario.checkpoints.iter().enumerate() {
         let path = format!("checkpointIn[{i}]");
         let name = cp
@@ -593,27 +578,23 @@ fn restore(scenario: &Scenario) -> Result<BTreeMap<String, AggregateContainerSta
             .status
             .as_ref()
             .ok_or_else(|| invalid(format!("{path}.status"), "is required"))?;
-        let aggregate = checkpoint::load(status, &scenario.aggregations, scenario.start)
+        model
+            .restore(&name, status, &scenario.aggregations, scenario.start)
             .map_err(|e| invalid(format!("{path}.status"), e))?;
-        aggregates.insert(name, aggregate);
     }
-    Ok(aggregates)
+    for c in &scenario.containers {
+        model.ensure_container(&c.name, &scenario.aggregations, scenario.start);
+    }
+    Ok(model)
 }
 
 /// Runs `scenario`; `plot` also samples the recommendation over time for a plot.
 pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
     let mut model = Model {
         scenario,
-        aggregates: BTreeMap::new(),
-        states: BTreeMap::new(),
+        vpa: restore(scenario)?,
         next_sample: 0,
     };
-    model.aggregates = restore(scenario)?;
-    for c in &scenario.containers {
-        model.aggregates.entry(c.name.clone()).or_insert_with(|| {
-            AggregateContainerState::new(&scenario.aggregations, scenario.start)
-        });
-    }
     let end = scenario
         .at
         .last()
@@ -668,20 +649,21 @@ pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
     let now = scenario.start + SignedDuration::try_from_secs_f64(end).unwrap_or_default();
     let vpa_name = scenario.vpa.metadata.name.clone().unwrap_or_default();
     let checkpoints = model
-        .aggregates
-        .iter()
-        .map(|(container, aggregate)| {
+        .vpa
+        .checkpoints(now)
+        .into_iter()
+        .map(|(container, status)| {
             let mut cp = VerticalPodAutoscalerCheckpoint::new(
-                &VerticalPodAutoscalerCheckpoint::object_name(&vpa_name, container),
+                &VerticalPodAutoscalerCheckpoint::object_name(&vpa_name, &container),
                 VerticalPodAutoscalerCheckpointSpec {
                     vpa_object_name: Some(vpa_name.clone()),
-                    container_name: Some(container.clone()),
+                    container_name: Some(container),
                 },
             );
             cp.metadata
                 .namespace
                 .clone_from(&scenario.vpa.metadata.namespace);
-            cp.status = Some(checkpoint::save(aggregate, now));
+            cp.status = Some(status);
             cp
         })
         .collect();
@@ -704,7 +686,7 @@ fn traces(
     mut series: BTreeMap<(String, Resource), Vec<SeriesPoint>>,
 ) -> Vec<ResourceTrace> {
     let mut out = Vec::new();
-    for (name, aggregate) in &model.aggregates {
+    for (name, aggregate) in &model.vpa.aggregates {
         for resource in [Resource::Cpu, Resource::Memory] {
             let Some(points) = series.remove(&(name.clone(), resource)) else {
                 continue;

@@ -257,6 +257,29 @@ mod tests {
         assert!((g.histogram().total_weight() - total).abs() < 1e-12);
     }
 
+    proptest::proptest! {
+        /// Decay, shifting and subtraction never make a weight negative.
+        #[test]
+        fn weights_never_negative(
+            ops in proptest::collection::vec((0_i64..40_000_000, 0.0_f64..200.0, 0.0_f64..5.0, proptest::bool::ANY), 1..80),
+        ) {
+            let mut h = DecayingHistogram::new(options(), SignedDuration::from_hours(1));
+            let t0 = ts("2024-01-01T00:00:00Z");
+            for (secs, value, weight, subtract) in ops {
+                let t = t0 + SignedDuration::from_secs(secs);
+                if subtract {
+                    h.subtract_sample(value, weight, t);
+                } else {
+                    h.add_sample(value, weight, t);
+                }
+                for b in 0..h.histogram().options().num_buckets() {
+                    proptest::prop_assert!(h.histogram().bucket_weight(b) >= 0.0);
+                }
+                proptest::prop_assert!(h.histogram().total_weight() >= -1e-9);
+            }
+        }
+    }
+
     #[test]
     fn rounding_follows_go_time_round() {
         let cases = [
