@@ -487,10 +487,10 @@ mod tests {
     // TestHistogramSaveToCheckpointDropsRelativelySmallValues, TestHistogramSaveToCheckpointForMultipleValues
     #[test]
     fn upstream_save_to_checkpoint() {
+        type Case = (&'static [(f64, f64)], &'static [(f64, u32)], f64);
         let o = upstream_options();
         let (w, total) = Histogram::new(o).save();
         assert!(w.is_empty() && total.abs() < f64::EPSILON);
-        type Case = (&'static [(f64, f64)], &'static [(f64, u32)], f64);
         let cases: [Case; 3] = [
             (&[(1.0, 1.0)], &[(1.0, 10_000)], 1.0),
             (&[(1.0, 1.0), (2.0, 100_000.0)], &[(2.0, 10_000)], 100_001.0),
