@@ -1,1 +1,620 @@
 //! `HorizontalPodAutoscalerPlus`: the `autoscaling/v2` HPA spec plus Plimsoll additions.
+//!
+//! The spec is the upstream `autoscaling/v2` `HorizontalPodAutoscalerSpec` field for field
+//! (same JSON names, same optionality), so an upstream manifest deserializes after changing only
+//! `apiVersion` and `kind`. The additions of DESIGN.md (`WatermarkPodAutoscaler` and `HPAPlus`
+//! features) are optional top-level spec fields and a `Watermark` metric target type; an object
+//! that sets none of them behaves exactly like an upstream HPA.
+//!
+//! Invariants: every quantity stays a Kubernetes quantity string on the wire (field-compatible
+//! with upstream); [`HorizontalPodAutoscalerPlusSpec::validate`] reports every problem with its
+//! field path; native `autoscaling/v2` objects convert with [`HorizontalPodAutoscalerPlus::from_native`].
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+mod native;
+mod validate;
+
+pub use native::{ANNOTATION_PREFIXES, NativeConversionError};
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Desired state of a `HorizontalPodAutoscalerPlus`.
+///
+/// Fields up to `behavior` are upstream `autoscaling/v2`; the rest are Plimsoll additions
+/// (see docs/hpa-plus.md for the precedence of every rule).
+#[derive(CustomResource, JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+// The lint reads each printcolumn's repeated `type_ = "integer"` as a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
+// Four independent switches of the API, not a state machine.
+#[allow(clippy::struct_excessive_bools)]
+#[kube(
+    group = "autoscaling.plimsoll.dev",
+    version = "v1alpha1",
+    kind = "HorizontalPodAutoscalerPlus",
+    namespaced,
+    status = "HorizontalPodAutoscalerPlusStatus",
+    derive = "PartialEq",
+    shortname = "hpaplus",
+    shortname = "hpap",
+    category = "all",
+    category = "plimsoll",
+    doc = "HorizontalPodAutoscalerPlus: an autoscaling/v2 HorizontalPodAutoscaler with watermarks, limit factors, per-object tolerance and sync period, dry-run and pausing.",
+    printcolumn(
+        name = "Reference",
+        type_ = "string",
+        description = "The scale target, Kind/name",
+        json_path = ".status.reference"
+    ),
+    printcolumn(
+        name = "Targets",
+        type_ = "string",
+        description = "Current and target value of each metric",
+        json_path = ".status.targetsSummary"
+    ),
+    printcolumn(
+        name = "MinPods",
+        type_ = "integer",
+        description = "Lower limit of replicas",
+        json_path = ".spec.minReplicas"
+    ),
+    printcolumn(
+        name = "MaxPods",
+        type_ = "integer",
+        description = "Upper limit of replicas",
+        json_path = ".spec.maxReplicas"
+    ),
+    printcolumn(
+        name = "Replicas",
+        type_ = "integer",
+        description = "Current replicas",
+        json_path = ".status.currentReplicas"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",
+     "message": "minReplicas must be <= maxReplicas"}
+]))]
+pub struct HorizontalPodAutoscalerPlusSpec {
+    /// The workload to scale (anything with a scale subresource).
+    pub scale_target_ref: CrossVersionObjectReference,
+    /// Lower limit of replicas (default 1). 0 is allowed when at least one Object or External
+    /// metric is configured (upstream `HPAScaleToZero`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replicas: Option<i32>,
+    /// Upper limit of replicas; must be >= `minReplicas`.
+    pub max_replicas: i32,
+    /// The metrics whose proposals are combined (largest wins). Default: CPU utilization 80 %.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricSpec>,
+    /// Scale-up and scale-down behavior (stabilization windows, policies, tolerance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
+
+    /// Ratio band around 1.0 inside which nothing scales (default: the controller's
+    /// `--tolerance`, 0.1). `behavior.scaleUp/scaleDown.tolerance` override it per direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Quantity>,
+    /// This object's own evaluation period in seconds (default 5; never below the controller's
+    /// `--min-sync-period`). A change takes effect at the next reconcile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_period_seconds: Option<i32>,
+    /// What `Utilization` targets are a percentage of (default `Requests`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization_base: Option<UtilizationBase>,
+    /// Maximum replicas added per scaling event, in percent of current replicas (0–100; 0 turns
+    /// scale-up off). Default: the controller's `--scale-up-limit-factor` (none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_up_limit_factor: Option<Quantity>,
+    /// Maximum replicas removed per scaling event, in percent of current replicas (0–100; 0 turns
+    /// scale-down off). Default: the controller's `--scale-down-limit-factor` (none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down_limit_factor: Option<Quantity>,
+    /// No scale-up until this many seconds after the last scale event (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upscale_forbidden_window_seconds: Option<i32>,
+    /// No scale-down until this many seconds after the last scale event (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downscale_forbidden_window_seconds: Option<i32>,
+    /// A value must stay above its high watermark this long before scaling up (default 0;
+    /// OR over metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upscale_delay_above_watermark_seconds: Option<i32>,
+    /// A value must stay below its low watermark this long before scaling down (default 0;
+    /// OR over metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downscale_delay_below_watermark_seconds: Option<i32>,
+    /// How Object and External watermark values map to replicas (default `absolute`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<Algorithm>,
+    /// No scaling while fewer than this percentage of current replicas are ready (0–100,
+    /// default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_available_replica_percentage: Option<i32>,
+    /// Pods that started less than this many seconds ago are not counted as ready (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness_delay_seconds: Option<i32>,
+    /// Replicas added or removed are a multiple of this (>= 1, default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_scaling_absolute_modulo: Option<i32>,
+    /// While a watermark metric is within its band, step by one modulo toward this watermark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converge_towards_watermark: Option<ConvergeTowardsWatermark>,
+    /// Treat a metric value of exactly 0 as real (default false: a zero value blocks scaling,
+    /// as `WatermarkPodAutoscaler` does).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tolerate_zero: bool,
+    /// Compute and report decisions, never write the scale (default false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+    /// Stop acting, keep reporting (default false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub paused: bool,
+    /// Do not scale while the target is rolling out (default false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pause_during_rollout: bool,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if signature"
+)]
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Identifies the scale target (upstream `CrossVersionObjectReference`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CrossVersionObjectReference {
+    /// API version of the referent, e.g. `apps/v1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// Kind of the referent, e.g. `Deployment`.
+    pub kind: String,
+    /// Name of the referent, in the autoscaler's namespace.
+    pub name: String,
+}
+
+/// What `Utilization` targets are a percentage of.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UtilizationBase {
+    /// Container requests (upstream behavior).
+    #[default]
+    Requests,
+    /// Container limits, falling back to requests for containers without a limit.
+    Limits,
+}
+
+/// How a watermark value maps to replicas (`WatermarkPodAutoscaler` `algorithm`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    /// The value is a total over all pods: `replicas × value / watermark`.
+    #[default]
+    Absolute,
+    /// The value is already a per-pod average: `replicas × value / watermark` against
+    /// the average of the pods' values.
+    Average,
+}
+
+/// Which watermark `convergeTowardsWatermark` steps toward while inside the band.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvergeTowardsWatermark {
+    /// Scale down step by step while the value stays below the high watermark.
+    #[serde(rename = "highWatermark", alias = "highwatermark")]
+    HighWatermark,
+    /// Scale up step by step while the value stays above the low watermark.
+    #[serde(rename = "lowWatermark", alias = "lowwatermark")]
+    LowWatermark,
+}
+
+/// The kind of metric source (upstream `MetricSourceType`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MetricSourceType {
+    /// A resource of the target's pods (cpu, memory), averaged over pods.
+    #[default]
+    Resource,
+    /// A resource of one named container in each pod.
+    ContainerResource,
+    /// A custom per-pod metric, averaged over pods.
+    Pods,
+    /// A metric describing a single Kubernetes object.
+    Object,
+    /// A metric from outside the cluster.
+    External,
+}
+
+/// One metric to scale on (upstream `MetricSpec`); exactly the member named by `type` is set.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricSpec {
+    /// Which member below is set.
+    #[serde(rename = "type")]
+    pub type_: MetricSourceType,
+    /// For `type: Resource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceMetricSource>,
+    /// For `type: ContainerResource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_resource: Option<ContainerResourceMetricSource>,
+    /// For `type: Pods`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<PodsMetricSource>,
+    /// For `type: Object`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<ObjectMetricSource>,
+    /// For `type: External`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalMetricSource>,
+}
+
+/// A pod resource metric (upstream `ResourceMetricSource`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ResourceMetricSource {
+    /// Resource name, e.g. `cpu` or `memory`.
+    pub name: String,
+    /// The target value.
+    pub target: MetricTarget,
+}
+
+/// A resource metric of one container (upstream `ContainerResourceMetricSource`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ContainerResourceMetricSource {
+    /// Resource name, e.g. `cpu`.
+    pub name: String,
+    /// Container name in each pod.
+    pub container: String,
+    /// The target value.
+    pub target: MetricTarget,
+}
+
+/// A custom per-pod metric (upstream `PodsMetricSource`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct PodsMetricSource {
+    /// The metric's name and selector.
+    pub metric: MetricIdentifier,
+    /// The target value (`AverageValue` or `Watermark`).
+    pub target: MetricTarget,
+}
+
+/// A metric describing one object (upstream `ObjectMetricSource`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMetricSource {
+    /// The object the metric describes.
+    pub described_object: CrossVersionObjectReference,
+    /// The metric's name and selector.
+    pub metric: MetricIdentifier,
+    /// The target value.
+    pub target: MetricTarget,
+}
+
+/// A metric from outside the cluster (upstream `ExternalMetricSource`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ExternalMetricSource {
+    /// The metric's name and selector.
+    pub metric: MetricIdentifier,
+    /// The target value.
+    pub target: MetricTarget,
+}
+
+/// A metric name and optional label selector (upstream `MetricIdentifier`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct MetricIdentifier {
+    /// The metric's name.
+    pub name: String,
+    /// Narrows the metric's series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+/// The kind of target value (upstream `MetricTargetType` plus `Watermark`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MetricTargetType {
+    /// `averageUtilization`: percent of the pods' requests (or limits).
+    #[default]
+    Utilization,
+    /// `value`: the metric's total value.
+    Value,
+    /// `averageValue`: the metric's value per pod.
+    AverageValue,
+    /// `lowWatermark` / `highWatermark`: no scaling inside the band (`WatermarkPodAutoscaler`).
+    Watermark,
+}
+
+/// The target of one metric (upstream `MetricTarget` plus watermarks).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricTarget {
+    /// Which of the fields below applies.
+    #[serde(rename = "type")]
+    pub type_: MetricTargetType,
+    /// Target total value, for `Value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Quantity>,
+    /// Target per-pod value, for `AverageValue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average_value: Option<Quantity>,
+    /// Target utilization in percent, for `Utilization` (`Resource` and `ContainerResource` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average_utilization: Option<i32>,
+    /// Lower bound of the band, for `Watermark`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_watermark: Option<Quantity>,
+    /// Upper bound of the band, for `Watermark`; must be >= `lowWatermark`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_watermark: Option<Quantity>,
+}
+
+/// Scale-up and scale-down rules (upstream `HorizontalPodAutoscalerBehavior`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HorizontalPodAutoscalerBehavior {
+    /// Rules for scaling up (default: no stabilization, max of 100 % and 4 pods per 15 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_up: Option<HpaScalingRules>,
+    /// Rules for scaling down (default: 300 s stabilization, 100 % per 15 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<HpaScalingRules>,
+}
+
+/// Rules for one direction (upstream `HPAScalingRules`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HpaScalingRules {
+    /// Seconds of past recommendations considered (0–3600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stabilization_window_seconds: Option<i32>,
+    /// How policies combine (default `Max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select_policy: Option<ScalingPolicySelect>,
+    /// Limits on the change per period.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<HpaScalingPolicy>,
+    /// Tolerance for this direction (overrides `spec.tolerance` and the controller default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Quantity>,
+}
+
+/// How scaling policies combine (upstream `ScalingPolicySelect`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ScalingPolicySelect {
+    /// The policy allowing the largest change.
+    #[default]
+    Max,
+    /// The policy allowing the smallest change.
+    Min,
+    /// No scaling in this direction.
+    Disabled,
+}
+
+/// One scaling policy (upstream `HPAScalingPolicy`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HpaScalingPolicy {
+    /// `Pods` or `Percent`.
+    #[serde(rename = "type")]
+    pub type_: HpaScalingPolicyType,
+    /// Pods, or percent of the replicas at the start of the period (> 0).
+    pub value: i32,
+    /// Length of the period in seconds (1–1800).
+    pub period_seconds: i32,
+}
+
+/// The unit of a scaling policy's value.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HpaScalingPolicyType {
+    /// An absolute number of pods.
+    #[default]
+    Pods,
+    /// A percentage of the replicas at the start of the period.
+    Percent,
+}
+
+/// Observed state (upstream `autoscaling/v2` status plus the last decision).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HorizontalPodAutoscalerPlusStatus {
+    /// The generation of the spec this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// When the target was last rescaled by this autoscaler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scale_time: Option<Time>,
+    /// Replicas of the target when last observed.
+    #[serde(default)]
+    pub current_replicas: i32,
+    /// Replicas this autoscaler wants.
+    #[serde(default)]
+    pub desired_replicas: i32,
+    /// The last observed value of each metric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub current_metrics: Vec<MetricStatus>,
+    /// `AbleToScale`, `ScalingActive`, `ScalingLimited` (upstream reasons), `DryRun`, `Paused`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<HorizontalPodAutoscalerCondition>,
+    /// `Kind/name` of the target, for `kubectl get` (REFERENCE column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// `current/target` per metric, e.g. `cpu: 66%/40%`, for `kubectl get` (TARGETS column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets_summary: Option<String>,
+    /// What the last evaluation decided and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_decision: Option<LastDecision>,
+}
+
+/// The current value of one metric (upstream `MetricStatus`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricStatus {
+    /// Which member below is set.
+    #[serde(rename = "type")]
+    pub type_: MetricSourceType,
+    /// For `type: Resource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceMetricStatus>,
+    /// For `type: ContainerResource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_resource: Option<ContainerResourceMetricStatus>,
+    /// For `type: Pods`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<PodsMetricStatus>,
+    /// For `type: Object`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<ObjectMetricStatus>,
+    /// For `type: External`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalMetricStatus>,
+}
+
+/// Current value of a resource metric.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ResourceMetricStatus {
+    /// Resource name.
+    pub name: String,
+    /// Current value.
+    pub current: MetricValueStatus,
+}
+
+/// Current value of a container resource metric.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ContainerResourceMetricStatus {
+    /// Resource name.
+    pub name: String,
+    /// Container name.
+    pub container: String,
+    /// Current value.
+    pub current: MetricValueStatus,
+}
+
+/// Current value of a per-pod metric.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct PodsMetricStatus {
+    /// The metric.
+    pub metric: MetricIdentifier,
+    /// Current value.
+    pub current: MetricValueStatus,
+}
+
+/// Current value of an object metric.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMetricStatus {
+    /// The metric.
+    pub metric: MetricIdentifier,
+    /// Current value.
+    pub current: MetricValueStatus,
+    /// The object described.
+    pub described_object: CrossVersionObjectReference,
+}
+
+/// Current value of an external metric.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ExternalMetricStatus {
+    /// The metric.
+    pub metric: MetricIdentifier,
+    /// Current value.
+    pub current: MetricValueStatus,
+}
+
+/// A current metric value (upstream `MetricValueStatus`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricValueStatus {
+    /// Total value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Quantity>,
+    /// Per-pod value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average_value: Option<Quantity>,
+    /// Utilization in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average_utilization: Option<i32>,
+}
+
+/// One condition (upstream `HorizontalPodAutoscalerCondition`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HorizontalPodAutoscalerCondition {
+    /// `AbleToScale`, `ScalingActive`, `ScalingLimited`, `DryRun`, `Paused`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// When `status` last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// A CamelCase reason (upstream's where one exists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A sentence for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The last decision, with its reasons.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct LastDecision {
+    /// When it was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Time>,
+    /// Each metric's proposal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proposals: Vec<MetricProposal>,
+    /// The recommendation before limits (largest proposal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommended_replicas: Option<i32>,
+    /// The decided replicas.
+    pub desired_replicas: i32,
+    /// The rule that changed the recommendation (`maxReplicas`, `stabilization`, …), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<String>,
+    /// A sentence explaining the decision.
+    pub reason: String,
+    /// Time left on cooldowns and watermark delays.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub countdowns: Vec<Countdown>,
+}
+
+/// One metric's proposal in the last decision.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricProposal {
+    /// The metric, e.g. `cpu` or `External/queue_messages`.
+    pub metric: String,
+    /// Proposed replicas, absent when the metric failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Current value (utilization percent or quantity), absent when the metric failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Why the metric failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Time left before a transition is allowed.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Countdown {
+    /// `scaleUp` or `scaleDown` forbidden window, `upscaleDelay`, `downscaleDelay`, ….
+    pub transition: String,
+    /// Seconds left.
+    pub seconds_left: i64,
+}
+
+#[cfg(test)]
+mod tests;

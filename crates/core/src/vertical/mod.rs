@@ -1,6 +1,27 @@
-//! Vertical scaling: histograms, estimators, capping, update priority, eviction budget and admission patches.
+//! Vertical scaling: histograms, estimators, capping, update priority, eviction budget and
+//! admission patches.
+//!
+//! The recommender half follows upstream's VPA recommender model exactly (same buckets, decay,
+//! percentiles, estimators and checkpoint format) so that its checkpoints and recommendations
+//! are interchangeable with upstream's:
+//! * [`histogram`]: exponential-bucket histograms and percentiles;
+//! * [`decaying`]: the exponentially decaying histogram used for CPU and memory;
+//! * [`aggregate`]: per-container aggregate state (samples, memory peaks, OOM bumps);
+//! * [`checkpoint`]: save and load of aggregates as `VerticalPodAutoscalerCheckpoint`s;
+//! * [`estimator`]: percentile estimators, confidence scaling, margins and minimums;
+//! * [`recommendation`]: the full per-VPA recommendation (estimators + capping);
+//! * [`capping`]: container policy, `controlledResources`/`controlledValues` and `LimitRange` caps.
+//!
+//! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
 
 pub mod admission;
+pub mod aggregate;
+pub mod capping;
+pub mod checkpoint;
+pub mod decaying;
+pub mod estimator;
 pub mod eviction;
+pub mod histogram;
 pub mod limit_range;
 pub mod priority;
+pub mod recommendation;

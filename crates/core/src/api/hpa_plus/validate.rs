@@ -1,0 +1,413 @@
+//! `HorizontalPodAutoscalerPlusSpec::validate`: every problem, each with its field path.
+//!
+//! The upstream rules (`pkg/apis/autoscaling/validation`) come first, then one rule per
+//! addition of DESIGN.md's table. Validation never stops at the first problem.
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use super::{
+    HorizontalPodAutoscalerPlusSpec, HpaScalingRules, MetricSourceType, MetricSpec, MetricTarget,
+    MetricTargetType,
+};
+use crate::api::validation::FieldErrors;
+
+/// Upstream's limit on `stabilizationWindowSeconds` (one hour).
+const MAX_STABILIZATION_WINDOW_SECONDS: i32 = 3600;
+/// Upstream's limit on a policy's `periodSeconds` (30 minutes).
+const MAX_PERIOD_SECONDS: i32 = 1800;
+
+/// The value of a quantity in its units, for range checks and ratios.
+// TODO(lead's quantity module): switch to `crate::quantity::Quantity::try_from(q)?.as_f64()`.
+pub(crate) fn quantity_value(q: &Quantity) -> Result<f64, String> {
+    let s = q.0.trim();
+    let bad = || format!("{s:?} is not a Kubernetes quantity");
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let mantissa: f64 = num.parse().map_err(|_| bad())?;
+    let scale = match suffix {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        e if e.starts_with('e') || e.starts_with('E') => {
+            let exp: i32 = e[1..].parse().map_err(|_| bad())?;
+            10f64.powi(exp)
+        }
+        _ => return Err(bad()),
+    };
+    Ok(mantissa * scale)
+}
+
+impl HorizontalPodAutoscalerPlusSpec {
+    /// Checks the spec, returning every problem with its field path
+    /// (`spec.metrics[1].external.target.highWatermark: must be >= lowWatermark`).
+    pub fn validate(&self) -> Result<(), FieldErrors> {
+        let mut errs = FieldErrors::default();
+        if self.scale_target_ref.kind.is_empty() {
+            errs.push("spec.scaleTargetRef.kind", "is required");
+        }
+        if self.scale_target_ref.name.is_empty() {
+            errs.push("spec.scaleTargetRef.name", "is required");
+        }
+        let scales_to_zero = self.metrics.iter().any(|m| {
+            matches!(
+                m.type_,
+                MetricSourceType::Object | MetricSourceType::External
+            )
+        });
+        if let Some(min) = self.min_replicas {
+            if min < 0 {
+                errs.push("spec.minReplicas", "must be >= 0");
+            } else if min == 0 && !scales_to_zero {
+                errs.push(
+                    "spec.minReplicas",
+                    "must be >= 1 unless at least one Object or External metric is configured",
+                );
+            }
+        }
+        if self.max_replicas < 1 {
+            errs.push("spec.maxReplicas", "must be >= 1");
+        }
+        if self.max_replicas < self.min_replicas.unwrap_or(1) {
+            errs.push("spec.maxReplicas", "must be >= minReplicas");
+        }
+        for (i, metric) in self.metrics.iter().enumerate() {
+            validate_metric(metric, &format!("spec.metrics[{i}]"), &mut errs);
+        }
+        if let Some(behavior) = &self.behavior {
+            if let Some(up) = &behavior.scale_up {
+                validate_rules(up, "spec.behavior.scaleUp", &mut errs);
+            }
+            if let Some(down) = &behavior.scale_down {
+                validate_rules(down, "spec.behavior.scaleDown", &mut errs);
+            }
+        }
+        self.validate_additions(&mut errs);
+        errs.into_result()
+    }
+
+    fn validate_additions(&self, errs: &mut FieldErrors) {
+        if let Some(t) = &self.tolerance {
+            check_quantity_range(t, "spec.tolerance", 0.0, 1.0, false, errs);
+        }
+        if let Some(p) = self.sync_period_seconds
+            && p < 1
+        {
+            errs.push("spec.syncPeriodSeconds", "must be >= 1");
+        }
+        if let Some(f) = &self.scale_up_limit_factor {
+            check_quantity_range(f, "spec.scaleUpLimitFactor", 0.0, 100.0, true, errs);
+        }
+        if let Some(f) = &self.scale_down_limit_factor {
+            check_quantity_range(f, "spec.scaleDownLimitFactor", 0.0, 100.0, true, errs);
+        }
+        for (path, v) in [
+            (
+                "spec.upscaleForbiddenWindowSeconds",
+                self.upscale_forbidden_window_seconds,
+            ),
+            (
+                "spec.downscaleForbiddenWindowSeconds",
+                self.downscale_forbidden_window_seconds,
+            ),
+            (
+                "spec.upscaleDelayAboveWatermarkSeconds",
+                self.upscale_delay_above_watermark_seconds,
+            ),
+            (
+                "spec.downscaleDelayBelowWatermarkSeconds",
+                self.downscale_delay_below_watermark_seconds,
+            ),
+            ("spec.readinessDelaySeconds", self.readiness_delay_seconds),
+        ] {
+            if let Some(v) = v
+                && v < 0
+            {
+                errs.push(path, "must be >= 0");
+            }
+        }
+        if let Some(p) = self.min_available_replica_percentage
+            && !(0..=100).contains(&p)
+        {
+            errs.push(
+                "spec.minAvailableReplicaPercentage",
+                "must be between 0 and 100",
+            );
+        }
+        if let Some(m) = self.replica_scaling_absolute_modulo
+            && m < 1
+        {
+            errs.push("spec.replicaScalingAbsoluteModulo", "must be >= 1");
+        }
+        let has_watermark = self
+            .metrics
+            .iter()
+            .filter_map(MetricSpec::target)
+            .any(|t| t.type_ == MetricTargetType::Watermark);
+        if self.converge_towards_watermark.is_some() && !has_watermark {
+            errs.push(
+                "spec.convergeTowardsWatermark",
+                "requires at least one metric with a Watermark target",
+            );
+        }
+    }
+}
+
+/// Checks `lo <= value <= hi` (or `< hi` when `hi_inclusive` is false).
+fn check_quantity_range(
+    q: &Quantity,
+    path: &str,
+    lo: f64,
+    hi: f64,
+    hi_inclusive: bool,
+    errs: &mut FieldErrors,
+) {
+    match quantity_value(q) {
+        Err(e) => errs.push(path, format!("invalid quantity: {e}")),
+        Ok(v) => {
+            let above = if hi_inclusive { v > hi } else { v >= hi };
+            if v < lo || above {
+                let bracket = if hi_inclusive { "]" } else { ")" };
+                errs.push(path, format!("must be in [{lo}, {hi}{bracket}"));
+            }
+        }
+    }
+}
+
+impl MetricSpec {
+    /// The target of whichever source this metric has, if any.
+    pub fn target(&self) -> Option<&MetricTarget> {
+        match self.type_ {
+            MetricSourceType::Resource => self.resource.as_ref().map(|s| &s.target),
+            MetricSourceType::ContainerResource => {
+                self.container_resource.as_ref().map(|s| &s.target)
+            }
+            MetricSourceType::Pods => self.pods.as_ref().map(|s| &s.target),
+            MetricSourceType::Object => self.object.as_ref().map(|s| &s.target),
+            MetricSourceType::External => self.external.as_ref().map(|s| &s.target),
+        }
+    }
+}
+
+fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
+    let members = [
+        ("resource", MetricSourceType::Resource, m.resource.is_some()),
+        (
+            "containerResource",
+            MetricSourceType::ContainerResource,
+            m.container_resource.is_some(),
+        ),
+        ("pods", MetricSourceType::Pods, m.pods.is_some()),
+        ("object", MetricSourceType::Object, m.object.is_some()),
+        ("external", MetricSourceType::External, m.external.is_some()),
+    ];
+    for (name, ty, set) in members {
+        if ty == m.type_ && !set {
+            errs.push(
+                format!("{path}.{name}"),
+                format!("must be set for type {ty:?}"),
+            );
+        } else if ty != m.type_ && set {
+            errs.push(
+                format!("{path}.{name}"),
+                format!("must not be set for type {:?}", m.type_),
+            );
+        }
+    }
+    let (member, name, allowed): (&str, &str, &[MetricTargetType]) = match m.type_ {
+        MetricSourceType::Resource => (
+            "resource",
+            m.resource.as_ref().map_or("", |s| s.name.as_str()),
+            &[
+                MetricTargetType::Utilization,
+                MetricTargetType::AverageValue,
+                MetricTargetType::Watermark,
+            ],
+        ),
+        MetricSourceType::ContainerResource => {
+            if let Some(s) = &m.container_resource
+                && s.container.is_empty()
+            {
+                errs.push(format!("{path}.containerResource.container"), "is required");
+            }
+            (
+                "containerResource",
+                m.container_resource
+                    .as_ref()
+                    .map_or("", |s| s.name.as_str()),
+                &[
+                    MetricTargetType::Utilization,
+                    MetricTargetType::AverageValue,
+                    MetricTargetType::Watermark,
+                ],
+            )
+        }
+        MetricSourceType::Pods => (
+            "pods",
+            m.pods.as_ref().map_or("", |s| s.metric.name.as_str()),
+            &[MetricTargetType::AverageValue, MetricTargetType::Watermark],
+        ),
+        MetricSourceType::Object => {
+            if let Some(s) = &m.object {
+                if s.described_object.kind.is_empty() {
+                    errs.push(format!("{path}.object.describedObject.kind"), "is required");
+                }
+                if s.described_object.name.is_empty() {
+                    errs.push(format!("{path}.object.describedObject.name"), "is required");
+                }
+            }
+            (
+                "object",
+                m.object.as_ref().map_or("", |s| s.metric.name.as_str()),
+                &[
+                    MetricTargetType::Value,
+                    MetricTargetType::AverageValue,
+                    MetricTargetType::Watermark,
+                ],
+            )
+        }
+        MetricSourceType::External => (
+            "external",
+            m.external.as_ref().map_or("", |s| s.metric.name.as_str()),
+            &[
+                MetricTargetType::Value,
+                MetricTargetType::AverageValue,
+                MetricTargetType::Watermark,
+            ],
+        ),
+    };
+    let Some(target) = m.target() else { return };
+    let name_path = match m.type_ {
+        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
+            format!("{path}.{member}.name")
+        }
+        _ => format!("{path}.{member}.metric.name"),
+    };
+    if name.is_empty() {
+        errs.push(name_path, "is required");
+    }
+    validate_target(target, &format!("{path}.{member}.target"), allowed, errs);
+}
+
+fn validate_target(
+    t: &MetricTarget,
+    path: &str,
+    allowed: &[MetricTargetType],
+    errs: &mut FieldErrors,
+) {
+    if !allowed.contains(&t.type_) {
+        errs.push(
+            format!("{path}.type"),
+            format!(
+                "must be one of {} for this metric source",
+                allowed
+                    .iter()
+                    .map(|a| format!("{a:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    let positive = |q: &Option<Quantity>, field: &str, errs: &mut FieldErrors| match q {
+        None => errs.push(
+            format!("{path}.{field}"),
+            format!("is required for type {:?}", t.type_),
+        ),
+        Some(q) => match quantity_value(q) {
+            Err(e) => errs.push(format!("{path}.{field}"), format!("invalid quantity: {e}")),
+            Ok(v) if v <= 0.0 => errs.push(format!("{path}.{field}"), "must be positive"),
+            Ok(_) => {}
+        },
+    };
+    match t.type_ {
+        MetricTargetType::Utilization => match t.average_utilization {
+            None => errs.push(
+                format!("{path}.averageUtilization"),
+                "is required for type Utilization",
+            ),
+            Some(u) if u < 1 => errs.push(format!("{path}.averageUtilization"), "must be >= 1"),
+            Some(_) => {}
+        },
+        MetricTargetType::Value => positive(&t.value, "value", errs),
+        MetricTargetType::AverageValue => positive(&t.average_value, "averageValue", errs),
+        MetricTargetType::Watermark => {
+            let low = watermark(
+                t.low_watermark.as_ref(),
+                &format!("{path}.lowWatermark"),
+                errs,
+            );
+            let high = watermark(
+                t.high_watermark.as_ref(),
+                &format!("{path}.highWatermark"),
+                errs,
+            );
+            if let (Some(low), Some(high)) = (low, high)
+                && high < low
+            {
+                errs.push(format!("{path}.highWatermark"), "must be >= lowWatermark");
+            }
+        }
+    }
+}
+
+fn watermark(q: Option<&Quantity>, path: &str, errs: &mut FieldErrors) -> Option<f64> {
+    match q.map(quantity_value) {
+        None => {
+            errs.push(path, "is required for type Watermark");
+            None
+        }
+        Some(Err(e)) => {
+            errs.push(path, format!("invalid quantity: {e}"));
+            None
+        }
+        Some(Ok(v)) if v < 0.0 => {
+            errs.push(path, "must be >= 0");
+            None
+        }
+        Some(Ok(v)) => Some(v),
+    }
+}
+
+fn validate_rules(r: &HpaScalingRules, path: &str, errs: &mut FieldErrors) {
+    if let Some(w) = r.stabilization_window_seconds
+        && !(0..=MAX_STABILIZATION_WINDOW_SECONDS).contains(&w)
+    {
+        errs.push(
+            format!("{path}.stabilizationWindowSeconds"),
+            format!("must be between 0 and {MAX_STABILIZATION_WINDOW_SECONDS}"),
+        );
+    }
+    for (i, p) in r.policies.iter().enumerate() {
+        if p.value <= 0 {
+            errs.push(format!("{path}.policies[{i}].value"), "must be > 0");
+        }
+        if !(1..=MAX_PERIOD_SECONDS).contains(&p.period_seconds) {
+            errs.push(
+                format!("{path}.policies[{i}].periodSeconds"),
+                format!("must be between 1 and {MAX_PERIOD_SECONDS}"),
+            );
+        }
+    }
+    if let Some(t) = &r.tolerance {
+        match quantity_value(t) {
+            Err(e) => errs.push(
+                format!("{path}.tolerance"),
+                format!("invalid quantity: {e}"),
+            ),
+            Ok(v) if v < 0.0 => errs.push(format!("{path}.tolerance"), "must be >= 0"),
+            Ok(_) => {}
+        }
+    }
+}

@@ -1,0 +1,273 @@
+use super::*;
+use kube::CustomResourceExt;
+use kube::Resource;
+
+const VPA_NGINX: &str = include_str!("../../../tests/data/vpa-nginx.yaml");
+const CHECKPOINT_NGINX: &str = include_str!("../../../tests/data/vpa-checkpoint-nginx.yaml");
+
+/// Parses `yaml` as `T`, writes it back, and requires the JSON of both to be identical.
+fn assert_round_trip<T: serde::de::DeserializeOwned + Serialize>(yaml: &str) -> T {
+    let input: serde_json::Value = serde_saphyr::from_str(yaml).expect("fixture is YAML");
+    let typed: T = serde_saphyr::from_str(yaml).expect("fixture deserializes");
+    let output = serde_json::to_value(&typed).expect("serializes");
+    assert_eq!(input, output, "round trip changed the object");
+    typed
+}
+
+#[test]
+fn vpa_fixture_round_trips() {
+    let vpa: VerticalPodAutoscaler = assert_round_trip(VPA_NGINX);
+    assert_eq!(vpa.spec.update_mode(), UpdateMode::Off);
+    let policy = vpa.spec.container_policy("nginx").expect("policy");
+    assert_eq!(
+        policy.min_allowed.as_ref().expect("min")["cpu"],
+        Quantity("90m".into())
+    );
+    assert!(vpa.spec.validate().is_ok(), "{:?}", vpa.spec.validate());
+}
+
+#[test]
+fn checkpoint_fixture_round_trips() {
+    let cp: VerticalPodAutoscalerCheckpoint = assert_round_trip(CHECKPOINT_NGINX);
+    let status = cp.status.expect("status");
+    assert!(status.first_sample_start.is_none());
+    assert_eq!(status.total_samples_count, Some(9371));
+    assert_eq!(
+        status
+            .cpu_histogram
+            .expect("cpu")
+            .bucket_weights
+            .expect("w")["75"],
+        744
+    );
+}
+
+#[test]
+fn checkpoint_writes_null_timestamps_like_upstream() {
+    let cp = VerticalPodAutoscalerCheckpoint {
+        status: Some(VerticalPodAutoscalerCheckpointStatus::default()),
+        ..VerticalPodAutoscalerCheckpoint::new(
+            "a-b",
+            VerticalPodAutoscalerCheckpointSpec::default(),
+        )
+    };
+    let v = serde_json::to_value(&cp).expect("serializes");
+    assert_eq!(v["apiVersion"], "autoscaling.k8s.io/v1");
+    assert_eq!(v["kind"], "VerticalPodAutoscalerCheckpoint");
+    assert!(v["status"]["lastUpdateTime"].is_null());
+    assert!(
+        v["status"]
+            .as_object()
+            .expect("obj")
+            .contains_key("firstSampleStart")
+    );
+}
+
+#[test]
+fn unknown_enum_values_survive_and_are_reported() {
+    let yaml = VPA_NGINX.replace("updateMode: \"Off\"", "updateMode: Sometimes");
+    let vpa: VerticalPodAutoscaler = assert_round_trip(&yaml);
+    assert_eq!(
+        vpa.spec.update_mode(),
+        UpdateMode::Unknown("Sometimes".into())
+    );
+    let errs = vpa.spec.validate().expect_err("invalid");
+    assert!(errs.has_path("spec.updatePolicy.updateMode"), "{errs}");
+}
+
+#[test]
+fn crds_have_upstream_names_and_subresources() {
+    let vpa = VerticalPodAutoscaler::crd();
+    assert_eq!(vpa.spec.names.short_names, Some(vec!["vpa".to_owned()]));
+    assert_eq!(vpa.spec.group, "autoscaling.k8s.io");
+    assert!(vpa.spec.versions[0].subresources.is_some());
+    let cp = VerticalPodAutoscalerCheckpoint::crd();
+    assert_eq!(
+        cp.spec.names.short_names,
+        Some(vec!["vpacheckpoint".to_owned()])
+    );
+    assert_eq!(
+        cp.metadata.name.as_deref(),
+        Some(VerticalPodAutoscalerCheckpoint::crd_name())
+    );
+    assert!(cp.spec.versions[0].subresources.is_none());
+    let schema = serde_json::to_value(&cp.spec.versions[0].schema).expect("json");
+    let status = &schema["openAPIV3Schema"]["properties"]["status"]["properties"];
+    assert_eq!(status["firstSampleStart"]["nullable"], true);
+    assert_eq!(
+        status["cpuHistogram"]["properties"]["bucketWeights"]["x-kubernetes-preserve-unknown-fields"],
+        true
+    );
+    assert_eq!(
+        VerticalPodAutoscalerCheckpoint::plural(&()),
+        "verticalpodautoscalercheckpoints"
+    );
+}
+
+#[test]
+fn recommender_selection() {
+    let mut vpa: VerticalPodAutoscaler = serde_saphyr::from_str(VPA_NGINX).expect("yaml");
+    assert!(vpa.is_for_recommender("plimsoll", true));
+    assert!(!vpa.is_for_recommender("plimsoll", false));
+    vpa.spec.recommenders = Some(vec![RecommenderSelector {
+        name: "plimsoll".into(),
+    }]);
+    assert!(vpa.is_for_recommender("plimsoll", false));
+    vpa.spec.recommenders = Some(vec![RecommenderSelector {
+        name: "default".into(),
+    }]);
+    assert!(!vpa.is_for_recommender("plimsoll", true));
+}
+
+/// A valid spec to break one field at a time.
+fn spec() -> VerticalPodAutoscalerSpec {
+    serde_saphyr::from_str::<VerticalPodAutoscaler>(VPA_NGINX)
+        .expect("yaml")
+        .spec
+}
+
+fn policy(spec: &mut VerticalPodAutoscalerSpec) -> &mut ContainerResourcePolicy {
+    &mut spec
+        .resource_policy
+        .as_mut()
+        .expect("rp")
+        .container_policies
+        .as_mut()
+        .expect("cp")[0]
+}
+
+#[test]
+#[allow(clippy::too_many_lines)] // one table
+fn validation_reports_every_problem_with_its_path() {
+    type Breaker = fn(&mut VerticalPodAutoscalerSpec);
+    let cases: Vec<(&str, Breaker)> = vec![
+        (
+            "spec.resourcePolicy.containerPolicies[0].minAllowed.cpu",
+            |s| {
+                policy(s)
+                    .min_allowed
+                    .as_mut()
+                    .expect("min")
+                    .insert("cpu".into(), Quantity("2".into()));
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[0].maxAllowed.memory",
+            |s| {
+                policy(s)
+                    .max_allowed
+                    .as_mut()
+                    .expect("max")
+                    .insert("memory".into(), Quantity("lots".into()));
+            },
+        ),
+        ("spec.resourcePolicy.containerPolicies[0].mode", |s| {
+            policy(s).mode = Some(ContainerScalingMode::from("Sometimes"));
+        }),
+        (
+            "spec.resourcePolicy.containerPolicies[0].controlledValues",
+            |s| {
+                policy(s).controlled_values = Some(ControlledValues::from("LimitsOnly"));
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[0].controlledResources[1]",
+            |s| {
+                policy(s).controlled_resources = Some(vec!["cpu".into(), "gpu".into()]);
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[0].containerName",
+            |s| {
+                policy(s).container_name = None;
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[1].containerName",
+            |s| {
+                let dup = policy(s).clone();
+                s.resource_policy
+                    .as_mut()
+                    .expect("rp")
+                    .container_policies
+                    .as_mut()
+                    .expect("cp")
+                    .push(dup);
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[0].targetCPUPercentile",
+            |s| {
+                policy(s).target_cpu_percentile = Some(Quantity("1.5".into()));
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[0].oomBumpUpRatio",
+            |s| {
+                policy(s).oom_bump_up_ratio = Some(Quantity("0.5".into()));
+            },
+        ),
+        ("spec.updatePolicy.minReplicas", |s| {
+            s.update_policy.as_mut().expect("up").min_replicas = Some(0);
+        }),
+        (
+            "spec.updatePolicy.evictionRequirements[0].changeRequirement",
+            |s| {
+                s.update_policy.as_mut().expect("up").eviction_requirements =
+                    Some(vec![EvictionRequirement {
+                        resources: vec!["cpu".into()],
+                        change_requirement: EvictionChangeRequirement::from("Whenever"),
+                    }]);
+            },
+        ),
+        ("spec.recommenders", |s| {
+            s.recommenders = Some(vec![
+                RecommenderSelector { name: "a".into() },
+                RecommenderSelector { name: "b".into() },
+            ]);
+        }),
+        ("spec.targetRef.name", |s| s.target_ref.name.clear()),
+        ("spec.startupBoost.cpu.factor", |s| {
+            s.startup_boost = Some(StartupBoost {
+                cpu: Some(GenericStartupBoost {
+                    type_: StartupBoostType::Factor,
+                    factor: None,
+                    quantity: None,
+                    duration_seconds: None,
+                }),
+            });
+        }),
+    ];
+    for (path, breaker) in cases {
+        let mut s = spec();
+        breaker(&mut s);
+        let errs = s.validate().expect_err(path);
+        assert!(errs.has_path(path), "expected {path}, got {errs}");
+    }
+}
+
+#[test]
+fn container_policy_falls_back_to_wildcard() {
+    let mut s = spec();
+    assert!(s.container_policy("sidecar").is_none());
+    s.resource_policy
+        .as_mut()
+        .expect("rp")
+        .container_policies
+        .as_mut()
+        .expect("cp")
+        .push(ContainerResourcePolicy {
+            container_name: Some("*".into()),
+            mode: Some(ContainerScalingMode::Off),
+            ..ContainerResourcePolicy::default()
+        });
+    assert_eq!(
+        s.container_policy("sidecar").and_then(|p| p.mode.clone()),
+        Some(ContainerScalingMode::Off)
+    );
+    assert_eq!(
+        s.container_policy("nginx")
+            .and_then(|p| p.container_name.clone()),
+        Some("nginx".into())
+    );
+}

@@ -1,0 +1,265 @@
+//! The recommendation for one VPA: estimators per container, then the policy (upstream
+//! `routines/recommender.go` `UpdateVPAs` + `logic/recommender.go` + the capping post-processor).
+//!
+//! Input is plain data — the VPA spec, one merged [`AggregateContainerState`] per container
+//! name, and how many containers a pod of the target has — and the output is the
+//! `status.recommendation` to write plus, per container, why each cap was taken and how confident
+//! the history is. The controller, `replay` and the tests all call [`recommend`].
+//!
+//! Invariants: containers are listed sorted by name (upstream sorts too, so status does not
+//! churn); containers with `mode: Off` get no entry; `uncappedTarget` is the target before the
+//! policy, restricted to the controlled resources.
+
+use std::collections::BTreeMap;
+
+use super::aggregate::{AggregateContainerState, Resource};
+use super::capping::{
+    PolicyBounds, RecommendedResources, Resources, apply_policy, resources_to_list,
+};
+use super::estimator::{EstimatorConfig, container_minimums, estimate};
+use crate::api::vpa::{
+    ContainerResourcePolicy, RecommendedContainerResources, RecommendedPodResources,
+    VerticalPodAutoscalerSpec,
+};
+use crate::quantity::{self, QuantityError};
+
+/// The recommendation for one container, with the reasons behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContainerRecommendation {
+    /// Container name.
+    pub name: String,
+    /// Target and bounds after the policy.
+    pub capped: RecommendedResources,
+    /// Target before the policy (controlled resources only).
+    pub uncapped_target: Resources,
+    /// Upstream-style notes of every cap applied to the target (`cpu capped to maxAllowed`).
+    pub capped_by: Vec<String>,
+    /// History confidence in days (see [`AggregateContainerState::confidence`]).
+    pub confidence: f64,
+}
+
+/// Why a recommendation could not be computed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RecommendationError {
+    /// A quantity in the container policy does not parse.
+    #[error("spec.resourcePolicy for container {container:?}: {source}")]
+    BadPolicy {
+        /// The container whose policy is broken.
+        container: String,
+        /// The parse error.
+        source: QuantityError,
+    },
+}
+
+/// The estimator settings for one container: the flags, overridden by the container policy's
+/// `targetCPUPercentile` / `targetMemoryPercentile`.
+fn config_for(policy: Option<&ContainerResourcePolicy>, base: &EstimatorConfig) -> EstimatorConfig {
+    let mut config = *base;
+    let percentile = |q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
+        q.and_then(|q| quantity::Quantity::try_from(q).ok())
+            .map(|q| q.milli() as f64 / 1000.0)
+            .filter(|p| *p > 0.0 && *p <= 1.0)
+    };
+    if let Some(p) = policy {
+        if let Some(v) = percentile(p.target_cpu_percentile.as_ref()) {
+            config.target_cpu_percentile = v;
+        }
+        if let Some(v) = percentile(p.target_memory_percentile.as_ref()) {
+            config.target_memory_percentile = v;
+        }
+    }
+    config
+}
+
+/// Computes the recommendation for every container in `aggregates` (container name → merged
+/// aggregate). `containers_per_pod` splits the pod minimums (upstream uses the number of
+/// containers in the VPA's pods; at least 1).
+pub fn recommend(
+    spec: &VerticalPodAutoscalerSpec,
+    aggregates: &BTreeMap<String, AggregateContainerState>,
+    containers_per_pod: usize,
+    config: &EstimatorConfig,
+) -> Result<Vec<ContainerRecommendation>, RecommendationError> {
+    let minimums = container_minimums(config, containers_per_pod);
+    let mut out = Vec::new();
+    for (name, aggregate) in aggregates {
+        let policy = spec.container_policy(name);
+        let bounds =
+            PolicyBounds::from_policy(policy).map_err(|source| RecommendationError::BadPolicy {
+                container: name.clone(),
+                source,
+            })?;
+        let e = estimate(aggregate, &config_for(policy, config), minimums);
+        let both = |a: super::estimator::Amounts| {
+            Resources::from([(Resource::Cpu, a.cpu), (Resource::Memory, a.memory)])
+        };
+        let uncapped = RecommendedResources {
+            target: both(e.target),
+            lower_bound: both(e.lower_bound),
+            upper_bound: both(e.upper_bound),
+        };
+        let Some((capped, capped_by)) = apply_policy(&uncapped, &bounds) else {
+            continue;
+        };
+        let uncapped_target = uncapped
+            .target
+            .into_iter()
+            .filter(|(r, _)| bounds.controlled.contains(r))
+            .collect();
+        out.push(ContainerRecommendation {
+            name: name.clone(),
+            capped,
+            uncapped_target,
+            capped_by,
+            confidence: aggregate.confidence(),
+        });
+    }
+    Ok(out)
+}
+
+/// The `status.recommendation` for `recommendations`.
+pub fn to_status(recommendations: &[ContainerRecommendation]) -> RecommendedPodResources {
+    RecommendedPodResources {
+        container_recommendations: Some(
+            recommendations
+                .iter()
+                .map(|r| RecommendedContainerResources {
+                    container_name: Some(r.name.clone()),
+                    target: resources_to_list(&r.capped.target),
+                    lower_bound: Some(resources_to_list(&r.capped.lower_bound)),
+                    upper_bound: Some(resources_to_list(&r.capped.upper_bound)),
+                    uncapped_target: Some(resources_to_list(&r.uncapped_target)),
+                })
+                .collect(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::vpa::VerticalPodAutoscaler;
+    use crate::vertical::aggregate::AggregationsConfig;
+    use jiff::{SignedDuration, Timestamp};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use proptest::prelude::*;
+
+    const VPA: &str = include_str!("../../tests/data/vpa-nginx.yaml");
+
+    fn spec() -> VerticalPodAutoscalerSpec {
+        serde_saphyr::from_str::<VerticalPodAutoscaler>(VPA)
+            .expect("fixture")
+            .spec
+    }
+
+    fn steady(cpu_milli: i64, mem_bytes: i64, days: i64) -> AggregateContainerState {
+        let config = AggregationsConfig::default();
+        let t0: Timestamp = "2024-03-01T00:00:00Z".parse().expect("ts");
+        let mut agg = AggregateContainerState::new(&config, t0);
+        for i in 0..days * 1440 {
+            let t = t0 + SignedDuration::from_mins(i);
+            agg.add_cpu_sample(cpu_milli, t);
+            if i % 1440 == 0 {
+                agg.add_memory_peak(mem_bytes, t);
+            }
+        }
+        agg
+    }
+
+    // upstream: routines/recommender_test.go TestUpdateVPAs (policy caps; uncapped kept)
+    #[test]
+    fn caps_to_max_allowed_and_keeps_uncapped() {
+        let aggs = BTreeMap::from([("nginx".to_owned(), steady(2_000, 2 << 30, 2))]);
+        let recs = recommend(&spec(), &aggs, 1, &EstimatorConfig::default()).expect("ok");
+        assert_eq!(recs.len(), 1);
+        let r = &recs[0];
+        assert_eq!(r.capped.target[&Resource::Cpu], 1_000);
+        assert_eq!(r.capped.target[&Resource::Memory], 1 << 30);
+        assert!(r.uncapped_target[&Resource::Cpu] > 2_000);
+        assert_eq!(
+            r.capped_by,
+            vec!["cpu capped to maxAllowed", "memory capped to maxAllowed"]
+        );
+        let status = to_status(&recs);
+        let c = &status.container_recommendations.expect("list")[0];
+        assert_eq!(c.target["cpu"], Quantity("1".into()));
+        assert_eq!(c.target["memory"], Quantity("1Gi".into()));
+        assert!(c.uncapped_target.as_ref().expect("u")["cpu"] != Quantity("1".into()));
+    }
+
+    // upstream: logic/recommender_test.go TestMinResourcesApplied via policy minAllowed
+    #[test]
+    fn caps_to_min_allowed() {
+        let aggs = BTreeMap::from([("nginx".to_owned(), steady(10, 1 << 20, 2))]);
+        let recs = recommend(&spec(), &aggs, 1, &EstimatorConfig::default()).expect("ok");
+        assert_eq!(recs[0].capped.target[&Resource::Cpu], 90);
+        // memory: pod minimum 250Mi is above minAllowed 10Mi
+        assert_eq!(recs[0].capped.target[&Resource::Memory], 262_144_000);
+    }
+
+    #[test]
+    fn mode_off_and_controlled_resources() {
+        let mut s = spec();
+        let policies = s
+            .resource_policy
+            .as_mut()
+            .expect("rp")
+            .container_policies
+            .as_mut()
+            .expect("cp");
+        policies[0].controlled_resources = Some(vec!["memory".into()]);
+        policies.push(ContainerResourcePolicy {
+            container_name: Some("sidecar".into()),
+            mode: Some(crate::api::vpa::ContainerScalingMode::Off),
+            ..ContainerResourcePolicy::default()
+        });
+        let aggs = BTreeMap::from([
+            ("nginx".to_owned(), steady(300, 1 << 28, 1)),
+            ("sidecar".to_owned(), steady(300, 1 << 28, 1)),
+        ]);
+        let recs = recommend(&s, &aggs, 2, &EstimatorConfig::default()).expect("ok");
+        assert_eq!(recs.len(), 1);
+        assert!(!recs[0].capped.target.contains_key(&Resource::Cpu));
+        assert!(!recs[0].uncapped_target.contains_key(&Resource::Cpu));
+    }
+
+    #[test]
+    fn percentile_override_from_policy() {
+        let mut s = spec();
+        s.resource_policy
+            .as_mut()
+            .expect("rp")
+            .container_policies
+            .as_mut()
+            .expect("cp")[0]
+            .max_allowed = None;
+        let aggs = BTreeMap::from([("nginx".to_owned(), steady(300, 1 << 28, 1))]);
+        let base = recommend(&s, &aggs, 1, &EstimatorConfig::default()).expect("ok");
+        s.resource_policy
+            .as_mut()
+            .expect("rp")
+            .container_policies
+            .as_mut()
+            .expect("cp")[0]
+            .target_cpu_percentile = Some(Quantity("0.5".into()));
+        let p50 = recommend(&s, &aggs, 1, &EstimatorConfig::default()).expect("ok");
+        // A constant load has the same p50 and p90.
+        assert_eq!(base[0].capped.target, p50[0].capped.target);
+    }
+
+    proptest! {
+        /// Recommendations stay within minAllowed / maxAllowed and bounds stay ordered.
+        #[test]
+        fn within_policy(cpu in 1_i64..5_000, mem in 1_i64..(4 << 30), days in 1_i64..3) {
+            let aggs = BTreeMap::from([("nginx".to_owned(), steady(cpu, mem, days))]);
+            let recs = recommend(&spec(), &aggs, 1, &EstimatorConfig::default()).expect("ok");
+            let r = &recs[0].capped;
+            for field in [&r.target, &r.lower_bound, &r.upper_bound] {
+                prop_assert!((90..=1_000).contains(&field[&Resource::Cpu]));
+                prop_assert!((10 << 20..=1 << 30).contains(&field[&Resource::Memory]));
+            }
+            prop_assert!(r.lower_bound[&Resource::Cpu] <= r.target[&Resource::Cpu]);
+            prop_assert!(r.target[&Resource::Cpu] <= r.upper_bound[&Resource::Cpu]);
+        }
+    }
+}
