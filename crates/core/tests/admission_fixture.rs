@@ -7,23 +7,16 @@ use plimsoll_core::vertical::admission::{AdmissionVpa, admission_patch, admissio
 use plimsoll_core::vertical::eviction::UpdateMode;
 use plimsoll_core::vertical::priority::{ContainerRecommendation, Resources};
 
-fn target(cpu: &str, memory: &str) -> Resources {
-    Resources {
-        cpu: Some(Quantity::parse(cpu).unwrap()),
-        memory: Some(Quantity::parse(memory).unwrap()),
-    }
-}
-
-fn recommendation(container: &str, cpu: &str, memory: &str) -> ContainerRecommendation {
-    ContainerRecommendation {
-        container: container.to_owned(),
-        target: target(cpu, memory),
-        ..ContainerRecommendation::default()
-    }
-}
-
 #[test]
 fn two_container_pod_gets_expected_patch() {
+    let recommendation = |container: &str, cpu: &str, memory: &str| ContainerRecommendation {
+        container: container.to_owned(),
+        target: Resources {
+            cpu: Some(Quantity::parse(cpu).unwrap()),
+            memory: Some(Quantity::parse(memory).unwrap()),
+        },
+        ..ContainerRecommendation::default()
+    };
     let review: serde_json::Value =
         serde_json::from_str(include_str!("data/admission/review-two-containers.json")).unwrap();
     let pod: Pod = serde_json::from_value(review["request"]["object"].clone()).unwrap();
