@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::api::vpa::{self as api, VerticalPodAutoscaler};
 use crate::quantity::{Quantity, QuantityError};
 
 use super::eviction::UpdateMode;
@@ -468,6 +469,75 @@ fn annotation_op(name: &str, value: &str) -> JsonPatchOp {
     )
 }
 
+/// Reads `spec.resourcePolicy.containerPolicies` of a VPA object.
+pub fn container_policies_from_api(
+    vpa: &VerticalPodAutoscaler,
+) -> Result<Vec<ContainerPolicy>, QuantityError> {
+    let policies = vpa
+        .spec
+        .resource_policy
+        .as_ref()
+        .and_then(|p| p.container_policies.as_ref());
+    policies
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            Ok(ContainerPolicy {
+                container_name: p.container_name.clone().unwrap_or_else(|| "*".to_owned()),
+                mode: match p.mode {
+                    Some(api::ContainerScalingMode::Off) => ContainerMode::Off,
+                    _ => ContainerMode::Auto,
+                },
+                min_allowed: resources_from_k8s(p.min_allowed.as_ref())?,
+                max_allowed: resources_from_k8s(p.max_allowed.as_ref())?,
+                controlled_resources: p
+                    .controlled_resources
+                    .as_ref()
+                    .map(|list| list.iter().filter_map(|n| Resource::from_name(n)).collect()),
+                controlled_values: match p.controlled_values {
+                    Some(api::ControlledValues::RequestsOnly) => ControlledValues::RequestsOnly,
+                    _ => ControlledValues::RequestsAndLimits,
+                },
+            })
+        })
+        .collect()
+}
+
+/// Reads `status.recommendation.containerRecommendations` of a VPA object (`None` when the VPA
+/// has no recommendation yet).
+pub fn recommendations_from_api(
+    vpa: &VerticalPodAutoscaler,
+) -> Result<Option<Vec<ContainerRecommendation>>, QuantityError> {
+    let Some(rec) = vpa.status.as_ref().and_then(|s| s.recommendation.as_ref()) else {
+        return Ok(None);
+    };
+    rec.container_recommendations
+        .iter()
+        .flatten()
+        .map(|c| {
+            Ok(ContainerRecommendation {
+                container: c.container_name.clone().unwrap_or_default(),
+                target: resources_from_k8s(Some(&c.target))?,
+                lower_bound: resources_from_k8s(c.lower_bound.as_ref())?,
+                upper_bound: resources_from_k8s(c.upper_bound.as_ref())?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+impl AdmissionVpa {
+    /// Reads what the webhook needs from a VPA object.
+    pub fn from_api(vpa: &VerticalPodAutoscaler) -> Result<AdmissionVpa, QuantityError> {
+        Ok(AdmissionVpa {
+            name: vpa.metadata.name.clone().unwrap_or_default(),
+            update_mode: UpdateMode::from_api(&vpa.spec.update_mode()),
+            policies: container_policies_from_api(vpa)?,
+            recommendation: recommendations_from_api(vpa)?,
+        })
+    }
+}
+
 /// Converts a `spec.containers[]` entry of a Kubernetes pod.
 pub fn admission_container(
     c: &k8s_openapi::api::core::v1::Container,
@@ -854,6 +924,24 @@ mod tests {
         let vpa = AdmissionVpa::test("c", res("500m", ""));
         let patch = admission_patch(&pod, &vpa, Some(&range), None);
         assert_eq!(patch.updates[0].limits, res("1", ""));
+    }
+
+    #[test]
+    fn reads_vpa_object() {
+        let vpa: VerticalPodAutoscaler =
+            serde_saphyr::from_str(include_str!("../../tests/data/vpa-nginx.yaml")).unwrap();
+        let read = AdmissionVpa::from_api(&vpa).unwrap();
+        assert_eq!(read.name, "nginx-vpa");
+        assert_eq!(read.update_mode, UpdateMode::Off);
+        assert_eq!(read.recommendation, None);
+        assert_eq!(read.policies[0].min_allowed, res("90m", "10Mi"));
+        assert_eq!(read.policies[0].max_allowed, res("1000m", "1Gi"));
+        assert_eq!(
+            read.policies[0].controlled_resources,
+            Some(vec![Resource::Cpu, Resource::Memory])
+        );
+        let policy = crate::vertical::eviction::UpdatePolicy::from_api(&vpa).unwrap();
+        assert_eq!(policy.mode, UpdateMode::Off);
     }
 
     #[test]

@@ -23,11 +23,16 @@ use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::priority::{
-    ContainerRecommendation, EvictionRequirement, Owner, PodPhase, PodPriority, PodSnapshot,
-    PriorityDecision, PrioritySkip, ResizeStatus, UpdateConfig, decide_priority,
-    meets_eviction_requirements, sort_by_update_order,
+use super::admission::{
+    ContainerMode, ContainerPolicy, container_policies_from_api, container_policy,
 };
+use super::priority::{
+    ChangeRequirement, ContainerRecommendation, EvictionRequirement, Owner, PodPhase, PodPriority,
+    PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, Resource, UpdateConfig,
+    decide_priority, meets_eviction_requirements, sort_by_update_order,
+};
+use crate::api::vpa::{self as api, VerticalPodAutoscaler};
+use crate::quantity::QuantityError;
 
 /// A resize stuck in `Deferred` longer than this falls back to eviction (upstream constant).
 pub const DEFERRED_RESIZE_TIMEOUT: SignedDuration = SignedDuration::from_mins(5);
@@ -371,6 +376,19 @@ impl UpdateMode {
         })
     }
 
+    /// Maps the API enum; `InPlace` and unknown modes become `Off` (see [`UpdatePolicy::from_api`]).
+    pub fn from_api(mode: &api::UpdateMode) -> UpdateMode {
+        match mode {
+            api::UpdateMode::Off | api::UpdateMode::InPlace | api::UpdateMode::Unknown(_) => {
+                UpdateMode::Off
+            }
+            api::UpdateMode::Initial => UpdateMode::Initial,
+            api::UpdateMode::Recreate => UpdateMode::Recreate,
+            api::UpdateMode::Auto => UpdateMode::Auto,
+            api::UpdateMode::InPlaceOrRecreate => UpdateMode::InPlaceOrRecreate,
+        }
+    }
+
     /// True for the modes the updater acts on.
     pub fn updater_acts(self) -> bool {
         matches!(
@@ -391,8 +409,61 @@ pub struct UpdatePolicy {
     pub eviction_requirements: Vec<EvictionRequirement>,
     /// `spec.updatePolicy.evictAfterOOMSeconds`, overriding the flag.
     pub evict_after_oom: Option<SignedDuration>,
-    /// Containers whose resource policy has `mode: Off`.
-    pub scaling_off: BTreeSet<String>,
+    /// `spec.resourcePolicy.containerPolicies` (for `mode: Off`).
+    pub container_policies: Vec<ContainerPolicy>,
+}
+
+impl UpdatePolicy {
+    /// Reads the update policy of a VPA object. Unknown modes (and `InPlace`, which Plimsoll does
+    /// not implement yet) count as `Off`: the updater never acts on what it does not understand.
+    pub fn from_api(vpa: &VerticalPodAutoscaler) -> Result<UpdatePolicy, QuantityError> {
+        let policy = vpa.spec.update_policy.as_ref();
+        let eviction_requirements = policy
+            .and_then(|p| p.eviction_requirements.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                let change_requirement = match r.change_requirement {
+                    api::EvictionChangeRequirement::TargetHigherThanRequests => {
+                        ChangeRequirement::TargetHigherThanRequests
+                    }
+                    api::EvictionChangeRequirement::TargetLowerThanRequests => {
+                        ChangeRequirement::TargetLowerThanRequests
+                    }
+                    api::EvictionChangeRequirement::Unknown(_) => return None,
+                };
+                Some(EvictionRequirement {
+                    resources: r
+                        .resources
+                        .iter()
+                        .filter_map(|n| Resource::from_name(n))
+                        .collect(),
+                    change_requirement,
+                })
+            })
+            .collect();
+        Ok(UpdatePolicy {
+            mode: UpdateMode::from_api(&vpa.spec.update_mode()),
+            min_replicas: policy.and_then(|p| p.min_replicas),
+            eviction_requirements,
+            evict_after_oom: policy
+                .and_then(|p| p.evict_after_oom_seconds)
+                .map(|s| SignedDuration::from_secs(i64::from(s))),
+            container_policies: container_policies_from_api(vpa)?,
+        })
+    }
+
+    fn scaling_off(&self, pod: &PodSnapshot) -> BTreeSet<String> {
+        pod.containers
+            .iter()
+            .chain(&pod.init_containers)
+            .filter(|c| {
+                container_policy(&self.container_policies, &c.name)
+                    .is_some_and(|p| p.mode == ContainerMode::Off)
+            })
+            .map(|c| c.name.clone())
+            .collect()
+    }
 }
 
 /// What the updater does with a pod this loop.
@@ -467,7 +538,7 @@ pub fn plan_updates(
     for pod in pods {
         let recs = recommend(pod);
         let PriorityDecision { priority, verdict } =
-            decide_priority(pod, &recs, &policy.scaling_off, &config, now);
+            decide_priority(pod, &recs, &policy.scaling_off(pod), &config, now);
         let verdict = verdict.and_then(|accept| {
             if meets_eviction_requirements(pod, &recs, &policy.eviction_requirements) {
                 Ok(accept)
