@@ -27,8 +27,8 @@ use super::admission::{
     ContainerMode, ContainerPolicy, container_policies_from_api, container_policy,
 };
 use super::priority::{
-    ChangeRequirement, ContainerRecommendation, EvictionRequirement, Owner, PodPhase, PodPriority,
-    PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, Resource, UpdateConfig,
+    AcceptReason, ChangeRequirement, ContainerRecommendation, EvictionRequirement, Owner, PodPhase,
+    PodPriority, PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, Resource, UpdateConfig,
     decide_priority, meets_eviction_requirements, sort_by_update_order,
 };
 use crate::api::vpa::{self as api, VerticalPodAutoscaler};
@@ -249,11 +249,7 @@ impl EvictionBudget {
         }
         let (_, stats) = self.stats_of(pod)?;
         if pod.resize != ResizeStatus::None {
-            return if stuck_resize_may_be_evicted(pod, stats, now) {
-                Ok(())
-            } else {
-                Err(Denial::ResizeInProgress)
-            };
+            return stuck_resize_may_be_evicted(pod, stats, now);
         }
         if stats.is_disruptable() {
             Ok(())
@@ -289,10 +285,9 @@ impl EvictionBudget {
             return InPlaceDecision::Deferred(Denial::Pending);
         }
         if pod.resize != ResizeStatus::None {
-            return if stuck_resize_may_be_evicted(pod, stats, now) {
-                InPlaceDecision::Evict
-            } else {
-                InPlaceDecision::Deferred(Denial::ResizeInProgress)
+            return match stuck_resize_may_be_evicted(pod, stats, now) {
+                Ok(()) => InPlaceDecision::Evict,
+                Err(denial) => InPlaceDecision::Deferred(denial),
             };
         }
         if stats.is_disruptable() {
@@ -331,12 +326,19 @@ pub enum InPlaceDecision {
 /// Upstream `CanEvictInPlacingPod`: a resizing pod may be evicted when the group can afford it
 /// and the resize has failed or is stuck. `last_in_place_attempt` defaults to `now` (upstream
 /// records the first sighting), so a stuck resize is only evicted after the timeout.
-fn stuck_resize_may_be_evicted(pod: &PodSnapshot, stats: &GroupStats, now: Timestamp) -> bool {
+fn stuck_resize_may_be_evicted(
+    pod: &PodSnapshot,
+    stats: &GroupStats,
+    now: Timestamp,
+) -> Result<(), Denial> {
     if !stats.is_disruptable() {
-        return false;
+        return Err(Denial::BudgetExhausted {
+            configured: stats.configured,
+            tolerance: stats.eviction_tolerance,
+        });
     }
     let since = now.duration_since(pod.last_in_place_attempt.unwrap_or(now));
-    match pod.resize {
+    let stuck = match pod.resize {
         ResizeStatus::None => false,
         ResizeStatus::Deferred => since > DEFERRED_RESIZE_TIMEOUT,
         ResizeStatus::InProgress => since > IN_PROGRESS_RESIZE_TIMEOUT,
@@ -344,6 +346,11 @@ fn stuck_resize_may_be_evicted(pod: &PodSnapshot, stats: &GroupStats, now: Times
         | ResizeStatus::PendingOther
         | ResizeStatus::Error
         | ResizeStatus::InProgressOther => true,
+    };
+    if stuck {
+        Ok(())
+    } else {
+        Err(Denial::ResizeInProgress)
     }
 }
 
@@ -533,7 +540,7 @@ pub fn plan_updates(
             })
             .collect();
     }
-    let mut queued: Vec<(&PodSnapshot, PodPriority)> = Vec::new();
+    let mut queued: Vec<(&PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
     let mut skipped: Vec<PodAction> = Vec::new();
     for pod in pods {
         let recs = recommend(pod);
@@ -547,7 +554,7 @@ pub fn plan_updates(
             }
         });
         match verdict {
-            Ok(_) => queued.push((pod, priority)),
+            Ok(accept) => queued.push((pod, priority, accept)),
             Err(skip) => skipped.push(PodAction {
                 pod: pod.name.clone(),
                 rank: None,
@@ -557,12 +564,12 @@ pub fn plan_updates(
             }),
         }
     }
-    sort_by_update_order(&mut queued, |(_, p)| *p);
+    sort_by_update_order(&mut queued, |(_, p, _)| *p);
 
     let mut budget = EvictionBudget::new(pods, replicas, policy.min_replicas, eviction_config);
     let mut actions = Vec::with_capacity(pods.len());
-    let mut fallback: Vec<(usize, &PodSnapshot, PodPriority)> = Vec::new();
-    for (i, (pod, priority)) in queued.into_iter().enumerate() {
+    let mut fallback: Vec<(usize, &PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
+    for (i, (pod, priority, accept)) in queued.into_iter().enumerate() {
         let rank = Some(i + 1);
         if policy.mode == UpdateMode::InPlaceOrRecreate {
             match budget.in_place_decision(pod, now) {
@@ -573,11 +580,11 @@ pub fn plan_updates(
                         rank,
                         priority,
                         action: Action::Resize,
-                        reason: "resize in place".to_owned(),
+                        reason: format!("resize in place: {accept}"),
                     });
                 }
                 // Upstream evicts these after the in-place pass; keep their queue position.
-                InPlaceDecision::Evict => fallback.push((i, pod, priority)),
+                InPlaceDecision::Evict => fallback.push((i, pod, priority, accept)),
                 InPlaceDecision::Deferred(denial) => actions.push(PodAction {
                     pod: pod.name.clone(),
                     rank,
@@ -588,23 +595,18 @@ pub fn plan_updates(
             }
             continue;
         }
-        actions.push(evict_or_skip(
-            &mut budget,
-            pod,
-            rank,
-            priority,
-            now,
-            "evict",
-        ));
+        let why = format!("evict: {accept}");
+        actions.push(evict_or_skip(&mut budget, pod, rank, priority, now, &why));
     }
-    for (i, pod, priority) in fallback {
+    for (i, pod, priority, accept) in fallback {
+        let why = format!("in-place resize failed or stuck; evict: {accept}");
         actions.push(evict_or_skip(
             &mut budget,
             pod,
             Some(i + 1),
             priority,
             now,
-            "in-place resize stuck; evict",
+            &why,
         ));
     }
     actions.extend(skipped);
