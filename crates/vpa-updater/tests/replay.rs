@@ -19,9 +19,14 @@ fn scenarios() -> Vec<PathBuf> {
         .expect("scenarios directory")
         .map(|e| e.expect("entry").path())
         .filter(|p| {
-            p.file_name()
+            let is_yaml = p
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("yaml"));
+            let ours = p
+                .file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("vpa-updater-") && n.ends_with(".yaml"))
+                .is_some_and(|n| n.starts_with("vpa-updater-"));
+            is_yaml && ours
         })
         .collect();
     found.sort();
