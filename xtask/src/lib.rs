@@ -54,7 +54,8 @@ pub fn write_all(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
-            if name.ends_with(".yaml") && !rendered.iter().any(|(n, _)| n == name) {
+            let is_yaml = path.extension().is_some_and(|e| e == "yaml");
+            if is_yaml && !rendered.iter().any(|(n, _)| n == name) {
                 std::fs::remove_file(&path)?;
             }
         }

@@ -1,6 +1,9 @@
 //! Every manifest in `deploy/` is a valid typed Kubernetes object, and the objects agree with each
 //! other: service accounts exist, selectors select the pods, ports and webhook paths line up.
 
+// A test binary: a failed check panics with the reason, including in its helper functions.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -191,8 +194,10 @@ fn pods_run_restricted_with_probes_on_named_ports() {
                 let port = probe
                     .as_ref()
                     .and_then(|p| p.http_get.as_ref())
-                    .map(|h| h.port.clone())
-                    .unwrap_or_else(|| panic!("{name}: liveness and readiness probes over HTTP"));
+                    .map_or_else(
+                        || panic!("{name}: liveness and readiness probes over HTTP"),
+                        |h| h.port.clone(),
+                    );
                 match port {
                     IntOrString::String(p) => assert!(ports.contains(&p), "{name}: probe port {p}"),
                     IntOrString::Int(p) => {
@@ -343,11 +348,18 @@ fn rules_block(text: &str) -> Vec<&str> {
 fn chart_cluster_roles_match_deploy() {
     let root = xtask::repo_root();
     for svc in SERVICES {
-        let deploy = std::fs::read_to_string(root.join(format!("deploy/{svc}/cluster-rbac.yaml"))).expect("deploy rbac");
-        let chart = std::fs::read_to_string(root.join(format!("charts/plimsoll/templates/clusterrole-{svc}.yaml")))
-            .expect("chart cluster role");
+        let deploy = std::fs::read_to_string(root.join(format!("deploy/{svc}/cluster-rbac.yaml")))
+            .expect("deploy rbac");
+        let chart = std::fs::read_to_string(
+            root.join(format!("charts/plimsoll/templates/clusterrole-{svc}.yaml")),
+        )
+        .expect("chart cluster role");
         let want = rules_block(&deploy);
         assert!(want.len() > 3, "{svc}: rules found in deploy/");
-        assert_eq!(rules_block(&chart), want, "{svc}: chart ClusterRole differs from deploy/");
+        assert_eq!(
+            rules_block(&chart),
+            want,
+            "{svc}: chart ClusterRole differs from deploy/"
+        );
     }
 }

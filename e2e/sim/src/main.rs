@@ -1,1 +1,116 @@
-fn main() {}
+//! plimsoll-sim: serve a simulated Kubernetes cluster, or run the demo.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use plimsoll_sim::{Sim, SimConfig, demo, scenario::Scenario};
+
+#[derive(Debug, Parser)]
+#[command(name = "plimsoll-sim", version, about = "An in-memory Kubernetes API server with a workload model")]
+struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API until interrupted.
+    Serve {
+        /// HTTPS listen address.
+        #[arg(long, env = "PLIMSOLL_SIM_ADDRESS", default_value = "127.0.0.1:0")]
+        address: SocketAddr,
+        /// Plain HTTP listen address (loopback only, for benchmarks).
+        #[arg(long, env = "PLIMSOLL_SIM_HTTP_ADDRESS")]
+        http_address: Option<SocketAddr>,
+        /// Write a kubeconfig for the server here.
+        #[arg(long, env = "PLIMSOLL_SIM_KUBECONFIG_OUT")]
+        kubeconfig_out: Option<PathBuf>,
+        /// Scenario file (objects and loads) to load at start.
+        #[arg(long, env = "PLIMSOLL_SIM_SCENARIO")]
+        scenario: Option<PathBuf>,
+        /// Sim seconds per real second.
+        #[arg(long, env = "PLIMSOLL_SIM_TIME_SCALE")]
+        time_scale: Option<f64>,
+    },
+    /// Run the demo: a workload following a day curve, a live table and an SVG plot.
+    Demo {
+        /// Real duration of the demo (e.g. 120s, 3m).
+        #[arg(long, env = "PLIMSOLL_DEMO_DURATION", default_value = "120s", value_parser = parse_duration)]
+        duration: Duration,
+        /// Sim seconds per real second (720 → a day in two minutes).
+        #[arg(long, env = "PLIMSOLL_DEMO_TIME_SCALE", default_value_t = 720.0)]
+        time_scale: f64,
+        /// Where to write the SVG plot.
+        #[arg(long, env = "PLIMSOLL_DEMO_PLOT", default_value = "plimsoll-demo.svg")]
+        plot: PathBuf,
+    },
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|e| format!("invalid duration {s:?}: {e}"))?;
+    Ok(Duration::from_secs_f64(v * mult))
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match Args::parse().command {
+        Command::Serve { address, http_address, kubeconfig_out, scenario, time_scale } => {
+            let scenario = match scenario {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+                    Some(Scenario::parse(&text).with_context(|| format!("parsing {}", path.display()))?)
+                }
+                None => None,
+            };
+            let scale = time_scale.or_else(|| scenario.as_ref().and_then(|s| s.time_scale)).unwrap_or(1.0);
+            let config = SimConfig { https_address: address, http_address, time_scale: scale, scenario, ..SimConfig::default() };
+            let sim = Sim::start(config).await?;
+            if let Some(path) = kubeconfig_out {
+                std::fs::write(&path, sim.kubeconfig()).with_context(|| format!("writing {}", path.display()))?;
+            }
+            println!("{}", sim.base_url);
+            if let Some(h) = &sim.http_url {
+                println!("{h}");
+            }
+            shutdown_signal().await;
+            sim.shutdown().await;
+        }
+        Command::Demo { duration, time_scale, plot } => {
+            let config = demo::DemoConfig { duration, time_scale, plot, ..demo::DemoConfig::default() };
+            demo::run(config, Vec::new()).await?;
+        }
+    }
+    Ok(())
+}

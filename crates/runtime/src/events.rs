@@ -1,0 +1,90 @@
+//! Kubernetes Events, reported as the service's binary name.
+//!
+//! A thin wrapper over kube-runtime's [`Recorder`], which deduplicates repeated events into an
+//! `EventSeries`. Events are what users see in `kubectl describe`; publishing one is best
+//! effort, so [`Events::publish`] logs failures instead of returning them.
+//!
+//! RBAC: `create` and `patch` on `events.k8s.io` `events`.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+/// Publishes Events with `reportingController` set to the binary name and
+/// `reportingInstance` to `$POD_NAME` (else the host name).
+#[derive(Clone)]
+pub struct Events {
+    recorder: Recorder,
+}
+
+impl Events {
+    /// A publisher for `binary` (e.g. `hpa-plus`).
+    pub fn new(client: Client, binary: &str) -> Self {
+        let reporter = Reporter {
+            controller: binary.to_owned(),
+            instance: Some(crate::leader::identity()),
+        };
+        Self {
+            recorder: Recorder::new(client, reporter),
+        }
+    }
+
+    /// Publishes an event about `regarding` (use `Resource::object_ref(&obj, &())`).
+    ///
+    /// `reason` is a short CamelCase word (`SuccessfulRescale`), `action` what was done
+    /// (`Scale`), `note` the human-readable message. Failures are logged, not returned.
+    pub async fn publish(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: impl Into<String>,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(note.into()),
+            action: action.to_owned(),
+            secondary: None,
+        };
+        if let Err(err) = self.recorder.publish(&event, regarding).await {
+            tracing::warn!(
+                error = %err,
+                reason,
+                namespace = regarding.namespace.as_deref(),
+                name = regarding.name.as_deref(),
+                "cannot publish event"
+            );
+        }
+    }
+
+    /// Publishes a `Normal` event.
+    pub async fn normal(
+        &self,
+        regarding: &ObjectReference,
+        reason: &str,
+        action: &str,
+        note: impl Into<String>,
+    ) {
+        self.publish(regarding, EventType::Normal, reason, action, note)
+            .await;
+    }
+
+    /// Publishes a `Warning` event.
+    pub async fn warning(
+        &self,
+        regarding: &ObjectReference,
+        reason: &str,
+        action: &str,
+        note: impl Into<String>,
+    ) {
+        self.publish(regarding, EventType::Warning, reason, action, note)
+            .await;
+    }
+
+    /// The underlying recorder, for callers that need `secondary` references.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+}

@@ -1,0 +1,217 @@
+//! Resolving `apiVersion` + `kind` to an API resource (plural, scope, scale subresource).
+//!
+//! Targets are named by kind (`scaleTargetRef`, object metrics' `describedObject`), but URLs need
+//! the plural resource name. The built-in scalable kinds (`apps/v1` `Deployment`, `StatefulSet`,
+//! `ReplicaSet`; `v1` `ReplicationController`) are known without asking; everything else (custom
+//! resources with a scale subresource, object-metric targets) goes through discovery once per
+//! `apiVersion`+`kind` and is cached for the life of the resolver. [`KindResolver::forget`] drops
+//! an entry (e.g. after a 404 suggests a CRD was reinstalled with another version).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use kube::Client;
+use kube::core::gvk::{GroupVersion, GroupVersionKind};
+use kube::discovery::{self, ApiResource, Scope};
+
+use crate::error::{Error, Result};
+
+/// A kind resolved to its resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedKind {
+    /// Group, version, kind and plural, for building `Api<DynamicObject>` or URLs.
+    pub resource: ApiResource,
+    /// True for namespaced kinds.
+    pub namespaced: bool,
+    /// True when the resource has a `scale` subresource.
+    pub scalable: bool,
+}
+
+impl ResolvedKind {
+    /// The qualified resource name used in URLs such as the custom metrics API:
+    /// `deployments.apps`, or just `pods` for the core group.
+    pub fn qualified_resource(&self) -> String {
+        if self.resource.group.is_empty() {
+            self.resource.plural.clone()
+        } else {
+            format!("{}.{}", self.resource.plural, self.resource.group)
+        }
+    }
+}
+
+/// A cached resolver shared by the scale and metrics clients (cheap to clone).
+#[derive(Clone)]
+pub struct KindResolver {
+    client: Client,
+    cache: Arc<RwLock<HashMap<(String, String), ResolvedKind>>>,
+}
+
+impl KindResolver {
+    /// A resolver with an empty cache.
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            cache: Arc::default(),
+        }
+    }
+
+    /// Resolves `api_version` (`apps/v1`, `v1`, `example.com/v1alpha1`) and `kind`.
+    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedKind> {
+        let key = (api_version.to_owned(), kind.to_owned());
+        if let Some(found) = self.cache.read().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(found);
+        }
+        let gvk = parse_gvk(api_version, kind)?;
+        let resolved = if let Some(resolved) = builtin(&gvk) {
+            resolved
+        } else {
+            let (resource, caps) = discovery::pinned_kind(&self.client, &gvk)
+                .await
+                .map_err(|e| discovery_error(api_version, kind, &e))?;
+            ResolvedKind {
+                resource,
+                namespaced: caps.scope == Scope::Namespaced,
+                scalable: caps
+                    .subresources
+                    .iter()
+                    .any(|(sub, _)| sub.plural == "scale"),
+            }
+        };
+        if let Ok(mut cache) = self.cache.write() {
+            cache.insert(key, resolved.clone());
+        }
+        Ok(resolved)
+    }
+
+    /// Drops the cached resolution of `api_version` + `kind`.
+    pub fn forget(&self, api_version: &str, kind: &str) {
+        if let Ok(mut cache) = self.cache.write() {
+            cache.remove(&(api_version.to_owned(), kind.to_owned()));
+        }
+    }
+
+    /// The client this resolver queries.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+fn parse_gvk(api_version: &str, kind: &str) -> Result<GroupVersionKind> {
+    let fail = |reason: &str| Error::Discovery {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if api_version.is_empty() {
+        return Err(fail("apiVersion is empty"));
+    }
+    if kind.is_empty() {
+        return Err(fail("kind is empty"));
+    }
+    let gv: GroupVersion = api_version
+        .parse()
+        .map_err(|_| fail("apiVersion must be <group>/<version> or <version>"))?;
+    Ok(gv.with_kind(kind))
+}
+
+fn discovery_error(api_version: &str, kind: &str, err: &kube::Error) -> Error {
+    let reason = match err {
+        kube::Error::Api(status) if status.code == 404 => {
+            format!("API version {api_version} is not served by this cluster")
+        }
+        kube::Error::Discovery(_) => format!("kind {kind} is not served in {api_version}"),
+        other => other.to_string(),
+    };
+    Error::Discovery {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+        reason,
+    }
+}
+
+/// The built-in scalable kinds: stable, so no discovery round trip is needed.
+fn builtin(gvk: &GroupVersionKind) -> Option<ResolvedKind> {
+    let plural = match (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) {
+        ("apps", "v1", "Deployment") => "deployments",
+        ("apps", "v1", "StatefulSet") => "statefulsets",
+        ("apps", "v1", "ReplicaSet") => "replicasets",
+        ("", "v1", "ReplicationController") => "replicationcontrollers",
+        _ => return None,
+    };
+    Some(ResolvedKind {
+        resource: ApiResource::from_gvk_with_plural(gvk, plural),
+        namespaced: true,
+        scalable: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_api::FakeApi;
+
+    const DISCOVERY: &str = r#"{
+      "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "example.com/v1",
+      "resources": [
+        {"name": "webapps", "singularName": "webapp", "namespaced": true, "kind": "WebApp",
+         "verbs": ["get", "list", "patch"]},
+        {"name": "webapps/scale", "singularName": "", "namespaced": true, "group": "autoscaling",
+         "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]},
+        {"name": "webapps/status", "singularName": "", "namespaced": true, "kind": "WebApp",
+         "verbs": ["get"]},
+        {"name": "dashboards", "singularName": "dashboard", "namespaced": false, "kind": "Dashboard",
+         "verbs": ["get"]}
+      ]}"#;
+
+    #[tokio::test]
+    async fn builtins_need_no_discovery() {
+        let api = FakeApi::new();
+        let kinds = KindResolver::new(api.client());
+        let d = kinds.resolve("apps/v1", "Deployment").await.unwrap();
+        assert_eq!(d.resource.plural, "deployments");
+        assert_eq!(d.qualified_resource(), "deployments.apps");
+        assert!(d.scalable && d.namespaced);
+        let rc = kinds.resolve("v1", "ReplicationController").await.unwrap();
+        assert_eq!(rc.qualified_resource(), "replicationcontrollers");
+        assert!(api.requests().is_empty());
+    }
+
+    #[tokio::test]
+    async fn custom_kinds_are_discovered_once() {
+        let api = FakeApi::new();
+        api.respond("GET", "/apis/example.com/v1", 200, DISCOVERY);
+        let kinds = KindResolver::new(api.client());
+        let web = kinds.resolve("example.com/v1", "WebApp").await.unwrap();
+        assert_eq!(web.qualified_resource(), "webapps.example.com");
+        assert!(web.scalable && web.namespaced);
+        let again = kinds.resolve("example.com/v1", "WebApp").await.unwrap();
+        assert_eq!(again, web);
+        assert_eq!(api.requests().len(), 1, "cached");
+        let dash = kinds.resolve("example.com/v1", "Dashboard").await.unwrap();
+        assert!(!dash.scalable && !dash.namespaced);
+        kinds.forget("example.com/v1", "WebApp");
+        kinds.resolve("example.com/v1", "WebApp").await.unwrap();
+        assert_eq!(api.requests().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn unknown_kinds_and_versions_are_explained() {
+        let api = FakeApi::new();
+        api.respond("GET", "/apis/example.com/v1", 200, DISCOVERY);
+        let kinds = KindResolver::new(api.client());
+        let err = kinds.resolve("example.com/v1", "Nope").await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot resolve example.com/v1 Nope: kind Nope is not served in example.com/v1"
+        );
+        let err = kinds.resolve("example.com/v9", "WebApp").await.unwrap_err();
+        assert!(
+            err.to_string().contains("not served by this cluster"),
+            "{err}"
+        );
+        let err = kinds.resolve("", "WebApp").await.unwrap_err();
+        assert!(err.to_string().contains("apiVersion is empty"), "{err}");
+        let err = kinds.resolve("a/b/c", "WebApp").await.unwrap_err();
+        assert_eq!(err.metric_label(), "discovery");
+    }
+}

@@ -1,0 +1,315 @@
+//! Type defaults and type-specific rules kube-apiserver applies to built-in kinds: defaulting
+//! (`SetDefaults_*` in k8s.io/kubernetes/pkg/apis/*/v1/defaults.go), LimitRange admission,
+//! pod QoS class, pod spec immutability, the pods/resize subresource and CRD status.
+
+use serde_json::{Map, Value, json};
+
+use crate::Cluster;
+use crate::error::ApiError;
+use crate::registry::ResourceDef;
+
+fn set_default(obj: &mut Map<String, Value>, key: &str, v: Value) {
+    obj.entry(key.to_string()).or_insert(v);
+}
+
+/// Applies the built-in defaults of `def`'s kind to `obj` in place.
+pub fn builtin_defaults(def: &ResourceDef, obj: &mut Value) {
+    let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let Some(root) = obj.as_object_mut() else { return };
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "namespaces") => {
+            let spec = root.entry("spec").or_insert_with(|| json!({}));
+            if let Some(s) = spec.as_object_mut() {
+                set_default(s, "finalizers", json!(["kubernetes"]));
+            }
+            set_default(root, "status", json!({"phase": "Active"}));
+            if let Some(m) = root.get_mut("metadata").and_then(Value::as_object_mut) {
+                let labels = m.entry("labels").or_insert_with(|| json!({}));
+                if let Some(l) = labels.as_object_mut() {
+                    l.insert("kubernetes.io/metadata.name".into(), name);
+                }
+            }
+        }
+        ("", "pods") => {
+            if let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) {
+                pod_spec_defaults(spec);
+            }
+        }
+        ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
+            let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else { return };
+            if def.plural != "daemonsets" {
+                set_default(spec, "replicas", json!(1));
+            }
+            match def.plural.as_str() {
+                "deployments" => {
+                    set_default(spec, "strategy", json!({}));
+                    if let Some(st) = spec.get_mut("strategy").and_then(Value::as_object_mut) {
+                        set_default(st, "type", json!("RollingUpdate"));
+                    }
+                    if let Some(st) = spec.get_mut("strategy").and_then(Value::as_object_mut)
+                        && st.get("type").and_then(Value::as_str) == Some("RollingUpdate")
+                    {
+                        let ru = st.entry("rollingUpdate").or_insert_with(|| json!({}));
+                        if let Some(ru) = ru.as_object_mut() {
+                            set_default(ru, "maxSurge", json!("25%"));
+                            set_default(ru, "maxUnavailable", json!("25%"));
+                        }
+                    }
+                    set_default(spec, "revisionHistoryLimit", json!(10));
+                    set_default(spec, "progressDeadlineSeconds", json!(600));
+                }
+                "statefulsets" => {
+                    set_default(spec, "podManagementPolicy", json!("OrderedReady"));
+                    set_default(spec, "updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+                    set_default(spec, "revisionHistoryLimit", json!(10));
+                }
+                _ => {}
+            }
+            if let Some(pod_spec) = spec.get_mut("template").and_then(|t| t.get_mut("spec")).and_then(Value::as_object_mut) {
+                pod_spec_defaults(pod_spec);
+            }
+        }
+        ("autoscaling", "horizontalpodautoscalers") => {
+            let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else { return };
+            set_default(spec, "minReplicas", json!(1));
+            if spec.get("metrics").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+                spec.insert(
+                    "metrics".into(),
+                    json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+                );
+            }
+        }
+        ("", "services") => {
+            let spec = root.entry("spec").or_insert_with(|| json!({}));
+            if let Some(s) = spec.as_object_mut() {
+                set_default(s, "type", json!("ClusterIP"));
+                set_default(s, "sessionAffinity", json!("None"));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn pod_spec_defaults(spec: &mut Map<String, Value>) {
+    set_default(spec, "restartPolicy", json!("Always"));
+    set_default(spec, "terminationGracePeriodSeconds", json!(30));
+    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "schedulerName", json!("default-scheduler"));
+    set_default(spec, "securityContext", json!({}));
+    for list in ["containers", "initContainers"] {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else { continue };
+        for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+            let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+            let tag_latest = !image.contains('@') && image.rsplit('/').next().is_none_or(|last| !last.contains(':') || last.ends_with(":latest"));
+            set_default(c, "imagePullPolicy", json!(if tag_latest { "Always" } else { "IfNotPresent" }));
+            set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
+            set_default(c, "terminationMessagePolicy", json!("File"));
+            let res = c.entry("resources").or_insert_with(|| json!({}));
+            // Requests default to limits when only limits are given.
+            if let Some(limits) = res.get("limits").and_then(Value::as_object).cloned()
+                && let Some(r) = res.as_object_mut()
+            {
+                let req = r.entry("requests").or_insert_with(|| json!({}));
+                if let Some(req) = req.as_object_mut() {
+                    for (k, v) in limits {
+                        req.entry(k).or_insert(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// LimitRanger admission: fills absent container limits from `default` and requests from
+/// `defaultRequest` (which itself defaults to `default`) of every `Container` limit in `ns`.
+pub fn limit_range_defaults(cluster: &Cluster, ns: &str, pod: &mut Value) {
+    let (ranges, _) = cluster.store.list(&(String::new(), "limitranges".into()), Some(ns));
+    for lr in ranges {
+        let Some(limits) = lr.pointer("/spec/limits").and_then(Value::as_array) else { continue };
+        for item in limits.iter().filter(|i| i.get("type").and_then(Value::as_str) == Some("Container")) {
+            let default = item.get("default").and_then(Value::as_object).cloned().unwrap_or_default();
+            let mut default_request = item.get("defaultRequest").and_then(Value::as_object).cloned().unwrap_or_default();
+            for (k, v) in &default {
+                default_request.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            let Some(containers) = pod.pointer_mut("/spec/containers").and_then(Value::as_array_mut) else { continue };
+            for c in containers.iter_mut() {
+                if !c.get("resources").is_some_and(Value::is_object) {
+                    c["resources"] = json!({});
+                }
+                for (field, defaults) in [("limits", &default), ("requests", &default_request)] {
+                    if defaults.is_empty() {
+                        continue;
+                    }
+                    if !c["resources"].get(field).is_some_and(Value::is_object) {
+                        c["resources"][field] = json!({});
+                    }
+                    if let Some(m) = c["resources"][field].as_object_mut() {
+                        for (k, v) in defaults {
+                            m.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The QoS class of a pod (Guaranteed, Burstable, BestEffort).
+pub fn qos_class(pod: &Value) -> &'static str {
+    let containers = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        let req = c.pointer("/resources/requests").and_then(Value::as_object);
+        let lim = c.pointer("/resources/limits").and_then(Value::as_object);
+        if req.is_some_and(|r| !r.is_empty()) || lim.is_some_and(|l| !l.is_empty()) {
+            any = true;
+        }
+        for r in ["cpu", "memory"] {
+            let l = lim.and_then(|l| l.get(r));
+            if l.is_none() || req.and_then(|q| q.get(r)) != l {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// A new pod's status: Pending, with its QoS class.
+pub fn pod_create_status(pod: &mut Value) {
+    let qos = qos_class(pod);
+    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
+}
+
+/// Status of a CRD the sim accepts at once: names accepted, established.
+pub fn crd_status(crd: &Value) -> Value {
+    let storage = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|vs| vs.iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true)))
+        .and_then(|v| v.get("name"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+        ],
+        "acceptedNames": crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({})),
+        "storedVersions": [storage],
+    })
+}
+
+/// Strips the fields of a pod spec that an update may change.
+fn immutable_part(spec: &Value) -> Value {
+    let mut s = spec.clone();
+    if let Some(m) = s.as_object_mut() {
+        for f in ["activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates", "nodeName"] {
+            m.remove(f);
+        }
+        for list in ["containers", "initContainers"] {
+            if let Some(cs) = m.get_mut(list).and_then(Value::as_array_mut) {
+                for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                    c.remove("image");
+                }
+            }
+        }
+    }
+    s
+}
+
+/// Rejects pod updates that change immutable spec fields (as pod validation does);
+/// `spec.nodeName` may go from unset to set (what a binding does).
+pub fn check_pod_update(current: &Value, new: &Value) -> Result<(), ApiError> {
+    let (Some(old_spec), Some(new_spec)) = (current.get("spec"), new.get("spec")) else { return Ok(()) };
+    let old_node = old_spec.get("nodeName").and_then(Value::as_str).unwrap_or_default();
+    let new_node = new_spec.get("nodeName").and_then(Value::as_str).unwrap_or_default();
+    let node_ok = old_node == new_node || old_node.is_empty();
+    if immutable_part(old_spec) != immutable_part(new_spec) || !node_ok {
+        let name = current.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        return Err(ApiError::invalid(format!(
+            "Pod \"{name}\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+        ))
+        .with_details(json!({"name": name, "kind": "Pod", "causes": [{"reason": "FieldValueForbidden", "field": "spec"}]})));
+    }
+    Ok(())
+}
+
+/// The pods/resize subresource: takes only container resources (and resizePolicy) from the
+/// body; the simulated kubelet actuates at once, so status reflects the new resources.
+pub fn resize_pod(current: &Value, body: &Value) -> Result<Value, ApiError> {
+    let mut new = current.clone();
+    let body_containers = body.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let Some(containers) = new.pointer_mut("/spec/containers").and_then(Value::as_array_mut) else {
+        return Err(ApiError::invalid("pod has no containers"));
+    };
+    for bc in &body_containers {
+        let name = bc.get("name").and_then(Value::as_str).unwrap_or_default();
+        let Some(c) = containers.iter_mut().find(|c| c.get("name").and_then(Value::as_str) == Some(name)) else {
+            return Err(ApiError::invalid(format!("Pod is invalid: spec.containers: Not found: {name:?}")));
+        };
+        for f in ["resources", "resizePolicy"] {
+            if let Some(v) = bc.get(f) {
+                c[f] = v.clone();
+            }
+        }
+    }
+    let resources: Vec<(String, Value)> =
+        containers.iter().map(|c| (c.get("name").and_then(Value::as_str).unwrap_or_default().to_string(), c.get("resources").cloned().unwrap_or_else(|| json!({})))).collect();
+    if let Some(statuses) = new.pointer_mut("/status/containerStatuses").and_then(Value::as_array_mut) {
+        for s in statuses.iter_mut() {
+            let name = s.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            if let Some((_, r)) = resources.iter().find(|(n, _)| *n == name) {
+                s["resources"] = r.clone();
+                s["allocatedResources"] = r.get("requests").cloned().unwrap_or_else(|| json!({}));
+            }
+        }
+    }
+    if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+        // The deprecated status.resize field: nothing is pending once actuated.
+        status.remove("resize");
+    }
+    Ok(new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qos_classes() {
+        // upstream: pkg/apis/core/helper/qos/qos_test.go TestComputePodQOS
+        let pod = |res: Value| json!({"spec": {"containers": [{"name": "a", "resources": res}]}});
+        assert_eq!(qos_class(&pod(json!({}))), "BestEffort");
+        assert_eq!(qos_class(&pod(json!({"requests": {"cpu": "1"}}))), "Burstable");
+        let lim = json!({"cpu": "1", "memory": "1Gi"});
+        assert_eq!(qos_class(&pod(json!({"requests": lim, "limits": lim}))), "Guaranteed");
+    }
+
+    #[test]
+    fn pod_spec_is_immutable_except_image() {
+        let old = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "image": "x", "resources": {}}]}});
+        let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = json!("y");
+        assert!(check_pod_update(&old, &new).is_ok());
+        new["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
+        assert_eq!(check_pod_update(&old, &new).unwrap_err().code, 422);
+    }
+
+    #[test]
+    fn resize_takes_only_resources() {
+        let pod = json!({"spec": {"containers": [{"name": "a", "image": "x", "resources": {}}]},
+            "status": {"containerStatuses": [{"name": "a"}]}});
+        let body = json!({"spec": {"containers": [{"name": "a", "image": "evil", "resources": {"requests": {"cpu": "2"}}}]}});
+        let out = resize_pod(&pod, &body).unwrap();
+        assert_eq!(out["spec"]["containers"][0]["image"], "x");
+        assert_eq!(out["status"]["containerStatuses"][0]["allocatedResources"]["cpu"], "2");
+    }
+}
