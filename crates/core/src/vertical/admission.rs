@@ -430,6 +430,21 @@ pub fn admission_patch(
     patch
 }
 
+/// The JSON Patch for the pod `resize` subresource (in-place update): the resource operations of
+/// [`admission_patch`] without the annotation ones, which upstream sends as a separate pod patch.
+pub fn resize_patch(
+    pod: &AdmissionPod,
+    vpa: &AdmissionVpa,
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+) -> Vec<JsonPatchOp> {
+    admission_patch(pod, vpa, container_range, pod_range)
+        .ops
+        .into_iter()
+        .filter(|op| op.path.starts_with("/spec/"))
+        .collect()
+}
+
 fn container_ops(
     index: usize,
     c: &AdmissionContainer,
@@ -942,6 +957,74 @@ mod tests {
         );
         let policy = crate::vertical::eviction::UpdatePolicy::from_api(&vpa).unwrap();
         assert_eq!(policy.mode, UpdateMode::Off);
+    }
+
+    #[test]
+    fn resize_patch_has_only_resources() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), res("2", "2Gi"));
+        let vpa = AdmissionVpa::test("c", res("2", "2Gi"));
+        let ops = resize_patch(&pod, &vpa, None, None);
+        let paths: Vec<&str> = ops.iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/spec/containers/0/resources/requests/cpu",
+                "/spec/containers/0/resources/requests/memory",
+                "/spec/containers/0/resources/limits/cpu",
+                "/spec/containers/0/resources/limits/memory",
+            ]
+        );
+        assert_eq!(ops[3].value, json!("4Gi"));
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn milli(m: i64) -> Quantity {
+            Quantity::from_milli(i128::from(m))
+        }
+
+        proptest! {
+            // Without a LimitRange the request always lands in [minAllowed, maxAllowed].
+            #[test]
+            fn request_within_policy(target in 1i64..100_000, a in 1i64..100_000, b in 1i64..100_000) {
+                let (lo, hi) = (a.min(b), a.max(b));
+                let pod = AdmissionPod::test().container("c", Resources::default(), Resources::default());
+                let vpa = AdmissionVpa::test("c", Resources { cpu: Some(milli(target)), memory: None })
+                    .policy(ContainerPolicy {
+                        container_name: "c".to_owned(),
+                        min_allowed: Resources { cpu: Some(milli(lo)), memory: None },
+                        max_allowed: Resources { cpu: Some(milli(hi)), memory: None },
+                        ..ContainerPolicy::default()
+                    });
+                let patch = admission_patch(&pod, &vpa, None, None);
+                let got = patch.updates[0].requests.cpu.unwrap().milli();
+                prop_assert!(i128::from(lo) <= got && got <= i128::from(hi));
+                prop_assert_eq!(admission_patch(&pod, &vpa, None, None), patch);
+            }
+
+            // RequestsOnly never sets a request above the container's limit.
+            #[test]
+            fn requests_only_stays_below_limit(target in 1i64..100_000, request in 1i64..50_000, extra in 0i64..50_000) {
+                let limit = request + extra;
+                let pod = AdmissionPod::test().container(
+                    "c",
+                    Resources { cpu: Some(milli(request)), memory: None },
+                    Resources { cpu: Some(milli(limit)), memory: None },
+                );
+                let vpa = AdmissionVpa::test("c", Resources { cpu: Some(milli(target)), memory: None })
+                    .policy(ContainerPolicy {
+                        container_name: "*".to_owned(),
+                        controlled_values: ControlledValues::RequestsOnly,
+                        ..ContainerPolicy::default()
+                    });
+                let patch = admission_patch(&pod, &vpa, None, None);
+                let got = patch.updates[0].requests.cpu.unwrap().milli();
+                prop_assert!(got <= i128::from(limit));
+                prop_assert!(patch.updates[0].limits.is_empty());
+            }
+        }
     }
 
     #[test]
