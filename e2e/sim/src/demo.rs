@@ -15,7 +15,11 @@ pub struct DemoConfig {
 
 impl Default for DemoConfig {
     fn default() -> Self {
-        Self { duration: Duration::from_secs(120), time_scale: 720.0, plot: PathBuf::from("plimsoll-demo.svg") }
+        Self {
+            duration: Duration::from_secs(120),
+            time_scale: 720.0,
+            plot: PathBuf::from("plimsoll-demo.svg"),
+        }
     }
 }
 
