@@ -150,7 +150,8 @@ pub struct EvictionBudget {
 }
 
 impl EvictionBudget {
-    /// Builds the budget from the live pods of one VPA.
+    /// Builds the budget from the live pods of one VPA (leave out pods with a
+    /// `deletionTimestamp`, as upstream `filterDeletedPods` does).
     ///
     /// `replicas` returns the owner's desired replica count (`spec.replicas`, or
     /// `status.numberReady` for a `DaemonSet`); it is not asked for Jobs and other kinds, which use
