@@ -534,6 +534,16 @@ pub fn run(path: &Path, output: Output, plot: Option<&Path>) -> ExitCode {
 }
 
 fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, ReplayError> {
+    if let Some(file) = plot
+        && !file
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        return Err(ReplayError::Invalid(format!(
+            "--plot {}: only SVG plots are written; name the file *.svg",
+            file.display()
+        )));
+    }
     let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
         path: path.display().to_string(),
         source,
