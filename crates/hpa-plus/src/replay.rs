@@ -7,7 +7,8 @@
 //! over from step to step exactly as the controller keeps it in memory.
 //!
 //! Exit status: 0 when every `expect` held, 1 when one did not (each miss on stderr as
-//! `step N: expected …, got …`, steps counted from 1), 2 when the file is invalid (the message
+//! `step N: expected …, got …`, N the index into `steps`, from 0 as in
+//! `steps[N]`), 2 when the file is invalid (the message
 //! names the field).
 
 use std::collections::BTreeMap;
@@ -453,7 +454,7 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
                 .is_none_or(|c| c.status),
         };
         if let Some(e) = &step.expect {
-            check(i + 1, e, &line, &mut misses);
+            check(i, e, &line, &mut misses);
         }
         lines.push(line);
         replicas = after;

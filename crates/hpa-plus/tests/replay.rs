@@ -125,7 +125,7 @@ fn exit_1_prints_each_miss() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.starts_with("step 1: expected replicas 4, got 5"),
+        stderr.starts_with("step 0: expected replicas 4, got 5"),
         "{stderr}"
     );
 }
