@@ -246,20 +246,33 @@ pub struct Replay {
 }
 
 /// Parses the autoscaler manifest of a scenario (HPA `autoscaling/v2` or HPA+).
-fn autoscaler(v: serde_json::Value) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
+/// Only the autoscaler, typed: parsing the file again this way gives a type error with its line,
+/// column and field instead of serde_json's bare message.
+#[derive(Deserialize)]
+struct Located<A> {
+    #[allow(dead_code)] // parsed for its error only
+    autoscaler: A,
+}
+
+fn typed<A: serde::de::DeserializeOwned>(v: serde_json::Value, text: &str) -> Result<A, String> {
+    serde_json::from_value(v).map_err(|e| match serde_saphyr::from_str::<Located<A>>(text) {
+        Err(located) => format!("autoscaler: {located}"),
+        Ok(_) => format!("autoscaler: {e}"),
+    })
+}
+
+fn autoscaler(v: serde_json::Value, text: &str) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
     let api_version = v.get("apiVersion").and_then(|a| a.as_str()).unwrap_or("");
     let kind = v.get("kind").and_then(|a| a.as_str()).unwrap_or("");
     let spec = match (api_version, kind) {
         ("autoscaling/v2", "HorizontalPodAutoscaler") => {
-            let hpa: HorizontalPodAutoscaler =
-                serde_json::from_value(v).map_err(|e| format!("autoscaler: {e}"))?;
+            let hpa: HorizontalPodAutoscaler = typed(v, text)?;
             HorizontalPodAutoscalerPlus::from_native(&hpa)
                 .map_err(|e| format!("autoscaler: {e}"))?
                 .spec
         }
         ("autoscaling.plimsoll.dev/v1alpha1", "HorizontalPodAutoscalerPlus") => {
-            let plus: HorizontalPodAutoscalerPlus =
-                serde_json::from_value(v).map_err(|e| format!("autoscaler: {e}"))?;
+            let plus: HorizontalPodAutoscalerPlus = typed(v, text)?;
             plus.spec
         }
         _ => {
@@ -402,7 +415,7 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
             scenario.kind
         )));
     }
-    let spec = autoscaler(scenario.autoscaler).map_err(ReplayError::Invalid)?;
+    let spec = autoscaler(scenario.autoscaler, text).map_err(ReplayError::Invalid)?;
     let epoch: Timestamp = EPOCH
         .parse()
         .map_err(|e| ReplayError::Invalid(format!("internal epoch: {e}")))?;

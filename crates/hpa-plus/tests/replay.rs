@@ -138,6 +138,7 @@ fn exit_2_names_the_field() {
             "spec.metrics[0].external.target.highWatermark",
         ),
         ("invalid-unknown-field.yaml", "podz"),
+        ("invalid-algorithm.yaml", "algorithm: median"),
         (
             "invalid-quantity.yaml",
             "steps[0].pods[0].containers[0].requests.cpu",
