@@ -7,7 +7,8 @@
 //! over from step to step exactly as the controller keeps it in memory.
 //!
 //! Exit status: 0 when every `expect` held, 1 when one did not (each miss on stderr as
-//! `step N: expected …, got …`, steps counted from 1), 2 when the file is invalid (the message
+//! `step N: expected …, got …`, N the index into `steps`, from 0 as in
+//! `steps[N]`), 2 when the file is invalid (the message
 //! names the field).
 
 use std::collections::BTreeMap;
@@ -245,20 +246,33 @@ pub struct Replay {
 }
 
 /// Parses the autoscaler manifest of a scenario (HPA `autoscaling/v2` or HPA+).
-fn autoscaler(v: serde_json::Value) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
+/// Only the autoscaler, typed: parsing the file again this way gives a type error with its line,
+/// column and field instead of serde_json's bare message.
+#[derive(Deserialize)]
+struct Located<A> {
+    #[allow(dead_code)] // parsed for its error only
+    autoscaler: A,
+}
+
+fn typed<A: serde::de::DeserializeOwned>(v: serde_json::Value, text: &str) -> Result<A, String> {
+    serde_json::from_value(v).map_err(|e| match serde_saphyr::from_str::<Located<A>>(text) {
+        Err(located) => format!("autoscaler: {located}"),
+        Ok(_) => format!("autoscaler: {e}"),
+    })
+}
+
+fn autoscaler(v: serde_json::Value, text: &str) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
     let api_version = v.get("apiVersion").and_then(|a| a.as_str()).unwrap_or("");
     let kind = v.get("kind").and_then(|a| a.as_str()).unwrap_or("");
     let spec = match (api_version, kind) {
         ("autoscaling/v2", "HorizontalPodAutoscaler") => {
-            let hpa: HorizontalPodAutoscaler =
-                serde_json::from_value(v).map_err(|e| format!("autoscaler: {e}"))?;
+            let hpa: HorizontalPodAutoscaler = typed(v, text)?;
             HorizontalPodAutoscalerPlus::from_native(&hpa)
                 .map_err(|e| format!("autoscaler: {e}"))?
                 .spec
         }
         ("autoscaling.plimsoll.dev/v1alpha1", "HorizontalPodAutoscalerPlus") => {
-            let plus: HorizontalPodAutoscalerPlus =
-                serde_json::from_value(v).map_err(|e| format!("autoscaler: {e}"))?;
+            let plus: HorizontalPodAutoscalerPlus = typed(v, text)?;
             plus.spec
         }
         _ => {
@@ -401,7 +415,7 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
             scenario.kind
         )));
     }
-    let spec = autoscaler(scenario.autoscaler).map_err(ReplayError::Invalid)?;
+    let spec = autoscaler(scenario.autoscaler, text).map_err(ReplayError::Invalid)?;
     let epoch: Timestamp = EPOCH
         .parse()
         .map_err(|e| ReplayError::Invalid(format!("internal epoch: {e}")))?;
@@ -453,7 +467,7 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
                 .is_none_or(|c| c.status),
         };
         if let Some(e) = &step.expect {
-            check(i + 1, e, &line, &mut misses);
+            check(i, e, &line, &mut misses);
         }
         lines.push(line);
         replicas = after;
@@ -534,6 +548,16 @@ pub fn run(path: &Path, output: Output, plot: Option<&Path>) -> ExitCode {
 }
 
 fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, ReplayError> {
+    if let Some(file) = plot
+        && !file
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        return Err(ReplayError::Invalid(format!(
+            "--plot {}: only SVG plots are written; name the file *.svg",
+            file.display()
+        )));
+    }
     let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
         path: path.display().to_string(),
         source,

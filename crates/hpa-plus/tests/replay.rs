@@ -125,7 +125,7 @@ fn exit_1_prints_each_miss() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(
-        stderr.starts_with("step 1: expected replicas 4, got 5"),
+        stderr.starts_with("step 0: expected replicas 4, got 5"),
         "{stderr}"
     );
 }
@@ -138,6 +138,7 @@ fn exit_2_names_the_field() {
             "spec.metrics[0].external.target.highWatermark",
         ),
         ("invalid-unknown-field.yaml", "podz"),
+        ("invalid-algorithm.yaml", "algorithm: median"),
         (
             "invalid-quantity.yaml",
             "steps[0].pods[0].containers[0].requests.cpu",
