@@ -226,13 +226,20 @@ impl AggregateContainerState {
     /// `firstSampleStart: null` has a lifespan of Go's longest duration (~292 years), so its
     /// confidence comes from the sample count alone.
     pub fn confidence(&self) -> f64 {
+        self.confidence_over(SignedDuration::from_hours(24))
+    }
+
+    /// Confidence measured in `interval`s instead of days (upstream `--confidence-interval-cpu`
+    /// / `--confidence-interval-memory`): `min(lifespan / interval, samples / interval-in-minutes)`.
+    pub fn confidence_over(&self, interval: SignedDuration) -> f64 {
         let go_nanos =
             |t: Option<Timestamp>| t.map_or(-GO_ZERO_TO_UNIX_NANOS, Timestamp::as_nanosecond);
         let lifespan = (go_nanos(self.last_sample_start) - go_nanos(self.first_sample_start))
             .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as f64;
-        let lifespan_days = lifespan / SignedDuration::from_hours(24).as_nanos() as f64;
-        let samples_days = self.total_samples_count as f64 / (60.0 * 24.0);
-        lifespan_days.min(samples_days)
+        let intervals = lifespan / interval.as_nanos() as f64;
+        let minutes = interval.as_nanos() as f64 / 60e9;
+        let samples = self.total_samples_count as f64 / minutes;
+        intervals.min(samples)
     }
 }
 
