@@ -347,7 +347,6 @@ mod tests {
         assert!(apply_policy(&RecommendedResources::default(), &b).is_none());
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange
     #[test]
     fn limit_range_max_scales_with_request_to_limit_ratio() {
         // request 1 core / limit 2 cores; LimitRange max 1 core → request may be at most 500m.
@@ -368,7 +367,6 @@ mod tests {
         assert_eq!(notes, vec!["cpu capped to fit Max in container LimitRange"]);
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange (min, no limit)
     #[test]
     fn limit_range_min_applies_to_requests_without_limits() {
         let container = ContainerResources::default();
@@ -398,6 +396,39 @@ mod tests {
         // RequestsAndLimits: limits scale, nothing to cap.
         let (out, _) = cap_for_container(&r, &container, &policy((0, 0), (0, 0)), None);
         assert_eq!(out, r);
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange
+    #[test]
+    fn upstream_apply_caps_to_limit_range() {
+        let item = LimitRangeItem {
+            max: Resources::from([(Resource::Cpu, 1_000)]),
+            min: Resources::from([(Resource::Memory, 500_000_000)]),
+            default_limit: Resources::new(),
+        };
+        let container = ContainerResources {
+            requests: res(1_000, 1_000_000_000),
+            limits: res(1_000, 1_000_000_000),
+        };
+        let r = RecommendedResources {
+            target: res(2_000, 200_000_000),
+            ..RecommendedResources::default()
+        };
+        let (out, mut notes) = cap_for_container(
+            &r,
+            &container,
+            &PolicyBounds::from_policy(None).expect("ok"),
+            Some(&item),
+        );
+        assert_eq!(out.target, res(1_000, 500_000_000));
+        notes.sort();
+        assert_eq!(
+            notes,
+            vec![
+                "cpu capped to fit Max in container LimitRange",
+                "memory capped to fit Min in container LimitRange"
+            ]
+        );
     }
 
     // upstream: pkg/utils/vpa/capping_test.go TestRecommendationToLimitCapping
