@@ -237,7 +237,7 @@ mod tests {
         agg
     }
 
-    // upstream: routines/recommender_test.go TestUpdateVPAs (policy caps; uncapped kept)
+    // policy caps with uncappedTarget kept (cf. upstream routines/capping_post_processor.go)
     #[test]
     fn caps_to_max_allowed_and_keeps_uncapped() {
         let aggs = BTreeMap::from([("nginx".to_owned(), steady(2_000, 2 << 30, 2))]);
@@ -258,7 +258,7 @@ mod tests {
         assert!(c.uncapped_target.as_ref().expect("u")["cpu"] != Quantity("1".into()));
     }
 
-    // upstream: logic/recommender_test.go TestMinResourcesApplied via policy minAllowed
+    // pod minimums and policy minAllowed together (cf. upstream logic/recommender_test.go TestMinResourcesApplied)
     #[test]
     fn caps_to_min_allowed() {
         let aggs = BTreeMap::from([("nginx".to_owned(), steady(10, 1 << 20, 2))]);
