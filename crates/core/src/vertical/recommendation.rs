@@ -320,7 +320,78 @@ mod tests {
 
     // upstream: model/vpa_test.go TestUpdateConditions
     #[test]
-    fn conditions_follow_upstream() {
+    fn upstream_update_conditions() {
+        const NO_PODS: &str = "No pods match this VPA object";
+        // (pods matched, has recommendation, expected (type, status, reason, message), absent)
+        type Case = (
+            bool,
+            bool,
+            &'static [(&'static str, &'static str, &'static str, &'static str)],
+            Option<&'static str>,
+        );
+        let cases: [Case; 4] = [
+            (
+                true,
+                true,
+                &[("RecommendationProvided", "True", "", "")],
+                Some("NoPodsMatched"),
+            ),
+            (
+                false,
+                true,
+                &[
+                    ("NoPodsMatched", "True", "NoPodsMatched", NO_PODS),
+                    ("RecommendationProvided", "True", "", ""),
+                ],
+                None,
+            ),
+            (
+                true,
+                false,
+                &[("RecommendationProvided", "False", "", "")],
+                Some("NoPodsMatched"),
+            ),
+            (
+                false,
+                false,
+                &[
+                    ("NoPodsMatched", "True", "NoPodsMatched", NO_PODS),
+                    ("RecommendationProvided", "False", "NoPodsMatched", NO_PODS),
+                ],
+                None,
+            ),
+        ];
+        let now: Timestamp = "2024-03-01T00:00:00Z".parse().expect("ts");
+        for (pods_matched, has_recommendation, expected, absent) in cases {
+            let got = conditions(
+                &[],
+                &Observation {
+                    pods_matched,
+                    has_recommendation,
+                    ..Observation::default()
+                },
+                now,
+            );
+            let got: Vec<(&str, &str, &str, &str)> = got
+                .iter()
+                .map(|c| {
+                    (
+                        c.type_.as_str(),
+                        c.status.as_str(),
+                        c.reason.as_deref().unwrap_or(""),
+                        c.message.as_deref().unwrap_or(""),
+                    )
+                })
+                .collect();
+            assert_eq!(got, expected.to_vec());
+            if let Some(absent) = absent {
+                assert!(got.iter().all(|c| c.0 != absent));
+            }
+        }
+    }
+
+    #[test]
+    fn conditions_keep_transition_times() {
         let t1: Timestamp = "2024-03-01T00:00:00Z".parse().expect("ts");
         let t2: Timestamp = "2024-03-01T00:01:00Z".parse().expect("ts");
         let none = conditions(&[], &Observation::default(), t1);
