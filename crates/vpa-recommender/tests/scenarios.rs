@@ -59,20 +59,12 @@ fn checkpoint_out_round_trips_into_a_new_replay() {
     let dir = std::env::temp_dir().join(format!("plimsoll-vr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
     std::fs::write(dir.join("cp.yaml"), &yaml).expect("write");
-    let restart = r"
-kind: VerticalReplay
-vpa:
-  apiVersion: autoscaling.k8s.io/v1
-  kind: VerticalPodAutoscaler
-  metadata: {name: web, namespace: default}
-  spec:
-    targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-checkpointIn: cp.yaml
-containers: [{name: app}]
-at: [0]
-";
+    let restart = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/restart-from-checkpoint.yaml"),
+    )
+    .expect("fixture");
     let restored = replay::run(
-        &replay::Scenario::parse(restart, &dir).expect("parses"),
+        &replay::Scenario::parse(&restart, &dir).expect("parses"),
         false,
     )
     .expect("runs");
@@ -122,4 +114,22 @@ fn exit_codes_follow_format_md() {
     let (code, stdout, _) = cli(&["replay", ok.to_str().expect("utf8"), "--output", "table"]);
     assert_eq!(code, 0);
     assert!(stdout.starts_with("T "), "{stdout}");
+}
+
+#[test]
+fn invalid_scenarios_name_the_field() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let cases = [
+        ("invalid-sample.yaml", "samples[1]"),
+        ("invalid-percentile.yaml", "controller.targetPercentile"),
+        ("invalid-order.yaml", "samples[1].t"),
+        ("invalid-expect-time.yaml", "expect[0].t"),
+        ("invalid-unknown-field.yaml", "sampels"),
+        ("invalid-vpa.yaml", "vpa.spec.updatePolicy.updateMode"),
+    ];
+    for (file, path) in cases {
+        let err = replay::load(&data.join(file)).expect_err(file);
+        let message = err.to_string();
+        assert!(message.contains(path), "{file}: {message}");
+    }
 }
