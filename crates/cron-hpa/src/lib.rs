@@ -1,1 +1,3 @@
 //! The cron-hpa service.
+
+pub mod replay;

@@ -176,7 +176,9 @@ fn custom_metrics(cluster: &Cluster, rest: &[&str], selector: &LabelSelector, q:
             }
             Ok(custom_list(items))
         }
-        ["namespaces", ns, resource, name, metric] => {
+        ["namespaces", ns, qualified, name, metric] => {
+            // `deployments.apps` (what the HPA sends: resource.group) or a bare plural.
+            let resource = &qualified.split('.').next().unwrap_or(qualified);
             let v = cluster.model.object_metric(ns, resource, name, metric).ok_or_else(|| missing(metric))?;
             let def = cluster.registry.all().into_iter().find(|d| d.plural == *resource && !d.virtual_);
             let (kind, av) = def.map_or_else(|| (resource.to_string(), String::new()), |d| (d.kind.clone(), format!("/{}", d.preferred_api_version())));

@@ -90,8 +90,11 @@ fn bytes_response(code: u16, body: Bytes) -> Response {
 /// A `metav1.Status` error response.
 pub fn error_response(e: &ApiError) -> Response {
     let mut resp = json_response(e.code, &e.to_status());
-    if e.code == 429 {
-        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    // Priority-and-fairness throttling says when to retry; a PDB refusal does not.
+    if let Some(secs) = e.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64)
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
     }
     resp
 }

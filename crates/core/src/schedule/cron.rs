@@ -124,6 +124,13 @@ impl Fields {
     /// Parses a 5- or 6-field expression or a calendar descriptor (`@daily`, not `@every`).
     pub fn parse(expr: &str) -> Result<Self, Error> {
         let trimmed = expr.trim();
+        if trimmed.starts_with("TZ=") || trimmed.starts_with("CRON_TZ=") {
+            // robfig/cron allows a per-expression zone; here the zone is the object's.
+            return Err(invalid(
+                expr,
+                "a time zone prefix (CRON_TZ=) is not supported; set spec.timeZone".to_string(),
+            ));
+        }
         let expanded = match trimmed.to_ascii_lowercase().as_str() {
             "@yearly" | "@annually" => "0 0 0 1 1 *",
             "@monthly" => "0 0 0 1 * *",
@@ -552,6 +559,8 @@ mod tests {
             ("@every 10", "missing a unit"),
             ("@every 10d", "unknown unit"),
             ("@every 500ms", "under one second"),
+            ("CRON_TZ=Asia/Tokyo 0 0 8 * * *", "set spec.timeZone"),
+            ("0 0 8 ? * 5L", "day-of-week field"),
         ];
         for (expr, want) in cases {
             let message = Schedule::parse(expr).unwrap_err().to_string();

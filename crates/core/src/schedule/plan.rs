@@ -18,7 +18,9 @@ use serde::Serialize;
 
 use super::cron::{DaySchedule, Schedule};
 use super::{Error, Result, next, zone};
-use crate::api::cron::CronHorizontalPodAutoscalerSpec;
+use crate::api::cron::{
+    CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobState, ScalingJob,
+};
 
 /// Most firings one [`plan`] lists; a wider window is an error rather than a huge allocation.
 pub const MAX_FIRINGS: usize = 100_000;
@@ -57,6 +59,73 @@ pub struct JobProgress {
     pub run_once_done: bool,
     /// When the job last ran; firings at or before it are not run again.
     pub last_run: Option<Timestamp>,
+    /// When this version of the job was submitted (added or changed); firings at or before it
+    /// belong to an earlier version and do not run.
+    pub submitted: Option<Timestamp>,
+}
+
+impl JobProgress {
+    /// The instant up to which this job's firings are settled, given an overall lower bound.
+    fn settled_until(self, floor: Timestamp) -> Timestamp {
+        [self.last_run, self.submitted]
+            .into_iter()
+            .flatten()
+            .fold(floor, Timestamp::max)
+    }
+}
+
+/// The identity of one version of a job: a hash of the object's UID and every field of the job,
+/// as 16 hex digits. Changing, renaming or re-adding a job gives a new id (its condition goes
+/// back to `Submitted`); restarting the controller does not.
+pub fn job_id(object_uid: &str, job: &ScalingJob) -> String {
+    // FNV-1a, 64 bit: stable across Rust versions and platforms, unlike `DefaultHasher`.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let parts = [
+        object_uid,
+        job.name.as_str(),
+        job.schedule.as_str(),
+        &job.target_size.to_string(),
+        if job.run_once { "once" } else { "repeat" },
+    ];
+    for part in parts {
+        // The separator keeps ("ab", "c") and ("a", "bc") apart.
+        for byte in part.bytes().chain(std::iter::once(0xff)) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
+/// Each job's progress as recorded in `status.conditions`, in spec order. A condition counts
+/// only when its `jobId` is the job's current [`job_id`] (a changed job starts afresh). Its
+/// `lastProbeTime` is the last run when the state is `Succeed` or `Failed`, and the submission
+/// time when it is `Submitted`.
+pub fn progress_from_status(
+    object_uid: &str,
+    spec: &CronHorizontalPodAutoscalerSpec,
+    status: Option<&CronHorizontalPodAutoscalerStatus>,
+) -> Vec<JobProgress> {
+    spec.jobs
+        .iter()
+        .map(|job| {
+            let id = job_id(object_uid, job);
+            let condition = status
+                .into_iter()
+                .flat_map(|s| s.conditions.iter())
+                .find(|c| c.job_id == id && c.name == job.name);
+            let Some(condition) = condition else {
+                return JobProgress::default();
+            };
+            let probed = condition.last_probe_time.as_ref().map(|t| t.0);
+            let ran = condition.state != JobState::Submitted;
+            JobProgress {
+                run_once_done: job.run_once && condition.state == JobState::Succeed,
+                last_run: if ran { probed } else { None },
+                submitted: if ran { None } else { probed },
+            }
+        })
+        .collect()
 }
 
 /// Why a firing does not run.
@@ -101,7 +170,7 @@ pub struct Missed {
     pub job_index: usize,
     /// The job's name.
     pub job: String,
-    /// The most recent missed firing.
+    /// The most recent missed firing (once `count` saturates, the last one counted).
     pub last: Timestamp,
     /// How many firings were missed (saturates at [`MAX_MISSED_COUNT`]).
     pub count: usize,
@@ -234,9 +303,7 @@ pub fn plan(
     for (index, job) in spec.jobs.iter().enumerate() {
         let state = progress.get(index).copied().unwrap_or_default();
         let mut done = job.run_once && state.run_once_done;
-        let mut cursor = state
-            .last_run
-            .map_or(before_from, |last| last.max(before_from));
+        let mut cursor = state.settled_until(before_from);
         while let Some(at) = next::next_after(&job.schedule, &spec.time_zone, cursor) {
             if at >= to {
                 break;
@@ -263,7 +330,11 @@ pub fn plan(
 
 /// What runs at `now`, given that everything up to `last_evaluated` was already handled.
 ///
-/// For each job, the firings in `(max(last_evaluated, last_run), now]` are considered: the
+/// `last_evaluated` is a lower bound for every job (after a restart: the earliest instant
+/// that may hold unhandled firings, e.g. the oldest `lastProbeTime`); each job's own
+/// `last_run` / `submitted` narrows it further.
+///
+/// For each job, the firings in `(max(last_evaluated, last_run, submitted), now]` count: the
 /// latest one no older than `missed_job_grace` is due (once, even if several fell in the
 /// interval, e.g. after a restart); older ones are reported in `missed`. Skipped firings are
 /// listed in `skipped`. `next_runs` and `next_wake` say when to come back.
@@ -279,9 +350,7 @@ pub fn evaluate(
     for (index, job) in spec.jobs.iter().enumerate() {
         let state = progress.get(index).copied().unwrap_or_default();
         let done = job.run_once && state.run_once_done;
-        let mut cursor = state
-            .last_run
-            .map_or(last_evaluated, |last| last.max(last_evaluated));
+        let mut cursor = state.settled_until(last_evaluated);
         let mut due = None;
         let mut missed: Option<Missed> = None;
         let mut seen = 0usize;
@@ -327,7 +396,7 @@ pub fn evaluate(
         // A runOnce job that is due now is done after this run.
         let after_run = JobProgress {
             run_once_done: done || (job.run_once && due.is_some()),
-            last_run: state.last_run,
+            ..state
         };
         out.due.extend(due);
         out.next_runs.push(spec.next_run(index, after_run, now));
@@ -476,6 +545,7 @@ mod tests {
         let done = JobProgress {
             run_once_done: true,
             last_run: None,
+            submitted: None,
         };
         let got = plan(&compiled, &[done], from, to).unwrap();
         assert!(
@@ -511,6 +581,7 @@ mod tests {
         let progress = JobProgress {
             run_once_done: false,
             last_run: Some(ts("2026-01-01T00:02:00Z")),
+            submitted: None,
         };
         let got = plan(
             &compile(&spec),
@@ -661,6 +732,30 @@ mod tests {
     }
 
     #[test]
+    fn a_job_submitted_after_its_time_waits_for_the_next_firing() {
+        let spec = CronHorizontalPodAutoscalerSpec::test()
+            .job("new", "0 0 8 * * *", 10)
+            .job("old", "0 0 8 * * *", 5);
+        let new = JobProgress {
+            submitted: Some(ts("2026-05-04T08:00:10Z")),
+            ..JobProgress::default()
+        };
+        let old = JobProgress {
+            submitted: Some(ts("2026-05-01T00:00:00Z")),
+            ..JobProgress::default()
+        };
+        let e = evaluate(
+            &compile(&spec),
+            &[new, old],
+            ts("2026-05-04T07:00:00Z"),
+            ts("2026-05-04T08:00:30Z"),
+            grace(),
+        );
+        assert_eq!(lines(&e.due), [run("2026-05-04T08:00:00Z", "old")]);
+        assert_eq!(e.next_runs[0], Some(ts("2026-05-05T08:00:00Z")));
+    }
+
+    #[test]
     fn a_miss_older_than_the_grace_is_reported_not_run() {
         let spec = CronHorizontalPodAutoscalerSpec::test().job("h", "@hourly", 3);
         let e = evaluate(
@@ -687,6 +782,7 @@ mod tests {
         let done = JobProgress {
             run_once_done: true,
             last_run: None,
+            submitted: None,
         };
         let e = evaluate(&compiled, &[done], last, now, grace());
         assert!(e.due.is_empty());
@@ -723,6 +819,72 @@ mod tests {
         );
         assert_eq!(e.missed[0].count, MAX_MISSED_COUNT);
         assert_eq!(lines(&e.due), [run("2026-05-08T00:00:00Z", "s")]);
+    }
+
+    #[test]
+    fn job_ids_change_with_the_job_not_with_time() {
+        let spec = CronHorizontalPodAutoscalerSpec::test().job("a", "@daily", 3);
+        let job = &spec.jobs[0];
+        let id = job_id("uid-1", job);
+        assert_eq!(id.len(), 16);
+        assert_eq!(id, job_id("uid-1", job), "stable");
+        assert_ne!(id, job_id("uid-2", job), "per object");
+        let mut changed = job.clone();
+        changed.target_size = 4;
+        assert_ne!(id, job_id("uid-1", &changed));
+        changed = job.clone();
+        changed.run_once = true;
+        assert_ne!(id, job_id("uid-1", &changed));
+    }
+
+    #[test]
+    fn progress_comes_from_conditions_of_the_current_job_version() {
+        use crate::api::cron::JobCondition;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let spec = CronHorizontalPodAutoscalerSpec::test()
+            .job_once("sale", "0 0 20 11 11 *", 50)
+            .job("daily", "@daily", 3)
+            .job("new", "@hourly", 1);
+        let ran = ts("2026-11-11T20:00:00Z");
+        let condition = |job: &ScalingJob, state| JobCondition {
+            job_id: job_id("uid", job),
+            name: job.name.clone(),
+            schedule: job.schedule.clone(),
+            state,
+            last_probe_time: Some(Time(ran)),
+            message: String::new(),
+        };
+        let mut stale = condition(&spec.jobs[2], JobState::Succeed);
+        stale.job_id = "0000000000000000".into();
+        let status = CronHorizontalPodAutoscalerStatus {
+            conditions: vec![
+                condition(&spec.jobs[0], JobState::Succeed),
+                condition(&spec.jobs[1], JobState::Failed),
+                stale,
+            ],
+            ..Default::default()
+        };
+        let got = progress_from_status("uid", &spec, Some(&status));
+        assert_eq!(
+            got,
+            [
+                JobProgress {
+                    run_once_done: true,
+                    last_run: Some(ran),
+                    submitted: None,
+                },
+                JobProgress {
+                    run_once_done: false,
+                    last_run: Some(ran),
+                    submitted: None,
+                },
+                JobProgress::default(),
+            ]
+        );
+        assert_eq!(
+            progress_from_status("uid", &spec, None),
+            vec![JobProgress::default(); 3]
+        );
     }
 
     proptest! {

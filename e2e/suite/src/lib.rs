@@ -1,0 +1,177 @@
+//! The end-to-end harness: each test gets a cluster and a namespace of its own.
+//!
+//! By default the cluster is a fresh in-process `plimsoll-sim`; with `PLIMSOLL_E2E_KUBECONFIG`
+//! pointing at a kubeconfig the same tests run against that real cluster instead (the CRDs are
+//! applied server-side, each test works in its own namespace and deletes it at the end). Tests
+//! that need the sim's control surface (setting load, injecting faults, reading the audit log)
+//! call [`Env::sim`] and skip with a printed reason on a real cluster.
+//!
+//! The services run in-process through their `run(config, shutdown)` functions, talking to the
+//! cluster through an ordinary kubeconfig: nothing in them knows it is under test.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use plimsoll_sim::{Sim, SimConfig, SimHandle};
+
+/// The environment variable that points the suite at a real cluster.
+pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";
+
+/// One test's cluster connection and namespace.
+pub struct Env {
+    /// A client for the cluster.
+    pub client: kube::Client,
+    /// The namespace this test owns.
+    pub namespace: String,
+    /// A kubeconfig file for the cluster, for services started by the test.
+    pub kubeconfig: PathBuf,
+    sim: Option<SimHandle>,
+    _dir: TempDir,
+}
+
+impl Env {
+    /// A cluster with the Plimsoll CRDs installed and a fresh namespace `e2e-<name>-<n>`.
+    pub async fn start(name: &str) -> anyhow::Result<Env> {
+        Self::start_with(name, SimConfig::default()).await
+    }
+
+    /// Like [`Env::start`], with the sim configured as given (ignored on a real cluster).
+    pub async fn start_with(name: &str, config: SimConfig) -> anyhow::Result<Env> {
+        let dir = TempDir::new(name)?;
+        let kubeconfig = dir.path.join("kubeconfig");
+        let (client, sim) = if let Ok(path) = std::env::var(KUBECONFIG_ENV) {
+            std::fs::copy(&path, &kubeconfig).with_context(|| format!("copy {path}"))?;
+            let config = kube::Config::from_custom_kubeconfig(
+                kube::config::Kubeconfig::read_from(&path)?,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await?;
+            (kube::Client::try_from(config)?, None)
+        } else {
+            let sim = Sim::start(config).await.context("start plimsoll-sim")?;
+            std::fs::write(&kubeconfig, sim.kubeconfig())?;
+            (sim.kube_client().await?, Some(sim))
+        };
+        install_crds(&client).await?;
+        let namespace = format!("e2e-{name}-{}", unique_suffix());
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": namespace, "labels": {"plimsoll.dev/e2e": "true"}}
+        }))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .with_context(|| format!("create namespace {namespace}"))?;
+        Ok(Env {
+            client,
+            namespace,
+            kubeconfig,
+            sim,
+            _dir: dir,
+        })
+    }
+
+    /// The sim's control surface, or `None` (with the reason printed) on a real cluster.
+    pub fn sim(&self) -> Option<&SimHandle> {
+        if self.sim.is_none() {
+            eprintln!(
+                "skipped: this check needs plimsoll-sim's control surface ({KUBECONFIG_ENV} is set)"
+            );
+        }
+        self.sim.as_ref()
+    }
+
+    /// A namespaced API in this test's namespace.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// Deletes the namespace and stops the sim.
+    pub async fn cleanup(self) {
+        let _ = Api::<Namespace>::all(self.client.clone())
+            .delete(&self.namespace, &DeleteParams::default())
+            .await;
+        if let Some(sim) = self.sim {
+            sim.shutdown().await;
+        }
+    }
+}
+
+/// Applies every Plimsoll CRD server-side and waits until each is served.
+pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("plimsoll-e2e").force();
+    for crd in plimsoll_core::api::crds() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &params, &Patch::Apply(&crd))
+            .await
+            .with_context(|| format!("apply CRD {name}"))?;
+    }
+    Ok(())
+}
+
+/// Polls `check` every `every` until it returns `Some`, or fails after `within`.
+pub async fn eventually<T, F, Fut>(
+    what: &str,
+    within: Duration,
+    every: Duration,
+    mut check: F,
+) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = Instant::now() + within;
+    let mut last_error = None;
+    loop {
+        match check().await {
+            Ok(Some(value)) => return Ok(value),
+            Ok(None) => {}
+            Err(e) => last_error = Some(e),
+        }
+        if Instant::now() >= deadline {
+            match last_error {
+                Some(e) => bail!("{what}: not within {within:?} (last error: {e:#})"),
+                None => bail!("{what}: not within {within:?}"),
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A directory removed on drop.
+struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    fn new(name: &str) -> anyhow::Result<TempDir> {
+        let path = std::env::temp_dir().join(format!("plimsoll-e2e-{name}-{}", unique_suffix()));
+        std::fs::create_dir_all(&path)?;
+        Ok(TempDir { path })
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
