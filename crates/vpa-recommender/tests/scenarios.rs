@@ -1,4 +1,4 @@
-//! Runs every `scenarios/vpa-*.yaml` through `replay` and checks the CLI's exit codes.
+//! Runs every `scenarios/vpa-recommender-*.yaml` through `replay` and checks the CLI's exit codes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +16,7 @@ fn scenarios() -> Vec<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("vpa-"))
+                .is_some_and(|n| n.starts_with("vpa-recommender-"))
                 && p.extension()
                     .is_some_and(|e| e.eq_ignore_ascii_case("yaml"))
         })
@@ -49,7 +49,8 @@ fn every_vpa_scenario_holds() {
 
 #[test]
 fn checkpoint_out_round_trips_into_a_new_replay() {
-    let scenario = replay::load(&repo_root().join("scenarios/vpa-steady-cpu.yaml")).expect("loads");
+    let scenario = replay::load(&repo_root().join("scenarios/vpa-recommender-steady-cpu.yaml"))
+        .expect("loads");
     let outcome = replay::run(&scenario, false).expect("runs");
     let yaml = replay::checkpoints_yaml(&outcome.checkpoints).expect("yaml");
     let parsed: Vec<plimsoll_core::api::vpa::VerticalPodAutoscalerCheckpoint> =
@@ -89,7 +90,7 @@ fn cli(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn exit_codes_follow_format_md() {
     let root = repo_root();
-    let ok = root.join("scenarios/vpa-policy-caps.yaml");
+    let ok = root.join("scenarios/vpa-recommender-policy-caps.yaml");
     let (code, stdout, _) = cli(&["replay", ok.to_str().expect("utf8")]);
     assert_eq!(code, 0);
     let line: serde_json::Value =
