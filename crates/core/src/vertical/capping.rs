@@ -308,7 +308,6 @@ mod tests {
         }
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestRecommendationNotAvailable / TestApplyVpa
     #[test]
     fn policy_clamps_all_three() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
@@ -320,7 +319,7 @@ mod tests {
         );
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange — zero means no bound
+    // upstream semantics: a zero minAllowed/maxAllowed is no bound (maybeCapToMin/Max)
     #[test]
     fn zero_bounds_are_no_bounds() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
@@ -329,7 +328,7 @@ mod tests {
         assert!(notes.is_empty());
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyVpaWithControlledResources (filter)
+    // upstream: logic/recommender.go FilterControlledResources
     #[test]
     fn uncontrolled_resources_are_dropped() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
@@ -340,7 +339,7 @@ mod tests {
         assert!(!out.upper_bound.contains_key(&Resource::Cpu));
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go — containers with mode Off get nothing
+    // upstream: RecommendedContainerResources doc — no recommendation for mode Off
     #[test]
     fn mode_off_gives_no_recommendation() {
         let mut b = policy((0, 0), (0, 0));
@@ -348,7 +347,6 @@ mod tests {
         assert!(apply_policy(&RecommendedResources::default(), &b).is_none());
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange
     #[test]
     fn limit_range_max_scales_with_request_to_limit_ratio() {
         // request 1 core / limit 2 cores; LimitRange max 1 core → request may be at most 500m.
@@ -369,7 +367,6 @@ mod tests {
         assert_eq!(notes, vec!["cpu capped to fit Max in container LimitRange"]);
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange (min, no limit)
     #[test]
     fn limit_range_min_applies_to_requests_without_limits() {
         let container = ContainerResources::default();
@@ -383,7 +380,6 @@ mod tests {
         assert_eq!(notes, vec!["cpu capped to fit Min in container LimitRange"]);
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestCapRecommendationToContainerLimit
     #[test]
     fn requests_only_caps_to_current_limit() {
         let container = ContainerResources {
@@ -400,6 +396,122 @@ mod tests {
         // RequestsAndLimits: limits scale, nothing to cap.
         let (out, _) = cap_for_container(&r, &container, &policy((0, 0), (0, 0)), None);
         assert_eq!(out, r);
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange
+    #[test]
+    fn upstream_apply_caps_to_limit_range() {
+        let item = LimitRangeItem {
+            max: Resources::from([(Resource::Cpu, 1_000)]),
+            min: Resources::from([(Resource::Memory, 500_000_000)]),
+            default_limit: Resources::new(),
+        };
+        let container = ContainerResources {
+            requests: res(1_000, 1_000_000_000),
+            limits: res(1_000, 1_000_000_000),
+        };
+        let r = RecommendedResources {
+            target: res(2_000, 200_000_000),
+            ..RecommendedResources::default()
+        };
+        let (out, mut notes) = cap_for_container(
+            &r,
+            &container,
+            &PolicyBounds::from_policy(None).expect("ok"),
+            Some(&item),
+        );
+        assert_eq!(out.target, res(1_000, 500_000_000));
+        notes.sort();
+        assert_eq!(
+            notes,
+            vec![
+                "cpu capped to fit Max in container LimitRange",
+                "memory capped to fit Min in container LimitRange"
+            ]
+        );
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestRecommendationToLimitCapping
+    #[test]
+    fn upstream_recommendation_to_limit_capping() {
+        // limits cpu 30, memory 70000; target 20 / 80000; upper 100 / 90000 (cores, bytes)
+        let container = ContainerResources {
+            requests: Resources::new(),
+            limits: res(30_000, 70_000),
+        };
+        let r = RecommendedResources {
+            target: res(20_000, 80_000),
+            lower_bound: Resources::new(),
+            upper_bound: res(100_000, 90_000),
+        };
+        let none = PolicyBounds::from_policy(None).expect("ok");
+        let requests_and_limits = policy((0, 0), (0, 0));
+        let mut requests_only = policy((0, 0), (0, 0));
+        requests_only.requests_only = true;
+        let cases = [
+            (
+                "no capping for default policy",
+                &none,
+                res(20_000, 80_000),
+                res(100_000, 90_000),
+                false,
+            ),
+            (
+                "no capping for RequestsAndLimits",
+                &requests_and_limits,
+                res(20_000, 80_000),
+                res(100_000, 90_000),
+                false,
+            ),
+            (
+                "capping for RequestsOnly",
+                &requests_only,
+                res(20_000, 70_000),
+                res(30_000, 70_000),
+                true,
+            ),
+        ];
+        for (name, bounds, target, upper, annotated) in cases {
+            let (out, notes) = cap_for_container(&r, &container, bounds, None);
+            assert_eq!(out.target, target, "{name}");
+            assert_eq!(out.upper_bound, upper, "{name}");
+            assert_eq!(
+                notes.contains(&"memory capped to container limit".to_owned()),
+                annotated,
+                "{name}: {notes:?}"
+            );
+        }
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestRecommendationCappedToMinMaxPolicy
+    #[test]
+    fn upstream_capped_to_min_max_policy() {
+        let r = rec((300_000, 50_000), (200_000, 43_000), (500_000, 55_000));
+        let bounds = policy((400_000, 40_000), (450_000, 45_000));
+        let (out, notes) = cap_for_container(&r, &ContainerResources::default(), &bounds, None);
+        assert_eq!(
+            out,
+            rec((400_000, 45_000), (400_000, 43_000), (450_000, 45_000))
+        );
+        assert_eq!(
+            notes,
+            vec!["cpu capped to minAllowed", "memory capped to maxAllowed"]
+        );
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestApplyVPAPolicy (minAllowed and maxAllowed cases)
+    #[test]
+    fn upstream_apply_vpa_policy() {
+        const MI: i64 = 1 << 20;
+        let r = rec((42, 42 * MI), (31, 31 * MI), (53, 53 * MI));
+        let (out, _) = apply_policy(&r, &policy((50, 50 * MI), (0, 0))).expect("on");
+        assert_eq!(out, rec((50, 50 * MI), (50, 50 * MI), (53, 53 * MI)));
+        let (out, _) = apply_policy(&r, &policy((0, 0), (40, 40 * MI))).expect("on");
+        assert_eq!(out, rec((40, 40 * MI), (31, 31 * MI), (40, 40 * MI)));
+        let (out, notes) =
+            apply_policy(&r, &PolicyBounds::from_policy(None).expect("ok")).expect("on");
+        assert_eq!(out, r);
+        assert!(notes.is_empty());
     }
 
     #[test]
