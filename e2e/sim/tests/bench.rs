@@ -1,6 +1,7 @@
 //! `just bench-sim`: API throughput of plimsoll-sim (GET, LIST, writes) and watch fan-out with
 //! 10,000 objects and 100 watchers. Ignored by default; run with
 //! `cargo test --release -p plimsoll-sim --test bench -- --ignored --nocapture`.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::too_many_lines)] // integration tests: helpers fail loudly, scenarios read top to bottom
 
 mod common;
 
@@ -53,7 +54,12 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run with --ignored --nocapture (just bench-sim)"]
 async fn bench_sim() {
-    let sim = Sim::start(SimConfig { workload_model: false, ..SimConfig::default() }).await.unwrap();
+    let sim = Sim::start(SimConfig {
+        workload_model: false,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
     let client = sim.http_kube_client().unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
@@ -65,7 +71,11 @@ async fn bench_sim() {
         }
     })
     .await;
-    println!("create: {OBJECTS} objects in {:.2}s = {:.0} writes/s", took.as_secs_f64(), OBJECTS as f64 / took.as_secs_f64());
+    println!(
+        "create: {OBJECTS} objects in {:.2}s = {:.0} writes/s",
+        took.as_secs_f64(),
+        OBJECTS as f64 / took.as_secs_f64()
+    );
 
     let gets = 20_000;
     let a = api.clone();
@@ -76,34 +86,66 @@ async fn bench_sim() {
         }
     })
     .await;
-    println!("get: {gets} in {:.2}s = {:.0} GETs/s", took.as_secs_f64(), gets as f64 / took.as_secs_f64());
+    println!(
+        "get: {gets} in {:.2}s = {:.0} GETs/s",
+        took.as_secs_f64(),
+        gets as f64 / took.as_secs_f64()
+    );
 
     let start = Instant::now();
     let lists = 20;
     for _ in 0..lists {
-        assert_eq!(api.list(&ListParams::default()).await.unwrap().items.len(), OBJECTS);
+        assert_eq!(
+            api.list(&ListParams::default()).await.unwrap().items.len(),
+            OBJECTS
+        );
     }
     let took = start.elapsed();
-    println!("list: {lists} full lists of {OBJECTS} in {:.2}s = {:.1} LISTs/s ({:.0} objects/s)", took.as_secs_f64(), lists as f64 / took.as_secs_f64(), (lists * OBJECTS) as f64 / took.as_secs_f64());
+    println!(
+        "list: {lists} full lists of {OBJECTS} in {:.2}s = {:.1} LISTs/s ({:.0} objects/s)",
+        took.as_secs_f64(),
+        lists as f64 / took.as_secs_f64(),
+        (lists * OBJECTS) as f64 / took.as_secs_f64()
+    );
     let a = api.clone();
     let took = run_parallel(500, move |i| {
         let a = a.clone();
         async move {
-            a.list(&ListParams::default().labels(&format!("shard={}", i % 10)).limit(100)).await.unwrap();
+            a.list(
+                &ListParams::default()
+                    .labels(&format!("shard={}", i % 10))
+                    .limit(100),
+            )
+            .await
+            .unwrap();
         }
     })
     .await;
-    println!("list (selector, limit 100): 500 in {:.2}s = {:.0} LISTs/s", took.as_secs_f64(), 500.0 / took.as_secs_f64());
+    println!(
+        "list (selector, limit 100): 500 in {:.2}s = {:.0} LISTs/s",
+        took.as_secs_f64(),
+        500.0 / took.as_secs_f64()
+    );
 
     // Watch fan-out: 100 watchers from the current version; 1,000 updates; time until every
     // watcher has seen every update.
-    let rv = api.list(&ListParams::default().limit(1)).await.unwrap().metadata.resource_version.unwrap();
+    let rv = api
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
     let updates = 1_000usize;
     let received = Arc::new(AtomicU64::new(0));
     let mut watchers = Vec::new();
     for _ in 0..WATCHERS {
         let (a, rv, received) = (api.clone(), rv.clone(), received.clone());
-        let mut stream = a.watch(&WatchParams::default().disable_bookmarks(), &rv).await.unwrap().boxed();
+        let mut stream = a
+            .watch(&WatchParams::default().disable_bookmarks(), &rv)
+            .await
+            .unwrap()
+            .boxed();
         watchers.push(tokio::spawn(async move {
             let mut n = 0;
             while n < updates {
@@ -123,12 +165,21 @@ async fn bench_sim() {
     let write_took = run_parallel(updates, move |i| {
         let a = a.clone();
         async move {
-            a.patch(&format!("cm-{:05}", i * 7 % OBJECTS), &PatchParams::default(), &Patch::Merge(json!({"data": {"v": (i + 1).to_string()}}))).await.unwrap();
+            a.patch(
+                &format!("cm-{:05}", i * 7 % OBJECTS),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"v": (i + 1).to_string()}})),
+            )
+            .await
+            .unwrap();
         }
     })
     .await;
     for w in watchers {
-        tokio::time::timeout(Duration::from_secs(120), w).await.expect("watchers finish").unwrap();
+        tokio::time::timeout(Duration::from_secs(120), w)
+            .await
+            .expect("watchers finish")
+            .unwrap();
     }
     let took = start.elapsed();
     let events = received.load(Ordering::Relaxed);
