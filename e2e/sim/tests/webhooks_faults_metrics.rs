@@ -72,7 +72,7 @@ async fn put_webhook(client: &kube::Client, obj: &Value) {
     );
     let api: Api<kube::core::DynamicObject> = Api::all_with(client.clone(), &ar);
     let name = obj["metadata"]["name"].as_str().unwrap();
-    let _ = api.delete(name, &Default::default()).await;
+    let _ = api.delete(name, &kube::api::DeleteParams::default()).await;
     api.create(
         &PostParams::default(),
         &serde_json::from_value(obj.clone()).unwrap(),
