@@ -263,9 +263,26 @@ impl Cluster {
         version: &str,
         ns: &str,
         name: &str,
+        obj: Value,
+        part: Part,
+        caller: &Caller,
+    ) -> Result<Arc<Value>, ApiError> {
+        self.write(def, version, ns, name, obj, part, caller, "update")
+            .await
+    }
+
+    /// The common path of update and patch; `verb` is what the audit log records.
+    #[allow(clippy::too_many_arguments)]
+    async fn write(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
         mut obj: Value,
         part: Part,
         caller: &Caller,
+        verb: &str,
     ) -> Result<Arc<Value>, ApiError> {
         if !obj.is_object() {
             return Err(ApiError::bad_request(
@@ -294,7 +311,7 @@ impl Cluster {
             Part::Status => "status",
             Part::Resize => "resize",
         };
-        self.audit(caller, "update", def, ns, name, sub, &stored);
+        self.audit(caller, verb, def, ns, name, sub, &stored);
         self.after_write(def, &stored);
         Ok(stored)
     }
@@ -474,7 +491,7 @@ impl Cluster {
                 );
             }
             match self
-                .update(def, version, ns, name, patched, part, caller)
+                .write(def, version, ns, name, patched, part, caller, "patch")
                 .await
             {
                 Err(e) if e.reason == "Conflict" && !patch_sets_rv => {}

@@ -386,3 +386,43 @@ async fn statefulset_pods_come_up_in_order() {
     assert_eq!(names, ["db-0", "db-1", "db-2"]);
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_file_creates_objects_and_loads() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/scenario-day.yaml"
+    ))
+    .unwrap();
+    let scenario = plimsoll_sim::scenario::Scenario::parse(&text).unwrap();
+    assert_eq!(scenario.time_scale, Some(60.0));
+    let (sim, client) = start_with(SimConfig {
+        time_scale: 60.0,
+        scenario: Some(scenario),
+        ..SimConfig::default()
+    })
+    .await;
+    let deps: Api<Deployment> = Api::namespaced(client.clone(), "shop");
+    let ready = eventually(Duration::from_secs(10), || async {
+        (deps.get("web").await.ok()?.status?.ready_replicas == Some(2)).then_some(())
+    })
+    .await;
+    assert!(ready.is_some());
+    let v = raw(
+        &client,
+        "/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/orders_pending",
+    )
+    .await;
+    assert_eq!(v["items"][0]["value"], "12");
+    assert!(
+        sim.cluster
+            .model
+            .current_load("shop", "deployments", "web")
+            .is_some()
+    );
+    let audit = sim.audit();
+    assert!(audit.iter().any(|e| e.resource == "deployments"
+        && e.verb == "create"
+        && e.user_agent == "plimsoll-sim/scenario"));
+    sim.shutdown().await;
+}
