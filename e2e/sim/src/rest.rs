@@ -453,7 +453,10 @@ async fn resource(
                     ),
                 ));
             }
-            Ok(obj_response(200, &present(&def, t.version, &obj)))
+            if def.versions.len() > 1 {
+                return Ok(obj_response(200, &present(&def, t.version, &obj)));
+            }
+            Ok(obj_response(200, &obj))
         }
         ("get", Some(name), Some("scale")) if def.scale.is_some() => {
             Ok(json_response(200, &cluster.get_scale(&def, ns, name)?))

@@ -426,3 +426,77 @@ async fn scenario_file_creates_objects_and_loads() {
         && e.user_agent == "plimsoll-sim/scenario"));
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_plane_over_http() {
+    let (sim, client) = start().await;
+    let post = |path: &str, body: Value| {
+        http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&body).unwrap())
+            .unwrap()
+    };
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "audited"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let audit = raw(&client, "/sim/v1/audit").await;
+    let entry = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "audited")
+        .unwrap()
+        .clone();
+    assert_eq!(entry["verb"], "create");
+    assert_eq!(entry["resource"], "configmaps");
+    assert!(!entry["resourceVersion"].as_str().unwrap().is_empty());
+    let id: Value = client
+        .request(post(
+            "/sim/v1/faults",
+            json!({"verb": "get", "resource": "configmaps", "errorRate": 1.0, "status": 503}),
+        ))
+        .await
+        .unwrap();
+    assert!(id["id"].as_u64().is_some());
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    config.default_retry = false;
+    let no_retry: Api<ConfigMap> =
+        Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    assert_eq!(code(&no_retry.get("audited").await.unwrap_err()), 503);
+    client
+        .request::<Value>(
+            http::Request::delete("/sim/v1/faults")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(no_retry.get("audited").await.is_ok());
+    client
+        .request::<Value>(post(
+            "/sim/v1/namespaces/default/external/queue",
+            json!({"value": 5.5}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        raw(
+            &client,
+            "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue"
+        )
+        .await["items"][0]["value"],
+        "5500m"
+    );
+    let time = raw(&client, "/sim/v1/time").await;
+    assert!(time["timeScale"].as_f64().is_some());
+    sim.shutdown().await;
+}
