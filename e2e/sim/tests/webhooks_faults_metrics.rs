@@ -500,3 +500,37 @@ async fn control_plane_over_http() {
     assert!(time["timeScale"].as_f64().is_some());
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_with_streaming_lists() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for n in ["s1", "s2"] {
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": n}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+    let mut stream = watcher(api, watcher::Config::default().streaming_lists()).boxed();
+    let mut initial = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), stream.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            watcher::Event::InitApply(cm) => initial.push(cm.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        initial,
+        ["s1", "s2"],
+        "initial events end with the initial-events-end bookmark"
+    );
+    sim.shutdown().await;
+}
