@@ -224,6 +224,7 @@ impl Cluster {
             m.remove("status");
         }
         Self::apply_type_defaults(def, version, &mut obj);
+        defaults::validate(def, &obj, None)?;
         if def.group.is_empty() && def.plural == "pods" {
             defaults::limit_range_defaults(self, ns, &mut obj);
             defaults::pod_create_status(&mut obj);
@@ -399,6 +400,7 @@ impl Cluster {
             }
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);
+                defaults::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;
                 }
