@@ -27,7 +27,6 @@ use kube::api::{Api, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::watcher;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
 use plimsoll_runtime::leader::{self, LeaderHandle};
 use plimsoll_runtime::telemetry::service_registry;
@@ -36,6 +35,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 pub use error::{Error, Result};
+/// Re-exported so tests and embedders can build a [`Config`] without naming the runtime crate.
+pub use plimsoll_runtime::{CommonArgs, LogFormat};
 
 use context::Context;
 use metrics::Metrics;
