@@ -45,12 +45,13 @@ pub struct CommonArgs {
     pub context: Option<String>,
 
     /// Address of the admin HTTP listener that serves /metrics (Prometheus/OpenMetrics text),
-    /// /healthz (liveness) and /readyz (readiness).
+    /// /healthz (liveness) and /readyz (readiness). `:PORT` means all interfaces.
     #[arg(
         long,
         env = "PLIMSOLL_METRICS_ADDRESS",
         value_name = "HOST:PORT",
-        default_value = "0.0.0.0:8080"
+        default_value = "0.0.0.0:8080",
+        value_parser = parse_address
     )]
     pub metrics_address: SocketAddr,
 
@@ -130,6 +131,17 @@ impl CommonArgs {
             })
             .unwrap_or_else(|| fallback.to_owned())
     }
+}
+
+/// Parses a listen address: `IP:PORT`, `[IPv6]:PORT`, or `:PORT` for all IPv4 interfaces (the
+/// Go convention other autoscalers' flags use).
+pub fn parse_address(input: &str) -> std::result::Result<SocketAddr, String> {
+    let full = match input.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => input.to_owned(),
+    };
+    full.parse()
+        .map_err(|_| format!("invalid address {input:?}: expected IP:PORT or :PORT"))
 }
 
 /// Parses a Go-style duration (`15s`, `1m30s`, `500ms`, `1.5h`, `0`).
@@ -376,6 +388,28 @@ mod tests {
         assert_eq!(args.lease_duration, Duration::from_secs(60));
         assert_eq!(args.retry_period, Duration::from_millis(500));
         assert_eq!(args.lease_namespace_or("x"), "plimsoll-system");
+    }
+
+    #[test]
+    fn addresses_parse() {
+        assert_eq!(
+            parse_address(":8942").unwrap(),
+            "0.0.0.0:8942".parse().unwrap()
+        );
+        assert_eq!(
+            parse_address("127.0.0.1:9").unwrap(),
+            "127.0.0.1:9".parse().unwrap()
+        );
+        assert_eq!(
+            parse_address("[::1]:80").unwrap(),
+            "[::1]:80".parse().unwrap()
+        );
+        assert!(
+            parse_address("localhost:80")
+                .unwrap_err()
+                .contains("\"localhost:80\"")
+        );
+        assert!(parse_address(":").is_err());
     }
 
     #[test]

@@ -88,3 +88,52 @@ impl Events {
         &self.recorder
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_api::FakeApi;
+
+    #[tokio::test]
+    async fn events_are_reported_as_the_binary_and_failures_do_not_propagate() {
+        let api = FakeApi::new();
+        api.respond(
+            "POST",
+            "/apis/events.k8s.io/v1/namespaces/shop/events",
+            201,
+            r#"{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"web.1","namespace":"shop"},"eventTime":"2026-11-21T10:00:00.000000Z"}"#,
+        );
+        let events = Events::new(api.client(), "hpa-plus");
+        let regarding = ObjectReference {
+            api_version: Some("autoscaling.plimsoll.dev/v1alpha1".into()),
+            kind: Some("HorizontalPodAutoscalerPlus".into()),
+            name: Some("web".into()),
+            namespace: Some("shop".into()),
+            ..ObjectReference::default()
+        };
+        events
+            .normal(
+                &regarding,
+                "SuccessfulRescale",
+                "Scale",
+                "New size: 4; reason: cpu above target",
+            )
+            .await;
+        let sent = api.requests();
+        assert_eq!(sent.len(), 1);
+        let body: serde_json::Value = serde_json::from_str(&sent[0].body).unwrap();
+        assert_eq!(body["reportingController"], "hpa-plus");
+        assert_eq!(body["reason"], "SuccessfulRescale");
+        assert_eq!(body["type"], "Normal");
+        assert_eq!(body["regarding"]["name"], "web");
+        // The API refuses (404 from the fake for another namespace): logged, not returned.
+        let elsewhere = ObjectReference {
+            namespace: Some("other".into()),
+            ..regarding
+        };
+        events
+            .warning(&elsewhere, "FailedGetScale", "Scale", "boom")
+            .await;
+        assert_eq!(api.requests().len(), 2);
+    }
+}

@@ -1,8 +1,9 @@
 //! Resolving `apiVersion` + `kind` to an API resource (plural, scope, scale subresource).
 //!
-//! Targets are named by kind (`scaleTargetRef`, object metrics' `describedObject`), but URLs need
-//! the plural resource name. The built-in scalable kinds (`apps/v1` `Deployment`, `StatefulSet`,
-//! `ReplicaSet`; `v1` `ReplicationController`) are known without asking; everything else (custom
+//! Targets are named by kind (`scaleTargetRef`, `targetRef`, object metrics'
+//! `describedObject`), but URLs need the plural resource name. The built-in workload kinds
+//! (`apps/v1` `Deployment`, `StatefulSet`, `ReplicaSet`, `DaemonSet`; `batch/v1` `Job`,
+//! `CronJob`; `v1` `ReplicationController`) are known without asking; everything else (custom
 //! resources with a scale subresource, object-metric targets) goes through discovery once per
 //! `apiVersion`+`kind` and is cached for the life of the resolver. [`KindResolver::forget`] drops
 //! an entry (e.g. after a 404 suggests a CRD was reinstalled with another version).
@@ -15,6 +16,83 @@ use kube::core::gvk::{GroupVersion, GroupVersionKind};
 use kube::discovery::{self, ApiResource, Scope};
 
 use crate::error::{Error, Result};
+
+/// A borrowed reference to one object by `apiVersion`, `kind` and `name` (its namespace is
+/// passed alongside). Built from any of the three `CrossVersionObjectReference` types in use
+/// (`autoscaling/v1` for the VPA, `autoscaling/v2` for `CronHPA`, Plimsoll's own for HPA+), so the
+/// clients take `impl Into<TargetRef>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetRef<'a> {
+    /// `apps/v1`, `v1`, `example.com/v1alpha1`; empty when the reference had none.
+    pub api_version: &'a str,
+    /// `Deployment`, `WebApp`, …
+    pub kind: &'a str,
+    /// Object name.
+    pub name: &'a str,
+}
+
+impl<'a> TargetRef<'a> {
+    /// A reference from its parts.
+    pub fn new(api_version: &'a str, kind: &'a str, name: &'a str) -> Self {
+        Self {
+            api_version,
+            kind,
+            name,
+        }
+    }
+
+    /// The API group (`apps`; empty for the core group).
+    pub fn group(&self) -> &'a str {
+        self.api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
+    }
+}
+
+impl std::fmt::Display for TargetRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let api_version = if self.api_version.is_empty() {
+            "<no apiVersion>"
+        } else {
+            self.api_version
+        };
+        write!(f, "{api_version} {} {}", self.kind, self.name)
+    }
+}
+
+impl<'a> From<&'a k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference>
+    for TargetRef<'a>
+{
+    fn from(r: &'a k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference) -> Self {
+        Self::new(
+            r.api_version.as_deref().unwrap_or_default(),
+            &r.kind,
+            &r.name,
+        )
+    }
+}
+
+impl<'a> From<&'a k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference>
+    for TargetRef<'a>
+{
+    fn from(r: &'a k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference) -> Self {
+        Self::new(
+            r.api_version.as_deref().unwrap_or_default(),
+            &r.kind,
+            &r.name,
+        )
+    }
+}
+
+impl<'a> From<&'a plimsoll_core::api::hpa_plus::CrossVersionObjectReference> for TargetRef<'a> {
+    fn from(r: &'a plimsoll_core::api::hpa_plus::CrossVersionObjectReference) -> Self {
+        Self::new(
+            r.api_version.as_deref().unwrap_or_default(),
+            &r.kind,
+            &r.name,
+        )
+    }
+}
 
 /// A kind resolved to its resource.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +131,11 @@ impl KindResolver {
             client,
             cache: Arc::default(),
         }
+    }
+
+    /// Resolves the kind of `target` (its name is not used).
+    pub async fn resolve_target(&self, target: TargetRef<'_>) -> Result<ResolvedKind> {
+        self.resolve(target.api_version, target.kind).await
     }
 
     /// Resolves `api_version` (`apps/v1`, `v1`, `example.com/v1alpha1`) and `kind`.
@@ -129,19 +212,22 @@ fn discovery_error(api_version: &str, kind: &str, err: &kube::Error) -> Error {
     }
 }
 
-/// The built-in scalable kinds: stable, so no discovery round trip is needed.
+/// The built-in workload kinds: stable, so no discovery round trip is needed.
 fn builtin(gvk: &GroupVersionKind) -> Option<ResolvedKind> {
-    let plural = match (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) {
-        ("apps", "v1", "Deployment") => "deployments",
-        ("apps", "v1", "StatefulSet") => "statefulsets",
-        ("apps", "v1", "ReplicaSet") => "replicasets",
-        ("", "v1", "ReplicationController") => "replicationcontrollers",
+    let (plural, scalable) = match (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) {
+        ("apps", "v1", "Deployment") => ("deployments", true),
+        ("apps", "v1", "StatefulSet") => ("statefulsets", true),
+        ("apps", "v1", "ReplicaSet") => ("replicasets", true),
+        ("", "v1", "ReplicationController") => ("replicationcontrollers", true),
+        ("apps", "v1", "DaemonSet") => ("daemonsets", false),
+        ("batch", "v1", "Job") => ("jobs", false),
+        ("batch", "v1", "CronJob") => ("cronjobs", false),
         _ => return None,
     };
     Some(ResolvedKind {
         resource: ApiResource::from_gvk_with_plural(gvk, plural),
         namespaced: true,
-        scalable: true,
+        scalable,
     })
 }
 

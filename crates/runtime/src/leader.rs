@@ -44,6 +44,10 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 use kube::Client;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -52,7 +56,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::CommonArgs;
 use crate::error::{Error, Result};
 use election::{Election, ObservedLease, Plan, Status};
-use lease_store::{KubeLeaseStore, LeaseStore, truncate_to_micros};
+use lease_store::{KubeLeaseStore, LeaseStore};
 
 /// Leader-election settings for one service.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,6 +205,30 @@ impl LeaderHandle {
     pub fn subscribe(&self) -> watch::Receiver<LeaderState> {
         self.rx.clone()
     }
+
+    /// Registers the gauge `leader` (1 while this replica leads, else 0) in `registry` (pass the
+    /// service's prefixed sub-registry: it is exported as `plimsoll_<binary>_leader`). Read at
+    /// scrape time, so it is never stale.
+    pub fn register_metrics(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(LeaderCollector(self.rx.clone())));
+    }
+}
+
+/// Reports the election state on every scrape.
+#[derive(Debug)]
+struct LeaderCollector(watch::Receiver<LeaderState>);
+
+impl Collector for LeaderCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let gauge = ConstGauge::new(i64::from(*self.0.borrow() == LeaderState::Leading));
+        let metric = encoder.encode_descriptor(
+            "leader",
+            "1 while this replica holds the leader-election Lease, else 0",
+            None,
+            gauge.metric_type(),
+        )?;
+        gauge.encode(metric)
+    }
 }
 
 /// A running election: the handle to gate work on and the task running it.
@@ -277,11 +305,9 @@ impl Clock {
 
     fn now(&self) -> Timestamp {
         let elapsed = SignedDuration::try_from(self.start.elapsed()).unwrap_or(SignedDuration::MAX);
-        truncate_to_micros(
-            self.wall_start
-                .saturating_add(elapsed)
-                .unwrap_or(self.wall_start),
-        )
+        self.wall_start
+            .saturating_add(elapsed)
+            .unwrap_or(self.wall_start)
     }
 
     /// The instant at which [`Clock::now`] reaches `t`.
@@ -422,7 +448,9 @@ async fn attempt<S: LeaseStore>(store: &S, election: &mut Election, clock: &Cloc
     }
 }
 
-/// Steps down, then clears the Lease if it is still ours (bounded by one retry period).
+/// Steps down, then clears the Lease if it still names us (bounded by one retry period). This
+/// also runs when the renew deadline already demoted us: the Lease may still carry our name,
+/// and clearing it spares the successor a full lease duration.
 async fn release<S: LeaseStore>(
     store: &S,
     election: &mut Election,
@@ -430,12 +458,8 @@ async fn release<S: LeaseStore>(
     config: &LeaderConfig,
     clock: &Clock,
 ) {
-    let was_leading = election.status(clock.now()) == Status::Leading;
     // Stop acting before anything else.
     publisher.publish(Status::Following { holder: None });
-    if !was_leading {
-        return;
-    }
     let released = tokio::time::timeout(config.retry_period, async {
         let current = store.get().await?;
         let Some(current) = current else {
@@ -452,7 +476,7 @@ async fn release<S: LeaseStore>(
     })
     .await;
     match released {
-        Ok(Ok(())) => tracing::info!(lease = %publisher.lease, "released leadership"),
+        Ok(Ok(())) => tracing::info!(lease = %publisher.lease, "election stopped"),
         Ok(Err(err)) => tracing::warn!(error = %err, "could not release the lease; it will expire"),
         Err(_) => tracing::warn!("releasing the lease timed out; it will expire"),
     }
@@ -714,6 +738,31 @@ mod tests {
         shutdown.cancel();
         a.task.await.unwrap();
         b.task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn leader_gauge_follows_the_election() {
+        let mut registry = Registry::default();
+        let store = FakeStore::default();
+        let shutdown = CancellationToken::new();
+        let a = spawn_with_store(store, config("a"), shutdown.clone(), wall());
+        a.handle
+            .register_metrics(crate::telemetry::service_registry(
+                &mut registry,
+                "vpa-updater",
+            ));
+        let scrape = |registry: &Registry| {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+            text
+        };
+        assert!(a.handle.leading().await);
+        let text = scrape(&registry);
+        assert!(text.contains("plimsoll_vpa_updater_leader 1"), "{text}");
+        shutdown.cancel();
+        a.task.await.unwrap();
+        let text = scrape(&registry);
+        assert!(text.contains("plimsoll_vpa_updater_leader 0"), "{text}");
     }
 
     #[tokio::test]

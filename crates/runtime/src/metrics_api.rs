@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use jiff::Timestamp;
-use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::Client;
@@ -28,7 +27,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::args::parse_duration;
 use crate::error::{Error, Result};
-use crate::kinds::KindResolver;
+use crate::kinds::{KindResolver, TargetRef};
 use crate::selector::Selector;
 
 /// API group of resource metrics (metrics-server).
@@ -152,11 +151,12 @@ pub trait MetricsSource: Send + Sync {
         metric_selector: Option<&'a Selector>,
     ) -> BoxFuture<'a, Result<Vec<MetricValue>>>;
 
-    /// Custom metric `metric` of one object (e.g. an Ingress), exactly one value.
+    /// Custom metric `metric` of one object (e.g. an Ingress), exactly one value. Build the
+    /// reference with `TargetRef::from(&described_object)`.
     fn object_metric<'a>(
         &'a self,
         namespace: &'a str,
-        object: &'a CrossVersionObjectReference,
+        object: TargetRef<'a>,
         metric: &'a str,
         metric_selector: Option<&'a Selector>,
     ) -> BoxFuture<'a, Result<MetricValue>>;
@@ -204,9 +204,19 @@ fn reason(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) => {
             let mut out = status.code.to_string();
-            if !status.reason.is_empty() {
+            // kube's placeholder when the body was not a Status (a proxy's plain-text error):
+            // the HTTP reason phrase says more.
+            let reason = if status.reason == "Failed to parse error data" {
+                http::StatusCode::from_u16(status.code)
+                    .ok()
+                    .and_then(|c| c.canonical_reason())
+                    .unwrap_or_default()
+            } else {
+                status.reason.as_str()
+            };
+            if !reason.is_empty() {
                 out.push(' ');
-                out.push_str(&status.reason);
+                out.push_str(reason);
             }
             if !status.message.is_empty() {
                 out.push_str(": ");
@@ -308,22 +318,21 @@ impl MetricsSource for ApiMetrics {
     fn object_metric<'a>(
         &'a self,
         namespace: &'a str,
-        object: &'a CrossVersionObjectReference,
+        object: TargetRef<'a>,
         metric: &'a str,
         metric_selector: Option<&'a Selector>,
     ) -> BoxFuture<'a, Result<MetricValue>> {
         Box::pin(async move {
             let fail = failure(CUSTOM_METRICS_API, "object metric", metric, namespace);
-            let api_version = object.api_version.as_deref().unwrap_or_default();
             let resolved = self
                 .kinds
-                .resolve(api_version, &object.kind)
+                .resolve_target(object)
                 .await
                 .map_err(|e| fail(e.to_string()))?;
             let path = paths::custom_object(
                 namespace,
                 &resolved.qualified_resource(),
-                &object.name,
+                object.name,
                 metric,
                 metric_selector,
             );
@@ -464,12 +473,8 @@ mod tests {
         Quantity::parse(s).unwrap()
     }
 
-    fn ingress() -> CrossVersionObjectReference {
-        CrossVersionObjectReference {
-            api_version: Some("networking.k8s.io/v1".into()),
-            kind: "Ingress".into(),
-            name: "storefront".into(),
-        }
+    fn ingress() -> TargetRef<'static> {
+        TargetRef::new("networking.k8s.io/v1", "Ingress", "storefront")
     }
 
     const NETWORKING_DISCOVERY: &str = r#"{"kind":"APIResourceList","apiVersion":"v1",
@@ -589,7 +594,7 @@ mod tests {
         let value = source(&api)
             .object_metric(
                 "shop",
-                &ingress(),
+                ingress(),
                 "requests_per_second",
                 Some(&metric_selector),
             )
@@ -623,7 +628,7 @@ mod tests {
             CUSTOM_PODS,
         );
         let err = source(&api)
-            .object_metric("shop", &ingress(), "hits", None)
+            .object_metric("shop", ingress(), "hits", None)
             .await
             .unwrap_err();
         assert_eq!(
@@ -692,7 +697,7 @@ mod tests {
         );
         // A kind the cluster does not serve is reported against the metric too.
         let err = metrics
-            .object_metric("default", &ingress(), "hits", None)
+            .object_metric("default", ingress(), "hits", None)
             .await
             .unwrap_err();
         assert!(
@@ -700,6 +705,26 @@ mod tests {
                 "custom.metrics.k8s.io object metric \"hits\" in default: cannot resolve networking.k8s.io/v1 Ingress"
             ),
             "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn plain_text_errors_keep_the_http_reason() {
+        let api = FakeApi::new();
+        api.respond(
+            "GET",
+            "/apis/external.metrics.k8s.io/v1beta1/namespaces/shop/q",
+            503,
+            "upstream connect error",
+        );
+        let err = source(&api)
+            .external_metric("shop", "q", None)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "external.metrics.k8s.io external metric \"q\" in shop: \
+             503 Service Unavailable: upstream connect error"
         );
     }
 

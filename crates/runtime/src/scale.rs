@@ -1,20 +1,38 @@
-//! The scale subresource of any scalable kind, and the pod selector it reports.
+//! The scale subresource of any scalable kind, the selector of a target's pods, and its rollout
+//! state.
 //!
-//! Works for `Deployments`, `StatefulSets`, `ReplicaSets`, `ReplicationControllers` and custom resources
-//! that declare a scale subresource: the target's `apiVersion` + `kind` are resolved through the
-//! shared [`KindResolver`], then `/scale` is read (`autoscaling/v1` Scale) or merge-patched.
+//! Works for `Deployment`, `StatefulSet`, `ReplicaSet`, `ReplicationController` and custom
+//! resources that declare a scale subresource: the target's `apiVersion` + `kind` are resolved
+//! through the shared [`KindResolver`], then `/scale` is read (`autoscaling/v1` Scale) or
+//! merge-patched under the binary's field manager.
 //!
 //! The selector string in `status.selector` is parsed into a [`Selector`] so callers can match
-//! pods from a reflector store without another request.
+//! pods from a reflector store without another request. [`ScaleClient::pod_selector`] also
+//! covers the kinds a VPA may target that have no scale subresource (`DaemonSet`, `Job`,
+//! `CronJob`). Targets are passed as anything that converts into a [`TargetRef`] (each of the
+//! `CrossVersionObjectReference` types).
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) -> plimsoll_runtime::Result<()> {
+//! use plimsoll_runtime::kinds::TargetRef;
+//! use plimsoll_runtime::scale::ScaleClient;
+//! let scales = ScaleClient::new(client, "hpa-plus");
+//! let web = TargetRef::new("apps/v1", "Deployment", "web");
+//! let scale = scales.get("shop", web).await?;
+//! if scale.spec_replicas != 4 {
+//!     scales.set_replicas("shop", web, 4).await?;
+//! }
+//! # Ok(()) }
+//! ```
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v1::Scale;
-use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 
 use crate::error::{Error, Result};
-use crate::kinds::{KindResolver, ResolvedKind};
+use crate::kinds::{KindResolver, ResolvedKind, TargetRef};
 use crate::rollout::{self, RolloutState};
 use crate::selector::Selector;
 
@@ -51,7 +69,8 @@ impl TargetScale {
     }
 }
 
-/// Reads and writes the scale subresource of targets (cheap to clone).
+/// Reads and writes the scale subresource of targets, and finds their pods' selector
+/// (cheap to clone).
 #[derive(Clone)]
 pub struct ScaleClient {
     client: Client,
@@ -80,57 +99,66 @@ impl ScaleClient {
         &self.kinds
     }
 
-    async fn api(
-        &self,
-        namespace: &str,
-        target: &CrossVersionObjectReference,
-    ) -> Result<(Api<DynamicObject>, ResolvedKind)> {
-        let api_version = target.api_version.as_deref().unwrap_or_default();
-        let resolved = self.kinds.resolve(api_version, &target.kind).await?;
-        if !resolved.scalable {
-            return Err(Error::Discovery {
-                api_version: api_version.to_owned(),
-                kind: target.kind.clone(),
-                reason: "the resource has no scale subresource".into(),
-            });
-        }
-        let api = if resolved.namespaced {
+    async fn api(&self, namespace: &str, target: TargetRef<'_>) -> Result<Api<DynamicObject>> {
+        let resolved = self.kinds.resolve_target(target).await?;
+        Ok(self.api_for(namespace, &resolved))
+    }
+
+    fn api_for(&self, namespace: &str, resolved: &ResolvedKind) -> Api<DynamicObject> {
+        if resolved.namespaced {
             Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
         } else {
             Api::all_with(self.client.clone(), &resolved.resource)
-        };
-        Ok((api, resolved))
+        }
+    }
+
+    async fn scalable_api(
+        &self,
+        namespace: &str,
+        target: TargetRef<'_>,
+    ) -> Result<Api<DynamicObject>> {
+        let resolved = self.kinds.resolve_target(target).await?;
+        if !resolved.scalable {
+            return Err(Error::Discovery {
+                api_version: target.api_version.to_owned(),
+                kind: target.kind.to_owned(),
+                reason: "the resource has no scale subresource".into(),
+            });
+        }
+        Ok(self.api_for(namespace, &resolved))
     }
 
     /// Reads the target's scale: desired and current replicas and its pod selector.
-    pub async fn get(
+    pub async fn get<'t>(
         &self,
         namespace: &str,
-        target: &CrossVersionObjectReference,
+        target: impl Into<TargetRef<'t>>,
     ) -> Result<TargetScale> {
-        let (api, _) = self.api(namespace, target).await?;
+        let target = target.into();
+        let api = self.scalable_api(namespace, target).await?;
         let scale = api
-            .get_scale(&target.name)
+            .get_scale(target.name)
             .await
             .map_err(|e| Error::kube(describe("get scale of", namespace, target), e))?;
         TargetScale::from_scale(&scale)
     }
 
     /// Sets `spec.replicas` with a merge patch on `/scale`; returns the scale after the write.
-    pub async fn set_replicas(
+    pub async fn set_replicas<'t>(
         &self,
         namespace: &str,
-        target: &CrossVersionObjectReference,
+        target: impl Into<TargetRef<'t>>,
         replicas: i32,
     ) -> Result<TargetScale> {
-        let (api, _) = self.api(namespace, target).await?;
+        let target = target.into();
+        let api = self.scalable_api(namespace, target).await?;
         let patch = serde_json::json!({ "spec": { "replicas": replicas } });
         let params = PatchParams {
             field_manager: Some(self.field_manager.clone()),
             ..PatchParams::default()
         };
         let scale = api
-            .patch_scale(&target.name, &params, &Patch::Merge(&patch))
+            .patch_scale(target.name, &params, &Patch::Merge(&patch))
             .await
             .map_err(|e| {
                 Error::kube(
@@ -141,27 +169,60 @@ impl ScaleClient {
         TargetScale::from_scale(&scale)
     }
 
-    /// The target's rollout state for `apps/v1` `Deployments` and `StatefulSets`; `None` for every
-    /// other kind (no notion of a rollout the autoscaler knows how to read).
-    pub async fn rollout(
+    /// The selector of the pods `target` manages, as the VPA and HPA find them:
+    /// `spec.selector` of `Deployment`, `StatefulSet`, `ReplicaSet`, `DaemonSet` and `Job`; the
+    /// pod template labels of a `CronJob`'s job template; the `spec.selector` map of a
+    /// `ReplicationController`; for any other kind, `status.selector` of its scale subresource.
+    /// Errors when the target has no selector (an empty one would select every pod).
+    pub async fn pod_selector<'t>(
         &self,
         namespace: &str,
-        target: &CrossVersionObjectReference,
+        target: impl Into<TargetRef<'t>>,
+    ) -> Result<Selector> {
+        let target = target.into();
+        let context = || describe("get pod selector of", namespace, target);
+        let no_selector = || Error::Selector {
+            input: String::new(),
+            reason: format!("{} has no pod selector", context()),
+        };
+        if selector_source(target).is_some() {
+            let object = self
+                .api(namespace, target)
+                .await?
+                .get(target.name)
+                .await
+                .map_err(|e| Error::kube(context(), e))?;
+            return selector_from_object(target, &object.data)?.ok_or_else(no_selector);
+        }
+        self.get(namespace, target)
+            .await?
+            .selector
+            .filter(|s| !s.is_empty())
+            .ok_or_else(no_selector)
+    }
+
+    /// The target's rollout state for `apps/v1` `Deployment` and `StatefulSet`; `None` for every
+    /// other kind (no notion of a rollout the autoscaler knows how to read).
+    pub async fn rollout<'t>(
+        &self,
+        namespace: &str,
+        target: impl Into<TargetRef<'t>>,
     ) -> Result<Option<RolloutState>> {
+        let target = target.into();
         let context = || describe("get rollout state of", namespace, target);
-        match (target.api_version.as_deref(), target.kind.as_str()) {
-            (Some("apps/v1"), "Deployment") => {
+        match (target.api_version, target.kind) {
+            ("apps/v1", "Deployment") => {
                 let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
                 let d = api
-                    .get(&target.name)
+                    .get(target.name)
                     .await
                     .map_err(|e| Error::kube(context(), e))?;
                 Ok(Some(rollout::deployment(&d)))
             }
-            (Some("apps/v1"), "StatefulSet") => {
+            ("apps/v1", "StatefulSet") => {
                 let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), namespace);
                 let s = api
-                    .get(&target.name)
+                    .get(target.name)
                     .await
                     .map_err(|e| Error::kube(context(), e))?;
                 Ok(Some(rollout::statefulset(&s)))
@@ -171,13 +232,75 @@ impl ScaleClient {
     }
 }
 
+/// Where a built-in workload keeps its pod selector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SelectorSource {
+    /// `spec.selector` as a `LabelSelector`.
+    LabelSelector,
+    /// `spec.selector` as a plain label map (`ReplicationController`).
+    LabelMap,
+    /// `spec.jobTemplate.spec.template.metadata.labels` (`CronJob`).
+    CronJobTemplateLabels,
+}
+
+fn selector_source(target: TargetRef<'_>) -> Option<SelectorSource> {
+    match (target.group(), target.kind) {
+        ("apps", "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet") | ("batch", "Job") => {
+            Some(SelectorSource::LabelSelector)
+        }
+        ("batch", "CronJob") => Some(SelectorSource::CronJobTemplateLabels),
+        ("", "ReplicationController") => Some(SelectorSource::LabelMap),
+        _ => None,
+    }
+}
+
+/// Extracts the pod selector of a built-in workload from its JSON (`None` when absent).
+fn selector_from_object(
+    target: TargetRef<'_>,
+    object: &serde_json::Value,
+) -> Result<Option<Selector>> {
+    let invalid = |e: serde_json::Error| Error::Selector {
+        input: String::new(),
+        reason: format!("{target}: malformed selector: {e}"),
+    };
+    let label_map = |value: Option<&serde_json::Value>| -> Result<Option<Selector>> {
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(value.clone()).map_err(invalid)?;
+        Selector::from_label_selector(&LabelSelector {
+            match_labels: Some(labels),
+            match_expressions: None,
+        })
+        .map(Some)
+    };
+    match selector_source(target) {
+        Some(SelectorSource::LabelSelector) => {
+            let Some(value) = object.pointer("/spec/selector").filter(|v| !v.is_null()) else {
+                return Ok(None);
+            };
+            let selector: LabelSelector = serde_json::from_value(value.clone()).map_err(invalid)?;
+            Selector::from_label_selector(&selector).map(Some)
+        }
+        Some(SelectorSource::LabelMap) => label_map(object.pointer("/spec/selector")),
+        Some(SelectorSource::CronJobTemplateLabels) => {
+            label_map(object.pointer("/spec/jobTemplate/spec/template/metadata/labels"))
+        }
+        None => Ok(None),
+    }
+}
+
 /// `"<verb> <apiVersion> <kind> <namespace>/<name>"`, for error context.
-fn describe(verb: &str, namespace: &str, target: &CrossVersionObjectReference) -> String {
+fn describe(verb: &str, namespace: &str, target: TargetRef<'_>) -> String {
+    let api_version = if target.api_version.is_empty() {
+        "<no apiVersion>"
+    } else {
+        target.api_version
+    };
     format!(
-        "{verb} {} {} {namespace}/{}",
-        target.api_version.as_deref().unwrap_or("<no apiVersion>"),
-        target.kind,
-        target.name
+        "{verb} {api_version} {} {namespace}/{}",
+        target.kind, target.name
     )
 }
 
@@ -185,6 +308,7 @@ fn describe(verb: &str, namespace: &str, target: &CrossVersionObjectReference) -
 mod tests {
     use super::*;
     use crate::fake_api::FakeApi;
+    use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
     use std::collections::BTreeMap;
 
     fn target(api_version: &str, kind: &str, name: &str) -> CrossVersionObjectReference {
@@ -324,6 +448,140 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(none, None);
+    }
+
+    #[tokio::test]
+    async fn pod_selectors_of_workloads() {
+        let api = FakeApi::new();
+        api.respond(
+            "GET",
+            "/apis/apps/v1/namespaces/shop/daemonsets/agent",
+            200,
+            r#"{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"agent"},
+                "spec":{"selector":{"matchLabels":{"app":"agent"},
+                  "matchExpressions":[{"key":"track","operator":"NotIn","values":["canary"]}]}}}"#,
+        );
+        api.respond(
+            "GET",
+            "/apis/batch/v1/namespaces/shop/cronjobs/report",
+            200,
+            r#"{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"report"},
+                "spec":{"schedule":"* * * * *","jobTemplate":{"spec":{"template":{
+                  "metadata":{"labels":{"job":"report"}},"spec":{"containers":[]}}}}}}"#,
+        );
+        api.respond(
+            "GET",
+            "/api/v1/namespaces/shop/replicationcontrollers/legacy",
+            200,
+            r#"{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"legacy"},
+                "spec":{"selector":{"app":"legacy"}}}"#,
+        );
+        api.respond(
+            "GET",
+            "/apis/apps/v1/namespaces/shop/deployments/web/scale",
+            200,
+            WEB_SCALE,
+        );
+        let scales = ScaleClient::new(api.client(), "vpa-recommender");
+        let agent = scales
+            .pod_selector("shop", &target("apps/v1", "DaemonSet", "agent"))
+            .await
+            .unwrap();
+        assert_eq!(agent.to_string(), "app=agent,track!=canary");
+        let report = scales
+            .pod_selector("shop", &target("batch/v1", "CronJob", "report"))
+            .await
+            .unwrap();
+        assert_eq!(report.to_string(), "job=report");
+        let legacy = scales
+            .pod_selector("shop", &target("v1", "ReplicationController", "legacy"))
+            .await
+            .unwrap();
+        assert_eq!(legacy.to_string(), "app=legacy");
+        // The VPA's autoscaling/v1 reference works the same way.
+        let vpa_ref = k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference {
+            api_version: Some("apps/v1".into()),
+            kind: "DaemonSet".into(),
+            name: "agent".into(),
+        };
+        assert_eq!(scales.pod_selector("shop", &vpa_ref).await.unwrap(), agent);
+        // A Deployment's selector is read from its own spec, not from the scale.
+        api.respond(
+            "GET",
+            "/apis/apps/v1/namespaces/shop/deployments/web",
+            200,
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+                "spec":{"selector":{"matchLabels":{"app":"web"}},"template":{}}}"#,
+        );
+        let web = scales
+            .pod_selector("shop", &target("apps/v1", "Deployment", "web"))
+            .await
+            .unwrap();
+        assert_eq!(web.to_string(), "app=web");
+    }
+
+    #[tokio::test]
+    async fn custom_kinds_use_the_scale_selector_and_none_is_an_error() {
+        let api = FakeApi::new();
+        api.respond(
+            "GET",
+            "/apis/example.com/v1",
+            200,
+            r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"example.com/v1","resources":[
+              {"name":"webapps","singularName":"webapp","namespaced":true,"kind":"WebApp","verbs":["get"]},
+              {"name":"webapps/scale","singularName":"","namespaced":true,"kind":"Scale","verbs":["get","patch"]}]}"#,
+        );
+        api.respond(
+            "GET",
+            "/apis/example.com/v1/namespaces/shop/webapps/with/scale",
+            200,
+            r#"{"metadata":{"name":"with"},"spec":{"replicas":1},"status":{"replicas":1,"selector":"app=with"}}"#,
+        );
+        api.respond(
+            "GET",
+            "/apis/example.com/v1/namespaces/shop/webapps/without/scale",
+            200,
+            r#"{"metadata":{"name":"without"},"spec":{"replicas":1},"status":{"replicas":1}}"#,
+        );
+        let scales = ScaleClient::new(api.client(), "vpa-recommender");
+        let with = scales
+            .pod_selector("shop", TargetRef::new("example.com/v1", "WebApp", "with"))
+            .await
+            .unwrap();
+        assert_eq!(with.to_string(), "app=with");
+        let err = scales
+            .pod_selector(
+                "shop",
+                TargetRef::new("example.com/v1", "WebApp", "without"),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "get pod selector of example.com/v1 WebApp shop/without has no pod selector"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn selectors_are_extracted_from_workload_json() {
+        let sts = TargetRef::new("apps/v1", "StatefulSet", "db");
+        let without: serde_json::Value = serde_json::json!({"spec": {}});
+        assert_eq!(selector_from_object(sts, &without).unwrap(), None);
+        let bad = serde_json::json!({"spec": {"selector": {"matchExpressions": [
+            {"key": "a", "operator": "Between", "values": ["x"]}]}}});
+        assert!(selector_from_object(sts, &bad).is_err());
+        let job = TargetRef::new("batch/v1", "Job", "j");
+        let labels =
+            serde_json::json!({"spec": {"selector": {"matchLabels": {"controller-uid": "u1"}}}});
+        assert_eq!(
+            selector_from_object(job, &labels)
+                .unwrap()
+                .unwrap()
+                .to_string(),
+            "controller-uid=u1"
+        );
     }
 
     #[test]

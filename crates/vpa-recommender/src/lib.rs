@@ -1,1 +1,4 @@
 //! The vpa-recommender service.
+
+pub mod plot;
+pub mod replay;

@@ -19,12 +19,7 @@ pub struct ApiError {
 impl ApiError {
     /// Builds an error with no details.
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            reason,
-            message: message.into(),
-            details: None,
-        }
+        Self { code, reason, message: message.into(), details: None }
     }
 
     /// Adds `Status.details`.
@@ -36,22 +31,14 @@ impl ApiError {
 
     /// 404: `<resource>.<group> "<name>" not found`.
     pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
-        Self::new(
-            404,
-            "NotFound",
-            format!("{} \"{name}\" not found", qualified(group, plural)),
-        )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, plural)))
+            .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     /// 409: `<resource>.<group> "<name>" already exists`.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
-        Self::new(
-            409,
-            "AlreadyExists",
-            format!("{} \"{name}\" already exists", qualified(group, plural)),
-        )
-        .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, plural)))
+            .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     /// 409 on a stale `metadata.resourceVersion`.
@@ -89,11 +76,7 @@ impl ApiError {
 
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(
-            500,
-            "InternalError",
-            format!("Internal error occurred: {}", message.into()),
-        )
+        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
     }
 
     /// The `metav1.Status` body.
@@ -123,11 +106,7 @@ impl std::fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 fn qualified(group: &str, plural: &str) -> String {
-    if group.is_empty() {
-        plural.to_string()
-    } else {
-        format!("{plural}.{group}")
-    }
+    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
 }
 
 /// The crate's error type for everything that is not an API answer.

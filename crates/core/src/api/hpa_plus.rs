@@ -16,6 +16,7 @@ mod native;
 mod validate;
 
 pub use native::{ANNOTATION_PREFIXES, NativeConversionError};
+pub(crate) use validate::{quantity_milli, quantity_value};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};

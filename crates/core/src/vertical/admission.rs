@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::api::vpa::{self as api, VerticalPodAutoscaler};
 use crate::quantity::{Quantity, QuantityError};
 
 use super::eviction::UpdateMode;
@@ -429,6 +430,21 @@ pub fn admission_patch(
     patch
 }
 
+/// The JSON Patch for the pod `resize` subresource (in-place update): the resource operations of
+/// [`admission_patch`] without the annotation ones, which upstream sends as a separate pod patch.
+pub fn resize_patch(
+    pod: &AdmissionPod,
+    vpa: &AdmissionVpa,
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+) -> Vec<JsonPatchOp> {
+    admission_patch(pod, vpa, container_range, pod_range)
+        .ops
+        .into_iter()
+        .filter(|op| op.path.starts_with("/spec/"))
+        .collect()
+}
+
 fn container_ops(
     index: usize,
     c: &AdmissionContainer,
@@ -466,6 +482,75 @@ fn annotation_op(name: &str, value: &str) -> JsonPatchOp {
         format!("/metadata/annotations/{escaped}"),
         Value::String(value.to_owned()),
     )
+}
+
+/// Reads `spec.resourcePolicy.containerPolicies` of a VPA object.
+pub fn container_policies_from_api(
+    vpa: &VerticalPodAutoscaler,
+) -> Result<Vec<ContainerPolicy>, QuantityError> {
+    let policies = vpa
+        .spec
+        .resource_policy
+        .as_ref()
+        .and_then(|p| p.container_policies.as_ref());
+    policies
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            Ok(ContainerPolicy {
+                container_name: p.container_name.clone().unwrap_or_else(|| "*".to_owned()),
+                mode: match p.mode {
+                    Some(api::ContainerScalingMode::Off) => ContainerMode::Off,
+                    _ => ContainerMode::Auto,
+                },
+                min_allowed: resources_from_k8s(p.min_allowed.as_ref())?,
+                max_allowed: resources_from_k8s(p.max_allowed.as_ref())?,
+                controlled_resources: p
+                    .controlled_resources
+                    .as_ref()
+                    .map(|list| list.iter().filter_map(|n| Resource::from_name(n)).collect()),
+                controlled_values: match p.controlled_values {
+                    Some(api::ControlledValues::RequestsOnly) => ControlledValues::RequestsOnly,
+                    _ => ControlledValues::RequestsAndLimits,
+                },
+            })
+        })
+        .collect()
+}
+
+/// Reads `status.recommendation.containerRecommendations` of a VPA object (`None` when the VPA
+/// has no recommendation yet).
+pub fn recommendations_from_api(
+    vpa: &VerticalPodAutoscaler,
+) -> Result<Option<Vec<ContainerRecommendation>>, QuantityError> {
+    let Some(rec) = vpa.status.as_ref().and_then(|s| s.recommendation.as_ref()) else {
+        return Ok(None);
+    };
+    rec.container_recommendations
+        .iter()
+        .flatten()
+        .map(|c| {
+            Ok(ContainerRecommendation {
+                container: c.container_name.clone().unwrap_or_default(),
+                target: resources_from_k8s(Some(&c.target))?,
+                lower_bound: resources_from_k8s(c.lower_bound.as_ref())?,
+                upper_bound: resources_from_k8s(c.upper_bound.as_ref())?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+impl AdmissionVpa {
+    /// Reads what the webhook needs from a VPA object.
+    pub fn from_api(vpa: &VerticalPodAutoscaler) -> Result<AdmissionVpa, QuantityError> {
+        Ok(AdmissionVpa {
+            name: vpa.metadata.name.clone().unwrap_or_default(),
+            update_mode: UpdateMode::from_api(&vpa.spec.update_mode()),
+            policies: container_policies_from_api(vpa)?,
+            recommendation: recommendations_from_api(vpa)?,
+        })
+    }
 }
 
 /// Converts a `spec.containers[]` entry of a Kubernetes pod.
@@ -854,6 +939,92 @@ mod tests {
         let vpa = AdmissionVpa::test("c", res("500m", ""));
         let patch = admission_patch(&pod, &vpa, Some(&range), None);
         assert_eq!(patch.updates[0].limits, res("1", ""));
+    }
+
+    #[test]
+    fn reads_vpa_object() {
+        let vpa: VerticalPodAutoscaler =
+            serde_saphyr::from_str(include_str!("../../tests/data/vpa-nginx.yaml")).unwrap();
+        let read = AdmissionVpa::from_api(&vpa).unwrap();
+        assert_eq!(read.name, "nginx-vpa");
+        assert_eq!(read.update_mode, UpdateMode::Off);
+        assert_eq!(read.recommendation, None);
+        assert_eq!(read.policies[0].min_allowed, res("90m", "10Mi"));
+        assert_eq!(read.policies[0].max_allowed, res("1000m", "1Gi"));
+        assert_eq!(
+            read.policies[0].controlled_resources,
+            Some(vec![Resource::Cpu, Resource::Memory])
+        );
+        let policy = crate::vertical::eviction::UpdatePolicy::from_api(&vpa).unwrap();
+        assert_eq!(policy.mode, UpdateMode::Off);
+    }
+
+    #[test]
+    fn resize_patch_has_only_resources() {
+        let pod = AdmissionPod::test().container("c", res("1", "1Gi"), res("2", "2Gi"));
+        let vpa = AdmissionVpa::test("c", res("2", "2Gi"));
+        let ops = resize_patch(&pod, &vpa, None, None);
+        let paths: Vec<&str> = ops.iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/spec/containers/0/resources/requests/cpu",
+                "/spec/containers/0/resources/requests/memory",
+                "/spec/containers/0/resources/limits/cpu",
+                "/spec/containers/0/resources/limits/memory",
+            ]
+        );
+        assert_eq!(ops[3].value, json!("4Gi"));
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn milli(m: i64) -> Quantity {
+            Quantity::from_milli(i128::from(m))
+        }
+
+        proptest! {
+            // Without a LimitRange the request always lands in [minAllowed, maxAllowed].
+            #[test]
+            fn request_within_policy(target in 1i64..100_000, a in 1i64..100_000, b in 1i64..100_000) {
+                let (lo, hi) = (a.min(b), a.max(b));
+                let pod = AdmissionPod::test().container("c", Resources::default(), Resources::default());
+                let vpa = AdmissionVpa::test("c", Resources { cpu: Some(milli(target)), memory: None })
+                    .policy(ContainerPolicy {
+                        container_name: "c".to_owned(),
+                        min_allowed: Resources { cpu: Some(milli(lo)), memory: None },
+                        max_allowed: Resources { cpu: Some(milli(hi)), memory: None },
+                        ..ContainerPolicy::default()
+                    });
+                let patch = admission_patch(&pod, &vpa, None, None);
+                let got = patch.updates[0].requests.cpu.unwrap().milli();
+                prop_assert!(i128::from(lo) <= got && got <= i128::from(hi));
+                prop_assert_eq!(admission_patch(&pod, &vpa, None, None), patch);
+            }
+
+            // RequestsOnly never sets a request above the container's limit.
+            #[test]
+            fn requests_only_stays_below_limit(target in 1i64..100_000, request in 1i64..50_000, extra in 0i64..50_000) {
+                let limit = request + extra;
+                let pod = AdmissionPod::test().container(
+                    "c",
+                    Resources { cpu: Some(milli(request)), memory: None },
+                    Resources { cpu: Some(milli(limit)), memory: None },
+                );
+                let vpa = AdmissionVpa::test("c", Resources { cpu: Some(milli(target)), memory: None })
+                    .policy(ContainerPolicy {
+                        container_name: "*".to_owned(),
+                        controlled_values: ControlledValues::RequestsOnly,
+                        ..ContainerPolicy::default()
+                    });
+                let patch = admission_patch(&pod, &vpa, None, None);
+                let got = patch.updates[0].requests.cpu.unwrap().milli();
+                prop_assert!(got <= i128::from(limit));
+                prop_assert!(patch.updates[0].limits.is_empty());
+            }
+        }
     }
 
     #[test]

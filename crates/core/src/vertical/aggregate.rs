@@ -221,18 +221,23 @@ impl AggregateContainerState {
 
     /// Upstream's confidence in this history: `min(days between first and last sample,
     /// samples / 1440)`; a steady sample per minute for N days gives N.
+    ///
+    /// A missing timestamp counts as Go's zero time, as in upstream: a checkpoint with
+    /// `firstSampleStart: null` has a lifespan of Go's longest duration (~292 years), so its
+    /// confidence comes from the sample count alone.
     pub fn confidence(&self) -> f64 {
-        let lifespan_days = match (self.first_sample_start, self.last_sample_start) {
-            (Some(first), Some(last)) => {
-                last.duration_since(first).as_nanos() as f64
-                    / SignedDuration::from_hours(24).as_nanos() as f64
-            }
-            _ => 0.0,
-        };
+        let go_nanos =
+            |t: Option<Timestamp>| t.map_or(-GO_ZERO_TO_UNIX_NANOS, Timestamp::as_nanosecond);
+        let lifespan = (go_nanos(self.last_sample_start) - go_nanos(self.first_sample_start))
+            .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as f64;
+        let lifespan_days = lifespan / SignedDuration::from_hours(24).as_nanos() as f64;
         let samples_days = self.total_samples_count as f64 / (60.0 * 24.0);
         lifespan_days.min(samples_days)
     }
 }
+
+/// Nanoseconds from Go's zero time (0001-01-01T00:00:00Z) to the Unix epoch.
+const GO_ZERO_TO_UNIX_NANOS: i128 = 62_135_596_800 * 1_000_000_000;
 
 /// Why an OOM kill was not recorded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -551,6 +556,16 @@ mod tests {
         let mut empty = AggregateContainerState::new(&config, t);
         empty.merge(&a);
         assert_eq!(empty.first_sample_start, Some(t));
+    }
+
+    #[test]
+    fn confidence_without_first_sample_uses_go_zero_time() {
+        let (mut agg, _, _) = setup();
+        agg.total_samples_count = 9371;
+        agg.last_sample_start = Some(ts("2021-11-28T14:13:59Z"));
+        assert!((agg.confidence() - 9371.0 / 1440.0).abs() < 1e-12);
+        agg.last_sample_start = None;
+        assert!(agg.confidence().abs() < 1e-12);
     }
 
     #[test]

@@ -190,7 +190,141 @@ mod tests {
         HistogramOptions::exponential(100.0, 10.0, 2.0, 1e-15).expect("valid")
     }
 
-    // upstream: util/decaying_histogram_test.go TestPercentilesEmptyDecayingHistogram
+    /// upstream `testHistogramOptions` (linear, max 10, bucket 1) and `startTime`.
+    fn upstream() -> (HistogramOptions, Timestamp) {
+        (
+            HistogramOptions::linear(10.0, 1.0, 1e-15).expect("valid"),
+            Timestamp::from_second(1_234_567_890).expect("ts"),
+        )
+    }
+
+    const HOUR: SignedDuration = SignedDuration::from_hours(1);
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+    }
+
+    // upstream: util/decaying_histogram_test.go TestSimpleDecay
+    #[test]
+    fn upstream_simple_decay() {
+        let (o, start) = upstream();
+        let mut h = DecayingHistogram::new(o, HOUR);
+        h.add_sample(2.0, 1000.0, start);
+        h.add_sample(1.0, 1.0, start + HOUR * 20);
+        assert!(close(h.percentile(0.999), 2.0));
+        assert!(close(h.percentile(1.0), 3.0));
+    }
+
+    // upstream: util/decaying_histogram_test.go TestLongtermDecay
+    #[test]
+    fn upstream_longterm_decay() {
+        let (o, start) = upstream();
+        let mut h = DecayingHistogram::new(o, HOUR);
+        h.add_sample(2.0, 1.0, start);
+        h.add_sample(1.0, 1.0, start + HOUR * 101);
+        assert!(close(h.percentile(1.0), 2.0));
+    }
+
+    // upstream: util/decaying_histogram_test.go TestDecayingHistogramPercentiles
+    #[test]
+    fn upstream_decaying_percentiles() {
+        let (o, start) = upstream();
+        let mut h = DecayingHistogram::new(o, HOUR);
+        for i in 1..=4 {
+            h.add_sample(f64::from(i), f64::from(i), start + HOUR * (i - 1));
+        }
+        let table = [
+            (0.00, 2.0),
+            (0.02, 2.0),
+            (0.03, 3.0),
+            (0.10, 3.0),
+            (0.11, 4.0),
+            (0.34, 4.0),
+            (0.35, 5.0),
+            (1.00, 5.0),
+        ];
+        for (p, want) in table {
+            assert!(close(h.percentile(p), want), "p{p}: {}", h.percentile(p));
+        }
+    }
+
+    // upstream: util/decaying_histogram_test.go TestNoDecay
+    #[test]
+    fn upstream_no_decay() {
+        let (o, start) = upstream();
+        let mut h = DecayingHistogram::new(o, HOUR);
+        for i in 1..=4 {
+            h.add_sample(f64::from(i), f64::from(i), start);
+        }
+        let table = [
+            (0.0, 2.0),
+            (0.1, 2.0),
+            (0.2, 3.0),
+            (0.3, 3.0),
+            (0.4, 4.0),
+            (0.5, 4.0),
+            (0.6, 4.0),
+            (0.7, 5.0),
+            (0.8, 5.0),
+            (0.9, 5.0),
+            (1.0, 5.0),
+        ];
+        for (p, want) in table {
+            assert!(close(h.percentile(p), want), "p{p}: {}", h.percentile(p));
+        }
+    }
+
+    // upstream: util/decaying_histogram_test.go TestDecayingHistogramMerge
+    #[test]
+    fn upstream_decaying_merge() {
+        let (o, start) = upstream();
+        let mut h1 = DecayingHistogram::new(o, HOUR);
+        h1.add_sample(1.0, 1.0, start);
+        h1.add_sample(2.0, 1.0, start + HOUR);
+        let mut h2 = DecayingHistogram::new(o, HOUR);
+        h2.add_sample(2.0, 1.0, start + HOUR * 2);
+        h2.add_sample(3.0, 1.0, start + HOUR);
+        let mut expected = DecayingHistogram::new(o, HOUR);
+        expected.add_sample(2.0, 1.0, start + HOUR * 2);
+        expected.add_sample(2.0, 1.0, start + HOUR);
+        expected.add_sample(3.0, 1.0, start + HOUR);
+        expected.add_sample(1.0, 1.0, start);
+        h1.merge(&h2);
+        assert_eq!(h1.reference_timestamp(), expected.reference_timestamp());
+        for b in 0..o.num_buckets() {
+            let (a, e) = (
+                h1.histogram().bucket_weight(b),
+                expected.histogram().bucket_weight(b),
+            );
+            assert!((a - e).abs() <= 1e-15, "bucket {b}: {a} vs {e}");
+        }
+    }
+
+    // upstream: util/decaying_histogram_test.go TestDecayingHistogramSaveToCheckpoint
+    #[test]
+    fn upstream_decaying_save() {
+        let (o, start) = upstream();
+        let mut h = DecayingHistogram::new(o, HOUR);
+        h.add_sample(2.0, 1.0, start + HOUR * 100);
+        assert!(h.reference_timestamp().is_some());
+        let (reference, weights, total) = h.save();
+        assert_eq!(reference, h.reference_timestamp());
+        assert!(!weights.is_empty());
+        assert!(total > 0.0);
+    }
+
+    // upstream: util/decaying_histogram_test.go TestDecayingHistogramLoadFromCheckpoint
+    #[test]
+    fn upstream_decaying_load() {
+        let (o, _) = upstream();
+        let t = ts("2018-01-02T03:04:05Z");
+        let mut h = DecayingHistogram::new(o, HOUR);
+        h.load(Some(t), &BTreeMap::from([(0, 1)]), 6.0)
+            .expect("loads");
+        assert!(!h.is_empty());
+        assert_eq!(h.reference_timestamp(), Some(t));
+    }
+
     #[test]
     fn empty_is_zero() {
         let h = DecayingHistogram::new(options(), DAY);
@@ -198,7 +332,6 @@ mod tests {
         assert!(h.is_empty());
     }
 
-    // upstream: util/decaying_histogram_test.go TestSimpleDecay
     #[test]
     fn newer_samples_weigh_more() {
         let mut h = DecayingHistogram::new(options(), SignedDuration::from_hours(1));
@@ -211,7 +344,6 @@ mod tests {
         assert!((h.percentile(0.99) - 70.0).abs() < 1e-9);
     }
 
-    // upstream: util/decaying_histogram_test.go TestLongtermDecay
     #[test]
     fn reference_moves_forward_after_100_half_lives() {
         let mut h = DecayingHistogram::new(options(), SignedDuration::from_hours(1));
@@ -225,7 +357,6 @@ mod tests {
         assert!(h.histogram().bucket_weight(1) < 1e-15);
     }
 
-    // upstream: util/decaying_histogram_test.go TestDecayingHistogramMerge
     #[test]
     fn merge_aligns_references() {
         let start = ts("2024-01-01T00:00:00Z");
@@ -242,8 +373,6 @@ mod tests {
         assert!((c.histogram().total_weight() - b.histogram().total_weight()).abs() < 1e-12);
     }
 
-    // upstream: util/decaying_histogram_test.go TestDecayingHistogramSaveToCheckpoint /
-    // TestDecayingHistogramLoadFromCheckpoint
     #[test]
     fn save_and_load_keep_reference() {
         let t = ts("2024-01-01T05:00:00Z");
@@ -255,6 +384,29 @@ mod tests {
         g.load(reference, &weights, total).expect("loads");
         assert_eq!(g.reference_timestamp(), reference);
         assert!((g.histogram().total_weight() - total).abs() < 1e-12);
+    }
+
+    proptest::proptest! {
+        /// Decay, shifting and subtraction never make a weight negative.
+        #[test]
+        fn weights_never_negative(
+            ops in proptest::collection::vec((0_i64..40_000_000, 0.0_f64..200.0, 0.0_f64..5.0, proptest::bool::ANY), 1..80),
+        ) {
+            let mut h = DecayingHistogram::new(options(), SignedDuration::from_hours(1));
+            let t0 = ts("2024-01-01T00:00:00Z");
+            for (secs, value, weight, subtract) in ops {
+                let t = t0 + SignedDuration::from_secs(secs);
+                if subtract {
+                    h.subtract_sample(value, weight, t);
+                } else {
+                    h.add_sample(value, weight, t);
+                }
+                for b in 0..h.histogram().options().num_buckets() {
+                    proptest::prop_assert!(h.histogram().bucket_weight(b) >= 0.0);
+                }
+                proptest::prop_assert!(h.histogram().total_weight() >= -1e-9);
+            }
+        }
     }
 
     #[test]

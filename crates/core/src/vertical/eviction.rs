@@ -23,11 +23,16 @@ use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::priority::{
-    ContainerRecommendation, EvictionRequirement, Owner, PodPhase, PodPriority, PodSnapshot,
-    PriorityDecision, PrioritySkip, ResizeStatus, UpdateConfig, decide_priority,
-    meets_eviction_requirements, sort_by_update_order,
+use super::admission::{
+    ContainerMode, ContainerPolicy, container_policies_from_api, container_policy,
 };
+use super::priority::{
+    AcceptReason, ChangeRequirement, ContainerRecommendation, EvictionRequirement, Owner, PodPhase,
+    PodPriority, PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, Resource, UpdateConfig,
+    decide_priority, meets_eviction_requirements, sort_by_update_order,
+};
+use crate::api::vpa::{self as api, VerticalPodAutoscaler};
+use crate::quantity::QuantityError;
 
 /// A resize stuck in `Deferred` longer than this falls back to eviction (upstream constant).
 pub const DEFERRED_RESIZE_TIMEOUT: SignedDuration = SignedDuration::from_mins(5);
@@ -145,7 +150,8 @@ pub struct EvictionBudget {
 }
 
 impl EvictionBudget {
-    /// Builds the budget from the live pods of one VPA.
+    /// Builds the budget from the live pods of one VPA (leave out pods with a
+    /// `deletionTimestamp`, as upstream `filterDeletedPods` does).
     ///
     /// `replicas` returns the owner's desired replica count (`spec.replicas`, or
     /// `status.numberReady` for a `DaemonSet`); it is not asked for Jobs and other kinds, which use
@@ -244,11 +250,7 @@ impl EvictionBudget {
         }
         let (_, stats) = self.stats_of(pod)?;
         if pod.resize != ResizeStatus::None {
-            return if stuck_resize_may_be_evicted(pod, stats, now) {
-                Ok(())
-            } else {
-                Err(Denial::ResizeInProgress)
-            };
+            return stuck_resize_may_be_evicted(pod, stats, now);
         }
         if stats.is_disruptable() {
             Ok(())
@@ -284,10 +286,9 @@ impl EvictionBudget {
             return InPlaceDecision::Deferred(Denial::Pending);
         }
         if pod.resize != ResizeStatus::None {
-            return if stuck_resize_may_be_evicted(pod, stats, now) {
-                InPlaceDecision::Evict
-            } else {
-                InPlaceDecision::Deferred(Denial::ResizeInProgress)
+            return match stuck_resize_may_be_evicted(pod, stats, now) {
+                Ok(()) => InPlaceDecision::Evict,
+                Err(denial) => InPlaceDecision::Deferred(denial),
             };
         }
         if stats.is_disruptable() {
@@ -326,12 +327,19 @@ pub enum InPlaceDecision {
 /// Upstream `CanEvictInPlacingPod`: a resizing pod may be evicted when the group can afford it
 /// and the resize has failed or is stuck. `last_in_place_attempt` defaults to `now` (upstream
 /// records the first sighting), so a stuck resize is only evicted after the timeout.
-fn stuck_resize_may_be_evicted(pod: &PodSnapshot, stats: &GroupStats, now: Timestamp) -> bool {
+fn stuck_resize_may_be_evicted(
+    pod: &PodSnapshot,
+    stats: &GroupStats,
+    now: Timestamp,
+) -> Result<(), Denial> {
     if !stats.is_disruptable() {
-        return false;
+        return Err(Denial::BudgetExhausted {
+            configured: stats.configured,
+            tolerance: stats.eviction_tolerance,
+        });
     }
     let since = now.duration_since(pod.last_in_place_attempt.unwrap_or(now));
-    match pod.resize {
+    let stuck = match pod.resize {
         ResizeStatus::None => false,
         ResizeStatus::Deferred => since > DEFERRED_RESIZE_TIMEOUT,
         ResizeStatus::InProgress => since > IN_PROGRESS_RESIZE_TIMEOUT,
@@ -339,6 +347,11 @@ fn stuck_resize_may_be_evicted(pod: &PodSnapshot, stats: &GroupStats, now: Times
         | ResizeStatus::PendingOther
         | ResizeStatus::Error
         | ResizeStatus::InProgressOther => true,
+    };
+    if stuck {
+        Ok(())
+    } else {
+        Err(Denial::ResizeInProgress)
     }
 }
 
@@ -371,6 +384,19 @@ impl UpdateMode {
         })
     }
 
+    /// Maps the API enum; `InPlace` and unknown modes become `Off` (see [`UpdatePolicy::from_api`]).
+    pub fn from_api(mode: &api::UpdateMode) -> UpdateMode {
+        match mode {
+            api::UpdateMode::Off | api::UpdateMode::InPlace | api::UpdateMode::Unknown(_) => {
+                UpdateMode::Off
+            }
+            api::UpdateMode::Initial => UpdateMode::Initial,
+            api::UpdateMode::Recreate => UpdateMode::Recreate,
+            api::UpdateMode::Auto => UpdateMode::Auto,
+            api::UpdateMode::InPlaceOrRecreate => UpdateMode::InPlaceOrRecreate,
+        }
+    }
+
     /// True for the modes the updater acts on.
     pub fn updater_acts(self) -> bool {
         matches!(
@@ -391,8 +417,61 @@ pub struct UpdatePolicy {
     pub eviction_requirements: Vec<EvictionRequirement>,
     /// `spec.updatePolicy.evictAfterOOMSeconds`, overriding the flag.
     pub evict_after_oom: Option<SignedDuration>,
-    /// Containers whose resource policy has `mode: Off`.
-    pub scaling_off: BTreeSet<String>,
+    /// `spec.resourcePolicy.containerPolicies` (for `mode: Off`).
+    pub container_policies: Vec<ContainerPolicy>,
+}
+
+impl UpdatePolicy {
+    /// Reads the update policy of a VPA object. Unknown modes (and `InPlace`, which Plimsoll does
+    /// not implement yet) count as `Off`: the updater never acts on what it does not understand.
+    pub fn from_api(vpa: &VerticalPodAutoscaler) -> Result<UpdatePolicy, QuantityError> {
+        let policy = vpa.spec.update_policy.as_ref();
+        let eviction_requirements = policy
+            .and_then(|p| p.eviction_requirements.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                let change_requirement = match r.change_requirement {
+                    api::EvictionChangeRequirement::TargetHigherThanRequests => {
+                        ChangeRequirement::TargetHigherThanRequests
+                    }
+                    api::EvictionChangeRequirement::TargetLowerThanRequests => {
+                        ChangeRequirement::TargetLowerThanRequests
+                    }
+                    api::EvictionChangeRequirement::Unknown(_) => return None,
+                };
+                Some(EvictionRequirement {
+                    resources: r
+                        .resources
+                        .iter()
+                        .filter_map(|n| Resource::from_name(n))
+                        .collect(),
+                    change_requirement,
+                })
+            })
+            .collect();
+        Ok(UpdatePolicy {
+            mode: UpdateMode::from_api(&vpa.spec.update_mode()),
+            min_replicas: policy.and_then(|p| p.min_replicas),
+            eviction_requirements,
+            evict_after_oom: policy
+                .and_then(|p| p.evict_after_oom_seconds)
+                .map(|s| SignedDuration::from_secs(i64::from(s))),
+            container_policies: container_policies_from_api(vpa)?,
+        })
+    }
+
+    fn scaling_off(&self, pod: &PodSnapshot) -> BTreeSet<String> {
+        pod.containers
+            .iter()
+            .chain(&pod.init_containers)
+            .filter(|c| {
+                container_policy(&self.container_policies, &c.name)
+                    .is_some_and(|p| p.mode == ContainerMode::Off)
+            })
+            .map(|c| c.name.clone())
+            .collect()
+    }
 }
 
 /// What the updater does with a pod this loop.
@@ -462,12 +541,12 @@ pub fn plan_updates(
             })
             .collect();
     }
-    let mut queued: Vec<(&PodSnapshot, PodPriority)> = Vec::new();
+    let mut queued: Vec<(&PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
     let mut skipped: Vec<PodAction> = Vec::new();
     for pod in pods {
         let recs = recommend(pod);
         let PriorityDecision { priority, verdict } =
-            decide_priority(pod, &recs, &policy.scaling_off, &config, now);
+            decide_priority(pod, &recs, &policy.scaling_off(pod), &config, now);
         let verdict = verdict.and_then(|accept| {
             if meets_eviction_requirements(pod, &recs, &policy.eviction_requirements) {
                 Ok(accept)
@@ -476,7 +555,7 @@ pub fn plan_updates(
             }
         });
         match verdict {
-            Ok(_) => queued.push((pod, priority)),
+            Ok(accept) => queued.push((pod, priority, accept)),
             Err(skip) => skipped.push(PodAction {
                 pod: pod.name.clone(),
                 rank: None,
@@ -486,12 +565,12 @@ pub fn plan_updates(
             }),
         }
     }
-    sort_by_update_order(&mut queued, |(_, p)| *p);
+    sort_by_update_order(&mut queued, |(_, p, _)| *p);
 
     let mut budget = EvictionBudget::new(pods, replicas, policy.min_replicas, eviction_config);
     let mut actions = Vec::with_capacity(pods.len());
-    let mut fallback: Vec<(usize, &PodSnapshot, PodPriority)> = Vec::new();
-    for (i, (pod, priority)) in queued.into_iter().enumerate() {
+    let mut fallback: Vec<(usize, &PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
+    for (i, (pod, priority, accept)) in queued.into_iter().enumerate() {
         let rank = Some(i + 1);
         if policy.mode == UpdateMode::InPlaceOrRecreate {
             match budget.in_place_decision(pod, now) {
@@ -502,11 +581,11 @@ pub fn plan_updates(
                         rank,
                         priority,
                         action: Action::Resize,
-                        reason: "resize in place".to_owned(),
+                        reason: format!("resize in place: {accept}"),
                     });
                 }
                 // Upstream evicts these after the in-place pass; keep their queue position.
-                InPlaceDecision::Evict => fallback.push((i, pod, priority)),
+                InPlaceDecision::Evict => fallback.push((i, pod, priority, accept)),
                 InPlaceDecision::Deferred(denial) => actions.push(PodAction {
                     pod: pod.name.clone(),
                     rank,
@@ -517,23 +596,18 @@ pub fn plan_updates(
             }
             continue;
         }
-        actions.push(evict_or_skip(
-            &mut budget,
-            pod,
-            rank,
-            priority,
-            now,
-            "evict",
-        ));
+        let why = format!("evict: {accept}");
+        actions.push(evict_or_skip(&mut budget, pod, rank, priority, now, &why));
     }
-    for (i, pod, priority) in fallback {
+    for (i, pod, priority, accept) in fallback {
+        let why = format!("in-place resize failed or stuck; evict: {accept}");
         actions.push(evict_or_skip(
             &mut budget,
             pod,
             Some(i + 1),
             priority,
             now,
-            "in-place resize stuck; evict",
+            &why,
         ));
     }
     actions.extend(skipped);

@@ -41,11 +41,13 @@ pub const EPSILON: f64 = 0.001 * MIN_SAMPLE_WEIGHT;
 /// Largest bucket weight stored in a checkpoint; all others are scaled relative to it.
 pub const MAX_CHECKPOINT_WEIGHT: u32 = 10_000;
 
-/// The bucketing scheme of a histogram (upstream `exponentialHistogramOptions`).
+/// The bucketing scheme of a histogram (upstream `exponentialHistogramOptions`, and
+/// `linearHistogramOptions` when `ratio` is 1).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HistogramOptions {
     num_buckets: usize,
     first_bucket_size: f64,
+    /// Growth of each bucket over the previous one; exactly 1.0 means linear buckets.
     ratio: f64,
     epsilon: f64,
 }
@@ -74,12 +76,33 @@ impl HistogramOptions {
         })
     }
 
-    /// Upstream's CPU scheme, in cores: first bucket 0.001 core (upstream's code; its comment
-    /// says 0.01), up to 1000 cores, ratio 1.05, epsilon 0.0001 — 223 buckets.
+    /// Equal buckets of `bucket_size` from 0 to at least `max_value` (upstream
+    /// `NewLinearHistogramOptions`, used by its tests). Requires all arguments > 0.
+    pub fn linear(max_value: f64, bucket_size: f64, epsilon: f64) -> Result<Self, HistogramError> {
+        if !(max_value > 0.0 && bucket_size > 0.0 && epsilon > 0.0) {
+            return Err(HistogramError::InvalidOptions(
+                "maxValue, bucketSize and epsilon must be > 0",
+            ));
+        }
+        Ok(Self {
+            num_buckets: (max_value / bucket_size).ceil() as usize + 1,
+            first_bucket_size: bucket_size,
+            ratio: 1.0,
+            epsilon,
+        })
+    }
+
+    fn is_linear(&self) -> bool {
+        self.ratio.to_bits() == 1.0_f64.to_bits()
+    }
+
+    /// Upstream's CPU scheme, in cores: first bucket 0.01 core, up to 1000 cores, ratio 1.05,
+    /// epsilon 0.0001 — 176 buckets. This is the scheme of checkpoint format `v3`; a change would
+    /// need a new format version.
     pub fn cpu() -> Self {
         Self {
-            num_buckets: 223,
-            first_bucket_size: 0.001,
+            num_buckets: 176,
+            first_bucket_size: 0.01,
             ratio: 1.0 + BUCKET_SIZE_GROWTH,
             epsilon: EPSILON,
         }
@@ -108,6 +131,10 @@ impl HistogramOptions {
 
     /// The bucket `value` falls in; values outside the range go to the first or last bucket.
     pub fn find_bucket(&self, value: f64) -> usize {
+        if self.is_linear() {
+            let bucket = (value / self.first_bucket_size) as i64;
+            return bucket.clamp(0, self.num_buckets as i64 - 1) as usize;
+        }
         if value < self.first_bucket_size || value.is_nan() {
             return 0;
         }
@@ -121,6 +148,9 @@ impl HistogramOptions {
     /// Where bucket `bucket` starts (0 for bucket 0). Indices past the end are clamped.
     pub fn bucket_start(&self, bucket: usize) -> f64 {
         let bucket = bucket.min(self.num_buckets - 1);
+        if self.is_linear() {
+            return bucket as f64 * self.first_bucket_size;
+        }
         if bucket == 0 {
             return 0.0;
         }
@@ -352,14 +382,190 @@ impl Histogram {
 mod tests {
     use super::*;
 
+    /// upstream `testHistogramOptions`: linear, max 10, bucket 1, epsilon 1e-15.
+    fn upstream_options() -> HistogramOptions {
+        HistogramOptions::linear(10.0, 1.0, 1e-15).expect("valid")
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+    }
+
+    // upstream: util/histogram_test.go TestPercentilesEmptyHistogram
+    #[test]
+    fn upstream_percentiles_empty() {
+        let h = Histogram::new(upstream_options());
+        for p in [-0.5, 0.0, 0.5, 1.0, 1.5] {
+            assert!(h.percentile(p).abs() < f64::EPSILON);
+        }
+    }
+
+    // upstream: util/histogram_test.go TestPercentiles
+    #[test]
+    fn upstream_percentiles() {
+        let mut h = Histogram::new(upstream_options());
+        for i in 1..=4 {
+            h.add_sample(f64::from(i), f64::from(i));
+        }
+        let table = [
+            (0.0, 2.0),
+            (0.1, 2.0),
+            (0.2, 3.0),
+            (0.3, 3.0),
+            (0.4, 4.0),
+            (0.5, 4.0),
+            (0.6, 4.0),
+            (0.7, 5.0),
+            (0.8, 5.0),
+            (0.9, 5.0),
+            (1.0, 5.0),
+        ];
+        for (p, want) in table {
+            assert!(close(h.percentile(p), want), "p{p}: {}", h.percentile(p));
+        }
+    }
+
+    // upstream: util/histogram_test.go TestPercentileOutOfBounds
+    #[test]
+    fn upstream_percentile_out_of_bounds() {
+        let mut h = Histogram::new(HistogramOptions::linear(1.0, 0.1, 1e-15).expect("valid"));
+        h.add_sample(0.1, 0.1);
+        h.add_sample(0.2, 0.2);
+        assert!(close(h.percentile(-0.1), 0.2));
+        assert!(close(h.percentile(1.1), 0.3));
+        h.add_sample(0.0, 0.1);
+        h.add_sample(1.0, 0.2);
+        assert!(close(h.percentile(-0.1), 0.1));
+        assert!(close(h.percentile(1.1), 1.0));
+    }
+
+    // upstream: util/histogram_test.go TestEmptyHistogram
+    #[test]
+    fn upstream_empty_histogram() {
+        let eps = 1e-15;
+        let mut h = Histogram::new(HistogramOptions::linear(1.0, 0.1, eps).expect("valid"));
+        assert!(h.is_empty());
+        h.add_sample(0.1, eps * 2.5);
+        assert!(!h.is_empty());
+        h.subtract_sample(0.1, eps);
+        assert!(!h.is_empty());
+        h.subtract_sample(0.1, eps);
+        assert!(h.is_empty());
+    }
+
+    // upstream: util/histogram_test.go TestNonEmptyOnEpsilonAddition
+    #[test]
+    fn upstream_non_empty_on_epsilon_addition() {
+        let eps = 1e-15;
+        let mut h = Histogram::new(HistogramOptions::linear(1.0, 0.1, eps).expect("valid"));
+        h.add_sample(9.9, eps * 3.0);
+        assert!(!h.is_empty());
+        h.add_sample(0.1, eps * 0.3);
+        assert!(!h.is_empty());
+        h.add_sample(999.9, eps * 0.3);
+        assert!(!h.is_empty());
+    }
+
+    // upstream: util/histogram_test.go TestHistogramMerge
+    #[test]
+    fn upstream_merge() {
+        let mut h1 = Histogram::new(upstream_options());
+        h1.add_sample(1.0, 1.0);
+        h1.add_sample(2.0, 1.0);
+        let mut h2 = Histogram::new(upstream_options());
+        h2.add_sample(2.0, 1.0);
+        h2.add_sample(3.0, 1.0);
+        let mut expected = Histogram::new(upstream_options());
+        for v in [1.0, 2.0, 2.0, 3.0] {
+            expected.add_sample(v, 1.0);
+        }
+        h1.merge(&h2);
+        assert_eq!(h1, expected);
+    }
+
+    // upstream: util/histogram_test.go TestHistogramSaveToCheckpointEmpty, TestHistogramSaveToCheckpoint,
+    // TestHistogramSaveToCheckpointDropsRelativelySmallValues, TestHistogramSaveToCheckpointForMultipleValues
+    #[test]
+    fn upstream_save_to_checkpoint() {
+        type Case = (&'static [(f64, f64)], &'static [(f64, u32)], f64);
+        let o = upstream_options();
+        let (w, total) = Histogram::new(o).save();
+        assert!(w.is_empty() && total.abs() < f64::EPSILON);
+        let cases: [Case; 3] = [
+            (&[(1.0, 1.0)], &[(1.0, 10_000)], 1.0),
+            (&[(1.0, 1.0), (2.0, 100_000.0)], &[(2.0, 10_000)], 100_001.0),
+            (
+                &[(1.0, 1.0), (2.0, 10_000.0), (3.0, 50.0)],
+                &[(1.0, 1), (2.0, 10_000), (3.0, 50)],
+                10_051.0,
+            ),
+        ];
+        for (samples, want, want_total) in cases {
+            let mut h = Histogram::new(o);
+            for (v, w) in samples {
+                h.add_sample(*v, *w);
+            }
+            let (weights, total) = h.save();
+            let want: BTreeMap<usize, u32> =
+                want.iter().map(|(v, w)| (o.find_bucket(*v), *w)).collect();
+            assert_eq!(weights, want);
+            assert!(close(total, want_total));
+        }
+    }
+
+    // upstream: util/histogram_test.go TestHistogramLoadFromCheckpoint,
+    // ...ReturnsErrorOnInvalidBucket, ...ReturnsErrorNegativeTotaWeight
+    #[test]
+    fn upstream_load_from_checkpoint() {
+        let mut h = Histogram::new(upstream_options());
+        h.load(&BTreeMap::from([(0, 1), (1, 2)]), 6.0)
+            .expect("loads");
+        assert!(close(h.total_weight(), 6.0));
+        assert!(close(h.bucket_weight(0), 2.0));
+        assert!(close(h.bucket_weight(1), 4.0));
+        let mut h = Histogram::new(upstream_options());
+        assert!(h.load(&BTreeMap::from([(99, 1)]), 1.0).is_err());
+        assert!(h.load(&BTreeMap::new(), -1.0).is_err());
+    }
+
     fn linear_like() -> HistogramOptions {
-        // upstream histogram_test.go uses linear options (max 10, bucket 1, epsilon 1e-15); an
-        // exponential scheme with ratio close to 1 has different edges, so these tests use
-        // exponential options with their own expectations.
+        // Exponential buckets [0,10) [10,30) [30,70) [70,150) [150,∞): easy edges to check.
         HistogramOptions::exponential(100.0, 10.0, 2.0, 1e-15).expect("valid")
     }
 
+    // upstream: util/histogram_options_test.go TestLinearHistogramOptions
+    #[test]
+    fn upstream_linear_options() {
+        let o = HistogramOptions::linear(5.0, 0.3, 0.001).expect("valid");
+        assert!(close(o.epsilon(), 0.001));
+        assert_eq!(o.num_buckets(), 18);
+        assert!(o.bucket_start(0).abs() < f64::EPSILON);
+        assert!(close(o.bucket_start(17), 5.1));
+        for (value, bucket) in [(-1.0, 0), (0.0, 0), (1.3, 4), (100.0, 17)] {
+            assert_eq!(o.find_bucket(value), bucket, "value {value}");
+        }
+    }
+
     // upstream: util/histogram_options_test.go TestExponentialHistogramOptions
+    #[test]
+    fn upstream_exponential_options() {
+        let o = HistogramOptions::exponential(500.0, 40.0, 1.5, 0.001).expect("valid");
+        assert_eq!(o.num_buckets(), 6);
+        for (bucket, start) in [
+            (0, 0.0),
+            (1, 40.0),
+            (2, 100.0),
+            (3, 190.0),
+            (4, 325.0),
+            (5, 527.5),
+        ] {
+            assert!(close(o.bucket_start(bucket), start), "bucket {bucket}");
+        }
+        for (value, bucket) in [(-1.0, 0), (39.99, 0), (40.0, 1), (100.0, 2), (900.0, 5)] {
+            assert_eq!(o.find_bucket(value), bucket, "value {value}");
+        }
+    }
+
     #[test]
     fn exponential_options_buckets() {
         let o = HistogramOptions::exponential(100.0, 10.0, 2.0, 1e-15).expect("valid");
@@ -399,7 +605,7 @@ mod tests {
 
     #[test]
     fn cpu_and_memory_schemes_match_upstream_construction() {
-        let cpu = HistogramOptions::exponential(1000.0, 0.001, 1.0 + BUCKET_SIZE_GROWTH, EPSILON)
+        let cpu = HistogramOptions::exponential(1000.0, 0.01, 1.0 + BUCKET_SIZE_GROWTH, EPSILON)
             .expect("valid");
         assert_eq!(cpu, HistogramOptions::cpu());
         let mem = HistogramOptions::exponential(1e12, 1e7, 1.0 + BUCKET_SIZE_GROWTH, EPSILON)
@@ -409,7 +615,6 @@ mod tests {
         assert!(cpu.bucket_start(cpu.num_buckets() - 2) < 1000.0);
     }
 
-    // upstream: util/histogram_test.go TestPercentilesEmptyHistogram
     #[test]
     fn empty_histogram_percentiles_are_zero() {
         let h = Histogram::new(linear_like());
@@ -419,7 +624,7 @@ mod tests {
         assert!(h.is_empty());
     }
 
-    // upstream: util/histogram_test.go TestPercentiles
+    // exponential analogue of upstream util/histogram_test.go TestPercentiles
     #[test]
     fn percentiles_are_bucket_ends() {
         let mut h = Histogram::new(linear_like());
@@ -444,7 +649,7 @@ mod tests {
         }
     }
 
-    // upstream: util/histogram_test.go TestPercentileOutOfBounds
+    // exponential analogue of upstream util/histogram_test.go TestPercentileOutOfBounds
     #[test]
     fn last_bucket_percentile_is_its_start() {
         let mut h = Histogram::new(linear_like());
@@ -454,7 +659,6 @@ mod tests {
         assert!((h.percentile(0.0) - 10.0).abs() < 1e-9);
     }
 
-    // upstream: util/histogram_test.go TestEmptyHistogram / TestSubtract
     #[test]
     fn subtract_never_goes_negative() {
         let mut h = Histogram::new(linear_like());
@@ -465,7 +669,6 @@ mod tests {
         assert!(h.total_weight().abs() < f64::EPSILON);
     }
 
-    // upstream: util/histogram_test.go TestMerge
     #[test]
     fn merge_adds_weights() {
         let mut a = Histogram::new(linear_like());
@@ -478,7 +681,6 @@ mod tests {
         assert!((a.percentile(0.3) - 150.0).abs() < 1e-9);
     }
 
-    // upstream: util/histogram_test.go TestHistogramSaveToCheckpoint
     #[test]
     fn save_scales_largest_to_10000() {
         let mut h = Histogram::new(linear_like());
@@ -490,7 +692,6 @@ mod tests {
         assert!((total - 3.000_001).abs() < 1e-12);
     }
 
-    // upstream: util/histogram_test.go TestHistogramLoadFromCheckpoint
     #[test]
     fn load_spreads_total_weight() {
         let mut h = Histogram::new(linear_like());
@@ -501,8 +702,6 @@ mod tests {
         assert!((h.total_weight() - 6.0).abs() < 1e-12);
     }
 
-    // upstream: util/histogram_test.go TestHistogramLoadFromCheckpointReturnsErrorOnNegativeBucket
-    // and ...OnInvalidBucket / ...OnNegativeTotalWeight
     #[test]
     fn load_rejects_bad_checkpoints() {
         let mut h = Histogram::new(linear_like());
@@ -512,7 +711,6 @@ mod tests {
         assert!(h.is_empty());
     }
 
-    // upstream: util/histogram_test.go TestHistogramIsEmpty
     #[test]
     fn tiny_weights_are_empty() {
         let o = HistogramOptions::exponential(100.0, 10.0, 2.0, 0.01).expect("valid");

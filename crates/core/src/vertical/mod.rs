@@ -10,6 +10,8 @@
 //! * [`checkpoint`]: save and load of aggregates as `VerticalPodAutoscalerCheckpoint`s;
 //! * [`estimator`]: percentile estimators, confidence scaling, margins and minimums;
 //! * [`recommendation`]: the full per-VPA recommendation (estimators + capping);
+//! * [`model`]: one VPA's aggregates fed by samples and OOM kills, as the controller and replay
+//!   drive them;
 //! * [`capping`]: container policy, `controlledResources`/`controlledValues` and `LimitRange` caps.
 //!
 //! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
@@ -23,5 +25,6 @@ pub mod estimator;
 pub mod eviction;
 pub mod histogram;
 pub mod limit_range;
+pub mod model;
 pub mod priority;
 pub mod recommendation;

@@ -23,7 +23,7 @@ use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::quantity::Quantity;
+use crate::quantity::{Quantity, QuantityError};
 
 /// A compute resource the VPA manages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -232,6 +232,134 @@ impl PodSnapshot {
         self.observed_containers
             .as_ref()
             .is_none_or(|set| set.contains(container))
+    }
+}
+
+impl PodSnapshot {
+    /// Reads what the updater needs from a Kubernetes pod.
+    ///
+    /// Requests come from `status.containerStatuses[].resources` when the kubelet reports them
+    /// (they reflect in-place resizes), else from the spec, as upstream
+    /// `ContainerRequestsAndLimits`. Init containers count only when they are native sidecars
+    /// (`restartPolicy: Always`). `last_in_place_attempt` is left for the caller, which remembers
+    /// its own resize requests.
+    pub fn from_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodSnapshot, QuantityError> {
+        use crate::vertical::admission::resources_from_k8s;
+        let status = pod.status.as_ref();
+        let statuses: Vec<&k8s_openapi::api::core::v1::ContainerStatus> = status
+            .into_iter()
+            .flat_map(|s| {
+                s.container_statuses
+                    .iter()
+                    .flatten()
+                    .chain(s.init_container_statuses.iter().flatten())
+            })
+            .collect();
+        let container =
+            |c: &k8s_openapi::api::core::v1::Container| -> Result<PodContainer, QuantityError> {
+                let spec = c.resources.as_ref();
+                let reported = statuses
+                    .iter()
+                    .find(|s| s.name == c.name)
+                    .and_then(|s| s.resources.as_ref());
+                let requests = match reported {
+                    Some(r) => r.requests.as_ref(),
+                    None => spec.and_then(|r| r.requests.as_ref()),
+                };
+                Ok(PodContainer {
+                    name: c.name.clone(),
+                    requests: resources_from_k8s(requests)?,
+                    limits: resources_from_k8s(spec.and_then(|r| r.limits.as_ref()))?,
+                })
+            };
+        let spec = pod.spec.as_ref();
+        let containers = spec
+            .into_iter()
+            .flat_map(|s| &s.containers)
+            .map(container)
+            .collect::<Result<_, _>>()?;
+        let init_containers = spec
+            .into_iter()
+            .flat_map(|s| s.init_containers.iter().flatten())
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+            .map(container)
+            .collect::<Result<_, _>>()?;
+        let phase = match status.and_then(|s| s.phase.as_deref()) {
+            Some("Pending") => PodPhase::Pending,
+            Some("Succeeded") => PodPhase::Succeeded,
+            Some("Failed") => PodPhase::Failed,
+            Some("Unknown") => PodPhase::Unknown,
+            _ => PodPhase::Running,
+        };
+        let owner = pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true))
+            .map(|o| Owner {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+            });
+        let observed_containers = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(OBSERVED_CONTAINERS_ANNOTATION))
+            .and_then(|v| parse_observed_containers(v));
+        let last_terminations = statuses
+            .iter()
+            .filter_map(|s| {
+                let t = s.last_state.as_ref()?.terminated.as_ref()?;
+                Some(LastTermination {
+                    container: s.name.clone(),
+                    reason: t.reason.clone().unwrap_or_default(),
+                    started_at: t.started_at.as_ref()?.0,
+                    finished_at: t.finished_at.as_ref()?.0,
+                })
+            })
+            .collect();
+        let resize = status.map_or(ResizeStatus::None, resize_status);
+        Ok(PodSnapshot {
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            phase,
+            owner,
+            containers,
+            init_containers,
+            observed_containers,
+            start_time: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
+            last_terminations,
+            resize,
+            last_in_place_attempt: None,
+        })
+    }
+}
+
+/// The in-place resize state from a pod's `PodResizePending` / `PodResizeInProgress` conditions.
+fn resize_status(status: &k8s_openapi::api::core::v1::PodStatus) -> ResizeStatus {
+    let condition = |kind: &str| {
+        status
+            .conditions
+            .as_ref()
+            .and_then(|cs| cs.iter().find(|c| c.type_ == kind && c.status == "True"))
+    };
+    if let Some(c) = condition("PodResizePending") {
+        match c.reason.as_deref() {
+            Some("Deferred") => ResizeStatus::Deferred,
+            Some("Infeasible") => ResizeStatus::Infeasible,
+            _ => ResizeStatus::PendingOther,
+        }
+    } else if let Some(c) = condition("PodResizeInProgress") {
+        match (
+            c.reason.as_deref().unwrap_or(""),
+            c.message.as_deref().unwrap_or(""),
+        ) {
+            ("", "") => ResizeStatus::InProgress,
+            ("Error", _) => ResizeStatus::Error,
+            _ => ResizeStatus::InProgressOther,
+        }
+    } else {
+        ResizeStatus::None
     }
 }
 
@@ -1063,6 +1191,38 @@ pub(crate) mod tests {
             &no_mem,
             &rec(500, M),
             &[requirement(&[Cpu], Up)]
+        ));
+    }
+
+    #[test]
+    fn reads_kubernetes_pod() {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_str(include_str!(
+            "../../tests/data/admission/pod-running-resized.json"
+        ))
+        .unwrap();
+        let snap = PodSnapshot::from_pod(&pod).unwrap();
+        assert_eq!(snap.name, "web-5d8f7c9b6-x2x9k");
+        assert_eq!(snap.phase, PodPhase::Running);
+        assert_eq!(snap.owner.as_ref().unwrap().kind, "ReplicaSet");
+        // The kubelet-reported requests win over the spec (an in-place resize is pending).
+        assert_eq!(
+            snap.containers[0].requests.cpu,
+            Some(Quantity::from_milli(100))
+        );
+        assert_eq!(
+            snap.containers[1].requests.cpu,
+            Some(Quantity::from_milli(25))
+        );
+        // Only the native sidecar counts among init containers.
+        assert_eq!(snap.init_containers.len(), 1);
+        assert_eq!(snap.init_containers[0].name, "proxy");
+        assert_eq!(snap.observed_containers.as_ref().unwrap().len(), 2);
+        assert_eq!(snap.resize, ResizeStatus::Infeasible);
+        assert_eq!(snap.start_time, Some(t0()));
+        assert!(quick_oom(
+            &snap,
+            &BTreeSet::new(),
+            SignedDuration::from_mins(10)
         ));
     }
 

@@ -19,9 +19,11 @@ use super::capping::{
 use super::estimator::{EstimatorConfig, container_minimums, estimate};
 use crate::api::vpa::{
     ContainerResourcePolicy, RecommendedContainerResources, RecommendedPodResources,
-    VerticalPodAutoscalerSpec,
+    VerticalPodAutoscalerCondition, VerticalPodAutoscalerSpec,
 };
 use crate::quantity::{self, QuantityError};
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The recommendation for one container, with the reasons behind it.
 #[derive(Clone, Debug, PartialEq)]
@@ -135,6 +137,75 @@ pub fn to_status(recommendations: &[ContainerRecommendation]) -> RecommendedPodR
     }
 }
 
+/// What the recommender observed about one VPA in one loop, for its conditions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Observation {
+    /// At least one pod matches the VPA's target.
+    pub pods_matched: bool,
+    /// A recommendation is written.
+    pub has_recommendation: bool,
+    /// Some container's history is shorter than the confidence the operator asks for.
+    pub low_confidence: bool,
+    /// Why the VPA cannot be served (unknown target kind, invalid spec), if it cannot.
+    pub config_unsupported: Option<String>,
+}
+
+/// The conditions for `observed` (upstream `Vpa.UpdateConditions` plus `LowConfidence` and
+/// `ConfigUnsupported`), sorted by type. A condition whose status did not change keeps its
+/// `lastTransitionTime` from `previous`, so writing status only when it changed stays quiet.
+pub fn conditions(
+    previous: &[VerticalPodAutoscalerCondition],
+    observed: &Observation,
+    now: Timestamp,
+) -> Vec<VerticalPodAutoscalerCondition> {
+    let mut out = Vec::new();
+    let mut set = |type_: &str, status: bool, reason: &str, message: &str| {
+        let status = if status { "True" } else { "False" }.to_owned();
+        let last_transition_time = previous
+            .iter()
+            .find(|c| c.type_ == type_ && c.status == status)
+            .and_then(|c| c.last_transition_time.clone())
+            .or(Some(Time(now)));
+        out.push(VerticalPodAutoscalerCondition {
+            type_: type_.to_owned(),
+            status,
+            last_transition_time,
+            reason: (!reason.is_empty()).then(|| reason.to_owned()),
+            message: (!message.is_empty()).then(|| message.to_owned()),
+            observed_generation: None,
+        });
+    };
+    let (reason, message) = if observed.pods_matched {
+        ("", "")
+    } else {
+        set(
+            "NoPodsMatched",
+            true,
+            "NoPodsMatched",
+            "No pods match this VPA object",
+        );
+        ("NoPodsMatched", "No pods match this VPA object")
+    };
+    if let Some(why) = &observed.config_unsupported {
+        set("ConfigUnsupported", true, "ConfigUnsupported", why);
+    }
+    if observed.has_recommendation {
+        set("RecommendationProvided", true, "", "");
+    } else {
+        set("RecommendationProvided", false, reason, message);
+    }
+    if observed.low_confidence {
+        set(
+            "LowConfidence",
+            true,
+            "LowConfidence",
+            "Some containers have a short usage history",
+        );
+    }
+    out.sort_by(|a, b| a.type_.cmp(&b.type_));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +316,55 @@ mod tests {
         let p50 = recommend(&s, &aggs, 1, &EstimatorConfig::default()).expect("ok");
         // A constant load has the same p50 and p90.
         assert_eq!(base[0].capped.target, p50[0].capped.target);
+    }
+
+    // upstream: model/vpa_test.go TestUpdateConditions
+    #[test]
+    fn conditions_follow_upstream() {
+        let t1: Timestamp = "2024-03-01T00:00:00Z".parse().expect("ts");
+        let t2: Timestamp = "2024-03-01T00:01:00Z".parse().expect("ts");
+        let none = conditions(&[], &Observation::default(), t1);
+        let types: Vec<(&str, &str)> = none
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                ("NoPodsMatched", "True"),
+                ("RecommendationProvided", "False")
+            ]
+        );
+        assert_eq!(none[1].reason.as_deref(), Some("NoPodsMatched"));
+        let ok = Observation {
+            pods_matched: true,
+            has_recommendation: true,
+            ..Observation::default()
+        };
+        let provided = conditions(&none, &ok, t2);
+        assert_eq!(provided.len(), 1);
+        assert_eq!(provided[0].status, "True");
+        assert_eq!(provided[0].last_transition_time, Some(Time(t2)));
+        // Unchanged status keeps its transition time.
+        let again = conditions(&provided, &ok, "2024-03-01T00:02:00Z".parse().expect("ts"));
+        assert_eq!(again, provided);
+        let unsupported = Observation {
+            config_unsupported: Some("Cannot read targetRef".into()),
+            low_confidence: true,
+            ..ok
+        };
+        let types: Vec<String> = conditions(&provided, &unsupported, t2)
+            .into_iter()
+            .map(|c| c.type_)
+            .collect();
+        assert_eq!(
+            types,
+            vec![
+                "ConfigUnsupported",
+                "LowConfidence",
+                "RecommendationProvided"
+            ]
+        );
     }
 
     proptest! {

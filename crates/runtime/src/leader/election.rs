@@ -509,6 +509,79 @@ mod tests {
         assert!(matches!(b.plan(Some(&released), t(5)), Plan::Update { .. }));
     }
 
+    /// How one simulated request round ends.
+    #[derive(Clone, Copy, Debug)]
+    enum Outcome {
+        /// Read and write both reach the server and the answer comes back.
+        Ok,
+        /// The read fails: nothing reaches the server.
+        ReadFails,
+        /// The write is applied by the server but the answer is lost.
+        AnswerLost,
+    }
+
+    fn outcome() -> impl proptest::strategy::Strategy<Value = Outcome> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => Just(Outcome::Ok),
+            2 => Just(Outcome::ReadFails),
+            1 => Just(Outcome::AnswerLost),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever the interleaving, delays and failures, two candidates never both consider
+        /// themselves leader at the same instant (one shared clock, a linearizable store).
+        #[test]
+        fn never_two_leaders(
+            steps in proptest::collection::vec(
+                (0u64..4_000, proptest::bool::ANY, outcome()),
+                1..200,
+            )
+        ) {
+            let mut candidates = [election("a"), election("b")];
+            let mut stored: Option<ObservedLease> = None;
+            let mut version = 0u64;
+            let mut now = t(0);
+            for (advance_ms, second, outcome) in steps {
+                now += SignedDuration::from_millis(i64::try_from(advance_ms).unwrap());
+                let e = &mut candidates[usize::from(second)];
+                if let Outcome::ReadFails = outcome {
+                    e.on_write_failed(now);
+                } else {
+                    let plan = e.plan(stored.as_ref(), now);
+                    let applied = match (&plan, &stored) {
+                        (Plan::Create(record), None) => Some(record.clone()),
+                        (Plan::Update { record, resource_version }, Some(current))
+                            if *resource_version == current.resource_version =>
+                        {
+                            Some(record.clone())
+                        }
+                        _ => None,
+                    };
+                    if let Some(record) = applied.filter(|_| !matches!(plan, Plan::Wait)) {
+                        version += 1;
+                        let written = ObservedLease { record, resource_version: version.to_string() };
+                        stored = Some(written.clone());
+                        if let Outcome::Ok = outcome {
+                            e.on_written(&written, now);
+                        } else {
+                            e.on_write_failed(now);
+                        }
+                    } else if !matches!(plan, Plan::Wait) {
+                        e.on_write_failed(now);
+                    }
+                }
+                let leading = candidates
+                    .iter_mut()
+                    .map(|c| c.status(now))
+                    .filter(|status| *status == Status::Leading)
+                    .count();
+                proptest::prop_assert!(leading <= 1, "two leaders at {now}");
+            }
+        }
+    }
+
     #[test]
     fn release_of_someone_elses_lease_writes_nothing() {
         let mut e = election("a");

@@ -7,7 +7,6 @@
 
 use std::future::Future;
 
-use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Client;
@@ -143,16 +142,10 @@ fn observed(lease: &Lease, context: &str) -> Result<ObservedLease> {
     })
 }
 
-/// Microsecond precision, as the API server stores `MicroTime`: what we write is what we read
-/// back, so the record comparison in the state machine is not fooled by truncation.
-pub(crate) fn truncate_to_micros(t: Timestamp) -> Timestamp {
-    let nanos = t.as_nanosecond();
-    Timestamp::from_nanosecond(nanos - nanos.rem_euclid(1_000)).unwrap_or(t)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jiff::Timestamp;
 
     #[test]
     fn spec_round_trips() {
@@ -167,14 +160,5 @@ mod tests {
         let empty = from_spec(None);
         assert_eq!(empty.holder, None);
         assert_eq!(empty.transitions, 0);
-    }
-
-    #[test]
-    fn truncates_to_microseconds() {
-        let t = Timestamp::from_nanosecond(1_700_000_000_123_456_789).unwrap();
-        assert_eq!(
-            truncate_to_micros(t).as_nanosecond(),
-            1_700_000_000_123_456_000
-        );
     }
 }

@@ -92,6 +92,14 @@ impl HorizontalPodAutoscalerPlus {
     }
 }
 
+impl TryFrom<&HorizontalPodAutoscaler> for HorizontalPodAutoscalerPlus {
+    type Error = NativeConversionError;
+
+    fn try_from(hpa: &HorizontalPodAutoscaler) -> Result<Self, Self::Error> {
+        Self::from_native(hpa)
+    }
+}
+
 fn parse_bool(v: &str) -> Option<bool> {
     match v.to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" => Some(true),

@@ -17,37 +17,16 @@ const MAX_STABILIZATION_WINDOW_SECONDS: i32 = 3600;
 const MAX_PERIOD_SECONDS: i32 = 1800;
 
 /// The value of a quantity in its units, for range checks and ratios.
-// TODO(lead's quantity module): switch to `crate::quantity::Quantity::try_from(q)?.as_f64()`.
 pub(crate) fn quantity_value(q: &Quantity) -> Result<f64, String> {
-    let s = q.0.trim();
-    let bad = || format!("{s:?} is not a Kubernetes quantity");
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(s.len());
-    let (num, suffix) = s.split_at(split);
-    let mantissa: f64 = num.parse().map_err(|_| bad())?;
-    let scale = match suffix {
-        "" => 1.0,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        e if e.starts_with('e') || e.starts_with('E') => {
-            let exp: i32 = e[1..].parse().map_err(|_| bad())?;
-            10f64.powi(exp)
-        }
-        _ => return Err(bad()),
-    };
-    Ok(mantissa * scale)
+    crate::quantity::Quantity::try_from(q)
+        .map(|q| q.as_f64())
+        .map_err(|e| e.to_string())
+}
+
+/// The milli-units of a quantity, rounded up as upstream's `MilliValue()`.
+pub(crate) fn quantity_milli(q: &Quantity) -> Result<i64, String> {
+    let q = crate::quantity::Quantity::try_from(q).map_err(|e| e.to_string())?;
+    i64::try_from(q.milli()).map_err(|_| format!("quantity {q} is out of range"))
 }
 
 impl HorizontalPodAutoscalerPlusSpec {

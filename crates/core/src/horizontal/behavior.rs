@@ -1,0 +1,200 @@
+//! `behavior`: stabilization windows over past recommendations and scaling policies over their
+//! periods, as upstream's `horizontal.go` applies them.
+//!
+//! * Defaults (upstream `GenerateHPAScaleUpRules` / `GenerateHPAScaleDownRules`): scale-up has no
+//!   stabilization and allows the larger of +4 pods and +100 % per 15 s; scale-down uses the
+//!   controller's `--horizontal-pod-autoscaler-downscale-stabilization` (300 s) and allows −100 %
+//!   per 15 s; `selectPolicy` defaults to `Max`. Each missing field is defaulted on its own.
+//! * Stabilization: the recommendation is brought between the lowest recommendation of the
+//!   scale-up window and the highest of the scale-down window, starting from the current count.
+//! * Policies: the limit is computed from the replicas at the start of each policy's period
+//!   (current − added + removed within it); `Max` picks the policy allowing the largest change,
+//!   `Min` the smallest, `Disabled` forbids the direction.
+//! * Without any `behavior` (an HPA created without one), upstream's older rules apply: the
+//!   highest recommendation of the downscale window and a scale-up limit of
+//!   `max(2 × current, 4)`.
+
+use jiff::Timestamp;
+
+use super::history::{History, ScaleEvent, seconds_between};
+use crate::api::hpa_plus::{
+    HorizontalPodAutoscalerBehavior, HpaScalingPolicyType, HpaScalingRules, ScalingPolicySelect,
+};
+
+/// Upstream's `scaleUpLimitFactor` for objects without `behavior`.
+pub const SCALE_UP_LIMIT_FACTOR: f64 = 2.0;
+/// Upstream's `scaleUpLimitMinimum` for objects without `behavior`.
+pub const SCALE_UP_LIMIT_MINIMUM: i32 = 4;
+
+/// One policy with its defaults resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// `Pods` or `Percent`.
+    pub kind: HpaScalingPolicyType,
+    /// Pods or percent.
+    pub value: i32,
+    /// Period in seconds.
+    pub period_seconds: i64,
+}
+
+/// Rules for one direction with defaults resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// Stabilization window in seconds.
+    pub window_seconds: i64,
+    /// How policies combine.
+    pub select: ScalingPolicySelect,
+    /// The policies.
+    pub policies: Vec<Policy>,
+}
+
+fn resolve(rules: Option<&HpaScalingRules>, window: i64, default: &[Policy]) -> Rules {
+    let policies = match rules {
+        Some(r) if !r.policies.is_empty() => r
+            .policies
+            .iter()
+            .map(|p| Policy {
+                kind: p.type_,
+                value: p.value,
+                period_seconds: i64::from(p.period_seconds),
+            })
+            .collect(),
+        _ => default.to_vec(),
+    };
+    Rules {
+        window_seconds: rules
+            .and_then(|r| r.stabilization_window_seconds)
+            .map_or(window, i64::from),
+        select: rules.and_then(|r| r.select_policy).unwrap_or_default(),
+        policies,
+    }
+}
+
+/// Scale-up rules of `behavior` with upstream defaults.
+pub fn scale_up_rules(behavior: &HorizontalPodAutoscalerBehavior) -> Rules {
+    resolve(
+        behavior.scale_up.as_ref(),
+        0,
+        &[
+            Policy {
+                kind: HpaScalingPolicyType::Pods,
+                value: 4,
+                period_seconds: 15,
+            },
+            Policy {
+                kind: HpaScalingPolicyType::Percent,
+                value: 100,
+                period_seconds: 15,
+            },
+        ],
+    )
+}
+
+/// Scale-down rules of `behavior` with upstream defaults; `default_window` is the controller's
+/// downscale stabilization (seconds).
+pub fn scale_down_rules(behavior: &HorizontalPodAutoscalerBehavior, default_window: i64) -> Rules {
+    resolve(
+        behavior.scale_down.as_ref(),
+        default_window,
+        &[Policy {
+            kind: HpaScalingPolicyType::Percent,
+            value: 100,
+            period_seconds: 15,
+        }],
+    )
+}
+
+/// Upstream `stabilizeRecommendationWithBehaviors` (without the recording, done by the caller).
+pub fn stabilize_with_behaviors(
+    current: i32,
+    desired: i32,
+    history: &History,
+    up_window: i64,
+    down_window: i64,
+    now: Timestamp,
+) -> i32 {
+    let mut up = desired;
+    let mut down = desired;
+    for rec in &history.recommendations {
+        let age = seconds_between(rec.at, now);
+        if age < up_window as f64 {
+            up = up.min(rec.replicas);
+        }
+        if age < down_window as f64 {
+            down = down.max(rec.replicas);
+        }
+    }
+    current.max(up).min(down)
+}
+
+/// Upstream `stabilizeRecommendation` for objects without `behavior`: the highest
+/// recommendation within the downscale window.
+pub fn stabilize_default(desired: i32, history: &History, window: i64, now: Timestamp) -> i32 {
+    history
+        .recommendations
+        .iter()
+        .filter(|r| seconds_between(r.at, now) < window as f64)
+        .map(|r| r.replicas)
+        .fold(desired, i32::max)
+}
+
+fn change_in_period(events: &[ScaleEvent], period: i64, now: Timestamp) -> i32 {
+    events
+        .iter()
+        .filter(|e| seconds_between(e.at, now) < period as f64)
+        .map(|e| e.change)
+        .sum()
+}
+
+/// Upstream `calculateScaleUpLimitWithScalingRules`: the most replicas the policies allow.
+pub fn scale_up_limit(current: i32, history: &History, rules: &Rules, now: Timestamp) -> i32 {
+    let pick: fn(i32, i32) -> i32 = match rules.select {
+        ScalingPolicySelect::Disabled => return current,
+        ScalingPolicySelect::Min => i32::min,
+        ScalingPolicySelect::Max => i32::max,
+    };
+    let mut result: Option<i32> = None;
+    for p in &rules.policies {
+        let added = change_in_period(&history.scale_up_events, p.period_seconds, now);
+        let removed = change_in_period(&history.scale_down_events, p.period_seconds, now);
+        let start = current - added + removed;
+        let proposed = match p.kind {
+            HpaScalingPolicyType::Pods => start.saturating_add(p.value),
+            HpaScalingPolicyType::Percent => {
+                (f64::from(start) * (1.0 + f64::from(p.value) / 100.0)).ceil() as i32
+            }
+        };
+        result = Some(result.map_or(proposed, |r| pick(r, proposed)));
+    }
+    result.unwrap_or(current)
+}
+
+/// Upstream `calculateScaleDownLimitWithBehaviors`: the fewest replicas the policies allow.
+pub fn scale_down_limit(current: i32, history: &History, rules: &Rules, now: Timestamp) -> i32 {
+    // For scale-down, "Max" means the largest change, i.e. the fewest replicas.
+    let pick: fn(i32, i32) -> i32 = match rules.select {
+        ScalingPolicySelect::Disabled => return current,
+        ScalingPolicySelect::Min => i32::max,
+        ScalingPolicySelect::Max => i32::min,
+    };
+    let mut result: Option<i32> = None;
+    for p in &rules.policies {
+        let added = change_in_period(&history.scale_up_events, p.period_seconds, now);
+        let removed = change_in_period(&history.scale_down_events, p.period_seconds, now);
+        let start = current - added + removed;
+        let proposed = match p.kind {
+            HpaScalingPolicyType::Pods => start - p.value,
+            // Upstream truncates toward zero here (int32 conversion), not floor of a negative.
+            HpaScalingPolicyType::Percent => {
+                (f64::from(start) * (1.0 - f64::from(p.value) / 100.0)) as i32
+            }
+        };
+        result = Some(result.map_or(proposed, |r| pick(r, proposed)));
+    }
+    result.unwrap_or(current)
+}
+
+/// Upstream `calculateScaleUpLimit` for objects without `behavior`.
+pub fn default_scale_up_limit(current: i32) -> i32 {
+    ((SCALE_UP_LIMIT_FACTOR * f64::from(current)) as i32).max(SCALE_UP_LIMIT_MINIMUM)
+}

@@ -1,0 +1,90 @@
+//! The status conditions a decision sets, with upstream's types and reasons.
+//!
+//! `AbleToScale`: `SucceededGetScale`, `ReadyForNewScale`, `ScaleUpStabilized`,
+//! `ScaleDownStabilized`, and for forbidden windows WPA's `BackoffUpscale` / `BackoffDownscale` /
+//! `BackoffBoth` (status False). `ScalingActive`: `ValidMetricFound`, `ScalingDisabled`,
+//! `AmbiguousSelector`, `FailedGet…Metric`, `NotEnoughAvailablePods`. `ScalingLimited`:
+//! `DesiredWithinRange`, `TooManyReplicas`, `TooFewReplicas`, `ScaleUpLimit`, `ScaleDownLimit`.
+//! Plimsoll adds `DryRun` and `Paused`. Conditions carry no time: [`merge`] keeps a condition's
+//! `lastTransitionTime` while its status does not change.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde::Serialize;
+
+use crate::api::hpa_plus::HorizontalPodAutoscalerCondition;
+
+/// `AbleToScale` condition type.
+pub const ABLE_TO_SCALE: &str = "AbleToScale";
+/// `ScalingActive` condition type.
+pub const SCALING_ACTIVE: &str = "ScalingActive";
+/// `ScalingLimited` condition type.
+pub const SCALING_LIMITED: &str = "ScalingLimited";
+/// `DryRun` condition type.
+pub const DRY_RUN: &str = "DryRun";
+/// `Paused` condition type.
+pub const PAUSED: &str = "Paused";
+
+/// One condition as a decision sets it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Condition {
+    /// Condition type.
+    #[serde(rename = "type")]
+    pub type_: &'static str,
+    /// True or False.
+    pub status: bool,
+    /// CamelCase reason.
+    pub reason: &'static str,
+    /// A sentence.
+    pub message: String,
+}
+
+/// Sets `type_` in `list`, replacing an earlier entry of the same type.
+pub(crate) fn set(
+    list: &mut Vec<Condition>,
+    type_: &'static str,
+    status: bool,
+    reason: &'static str,
+    message: impl Into<String>,
+) {
+    let c = Condition {
+        type_,
+        status,
+        reason,
+        message: message.into(),
+    };
+    if let Some(existing) = list.iter_mut().find(|e| e.type_ == type_) {
+        *existing = c;
+    } else {
+        list.push(c);
+    }
+}
+
+/// The status conditions after a decision: each of `new` replaces the same type in `old`,
+/// keeping `lastTransitionTime` when the status is unchanged; other old types are kept.
+pub fn merge(
+    old: &[HorizontalPodAutoscalerCondition],
+    new: &[Condition],
+    now: Timestamp,
+) -> Vec<HorizontalPodAutoscalerCondition> {
+    let mut out: Vec<HorizontalPodAutoscalerCondition> = old.to_vec();
+    for c in new {
+        let status = if c.status { "True" } else { "False" }.to_owned();
+        let entry = HorizontalPodAutoscalerCondition {
+            type_: c.type_.to_owned(),
+            status: status.clone(),
+            last_transition_time: Some(Time(now)),
+            reason: Some(c.reason.to_owned()),
+            message: Some(c.message.clone()),
+        };
+        match out.iter_mut().find(|o| o.type_ == c.type_) {
+            Some(o) if o.status == status => {
+                o.reason = entry.reason;
+                o.message = entry.message;
+            }
+            Some(o) => *o = entry,
+            None => out.push(entry),
+        }
+    }
+    out
+}

@@ -1,0 +1,425 @@
+//! Per-metric replica proposals, exactly as upstream's replica calculator computes them
+//! (kubernetes `pkg/controller/podautoscaler/replica_calculator.go`).
+//!
+//! * Pods are grouped first: deleted and failed pods are ignored; pending pods are unready;
+//!   pods without a sample are missing; for CPU, a pod is also unready while it has no Ready
+//!   condition or start time, while inside the CPU initialization period (5 min) if it is not
+//!   ready or its sample was taken less than one metric window after it became ready, and after
+//!   that period if it is not ready and never was (it went unready within the initial readiness
+//!   delay of 30 s after starting). `readinessDelaySeconds` (WPA) also marks younger pods unready.
+//! * The usage ratio is compared with the tolerance; when there are missing pods, or unready pods
+//!   and the ratio asks for more, the conservative recount assumes missing pods use 100 % of the
+//!   target (scale-down) or 0 % (scale-up) and unready pods 0 %, and gives up (keeps the current
+//!   count) when the recount lands inside the tolerance or flips the direction.
+//! * Object and External `Value` targets scale the ready pod count by the ratio; `AverageValue`
+//!   targets divide the total by the per-pod target.
+//!
+//! Every function is pure: it reads the observation and returns replicas or an error message.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use jiff::Timestamp;
+
+use super::history::seconds_between;
+use super::observation::{PodPhase, PodSample};
+use super::tolerance::Tolerances;
+use crate::api::hpa_plus::UtilizationBase;
+
+/// Inputs every calculation shares.
+#[derive(Clone, Debug)]
+pub struct CalcContext<'a> {
+    /// Reconcile time.
+    pub now: Timestamp,
+    /// Replicas of the target (`scale.spec.replicas`).
+    pub current_replicas: i32,
+    /// `scale.status.replicas` (upstream uses it for per-pod Object/External targets).
+    pub status_replicas: i32,
+    /// The tolerance band.
+    pub tolerances: Tolerances,
+    /// CPU samples of pods younger than this are looked at closely (upstream 300 s).
+    pub cpu_initialization_period_seconds: i64,
+    /// A pod unready this soon after starting counts as never ready (upstream 30 s).
+    pub initial_readiness_delay_seconds: i64,
+    /// Pods started less than this long ago are unready (WPA `readinessDelaySeconds`, 0 = off).
+    pub readiness_delay_seconds: i64,
+    /// Requests or limits as the utilization base.
+    pub utilization_base: UtilizationBase,
+    /// The target's pods.
+    pub pods: &'a [PodSample],
+}
+
+/// A replica count computed from one metric, with the value it saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calc {
+    /// Proposed replicas.
+    pub replicas: i32,
+    /// The value compared with the target: percent for utilization, milli-units otherwise.
+    pub usage: i64,
+    /// The ratio to the target before any recount (1.0 = on target).
+    pub ratio: f64,
+    /// The ratio was inside the tolerance, so the proposal is the current count.
+    pub within_tolerance: bool,
+}
+
+/// Pods sorted into upstream's groups.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodGroups {
+    /// Pods with a sample, counted for the ratio.
+    pub ready: usize,
+    /// Pending, or (for CPU) not yet trustworthy.
+    pub unready: BTreeSet<String>,
+    /// Running pods without a sample.
+    pub missing: BTreeSet<String>,
+    /// Deleted or failed pods.
+    pub ignored: BTreeSet<String>,
+}
+
+/// Sorts pods as upstream's `groupPods` does. `metrics` holds the pods that have a sample;
+/// `cpu` turns on the CPU readiness rules.
+pub fn group_pods(ctx: &CalcContext<'_>, metrics: &BTreeMap<String, i64>, cpu: bool) -> PodGroups {
+    let mut g = PodGroups::default();
+    for pod in ctx.pods {
+        if pod.deleting || pod.phase == PodPhase::Failed {
+            g.ignored.insert(pod.name.clone());
+            continue;
+        }
+        if pod.phase == PodPhase::Pending || too_young(ctx, pod) {
+            g.unready.insert(pod.name.clone());
+            continue;
+        }
+        if !metrics.contains_key(&pod.name) {
+            g.missing.insert(pod.name.clone());
+            continue;
+        }
+        if cpu && cpu_unready(ctx, pod) {
+            g.unready.insert(pod.name.clone());
+            continue;
+        }
+        g.ready += 1;
+    }
+    g
+}
+
+/// WPA's `readinessDelaySeconds`: pods that started less than this long ago do not count yet.
+fn too_young(ctx: &CalcContext<'_>, pod: &PodSample) -> bool {
+    ctx.readiness_delay_seconds > 0
+        && pod.start_time.is_none_or(|start| {
+            seconds_between(start, ctx.now) < ctx.readiness_delay_seconds as f64
+        })
+}
+
+fn cpu_unready(ctx: &CalcContext<'_>, pod: &PodSample) -> bool {
+    let (Some(ready), Some(start)) = (pod.ready, pod.start_time) else {
+        return true;
+    };
+    let transition = pod.ready_transition_time.unwrap_or(start);
+    if seconds_between(start, ctx.now) < ctx.cpu_initialization_period_seconds as f64 {
+        // Inside the initialization period the sample must cover a full window of readiness.
+        let sample_at = pod.metrics_timestamp.unwrap_or(ctx.now);
+        !ready || seconds_between(transition, sample_at) < pod.metrics_window_seconds as f64
+    } else {
+        // Afterwards only a pod that never became ready (it went unready within the initial
+        // readiness delay) is left out.
+        !ready && seconds_between(start, transition) < ctx.initial_readiness_delay_seconds as f64
+    }
+}
+
+/// Upstream's `isPodReady`-based count of running, ready pods (Object and External `Value`).
+pub fn ready_pod_count(ctx: &CalcContext<'_>) -> Result<i32, String> {
+    if ctx.pods.is_empty() {
+        return Err("no pods returned by selector while calculating replica count".into());
+    }
+    Ok(ctx
+        .pods
+        .iter()
+        .filter(|p| p.phase == PodPhase::Running && p.ready == Some(true) && !too_young(ctx, p))
+        .count() as i32)
+}
+
+fn ceil_i32(x: f64) -> i32 {
+    let c = x.ceil();
+    if c >= f64::from(i32::MAX) {
+        i32::MAX
+    } else if c <= f64::from(i32::MIN) {
+        i32::MIN
+    } else {
+        c as i32
+    }
+}
+
+/// Per-pod resource usage (milli) for `resource`, summed over the containers `container`
+/// selects; a pod with a container lacking a sample has none. A failed fetch fails the metric.
+pub fn resource_usage(
+    pods: &[PodSample],
+    resource: &str,
+    container: Option<&str>,
+) -> Result<BTreeMap<String, i64>, String> {
+    let mut out = BTreeMap::new();
+    for pod in pods {
+        let mut sum = 0i64;
+        let mut seen = false;
+        let mut missing = false;
+        for c in pod
+            .containers
+            .iter()
+            .filter(|c| container.is_none_or(|n| n == c.name))
+        {
+            match c.usage.get(resource) {
+                Some(Ok(v)) => {
+                    sum += v;
+                    seen = true;
+                }
+                Some(Err(e)) => return Err(e.clone()),
+                None => missing = true,
+            }
+        }
+        if seen && !missing {
+            out.insert(pod.name.clone(), sum);
+        }
+    }
+    Ok(out)
+}
+
+/// Per-pod request (or limit, falling back to the request) of `resource`, milli.
+fn pod_requests(
+    ctx: &CalcContext<'_>,
+    resource: &str,
+    container: Option<&str>,
+) -> Result<BTreeMap<String, i64>, String> {
+    let mut out = BTreeMap::new();
+    for pod in ctx.pods {
+        let mut sum = 0i64;
+        for c in pod
+            .containers
+            .iter()
+            .filter(|c| container.is_none_or(|n| n == c.name))
+        {
+            let base = match ctx.utilization_base {
+                UtilizationBase::Limits => c.limits.get(resource).or(c.requests.get(resource)),
+                UtilizationBase::Requests => c.requests.get(resource),
+            };
+            match base {
+                Some(v) => sum += v,
+                None => {
+                    return Err(format!(
+                        "missing request for {resource} in container {} of Pod {}",
+                        c.name, pod.name
+                    ));
+                }
+            }
+        }
+        out.insert(pod.name.clone(), sum);
+    }
+    Ok(out)
+}
+
+/// Utilization (percent, truncated as upstream) of the pods in `metrics` that have requests.
+fn utilization(
+    metrics: &BTreeMap<String, i64>,
+    requests: &BTreeMap<String, i64>,
+) -> Result<i64, String> {
+    let (mut used, mut requested) = (0i64, 0i64);
+    for (pod, v) in metrics {
+        if let Some(r) = requests.get(pod) {
+            used += v;
+            requested += r;
+        }
+    }
+    if requested == 0 {
+        return Err("no metrics returned matched known pods".into());
+    }
+    Ok(used * 100 / requested)
+}
+
+/// A `Utilization` target on a resource (upstream `GetResourceReplicas`).
+pub fn resource_utilization(
+    ctx: &CalcContext<'_>,
+    resource: &str,
+    container: Option<&str>,
+    target_percent: i32,
+) -> Result<Calc, String> {
+    let mut metrics = resource_usage(ctx.pods, resource, container)?;
+    if ctx.pods.is_empty() {
+        return Err("no pods returned by selector while calculating replica count".into());
+    }
+    let groups = group_pods(ctx, &metrics, resource == "cpu");
+    for name in groups.ignored.iter().chain(&groups.unready) {
+        metrics.remove(name);
+    }
+    if metrics.is_empty() {
+        return Err("did not receive metrics for targeted pods (pods might be unready)".into());
+    }
+    let requests = pod_requests(ctx, resource, container)?;
+    let target = i64::from(target_percent.max(1));
+    let util = utilization(&metrics, &requests)?;
+    let ratio = util as f64 / target as f64;
+    let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
+    if !scale_up_with_unready && groups.missing.is_empty() {
+        let within = ctx.tolerances.is_within(ratio);
+        let replicas = if within {
+            ctx.current_replicas
+        } else {
+            ceil_i32(ratio * groups.ready as f64)
+        };
+        return Ok(Calc {
+            replicas,
+            usage: util,
+            ratio,
+            within_tolerance: within,
+        });
+    }
+    // Conservative recount.
+    if ratio < 1.0 {
+        let fallback = target.max(100);
+        for pod in &groups.missing {
+            let request = requests.get(pod).copied().unwrap_or(0);
+            metrics.insert(pod.clone(), request * fallback / 100);
+        }
+    } else if ratio > 1.0 {
+        for pod in &groups.missing {
+            metrics.insert(pod.clone(), 0);
+        }
+    }
+    if scale_up_with_unready {
+        for pod in &groups.unready {
+            metrics.insert(pod.clone(), 0);
+        }
+    }
+    let new_util = utilization(&metrics, &requests)?;
+    let new_ratio = new_util as f64 / target as f64;
+    Ok(recount(ctx, ratio, new_ratio, metrics.len(), util))
+}
+
+/// The end of the conservative recount, shared by every pod-based metric.
+fn recount(ctx: &CalcContext<'_>, ratio: f64, new_ratio: f64, counted: usize, usage: i64) -> Calc {
+    let keep = |within| Calc {
+        replicas: ctx.current_replicas,
+        usage,
+        ratio,
+        within_tolerance: within,
+    };
+    if ctx.tolerances.is_within(new_ratio) {
+        return keep(true);
+    }
+    if (ratio < 1.0 && new_ratio > 1.0) || (ratio > 1.0 && new_ratio < 1.0) {
+        return keep(false);
+    }
+    let replicas = ceil_i32(new_ratio * counted as f64);
+    if (new_ratio < 1.0 && replicas > ctx.current_replicas)
+        || (new_ratio > 1.0 && replicas < ctx.current_replicas)
+    {
+        return keep(false);
+    }
+    Calc {
+        replicas,
+        usage,
+        ratio,
+        within_tolerance: false,
+    }
+}
+
+/// An `AverageValue` target on per-pod values (upstream `calcPlainMetricReplicas`): resource
+/// `AverageValue` (with `cpu` rules when `cpu`) and `Pods` metrics. `target` is milli.
+pub fn plain_metric(
+    ctx: &CalcContext<'_>,
+    mut metrics: BTreeMap<String, i64>,
+    target: i64,
+    cpu: bool,
+) -> Result<Calc, String> {
+    if ctx.pods.is_empty() {
+        return Err("no pods returned by selector while calculating replica count".into());
+    }
+    let groups = group_pods(ctx, &metrics, cpu);
+    // Samples of pods that are not (or no longer) selected do not count.
+    metrics.retain(|name, _| ctx.pods.iter().any(|p| &p.name == name));
+    for name in groups.ignored.iter().chain(&groups.unready) {
+        metrics.remove(name);
+    }
+    if metrics.is_empty() {
+        return Err("did not receive metrics for targeted pods (pods might be unready)".into());
+    }
+    let target = target.max(1);
+    let usage_of = |m: &BTreeMap<String, i64>| m.values().sum::<i64>() / m.len() as i64;
+    let usage = usage_of(&metrics);
+    let ratio = usage as f64 / target as f64;
+    let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
+    if !scale_up_with_unready && groups.missing.is_empty() {
+        let within = ctx.tolerances.is_within(ratio);
+        let replicas = if within {
+            ctx.current_replicas
+        } else {
+            ceil_i32(ratio * groups.ready as f64)
+        };
+        return Ok(Calc {
+            replicas,
+            usage,
+            ratio,
+            within_tolerance: within,
+        });
+    }
+    for pod in &groups.missing {
+        metrics.insert(pod.clone(), if ratio < 1.0 { target } else { 0 });
+    }
+    if scale_up_with_unready {
+        for pod in &groups.unready {
+            metrics.insert(pod.clone(), 0);
+        }
+    }
+    let new_ratio = usage_of(&metrics) as f64 / target as f64;
+    Ok(recount(ctx, ratio, new_ratio, metrics.len(), usage))
+}
+
+/// A `Value` target on an Object or External metric (upstream `getUsageRatioReplicaCount`).
+pub fn value_metric(ctx: &CalcContext<'_>, usage: i64, target: i64) -> Result<Calc, String> {
+    let ratio = usage as f64 / target.max(1) as f64;
+    if ctx.current_replicas != 0 {
+        if ctx.tolerances.is_within(ratio) {
+            return Ok(Calc {
+                replicas: ctx.current_replicas,
+                usage,
+                ratio,
+                within_tolerance: true,
+            });
+        }
+        let ready = ready_pod_count(ctx)?;
+        return Ok(Calc {
+            replicas: ceil_i32(ratio * f64::from(ready)),
+            usage,
+            ratio,
+            within_tolerance: false,
+        });
+    }
+    // Scaling from zero (HPAScaleToZero): the ratio alone decides.
+    Ok(Calc {
+        replicas: ceil_i32(ratio),
+        usage,
+        ratio,
+        within_tolerance: false,
+    })
+}
+
+/// An `AverageValue` target on an Object or External metric (upstream
+/// `GetObjectPerPodMetricReplicas` / `GetExternalPerPodMetricReplicas`). The reported usage is
+/// per replica.
+pub fn per_pod_metric(ctx: &CalcContext<'_>, usage: i64, target_per_pod: i64) -> Calc {
+    let target = target_per_pod.max(1) as f64;
+    let status = ctx.status_replicas;
+    let ratio = usage as f64 / (target * f64::from(status));
+    let within = ctx.tolerances.is_within(ratio);
+    let replicas = if within {
+        status
+    } else {
+        ceil_i32(usage as f64 / target)
+    };
+    let per_replica = if status > 0 {
+        ceil_i32(usage as f64 / f64::from(status)).into()
+    } else {
+        usage
+    };
+    Calc {
+        replicas,
+        usage: per_replica,
+        ratio,
+        within_tolerance: within,
+    }
+}

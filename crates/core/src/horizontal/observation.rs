@@ -1,0 +1,127 @@
+//! What the controller (or `replay`) observed at one reconcile: the target's replicas, its pods
+//! with their usage, and the fetched object and external metrics.
+//!
+//! Amounts are integer milli-units (millicores, milli-bytes, milli-requests) so that sums and
+//! comparisons are exact; only ratios are floats. A failed fetch is kept as `Err(message)` so the
+//! decision can apply upstream's "some metrics failed" rules.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+
+/// The result of fetching one value from a metrics API: milli-units, or why it failed.
+pub type Fetched<T> = Result<T, String>;
+
+/// Lifecycle phase of a pod (`status.phase`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PodPhase {
+    /// Accepted but not all containers running.
+    Pending,
+    /// Bound and running.
+    #[default]
+    Running,
+    /// All containers terminated successfully.
+    Succeeded,
+    /// All containers terminated, at least one failed.
+    Failed,
+}
+
+/// One container of a pod.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContainerSample {
+    /// Container name.
+    pub name: String,
+    /// Requests per resource name (`cpu`, `memory`), milli-units.
+    pub requests: BTreeMap<String, i64>,
+    /// Limits per resource name, milli-units.
+    pub limits: BTreeMap<String, i64>,
+    /// Usage per resource name from `metrics.k8s.io`, milli-units; absent = no sample.
+    pub usage: BTreeMap<String, Fetched<i64>>,
+}
+
+/// One pod selected by the target's selector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodSample {
+    /// Pod name.
+    pub name: String,
+    /// `status.phase`.
+    pub phase: PodPhase,
+    /// The Ready condition's status; `None` when the pod has no Ready condition yet.
+    pub ready: Option<bool>,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `status.startTime`; `None` when not started.
+    pub start_time: Option<Timestamp>,
+    /// Last transition time of the Ready condition.
+    pub ready_transition_time: Option<Timestamp>,
+    /// When the resource usage sample was taken (default: the reconcile time).
+    pub metrics_timestamp: Option<Timestamp>,
+    /// The window the resource usage sample covers, seconds (metrics-server: 15–30).
+    pub metrics_window_seconds: i64,
+    /// Containers with requests, limits and usage.
+    pub containers: Vec<ContainerSample>,
+    /// Per-pod custom metrics (`custom.metrics.k8s.io`), milli-units; absent = no sample.
+    pub metrics: BTreeMap<String, Fetched<i64>>,
+}
+
+impl Default for PodSample {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            phase: PodPhase::Running,
+            ready: Some(true),
+            deleting: false,
+            start_time: None,
+            ready_transition_time: None,
+            metrics_timestamp: None,
+            metrics_window_seconds: DEFAULT_METRICS_WINDOW_SECONDS,
+            containers: Vec::new(),
+            metrics: BTreeMap::new(),
+        }
+    }
+}
+
+/// Window assumed for a resource usage sample when the metrics API does not say (seconds).
+pub const DEFAULT_METRICS_WINDOW_SECONDS: i64 = 30;
+
+/// The state of the target's rollout, for `pauseDuringRollout`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RolloutState {
+    /// `metadata.generation` of the workload.
+    pub generation: i64,
+    /// `status.observedGeneration` of the workload.
+    pub observed_generation: i64,
+    /// `status.updatedReplicas`.
+    pub updated_replicas: i32,
+    /// `spec.replicas`.
+    pub desired_replicas: i32,
+}
+
+impl RolloutState {
+    /// A rollout is in progress while the controller has not observed the latest generation or
+    /// fewer replicas than desired run the latest template.
+    pub fn in_progress(&self) -> bool {
+        self.observed_generation < self.generation || self.updated_replicas < self.desired_replicas
+    }
+}
+
+/// Everything observed at one reconcile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observation {
+    /// `spec.replicas` of the target's scale subresource.
+    pub current_replicas: i32,
+    /// `status.replicas` of the scale subresource (default: `current_replicas`).
+    pub status_replicas: Option<i32>,
+    /// Pods selected by the target's selector.
+    pub pods: Vec<PodSample>,
+    /// Object metrics keyed `Kind/name/metric`, milli-units.
+    pub object_metrics: BTreeMap<String, Fetched<i64>>,
+    /// External metrics keyed by metric name: every series' value (summed, as upstream), milli.
+    pub external_metrics: BTreeMap<String, Fetched<Vec<i64>>>,
+    /// Other autoscalers whose selector matches the same pods (upstream `AmbiguousSelector`).
+    pub conflicting_autoscalers: Vec<String>,
+    /// The target's rollout state, when known.
+    pub rollout: Option<RolloutState>,
+    /// Set while a `CronHorizontalPodAutoscaler` holds this target (`scaleUpKeepWindow`).
+    pub held_by: Option<String>,
+}

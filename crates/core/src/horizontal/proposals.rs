@@ -1,0 +1,497 @@
+//! One proposal per metric of the spec: picks the calculation for the metric's source and
+//! target type (upstream replica calculator or watermark) and reports the value it saw.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::Serialize;
+
+use super::metrics::{
+    CalcContext, group_pods, per_pod_metric, plain_metric, ready_pod_count, resource_usage,
+    resource_utilization, value_metric,
+};
+use super::observation::Observation;
+use super::watermark::{Position, WatermarkInput, watermark_replicas};
+use crate::api::hpa_plus::{
+    Algorithm, ContainerResourceMetricStatus, ConvergeTowardsWatermark, ExternalMetricStatus,
+    MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType,
+    MetricValueStatus, ObjectMetricStatus, PodsMetricStatus, ResourceMetricStatus, quantity_milli,
+};
+
+/// What one metric proposed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricOutcome {
+    /// `cpu`, `cpu/app` (container), the Pods metric name, `Kind/name/metric`, or the External
+    /// metric name.
+    pub metric: String,
+    /// Proposed replicas; `None` when the metric failed.
+    pub replicas: Option<i32>,
+    /// The value compared with the target: percent for utilization, units otherwise.
+    pub value: Option<f64>,
+    /// The target in the same unit as `value` (`Utilization`, `Value`, `AverageValue`).
+    pub target: Option<f64>,
+    /// Low watermark in units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub low_watermark: Option<f64>,
+    /// High watermark in units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub high_watermark: Option<f64>,
+    /// The ratio was within tolerance (upstream targets).
+    pub within_tolerance: bool,
+    /// Where a watermark value sits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+    /// Why the metric failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Upstream's condition reason for the failure (`FailedGetResourceMetric`, …).
+    #[serde(skip)]
+    pub failure_reason: Option<&'static str>,
+    /// The `status.currentMetrics` entry.
+    #[serde(skip)]
+    pub status: Option<MetricStatus>,
+    /// `current/target` for the TARGETS column, e.g. `66%/40%`.
+    #[serde(skip)]
+    pub summary: String,
+}
+
+/// Spec-level settings the watermark calculation needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WatermarkSettings {
+    pub algorithm: Algorithm,
+    pub modulo: i32,
+    pub converge: Option<ConvergeTowardsWatermark>,
+    pub tolerate_zero: bool,
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+}
+
+/// Milli-units of a quantity, rounded up as `MilliValue()` does.
+pub(crate) fn milli(q: &Quantity) -> Result<i64, String> {
+    quantity_milli(q)
+}
+
+fn display_milli(m: i64) -> String {
+    if m % 1000 == 0 {
+        format!("{}", m / 1000)
+    } else {
+        format!("{m}m")
+    }
+}
+
+fn q_milli(m: i64) -> Quantity {
+    Quantity(display_milli(m))
+}
+
+fn failed(metric: String, reason: &'static str, error: String) -> MetricOutcome {
+    MetricOutcome {
+        summary: format!("{metric}: <unknown>"),
+        metric,
+        replicas: None,
+        value: None,
+        target: None,
+        low_watermark: None,
+        high_watermark: None,
+        within_tolerance: false,
+        position: None,
+        error: Some(error),
+        failure_reason: Some(reason),
+        status: None,
+    }
+}
+
+fn metric_name(m: &MetricSpec) -> String {
+    match m.type_ {
+        MetricSourceType::Resource => m.resource.as_ref().map(|r| r.name.clone()),
+        MetricSourceType::ContainerResource => m
+            .container_resource
+            .as_ref()
+            .map(|r| format!("{}/{}", r.name, r.container)),
+        MetricSourceType::Pods => m.pods.as_ref().map(|p| p.metric.name.clone()),
+        MetricSourceType::Object => m.object.as_ref().map(object_key),
+        MetricSourceType::External => m.external.as_ref().map(|e| e.metric.name.clone()),
+    }
+    .unwrap_or_else(|| format!("{:?}", m.type_))
+}
+
+fn object_key(o: &crate::api::hpa_plus::ObjectMetricSource) -> String {
+    format!(
+        "{}/{}/{}",
+        o.described_object.kind, o.described_object.name, o.metric.name
+    )
+}
+
+fn failure_reason(t: MetricSourceType) -> &'static str {
+    match t {
+        MetricSourceType::Resource => "FailedGetResourceMetric",
+        MetricSourceType::ContainerResource => "FailedGetContainerResourceMetric",
+        MetricSourceType::Pods => "FailedGetPodsMetric",
+        MetricSourceType::Object => "FailedGetObjectMetric",
+        MetricSourceType::External => "FailedGetExternalMetric",
+    }
+}
+
+/// The value a metric source saw, before it is compared with the target.
+enum Seen {
+    /// Per-pod values (`Resource`, `ContainerResource`, `Pods`), milli.
+    PerPod {
+        values: BTreeMap<String, i64>,
+        cpu: bool,
+    },
+    /// One total (Object, External), milli.
+    Total(i64),
+}
+
+/// Evaluates one metric of the spec.
+pub(crate) fn evaluate(
+    m: &MetricSpec,
+    ctx: &CalcContext<'_>,
+    obs: &Observation,
+    wm: WatermarkSettings,
+) -> MetricOutcome {
+    let name = metric_name(m);
+    let reason = failure_reason(m.type_);
+    let Some(target) = m.target() else {
+        return failed(
+            name,
+            "InvalidMetricSourceType",
+            format!("metric of type {:?} has no {:?} source", m.type_, m.type_),
+        );
+    };
+    let seen = match fetch(m, ctx, obs) {
+        Ok(s) => s,
+        Err(e) => return failed(name, reason, e),
+    };
+    let result = match (target.type_, seen) {
+        (MetricTargetType::Utilization, Seen::PerPod { cpu: _, .. }) => {
+            utilization_outcome(m, ctx, target, &name)
+        }
+        (MetricTargetType::AverageValue, Seen::PerPod { values, cpu }) => {
+            let t = target
+                .average_value
+                .as_ref()
+                .ok_or("averageValue is required")
+                .map_err(str::to_owned)
+                .and_then(milli);
+            t.and_then(|t| {
+                plain_metric(ctx, values, t, cpu).map(|c| {
+                    let mut o = ok_outcome(&name, c.replicas, c.usage as f64 / 1000.0, t);
+                    o.within_tolerance = c.within_tolerance;
+                    o.summary = format!("{name}: {}/{}", display_milli(c.usage), display_milli(t));
+                    o.status = Some(status(m, None, Some(c.usage), None));
+                    o
+                })
+            })
+        }
+        (MetricTargetType::Value, Seen::Total(usage)) => target
+            .value
+            .as_ref()
+            .ok_or_else(|| "value is required".to_owned())
+            .and_then(milli)
+            .and_then(|t| {
+                value_metric(ctx, usage, t).map(|c| {
+                    let mut o = ok_outcome(&name, c.replicas, usage as f64 / 1000.0, t);
+                    o.within_tolerance = c.within_tolerance;
+                    o.summary = format!("{name}: {}/{}", display_milli(usage), display_milli(t));
+                    o.status = Some(status(m, Some(usage), None, None));
+                    o
+                })
+            }),
+        (MetricTargetType::AverageValue, Seen::Total(usage)) => target
+            .average_value
+            .as_ref()
+            .ok_or_else(|| "averageValue is required".to_owned())
+            .and_then(milli)
+            .map(|t| {
+                let c = per_pod_metric(ctx, usage, t);
+                let mut o = ok_outcome(&name, c.replicas, c.usage as f64 / 1000.0, t);
+                o.within_tolerance = c.within_tolerance;
+                o.summary = format!(
+                    "{name}: {}/{} (avg)",
+                    display_milli(c.usage),
+                    display_milli(t)
+                );
+                o.status = Some(status(m, None, Some(c.usage), None));
+                o
+            }),
+        (MetricTargetType::Watermark, seen) => watermark_outcome(m, ctx, target, &name, seen, wm),
+        (t, _) => Err(format!(
+            "target type {t:?} is not supported for {:?} metrics",
+            m.type_
+        )),
+    };
+    result.unwrap_or_else(|e| failed(name, reason, e))
+}
+
+fn ok_outcome(name: &str, replicas: i32, value: f64, target_milli: i64) -> MetricOutcome {
+    MetricOutcome {
+        metric: name.to_owned(),
+        replicas: Some(replicas),
+        value: Some(value),
+        target: Some(target_milli as f64 / 1000.0),
+        low_watermark: None,
+        high_watermark: None,
+        within_tolerance: false,
+        position: None,
+        error: None,
+        failure_reason: None,
+        status: None,
+        summary: String::new(),
+    }
+}
+
+fn fetch(m: &MetricSpec, ctx: &CalcContext<'_>, obs: &Observation) -> Result<Seen, String> {
+    match m.type_ {
+        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
+            let (resource, container) = match (&m.resource, &m.container_resource) {
+                (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
+                (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
+                _ => return Err("metric source is missing".into()),
+            };
+            let values = resource_usage(ctx.pods, resource, container)
+                .map_err(|e| format!("unable to get metrics for resource {resource}: {e}"))?;
+            Ok(Seen::PerPod {
+                values,
+                cpu: resource == "cpu",
+            })
+        }
+        MetricSourceType::Pods => {
+            let name = m.pods.as_ref().map_or("", |p| p.metric.name.as_str());
+            let mut values = BTreeMap::new();
+            for pod in ctx.pods {
+                match pod.metrics.get(name) {
+                    Some(Ok(v)) => {
+                        values.insert(pod.name.clone(), *v);
+                    }
+                    Some(Err(e)) => {
+                        return Err(format!("unable to get metric {name}: {e}"));
+                    }
+                    None => {}
+                }
+            }
+            if values.is_empty() && !ctx.pods.is_empty() {
+                return Err(format!(
+                    "unable to get metric {name}: no metrics returned from custom metrics API"
+                ));
+            }
+            Ok(Seen::PerPod { values, cpu: false })
+        }
+        MetricSourceType::Object => {
+            let key = m.object.as_ref().map(object_key).unwrap_or_default();
+            match obs.object_metrics.get(&key) {
+                Some(Ok(v)) => Ok(Seen::Total(*v)),
+                Some(Err(e)) => Err(format!("unable to get metric {key}: {e}")),
+                None => Err(format!("unable to get metric {key}: no value")),
+            }
+        }
+        MetricSourceType::External => {
+            let name = m.external.as_ref().map_or("", |e| e.metric.name.as_str());
+            match obs.external_metrics.get(name) {
+                Some(Ok(v)) if !v.is_empty() => Ok(Seen::Total(v.iter().sum())),
+                Some(Ok(_)) | None => Err(format!(
+                    "unable to get external metric {name}: no metrics returned from external metrics API"
+                )),
+                Some(Err(e)) => Err(format!("unable to get external metric {name}: {e}")),
+            }
+        }
+    }
+}
+
+fn utilization_outcome(
+    m: &MetricSpec,
+    ctx: &CalcContext<'_>,
+    target: &MetricTarget,
+    name: &str,
+) -> Result<MetricOutcome, String> {
+    let pct = target
+        .average_utilization
+        .ok_or("averageUtilization is required")?;
+    let (resource, container) = match (&m.resource, &m.container_resource) {
+        (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
+        (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
+        _ => return Err("metric source is missing".into()),
+    };
+    let c = resource_utilization(ctx, resource, container, pct)?;
+    Ok(MetricOutcome {
+        metric: name.to_owned(),
+        replicas: Some(c.replicas),
+        value: Some(c.usage as f64),
+        target: Some(f64::from(pct)),
+        low_watermark: None,
+        high_watermark: None,
+        within_tolerance: c.within_tolerance,
+        position: None,
+        error: None,
+        failure_reason: None,
+        status: Some(status(m, None, None, Some(c.usage as i32))),
+        summary: format!("{name}: {}%/{pct}%", c.usage),
+    })
+}
+
+fn watermark_outcome(
+    m: &MetricSpec,
+    ctx: &CalcContext<'_>,
+    target: &MetricTarget,
+    name: &str,
+    seen: Seen,
+    wm: WatermarkSettings,
+) -> Result<MetricOutcome, String> {
+    let low = target
+        .low_watermark
+        .as_ref()
+        .ok_or("lowWatermark is required")
+        .map_err(str::to_owned)
+        .and_then(milli)?;
+    let high = target
+        .high_watermark
+        .as_ref()
+        .ok_or("highWatermark is required")
+        .map_err(str::to_owned)
+        .and_then(milli)?;
+    let (sum, ready) = match seen {
+        Seen::PerPod { mut values, .. } => {
+            if ctx.pods.is_empty() {
+                return Err("no pods returned by selector while calculating replica count".into());
+            }
+            let groups = group_pods(ctx, &values, false);
+            for n in groups.ignored.iter().chain(&groups.unready) {
+                values.remove(n);
+            }
+            if values.is_empty() {
+                return Err("did not receive metrics for any ready pods".into());
+            }
+            (values.values().sum::<i64>(), groups.ready as i32)
+        }
+        Seen::Total(v) => {
+            let ready = ready_pod_count(ctx)?;
+            if ready == 0 {
+                return Err(format!(
+                    "among the {} pods, none is ready. Skipping recommendation",
+                    ctx.pods.len()
+                ));
+            }
+            (v, ready.min(ctx.status_replicas.max(1)))
+        }
+    };
+    let averaged = match wm.algorithm {
+        Algorithm::Average => f64::from(ready.max(1)),
+        Algorithm::Absolute => 1.0,
+    };
+    let usage = sum as f64 / averaged;
+    let mut outcome = MetricOutcome {
+        metric: name.to_owned(),
+        replicas: None,
+        value: Some(usage / 1000.0),
+        target: None,
+        low_watermark: Some(low as f64 / 1000.0),
+        high_watermark: Some(high as f64 / 1000.0),
+        within_tolerance: false,
+        position: None,
+        error: None,
+        failure_reason: None,
+        status: None,
+        summary: format!(
+            "{name}: {}/{}-{}",
+            display_milli(usage as i64),
+            display_milli(low),
+            display_milli(high)
+        ),
+    };
+    outcome.status = Some(match m.type_ {
+        MetricSourceType::Object | MetricSourceType::External => {
+            status(m, Some(usage as i64), None, None)
+        }
+        _ => status(m, None, Some(usage as i64), None),
+    });
+    if sum == 0 && !wm.tolerate_zero {
+        // WPA: a zero value is not trusted unless tolerateZero; hold the current count.
+        outcome.replicas = Some(ctx.current_replicas);
+        outcome.position = Some(Position::Within);
+        return Ok(outcome);
+    }
+    let calc = watermark_replicas(&WatermarkInput {
+        current_replicas: ctx.current_replicas,
+        ready_replicas: ready,
+        usage,
+        low: low as f64,
+        high: high as f64,
+        tolerance_low: ctx.tolerances.scale_down,
+        tolerance_high: ctx.tolerances.scale_up,
+        modulo: wm.modulo,
+        converge: wm.converge,
+        min_replicas: wm.min_replicas,
+        max_replicas: wm.max_replicas,
+    });
+    outcome.replicas = Some(calc.replicas);
+    outcome.position = Some(calc.position);
+    Ok(outcome)
+}
+
+fn status(
+    m: &MetricSpec,
+    value: Option<i64>,
+    average: Option<i64>,
+    utilization: Option<i32>,
+) -> MetricStatus {
+    let current = MetricValueStatus {
+        value: value.map(q_milli),
+        average_value: average.map(q_milli),
+        average_utilization: utilization,
+    };
+    let ident = |name: &str| MetricIdentifier {
+        name: name.to_owned(),
+        selector: None,
+    };
+    let mut s = MetricStatus {
+        type_: m.type_,
+        ..MetricStatus::default()
+    };
+    match m.type_ {
+        MetricSourceType::Resource => {
+            s.resource = m.resource.as_ref().map(|r| ResourceMetricStatus {
+                name: r.name.clone(),
+                current,
+            });
+        }
+        MetricSourceType::ContainerResource => {
+            s.container_resource =
+                m.container_resource
+                    .as_ref()
+                    .map(|r| ContainerResourceMetricStatus {
+                        name: r.name.clone(),
+                        container: r.container.clone(),
+                        current,
+                    });
+        }
+        MetricSourceType::Pods => {
+            s.pods = m.pods.as_ref().map(|p| PodsMetricStatus {
+                metric: MetricIdentifier {
+                    selector: p.metric.selector.clone(),
+                    ..ident(&p.metric.name)
+                },
+                current,
+            });
+        }
+        MetricSourceType::Object => {
+            s.object = m.object.as_ref().map(|o| ObjectMetricStatus {
+                metric: MetricIdentifier {
+                    selector: o.metric.selector.clone(),
+                    ..ident(&o.metric.name)
+                },
+                current,
+                described_object: o.described_object.clone(),
+            });
+        }
+        MetricSourceType::External => {
+            s.external = m.external.as_ref().map(|e| ExternalMetricStatus {
+                metric: MetricIdentifier {
+                    selector: e.metric.selector.clone(),
+                    ..ident(&e.metric.name)
+                },
+                current,
+            });
+        }
+    }
+    s
+}

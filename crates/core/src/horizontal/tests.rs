@@ -1,0 +1,8 @@
+//! Decision tests: upstream replica-calculator and horizontal-controller vectors, WPA vectors,
+//! one test per precedence rule, and property tests.
+
+mod fixtures;
+mod precedence;
+mod properties;
+mod upstream;
+mod wpa;

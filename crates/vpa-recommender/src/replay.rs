@@ -1,0 +1,844 @@
+//! `vpa-recommender replay`: runs the recommender's decision code over a scenario file with no
+//! cluster (see `scenarios/FORMAT.md`, section vpa-recommender).
+//!
+//! The scenario's samples feed the same aggregates, checkpoints and estimators the controller
+//! uses ([`plimsoll_core::vertical`]); at each `at` time the recommendation is computed with
+//! [`recommendation::recommend`] and printed. Times are seconds since the scenario start, which
+//! is `start` (RFC 3339) if given, else the `lastSampleStart` of the first `checkpointIn`
+//! checkpoint, else 2024-01-01T00:00:00Z.
+//!
+//! Invariants: a scenario that does not parse or is inconsistent is reported as
+//! [`ReplayError::Invalid`] naming the field (exit 2); `expect` misses are collected, never fatal.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use jiff::{SignedDuration, Timestamp};
+use plimsoll_core::api::vpa::{
+    ResourceList, VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint,
+    VerticalPodAutoscalerCheckpointSpec,
+};
+use plimsoll_core::quantity::Quantity;
+use plimsoll_core::vertical::aggregate::{AggregationsConfig, Resource};
+use plimsoll_core::vertical::capping::{Resources, resources_to_list};
+use plimsoll_core::vertical::estimator::EstimatorConfig;
+use plimsoll_core::vertical::model::VpaModel;
+use plimsoll_core::vertical::recommendation::ContainerRecommendation;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Why a replay could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The scenario (or a file it names) is invalid; `path` names the field.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// Field path in the scenario, e.g. `samples[3].cpu`.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+fn invalid(path: impl Into<String>, message: impl std::fmt::Display) -> ReplayError {
+    ReplayError::Invalid {
+        path: path.into(),
+        message: message.to_string(),
+    }
+}
+
+/// The scenario start when neither `start` nor a checkpoint gives one.
+pub const DEFAULT_START: &str = "2024-01-01T00:00:00Z";
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ScenarioFile {
+    kind: String,
+    vpa: serde_json::Value,
+    #[serde(default)]
+    controller: Option<serde_json::Value>,
+    #[serde(default)]
+    containers: Vec<serde_json::Value>,
+    #[serde(default)]
+    samples: Vec<serde_json::Value>,
+    #[serde(default)]
+    checkpoint_in: Option<String>,
+    #[serde(default)]
+    at: Vec<f64>,
+    #[serde(default)]
+    expect: Vec<serde_json::Value>,
+    #[serde(default)]
+    start: Option<Timestamp>,
+}
+
+/// Recommender flags a scenario may set; every field optional, defaults are the controller's.
+#[derive(Deserialize, Default, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ControllerSettings {
+    /// Target percentile for both CPU and memory.
+    pub target_percentile: Option<f64>,
+    /// `--target-cpu-percentile`.
+    pub target_cpu_percentile: Option<f64>,
+    /// `--target-memory-percentile`.
+    pub target_memory_percentile: Option<f64>,
+    /// `--recommendation-lower-bound-cpu-percentile`.
+    pub lower_bound_cpu_percentile: Option<f64>,
+    /// `--recommendation-upper-bound-cpu-percentile`.
+    pub upper_bound_cpu_percentile: Option<f64>,
+    /// `--recommendation-lower-bound-memory-percentile`.
+    pub lower_bound_memory_percentile: Option<f64>,
+    /// `--recommendation-upper-bound-memory-percentile`.
+    pub upper_bound_memory_percentile: Option<f64>,
+    /// `--recommendation-margin-fraction`.
+    pub safety_margin_fraction: Option<f64>,
+    /// `--pod-recommendation-min-cpu-millicores`.
+    pub pod_min_cpu_millicores: Option<f64>,
+    /// `--pod-recommendation-min-memory-mb`.
+    pub pod_min_memory_mb: Option<f64>,
+    /// `--memory-aggregation-interval`, seconds.
+    pub memory_aggregation_interval_seconds: Option<i64>,
+    /// `--memory-aggregation-interval-count`.
+    pub memory_aggregation_interval_count: Option<i64>,
+    /// `--cpu-histogram-decay-half-life`, seconds.
+    pub cpu_histogram_decay_half_life_seconds: Option<i64>,
+    /// `--memory-histogram-decay-half-life`, seconds.
+    pub memory_histogram_decay_half_life_seconds: Option<i64>,
+    /// `--oom-bump-up-ratio`.
+    pub oom_bump_up_ratio: Option<f64>,
+    /// `--oom-min-bump-up-bytes`.
+    pub oom_min_bump_up_bytes: Option<f64>,
+}
+
+impl ControllerSettings {
+    fn configs(&self) -> Result<(EstimatorConfig, AggregationsConfig), ReplayError> {
+        Ok((self.estimator()?, self.aggregations()?))
+    }
+
+    fn estimator(&self) -> Result<EstimatorConfig, ReplayError> {
+        let mut e = EstimatorConfig::default();
+        let percentiles = [
+            ("targetPercentile", self.target_percentile),
+            ("targetCpuPercentile", self.target_cpu_percentile),
+            ("targetMemoryPercentile", self.target_memory_percentile),
+            ("lowerBoundCpuPercentile", self.lower_bound_cpu_percentile),
+            ("upperBoundCpuPercentile", self.upper_bound_cpu_percentile),
+            (
+                "lowerBoundMemoryPercentile",
+                self.lower_bound_memory_percentile,
+            ),
+            (
+                "upperBoundMemoryPercentile",
+                self.upper_bound_memory_percentile,
+            ),
+        ];
+        for (name, value) in percentiles {
+            if let Some(p) = value
+                && !(p > 0.0 && p <= 1.0)
+            {
+                return Err(invalid(
+                    format!("controller.{name}"),
+                    format!("must be in (0, 1], got {p}"),
+                ));
+            }
+        }
+        if let Some(p) = self.target_percentile {
+            e.target_cpu_percentile = p;
+            e.target_memory_percentile = p;
+        }
+        let set = |dst: &mut f64, v: Option<f64>| {
+            if let Some(v) = v {
+                *dst = v;
+            }
+        };
+        set(&mut e.target_cpu_percentile, self.target_cpu_percentile);
+        set(
+            &mut e.target_memory_percentile,
+            self.target_memory_percentile,
+        );
+        set(
+            &mut e.lower_bound_cpu_percentile,
+            self.lower_bound_cpu_percentile,
+        );
+        set(
+            &mut e.upper_bound_cpu_percentile,
+            self.upper_bound_cpu_percentile,
+        );
+        set(
+            &mut e.lower_bound_memory_percentile,
+            self.lower_bound_memory_percentile,
+        );
+        set(
+            &mut e.upper_bound_memory_percentile,
+            self.upper_bound_memory_percentile,
+        );
+        set(&mut e.safety_margin_fraction, self.safety_margin_fraction);
+        set(&mut e.pod_min_cpu_millicores, self.pod_min_cpu_millicores);
+        set(&mut e.pod_min_memory_mb, self.pod_min_memory_mb);
+        for (name, v) in [
+            ("safetyMarginFraction", e.safety_margin_fraction),
+            ("podMinCpuMillicores", e.pod_min_cpu_millicores),
+            ("podMinMemoryMb", e.pod_min_memory_mb),
+        ] {
+            if v.is_nan() || v < 0.0 {
+                return Err(invalid(
+                    format!("controller.{name}"),
+                    format!("must be >= 0, got {v}"),
+                ));
+            }
+        }
+        Ok(e)
+    }
+
+    fn aggregations(&self) -> Result<AggregationsConfig, ReplayError> {
+        let mut a = AggregationsConfig::default();
+        let secs = |name: &str, v: Option<i64>, dst: &mut SignedDuration| match v {
+            Some(s) if s <= 0 => Err(invalid(
+                format!("controller.{name}"),
+                format!("must be > 0, got {s}"),
+            )),
+            Some(s) => {
+                *dst = SignedDuration::from_secs(s);
+                Ok(())
+            }
+            None => Ok(()),
+        };
+        secs(
+            "memoryAggregationIntervalSeconds",
+            self.memory_aggregation_interval_seconds,
+            &mut a.memory_aggregation_interval,
+        )?;
+        secs(
+            "cpuHistogramDecayHalfLifeSeconds",
+            self.cpu_histogram_decay_half_life_seconds,
+            &mut a.cpu_histogram_decay_half_life,
+        )?;
+        secs(
+            "memoryHistogramDecayHalfLifeSeconds",
+            self.memory_histogram_decay_half_life_seconds,
+            &mut a.memory_histogram_decay_half_life,
+        )?;
+        if let Some(n) = self.memory_aggregation_interval_count {
+            if n < 1 {
+                return Err(invalid(
+                    "controller.memoryAggregationIntervalCount",
+                    format!("must be >= 1, got {n}"),
+                ));
+            }
+            a.memory_aggregation_interval_count = n;
+        }
+        if let Some(r) = self.oom_bump_up_ratio {
+            if r.is_nan() || r < 1.0 {
+                return Err(invalid(
+                    "controller.oomBumpUpRatio",
+                    format!("must be >= 1, got {r}"),
+                ));
+            }
+            a.oom_bump_up_ratio = r;
+        }
+        if let Some(b) = self.oom_min_bump_up_bytes {
+            if b.is_nan() || b < 0.0 {
+                return Err(invalid(
+                    "controller.oomMinBumpUpBytes",
+                    format!("must be >= 0, got {b}"),
+                ));
+            }
+            a.oom_min_bump_up_bytes = b;
+        }
+        Ok(a)
+    }
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ContainerSpec {
+    name: String,
+    #[serde(default)]
+    requests: BTreeMap<String, Quantity>,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Sample {
+    t: f64,
+    #[serde(default = "default_pod")]
+    pod: String,
+    container: String,
+    #[serde(default)]
+    cpu: Option<Quantity>,
+    #[serde(default)]
+    memory: Option<Quantity>,
+    #[serde(default)]
+    oom: bool,
+}
+
+fn default_pod() -> String {
+    "pod".to_owned()
+}
+
+#[derive(Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Expectation {
+    t: f64,
+    container: String,
+    #[serde(default)]
+    target: BTreeMap<String, Quantity>,
+    #[serde(default)]
+    lower_bound: BTreeMap<String, Quantity>,
+    #[serde(default)]
+    upper_bound: BTreeMap<String, Quantity>,
+    #[serde(default)]
+    tolerance_percent: f64,
+}
+
+/// A parsed, validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    vpa: VerticalPodAutoscaler,
+    estimator: EstimatorConfig,
+    aggregations: AggregationsConfig,
+    containers: Vec<ContainerSpec>,
+    samples: Vec<Sample>,
+    checkpoints: Vec<VerticalPodAutoscalerCheckpoint>,
+    at: Vec<f64>,
+    expect: Vec<Expectation>,
+    start: Timestamp,
+}
+
+fn parse_value<T: DeserializeOwned>(
+    value: serde_json::Value,
+    path: &str,
+) -> Result<T, ReplayError> {
+    serde_json::from_value(value).map_err(|e| invalid(path, e))
+}
+
+fn seconds(t: f64, path: &str) -> Result<SignedDuration, ReplayError> {
+    if !(t.is_finite() && t >= 0.0) {
+        return Err(invalid(
+            path,
+            format!("must be a time >= 0 in seconds, got {t}"),
+        ));
+    }
+    SignedDuration::try_from_secs_f64(t).map_err(|e| invalid(path, e))
+}
+
+fn parse_samples(values: Vec<serde_json::Value>) -> Result<Vec<Sample>, ReplayError> {
+    let mut samples = Vec::new();
+    let mut last_t = 0.0;
+    for (i, v) in values.into_iter().enumerate() {
+        let path = format!("samples[{i}]");
+        let s: Sample = parse_value(v, &path)?;
+        seconds(s.t, &format!("{path}.t"))?;
+        if s.t < last_t {
+            return Err(invalid(
+                format!("{path}.t"),
+                "samples must be in time order",
+            ));
+        }
+        last_t = s.t;
+        if s.cpu.is_none() && s.memory.is_none() && !s.oom {
+            return Err(invalid(&path, "needs cpu, memory or oom"));
+        }
+        for (field, q) in [("cpu", &s.cpu), ("memory", &s.memory)] {
+            if q.is_some_and(|q| q.milli() < 0) {
+                return Err(invalid(format!("{path}.{field}"), "must not be negative"));
+            }
+        }
+        samples.push(s);
+    }
+    Ok(samples)
+}
+
+impl Scenario {
+    /// Parses a scenario; `base_dir` resolves `checkpointIn`.
+    pub fn parse(text: &str, base_dir: &Path) -> Result<Self, ReplayError> {
+        let file: ScenarioFile =
+            serde_saphyr::from_str(text).map_err(|e| invalid("(scenario)", e))?;
+        if file.kind != "VerticalReplay" {
+            return Err(invalid(
+                "kind",
+                format!("must be VerticalReplay, got {:?}", file.kind),
+            ));
+        }
+        let vpa: VerticalPodAutoscaler = parse_value(file.vpa, "vpa")?;
+        if let Err(errs) = vpa.spec.validate() {
+            let first = errs.0.first().map_or_else(String::new, ToString::to_string);
+            return Err(invalid(
+                format!("vpa.{}", first.split(':').next().unwrap_or("spec")),
+                errs,
+            ));
+        }
+        let settings: ControllerSettings = match file.controller {
+            Some(v) => parse_value(v, "controller")?,
+            None => ControllerSettings::default(),
+        };
+        let (estimator, aggregations) = settings.configs()?;
+        let containers = file
+            .containers
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| parse_value::<ContainerSpec>(v, &format!("containers[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let samples = parse_samples(file.samples)?;
+        let mut checkpoints = Vec::new();
+        if let Some(file_name) = &file.checkpoint_in {
+            let path = base_dir.join(file_name);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| invalid("checkpointIn", format!("{}: {e}", path.display())))?;
+            checkpoints = serde_saphyr::from_multiple::<VerticalPodAutoscalerCheckpoint>(&text)
+                .map_err(|e| invalid("checkpointIn", format!("{}: {e}", path.display())))?;
+        }
+        let mut at = Vec::new();
+        for (i, &t) in file.at.iter().enumerate() {
+            seconds(t, &format!("at[{i}]"))?;
+            at.push(t);
+        }
+        at.sort_by(f64::total_cmp);
+        at.dedup();
+        let expect = file
+            .expect
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let path = format!("expect[{i}]");
+                let e: Expectation = parse_value(v, &path)?;
+                if !at.contains(&e.t) {
+                    return Err(invalid(
+                        format!("{path}.t"),
+                        format!("{} is not one of the `at` times", e.t),
+                    ));
+                }
+                Ok(e)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let start = file
+            .start
+            .or_else(|| {
+                checkpoints
+                    .iter()
+                    .find_map(|c| c.status.as_ref()?.last_sample_start.as_ref().map(|t| t.0))
+            })
+            .map_or_else(
+                || DEFAULT_START.parse().map_err(|e| invalid("start", e)),
+                Ok,
+            )?;
+        Ok(Self {
+            vpa,
+            estimator,
+            aggregations,
+            containers,
+            samples,
+            checkpoints,
+            at,
+            expect,
+            start,
+        })
+    }
+}
+
+/// One recommendation line of the output.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputLine {
+    /// Seconds since the scenario start.
+    pub t: f64,
+    /// Container name.
+    pub container: String,
+    /// Recommended requests.
+    pub target: ResourceList,
+    /// Lower bound.
+    pub lower_bound: ResourceList,
+    /// Upper bound.
+    pub upper_bound: ResourceList,
+    /// Target before the container policy.
+    pub uncapped_target: ResourceList,
+    /// History confidence in days.
+    pub confidence: f64,
+    /// Caps applied to the target.
+    pub capped_by: Vec<String>,
+}
+
+/// One point of a container's recommendation over time (for plots).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeriesPoint {
+    /// Seconds since start.
+    pub t: f64,
+    /// Target (millicores / bytes).
+    pub target: i64,
+    /// Lower bound.
+    pub lower: i64,
+    /// Upper bound.
+    pub upper: i64,
+}
+
+/// What a plot shows for one container and one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceTrace {
+    /// Container name.
+    pub container: String,
+    /// Which resource.
+    pub resource: Resource,
+    /// `(t, usage)` of every sample.
+    pub usage: Vec<(f64, i64)>,
+    /// Recommendation over time.
+    pub series: Vec<SeriesPoint>,
+    /// Final histogram: `(bucket start, bucket end, weight)` of non-empty buckets (cores or bytes).
+    pub histogram: Vec<(f64, f64, f64)>,
+}
+
+/// Everything a replay produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Output lines, in time then container order.
+    pub lines: Vec<OutputLine>,
+    /// One message per `expect` that did not hold.
+    pub misses: Vec<String>,
+    /// The final state as checkpoints (one per container).
+    pub checkpoints: Vec<VerticalPodAutoscalerCheckpoint>,
+    /// Plot data per container and resource.
+    pub traces: Vec<ResourceTrace>,
+}
+
+/// Number of extra evaluation points spread over the scenario for the plot.
+const PLOT_POINTS: usize = 120;
+
+struct Model<'a> {
+    scenario: &'a Scenario,
+    vpa: VpaModel,
+    next_sample: usize,
+}
+
+impl Model<'_> {
+    fn feed_until(&mut self, t: f64) {
+        let s = self.scenario;
+        let config = &s.aggregations;
+        while let Some(sample) = s.samples.get(self.next_sample) {
+            if sample.t > t {
+                break;
+            }
+            self.next_sample += 1;
+            let time = s.start + SignedDuration::try_from_secs_f64(sample.t).unwrap_or_default();
+            let (pod, container) = (sample.pod.as_str(), sample.container.as_str());
+            if sample.oom {
+                let request = s
+                    .containers
+                    .iter()
+                    .find(|c| c.name == sample.container)
+                    .and_then(|c| c.requests.get("memory"))
+                    .map_or(0, |q| clamp_i64(q.value()));
+                let used = sample.memory.map_or(request, |m| clamp_i64(m.value()));
+                // A refused (too old) OOM is what upstream logs and ignores.
+                let _ = self.vpa.record_oom(pod, container, used, time, config);
+                continue;
+            }
+            if let Some(cpu) = sample.cpu {
+                self.vpa
+                    .add_cpu_sample(pod, container, clamp_i64(cpu.milli()), time, config);
+            }
+            if let Some(mem) = sample.memory {
+                self.vpa
+                    .add_memory_sample(pod, container, clamp_i64(mem.value()), time, config);
+            }
+        }
+    }
+
+    fn recommend(&self) -> Result<Vec<ContainerRecommendation>, ReplayError> {
+        let per_pod = self.scenario.containers.len().max(1);
+        self.vpa
+            .recommend(&self.scenario.vpa.spec, per_pod, &self.scenario.estimator)
+            .map_err(|e| invalid("vpa.spec.resourcePolicy", e))
+    }
+}
+
+fn clamp_i64(v: i128) -> i64 {
+    v.clamp(0, i128::from(i64::MAX)) as i64
+}
+
+fn get(r: &Resources, resource: Resource) -> i64 {
+    r.get(&resource).copied().unwrap_or(0)
+}
+
+fn restore(scenario: &Scenario) -> Result<VpaModel, ReplayError> {
+    let mut model = VpaModel::new();
+    for (i, cp) in scenario.checkpoints.iter().enumerate() {
+        let path = format!("checkpointIn[{i}]");
+        let name = cp
+            .spec
+            .container_name
+            .clone()
+            .ok_or_else(|| invalid(format!("{path}.spec.containerName"), "is required"))?;
+        let status = cp
+            .status
+            .as_ref()
+            .ok_or_else(|| invalid(format!("{path}.status"), "is required"))?;
+        model
+            .restore(&name, status, &scenario.aggregations, scenario.start)
+            .map_err(|e| invalid(format!("{path}.status"), e))?;
+    }
+    for c in &scenario.containers {
+        model.ensure_container(&c.name, &scenario.aggregations, scenario.start);
+    }
+    Ok(model)
+}
+
+/// Runs `scenario`; `plot` also samples the recommendation over time for a plot.
+pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
+    let mut model = Model {
+        scenario,
+        vpa: restore(scenario)?,
+        next_sample: 0,
+    };
+    let end = scenario
+        .at
+        .last()
+        .copied()
+        .unwrap_or(0.0)
+        .max(scenario.samples.last().map_or(0.0, |s| s.t));
+    let mut times: BTreeSet<u64> = scenario.at.iter().map(|t| t.to_bits()).collect();
+    if plot {
+        for i in 0..=PLOT_POINTS {
+            times.insert((end * i as f64 / PLOT_POINTS as f64).to_bits());
+        }
+    }
+    let mut times: Vec<f64> = times.into_iter().map(f64::from_bits).collect();
+    times.sort_by(f64::total_cmp);
+    let mut lines = Vec::new();
+    let mut series: BTreeMap<(String, Resource), Vec<SeriesPoint>> = BTreeMap::new();
+    for t in times {
+        model.feed_until(t);
+        let recs = model.recommend()?;
+        if plot {
+            for r in &recs {
+                for resource in [Resource::Cpu, Resource::Memory] {
+                    if r.capped.target.contains_key(&resource) {
+                        series
+                            .entry((r.name.clone(), resource))
+                            .or_default()
+                            .push(SeriesPoint {
+                                t,
+                                target: get(&r.capped.target, resource),
+                                lower: get(&r.capped.lower_bound, resource),
+                                upper: get(&r.capped.upper_bound, resource),
+                            });
+                    }
+                }
+            }
+        }
+        if scenario.at.contains(&t) {
+            lines.extend(recs.iter().map(|r| OutputLine {
+                t,
+                container: r.name.clone(),
+                target: resources_to_list(&r.capped.target),
+                lower_bound: resources_to_list(&r.capped.lower_bound),
+                upper_bound: resources_to_list(&r.capped.upper_bound),
+                uncapped_target: resources_to_list(&r.uncapped_target),
+                confidence: r.confidence,
+                capped_by: r.capped_by.clone(),
+            }));
+        }
+    }
+    model.feed_until(f64::INFINITY);
+    let misses = check_expectations(scenario, &lines);
+    let now = scenario.start + SignedDuration::try_from_secs_f64(end).unwrap_or_default();
+    let vpa_name = scenario.vpa.metadata.name.clone().unwrap_or_default();
+    let checkpoints = model
+        .vpa
+        .checkpoints(now)
+        .into_iter()
+        .map(|(container, status)| {
+            let mut cp = VerticalPodAutoscalerCheckpoint::new(
+                &VerticalPodAutoscalerCheckpoint::object_name(&vpa_name, &container),
+                VerticalPodAutoscalerCheckpointSpec {
+                    vpa_object_name: Some(vpa_name.clone()),
+                    container_name: Some(container),
+                },
+            );
+            cp.metadata
+                .namespace
+                .clone_from(&scenario.vpa.metadata.namespace);
+            cp.status = Some(status);
+            cp
+        })
+        .collect();
+    let traces = if plot {
+        traces(scenario, &model, series)
+    } else {
+        Vec::new()
+    };
+    Ok(Outcome {
+        lines,
+        misses,
+        checkpoints,
+        traces,
+    })
+}
+
+fn traces(
+    scenario: &Scenario,
+    model: &Model<'_>,
+    mut series: BTreeMap<(String, Resource), Vec<SeriesPoint>>,
+) -> Vec<ResourceTrace> {
+    let mut out = Vec::new();
+    for (name, aggregate) in &model.vpa.aggregates {
+        for resource in [Resource::Cpu, Resource::Memory] {
+            let Some(points) = series.remove(&(name.clone(), resource)) else {
+                continue;
+            };
+            let usage = scenario
+                .samples
+                .iter()
+                .filter(|s| &s.container == name)
+                .filter_map(|s| {
+                    let q = match resource {
+                        Resource::Cpu => s.cpu.filter(|_| !s.oom).map(|q| q.milli()),
+                        Resource::Memory => s.memory.map(|q| q.value()),
+                    }?;
+                    Some((s.t, clamp_i64(q)))
+                })
+                .collect();
+            let h = match resource {
+                Resource::Cpu => aggregate.cpu.histogram(),
+                Resource::Memory => aggregate.memory.histogram(),
+            };
+            let histogram = h
+                .buckets()
+                .filter(|(_, w)| *w >= h.options().epsilon())
+                .map(|(b, w)| {
+                    (
+                        h.options().bucket_start(b),
+                        h.options().bucket_start(b + 1),
+                        w,
+                    )
+                })
+                .collect();
+            out.push(ResourceTrace {
+                container: name.clone(),
+                resource,
+                usage,
+                series: points,
+                histogram,
+            });
+        }
+    }
+    out
+}
+
+fn check_expectations(scenario: &Scenario, lines: &[OutputLine]) -> Vec<String> {
+    let mut misses = Vec::new();
+    for (i, e) in scenario.expect.iter().enumerate() {
+        let step = scenario
+            .at
+            .iter()
+            .position(|t| t.total_cmp(&e.t).is_eq())
+            .unwrap_or(i);
+        let Some(line) = lines
+            .iter()
+            .find(|l| l.t.total_cmp(&e.t).is_eq() && l.container == e.container)
+        else {
+            misses.push(format!(
+                "step {step}: expected a recommendation for container {} at t={}, got none",
+                e.container, e.t
+            ));
+            continue;
+        };
+        for (field, want, got) in [
+            ("target", &e.target, &line.target),
+            ("lowerBound", &e.lower_bound, &line.lower_bound),
+            ("upperBound", &e.upper_bound, &line.upper_bound),
+        ] {
+            for (resource, want) in want {
+                let got_q = got.get(resource).and_then(|q| Quantity::try_from(q).ok());
+                let ok = got_q.is_some_and(|g| {
+                    let (w, g) = (want.milli() as f64, g.milli() as f64);
+                    (g - w).abs() <= w.abs() * e.tolerance_percent / 100.0
+                });
+                if !ok {
+                    let got_text = got
+                        .get(resource)
+                        .map_or_else(|| "nothing".to_owned(), |q| q.0.clone());
+                    misses.push(format!(
+                        "step {step}: expected {field}.{resource} {want} (±{}%) for container {} at t={}, got {got_text}",
+                        e.tolerance_percent, e.container, e.t
+                    ));
+                }
+            }
+        }
+    }
+    misses
+}
+
+/// The output lines as a fixed-width table.
+pub fn table(lines: &[OutputLine]) -> String {
+    let q = |l: &ResourceList, r: &str| l.get(r).map_or_else(|| "-".to_owned(), |q| q.0.clone());
+    let mut rows = vec![[
+        "T".to_owned(),
+        "CONTAINER".to_owned(),
+        "TARGET-CPU".to_owned(),
+        "TARGET-MEM".to_owned(),
+        "LOWER-CPU".to_owned(),
+        "LOWER-MEM".to_owned(),
+        "UPPER-CPU".to_owned(),
+        "UPPER-MEM".to_owned(),
+        "CONFIDENCE".to_owned(),
+    ]];
+    for l in lines {
+        rows.push([
+            format!("{}", l.t),
+            l.container.clone(),
+            q(&l.target, "cpu"),
+            q(&l.target, "memory"),
+            q(&l.lower_bound, "cpu"),
+            q(&l.lower_bound, "memory"),
+            q(&l.upper_bound, "cpu"),
+            q(&l.upper_bound, "memory"),
+            format!("{:.3}", l.confidence),
+        ]);
+    }
+    let mut widths = [0usize; 9];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The checkpoints as a multi-document YAML manifest.
+pub fn checkpoints_yaml(
+    checkpoints: &[VerticalPodAutoscalerCheckpoint],
+) -> Result<String, ReplayError> {
+    let mut out = String::new();
+    for cp in checkpoints {
+        // Through JSON so the field order and null timestamps are exactly the API's.
+        let value = serde_json::to_value(cp).map_err(|e| invalid("checkpoint", e))?;
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&value).map_err(|e| invalid("checkpoint", e))?);
+    }
+    Ok(out)
+}
+
+/// Reads and parses the scenario at `path`.
+pub fn load(path: &Path) -> Result<Scenario, ReplayError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    Scenario::parse(&text, path.parent().unwrap_or(Path::new(".")))
+}
