@@ -871,10 +871,11 @@ fn compute(
     }
 
     let note = match (&step.note, step.value == recommendation) {
-        (Some(n), _) => format!(
+        (Some(n), false) => format!(
             "{base}: recommended {recommendation}, {n}; desired {}",
             step.value
         ),
+        (Some(n), true) => format!("{n}; keeping {current} replicas"),
         (None, true) if recommendation == current => format!("{base} ({current})"),
         (None, _) => format!("{base}: {current} -> {}", step.value),
     };

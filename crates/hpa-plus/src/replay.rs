@@ -1,0 +1,564 @@
+//! `hpa-plus replay`: runs a `HorizontalReplay` scenario (docs/replay.md) through the same
+//! [`plimsoll_core::horizontal::decide`] the controller calls, with no cluster.
+//!
+//! Each step is one reconcile at `t` seconds after the scenario start. The workload's replicas
+//! become the previous step's write (none under `dryRun`, `paused`, …) unless a step sets
+//! `replicas`; the decision history (recommendations, scale events, watermark clocks) carries
+//! over from step to step exactly as the controller keeps it in memory.
+//!
+//! Exit status: 0 when every `expect` held, 1 when one did not (each miss on stderr as
+//! `step N: expected …, got …`, steps counted from 1), 2 when the file is invalid (the message
+//! names the field).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec};
+use plimsoll_core::horizontal::conditions::ABLE_TO_SCALE;
+use plimsoll_core::horizontal::observation::{
+    ContainerSample, DEFAULT_METRICS_WINDOW_SECONDS, Fetched, Observation, PodPhase, PodSample,
+};
+use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History, decide};
+use plimsoll_core::quantity::Quantity;
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// The instant a scenario's `t: 0` stands for (any fixed instant works; decisions only use
+/// differences).
+const EPOCH: &str = "2026-01-01T00:00:00Z";
+
+/// Why a scenario could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The path given.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid scenario; the message names the field.
+    #[error("invalid scenario: {0}")]
+    Invalid(String),
+    /// The plot could not be written.
+    #[error("cannot write plot {path}: {source}")]
+    Plot {
+        /// The path given.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How step results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Output {
+    /// One JSON object per step (JSON Lines).
+    #[default]
+    Json,
+    /// An aligned table for people.
+    Table,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Scenario {
+    kind: String,
+    autoscaler: serde_json::Value,
+    #[serde(default)]
+    controller: ControllerConfig,
+    initial_replicas: i32,
+    steps: Vec<StepSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StepSpec {
+    t: f64,
+    #[serde(default)]
+    replicas: Option<i32>,
+    #[serde(default)]
+    pods: Vec<PodSpec>,
+    #[serde(default)]
+    object_metrics: BTreeMap<String, Value>,
+    #[serde(default)]
+    external_metrics: BTreeMap<String, ExternalValue>,
+    /// Extension: other autoscalers selecting the same pods (`AmbiguousSelector`).
+    #[serde(default)]
+    conflicting_autoscalers: Vec<String>,
+    /// Extension: a `CronHorizontalPodAutoscaler` holding the target.
+    #[serde(default)]
+    held_by: Option<String>,
+    /// Extension: the target is rolling out (for `pauseDuringRollout`).
+    #[serde(default)]
+    rolling_out: bool,
+    #[serde(default)]
+    expect: Option<Expect>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PodSpec {
+    name: String,
+    #[serde(default)]
+    count: Option<usize>,
+    #[serde(default)]
+    phase: Option<Phase>,
+    #[serde(default)]
+    ready: Option<bool>,
+    #[serde(default)]
+    deleting: bool,
+    #[serde(default)]
+    started_seconds_ago: Option<f64>,
+    #[serde(default)]
+    ready_since_seconds_ago: Option<f64>,
+    #[serde(default)]
+    containers: Vec<ContainerSpec>,
+    #[serde(default)]
+    metrics: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContainerSpec {
+    name: String,
+    #[serde(default)]
+    requests: BTreeMap<String, Amount>,
+    #[serde(default)]
+    limits: BTreeMap<String, Amount>,
+    #[serde(default)]
+    usage: BTreeMap<String, Value>,
+}
+
+/// A quantity written as a number or in Kubernetes notation.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum Amount {
+    Number(f64),
+    Text(String),
+}
+
+/// A metric value, or a failed fetch.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum Value {
+    Failed { error: String },
+    Amount(Amount),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ExternalValue {
+    Many(Vec<Value>),
+    One(Value),
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Expect {
+    #[serde(default)]
+    replicas: Option<i32>,
+    #[serde(default)]
+    desired_replicas: Option<i32>,
+    #[serde(default, deserialize_with = "present")]
+    limited_by: LimitExpectation,
+    #[serde(default)]
+    able_to_scale: Option<bool>,
+}
+
+/// `limitedBy` in an expectation: absent (anything goes) or a value, where `null` means none.
+#[derive(Default)]
+enum LimitExpectation {
+    #[default]
+    Any,
+    Exactly(Option<String>),
+}
+
+/// Distinguishes `limitedBy: null` (expect none) from an absent key (no expectation).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<LimitExpectation, D::Error> {
+    Option::<String>::deserialize(d).map(LimitExpectation::Exactly)
+}
+
+fn milli(a: &Amount, field: &str) -> Result<i64, String> {
+    let text = match a {
+        Amount::Number(n) => format!("{n}"),
+        Amount::Text(s) => s.clone(),
+    };
+    let q = Quantity::parse(&text).map_err(|e| format!("{field}: {e}"))?;
+    i64::try_from(q.milli()).map_err(|_| format!("{field}: {text:?} is out of range"))
+}
+
+fn fetched(v: &Value, field: &str) -> Result<Fetched<i64>, String> {
+    match v {
+        Value::Failed { error } => Ok(Err(error.clone())),
+        Value::Amount(a) => milli(a, field).map(Ok),
+    }
+}
+
+/// One step's result, as printed with `--output json`.
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct StepLine {
+    /// Seconds since the scenario start.
+    pub t: f64,
+    /// The workload's replicas when the step ran.
+    pub current_replicas: i32,
+    /// What the autoscaler wants.
+    pub desired_replicas: i32,
+    /// The workload's replicas after the step (the write, if any).
+    pub replicas: i32,
+    /// The largest metric proposal before stabilization and limits.
+    pub recommended_replicas: Option<i32>,
+    /// One entry per metric.
+    pub proposals: Vec<plimsoll_core::horizontal::MetricOutcome>,
+    /// The rule that changed or held the recommendation.
+    pub limited_by: Option<String>,
+    /// A sentence a person can read.
+    pub reason: String,
+    /// Cooldowns and delays still running.
+    pub countdowns: Vec<plimsoll_core::horizontal::Countdown>,
+    /// `AbleToScale` condition status.
+    pub able_to_scale: bool,
+}
+
+/// The outcome of a whole scenario.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    /// One line per step.
+    pub steps: Vec<StepLine>,
+    /// Every expectation that did not hold, as `step N: expected …, got …`.
+    pub misses: Vec<String>,
+}
+
+/// Parses the autoscaler manifest of a scenario (HPA `autoscaling/v2` or HPA+).
+fn autoscaler(v: serde_json::Value) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
+    let api_version = v.get("apiVersion").and_then(|a| a.as_str()).unwrap_or("");
+    let kind = v.get("kind").and_then(|a| a.as_str()).unwrap_or("");
+    let spec = match (api_version, kind) {
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            let hpa: HorizontalPodAutoscaler =
+                serde_json::from_value(v).map_err(|e| format!("autoscaler: {e}"))?;
+            HorizontalPodAutoscalerPlus::from_native(&hpa)
+                .map_err(|e| format!("autoscaler: {e}"))?
+                .spec
+        }
+        ("autoscaling.plimsoll.dev/v1alpha1", "HorizontalPodAutoscalerPlus") => {
+            let plus: HorizontalPodAutoscalerPlus =
+                serde_json::from_value(v).map_err(|e| format!("autoscaler: {e}"))?;
+            plus.spec
+        }
+        _ => {
+            return Err(format!(
+                "autoscaler: apiVersion/kind {api_version:?}/{kind:?} is neither \
+                 autoscaling/v2 HorizontalPodAutoscaler nor \
+                 autoscaling.plimsoll.dev/v1alpha1 HorizontalPodAutoscalerPlus"
+            ));
+        }
+    };
+    spec.validate().map_err(|errs| {
+        errs.0
+            .iter()
+            .map(|e| format!("autoscaler.{e}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
+    Ok(spec)
+}
+
+fn pods(step: &StepSpec, i: usize, now: Timestamp) -> Result<Vec<PodSample>, String> {
+    let mut out = Vec::new();
+    for (j, p) in step.pods.iter().enumerate() {
+        let field = format!("steps[{i}].pods[{j}]");
+        let started = p.started_seconds_ago.unwrap_or(3600.0);
+        let ready_since = p.ready_since_seconds_ago.unwrap_or(started);
+        let ago = |s: f64| now - SignedDuration::from_secs_f64(s);
+        let mut containers = Vec::new();
+        for (k, c) in p.containers.iter().enumerate() {
+            let cf = format!("{field}.containers[{k}]");
+            let mut sample = ContainerSample {
+                name: c.name.clone(),
+                ..ContainerSample::default()
+            };
+            for (r, a) in &c.requests {
+                sample
+                    .requests
+                    .insert(r.clone(), milli(a, &format!("{cf}.requests.{r}"))?);
+            }
+            for (r, a) in &c.limits {
+                sample
+                    .limits
+                    .insert(r.clone(), milli(a, &format!("{cf}.limits.{r}"))?);
+            }
+            for (r, v) in &c.usage {
+                sample
+                    .usage
+                    .insert(r.clone(), fetched(v, &format!("{cf}.usage.{r}"))?);
+            }
+            containers.push(sample);
+        }
+        let mut metrics = BTreeMap::new();
+        for (m, v) in &p.metrics {
+            metrics.insert(m.clone(), fetched(v, &format!("{field}.metrics.{m}"))?);
+        }
+        let template = PodSample {
+            name: p.name.clone(),
+            phase: match p.phase.unwrap_or(Phase::Running) {
+                Phase::Pending => PodPhase::Pending,
+                Phase::Running => PodPhase::Running,
+                Phase::Succeeded => PodPhase::Succeeded,
+                Phase::Failed => PodPhase::Failed,
+            },
+            ready: Some(p.ready.unwrap_or(true)),
+            deleting: p.deleting,
+            start_time: Some(ago(started)),
+            ready_transition_time: Some(ago(ready_since)),
+            metrics_timestamp: Some(now),
+            metrics_window_seconds: DEFAULT_METRICS_WINDOW_SECONDS,
+            containers,
+            metrics,
+        };
+        match p.count {
+            None => out.push(template),
+            Some(n) => {
+                for k in 1..=n {
+                    let mut pod = template.clone();
+                    pod.name = format!("{}-{k}", p.name);
+                    out.push(pod);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn observation(
+    step: &StepSpec,
+    i: usize,
+    replicas: i32,
+    now: Timestamp,
+) -> Result<Observation, String> {
+    let mut obs = Observation {
+        current_replicas: replicas,
+        pods: pods(step, i, now)?,
+        conflicting_autoscalers: step.conflicting_autoscalers.clone(),
+        held_by: step.held_by.clone(),
+        ..Observation::default()
+    };
+    if step.rolling_out {
+        obs.rollout = Some(plimsoll_core::horizontal::RolloutState {
+            generation: 2,
+            observed_generation: 1,
+            updated_replicas: 0,
+            desired_replicas: replicas,
+        });
+    }
+    for (k, v) in &step.object_metrics {
+        obs.object_metrics.insert(
+            k.clone(),
+            fetched(v, &format!("steps[{i}].objectMetrics.{k}"))?,
+        );
+    }
+    for (k, v) in &step.external_metrics {
+        let field = format!("steps[{i}].externalMetrics.{k}");
+        let values = match v {
+            ExternalValue::One(v) => vec![v.clone()],
+            ExternalValue::Many(vs) => vs.clone(),
+        };
+        let mut sum: Fetched<Vec<i64>> = Ok(Vec::new());
+        for v in &values {
+            match (fetched(v, &field)?, &mut sum) {
+                (Ok(x), Ok(list)) => list.push(x),
+                (Err(e), Ok(_)) => sum = Err(e),
+                (_, Err(_)) => {}
+            }
+        }
+        obs.external_metrics.insert(k.clone(), sum);
+    }
+    Ok(obs)
+}
+
+/// Replays scenario text (YAML or JSON). `Err` means the file is invalid (exit 2).
+pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
+    let scenario: Scenario =
+        serde_saphyr::from_str(text).map_err(|e| ReplayError::Invalid(e.to_string()))?;
+    if scenario.kind != "HorizontalReplay" {
+        return Err(ReplayError::Invalid(format!(
+            "kind: expected HorizontalReplay, got {:?}",
+            scenario.kind
+        )));
+    }
+    let spec = autoscaler(scenario.autoscaler).map_err(ReplayError::Invalid)?;
+    let epoch: Timestamp = EPOCH
+        .parse()
+        .map_err(|e| ReplayError::Invalid(format!("internal epoch: {e}")))?;
+    let mut history = History::default();
+    let mut replicas = scenario.initial_replicas;
+    let mut last_t = f64::NEG_INFINITY;
+    let mut lines = Vec::new();
+    let mut misses = Vec::new();
+    for (i, step) in scenario.steps.iter().enumerate() {
+        if !step.t.is_finite() || step.t < last_t {
+            return Err(ReplayError::Invalid(format!(
+                "steps[{i}].t: must be a number not before the previous step's t"
+            )));
+        }
+        last_t = step.t;
+        if let Some(r) = step.replicas {
+            replicas = r;
+        }
+        let now = epoch + SignedDuration::from_secs_f64(step.t);
+        let obs = observation(step, i, replicas, now).map_err(ReplayError::Invalid)?;
+        let d: Decision = decide(&DecisionInput {
+            spec: &spec,
+            observed: &obs,
+            history: &history,
+            config: &scenario.controller,
+            now,
+        });
+        history = d.history.clone();
+        let after = if let Some(to) = d.scale_to {
+            history.record_scale(now, replicas, to);
+            to
+        } else {
+            replicas
+        };
+        let line = StepLine {
+            t: step.t,
+            current_replicas: d.current_replicas,
+            desired_replicas: d.desired_replicas,
+            replicas: after,
+            recommended_replicas: d.recommended_replicas,
+            proposals: d.proposals.clone(),
+            limited_by: d.limited_by.map(|l| l.as_str().to_owned()),
+            reason: d.reason.clone(),
+            countdowns: d.countdowns.clone(),
+            able_to_scale: d
+                .conditions
+                .iter()
+                .find(|c| c.type_ == ABLE_TO_SCALE)
+                .is_none_or(|c| c.status),
+        };
+        if let Some(e) = &step.expect {
+            check(i + 1, e, &line, &mut misses);
+        }
+        lines.push(line);
+        replicas = after;
+    }
+    Ok(Replay {
+        steps: lines,
+        misses,
+    })
+}
+
+fn check(n: usize, e: &Expect, line: &StepLine, misses: &mut Vec<String>) {
+    let t = line.t;
+    if let Some(want) = e.replicas
+        && want != line.replicas
+    {
+        misses.push(format!(
+            "step {n}: expected replicas {want}, got {} (t={t}; {})",
+            line.replicas, line.reason
+        ));
+    }
+    if let Some(want) = e.desired_replicas
+        && want != line.desired_replicas
+    {
+        misses.push(format!(
+            "step {n}: expected desiredReplicas {want}, got {} (t={t}; {})",
+            line.desired_replicas, line.reason
+        ));
+    }
+    if let LimitExpectation::Exactly(want) = &e.limited_by
+        && *want != line.limited_by
+    {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "null".into());
+        misses.push(format!(
+            "step {n}: expected limitedBy {}, got {} (t={t})",
+            show(want),
+            show(&line.limited_by)
+        ));
+    }
+    if let Some(want) = e.able_to_scale
+        && want != line.able_to_scale
+    {
+        misses.push(format!(
+            "step {n}: expected ableToScale {want}, got {} (t={t})",
+            line.able_to_scale
+        ));
+    }
+}
+
+/// Renders the step lines as an aligned table.
+pub fn table(steps: &[StepLine]) -> String {
+    let mut out = String::from("T       CURRENT  DESIRED  REPLICAS  LIMITED BY          REASON\n");
+    for s in steps {
+        let _ = writeln!(
+            out,
+            "{:<7} {:<8} {:<8} {:<9} {:<19} {}",
+            s.t,
+            s.current_replicas,
+            s.desired_replicas,
+            s.replicas,
+            s.limited_by.as_deref().unwrap_or("-"),
+            s.reason
+        );
+    }
+    out
+}
+
+/// Runs the scenario at `path`, prints the steps and misses, writes the plot, and returns the
+/// exit status of docs/replay.md.
+pub fn run(path: &Path, output: Output, plot: Option<&Path>) -> ExitCode {
+    match run_inner(path, output, plot) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, ReplayError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let replay = replay_str(&text)?;
+    match output {
+        Output::Json => {
+            for line in &replay.steps {
+                let json = serde_json::to_string(line)
+                    .map_err(|e| ReplayError::Invalid(format!("cannot print a step: {e}")))?;
+                println!("{json}");
+            }
+        }
+        Output::Table => print!("{}", table(&replay.steps)),
+    }
+    if let Some(file) = plot {
+        std::fs::write(file, crate::plot::svg(&replay.steps)).map_err(|source| {
+            ReplayError::Plot {
+                path: file.display().to_string(),
+                source,
+            }
+        })?;
+    }
+    for miss in &replay.misses {
+        eprintln!("{miss}");
+    }
+    Ok(replay.misses.is_empty())
+}

@@ -1,0 +1,182 @@
+//! `hpa-plus replay` against every shared example scenario, Plimsoll's own scenarios, and the
+//! exit statuses of docs/replay.md.
+
+// A test binary: a failed check panics with the reason, including in its helper functions.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use plimsoll_hpa_plus::replay::replay_str;
+
+/// The shared examples, beside the repository (`../shared` of the checkout).
+const EXAMPLES_DIR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/scenarios/examples"
+);
+/// The same from a worktree one level deeper (`/work/wt/<name>`).
+const EXAMPLES_FROM_WORKTREE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../../shared/scenarios/examples"
+);
+const OWN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+fn examples() -> &'static str {
+    [EXAMPLES_DIR, EXAMPLES_FROM_WORKTREE]
+        .into_iter()
+        .find(|d| Path::new(d).is_dir())
+        .unwrap_or(EXAMPLES_DIR)
+}
+
+fn scenarios(dir: &str, prefix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            name.starts_with(prefix)
+                && p.extension().is_some_and(|e| {
+                    e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("json")
+                })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn assert_all_pass(files: &[PathBuf]) {
+    assert!(!files.is_empty());
+    for f in files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let replay = replay_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(
+            replay.misses.is_empty(),
+            "{}: {:?}",
+            f.display(),
+            replay.misses
+        );
+        assert!(!replay.steps.is_empty());
+    }
+}
+
+#[test]
+fn every_shared_hpa_example_passes() {
+    let files = scenarios(examples(), "hpa");
+    assert!(files.len() >= 4, "{files:?}");
+    assert_all_pass(&files);
+}
+
+#[test]
+fn every_own_hpa_scenario_passes() {
+    let files = scenarios(OWN, "hpa-");
+    assert!(files.len() >= 5, "{files:?}");
+    assert_all_pass(&files);
+}
+
+fn bin(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hpa-plus"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn path(dir: &str, name: &str) -> String {
+    Path::new(dir).join(name).display().to_string()
+}
+
+#[test]
+fn exit_0_and_json_lines_in_step_order() {
+    let out = bin(&["replay", &path(examples(), "hpa-scale-down-policies.yaml")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let ts: Vec<f64> = lines.iter().map(|l| l["t"].as_f64().unwrap()).collect();
+    assert_eq!(ts, [0.0, 61.0, 122.0]);
+    for l in &lines {
+        for key in [
+            "currentReplicas",
+            "desiredReplicas",
+            "proposals",
+            "limitedBy",
+            "reason",
+        ] {
+            assert!(l.get(key).is_some(), "{key} missing in {l}");
+        }
+    }
+    assert_eq!(lines[0]["limitedBy"], "policy");
+    assert_eq!(lines[0]["proposals"][0]["metric"], "requests_per_second");
+    assert_eq!(lines[0]["proposals"][0]["replicas"], 10);
+    assert_eq!(lines[0]["proposals"][0]["value"], 12.5);
+}
+
+#[test]
+fn exit_1_prints_each_miss() {
+    let out = bin(&["replay", &path(DATA, "missed-expectation.yaml")]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("step 1: expected replicas 4, got 5"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn exit_2_names_the_field() {
+    for (file, field) in [
+        (
+            "invalid-watermarks.yaml",
+            "spec.metrics[0].external.target.highWatermark",
+        ),
+        ("invalid-unknown-field.yaml", "podz"),
+        (
+            "invalid-quantity.yaml",
+            "steps[0].pods[0].containers[0].requests.cpu",
+        ),
+    ] {
+        let out = bin(&["replay", &path(DATA, file)]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains(field), "{file}: {stderr}");
+    }
+}
+
+#[test]
+fn table_output_and_svg_plot() {
+    let dir = std::env::temp_dir().join(format!("hpa-plus-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("plot.svg");
+    let out = bin(&[
+        "replay",
+        &path(OWN, "hpa-plus-watermark-delay-cooldown.yaml"),
+        "--output",
+        "table",
+        "--plot",
+        &svg.display().to_string(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.starts_with("T "), "{table}");
+    assert!(table.contains("watermarkDelay"));
+    let doc = std::fs::read_to_string(&svg).unwrap();
+    assert!(doc.starts_with("<svg"));
+    assert!(doc.trim_end().ends_with("</svg>"));
+    assert!(doc.contains("queue_messages"));
+    // Value line plus low and high watermarks, dashed.
+    assert!(doc.matches("stroke-dasharray").count() >= 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
