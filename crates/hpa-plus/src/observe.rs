@@ -43,6 +43,19 @@ fn metric_selector(id: &MetricIdentifier) -> Result<Option<Selector>, String> {
         .map_err(|e| format!("invalid metric selector: {e}"))
 }
 
+/// Longest wait for one metrics request. The client retries 503/429 with backoff; a metrics API
+/// that stays down must fail this evaluation (ScalingActive=False), not stall it for minutes.
+pub const METRICS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn bounded<T>(
+    fut: impl std::future::Future<Output = plimsoll_runtime::Result<T>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(METRICS_TIMEOUT, fut).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer within {}s", METRICS_TIMEOUT.as_secs())),
+    }
+}
+
 fn milli(q: plimsoll_core::quantity::Quantity) -> Result<i64, String> {
     i64::try_from(q.milli()).map_err(|_| format!("value {q} is out of range"))
 }
@@ -75,7 +88,7 @@ pub async fn observe(
         .chain(spec.metrics.is_empty().then_some("cpu"))
         .collect();
     if !resources.is_empty() && !samples.is_empty() {
-        match ctx.metrics_source.pod_metrics(namespace, selector).await {
+        match bounded(ctx.metrics_source.pod_metrics(namespace, selector)).await {
             Ok(list) => {
                 let by_name: HashMap<&str, &PodMetrics> =
                     list.iter().map(|m| (m.name.as_str(), m)).collect();
@@ -85,8 +98,7 @@ pub async fn observe(
                     }
                 }
             }
-            Err(e) => {
-                let msg = e.to_string();
+            Err(msg) => {
                 for s in &mut samples {
                     for c in &mut s.containers {
                         for r in &resources {
@@ -109,11 +121,15 @@ pub async fn observe(
             MetricSourceType::Pods => {
                 let Some(p) = &m.pods else { continue };
                 let result = match metric_selector(&p.metric) {
-                    Ok(sel) => ctx
-                        .metrics_source
-                        .pods_metric(namespace, &p.metric.name, selector, sel.as_ref())
+                    Ok(sel) => {
+                        bounded(ctx.metrics_source.pods_metric(
+                            namespace,
+                            &p.metric.name,
+                            selector,
+                            sel.as_ref(),
+                        ))
                         .await
-                        .map_err(|e| e.to_string()),
+                    }
                     Err(e) => Err(e),
                 };
                 match result {
@@ -143,12 +159,14 @@ pub async fn observe(
                 );
                 let target = to_k8s(&o.described_object);
                 let value = match metric_selector(&o.metric) {
-                    Ok(sel) => ctx
-                        .metrics_source
-                        .object_metric(namespace, &target, &o.metric.name, sel.as_ref())
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|v| milli(v.value)),
+                    Ok(sel) => bounded(ctx.metrics_source.object_metric(
+                        namespace,
+                        &target,
+                        &o.metric.name,
+                        sel.as_ref(),
+                    ))
+                    .await
+                    .and_then(|v| milli(v.value)),
                     Err(e) => Err(e),
                 };
                 obs.object_metrics.insert(key, value);
@@ -156,12 +174,13 @@ pub async fn observe(
             MetricSourceType::External => {
                 let Some(x) = &m.external else { continue };
                 let values = match metric_selector(&x.metric) {
-                    Ok(sel) => ctx
-                        .metrics_source
-                        .external_metric(namespace, &x.metric.name, sel.as_ref())
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|vs| vs.into_iter().map(|v| milli(v.value)).collect()),
+                    Ok(sel) => bounded(ctx.metrics_source.external_metric(
+                        namespace,
+                        &x.metric.name,
+                        sel.as_ref(),
+                    ))
+                    .await
+                    .and_then(|vs| vs.into_iter().map(|v| milli(v.value)).collect()),
                     Err(e) => Err(e),
                 };
                 obs.external_metrics.insert(x.metric.name.clone(), values);
@@ -174,7 +193,7 @@ pub async fn observe(
     if spec.pause_during_rollout {
         let target = to_k8s(&spec.scale_target_ref);
         // An unreadable rollout state must not block scaling: treat it as settled.
-        match ctx.scale.rollout(namespace, &target).await {
+        match bounded(ctx.scale.rollout(namespace, &target)).await {
             Ok(Some(RuntimeRollout::InProgress(_))) => {
                 // The runtime already decided; encode "in progress" in the core's terms.
                 obs.rollout = Some(RolloutState {
