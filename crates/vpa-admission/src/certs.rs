@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
 };
 
 use crate::error::{Error, Result};
@@ -65,10 +65,15 @@ pub fn generate(names: &[String]) -> Result<CertBundle> {
     let mut dn = DistinguishedName::new();
     dn.push(
         DnType::CommonName,
-        names.first().map_or("plimsoll-vpa-admission", String::as_str),
+        names
+            .first()
+            .map_or("plimsoll-vpa-admission", String::as_str),
     );
     leaf.distinguished_name = dn;
-    leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    leaf.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     ten_years(&mut leaf);
     let cert = leaf.signed_by(&key, &issuer).map_err(gen_err)?;
@@ -97,7 +102,10 @@ fn to_secret(namespace: &str, name: &str, bundle: &CertBundle) -> Secret {
             namespace: Some(namespace.to_owned()),
             labels: Some(BTreeMap::from([
                 ("app.kubernetes.io/name".to_owned(), "plimsoll".to_owned()),
-                ("app.kubernetes.io/component".to_owned(), "vpa-admission".to_owned()),
+                (
+                    "app.kubernetes.io/component".to_owned(),
+                    "vpa-admission".to_owned(),
+                ),
             ])),
             ..ObjectMeta::default()
         },
@@ -147,8 +155,9 @@ pub async fn get_or_create(
         Err(kube::Error::Api(status)) if status.code == 409 => {
             // Another replica wrote first: use its certificates.
             let winner = api.get(name).await.map_err(|e| Error::kube(context(), e))?;
-            from_secret(&winner)
-                .ok_or_else(|| Error::CertGen(format!("{} lacks {CA_KEY}/{CERT_KEY}/{KEY_KEY}", context())))
+            from_secret(&winner).ok_or_else(|| {
+                Error::CertGen(format!("{} lacks {CA_KEY}/{CERT_KEY}/{KEY_KEY}", context()))
+            })
         }
         Err(e) => Err(Error::kube(context(), e)),
     }

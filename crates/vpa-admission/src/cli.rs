@@ -33,12 +33,25 @@ pub struct Args {
 
     /// Serving certificate (PEM, chain allowed). Re-read on the next TLS handshake after the file
     /// changes, so cert-manager rotations need no restart. Required unless --self-signed.
-    #[arg(long, env = "PLIMSOLL_TLS_CERT_FILE", value_name = "PATH", required_unless_present = "self_signed", conflicts_with = "self_signed")]
+    #[arg(
+        long,
+        env = "PLIMSOLL_TLS_CERT_FILE",
+        value_name = "PATH",
+        required_unless_present = "self_signed",
+        conflicts_with = "self_signed"
+    )]
     pub tls_cert_file: Option<PathBuf>,
 
     /// Private key of the serving certificate (PEM: PKCS#8, PKCS#1 or SEC1). Reloaded with
     /// --tls-cert-file.
-    #[arg(long, alias = "tls-private-key", env = "PLIMSOLL_TLS_KEY_FILE", value_name = "PATH", required_unless_present = "self_signed", conflicts_with = "self_signed")]
+    #[arg(
+        long,
+        alias = "tls-private-key",
+        env = "PLIMSOLL_TLS_KEY_FILE",
+        value_name = "PATH",
+        required_unless_present = "self_signed",
+        conflicts_with = "self_signed"
+    )]
     pub tls_key_file: Option<PathBuf>,
 
     /// CA certificate (PEM) written into the webhook's caBundle by --register-webhook in the
@@ -52,7 +65,12 @@ pub struct Args {
     pub self_signed: bool,
 
     /// Secret (in the webhook's namespace) holding the --self-signed CA and certificate.
-    #[arg(long, env = "PLIMSOLL_SELF_SIGNED_SECRET", value_name = "NAME", default_value = "plimsoll-vpa-admission-certs")]
+    #[arg(
+        long,
+        env = "PLIMSOLL_SELF_SIGNED_SECRET",
+        value_name = "NAME",
+        default_value = "plimsoll-vpa-admission-certs"
+    )]
     pub self_signed_secret: String,
 
     /// Create or update the MutatingWebhookConfiguration at start-up (caBundle, failurePolicy
@@ -61,20 +79,39 @@ pub struct Args {
     pub register_webhook: bool,
 
     /// Name of the MutatingWebhookConfiguration --register-webhook writes.
-    #[arg(long, env = "PLIMSOLL_WEBHOOK_CONFIG_NAME", value_name = "NAME", default_value = "plimsoll-vpa-admission")]
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_CONFIG_NAME",
+        value_name = "NAME",
+        default_value = "plimsoll-vpa-admission"
+    )]
     pub webhook_config_name: String,
 
     /// Service through which the apiserver reaches the webhook.
-    #[arg(long, env = "PLIMSOLL_WEBHOOK_SERVICE_NAME", value_name = "NAME", default_value = "plimsoll-vpa-admission")]
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_SERVICE_NAME",
+        value_name = "NAME",
+        default_value = "plimsoll-vpa-admission"
+    )]
     pub webhook_service_name: String,
 
     /// Namespace of that Service, which is also the namespace left out of admission and the home
     /// of --self-signed-secret. Default: $POD_NAMESPACE, else the client's namespace.
-    #[arg(long, env = "PLIMSOLL_WEBHOOK_SERVICE_NAMESPACE", value_name = "NAMESPACE")]
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_SERVICE_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
     pub webhook_service_namespace: Option<String>,
 
     /// Port of that Service.
-    #[arg(long, env = "PLIMSOLL_WEBHOOK_SERVICE_PORT", value_name = "PORT", default_value_t = 443)]
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_SERVICE_PORT",
+        value_name = "PORT",
+        default_value_t = 443
+    )]
     pub webhook_service_port: i32,
 
     /// Register the webhook by URL (`https://host:port/`) instead of by Service.
@@ -91,7 +128,11 @@ pub struct Args {
     pub status_lease_name: String,
 
     /// Namespace of the status Lease. Default: $NAMESPACE, else kube-system (as upstream).
-    #[arg(long, env = "PLIMSOLL_STATUS_LEASE_NAMESPACE", value_name = "NAMESPACE")]
+    #[arg(
+        long,
+        env = "PLIMSOLL_STATUS_LEASE_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
     pub status_lease_namespace: Option<String>,
 
     /// How often the status Lease is renewed (also each renewal's timeout). Keep it well below
@@ -118,7 +159,9 @@ impl Args {
             common: self.common,
             address: self.address,
             tls,
-            namespace: self.webhook_service_namespace.or_else(|| env("POD_NAMESPACE")),
+            namespace: self
+                .webhook_service_namespace
+                .or_else(|| env("POD_NAMESPACE")),
             registration: self.register_webhook.then(|| Registration {
                 config_name: self.webhook_config_name,
                 service_name: self.webhook_service_name.clone(),
@@ -174,8 +217,8 @@ mod tests {
             .filter_map(|l| l.strip_prefix("- --"))
             .collect();
         assert!(!args.is_empty());
-        let argv = std::iter::once("vpa-admission".to_owned())
+        let command_line = std::iter::once("vpa-admission".to_owned())
             .chain(args.iter().map(|a| format!("--{a}")));
-        Args::try_parse_from(argv).unwrap();
+        Args::try_parse_from(command_line).unwrap();
     }
 }

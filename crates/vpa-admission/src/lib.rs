@@ -116,10 +116,12 @@ pub struct Config {
 /// Binds `config.address` and `config.common.metrics_address`, then [`run_on`].
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let bind = |address: SocketAddr| async move {
-        TcpListener::bind(address).await.map_err(|source| Error::Io {
-            context: format!("binding {address}"),
-            source,
-        })
+        TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::Io {
+                context: format!("binding {address}"),
+                source,
+            })
     };
     let webhook = bind(config.address).await?;
     let admin = bind(config.common.metrics_address).await?;
@@ -180,26 +182,14 @@ pub async fn run_on(
         liveness: liveness.clone(),
         readiness: readiness.clone(),
     });
-    let admin_task = tokio::spawn(admin::serve_on(admin_listener, admin_router, shutdown.clone()));
+    let admin_task = tokio::spawn(admin::serve_on(
+        admin_listener,
+        admin_router,
+        shutdown.clone(),
+    ));
 
     // Certificates first: without them there is nothing to serve.
-    let (resolver, ca_pem) = match &config.tls {
-        TlsSource::Files { cert, key, ca } => {
-            let resolver = CertResolver::from_files(cert.clone(), key.clone())?;
-            let ca_path = ca.as_ref().unwrap_or(cert);
-            let ca_pem = std::fs::read(ca_path).map_err(|source| Error::Io {
-                context: format!("reading {}", ca_path.display()),
-                source,
-            })?;
-            (resolver, ca_pem)
-        }
-        TlsSource::SelfSigned { secret } => {
-            let names = certificate_names(&config, &namespace);
-            let bundle = certs::get_or_create(client.clone(), &namespace, secret, &names).await?;
-            let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
-            (CertResolver::fixed(key), bundle.ca_pem.into_bytes())
-        }
-    };
+    let (resolver, ca_pem) = serving_certs(&config, &client, &namespace).await?;
     let server_config = tls::server_config(Arc::new(resolver))?;
 
     let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(&client, &shutdown);
@@ -228,26 +218,11 @@ pub async fn run_on(
     };
 
     // Mark synced once every store has listed; meanwhile pods pass unchanged.
-    let sync_task = {
-        let webhook = webhook.clone();
-        let readiness = readiness.clone();
-        let serving = serving.clone();
-        tokio::spawn(async move {
-            let c = &webhook.caches;
-            let synced = futures::future::join4(
-                c.vpas.wait_until_ready(),
-                c.replica_sets.wait_until_ready(),
-                c.jobs.wait_until_ready(),
-                c.limit_ranges.wait_until_ready(),
-            )
-            .await;
-            if matches!(synced, (Ok(()), Ok(()), Ok(()), Ok(()))) {
-                webhook.set_synced();
-                readiness.set_ready(serving.load(Ordering::Acquire));
-                tracing::info!(vpas = c.vpas.len(), "caches synced; webhook ready");
-            }
-        })
-    };
+    let sync_task = tokio::spawn(mark_synced(
+        webhook.clone(),
+        readiness.clone(),
+        serving.clone(),
+    ));
 
     if let Some(reg) = &config.registration {
         register_with_retry(&client, reg, &namespace, ca_pem, &shutdown).await?;
@@ -299,6 +274,47 @@ pub async fn run_on(
         Err(e) => return Err(Error::Task(format!("admin server: {e}"))),
     }
     result
+}
+
+async fn mark_synced(webhook: Arc<Webhook>, readiness: Readiness, serving: Arc<AtomicBool>) {
+    let c = &webhook.caches;
+    let synced = futures::future::join4(
+        c.vpas.wait_until_ready(),
+        c.replica_sets.wait_until_ready(),
+        c.jobs.wait_until_ready(),
+        c.limit_ranges.wait_until_ready(),
+    )
+    .await;
+    if matches!(synced, (Ok(()), Ok(()), Ok(()), Ok(()))) {
+        webhook.set_synced();
+        readiness.set_ready(serving.load(Ordering::Acquire));
+        tracing::info!(vpas = c.vpas.len(), "caches synced; webhook ready");
+    }
+}
+
+/// The certificate resolver and the CA PEM for the caBundle.
+async fn serving_certs(
+    config: &Config,
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<(CertResolver, Vec<u8>)> {
+    match &config.tls {
+        TlsSource::Files { cert, key, ca } => {
+            let resolver = CertResolver::from_files(cert.clone(), key.clone())?;
+            let ca_path = ca.as_ref().unwrap_or(cert);
+            let ca_pem = std::fs::read(ca_path).map_err(|source| Error::Io {
+                context: format!("reading {}", ca_path.display()),
+                source,
+            })?;
+            Ok((resolver, ca_pem))
+        }
+        TlsSource::SelfSigned { secret } => {
+            let names = certificate_names(config, namespace);
+            let bundle = certs::get_or_create(client.clone(), namespace, secret, &names).await?;
+            let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
+            Ok((CertResolver::fixed(key), bundle.ca_pem.into_bytes()))
+        }
+    }
 }
 
 fn certificate_names(config: &Config, namespace: &str) -> Vec<String> {
@@ -372,8 +388,14 @@ mod tests {
 
     #[test]
     fn url_hosts() {
-        assert_eq!(url_host("https://10.0.0.1:8000/"), Some("10.0.0.1".to_owned()));
-        assert_eq!(url_host("https://hook.example.com/x"), Some("hook.example.com".to_owned()));
+        assert_eq!(
+            url_host("https://10.0.0.1:8000/"),
+            Some("10.0.0.1".to_owned())
+        );
+        assert_eq!(
+            url_host("https://hook.example.com/x"),
+            Some("hook.example.com".to_owned())
+        );
         assert_eq!(url_host("https://[::1]:8000/"), Some("::1".to_owned()));
         assert_eq!(url_host("http://x/"), None);
     }

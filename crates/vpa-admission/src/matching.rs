@@ -121,9 +121,8 @@ impl Caches {
                     && group_of(t.api_version.as_deref().unwrap_or_default()) == controller.group
             })
             .min_by(|a, b| {
-                let created = |v: &VerticalPodAutoscaler| {
-                    v.metadata.creation_timestamp.as_ref().map(|t| t.0)
-                };
+                let created =
+                    |v: &VerticalPodAutoscaler| v.metadata.creation_timestamp.as_ref().map(|t| t.0);
                 created(a)
                     .cmp(&created(b))
                     .then_with(|| a.metadata.name.cmp(&b.metadata.name))
@@ -266,7 +265,10 @@ pub(crate) mod tests {
         let mut t = TestCaches::default();
         t.replica_set(replica_set("shop", "web-abc", "web"));
         let p = pod(Some(owner("apps/v1", "ReplicaSet", "web-abc")), None);
-        assert_eq!(t.caches().top_controller(&p, "shop"), Some(deployment("web")));
+        assert_eq!(
+            t.caches().top_controller(&p, "shop"),
+            Some(deployment("web"))
+        );
         // Same name in another namespace is not this pod's ReplicaSet.
         assert_eq!(
             t.caches().top_controller(&p, "other").map(|c| c.kind),
@@ -277,9 +279,18 @@ pub(crate) mod tests {
     #[test]
     fn uncached_replica_set_resolves_through_pod_template_hash() {
         let t = TestCaches::default();
-        let p = pod(Some(owner("apps/v1", "ReplicaSet", "web-5d8f")), Some("5d8f"));
-        assert_eq!(t.caches().top_controller(&p, "shop"), Some(deployment("web")));
-        let bare = pod(Some(owner("apps/v1", "ReplicaSet", "web-5d8f")), Some("zzz"));
+        let p = pod(
+            Some(owner("apps/v1", "ReplicaSet", "web-5d8f")),
+            Some("5d8f"),
+        );
+        assert_eq!(
+            t.caches().top_controller(&p, "shop"),
+            Some(deployment("web"))
+        );
+        let bare = pod(
+            Some(owner("apps/v1", "ReplicaSet", "web-5d8f")),
+            Some("zzz"),
+        );
         assert_eq!(
             t.caches().top_controller(&bare, "shop").map(|c| c.kind),
             Some("ReplicaSet".to_owned())
@@ -314,6 +325,10 @@ pub(crate) mod tests {
             .vpa(vpa("elsewhere", "c", "Deployment", "web"));
         let got = t.caches().controlling_vpa("shop", &deployment("web"));
         assert_eq!(got.unwrap().metadata.name.as_deref(), Some("b-older"));
-        assert!(t.caches().controlling_vpa("shop", &deployment("nope")).is_none());
+        assert!(
+            t.caches()
+                .controlling_vpa("shop", &deployment("nope"))
+                .is_none()
+        );
     }
 }

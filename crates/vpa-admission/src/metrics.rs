@@ -130,7 +130,9 @@ impl Metrics {
     /// Records a status Lease renewal.
     pub fn lease_renewal(&self, ok: bool) {
         let result = if ok { "ok" } else { "error" };
-        self.lease_renewals.get_or_create(&[("result", result)]).inc();
+        self.lease_renewals
+            .get_or_create(&[("result", result)])
+            .inc();
     }
 
     /// How many reviews got `outcome` (tests and the benchmark read it).

@@ -94,7 +94,10 @@ pub fn configuration(r: &Registration) -> MutatingWebhookConfiguration {
             labels: Some(
                 [
                     ("app.kubernetes.io/name".to_owned(), "plimsoll".to_owned()),
-                    ("app.kubernetes.io/component".to_owned(), "vpa-admission".to_owned()),
+                    (
+                        "app.kubernetes.io/component".to_owned(),
+                        "vpa-admission".to_owned(),
+                    ),
                 ]
                 .into(),
             ),
@@ -109,7 +112,11 @@ pub fn configuration(r: &Registration) -> MutatingWebhookConfiguration {
             client_config,
             rules: Some(vec![
                 rule("", &["CREATE"], "pods"),
-                rule("autoscaling.k8s.io", &["CREATE", "UPDATE"], "verticalpodautoscalers"),
+                rule(
+                    "autoscaling.k8s.io",
+                    &["CREATE", "UPDATE"],
+                    "verticalpodautoscalers",
+                ),
             ]),
             namespace_selector: Some(LabelSelector {
                 match_expressions: Some(vec![LabelSelectorRequirement {
@@ -138,7 +145,10 @@ pub async fn register(client: kube::Client, r: &Registration) -> Result<()> {
             .await
             .map_err(|e| Error::kube(context(), e))?
         {
-            None => api.create(&PostParams::default(), &desired).await.map(|_| ()),
+            None => api
+                .create(&PostParams::default(), &desired)
+                .await
+                .map(|_| ()),
             Some(mut current) => {
                 current.webhooks.clone_from(&desired.webhooks);
                 api.replace(&r.config_name, &PostParams::default(), &current)
@@ -156,7 +166,10 @@ pub async fn register(client: kube::Client, r: &Registration) -> Result<()> {
             Err(e) => return Err(Error::kube(context(), e)),
         }
     }
-    Err(Error::Config(format!("{}: kept conflicting with other writers", context())))
+    Err(Error::Config(format!(
+        "{}: kept conflicting with other writers",
+        context()
+    )))
 }
 
 #[cfg(test)]
@@ -189,7 +202,10 @@ mod tests {
             serde_json::json!(["kube-system", "plimsoll-system"])
         );
         assert_eq!(hook["rules"][0]["resources"], serde_json::json!(["pods"]));
-        assert_eq!(hook["rules"][0]["operations"], serde_json::json!(["CREATE"]));
+        assert_eq!(
+            hook["rules"][0]["operations"],
+            serde_json::json!(["CREATE"])
+        );
         assert_eq!(
             hook["rules"][1]["operations"],
             serde_json::json!(["CREATE", "UPDATE"])
@@ -206,7 +222,10 @@ mod tests {
             own_namespace: "kube-system".to_owned(),
         };
         let v = serde_json::to_value(configuration(&r)).unwrap();
-        assert_eq!(v["webhooks"][0]["clientConfig"]["url"], "https://10.0.0.1:8000/");
+        assert_eq!(
+            v["webhooks"][0]["clientConfig"]["url"],
+            "https://10.0.0.1:8000/"
+        );
         assert!(v["webhooks"][0]["clientConfig"].get("service").is_none());
         assert_eq!(
             v["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"],

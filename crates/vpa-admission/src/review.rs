@@ -21,7 +21,9 @@ pub enum DecodeError {
     #[error("body is not an AdmissionReview: {0}")]
     NotJson(String),
     /// `apiVersion`/`kind` are not `admission.k8s.io/v1` `AdmissionReview`.
-    #[error("expected apiVersion {API_VERSION} kind {KIND}, got apiVersion {api_version:?} kind {kind:?}")]
+    #[error(
+        "expected apiVersion {API_VERSION} kind {KIND}, got apiVersion {api_version:?} kind {kind:?}"
+    )]
     WrongType {
         /// The envelope's `apiVersion`.
         api_version: String,

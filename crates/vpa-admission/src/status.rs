@@ -41,12 +41,12 @@ pub async fn renew(client: kube::Client, lease: &StatusLease) -> Result<()> {
     let api: Api<Lease> = Api::namespaced(client, &lease.namespace);
     let context = || format!("status Lease {}/{}", lease.namespace, lease.name);
     let now = MicroTime(jiff::Timestamp::now());
-    let result = match api
+    let current = api
         .get_opt(&lease.name)
         .await
-        .map_err(|e| Error::kube(context(), e))?
-    {
-        Some(mut current) => {
+        .map_err(|e| Error::kube(context(), e))?;
+    let result = if let Some(mut current) = current {
+        {
             let spec = current.spec.get_or_insert_with(LeaseSpec::default);
             spec.renew_time = Some(now);
             spec.holder_identity = Some(lease.identity.clone());
@@ -54,7 +54,8 @@ pub async fn renew(client: kube::Client, lease: &StatusLease) -> Result<()> {
                 .await
                 .map(|_| ())
         }
-        None => {
+    } else {
+        {
             let new = Lease {
                 metadata: ObjectMeta {
                     name: Some(lease.name.clone()),

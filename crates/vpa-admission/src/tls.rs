@@ -37,14 +37,16 @@ pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey> {
     if certs.is_empty() {
         return Err(Error::Tls("certificate: no CERTIFICATE block".to_owned()));
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| Error::Tls(format!("key: {e}")))?;
+    let key =
+        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| Error::Tls(format!("key: {e}")))?;
     let provider = rustls::crypto::ring::default_provider();
     let signing = provider
         .key_provider
         .load_private_key(key)
         .map_err(|e| Error::Tls(format!("key: {e}")))?;
     let ck = CertifiedKey::new(certs, signing);
-    ck.keys_match().map_err(|e| Error::Tls(format!("certificate and key: {e}")))?;
+    ck.keys_match()
+        .map_err(|e| Error::Tls(format!("certificate and key: {e}")))?;
     Ok(ck)
 }
 
@@ -66,7 +68,9 @@ pub struct CertResolver {
 
 impl fmt::Debug for CertResolver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CertResolver").field("files", &self.files).finish_non_exhaustive()
+        f.debug_struct("CertResolver")
+            .field("files", &self.files)
+            .finish_non_exhaustive()
     }
 }
 
@@ -166,17 +170,18 @@ pub async fn serve(
         let service = TowerToHyperService::new(router.clone());
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let stream = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
-                }
-            };
+            let stream =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
             if let Err(e) = watcher.watch(conn.into_owned()).await {
@@ -184,7 +189,10 @@ pub async fn serve(
             }
         });
     }
-    if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!("in-flight webhook requests did not finish within the drain period");
     }
 }

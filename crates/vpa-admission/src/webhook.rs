@@ -80,7 +80,11 @@ impl Webhook {
                 let (outcome, response) = validate_vpa(request);
                 ("vpa", outcome, response)
             }
-            _ => ("other", Outcome::Ignored, AdmissionResponse::allow(&request.uid)),
+            _ => (
+                "other",
+                Outcome::Ignored,
+                AdmissionResponse::allow(&request.uid),
+            ),
         }
     }
 
@@ -88,7 +92,13 @@ impl Webhook {
         let uid = &request.uid;
         let pod: Pod = match Pod::deserialize_from(&request.object) {
             Ok(p) => p,
-            Err(e) => return self.unchanged(request, Outcome::Error, format!("pod does not decode: {e}")),
+            Err(e) => {
+                return unchanged(
+                    request,
+                    Outcome::Error,
+                    &format!("pod does not decode: {e}"),
+                );
+            }
         };
         let namespace = request
             .namespace
@@ -96,10 +106,10 @@ impl Webhook {
             .or_else(|| pod.metadata.namespace.clone())
             .unwrap_or_default();
         if !self.synced.load(Ordering::Acquire) {
-            return self.unchanged(
+            return unchanged(
                 request,
                 Outcome::ColdCache,
-                "VPA caches are not synced yet; pod admitted without recommendations".to_owned(),
+                "VPA caches are not synced yet; pod admitted without recommendations",
             );
         }
         let Some(controller) = self.caches.top_controller(&pod, &namespace) else {
@@ -123,17 +133,21 @@ impl Webhook {
         let patch = match computed {
             Ok(p) => p,
             Err(e) => {
-                return self.unchanged(
+                return unchanged(
                     request,
                     Outcome::Error,
-                    format!("VPA {namespace}/{vpa_name}: {e}"),
+                    &format!("VPA {namespace}/{vpa_name}: {e}"),
                 );
             }
         };
         let ops = match serde_json::to_vec(&patch.ops) {
             Ok(ops) => ops,
             Err(e) => {
-                return self.unchanged(request, Outcome::Error, format!("cannot encode patch: {e}"));
+                return unchanged(
+                    request,
+                    Outcome::Error,
+                    &format!("cannot encode patch: {e}"),
+                );
             }
         };
         let outcome = if patch.updates.is_empty() {
@@ -151,23 +165,25 @@ impl Webhook {
         );
         (outcome, AdmissionResponse::patched(uid, &ops))
     }
+}
 
-    fn unchanged(
-        &self,
-        request: &AdmissionRequest,
-        outcome: Outcome,
-        warning: String,
-    ) -> (Outcome, AdmissionResponse) {
-        tracing::warn!(
-            namespace = request.namespace.as_deref().unwrap_or_default(),
-            name = request.name.as_deref().unwrap_or_default(),
-            result = outcome.label(),
-            %warning,
-            "pod admitted unchanged"
-        );
-        let message = format!("plimsoll vpa-admission: {warning}");
-        (outcome, AdmissionResponse::allow_with_warning(&request.uid, message))
-    }
+fn unchanged(
+    request: &AdmissionRequest,
+    outcome: Outcome,
+    warning: &str,
+) -> (Outcome, AdmissionResponse) {
+    tracing::warn!(
+        namespace = request.namespace.as_deref().unwrap_or_default(),
+        name = request.name.as_deref().unwrap_or_default(),
+        result = outcome.label(),
+        %warning,
+        "pod admitted unchanged"
+    );
+    let message = format!("plimsoll vpa-admission: {warning}");
+    (
+        outcome,
+        AdmissionResponse::allow_with_warning(&request.uid, message),
+    )
 }
 
 fn pod_name(request: &AdmissionRequest, pod: &Pod) -> String {
@@ -194,15 +210,26 @@ impl<T: serde::de::DeserializeOwned> FromValueRef for T {
 fn validate_vpa(request: &AdmissionRequest) -> (Outcome, AdmissionResponse) {
     let uid = &request.uid;
     let Some(spec) = request.object.get("spec") else {
-        return (Outcome::Denied, AdmissionResponse::deny(uid, "spec: Required value"));
+        return (
+            Outcome::Denied,
+            AdmissionResponse::deny(uid, "spec: Required value"),
+        );
     };
     let spec = match VerticalPodAutoscalerSpec::deserialize_from(spec) {
         Ok(s) => s,
-        Err(e) => return (Outcome::Denied, AdmissionResponse::deny(uid, format!("spec: {e}"))),
+        Err(e) => {
+            return (
+                Outcome::Denied,
+                AdmissionResponse::deny(uid, format!("spec: {e}")),
+            );
+        }
     };
     match spec.validate() {
         Ok(()) => (Outcome::Valid, AdmissionResponse::allow(uid)),
-        Err(errs) => (Outcome::Denied, AdmissionResponse::deny(uid, errs.to_string())),
+        Err(errs) => (
+            Outcome::Denied,
+            AdmissionResponse::deny(uid, errs.to_string()),
+        ),
     }
 }
 
@@ -228,7 +255,285 @@ async fn handle(State(webhook): State<Arc<Webhook>>, body: Bytes) -> Response {
 fn json(status: StatusCode, value: &impl serde::Serialize) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => (status, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot encode answer: {e}\n"))
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode answer: {e}\n"),
+        )
             .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matching::tests::TestCaches;
+    use crate::review::base64_decode;
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use serde_json::{Value, json};
+    use tower::ServiceExt;
+
+    const REVIEW: &str = include_str!("../../core/tests/data/admission/review-two-containers.json");
+    const EXPECTED_PATCH: &str =
+        include_str!("../../core/tests/data/admission/expected-patch.json");
+
+    fn fixture<T: serde::de::DeserializeOwned>(text: &str) -> T {
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// Caches holding the fixture VPA and ReplicaSet.
+    fn shop() -> TestCaches {
+        let mut t = TestCaches::default();
+        t.vpa(fixture(include_str!("../tests/data/vpa-web.json")))
+            .replica_set(fixture(include_str!("../tests/data/replicaset-web.json")));
+        t
+    }
+
+    fn webhook(t: &TestCaches, synced: bool) -> Arc<Webhook> {
+        let w = Webhook::new(t.caches(), Metrics::default());
+        if synced {
+            w.set_synced();
+        }
+        Arc::new(w)
+    }
+
+    async fn post(w: &Arc<Webhook>, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+        let response = router(w.clone())
+            .oneshot(
+                http::Request::post("/")
+                    .header("content-type", "application/json")
+                    .body(body.into())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let status = response.status();
+        (
+            status,
+            response
+                .into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .to_vec(),
+        )
+    }
+
+    async fn answer(w: &Arc<Webhook>, review: &Value) -> Value {
+        let (status, body) = post(w, serde_json::to_vec(review).unwrap()).await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(v["kind"], "AdmissionReview");
+        assert_eq!(v["response"]["uid"], review["request"]["uid"]);
+        v["response"].clone()
+    }
+
+    fn patch_of(response: &Value) -> Value {
+        assert_eq!(response["patchType"], "JSONPatch");
+        let bytes = base64_decode(response["patch"].as_str().unwrap()).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn fixture_pod_gets_exactly_the_expected_patch() {
+        let w = webhook(&shop(), true);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("warnings").is_none());
+        assert_eq!(patch_of(&response), fixture::<Value>(EXPECTED_PATCH));
+        assert_eq!(w.metrics.count("pod", Outcome::Patched), 1);
+    }
+
+    #[tokio::test]
+    async fn replica_set_not_yet_cached_still_finds_the_vpa() {
+        let mut t = TestCaches::default();
+        t.vpa(fixture(include_str!("../tests/data/vpa-web.json")));
+        let response = answer(&webhook(&t, true), &fixture(REVIEW)).await;
+        assert_eq!(patch_of(&response), fixture::<Value>(EXPECTED_PATCH));
+    }
+
+    #[tokio::test]
+    async fn cold_caches_admit_unchanged_with_a_warning() {
+        let w = webhook(&shop(), false);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert!(
+            response["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("not synced")
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::ColdCache), 1);
+    }
+
+    #[tokio::test]
+    async fn pod_without_vpa_is_admitted_unchanged() {
+        let w = webhook(&TestCaches::default(), true);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(
+            response,
+            json!({"uid": "705ab4f5-6393-11e8-b7cc-42010a800002", "allowed": true})
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::NoVpa), 1);
+    }
+
+    #[tokio::test]
+    async fn unparseable_recommendation_admits_unchanged_with_warning_and_metric() {
+        let mut vpa: Value = fixture(include_str!("../tests/data/vpa-web.json"));
+        vpa["status"]["recommendation"]["containerRecommendations"][0]["target"]["cpu"] =
+            json!("lots");
+        let mut t = shop();
+        t.vpa(serde_json::from_value(vpa).unwrap());
+        let w = webhook(&t, true);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert!(
+            response["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("shop/web")
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::Error), 1);
+    }
+
+    #[tokio::test]
+    async fn pod_that_does_not_decode_is_admitted_with_warning() {
+        let mut review: Value = fixture(REVIEW);
+        review["request"]["object"]["spec"]["containers"] = json!("not a list");
+        let w = webhook(&shop(), true);
+        let response = answer(&w, &review).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert!(
+            response["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("does not decode")
+        );
+    }
+
+    #[tokio::test]
+    async fn update_mode_off_only_annotates() {
+        let mut vpa: Value = fixture(include_str!("../tests/data/vpa-web.json"));
+        vpa["spec"]["updatePolicy"]["updateMode"] = json!("Off");
+        let mut t = shop();
+        t.vpa(serde_json::from_value(vpa).unwrap());
+        let w = webhook(&t, true);
+        let patch = patch_of(&answer(&w, &fixture(REVIEW)).await);
+        assert_eq!(
+            patch,
+            json!([
+                {"op": "add", "path": "/metadata/annotations", "value": {}},
+                {"op": "add", "path": "/metadata/annotations/vpaObservedContainers", "value": "app, log-shipper"}
+            ])
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::Annotated), 1);
+    }
+
+    #[tokio::test]
+    async fn limit_range_max_caps_the_limit_and_scales_the_request() {
+        // upstream: pkg/admission-controller/resource/pod/recommendation/recommendation_provider_test.go
+        // "limit over LimitRange max": the request is lowered so the proportional limit fits.
+        let mut t = shop();
+        t.limit_range(fixture(include_str!(
+            "../tests/data/limitrange-max-cpu.json"
+        )));
+        let patch = patch_of(&answer(&webhook(&t, true), &fixture(REVIEW)).await);
+        let value = |path: &str| {
+            patch
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|op| op["path"] == path)
+                .map(|op| op["value"].clone())
+        };
+        // app: 100m/200m is a 2× ratio; target 250m would need a 500m limit > max 300m.
+        assert_eq!(
+            value("/spec/containers/0/resources/requests/cpu"),
+            Some(json!("150m"))
+        );
+        assert_eq!(
+            value("/spec/containers/0/resources/limits/cpu"),
+            Some(json!("300m"))
+        );
+        // log-shipper has no limit: its request stays the target.
+        assert_eq!(
+            value("/spec/containers/1/resources/requests/cpu"),
+            Some(json!("25m"))
+        );
+    }
+
+    #[tokio::test]
+    async fn invalid_vpa_is_denied_naming_the_field() {
+        let w = webhook(&TestCaches::default(), false);
+        let response = answer(
+            &w,
+            &fixture(include_str!("../tests/data/review-vpa-invalid.json")),
+        )
+        .await;
+        assert_eq!(response["allowed"], false);
+        assert_eq!(response["status"]["code"], 400);
+        let message = response["status"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("spec.updatePolicy.updateMode"),
+            "{message}"
+        );
+        assert!(message.contains("Sometimes"), "{message}");
+        assert_eq!(w.metrics.count("vpa", Outcome::Denied), 1);
+
+        let ok = answer(
+            &w,
+            &fixture(include_str!("../tests/data/review-vpa-valid.json")),
+        )
+        .await;
+        assert_eq!(ok["allowed"], true);
+        assert_eq!(w.metrics.count("vpa", Outcome::Valid), 1);
+    }
+
+    #[tokio::test]
+    async fn vpa_spec_of_the_wrong_shape_is_denied() {
+        let mut review: Value = fixture(include_str!("../tests/data/review-vpa-valid.json"));
+        review["request"]["object"]["spec"]["targetRef"] = json!("web");
+        let response = answer(&webhook(&TestCaches::default(), true), &review).await;
+        assert_eq!(response["allowed"], false);
+        assert!(
+            response["status"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("spec: ")
+        );
+    }
+
+    #[tokio::test]
+    async fn other_kinds_and_operations_pass() {
+        let mut review: Value = fixture(REVIEW);
+        review["request"]["operation"] = json!("UPDATE");
+        let w = webhook(&shop(), true);
+        let response = answer(&w, &review).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert_eq!(w.metrics.count("other", Outcome::Ignored), 1);
+    }
+
+    #[tokio::test]
+    async fn not_a_review_is_400_with_a_message() {
+        let w = webhook(&shop(), true);
+        let (status, body) = post(&w, "hello").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(String::from_utf8_lossy(&body).contains("not an AdmissionReview"));
+        let (status, body) = post(&w, r#"{"apiVersion":"v1","kind":"Pod"}"#).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(String::from_utf8_lossy(&body).contains("admission.k8s.io/v1"));
+    }
+
+    #[tokio::test]
+    async fn oversized_body_is_413() {
+        let w = webhook(&shop(), true);
+        let (status, _) = post(&w, vec![b' '; MAX_BODY_BYTES + 1]).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     }
 }
