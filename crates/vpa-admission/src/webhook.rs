@@ -233,6 +233,35 @@ fn validate_vpa(request: &AdmissionRequest) -> (Outcome, AdmissionResponse) {
     }
 }
 
+/// A synced webhook whose caches hold the fixture VPA `shop/web` and its ReplicaSet
+/// (`tests/data/`), for the fuzz target and property tests.
+#[cfg(any(test, feature = "fixtures"))]
+#[allow(clippy::unwrap_used)]
+pub fn fixture_webhook() -> Webhook {
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher::Event;
+    let mut vpas = Writer::default();
+    vpas.apply_watcher_event(&Event::Apply(
+        serde_json::from_str(include_str!("../tests/data/vpa-web.json")).unwrap(),
+    ));
+    let mut replica_sets = Writer::default();
+    replica_sets.apply_watcher_event(&Event::Apply(
+        serde_json::from_str(include_str!("../tests/data/replicaset-web.json")).unwrap(),
+    ));
+    let (jobs, limit_ranges) = (Writer::default(), Writer::default());
+    let caches = Caches {
+        vpas: vpas.as_reader(),
+        replica_sets: replica_sets.as_reader(),
+        jobs: jobs.as_reader(),
+        limit_ranges: limit_ranges.as_reader(),
+    };
+    // Readers keep the data; the writers are only needed for wait_until_ready.
+    std::mem::forget((vpas, replica_sets, jobs, limit_ranges));
+    let w = Webhook::new(caches, Metrics::default());
+    w.set_synced();
+    w
+}
+
 /// The webhook router: `POST /` (any other path answers 404).
 pub fn router(webhook: Arc<Webhook>) -> Router {
     Router::new()

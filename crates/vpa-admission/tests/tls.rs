@@ -2,20 +2,19 @@
 //! with `curl --cacert` (the docs' command), and a certificate rotation picked up on the next
 //! handshake without a restart.
 
+// Helpers outside #[test] fns unwrap too; a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use kube::runtime::reflector::store::Writer;
-use kube::runtime::watcher::Event;
 use plimsoll_vpa_admission::certs::{self, CertBundle};
-use plimsoll_vpa_admission::matching::Caches;
-use plimsoll_vpa_admission::metrics::Metrics;
 use plimsoll_vpa_admission::review::base64_decode;
 use plimsoll_vpa_admission::tls::{self, CertResolver};
-use plimsoll_vpa_admission::webhook::{self, Webhook};
+use plimsoll_vpa_admission::webhook;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
@@ -46,30 +45,6 @@ fn write_pair(dir: &std::path::Path, bundle: &CertBundle) -> (PathBuf, PathBuf, 
     (cert, key, ca)
 }
 
-fn fixture_webhook() -> Arc<Webhook> {
-    let mut vpas = Writer::default();
-    vpas.apply_watcher_event(&Event::Apply(
-        serde_json::from_str(include_str!("data/vpa-web.json")).unwrap(),
-    ));
-    let mut replica_sets = Writer::default();
-    replica_sets.apply_watcher_event(&Event::Apply(
-        serde_json::from_str(include_str!("data/replicaset-web.json")).unwrap(),
-    ));
-    let jobs = Writer::default();
-    let limit_ranges = Writer::default();
-    let caches = Caches {
-        vpas: vpas.as_reader(),
-        replica_sets: replica_sets.as_reader(),
-        jobs: jobs.as_reader(),
-        limit_ranges: limit_ranges.as_reader(),
-    };
-    // The writers must outlive the test; leaking them is fine in a test process.
-    std::mem::forget((vpas, replica_sets, jobs, limit_ranges));
-    let w = Webhook::new(caches, Metrics::default());
-    w.set_synced();
-    Arc::new(w)
-}
-
 struct Server {
     port: u16,
     shutdown: CancellationToken,
@@ -85,7 +60,7 @@ async fn start(cert: PathBuf, key: PathBuf) -> Server {
     let task = tokio::spawn(tls::serve(
         listener,
         config,
-        webhook::router(fixture_webhook()),
+        webhook::router(Arc::new(webhook::fixture_webhook())),
         shutdown.clone(),
     ));
     Server {
