@@ -101,33 +101,7 @@ impl AggregationsConfig {
     }
 }
 
-/// Which resource a sample measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Resource {
-    /// CPU, millicores.
-    Cpu,
-    /// Memory, bytes.
-    Memory,
-}
-
-impl Resource {
-    /// The Kubernetes resource name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Resource::Cpu => "cpu",
-            Resource::Memory => "memory",
-        }
-    }
-
-    /// The resource for a Kubernetes resource name (`cpu`, `memory`), else `None`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "cpu" => Some(Resource::Cpu),
-            "memory" => Some(Resource::Memory),
-            _ => None,
-        }
-    }
-}
+pub use super::Resource;
 
 /// The aggregated usage of one container name of one VPA.
 #[derive(Clone, Debug, PartialEq)]
