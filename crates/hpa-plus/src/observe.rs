@@ -161,7 +161,7 @@ pub async fn observe(
                 let value = match metric_selector(&o.metric) {
                     Ok(sel) => bounded(ctx.metrics_source.object_metric(
                         namespace,
-                        &target,
+                        (&target).into(),
                         &o.metric.name,
                         sel.as_ref(),
                     ))
