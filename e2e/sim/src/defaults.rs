@@ -385,6 +385,76 @@ pub fn resize_pod(current: &Value, body: &Value) -> Result<Value, ApiError> {
     Ok(new)
 }
 
+fn is_dns_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name
+            .as_bytes()
+            .first()
+            .is_some_and(u8::is_ascii_alphanumeric)
+        && name
+            .as_bytes()
+            .last()
+            .is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// The validation kube-apiserver applies that the sim enforces: object names are DNS
+/// subdomains; workload selectors are required, match the template's labels and are immutable.
+pub fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !is_dns_subdomain(name) {
+        let kind = &def.kind;
+        return Err(ApiError::invalid(format!(
+            "{kind} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        ))
+        .with_details(json!({"name": name, "kind": def.kind, "causes": [{"reason": "FieldValueInvalid", "field": "metadata.name"}]})));
+    }
+    if def.group == "apps"
+        && matches!(
+            def.plural.as_str(),
+            "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+        )
+    {
+        let invalid = |field: &str, msg: &str| {
+            ApiError::invalid(format!("{}.apps \"{name}\" is invalid: {field}: {msg}", def.kind))
+                .with_details(json!({"name": name, "group": "apps", "kind": def.kind, "causes": [{"reason": "FieldValueInvalid", "field": field, "message": msg}]}))
+        };
+        let selector = obj
+            .pointer("/spec/selector")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let Some(sel) =
+            crate::selector::LabelSelector::from_structured(&selector)?.filter(|s| !s.is_empty())
+        else {
+            return Err(invalid("spec.selector", "Required value"));
+        };
+        if !sel.matches(
+            obj.pointer("/spec/template/metadata/labels")
+                .and_then(Value::as_object),
+        ) {
+            return Err(invalid(
+                "spec.template.metadata.labels",
+                "Invalid value: `selector` does not match template `labels`",
+            ));
+        }
+        if let Some(old) = old
+            && old.pointer("/spec/selector") != obj.pointer("/spec/selector")
+        {
+            return Err(invalid(
+                "spec.selector",
+                "Invalid value: field is immutable",
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,74 +527,4 @@ mod tests {
             "2"
         );
     }
-}
-
-fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && name
-            .as_bytes()
-            .first()
-            .is_some_and(u8::is_ascii_alphanumeric)
-        && name
-            .as_bytes()
-            .last()
-            .is_some_and(u8::is_ascii_alphanumeric)
-}
-
-/// The validation kube-apiserver applies that the sim enforces: object names are DNS
-/// subdomains; workload selectors are required, match the template's labels and are immutable.
-pub fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !is_dns_subdomain(name) {
-        let kind = &def.kind;
-        return Err(ApiError::invalid(format!(
-            "{kind} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-        ))
-        .with_details(json!({"name": name, "kind": def.kind, "causes": [{"reason": "FieldValueInvalid", "field": "metadata.name"}]})));
-    }
-    if def.group == "apps"
-        && matches!(
-            def.plural.as_str(),
-            "deployments" | "replicasets" | "statefulsets" | "daemonsets"
-        )
-    {
-        let invalid = |field: &str, msg: &str| {
-            ApiError::invalid(format!("{}.apps \"{name}\" is invalid: {field}: {msg}", def.kind))
-                .with_details(json!({"name": name, "group": "apps", "kind": def.kind, "causes": [{"reason": "FieldValueInvalid", "field": field, "message": msg}]}))
-        };
-        let selector = obj
-            .pointer("/spec/selector")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let Some(sel) =
-            crate::selector::LabelSelector::from_structured(&selector)?.filter(|s| !s.is_empty())
-        else {
-            return Err(invalid("spec.selector", "Required value"));
-        };
-        if !sel.matches(
-            obj.pointer("/spec/template/metadata/labels")
-                .and_then(Value::as_object),
-        ) {
-            return Err(invalid(
-                "spec.template.metadata.labels",
-                "Invalid value: `selector` does not match template `labels`",
-            ));
-        }
-        if let Some(old) = old
-            && old.pointer("/spec/selector") != obj.pointer("/spec/selector")
-        {
-            return Err(invalid(
-                "spec.selector",
-                "Invalid value: field is immutable",
-            ));
-        }
-    }
-    Ok(())
 }
