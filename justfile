@@ -31,19 +31,19 @@ demo:
 bench: bench-sim bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-updater bench-vpa-admission
 
 bench-sim:
-    cargo run --release -p plimsoll-sim --bin plimsoll-sim -- bench
+    cargo test --release -p plimsoll-sim --test bench -- --ignored --nocapture
 
 bench-hpa-plus:
-    cargo run --release -p plimsoll-e2e --bin bench -- hpa-plus
+    cargo run --release -p plimsoll-e2e --bin bench-hpa-plus
 
 bench-cron-hpa:
-    cargo run --release -p plimsoll-e2e --bin bench -- cron-hpa
+    cargo run --release -p plimsoll-e2e --bin bench-cron-hpa
 
 bench-vpa-recommender:
-    cargo run --release -p plimsoll-e2e --bin bench -- vpa-recommender
+    cargo run --release -p plimsoll-e2e --bin bench-vpa-recommender
 
 bench-vpa-updater:
-    cargo run --release -p plimsoll-e2e --bin bench -- vpa-updater
+    cargo run --release -p plimsoll-e2e --bin bench-vpa-updater
 
 bench-vpa-admission:
-    cargo run --release -p plimsoll-e2e --bin bench -- vpa-admission
+    cargo run --release -p plimsoll-e2e --bin bench-vpa-admission
