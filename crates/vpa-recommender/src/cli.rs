@@ -305,6 +305,16 @@ fn signed(d: Duration) -> SignedDuration {
 }
 
 impl Args {
+    /// Parses `flags` (the first item is the program name), as the binary would; lets tests and
+    /// the deploy-manifest check use the flags without depending on clap.
+    pub fn from_flags<I, T>(flags: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        Self::try_parse_from(flags)
+    }
+
     /// The service configuration these flags describe.
     pub fn config(&self) -> Config {
         Config {
