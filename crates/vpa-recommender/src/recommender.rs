@@ -26,8 +26,8 @@ use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::model::VpaModel;
 use plimsoll_core::vertical::recommendation::{self, Observation};
-use plimsoll_runtime::metrics_api::PodMetrics;
-use plimsoll_runtime::selector::Selector;
+pub use plimsoll_runtime::metrics_api::{ContainerMetrics, PodMetrics};
+pub use plimsoll_runtime::selector::Selector;
 
 /// `namespace/name` of a VPA.
 pub type VpaKey = (String, String);
@@ -574,7 +574,6 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
-    use plimsoll_runtime::metrics_api::ContainerMetrics;
     use std::collections::BTreeMap;
     use std::time::Duration;
 
