@@ -33,8 +33,8 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_RECOMMENDER_INTERVAL", value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
     pub recommender_interval: Duration,
 
-    /// Time budget for writing checkpoints in one loop; when it runs out the checkpoints written
-    /// longest ago went first and the rest wait for the next loop.
+    /// Time budget for writing checkpoints in one loop. They are written longest-ago first, so
+    /// when the budget runs out the freshest ones wait for the next loop.
     #[arg(long, env = "PLIMSOLL_CHECKPOINTS_TIMEOUT", value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
     pub checkpoints_timeout: Duration,
 
