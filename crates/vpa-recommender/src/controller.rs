@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
@@ -37,7 +37,7 @@ pub struct Context {
     /// Kubernetes client.
     pub client: kube::Client,
     /// Events as `vpa-recommender`.
-    pub events: Events,
+    pub recorder: Events,
     /// Resolves `targetRef`s to pod selectors.
     pub scale: ScaleClient,
     /// `metrics.k8s.io`.
@@ -48,6 +48,8 @@ pub struct Context {
     pub vpas: Store<VerticalPodAutoscaler>,
     /// Every pod.
     pub pods: Store<Pod>,
+    /// `Evicted` Events (memory-pressure kills), from a watch with `reason=Evicted`.
+    pub events: Store<Event>,
     /// Settings.
     pub config: Config,
 }
@@ -151,7 +153,8 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
         .collect();
     let usage = fetch_usage(ctx, namespaces).await;
     let pods = ctx.pods.state();
-    let outcome = recommender.run_loop(&inputs, &pods, &usage, now);
+    let events = ctx.events.state();
+    let outcome = recommender.run_loop(&inputs, &pods, &usage, &events, now);
     let by_key: HashMap<VpaKey, &VpaInput> = inputs.iter().map(|i| (key_of(&i.vpa), i)).collect();
     for update in &outcome.updates {
         let (namespace, name) = &update.key;
@@ -196,7 +199,7 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
                 .is_some_and(|c| c.iter().any(|c| c.type_ == "ConfigUnsupported"));
             if !was {
                 use kube::Resource as _;
-                ctx.events
+                ctx.recorder
                     .warning(
                         &input.vpa.object_ref(&()),
                         "ConfigUnsupported",

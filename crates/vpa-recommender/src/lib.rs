@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
@@ -126,19 +126,32 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     )
     .applied_objects()
     .for_each(|_| futures::future::ready(()));
+    // Only eviction Events matter (OOM kills under memory pressure); the server filters them.
+    let (events, event_writer) = reflector::store();
+    let event_watch = reflector(
+        event_writer,
+        watcher(
+            api::<Event>(&client, namespace.as_deref()),
+            watcher::Config::default().fields("reason=Evicted"),
+        )
+        .default_backoff(),
+    )
+    .applied_objects()
+    .for_each(|_| futures::future::ready(()));
     let watches = tokio::spawn(async move {
-        futures::join!(vpa_watch, pod_watch);
+        futures::join!(vpa_watch, pod_watch, event_watch);
     });
 
     let kinds = KindResolver::new(client.clone());
     let ctx = Context {
         client: client.clone(),
-        events: Events::new(client.clone(), BINARY),
+        recorder: Events::new(client.clone(), BINARY),
         scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), controller::FIELD_MANAGER),
         usage: Arc::new(ApiMetrics::new(client.clone(), kinds)),
         metrics,
         vpas,
         pods,
+        events,
         config,
     };
     let mut election_task = election.task;

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event, Pod};
 use plimsoll_core::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerCheckpointSpec,
     VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerStatus,
@@ -104,9 +104,97 @@ pub struct Recommender {
     estimator: EstimatorConfig,
     vpas: HashMap<VpaKey, VpaState>,
     seen_ooms: HashSet<(String, String, String, Timestamp)>,
+    seen_events: HashSet<String>,
 }
 
+/// One container's memory kill read from an eviction Event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvictionOom {
+    /// Namespace of the pod.
+    pub namespace: String,
+    /// The pod.
+    pub pod: String,
+    /// The container.
+    pub container: String,
+    /// Its memory usage when evicted, bytes.
+    pub usage_bytes: i64,
+    /// When.
+    pub time: Timestamp,
+}
+
+/// The memory kills an `Evicted` Event reports (upstream `parseEvictionEvent`): the kubelet
+/// names the `offending_containers`, their `offending_containers_usage` and the
+/// `starved_resource`s in annotations (comma-separated, in the same order). Other events,
+/// malformed annotations and non-memory starvation give nothing.
+pub fn eviction_ooms(event: &Event) -> Vec<EvictionOom> {
+    if event.reason.as_deref() != Some("Evicted")
+        || event.involved_object.kind.as_deref() != Some("Pod")
+    {
+        return Vec::new();
+    }
+    let Some(annotations) = event.metadata.annotations.as_ref() else {
+        return Vec::new();
+    };
+    let list = |key: &str| -> Vec<&str> {
+        annotations
+            .get(key)
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let containers = list("offending_containers");
+    let usages = list("offending_containers_usage");
+    let starved = list("starved_resource");
+    if containers.len() != usages.len() || starved.len() != containers.len() {
+        return Vec::new();
+    }
+    let time = event
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .or(event.last_timestamp.as_ref())
+        .map(|t| t.0)
+        .or_else(|| event.event_time.as_ref().map(|t| t.0));
+    let Some(time) = time else {
+        return Vec::new();
+    };
+    containers
+        .iter()
+        .zip(usages)
+        .zip(starved)
+        .filter(|(_, resource)| *resource == "memory")
+        .filter_map(|((container, usage), _)| {
+            let bytes = Quantity::parse(usage).ok()?.value();
+            Some(EvictionOom {
+                namespace: event.involved_object.namespace.clone().unwrap_or_default(),
+                pod: event.involved_object.name.clone()?,
+                container: (*container).to_owned(),
+                usage_bytes: clamp(bytes),
+                time,
+            })
+        })
+        .collect()
+}
+
+/// The container's memory request: the allocated one from `status.containerStatuses[]`
+/// when present (in-place resizes), else the spec's (upstream `TestOOMReceived`), else 0.
 fn memory_request(pod: &Pod, container: &str) -> i64 {
+    let allocated = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|list| list.iter().find(|c| c.name == container))
+        .and_then(|c| c.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("memory"))
+        .and_then(|q| quantity::memory_bytes(q).ok());
+    if let Some(bytes) = allocated {
+        return bytes;
+    }
     pod.spec
         .as_ref()
         .and_then(|s| s.containers.iter().find(|c| c.name == container))
@@ -239,6 +327,7 @@ impl Recommender {
         vpas: &[VpaInput],
         pods: &[Arc<Pod>],
         usage: &[PodMetrics],
+        events: &[Arc<Event>],
         now: Timestamp,
     ) -> LoopOutcome {
         let mut outcome = LoopOutcome::default();
@@ -292,14 +381,15 @@ impl Recommender {
                 .and_then(|s| s.container_statuses.as_deref())
                 .unwrap_or_default();
             for cs in statuses {
-                let Some(terminated) = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref())
+                // A restarted container shows the kill in lastState; one that is not (yet)
+                // restarted in state (upstream's observer reads the latter).
+                let killed = [cs.last_state.as_ref(), cs.state.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s.terminated.as_ref())
+                    .find(|t| t.reason.as_deref() == Some("OOMKilled"));
+                let Some(finished) = killed.and_then(|t| t.finished_at.as_ref()).map(|t| t.0)
                 else {
-                    continue;
-                };
-                if terminated.reason.as_deref() != Some("OOMKilled") {
-                    continue;
-                }
-                let Some(finished) = terminated.finished_at.as_ref().map(|t| t.0) else {
                     continue;
                 };
                 let id = (
@@ -324,6 +414,40 @@ impl Recommender {
                 self.seen_ooms.insert(id);
             }
         }
+        // OOM kills from memory-pressure eviction Events, each Event once.
+        for event in events {
+            let uid = event.metadata.uid.clone().unwrap_or_default();
+            if uid.is_empty() || self.seen_events.contains(&uid) {
+                continue;
+            }
+            for oom in eviction_ooms(event) {
+                let Some((key, _)) = pod_owner.get(&(oom.namespace.as_str(), oom.pod.as_str()))
+                else {
+                    continue;
+                };
+                let state = self.vpas.entry(key.clone()).or_default();
+                if state
+                    .model
+                    .record_oom(
+                        &oom.pod,
+                        &oom.container,
+                        oom.usage_bytes,
+                        oom.time,
+                        &self.aggregations,
+                    )
+                    .is_ok()
+                {
+                    outcome.ooms += 1;
+                }
+            }
+            self.seen_events.insert(uid);
+        }
+        let live_events: HashSet<&str> = events
+            .iter()
+            .filter_map(|e| e.metadata.uid.as_deref())
+            .collect();
+        self.seen_events
+            .retain(|uid| live_events.contains(uid.as_str()));
         let present: HashSet<(&str, &str)> = pod_owner.keys().copied().collect();
         self.seen_ooms
             .retain(|(ns, pod, _, _)| present.contains(&(ns.as_str(), pod.as_str())));
@@ -697,6 +821,7 @@ mod tests {
                 std::slice::from_ref(&v),
                 &pods,
                 &[usage("web-1", "300m", "200Mi", at)],
+                &[],
                 at,
             );
             if let Some(u) = out.updates.into_iter().next() {
@@ -710,7 +835,7 @@ mod tests {
         assert!((340..=356).contains(&cpu), "{cpu}");
         // Nothing changes on the next identical loop once the histogram is stable.
         let at = t0() + SignedDuration::from_mins(61);
-        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], at);
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &[], at);
         assert!(out.updates.is_empty(), "{:?}", out.updates);
         assert_eq!(out.containers, 1);
     }
@@ -725,14 +850,147 @@ mod tests {
             std::slice::from_ref(&v),
             &pods,
             &[usage("web-1", "100m", "450Mi", at)],
+            &[],
             at,
         );
         assert_eq!(out.ooms, 1);
         let mem = plimsoll_core::quantity::memory_bytes(&target(&out.updates[0], "memory"))
             .expect("memory");
         assert!(mem > 500 << 20, "{mem}");
-        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], at);
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &[], at);
         assert_eq!(out.ooms, 0, "the same kill is recorded once");
+    }
+
+    fn eviction(uid: &str, annotations: &[(&str, &str)], at: Timestamp) -> Event {
+        Event {
+            metadata: ObjectMeta {
+                uid: Some(uid.into()),
+                creation_timestamp: Some(Time(at)),
+                annotations: Some(
+                    annotations
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            involved_object: k8s_openapi::api::core::v1::ObjectReference {
+                kind: Some("Pod".into()),
+                namespace: Some("ns".into()),
+                name: Some("web-1".into()),
+                ..Default::default()
+            },
+            reason: Some("Evicted".into()),
+            ..Event::default()
+        }
+    }
+
+    // upstream: pkg/recommender/input/oom/observer_test.go TestParseEvictionEvent
+    #[test]
+    fn eviction_events_parse_like_upstream() {
+        let at = t0();
+        type Annotations<'a> = &'a [(&'a str, &'a str)];
+        let cases: [(Annotations<'_>, Vec<(&str, i64)>); 4] = [
+            (
+                &[
+                    ("offending_containers", "test-container"),
+                    ("offending_containers_usage", "1024Ki"),
+                    ("starved_resource", "memory"),
+                ],
+                vec![("test-container", 1024 * 1024)],
+            ),
+            (
+                &[
+                    ("offending_containers", "test-container,other-container"),
+                    ("offending_containers_usage", "1024Ki,2048Ki"),
+                    ("starved_resource", "memory,memory"),
+                ],
+                vec![
+                    ("test-container", 1024 * 1024),
+                    ("other-container", 2048 * 1024),
+                ],
+            ),
+            (
+                &[
+                    ("offending_containers", "test-container,other-container"),
+                    ("offending_containers_usage", "1024Ki,2048Ki"),
+                    ("starved_resource", "memory,evictable"),
+                ],
+                vec![("test-container", 1024 * 1024)],
+            ),
+            (
+                // A missing resource invalidates the whole event.
+                &[
+                    ("offending_containers", "test-container,other-container"),
+                    ("offending_containers_usage", "1024Ki,2048Ki"),
+                    ("starved_resource", "memory"),
+                ],
+                vec![],
+            ),
+        ];
+        for (annotations, want) in cases {
+            let got: Vec<(String, i64)> = eviction_ooms(&eviction("u", annotations, at))
+                .into_iter()
+                .map(|o| (o.container, o.usage_bytes))
+                .collect();
+            let want: Vec<(String, i64)> =
+                want.into_iter().map(|(c, b)| (c.to_owned(), b)).collect();
+            assert_eq!(got, want, "{annotations:?}");
+        }
+        let mut other = eviction("u", &[], at);
+        other.reason = Some("Killing".into());
+        assert!(eviction_ooms(&other).is_empty());
+    }
+
+    #[test]
+    fn eviction_event_bumps_memory_once() {
+        let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+        let v = vpa("web");
+        let at = t0();
+        let pods = vec![Arc::new(pod("web-1", "web", "100Mi"))];
+        let events = vec![Arc::new(eviction(
+            "e1",
+            &[
+                ("offending_containers", "app"),
+                ("offending_containers_usage", "300Mi"),
+                ("starved_resource", "memory"),
+            ],
+            at,
+        ))];
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &events, at);
+        assert_eq!(out.ooms, 1);
+        let mem = plimsoll_core::quantity::memory_bytes(&target(&out.updates[0], "memory"))
+            .expect("memory");
+        assert!(mem > 300 << 20, "{mem}");
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &events, at);
+        assert_eq!(out.ooms, 0);
+    }
+
+    // upstream: pkg/recommender/input/oom/observer_test.go TestOOMReceived (the memory used for
+    // the bump: the spec request, 0 without one, the containerStatus request when present)
+    #[test]
+    fn oom_memory_is_the_request_preferring_container_status() {
+        let spec_only = pod("p", "a", "1024");
+        assert_eq!(memory_request(&spec_only, "app"), 1024);
+        let mut none = pod("p", "a", "1");
+        none.spec.as_mut().expect("spec").containers[0].resources = None;
+        assert_eq!(memory_request(&none, "app"), 0);
+        let mut resized = oom_killed(pod("p", "a", "1024"), t0());
+        resized
+            .status
+            .as_mut()
+            .expect("status")
+            .container_statuses
+            .as_mut()
+            .expect("list")[0]
+            .resources = Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([(
+                "memory".into(),
+                K8sQuantity("2048".into()),
+            )])),
+            ..ResourceRequirements::default()
+        });
+        assert_eq!(memory_request(&resized, "app"), 2048);
     }
 
     #[test]
@@ -740,7 +998,7 @@ mod tests {
         let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
         let mut bad = vpa("gone");
         bad.selector = Err("apps/v1 Deployment ns/gone not found".into());
-        let out = r.run_loop(&[vpa("web"), bad], &[], &[], t0());
+        let out = r.run_loop(&[vpa("web"), bad], &[], &[], &[], t0());
         assert_eq!(out.updates.len(), 2);
         let types = |u: &StatusUpdate| -> Vec<(String, String)> {
             u.status
@@ -773,6 +1031,7 @@ mod tests {
                 std::slice::from_ref(&v),
                 &pods,
                 &[usage("web-1", "300m", "200Mi", at)],
+                &[],
                 at,
             );
         }

@@ -109,7 +109,10 @@ fn usage(i: usize, p: usize, at: Timestamp, step: i64) -> PodMetrics {
                 name: (*c).to_owned(),
                 usage: BTreeMap::from([
                     ("cpu".to_owned(), Quantity::from_milli(i128::from(cpu))),
-                    ("memory".to_owned(), Quantity::from_milli(i128::from(mem) * 1000)),
+                    (
+                        "memory".to_owned(),
+                        Quantity::from_milli(i128::from(mem) * 1000),
+                    ),
                 ]),
             })
             .collect(),
@@ -125,7 +128,12 @@ fn cpu_seconds() -> f64 {
         return f64::NAN;
     };
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // After the command name: state is field 0, utime 11, stime 12.
     (ticks(11) + ticks(12)) / 100.0
 }
@@ -156,8 +164,11 @@ fn main() {
         pods.len() * CONTAINERS.len()
     );
     println!("setup RSS {:.0} MiB", status_mib("VmRSS:"));
-    let mut recommender = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
-    let t0: Timestamp = "2024-03-01T00:00:00Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut recommender =
+        Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+    let t0: Timestamp = "2024-03-01T00:00:00Z"
+        .parse()
+        .unwrap_or(Timestamp::UNIX_EPOCH);
     let mut worst = Duration::ZERO;
     for step in 0..LOOPS {
         let now = t0 + SignedDuration::from_mins(step);
@@ -166,7 +177,7 @@ fn main() {
             .collect();
         let cpu_before = cpu_seconds();
         let loop_start = Instant::now();
-        let outcome = recommender.run_loop(&vpas, &pods, &usage, now);
+        let outcome = recommender.run_loop(&vpas, &pods, &usage, &[], now);
         let model = loop_start.elapsed();
         let checkpoints = recommender.checkpoints_due(now);
         let total = loop_start.elapsed();
