@@ -885,11 +885,12 @@ mod tests {
         }
     }
 
+    type Annotations<'a> = &'a [(&'a str, &'a str)];
+
     // upstream: pkg/recommender/input/oom/observer_test.go TestParseEvictionEvent
     #[test]
     fn eviction_events_parse_like_upstream() {
         let at = t0();
-        type Annotations<'a> = &'a [(&'a str, &'a str)];
         let cases: [(Annotations<'_>, Vec<(&str, i64)>); 4] = [
             (
                 &[
