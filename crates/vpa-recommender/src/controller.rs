@@ -233,9 +233,15 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
 async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Timestamp) {
     let deadline = Instant::now() + ctx.config.checkpoints_timeout;
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    for (written, due) in recommender.checkpoints_due(now).into_iter().enumerate() {
+    let due = recommender.checkpoints_due(now);
+    let total = due.len();
+    for (written, due) in due.into_iter().enumerate() {
         if written >= ctx.config.min_checkpoints && Instant::now() >= deadline {
-            tracing::info!(left = "some", "checkpoint time budget used; the rest wait");
+            tracing::info!(
+                written,
+                left = total - written,
+                "checkpoint time budget used; the oldest were written, the rest wait"
+            );
             break;
         }
         let cp = &due.checkpoint;

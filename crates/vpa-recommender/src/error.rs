@@ -26,6 +26,9 @@ pub enum Error {
     /// The leader-election task ended before shutdown.
     #[error("leader election stopped unexpectedly")]
     LeaderLost,
+    /// A watch cache stopped before it was ever filled.
+    #[error("the {0} watch stopped before its first list")]
+    WatchStopped(&'static str),
 }
 
 impl Error {
@@ -36,6 +39,7 @@ impl Error {
             Error::Runtime(_) => "runtime",
             Error::Prometheus { .. } => "prometheus",
             Error::LeaderLost => "leader",
+            Error::WatchStopped(_) => "watch",
         }
     }
 }

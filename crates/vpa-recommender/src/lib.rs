@@ -155,14 +155,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         config,
     };
     let mut election_task = election.task;
+    let mut election_done = false;
     let result = tokio::select! {
         r = main_loop(&ctx, &leader, &liveness, &readiness, &shutdown) => r,
-        _ = &mut election_task => Err(Error::LeaderLost),
+        _ = &mut election_task => {
+            election_done = true;
+            // The election task ends by itself only on shutdown; otherwise it died.
+            if shutdown.is_cancelled() { Ok(()) } else { Err(Error::LeaderLost) }
+        }
     };
     watches.abort();
-    if result.is_ok() {
-        // Release the Lease within the pod's grace period.
-        shutdown::with_grace(&shutdown, Duration::from_secs(15), election_task).await;
+    if !election_done {
+        if result.is_err() {
+            election_task.abort();
+        } else {
+            // Release the Lease within the pod's grace period.
+            shutdown::with_grace(&shutdown, Duration::from_secs(15), election_task).await;
+        }
     }
     if let Ok(Err(e)) = server.await {
         return Err(e.into());
@@ -181,7 +190,7 @@ async fn main_loop(
         () = shutdown.cancelled() => return Ok(()),
         r = async { tokio::try_join!(ctx.vpas.wait_until_ready(), ctx.pods.wait_until_ready()) } => {
             if r.is_err() {
-                return Err(Error::LeaderLost);
+                return Err(Error::WatchStopped("VerticalPodAutoscaler/Pod"));
             }
         }
     }

@@ -22,9 +22,9 @@ use tokio_util::sync::CancellationToken;
 const WITHIN: Duration = Duration::from_secs(90);
 const EVERY: Duration = Duration::from_millis(250);
 
-fn config(env: &Env) -> Config {
+fn config(env: &Env, extra: &[&str]) -> Config {
     let kubeconfig = env.kubeconfig.display().to_string();
-    let args = Args::from_flags([
+    let flags = [
         "vpa-recommender",
         "--kubeconfig",
         kubeconfig.as_str(),
@@ -36,8 +36,10 @@ fn config(env: &Env) -> Config {
         "--vpa-object-namespace",
         env.namespace.as_str(),
         "--log-format=text",
-    ]);
-    args.expect("flags parse").config()
+    ];
+    Args::from_flags(flags.iter().chain(extra))
+        .expect("flags parse")
+        .config()
 }
 
 struct Running {
@@ -46,8 +48,12 @@ struct Running {
 }
 
 fn start(env: &Env) -> Running {
+    start_with(env, &[])
+}
+
+fn start_with(env: &Env, extra: &[&str]) -> Running {
     let token = CancellationToken::new();
-    let task = tokio::spawn(run(config(env), token.clone()));
+    let task = tokio::spawn(run(config(env, extra), token.clone()));
     Running { token, task }
 }
 
@@ -246,6 +252,35 @@ async fn vpas_for_other_recommenders_are_left_alone() -> anyhow::Result<()> {
     })
     .await?;
     assert!(api.get("theirs").await?.status.is_none());
+    service.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn gc_deletes_checkpoints_of_deleted_vpas() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-gc").await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(());
+    }
+    deployment(&env, "short", None).await?;
+    let service = start_with(&env, &["--checkpoints-gc-interval=1s"]);
+    eventually("a checkpoint", WITHIN, EVERY, || async {
+        samples_in_checkpoint(&env, "short").await
+    })
+    .await?;
+    env.api::<VerticalPodAutoscaler>()
+        .delete("short", &kube::api::DeleteParams::default())
+        .await?;
+    eventually("the checkpoint deleted", WITHIN, EVERY, || async {
+        let cp = env
+            .api::<VerticalPodAutoscalerCheckpoint>()
+            .get_opt("short-app")
+            .await?;
+        Ok(cp.is_none().then_some(()))
+    })
+    .await?;
     service.stop().await?;
     env.cleanup().await;
     Ok(())
