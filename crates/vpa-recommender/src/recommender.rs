@@ -480,25 +480,26 @@ impl Recommender {
                         .ensure_container(&c.name, &self.aggregations, now);
                 }
             }
+            // An unresolvable target only sets the condition: the history already aggregated
+            // still gives a recommendation (as upstream), so a transient API error or a target
+            // being recreated does not wipe it. An invalid spec gives none.
             let mut unsupported = input.selector.as_ref().err().cloned();
-            if unsupported.is_none()
-                && let Err(errs) = input.vpa.spec.validate()
-            {
-                unsupported = Some(errs.to_string());
-            }
-            let recs = if unsupported.is_some() {
-                Vec::new()
-            } else {
-                match state
-                    .model
-                    .recommend(&input.vpa.spec, containers_per_pod, &self.estimator)
-                {
+            let recs = match input.vpa.spec.validate() {
+                Err(errs) => {
+                    unsupported = Some(errs.to_string());
+                    Vec::new()
+                }
+                Ok(()) => match state.model.recommend(
+                    &input.vpa.spec,
+                    containers_per_pod,
+                    &self.estimator,
+                ) {
                     Ok(r) => r,
                     Err(e) => {
                         unsupported = Some(e.to_string());
                         Vec::new()
                     }
-                }
+                },
             };
             let observed = Observation {
                 pods_matched: !pods.is_empty(),
@@ -992,6 +993,63 @@ mod tests {
             ..ResourceRequirements::default()
         });
         assert_eq!(memory_request(&resized, "app"), 2048);
+    }
+
+    #[test]
+    fn a_target_that_disappears_keeps_the_recommendation_and_says_why() {
+        let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+        let v = vpa("web");
+        let pods = vec![Arc::new(pod("web-1", "web", "100Mi"))];
+        let at = t0();
+        let first = r.run_loop(
+            std::slice::from_ref(&v),
+            &pods,
+            &[usage("web-1", "300m", "200Mi", at)],
+            &[],
+            at,
+        );
+        let v = with_status(&v, &first.updates[0].status);
+        let mut broken = v.clone();
+        broken.selector = Err("apps/v1 Deployment ns/web not found".into());
+        let out = r.run_loop(
+            &[broken],
+            &pods,
+            &[],
+            &[],
+            at + SignedDuration::from_mins(1),
+        );
+        let u = &out.updates[0];
+        assert_eq!(target(u, "cpu"), target(&first.updates[0], "cpu"));
+        assert!(u.unsupported.is_some());
+        assert!(
+            u.status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "ConfigUnsupported" && c.status == "True")
+        );
+    }
+
+    #[test]
+    fn checkpoints_never_written_come_first_then_the_oldest() {
+        let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+        let (a, b) = (vpa("a"), vpa("b"));
+        let pods = vec![
+            Arc::new(pod("a-1", "a", "1Mi")),
+            Arc::new(pod("b-1", "b", "1Mi")),
+        ];
+        let at = t0();
+        r.run_loop(&[a.clone(), b.clone()], &pods, &[], &[], at);
+        r.checkpoint_written(&key_of(&a.vpa), "app", at);
+        let names = |r: &Recommender, now| -> Vec<String> {
+            r.checkpoints_due(now)
+                .into_iter()
+                .filter_map(|d| d.checkpoint.metadata.name)
+                .collect()
+        };
+        assert_eq!(names(&r, at), ["b-app", "a-app"]);
+        r.checkpoint_written(&key_of(&b.vpa), "app", at + SignedDuration::from_mins(1));
+        assert_eq!(names(&r, at), ["a-app", "b-app"]);
     }
 
     #[test]
