@@ -30,14 +30,17 @@ fn config(env: &Env, extra: &[&str]) -> Config {
         kubeconfig.as_str(),
         "--metrics-address",
         "127.0.0.1:0",
-        "--leader-elect=false",
         "--recommender-interval=1s",
         "--checkpoints-timeout=5s",
         "--vpa-object-namespace",
         env.namespace.as_str(),
         "--log-format=text",
     ];
-    Args::from_flags(flags.iter().chain(extra))
+    // One replica unless the test asks for an election.
+    let single = ["--leader-elect=false"];
+    let election = extra.iter().any(|f| f.starts_with("--leader-elect"));
+    let single: &[&str] = if election { &[] } else { &single };
+    Args::from_flags(flags.iter().chain(single).chain(extra))
         .expect("flags parse")
         .config()
 }
@@ -282,6 +285,42 @@ async fn gc_deletes_checkpoints_of_deleted_vpas() -> anyhow::Result<()> {
     })
     .await?;
     service.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_standby_replica_takes_over_from_the_checkpoints() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-leader").await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(());
+    }
+    deployment(&env, "ha", None).await?;
+    let lease = [
+        "--leader-elect=true",
+        "--lease-namespace",
+        env.namespace.as_str(),
+        "--lease-duration=3s",
+        "--renew-deadline=2s",
+        "--retry-period=250ms",
+    ];
+    let first = start_with(&env, &lease);
+    let before = eventually("the leader's checkpoint", WITHIN, EVERY, || async {
+        samples_in_checkpoint(&env, "ha").await
+    })
+    .await?;
+    let second = start_with(&env, &lease);
+    // Stopping the leader releases the Lease; the standby restores and continues.
+    first.stop().await?;
+    let after = eventually("the standby's checkpoint", WITHIN, EVERY, || async {
+        Ok(samples_in_checkpoint(&env, "ha")
+            .await?
+            .filter(|n| *n > before))
+    })
+    .await?;
+    assert!(after > before);
+    second.stop().await?;
     env.cleanup().await;
     Ok(())
 }
