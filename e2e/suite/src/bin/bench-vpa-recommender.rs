@@ -189,7 +189,7 @@ fn main() {
             total.as_secs_f64(),
             model.as_secs_f64(),
             checkpoints.len(),
-            (total - model).as_secs_f64(),
+            total.saturating_sub(model).as_secs_f64(),
             cpu,
             outcome.samples,
             outcome.updates.len(),
