@@ -1145,4 +1145,43 @@ mod tests {
         let owners = r.pod_owners(&[both, vpas[1].clone()], &pods);
         assert_eq!(owners[&("ns".to_owned(), "p".to_owned())].1, "a");
     }
+
+    proptest::proptest! {
+        /// Whatever the usage, a written recommendation has lower ≤ target ≤ upper, and a loop
+        /// that sees nothing new after its status was applied writes nothing.
+        #[test]
+        fn written_status_is_ordered_and_quiet_when_unchanged(
+            series in proptest::collection::vec((1_i64..4_000, 1_i64..4_096), 1..20),
+        ) {
+            let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+            let mut v = vpa("web");
+            let pods = vec![Arc::new(pod("web-1", "web", "100Mi"))];
+            let mut at = t0();
+            for (cpu, mem) in &series {
+                at += SignedDuration::from_mins(1);
+                let sample = usage("web-1", &format!("{cpu}m"), &format!("{mem}Mi"), at);
+                let out = r.run_loop(std::slice::from_ref(&v), &pods, &[sample], &[], at);
+                for u in &out.updates {
+                    let rec = u.status.recommendation.as_ref()
+                        .and_then(|r| r.container_recommendations.as_ref())
+                        .and_then(|c| c.first())
+                        .expect("recommendation");
+                    for resource in ["cpu", "memory"] {
+                        let value = |list: Option<&plimsoll_core::api::vpa::ResourceList>| {
+                            Quantity::try_from(&list.expect("list")[resource]).expect("q").milli()
+                        };
+                        let (lo, t, hi) = (
+                            value(rec.lower_bound.as_ref()),
+                            value(Some(&rec.target)),
+                            value(rec.upper_bound.as_ref()),
+                        );
+                        proptest::prop_assert!(lo <= t && t <= hi, "{resource}: {lo} {t} {hi}");
+                    }
+                    v = with_status(&v, &u.status);
+                }
+            }
+            let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &[], at);
+            proptest::prop_assert!(out.updates.is_empty());
+        }
+    }
 }
