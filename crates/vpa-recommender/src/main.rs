@@ -1,55 +1,22 @@
-//! `vpa-recommender`: the Plimsoll VPA recommender. Today it offers `replay`; the controller
-//! (`run`) is added by the service work.
+//! `vpa-recommender`: the Plimsoll VPA recommender (`run` by default, or `replay`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
+use plimsoll_vpa_recommender::cli::{Args, Command, Output};
 use plimsoll_vpa_recommender::{plot, replay};
 
-#[derive(Parser)]
-#[command(name = "vpa-recommender", version, about = "Plimsoll VPA recommender")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the recommender over a scenario file with no cluster (see scenarios/FORMAT.md).
-    /// Exit 0 when every `expect` held, 1 when one did not, 2 when the file is invalid.
-    Replay {
-        /// The scenario (YAML or JSON, `kind: VerticalReplay`).
-        scenario: PathBuf,
-        /// Output format: JSON Lines or a table.
-        #[arg(long, value_enum, default_value_t = Output::Json)]
-        output: Output,
-        /// Also write an SVG of usage distributions and target/bounds over time.
-        #[arg(long, value_name = "FILE.svg")]
-        plot: Option<PathBuf>,
-        /// Write the final state as `VerticalPodAutoscalerCheckpoint` manifests.
-        #[arg(long, value_name = "FILE")]
-        checkpoint_out: Option<PathBuf>,
-    },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Output {
-    Json,
-    Table,
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Replay {
+    let args = Args::parse();
+    match &args.command {
+        Some(Command::Replay {
             scenario,
             output,
             plot,
             checkpoint_out,
-        } => match replay_command(
-            &scenario,
-            output,
+        }) => match replay_command(
+            scenario,
+            *output,
             plot.as_deref(),
             checkpoint_out.as_deref(),
         ) {
@@ -59,7 +26,25 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        None => match serve(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
+}
+
+fn serve(args: &Args) -> anyhow::Result<()> {
+    plimsoll_runtime::client::install_crypto_provider();
+    plimsoll_runtime::telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let token = plimsoll_runtime::shutdown::signal_token();
+        plimsoll_vpa_recommender::run(args.config(), token).await
+    })?;
+    Ok(())
 }
 
 fn replay_command(

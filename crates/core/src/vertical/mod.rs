@@ -12,7 +12,8 @@
 //! * [`recommendation`]: the full per-VPA recommendation (estimators + capping);
 //! * [`model`]: one VPA's aggregates fed by samples and OOM kills, as the controller and replay
 //!   drive them;
-//! * [`capping`]: container policy, `controlledResources`/`controlledValues` and `LimitRange` caps.
+//! * [`capping`]: the recommender's policy step (`minAllowed`/`maxAllowed`, `controlledResources`,
+//!   `mode: Off`); `LimitRange` and limit proportions live in [`limit_range`] and [`admission`].
 //!
 //! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
 

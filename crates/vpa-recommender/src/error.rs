@@ -1,0 +1,48 @@
+//! Errors of the vpa-recommender service.
+
+/// Why a part of the recommender failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A request to the Kubernetes API failed.
+    #[error("{context}: {source}")]
+    Kube {
+        /// What the request was for.
+        context: String,
+        /// The kube error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The shared runtime failed (client, leader election, admin listener, metrics API).
+    #[error(transparent)]
+    Runtime(#[from] plimsoll_runtime::Error),
+    /// The Prometheus history server failed.
+    #[error("prometheus {address}: {reason}")]
+    Prometheus {
+        /// The server.
+        address: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The leader-election task ended before shutdown.
+    #[error("leader election stopped unexpectedly")]
+    LeaderLost,
+    /// A watch cache stopped before it was ever filled.
+    #[error("the {0} watch stopped before its first list")]
+    WatchStopped(&'static str),
+}
+
+impl Error {
+    /// Low-cardinality label for the errors metric.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube { .. } => "kube",
+            Error::Runtime(_) => "runtime",
+            Error::Prometheus { .. } => "prometheus",
+            Error::LeaderLost => "leader",
+            Error::WatchStopped(_) => "watch",
+        }
+    }
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

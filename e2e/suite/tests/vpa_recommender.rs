@@ -1,0 +1,326 @@
+//! vpa-recommender end to end on plimsoll-sim (issue 6 acceptance): the real service runs
+//! in-process against the sim with a 1 s loop.
+//!
+//! * a steady 300m CPU workload gets a CPU target within one histogram bucket of 300m × 1.15;
+//! * an OOM-killed container's memory target rises above its usage at the kill;
+//! * a recommender restarted mid-run continues from its checkpoints (the target stays, the
+//!   sample count keeps growing instead of starting over).
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, PostParams};
+use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
+use plimsoll_core::quantity;
+use plimsoll_e2e::{Env, eventually};
+use plimsoll_sim::{LoadProfile, LoadSpec};
+use plimsoll_vpa_recommender::cli::Args;
+use plimsoll_vpa_recommender::{Config, run};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const WITHIN: Duration = Duration::from_secs(90);
+const EVERY: Duration = Duration::from_millis(250);
+
+fn config(env: &Env, extra: &[&str]) -> Config {
+    let kubeconfig = env.kubeconfig.display().to_string();
+    let flags = [
+        "vpa-recommender",
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "--metrics-address",
+        "127.0.0.1:0",
+        "--recommender-interval=1s",
+        "--checkpoints-timeout=5s",
+        "--vpa-object-namespace",
+        env.namespace.as_str(),
+        "--log-format=text",
+    ];
+    // One replica unless the test asks for an election.
+    let single = ["--leader-elect=false"];
+    let election = extra.iter().any(|f| f.starts_with("--leader-elect"));
+    let single: &[&str] = if election { &[] } else { &single };
+    Args::from_flags(flags.iter().chain(single).chain(extra))
+        .expect("flags parse")
+        .config()
+}
+
+struct Running {
+    token: CancellationToken,
+    task: tokio::task::JoinHandle<plimsoll_vpa_recommender::Result<()>>,
+}
+
+fn start(env: &Env) -> Running {
+    start_with(env, &[])
+}
+
+fn start_with(env: &Env, extra: &[&str]) -> Running {
+    let token = CancellationToken::new();
+    let task = tokio::spawn(run(config(env, extra), token.clone()));
+    Running { token, task }
+}
+
+impl Running {
+    async fn stop(self) -> anyhow::Result<()> {
+        self.token.cancel();
+        tokio::time::timeout(Duration::from_secs(30), self.task).await???;
+        Ok(())
+    }
+}
+
+async fn deployment(env: &Env, name: &str, memory_limit: Option<&str>) -> anyhow::Result<()> {
+    let mut resources = json!({"requests": {"cpu": "100m", "memory": "100Mi"}});
+    if let Some(limit) = memory_limit {
+        resources["limits"] = json!({"memory": limit});
+    }
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "app", "resources": resources}]},
+            },
+        },
+    }))?;
+    env.api::<Deployment>()
+        .create(&PostParams::default(), &d)
+        .await?;
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "recommenders": [{"name": "plimsoll"}],
+            "updatePolicy": {"updateMode": "Off"},
+        },
+    }))?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa)
+        .await?;
+    Ok(())
+}
+
+/// The container's current target as (millicores, bytes), when there is one.
+async fn target(env: &Env, name: &str) -> anyhow::Result<Option<(i64, i64)>> {
+    let vpa = env.api::<VerticalPodAutoscaler>().get(name).await?;
+    let Some(rec) = vpa
+        .status
+        .and_then(|s| s.recommendation)
+        .and_then(|r| r.container_recommendations)
+        .and_then(|c| c.into_iter().next())
+    else {
+        return Ok(None);
+    };
+    let cpu = rec.target.get("cpu").map(quantity::cpu_milli).transpose()?;
+    let mem = rec
+        .target
+        .get("memory")
+        .map(quantity::memory_bytes)
+        .transpose()?;
+    Ok(cpu.zip(mem))
+}
+
+async fn samples_in_checkpoint(env: &Env, name: &str) -> anyhow::Result<Option<i64>> {
+    let cp = env
+        .api::<VerticalPodAutoscalerCheckpoint>()
+        .get_opt(&format!("{name}-app"))
+        .await?;
+    Ok(cp
+        .and_then(|c| c.status)
+        .and_then(|s| s.total_samples_count))
+}
+
+// The CPU histogram's bucket around 0.3 cores is ~15m wide (ratio 1.05 from 10m).
+const ONE_BUCKET_MILLI: i64 = 16;
+
+#[tokio::test]
+async fn steady_cpu_gets_p90_plus_margin_and_restart_continues_from_checkpoints()
+-> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-steady").await?;
+    let Some(sim) = env.sim() else {
+        env.cleanup().await;
+        return Ok(());
+    };
+    deployment(&env, "web", None).await?;
+    sim.set_load(
+        &env.namespace,
+        "deployments",
+        "web",
+        LoadSpec {
+            profile: LoadProfile::Constant { value: 295.0 },
+            ..LoadSpec::default()
+        },
+    );
+    let service = start(&env);
+    let want = 345; // 300m × 1.15
+    let (cpu, _) = eventually("a CPU target near 345m", WITHIN, EVERY, || async {
+        Ok(target(&env, "web")
+            .await?
+            .filter(|(cpu, _)| (cpu - want).abs() <= ONE_BUCKET_MILLI))
+    })
+    .await?;
+    let before = eventually("a checkpoint with samples", WITHIN, EVERY, || async {
+        Ok(samples_in_checkpoint(&env, "web")
+            .await?
+            .filter(|n| *n >= 3))
+    })
+    .await?;
+    service.stop().await?;
+
+    let service = start(&env);
+    let after = eventually(
+        "the restarted recommender's checkpoint",
+        WITHIN,
+        EVERY,
+        || async {
+            Ok(samples_in_checkpoint(&env, "web")
+                .await?
+                .filter(|n| *n > before))
+        },
+    )
+    .await?;
+    assert!(after > before, "samples went from {before} to {after}");
+    let (cpu_after, _) = target(&env, "web").await?.expect("still recommended");
+    assert!(
+        (cpu_after - cpu).abs() <= ONE_BUCKET_MILLI,
+        "target moved from {cpu}m to {cpu_after}m across the restart"
+    );
+    service.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn oom_kill_raises_the_memory_target_above_the_kill_usage() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-oom").await?;
+    let Some(sim) = env.sim() else {
+        env.cleanup().await;
+        return Ok(());
+    };
+    deployment(&env, "hog", Some("100Mi")).await?;
+    let usage = 150.0 * 1024.0 * 1024.0;
+    sim.set_load(
+        &env.namespace,
+        "deployments",
+        "hog",
+        LoadSpec {
+            profile: LoadProfile::Constant { value: 10.0 },
+            memory_base_bytes: usage,
+            ..LoadSpec::default()
+        },
+    );
+    let service = start(&env);
+    let (_, memory) = eventually(
+        "a memory target above the kill usage",
+        WITHIN,
+        EVERY,
+        || async {
+            Ok(target(&env, "hog")
+                .await?
+                .filter(|(_, mem)| *mem as f64 > usage))
+        },
+    )
+    .await?;
+    assert!(memory as f64 > usage);
+    service.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn vpas_for_other_recommenders_are_left_alone() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-other").await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(());
+    }
+    deployment(&env, "mine", None).await?;
+    let other: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "theirs"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "mine"},
+            "recommenders": [{"name": "someone-else"}],
+        },
+    }))?;
+    let api: Api<VerticalPodAutoscaler> = env.api();
+    api.create(&PostParams::default(), &other).await?;
+    let service = start(&env);
+    eventually("a recommendation for ours", WITHIN, EVERY, || async {
+        target(&env, "mine").await
+    })
+    .await?;
+    assert!(api.get("theirs").await?.status.is_none());
+    service.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn gc_deletes_checkpoints_of_deleted_vpas() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-gc").await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(());
+    }
+    deployment(&env, "short", None).await?;
+    let service = start_with(&env, &["--checkpoints-gc-interval=1s"]);
+    eventually("a checkpoint", WITHIN, EVERY, || async {
+        samples_in_checkpoint(&env, "short").await
+    })
+    .await?;
+    env.api::<VerticalPodAutoscaler>()
+        .delete("short", &kube::api::DeleteParams::default())
+        .await?;
+    eventually("the checkpoint deleted", WITHIN, EVERY, || async {
+        let cp = env
+            .api::<VerticalPodAutoscalerCheckpoint>()
+            .get_opt("short-app")
+            .await?;
+        Ok(cp.is_none().then_some(()))
+    })
+    .await?;
+    service.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_standby_replica_takes_over_from_the_checkpoints() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-leader").await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(());
+    }
+    deployment(&env, "ha", None).await?;
+    let lease = [
+        "--leader-elect=true",
+        "--lease-namespace",
+        env.namespace.as_str(),
+        "--lease-duration=3s",
+        "--renew-deadline=2s",
+        "--retry-period=250ms",
+    ];
+    let first = start_with(&env, &lease);
+    let before = eventually("the leader's checkpoint", WITHIN, EVERY, || async {
+        samples_in_checkpoint(&env, "ha").await
+    })
+    .await?;
+    let second = start_with(&env, &lease);
+    // Stopping the leader releases the Lease; the standby restores and continues.
+    first.stop().await?;
+    let after = eventually("the standby's checkpoint", WITHIN, EVERY, || async {
+        Ok(samples_in_checkpoint(&env, "ha")
+            .await?
+            .filter(|n| *n > before))
+    })
+    .await?;
+    assert!(after > before);
+    second.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
