@@ -351,6 +351,12 @@ async fn run_job(
 ) -> Result<(String, bool)> {
     let resolved = target::observe(ctx, namespace, cron).await?;
     let effect = decide(resolved.mode, target_size, resolved.observed, keep_window);
+    if effect.keep_window && !keep_window {
+        // Open the keep window before scaling up, so hpa-plus never sees the raised size
+        // without the window that protects it.
+        let patch = serde_json::json!({ "status": { "scaleUpKeepWindow": true } });
+        patch_status(ctx, namespace, &cron.name_any(), &patch).await?;
+    }
     target::apply(ctx, namespace, &resolved, &effect).await?;
     Ok((effect.reason, effect.keep_window))
 }
@@ -415,13 +421,28 @@ async fn write_status(
     name: &str,
     status: &CronHorizontalPodAutoscalerStatus,
 ) -> Result<()> {
+    patch_status(
+        ctx,
+        namespace,
+        name,
+        &serde_json::json!({ "status": status }),
+    )
+    .await
+}
+
+/// A merge patch on `/status` under the field manager `cron-hpa`.
+async fn patch_status(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<()> {
     let api: Api<CronHorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    let patch = serde_json::json!({ "status": status });
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     };
-    api.patch_status(name, &params, &Patch::Merge(&patch))
+    api.patch_status(name, &params, &Patch::Merge(patch))
         .await
         .map_err(|e| Error::kube(format!("patch status of {namespace}/{name}"), e))?;
     Ok(())
