@@ -118,17 +118,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let work = control(ctx, api, election.handle.clone(), readiness, stop.clone());
     let mut lease_task = election.task;
     tokio::pin!(work);
-    let lease_died = tokio::select! {
-        () = &mut work => false,
-        _ = &mut lease_task => !stop.is_cancelled(),
+    // Before shutdown neither may end: the controller loop runs until `stop`, the election
+    // until `election_token`. Either ending first means the election died.
+    let work_done = tokio::select! {
+        () = &mut work => true,
+        _ = &mut lease_task => false,
     };
-    stop.cancel();
+    let lease_died = !stop.is_cancelled();
     if lease_died {
         warn!("leader election stopped unexpectedly; shutting down");
+    }
+    stop.cancel();
+    if !work_done {
         work.await;
     }
     election_token.cancel();
-    if !lease_died {
+    if work_done {
+        // Still running (the select did not complete it): wait for the Lease release.
         let _ = lease_task.await;
     }
     let _ = ticker.await;
