@@ -28,7 +28,7 @@ use kube::runtime::controller::{self, Controller};
 use kube::runtime::watcher;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
-use plimsoll_runtime::leader::{self, LeaderHandle};
+use plimsoll_runtime::leader::{self, LeaderConfig, LeaderElection, LeaderHandle};
 use plimsoll_runtime::telemetry::service_registry;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
@@ -55,6 +55,9 @@ pub struct Config {
     /// A firing that passed less than this long ago when the controller (re)starts or takes
     /// over still runs, once; older ones are reported as missed. Default 5 minutes.
     pub missed_job_grace: Duration,
+    /// Leader-election identity; `None` = `$POD_NAME`, else the host name. Tests that run two
+    /// instances in one process give each its own.
+    pub identity: Option<String>,
 }
 
 /// Runs the service until `shutdown` is cancelled: then stops taking work, lets in-flight
@@ -90,7 +93,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     // The election outlives the controller on shutdown: the Lease is released only after
     // in-flight writes finished.
     let election_token = CancellationToken::new();
-    let election = leader::start(&client, BINARY, &config.common, election_token.clone())?;
+    let election = start_election(&client, &config, election_token.clone())?;
     let grace = SignedDuration::try_from(config.missed_job_grace).unwrap_or(SignedDuration::MAX);
     let ctx = Arc::new(Context::new(
         client.clone(),
@@ -115,17 +118,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let work = control(ctx, api, election.handle.clone(), readiness, stop.clone());
     let mut lease_task = election.task;
     tokio::pin!(work);
-    let lease_died = tokio::select! {
-        () = &mut work => false,
-        _ = &mut lease_task => !stop.is_cancelled(),
+    // Before shutdown neither may end: the controller loop runs until `stop`, the election
+    // until `election_token`. Either ending first means the election died.
+    let work_done = tokio::select! {
+        () = &mut work => true,
+        _ = &mut lease_task => false,
     };
-    stop.cancel();
+    let lease_died = !stop.is_cancelled();
     if lease_died {
         warn!("leader election stopped unexpectedly; shutting down");
+    }
+    stop.cancel();
+    if !work_done {
         work.await;
     }
     election_token.cancel();
-    if !lease_died {
+    if work_done {
+        // Still running (the select did not complete it): wait for the Lease release.
         let _ = lease_task.await;
     }
     let _ = ticker.await;
@@ -139,6 +148,22 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     }
     info!("stopped");
     Ok(())
+}
+
+/// Starts leader election as the flags say, with [`Config::identity`] when given.
+fn start_election(
+    client: &kube::Client,
+    config: &Config,
+    token: CancellationToken,
+) -> Result<LeaderElection> {
+    if !config.common.leader_elect {
+        return Ok(leader::start(client, BINARY, &config.common, token)?);
+    }
+    let mut settings = LeaderConfig::from_args(BINARY, &config.common, client.default_namespace())?;
+    if let Some(identity) = &config.identity {
+        settings.identity.clone_from(identity);
+    }
+    Ok(leader::spawn(client.clone(), settings, token))
 }
 
 /// Runs the controller during each leadership term until `stop` is cancelled.

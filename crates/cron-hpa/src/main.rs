@@ -85,6 +85,7 @@ fn serve(args: Args) -> anyhow::Result<()> {
     let config = Config {
         common: args.common,
         missed_job_grace: args.missed_job_grace,
+        identity: None,
     };
     let runtime = tokio::runtime::Runtime::new().context("start the tokio runtime")?;
     runtime.block_on(async move {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use plimsoll_core::api::cron::{
     CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
@@ -85,27 +86,21 @@ pub async fn reconcile(
         .or(cron.status.as_ref())
         .is_some_and(|s| s.scale_up_keep_window);
 
-    report_missed(&ctx, &cron, &uid, &evaluation, &mut conditions).await;
-    let keep_window = run_due(&ctx, &cron, &uid, &evaluation, keep_window, &mut conditions).await;
+    let mut events = Vec::new();
+    let keep_window = run_due(
+        &ctx,
+        &cron,
+        &uid,
+        &evaluation,
+        keep_window,
+        &mut conditions,
+        &mut events,
+    )
+    .await;
+    report_missed(&ctx, &cron, &uid, &evaluation, &mut conditions, &mut events);
 
     // New or changed jobs start as Submitted now.
-    for (index, slot) in conditions.iter_mut().enumerate() {
-        if slot.is_none() {
-            let job = &spec.jobs[index];
-            let message = format!(
-                "submitted; {}",
-                status::next_run_text(evaluation.next_runs[index])
-            );
-            info!(job = %job.name, "job submitted");
-            *slot = Some(status::condition(
-                &uid,
-                job,
-                JobState::Submitted,
-                now,
-                message,
-            ));
-        }
-    }
+    submit_new(&uid, spec, &evaluation, now, &mut conditions);
     let conditions: Vec<JobCondition> = conditions.into_iter().flatten().collect();
 
     let jobs: Vec<String> = spec.jobs.iter().map(|j| j.name.clone()).collect();
@@ -132,10 +127,7 @@ pub async fn reconcile(
     );
     // Compare with what this replica last wrote: the cache may not have caught up with it.
     let current = written.or_else(|| cron.status.clone());
-    if let Some(new_status) = status::changed(current.as_ref(), desired) {
-        write_status(&ctx, &namespace, &name, &new_status).await?;
-        ctx.mark_written(&namespace, &name, new_status);
-    }
+    persist(&ctx, &cron, current.as_ref(), desired, events).await?;
 
     Ok(match evaluation.next_wake {
         Some(at) => Action::requeue(until(at)),
@@ -143,31 +135,102 @@ pub async fn reconcile(
     })
 }
 
+/// Gives every job without a condition (new or changed) a `Submitted` one, stamped `now`.
+fn submit_new(
+    uid: &str,
+    spec: &plimsoll_core::api::cron::CronHorizontalPodAutoscalerSpec,
+    evaluation: &Evaluation,
+    now: Timestamp,
+    conditions: &mut [Option<JobCondition>],
+) {
+    for (index, slot) in conditions.iter_mut().enumerate() {
+        if slot.is_none() {
+            let job = &spec.jobs[index];
+            let message = format!(
+                "submitted; {}",
+                status::next_run_text(evaluation.next_runs[index])
+            );
+            info!(job = %job.name, "job submitted");
+            *slot = Some(status::condition(
+                uid,
+                job,
+                JobState::Submitted,
+                now,
+                message,
+            ));
+        }
+    }
+}
+
+/// Writes the status when it differs from `current`, then publishes the Events (the status
+/// first: it is what keeps a restart from running a job twice).
+async fn persist(
+    ctx: &Context,
+    cron: &CronHorizontalPodAutoscaler,
+    current: Option<&CronHorizontalPodAutoscalerStatus>,
+    desired: CronHorizontalPodAutoscalerStatus,
+    events: Vec<PendingEvent>,
+) -> Result<()> {
+    let namespace = cron.namespace().unwrap_or_default();
+    let name = cron.name_any();
+    let written = match status::changed(current, desired) {
+        Some(new_status) => write_status(ctx, &namespace, &name, &new_status)
+            .await
+            .map(|()| ctx.mark_written(&namespace, &name, new_status)),
+        None => Ok(()),
+    };
+    let regarding = cron.object_ref(&());
+    for event in events {
+        let type_ = if event.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        ctx.events
+            .publish(&regarding, type_, event.reason, "Scale", event.note)
+            .await;
+    }
+    written
+}
+
+/// An Event to publish once the runs and the status write are done (publishing first would
+/// delay jobs due at the same instant).
+struct PendingEvent {
+    warning: bool,
+    reason: &'static str,
+    note: String,
+}
+
 /// Reports firings missed by more than the grace period (and counts skipped ones): a `Failed`
-/// condition, a Warning Event and the `missed` counter per job.
-async fn report_missed(
+/// condition (unless a later firing of the job just ran), a Warning Event and the `missed`
+/// counter per job.
+fn report_missed(
     ctx: &Context,
     cron: &CronHorizontalPodAutoscaler,
     uid: &str,
     evaluation: &Evaluation,
     conditions: &mut [Option<JobCondition>],
+    events: &mut Vec<PendingEvent>,
 ) {
     let spec = &cron.spec;
-    let regarding = cron.object_ref(&());
     for missed in &evaluation.missed {
         let job = &spec.jobs[missed.job_index];
         let next = evaluation.next_runs[missed.job_index];
         let message = status::missed_message(missed.count, missed.last, ctx.missed_job_grace, next);
         warn!(job = %job.name, count = missed.count, last = %missed.last, "missed job runs");
         ctx.metrics.count(RunResult::Missed, missed.count as u64);
-        ctx.events
-            .warning(
-                &regarding,
-                "JobMissed",
-                "Scale",
-                format!("job {}: {message}", job.name),
-            )
-            .await;
+        events.push(PendingEvent {
+            warning: true,
+            reason: "JobMissed",
+            note: format!("job {}: {message}", job.name),
+        });
+        if evaluation
+            .due
+            .iter()
+            .any(|f| f.job_index == missed.job_index)
+        {
+            continue;
+        }
         conditions[missed.job_index] = Some(status::condition(
             uid,
             job,
@@ -197,10 +260,10 @@ async fn run_due(
     evaluation: &Evaluation,
     mut keep_window: bool,
     conditions: &mut [Option<JobCondition>],
+    events: &mut Vec<PendingEvent>,
 ) -> bool {
     let spec = &cron.spec;
     let namespace = cron.namespace().unwrap_or_default();
-    let regarding = cron.object_ref(&());
     // Due jobs run in order (instant, then spec order); each sees the keep window the
     // previous one left.
     for firing in &evaluation.due {
@@ -222,14 +285,11 @@ async fn run_due(
                 );
                 ctx.metrics.count(RunResult::Succeeded, 1);
                 let message = status::succeeded_message(&reason, firing.at, late, next);
-                ctx.events
-                    .normal(
-                        &regarding,
-                        "JobSucceeded",
-                        "Scale",
-                        format!("job {}: {message}", job.name),
-                    )
-                    .await;
+                events.push(PendingEvent {
+                    warning: false,
+                    reason: "JobSucceeded",
+                    note: format!("job {}: {message}", job.name),
+                });
                 status::condition(uid, job, JobState::Succeed, firing.at, message)
             }
             Err(error) => {
@@ -237,14 +297,11 @@ async fn run_due(
                 ctx.metrics.count(RunResult::Failed, 1);
                 ctx.metrics.reconcile.failure(error.metric_label());
                 let message = status::failed_message(&error.to_string(), firing.at, next);
-                ctx.events
-                    .warning(
-                        &regarding,
-                        "JobFailed",
-                        "Scale",
-                        format!("job {}: {message}", job.name),
-                    )
-                    .await;
+                events.push(PendingEvent {
+                    warning: true,
+                    reason: "JobFailed",
+                    note: format!("job {}: {message}", job.name),
+                });
                 status::condition(uid, job, JobState::Failed, firing.at, message)
             }
         };
@@ -294,6 +351,12 @@ async fn run_job(
 ) -> Result<(String, bool)> {
     let resolved = target::observe(ctx, namespace, cron).await?;
     let effect = decide(resolved.mode, target_size, resolved.observed, keep_window);
+    if effect.keep_window && !keep_window {
+        // Open the keep window before scaling up, so hpa-plus never sees the raised size
+        // without the window that protects it.
+        let patch = serde_json::json!({ "status": { "scaleUpKeepWindow": true } });
+        patch_status(ctx, namespace, &cron.name_any(), &patch).await?;
+    }
     target::apply(ctx, namespace, &resolved, &effect).await?;
     Ok((effect.reason, effect.keep_window))
 }
@@ -358,13 +421,28 @@ async fn write_status(
     name: &str,
     status: &CronHorizontalPodAutoscalerStatus,
 ) -> Result<()> {
+    patch_status(
+        ctx,
+        namespace,
+        name,
+        &serde_json::json!({ "status": status }),
+    )
+    .await
+}
+
+/// A merge patch on `/status` under the field manager `cron-hpa`.
+async fn patch_status(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<()> {
     let api: Api<CronHorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    let patch = serde_json::json!({ "status": status });
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     };
-    api.patch_status(name, &params, &Patch::Merge(&patch))
+    api.patch_status(name, &params, &Patch::Merge(patch))
         .await
         .map_err(|e| Error::kube(format!("patch status of {namespace}/{name}"), e))?;
     Ok(())

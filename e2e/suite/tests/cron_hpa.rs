@@ -2,7 +2,8 @@
 //! real cluster with `PLIMSOLL_E2E_KUBECONFIG`).
 //!
 //! Jobs are scheduled a few seconds ahead of the wall clock with a one-off 6-field expression,
-//! so the tests run in real time (the service reads the wall clock, not the sim's).
+//! so the tests run in real time (the service reads the wall clock, not the sim's). The
+//! cooperation tests also run hpa-plus (`plimsoll_hpa_plus::run`) on the sim's workload model.
 
 use std::time::Duration;
 
@@ -31,6 +32,11 @@ struct Service {
 
 impl Service {
     fn start(env: &Env, grace: Duration) -> Service {
+        Self::start_as(env, grace, None)
+    }
+
+    /// Starts an instance with its own leader-election identity.
+    fn start_as(env: &Env, grace: Duration, identity: Option<&str>) -> Service {
         let config = Config {
             common: CommonArgs {
                 kubeconfig: Some(env.kubeconfig.clone()),
@@ -45,6 +51,7 @@ impl Service {
                 lease_namespace: Some(env.namespace.clone()),
             },
             missed_job_grace: grace,
+            identity: identity.map(str::to_owned),
         };
         let token = CancellationToken::new();
         let task = tokio::spawn(run(config, token.clone()));
@@ -493,6 +500,263 @@ async fn an_invalid_schedule_fails_the_job_with_a_message_naming_it() -> anyhow:
     })
     .await?;
     service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// hpa-plus in-process with short periods (the flags its own e2e tests use).
+fn start_hpa_plus(env: &Env) -> Service2 {
+    use clap::Parser as _;
+    let args = [
+        "hpa-plus".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--leader-elect=false".to_owned(),
+        "--sync-period=2s".to_owned(),
+        "--cpu-initialization-period=1s".to_owned(),
+        "--initial-readiness-delay=0s".to_owned(),
+    ];
+    let config = plimsoll_hpa_plus::cli::Args::try_parse_from(args)
+        .expect("hpa-plus flags parse")
+        .into_config()
+        .expect("hpa-plus flags are valid");
+    let token = CancellationToken::new();
+    let t = token.clone();
+    let task = tokio::spawn(async move {
+        if let Err(e) = plimsoll_hpa_plus::run(config, t).await {
+            eprintln!("hpa-plus ended with an error: {e}");
+        }
+    });
+    Service2 { token, task }
+}
+
+/// A running hpa-plus.
+struct Service2 {
+    token: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Service2 {
+    async fn stop(self) {
+        self.token.cancel();
+        let _ = tokio::time::timeout(LONG, self.task).await;
+    }
+}
+
+/// An HPA+ on Deployment `name` scaling on requests per second per pod (10 per pod), with
+/// no scale-down stabilization so that it would act at once.
+async fn create_hpa_plus(env: &Env, name: &str, min: i32, max: i32) -> anyhow::Result<()> {
+    let hpa: plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+            "kind": "HorizontalPodAutoscalerPlus",
+            "metadata": {"name": name},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                "minReplicas": min,
+                "maxReplicas": max,
+                "metrics": [{"type": "Pods", "pods": {
+                    "metric": {"name": "requests_per_second"},
+                    "target": {"type": "AverageValue", "averageValue": "10"}}}],
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}}
+            }
+        }))?;
+    env.api::<plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &hpa)
+        .await?;
+    Ok(())
+}
+
+fn load(value: f64) -> plimsoll_sim::LoadSpec {
+    plimsoll_sim::LoadSpec {
+        profile: plimsoll_sim::LoadProfile::Constant { value },
+        ..plimsoll_sim::LoadSpec::default()
+    }
+}
+
+async fn wait_replicas(env: &Env, name: &str, want: i32, within: Duration) -> anyhow::Result<()> {
+    eventually(
+        &format!("{name} at {want} replicas"),
+        within,
+        POLL,
+        || async { Ok((replicas(env, name).await? == want).then_some(())) },
+    )
+    .await
+}
+
+/// Scale writes hpa-plus made on `name`.
+fn hpa_plus_scale_writes(env: &Env, name: &str) -> usize {
+    env.sim().map_or(0, |sim| {
+        sim.audit()
+            .iter()
+            .filter(|e| {
+                e.field_manager.as_deref() == Some("hpa-plus")
+                    && e.subresource == "scale"
+                    && e.name == name
+                    && e.namespace == env.namespace
+            })
+            .count()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_replicas_mode_with_hpa_plus_scales_above_the_floor_under_load_and_holds_it_when_idle()
+-> anyhow::Result<()> {
+    let env = Env::start("cron-hpaplus-min").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    deployment(&env, "web", 1).await?;
+    // Low load: 5 requests/s at 10 per pod wants 1 replica.
+    sim.set_load(&env.namespace, "deployments", "web", load(5.0));
+    create_hpa_plus(&env, "web", 1, 10).await?;
+    let hpa_plus = start_hpa_plus(&env);
+    let cron = Service::start(&env, Duration::from_secs(300));
+    let fire = whole_second_in(Duration::from_secs(8));
+    let mut target = target("Deployment", "web");
+    target.api_version = Some("autoscaling.plimsoll.dev/v1alpha1".into());
+    target.kind = "HorizontalPodAutoscalerPlus".into();
+    create_cron(&env, "web", target, vec![job("floor", at_second(fire), 4)]).await?;
+    let ran = condition(&env, "web", "floor", LONG, |c| c.state == JobState::Succeed).await?;
+    assert!(
+        ran.message.contains("minReplicas 1 -> 4"),
+        "{}",
+        ran.message
+    );
+    // Low load: hpa-plus keeps the workload at the cron floor, not below it.
+    wait_replicas(&env, "web", 4, LONG).await?;
+    let api = env.api::<plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus>();
+    eventually("hpa-plus decides at the floor", LONG, POLL, || async {
+        let h = api.get("web").await?;
+        Ok(h.status
+            .filter(|s| s.desired_replicas == 4 && h.spec.min_replicas == Some(4))
+            .map(|_| ()))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        replicas(&env, "web").await?,
+        4,
+        "idle: stays at the cron minimum"
+    );
+    // High load: 80 requests/s wants 8 replicas, above the floor; hpa-plus scales there.
+    sim.set_load(&env.namespace, "deployments", "web", load(80.0));
+    wait_replicas(&env, "web", 8, Duration::from_secs(90)).await?;
+    cron.stop().await;
+    hpa_plus.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_window()
+-> anyhow::Result<()> {
+    let env = Env::start("cron-hpaplus-keep").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    deployment(&env, "shop", 1).await?;
+    sim.set_load(&env.namespace, "deployments", "shop", load(5.0));
+    create_hpa_plus(&env, "shop", 1, 10).await?;
+    let hpa_plus = start_hpa_plus(&env);
+    let cron = Service::start(&env, Duration::from_secs(300));
+    let up = whole_second_in(Duration::from_secs(8));
+    let down = up + SignedDuration::from_secs(20);
+    create_cron(
+        &env,
+        "shop",
+        target("Deployment", "shop"),
+        vec![job("up", at_second(up), 6), job("down", at_second(down), 2)],
+    )
+    .await?;
+    condition(&env, "shop", "up", LONG, |c| c.state == JobState::Succeed).await?;
+    let status = env
+        .api::<CronHorizontalPodAutoscaler>()
+        .get("shop")
+        .await?
+        .status
+        .unwrap();
+    assert!(status.scale_up_keep_window);
+    let writes_before = hpa_plus_scale_writes(&env, "shop");
+    // Inside the window hpa-plus (which alone would want 1 replica) leaves the cron size.
+    while Timestamp::now() < down - SignedDuration::from_secs(2) {
+        assert_eq!(
+            replicas(&env, "shop").await?,
+            6,
+            "hpa-plus undid the cron size"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(hpa_plus_scale_writes(&env, "shop"), writes_before);
+    // The "down" job lowers the size and closes the window; hpa-plus then takes over.
+    condition(&env, "shop", "down", LONG, |c| c.state == JobState::Succeed).await?;
+    let status = env
+        .api::<CronHorizontalPodAutoscaler>()
+        .get("shop")
+        .await?
+        .status
+        .unwrap();
+    assert!(!status.scale_up_keep_window);
+    wait_replicas(&env, "shop", 1, Duration::from_secs(90)).await?;
+    cron.stop().await;
+    hpa_plus.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn two_replicas_run_each_job_once_and_hand_over_on_shutdown() -> anyhow::Result<()> {
+    let env = Env::start("cron-two").await?;
+    deployment(&env, "web", 1).await?;
+    let a = Service::start_as(&env, Duration::from_secs(300), Some("cron-a"));
+    let b = Service::start_as(&env, Duration::from_secs(300), Some("cron-b"));
+    let leases = kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(
+        env.client.clone(),
+        &env.namespace,
+    );
+    let holder = || async {
+        Ok(leases
+            .get_opt("plimsoll-cron-hpa")
+            .await?
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .filter(|h| !h.is_empty()))
+    };
+    let first_leader = eventually("a leader", LONG, POLL, holder).await?;
+    let first = whole_second_in(Duration::from_secs(6));
+    create_cron(
+        &env,
+        "web",
+        target("Deployment", "web"),
+        vec![job("first", at_second(first), 3)],
+    )
+    .await?;
+    condition(&env, "web", "first", LONG, |c| c.state == JobState::Succeed).await?;
+    assert_eq!(replicas(&env, "web").await?, 3);
+    // Stop the leader; the other takes over (the Lease is released on shutdown).
+    let (leader, follower) = if first_leader == "cron-a" {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    leader.stop().await;
+    eventually("the other replica leads", LONG, POLL, || async {
+        Ok(holder().await?.filter(|h| *h != first_leader))
+    })
+    .await?;
+    let second = whole_second_in(Duration::from_secs(5));
+    let patch = serde_json::json!({"spec": {"jobs": [
+        {"name": "first", "schedule": at_second(first), "targetSize": 3},
+        {"name": "second", "schedule": at_second(second), "targetSize": 5}
+    ]}});
+    env.api::<CronHorizontalPodAutoscaler>()
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    condition(&env, "web", "second", LONG, |c| {
+        c.state == JobState::Succeed
+    })
+    .await?;
+    assert_eq!(replicas(&env, "web").await?, 5);
+    if let Some(writes) = cron_scale_writes(&env, "web") {
+        assert_eq!(writes, 2, "each job ran once across the two replicas");
+    }
+    follower.stop().await;
     env.cleanup().await;
     Ok(())
 }

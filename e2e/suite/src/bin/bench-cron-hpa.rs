@@ -60,6 +60,7 @@ async fn serve(kubeconfig: std::path::PathBuf) -> anyhow::Result<()> {
             lease_namespace: None,
         },
         missed_job_grace: Duration::from_secs(300),
+        identity: None,
     };
     let token = CancellationToken::new();
     let cancel = token.clone();
