@@ -361,7 +361,7 @@ async fn main() -> anyhow::Result<()> {
 
     token.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(15), service).await;
-    runtime.shutdown_timeout(Duration::from_secs(5));
+    runtime.shutdown_background();
     sim.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
