@@ -12,16 +12,23 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::quantity::Quantity;
 use plimsoll_e2e::{Env, eventually};
 use plimsoll_hpa_plus::cli::Args;
-use plimsoll_sim::{Fault, LoadProfile, LoadSpec};
+use plimsoll_runtime::metrics_api::{ExternalMetricValue, MetricValue, MetricsSource, PodMetrics};
+use plimsoll_runtime::selector::Selector;
+use plimsoll_sim::{Fault, LoadProfile, LoadSpec, SimConfig};
 use serde_json::json;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 const WITHIN: Duration = Duration::from_secs(60);
@@ -243,24 +250,104 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
     Ok(())
 }
 
+/// External metrics for (b): every series named `queue` is 30 (one fixed backlog per object).
+struct Backlog;
+
+impl MetricsSource for Backlog {
+    fn pod_metrics<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Selector,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<PodMetrics>>> {
+        async { Ok(Vec::new()) }.boxed()
+    }
+    fn pods_metric<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a Selector,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<MetricValue>>> {
+        async { Ok(Vec::new()) }.boxed()
+    }
+    fn object_metric<'a>(
+        &'a self,
+        namespace: &'a str,
+        _: &'a CrossVersionObjectReference,
+        metric: &'a str,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
+        async move {
+            Err(plimsoll_runtime::Error::MetricsApi {
+                api: "custom.metrics.k8s.io",
+                what: "object metric",
+                metric: metric.to_owned(),
+                namespace: namespace.to_owned(),
+                reason: "not served in this test".into(),
+            })
+        }
+        .boxed()
+    }
+    fn external_metric<'a>(
+        &'a self,
+        _: &'a str,
+        metric: &'a str,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<ExternalMetricValue>>> {
+        async move {
+            Ok(vec![ExternalMetricValue {
+                metric_name: metric.to_owned(),
+                metric_labels: std::collections::BTreeMap::new(),
+                timestamp: jiff::Timestamp::now(),
+                window_seconds: None,
+                value: Quantity::parse("30").expect("quantity"),
+            }])
+        }
+        .boxed()
+    }
+}
+
 /// (b) 200 HPA+ objects on 200 workloads, each with its own period, all converge.
+///
+/// The sim's workload model is off here: with 200 Deployments it spends minutes of a loaded
+/// 2-core machine bringing up pods, which tests the sim, not hpa-plus. The metric is External
+/// (from an in-memory metrics source: 30 against an average of 15 → 2 replicas), so every
+/// evaluation still reads the scale subresource, decides, writes the scale once and status.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result<()> {
     const N: usize = 200;
-    let env = Env::start("hpa-plus-200").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
-    let (token, task) = start(config(&env, &[]));
+    let env = Env::start_with(
+        "hpa-plus-200",
+        SimConfig {
+            workload_model: false,
+            ..SimConfig::default()
+        },
+    )
+    .await?;
+    if env.sim().is_none() {
+        return Ok(());
+    }
     for i in 0..N {
         let name = format!("w{i:03}");
         create_deployment(&env, &name, 1, "10m").await?;
-        // 30 requests/s at 15 per pod → 2 replicas.
-        sim.set_load(&env.namespace, "deployments", &name, constant(30.0));
         let period = 1 + (i % 5) as i32;
-        let spec = json!({"syncPeriodSeconds": period, "metrics": rps_per_pod("15")});
+        let spec = json!({"syncPeriodSeconds": period, "metrics": [{"type": "External",
+            "external": {"metric": {"name": "queue"},
+                "target": {"type": "AverageValue", "averageValue": "15"}}}]});
         env.api::<HorizontalPodAutoscalerPlus>()
             .create(&PostParams::default(), &hpa_plus(&name, &name, &spec))
             .await?;
     }
+    let token = CancellationToken::new();
+    let hooks = plimsoll_hpa_plus::Hooks {
+        admin_address: None,
+        metrics_source: Some(Arc::new(Backlog)),
+    };
+    let task = tokio::spawn(plimsoll_hpa_plus::run_with(
+        config(&env, &[]),
+        token.clone(),
+        hooks,
+    ));
     let api = env.api::<Deployment>();
     eventually(
         "all 200 workloads at 2 replicas",
@@ -280,11 +367,31 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
         },
     )
     .await?;
+    // Every object reports the converged state in its status.
+    let plus = env.api::<HorizontalPodAutoscalerPlus>();
+    eventually("200 statuses at 2 of 2", WITHIN, EVERY, || {
+        let plus = plus.clone();
+        async move {
+            let list = plus.list(&ListParams::default()).await?;
+            let done = list
+                .items
+                .iter()
+                .filter(|h| {
+                    h.status
+                        .as_ref()
+                        .is_some_and(|s| s.desired_replicas == 2 && s.current_replicas == 2)
+                })
+                .count();
+            Ok((done == N).then_some(()))
+        }
+    })
+    .await?;
     // Each object was scaled exactly once.
     for i in [0, 57, 199] {
         assert_eq!(scale_writes(&env, &format!("w{i:03}")), 1);
     }
-    stop(token, task).await;
+    token.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
     env.cleanup().await;
     Ok(())
 }

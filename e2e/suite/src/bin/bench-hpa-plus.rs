@@ -1,0 +1,368 @@
+//! bench-hpa-plus: how many autoscalers one hpa-plus keeps evaluated.
+//!
+//! Creates `BENCH_HPA_PLUS_OBJECTS` (default 10,000) Deployments and HorizontalPodAutoscalerPlus
+//! objects (100 per namespace) in an in-process plimsoll-sim (workload model off: the bench
+//! measures the autoscaler, not the simulated kubelet), then runs hpa-plus in the same process
+//! on a runtime of its own (threads named `hpa-plus`, `BENCH_HPA_PLUS_THREADS`, default 2) with
+//! the default 5 s period. Every object has one External metric served by an in-memory metrics
+//! source at its target, so each evaluation reads the scale subresource from the sim, decides,
+//! and changes nothing — the steady state of a large cluster.
+//!
+//! After every object has been evaluated once, it measures for `BENCH_HPA_PLUS_SECONDS`
+//! (default 60): reconciles per second, p50/p99 reconcile latency (interpolated in the
+//! service's own histogram), CPU of the hpa-plus threads (from /proc/self/task/*/stat) and the
+//! process RSS growth since hpa-plus started (its caches, queues and clients; the sim's objects
+//! were created before). Bounded: it gives up after 3 minutes overall.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::quantity::Quantity;
+use plimsoll_runtime::metrics_api::{ExternalMetricValue, MetricValue, MetricsSource, PodMetrics};
+use plimsoll_runtime::selector::Selector;
+use plimsoll_sim::{Sim, SimConfig};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+const PER_NAMESPACE: usize = 100;
+
+/// Every External metric is exactly at its target (10 per replica, one replica).
+struct AtTarget;
+
+impl MetricsSource for AtTarget {
+    fn pod_metrics<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Selector,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<PodMetrics>>> {
+        async { Ok(Vec::new()) }.boxed()
+    }
+    fn pods_metric<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a Selector,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<MetricValue>>> {
+        async { Ok(Vec::new()) }.boxed()
+    }
+    fn object_metric<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a CrossVersionObjectReference,
+        metric: &'a str,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
+        async move {
+            Err(plimsoll_runtime::Error::MetricsApi {
+                api: "custom.metrics.k8s.io",
+                what: "object metric",
+                metric: metric.to_owned(),
+                namespace: String::new(),
+                reason: "not served by the benchmark".into(),
+            })
+        }
+        .boxed()
+    }
+    fn external_metric<'a>(
+        &'a self,
+        _: &'a str,
+        metric: &'a str,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<ExternalMetricValue>>> {
+        async move {
+            Ok(vec![ExternalMetricValue {
+                metric_name: metric.to_owned(),
+                metric_labels: BTreeMap::new(),
+                timestamp: jiff::Timestamp::now(),
+                window_seconds: None,
+                value: Quantity::parse("10").unwrap_or(Quantity::ZERO),
+            }])
+        }
+        .boxed()
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {server}\n\
+         users:\n- name: sim\n  user:\n    token: {}\ncontexts:\n- name: sim\n  context:\n    \
+         cluster: sim\n    user: sim\n    namespace: default\ncurrent-context: sim\n",
+        plimsoll_sim::TOKEN
+    )
+}
+
+async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<String> {
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n")
+        .await?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await?;
+    Ok(out)
+}
+
+/// (runs, histogram buckets (upper bound, cumulative count)).
+fn parse(text: &str) -> (f64, Vec<(f64, f64)>) {
+    let mut runs = 0.0;
+    let mut buckets = Vec::new();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("plimsoll_hpa_plus_reconcile_runs_total ") {
+            runs = v.trim().parse().unwrap_or(0.0);
+        }
+        if let Some((le, count)) = line
+            .strip_prefix("plimsoll_hpa_plus_reconcile_duration_seconds_bucket{le=\"")
+            .and_then(|rest| rest.split_once("\"} "))
+        {
+            let le = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap_or(0.0)
+            };
+            buckets.push((le, count.trim().parse().unwrap_or(0.0)));
+        }
+    }
+    (runs, buckets)
+}
+
+fn quantile(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> f64 {
+    let deltas: Vec<(f64, f64)> = after
+        .iter()
+        .map(|(le, c)| {
+            let b = before
+                .iter()
+                .find(|(l, _)| l.total_cmp(le).is_eq())
+                .map_or(0.0, |(_, c)| *c);
+            (*le, c - b)
+        })
+        .collect();
+    let total = deltas.last().map_or(0.0, |(_, c)| *c);
+    if total <= 0.0 {
+        return f64::NAN;
+    }
+    let rank = q * total;
+    let mut prev = (0.0, 0.0);
+    for (le, c) in &deltas {
+        if *c >= rank {
+            if le.is_infinite() {
+                return prev.0;
+            }
+            let span = c - prev.1;
+            let frac = if span > 0.0 {
+                (rank - prev.1) / span
+            } else {
+                1.0
+            };
+            return prev.0 + (le - prev.0) * frac;
+        }
+        prev = (*le, *c);
+    }
+    prev.0
+}
+
+/// CPU seconds of this process's threads whose name starts with `prefix`.
+fn thread_cpu(prefix: &str) -> f64 {
+    let ticks = 100.0; // USER_HZ on Linux
+    let mut total = 0.0;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return f64::NAN;
+    };
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.trim().starts_with(prefix) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // Fields after the `(comm)`: state is field 3; utime 14, stime 15.
+        if let Some((_, rest)) = stat.rsplit_once(") ") {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+            let stime: f64 = f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+            total += (utime + stime) / ticks;
+        }
+    }
+    total
+}
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+// Setup, warm-up, one measurement window and the report, in order.
+#[allow(clippy::too_many_lines)]
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let objects: usize = env_or("BENCH_HPA_PLUS_OBJECTS", 10_000);
+    let seconds: u64 = env_or("BENCH_HPA_PLUS_SECONDS", 60);
+    let threads: usize = env_or("BENCH_HPA_PLUS_THREADS", 2);
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let started = Instant::now();
+
+    let sim = Sim::start(SimConfig {
+        workload_model: false,
+        ..SimConfig::default()
+    })
+    .await
+    .context("start the sim")?;
+    let client = sim.http_kube_client()?;
+    plimsoll_e2e::install_crds(&client).await?;
+    let namespaces = objects.div_ceil(PER_NAMESPACE);
+    for n in 0..namespaces {
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": format!("bench-{n}")}}))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
+    }
+    futures::stream::iter(0..objects)
+        .map(|i| {
+            let client = client.clone();
+            async move {
+                let ns = format!("bench-{}", i / PER_NAMESPACE);
+                let name = format!("w{i}");
+                let d: Deployment = serde_json::from_value(json!({
+                    "metadata": {"name": name},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                            "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}
+                }))?;
+                Api::<Deployment>::namespaced(client.clone(), &ns)
+                    .create(&PostParams::default(), &d)
+                    .await?;
+                let h: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+                    "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+                    "kind": "HorizontalPodAutoscalerPlus",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                        "minReplicas": 1, "maxReplicas": 10,
+                        "metrics": [{"type": "External", "external": {"metric": {"name": "queue"},
+                            "target": {"type": "AverageValue", "averageValue": "10"}}}]
+                    }
+                }))?;
+                Api::<HorizontalPodAutoscalerPlus>::namespaced(client, &ns)
+                    .create(&PostParams::default(), &h)
+                    .await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(64)
+        .try_collect::<Vec<()>>()
+        .await?;
+    let created = started.elapsed();
+    eprintln!("created {objects} Deployments and HPA+ in {created:.1?}");
+
+    let dir = std::env::temp_dir().join(format!("bench-hpa-plus-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let kc_path = dir.join("kubeconfig");
+    let url = sim.http_url.clone().context("plain HTTP")?;
+    std::fs::write(&kc_path, kubeconfig(&url))?;
+    let args = [
+        "hpa-plus".to_owned(),
+        format!("--kubeconfig={}", kc_path.display()),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--leader-elect=false".to_owned(),
+    ];
+    let config =
+        <plimsoll_hpa_plus::cli::Args as clap::Parser>::try_parse_from(args)?.into_config()?;
+
+    let rss_before = rss_mib();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name("hpa-plus")
+        .enable_all()
+        .build()?;
+    let token = CancellationToken::new();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let hooks = plimsoll_hpa_plus::Hooks {
+        admin_address: Some(tx),
+        metrics_source: Some(Arc::new(AtTarget)),
+    };
+    let service = runtime.spawn(plimsoll_hpa_plus::run_with(config, token.clone(), hooks));
+    let admin = rx.await.context("admin address")?;
+    let service_started = Instant::now();
+
+    // Warm-up: every object evaluated at least once.
+    loop {
+        let (runs, _) = parse(&scrape(admin).await?);
+        if runs >= objects as f64 {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("only {runs} of {objects} objects evaluated before the deadline");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let warm = service_started.elapsed();
+    eprintln!("all {objects} evaluated once after {warm:.1?}; measuring for {seconds}s");
+
+    let window = Duration::from_secs(seconds).min(
+        deadline
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(Duration::from_secs(10)),
+    );
+    let (runs0, hist0) = parse(&scrape(admin).await?);
+    let cpu0 = thread_cpu("hpa-plus");
+    let t0 = Instant::now();
+    tokio::time::sleep(window).await;
+    let (runs1, hist1) = parse(&scrape(admin).await?);
+    let cpu1 = thread_cpu("hpa-plus");
+    let elapsed = t0.elapsed().as_secs_f64();
+    let rss_after = rss_mib();
+
+    let rate = (runs1 - runs0) / elapsed;
+    let needed = objects as f64 / 5.0;
+    println!("bench-hpa-plus");
+    println!("  objects:                 {objects} ({namespaces} namespaces), period 5 s");
+    println!("  hpa-plus worker threads: {threads}");
+    println!("  create objects:          {created:.1?}");
+    println!("  first full pass:         {warm:.1?}");
+    println!("  window:                  {elapsed:.1} s");
+    println!("  reconciles/s:            {rate:.0} (all every 5 s needs {needed:.0})");
+    println!(
+        "  reconcile p50 / p99:     {:.1} ms / {:.1} ms",
+        quantile(&hist0, &hist1, 0.50) * 1000.0,
+        quantile(&hist0, &hist1, 0.99) * 1000.0
+    );
+    println!(
+        "  hpa-plus CPU:            {:.2} cores ({:.1} CPU-s over the window)",
+        (cpu1 - cpu0) / elapsed,
+        cpu1 - cpu0
+    );
+    println!(
+        "  RSS:                     {rss_after:.0} MiB process, +{:.0} MiB since hpa-plus started",
+        rss_after - rss_before
+    );
+    println!(
+        "  nproc:                   {}",
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get)
+    );
+
+    token.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(15), service).await;
+    runtime.shutdown_background();
+    sim.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
