@@ -15,8 +15,11 @@ pub type PodKey = (String, String, String);
 
 /// Shared state of the updater.
 pub struct Context {
-    /// The API client.
+    /// The API client for reads (kube's default retries on 429/503/504).
     pub client: kube::Client,
+    /// The client for evictions and resizes: no automatic retry, so a 429 from a
+    /// PodDisruptionBudget comes back at once.
+    pub write_client: kube::Client,
     /// Events reported as `vpa-updater`.
     pub events: Events,
     /// Metric families.
