@@ -526,3 +526,11 @@ pub fn context(
         in_place_attempts: std::sync::Mutex::new(HashMap::new()),
     }
 }
+
+/// A [`Context`] whose metrics go to a registry nobody scrapes, for benchmarks and tools that
+/// drive [`run_once`] themselves. Evictions and resizes use `client` too.
+pub fn detached_context(client: kube::Client, config: &Config) -> Context {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = Arc::new(crate::metrics::Metrics::register(&mut registry));
+    context(client.clone(), client, metrics, config)
+}
