@@ -259,4 +259,16 @@ mod tests {
         let args = Args::parse_from(["vpa-updater", "replay", "s.yaml", "--output", "json"]);
         assert!(matches!(args.command, Some(Command::Replay(_))));
     }
+
+    #[test]
+    fn deployment_args_parse() {
+        let text = include_str!("../../../deploy/vpa-updater/deployment.yaml");
+        let d: k8s_openapi::api::apps::v1::Deployment = serde_saphyr::from_str(text).unwrap();
+        let container = &d.spec.unwrap().template.spec.unwrap().containers[0];
+        let mut args = vec!["vpa-updater".to_owned()];
+        args.extend(container.args.clone().unwrap_or_default());
+        let config = parse_config(args).unwrap();
+        assert_eq!(config.common.metrics_address.port(), 8943);
+        assert_eq!(config.min_replicas, 2);
+    }
 }
