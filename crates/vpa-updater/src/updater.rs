@@ -534,3 +534,57 @@ pub fn detached_context(client: kube::Client, config: &Config) -> Context {
     let metrics = Arc::new(crate::metrics::Metrics::register(&mut registry));
     context(client.clone(), client, metrics, config)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plimsoll_core::vertical::eviction::UpdateMode;
+    use plimsoll_core::vertical::priority::{ContainerRecommendation, Resources};
+
+    fn pod() -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "shop", "annotations": {}},
+            "spec": {"containers": [
+                {"name": "app", "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}},
+                {"name": "sidecar", "resources": {"requests": {"cpu": "5m"}}}
+            ]}
+        }))
+        .unwrap()
+    }
+
+    fn vpa(containers: &[&str]) -> AdmissionVpa {
+        AdmissionVpa {
+            name: "web".into(),
+            update_mode: UpdateMode::InPlaceOrRecreate,
+            policies: Vec::new(),
+            recommendation: Some(
+                containers
+                    .iter()
+                    .map(|c| ContainerRecommendation {
+                        container: (*c).to_owned(),
+                        target: Resources::new(500, 512 * 1024 * 1024),
+                        lower_bound: Resources::new(400, 256 * 1024 * 1024),
+                        upper_bound: Resources::new(1000, 1024 * 1024 * 1024),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn resize_patch_merges_by_container_name() {
+        let patch = strategic_resize_patch(&pod(), &vpa(&["sidecar"]), None, None).unwrap();
+        let containers = patch["spec"]["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), 1, "{patch}");
+        assert_eq!(containers[0]["name"], "sidecar");
+        assert_eq!(containers[0]["resources"]["requests"]["cpu"], "500m");
+        assert!(containers[0]["resources"]["requests"]["memory"].is_string());
+        // Nothing in metadata: annotations go with a separate pod patch, never to `resize`.
+        assert!(patch.get("metadata").is_none());
+    }
+
+    #[test]
+    fn no_recommendation_means_no_resize() {
+        assert_eq!(strategic_resize_patch(&pod(), &vpa(&[]), None, None), None);
+    }
+}

@@ -40,7 +40,12 @@ fn rss() -> String {
     format!("VmRSS {} (peak {})", field("VmRSS:"), field("VmHWM:"))
 }
 
-fn recommendation(cpu: &str, memory: &str, low: (&str, &str), high: (&str, &str)) -> serde_json::Value {
+fn recommendation(
+    cpu: &str,
+    memory: &str,
+    low: (&str, &str),
+    high: (&str, &str),
+) -> serde_json::Value {
     json!({"status": {"recommendation": {"containerRecommendations": [{
         "containerName": "app",
         "target": {"cpu": cpu, "memory": memory},
@@ -73,12 +78,17 @@ async fn main() -> anyhow::Result<()> {
         ..SimConfig::default()
     })
     .await?;
-    let kubeconfig = std::env::temp_dir().join(format!("bench-vpa-updater-{}.kubeconfig", std::process::id()));
+    let kubeconfig = std::env::temp_dir().join(format!(
+        "bench-vpa-updater-{}.kubeconfig",
+        std::process::id()
+    ));
     std::fs::write(&kubeconfig, sim.kubeconfig())?;
     let client = sim.kube_client().await?;
     plimsoll_e2e::install_crds(&client).await?;
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}}))?;
-    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
     println!("rss with an empty sim: {}", rss());
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
@@ -179,8 +189,12 @@ async fn main() -> anyhow::Result<()> {
             let api = vpas.clone();
             let status = drift.clone();
             async move {
-                api.patch_status(&format!("w{i:04}"), &PatchParams::default(), &Patch::Merge(&status))
-                    .await?;
+                api.patch_status(
+                    &format!("w{i:04}"),
+                    &PatchParams::default(),
+                    &Patch::Merge(&status),
+                )
+                .await?;
                 anyhow::Ok(())
             }
         })
