@@ -24,7 +24,8 @@ use plimsoll_vpa_updater::{cli, updater};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-const VPAS: usize = 1_000;
+/// VPAs (one Deployment each); `BENCH_VPAS` overrides it for a quick run.
+const DEFAULT_VPAS: usize = 1_000;
 const REPLICAS: usize = 10;
 const NS: &str = "bench";
 const CONCURRENCY: usize = 32;
@@ -70,6 +71,10 @@ async fn running_pods(pods: &Api<Pod>) -> anyhow::Result<usize> {
 #[allow(clippy::too_many_lines)] // one linear script
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
+    let vpas_n: usize = std::env::var("BENCH_VPAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_VPAS);
     let sim = Sim::start(SimConfig {
         pod_start: Duration::from_millis(200),
         pod_ready: Duration::from_millis(200),
@@ -92,7 +97,7 @@ async fn main() -> anyhow::Result<()> {
     println!("rss with an empty sim: {}", rss());
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    stream::iter(0..VPAS)
+    stream::iter(0..vpas_n)
         .map(|i| {
             let api = deployments.clone();
             async move {
@@ -120,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let n = running_pods(&pods).await?;
-        if n >= VPAS * REPLICAS {
+        if n >= vpas_n * REPLICAS {
             break;
         }
         if Instant::now() > deadline {
@@ -130,14 +135,14 @@ async fn main() -> anyhow::Result<()> {
     }
     println!(
         "{} deployments, {} running pods after {:.1} s",
-        VPAS,
-        VPAS * REPLICAS,
+        vpas_n,
+        vpas_n * REPLICAS,
         started.elapsed().as_secs_f64()
     );
 
     let vpas: Api<VerticalPodAutoscaler> = Api::namespaced(client.clone(), NS);
     let steady = recommendation("100m", "100Mi", ("50m", "50Mi"), ("200m", "200Mi"));
-    stream::iter(0..VPAS)
+    stream::iter(0..vpas_n)
         .map(|i| {
             let api = vpas.clone();
             let status = steady.clone();
@@ -184,7 +189,7 @@ async fn main() -> anyhow::Result<()> {
     println!("rss after steady loops: {}", rss());
 
     let drift = recommendation("1", "1Gi", ("800m", "800Mi"), ("2", "2Gi"));
-    stream::iter(0..VPAS)
+    stream::iter(0..vpas_n)
         .map(|i| {
             let api = vpas.clone();
             let status = drift.clone();
