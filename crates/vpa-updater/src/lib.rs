@@ -201,7 +201,19 @@ async fn run_loops(
             ticker.reset();
         }
         let started = std::time::Instant::now();
-        let outcome = match updater::run_once(&ctx, &settings, &cancel).await {
+        // Losing the Lease mid-loop stops the loop before its next action: another replica may
+        // be leading by then, and two leaders would double the eviction budget.
+        let loop_token = cancel.child_token();
+        let watchdog = tokio::spawn({
+            let (leader, token) = (leader.clone(), loop_token.clone());
+            async move {
+                leader.lost().await;
+                token.cancel();
+            }
+        });
+        let result = updater::run_once(&ctx, &settings, &loop_token).await;
+        watchdog.abort();
+        let outcome = match result {
             Ok(report) => {
                 readiness.set_ready(true);
                 tracing::info!(
