@@ -1,1 +1,402 @@
-//! The vpa-admission service.
+//! vpa-admission: the TLS mutating webhook that applies VPA recommendations to new pods and
+//! rejects invalid VerticalPodAutoscalers (a drop-in for upstream's VPA admission controller).
+//!
+//! [`run`] starts: the admin listener (`/metrics`, `/healthz`, `/readyz`), reflectors of VPAs,
+//! ReplicaSets, Jobs and LimitRanges, the HTTPS webhook ([`webhook`] over [`tls`]), optionally
+//! the webhook registration ([`registration`]), and the status Lease renewal ([`status`]).
+//! Every replica serves; there is no leader election (`--leader-elect` is accepted and ignored:
+//! admission must answer on every replica the Service routes to).
+//!
+//! Readiness: the TLS listener is bound and every reflector has listed once. Before that, pods
+//! are admitted unchanged with a warning (the answer never waits for a cache).
+
+pub mod certs;
+pub mod cli;
+pub mod error;
+pub mod matching;
+pub mod metrics;
+pub mod registration;
+pub mod review;
+pub mod status;
+pub mod tls;
+pub mod webhook;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::LimitRange;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
+use plimsoll_runtime::{CommonArgs, client, telemetry};
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::error::{Error, Result};
+use crate::matching::Caches;
+use crate::metrics::Metrics;
+use crate::registration::Endpoint;
+use crate::status::StatusLease;
+use crate::tls::CertResolver;
+use crate::webhook::Webhook;
+
+/// The binary name: metric prefix `plimsoll_vpa_admission_`.
+pub const BINARY: &str = "vpa-admission";
+
+/// Where the serving certificate comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TlsSource {
+    /// PEM files, reloaded when they change; `ca` goes into the caBundle when registering.
+    Files {
+        /// Certificate chain.
+        cert: PathBuf,
+        /// Private key.
+        key: PathBuf,
+        /// CA for the caBundle (default: `cert`).
+        ca: Option<PathBuf>,
+    },
+    /// Generated, shared through this Secret in the webhook's namespace.
+    SelfSigned {
+        /// Secret name.
+        secret: String,
+    },
+}
+
+/// `--register-webhook` settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registration {
+    /// MutatingWebhookConfiguration name.
+    pub config_name: String,
+    /// Service name.
+    pub service_name: String,
+    /// Service port.
+    pub service_port: i32,
+    /// Register by URL instead.
+    pub url: Option<String>,
+    /// `timeoutSeconds`.
+    pub timeout_seconds: i32,
+}
+
+/// Everything [`run`] needs (plain data; tests build it directly or through [`cli::Args`]).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Client, admin listener and logging flags.
+    pub common: CommonArgs,
+    /// Webhook HTTPS address.
+    pub address: SocketAddr,
+    /// Serving certificate.
+    pub tls: TlsSource,
+    /// The webhook's namespace (`None`: the client's default namespace).
+    pub namespace: Option<String>,
+    /// Register the webhook at start-up.
+    pub registration: Option<Registration>,
+    /// Service name (DNS names of the self-signed certificate).
+    pub service_name: String,
+    /// Webhook URL (its host joins the self-signed certificate's names).
+    pub url: Option<String>,
+    /// Status Lease name.
+    pub status_lease_name: String,
+    /// Status Lease namespace.
+    pub status_lease_namespace: String,
+    /// Status Lease renewal interval.
+    pub status_lease_interval: Duration,
+    /// `holderIdentity` of the status Lease.
+    pub identity: String,
+}
+
+/// Binds `config.address` and `config.common.metrics_address`, then [`run_on`].
+pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
+    let bind = |address: SocketAddr| async move {
+        TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::Io {
+                context: format!("binding {address}"),
+                source,
+            })
+    };
+    let webhook = bind(config.address).await?;
+    let admin = bind(config.common.metrics_address).await?;
+    run_on(config, webhook, admin, shutdown).await
+}
+
+fn spawn_reflector<K>(
+    client: &kube::Client,
+    shutdown: &CancellationToken,
+) -> (Store<K>, tokio::task::JoinHandle<()>)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let api: Api<K> = Api::all(client.clone());
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .for_each(|event| async move {
+            if let Err(e) = event {
+                tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; retrying");
+            }
+        });
+    let shutdown = shutdown.clone();
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            () = stream => {}
+            () = shutdown.cancelled() => {}
+        }
+    });
+    (reader, task)
+}
+
+/// Runs the service on already bound listeners until `shutdown` is cancelled.
+pub async fn run_on(
+    config: Config,
+    webhook_listener: TcpListener,
+    admin_listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<()> {
+    let client = client::client(&config.common).await?;
+    let namespace = config
+        .namespace
+        .clone()
+        .unwrap_or_else(|| client.default_namespace().to_owned());
+
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(telemetry::service_registry(&mut registry, BINARY));
+    let liveness = Liveness::new(Duration::from_secs(60));
+    let readiness = Readiness::new();
+    let admin_router = admin::router(AdminState {
+        registry: Arc::new(registry),
+        liveness: liveness.clone(),
+        readiness: readiness.clone(),
+    });
+    let admin_task = tokio::spawn(admin::serve_on(
+        admin_listener,
+        admin_router,
+        shutdown.clone(),
+    ));
+
+    // Certificates first: without them there is nothing to serve.
+    let (resolver, ca_pem) = serving_certs(&config, &client, &namespace).await?;
+    let server_config = tls::server_config(Arc::new(resolver))?;
+
+    let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(&client, &shutdown);
+    let (replica_sets, t2) = spawn_reflector::<ReplicaSet>(&client, &shutdown);
+    let (jobs, t3) = spawn_reflector::<Job>(&client, &shutdown);
+    let (limit_ranges, t4) = spawn_reflector::<LimitRange>(&client, &shutdown);
+    let caches = Caches {
+        vpas,
+        replica_sets,
+        jobs,
+        limit_ranges,
+    };
+    let webhook = Arc::new(Webhook::new(caches.clone(), metrics.clone()));
+
+    let address = webhook_listener.local_addr().ok();
+    tracing::info!(address = ?address, "webhook listening (HTTPS, path /)");
+    let serving = Arc::new(AtomicBool::new(true));
+    let server_task = {
+        let serving = serving.clone();
+        let router = webhook::router(webhook.clone());
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            tls::serve(webhook_listener, server_config, router, shutdown).await;
+            serving.store(false, Ordering::Release);
+        })
+    };
+
+    // Mark synced once every store has listed; meanwhile pods pass unchanged.
+    let sync_task = tokio::spawn(mark_synced(
+        webhook.clone(),
+        readiness.clone(),
+        serving.clone(),
+    ));
+
+    if let Some(reg) = &config.registration {
+        register_with_retry(&client, reg, &namespace, ca_pem, &shutdown).await?;
+    }
+
+    let lease = StatusLease {
+        name: config.status_lease_name.clone(),
+        namespace: config.status_lease_namespace.clone(),
+        interval: config.status_lease_interval,
+        identity: config.identity.clone(),
+    };
+    let lease_task = {
+        let webhook = webhook.clone();
+        let serving = serving.clone();
+        tokio::spawn(status::run(
+            client.clone(),
+            lease,
+            metrics.clone(),
+            move || webhook.synced.load(Ordering::Acquire) && serving.load(Ordering::Acquire),
+            shutdown.clone(),
+        ))
+    };
+
+    // Liveness: the webhook has no loop of its own; alive while the server task runs.
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    let result = loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break Ok(()),
+            _ = tick.tick() => {
+                if serving.load(Ordering::Acquire) {
+                    liveness.tick();
+                } else {
+                    break Err(Error::Task("webhook server stopped".to_owned()));
+                }
+            }
+        }
+    };
+    readiness.set_ready(false);
+    shutdown.cancel();
+    let _ = server_task.await;
+    sync_task.abort();
+    let _ = lease_task.await;
+    for t in [t1, t2, t3, t4] {
+        let _ = t.await;
+    }
+    match admin_task.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e.into()),
+        Err(e) => return Err(Error::Task(format!("admin server: {e}"))),
+    }
+    result
+}
+
+async fn mark_synced(webhook: Arc<Webhook>, readiness: Readiness, serving: Arc<AtomicBool>) {
+    let c = &webhook.caches;
+    let synced = futures::future::join4(
+        c.vpas.wait_until_ready(),
+        c.replica_sets.wait_until_ready(),
+        c.jobs.wait_until_ready(),
+        c.limit_ranges.wait_until_ready(),
+    )
+    .await;
+    if matches!(synced, (Ok(()), Ok(()), Ok(()), Ok(()))) {
+        webhook.set_synced();
+        readiness.set_ready(serving.load(Ordering::Acquire));
+        tracing::info!(vpas = c.vpas.len(), "caches synced; webhook ready");
+    }
+}
+
+/// The certificate resolver and the CA PEM for the caBundle.
+async fn serving_certs(
+    config: &Config,
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<(CertResolver, Vec<u8>)> {
+    match &config.tls {
+        TlsSource::Files { cert, key, ca } => {
+            let resolver = CertResolver::from_files(cert.clone(), key.clone())?;
+            let ca_path = ca.as_ref().unwrap_or(cert);
+            let ca_pem = std::fs::read(ca_path).map_err(|source| Error::Io {
+                context: format!("reading {}", ca_path.display()),
+                source,
+            })?;
+            Ok((resolver, ca_pem))
+        }
+        TlsSource::SelfSigned { secret } => {
+            let names = certificate_names(config, namespace);
+            let bundle = certs::get_or_create(client.clone(), namespace, secret, &names).await?;
+            let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
+            Ok((CertResolver::fixed(key), bundle.ca_pem.into_bytes()))
+        }
+    }
+}
+
+fn certificate_names(config: &Config, namespace: &str) -> Vec<String> {
+    let svc = &config.service_name;
+    let mut names = vec![
+        format!("{svc}.{namespace}.svc"),
+        format!("{svc}.{namespace}.svc.cluster.local"),
+        format!("{svc}.{namespace}"),
+        svc.clone(),
+    ];
+    if let Some(host) = config.url.as_deref().and_then(url_host) {
+        names.push(host);
+    }
+    names
+}
+
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("https://")?;
+    let hostport = rest.split('/').next()?;
+    let host = if hostport.starts_with('[') {
+        hostport.split(']').next()?.trim_start_matches('[')
+    } else {
+        hostport.rsplit_once(':').map_or(hostport, |(h, _)| h)
+    };
+    (!host.is_empty()).then(|| host.to_owned())
+}
+
+async fn register_with_retry(
+    client: &kube::Client,
+    reg: &Registration,
+    namespace: &str,
+    ca_pem: Vec<u8>,
+    shutdown: &CancellationToken,
+) -> Result<()> {
+    let r = registration::Registration {
+        config_name: reg.config_name.clone(),
+        endpoint: match &reg.url {
+            Some(url) => Endpoint::Url(url.clone()),
+            None => Endpoint::Service {
+                namespace: namespace.to_owned(),
+                name: reg.service_name.clone(),
+                port: reg.service_port,
+            },
+        },
+        ca_bundle: ca_pem,
+        timeout_seconds: reg.timeout_seconds,
+        own_namespace: namespace.to_owned(),
+    };
+    let mut delay = Duration::from_millis(500);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match registration::register(client.clone(), &r).await {
+            Ok(()) => return Ok(()),
+            Err(e) if attempt < 6 => {
+                tracing::warn!(error = %e, attempt, "webhook registration failed; retrying");
+            }
+            Err(e) => return Err(e),
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_hosts() {
+        assert_eq!(
+            url_host("https://10.0.0.1:8000/"),
+            Some("10.0.0.1".to_owned())
+        );
+        assert_eq!(
+            url_host("https://hook.example.com/x"),
+            Some("hook.example.com".to_owned())
+        );
+        assert_eq!(url_host("https://[::1]:8000/"), Some("::1".to_owned()));
+        assert_eq!(url_host("http://x/"), None);
+    }
+}

@@ -1,0 +1,224 @@
+//! Command-line flags (each also settable as `PLIMSOLL_<FLAG>`), converted to [`Config`].
+//!
+//! Upstream's flag names are kept where the concept is the same: `--address` is the webhook
+//! listener here (upstream's `--port`; upstream's `--address` is its metrics listener, which is
+//! `--metrics-address` in every Plimsoll service), `--tls-cert-file`, `--tls-private-key`
+//! (alias of `--tls-key-file`), `--client-ca-file`, `--register-webhook`,
+//! `--webhook-timeout-seconds`, `--status-lease-name`, `--status-lease-namespace`,
+//! `--status-lease-update-interval`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use plimsoll_runtime::CommonArgs;
+use plimsoll_runtime::args::{parse_address, parse_duration};
+
+use crate::status::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
+use crate::{Config, Registration, TlsSource};
+
+/// vpa-admission: the TLS mutating webhook that gives new pods their VPA's recommended
+/// requests and limits, and rejects invalid VerticalPodAutoscalers.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "vpa-admission", version)]
+#[command(mut_arg("metrics_address", |a| a.default_value("0.0.0.0:8944")))]
+pub struct Args {
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// HTTPS address of the webhook (path `/`). `:PORT` means all interfaces.
+    #[arg(long, env = "PLIMSOLL_ADDRESS", value_name = "HOST:PORT", default_value = "0.0.0.0:8000", value_parser = parse_address)]
+    pub address: SocketAddr,
+
+    /// Serving certificate (PEM, chain allowed). Re-read on the next TLS handshake after the file
+    /// changes, so cert-manager rotations need no restart. Required unless --self-signed.
+    #[arg(
+        long,
+        env = "PLIMSOLL_TLS_CERT_FILE",
+        value_name = "PATH",
+        required_unless_present = "self_signed",
+        conflicts_with = "self_signed"
+    )]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Private key of the serving certificate (PEM: PKCS#8, PKCS#1 or SEC1). Reloaded with
+    /// --tls-cert-file.
+    #[arg(
+        long,
+        alias = "tls-private-key",
+        env = "PLIMSOLL_TLS_KEY_FILE",
+        value_name = "PATH",
+        required_unless_present = "self_signed",
+        conflicts_with = "self_signed"
+    )]
+    pub tls_key_file: Option<PathBuf>,
+
+    /// CA certificate (PEM) written into the webhook's caBundle by --register-webhook in the
+    /// certificate-file mode. Default: the --tls-cert-file contents.
+    #[arg(long, env = "PLIMSOLL_CLIENT_CA_FILE", value_name = "PATH")]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Generate a CA and a serving certificate (for the webhook Service's DNS names) and keep
+    /// them in the Secret --self-signed-secret, so all replicas serve the same pair.
+    #[arg(long, env = "PLIMSOLL_SELF_SIGNED")]
+    pub self_signed: bool,
+
+    /// Secret (in the webhook's namespace) holding the --self-signed CA and certificate.
+    #[arg(
+        long,
+        env = "PLIMSOLL_SELF_SIGNED_SECRET",
+        value_name = "NAME",
+        default_value = "plimsoll-vpa-admission-certs"
+    )]
+    pub self_signed_secret: String,
+
+    /// Create or update the MutatingWebhookConfiguration at start-up (caBundle, failurePolicy
+    /// Ignore, sideEffects None, the namespaceSelector leaving out kube-system and this namespace).
+    #[arg(long, env = "PLIMSOLL_REGISTER_WEBHOOK")]
+    pub register_webhook: bool,
+
+    /// Name of the MutatingWebhookConfiguration --register-webhook writes.
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_CONFIG_NAME",
+        value_name = "NAME",
+        default_value = "plimsoll-vpa-admission"
+    )]
+    pub webhook_config_name: String,
+
+    /// Service through which the apiserver reaches the webhook.
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_SERVICE_NAME",
+        value_name = "NAME",
+        default_value = "plimsoll-vpa-admission"
+    )]
+    pub webhook_service_name: String,
+
+    /// Namespace of that Service, which is also the namespace left out of admission and the home
+    /// of --self-signed-secret. Default: $POD_NAMESPACE, else the client's namespace.
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_SERVICE_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub webhook_service_namespace: Option<String>,
+
+    /// Port of that Service.
+    #[arg(
+        long,
+        env = "PLIMSOLL_WEBHOOK_SERVICE_PORT",
+        value_name = "PORT",
+        default_value_t = 443
+    )]
+    pub webhook_service_port: i32,
+
+    /// Register the webhook by URL (`https://host:port/`) instead of by Service.
+    #[arg(long, env = "PLIMSOLL_WEBHOOK_URL", value_name = "URL")]
+    pub webhook_url: Option<String>,
+
+    /// How long the apiserver waits for an answer before ignoring the webhook.
+    #[arg(long, env = "PLIMSOLL_WEBHOOK_TIMEOUT_SECONDS", value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(i32).range(1..=30))]
+    pub webhook_timeout_seconds: i32,
+
+    /// Name of the status Lease renewed while healthy; must match the updater's
+    /// --admission-controller-status-lease-name (upstream and Plimsoll updaters alike).
+    #[arg(long, env = "PLIMSOLL_STATUS_LEASE_NAME", value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
+    pub status_lease_name: String,
+
+    /// Namespace of the status Lease. Default: $NAMESPACE, else kube-system (as upstream).
+    #[arg(
+        long,
+        env = "PLIMSOLL_STATUS_LEASE_NAMESPACE",
+        value_name = "NAMESPACE"
+    )]
+    pub status_lease_namespace: Option<String>,
+
+    /// How often the status Lease is renewed (also each renewal's timeout). Keep it well below
+    /// the updater's status timeout (1 minute upstream).
+    #[arg(long, env = "PLIMSOLL_STATUS_LEASE_UPDATE_INTERVAL", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub status_lease_update_interval: Duration,
+}
+
+impl Args {
+    /// The service configuration (reads `$POD_NAMESPACE` and `$NAMESPACE` for the defaults).
+    pub fn into_config(self) -> Config {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let tls = match (self.tls_cert_file, self.tls_key_file) {
+            (Some(cert), Some(key)) if !self.self_signed => TlsSource::Files {
+                cert,
+                key,
+                ca: self.client_ca_file,
+            },
+            _ => TlsSource::SelfSigned {
+                secret: self.self_signed_secret,
+            },
+        };
+        Config {
+            common: self.common,
+            address: self.address,
+            tls,
+            namespace: self
+                .webhook_service_namespace
+                .or_else(|| env("POD_NAMESPACE")),
+            registration: self.register_webhook.then(|| Registration {
+                config_name: self.webhook_config_name,
+                service_name: self.webhook_service_name.clone(),
+                service_port: self.webhook_service_port,
+                url: self.webhook_url.clone(),
+                timeout_seconds: self.webhook_timeout_seconds,
+            }),
+            service_name: self.webhook_service_name,
+            url: self.webhook_url,
+            status_lease_name: self.status_lease_name,
+            status_lease_namespace: self
+                .status_lease_namespace
+                .or_else(|| env("NAMESPACE"))
+                .unwrap_or_else(|| DEFAULT_LEASE_NAMESPACE.to_owned()),
+            status_lease_interval: self.status_lease_update_interval,
+            identity: plimsoll_runtime::leader::identity(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cert_files_or_self_signed_is_required() {
+        assert!(Args::try_parse_from(["vpa-admission"]).is_err());
+        assert!(
+            Args::try_parse_from(["vpa-admission", "--self-signed", "--tls-cert-file=/a"]).is_err()
+        );
+        let a = Args::try_parse_from([
+            "vpa-admission",
+            "--tls-cert-file=/c",
+            "--tls-private-key=/k",
+        ])
+        .unwrap();
+        assert_eq!(a.address, "0.0.0.0:8000".parse().unwrap());
+        assert_eq!(a.common.metrics_address, "0.0.0.0:8944".parse().unwrap());
+        assert_eq!(a.webhook_timeout_seconds, 30);
+        assert_eq!(a.status_lease_update_interval, Duration::from_secs(10));
+        let c = a.into_config();
+        assert!(matches!(c.tls, TlsSource::Files { .. }));
+        assert!(c.registration.is_none());
+        assert_eq!(c.status_lease_name, "vpa-admission-controller");
+    }
+
+    #[test]
+    fn deployment_args_parse() {
+        let text = include_str!("../../../deploy/vpa-admission/deployment.yaml");
+        let args: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter_map(|l| l.strip_prefix("- --"))
+            .collect();
+        assert!(!args.is_empty());
+        let command_line = std::iter::once("vpa-admission".to_owned())
+            .chain(args.iter().map(|a| format!("--{a}")));
+        Args::try_parse_from(command_line).unwrap();
+    }
+}

@@ -1,0 +1,198 @@
+//! TLS serving: the rustls configuration (ring, TLS 1.2 and 1.3 only, ALPN h2 and http/1.1),
+//! a certificate resolver that picks up rewritten certificate files on the next handshake, and
+//! the accept loop that serves the webhook router.
+//!
+//! Reloading (cert-manager style): on every handshake the resolver `stat`s the certificate and
+//! key files; when their modification time or size changed it loads them and swaps the
+//! `Arc<CertifiedKey>`. A pair that fails to load (a half-written rotation: new certificate, old
+//! key) keeps the previous certificate and is retried on the next handshake. Handshakes are rare
+//! (the apiserver keeps connections alive), so the two `stat` calls cost nothing measurable.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+
+/// How long in-flight requests may run after shutdown starts.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// Parses a PEM certificate chain and private key into a rustls `CertifiedKey` (ring).
+pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| Error::Tls(format!("certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(Error::Tls("certificate: no CERTIFICATE block".to_owned()));
+    }
+    let key =
+        PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| Error::Tls(format!("key: {e}")))?;
+    let provider = rustls::crypto::ring::default_provider();
+    let signing = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| Error::Tls(format!("key: {e}")))?;
+    let ck = CertifiedKey::new(certs, signing);
+    ck.keys_match()
+        .map_err(|e| Error::Tls(format!("certificate and key: {e}")))?;
+    Ok(ck)
+}
+
+type Fingerprint = Option<[(SystemTime, u64); 2]>;
+
+fn fingerprint(cert: &Path, key: &Path) -> Fingerprint {
+    let stat = |p: &Path| {
+        let m = std::fs::metadata(p).ok()?;
+        Some((m.modified().ok()?, m.len()))
+    };
+    Some([stat(cert)?, stat(key)?])
+}
+
+/// Serves one certificate, reloaded from files when they change (or fixed, for `--self-signed`).
+pub struct CertResolver {
+    files: Option<(PathBuf, PathBuf)>,
+    state: Mutex<(Fingerprint, Arc<CertifiedKey>)>,
+}
+
+impl fmt::Debug for CertResolver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CertResolver")
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CertResolver {
+    /// Loads `cert` and `key` (PEM files) now; fails when they do not load.
+    pub fn from_files(cert: PathBuf, key: PathBuf) -> Result<CertResolver> {
+        let print = fingerprint(&cert, &key);
+        let loaded = load(&cert, &key)?;
+        Ok(CertResolver {
+            files: Some((cert, key)),
+            state: Mutex::new((print, Arc::new(loaded))),
+        })
+    }
+
+    /// A fixed certificate.
+    pub fn fixed(key: CertifiedKey) -> CertResolver {
+        CertResolver {
+            files: None,
+            state: Mutex::new((None, Arc::new(key))),
+        }
+    }
+
+    /// The certificate to present now (reloading changed files first).
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
+        let mut state = self.state.lock().ok()?;
+        if let Some((cert, key)) = &self.files {
+            let now = fingerprint(cert, key);
+            if now.is_some() && now != state.0 {
+                match load(cert, key) {
+                    Ok(loaded) => {
+                        tracing::info!(cert = %cert.display(), "serving certificate reloaded");
+                        *state = (now, Arc::new(loaded));
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, cert = %cert.display(), "changed certificate files do not load; keeping the previous certificate");
+                    }
+                }
+            }
+        }
+        Some(state.1.clone())
+    }
+}
+
+fn load(cert: &Path, key: &Path) -> Result<CertifiedKey> {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|source| Error::Io {
+            context: format!("reading {}", p.display()),
+            source,
+        })
+    };
+    certified_key(&read(cert)?, &read(key)?)
+}
+
+impl ResolvesServerCert for CertResolver {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current()
+    }
+}
+
+/// The rustls server configuration: ring, TLS 1.3 and 1.2, ALPN h2 and http/1.1.
+pub fn server_config(resolver: Arc<CertResolver>) -> Result<Arc<rustls::ServerConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|e| Error::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Serves `router` over TLS on `listener` until `shutdown` is cancelled, then lets in-flight
+/// requests finish (at most 10 s).
+pub async fn serve(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    router: Router,
+    shutdown: CancellationToken,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let graceful = GracefulShutdown::new();
+    loop {
+        let (tcp, peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    // EMFILE and friends: back off briefly instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = tcp.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let service = TowerToHyperService::new(router.clone());
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let stream =
+                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake timed out");
+                        return;
+                    }
+                };
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("in-flight webhook requests did not finish within the drain period");
+    }
+}

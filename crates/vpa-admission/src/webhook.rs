@@ -1,0 +1,568 @@
+//! The webhook's HTTP surface: `POST /` with an `admission.k8s.io/v1` AdmissionReview.
+//!
+//! * Pod CREATE: the controlling VPA (from [`Caches`]) and the namespace's `LimitRange`s go into
+//!   `plimsoll_core::vertical::admission::admission_patch`; its JSON Patch is the answer.
+//! * VerticalPodAutoscaler CREATE/UPDATE: denied, with the field path, when the spec does not
+//!   decode or `validate()` fails.
+//! * Never the reason a pod cannot start: any failure while computing a pod's patch (object
+//!   that does not decode, unparseable quantity, cold caches) is answered allowed, unchanged,
+//!   with a warning, and counted under `result="error"` / `"cold_cache"`.
+//! * A body that is not an AdmissionReview gets HTTP 400 with the reason; bodies over
+//!   [`MAX_BODY_BYTES`] get 413 (axum's body limit).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use k8s_openapi::api::core::v1::Pod;
+use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
+use plimsoll_core::vertical::admission::{AdmissionVpa, admission_patch, admission_pod};
+
+use crate::matching::Caches;
+use crate::metrics::{Metrics, Outcome};
+use crate::review::{self, AdmissionRequest, AdmissionResponse, AdmissionReviewResponse};
+
+/// Largest request body accepted (bytes); the apiserver's own limit for an object is 3 MiB.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// What the handler reads.
+#[derive(Debug)]
+pub struct Webhook {
+    /// Reflector stores.
+    pub caches: Caches,
+    /// Set once every store has listed (before that, pods are admitted unchanged).
+    pub synced: AtomicBool,
+    /// Metric handles.
+    pub metrics: Metrics,
+}
+
+impl Webhook {
+    /// A webhook over `caches`, not yet synced.
+    pub fn new(caches: Caches, metrics: Metrics) -> Webhook {
+        Webhook {
+            caches,
+            synced: AtomicBool::new(false),
+            metrics,
+        }
+    }
+
+    /// Marks the caches as synced.
+    pub fn set_synced(&self) {
+        self.synced.store(true, Ordering::Release);
+    }
+
+    /// Answers one request body: `Err` when it is not an AdmissionReview.
+    pub fn answer(&self, body: &[u8]) -> Result<AdmissionResponse, review::DecodeError> {
+        let started = Instant::now();
+        let request = review::decode(body)?;
+        let (resource, outcome, response) = self.decide(&request);
+        self.metrics
+            .answered(resource, outcome, started.elapsed().as_secs_f64());
+        Ok(response)
+    }
+
+    fn decide(&self, request: &AdmissionRequest) -> (&'static str, Outcome, AdmissionResponse) {
+        let kind = &request.kind;
+        match (kind.group.as_str(), kind.kind.as_str()) {
+            ("", "Pod") if request.operation == "CREATE" => {
+                let (outcome, response) = self.pod(request);
+                ("pod", outcome, response)
+            }
+            ("autoscaling.k8s.io", "VerticalPodAutoscaler")
+                if matches!(request.operation.as_str(), "CREATE" | "UPDATE") =>
+            {
+                let (outcome, response) = validate_vpa(request);
+                ("vpa", outcome, response)
+            }
+            _ => (
+                "other",
+                Outcome::Ignored,
+                AdmissionResponse::allow(&request.uid),
+            ),
+        }
+    }
+
+    fn pod(&self, request: &AdmissionRequest) -> (Outcome, AdmissionResponse) {
+        let uid = &request.uid;
+        let pod: Pod = match Pod::deserialize_from(&request.object) {
+            Ok(p) => p,
+            Err(e) => {
+                return unchanged(
+                    request,
+                    Outcome::Error,
+                    &format!("pod does not decode: {e}"),
+                );
+            }
+        };
+        let namespace = request
+            .namespace
+            .clone()
+            .or_else(|| pod.metadata.namespace.clone())
+            .unwrap_or_default();
+        if !self.synced.load(Ordering::Acquire) {
+            return unchanged(
+                request,
+                Outcome::ColdCache,
+                "VPA caches are not synced yet; pod admitted without recommendations",
+            );
+        }
+        let Some(controller) = self.caches.top_controller(&pod, &namespace) else {
+            return (Outcome::NoVpa, AdmissionResponse::allow(uid));
+        };
+        let Some(vpa) = self.caches.controlling_vpa(&namespace, &controller) else {
+            return (Outcome::NoVpa, AdmissionResponse::allow(uid));
+        };
+        let vpa_name = vpa.metadata.name.clone().unwrap_or_default();
+        let computed = (|| {
+            let vpa = AdmissionVpa::from_api(&vpa)?;
+            let pod = admission_pod(&pod)?;
+            let (container_range, pod_range) = self.caches.limit_ranges(&namespace)?;
+            Ok::<_, plimsoll_core::quantity::QuantityError>(admission_patch(
+                &pod,
+                &vpa,
+                container_range.as_ref(),
+                pod_range.as_ref(),
+            ))
+        })();
+        let patch = match computed {
+            Ok(p) => p,
+            Err(e) => {
+                return unchanged(
+                    request,
+                    Outcome::Error,
+                    &format!("VPA {namespace}/{vpa_name}: {e}"),
+                );
+            }
+        };
+        let ops = match serde_json::to_vec(&patch.ops) {
+            Ok(ops) => ops,
+            Err(e) => {
+                return unchanged(
+                    request,
+                    Outcome::Error,
+                    &format!("cannot encode patch: {e}"),
+                );
+            }
+        };
+        let outcome = if patch.updates.is_empty() {
+            Outcome::Annotated
+        } else {
+            Outcome::Patched
+        };
+        tracing::info!(
+            namespace = %namespace,
+            pod = %pod_name(request, &pod),
+            vpa = %vpa_name,
+            containers = patch.updates.len(),
+            updates = patch.annotations.get(plimsoll_core::vertical::admission::UPDATES_ANNOTATION).map(String::as_str),
+            "pod admitted with VPA patch"
+        );
+        (outcome, AdmissionResponse::patched(uid, &ops))
+    }
+}
+
+fn unchanged(
+    request: &AdmissionRequest,
+    outcome: Outcome,
+    warning: &str,
+) -> (Outcome, AdmissionResponse) {
+    tracing::warn!(
+        namespace = request.namespace.as_deref().unwrap_or_default(),
+        name = request.name.as_deref().unwrap_or_default(),
+        result = outcome.label(),
+        %warning,
+        "pod admitted unchanged"
+    );
+    let message = format!("plimsoll vpa-admission: {warning}");
+    (
+        outcome,
+        AdmissionResponse::allow_with_warning(&request.uid, message),
+    )
+}
+
+fn pod_name(request: &AdmissionRequest, pod: &Pod) -> String {
+    request
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .or_else(|| pod.metadata.name.clone())
+        .or_else(|| pod.metadata.generate_name.clone().map(|g| format!("{g}*")))
+        .unwrap_or_default()
+}
+
+/// Deserializing straight from the borrowed JSON value (no clone of the object).
+trait FromValueRef: Sized {
+    fn deserialize_from(value: &serde_json::Value) -> Result<Self, serde_json::Error>;
+}
+
+impl<T: serde::de::DeserializeOwned> FromValueRef for T {
+    fn deserialize_from(value: &serde_json::Value) -> Result<Self, serde_json::Error> {
+        serde::Deserialize::deserialize(value)
+    }
+}
+
+fn validate_vpa(request: &AdmissionRequest) -> (Outcome, AdmissionResponse) {
+    let uid = &request.uid;
+    let Some(spec) = request.object.get("spec") else {
+        return (
+            Outcome::Denied,
+            AdmissionResponse::deny(uid, "spec: Required value"),
+        );
+    };
+    let spec = match VerticalPodAutoscalerSpec::deserialize_from(spec) {
+        Ok(s) => s,
+        Err(e) => {
+            return (
+                Outcome::Denied,
+                AdmissionResponse::deny(uid, format!("spec: {e}")),
+            );
+        }
+    };
+    match spec.validate() {
+        Ok(()) => (Outcome::Valid, AdmissionResponse::allow(uid)),
+        Err(errs) => (
+            Outcome::Denied,
+            AdmissionResponse::deny(uid, errs.to_string()),
+        ),
+    }
+}
+
+/// A synced webhook whose caches hold the fixture VPA `shop/web` and its ReplicaSet
+/// (`tests/data/`), for the fuzz target and property tests.
+#[cfg(any(test, feature = "fixtures"))]
+#[allow(clippy::unwrap_used)]
+pub fn fixture_webhook() -> Webhook {
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher::Event;
+    let mut vpas = Writer::default();
+    vpas.apply_watcher_event(&Event::Apply(
+        serde_json::from_str(include_str!("../tests/data/vpa-web.json")).unwrap(),
+    ));
+    let mut replica_sets = Writer::default();
+    replica_sets.apply_watcher_event(&Event::Apply(
+        serde_json::from_str(include_str!("../tests/data/replicaset-web.json")).unwrap(),
+    ));
+    let (jobs, limit_ranges) = (Writer::default(), Writer::default());
+    let caches = Caches {
+        vpas: vpas.as_reader(),
+        replica_sets: replica_sets.as_reader(),
+        jobs: jobs.as_reader(),
+        limit_ranges: limit_ranges.as_reader(),
+    };
+    // Readers keep the data; the writers are only needed for wait_until_ready.
+    std::mem::forget((vpas, replica_sets, jobs, limit_ranges));
+    let w = Webhook::new(caches, Metrics::default());
+    w.set_synced();
+    w
+}
+
+/// The webhook router: `POST /` (any other path answers 404).
+pub fn router(webhook: Arc<Webhook>) -> Router {
+    Router::new()
+        .route("/", post(handle))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(webhook)
+}
+
+async fn handle(State(webhook): State<Arc<Webhook>>, body: Bytes) -> Response {
+    match webhook.answer(&body) {
+        Ok(response) => json(StatusCode::OK, &AdmissionReviewResponse::from(response)),
+        Err(e) => {
+            webhook.metrics.bad_request();
+            tracing::warn!(error = %e, "request is not an AdmissionReview");
+            (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response()
+        }
+    }
+}
+
+fn json(status: StatusCode, value: &impl serde::Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => (status, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode answer: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matching::tests::TestCaches;
+    use crate::review::base64_decode;
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use serde_json::{Value, json};
+    use tower::ServiceExt;
+
+    const REVIEW: &str = include_str!("../../core/tests/data/admission/review-two-containers.json");
+    const EXPECTED_PATCH: &str =
+        include_str!("../../core/tests/data/admission/expected-patch.json");
+
+    fn fixture<T: serde::de::DeserializeOwned>(text: &str) -> T {
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// Caches holding the fixture VPA and ReplicaSet.
+    fn shop() -> TestCaches {
+        let mut t = TestCaches::default();
+        t.vpa(fixture(include_str!("../tests/data/vpa-web.json")))
+            .replica_set(fixture(include_str!("../tests/data/replicaset-web.json")));
+        t
+    }
+
+    fn webhook(t: &TestCaches, synced: bool) -> Arc<Webhook> {
+        let w = Webhook::new(t.caches(), Metrics::default());
+        if synced {
+            w.set_synced();
+        }
+        Arc::new(w)
+    }
+
+    async fn post(w: &Arc<Webhook>, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+        let response = router(w.clone())
+            .oneshot(
+                http::Request::post("/")
+                    .header("content-type", "application/json")
+                    .body(body.into())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        let status = response.status();
+        (
+            status,
+            response
+                .into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes()
+                .to_vec(),
+        )
+    }
+
+    async fn answer(w: &Arc<Webhook>, review: &Value) -> Value {
+        let (status, body) = post(w, serde_json::to_vec(review).unwrap()).await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(v["kind"], "AdmissionReview");
+        assert_eq!(v["response"]["uid"], review["request"]["uid"]);
+        v["response"].clone()
+    }
+
+    fn patch_of(response: &Value) -> Value {
+        assert_eq!(response["patchType"], "JSONPatch");
+        let bytes = base64_decode(response["patch"].as_str().unwrap()).unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn fixture_pod_gets_exactly_the_expected_patch() {
+        let w = webhook(&shop(), true);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("warnings").is_none());
+        assert_eq!(patch_of(&response), fixture::<Value>(EXPECTED_PATCH));
+        assert_eq!(w.metrics.count("pod", Outcome::Patched), 1);
+    }
+
+    #[tokio::test]
+    async fn replica_set_not_yet_cached_still_finds_the_vpa() {
+        let mut t = TestCaches::default();
+        t.vpa(fixture(include_str!("../tests/data/vpa-web.json")));
+        let response = answer(&webhook(&t, true), &fixture(REVIEW)).await;
+        assert_eq!(patch_of(&response), fixture::<Value>(EXPECTED_PATCH));
+    }
+
+    #[tokio::test]
+    async fn cold_caches_admit_unchanged_with_a_warning() {
+        let w = webhook(&shop(), false);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert!(
+            response["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("not synced")
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::ColdCache), 1);
+    }
+
+    #[tokio::test]
+    async fn pod_without_vpa_is_admitted_unchanged() {
+        let w = webhook(&TestCaches::default(), true);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(
+            response,
+            json!({"uid": "705ab4f5-6393-11e8-b7cc-42010a800002", "allowed": true})
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::NoVpa), 1);
+    }
+
+    #[tokio::test]
+    async fn unparseable_recommendation_admits_unchanged_with_warning_and_metric() {
+        let mut vpa: Value = fixture(include_str!("../tests/data/vpa-web.json"));
+        vpa["status"]["recommendation"]["containerRecommendations"][0]["target"]["cpu"] =
+            json!("lots");
+        let mut t = shop();
+        t.vpa(serde_json::from_value(vpa).unwrap());
+        let w = webhook(&t, true);
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert!(
+            response["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("shop/web")
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::Error), 1);
+    }
+
+    #[tokio::test]
+    async fn pod_that_does_not_decode_is_admitted_with_warning() {
+        let mut review: Value = fixture(REVIEW);
+        review["request"]["object"]["spec"]["containers"] = json!("not a list");
+        let w = webhook(&shop(), true);
+        let response = answer(&w, &review).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert!(
+            response["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("does not decode")
+        );
+    }
+
+    #[tokio::test]
+    async fn update_mode_off_only_annotates() {
+        let mut vpa: Value = fixture(include_str!("../tests/data/vpa-web.json"));
+        vpa["spec"]["updatePolicy"]["updateMode"] = json!("Off");
+        let mut t = shop();
+        t.vpa(serde_json::from_value(vpa).unwrap());
+        let w = webhook(&t, true);
+        let patch = patch_of(&answer(&w, &fixture(REVIEW)).await);
+        assert_eq!(
+            patch,
+            json!([
+                {"op": "add", "path": "/metadata/annotations", "value": {}},
+                {"op": "add", "path": "/metadata/annotations/vpaObservedContainers", "value": "app, log-shipper"}
+            ])
+        );
+        assert_eq!(w.metrics.count("pod", Outcome::Annotated), 1);
+    }
+
+    #[tokio::test]
+    async fn limit_range_max_caps_the_limit_and_scales_the_request() {
+        // upstream: pkg/admission-controller/resource/pod/recommendation/recommendation_provider_test.go
+        // "limit over LimitRange max": the request is lowered so the proportional limit fits.
+        let mut t = shop();
+        t.limit_range(fixture(include_str!(
+            "../tests/data/limitrange-max-cpu.json"
+        )));
+        let patch = patch_of(&answer(&webhook(&t, true), &fixture(REVIEW)).await);
+        let value = |path: &str| {
+            patch
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|op| op["path"] == path)
+                .map(|op| op["value"].clone())
+        };
+        // app: 100m/200m is a 2× ratio; target 250m would need a 500m limit > max 300m.
+        assert_eq!(
+            value("/spec/containers/0/resources/requests/cpu"),
+            Some(json!("150m"))
+        );
+        assert_eq!(
+            value("/spec/containers/0/resources/limits/cpu"),
+            Some(json!("300m"))
+        );
+        // log-shipper has no limit: its request stays the target.
+        assert_eq!(
+            value("/spec/containers/1/resources/requests/cpu"),
+            Some(json!("25m"))
+        );
+    }
+
+    #[tokio::test]
+    async fn invalid_vpa_is_denied_naming_the_field() {
+        let w = webhook(&TestCaches::default(), false);
+        let response = answer(
+            &w,
+            &fixture(include_str!("../tests/data/review-vpa-invalid.json")),
+        )
+        .await;
+        assert_eq!(response["allowed"], false);
+        assert_eq!(response["status"]["code"], 400);
+        let message = response["status"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("spec.updatePolicy.updateMode"),
+            "{message}"
+        );
+        assert!(message.contains("Sometimes"), "{message}");
+        assert_eq!(w.metrics.count("vpa", Outcome::Denied), 1);
+
+        let ok = answer(
+            &w,
+            &fixture(include_str!("../tests/data/review-vpa-valid.json")),
+        )
+        .await;
+        assert_eq!(ok["allowed"], true);
+        assert_eq!(w.metrics.count("vpa", Outcome::Valid), 1);
+    }
+
+    #[tokio::test]
+    async fn vpa_spec_of_the_wrong_shape_is_denied() {
+        let mut review: Value = fixture(include_str!("../tests/data/review-vpa-valid.json"));
+        review["request"]["object"]["spec"]["targetRef"] = json!("web");
+        let response = answer(&webhook(&TestCaches::default(), true), &review).await;
+        assert_eq!(response["allowed"], false);
+        assert!(
+            response["status"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("spec: ")
+        );
+    }
+
+    #[tokio::test]
+    async fn other_kinds_and_operations_pass() {
+        let mut review: Value = fixture(REVIEW);
+        review["request"]["operation"] = json!("UPDATE");
+        let w = webhook(&shop(), true);
+        let response = answer(&w, &review).await;
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none());
+        assert_eq!(w.metrics.count("other", Outcome::Ignored), 1);
+    }
+
+    #[tokio::test]
+    async fn not_a_review_is_400_with_a_message() {
+        let w = webhook(&shop(), true);
+        let (status, body) = post(&w, "hello").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(String::from_utf8_lossy(&body).contains("not an AdmissionReview"));
+        let (status, body) = post(&w, r#"{"apiVersion":"v1","kind":"Pod"}"#).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(String::from_utf8_lossy(&body).contains("admission.k8s.io/v1"));
+    }
+
+    #[tokio::test]
+    async fn oversized_body_is_413() {
+        let w = webhook(&shop(), true);
+        let (status, _) = post(&w, vec![b' '; MAX_BODY_BYTES + 1]).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}
