@@ -1,10 +1,11 @@
 //! vpa-updater end to end: the real service, in-process, against the sim.
 //!
-//! The recommender and the admission webhook are other services; here the test plays both: it
-//! writes the VPA's `status.recommendation` and renews the webhook's status Lease
-//! (`vpa-admission-controller`) itself, as a real cluster would also allow. So evicted pods come
-//! back with their old requests (no webhook rewrites them); the tests therefore look at one
-//! loop's evictions, counted from the updater's metrics and the sim's audit log.
+//! The test writes the VPA's `status.recommendation` itself (as the recommender would). Most
+//! tests also play the admission webhook by renewing its status Lease (`vpa-admission-controller`)
+//! themselves, as a real cluster would also allow: evicted pods then come back with their old
+//! requests, so those tests look at one loop's evictions, counted from the updater's metrics and
+//! the sim's audit log. `with_the_real_webhook_…` runs the real vpa-admission too and checks the
+//! recreated pods.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -454,6 +455,97 @@ async fn in_place_or_recreate_resizes_through_the_resize_subresource() -> anyhow
     }
     assert_eq!(events(&env, "InPlaceResizedByVPA").await?.len(), 2);
     updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// The real vpa-admission webhook, in-process: self-signed, registered by URL, renewing its
+/// status Lease in `status_namespace` every second.
+async fn start_admission(
+    env: &Env,
+    status_namespace: &str,
+) -> anyhow::Result<(CancellationToken, tokio::task::JoinHandle<()>)> {
+    use clap::Parser as _;
+    // The webhook leaves its own namespace out of admission, so it lives in another one.
+    let home = format!("{}-webhook", env.namespace);
+    let ns: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": home}}))?;
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(env.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    let webhook = free_address()?;
+    let admin = free_address()?;
+    let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
+        "vpa-admission".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+        format!("--address={webhook}"),
+        format!("--metrics-address={admin}"),
+        "--self-signed".to_owned(),
+        "--register-webhook".to_owned(),
+        format!("--webhook-config-name={}", env.namespace),
+        format!("--webhook-url=https://{webhook}/"),
+        format!("--webhook-service-namespace={home}"),
+        format!("--status-lease-namespace={status_namespace}"),
+        "--status-lease-update-interval=1s".to_owned(),
+        "--log-format=text".to_owned(),
+    ])?;
+    let token = CancellationToken::new();
+    let run = plimsoll_vpa_admission::run(args.into_config(), token.clone());
+    let task = tokio::spawn(async move {
+        if let Err(e) = run.await {
+            eprintln!("vpa-admission exited: {e:#}");
+        }
+    });
+    Ok((token, task))
+}
+
+fn cpu_request(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers[0].resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("cpu"))
+        .map(|q| q.0.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn with_the_real_webhook_recreated_pods_carry_the_recommendation() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-full").await?;
+    deployment(&env, "web", 4).await?;
+    vpa(&env, "web", "Recreate").await?;
+    let (admission_token, admission) = start_admission(&env, &env.namespace).await?;
+    // The updater only evicts once the webhook's own status Lease says it is alive.
+    let updater = Updater::start(&env, "2s", &[])?;
+    let pods = env.api::<Pod>();
+    let rolled = eventually(
+        "every pod recreated with 500m",
+        Duration::from_secs(120),
+        POLL,
+        || async {
+            let list = pods.list(&ListParams::default().labels("app=web")).await?;
+            let live: Vec<&Pod> = list
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .collect();
+            Ok(
+                (live.len() == 4 && live.iter().all(|p| cpu_request(p) == "500m"))
+                    .then_some(live.len()),
+            )
+        },
+    )
+    .await?;
+    assert_eq!(rolled, 4);
+    // Each original pod was evicted once; the recreated ones carry the target, so the updater
+    // leaves them alone.
+    let evicted = audited_evictions(&env).unwrap_or_default();
+    assert!(evicted.len() >= 4, "{evicted:?}");
+    let blocked = updater.evictions("blocked").await?;
+    assert_eq!(blocked, 0.0);
+    updater.stop().await?;
+    admission_token.cancel();
+    let _ = admission.await;
     env.cleanup().await;
     Ok(())
 }
