@@ -87,19 +87,22 @@ impl Updater {
         Ok(body)
     }
 
-    /// The value of one sample of `/metrics` (0 when absent).
-    async fn metric(&self, sample: &str) -> anyhow::Result<f64> {
+    /// The value of one counter or gauge sample of `/metrics` (0 when absent).
+    async fn metric(&self, sample: &str) -> anyhow::Result<u64> {
         let body = self.scrape().await?;
         for line in body.lines() {
             if let Some(value) = line.strip_prefix(sample).and_then(|r| r.strip_prefix(' ')) {
-                return Ok(value.trim().parse()?);
+                let value = value.trim();
+                // Counters and gauges here hold whole numbers, possibly written as `2.0`.
+                let whole = value.strip_suffix(".0").unwrap_or(value);
+                return Ok(whole.parse()?);
             }
         }
-        Ok(0.0)
+        Ok(0)
     }
 
     /// Waits until at least `n` loops ended with `outcome`.
-    async fn loops(&self, outcome: &str, n: f64) -> anyhow::Result<()> {
+    async fn loops(&self, outcome: &str, n: u64) -> anyhow::Result<()> {
         let sample = format!("plimsoll_vpa_updater_loops_total{{outcome=\"{outcome}\"}}");
         let result = eventually(&format!("{n} loops {outcome}"), WAIT, POLL, || async {
             Ok((self.metric(&sample).await? >= n).then_some(()))
@@ -111,7 +114,7 @@ impl Updater {
         result
     }
 
-    async fn evictions(&self, result: &str) -> anyhow::Result<f64> {
+    async fn evictions(&self, result: &str) -> anyhow::Result<u64> {
         self.metric(&format!(
             "plimsoll_vpa_updater_evictions_total{{result=\"{result}\"}}"
         ))
@@ -250,12 +253,8 @@ async fn four_replicas_far_below_the_recommendation_lose_at_most_two_pods_per_lo
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     // One loop at start, the next an hour later: this test sees exactly one loop.
     let updater = Updater::start(&env, "1h", &[])?;
-    updater.loops("completed", 1.0).await?;
-    assert_eq!(
-        updater.evictions("evicted").await?,
-        2.0,
-        "tolerance 0.5 of 4"
-    );
+    updater.loops("completed", 1).await?;
+    assert_eq!(updater.evictions("evicted").await?, 2, "tolerance 0.5 of 4");
     if let Some(evicted) = audited_evictions(&env) {
         assert_eq!(evicted.len(), 2, "audit: {evicted:?}");
     }
@@ -280,11 +279,12 @@ async fn loops_keep_to_the_budget_over_time() -> anyhow::Result<()> {
     vpa(&env, "web", "Auto").await?;
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     let updater = Updater::start(&env, "3s", &[])?;
-    updater.loops("completed", 3.0).await?;
+    updater.loops("completed", 3).await?;
     updater.stop().await?;
     // With no webhook the recreated pods keep their old requests and are evicted again later;
     // the budget still holds in every loop: never more than 2 of the 4 down at once per loop.
-    let loops = updater_loops_lower_bound(3.0);
+    // At least 3 loops completed; a fourth may have started before the stop.
+    let loops = 4;
     let evicted = audited_evictions(&env).unwrap_or_default();
     assert!(!evicted.is_empty());
     assert!(
@@ -294,13 +294,6 @@ async fn loops_keep_to_the_budget_over_time() -> anyhow::Result<()> {
     );
     env.cleanup().await;
     Ok(())
-}
-
-fn updater_loops_lower_bound(n: f64) -> usize {
-    // `loops` waited for at least n completed loops; a fourth may have started before stop.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let n = n as usize;
-    n + 1
 }
 
 #[tokio::test]
@@ -318,13 +311,9 @@ async fn a_pdb_with_max_unavailable_zero_blocks_every_eviction_and_is_reported()
     vpa(&env, "web", "Recreate").await?;
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     let updater = Updater::start(&env, "1h", &[])?;
-    updater.loops("completed", 1.0).await?;
-    assert_eq!(updater.evictions("evicted").await?, 0.0);
-    assert_eq!(
-        updater.evictions("blocked").await?,
-        2.0,
-        "both tries refused"
-    );
+    updater.loops("completed", 1).await?;
+    assert_eq!(updater.evictions("evicted").await?, 0);
+    assert_eq!(updater.evictions("blocked").await?, 2, "both tries refused");
     if let Some(evicted) = audited_evictions(&env) {
         assert!(evicted.is_empty(), "{evicted:?}");
     }
@@ -357,9 +346,9 @@ async fn a_single_replica_is_never_evicted_with_min_replicas_two() -> anyhow::Re
     vpa(&env, "solo", "Recreate").await?;
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     let updater = Updater::start(&env, "1s", &["--min-replicas=2"])?;
-    updater.loops("completed", 3.0).await?;
+    updater.loops("completed", 3).await?;
     for result in ["evicted", "blocked", "error"] {
-        assert_eq!(updater.evictions(result).await?, 0.0, "{result}");
+        assert_eq!(updater.evictions(result).await?, 0, "{result}");
     }
     if let Some(evicted) = audited_evictions(&env) {
         assert!(evicted.is_empty(), "{evicted:?}");
@@ -394,29 +383,29 @@ async fn nothing_is_evicted_while_the_webhook_status_lease_is_stale_or_missing()
     };
     // Missing Lease: the webhook never ran.
     let updater = start(&env)?;
-    updater.loops("admission_unhealthy", 2.0).await?;
+    updater.loops("admission_unhealthy", 2).await?;
     updater.stop().await?;
     // Stale Lease: last renewed ten minutes ago, created more than the timeout ago.
     renew_status_lease(&env, SignedDuration::from_mins(10)).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let updater = start(&env)?;
-    updater.loops("admission_unhealthy", 2.0).await?;
+    updater.loops("admission_unhealthy", 2).await?;
     let completed = "plimsoll_vpa_updater_loops_total{outcome=\"completed\"}";
-    assert_eq!(updater.metric(completed).await?, 0.0);
+    assert_eq!(updater.metric(completed).await?, 0);
     assert_eq!(
         updater
             .metric("plimsoll_vpa_updater_admission_status_valid")
             .await?,
-        0.0
+        0
     );
-    assert_eq!(updater.evictions("evicted").await?, 0.0);
+    assert_eq!(updater.evictions("evicted").await?, 0);
     if let Some(evicted) = audited_evictions(&env) {
         assert!(evicted.is_empty(), "{evicted:?}");
     }
     // The webhook comes back: the updater evicts again, so the Lease was what stopped it.
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     eventually("evictions once the Lease is fresh", WAIT, POLL, || async {
-        Ok((updater.evictions("evicted").await? >= 1.0).then_some(()))
+        Ok((updater.evictions("evicted").await? >= 1).then_some(()))
     })
     .await?;
     updater.stop().await?;
@@ -431,12 +420,12 @@ async fn in_place_or_recreate_resizes_through_the_resize_subresource() -> anyhow
     vpa(&env, "web", "InPlaceOrRecreate").await?;
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     let updater = Updater::start(&env, "1h", &[])?;
-    updater.loops("completed", 1.0).await?;
+    updater.loops("completed", 1).await?;
     let resized = updater
         .metric("plimsoll_vpa_updater_resizes_total{result=\"requested\"}")
         .await?;
-    assert_eq!(resized, 2.0);
-    assert_eq!(updater.evictions("evicted").await?, 0.0);
+    assert_eq!(resized, 2);
+    assert_eq!(updater.evictions("evicted").await?, 0);
     let pods = env.api::<Pod>().list(&ListParams::default()).await?;
     let mut requests: BTreeMap<String, usize> = BTreeMap::new();
     for pod in &pods.items {
@@ -542,7 +531,7 @@ async fn with_the_real_webhook_recreated_pods_carry_the_recommendation() -> anyh
     let evicted = audited_evictions(&env).unwrap_or_default();
     assert!(evicted.len() >= 4, "{evicted:?}");
     let blocked = updater.evictions("blocked").await?;
-    assert_eq!(blocked, 0.0);
+    assert_eq!(blocked, 0);
     updater.stop().await?;
     admission_token.cancel();
     let _ = admission.await;
