@@ -46,8 +46,13 @@ pub fn is_valid(lease: &Lease, timeout: SignedDuration, now: Timestamp) -> bool 
             .is_some_and(|t| fresh(t.0))
 }
 
-/// Reads the status Lease in `namespace` and judges it at `now`.
-pub async fn check(client: &kube::Client, namespace: &str, now: Timestamp) -> Result<Status> {
+/// Reads the status Lease in `namespace` and judges it at `now` (pass [`STATUS_TIMEOUT`]).
+pub async fn check(
+    client: &kube::Client,
+    namespace: &str,
+    timeout: SignedDuration,
+    now: Timestamp,
+) -> Result<Status> {
     let api: Api<Lease> = Api::namespaced(client.clone(), namespace);
     let lease = api
         .get_opt(STATUS_LEASE_NAME)
@@ -55,7 +60,7 @@ pub async fn check(client: &kube::Client, namespace: &str, now: Timestamp) -> Re
         .map_err(|e| Error::kube(format!("get Lease {namespace}/{STATUS_LEASE_NAME}"), e))?;
     Ok(match lease {
         None => Status::Missing,
-        Some(lease) if is_valid(&lease, STATUS_TIMEOUT, now) => Status::Valid,
+        Some(lease) if is_valid(&lease, timeout, now) => Status::Valid,
         Some(lease) => Status::Stale(
             lease
                 .spec

@@ -156,6 +156,16 @@ pub enum Command {
 /// Upstream's default namespace of the admission status Lease.
 pub const DEFAULT_STATUS_NAMESPACE: &str = "kube-system";
 
+/// Parses a command line (the first item is the program name) into a [`Config`]; for tests and
+/// for checking the args of `deploy/vpa-updater/deployment.yaml`.
+pub fn parse_config<I, T>(args: I) -> Result<Config, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    Args::try_parse_from(args).map(|a| a.config())
+}
+
 impl Args {
     /// The service configuration these flags describe.
     pub fn config(&self) -> Config {
@@ -178,6 +188,7 @@ impl Args {
             evict_after_oom_threshold: self.evict_after_oom_threshold,
             use_admission_controller_status: self.use_admission_controller_status,
             admission_controller_status_namespace: status_namespace,
+            admission_status_timeout: crate::admission_status::STATUS_TIMEOUT.unsigned_abs(),
             vpa_object_namespace: self
                 .vpa_object_namespace
                 .clone()
@@ -247,5 +258,17 @@ mod tests {
     fn replay_subcommand_still_parses() {
         let args = Args::parse_from(["vpa-updater", "replay", "s.yaml", "--output", "json"]);
         assert!(matches!(args.command, Some(Command::Replay(_))));
+    }
+
+    #[test]
+    fn deployment_args_parse() {
+        let text = include_str!("../../../deploy/vpa-updater/deployment.yaml");
+        let d: k8s_openapi::api::apps::v1::Deployment = serde_saphyr::from_str(text).unwrap();
+        let container = &d.spec.unwrap().template.spec.unwrap().containers[0];
+        let mut args = vec!["vpa-updater".to_owned()];
+        args.extend(container.args.clone().unwrap_or_default());
+        let config = parse_config(args).unwrap();
+        assert_eq!(config.common.metrics_address.port(), 8943);
+        assert_eq!(config.min_replicas, 2);
     }
 }

@@ -90,6 +90,24 @@ where
     }
 }
 
+/// Like [`list_all`], but a kind the API server does not serve (404) lists as empty: the
+/// owners only refine the eviction budget, and a group whose owner is unknown is left alone.
+async fn list_served<K>(api: &Api<K>, what: &str) -> Result<Vec<K>>
+where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    match list_all(api, what).await {
+        Err(Error::Kube {
+            source: kube::Error::Api(status),
+            ..
+        }) if status.code == 404 => {
+            tracing::debug!(what, "not served by this API server; listing as empty");
+            Ok(Vec::new())
+        }
+        other => other,
+    }
+}
+
 fn namespace(meta: &ObjectMeta) -> String {
     meta.namespace.clone().unwrap_or_default()
 }
@@ -161,25 +179,25 @@ impl Inventory {
             let n = replicas(rs.spec.as_ref().and_then(|s| s.replicas));
             owner(&rs.metadata, "ReplicaSet", n);
         }
-        for ss in list_all::<StatefulSet>(&scope.api(client), "statefulsets").await? {
+        for ss in list_served::<StatefulSet>(&scope.api(client), "statefulsets").await? {
             let n = replicas(ss.spec.as_ref().and_then(|s| s.replicas));
             owner(&ss.metadata, "StatefulSet", n);
         }
-        for rc in
-            list_all::<ReplicationController>(&scope.api(client), "replicationcontrollers").await?
+        for rc in list_served::<ReplicationController>(&scope.api(client), "replicationcontrollers")
+            .await?
         {
             let n = replicas(rc.spec.as_ref().and_then(|s| s.replicas));
             owner(&rc.metadata, "ReplicationController", n);
         }
-        for ds in list_all::<DaemonSet>(&scope.api(client), "daemonsets").await? {
+        for ds in list_served::<DaemonSet>(&scope.api(client), "daemonsets").await? {
             let n = replicas(ds.status.as_ref().map(|s| s.number_ready));
             owner(&ds.metadata, "DaemonSet", n);
         }
-        for job in list_all::<Job>(&scope.api(client), "jobs").await? {
+        for job in list_served::<Job>(&scope.api(client), "jobs").await? {
             owner(&job.metadata, "Job", None);
         }
         let mut ranges: BTreeMap<String, Vec<LimitRange>> = BTreeMap::new();
-        for lr in list_all::<LimitRange>(&scope.api(client), "limitranges").await? {
+        for lr in list_served::<LimitRange>(&scope.api(client), "limitranges").await? {
             ranges.entry(namespace(&lr.metadata)).or_default().push(lr);
         }
         for (ns, mut list) in ranges {

@@ -58,6 +58,9 @@ pub struct Config {
     pub use_admission_controller_status: bool,
     /// Namespace of the webhook status Lease (default `$NAMESPACE`, else `kube-system`).
     pub admission_controller_status_namespace: String,
+    /// How recently the status Lease must have been renewed (upstream's 1 min; not a flag, so
+    /// that the contract with the webhook stays fixed; tests shorten it).
+    pub admission_status_timeout: Duration,
     /// `--vpa-object-namespace`: only this namespace.
     pub vpa_object_namespace: Option<String>,
     /// `--ignored-vpa-object-namespaces`.
@@ -68,6 +71,16 @@ pub struct Config {
 /// updater loop. Returns an error when the leader-election task or the admin listener dies.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let client = client::client(&config.common).await?;
+    // Evictions and resizes go through a client that does not retry 429: a PodDisruptionBudget's
+    // refusal is an answer for this loop, not a transient error (kube's default client retries
+    // 429 up to 15 times with backoff up to 1000 s).
+    let mut write_config = client::config(&config.common).await?;
+    write_config.default_retry = false;
+    let write_client =
+        kube::Client::try_from(write_config).map_err(|e| plimsoll_runtime::Error::Config {
+            message: "building the HTTP client for evictions".into(),
+            source: Box::new(e),
+        })?;
     let mut registry = Registry::default();
     let service = telemetry::service_registry(&mut registry, BINARY);
     let metrics = Arc::new(metrics::Metrics::register(service));
@@ -96,10 +109,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         })?;
     let mut server = tokio::spawn(admin::serve_on(listener, router, shutdown.clone()));
 
-    let ctx = updater::context(client.clone(), metrics.clone(), &config);
+    let ctx = updater::context(client.clone(), write_client, metrics.clone(), &config);
     let settings = updater::Settings::from_config(&config);
     let leader = election.handle.clone();
-    let work_token = shutdown.child_token();
+    // Not a child of `shutdown`: the loop stops when this function says so, after the select.
+    let work_token = CancellationToken::new();
     let mut work = tokio::spawn(run_loops(
         ctx,
         settings,
@@ -110,32 +124,42 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     ));
     let mut lease_task = election.task;
 
+    let (mut work_done, mut lease_done, mut server_done) = (false, false, false);
     let outcome = tokio::select! {
         () = shutdown.cancelled() => Ok(()),
         res = &mut lease_task => {
+            lease_done = true;
             if shutdown.is_cancelled() { Ok(()) } else {
                 tracing::error!(?res, "leader election ended before shutdown");
                 Err(Error::LeaderElectionEnded)
             }
         }
-        res = &mut server => Err(match res {
-            Ok(Ok(())) => Error::Task("admin server stopped".into()),
-            Ok(Err(e)) => e.into(),
-            Err(e) => Error::Task(e.to_string()),
-        }),
-        res = &mut work => Err(Error::Task(format!("updater loop ended: {res:?}"))),
+        res = &mut server => {
+            server_done = true;
+            Err(match res {
+                Ok(Ok(())) => Error::Task("admin server stopped".into()),
+                Ok(Err(e)) => e.into(),
+                Err(e) => Error::Task(e.to_string()),
+            })
+        }
+        res = &mut work => {
+            work_done = true;
+            Err(Error::Task(format!("updater loop ended: {res:?}")))
+        }
     };
-    // Stop taking work; the action in flight finishes; then release the Lease.
+    // Stop taking work; the action in flight finishes; then release the Lease and stop serving.
     work_token.cancel();
     let grace = Duration::from_secs(15);
-    let _ = shutdown::with_grace(&shutdown, grace, &mut work).await;
+    if !work_done {
+        let _ = tokio::time::timeout(grace, &mut work).await;
+    }
     if outcome.is_err() {
         shutdown.cancel();
     }
-    if !lease_task.is_finished() {
+    if !lease_done {
         let _ = shutdown::with_grace(&shutdown, grace, &mut lease_task).await;
     }
-    if !server.is_finished() {
+    if !server_done {
         let _ = shutdown::with_grace(&shutdown, grace, &mut server).await;
     }
     outcome
@@ -149,7 +173,8 @@ async fn run_loops(
     readiness: Readiness,
     cancel: CancellationToken,
 ) {
-    let mut ticker = tokio::time::interval(settings.interval.max(Duration::from_millis(100)));
+    let period = settings.interval.max(Duration::from_millis(100));
+    let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -160,10 +185,35 @@ async fn run_loops(
         if !leader.is_leader() {
             // A follower is ready to take over: it only needs its client.
             readiness.set_ready(true);
-            continue;
+            // Wait for the Lease (ticking liveness meanwhile) and start a loop at once on it.
+            loop {
+                tokio::select! {
+                    leading = leader.leading() => {
+                        if !leading {
+                            return;
+                        }
+                        break;
+                    }
+                    () = tokio::time::sleep(period) => liveness.tick(),
+                    () = cancel.cancelled() => return,
+                }
+            }
+            ticker.reset();
         }
         let started = std::time::Instant::now();
-        let outcome = match updater::run_once(&ctx, &settings, &cancel).await {
+        // Losing the Lease mid-loop stops the loop before its next action: another replica may
+        // be leading by then, and two leaders would double the eviction budget.
+        let loop_token = cancel.child_token();
+        let watchdog = tokio::spawn({
+            let (leader, token) = (leader.clone(), loop_token.clone());
+            async move {
+                leader.lost().await;
+                token.cancel();
+            }
+        });
+        let result = updater::run_once(&ctx, &settings, &loop_token).await;
+        watchdog.abort();
+        let outcome = match result {
             Ok(report) => {
                 readiness.set_ready(true);
                 tracing::info!(

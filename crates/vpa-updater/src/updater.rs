@@ -67,6 +67,8 @@ pub struct Settings {
     pub eviction: EvictionConfig,
     /// Whether to check the webhook status Lease, and where.
     pub status_namespace: Option<String>,
+    /// How fresh the status Lease must be.
+    pub status_timeout: SignedDuration,
     /// One loop's time budget.
     pub interval: std::time::Duration,
 }
@@ -93,6 +95,7 @@ impl Settings {
             status_namespace: config
                 .use_admission_controller_status
                 .then(|| config.admission_controller_status_namespace.clone()),
+            status_timeout: duration(config.admission_status_timeout),
             interval: config.updater_interval,
         }
     }
@@ -107,7 +110,9 @@ pub async fn run_once(
     let deadline = Instant::now() + settings.interval;
     let mut report = LoopReport::default();
     if let Some(ns) = &settings.status_namespace {
-        match admission_status::check(&ctx.client, ns, Timestamp::now()).await? {
+        match admission_status::check(&ctx.client, ns, settings.status_timeout, Timestamp::now())
+            .await?
+        {
             Status::Valid => {}
             other => {
                 tracing::warn!(
@@ -226,21 +231,7 @@ async fn update_vpa(
         return true;
     }
     let now = Timestamp::now();
-    let mut snapshots = Vec::with_capacity(pods.len());
-    let mut by_name: HashMap<String, &Pod> = HashMap::with_capacity(pods.len());
-    for pod in pods {
-        match PodSnapshot::from_pod(pod) {
-            Ok(mut snapshot) => {
-                snapshot.last_in_place_attempt =
-                    ctx.in_place_attempt(&pod_key(pod), snapshot.resize != ResizeStatus::None, now);
-                by_name.insert(snapshot.name.clone(), pod);
-                snapshots.push(snapshot);
-            }
-            Err(e) => {
-                tracing::warn!(pod = ?pod.metadata.name, error = %e, "cannot read pod; left alone")
-            }
-        }
-    }
+    let (snapshots, by_name) = snapshots(ctx, pods, now);
     let (container_range, pod_range) = inventory.limit_ranges(&namespace);
     let recommend = |pod: &PodSnapshot| {
         process_recommendation(
@@ -293,6 +284,31 @@ async fn update_vpa(
     true
 }
 
+/// The pods as the decision code sees them, with the resize attempts the updater remembers,
+/// and the pods by name.
+fn snapshots<'p>(
+    ctx: &Context,
+    pods: &'p [Pod],
+    now: Timestamp,
+) -> (Vec<PodSnapshot>, HashMap<String, &'p Pod>) {
+    let mut snapshots = Vec::with_capacity(pods.len());
+    let mut by_name: HashMap<String, &Pod> = HashMap::with_capacity(pods.len());
+    for pod in pods {
+        match PodSnapshot::from_pod(pod) {
+            Ok(mut snapshot) => {
+                snapshot.last_in_place_attempt =
+                    ctx.in_place_attempt(&pod_key(pod), snapshot.resize != ResizeStatus::None, now);
+                by_name.insert(snapshot.name.clone(), pod);
+                snapshots.push(snapshot);
+            }
+            Err(e) => {
+                tracing::warn!(pod = ?pod.metadata.name, error = %e, "cannot read pod; left alone");
+            }
+        }
+    }
+    (snapshots, by_name)
+}
+
 async fn evict(
     ctx: &Context,
     vpa: &VerticalPodAutoscaler,
@@ -301,7 +317,7 @@ async fn evict(
     report: &mut LoopReport,
 ) {
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let api: Api<Pod> = Api::namespaced(ctx.write_client.clone(), &namespace);
     let pod_ref = pod.object_ref(&());
     let vpa_ref = vpa.object_ref(&());
     let (_, vpa_name) = vpa_name(vpa);
@@ -386,7 +402,7 @@ async fn resize(
         return;
     };
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let api: Api<Pod> = Api::namespaced(ctx.write_client.clone(), &namespace);
     let params = PatchParams {
         field_manager: Some(BINARY.to_owned()),
         ..PatchParams::default()
@@ -494,17 +510,81 @@ pub fn strategic_resize_patch(
 /// Shared state for [`run_once`], built by [`crate::run`].
 pub fn context(
     client: kube::Client,
+    write_client: kube::Client,
     metrics: Arc<crate::metrics::Metrics>,
     config: &Config,
 ) -> Context {
     Context {
         events: plimsoll_runtime::events::Events::new(client.clone(), BINARY),
         client,
+        write_client,
         metrics,
         limiter: crate::rate_limit::TokenBucket::new(
             config.eviction_rate_limit,
             config.eviction_rate_burst,
         ),
         in_place_attempts: std::sync::Mutex::new(HashMap::new()),
+    }
+}
+
+/// A [`Context`] whose metrics go to a registry nobody scrapes, for benchmarks and tools that
+/// drive [`run_once`] themselves. Evictions and resizes use `client` too.
+pub fn detached_context(client: kube::Client, config: &Config) -> Context {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = Arc::new(crate::metrics::Metrics::register(&mut registry));
+    context(client.clone(), client, metrics, config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plimsoll_core::vertical::eviction::UpdateMode;
+    use plimsoll_core::vertical::priority::{ContainerRecommendation, Resources};
+
+    fn pod() -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "shop", "annotations": {}},
+            "spec": {"containers": [
+                {"name": "app", "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}},
+                {"name": "sidecar", "resources": {"requests": {"cpu": "5m"}}}
+            ]}
+        }))
+        .unwrap()
+    }
+
+    fn vpa(containers: &[&str]) -> AdmissionVpa {
+        AdmissionVpa {
+            name: "web".into(),
+            update_mode: UpdateMode::InPlaceOrRecreate,
+            policies: Vec::new(),
+            recommendation: Some(
+                containers
+                    .iter()
+                    .map(|c| ContainerRecommendation {
+                        container: (*c).to_owned(),
+                        target: Resources::new(500, 512 * 1024 * 1024),
+                        lower_bound: Resources::new(400, 256 * 1024 * 1024),
+                        upper_bound: Resources::new(1000, 1024 * 1024 * 1024),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn resize_patch_merges_by_container_name() {
+        let patch = strategic_resize_patch(&pod(), &vpa(&["sidecar"]), None, None).unwrap();
+        let containers = patch["spec"]["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), 1, "{patch}");
+        assert_eq!(containers[0]["name"], "sidecar");
+        assert_eq!(containers[0]["resources"]["requests"]["cpu"], "500m");
+        assert!(containers[0]["resources"]["requests"]["memory"].is_string());
+        // Nothing in metadata: annotations go with a separate pod patch, never to `resize`.
+        assert!(patch.get("metadata").is_none());
+    }
+
+    #[test]
+    fn no_recommendation_means_no_resize() {
+        assert_eq!(strategic_resize_patch(&pod(), &vpa(&[]), None, None), None);
     }
 }

@@ -1,0 +1,540 @@
+//! vpa-updater end to end: the real service, in-process, against the sim.
+//!
+//! The test writes the VPA's `status.recommendation` itself (as the recommender would). Most
+//! tests also play the admission webhook by renewing its status Lease (`vpa-admission-controller`)
+//! themselves, as a real cluster would also allow: evicted pods then come back with their old
+//! requests, so those tests look at one loop's evictions, counted from the updater's metrics and
+//! the sim's audit log. `with_the_real_webhook_…` runs the real vpa-admission too and checks the
+//! recreated pods.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_e2e::{Env, eventually};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(200);
+
+/// A free loopback port for the updater's admin listener.
+fn free_address() -> anyhow::Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?)
+}
+
+/// The updater running in-process.
+struct Updater {
+    address: SocketAddr,
+    token: CancellationToken,
+    task: tokio::task::JoinHandle<plimsoll_vpa_updater::Result<()>>,
+}
+
+impl Updater {
+    fn start(env: &Env, interval: &str, extra: &[&str]) -> anyhow::Result<Updater> {
+        let address = free_address()?;
+        let mut args = vec![
+            "vpa-updater".to_owned(),
+            format!("--kubeconfig={}", env.kubeconfig.display()),
+            format!("--metrics-address={address}"),
+            format!("--lease-namespace={}", env.namespace),
+            format!("--vpa-object-namespace={}", env.namespace),
+            format!("--admission-controller-status-namespace={}", env.namespace),
+            format!("--updater-interval={interval}"),
+            "--log-format=text".to_owned(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let config = plimsoll_vpa_updater::cli::parse_config(args)?;
+        Ok(Self::start_with(config, address))
+    }
+
+    fn start_with(config: plimsoll_vpa_updater::Config, address: SocketAddr) -> Updater {
+        let token = CancellationToken::new();
+        let run = plimsoll_vpa_updater::run(config, token.clone());
+        let task = tokio::spawn(async move {
+            let result = run.await;
+            if let Err(e) = &result {
+                eprintln!("vpa-updater exited: {e:#}");
+            }
+            result
+        });
+        Updater {
+            address,
+            token,
+            task,
+        }
+    }
+
+    /// The `/metrics` page.
+    async fn scrape(&self) -> anyhow::Result<String> {
+        let mut stream = tokio::net::TcpStream::connect(self.address).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .await?;
+        let mut body = String::new();
+        stream.read_to_string(&mut body).await?;
+        Ok(body)
+    }
+
+    /// The value of one counter or gauge sample of `/metrics` (0 when absent).
+    async fn metric(&self, sample: &str) -> anyhow::Result<u64> {
+        let body = self.scrape().await?;
+        for line in body.lines() {
+            if let Some(value) = line.strip_prefix(sample).and_then(|r| r.strip_prefix(' ')) {
+                let value = value.trim();
+                // Counters and gauges here hold whole numbers, possibly written as `2.0`.
+                let whole = value.strip_suffix(".0").unwrap_or(value);
+                return Ok(whole.parse()?);
+            }
+        }
+        Ok(0)
+    }
+
+    /// Waits until at least `n` loops ended with `outcome`.
+    async fn loops(&self, outcome: &str, n: u64) -> anyhow::Result<()> {
+        let sample = format!("plimsoll_vpa_updater_loops_total{{outcome=\"{outcome}\"}}");
+        let result = eventually(&format!("{n} loops {outcome}"), WAIT, POLL, || async {
+            Ok((self.metric(&sample).await? >= n).then_some(()))
+        })
+        .await;
+        if result.is_err() {
+            eprintln!("metrics:\n{}", self.scrape().await.unwrap_or_default());
+        }
+        result
+    }
+
+    async fn evictions(&self, result: &str) -> anyhow::Result<u64> {
+        self.metric(&format!(
+            "plimsoll_vpa_updater_evictions_total{{result=\"{result}\"}}"
+        ))
+        .await
+    }
+
+    async fn stop(self) -> anyhow::Result<()> {
+        self.token.cancel();
+        self.task.await??;
+        Ok(())
+    }
+}
+
+/// A Deployment `name` with `replicas` pods requesting 10m CPU and 10Mi memory.
+async fn deployment(env: &Env, name: &str, replicas: i32) -> anyhow::Result<()> {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{
+                    "name": "app", "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}
+                }]}
+            }
+        }
+    }))?;
+    env.api::<Deployment>()
+        .create(&PostParams::default(), &d)
+        .await?;
+    let pods = env.api::<Pod>();
+    let selector = format!("app={name}");
+    eventually(
+        &format!("{replicas} ready pods of {name}"),
+        WAIT,
+        POLL,
+        || async {
+            let list = pods.list(&ListParams::default().labels(&selector)).await?;
+            let ready = list
+                .items
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+                        })
+                })
+                .count();
+            Ok((ready == usize::try_from(replicas)?).then_some(()))
+        },
+    )
+    .await
+}
+
+/// A VPA on Deployment `name` whose recommendation (written by the test, as the recommender
+/// would) is far above the pods' requests.
+async fn vpa(env: &Env, name: &str, mode: &str) -> anyhow::Result<()> {
+    let api = env.api::<VerticalPodAutoscaler>();
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "updatePolicy": {"updateMode": mode}
+        }
+    }))?;
+    api.create(&PostParams::default(), &vpa).await?;
+    let status = json!({"status": {"recommendation": {"containerRecommendations": [{
+        "containerName": "app",
+        "target": {"cpu": "500m", "memory": "500Mi"},
+        "lowerBound": {"cpu": "400m", "memory": "400Mi"},
+        "upperBound": {"cpu": "1", "memory": "1Gi"}
+    }]}}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .context("write the recommendation")?;
+    Ok(())
+}
+
+/// Creates or renews the webhook's status Lease with `renewTime` = now − `ago`.
+async fn renew_status_lease(env: &Env, ago: SignedDuration) -> anyhow::Result<()> {
+    let renew = (Timestamp::now() - ago)
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let lease: Lease = serde_json::from_value(json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "vpa-admission-controller"},
+        "spec": {"holderIdentity": "e2e-test", "leaseDurationSeconds": 60, "renewTime": renew}
+    }))?;
+    env.api::<Lease>()
+        .patch(
+            "vpa-admission-controller",
+            &PatchParams::apply("e2e-webhook").force(),
+            &Patch::Apply(&lease),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Evictions the sim recorded in the test's namespace.
+fn audited_evictions(env: &Env) -> Option<Vec<String>> {
+    let sim = env.sim()?;
+    Some(
+        sim.audit()
+            .into_iter()
+            .filter(|e| e.subresource == "eviction" && e.namespace == env.namespace)
+            .map(|e| e.name)
+            .collect(),
+    )
+}
+
+/// Events in the namespace with `reason`, as (regarding kind, name).
+async fn events(env: &Env, reason: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let list = env.api::<Event>().list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| {
+            let r = e.regarding?;
+            Some((r.kind?, r.name?))
+        })
+        .collect())
+}
+
+#[tokio::test]
+async fn four_replicas_far_below_the_recommendation_lose_at_most_two_pods_per_loop()
+-> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-rollover").await?;
+    deployment(&env, "web", 4).await?;
+    vpa(&env, "web", "Recreate").await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    // One loop at start, the next an hour later: this test sees exactly one loop.
+    let updater = Updater::start(&env, "1h", &[])?;
+    updater.loops("completed", 1).await?;
+    assert_eq!(updater.evictions("evicted").await?, 2, "tolerance 0.5 of 4");
+    if let Some(evicted) = audited_evictions(&env) {
+        assert_eq!(evicted.len(), 2, "audit: {evicted:?}");
+    }
+    let pod_events = events(&env, "EvictedByVPA").await?;
+    let vpa_events = events(&env, "EvictedPod").await?;
+    assert_eq!(pod_events.len(), 2, "{pod_events:?}");
+    assert!(pod_events.iter().all(|(kind, _)| kind == "Pod"));
+    assert_eq!(vpa_events.len(), 1, "one series on the VPA: {vpa_events:?}");
+    assert_eq!(
+        vpa_events[0],
+        ("VerticalPodAutoscaler".into(), "web".into())
+    );
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn loops_keep_to_the_budget_over_time() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-loops").await?;
+    deployment(&env, "web", 4).await?;
+    vpa(&env, "web", "Auto").await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    let updater = Updater::start(&env, "3s", &[])?;
+    updater.loops("completed", 3).await?;
+    updater.stop().await?;
+    // With no webhook the recreated pods keep their old requests and are evicted again later;
+    // the budget still holds in every loop: never more than 2 of the 4 down at once per loop.
+    // At least 3 loops completed; a fourth may have started before the stop.
+    let loops = 4;
+    let evicted = audited_evictions(&env).unwrap_or_default();
+    assert!(!evicted.is_empty());
+    assert!(
+        evicted.len() <= 2 * (loops + 1),
+        "{} evictions in about {loops} loops",
+        evicted.len()
+    );
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_pdb_with_max_unavailable_zero_blocks_every_eviction_and_is_reported()
+-> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-pdb").await?;
+    deployment(&env, "web", 4).await?;
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}
+    }))?;
+    env.api::<PodDisruptionBudget>()
+        .create(&PostParams::default(), &pdb)
+        .await?;
+    vpa(&env, "web", "Recreate").await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    let updater = Updater::start(&env, "1h", &[])?;
+    updater.loops("completed", 1).await?;
+    assert_eq!(updater.evictions("evicted").await?, 0);
+    assert_eq!(updater.evictions("blocked").await?, 2, "both tries refused");
+    if let Some(evicted) = audited_evictions(&env) {
+        assert!(evicted.is_empty(), "{evicted:?}");
+    }
+    let reported = eventually("EvictionBlocked event on the VPA", WAIT, POLL, || async {
+        let found = events(&env, "EvictionBlocked").await?;
+        Ok(found
+            .iter()
+            .any(|(kind, name)| kind == "VerticalPodAutoscaler" && name == "web")
+            .then_some(found))
+    })
+    .await?;
+    assert!(reported.iter().any(|(kind, _)| kind == "Pod"));
+    assert_eq!(
+        env.api::<Pod>()
+            .list(&ListParams::default())
+            .await?
+            .items
+            .len(),
+        4
+    );
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_single_replica_is_never_evicted_with_min_replicas_two() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-single").await?;
+    deployment(&env, "solo", 1).await?;
+    vpa(&env, "solo", "Recreate").await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    let updater = Updater::start(&env, "1s", &["--min-replicas=2"])?;
+    updater.loops("completed", 3).await?;
+    for result in ["evicted", "blocked", "error"] {
+        assert_eq!(updater.evictions(result).await?, 0, "{result}");
+    }
+    if let Some(evicted) = audited_evictions(&env) {
+        assert!(evicted.is_empty(), "{evicted:?}");
+    }
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn nothing_is_evicted_while_the_webhook_status_lease_is_stale_or_missing()
+-> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-stale").await?;
+    deployment(&env, "web", 4).await?;
+    vpa(&env, "web", "Recreate").await?;
+    // The contract is one minute; a shorter timeout keeps the test short. A freshly created
+    // Lease counts as renewed at creation, so the stale Lease is left to age past it first.
+    let start = |env: &Env| -> anyhow::Result<Updater> {
+        let address = free_address()?;
+        let mut config = plimsoll_vpa_updater::cli::parse_config([
+            "vpa-updater".to_owned(),
+            format!("--kubeconfig={}", env.kubeconfig.display()),
+            format!("--metrics-address={address}"),
+            format!("--lease-namespace={}", env.namespace),
+            format!("--vpa-object-namespace={}", env.namespace),
+            format!("--admission-controller-status-namespace={}", env.namespace),
+            "--updater-interval=1s".to_owned(),
+            "--log-format=text".to_owned(),
+        ])?;
+        config.admission_status_timeout = Duration::from_secs(2);
+        Ok(Updater::start_with(config, address))
+    };
+    // Missing Lease: the webhook never ran.
+    let updater = start(&env)?;
+    updater.loops("admission_unhealthy", 2).await?;
+    updater.stop().await?;
+    // Stale Lease: last renewed ten minutes ago, created more than the timeout ago.
+    renew_status_lease(&env, SignedDuration::from_mins(10)).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let updater = start(&env)?;
+    updater.loops("admission_unhealthy", 2).await?;
+    let completed = "plimsoll_vpa_updater_loops_total{outcome=\"completed\"}";
+    assert_eq!(updater.metric(completed).await?, 0);
+    assert_eq!(
+        updater
+            .metric("plimsoll_vpa_updater_admission_status_valid")
+            .await?,
+        0
+    );
+    assert_eq!(updater.evictions("evicted").await?, 0);
+    if let Some(evicted) = audited_evictions(&env) {
+        assert!(evicted.is_empty(), "{evicted:?}");
+    }
+    // The webhook comes back: the updater evicts again, so the Lease was what stopped it.
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    eventually("evictions once the Lease is fresh", WAIT, POLL, || async {
+        Ok((updater.evictions("evicted").await? >= 1).then_some(()))
+    })
+    .await?;
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn in_place_or_recreate_resizes_through_the_resize_subresource() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-inplace").await?;
+    deployment(&env, "web", 4).await?;
+    vpa(&env, "web", "InPlaceOrRecreate").await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    let updater = Updater::start(&env, "1h", &[])?;
+    updater.loops("completed", 1).await?;
+    let resized = updater
+        .metric("plimsoll_vpa_updater_resizes_total{result=\"requested\"}")
+        .await?;
+    assert_eq!(resized, 2);
+    assert_eq!(updater.evictions("evicted").await?, 0);
+    let pods = env.api::<Pod>().list(&ListParams::default()).await?;
+    let mut requests: BTreeMap<String, usize> = BTreeMap::new();
+    for pod in &pods.items {
+        let cpu = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers[0].resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("cpu"))
+            .map(|q| q.0.clone())
+            .unwrap_or_default();
+        *requests.entry(cpu).or_default() += 1;
+    }
+    if requests.get("500m") != Some(&2) {
+        bail!("expected 2 pods resized to 500m, got {requests:?}");
+    }
+    assert_eq!(events(&env, "InPlaceResizedByVPA").await?.len(), 2);
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// The real vpa-admission webhook, in-process: self-signed, registered by URL, renewing its
+/// status Lease in `status_namespace` every second.
+async fn start_admission(
+    env: &Env,
+    status_namespace: &str,
+) -> anyhow::Result<(CancellationToken, tokio::task::JoinHandle<()>)> {
+    use clap::Parser as _;
+    // The webhook leaves its own namespace out of admission, so it lives in another one.
+    let home = format!("{}-webhook", env.namespace);
+    let ns: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": home}}))?;
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(env.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    let webhook = free_address()?;
+    let admin = free_address()?;
+    let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
+        "vpa-admission".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+        format!("--address={webhook}"),
+        format!("--metrics-address={admin}"),
+        "--self-signed".to_owned(),
+        "--register-webhook".to_owned(),
+        format!("--webhook-config-name={}", env.namespace),
+        format!("--webhook-url=https://{webhook}/"),
+        format!("--webhook-service-namespace={home}"),
+        format!("--status-lease-namespace={status_namespace}"),
+        "--status-lease-update-interval=1s".to_owned(),
+        "--log-format=text".to_owned(),
+    ])?;
+    let token = CancellationToken::new();
+    let run = plimsoll_vpa_admission::run(args.into_config(), token.clone());
+    let task = tokio::spawn(async move {
+        if let Err(e) = run.await {
+            eprintln!("vpa-admission exited: {e:#}");
+        }
+    });
+    Ok((token, task))
+}
+
+fn cpu_request(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.containers[0].resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("cpu"))
+        .map(|q| q.0.clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn with_the_real_webhook_recreated_pods_carry_the_recommendation() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-full").await?;
+    deployment(&env, "web", 4).await?;
+    vpa(&env, "web", "Recreate").await?;
+    let (admission_token, admission) = start_admission(&env, &env.namespace).await?;
+    // The updater only evicts once the webhook's own status Lease says it is alive.
+    let updater = Updater::start(&env, "2s", &[])?;
+    let pods = env.api::<Pod>();
+    let rolled = eventually(
+        "every pod recreated with 500m",
+        Duration::from_secs(120),
+        POLL,
+        || async {
+            let list = pods.list(&ListParams::default().labels("app=web")).await?;
+            let live: Vec<&Pod> = list
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .collect();
+            Ok(
+                (live.len() == 4 && live.iter().all(|p| cpu_request(p) == "500m"))
+                    .then_some(live.len()),
+            )
+        },
+    )
+    .await?;
+    assert_eq!(rolled, 4);
+    // Each original pod was evicted once; the recreated ones carry the target, so the updater
+    // leaves them alone.
+    let evicted = audited_evictions(&env).unwrap_or_default();
+    assert!(evicted.len() >= 4, "{evicted:?}");
+    let blocked = updater.evictions("blocked").await?;
+    assert_eq!(blocked, 0);
+    updater.stop().await?;
+    admission_token.cancel();
+    let _ = admission.await;
+    env.cleanup().await;
+    Ok(())
+}
