@@ -147,7 +147,8 @@ async fn open_loop(
             let mut lat = Vec::new();
             let mut errors = 0;
             let mut next = started + offset;
-            while next < started + duration {
+            // A server that cannot keep up would stretch the phase; stop sending at 3× duration.
+            while next < started + duration && started.elapsed() < duration * 3 {
                 tokio::time::sleep_until(next.into()).await;
                 match send(&mut s).await {
                     Ok(()) => lat.push(next.elapsed()),
