@@ -1,57 +1,47 @@
-//! `hpa-plus`: parses flags and dispatches; everything else lives in the library.
+//! `hpa-plus`: parses flags, then runs the controller or the `replay` subcommand.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use anyhow::Context as _;
+use clap::Parser;
+use plimsoll_hpa_plus::cli::{Args, Command, Format};
 use plimsoll_hpa_plus::replay::{self, Output};
 
-#[derive(Parser)]
-#[command(
-    name = "hpa-plus",
-    version,
-    about = "Plimsoll's enhanced horizontal autoscaler"
-)]
-struct Args {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run a `HorizontalReplay` scenario through the decision code, with no cluster.
-    Replay {
-        /// The scenario file (YAML or JSON).
-        scenario: PathBuf,
-        /// How to print each step.
-        #[arg(long, value_enum, default_value_t = Format::Json, env = "PLIMSOLL_OUTPUT")]
-        output: Format,
-        /// Write an SVG chart of replicas, metric values and targets to this file.
-        #[arg(long, env = "PLIMSOLL_PLOT")]
-        plot: Option<PathBuf>,
-    },
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    Json,
-    Table,
-}
-
 fn main() -> ExitCode {
-    let args = Args::parse();
-    match args.command {
-        Command::Replay {
-            scenario,
-            output,
-            plot,
-        } => replay::run(
+    let mut args = Args::parse();
+    if let Some(Command::Replay {
+        scenario,
+        output,
+        plot,
+    }) = args.command.take()
+    {
+        return replay::run(
             &scenario,
             match output {
                 Format::Json => Output::Json,
                 Format::Table => Output::Table,
             },
             plot.as_deref(),
-        ),
+        );
     }
+    match serve(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "hpa-plus failed");
+            eprintln!("hpa-plus: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: Args) -> anyhow::Result<()> {
+    plimsoll_runtime::client::install_crypto_provider();
+    plimsoll_runtime::telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
+    let config = args.into_config()?;
+    let runtime = tokio::runtime::Runtime::new().context("start the tokio runtime")?;
+    runtime.block_on(async {
+        let shutdown = plimsoll_runtime::shutdown::signal_token();
+        plimsoll_hpa_plus::run(config, shutdown).await
+    })?;
+    Ok(())
 }

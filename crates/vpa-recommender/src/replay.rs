@@ -103,6 +103,10 @@ pub struct ControllerSettings {
     pub pod_min_cpu_millicores: Option<f64>,
     /// `--pod-recommendation-min-memory-mb`.
     pub pod_min_memory_mb: Option<f64>,
+    /// `--confidence-interval-cpu`, seconds.
+    pub confidence_interval_cpu_seconds: Option<i64>,
+    /// `--confidence-interval-memory`, seconds.
+    pub confidence_interval_memory_seconds: Option<i64>,
     /// `--memory-aggregation-interval`, seconds.
     pub memory_aggregation_interval_seconds: Option<i64>,
     /// `--memory-aggregation-interval-count`.
@@ -192,6 +196,29 @@ impl ControllerSettings {
                     format!("controller.{name}"),
                     format!("must be >= 0, got {v}"),
                 ));
+            }
+        }
+        for (name, v, dst) in [
+            (
+                "confidenceIntervalCpuSeconds",
+                self.confidence_interval_cpu_seconds,
+                &mut e.confidence_interval_cpu,
+            ),
+            (
+                "confidenceIntervalMemorySeconds",
+                self.confidence_interval_memory_seconds,
+                &mut e.confidence_interval_memory,
+            ),
+        ] {
+            match v {
+                Some(s) if s <= 0 => {
+                    return Err(invalid(
+                        format!("controller.{name}"),
+                        format!("must be > 0, got {s}"),
+                    ));
+                }
+                Some(s) => *dst = SignedDuration::from_secs(s),
+                None => {}
             }
         }
         Ok(e)

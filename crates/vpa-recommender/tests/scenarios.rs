@@ -1,4 +1,4 @@
-//! Runs every `scenarios/vpa-*.yaml` through `replay` and checks the CLI's exit codes.
+//! Runs every `scenarios/vpa-recommender-*.yaml` through `replay` and checks the CLI's exit codes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +16,7 @@ fn scenarios() -> Vec<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("vpa-"))
+                .is_some_and(|n| n.starts_with("vpa-recommender-"))
                 && p.extension()
                     .is_some_and(|e| e.eq_ignore_ascii_case("yaml"))
         })
@@ -49,7 +49,8 @@ fn every_vpa_scenario_holds() {
 
 #[test]
 fn checkpoint_out_round_trips_into_a_new_replay() {
-    let scenario = replay::load(&repo_root().join("scenarios/vpa-steady-cpu.yaml")).expect("loads");
+    let scenario = replay::load(&repo_root().join("scenarios/vpa-recommender-steady-cpu.yaml"))
+        .expect("loads");
     let outcome = replay::run(&scenario, false).expect("runs");
     let yaml = replay::checkpoints_yaml(&outcome.checkpoints).expect("yaml");
     let parsed: Vec<plimsoll_core::api::vpa::VerticalPodAutoscalerCheckpoint> =
@@ -59,20 +60,12 @@ fn checkpoint_out_round_trips_into_a_new_replay() {
     let dir = std::env::temp_dir().join(format!("plimsoll-vr-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
     std::fs::write(dir.join("cp.yaml"), &yaml).expect("write");
-    let restart = r"
-kind: VerticalReplay
-vpa:
-  apiVersion: autoscaling.k8s.io/v1
-  kind: VerticalPodAutoscaler
-  metadata: {name: web, namespace: default}
-  spec:
-    targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-checkpointIn: cp.yaml
-containers: [{name: app}]
-at: [0]
-";
+    let restart = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/restart-from-checkpoint.yaml"),
+    )
+    .expect("fixture");
     let restored = replay::run(
-        &replay::Scenario::parse(restart, &dir).expect("parses"),
+        &replay::Scenario::parse(&restart, &dir).expect("parses"),
         false,
     )
     .expect("runs");
@@ -97,7 +90,7 @@ fn cli(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn exit_codes_follow_format_md() {
     let root = repo_root();
-    let ok = root.join("scenarios/vpa-policy-caps.yaml");
+    let ok = root.join("scenarios/vpa-recommender-policy-caps.yaml");
     let (code, stdout, _) = cli(&["replay", ok.to_str().expect("utf8")]);
     assert_eq!(code, 0);
     let line: serde_json::Value =
@@ -122,4 +115,22 @@ fn exit_codes_follow_format_md() {
     let (code, stdout, _) = cli(&["replay", ok.to_str().expect("utf8"), "--output", "table"]);
     assert_eq!(code, 0);
     assert!(stdout.starts_with("T "), "{stdout}");
+}
+
+#[test]
+fn invalid_scenarios_name_the_field() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let cases = [
+        ("invalid-sample.yaml", "samples[1]"),
+        ("invalid-percentile.yaml", "controller.targetPercentile"),
+        ("invalid-order.yaml", "samples[1].t"),
+        ("invalid-expect-time.yaml", "expect[0].t"),
+        ("invalid-unknown-field.yaml", "sampels"),
+        ("invalid-vpa.yaml", "vpa.spec.updatePolicy.updateMode"),
+    ];
+    for (file, path) in cases {
+        let err = replay::load(&data.join(file)).expect_err(file);
+        let message = err.to_string();
+        assert!(message.contains(path), "{file}: {message}");
+    }
 }

@@ -1,39 +1,32 @@
-//! The `vpa-updater` binary: parses the command line and dispatches.
-//!
-//! `vpa-updater replay SCENARIO [--output json|table]` runs the updater's decision code over a
-//! scenario file with no cluster (see `docs/replay.md`).
-
-mod replay;
+//! The `vpa-updater` binary: parses the command line and runs the service, or `replay`.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-
-/// Plimsoll vpa-updater: evicts (or resizes in place) pods whose requests drift from their VPA
-/// recommendation.
-#[derive(Debug, Parser)]
-#[command(name = "vpa-updater", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Run one updater loop over a scenario file, with no cluster, and print what it would do.
-    Replay(replay::ReplayArgs),
-}
+use clap::Parser;
+use plimsoll_runtime::{client, shutdown, telemetry};
+use plimsoll_vpa_updater::cli::{Args, Command};
+use plimsoll_vpa_updater::replay;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Some(Command::Replay(args)) => ExitCode::from(replay::run(&args)),
-        None => {
-            // The controller loop lives in the library and is wired here when it lands.
-            eprintln!(
-                "vpa-updater: the controller is not part of this build yet; use `vpa-updater replay`"
-            );
-            ExitCode::from(2)
+    let args = Args::parse();
+    if let Some(Command::Replay(replay_args)) = &args.command {
+        return ExitCode::from(replay::run(replay_args));
+    }
+    match serve(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vpa-updater: {e:#}");
+            ExitCode::FAILURE
         }
     }
+}
+
+#[tokio::main]
+async fn serve(args: &Args) -> anyhow::Result<()> {
+    client::install_crypto_provider();
+    telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
+    let config = args.config();
+    let token = shutdown::signal_token();
+    plimsoll_vpa_updater::run(config, token).await?;
+    Ok(())
 }

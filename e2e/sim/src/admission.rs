@@ -1,10 +1,10 @@
 //! Mutating admission webhooks. On CREATE and UPDATE of an object, every webhook of every
-//! MutatingWebhookConfiguration (in name order, webhooks in list order) whose rules,
+//! `MutatingWebhookConfiguration` (in name order, webhooks in list order) whose rules,
 //! namespaceSelector and objectSelector match is called with an `admission.k8s.io/v1`
-//! AdmissionReview over TLS, verifying the server against `clientConfig.caBundle` and the
+//! `AdmissionReview` over TLS, verifying the server against `clientConfig.caBundle` and the
 //! name `<service>.<namespace>.svc` (service references) or the URL's host. A service reference
 //! is reached at the loopback address registered for it (`SimConfig::webhook_services` or
-//! `PUT /sim/v1/webhook-services`). The returned base64 JSONPatch is applied; a denial fails
+//! `PUT /sim/v1/webhook-services`). The returned base64 `JSONPatch` is applied; a denial fails
 //! the write; a call error or timeout (`timeoutSeconds`, default 10) fails the write when
 //! `failurePolicy` is `Fail` (the default) and is skipped when it is `Ignore`.
 
@@ -27,7 +27,13 @@ use crate::registry::ResourceDef;
 use crate::selector::LabelSelector;
 
 fn strs(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn rule_matches(rule: &Value, op: &str, def: &ResourceDef, version: &str) -> bool {
@@ -40,37 +46,78 @@ fn rule_matches(rule: &Value, op: &str, def: &ResourceDef, version: &str) -> boo
         "Cluster" => !def.namespaced,
         _ => true,
     };
-    has("operations", op) && has("apiGroups", &def.group) && has("apiVersions", version) && res_ok && scope_ok
+    has("operations", op)
+        && has("apiGroups", &def.group)
+        && has("apiVersions", version)
+        && res_ok
+        && scope_ok
 }
 
 fn selector_matches(sel: Option<&Value>, labels: Option<&serde_json::Map<String, Value>>) -> bool {
     match sel {
         None | Some(Value::Null) => true,
-        Some(s) => LabelSelector::from_structured(s).ok().flatten().is_some_and(|s| s.matches(labels)),
+        Some(s) => LabelSelector::from_structured(s)
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.matches(labels)),
     }
 }
 
 /// Runs the mutating webhooks for a write and returns the (possibly patched) object.
-pub async fn mutate(cluster: &Cluster, def: &ResourceDef, version: &str, op: &str, obj: Value, old: Option<&Value>, caller: &Caller) -> Result<Value, ApiError> {
-    let key = ("admissionregistration.k8s.io".to_string(), "mutatingwebhookconfigurations".to_string());
+#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
+pub async fn mutate(
+    cluster: &Cluster,
+    def: &ResourceDef,
+    version: &str,
+    op: &str,
+    obj: Value,
+    old: Option<&Value>,
+    caller: &Caller,
+) -> Result<Value, ApiError> {
+    let key = (
+        "admissionregistration.k8s.io".to_string(),
+        "mutatingwebhookconfigurations".to_string(),
+    );
     let (configs, _) = cluster.store.list(&key, None);
     if configs.is_empty() || def.virtual_ {
         return Ok(obj);
     }
-    let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string();
-    let ns_obj = if def.namespaced { cluster.store.get(&(String::new(), "namespaces".into()), "", &ns) } else { None };
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let ns_obj = if def.namespaced {
+        cluster
+            .store
+            .get(&(String::new(), "namespaces".into()), "", &ns)
+    } else {
+        None
+    };
     let mut obj = obj;
     for config in configs {
-        let Some(hooks) = config.get("webhooks").and_then(Value::as_array) else { continue };
+        let Some(hooks) = config.get("webhooks").and_then(Value::as_array) else {
+            continue;
+        };
         for hook in hooks {
-            let rules = hook.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
+            let rules = hook
+                .get("rules")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             if !rules.iter().any(|r| rule_matches(r, op, def, version)) {
                 continue;
             }
             let ns_labels = if def.namespaced {
-                ns_obj.as_ref().and_then(|n| n.pointer("/metadata/labels")).and_then(Value::as_object).cloned()
+                ns_obj
+                    .as_ref()
+                    .and_then(|n| n.pointer("/metadata/labels"))
+                    .and_then(Value::as_object)
+                    .cloned()
             } else if def.group.is_empty() && def.plural == "namespaces" {
-                obj.pointer("/metadata/labels").and_then(Value::as_object).cloned()
+                obj.pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .cloned()
             } else {
                 Some(serde_json::Map::new())
             };
@@ -78,11 +125,19 @@ pub async fn mutate(cluster: &Cluster, def: &ResourceDef, version: &str, op: &st
                 continue;
             }
             let obj_labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
-            let old_labels = old.and_then(|o| o.pointer("/metadata/labels")).and_then(Value::as_object);
-            if !(selector_matches(hook.get("objectSelector"), obj_labels) || (old.is_some() && selector_matches(hook.get("objectSelector"), old_labels))) {
+            let old_labels = old
+                .and_then(|o| o.pointer("/metadata/labels"))
+                .and_then(Value::as_object);
+            if !(selector_matches(hook.get("objectSelector"), obj_labels)
+                || (old.is_some() && selector_matches(hook.get("objectSelector"), old_labels)))
+            {
                 continue;
             }
-            let name = hook.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let name = hook
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             let uid = cluster.rng.uuid();
             let review = json!({
                 "apiVersion": "admission.k8s.io/v1",
@@ -104,10 +159,17 @@ pub async fn mutate(cluster: &Cluster, def: &ResourceDef, version: &str, op: &st
                 }
             });
             let fail_open = hook.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
-            let timeout = Duration::from_secs(hook.get("timeoutSeconds").and_then(Value::as_u64).unwrap_or(10));
+            let timeout = Duration::from_secs(
+                hook.get("timeoutSeconds")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(10),
+            );
             let result = match tokio::time::timeout(timeout, call(cluster, hook, &review)).await {
                 Ok(r) => r,
-                Err(_) => Err(format!("context deadline exceeded (timeout {}s)", timeout.as_secs())),
+                Err(_) => Err(format!(
+                    "context deadline exceeded (timeout {}s)",
+                    timeout.as_secs()
+                )),
             };
             let response = match result {
                 Ok(r) => r,
@@ -115,22 +177,54 @@ pub async fn mutate(cluster: &Cluster, def: &ResourceDef, version: &str, op: &st
                     tracing::warn!(webhook = %name, error = %e, "webhook call failed; failurePolicy Ignore");
                     continue;
                 }
-                Err(e) => return Err(ApiError::internal(format!("failed calling webhook \"{name}\": {e}"))),
+                Err(e) => {
+                    return Err(ApiError::internal(format!(
+                        "failed calling webhook \"{name}\": {e}"
+                    )));
+                }
             };
             let resp = response.get("response").cloned().unwrap_or(Value::Null);
             if resp.get("uid").and_then(Value::as_str) != Some(uid.as_str()) && !fail_open {
-                return Err(ApiError::internal(format!("failed calling webhook \"{name}\": expected response.uid={uid:?}")));
+                return Err(ApiError::internal(format!(
+                    "failed calling webhook \"{name}\": expected response.uid={uid:?}"
+                )));
             }
-            if !resp.get("allowed").and_then(Value::as_bool).unwrap_or(false) {
-                let code = resp.pointer("/status/code").and_then(Value::as_u64).unwrap_or(400) as u16;
-                let msg = resp.pointer("/status/message").and_then(Value::as_str).unwrap_or_default();
-                let reason = if code == 403 { "Forbidden" } else { "BadRequest" };
-                return Err(ApiError::new(code, reason, format!("admission webhook \"{name}\" denied the request: {msg}")));
+            if !resp
+                .get("allowed")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+            {
+                let code = resp
+                    .pointer("/status/code")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(400) as u16;
+                let msg = resp
+                    .pointer("/status/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let reason = if code == 403 {
+                    "Forbidden"
+                } else {
+                    "BadRequest"
+                };
+                return Err(ApiError::new(
+                    code,
+                    reason,
+                    format!("admission webhook \"{name}\" denied the request: {msg}"),
+                ));
             }
             if let Some(p) = resp.get("patch").and_then(Value::as_str) {
-                let bytes = base64::decode(p).ok_or_else(|| ApiError::internal(format!("webhook \"{name}\" returned a patch that is not base64")))?;
-                let ops: Value = serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(format!("webhook \"{name}\" returned an invalid patch: {e}")))?;
-                obj = patch::json_patch(&obj, &ops).map_err(|e| ApiError::internal(format!("webhook \"{name}\" patch failed: {}", e.message)))?;
+                let bytes = base64::decode(p).ok_or_else(|| {
+                    ApiError::internal(format!(
+                        "webhook \"{name}\" returned a patch that is not base64"
+                    ))
+                })?;
+                let ops: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    ApiError::internal(format!("webhook \"{name}\" returned an invalid patch: {e}"))
+                })?;
+                obj = patch::json_patch(&obj, &ops).map_err(|e| {
+                    ApiError::internal(format!("webhook \"{name}\" patch failed: {}", e.message))
+                })?;
             }
         }
     }
@@ -140,25 +234,48 @@ pub async fn mutate(cluster: &Cluster, def: &ResourceDef, version: &str, op: &st
 /// Where a webhook is reached: socket address, TLS server name, request path.
 fn endpoint(cluster: &Cluster, cc: &Value) -> Result<(String, String, String), String> {
     if let Some(url) = cc.get("url").and_then(Value::as_str) {
-        let rest = url.strip_prefix("https://").ok_or_else(|| format!("webhook url {url:?} is not https"))?;
-        let (hostport, path) = rest.split_once('/').map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
-        let host = hostport.rsplit_once(':').map_or(hostport, |(h, _)| h).trim_matches(['[', ']']).to_string();
-        let addr = if hostport.contains(':') { hostport.to_string() } else { format!("{hostport}:443") };
+        let rest = url
+            .strip_prefix("https://")
+            .ok_or_else(|| format!("webhook url {url:?} is not https"))?;
+        let (hostport, path) = rest
+            .split_once('/')
+            .map_or((rest, "/".to_string()), |(h, p)| (h, format!("/{p}")));
+        let host = hostport
+            .rsplit_once(':')
+            .map_or(hostport, |(h, _)| h)
+            .trim_matches(['[', ']'])
+            .to_string();
+        let addr = if hostport.contains(':') {
+            hostport.to_string()
+        } else {
+            format!("{hostport}:443")
+        };
         return Ok((addr, host, path));
     }
-    let svc = cc.get("service").ok_or("clientConfig has neither url nor service")?;
-    let ns = svc.get("namespace").and_then(Value::as_str).unwrap_or_default();
+    let svc = cc
+        .get("service")
+        .ok_or("clientConfig has neither url nor service")?;
+    let ns = svc
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let name = svc.get("name").and_then(Value::as_str).unwrap_or_default();
     let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443) as u16;
-    let path = svc.get("path").and_then(Value::as_str).unwrap_or("/").to_string();
-    let addr = cluster
-        .webhook_service(ns, name, port)
-        .ok_or_else(|| format!("service \"{ns}/{name}:{port}\" has no endpoints (register it with the sim)"))?;
+    let path = svc
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or("/")
+        .to_string();
+    let addr = cluster.webhook_service(ns, name, port).ok_or_else(|| {
+        format!("service \"{ns}/{name}:{port}\" has no endpoints (register it with the sim)")
+    })?;
     Ok((addr.to_string(), format!("{name}.{ns}.svc"), path))
 }
 
 async fn call(cluster: &Cluster, hook: &Value, review: &Value) -> Result<Value, String> {
-    let cc = hook.get("clientConfig").ok_or("webhook has no clientConfig")?;
+    let cc = hook
+        .get("clientConfig")
+        .ok_or("webhook has no clientConfig")?;
     let (addr, host, path) = endpoint(cluster, cc)?;
     let mut roots = rustls::RootCertStore::empty();
     if let Some(bundle) = cc.get("caBundle").and_then(Value::as_str) {
@@ -175,13 +292,17 @@ async fn call(cluster: &Cluster, hook: &Value, review: &Value) -> Result<Value, 
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(&addr).await.map_err(|e| format!("dial tcp {addr}: {e}"))?;
+    let tcp = tokio::net::TcpStream::connect(&addr)
+        .await
+        .map_err(|e| format!("dial tcp {addr}: {e}"))?;
     let server_name = ServerName::try_from(host.clone()).map_err(|e| e.to_string())?;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(server_name, tcp)
         .await
         .map_err(|e| format!("Post \"https://{host}{path}\": tls: {e}"))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
     tokio::spawn(conn);
     let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
     let req = hyper::Request::post(&path)
@@ -192,11 +313,17 @@ async fn call(cluster: &Cluster, hook: &Value, review: &Value) -> Result<Value, 
         .map_err(|e| e.to_string())?;
     let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
     let status = resp.status();
-    let bytes = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
     if !status.is_success() {
         return Err(format!("webhook answered HTTP {status}"));
     }
-    serde_json::from_slice(&bytes).map_err(|e| format!("webhook response is not an AdmissionReview: {e}"))
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("webhook response is not an AdmissionReview: {e}"))
 }
 
 #[cfg(test)]

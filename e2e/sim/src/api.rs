@@ -2,9 +2,9 @@
 //! controllers of the workload model (so controller writes go through admission and the
 //! audit log exactly like client writes).
 //!
-//! What a write does, in order (as kube-apiserver): resolve the namespace (NamespaceLifecycle),
+//! What a write does, in order (as kube-apiserver): resolve the namespace (`NamespaceLifecycle`),
 //! call mutating webhooks, generate the name, set system metadata (uid, creationTimestamp,
-//! generation), apply type defaults and LimitRange defaults, enforce status isolation and
+//! generation), apply type defaults and `LimitRange` defaults, enforce status isolation and
 //! immutability, bump `generation` only when the spec changed, then store and record the write
 //! in the audit log.
 
@@ -34,12 +34,21 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
-    /// Reads DeleteOptions from a request body (may be empty) and query parameters.
+    /// Reads `DeleteOptions` from a request body (may be empty) and query parameters.
     pub fn from_body(body: &Value, query_grace: Option<i64>) -> Self {
         Self {
-            grace_period_seconds: body.get("gracePeriodSeconds").and_then(Value::as_i64).or(query_grace),
-            precondition_rv: body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from),
-            precondition_uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from),
+            grace_period_seconds: body
+                .get("gracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .or(query_grace),
+            precondition_rv: body
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(String::from),
+            precondition_uid: body
+                .pointer("/preconditions/uid")
+                .and_then(Value::as_str)
+                .map(String::from),
         }
     }
 }
@@ -60,7 +69,11 @@ fn key_of(def: &ResourceDef) -> ResourceKey {
 }
 
 fn meta(obj: &Value, field: &str) -> String {
-    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default().to_string()
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
@@ -81,7 +94,12 @@ fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 fn spec_part(obj: &Value) -> Value {
     match obj {
         Value::Object(m) => Value::Object(
-            m.iter().filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")).map(|(k, v)| (k.clone(), v.clone())).collect(),
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         ),
         other => other.clone(),
     }
@@ -100,7 +118,17 @@ fn is_crd(def: &ResourceDef) -> bool {
 }
 
 impl Cluster {
-    fn audit(&self, caller: &Caller, verb: &str, def: &ResourceDef, ns: &str, name: &str, sub: &str, obj: &Value) {
+    #[allow(clippy::too_many_arguments)]
+    fn audit(
+        &self,
+        caller: &Caller,
+        verb: &str,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        sub: &str,
+        obj: &Value,
+    ) {
         self.audit.record(AuditEntry {
             time: rfc3339(self.clock.now()),
             user_agent: caller.user_agent.clone(),
@@ -125,23 +153,38 @@ impl Cluster {
             Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError::new(
                 403,
                 "Forbidden",
-                format!("{} is forbidden: unable to create new content in namespace {ns} because it is being terminated", def.plural),
+                format!(
+                    "{} is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    def.plural
+                ),
             )),
             Some(_) => Ok(()),
         }
     }
 
     /// Creates an object. `ns` is the request's namespace ("" for cluster-scoped).
-    pub async fn create(&self, def: &ResourceDef, version: &str, ns: &str, mut obj: Value, caller: &Caller, dry_run: bool) -> Result<Arc<Value>, ApiError> {
+    pub async fn create(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        mut obj: Value,
+        caller: &Caller,
+        dry_run: bool,
+    ) -> Result<Arc<Value>, ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request was not an object"));
+            return Err(ApiError::bad_request(
+                "the body of the request was not an object",
+            ));
         }
         obj["apiVersion"] = json!(def.api_version(version));
         obj["kind"] = json!(def.kind);
         let body_ns = meta(&obj, "namespace");
         if def.namespaced {
             if !body_ns.is_empty() && body_ns != ns {
-                return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
             }
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         } else {
@@ -154,7 +197,10 @@ impl Cluster {
         if name.is_empty() {
             let gen_name = meta(&obj, "generateName");
             if gen_name.is_empty() {
-                return Err(ApiError::invalid(format!("{} \"\" is invalid: metadata.name: Required value: name or generateName is required", def.kind)));
+                return Err(ApiError::invalid(format!(
+                    "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                    def.kind
+                )));
             }
             name = format!("{gen_name}{}", self.rng.name_suffix(5));
         }
@@ -172,12 +218,13 @@ impl Cluster {
         if obj.get("spec").is_some() {
             meta_mut(&mut obj).insert("generation".into(), json!(1));
         }
-        if def.status {
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("status");
-            }
+        if def.status
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
         }
-        self.apply_type_defaults(def, version, &mut obj, true);
+        Self::apply_type_defaults(def, version, &mut obj);
+        defaults::validate(def, &obj, None)?;
         if def.group.is_empty() && def.plural == "pods" {
             defaults::limit_range_defaults(self, ns, &mut obj);
             defaults::pod_create_status(&mut obj);
@@ -189,36 +236,75 @@ impl Cluster {
             return Ok(Arc::new(obj));
         }
         let stored = self.store.create(&key_of(def), obj, &def.group)?;
-        if is_crd(def) {
-            if let Some(r) = registry::crd_resource(&stored) {
-                self.registry.upsert(r);
-            }
+        if is_crd(def)
+            && let Some(r) = registry::crd_resource(&stored)
+        {
+            self.registry.upsert(r);
         }
         self.audit(caller, "create", def, ns, &name, "", &stored);
         Ok(stored)
     }
 
-    fn apply_type_defaults(&self, def: &ResourceDef, version: &str, obj: &mut Value, _create: bool) {
-        if let Some(schema) = def.schemas.get(version).or_else(|| def.schemas.values().next()) {
+    fn apply_type_defaults(def: &ResourceDef, version: &str, obj: &mut Value) {
+        if let Some(schema) = def
+            .schemas
+            .get(version)
+            .or_else(|| def.schemas.values().next())
+        {
             registry::apply_defaults(schema, obj);
         }
         defaults::builtin_defaults(def, obj);
     }
 
     /// Replaces an object (PUT), or its status or resize part.
-    pub async fn update(&self, def: &ResourceDef, version: &str, ns: &str, name: &str, mut obj: Value, part: Part, caller: &Caller) -> Result<Arc<Value>, ApiError> {
+    #[allow(clippy::too_many_arguments)]
+    pub async fn update(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        part: Part,
+        caller: &Caller,
+    ) -> Result<Arc<Value>, ApiError> {
+        self.write(def, version, ns, name, obj, part, caller, "update")
+            .await
+    }
+
+    /// The common path of update and patch; `verb` is what the audit log records.
+    #[allow(clippy::too_many_arguments)]
+    async fn write(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        part: Part,
+        caller: &Caller,
+        verb: &str,
+    ) -> Result<Arc<Value>, ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request was not an object"));
+            return Err(ApiError::bad_request(
+                "the body of the request was not an object",
+            ));
         }
         let body_name = meta(&obj, "name");
         if !body_name.is_empty() && body_name != name {
-            return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
+            return Err(ApiError::bad_request(
+                "the name of the object does not match the name on the URL",
+            ));
         }
         obj["apiVersion"] = json!(def.api_version(version));
         obj["kind"] = json!(def.kind);
         if part == Part::Main {
-            let current = self.store.get(&key_of(def), ns, name).ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
-            obj = admission::mutate(self, def, version, "UPDATE", obj, Some(&current), caller).await?;
+            let current = self
+                .store
+                .get(&key_of(def), ns, name)
+                .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+            obj = admission::mutate(self, def, version, "UPDATE", obj, Some(&current), caller)
+                .await?;
         }
         let stored = self.replace(def, version, ns, name, obj, part)?;
         let sub = match part {
@@ -226,21 +312,30 @@ impl Cluster {
             Part::Status => "status",
             Part::Resize => "resize",
         };
-        self.audit(caller, "update", def, ns, name, sub, &stored);
+        self.audit(caller, verb, def, ns, name, sub, &stored);
         self.after_write(def, &stored);
         Ok(stored)
     }
 
     fn after_write(&self, def: &ResourceDef, stored: &Value) {
-        if is_crd(def) && stored.pointer("/metadata/deletionTimestamp").is_none() {
-            if let Some(r) = registry::crd_resource(stored) {
-                self.registry.upsert(r);
-            }
+        if is_crd(def)
+            && stored.pointer("/metadata/deletionTimestamp").is_none()
+            && let Some(r) = registry::crd_resource(stored)
+        {
+            self.registry.upsert(r);
         }
     }
 
     /// The synchronous core of an update: precondition, isolation, generation, finalizers.
-    fn replace(&self, def: &ResourceDef, version: &str, ns: &str, name: &str, obj: Value, part: Part) -> Result<Arc<Value>, ApiError> {
+    fn replace(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        part: Part,
+    ) -> Result<Arc<Value>, ApiError> {
         let key = key_of(def);
         let stored = self.store.mutate(&key, ns, name, &def.group, |current| {
             let body_rv = meta(&obj, "resourceVersion");
@@ -278,9 +373,20 @@ impl Cluster {
             };
             // System-managed metadata survives any update.
             {
-                let cur_meta = current.get("metadata").cloned().unwrap_or_else(|| json!({}));
+                let cur_meta = current
+                    .get("metadata")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
                 let m = meta_mut(&mut new);
-                for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace", "name"] {
+                for f in [
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                    "namespace",
+                    "name",
+                ] {
                     match cur_meta.get(f) {
                         Some(v) => {
                             m.insert(f.into(), v.clone());
@@ -293,16 +399,25 @@ impl Cluster {
                 m.remove("managedFields");
             }
             if part == Part::Main {
-                self.apply_type_defaults(def, version, &mut new, false);
+                Self::apply_type_defaults(def, version, &mut new);
+                defaults::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;
                 }
                 if is_crd(def) {
-                    new["status"] = current.get("status").cloned().unwrap_or_else(|| defaults::crd_status(&new));
+                    new["status"] = current
+                        .get("status")
+                        .cloned()
+                        .unwrap_or_else(|| defaults::crd_status(&new));
                 }
             }
-            if spec_part(&new) != spec_part(current) && new.pointer("/metadata/generation").is_some() {
-                let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+            if spec_part(&new) != spec_part(current)
+                && new.pointer("/metadata/generation").is_some()
+            {
+                let g = current
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
                 meta_mut(&mut new).insert("generation".into(), json!(g + 1));
             }
             if Self::finalized(def, &new) {
@@ -322,15 +437,25 @@ impl Cluster {
         if obj.pointer("/metadata/deletionTimestamp").is_none() {
             return false;
         }
-        let finalizers_empty = obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        let finalizers_empty = obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
         if !finalizers_empty {
             return false;
         }
         if def.group.is_empty() && def.plural == "namespaces" {
-            return obj.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+            return obj
+                .pointer("/spec/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty);
         }
         if def.group.is_empty() && def.plural == "pods" {
-            return obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0) == 0;
+            return obj
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0;
         }
         true
     }
@@ -338,7 +463,17 @@ impl Cluster {
     /// Patches an object (or its status / resize part). Server-side apply of a missing object
     /// creates it.
     #[allow(clippy::too_many_arguments)]
-    pub async fn patch(&self, def: &ResourceDef, version: &str, ns: &str, name: &str, kind: PatchKind, body: &Value, part: Part, caller: &Caller) -> Result<Arc<Value>, ApiError> {
+    pub async fn patch(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &Value,
+        part: Part,
+        caller: &Caller,
+    ) -> Result<Arc<Value>, ApiError> {
         let key = key_of(def);
         let patch_sets_rv = body.pointer("/metadata/resourceVersion").is_some();
         for _ in 0..8 {
@@ -352,9 +487,15 @@ impl Cluster {
             };
             let mut patched = patch::apply(kind, &current, body)?;
             if !patch_sets_rv {
-                meta_mut(&mut patched).insert("resourceVersion".into(), json!(meta(&current, "resourceVersion")));
+                meta_mut(&mut patched).insert(
+                    "resourceVersion".into(),
+                    json!(meta(&current, "resourceVersion")),
+                );
             }
-            match self.update(def, version, ns, name, patched, part, caller).await {
+            match self
+                .write(def, version, ns, name, patched, part, caller, "patch")
+                .await
+            {
                 Err(e) if e.reason == "Conflict" && !patch_sets_rv => {}
                 other => return other,
             }
@@ -364,7 +505,14 @@ impl Cluster {
 
     /// Deletes an object: immediately, or by setting deletionTimestamp when finalizers or a
     /// grace period remain. Returns the object's last (or current, terminating) state.
-    pub fn delete(&self, def: &ResourceDef, ns: &str, name: &str, opts: &DeleteOptions, caller: &Caller) -> Result<Arc<Value>, ApiError> {
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+        caller: &Caller,
+    ) -> Result<Arc<Value>, ApiError> {
         let key = key_of(def);
         let now = self.clock.now();
         let is_pod = def.group.is_empty() && def.plural == "pods";
@@ -373,24 +521,39 @@ impl Cluster {
             if let Some(rv) = &opts.precondition_rv
                 && *rv != meta(current, "resourceVersion")
             {
-                return Err(ApiError::conflict(&def.group, &def.plural, name).with_details(json!({"name": name})));
+                return Err(ApiError::conflict(&def.group, &def.plural, name)
+                    .with_details(json!({"name": name})));
             }
             if let Some(uid) = &opts.precondition_uid
                 && *uid != meta(current, "uid")
             {
                 return Err(ApiError::conflict(&def.group, &def.plural, name));
             }
-            let has_finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+            let has_finalizers = current
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
             let grace = if is_pod {
                 opts.grace_period_seconds
-                    .or_else(|| current.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64))
+                    .or_else(|| {
+                        current
+                            .pointer("/spec/terminationGracePeriodSeconds")
+                            .and_then(Value::as_i64)
+                    })
                     .unwrap_or(30)
                     .max(0)
             } else {
                 0
             };
-            let unscheduled = is_pod && current.pointer("/spec/nodeName").is_none_or(|v| v.as_str().unwrap_or_default().is_empty());
-            let terminal = is_pod && matches!(current.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
+            let unscheduled = is_pod
+                && current
+                    .pointer("/spec/nodeName")
+                    .is_none_or(|v| v.as_str().unwrap_or_default().is_empty());
+            let terminal = is_pod
+                && matches!(
+                    current.pointer("/status/phase").and_then(Value::as_str),
+                    Some("Succeeded" | "Failed")
+                );
             let already = current.pointer("/metadata/deletionTimestamp").is_some();
             if !has_finalizers && !is_ns && (!is_pod || grace == 0 || unscheduled || terminal) {
                 return Ok(Mutation::Delete);
@@ -398,12 +561,17 @@ impl Cluster {
             let mut new = (**current).clone();
             if already {
                 // A second delete may only shorten a pod's grace period.
-                let cur_grace = current.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
+                let cur_grace = current
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
                 if !(is_pod && grace < cur_grace) {
                     return Ok(Mutation::Unchanged);
                 }
             }
-            let deadline = now.checked_add(jiff::SignedDuration::from_secs(grace)).unwrap_or(now);
+            let deadline = now
+                .checked_add(jiff::SignedDuration::from_secs(grace))
+                .unwrap_or(now);
             let m = meta_mut(&mut new);
             m.insert("deletionTimestamp".into(), json!(rfc3339(deadline)));
             m.insert("deletionGracePeriodSeconds".into(), json!(grace));
@@ -425,17 +593,34 @@ impl Cluster {
             let key = (r.group.clone(), r.plural.clone());
             let (items, _) = self.store.list(&key, None);
             for o in items {
-                let _ = self.store.mutate(&key, &meta(&o, "namespace"), &meta(&o, "name"), &r.group, |_| Ok(Mutation::Delete));
+                let _ = self.store.mutate(
+                    &key,
+                    &meta(&o, "namespace"),
+                    &meta(&o, "name"),
+                    &r.group,
+                    |_| Ok(Mutation::Delete),
+                );
             }
             self.registry.remove(&r.group, &r.plural);
         }
     }
 
     /// Deletes every object matching the selectors; returns the deleted (or terminating) objects.
-    pub fn delete_collection(&self, def: &ResourceDef, ns: Option<&str>, labels: &LabelSelector, fields: &FieldSelector, opts: &DeleteOptions, caller: &Caller) -> Result<Vec<Arc<Value>>, ApiError> {
+    pub fn delete_collection(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        labels: &LabelSelector,
+        fields: &FieldSelector,
+        opts: &DeleteOptions,
+        caller: &Caller,
+    ) -> Result<Vec<Arc<Value>>, ApiError> {
         let (items, _) = self.store.list(&key_of(def), ns);
         let mut out = Vec::new();
-        for o in items.iter().filter(|o| labels.matches_object(o) && fields.matches(o)) {
+        for o in items
+            .iter()
+            .filter(|o| labels.matches_object(o) && fields.matches(o))
+        {
             match self.delete(def, &meta(o, "namespace"), &meta(o, "name"), opts, caller) {
                 Ok(d) => out.push(d),
                 Err(e) if e.code == 404 => {}
@@ -447,21 +632,46 @@ impl Cluster {
 
     /// The autoscaling/v1 Scale of an object with a scale subresource.
     pub fn get_scale(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
-        let obj = self.store.get(&key_of(def), ns, name).ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+        let obj = self
+            .store
+            .get(&key_of(def), ns, name)
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
         Ok(scale_of(def, &obj))
     }
 
     /// Writes the desired replicas of a scale subresource (PUT or PATCH on `/scale`).
-    pub async fn update_scale(&self, def: &ResourceDef, version: &str, ns: &str, name: &str, scale: &Value, caller: &Caller) -> Result<Value, ApiError> {
-        let paths = def.scale.clone().ok_or_else(|| ApiError::not_found(&def.group, &format!("{}/scale", def.plural), name))?;
-        let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_scale(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
+        scale: &Value,
+        caller: &Caller,
+    ) -> Result<Value, ApiError> {
+        let paths = def.scale.clone().ok_or_else(|| {
+            ApiError::not_found(&def.group, &format!("{}/scale", def.plural), name)
+        })?;
+        let replicas = scale
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         if replicas < 0 {
-            return Err(ApiError::invalid(format!("Scale.autoscaling \"{name}\" is invalid: spec.replicas: Invalid value: {replicas}: must be greater than or equal to 0")));
+            return Err(ApiError::invalid(format!(
+                "Scale.autoscaling \"{name}\" is invalid: spec.replicas: Invalid value: {replicas}: must be greater than or equal to 0"
+            )));
         }
-        let rv = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(String::from);
+        let rv = scale
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(String::from);
         let key = key_of(def);
         for _ in 0..8 {
-            let current = self.store.get(&key, ns, name).ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+            let current = self
+                .store
+                .get(&key, ns, name)
+                .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
             let mut new = (*current).clone();
             set_json_path(&mut new, &paths.spec_replicas, json!(replicas));
             if let Some(rv) = &rv {
@@ -480,16 +690,26 @@ impl Cluster {
     }
 
     /// Patches a scale subresource.
-    pub async fn patch_scale(&self, def: &ResourceDef, version: &str, ns: &str, name: &str, kind: PatchKind, body: &Value, caller: &Caller) -> Result<Value, ApiError> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch_scale(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &Value,
+        caller: &Caller,
+    ) -> Result<Value, ApiError> {
         let current = self.get_scale(def, ns, name)?;
         let patched = patch::apply(kind, &current, body)?;
         let mut scale = patched;
-        if body.pointer("/metadata/resourceVersion").is_none() {
-            if let Some(m) = scale.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.remove("resourceVersion");
-            }
+        if body.pointer("/metadata/resourceVersion").is_none()
+            && let Some(m) = scale.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            m.remove("resourceVersion");
         }
-        self.update_scale(def, version, ns, name, &scale, caller).await
+        self.update_scale(def, version, ns, name, &scale, caller)
     }
 }
 
@@ -500,12 +720,24 @@ pub fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
         status_replicas: ".status.replicas".into(),
         label_selector: None,
     });
-    let spec_replicas = json_path(obj, &paths.spec_replicas).and_then(Value::as_i64).unwrap_or(0);
-    let status_replicas = json_path(obj, &paths.status_replicas).and_then(Value::as_i64).unwrap_or(0);
-    let selector = paths.label_selector.as_deref().and_then(|p| json_path(obj, p)).map(|s| match s {
-        Value::String(s) => s.clone(),
-        structured => LabelSelector::from_structured(structured).ok().flatten().map(|s| s.to_query()).unwrap_or_default(),
-    });
+    let spec_replicas = json_path(obj, &paths.spec_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let status_replicas = json_path(obj, &paths.status_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let selector = paths
+        .label_selector
+        .as_deref()
+        .and_then(|p| json_path(obj, p))
+        .map(|s| match s {
+            Value::String(s) => s.clone(),
+            structured => LabelSelector::from_structured(structured)
+                .ok()
+                .flatten()
+                .map(|s| s.to_query())
+                .unwrap_or_default(),
+        });
     let m = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut status = json!({"replicas": status_replicas});
     if let Some(sel) = selector.filter(|s| !s.is_empty()) {

@@ -19,7 +19,11 @@ pub struct SimClock {
 impl SimClock {
     /// Starts a clock at the current wall-clock time; `scale` ≤ 0 is taken as 1.
     pub fn new(scale: f64) -> Self {
-        Self { origin_real: Instant::now(), origin_sim: Timestamp::now(), scale: if scale > 0.0 { scale } else { 1.0 } }
+        Self {
+            origin_real: Instant::now(),
+            origin_sim: Timestamp::now(),
+            scale: if scale > 0.0 { scale } else { 1.0 },
+        }
     }
 
     /// The time-scale factor (sim seconds per real second).
@@ -35,7 +39,9 @@ impl SimClock {
     /// The current sim time.
     pub fn now(&self) -> Timestamp {
         let nanos = (self.elapsed_secs() * 1e9) as i64;
-        self.origin_sim.checked_add(SignedDuration::from_nanos(nanos)).unwrap_or(self.origin_sim)
+        self.origin_sim
+            .checked_add(SignedDuration::from_nanos(nanos))
+            .unwrap_or(self.origin_sim)
     }
 
     /// The real duration that `sim` sim-time takes.
@@ -94,6 +100,9 @@ mod tests {
         let clock = SimClock::new(1000.0);
         std::thread::sleep(Duration::from_millis(20));
         assert!(clock.elapsed_secs() >= 20.0);
-        assert_eq!(clock.real_duration(Duration::from_secs(1)), Duration::from_millis(1));
+        assert_eq!(
+            clock.real_duration(Duration::from_secs(1)),
+            Duration::from_millis(1)
+        );
     }
 }

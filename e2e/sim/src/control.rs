@@ -33,7 +33,10 @@ pub struct Caller {
 impl Caller {
     /// An in-process controller.
     pub fn controller(name: &str) -> Self {
-        Self { user_agent: format!("plimsoll-sim/{name}"), field_manager: Some(name.to_string()) }
+        Self {
+            user_agent: format!("plimsoll-sim/{name}"),
+            field_manager: Some(name.to_string()),
+        }
     }
 }
 
@@ -71,7 +74,9 @@ pub struct AuditLog {
 
 impl AuditLog {
     fn lock(&self) -> MutexGuard<'_, Vec<AuditEntry>> {
-        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Appends an entry.
@@ -124,17 +129,29 @@ impl Faults {
     /// No faults.
     pub fn new(seed: u64) -> Self {
         let (drop_tx, _) = tokio::sync::watch::channel(0);
-        Self { rules: Mutex::new(Vec::new()), next_id: AtomicU64::new(1), expire_next: AtomicU32::new(0), drop_tx, rng: Rng::new(seed) }
+        Self {
+            rules: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+            expire_next: AtomicU32::new(0),
+            drop_tx,
+            rng: Rng::new(seed),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<FaultEntry>> {
-        self.rules.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.rules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Adds a fault; returns its id.
     pub fn add(&self, fault: Fault) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.lock().push(FaultEntry { id, fault, fired: 0 });
+        self.lock().push(FaultEntry {
+            id,
+            fault,
+            fired: 0,
+        });
         id
     }
 
@@ -151,22 +168,40 @@ impl Faults {
         for r in rules.iter_mut() {
             let f = &r.fault;
             let verb_ok = f.verb.is_empty() || f.verb == verb;
-            let res_ok = f.resource.is_empty() || f.resource == resource || resource.split('/').next() == Some(f.resource.as_str());
+            let res_ok = f.resource.is_empty()
+                || f.resource == resource
+                || resource.split('/').next() == Some(f.resource.as_str());
             if !(verb_ok && res_ok) {
                 continue;
             }
             latency += Duration::from_millis(f.latency_ms);
             let exhausted = f.count > 0 && r.fired >= f.count;
-            if err.is_none() && f.error_rate > 0.0 && !exhausted && self.rng.next_f64() < f.error_rate {
+            if err.is_none()
+                && f.error_rate > 0.0
+                && !exhausted
+                && self.rng.next_f64() < f.error_rate
+            {
                 r.fired += 1;
                 let code = f.status.unwrap_or(500);
                 err = Some(match code {
-                    429 => ApiError::new(429, "TooManyRequests", "injected fault: too many requests, please try again later")
-                        .with_details(json!({"retryAfterSeconds": 1})),
+                    429 => ApiError::new(
+                        429,
+                        "TooManyRequests",
+                        "injected fault: too many requests, please try again later",
+                    )
+                    .with_details(json!({"retryAfterSeconds": 1})),
                     409 => ApiError::new(409, "Conflict", "injected fault: conflict"),
-                    503 => ApiError::new(503, "ServiceUnavailable", "injected fault: service unavailable"),
+                    503 => ApiError::new(
+                        503,
+                        "ServiceUnavailable",
+                        "injected fault: service unavailable",
+                    ),
                     404 => ApiError::new(404, "NotFound", "injected fault: not found"),
-                    c => ApiError::new(c, "InternalError", format!("Internal error occurred: injected fault (status {c})")),
+                    c => ApiError::new(
+                        c,
+                        "InternalError",
+                        format!("Internal error occurred: injected fault (status {c})"),
+                    ),
                 });
             }
         }
@@ -199,7 +234,9 @@ impl Faults {
 
     /// Consumes one forced expiry, if any is pending.
     pub fn take_forced_expiry(&self) -> bool {
-        self.expire_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+        self.expire_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
     }
 }
 

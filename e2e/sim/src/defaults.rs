@@ -1,6 +1,6 @@
 //! Type defaults and type-specific rules kube-apiserver applies to built-in kinds: defaulting
-//! (`SetDefaults_*` in k8s.io/kubernetes/pkg/apis/*/v1/defaults.go), LimitRange admission,
-//! pod QoS class, pod spec immutability, the pods/resize subresource and CRD status.
+//! (`SetDefaults_*` in k8s.io/kubernetes/pkg/apis/*/v1/defaults.go), `LimitRange` admission,
+//! pod `QoS` class, pod spec immutability, the pods/resize subresource and CRD status.
 
 use serde_json::{Map, Value, json};
 
@@ -14,8 +14,13 @@ fn set_default(obj: &mut Map<String, Value>, key: &str, v: Value) {
 
 /// Applies the built-in defaults of `def`'s kind to `obj` in place.
 pub fn builtin_defaults(def: &ResourceDef, obj: &mut Value) {
-    let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
-    let Some(root) = obj.as_object_mut() else { return };
+    let name = obj
+        .pointer("/metadata/name")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
     match (def.group.as_str(), def.plural.as_str()) {
         ("", "namespaces") => {
             let spec = root.entry("spec").or_insert_with(|| json!({}));
@@ -36,7 +41,9 @@ pub fn builtin_defaults(def: &ResourceDef, obj: &mut Value) {
             }
         }
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
-            let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else { return };
+            let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else {
+                return;
+            };
             if def.plural != "daemonsets" {
                 set_default(spec, "replicas", json!(1));
             }
@@ -60,19 +67,33 @@ pub fn builtin_defaults(def: &ResourceDef, obj: &mut Value) {
                 }
                 "statefulsets" => {
                     set_default(spec, "podManagementPolicy", json!("OrderedReady"));
-                    set_default(spec, "updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+                    set_default(
+                        spec,
+                        "updateStrategy",
+                        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                    );
                     set_default(spec, "revisionHistoryLimit", json!(10));
                 }
                 _ => {}
             }
-            if let Some(pod_spec) = spec.get_mut("template").and_then(|t| t.get_mut("spec")).and_then(Value::as_object_mut) {
+            if let Some(pod_spec) = spec
+                .get_mut("template")
+                .and_then(|t| t.get_mut("spec"))
+                .and_then(Value::as_object_mut)
+            {
                 pod_spec_defaults(pod_spec);
             }
         }
         ("autoscaling", "horizontalpodautoscalers") => {
-            let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else { return };
+            let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else {
+                return;
+            };
             set_default(spec, "minReplicas", json!(1));
-            if spec.get("metrics").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+            if spec
+                .get("metrics")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+            {
                 spec.insert(
                     "metrics".into(),
                     json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]),
@@ -97,11 +118,21 @@ fn pod_spec_defaults(spec: &mut Map<String, Value>) {
     set_default(spec, "schedulerName", json!("default-scheduler"));
     set_default(spec, "securityContext", json!({}));
     for list in ["containers", "initContainers"] {
-        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else { continue };
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
         for c in containers.iter_mut().filter_map(Value::as_object_mut) {
             let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
-            let tag_latest = !image.contains('@') && image.rsplit('/').next().is_none_or(|last| !last.contains(':') || last.ends_with(":latest"));
-            set_default(c, "imagePullPolicy", json!(if tag_latest { "Always" } else { "IfNotPresent" }));
+            let tag_latest = !image.contains('@')
+                && image
+                    .rsplit('/')
+                    .next()
+                    .is_none_or(|last| !last.contains(':') || last.ends_with(":latest"));
+            set_default(
+                c,
+                "imagePullPolicy",
+                json!(if tag_latest { "Always" } else { "IfNotPresent" }),
+            );
             set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
             set_default(c, "terminationMessagePolicy", json!("File"));
             let res = c.entry("resources").or_insert_with(|| json!({}));
@@ -120,19 +151,41 @@ fn pod_spec_defaults(spec: &mut Map<String, Value>) {
     }
 }
 
-/// LimitRanger admission: fills absent container limits from `default` and requests from
+/// `LimitRanger` admission: fills absent container limits from `default` and requests from
 /// `defaultRequest` (which itself defaults to `default`) of every `Container` limit in `ns`.
 pub fn limit_range_defaults(cluster: &Cluster, ns: &str, pod: &mut Value) {
-    let (ranges, _) = cluster.store.list(&(String::new(), "limitranges".into()), Some(ns));
+    let (ranges, _) = cluster
+        .store
+        .list(&(String::new(), "limitranges".into()), Some(ns));
     for lr in ranges {
-        let Some(limits) = lr.pointer("/spec/limits").and_then(Value::as_array) else { continue };
-        for item in limits.iter().filter(|i| i.get("type").and_then(Value::as_str) == Some("Container")) {
-            let default = item.get("default").and_then(Value::as_object).cloned().unwrap_or_default();
-            let mut default_request = item.get("defaultRequest").and_then(Value::as_object).cloned().unwrap_or_default();
+        let Some(limits) = lr.pointer("/spec/limits").and_then(Value::as_array) else {
+            continue;
+        };
+        for item in limits
+            .iter()
+            .filter(|i| i.get("type").and_then(Value::as_str) == Some("Container"))
+        {
+            let default = item
+                .get("default")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let mut default_request = item
+                .get("defaultRequest")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
             for (k, v) in &default {
-                default_request.entry(k.clone()).or_insert_with(|| v.clone());
+                default_request
+                    .entry(k.clone())
+                    .or_insert_with(|| v.clone());
             }
-            let Some(containers) = pod.pointer_mut("/spec/containers").and_then(Value::as_array_mut) else { continue };
+            let Some(containers) = pod
+                .pointer_mut("/spec/containers")
+                .and_then(Value::as_array_mut)
+            else {
+                continue;
+            };
             for c in containers.iter_mut() {
                 if !c.get("resources").is_some_and(Value::is_object) {
                     c["resources"] = json!({});
@@ -155,9 +208,13 @@ pub fn limit_range_defaults(cluster: &Cluster, ns: &str, pod: &mut Value) {
     }
 }
 
-/// The QoS class of a pod (Guaranteed, Burstable, BestEffort).
+/// The `QoS` class of a pod (Guaranteed, Burstable, `BestEffort`).
 pub fn qos_class(pod: &Value) -> &'static str {
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let mut any = false;
     let mut guaranteed = !containers.is_empty();
     for c in &containers {
@@ -182,7 +239,7 @@ pub fn qos_class(pod: &Value) -> &'static str {
     }
 }
 
-/// A new pod's status: Pending, with its QoS class.
+/// A new pod's status: Pending, with its `QoS` class.
 pub fn pod_create_status(pod: &mut Value) {
     let qos = qos_class(pod);
     pod["status"] = json!({"phase": "Pending", "qosClass": qos});
@@ -193,7 +250,10 @@ pub fn crd_status(crd: &Value) -> Value {
     let storage = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
-        .and_then(|vs| vs.iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true)))
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        })
         .and_then(|v| v.get("name"))
         .cloned()
         .unwrap_or(Value::Null);
@@ -211,7 +271,13 @@ pub fn crd_status(crd: &Value) -> Value {
 fn immutable_part(spec: &Value) -> Value {
     let mut s = spec.clone();
     if let Some(m) = s.as_object_mut() {
-        for f in ["activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates", "nodeName"] {
+        for f in [
+            "activeDeadlineSeconds",
+            "tolerations",
+            "terminationGracePeriodSeconds",
+            "schedulingGates",
+            "nodeName",
+        ] {
             m.remove(f);
         }
         for list in ["containers", "initContainers"] {
@@ -228,12 +294,23 @@ fn immutable_part(spec: &Value) -> Value {
 /// Rejects pod updates that change immutable spec fields (as pod validation does);
 /// `spec.nodeName` may go from unset to set (what a binding does).
 pub fn check_pod_update(current: &Value, new: &Value) -> Result<(), ApiError> {
-    let (Some(old_spec), Some(new_spec)) = (current.get("spec"), new.get("spec")) else { return Ok(()) };
-    let old_node = old_spec.get("nodeName").and_then(Value::as_str).unwrap_or_default();
-    let new_node = new_spec.get("nodeName").and_then(Value::as_str).unwrap_or_default();
+    let (Some(old_spec), Some(new_spec)) = (current.get("spec"), new.get("spec")) else {
+        return Ok(());
+    };
+    let old_node = old_spec
+        .get("nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let new_node = new_spec
+        .get("nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let node_ok = old_node == new_node || old_node.is_empty();
     if immutable_part(old_spec) != immutable_part(new_spec) || !node_ok {
-        let name = current.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let name = current
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         return Err(ApiError::invalid(format!(
             "Pod \"{name}\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
         ))
@@ -246,14 +323,26 @@ pub fn check_pod_update(current: &Value, new: &Value) -> Result<(), ApiError> {
 /// body; the simulated kubelet actuates at once, so status reflects the new resources.
 pub fn resize_pod(current: &Value, body: &Value) -> Result<Value, ApiError> {
     let mut new = current.clone();
-    let body_containers = body.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
-    let Some(containers) = new.pointer_mut("/spec/containers").and_then(Value::as_array_mut) else {
+    let body_containers = body
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some(containers) = new
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    else {
         return Err(ApiError::invalid("pod has no containers"));
     };
     for bc in &body_containers {
         let name = bc.get("name").and_then(Value::as_str).unwrap_or_default();
-        let Some(c) = containers.iter_mut().find(|c| c.get("name").and_then(Value::as_str) == Some(name)) else {
-            return Err(ApiError::invalid(format!("Pod is invalid: spec.containers: Not found: {name:?}")));
+        let Some(c) = containers
+            .iter_mut()
+            .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
+        else {
+            return Err(ApiError::invalid(format!(
+                "Pod is invalid: spec.containers: Not found: {name:?}"
+            )));
         };
         for f in ["resources", "resizePolicy"] {
             if let Some(v) = bc.get(f) {
@@ -261,11 +350,28 @@ pub fn resize_pod(current: &Value, body: &Value) -> Result<Value, ApiError> {
             }
         }
     }
-    let resources: Vec<(String, Value)> =
-        containers.iter().map(|c| (c.get("name").and_then(Value::as_str).unwrap_or_default().to_string(), c.get("resources").cloned().unwrap_or_else(|| json!({})))).collect();
-    if let Some(statuses) = new.pointer_mut("/status/containerStatuses").and_then(Value::as_array_mut) {
+    let resources: Vec<(String, Value)> = containers
+        .iter()
+        .map(|c| {
+            (
+                c.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                c.get("resources").cloned().unwrap_or_else(|| json!({})),
+            )
+        })
+        .collect();
+    if let Some(statuses) = new
+        .pointer_mut("/status/containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
         for s in statuses.iter_mut() {
-            let name = s.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let name = s
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             if let Some((_, r)) = resources.iter().find(|(n, _)| *n == name) {
                 s["resources"] = r.clone();
                 s["allocatedResources"] = r.get("requests").cloned().unwrap_or_else(|| json!({}));
@@ -288,9 +394,15 @@ mod tests {
         // upstream: pkg/apis/core/helper/qos/qos_test.go TestComputePodQOS
         let pod = |res: Value| json!({"spec": {"containers": [{"name": "a", "resources": res}]}});
         assert_eq!(qos_class(&pod(json!({}))), "BestEffort");
-        assert_eq!(qos_class(&pod(json!({"requests": {"cpu": "1"}}))), "Burstable");
+        assert_eq!(
+            qos_class(&pod(json!({"requests": {"cpu": "1"}}))),
+            "Burstable"
+        );
         let lim = json!({"cpu": "1", "memory": "1Gi"});
-        assert_eq!(qos_class(&pod(json!({"requests": lim, "limits": lim}))), "Guaranteed");
+        assert_eq!(
+            qos_class(&pod(json!({"requests": lim, "limits": lim}))),
+            "Guaranteed"
+        );
     }
 
     #[test]
@@ -304,12 +416,115 @@ mod tests {
     }
 
     #[test]
+    fn validation_names_and_selectors() {
+        // upstream: pkg/apis/apps/validation/validation_test.go TestValidateDeployment
+        let reg = crate::registry::Registry::with_builtins();
+        let deploy = reg.lookup("apps", "v1", "deployments").unwrap();
+        let d = |name: &str, sel: &str, label: &str| json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"app": sel}}, "template": {"metadata": {"labels": {"app": label}}}}});
+        assert!(validate(&deploy, &d("web", "web", "web"), None).is_ok());
+        assert_eq!(
+            validate(&deploy, &d("Web", "web", "web"), None)
+                .unwrap_err()
+                .code,
+            422
+        );
+        assert_eq!(
+            validate(&deploy, &d("web", "web", "db"), None)
+                .unwrap_err()
+                .code,
+            422
+        );
+        let old = d("web", "web", "web");
+        let mut new = d("web", "x", "x");
+        new["spec"]["template"]["metadata"]["labels"]["app"] = json!("x");
+        assert!(
+            validate(&deploy, &new, Some(&old))
+                .unwrap_err()
+                .message
+                .contains("immutable")
+        );
+    }
+
+    #[test]
     fn resize_takes_only_resources() {
         let pod = json!({"spec": {"containers": [{"name": "a", "image": "x", "resources": {}}]},
             "status": {"containerStatuses": [{"name": "a"}]}});
         let body = json!({"spec": {"containers": [{"name": "a", "image": "evil", "resources": {"requests": {"cpu": "2"}}}]}});
         let out = resize_pod(&pod, &body).unwrap();
         assert_eq!(out["spec"]["containers"][0]["image"], "x");
-        assert_eq!(out["status"]["containerStatuses"][0]["allocatedResources"]["cpu"], "2");
+        assert_eq!(
+            out["status"]["containerStatuses"][0]["allocatedResources"]["cpu"],
+            "2"
+        );
     }
+}
+
+fn is_dns_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name
+            .as_bytes()
+            .first()
+            .is_some_and(u8::is_ascii_alphanumeric)
+        && name
+            .as_bytes()
+            .last()
+            .is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// The validation kube-apiserver applies that the sim enforces: object names are DNS
+/// subdomains; workload selectors are required, match the template's labels and are immutable.
+pub fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !is_dns_subdomain(name) {
+        let kind = &def.kind;
+        return Err(ApiError::invalid(format!(
+            "{kind} \"{name}\" is invalid: metadata.name: Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        ))
+        .with_details(json!({"name": name, "kind": def.kind, "causes": [{"reason": "FieldValueInvalid", "field": "metadata.name"}]})));
+    }
+    if def.group == "apps"
+        && matches!(
+            def.plural.as_str(),
+            "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+        )
+    {
+        let invalid = |field: &str, msg: &str| {
+            ApiError::invalid(format!("{}.apps \"{name}\" is invalid: {field}: {msg}", def.kind))
+                .with_details(json!({"name": name, "group": "apps", "kind": def.kind, "causes": [{"reason": "FieldValueInvalid", "field": field, "message": msg}]}))
+        };
+        let selector = obj
+            .pointer("/spec/selector")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let Some(sel) =
+            crate::selector::LabelSelector::from_structured(&selector)?.filter(|s| !s.is_empty())
+        else {
+            return Err(invalid("spec.selector", "Required value"));
+        };
+        if !sel.matches(
+            obj.pointer("/spec/template/metadata/labels")
+                .and_then(Value::as_object),
+        ) {
+            return Err(invalid(
+                "spec.template.metadata.labels",
+                "Invalid value: `selector` does not match template `labels`",
+            ));
+        }
+        if let Some(old) = old
+            && old.pointer("/spec/selector") != obj.pointer("/spec/selector")
+        {
+            return Err(invalid(
+                "spec.selector",
+                "Invalid value: field is immutable",
+            ));
+        }
+    }
+    Ok(())
 }

@@ -113,19 +113,30 @@ fn sample_hpa(ns: &str) -> Value {
 fn yaml_documents(text: &str) -> Vec<Value> {
     text.split("\n---")
         .filter_map(|doc| serde_saphyr::from_str::<Value>(doc).ok())
-        .filter(|v| v.is_object())
+        .filter(serde_json::Value::is_object)
         .collect()
 }
 
 async fn install_crds(cluster: &crate::Cluster, dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
     let mut n = 0;
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml")).collect();
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
     files.sort();
     for f in files {
-        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
         for doc in yaml_documents(&text) {
-            if cluster.create_manifest(doc, &Caller::controller("demo")).await.is_ok() {
+            if cluster
+                .create_manifest(doc, &Caller::controller("demo"))
+                .await
+                .is_ok()
+            {
                 n += 1;
             }
         }
@@ -135,11 +146,31 @@ async fn install_crds(cluster: &crate::Cluster, dir: &Path) -> usize {
 
 fn last_decision(cluster: &crate::Cluster, ns: &str) -> String {
     let mut best: Option<(String, String)> = None;
-    for def in cluster.registry.all().iter().filter(|d| d.kind.contains("HorizontalPodAutoscaler")) {
-        let (items, _) = cluster.store.list(&(def.group.clone(), def.plural.clone()), Some(ns));
-        for o in items.iter().filter(|o| o.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str) == Some("web")) {
-            for c in o.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten() {
-                let at = c.get("lastTransitionTime").and_then(Value::as_str).unwrap_or_default().to_string();
+    for def in cluster
+        .registry
+        .all()
+        .iter()
+        .filter(|d| d.kind.contains("HorizontalPodAutoscaler"))
+    {
+        let (items, _) = cluster
+            .store
+            .list(&(def.group.clone(), def.plural.clone()), Some(ns));
+        for o in items.iter().filter(|o| {
+            o.pointer("/spec/scaleTargetRef/name")
+                .and_then(Value::as_str)
+                == Some("web")
+        }) {
+            for c in o
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let at = c
+                    .get("lastTransitionTime")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let text = format!(
                     "{}: {}",
                     c.get("reason").and_then(Value::as_str).unwrap_or_default(),
@@ -155,13 +186,31 @@ fn last_decision(cluster: &crate::Cluster, ns: &str) -> String {
 }
 
 fn take(cluster: &crate::Cluster, ns: &str, t: f64) -> Sample {
-    let dep = cluster.store.get(&("apps".into(), "deployments".into()), ns, "web");
-    let replicas = dep.as_ref().and_then(|d| d.pointer("/spec/replicas")).and_then(Value::as_i64).unwrap_or(0);
-    let ready = dep.as_ref().and_then(|d| d.pointer("/status/readyReplicas")).and_then(Value::as_i64).unwrap_or(0);
-    let (pods, _) = cluster.store.list(&(String::new(), "pods".into()), Some(ns));
+    let dep = cluster
+        .store
+        .get(&("apps".into(), "deployments".into()), ns, "web");
+    let replicas = dep
+        .as_ref()
+        .and_then(|d| d.pointer("/spec/replicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let ready = dep
+        .as_ref()
+        .and_then(|d| d.pointer("/status/readyReplicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let (pods, _) = cluster
+        .store
+        .list(&(String::new(), "pods".into()), Some(ns));
     let (mut used, mut requested) = (0.0, 0.0);
-    for p in pods.iter().filter(|p| p.pointer("/metadata/labels/app").and_then(Value::as_str) == Some("web")) {
-        let name = p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    for p in pods
+        .iter()
+        .filter(|p| p.pointer("/metadata/labels/app").and_then(Value::as_str) == Some("web"))
+    {
+        let name = p
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if let Some(u) = cluster.model.pod_usage(ns, name) {
             used += u.containers.iter().map(|c| c.cpu_millis).sum::<f64>();
             requested += p
@@ -169,64 +218,132 @@ fn take(cluster: &crate::Cluster, ns: &str, t: f64) -> Sample {
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|c| c.pointer("/resources/requests/cpu").and_then(Value::as_str).and_then(parse_quantity))
+                .filter_map(|c| {
+                    c.pointer("/resources/requests/cpu")
+                        .and_then(Value::as_str)
+                        .and_then(parse_quantity)
+                })
                 .sum::<f64>()
                 * 1000.0;
         }
     }
     Sample {
         t,
-        load: cluster.model.current_load(ns, "deployments", "web").unwrap_or(0.0),
+        load: cluster
+            .model
+            .current_load(ns, "deployments", "web")
+            .unwrap_or(0.0),
         replicas,
         ready,
-        cpu_percent: if requested > 0.0 { 100.0 * used / requested } else { 0.0 },
+        cpu_percent: if requested > 0.0 {
+            100.0 * used / requested
+        } else {
+            0.0
+        },
         decision: last_decision(cluster, ns),
     }
 }
 
 fn clock_label(t: f64) -> String {
     let s = t.max(0.0) as u64;
-    format!("d{} {:02}:{:02}", s / 86_400, (s % 86_400) / 3600, (s % 3600) / 60)
+    format!(
+        "d{} {:02}:{:02}",
+        s / 86_400,
+        (s % 86_400) / 3600,
+        (s % 3600) / 60
+    )
 }
 
 /// Runs the demo; returns the samples it plotted.
+#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sample>> {
-    let sim = Sim::start(SimConfig { time_scale: config.time_scale, ..SimConfig::default() }).await?;
+    let sim = Sim::start(SimConfig {
+        time_scale: config.time_scale,
+        ..SimConfig::default()
+    })
+    .await?;
     let cluster = sim.cluster.clone();
     let ns = config.namespace.clone();
     let crds = install_crds(&cluster, &config.crds_dir).await;
     let caller = Caller::controller("demo");
-    cluster.create_manifest(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), &caller).await?;
-    cluster.create_manifest(sample_workload(&ns), &caller).await?;
+    cluster
+        .create_manifest(
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            &caller,
+        )
+        .await?;
+    cluster
+        .create_manifest(sample_workload(&ns), &caller)
+        .await?;
     cluster.create_manifest(sample_hpa(&ns), &caller).await?;
     let day = 86_400.0;
-    sim.set_load(&ns, "deployments", "web", LoadSpec {
-        // Trough at midnight, peak at noon.
-        profile: LoadProfile::Sine { base: f64::midpoint(config.peak, config.trough), amplitude: (config.peak - config.trough) / 2.0, period_seconds: day, phase_seconds: day * 0.75 },
-        cpu_millis_per_unit: 1.0,
-        cpu_base_millis: 5.0,
-        memory_bytes_per_unit: 64.0 * 1024.0,
-        noise: 0.05,
-        seed: 7,
-        ..LoadSpec::default()
-    });
+    sim.set_load(
+        &ns,
+        "deployments",
+        "web",
+        LoadSpec {
+            // Trough at midnight, peak at noon.
+            profile: LoadProfile::Sine {
+                base: f64::midpoint(config.peak, config.trough),
+                amplitude: (config.peak - config.trough) / 2.0,
+                period_seconds: day,
+                phase_seconds: day * 0.75,
+            },
+            cpu_millis_per_unit: 1.0,
+            cpu_base_millis: 5.0,
+            memory_bytes_per_unit: 64.0 * 1024.0,
+            noise: 0.05,
+            seed: 7,
+            ..LoadSpec::default()
+        },
+    );
     let shutdown = CancellationToken::new();
-    let ctx = DemoContext { client: sim.kube_client().await?, kubeconfig: sim.kubeconfig(), namespace: ns.clone(), shutdown: shutdown.clone() };
-    let handles: Vec<_> = services.into_iter().map(|s| tokio::spawn(s(ctx.clone()))).collect();
+    let ctx = DemoContext {
+        client: sim.kube_client().await?,
+        kubeconfig: sim.kubeconfig(),
+        namespace: ns.clone(),
+        shutdown: shutdown.clone(),
+    };
+    let handles: Vec<_> = services
+        .into_iter()
+        .map(|s| tokio::spawn(s(ctx.clone())))
+        .collect();
     if config.print {
-        println!("plimsoll demo: sim at {} (time scale {}×, {} CRD objects installed, {} services)", sim.base_url, config.time_scale, crds, handles.len());
-        println!("{:<10} {:>8} {:>9} {:>6}  last decision", "time", "load", "replicas", "cpu");
+        println!(
+            "plimsoll demo: sim at {} (time scale {}×, {} CRD objects installed, {} services)",
+            sim.base_url,
+            config.time_scale,
+            crds,
+            handles.len()
+        );
+        println!(
+            "{:<10} {:>8} {:>9} {:>6}  last decision",
+            "time", "load", "replicas", "cpu"
+        );
     }
     let started = Instant::now();
     let t0 = cluster.clock.elapsed_secs();
     let mut samples = Vec::new();
     while started.elapsed() < config.duration {
-        tokio::time::sleep(config.sample_every.min(config.duration.saturating_sub(started.elapsed())).max(Duration::from_millis(10))).await;
+        tokio::time::sleep(
+            config
+                .sample_every
+                .min(config.duration.saturating_sub(started.elapsed()))
+                .max(Duration::from_millis(10)),
+        )
+        .await;
         let s = take(&cluster, &ns, cluster.clock.elapsed_secs() - t0);
         if config.print {
             let mut decision = s.decision.clone();
             decision.truncate(70);
-            println!("{:<10} {:>8.0} {:>5}/{:<3} {:>5.0}%  {decision}", clock_label(s.t), s.load, s.ready, s.replicas, s.cpu_percent);
+            println!(
+                "{:<10} {:>8.0} {:>5}/{:<3} {:>5.0}%  {decision}",
+                clock_label(s.t),
+                s.load,
+                s.ready,
+                s.replicas,
+                s.cpu_percent
+            );
         }
         samples.push(s);
     }
@@ -234,7 +351,14 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
     for h in handles {
         let _ = tokio::time::timeout(Duration::from_secs(5), h).await;
     }
-    std::fs::write(&config.plot, render_svg(&samples, "plimsoll demo: load and replicas over a simulated day")).map_err(Error::Io)?;
+    std::fs::write(
+        &config.plot,
+        render_svg(
+            &samples,
+            "plimsoll demo: load and replicas over a simulated day",
+        ),
+    )
+    .map_err(Error::Io)?;
     if config.print {
         println!("plot written to {}", config.plot.display());
     }
@@ -244,32 +368,55 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
 
 /// Renders samples as an SVG line chart: load (left axis) and replicas (right axis, steps)
 /// against sim time.
+#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
+#[allow(clippy::many_single_char_names)] // x/y scales and w/h are the plot's vocabulary
 pub fn render_svg(samples: &[Sample], title: &str) -> String {
     let (w, h) = (960.0_f64, 420.0_f64);
     let (left, right, top, bottom) = (70.0, 70.0, 50.0, 50.0);
     let (pw, ph) = (w - left - right, h - top - bottom);
     let t_max = samples.iter().map(|s| s.t).fold(1.0_f64, f64::max);
     let load_max = nice_max(samples.iter().map(|s| s.load).fold(1.0, f64::max));
-    let rep_max = nice_max(samples.iter().map(|s| s.replicas.max(s.ready) as f64).fold(1.0, f64::max));
+    let rep_max = nice_max(
+        samples
+            .iter()
+            .map(|s| s.replicas.max(s.ready) as f64)
+            .fold(1.0, f64::max),
+    );
     let x = |t: f64| left + pw * t / t_max;
     let yl = |v: f64| top + ph * (1.0 - v / load_max);
     let yr = |v: f64| top + ph * (1.0 - v / rep_max);
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">
 <rect width="100%" height="100%" fill="white"/>
 <text x="{}" y="28" font-size="16" text-anchor="middle">{}</text>
-"##,
+"#,
         w / 2.0,
         escape(title)
     );
     for i in 0..=5 {
         let f = f64::from(i) / 5.0;
         let y = top + ph * (1.0 - f);
-        let _ = writeln!(svg, r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/>"##, left + pw);
-        let _ = writeln!(svg, r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#1f77b4">{:.0}</text>"##, left - 6.0, y + 4.0, load_max * f);
-        let _ = writeln!(svg, r##"<text x="{:.1}" y="{:.1}" fill="#d62728">{:.0}</text>"##, left + pw + 6.0, y + 4.0, rep_max * f);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/>"##,
+            left + pw
+        );
+        let _ = writeln!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#1f77b4">{:.0}</text>"##,
+            left - 6.0,
+            y + 4.0,
+            load_max * f
+        );
+        let _ = writeln!(
+            svg,
+            r##"<text x="{:.1}" y="{:.1}" fill="#d62728">{:.0}</text>"##,
+            left + pw + 6.0,
+            y + 4.0,
+            rep_max * f
+        );
     }
     let hours = (t_max / 3600.0).ceil().max(1.0) as u64;
     let step = (hours / 12).max(1);
@@ -278,19 +425,42 @@ pub fn render_svg(samples: &[Sample], title: &str) -> String {
         if t > t_max {
             break;
         }
-        let _ = writeln!(svg, r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">{hr}h</text>"##, x(t), top + ph + 18.0);
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{hr}h</text>"#,
+            x(t),
+            top + ph + 18.0
+        );
     }
-    let _ = writeln!(svg, r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##);
-    let load_pts: Vec<String> = samples.iter().map(|s| format!("{:.1},{:.1}", x(s.t), yl(s.load))).collect();
-    let _ = writeln!(svg, r##"<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{}"/>"##, load_pts.join(" "));
+    let _ = writeln!(
+        svg,
+        r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
+    );
+    let load_pts: Vec<String> = samples
+        .iter()
+        .map(|s| format!("{:.1},{:.1}", x(s.t), yl(s.load)))
+        .collect();
+    let _ = writeln!(
+        svg,
+        r##"<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{}"/>"##,
+        load_pts.join(" ")
+    );
     let mut rep_pts = Vec::new();
     for (i, s) in samples.iter().enumerate() {
         if i > 0 {
-            rep_pts.push(format!("{:.1},{:.1}", x(s.t), yr(samples[i - 1].replicas as f64)));
+            rep_pts.push(format!(
+                "{:.1},{:.1}",
+                x(s.t),
+                yr(samples[i - 1].replicas as f64)
+            ));
         }
         rep_pts.push(format!("{:.1},{:.1}", x(s.t), yr(s.replicas as f64)));
     }
-    let _ = writeln!(svg, r##"<polyline fill="none" stroke="#d62728" stroke-width="2" points="{}"/>"##, rep_pts.join(" "));
+    let _ = writeln!(
+        svg,
+        r##"<polyline fill="none" stroke="#d62728" stroke-width="2" points="{}"/>"##,
+        rep_pts.join(" ")
+    );
     let _ = writeln!(
         svg,
         r##"<text x="{left}" y="{:.1}" fill="#1f77b4">load (units/s, left)</text><text x="{:.1}" y="{:.1}" fill="#d62728" text-anchor="end">replicas (right)</text>
@@ -316,7 +486,9 @@ fn nice_max(v: f64) -> f64 {
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -324,16 +496,33 @@ mod tests {
     use super::*;
 
     fn sample(t: f64, load: f64, replicas: i64) -> Sample {
-        Sample { t, load, replicas, ready: replicas, cpu_percent: 50.0, decision: String::new() }
+        Sample {
+            t,
+            load,
+            replicas,
+            ready: replicas,
+            cpu_percent: 50.0,
+            decision: String::new(),
+        }
     }
 
     #[test]
     fn svg_has_both_series_and_axes() {
-        let svg = render_svg(&[sample(0.0, 100.0, 2), sample(3600.0, 900.0, 6), sample(7200.0, 300.0, 3)], "a <b>");
+        let svg = render_svg(
+            &[
+                sample(0.0, 100.0, 2),
+                sample(3600.0, 900.0, 6),
+                sample(7200.0, 300.0, 3),
+            ],
+            "a <b>",
+        );
         assert!(svg.starts_with("<svg"));
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("a &lt;b&gt;"));
-        assert!(svg.contains(">1000<"), "load axis rounded up to a nice maximum");
+        assert!(
+            svg.contains(">1000<"),
+            "load axis rounded up to a nice maximum"
+        );
     }
 
     #[test]

@@ -19,7 +19,12 @@ pub struct ApiError {
 impl ApiError {
     /// Builds an error with no details.
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     /// Adds `Status.details`.
@@ -31,14 +36,22 @@ impl ApiError {
 
     /// 404: `<resource>.<group> "<name>" not found`.
     pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, plural)))
-            .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, plural)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     /// 409: `<resource>.<group> "<name>" already exists`.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, plural)))
-            .with_details(json!({"name": name, "group": group, "kind": plural}))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, plural)),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": plural}))
     }
 
     /// 409 on a stale `metadata.resourceVersion`.
@@ -59,12 +72,12 @@ impl ApiError {
         Self::new(422, "Invalid", message)
     }
 
-    /// 400 BadRequest.
+    /// 400 `BadRequest`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
 
-    /// 405 MethodNotAllowed.
+    /// 405 `MethodNotAllowed`.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(405, "MethodNotAllowed", message)
     }
@@ -74,9 +87,13 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
-    /// 500 InternalError.
+    /// 500 `InternalError`.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
     }
 
     /// The `metav1.Status` body.
@@ -106,7 +123,11 @@ impl std::fmt::Display for ApiError {
 impl std::error::Error for ApiError {}
 
 fn qualified(group: &str, plural: &str) -> String {
-    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
 }
 
 /// The crate's error type for everything that is not an API answer.

@@ -1,4 +1,4 @@
-//! The pods/eviction subresource (`policy/v1` Eviction) and PodDisruptionBudget arithmetic,
+//! The pods/eviction subresource (`policy/v1` Eviction) and `PodDisruptionBudget` arithmetic,
 //! following the disruption controller: `expectedPods` from the pods' controllers' scale,
 //! `desiredHealthy` from minAvailable or expectedPods − maxUnavailable (percentages rounded
 //! up), `currentHealthy` = Ready pods not being deleted, `disruptionsAllowed` =
@@ -22,7 +22,10 @@ use crate::workload::int_or_percent;
 fn is_ready(p: &Value) -> bool {
     p.pointer("/status/conditions")
         .and_then(Value::as_array)
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
 }
 
 /// The PDB arithmetic for one budget.
@@ -39,28 +42,50 @@ pub struct Budget {
 }
 
 fn matching_pods(cluster: &Cluster, pdb: &Value) -> Vec<Arc<Value>> {
-    let ns = pdb.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
-    let Ok(Some(sel)) = LabelSelector::from_structured(pdb.pointer("/spec/selector").unwrap_or(&Value::Null)) else { return Vec::new() };
-    let (pods, _) = cluster.store.list(&(String::new(), "pods".into()), Some(ns));
+    let ns = pdb
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Ok(Some(sel)) =
+        LabelSelector::from_structured(pdb.pointer("/spec/selector").unwrap_or(&Value::Null))
+    else {
+        return Vec::new();
+    };
+    let (pods, _) = cluster
+        .store
+        .list(&(String::new(), "pods".into()), Some(ns));
     pods.into_iter().filter(|p| sel.matches_object(p)).collect()
 }
 
 /// Computes the budget of `pdb` now.
 pub fn budget(cluster: &Cluster, pdb: &Value) -> Budget {
-    let ns = pdb.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+    let ns = pdb
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let pods = matching_pods(cluster, pdb);
-    let live: Vec<&Arc<Value>> = pods.iter().filter(|p| p.pointer("/metadata/deletionTimestamp").is_none()).collect();
+    let live: Vec<&Arc<Value>> = pods
+        .iter()
+        .filter(|p| p.pointer("/metadata/deletionTimestamp").is_none())
+        .collect();
     let current_healthy = live.iter().filter(|p| is_ready(p)).count() as i64;
     // expectedPods: the scale of each distinct controller (a Deployment's, for its ReplicaSets).
     let mut seen = HashSet::new();
     let mut expected = 0i64;
     let mut uncontrolled = 0i64;
     for p in &pods {
-        let Some(r) = p.pointer("/metadata/ownerReferences").and_then(Value::as_array).and_then(|a| a.iter().find(|r| r["controller"] == true)) else {
+        let Some(r) = p
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().find(|r| r["controller"] == true))
+        else {
             uncontrolled += 1;
             continue;
         };
-        let (kind, name) = (r["kind"].as_str().unwrap_or_default(), r["name"].as_str().unwrap_or_default());
+        let (kind, name) = (
+            r["kind"].as_str().unwrap_or_default(),
+            r["name"].as_str().unwrap_or_default(),
+        );
         let (group, plural) = match kind {
             "ReplicaSet" => ("apps", "replicasets"),
             "StatefulSet" => ("apps", "statefulsets"),
@@ -69,16 +94,32 @@ pub fn budget(cluster: &Cluster, pdb: &Value) -> Budget {
                 continue;
             }
         };
-        let Some(mut owner) = cluster.store.get(&(group.into(), plural.into()), ns, name) else { continue };
+        let Some(mut owner) = cluster.store.get(&(group.into(), plural.into()), ns, name) else {
+            continue;
+        };
         if kind == "ReplicaSet"
-            && let Some(d) = owner.pointer("/metadata/ownerReferences").and_then(Value::as_array).and_then(|a| a.iter().find(|r| r["kind"] == "Deployment"))
-            && let Some(dep) = cluster.store.get(&("apps".into(), "deployments".into()), ns, d["name"].as_str().unwrap_or_default())
+            && let Some(d) = owner
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().find(|r| r["kind"] == "Deployment"))
+            && let Some(dep) = cluster.store.get(
+                &("apps".into(), "deployments".into()),
+                ns,
+                d["name"].as_str().unwrap_or_default(),
+            )
         {
             owner = dep;
         }
-        let uid = owner.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+        let uid = owner
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if seen.insert(uid) {
-            expected += owner.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+            expected += owner
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
         }
     }
     expected += uncontrolled;
@@ -89,16 +130,27 @@ pub fn budget(cluster: &Cluster, pdb: &Value) -> Budget {
     } else {
         0
     };
-    Budget { expected, current_healthy, desired_healthy, disruptions_allowed: (current_healthy - desired_healthy).max(0) }
+    Budget {
+        expected,
+        current_healthy,
+        desired_healthy,
+        disruptions_allowed: (current_healthy - desired_healthy).max(0),
+    }
 }
 
 /// The status the disruption controller writes.
 pub fn pdb_status(cluster: &Cluster, pdb: &Value, now: Timestamp) -> Value {
     let b = budget(cluster, pdb);
     let allowed = b.disruptions_allowed > 0;
-    let old = pdb.pointer("/status/conditions").and_then(Value::as_array).and_then(|a| a.iter().find(|c| c["type"] == "DisruptionAllowed")).cloned();
+    let old = pdb
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find(|c| c["type"] == "DisruptionAllowed"))
+        .cloned();
     let status = if allowed { "True" } else { "False" };
-    let since = old.filter(|c| c["status"] == status).map_or_else(|| json!(rfc3339(now)), |c| c["lastTransitionTime"].clone());
+    let since = old
+        .filter(|c| c["status"] == status)
+        .map_or_else(|| json!(rfc3339(now)), |c| c["lastTransitionTime"].clone());
     json!({
         "observedGeneration": pdb.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0),
         "disruptionsAllowed": b.disruptions_allowed,
@@ -113,32 +165,68 @@ pub fn pdb_status(cluster: &Cluster, pdb: &Value, now: Timestamp) -> Value {
 }
 
 /// Handles `POST pods/{name}/eviction`: deletes the pod unless a PDB forbids it.
-pub fn evict(cluster: &Arc<Cluster>, ns: &str, name: &str, body: &Value, caller: &Caller) -> Result<Value, ApiError> {
-    let pods_def = cluster.registry.by_key("", "pods").ok_or_else(|| ApiError::internal("pods are not served"))?;
-    let pod = cluster.store.get(&(String::new(), "pods".into()), ns, name).ok_or_else(|| ApiError::not_found("", "pods", name))?;
-    let body_name = body.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(name);
+pub fn evict(
+    cluster: &Arc<Cluster>,
+    ns: &str,
+    name: &str,
+    body: &Value,
+    caller: &Caller,
+) -> Result<Value, ApiError> {
+    let pods_def = cluster
+        .registry
+        .by_key("", "pods")
+        .ok_or_else(|| ApiError::internal("pods are not served"))?;
+    let pod = cluster
+        .store
+        .get(&(String::new(), "pods".into()), ns, name)
+        .ok_or_else(|| ApiError::not_found("", "pods", name))?;
+    let body_name = body
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or(name);
     if body_name != name {
-        return Err(ApiError::bad_request("name in URL does not match name in Eviction object"));
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
     }
     let opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None);
-    let terminal = matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed" | "Pending"));
+    let terminal = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed" | "Pending")
+    );
     let already_deleting = pod.pointer("/metadata/deletionTimestamp").is_some();
     if !terminal && !already_deleting {
-        let (pdbs, _) = cluster.store.list(&("policy".into(), "poddisruptionbudgets".into()), Some(ns));
+        let (pdbs, _) = cluster
+            .store
+            .list(&("policy".into(), "poddisruptionbudgets".into()), Some(ns));
         let matching: Vec<&Arc<Value>> = pdbs
             .iter()
-            .filter(|b| LabelSelector::from_structured(b.pointer("/spec/selector").unwrap_or(&Value::Null)).ok().flatten().is_some_and(|s| s.matches_object(&pod)))
+            .filter(|b| {
+                LabelSelector::from_structured(b.pointer("/spec/selector").unwrap_or(&Value::Null))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|s| s.matches_object(&pod))
+            })
             .collect();
         if matching.len() > 1 {
-            return Err(ApiError::internal("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."));
+            return Err(ApiError::internal(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            ));
         }
         if let Some(pdb) = matching.first() {
             let b = budget(cluster, pdb);
             let healthy = is_ready(&pod);
             // An unhealthy pod may go when the budget is otherwise met (IfHealthyBudget).
-            let blocked = if healthy { b.disruptions_allowed == 0 } else { b.current_healthy < b.desired_healthy };
+            let blocked = if healthy {
+                b.disruptions_allowed == 0
+            } else {
+                b.current_healthy < b.desired_healthy
+            };
             if blocked {
-                let pdb_name = pdb.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                let pdb_name = pdb
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 return Err(ApiError::new(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.").with_details(json!({
                     "causes": [{"reason": "DisruptionBudget",
                         "message": format!("The disruption budget {pdb_name} needs {} healthy pods and has {} currently", b.desired_healthy, b.current_healthy)}]
@@ -159,5 +247,7 @@ pub fn evict(cluster: &Arc<Cluster>, ns: &str, name: &str, body: &Value, caller:
         name: name.into(),
         resource_version: cluster.store.current_rv().to_string(),
     });
-    Ok(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}))
+    Ok(
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    )
 }

@@ -36,9 +36,16 @@ mod tests {
 
     #[test]
     fn kubeconfig_parses_with_kube() {
-        let yaml = render("https://127.0.0.1:6443", "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n", "t");
+        let yaml = render(
+            "https://127.0.0.1:6443",
+            "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+            "t",
+        );
         let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
         assert_eq!(kc.current_context.as_deref(), Some("plimsoll-sim"));
-        assert_eq!(kc.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some("https://127.0.0.1:6443"));
+        assert_eq!(
+            kc.clusters[0].cluster.as_ref().unwrap().server.as_deref(),
+            Some("https://127.0.0.1:6443")
+        );
     }
 }

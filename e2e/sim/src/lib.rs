@@ -189,7 +189,9 @@ impl Cluster {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace",
                 "metadata": {"name": ns, "uid": self.rng.uuid(), "creationTimestamp": now, "labels": {"kubernetes.io/metadata.name": ns}},
                 "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
-            let _ = self.store.create(&(String::new(), "namespaces".into()), obj, "");
+            let _ = self
+                .store
+                .create(&(String::new(), "namespaces".into()), obj, "");
         }
         for n in 1..=nodes {
             let name = format!("sim-node-{n}");
@@ -208,29 +210,61 @@ impl Cluster {
 
     /// The address `/api` advertises.
     pub fn server_address(&self) -> String {
-        self.server_address.read().map(|s| s.clone()).unwrap_or_default()
+        self.server_address
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 
     /// Registers (or replaces) where a webhook Service is reached.
     pub fn register_webhook_service(&self, svc: ServiceAddress) {
         if let Ok(mut v) = self.webhook_services.write() {
-            v.retain(|s| !(s.namespace == svc.namespace && s.name == svc.name && s.port == svc.port));
+            v.retain(|s| {
+                !(s.namespace == svc.namespace && s.name == svc.name && s.port == svc.port)
+            });
             v.push(svc);
         }
     }
 
     /// The loopback address of a webhook Service port.
     pub fn webhook_service(&self, ns: &str, name: &str, port: u16) -> Option<SocketAddr> {
-        self.webhook_services.read().ok()?.iter().find(|s| s.namespace == ns && s.name == name && s.port == port).map(|s| s.address)
+        self.webhook_services
+            .read()
+            .ok()?
+            .iter()
+            .find(|s| s.namespace == ns && s.name == name && s.port == port)
+            .map(|s| s.address)
     }
 
     /// Creates an object from a full manifest (apiVersion, kind, metadata) as a client would.
-    pub async fn create_manifest(&self, obj: Value, caller: &Caller) -> Result<Arc<Value>, ApiError> {
-        let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
-        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-        let (group, version) = api_version.rsplit_once('/').map_or((String::new(), api_version.clone()), |(g, v)| (g.to_string(), v.to_string()));
-        let def = self.registry.by_kind(&group, &kind).ok_or_else(|| ApiError::bad_request(format!("no resource for {api_version} {kind}")))?;
-        let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(if def.namespaced { "default" } else { "" }).to_string();
+    pub async fn create_manifest(
+        &self,
+        obj: Value,
+        caller: &Caller,
+    ) -> Result<Arc<Value>, ApiError> {
+        let api_version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let (group, version) = api_version
+            .rsplit_once('/')
+            .map_or((String::new(), api_version.clone()), |(g, v)| {
+                (g.to_string(), v.to_string())
+            });
+        let def = self.registry.by_kind(&group, &kind).ok_or_else(|| {
+            ApiError::bad_request(format!("no resource for {api_version} {kind}"))
+        })?;
+        let ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(if def.namespaced { "default" } else { "" })
+            .to_string();
         self.create(&def, &version, &ns, obj, caller, false).await
     }
 }
@@ -270,20 +304,40 @@ impl Sim {
             *a = https_addr.to_string();
         }
         let router = rest::router(cluster.clone());
-        let mut tasks = vec![tokio::spawn(tls::serve(https, Some(tls_config), router.clone(), cluster.shutdown.clone()))];
+        let mut tasks = vec![tokio::spawn(tls::serve(
+            https,
+            Some(tls_config),
+            router.clone(),
+            cluster.shutdown.clone(),
+        ))];
         let mut http_url = None;
         if let Some(addr) = config.http_address {
             let http = tokio::net::TcpListener::bind(addr).await?;
             http_url = Some(format!("http://{}", http.local_addr()?));
-            tasks.push(tokio::spawn(tls::serve(http, None, router, cluster.shutdown.clone())));
+            tasks.push(tokio::spawn(tls::serve(
+                http,
+                None,
+                router,
+                cluster.shutdown.clone(),
+            )));
         }
         if let Some(sc) = &config.scenario {
             scenario::apply(&cluster, sc).await?;
         }
         if config.workload_model {
-            tasks.push(tokio::spawn(workload::run(cluster.clone(), cluster.shutdown.clone())));
+            tasks.push(tokio::spawn(workload::run(
+                cluster.clone(),
+                cluster.shutdown.clone(),
+            )));
         }
-        Ok(SimHandle { base_url: format!("https://{https_addr}"), http_url, ca_pem: ca.cert_pem.clone(), ca, cluster, tasks })
+        Ok(SimHandle {
+            base_url: format!("https://{https_addr}"),
+            http_url,
+            ca_pem: ca.cert_pem.clone(),
+            ca,
+            cluster,
+            tasks,
+        })
     }
 }
 
@@ -298,21 +352,32 @@ impl SimHandle {
 
     /// A kube client over HTTPS, configured from [`Self::kubeconfig`].
     pub async fn kube_client(&self) -> Result<kube::Client> {
-        let kc = kube::config::Kubeconfig::from_yaml(&self.kubeconfig()).map_err(|e| Error::Kubeconfig(e.to_string()))?;
-        let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.map_err(|e| Error::Kubeconfig(e.to_string()))?;
+        let kc = kube::config::Kubeconfig::from_yaml(&self.kubeconfig())
+            .map_err(|e| Error::Kubeconfig(e.to_string()))?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| Error::Kubeconfig(e.to_string()))?;
         Ok(kube::Client::try_from(config)?)
     }
 
     /// A kube client over plain HTTP (cheaper per request; for benchmarks).
     pub fn http_kube_client(&self) -> Result<kube::Client> {
-        let url = self.http_url.as_deref().ok_or_else(|| Error::Kubeconfig("plain HTTP is disabled".into()))?;
-        let uri = url.parse().map_err(|e: http::uri::InvalidUri| Error::Kubeconfig(e.to_string()))?;
+        let url = self
+            .http_url
+            .as_deref()
+            .ok_or_else(|| Error::Kubeconfig("plain HTTP is disabled".into()))?;
+        let uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| Error::Kubeconfig(e.to_string()))?;
         Ok(kube::Client::try_from(kube::Config::new(uri))?)
     }
 
     /// Sets a workload's offered load (`kind`: `deployments` or `statefulsets`).
     pub fn set_load(&self, ns: &str, kind: &str, name: &str, spec: LoadSpec) {
-        self.cluster.model.set_load(ns, kind, name, spec, self.cluster.clock.elapsed_secs());
+        self.cluster
+            .model
+            .set_load(ns, kind, name, spec, self.cluster.clock.elapsed_secs());
     }
 
     /// Adds a fault; returns its id.

@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use plimsoll_sim::{Sim, SimConfig, demo, scenario::Scenario};
 
 #[derive(Debug, Parser)]
-#[command(name = "plimsoll-sim", version, about = "An in-memory Kubernetes API server with a workload model")]
+#[command(
+    name = "plimsoll-sim",
+    version,
+    about = "An in-memory Kubernetes API server with a workload model"
+)]
 struct Args {
     #[command(subcommand)]
     command: Command,
@@ -61,14 +65,18 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     } else {
         (s, 1.0)
     };
-    let v: f64 = num.trim().parse().map_err(|e| format!("invalid duration {s:?}: {e}"))?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|e| format!("invalid duration {s:?}: {e}"))?;
     Ok(Duration::from_secs_f64(v * mult))
 }
 
 async fn shutdown_signal() {
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             () = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
@@ -82,23 +90,45 @@ async fn shutdown_signal() {
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,kube=warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     match Args::parse().command {
-        Command::Serve { address, http_address, kubeconfig_out, scenario, time_scale } => {
+        Command::Serve {
+            address,
+            http_address,
+            kubeconfig_out,
+            scenario,
+            time_scale,
+        } => {
             let scenario = match scenario {
                 Some(path) => {
-                    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-                    Some(Scenario::parse(&text).with_context(|| format!("parsing {}", path.display()))?)
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    Some(
+                        Scenario::parse(&text)
+                            .with_context(|| format!("parsing {}", path.display()))?,
+                    )
                 }
                 None => None,
             };
-            let scale = time_scale.or_else(|| scenario.as_ref().and_then(|s| s.time_scale)).unwrap_or(1.0);
-            let config = SimConfig { https_address: address, http_address, time_scale: scale, scenario, ..SimConfig::default() };
+            let scale = time_scale
+                .or_else(|| scenario.as_ref().and_then(|s| s.time_scale))
+                .unwrap_or(1.0);
+            let config = SimConfig {
+                https_address: address,
+                http_address,
+                time_scale: scale,
+                scenario,
+                ..SimConfig::default()
+            };
             let sim = Sim::start(config).await?;
             if let Some(path) = kubeconfig_out {
-                std::fs::write(&path, sim.kubeconfig()).with_context(|| format!("writing {}", path.display()))?;
+                std::fs::write(&path, sim.kubeconfig())
+                    .with_context(|| format!("writing {}", path.display()))?;
             }
             println!("{}", sim.base_url);
             if let Some(h) = &sim.http_url {
@@ -107,8 +137,17 @@ async fn main() -> anyhow::Result<()> {
             shutdown_signal().await;
             sim.shutdown().await;
         }
-        Command::Demo { duration, time_scale, plot } => {
-            let config = demo::DemoConfig { duration, time_scale, plot, ..demo::DemoConfig::default() };
+        Command::Demo {
+            duration,
+            time_scale,
+            plot,
+        } => {
+            let config = demo::DemoConfig {
+                duration,
+                time_scale,
+                plot,
+                ..demo::DemoConfig::default()
+            };
             demo::run(config, Vec::new()).await?;
         }
     }

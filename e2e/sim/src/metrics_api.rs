@@ -1,6 +1,6 @@
 //! The metrics APIs, served from the workload model's latest samples:
-//! - `metrics.k8s.io/v1beta1`: PodMetrics (per container usage; CPU in nanocores, memory in
-//!   KiB, like metrics-server) and NodeMetrics (sum of the node's pods plus a system baseline);
+//! - `metrics.k8s.io/v1beta1`: `PodMetrics` (per container usage; CPU in nanocores, memory in
+//!   KiB, like metrics-server) and `NodeMetrics` (sum of the node's pods plus a system baseline);
 //! - `custom.metrics.k8s.io/v1beta2`: per-pod metrics (`namespaces/{ns}/pods/*/{metric}` with
 //!   a labelSelector, or one pod) and per-object metrics (`namespaces/{ns}/{resource}/{name}/{metric}`);
 //! - `external.metrics.k8s.io/v1beta1`: `namespaces/{ns}/{metric}`.
@@ -18,7 +18,10 @@ use crate::selector::LabelSelector;
 
 /// Whether `group` is one of the metrics API groups.
 pub fn is_metrics_group(group: &str) -> bool {
-    matches!(group, "metrics.k8s.io" | "custom.metrics.k8s.io" | "external.metrics.k8s.io")
+    matches!(
+        group,
+        "metrics.k8s.io" | "custom.metrics.k8s.io" | "external.metrics.k8s.io"
+    )
 }
 
 /// Parses a Kubernetes quantity (`500m`, `1Gi`, `2k`, `1e3`, `12345n`) into a float.
@@ -44,7 +47,9 @@ pub fn parse_quantity(q: &str) -> Option<f64> {
         ("", 1.0),
     ];
     for (suffix, mult) in suffixes {
-        if let Some(num) = q.strip_suffix(suffix).filter(|n| !suffix.is_empty() || !n.is_empty())
+        if let Some(num) = q
+            .strip_suffix(suffix)
+            .filter(|n| !suffix.is_empty() || !n.is_empty())
             && let Ok(v) = num.parse::<f64>()
         {
             return Some(v * mult);
@@ -56,15 +61,29 @@ pub fn parse_quantity(q: &str) -> Option<f64> {
 /// Formats a value as a quantity with milli precision (`1500m`, `3`).
 pub fn format_milli(v: f64) -> String {
     let m = (v * 1000.0).round() as i64;
-    if m % 1000 == 0 { format!("{}", m / 1000) } else { format!("{m}m") }
+    if m % 1000 == 0 {
+        format!("{}", m / 1000)
+    } else {
+        format!("{m}m")
+    }
 }
 
 fn not_found() -> ApiError {
-    ApiError::new(404, "NotFound", "the server could not find the requested resource")
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
 }
 
 /// Serves one metrics API request (`rest` is the path after `/apis/{group}/{version}`).
-pub fn handle(cluster: &Arc<Cluster>, group: &str, version: &str, rest: &[&str], q: &Query) -> Result<Value, ApiError> {
+pub fn handle(
+    cluster: &Arc<Cluster>,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    q: &Query,
+) -> Result<Value, ApiError> {
     let selector = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
     match (group, version) {
         ("metrics.k8s.io", "v1beta1") => resource_metrics(cluster, rest, &selector),
@@ -95,7 +114,11 @@ fn pod_metrics_item(cluster: &Cluster, pod: &Value, window: &str) -> Option<Valu
     }))
 }
 
-fn resource_metrics(cluster: &Cluster, rest: &[&str], selector: &LabelSelector) -> Result<Value, ApiError> {
+fn resource_metrics(
+    cluster: &Cluster,
+    rest: &[&str],
+    selector: &LabelSelector,
+) -> Result<Value, ApiError> {
     let pods_key = (String::new(), "pods".to_string());
     let list = |kind: &str, items: Vec<Value>| json!({"kind": kind, "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": items});
     let with_kind = |mut v: Value, kind: &str| {
@@ -105,14 +128,27 @@ fn resource_metrics(cluster: &Cluster, rest: &[&str], selector: &LabelSelector) 
     };
     match rest {
         ["pods"] | ["namespaces", _, "pods"] => {
-            let ns = if let ["namespaces", ns, _] = rest { Some(*ns) } else { None };
+            let ns = if let ["namespaces", ns, _] = rest {
+                Some(*ns)
+            } else {
+                None
+            };
             let (pods, _) = cluster.store.list(&pods_key, ns);
-            let items = pods.iter().filter(|p| selector.matches_object(p)).filter_map(|p| pod_metrics_item(cluster, p, "30s")).collect();
+            let items = pods
+                .iter()
+                .filter(|p| selector.matches_object(p))
+                .filter_map(|p| pod_metrics_item(cluster, p, "30s"))
+                .collect();
             Ok(list("PodMetricsList", items))
         }
         ["namespaces", ns, "pods", name] => {
-            let pod = cluster.store.get(&pods_key, ns, name).ok_or_else(|| ApiError::not_found("metrics.k8s.io", "pods", name))?;
-            pod_metrics_item(cluster, &pod, "30s").map(|v| with_kind(v, "PodMetrics")).ok_or_else(|| ApiError::not_found("metrics.k8s.io", "pods", name))
+            let pod = cluster
+                .store
+                .get(&pods_key, ns, name)
+                .ok_or_else(|| ApiError::not_found("metrics.k8s.io", "pods", name))?;
+            pod_metrics_item(cluster, &pod, "30s")
+                .map(|v| with_kind(v, "PodMetrics"))
+                .ok_or_else(|| ApiError::not_found("metrics.k8s.io", "pods", name))
         }
         ["nodes"] | ["nodes", _] => {
             let (nodes, _) = cluster.store.list(&(String::new(), "nodes".into()), None);
@@ -124,7 +160,10 @@ fn resource_metrics(cluster: &Cluster, rest: &[&str], selector: &LabelSelector) 
             }
             let now = rfc3339(cluster.clock.now());
             let item = |n: &Value| {
-                let name = n.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                let name = n
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let (cpu, mem) = per_node.get(name).copied().unwrap_or_default();
                 // The system baseline (kubelet, runtime): 100m and 512Mi.
                 json!({"metadata": {"name": name, "labels": n.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({})), "creationTimestamp": now},
@@ -132,16 +171,36 @@ fn resource_metrics(cluster: &Cluster, rest: &[&str], selector: &LabelSelector) 
                     "usage": {"cpu": format!("{}n", ((cpu + 100.0) * 1e6).round() as i64), "memory": format!("{}Ki", ((mem + 512.0 * 1024.0 * 1024.0) / 1024.0).round() as i64)}})
             };
             if let ["nodes", name] = rest {
-                let n = nodes.iter().find(|n| n.pointer("/metadata/name").and_then(Value::as_str) == Some(*name)).ok_or_else(|| ApiError::not_found("metrics.k8s.io", "nodes", name))?;
+                let n = nodes
+                    .iter()
+                    .find(|n| n.pointer("/metadata/name").and_then(Value::as_str) == Some(*name))
+                    .ok_or_else(|| ApiError::not_found("metrics.k8s.io", "nodes", name))?;
                 return Ok(with_kind(item(n), "NodeMetrics"));
             }
-            Ok(list("NodeMetricsList", nodes.iter().filter(|n| selector.matches_object(n)).map(|n| item(n)).collect()))
+            Ok(list(
+                "NodeMetricsList",
+                nodes
+                    .iter()
+                    .filter(|n| selector.matches_object(n))
+                    .map(|n| item(n))
+                    .collect(),
+            ))
         }
         _ => Err(not_found()),
     }
 }
 
-fn metric_value(cluster: &Cluster, kind: &str, ns: &str, name: &str, api_version: &str, metric: &str, value: f64, q: &Query) -> Value {
+#[allow(clippy::too_many_arguments)]
+fn metric_value(
+    cluster: &Cluster,
+    kind: &str,
+    ns: &str,
+    name: &str,
+    api_version: &str,
+    metric: &str,
+    value: f64,
+    q: &Query,
+) -> Value {
     let mut m = json!({"name": metric});
     if let Some(sel) = q.get("metricLabelSelector") {
         m["selector"] = json!({"matchLabels": {}, "matchExpressions": [], "raw": sel});
@@ -152,22 +211,43 @@ fn metric_value(cluster: &Cluster, kind: &str, ns: &str, name: &str, api_version
     })
 }
 
+#[allow(clippy::needless_pass_by_value)] // built and handed over in one expression
 fn custom_list(items: Vec<Value>) -> Value {
     json!({"kind": "MetricValueList", "apiVersion": "custom.metrics.k8s.io/v1beta2", "metadata": {}, "items": items})
 }
 
-fn custom_metrics(cluster: &Cluster, rest: &[&str], selector: &LabelSelector, q: &Query) -> Result<Value, ApiError> {
-    let missing = |metric: &str| ApiError::new(404, "NotFound", format!("the server could not find the metric {metric} for the requested objects"));
+fn custom_metrics(
+    cluster: &Cluster,
+    rest: &[&str],
+    selector: &LabelSelector,
+    q: &Query,
+) -> Result<Value, ApiError> {
+    let missing = |metric: &str| {
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("the server could not find the metric {metric} for the requested objects"),
+        )
+    };
     match rest {
         ["namespaces", ns, "pods", name, metric] => {
-            let (pods, _) = cluster.store.list(&(String::new(), "pods".into()), Some(ns));
+            let (pods, _) = cluster
+                .store
+                .list(&(String::new(), "pods".into()), Some(ns));
             let mut items = Vec::new();
             for p in pods.iter().filter(|p| selector.matches_object(p)) {
-                let pname = p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+                let pname = p
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if *name != "*" && pname != *name {
                     continue;
                 }
-                if let Some(v) = cluster.model.pod_usage(ns, pname).and_then(|u| u.custom.get(*metric).copied()) {
+                if let Some(v) = cluster
+                    .model
+                    .pod_usage(ns, pname)
+                    .and_then(|u| u.custom.get(*metric).copied())
+                {
                     items.push(metric_value(cluster, "Pod", ns, pname, "/v1", metric, v, q));
                 }
             }
@@ -179,23 +259,43 @@ fn custom_metrics(cluster: &Cluster, rest: &[&str], selector: &LabelSelector, q:
         ["namespaces", ns, qualified, name, metric] => {
             // `deployments.apps` (what the HPA sends: resource.group) or a bare plural.
             let resource = &qualified.split('.').next().unwrap_or(qualified);
-            let v = cluster.model.object_metric(ns, resource, name, metric).ok_or_else(|| missing(metric))?;
-            let def = cluster.registry.all().into_iter().find(|d| d.plural == *resource && !d.virtual_);
-            let (kind, av) = def.map_or_else(|| (resource.to_string(), String::new()), |d| (d.kind.clone(), format!("/{}", d.preferred_api_version())));
-            Ok(custom_list(vec![metric_value(cluster, &kind, ns, name, &av, metric, v, q)]))
+            let v = cluster
+                .model
+                .object_metric(ns, resource, name, metric)
+                .ok_or_else(|| missing(metric))?;
+            let def = cluster
+                .registry
+                .all()
+                .into_iter()
+                .find(|d| d.plural == *resource && !d.virtual_);
+            let (kind, av) = def.map_or_else(
+                || (resource.to_string(), String::new()),
+                |d| (d.kind.clone(), format!("/{}", d.preferred_api_version())),
+            );
+            Ok(custom_list(vec![metric_value(
+                cluster, &kind, ns, name, &av, metric, v, q,
+            )]))
         }
         _ => Err(not_found()),
     }
 }
 
-fn external_metrics(cluster: &Cluster, rest: &[&str], _selector: &LabelSelector) -> Result<Value, ApiError> {
-    let ["namespaces", ns, metric] = rest else { return Err(not_found()) };
+fn external_metrics(
+    cluster: &Cluster,
+    rest: &[&str],
+    _selector: &LabelSelector,
+) -> Result<Value, ApiError> {
+    let ["namespaces", ns, metric] = rest else {
+        return Err(not_found());
+    };
     let v = cluster
         .model
         .external(ns, metric)
         .ok_or_else(|| ApiError::new(404, "NotFound", format!("the server could not find the requested resource (get {metric}.external.metrics.k8s.io)")))?;
-    Ok(json!({"kind": "ExternalMetricValueList", "apiVersion": "external.metrics.k8s.io/v1beta1", "metadata": {},
-        "items": [{"metricName": metric, "metricLabels": {}, "timestamp": rfc3339(cluster.clock.now()), "value": format_milli(v)}]}))
+    Ok(
+        json!({"kind": "ExternalMetricValueList", "apiVersion": "external.metrics.k8s.io/v1beta1", "metadata": {},
+        "items": [{"metricName": metric, "metricLabels": {}, "timestamp": rfc3339(cluster.clock.now()), "value": format_milli(v)}]}),
+    )
 }
 
 #[cfg(test)]

@@ -49,7 +49,9 @@ pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value, Ap
 
 /// RFC 7386 JSON merge patch.
 pub fn merge_patch(target: &Value, patch: &Value) -> Value {
-    let Value::Object(p) = patch else { return patch.clone() };
+    let Value::Object(p) = patch else {
+        return patch.clone();
+    };
     let mut out = match target {
         Value::Object(t) => t.clone(),
         _ => Map::new(),
@@ -66,14 +68,17 @@ pub fn merge_patch(target: &Value, patch: &Value) -> Value {
 }
 
 /// RFC 6902 JSON patch (add, remove, replace, move, copy, test).
+#[allow(clippy::similar_names)] // `patch` and `path` are the RFC's names
 pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, ApiError> {
-    let ops = patch.as_array().ok_or_else(|| ApiError::bad_request("json patch must be an array"))?;
+    let ops = patch
+        .as_array()
+        .ok_or_else(|| ApiError::bad_request("json patch must be an array"))?;
     let mut doc = target.clone();
     for op in ops {
-        let name = op.get("op").and_then(Value::as_str).unwrap_or_default();
+        let op_name = op.get("op").and_then(Value::as_str).unwrap_or_default();
         let path = op.get("path").and_then(Value::as_str).unwrap_or_default();
         let value = op.get("value").cloned().unwrap_or(Value::Null);
-        match name {
+        match op_name {
             "add" => add(&mut doc, path, value)?,
             "remove" => {
                 remove(&mut doc, path)?;
@@ -84,7 +89,7 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, ApiError> {
             }
             "move" | "copy" => {
                 let from = op.get("from").and_then(Value::as_str).unwrap_or_default();
-                let v = if name == "move" {
+                let v = if op_name == "move" {
                     remove(&mut doc, from)?
                 } else {
                     doc.pointer(from).cloned().ok_or_else(|| missing(from))?
@@ -93,21 +98,31 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, ApiError> {
             }
             "test" => {
                 if doc.pointer(path) != Some(&value) {
-                    return Err(ApiError::invalid(format!("the server rejected our request due to an error in our request: test failed at {path}")));
+                    return Err(ApiError::invalid(format!(
+                        "the server rejected our request due to an error in our request: test failed at {path}"
+                    )));
                 }
             }
-            other => return Err(ApiError::bad_request(format!("unknown json patch operation {other:?}"))),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown json patch operation {other:?}"
+                )));
+            }
         }
     }
     Ok(doc)
 }
 
 fn missing(path: &str) -> ApiError {
-    ApiError::invalid(format!("the server rejected our request due to an error in our request: doc is missing path: {path}"))
+    ApiError::invalid(format!(
+        "the server rejected our request due to an error in our request: doc is missing path: {path}"
+    ))
 }
 
 fn split_pointer(path: &str) -> Result<(String, String), ApiError> {
-    let idx = path.rfind('/').ok_or_else(|| ApiError::bad_request(format!("invalid json pointer {path:?}")))?;
+    let idx = path
+        .rfind('/')
+        .ok_or_else(|| ApiError::bad_request(format!("invalid json pointer {path:?}")))?;
     let last = path[idx + 1..].replace("~1", "/").replace("~0", "~");
     Ok((path[..idx].to_string(), last))
 }
@@ -159,8 +174,17 @@ fn remove(doc: &mut Value, path: &str) -> Result<Value, ApiError> {
 /// `patchMergeKey` struct tags in k8s.io/api). `None` → the list is replaced.
 fn merge_key(field: &str) -> Option<&'static str> {
     Some(match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
-        | "containerStatuses" | "initContainerStatuses" | "resourceClaims" | "readinessGates" | "hostAliases" => {
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "containerStatuses"
+        | "initContainerStatuses"
+        | "resourceClaims"
+        | "readinessGates"
+        | "hostAliases" => {
             if field == "readinessGates" {
                 "conditionType"
             } else if field == "hostAliases" {
@@ -200,7 +224,9 @@ pub fn strategic_merge(target: &Value, patch: &Value, field: &str) -> Value {
                     continue;
                 }
                 if let Some(list_field) = k.strip_prefix("$deleteFromPrimitiveList/") {
-                    if let (Some(Value::Array(cur)), Some(del)) = (out.get_mut(list_field), v.as_array()) {
+                    if let (Some(Value::Array(cur)), Some(del)) =
+                        (out.get_mut(list_field), v.as_array())
+                    {
                         cur.retain(|x| !del.contains(x));
                     }
                     continue;
@@ -262,7 +288,10 @@ fn merge_keyed_list(target: &[Value], patch: &[Value], key: &str) -> Value {
 fn strip_directives(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
-            m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), strip_directives(v))).collect(),
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('$'))
+                .map(|(k, v)| (k.clone(), strip_directives(v)))
+                .collect(),
         ),
         Value::Array(a) => Value::Array(a.iter().map(strip_directives).collect()),
         other => other.clone(),
@@ -277,10 +306,25 @@ mod tests {
     #[test]
     fn merge_patch_rfc7386_examples() {
         // upstream: RFC 7386 appendix A test cases
-        assert_eq!(merge_patch(&json!({"a": "b"}), &json!({"a": "c"})), json!({"a": "c"}));
-        assert_eq!(merge_patch(&json!({"a": "b"}), &json!({"a": null})), json!({}));
-        assert_eq!(merge_patch(&json!({"a": [{"b": "c"}]}), &json!({"a": [1]})), json!({"a": [1]}));
-        assert_eq!(merge_patch(&json!({"a": {"b": "c"}}), &json!({"a": {"b": "d", "c": null}})), json!({"a": {"b": "d"}}));
+        assert_eq!(
+            merge_patch(&json!({"a": "b"}), &json!({"a": "c"})),
+            json!({"a": "c"})
+        );
+        assert_eq!(
+            merge_patch(&json!({"a": "b"}), &json!({"a": null})),
+            json!({})
+        );
+        assert_eq!(
+            merge_patch(&json!({"a": [{"b": "c"}]}), &json!({"a": [1]})),
+            json!({"a": [1]})
+        );
+        assert_eq!(
+            merge_patch(
+                &json!({"a": {"b": "c"}}),
+                &json!({"a": {"b": "d", "c": null}})
+            ),
+            json!({"a": {"b": "d"}})
+        );
     }
 
     #[test]
@@ -296,9 +340,23 @@ mod tests {
             ]),
         )
         .unwrap();
-        assert_eq!(out, json!({"spec": {"containers": [{"name": "z"}, {"name": "b"}]}, "metadata": {"labels": {"x": "1"}}}));
-        assert_eq!(json_patch(&doc, &json!([{"op": "remove", "path": "/nope"}])).unwrap_err().code, 422);
-        assert!(json_patch(&doc, &json!([{"op": "test", "path": "/metadata", "value": 1}])).is_err());
+        assert_eq!(
+            out,
+            json!({"spec": {"containers": [{"name": "z"}, {"name": "b"}]}, "metadata": {"labels": {"x": "1"}}})
+        );
+        assert_eq!(
+            json_patch(&doc, &json!([{"op": "remove", "path": "/nope"}]))
+                .unwrap_err()
+                .code,
+            422
+        );
+        assert!(
+            json_patch(
+                &doc,
+                &json!([{"op": "test", "path": "/metadata", "value": 1}])
+            )
+            .is_err()
+        );
     }
 
     #[test]
@@ -316,11 +374,24 @@ mod tests {
         let out = strategic_merge(&pod, &patch, "");
         assert_eq!(out["spec"]["containers"].as_array().unwrap().len(), 2);
         assert_eq!(out["spec"]["containers"][0]["image"], "x");
-        assert_eq!(out["spec"]["containers"][0]["resources"]["requests"]["cpu"], "1");
-        assert_eq!(out["spec"]["containers"][0]["env"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            out["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            "1"
+        );
+        assert_eq!(
+            out["spec"]["containers"][0]["env"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
         assert_eq!(out["spec"]["containers"][1]["name"], "c");
         assert_eq!(out["metadata"]["finalizers"], json!(["f1", "f2"]));
-        let out = strategic_merge(&out, &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}}), "");
+        let out = strategic_merge(
+            &out,
+            &json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}}),
+            "",
+        );
         assert_eq!(out["metadata"]["finalizers"], json!(["f2"]));
     }
 

@@ -29,6 +29,7 @@ enum F {
     IntOrStr,
 }
 
+#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
     use F::{Bool, Int, IntOrStr, IntP, MapQty, MapStr, Msg, RepMsg, RepStr, Str, Time};
     match msg {
@@ -47,8 +48,18 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (13, "ownerReferences", RepMsg("OwnerReference")),
             (14, "finalizers", RepStr),
         ],
-        "OwnerReference" => &[(1, "kind", Str), (3, "name", Str), (4, "uid", Str), (5, "apiVersion", Str), (6, "controller", Bool), (7, "blockOwnerDeletion", Bool)],
-        "Deployment" => &[(1, "metadata", Msg("ObjectMeta")), (2, "spec", Msg("DeploymentSpec"))],
+        "OwnerReference" => &[
+            (1, "kind", Str),
+            (3, "name", Str),
+            (4, "uid", Str),
+            (5, "apiVersion", Str),
+            (6, "controller", Bool),
+            (7, "blockOwnerDeletion", Bool),
+        ],
+        "Deployment" => &[
+            (1, "metadata", Msg("ObjectMeta")),
+            (2, "spec", Msg("DeploymentSpec")),
+        ],
         "DeploymentSpec" => &[
             (1, "replicas", IntP),
             (2, "selector", Msg("LabelSelector")),
@@ -59,11 +70,22 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (7, "paused", Bool),
             (9, "progressDeadlineSeconds", IntP),
         ],
-        "DeploymentStrategy" => &[(1, "type", Str), (2, "rollingUpdate", Msg("RollingUpdateDeployment"))],
+        "DeploymentStrategy" => &[
+            (1, "type", Str),
+            (2, "rollingUpdate", Msg("RollingUpdateDeployment")),
+        ],
         "RollingUpdateDeployment" => &[(1, "maxUnavailable", IntOrStr), (2, "maxSurge", IntOrStr)],
-        "LabelSelector" => &[(1, "matchLabels", MapStr), (2, "matchExpressions", RepMsg("LabelSelectorRequirement"))],
-        "LabelSelectorRequirement" => &[(1, "key", Str), (2, "operator", Str), (3, "values", RepStr)],
-        "PodTemplateSpec" => &[(1, "metadata", Msg("ObjectMeta")), (2, "spec", Msg("PodSpec"))],
+        "LabelSelector" => &[
+            (1, "matchLabels", MapStr),
+            (2, "matchExpressions", RepMsg("LabelSelectorRequirement")),
+        ],
+        "LabelSelectorRequirement" => {
+            &[(1, "key", Str), (2, "operator", Str), (3, "values", RepStr)]
+        }
+        "PodTemplateSpec" => &[
+            (1, "metadata", Msg("ObjectMeta")),
+            (2, "spec", Msg("PodSpec")),
+        ],
         "PodSpec" => &[
             (2, "containers", RepMsg("Container")),
             (3, "restartPolicy", Str),
@@ -91,13 +113,29 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (14, "imagePullPolicy", Str),
             (20, "terminationMessagePolicy", Str),
         ],
-        "ContainerPort" => &[(1, "name", Str), (2, "hostPort", Int), (3, "containerPort", Int), (4, "protocol", Str)],
+        "ContainerPort" => &[
+            (1, "name", Str),
+            (2, "hostPort", Int),
+            (3, "containerPort", Int),
+            (4, "protocol", Str),
+        ],
         "EnvVar" => &[(1, "name", Str), (2, "value", Str)],
         "ResourceRequirements" => &[(1, "limits", MapQty), (2, "requests", MapQty)],
-        "Eviction" => &[(1, "metadata", Msg("ObjectMeta")), (2, "deleteOptions", Msg("DeleteOptions"))],
-        "DeleteOptions" => &[(1, "gracePeriodSeconds", IntP), (2, "preconditions", Msg("Preconditions")), (4, "propagationPolicy", Str), (5, "dryRun", RepStr)],
+        "Eviction" => &[
+            (1, "metadata", Msg("ObjectMeta")),
+            (2, "deleteOptions", Msg("DeleteOptions")),
+        ],
+        "DeleteOptions" => &[
+            (1, "gracePeriodSeconds", IntP),
+            (2, "preconditions", Msg("Preconditions")),
+            (4, "propagationPolicy", Str),
+            (5, "dryRun", RepStr),
+        ],
         "Preconditions" => &[(1, "uid", Str), (2, "resourceVersion", Str)],
-        "Scale" => &[(1, "metadata", Msg("ObjectMeta")), (2, "spec", Msg("ScaleSpec"))],
+        "Scale" => &[
+            (1, "metadata", Msg("ObjectMeta")),
+            (2, "spec", Msg("ScaleSpec")),
+        ],
         "ScaleSpec" => &[(1, "replicas", Int)],
         _ => &[],
     }
@@ -109,14 +147,19 @@ struct Reader<'a> {
 }
 
 fn bad(msg: &str) -> ApiError {
-    ApiError::bad_request(format!("the body of the request could not be decoded as protobuf: {msg}"))
+    ApiError::bad_request(format!(
+        "the body of the request could not be decoded as protobuf: {msg}"
+    ))
 }
 
 impl<'a> Reader<'a> {
     fn varint(&mut self) -> Result<u64, ApiError> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
-            let b = *self.buf.get(self.pos).ok_or_else(|| bad("truncated varint"))?;
+            let b = *self
+                .buf
+                .get(self.pos)
+                .ok_or_else(|| bad("truncated varint"))?;
             self.pos += 1;
             v |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
@@ -128,7 +171,11 @@ impl<'a> Reader<'a> {
 
     fn bytes(&mut self) -> Result<&'a [u8], ApiError> {
         let n = self.varint()? as usize;
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.buf.len()).ok_or_else(|| bad("truncated field"))?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|e| *e <= self.buf.len())
+            .ok_or_else(|| bad("truncated field"))?;
         let b = &self.buf[self.pos..end];
         self.pos = end;
         Ok(b)
@@ -177,16 +224,20 @@ fn as_str(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+#[allow(clippy::many_single_char_names)]
 fn map_entry(b: &[u8], qty: bool) -> Result<(String, Value), ApiError> {
     let (mut k, mut v) = (String::new(), Value::Null);
     for (num, _, fv) in Reader::fields(b)? {
         match (num, fv) {
             (1, FieldValue::Bytes(x)) => k = as_str(x),
             (2, FieldValue::Bytes(x)) if qty => {
-                v = Reader::fields(x)?.into_iter().find_map(|(n, _, f)| match (n, f) {
-                    (1, FieldValue::Bytes(s)) => Some(json!(as_str(s))),
-                    _ => None,
-                }).unwrap_or(Value::Null);
+                v = Reader::fields(x)?
+                    .into_iter()
+                    .find_map(|(n, _, f)| match (n, f) {
+                        (1, FieldValue::Bytes(s)) => Some(json!(as_str(s))),
+                        _ => None,
+                    })
+                    .unwrap_or(Value::Null);
             }
             (2, FieldValue::Bytes(x)) => v = json!(as_str(x)),
             _ => {}
@@ -195,30 +246,27 @@ fn map_entry(b: &[u8], qty: bool) -> Result<(String, Value), ApiError> {
     Ok((k, v))
 }
 
+#[allow(clippy::many_single_char_names)]
 fn decode_message(msg: &str, buf: &[u8]) -> Result<Value, ApiError> {
     let table = schema(msg);
     let mut out = Map::new();
     for (num, _, fv) in Reader::fields(buf)? {
-        let Some((_, name, kind)) = table.iter().find(|(n, _, _)| *n == num) else { continue };
+        let Some((_, name, kind)) = table.iter().find(|(n, _, _)| *n == num) else {
+            continue;
+        };
         let name = (*name).to_string();
         match (kind, fv) {
-            (F::Str, FieldValue::Bytes(b)) => {
-                if !b.is_empty() {
-                    out.insert(name, json!(as_str(b)));
-                }
+            (F::Str, FieldValue::Bytes(b)) if !b.is_empty() => {
+                out.insert(name, json!(as_str(b)));
             }
-            (F::Int, FieldValue::Varint(v)) => {
-                if v != 0 {
-                    out.insert(name, json!(v as i64));
-                }
+            (F::Int, FieldValue::Varint(v)) if v != 0 => {
+                out.insert(name, json!(v as i64));
             }
             (F::IntP, FieldValue::Varint(v)) => {
                 out.insert(name, json!(v as i64));
             }
-            (F::Bool, FieldValue::Varint(v)) => {
-                if v != 0 {
-                    out.insert(name, json!(true));
-                }
+            (F::Bool, FieldValue::Varint(v)) if v != 0 => {
+                out.insert(name, json!(true));
             }
             (F::Msg(m), FieldValue::Bytes(b)) => {
                 out.insert(name, decode_message(m, b)?);
@@ -244,11 +292,16 @@ fn decode_message(msg: &str, buf: &[u8]) -> Result<Value, ApiError> {
                 }
             }
             (F::Time, FieldValue::Bytes(b)) => {
-                let secs = Reader::fields(b)?.into_iter().find_map(|(n, _, f)| match (n, f) {
-                    (1, FieldValue::Varint(v)) => Some(v as i64),
-                    _ => None,
-                });
-                let v = match secs.filter(|s| *s != 0).and_then(|s| jiff::Timestamp::from_second(s).ok()) {
+                let secs = Reader::fields(b)?
+                    .into_iter()
+                    .find_map(|(n, _, f)| match (n, f) {
+                        (1, FieldValue::Varint(v)) => Some(v as i64),
+                        _ => None,
+                    });
+                let v = match secs
+                    .filter(|s| *s != 0)
+                    .and_then(|s| jiff::Timestamp::from_second(s).ok())
+                {
                     Some(t) => json!(crate::clock::rfc3339(t)),
                     None => Value::Null,
                 };
@@ -259,7 +312,7 @@ fn decode_message(msg: &str, buf: &[u8]) -> Result<Value, ApiError> {
                 for (n, _, f) in Reader::fields(b)? {
                     match (n, f) {
                         (1, FieldValue::Varint(v)) => ty = v,
-                        (2, FieldValue::Varint(v)) => int = v as i32 as i64,
+                        (2, FieldValue::Varint(v)) => int = i64::from(v as i32),
                         (3, FieldValue::Bytes(x)) => s = as_str(x),
                         _ => {}
                     }
@@ -274,7 +327,9 @@ fn decode_message(msg: &str, buf: &[u8]) -> Result<Value, ApiError> {
 
 /// Decodes a `k8s\0`-prefixed protobuf body into the JSON object it encodes.
 pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
-    let rest = body.strip_prefix(b"k8s\0").ok_or_else(|| bad("missing k8s magic prefix"))?;
+    let rest = body
+        .strip_prefix(b"k8s\0")
+        .ok_or_else(|| bad("missing k8s magic prefix"))?;
     let (mut type_meta, mut raw) = (Value::Null, None);
     for (num, _, fv) in Reader::fields(rest)? {
         match (num, fv) {
@@ -283,9 +338,17 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
             _ => {}
         }
     }
-    let kind = type_meta.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+    let kind = type_meta
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     if schema(&kind).is_empty() {
-        return Err(ApiError::new(415, "UnsupportedMediaType", format!("the sim does not decode protobuf for kind {kind:?}; send application/json")));
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the sim does not decode protobuf for kind {kind:?}; send application/json"),
+        ));
     }
     let mut obj = decode_message(&kind, raw.unwrap_or_default())?;
     obj["apiVersion"] = type_meta.get("apiVersion").cloned().unwrap_or(Value::Null);
@@ -305,19 +368,34 @@ mod tests {
 
     #[test]
     fn decodes_a_minimal_deployment() {
-        let meta = [field_bytes(1, b"web"), field_bytes(11, &[field_bytes(1, b"app"), field_bytes(2, b"web")].concat())].concat();
+        let meta = [
+            field_bytes(1, b"web"),
+            field_bytes(
+                11,
+                &[field_bytes(1, b"app"), field_bytes(2, b"web")].concat(),
+            ),
+        ]
+        .concat();
         let container = [field_bytes(1, b"x"), field_bytes(2, b"nginx")].concat();
         let pod_spec = field_bytes(2, &container);
         let template = field_bytes(2, &pod_spec);
         let spec = [vec![(1 << 3) as u8, 3], field_bytes(3, &template)].concat();
         let deploy = [field_bytes(1, &meta), field_bytes(2, &spec)].concat();
         let tm = [field_bytes(1, b"apps/v1"), field_bytes(2, b"Deployment")].concat();
-        let body = [b"k8s\0".to_vec(), field_bytes(1, &tm), field_bytes(2, &deploy)].concat();
+        let body = [
+            b"k8s\0".to_vec(),
+            field_bytes(1, &tm),
+            field_bytes(2, &deploy),
+        ]
+        .concat();
         let v = decode(&body).unwrap();
         assert_eq!(v["kind"], "Deployment");
         assert_eq!(v["metadata"]["labels"]["app"], "web");
         assert_eq!(v["spec"]["replicas"], 3);
-        assert_eq!(v["spec"]["template"]["spec"]["containers"][0]["image"], "nginx");
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx"
+        );
         assert!(decode(b"nope").is_err());
     }
 }

@@ -1,9 +1,9 @@
-//! Seeded pseudo-randomness (SplitMix64) for uids, generated names, load noise and injected
+//! Seeded pseudo-randomness (`SplitMix64`) for uids, generated names, load noise and injected
 //! error rates. Seeded so a scenario replays identically; not for anything secret.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A thread-safe SplitMix64 generator.
+/// A thread-safe `SplitMix64` generator.
 #[derive(Debug)]
 pub struct Rng {
     state: AtomicU64,
@@ -12,12 +12,17 @@ pub struct Rng {
 impl Rng {
     /// A generator starting at `seed`.
     pub fn new(seed: u64) -> Self {
-        Self { state: AtomicU64::new(seed) }
+        Self {
+            state: AtomicU64::new(seed),
+        }
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&self) -> u64 {
-        mix(self.state.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed).wrapping_add(0x9E37_79B9_7F4A_7C15))
+        mix(self
+            .state
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15))
     }
 
     /// A float uniformly in [0, 1).
@@ -34,18 +39,27 @@ impl Rng {
         h[6] = format!("4{}", &h[6][1..]);
         h[8] = format!("{:x}{}", 8 + (bytes[8] >> 6 & 0x3), &h[8][1..]);
         let s = h.concat();
-        format!("{}-{}-{}-{}-{}", &s[0..8], &s[8..12], &s[12..16], &s[16..20], &s[20..32])
+        format!(
+            "{}-{}-{}-{}-{}",
+            &s[0..8],
+            &s[8..12],
+            &s[12..16],
+            &s[16..20],
+            &s[20..32]
+        )
     }
 
     /// A random suffix of `n` characters from the alphabet kube-apiserver uses for
     /// `generateName` (consonants and digits that cannot spell words).
     pub fn name_suffix(&self, n: usize) -> String {
         const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-        (0..n).map(|_| ALPHABET[(self.next_u64() % ALPHABET.len() as u64) as usize] as char).collect()
+        (0..n)
+            .map(|_| ALPHABET[(self.next_u64() % ALPHABET.len() as u64) as usize] as char)
+            .collect()
     }
 }
 
-/// The SplitMix64 finaliser; also a decent 64-bit hash of an integer.
+/// The `SplitMix64` finaliser; also a decent 64-bit hash of an integer.
 pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -54,7 +68,9 @@ pub fn mix(mut z: u64) -> u64 {
 
 /// FNV-1a hash of bytes (stable across runs, unlike `DefaultHasher`'s contract).
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The resource kinds the sim serves and their discovery documents. Built-in kinds are fixed;
-//! creating a CustomResourceDefinition adds its versions (served with its status and scale
+//! creating a `CustomResourceDefinition` adds its versions (served with its status and scale
 //! subresources, printer columns and schema defaults), deleting it removes them.
 //!
 //! Invariant: a resource is stored once per (group, plural); every served version of a CRD
@@ -61,7 +61,7 @@ pub struct ResourceDef {
     pub extra_subresources: Vec<&'static str>,
     /// Printer columns for CRDs (built-ins are printed by `table.rs`).
     pub printer_columns: Vec<PrinterColumn>,
-    /// OpenAPI v3 schema per version, for defaulting (CRDs).
+    /// `OpenAPI` v3 schema per version, for defaulting (CRDs).
     pub schemas: BTreeMap<String, Value>,
     /// Served from the workload model rather than the store (metrics APIs).
     pub virtual_: bool,
@@ -118,7 +118,11 @@ impl ResourceDef {
 
     /// `apiVersion` for `version`.
     pub fn api_version(&self, version: &str) -> String {
-        if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
     }
 
     /// `apiVersion` of the preferred version.
@@ -136,7 +140,16 @@ impl ResourceDef {
         if self.virtual_ {
             json!(["get", "list"])
         } else {
-            json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"])
+            json!([
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch"
+            ])
         }
     }
 }
@@ -154,26 +167,39 @@ impl Registry {
     /// A registry of the built-in kinds.
     pub fn with_builtins() -> Self {
         let defs = builtins().into_iter().map(Arc::new).collect();
-        Self { defs: RwLock::new(defs) }
+        Self {
+            defs: RwLock::new(defs),
+        }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<ResourceDef>>> {
-        self.defs.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.defs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The resource served at group/version/plural.
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
-        self.read().iter().find(|d| d.group == group && d.plural == plural && d.serves(version)).cloned()
+        self.read()
+            .iter()
+            .find(|d| d.group == group && d.plural == plural && d.serves(version))
+            .cloned()
     }
 
     /// The resource stored under group/plural (any version).
     pub fn by_key(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
-        self.read().iter().find(|d| d.group == group && d.plural == plural).cloned()
+        self.read()
+            .iter()
+            .find(|d| d.group == group && d.plural == plural)
+            .cloned()
     }
 
     /// The resource of `kind` in `group`.
     pub fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceDef>> {
-        self.read().iter().find(|d| d.group == group && d.kind == kind).cloned()
+        self.read()
+            .iter()
+            .find(|d| d.group == group && d.kind == kind)
+            .cloned()
     }
 
     /// Every resource.
@@ -183,14 +209,20 @@ impl Registry {
 
     /// Adds or replaces a resource (by group and plural).
     pub fn upsert(&self, def: ResourceDef) {
-        let mut defs = self.defs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut defs = self
+            .defs
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         defs.retain(|d| !(d.group == def.group && d.plural == def.plural));
         defs.push(Arc::new(def));
     }
 
     /// Removes a resource.
     pub fn remove(&self, group: &str, plural: &str) {
-        let mut defs = self.defs.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut defs = self
+            .defs
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         defs.retain(|d| !(d.group == group && d.plural == plural));
     }
 
@@ -217,13 +249,20 @@ impl Registry {
     }
 
     fn group_json(name: &str, versions: &[String]) -> Value {
-        let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+        let vs: Vec<Value> = versions
+            .iter()
+            .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+            .collect();
         json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
     }
 
     /// `/apis`: every non-core group.
     pub fn api_group_list(&self) -> Value {
-        let groups: Vec<Value> = self.groups().iter().map(|(g, vs)| Self::group_json(g, vs)).collect();
+        let groups: Vec<Value> = self
+            .groups()
+            .iter()
+            .map(|(g, vs)| Self::group_json(g, vs))
+            .collect();
         json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
     }
 
@@ -239,7 +278,12 @@ impl Registry {
 
     /// `/api/v1` or `/apis/{group}/{version}`: the resources and subresources served there.
     pub fn api_resource_list(&self, group: &str, version: &str) -> Option<Value> {
-        let defs: Vec<Arc<ResourceDef>> = self.read().iter().filter(|d| d.group == group && d.serves(version)).cloned().collect();
+        let defs: Vec<Arc<ResourceDef>> = self
+            .read()
+            .iter()
+            .filter(|d| d.group == group && d.serves(version))
+            .cloned()
+            .collect();
         if defs.is_empty() {
             return None;
         }
@@ -278,8 +322,14 @@ impl Registry {
                 resources.push(r);
             }
         }
-        let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-        Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+        let gv = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        Some(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+        )
     }
 }
 
@@ -301,8 +351,15 @@ impl Registry {
     pub fn openapi_v3_index(&self) -> Value {
         let mut paths = serde_json::Map::new();
         for (g, v) in self.group_versions() {
-            let p = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
-            paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=0")}));
+            let p = if g.is_empty() {
+                format!("api/{v}")
+            } else {
+                format!("apis/{g}/{v}")
+            };
+            paths.insert(
+                p.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=0")}),
+            );
         }
         json!({"paths": paths})
     }
@@ -311,11 +368,20 @@ impl Registry {
     /// declares its group-version-kind and the `fieldValidation` parameter, which is what
     /// kubectl looks for to use server-side field validation. No schemas are published.
     pub fn openapi_v3_doc(&self, group: &str, version: &str) -> Option<Value> {
-        let defs: Vec<Arc<ResourceDef>> = self.read().iter().filter(|d| d.group == group && d.serves(version) && !d.virtual_).cloned().collect();
+        let defs: Vec<Arc<ResourceDef>> = self
+            .read()
+            .iter()
+            .filter(|d| d.group == group && d.serves(version) && !d.virtual_)
+            .cloned()
+            .collect();
         if defs.is_empty() {
             return None;
         }
-        let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+        let prefix = if group.is_empty() {
+            format!("/api/{version}")
+        } else {
+            format!("/apis/{group}/{version}")
+        };
         let mut paths = serde_json::Map::new();
         let params = json!([
             {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
@@ -324,49 +390,142 @@ impl Registry {
         ]);
         for d in defs {
             let gvk = json!({"group": group, "version": version, "kind": d.kind});
-            let path = if d.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", d.plural) } else { format!("{prefix}/{}/{{name}}", d.plural) };
+            let path = if d.namespaced {
+                format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", d.plural)
+            } else {
+                format!("{prefix}/{}/{{name}}", d.plural)
+            };
             let op = |verb: &str| json!({"operationId": format!("{verb}{}", d.kind), "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "parameters": params, "responses": {"200": {"description": "OK"}}});
             paths.insert(path, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
-            let coll = if d.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", d.plural) } else { format!("{prefix}/{}", d.plural) };
+            let coll = if d.namespaced {
+                format!("{prefix}/namespaces/{{namespace}}/{}", d.plural)
+            } else {
+                format!("{prefix}/{}", d.plural)
+            };
             paths.insert(coll, json!({"get": op("list"), "post": op("post")}));
         }
-        Some(json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.34.0"}, "paths": paths, "components": {"schemas": {}}}))
+        Some(
+            json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.34.0"}, "paths": paths, "components": {"schemas": {}}}),
+        )
     }
 }
 
 /// The built-in kinds (issue 3's list plus what kubectl and the controllers read).
+#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 fn builtins() -> Vec<ResourceDef> {
     let b = ResourceDef::builtin;
-    let mut pods = b("", "v1", "pods", "Pod", true).short(&["po"]).all().with_status();
+    let mut pods = b("", "v1", "pods", "Pod", true)
+        .short(&["po"])
+        .all()
+        .with_status();
     pods.extra_subresources = vec!["eviction", "resize"];
     vec![
-        b("", "v1", "namespaces", "Namespace", false).short(&["ns"]).with_status(),
-        b("", "v1", "nodes", "Node", false).short(&["no"]).with_status(),
+        b("", "v1", "namespaces", "Namespace", false)
+            .short(&["ns"])
+            .with_status(),
+        b("", "v1", "nodes", "Node", false)
+            .short(&["no"])
+            .with_status(),
         pods,
         b("", "v1", "events", "Event", true).short(&["ev"]),
         b("", "v1", "limitranges", "LimitRange", true).short(&["limits"]),
         b("", "v1", "secrets", "Secret", true),
         b("", "v1", "configmaps", "ConfigMap", true).short(&["cm"]),
         b("", "v1", "serviceaccounts", "ServiceAccount", true).short(&["sa"]),
-        b("", "v1", "services", "Service", true).short(&["svc"]).all().with_status(),
+        b("", "v1", "services", "Service", true)
+            .short(&["svc"])
+            .all()
+            .with_status(),
         b("", "v1", "endpoints", "Endpoints", true).short(&["ep"]),
         b("events.k8s.io", "v1", "events", "Event", true).short(&["ev"]),
-        b("apps", "v1", "deployments", "Deployment", true).short(&["deploy"]).all().with_status().with_scale(),
-        b("apps", "v1", "replicasets", "ReplicaSet", true).short(&["rs"]).all().with_status().with_scale(),
-        b("apps", "v1", "statefulsets", "StatefulSet", true).short(&["sts"]).all().with_status().with_scale(),
-        b("apps", "v1", "daemonsets", "DaemonSet", true).short(&["ds"]).all().with_status(),
-        b("apps", "v1", "controllerrevisions", "ControllerRevision", true),
+        b("apps", "v1", "deployments", "Deployment", true)
+            .short(&["deploy"])
+            .all()
+            .with_status()
+            .with_scale(),
+        b("apps", "v1", "replicasets", "ReplicaSet", true)
+            .short(&["rs"])
+            .all()
+            .with_status()
+            .with_scale(),
+        b("apps", "v1", "statefulsets", "StatefulSet", true)
+            .short(&["sts"])
+            .all()
+            .with_status()
+            .with_scale(),
+        b("apps", "v1", "daemonsets", "DaemonSet", true)
+            .short(&["ds"])
+            .all()
+            .with_status(),
+        b(
+            "apps",
+            "v1",
+            "controllerrevisions",
+            "ControllerRevision",
+            true,
+        ),
         b("batch", "v1", "jobs", "Job", true).all().with_status(),
-        b("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true).short(&["hpa"]).all().with_status(),
-        b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true).short(&["pdb"]).with_status(),
+        b(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            true,
+        )
+        .short(&["hpa"])
+        .all()
+        .with_status(),
+        b(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            true,
+        )
+        .short(&["pdb"])
+        .with_status(),
         b("coordination.k8s.io", "v1", "leases", "Lease", true),
-        b("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", false),
-        b("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", false),
-        b("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false).short(&["crd", "crds"]).with_status(),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+            false,
+        ),
+        b(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            false,
+        ),
+        b(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+        )
+        .short(&["crd", "crds"])
+        .with_status(),
         b("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", true).virtual_resource(),
         b("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", false).virtual_resource(),
-        b("custom.metrics.k8s.io", "v1beta2", "pods/*", "MetricValueList", true).virtual_resource(),
-        b("external.metrics.k8s.io", "v1beta1", "*", "ExternalMetricValueList", true).virtual_resource(),
+        b(
+            "custom.metrics.k8s.io",
+            "v1beta2",
+            "pods/*",
+            "MetricValueList",
+            true,
+        )
+        .virtual_resource(),
+        b(
+            "external.metrics.k8s.io",
+            "v1beta1",
+            "*",
+            "ExternalMetricValueList",
+            true,
+        )
+        .virtual_resource(),
     ]
 }
 
@@ -377,16 +536,29 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceDef> {
     let names = spec.get("names")?;
     let plural = names.get("plural")?.as_str()?.to_string();
     let kind = names.get("kind")?.as_str()?.to_string();
-    let singular = names.get("singular").and_then(Value::as_str).map_or_else(|| kind.to_lowercase(), String::from);
+    let singular = names
+        .get("singular")
+        .and_then(Value::as_str)
+        .map_or_else(|| kind.to_lowercase(), String::from);
     let strs = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
+        v.and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let mut versions = Vec::new();
     let mut schemas = BTreeMap::new();
     let mut status = false;
     let mut scale = None;
     let mut printer_columns = Vec::new();
-    let mut all_versions: Vec<&Value> = spec.get("versions").and_then(Value::as_array).map(|a| a.iter().collect()).unwrap_or_default();
+    let mut all_versions: Vec<&Value> = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
     // The storage version is preferred, as kube-apiserver orders discovery by priority.
     all_versions.sort_by_key(|v| !v.get("storage").and_then(Value::as_bool).unwrap_or(false));
     for v in all_versions {
@@ -400,17 +572,40 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceDef> {
         if versions.is_empty() {
             status = v.pointer("/subresources/status").is_some();
             scale = v.pointer("/subresources/scale").map(|s| ScalePaths {
-                spec_replicas: s.get("specReplicasPath").and_then(Value::as_str).unwrap_or(".spec.replicas").into(),
-                status_replicas: s.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas").into(),
-                label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
+                spec_replicas: s
+                    .get("specReplicasPath")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".spec.replicas")
+                    .into(),
+                status_replicas: s
+                    .get("statusReplicasPath")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".status.replicas")
+                    .into(),
+                label_selector: s
+                    .get("labelSelectorPath")
+                    .and_then(Value::as_str)
+                    .map(String::from),
             });
             if let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array) {
                 printer_columns = cols
                     .iter()
                     .map(|c| PrinterColumn {
-                        name: c.get("name").and_then(Value::as_str).unwrap_or_default().into(),
-                        type_: c.get("type").and_then(Value::as_str).unwrap_or("string").into(),
-                        json_path: c.get("jsonPath").and_then(Value::as_str).unwrap_or_default().into(),
+                        name: c
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
+                        type_: c
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("string")
+                            .into(),
+                        json_path: c
+                            .get("jsonPath")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
                         priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
                     })
                     .collect();
@@ -439,7 +634,7 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceDef> {
     })
 }
 
-/// Applies OpenAPI v3 schema `default`s to `obj` in place (structural-schema defaulting:
+/// Applies `OpenAPI` v3 schema `default`s to `obj` in place (structural-schema defaulting:
 /// a property with a default that is absent gets it; recursion into objects, arrays and
 /// additionalProperties that are present).
 pub fn apply_defaults(schema: &Value, obj: &mut Value) {
@@ -478,7 +673,11 @@ pub fn apply_defaults(schema: &Value, obj: &mut Value) {
 pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let p = path.trim_start_matches('{').trim_end_matches('}');
     let mut cur = obj;
-    for seg in p.trim_start_matches('.').split('.').filter(|s| !s.is_empty()) {
+    for seg in p
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+    {
         cur = cur.get(seg)?;
     }
     Some(cur)
@@ -486,13 +685,19 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
 
 /// Writes a simple JSON path, creating intermediate objects.
 pub fn set_json_path(obj: &mut Value, path: &str, value: Value) {
-    let segs: Vec<&str> = path.trim_start_matches('.').split('.').filter(|s| !s.is_empty()).collect();
+    let segs: Vec<&str> = path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .collect();
     let mut cur = obj;
     for (i, seg) in segs.iter().enumerate() {
         if !cur.is_object() {
             *cur = json!({});
         }
-        let Some(map) = cur.as_object_mut() else { return };
+        let Some(map) = cur.as_object_mut() else {
+            return;
+        };
         if i + 1 == segs.len() {
             map.insert((*seg).to_string(), value);
             return;
@@ -513,9 +718,13 @@ mod tests {
             "behavior": {"type": "object", "properties": {"tolerance": {"type": "number", "default": 0.1}}},
             "metrics": {"type": "array", "items": {"type": "object", "properties": {"weight": {"default": 5}}}}
         }}}});
-        let mut obj = json!({"spec": {"minReplicas": 3, "behavior": {}, "metrics": [{}, {"weight": 1}]}});
+        let mut obj =
+            json!({"spec": {"minReplicas": 3, "behavior": {}, "metrics": [{}, {"weight": 1}]}});
         apply_defaults(&schema, &mut obj);
-        assert_eq!(obj, json!({"spec": {"minReplicas": 3, "behavior": {"tolerance": 0.1}, "metrics": [{"weight": 5}, {"weight": 1}]}}));
+        assert_eq!(
+            obj,
+            json!({"spec": {"minReplicas": 3, "behavior": {"tolerance": 0.1}, "metrics": [{"weight": 5}, {"weight": 1}]}})
+        );
     }
 
     #[test]
@@ -530,7 +739,13 @@ mod tests {
         assert_eq!(d.scale.unwrap().spec_replicas, ".spec.size");
         assert_eq!(d.printer_columns[0].name, "Size");
         let reg = Registry::with_builtins();
-        assert!(reg.api_resource_list("apps", "v1").unwrap()["resources"].as_array().unwrap().iter().any(|r| r["name"] == "deployments/scale"));
+        assert!(
+            reg.api_resource_list("apps", "v1").unwrap()["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["name"] == "deployments/scale")
+        );
     }
 
     #[test]

@@ -44,7 +44,9 @@ fn percent_decode(s: &str) -> String {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..(i + 3).min(bytes.len())]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = std::str::from_utf8(&bytes[i + 1..(i + 3).min(bytes.len())])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 if let Some(b) = hex {
                     out.push(b);
                     i += 2;
@@ -77,13 +79,19 @@ fn is_true(q: &Query, k: &str) -> bool {
 
 /// A JSON response.
 pub fn json_response(code: u16, body: &Value) -> Response {
-    bytes_response(code, Bytes::from(serde_json::to_vec(body).unwrap_or_default()))
+    bytes_response(
+        code,
+        Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+    )
 }
 
 fn bytes_response(code: u16, body: Bytes) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -91,7 +99,11 @@ fn bytes_response(code: u16, body: Bytes) -> Response {
 pub fn error_response(e: &ApiError) -> Response {
     let mut resp = json_response(e.code, &e.to_status());
     // Priority-and-fairness throttling says when to retry; a PDB refusal does not.
-    if let Some(secs) = e.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64)
+    if let Some(secs) = e
+        .details
+        .as_ref()
+        .and_then(|d| d.get("retryAfterSeconds"))
+        .and_then(Value::as_u64)
         && let Ok(v) = HeaderValue::from_str(&secs.to_string())
     {
         resp.headers_mut().insert(header::RETRY_AFTER, v);
@@ -124,12 +136,23 @@ impl Req {
         }
         if self.content_type.contains("cbor") {
             // Only JSON is spoken; client-go then falls back to JSON.
-            return Err(ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {:?})", self.content_type)));
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {:?})",
+                    self.content_type
+                ),
+            ));
         }
         if self.body.is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&self.body).map_err(|e| ApiError::bad_request(format!("the body of the request could not be decoded as JSON: {e}")))
+        serde_json::from_slice(&self.body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request could not be decoded as JSON: {e}"
+            ))
+        })
     }
 
     /// Apply patches may be YAML; JSON is tried first (kubectl and kube-rs send JSON).
@@ -137,8 +160,10 @@ impl Req {
         if let Ok(v) = serde_json::from_slice(&self.body) {
             return Ok(v);
         }
-        let text = std::str::from_utf8(&self.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        serde_saphyr::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+        let text =
+            std::str::from_utf8(&self.body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        serde_saphyr::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
     }
 }
 
@@ -148,18 +173,32 @@ async fn handle(State(cluster): State<Arc<Cluster>>, request: Request) -> Respon
         Ok(b) => b,
         Err(e) => return error_response(&ApiError::bad_request(e.to_string())),
     };
-    let header = |n: header::HeaderName| parts.headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let header = |n: header::HeaderName| {
+        parts
+            .headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
     let query = parse_query(parts.uri.query());
     let req = Req {
         method: parts.method.clone(),
         accept: header(header::ACCEPT),
         content_type: header(header::CONTENT_TYPE),
-        caller: Caller { user_agent: header(header::USER_AGENT), field_manager: query.get("fieldManager").cloned() },
+        caller: Caller {
+            user_agent: header(header::USER_AGENT),
+            field_manager: query.get("fieldManager").cloned(),
+        },
         query,
         body,
     };
     let path = parts.uri.path().trim_end_matches('/').to_string();
-    let segs: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(percent_decode).collect();
+    let segs: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     match route(&cluster, &segs, &req).await {
         Ok(r) => r,
@@ -168,19 +207,43 @@ async fn handle(State(cluster): State<Arc<Cluster>>, request: Request) -> Respon
 }
 
 async fn route(cluster: &Arc<Cluster>, segs: &[&str], req: &Req) -> Result<Response, ApiError> {
-    let not_found = || ApiError::new(404, "NotFound", "the server could not find the requested resource");
+    let not_found = || {
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    };
     match segs {
-        [] => Ok(json_response(200, &json!({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/readyz", "/livez", "/sim/v1"]}))),
+        [] => Ok(json_response(
+            200,
+            &json!({"paths": ["/api", "/api/v1", "/apis", "/version", "/healthz", "/readyz", "/livez", "/sim/v1"]}),
+        )),
         ["version"] => Ok(json_response(200, &crate::version_info())),
         ["healthz" | "readyz" | "livez", ..] => Ok(bytes_response(200, Bytes::from_static(b"ok"))),
         ["sim", "v1", rest @ ..] => control(cluster, rest, req),
         ["openapi", "v3"] => Ok(json_response(200, &cluster.registry.openapi_v3_index())),
-        ["openapi", "v3", "api", version] => cluster.registry.openapi_v3_doc("", version).map(|d| json_response(200, &d)).ok_or_else(not_found),
-        ["openapi", "v3", "apis", group, version] => cluster.registry.openapi_v3_doc(group, version).map(|d| json_response(200, &d)).ok_or_else(not_found),
-        ["api"] => Ok(json_response(200, &cluster.registry.api_versions(&cluster.server_address()))),
+        ["openapi", "v3", "api", version] => cluster
+            .registry
+            .openapi_v3_doc("", version)
+            .map(|d| json_response(200, &d))
+            .ok_or_else(not_found),
+        ["openapi", "v3", "apis", group, version] => cluster
+            .registry
+            .openapi_v3_doc(group, version)
+            .map(|d| json_response(200, &d))
+            .ok_or_else(not_found),
+        ["api"] => Ok(json_response(
+            200,
+            &cluster.registry.api_versions(&cluster.server_address()),
+        )),
         ["apis"] => Ok(json_response(200, &cluster.registry.api_group_list())),
         ["api", "v1", rest @ ..] => resource(cluster, "", "v1", rest, req).await,
-        ["apis", group] => cluster.registry.api_group(group).map(|g| json_response(200, &g)).ok_or_else(not_found),
+        ["apis", group] => cluster
+            .registry
+            .api_group(group)
+            .map(|g| json_response(200, &g))
+            .ok_or_else(not_found),
         ["apis", group, version, rest @ ..] => {
             if metrics_api::is_metrics_group(group) && !rest.is_empty() {
                 let (latency, err) = cluster.faults.check("get", group);
@@ -188,7 +251,8 @@ async fn route(cluster: &Arc<Cluster>, segs: &[&str], req: &Req) -> Result<Respo
                 if let Some(e) = err {
                     return Err(e);
                 }
-                return metrics_api::handle(cluster, group, version, rest, &req.query).map(|v| json_response(200, &v));
+                return metrics_api::handle(cluster, group, version, rest, &req.query)
+                    .map(|v| json_response(200, &v));
             }
             resource(cluster, group, version, rest, req).await
         }
@@ -211,33 +275,76 @@ struct Target<'a> {
     sub: Option<&'a str>,
 }
 
-fn parse_target<'a>(cluster: &Cluster, group: &str, version: &'a str, rest: &[&'a str]) -> Result<Target<'a>, ApiError> {
-    let not_found = || ApiError::new(404, "NotFound", "the server could not find the requested resource");
-    let lookup = |plural: &str| cluster.registry.lookup(group, version, plural).ok_or_else(not_found);
-    let namespaced_form = rest.len() >= 3 && rest[0] == "namespaces" && !matches!(rest[2], "status" | "finalize") && group.is_empty()
+fn parse_target<'a>(
+    cluster: &Cluster,
+    group: &str,
+    version: &'a str,
+    rest: &[&'a str],
+) -> Result<Target<'a>, ApiError> {
+    let not_found = || {
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    };
+    let lookup = |plural: &str| {
+        cluster
+            .registry
+            .lookup(group, version, plural)
+            .ok_or_else(not_found)
+    };
+    let namespaced_form = rest.len() >= 3
+        && rest[0] == "namespaces"
+        && !matches!(rest[2], "status" | "finalize")
+        && group.is_empty()
         || (rest.len() >= 3 && rest[0] == "namespaces" && !group.is_empty());
     if namespaced_form {
         let def = lookup(rest[2])?;
         if !def.namespaced {
             return Err(not_found());
         }
-        return Ok(Target { def, version, ns: Some(rest[1]), name: rest.get(3).copied(), sub: rest.get(4).copied() });
+        return Ok(Target {
+            def,
+            version,
+            ns: Some(rest[1]),
+            name: rest.get(3).copied(),
+            sub: rest.get(4).copied(),
+        });
     }
     match rest {
-        [plural] => Ok(Target { def: lookup(plural)?, version, ns: None, name: None, sub: None }),
+        [plural] => Ok(Target {
+            def: lookup(plural)?,
+            version,
+            ns: None,
+            name: None,
+            sub: None,
+        }),
         [plural, name] => {
             let def = lookup(plural)?;
             if def.namespaced {
                 return Err(not_found());
             }
-            Ok(Target { def, version, ns: None, name: Some(name), sub: None })
+            Ok(Target {
+                def,
+                version,
+                ns: None,
+                name: Some(name),
+                sub: None,
+            })
         }
         [plural, name, sub] => {
             let def = lookup(plural)?;
             if def.namespaced {
                 return Err(not_found());
             }
-            Ok(Target { def, version, ns: None, name: Some(name), sub: Some(sub) })
+            Ok(Target {
+                def,
+                version,
+                ns: None,
+                name: Some(name),
+                sub: Some(sub),
+            })
         }
         _ => Err(not_found()),
     }
@@ -257,13 +364,26 @@ fn verb_of(method: &Method, t: &Target<'_>, q: &Query) -> &'static str {
     }
 }
 
-async fn resource(cluster: &Arc<Cluster>, group: &str, version: &str, rest: &[&str], req: &Req) -> Result<Response, ApiError> {
+#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
+async fn resource(
+    cluster: &Arc<Cluster>,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    req: &Req,
+) -> Result<Response, ApiError> {
     if rest.is_empty() {
         return cluster
             .registry
             .api_resource_list(group, version)
             .map(|l| json_response(200, &l))
-            .ok_or_else(|| ApiError::new(404, "NotFound", "the server could not find the requested resource"));
+            .ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                )
+            });
     }
     let t = parse_target(cluster, group, version, rest)?;
     let verb = verb_of(&req.method, &t, &req.query);
@@ -279,82 +399,160 @@ async fn resource(cluster: &Arc<Cluster>, group: &str, version: &str, rest: &[&s
     let def = t.def.clone();
     let ns = t.ns.unwrap_or_default();
     if def.namespaced && t.name.is_some() && t.ns.is_none() {
-        return Err(ApiError::new(404, "NotFound", "the server could not find the requested resource"));
+        return Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
     }
     let dry_run = req.query.get("dryRun").is_some_and(|v| v == "All");
     match (verb, t.name, t.sub) {
         ("list", None, None) => list(cluster, &def, t.version, t.ns, req),
         ("watch", None, None) => watch(cluster, &def, t.version, t.ns, req),
         ("deletecollection", None, None) => {
-            let labels = LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?;
-            let fields = FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?;
-            let opts = DeleteOptions::from_body(&req.json_body()?, req.query.get("gracePeriodSeconds").and_then(|g| g.parse().ok()));
-            let deleted = cluster.delete_collection(&def, t.ns, &labels, &fields, &opts, &req.caller)?;
+            let labels =
+                LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?;
+            let fields =
+                FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?;
+            let opts = DeleteOptions::from_body(
+                &req.json_body()?,
+                req.query
+                    .get("gracePeriodSeconds")
+                    .and_then(|g| g.parse().ok()),
+            );
+            let deleted =
+                cluster.delete_collection(&def, t.ns, &labels, &fields, &opts, &req.caller)?;
             let items: Vec<Value> = deleted.iter().map(|o| (**o).clone()).collect();
-            Ok(json_response(200, &json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(t.version),
-                "metadata": {"resourceVersion": cluster.store.current_rv().to_string()}, "items": items})))
+            Ok(json_response(
+                200,
+                &json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(t.version),
+                "metadata": {"resourceVersion": cluster.store.current_rv().to_string()}, "items": items}),
+            ))
         }
         ("create", None, None) => {
             let obj = req.json_body()?;
-            let created = cluster.create(&def, t.version, ns, obj, &req.caller, dry_run).await?;
+            let created = cluster
+                .create(&def, t.version, ns, obj, &req.caller, dry_run)
+                .await?;
             Ok(obj_response(201, &created))
         }
         ("get", Some(name), None | Some("status")) => {
-            let obj = cluster.store.get(&(def.group.clone(), def.plural.clone()), ns, name).ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+            let obj = cluster
+                .store
+                .get(&(def.group.clone(), def.plural.clone()), ns, name)
+                .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
             if req.wants_table() {
-                return Ok(json_response(200, &table::to_table(&def, [&*obj], cluster.clock.now(), cluster.store.current_rv(), false)));
+                return Ok(json_response(
+                    200,
+                    &table::to_table(
+                        &def,
+                        [&*obj],
+                        cluster.clock.now(),
+                        cluster.store.current_rv(),
+                        false,
+                    ),
+                ));
             }
-            Ok(obj_response(200, &present(&def, t.version, &obj)))
+            if def.versions.len() > 1 {
+                return Ok(obj_response(200, &present(&def, t.version, &obj)));
+            }
+            Ok(obj_response(200, &obj))
         }
-        ("get", Some(name), Some("scale")) if def.scale.is_some() => Ok(json_response(200, &cluster.get_scale(&def, ns, name)?)),
+        ("get", Some(name), Some("scale")) if def.scale.is_some() => {
+            Ok(json_response(200, &cluster.get_scale(&def, ns, name)?))
+        }
         ("update", Some(name), None) => {
             let body = req.json_body()?;
-            let out = cluster.update(&def, t.version, ns, name, body, Part::Main, &req.caller).await?;
-            Ok(obj_response(200, &out))
-        },
-        ("update", Some(name), Some("status")) if def.status => {
-            let body = req.json_body()?;
-            let out = cluster.update(&def, t.version, ns, name, body, Part::Status, &req.caller).await?;
-            Ok(obj_response(200, &out))
-        },
-        ("update", Some(name), Some("scale")) if def.scale.is_some() => Ok(json_response(200, &cluster.update_scale(&def, t.version, ns, name, &req.json_body()?, &req.caller).await?)),
-        ("update", Some(name), Some("resize")) if def.extra_subresources.contains(&"resize") => {
-            {
-            let body = req.json_body()?;
-            let out = cluster.update(&def, t.version, ns, name, body, Part::Resize, &req.caller).await?;
+            let out = cluster
+                .update(&def, t.version, ns, name, body, Part::Main, &req.caller)
+                .await?;
             Ok(obj_response(200, &out))
         }
+        ("update", Some(name), Some("status")) if def.status => {
+            let body = req.json_body()?;
+            let out = cluster
+                .update(&def, t.version, ns, name, body, Part::Status, &req.caller)
+                .await?;
+            Ok(obj_response(200, &out))
+        }
+        ("update", Some(name), Some("scale")) if def.scale.is_some() => Ok(json_response(
+            200,
+            &cluster.update_scale(&def, t.version, ns, name, &req.json_body()?, &req.caller)?,
+        )),
+        ("update", Some(name), Some("resize")) if def.extra_subresources.contains(&"resize") => {
+            let body = req.json_body()?;
+            let out = cluster
+                .update(&def, t.version, ns, name, body, Part::Resize, &req.caller)
+                .await?;
+            Ok(obj_response(200, &out))
         }
         ("patch", Some(name), sub) => {
             let kind = PatchKind::from_content_type(&req.content_type)
                 .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", req.content_type)))?;
-            let body = if kind == PatchKind::Apply { req.yaml_or_json_body()? } else { req.json_body()? };
+            let body = if kind == PatchKind::Apply {
+                req.yaml_or_json_body()?
+            } else {
+                req.json_body()?
+            };
             if kind == PatchKind::Apply && req.caller.field_manager.is_none() {
-                return Err(ApiError::bad_request("PATCH /apply requires fieldManager to be set"));
+                return Err(ApiError::bad_request(
+                    "PATCH /apply requires fieldManager to be set",
+                ));
             }
             let part = match sub {
                 None => Part::Main,
                 Some("status") if def.status => Part::Status,
                 Some("resize") if def.extra_subresources.contains(&"resize") => Part::Resize,
                 Some("scale") if def.scale.is_some() => {
-                    return Ok(json_response(200, &cluster.patch_scale(&def, t.version, ns, name, kind, &body, &req.caller).await?));
+                    return Ok(json_response(
+                        200,
+                        &cluster.patch_scale(
+                            &def,
+                            t.version,
+                            ns,
+                            name,
+                            kind,
+                            &body,
+                            &req.caller,
+                        )?,
+                    ));
                 }
-                _ => return Err(ApiError::new(404, "NotFound", "the server could not find the requested resource")),
+                _ => {
+                    return Err(ApiError::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    ));
+                }
             };
-            let existed = cluster.store.get(&(def.group.clone(), def.plural.clone()), ns, name).is_some();
-            let out = cluster.patch(&def, t.version, ns, name, kind, &body, part, &req.caller).await?;
+            let existed = cluster
+                .store
+                .get(&(def.group.clone(), def.plural.clone()), ns, name)
+                .is_some();
+            let out = cluster
+                .patch(&def, t.version, ns, name, kind, &body, part, &req.caller)
+                .await?;
             Ok(obj_response(if existed { 200 } else { 201 }, &out))
         }
         ("delete", Some(name), None) => {
-            let opts = DeleteOptions::from_body(&req.json_body()?, req.query.get("gracePeriodSeconds").and_then(|g| g.parse().ok()));
+            let opts = DeleteOptions::from_body(
+                &req.json_body()?,
+                req.query
+                    .get("gracePeriodSeconds")
+                    .and_then(|g| g.parse().ok()),
+            );
             let out = cluster.delete(&def, ns, name, &opts, &req.caller)?;
             Ok(obj_response(200, &out))
         }
-        ("create", Some(name), Some("eviction")) if def.extra_subresources.contains(&"eviction") => {
+        ("create", Some(name), Some("eviction"))
+            if def.extra_subresources.contains(&"eviction") =>
+        {
             let status = eviction::evict(cluster, ns, name, &req.json_body()?, &req.caller)?;
             Ok(json_response(201, &status))
         }
-        _ => Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource ({verb} {res_name})"))),
+        _ => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({verb} {res_name})"
+        ))),
     }
 }
 
@@ -371,26 +569,53 @@ fn continue_token(ns: &str, name: &str) -> String {
     base64::encode(format!("{ns}\u{0}{name}").as_bytes())
 }
 
-fn list(cluster: &Cluster, def: &ResourceDef, version: &str, ns: Option<&str>, req: &Req) -> Result<Response, ApiError> {
+fn list(
+    cluster: &Cluster,
+    def: &ResourceDef,
+    version: &str,
+    ns: Option<&str>,
+    req: &Req,
+) -> Result<Response, ApiError> {
     let labels = LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?;
     let fields = FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?;
-    let (items, rv) = cluster.store.list(&(def.group.clone(), def.plural.clone()), ns);
-    let after: Option<(String, String)> = match req.query.get("continue").filter(|c| !c.is_empty()) {
+    let (items, rv) = cluster
+        .store
+        .list(&(def.group.clone(), def.plural.clone()), ns);
+    let after: Option<(String, String)> = match req.query.get("continue").filter(|c| !c.is_empty())
+    {
         None => None,
         Some(c) => {
-            let raw = base64::decode(c).and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
-            let (n, m) = raw.split_once('\u{0}').ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+            let raw = base64::decode(c)
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
+            let (n, m) = raw
+                .split_once('\u{0}')
+                .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
             Some((n.to_string(), m.to_string()))
         }
     };
-    let limit: usize = req.query.get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let limit: usize = req
+        .query
+        .get("limit")
+        .and_then(|l| l.parse().ok())
+        .filter(|l| *l > 0)
+        .unwrap_or(usize::MAX);
     let key = |o: &Value| {
         (
-            o.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string(),
-            o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string(),
+            o.pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            o.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
         )
     };
-    let mut matched = items.iter().filter(|o| after.as_ref().is_none_or(|a| key(o) > *a)).filter(|o| labels.matches_object(o) && fields.matches(o));
+    let mut matched = items
+        .iter()
+        .filter(|o| after.as_ref().is_none_or(|a| key(o) > *a))
+        .filter(|o| labels.matches_object(o) && fields.matches(o));
     let page: Vec<&Arc<Value>> = matched.by_ref().take(limit).collect();
     let remaining = matched.count();
     let mut meta = json!({"resourceVersion": rv.to_string()});
@@ -402,7 +627,13 @@ fn list(cluster: &Cluster, def: &ResourceDef, version: &str, ns: Option<&str>, r
         meta["remainingItemCount"] = json!(remaining);
     }
     if req.wants_table() {
-        let mut t = table::to_table(def, page.iter().map(|o| &***o), cluster.clock.now(), rv, false);
+        let mut t = table::to_table(
+            def,
+            page.iter().map(|o| &***o),
+            cluster.clock.now(),
+            rv,
+            false,
+        );
         t["metadata"] = meta;
         return Ok(json_response(200, &t));
     }
@@ -420,7 +651,9 @@ fn list(cluster: &Cluster, def: &ResourceDef, version: &str, ns: Option<&str>, r
             buf.push(b',');
         }
         if def.versions.len() > 1 {
-            buf.extend_from_slice(&serde_json::to_vec(&present(def, version, o)).unwrap_or_default());
+            buf.extend_from_slice(
+                &serde_json::to_vec(&present(def, version, o)).unwrap_or_default(),
+            );
         } else {
             buf.extend_from_slice(&serde_json::to_vec(&***o).unwrap_or_default());
         }
@@ -446,7 +679,10 @@ impl WatchFilter {
     /// The event type this watcher gets for `e`, if any (selector transitions become
     /// ADDED / DELETED, as kube-apiserver's watch cache does).
     fn classify(&self, e: &StoredEvent) -> Option<EventType> {
-        if e.key.0 != self.group || e.key.1 != self.plural || self.ns.as_ref().is_some_and(|n| *n != e.namespace) {
+        if e.key.0 != self.group
+            || e.key.1 != self.plural
+            || self.ns.as_ref().is_some_and(|n| *n != e.namespace)
+        {
             return None;
         }
         let now = self.matches(&e.object);
@@ -519,12 +755,24 @@ where
     S: futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
 {
     let mut resp = Response::new(Body::from_stream(s));
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     resp
 }
 
-fn watch(cluster: &Arc<Cluster>, def: &Arc<ResourceDef>, version: &str, ns: Option<&str>, req: &Req) -> Result<Response, ApiError> {
+fn watch(
+    cluster: &Arc<Cluster>,
+    def: &Arc<ResourceDef>,
+    version: &str,
+    ns: Option<&str>,
+    req: &Req,
+) -> Result<Response, ApiError> {
     let filter = WatchFilter {
         group: def.group.clone(),
         plural: def.plural.clone(),
@@ -533,14 +781,29 @@ fn watch(cluster: &Arc<Cluster>, def: &Arc<ResourceDef>, version: &str, ns: Opti
         fields: FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?,
     };
     if cluster.faults.take_forced_expiry() {
-        return Ok(expired_stream("too old resource version (forced by the sim)"));
+        return Ok(expired_stream(
+            "too old resource version (forced by the sim)",
+        ));
     }
     let bookmarks = is_true(&req.query, "allowWatchBookmarks");
     let initial_events = is_true(&req.query, "sendInitialEvents");
-    let timeout = req.query.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).map(Duration::from_secs);
-    let rv_param = req.query.get("resourceVersion").cloned().unwrap_or_default();
+    let timeout = req
+        .query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let rv_param = req
+        .query
+        .get("resourceVersion")
+        .cloned()
+        .unwrap_or_default();
     let key = (def.group.clone(), def.plural.clone());
-    let ctx = WatchCtx { def: def.clone(), version: version.to_string(), table: req.wants_table(), cluster: cluster.clone() };
+    let ctx = WatchCtx {
+        def: def.clone(),
+        version: version.to_string(),
+        table: req.wants_table(),
+        cluster: cluster.clone(),
+    };
     let mut initial: Vec<Bytes> = Vec::new();
     let (rx, start_rv) = if initial_events || rv_param.is_empty() || rv_param == "0" {
         let (items, rv, rx) = cluster.store.snapshot_and_watch(&key, ns);
@@ -552,7 +815,9 @@ fn watch(cluster: &Arc<Cluster>, def: &Arc<ResourceDef>, version: &str, ns: Opti
         }
         (rx, rv)
     } else {
-        let from: u64 = rv_param.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version {rv_param:?}")))?;
+        let from: u64 = rv_param
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv_param:?}")))?;
         match cluster.store.watch_from(from) {
             Err(e) => return Ok(expired_stream(&e.message)),
             Ok((backlog, rx)) => {
@@ -569,8 +834,22 @@ fn watch(cluster: &Arc<Cluster>, def: &Arc<ResourceDef>, version: &str, ns: Opti
     let drop_signal = cluster.faults.drop_signal();
     let shutdown = cluster.shutdown.clone();
     let bookmark_every = cluster.settings.bookmark_interval;
-    tokio::spawn(pump(ctx, filter, rx, tx, initial, start_rv, bookmarks, bookmark_every, timeout, drop_signal, shutdown));
-    let stream = futures::stream::unfold(out_rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<Bytes, Infallible>(b), rx)) });
+    tokio::spawn(pump(
+        ctx,
+        filter,
+        rx,
+        tx,
+        initial,
+        start_rv,
+        bookmarks,
+        bookmark_every,
+        timeout,
+        drop_signal,
+        shutdown,
+    ));
+    let stream = futures::stream::unfold(out_rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<Bytes, Infallible>(b), rx))
+    });
     Ok(stream_response(stream))
 }
 
@@ -636,27 +915,48 @@ fn control(cluster: &Arc<Cluster>, rest: &[&str], req: &Req) -> Result<Response,
     let ok = || json_response(200, &json!({"status": "ok"}));
     match (req.method.as_str(), rest) {
         ("GET", ["audit"]) => {
-            let since = req.query.get("since").and_then(|s| s.parse().ok()).unwrap_or(0);
-            Ok(json_response(200, &serde_json::to_value(cluster.audit.since(since))?))
+            let since = req
+                .query
+                .get("since")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            Ok(json_response(
+                200,
+                &serde_json::to_value(cluster.audit.since(since))?,
+            ))
         }
         ("POST", ["faults"]) => {
-            let fault: Fault = serde_json::from_value(req.json_body()?).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            Ok(json_response(200, &json!({"id": cluster.faults.add(fault)})))
+            let fault: Fault = serde_json::from_value(req.json_body()?)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            Ok(json_response(
+                200,
+                &json!({"id": cluster.faults.add(fault)}),
+            ))
         }
         ("DELETE", ["faults"]) => {
             cluster.faults.clear();
             Ok(ok())
         }
         ("DELETE", ["faults", id]) => {
-            let id: u64 = id.parse().map_err(|_| ApiError::bad_request("fault id must be a number"))?;
-            if cluster.faults.remove(id) { Ok(ok()) } else { Err(ApiError::new(404, "NotFound", "no such fault")) }
+            let id: u64 = id
+                .parse()
+                .map_err(|_| ApiError::bad_request("fault id must be a number"))?;
+            if cluster.faults.remove(id) {
+                Ok(ok())
+            } else {
+                Err(ApiError::new(404, "NotFound", "no such fault"))
+            }
         }
         ("POST", ["watches", "drop"]) => {
             cluster.faults.drop_watches();
             Ok(ok())
         }
         ("POST", ["watches", "expire"]) => {
-            let n = req.query.get("count").and_then(|c| c.parse().ok()).unwrap_or(1);
+            let n = req
+                .query
+                .get("count")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
             cluster.faults.expire_next_watches(n);
             Ok(ok())
         }
@@ -665,23 +965,37 @@ fn control(cluster: &Arc<Cluster>, rest: &[&str], req: &Req) -> Result<Response,
             Ok(ok())
         }
         ("PUT" | "POST", ["namespaces", ns, kind, name, "load"]) => {
-            let spec: LoadSpec = serde_json::from_value(req.json_body()?).map_err(|e| ApiError::bad_request(e.to_string()))?;
-            cluster.model.set_load(ns, kind, name, spec, cluster.clock.elapsed_secs());
+            let spec: LoadSpec = serde_json::from_value(req.json_body()?)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            cluster
+                .model
+                .set_load(ns, kind, name, spec, cluster.clock.elapsed_secs());
             Ok(ok())
         }
         ("PUT" | "POST", ["namespaces", ns, "external", metric]) => {
             let body = req.json_body()?;
-            let value = body.get("value").and_then(Value::as_f64).ok_or_else(|| ApiError::bad_request("body must be {\"value\": number}"))?;
+            let value = body
+                .get("value")
+                .and_then(Value::as_f64)
+                .ok_or_else(|| ApiError::bad_request("body must be {\"value\": number}"))?;
             cluster.model.set_external(ns, metric, value);
             Ok(ok())
         }
         ("PUT" | "POST", ["webhook-services"]) => {
-            let svc: ServiceAddress = serde_json::from_value(req.json_body()?).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            let svc: ServiceAddress = serde_json::from_value(req.json_body()?)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
             cluster.register_webhook_service(svc);
             Ok(ok())
         }
-        ("GET", ["time"]) => Ok(json_response(200, &json!({"now": crate::clock::rfc3339(cluster.clock.now()), "timeScale": cluster.clock.scale(), "elapsedSeconds": cluster.clock.elapsed_secs()}))),
-        _ => Err(ApiError::new(404, "NotFound", "unknown sim control endpoint")),
+        ("GET", ["time"]) => Ok(json_response(
+            200,
+            &json!({"now": crate::clock::rfc3339(cluster.clock.now()), "timeScale": cluster.clock.scale(), "elapsedSeconds": cluster.clock.elapsed_secs()}),
+        )),
+        _ => Err(ApiError::new(
+            404,
+            "NotFound",
+            "unknown sim control endpoint",
+        )),
     }
 }
 

@@ -17,10 +17,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Cluster;
 use crate::control::Caller;
 use crate::error::{Error, Result};
 use crate::workload::LoadSpec;
-use crate::Cluster;
 
 /// A workload's load in a scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,7 +63,8 @@ pub struct Scenario {
 impl Scenario {
     /// Parses YAML or JSON.
     pub fn parse(text: &str) -> Result<Self> {
-        serde_json::from_str(text).or_else(|_| serde_saphyr::from_str(text).map_err(|e| Error::Scenario(e.to_string())))
+        serde_json::from_str(text)
+            .or_else(|_| serde_saphyr::from_str(text).map_err(|e| Error::Scenario(e.to_string())))
     }
 }
 
@@ -74,7 +75,13 @@ pub async fn apply(cluster: &Cluster, sc: &Scenario) -> Result<()> {
         cluster.create_manifest(obj.clone(), &caller).await?;
     }
     for l in &sc.loads {
-        cluster.model.set_load(&l.namespace, &l.kind, &l.name, l.load.clone(), cluster.clock.elapsed_secs());
+        cluster.model.set_load(
+            &l.namespace,
+            &l.kind,
+            &l.name,
+            l.load.clone(),
+            cluster.clock.elapsed_secs(),
+        );
     }
     for e in &sc.external {
         cluster.model.set_external(&e.namespace, &e.metric, e.value);

@@ -28,7 +28,7 @@ pub enum Requirement {
 /// A parsed label selector: all requirements must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector {
-    /// The requirements, ANDed.
+    /// The requirements, `ANDed`.
     pub requirements: Vec<Requirement>,
 }
 
@@ -48,28 +48,48 @@ impl LabelSelector {
 
     /// Converts a structured `metav1.LabelSelector`. `null` → `None` (matches nothing).
     pub fn from_structured(v: &Value) -> Result<Option<Self>, ApiError> {
-        let Some(obj) = v.as_object() else { return Ok(None) };
+        let Some(obj) = v.as_object() else {
+            return Ok(None);
+        };
         let mut requirements = Vec::new();
         if let Some(ml) = obj.get("matchLabels").and_then(Value::as_object) {
             for (k, v) in ml {
-                requirements.push(Requirement::Eq(k.clone(), v.as_str().unwrap_or_default().to_string()));
+                requirements.push(Requirement::Eq(
+                    k.clone(),
+                    v.as_str().unwrap_or_default().to_string(),
+                ));
             }
         }
         if let Some(exprs) = obj.get("matchExpressions").and_then(Value::as_array) {
             for e in exprs {
-                let key = e.get("key").and_then(Value::as_str).unwrap_or_default().to_string();
+                let key = e
+                    .get("key")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let values: Vec<String> = e
                     .get("values")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default();
-                let op = e.get("operator").and_then(Value::as_str).unwrap_or_default();
+                let op = e
+                    .get("operator")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 requirements.push(match op {
                     "In" => Requirement::In(key, values),
                     "NotIn" => Requirement::NotIn(key, values),
                     "Exists" => Requirement::Exists(key),
                     "DoesNotExist" => Requirement::DoesNotExist(key),
-                    other => return Err(ApiError::invalid(format!("invalid label selector operator {other:?}"))),
+                    other => {
+                        return Err(ApiError::invalid(format!(
+                            "invalid label selector operator {other:?}"
+                        )));
+                    }
                 });
             }
         }
@@ -136,7 +156,11 @@ fn split_terms(s: &str) -> Vec<&str> {
 }
 
 fn parse_term(term: &str) -> Result<Requirement, ApiError> {
-    let bad = || ApiError::bad_request(format!("unable to parse requirement: invalid label selector {term:?}"));
+    let bad = || {
+        ApiError::bad_request(format!(
+            "unable to parse requirement: invalid label selector {term:?}"
+        ))
+    };
     if let Some(key) = term.strip_prefix('!') {
         return Ok(Requirement::DoesNotExist(key.trim().to_string()));
     }
@@ -144,13 +168,27 @@ fn parse_term(term: &str) -> Result<Requirement, ApiError> {
         if let Some(pos) = term.find(op) {
             let key = term[..pos].trim().to_string();
             let rest = term[pos + op.len()..].trim();
-            let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).ok_or_else(bad)?;
-            let values = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
-            return Ok(if notin { Requirement::NotIn(key, values) } else { Requirement::In(key, values) });
+            let inner = rest
+                .strip_prefix('(')
+                .and_then(|r| r.strip_suffix(')'))
+                .ok_or_else(bad)?;
+            let values = inner
+                .split(',')
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .collect();
+            return Ok(if notin {
+                Requirement::NotIn(key, values)
+            } else {
+                Requirement::In(key, values)
+            });
         }
     }
     if let Some((k, v)) = term.split_once("!=") {
-        return Ok(Requirement::NotEq(k.trim().to_string(), v.trim().to_string()));
+        return Ok(Requirement::NotEq(
+            k.trim().to_string(),
+            v.trim().to_string(),
+        ));
     }
     if let Some((k, v)) = term.split_once("==") {
         return Ok(Requirement::Eq(k.trim().to_string(), v.trim().to_string()));
@@ -164,7 +202,7 @@ fn parse_term(term: &str) -> Result<Requirement, ApiError> {
     Ok(Requirement::Exists(term.to_string()))
 }
 
-/// A field selector: `path=value`, `path==value`, `path!=value`, comma-separated, ANDed.
+/// A field selector: `path=value`, `path==value`, `path!=value`, comma-separated, `ANDed`.
 /// Paths are dotted JSON paths (`metadata.name`, `status.phase`, `spec.nodeName`,
 /// `involvedObject.uid`); a missing field compares as the empty string, as upstream does
 /// for the fields it supports.
@@ -185,7 +223,9 @@ impl FieldSelector {
             } else if let Some((k, v)) = term.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{term}'")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid selector: '{s}'; can't understand '{term}'"
+                )));
             };
             terms.push((path.trim().to_string(), eq, value.trim().to_string()));
         }
@@ -203,12 +243,11 @@ impl FieldSelector {
             let mut cur = obj;
             let mut found = true;
             for seg in path.split('.') {
-                match cur.get(seg) {
-                    Some(v) => cur = v,
-                    None => {
-                        found = false;
-                        break;
-                    }
+                if let Some(v) = cur.get(seg) {
+                    cur = v;
+                } else {
+                    found = false;
+                    break;
                 }
             }
             let actual = if found {
@@ -254,7 +293,11 @@ mod tests {
             ("app=web, tier in (front, back)", true),
         ];
         for (sel, want) in cases {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(labels(&l)), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(labels(&l)),
+                want,
+                "{sel}"
+            );
         }
         assert!(LabelSelector::parse("a in b").is_err());
     }
@@ -270,16 +313,37 @@ mod tests {
         assert!(sel.matches(labels(&json!({"app": "web"}))));
         assert!(!sel.matches(labels(&json!({"app": "web", "tier": "db"}))));
         assert_eq!(sel.to_query(), "app=web,tier notin (db)");
-        assert!(LabelSelector::from_structured(&Value::Null).unwrap().is_none());
+        assert!(
+            LabelSelector::from_structured(&Value::Null)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
     fn field_selectors() {
-        let pod = json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Running"}});
-        assert!(FieldSelector::parse("metadata.name=a").unwrap().matches(&pod));
-        assert!(FieldSelector::parse("status.phase!=Pending,metadata.namespace==ns").unwrap().matches(&pod));
-        assert!(FieldSelector::parse("spec.nodeName=").unwrap().matches(&pod));
-        assert!(!FieldSelector::parse("spec.nodeName=n1").unwrap().matches(&pod));
+        let pod =
+            json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Running"}});
+        assert!(
+            FieldSelector::parse("metadata.name=a")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            FieldSelector::parse("status.phase!=Pending,metadata.namespace==ns")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            FieldSelector::parse("spec.nodeName=")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            !FieldSelector::parse("spec.nodeName=n1")
+                .unwrap()
+                .matches(&pod)
+        );
         assert!(FieldSelector::parse("nonsense").is_err());
     }
 }

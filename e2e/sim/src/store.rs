@@ -22,6 +22,9 @@ use crate::registry::ResourceKey;
 /// (namespace, name); namespace is "" for cluster-scoped objects.
 pub type ObjKey = (String, String);
 
+/// The live side of a watch.
+pub type EventReceiver = broadcast::Receiver<Arc<StoredEvent>>;
+
 /// Watch event types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -66,7 +69,9 @@ pub struct StoredEvent {
 impl StoredEvent {
     /// The object's JSON bytes (encoded on first use).
     pub fn object_json(&self) -> Bytes {
-        self.encoded.get_or_init(|| Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default())).clone()
+        self.encoded
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
+            .clone()
     }
 }
 
@@ -102,7 +107,12 @@ pub struct Store {
 const BROADCAST_CAPACITY: usize = 65_536;
 
 fn obj_key(obj: &Value) -> ObjKey {
-    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let s = |p: &str| {
+        obj.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     (s("/metadata/namespace"), s("/metadata/name"))
 }
 
@@ -116,11 +126,20 @@ impl Store {
     /// An empty store whose event log keeps `window` events (at least 1).
     pub fn new(window: usize) -> Self {
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
-        Self { state: Mutex::new(State { rv: 1, ..State::default() }), tx, window: window.max(1) }
+        Self {
+            state: Mutex::new(State {
+                rv: 1,
+                ..State::default()
+            }),
+            tx,
+            window: window.max(1),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The latest resourceVersion.
@@ -131,7 +150,10 @@ impl Store {
     /// One object.
     pub fn get(&self, key: &ResourceKey, ns: &str, name: &str) -> Option<Arc<Value>> {
         let st = self.lock();
-        st.tables.get(key)?.get(&(ns.to_string(), name.to_string())).cloned()
+        st.tables
+            .get(key)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// All objects of a resource (in one namespace when `ns` is given), ordered by
@@ -164,8 +186,13 @@ impl Store {
         let _ = self.tx.send(event);
     }
 
-    /// Stores a new object; 409 AlreadyExists when (namespace, name) is taken.
-    pub fn create(&self, key: &ResourceKey, mut obj: Value, group: &str) -> Result<Arc<Value>, ApiError> {
+    /// Stores a new object; 409 `AlreadyExists` when (namespace, name) is taken.
+    pub fn create(
+        &self,
+        key: &ResourceKey,
+        mut obj: Value,
+        group: &str,
+    ) -> Result<Arc<Value>, ApiError> {
         let ok = obj_key(&obj);
         let mut st = self.lock();
         if st.tables.get(key).is_some_and(|t| t.contains_key(&ok)) {
@@ -175,21 +202,47 @@ impl Store {
         let rv = st.rv;
         stamp(&mut obj, rv);
         let obj = Arc::new(obj);
-        st.tables.entry(key.clone()).or_default().insert(ok.clone(), obj.clone());
-        self.record(&mut st, StoredEvent { rv, key: key.clone(), namespace: ok.0, event_type: EventType::Added, object: obj.clone(), prev: None, encoded: OnceLock::new() });
+        st.tables
+            .entry(key.clone())
+            .or_default()
+            .insert(ok.clone(), obj.clone());
+        self.record(
+            &mut st,
+            StoredEvent {
+                rv,
+                key: key.clone(),
+                namespace: ok.0,
+                event_type: EventType::Added,
+                object: obj.clone(),
+                prev: None,
+                encoded: OnceLock::new(),
+            },
+        );
         Ok(obj)
     }
 
     /// Atomically reads, decides and writes one object. `f` sees the current object and
     /// returns what to do; 404 when the object does not exist. Returns the object as stored
     /// (for a delete: its final state).
-    pub fn mutate<F>(&self, key: &ResourceKey, ns: &str, name: &str, group: &str, f: F) -> Result<Arc<Value>, ApiError>
+    pub fn mutate<F>(
+        &self,
+        key: &ResourceKey,
+        ns: &str,
+        name: &str,
+        group: &str,
+        f: F,
+    ) -> Result<Arc<Value>, ApiError>
     where
         F: FnOnce(&Arc<Value>) -> Result<Mutation, ApiError>,
     {
         let ok = (ns.to_string(), name.to_string());
         let mut st = self.lock();
-        let current = st.tables.get(key).and_then(|t| t.get(&ok)).cloned().ok_or_else(|| ApiError::not_found(group, &key.1, name))?;
+        let current = st
+            .tables
+            .get(key)
+            .and_then(|t| t.get(&ok))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(group, &key.1, name))?;
         match f(&current)? {
             Mutation::Unchanged => Ok(current),
             Mutation::Replace(mut obj) => {
@@ -197,8 +250,22 @@ impl Store {
                 let rv = st.rv;
                 stamp(&mut obj, rv);
                 let obj = Arc::new(obj);
-                st.tables.entry(key.clone()).or_default().insert(ok, obj.clone());
-                self.record(&mut st, StoredEvent { rv, key: key.clone(), namespace: ns.to_string(), event_type: EventType::Modified, object: obj.clone(), prev: Some(current), encoded: OnceLock::new() });
+                st.tables
+                    .entry(key.clone())
+                    .or_default()
+                    .insert(ok, obj.clone());
+                self.record(
+                    &mut st,
+                    StoredEvent {
+                        rv,
+                        key: key.clone(),
+                        namespace: ns.to_string(),
+                        event_type: EventType::Modified,
+                        object: obj.clone(),
+                        prev: Some(current),
+                        encoded: OnceLock::new(),
+                    },
+                );
                 Ok(obj)
             }
             Mutation::Delete => {
@@ -210,7 +277,18 @@ impl Store {
                 let mut last = (*current).clone();
                 stamp(&mut last, rv);
                 let last = Arc::new(last);
-                self.record(&mut st, StoredEvent { rv, key: key.clone(), namespace: ns.to_string(), event_type: EventType::Deleted, object: last.clone(), prev: Some(current), encoded: OnceLock::new() });
+                self.record(
+                    &mut st,
+                    StoredEvent {
+                        rv,
+                        key: key.clone(),
+                        namespace: ns.to_string(),
+                        event_type: EventType::Deleted,
+                        object: last.clone(),
+                        prev: Some(current),
+                        encoded: OnceLock::new(),
+                    },
+                );
                 Ok(last)
             }
         }
@@ -219,10 +297,16 @@ impl Store {
     /// Subscribes to writes of `key` after `from`: returns the logged events after `from`
     /// (all resources; the caller filters) and a live receiver starting right after them.
     /// 410 Gone when `from` is older than the log window.
-    pub fn watch_from(&self, from: u64) -> Result<(Vec<Arc<StoredEvent>>, broadcast::Receiver<Arc<StoredEvent>>), ApiError> {
+    pub fn watch_from(
+        &self,
+        from: u64,
+    ) -> Result<(Vec<Arc<StoredEvent>>, EventReceiver), ApiError> {
         let st = self.lock();
         if from < st.compacted {
-            return Err(ApiError::expired(format!("too old resource version: {from} ({})", st.compacted + 1)));
+            return Err(ApiError::expired(format!(
+                "too old resource version: {from} ({})",
+                st.compacted + 1
+            )));
         }
         let start = st.log.partition_point(|e| e.rv <= from);
         let backlog = st.log.range(start..).cloned().collect();
@@ -230,12 +314,20 @@ impl Store {
     }
 
     /// Takes a consistent snapshot of a resource and subscribes to what follows it.
-    pub fn snapshot_and_watch(&self, key: &ResourceKey, ns: Option<&str>) -> (Vec<Arc<Value>>, u64, broadcast::Receiver<Arc<StoredEvent>>) {
+    pub fn snapshot_and_watch(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+    ) -> (Vec<Arc<Value>>, u64, broadcast::Receiver<Arc<StoredEvent>>) {
         let st = self.lock();
         let rx = self.tx.subscribe();
         let items = match st.tables.get(key) {
             None => Vec::new(),
-            Some(t) => t.iter().filter(|((n, _), _)| ns.is_none_or(|ns| ns == n)).map(|(_, v)| v.clone()).collect(),
+            Some(t) => t
+                .iter()
+                .filter(|((n, _), _)| ns.is_none_or(|ns| ns == n))
+                .map(|(_, v)| v.clone())
+                .collect(),
         };
         (items, st.rv, rx)
     }
@@ -254,7 +346,11 @@ impl Store {
 
     /// Every resource key with at least one object, and the number of objects.
     pub fn resource_counts(&self) -> Vec<(ResourceKey, usize)> {
-        self.lock().tables.iter().map(|(k, t)| (k.clone(), t.len())).collect()
+        self.lock()
+            .tables
+            .iter()
+            .map(|(k, t)| (k.clone(), t.len()))
+            .collect()
     }
 }
 
@@ -275,15 +371,30 @@ mod tests {
         let s = Store::new(100);
         let a = s.create(&key(), cm("a"), "").unwrap();
         let b = s.create(&key(), cm("b"), "").unwrap();
-        let rv = |o: &Value| o["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>().unwrap();
+        let rv = |o: &Value| {
+            o["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        };
         assert!(rv(&b) > rv(&a));
         assert_eq!(s.create(&key(), cm("a"), "").unwrap_err().code, 409);
-        let same = s.mutate(&key(), "default", "a", "", |_| Ok(Mutation::Unchanged)).unwrap();
+        let same = s
+            .mutate(&key(), "default", "a", "", |_| Ok(Mutation::Unchanged))
+            .unwrap();
         assert_eq!(rv(&same), rv(&a));
-        let d = s.mutate(&key(), "default", "a", "", |_| Ok(Mutation::Delete)).unwrap();
+        let d = s
+            .mutate(&key(), "default", "a", "", |_| Ok(Mutation::Delete))
+            .unwrap();
         assert_eq!(rv(&d), s.current_rv());
         assert!(s.get(&key(), "default", "a").is_none());
-        assert_eq!(s.mutate(&key(), "default", "a", "", |_| Ok(Mutation::Delete)).unwrap_err().code, 404);
+        assert_eq!(
+            s.mutate(&key(), "default", "a", "", |_| Ok(Mutation::Delete))
+                .unwrap_err()
+                .code,
+            404
+        );
     }
 
     #[test]
@@ -304,7 +415,12 @@ mod tests {
     fn list_by_namespace() {
         let s = Store::new(10);
         s.create(&key(), cm("a"), "").unwrap();
-        s.create(&key(), json!({"metadata": {"name": "z", "namespace": "other"}}), "").unwrap();
+        s.create(
+            &key(),
+            json!({"metadata": {"name": "z", "namespace": "other"}}),
+            "",
+        )
+        .unwrap();
         assert_eq!(s.list(&key(), Some("default")).0.len(), 1);
         assert_eq!(s.list(&key(), None).0.len(), 2);
     }

@@ -16,7 +16,10 @@ fn age(obj: &Value, now: Timestamp) -> String {
     obj.pointer("/metadata/creationTimestamp")
         .and_then(Value::as_str)
         .and_then(parse_time)
-        .map_or_else(|| "<unknown>".into(), |t| human_age(now.duration_since(t).as_secs()))
+        .map_or_else(
+            || "<unknown>".into(),
+            |t| human_age(now.duration_since(t).as_secs()),
+        )
 }
 
 fn i(obj: &Value, p: &str) -> i64 {
@@ -24,88 +27,224 @@ fn i(obj: &Value, p: &str) -> i64 {
 }
 
 fn s(obj: &Value, p: &str) -> String {
-    obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string()
+    obj.pointer(p)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn pod_status(pod: &Value) -> String {
     if pod.pointer("/metadata/deletionTimestamp").is_some() {
         return "Terminating".into();
     }
-    if let Some(statuses) = pod.pointer("/status/containerStatuses").and_then(Value::as_array) {
+    if let Some(statuses) = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+    {
         for c in statuses {
             if let Some(r) = c.pointer("/state/waiting/reason").and_then(Value::as_str) {
                 return r.into();
             }
-            if let Some(r) = c.pointer("/state/terminated/reason").and_then(Value::as_str) {
+            if let Some(r) = c
+                .pointer("/state/terminated/reason")
+                .and_then(Value::as_str)
+            {
                 return r.into();
             }
         }
     }
     let phase = s(pod, "/status/phase");
-    if phase == "Pending" && pod.pointer("/spec/nodeName").is_some() { "ContainerCreating".into() } else { phase }
+    if phase == "Pending" && pod.pointer("/spec/nodeName").is_some() {
+        "ContainerCreating".into()
+    } else {
+        phase
+    }
 }
 
+#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 fn columns_and_cells(def: &ResourceDef, obj: &Value, now: Timestamp) -> (Vec<Value>, Vec<Value>) {
     let name = json!(s(obj, "/metadata/name"));
     let a = json!(age(obj, now));
     match (def.group.as_str(), def.plural.as_str()) {
         ("", "pods") => {
-            let statuses = obj.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
-            let total = obj.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
-            let ready = statuses.iter().filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true)).count();
-            let restarts: i64 = statuses.iter().map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0)).sum();
+            let statuses = obj
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let total = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses
+                .iter()
+                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                .count();
+            let restarts: i64 = statuses
+                .iter()
+                .map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
+                .sum();
             (
-                vec![col("Name", "string", 0), col("Ready", "string", 0), col("Status", "string", 0), col("Restarts", "string", 0), col("Age", "string", 0), col("IP", "string", 1), col("Node", "string", 1)],
-                vec![name, json!(format!("{ready}/{total}")), json!(pod_status(obj)), json!(restarts.to_string()), a, json!(or_none(s(obj, "/status/podIP"))), json!(or_none(s(obj, "/spec/nodeName")))],
+                vec![
+                    col("Name", "string", 0),
+                    col("Ready", "string", 0),
+                    col("Status", "string", 0),
+                    col("Restarts", "string", 0),
+                    col("Age", "string", 0),
+                    col("IP", "string", 1),
+                    col("Node", "string", 1),
+                ],
+                vec![
+                    name,
+                    json!(format!("{ready}/{total}")),
+                    json!(pod_status(obj)),
+                    json!(restarts.to_string()),
+                    a,
+                    json!(or_none(s(obj, "/status/podIP"))),
+                    json!(or_none(s(obj, "/spec/nodeName"))),
+                ],
             )
         }
         ("apps", "deployments") => (
-            vec![col("Name", "string", 0), col("Ready", "string", 0), col("Up-to-date", "integer", 0), col("Available", "integer", 0), col("Age", "string", 0)],
-            vec![name, json!(format!("{}/{}", i(obj, "/status/readyReplicas"), i(obj, "/spec/replicas"))), json!(i(obj, "/status/updatedReplicas")), json!(i(obj, "/status/availableReplicas")), a],
-        ),
-        ("apps", "replicasets") => (
-            vec![col("Name", "string", 0), col("Desired", "integer", 0), col("Current", "integer", 0), col("Ready", "integer", 0), col("Age", "string", 0)],
-            vec![name, json!(i(obj, "/spec/replicas")), json!(i(obj, "/status/replicas")), json!(i(obj, "/status/readyReplicas")), a],
-        ),
-        ("apps", "statefulsets") => (
-            vec![col("Name", "string", 0), col("Ready", "string", 0), col("Age", "string", 0)],
-            vec![name, json!(format!("{}/{}", i(obj, "/status/readyReplicas"), i(obj, "/spec/replicas"))), a],
-        ),
-        ("", "namespaces") => (vec![col("Name", "string", 0), col("Status", "string", 0), col("Age", "string", 0)], vec![name, json!(s(obj, "/status/phase")), a]),
-        ("", "nodes") => (
-            vec![col("Name", "string", 0), col("Status", "string", 0), col("Roles", "string", 0), col("Age", "string", 0), col("Version", "string", 0)],
-            vec![name, json!("Ready"), json!("<none>"), a, json!(s(obj, "/status/nodeInfo/kubeletVersion"))],
-        ),
-        ("autoscaling", "horizontalpodautoscalers") => (
-            vec![col("Name", "string", 0), col("Reference", "string", 0), col("MinPods", "integer", 0), col("MaxPods", "integer", 0), col("Replicas", "integer", 0), col("Age", "string", 0)],
+            vec![
+                col("Name", "string", 0),
+                col("Ready", "string", 0),
+                col("Up-to-date", "integer", 0),
+                col("Available", "integer", 0),
+                col("Age", "string", 0),
+            ],
             vec![
                 name,
-                json!(format!("{}/{}", s(obj, "/spec/scaleTargetRef/kind"), s(obj, "/spec/scaleTargetRef/name"))),
-                json!(obj.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1)),
+                json!(format!(
+                    "{}/{}",
+                    i(obj, "/status/readyReplicas"),
+                    i(obj, "/spec/replicas")
+                )),
+                json!(i(obj, "/status/updatedReplicas")),
+                json!(i(obj, "/status/availableReplicas")),
+                a,
+            ],
+        ),
+        ("apps", "replicasets") => (
+            vec![
+                col("Name", "string", 0),
+                col("Desired", "integer", 0),
+                col("Current", "integer", 0),
+                col("Ready", "integer", 0),
+                col("Age", "string", 0),
+            ],
+            vec![
+                name,
+                json!(i(obj, "/spec/replicas")),
+                json!(i(obj, "/status/replicas")),
+                json!(i(obj, "/status/readyReplicas")),
+                a,
+            ],
+        ),
+        ("apps", "statefulsets") => (
+            vec![
+                col("Name", "string", 0),
+                col("Ready", "string", 0),
+                col("Age", "string", 0),
+            ],
+            vec![
+                name,
+                json!(format!(
+                    "{}/{}",
+                    i(obj, "/status/readyReplicas"),
+                    i(obj, "/spec/replicas")
+                )),
+                a,
+            ],
+        ),
+        ("", "namespaces") => (
+            vec![
+                col("Name", "string", 0),
+                col("Status", "string", 0),
+                col("Age", "string", 0),
+            ],
+            vec![name, json!(s(obj, "/status/phase")), a],
+        ),
+        ("", "nodes") => (
+            vec![
+                col("Name", "string", 0),
+                col("Status", "string", 0),
+                col("Roles", "string", 0),
+                col("Age", "string", 0),
+                col("Version", "string", 0),
+            ],
+            vec![
+                name,
+                json!("Ready"),
+                json!("<none>"),
+                a,
+                json!(s(obj, "/status/nodeInfo/kubeletVersion")),
+            ],
+        ),
+        ("autoscaling", "horizontalpodautoscalers") => (
+            vec![
+                col("Name", "string", 0),
+                col("Reference", "string", 0),
+                col("MinPods", "integer", 0),
+                col("MaxPods", "integer", 0),
+                col("Replicas", "integer", 0),
+                col("Age", "string", 0),
+            ],
+            vec![
+                name,
+                json!(format!(
+                    "{}/{}",
+                    s(obj, "/spec/scaleTargetRef/kind"),
+                    s(obj, "/spec/scaleTargetRef/name")
+                )),
+                json!(
+                    obj.pointer("/spec/minReplicas")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1)
+                ),
                 json!(i(obj, "/spec/maxReplicas")),
                 json!(i(obj, "/status/currentReplicas")),
                 a,
             ],
         ),
         ("policy", "poddisruptionbudgets") => (
-            vec![col("Name", "string", 0), col("Min Available", "string", 0), col("Max Unavailable", "string", 0), col("Allowed Disruptions", "integer", 0), col("Age", "string", 0)],
-            vec![name, json!(int_or_str(obj, "/spec/minAvailable")), json!(int_or_str(obj, "/spec/maxUnavailable")), json!(i(obj, "/status/disruptionsAllowed")), a],
+            vec![
+                col("Name", "string", 0),
+                col("Min Available", "string", 0),
+                col("Max Unavailable", "string", 0),
+                col("Allowed Disruptions", "integer", 0),
+                col("Age", "string", 0),
+            ],
+            vec![
+                name,
+                json!(int_or_str(obj, "/spec/minAvailable")),
+                json!(int_or_str(obj, "/spec/maxUnavailable")),
+                json!(i(obj, "/status/disruptionsAllowed")),
+                a,
+            ],
         ),
         _ if !def.printer_columns.is_empty() => {
             let mut cols = vec![col("Name", "string", 0)];
             let mut cells = vec![name];
             for pc in &def.printer_columns {
                 cols.push(json!({"name": pc.name, "type": pc.type_, "format": "", "description": "", "priority": pc.priority}));
-                let v = json_path(obj, &pc.json_path).cloned().unwrap_or(Value::Null);
+                let v = json_path(obj, &pc.json_path)
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 cells.push(if pc.type_ == "date" {
-                    v.as_str().and_then(parse_time).map_or(Value::Null, |t| json!(human_age(now.duration_since(t).as_secs())))
+                    v.as_str().and_then(parse_time).map_or(Value::Null, |t| {
+                        json!(human_age(now.duration_since(t).as_secs()))
+                    })
                 } else {
                     v
                 });
             }
             (cols, cells)
         }
-        _ => (vec![col("Name", "string", 0), col("Age", "string", 0)], vec![name, a]),
+        _ => (
+            vec![col("Name", "string", 0), col("Age", "string", 0)],
+            vec![name, a],
+        ),
     }
 }
 
@@ -121,20 +260,30 @@ fn int_or_str(obj: &Value, p: &str) -> String {
     }
 }
 
-/// A row's `object`: PartialObjectMetadata (kubectl's default `includeObject=Metadata`).
+/// A row's `object`: `PartialObjectMetadata` (kubectl's default `includeObject=Metadata`).
 fn partial(obj: &Value) -> Value {
     json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({}))})
 }
 
 /// A Table of `objs`. An empty list still carries the kind's columns.
-pub fn to_table<'a>(def: &ResourceDef, objs: impl IntoIterator<Item = &'a Value>, now: Timestamp, rv: u64, include_full: bool) -> Value {
+pub fn to_table<'a>(
+    def: &ResourceDef,
+    objs: impl IntoIterator<Item = &'a Value>,
+    now: Timestamp,
+    rv: u64,
+    include_full: bool,
+) -> Value {
     let empty = json!({"metadata": {}});
     let mut columns = columns_and_cells(def, &empty, now).0;
     let mut rows = Vec::new();
     for obj in objs {
         let (cols, cells) = columns_and_cells(def, obj, now);
         columns = cols;
-        let object = if include_full { obj.clone() } else { partial(obj) };
+        let object = if include_full {
+            obj.clone()
+        } else {
+            partial(obj)
+        };
         rows.push(json!({"cells": cells, "object": object}));
     }
     json!({
@@ -160,7 +309,10 @@ mod tests {
             "status": {"phase": "Running", "containerStatuses": [{"name": "a", "ready": true, "restartCount": 2}]}});
         let now: Timestamp = "2026-01-01T00:00:30Z".parse().unwrap();
         let t = to_table(&def, [&pod], now, 5, false);
-        assert_eq!(t["rows"][0]["cells"], json!(["p", "1/1", "Running", "2", "30s", "<none>", "<none>"]));
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["p", "1/1", "Running", "2", "30s", "<none>", "<none>"])
+        );
         assert_eq!(t["columnDefinitions"][0]["format"], "name");
     }
 }

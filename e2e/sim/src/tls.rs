@@ -7,7 +7,10 @@ use std::sync::Arc;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
-use rcgen::{BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
@@ -28,7 +31,8 @@ pub struct CertificateAuthority {
 
 impl std::fmt::Debug for CertificateAuthority {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CertificateAuthority").finish_non_exhaustive()
+        f.debug_struct("CertificateAuthority")
+            .finish_non_exhaustive()
     }
 }
 
@@ -50,9 +54,16 @@ impl CertificateAuthority {
         dn.push(DnType::CommonName, common_name);
         params.distinguished_name = dn;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         let cert = params.self_signed(&key).map_err(tls_err)?;
-        Ok(Self { issuer: Issuer::new(params, key), cert_pem: cert.pem() })
+        Ok(Self {
+            issuer: Issuer::new(params, key),
+            cert_pem: cert.pem(),
+        })
     }
 
     /// Issues a server certificate for `names` (DNS names or IP addresses).
@@ -61,31 +72,50 @@ impl CertificateAuthority {
         let sans: Vec<String> = names.iter().map(|s| (*s).to_string()).collect();
         let mut params = CertificateParams::new(sans).map_err(tls_err)?;
         let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, names.first().copied().unwrap_or("plimsoll-sim"));
+        dn.push(
+            DnType::CommonName,
+            names.first().copied().unwrap_or("plimsoll-sim"),
+        );
         params.distinguished_name = dn;
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
         let cert = params.signed_by(&key, &self.issuer).map_err(tls_err)?;
-        Ok(IssuedCert { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+        Ok(IssuedCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
     }
 }
 
 /// A rustls server configuration (ring provider) for a certificate, offering h2 and http/1.1.
 pub fn server_config(cert: &IssuedCert) -> Result<Arc<rustls::ServerConfig>> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert.cert_pem.as_bytes()).collect::<std::result::Result<_, _>>().map_err(tls_err)?;
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(cert.cert_pem.as_bytes())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(tls_err)?;
     let key = PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes()).map_err(tls_err)?;
-    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(tls_err)?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(tls_err)?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(tls_err)?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .map_err(tls_err)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 
 /// Serves `router` on `listener` (TLS when `tls` is given) until `cancel` fires.
-pub async fn serve(listener: TcpListener, tls: Option<Arc<rustls::ServerConfig>>, router: Router, cancel: CancellationToken) {
+pub async fn serve(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    router: Router,
+    cancel: CancellationToken,
+) {
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         let (tcp, _) = tokio::select! {
@@ -105,21 +135,20 @@ pub async fn serve(listener: TcpListener, tls: Option<Arc<rustls::ServerConfig>>
         tokio::spawn(async move {
             let service = TowerToHyperService::new(router);
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            match acceptor {
-                Some(acceptor) => {
-                    let Ok(stream) = acceptor.accept(tcp).await else { return };
-                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                    tokio::select! {
-                        _ = conn => {}
-                        () = cancel.cancelled() => {}
-                    }
+            if let Some(acceptor) = acceptor {
+                let Ok(stream) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                tokio::select! {
+                    _ = conn => {}
+                    () = cancel.cancelled() => {}
                 }
-                None => {
-                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
-                    tokio::select! {
-                        _ = conn => {}
-                        () = cancel.cancelled() => {}
-                    }
+            } else {
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+                tokio::select! {
+                    _ = conn => {}
+                    () = cancel.cancelled() => {}
                 }
             }
         });

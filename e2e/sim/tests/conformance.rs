@@ -1,5 +1,6 @@
 //! Conformance of plimsoll-sim with kube-apiserver semantics, through an unmodified kube-rs
 //! client over TLS.
+#![allow(clippy::unwrap_used, clippy::panic, clippy::too_many_lines)] // integration tests: helpers fail loudly, scenarios read top to bottom
 
 mod common;
 
@@ -11,9 +12,12 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use kube::ResourceExt;
+use kube::api::{
+    Api, DeleteParams, DynamicObject, EvictParams, ListParams, Patch, PatchParams, PostParams,
+    WatchEvent, WatchParams,
+};
+use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
@@ -35,7 +39,12 @@ fn deployment(name: &str, replicas: i32) -> Deployment {
 }
 
 fn rv<K: kube::Resource>(o: &K) -> u64 {
-    o.meta().resource_version.as_deref().unwrap().parse().unwrap()
+    o.meta()
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -45,8 +54,19 @@ async fn discovery_and_version() {
     assert_eq!(v.major, "1");
     let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
     let groups: Vec<String> = discovery.groups().map(|g| g.name().to_string()).collect();
-    for g in ["apps", "autoscaling", "policy", "coordination.k8s.io", "metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"] {
-        assert!(groups.iter().any(|x| x == g), "missing group {g} in {groups:?}");
+    for g in [
+        "apps",
+        "autoscaling",
+        "policy",
+        "coordination.k8s.io",
+        "metrics.k8s.io",
+        "custom.metrics.k8s.io",
+        "external.metrics.k8s.io",
+    ] {
+        assert!(
+            groups.iter().any(|x| x == g),
+            "missing group {g} in {groups:?}"
+        );
     }
     sim.shutdown().await;
 }
@@ -55,22 +75,35 @@ async fn discovery_and_version() {
 async fn concurrent_updates_one_wins_one_conflicts() {
     let (sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    api.create(&PostParams::default(), &cm("race", &[])).await.unwrap();
+    api.create(&PostParams::default(), &cm("race", &[]))
+        .await
+        .unwrap();
     let mut a = api.get("race").await.unwrap();
     let mut b = api.get("race").await.unwrap();
-    a.data.get_or_insert_with(BTreeMap::new).insert("who".into(), "a".into());
-    b.data.get_or_insert_with(BTreeMap::new).insert("who".into(), "b".into());
+    a.data
+        .get_or_insert_with(BTreeMap::new)
+        .insert("who".into(), "a".into());
+    b.data
+        .get_or_insert_with(BTreeMap::new)
+        .insert("who".into(), "b".into());
     let pp = PostParams::default();
     let (ra, rb) = tokio::join!(api.replace("race", &pp, &a), api.replace("race", &pp, &b));
     let results = [ra, rb];
-    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "exactly one update wins");
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "exactly one update wins"
+    );
     let err = results.iter().find_map(|r| r.as_ref().err()).unwrap();
     assert_eq!(code(err), 409);
     if let kube::Error::Api(s) = err {
         assert_eq!(s.reason, "Conflict");
     }
     // Creating the same name again is AlreadyExists.
-    let e = api.create(&PostParams::default(), &cm("race", &[])).await.unwrap_err();
+    let e = api
+        .create(&PostParams::default(), &cm("race", &[]))
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), 409);
     sim.shutdown().await;
 }
@@ -79,23 +112,54 @@ async fn concurrent_updates_one_wins_one_conflicts() {
 async fn generation_and_status_isolation() {
     let (sim, client) = start().await;
     let api: Api<Deployment> = Api::namespaced(client, "default");
-    let d = api.create(&PostParams::default(), &deployment("gen", 0)).await.unwrap();
+    let d = api
+        .create(&PostParams::default(), &deployment("gen", 0))
+        .await
+        .unwrap();
     assert_eq!(d.metadata.generation, Some(1));
     assert!(d.metadata.uid.is_some() && d.metadata.creation_timestamp.is_some());
-    let d = api.patch("gen", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}}))).await.unwrap();
-    assert_eq!(d.metadata.generation, Some(1), "metadata changes do not bump generation");
+    let d = api
+        .patch(
+            "gen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        d.metadata.generation,
+        Some(1),
+        "metadata changes do not bump generation"
+    );
     // A spec write that also carries status: status is ignored.
-    let d = api.patch("gen", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 2}, "status": {"replicas": 99}}))).await.unwrap();
+    let d = api
+        .patch(
+            "gen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}, "status": {"replicas": 99}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(d.metadata.generation, Some(2));
     assert_ne!(d.status.as_ref().and_then(|s| s.replicas), Some(99));
     // A status write that also carries spec: spec is ignored, generation unchanged.
-    let d = api.patch_status("gen", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 7}, "status": {"observedGeneration": 42}}))).await.unwrap();
+    let d = api
+        .patch_status(
+            "gen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 7}, "status": {"observedGeneration": 42}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(d.spec.unwrap().replicas, Some(2));
     assert_eq!(d.metadata.generation, Some(2));
     assert_eq!(d.status.unwrap().observed_generation, Some(42));
     // A no-op update keeps the resourceVersion.
     let cur = api.get("gen").await.unwrap();
-    let same = api.replace("gen", &PostParams::default(), &cur).await.unwrap();
+    let same = api
+        .replace("gen", &PostParams::default(), &cur)
+        .await
+        .unwrap();
     assert_eq!(rv(&same), rv(&cur));
     sim.shutdown().await;
 }
@@ -104,33 +168,126 @@ async fn generation_and_status_isolation() {
 async fn label_and_field_selectors_and_pagination() {
     let (sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    for (n, app, tier) in [("a", "web", "front"), ("b", "web", "back"), ("c", "db", "back")] {
-        api.create(&PostParams::default(), &cm(n, &[("app", app), ("tier", tier)])).await.unwrap();
+    for (n, app, tier) in [
+        ("a", "web", "front"),
+        ("b", "web", "back"),
+        ("c", "db", "back"),
+    ] {
+        api.create(
+            &PostParams::default(),
+            &cm(n, &[("app", app), ("tier", tier)]),
+        )
+        .await
+        .unwrap();
     }
-    let names = |l: kube::core::ObjectList<ConfigMap>| l.items.iter().map(ResourceExt::name_any).collect::<Vec<_>>();
-    assert_eq!(names(api.list(&ListParams::default().labels("app=web")).await.unwrap()), ["a", "b"]);
-    assert_eq!(names(api.list(&ListParams::default().labels("app!=web")).await.unwrap()), ["c"]);
-    assert_eq!(names(api.list(&ListParams::default().labels("tier in (front),app")).await.unwrap()), ["a"]);
-    assert_eq!(names(api.list(&ListParams::default().labels("tier notin (front)")).await.unwrap()), ["b", "c"]);
-    assert_eq!(names(api.list(&ListParams::default().labels("!tier")).await.unwrap()), Vec::<String>::new());
-    assert_eq!(names(api.list(&ListParams::default().fields("metadata.name=b")).await.unwrap()), ["b"]);
-    assert_eq!(names(api.list(&ListParams::default().fields("metadata.namespace!=default")).await.unwrap()), Vec::<String>::new());
+    let names = |l: kube::core::ObjectList<ConfigMap>| {
+        l.items
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("app=web"))
+                .await
+                .unwrap()
+        ),
+        ["a", "b"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("app!=web"))
+                .await
+                .unwrap()
+        ),
+        ["c"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("tier in (front),app"))
+                .await
+                .unwrap()
+        ),
+        ["a"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("tier notin (front)"))
+                .await
+                .unwrap()
+        ),
+        ["b", "c"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("!tier"))
+                .await
+                .unwrap()
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("metadata.name=b"))
+                .await
+                .unwrap()
+        ),
+        ["b"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("metadata.namespace!=default"))
+                .await
+                .unwrap()
+        ),
+        Vec::<String>::new()
+    );
     let page = api.list(&ListParams::default().limit(2)).await.unwrap();
     assert_eq!(names(page.clone()), ["a", "b"]);
     let token = page.metadata.continue_.clone().unwrap();
-    assert_eq!(names(api.list(&ListParams::default().limit(2).continue_token(&token)).await.unwrap()), ["c"]);
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().limit(2).continue_token(&token))
+                .await
+                .unwrap()
+        ),
+        ["c"]
+    );
     // Pods by status.phase and spec.nodeName.
     let pods: Api<Pod> = Api::namespaced(client, "default");
     pods.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap()).await.unwrap();
     let running = eventually(Duration::from_secs(10), || async {
-        let l = pods.list(&ListParams::default().fields("status.phase=Running")).await.ok()?;
+        let l = pods
+            .list(&ListParams::default().fields("status.phase=Running"))
+            .await
+            .ok()?;
         (!l.items.is_empty()).then_some(l)
     })
     .await
     .expect("pod reaches Running");
-    let node = running.items[0].spec.as_ref().unwrap().node_name.clone().unwrap();
-    assert_eq!(pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await.unwrap().items.len(), 1);
-    assert_eq!(pods.list(&ListParams::default().fields("status.phase=Pending")).await.unwrap().items.len(), 0);
+    let node = running.items[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .node_name
+        .clone()
+        .unwrap();
+    assert_eq!(
+        pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    assert_eq!(
+        pods.list(&ListParams::default().fields("status.phase=Pending"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        0
+    );
     sim.shutdown().await;
 }
 
@@ -143,19 +300,49 @@ async fn finalizers_and_namespace_lifecycle() {
     api.create(&PostParams::default(), &c).await.unwrap();
     api.delete("fin", &DeleteParams::default()).await.unwrap();
     let held = api.get("fin").await.unwrap();
-    assert!(held.metadata.deletion_timestamp.is_some(), "deletion waits for finalizers");
-    api.patch("fin", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    assert!(
+        held.metadata.deletion_timestamp.is_some(),
+        "deletion waits for finalizers"
+    );
+    api.patch(
+        "fin",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(code(&api.get("fin").await.unwrap_err()), 404);
     // Creating in a missing namespace is 404; deleting a namespace removes its content.
     let other: Api<ConfigMap> = Api::namespaced(client.clone(), "nope");
-    assert_eq!(code(&other.create(&PostParams::default(), &cm("x", &[])).await.unwrap_err()), 404);
+    assert_eq!(
+        code(
+            &other
+                .create(&PostParams::default(), &cm("x", &[]))
+                .await
+                .unwrap_err()
+        ),
+        404
+    );
     let nss: Api<Namespace> = Api::all(client.clone());
-    nss.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "tmp"}})).unwrap()).await.unwrap();
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "tmp"}})).unwrap(),
+    )
+    .await
+    .unwrap();
     let tmp: Api<ConfigMap> = Api::namespaced(client, "tmp");
-    tmp.create(&PostParams::default(), &cm("x", &[])).await.unwrap();
+    tmp.create(&PostParams::default(), &cm("x", &[]))
+        .await
+        .unwrap();
     nss.delete("tmp", &DeleteParams::default()).await.unwrap();
-    let gone = eventually(Duration::from_secs(10), || async { nss.get("tmp").await.err().filter(|e| code(e) == 404) }).await;
-    assert!(gone.is_some(), "namespace is finalized after its content is gone");
+    let gone = eventually(Duration::from_secs(10), || async {
+        nss.get("tmp").await.err().filter(|e| code(e) == 404)
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "namespace is finalized after its content is gone"
+    );
     sim.shutdown().await;
 }
 
@@ -163,14 +350,27 @@ async fn finalizers_and_namespace_lifecycle() {
 async fn watch_resume_bookmarks_and_410_then_relist() {
     let (sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let first = api.create(&PostParams::default(), &cm("w1", &[])).await.unwrap();
-    api.create(&PostParams::default(), &cm("w2", &[])).await.unwrap();
-    api.create(&PostParams::default(), &cm("w3", &[])).await.unwrap();
+    let first = api
+        .create(&PostParams::default(), &cm("w1", &[]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("w2", &[]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("w3", &[]))
+        .await
+        .unwrap();
     // Resume from the first object's version: exactly the later writes, in order.
-    let mut stream = api.watch(&WatchParams::default(), &rv(&first).to_string()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default(), &rv(&first).to_string())
+        .await
+        .unwrap()
+        .boxed();
     let mut seen = Vec::new();
     let mut bookmark = false;
-    while let Ok(Ok(Some(ev))) = tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await {
+    while let Ok(Ok(Some(ev))) =
+        tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await
+    {
         match ev {
             WatchEvent::Added(o) => seen.push(o.name_any()),
             WatchEvent::Bookmark(_) => {
@@ -184,7 +384,11 @@ async fn watch_resume_bookmarks_and_410_then_relist() {
     assert!(bookmark, "a bookmark arrives promptly when allowed");
     // Compact: the old version is gone (ERROR 410 Expired), a relist gives a fresh version.
     sim.compact();
-    let mut stream = api.watch(&WatchParams::default(), &rv(&first).to_string()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default(), &rv(&first).to_string())
+        .await
+        .unwrap()
+        .boxed();
     match stream.try_next().await.unwrap().unwrap() {
         WatchEvent::Error(s) => {
             assert_eq!(s.code, 410);
@@ -194,10 +398,21 @@ async fn watch_resume_bookmarks_and_410_then_relist() {
     }
     let list = api.list(&ListParams::default()).await.unwrap();
     let fresh = list.metadata.resource_version.clone().unwrap();
-    let mut stream = api.watch(&WatchParams::default(), &fresh).await.unwrap().boxed();
-    api.create(&PostParams::default(), &cm("w4", &[])).await.unwrap();
+    let mut stream = api
+        .watch(&WatchParams::default(), &fresh)
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("w4", &[]))
+        .await
+        .unwrap();
     let got = loop {
-        match tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await.unwrap().unwrap().unwrap() {
+        match tokio::time::timeout(Duration::from_secs(5), stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
             WatchEvent::Added(o) => break o.name_any(),
             WatchEvent::Bookmark(_) => {}
             other => panic!("unexpected {other:?}"),
@@ -211,14 +426,45 @@ async fn watch_resume_bookmarks_and_410_then_relist() {
 async fn watch_selector_transitions() {
     let (sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let start_rv = api.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-    let mut stream = api.watch(&WatchParams::default().labels("app=web").disable_bookmarks(), &start_rv).await.unwrap().boxed();
-    api.create(&PostParams::default(), &cm("t", &[("app", "db")])).await.unwrap();
-    api.patch("t", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}}))).await.unwrap();
-    api.patch("t", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}}))).await.unwrap();
+    let start_rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = api
+        .watch(
+            &WatchParams::default().labels("app=web").disable_bookmarks(),
+            &start_rv,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("t", &[("app", "db")]))
+        .await
+        .unwrap();
+    api.patch(
+        "t",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "web"}}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "t",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "db"}}})),
+    )
+    .await
+    .unwrap();
     let mut kinds = Vec::new();
     for _ in 0..2 {
-        let ev = tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await.unwrap().unwrap().unwrap();
+        let ev = tokio::time::timeout(Duration::from_secs(5), stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
         kinds.push(match ev {
             WatchEvent::Added(_) => "ADDED",
             WatchEvent::Modified(_) => "MODIFIED",
@@ -226,7 +472,11 @@ async fn watch_selector_transitions() {
             _ => "OTHER",
         });
     }
-    assert_eq!(kinds, ["ADDED", "DELETED"], "entering and leaving the selector");
+    assert_eq!(
+        kinds,
+        ["ADDED", "DELETED"],
+        "entering and leaving the selector"
+    );
     sim.shutdown().await;
 }
 
@@ -243,14 +493,25 @@ async fn wait_ready(api: &Api<Deployment>, name: &str, n: i32) {
 async fn deployment_rollout_and_scale_subresource() {
     let (sim, client) = start().await;
     let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &deployment("web", 1)).await.unwrap();
-    api.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 3}}))).await.unwrap();
+    api.create(&PostParams::default(), &deployment("web", 1))
+        .await
+        .unwrap();
+    api.patch_scale(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 3}})),
+    )
+    .await
+    .unwrap();
     wait_ready(&api, "web", 3).await;
     let scale = api.get_scale("web").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(3));
     assert_eq!(scale.status.unwrap().selector.as_deref(), Some("app=web"));
     let pods: Api<Pod> = Api::namespaced(client, "default");
-    let list = pods.list(&ListParams::default().labels("app=web")).await.unwrap();
+    let list = pods
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .unwrap();
     assert_eq!(list.items.len(), 3);
     let owner = &list.items[0].metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(owner.kind, "ReplicaSet");
@@ -260,7 +521,11 @@ async fn deployment_rollout_and_scale_subresource() {
     let done = eventually(Duration::from_secs(30), || async {
         let d = api.get("web").await.ok()?;
         let st = d.status?;
-        (st.updated_replicas == Some(3) && st.replicas == Some(3) && st.available_replicas == Some(3) && st.observed_generation == d.metadata.generation).then_some(())
+        (st.updated_replicas == Some(3)
+            && st.replicas == Some(3)
+            && st.available_replicas == Some(3)
+            && st.observed_generation == d.metadata.generation)
+            .then_some(())
     })
     .await;
     assert!(done.is_some(), "rollout completes");
@@ -271,7 +536,12 @@ async fn deployment_rollout_and_scale_subresource() {
         .items
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .map(|p| p.spec.as_ref().unwrap().containers[0].image.clone().unwrap())
+        .map(|p| {
+            p.spec.as_ref().unwrap().containers[0]
+                .image
+                .clone()
+                .unwrap()
+        })
         .collect();
     assert!(images.iter().all(|i| i.ends_with(":2")), "{images:?}");
     sim.shutdown().await;
@@ -283,29 +553,71 @@ async fn eviction_blocked_by_pdb() {
     // kube's default client retries 429 with backoff for minutes (as it would against a real
     // cluster); an evicting controller turns that off to see the refusal.
     let kc = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig()).unwrap();
-    let mut config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
     config.default_retry = false;
     let client = kube::Client::try_from(config).unwrap();
     let deps: Api<Deployment> = Api::namespaced(client.clone(), "default");
-    deps.create(&PostParams::default(), &deployment("db", 2)).await.unwrap();
+    deps.create(&PostParams::default(), &deployment("db", 2))
+        .await
+        .unwrap();
     wait_ready(&deps, "db", 2).await;
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "default");
     let pdb: PodDisruptionBudget = serde_json::from_value(json!({"metadata": {"name": "db"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}}})).unwrap();
     pdbs.create(&PostParams::default(), &pdb).await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let victim = pods.list(&ListParams::default().labels("app=db")).await.unwrap().items[0].name_any();
-    let err = pods.evict(&victim, &EvictParams::default()).await.unwrap_err();
+    let victim = pods
+        .list(&ListParams::default().labels("app=db"))
+        .await
+        .unwrap()
+        .items[0]
+        .name_any();
+    let err = pods
+        .evict(&victim, &EvictParams::default())
+        .await
+        .unwrap_err();
     assert_eq!(code(&err), 429);
     if let kube::Error::Api(s) = &err {
         assert_eq!(s.reason, "TooManyRequests");
     }
-    let status = eventually(Duration::from_secs(5), || async { pdbs.get("db").await.ok()?.status.filter(|s| s.expected_pods == 2) }).await.unwrap();
-    assert_eq!((status.current_healthy, status.desired_healthy, status.disruptions_allowed), (2, 2, 0));
+    let status = eventually(Duration::from_secs(5), || async {
+        pdbs.get("db")
+            .await
+            .ok()?
+            .status
+            .filter(|s| s.expected_pods == 2)
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            status.current_healthy,
+            status.desired_healthy,
+            status.disruptions_allowed
+        ),
+        (2, 2, 0)
+    );
     // Relax the budget: the eviction goes through and the pod terminates.
-    pdbs.patch("db", &PatchParams::default(), &Patch::Merge(json!({"spec": {"minAvailable": "50%"}}))).await.unwrap();
+    pdbs.patch(
+        "db",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"minAvailable": "50%"}})),
+    )
+    .await
+    .unwrap();
     pods.evict(&victim, &EvictParams::default()).await.unwrap();
-    assert!(pods.get(&victim).await.map(|p| p.metadata.deletion_timestamp.is_some()).unwrap_or(true));
-    assert!(sim.audit().iter().any(|e| e.subresource == "eviction" && e.name == victim));
+    assert!(
+        pods.get(&victim)
+            .await
+            .map_or(true, |p| p.metadata.deletion_timestamp.is_some())
+    );
+    assert!(
+        sim.audit()
+            .iter()
+            .any(|e| e.subresource == "eviction" && e.name == victim)
+    );
     sim.shutdown().await;
 }
 
@@ -325,20 +637,54 @@ async fn crd_scale_status_printer_columns_and_defaults() {
     }))
     .unwrap();
     let created = crds.create(&PostParams::default(), &crd).await.unwrap();
-    assert!(created.status.unwrap().conditions.unwrap().iter().any(|c| c.type_ == "Established" && c.status == "True"));
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.dev", "v1", "Widget"), "widgets");
+    assert!(
+        created
+            .status
+            .unwrap()
+            .conditions
+            .unwrap()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    );
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.dev", "v1", "Widget"),
+        "widgets",
+    );
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
     let w = api
         .create(&PostParams::default(), &serde_json::from_value(json!({"apiVersion": "example.dev/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"color": "red"}, "status": {"size": 9}})).unwrap())
         .await
         .unwrap();
-    assert_eq!(w.data["spec"], json!({"color": "red", "size": 1}), "schema defaults applied, given values kept");
-    assert!(w.data.get("status").is_none(), "status dropped on create when the status subresource is on");
-    api.patch_status("w", &PatchParams::default(), &Patch::Merge(json!({"status": {"size": 1, "selector": "app=w"}}))).await.unwrap();
+    assert_eq!(
+        w.data["spec"],
+        json!({"color": "red", "size": 1}),
+        "schema defaults applied, given values kept"
+    );
+    assert!(
+        w.data.get("status").is_none(),
+        "status dropped on create when the status subresource is on"
+    );
+    api.patch_status(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"size": 1, "selector": "app=w"}})),
+    )
+    .await
+    .unwrap();
     let scale = api.get_scale("w").await.unwrap();
     assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(1));
-    assert_eq!(scale.status.as_ref().unwrap().selector.as_deref(), Some("app=w"));
-    let scaled = api.patch_scale("w", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
+    assert_eq!(
+        scale.status.as_ref().unwrap().selector.as_deref(),
+        Some("app=w")
+    );
+    let scaled = api
+        .patch_scale(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(scaled.spec.unwrap().replicas, Some(4));
     let w = api.get("w").await.unwrap();
     assert_eq!(w.data["spec"]["size"], 4);
@@ -350,7 +696,9 @@ async fn crd_scale_status_printer_columns_and_defaults() {
         .unwrap();
     assert_eq!(applied.data["spec"], json!({"color": "green", "size": 4}));
     // Deleting the CRD stops serving the resource.
-    crds.delete("widgets.example.dev", &DeleteParams::default()).await.unwrap();
+    crds.delete("widgets.example.dev", &DeleteParams::default())
+        .await
+        .unwrap();
     assert_eq!(code(&api.get("w").await.unwrap_err()), 404);
     sim.shutdown().await;
 }
@@ -361,10 +709,22 @@ async fn server_side_apply_creates_and_patch_flavours() {
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     let created = api.patch("ssa", &PatchParams::apply("me"), &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1"}}))).await.unwrap();
     assert_eq!(created.data.unwrap()["a"], "1");
-    let p = api.patch("ssa", &PatchParams::default(), &Patch::Json::<()>(serde_json::from_value(json!([{"op": "add", "path": "/data/b", "value": "2"}])).unwrap())).await.unwrap();
+    let p = api
+        .patch(
+            "ssa",
+            &PatchParams::default(),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([{"op": "add", "path": "/data/b", "value": "2"}]))
+                    .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
     assert_eq!(p.data.unwrap().len(), 2);
     let audit = sim.audit();
-    assert!(audit.iter().any(|e| e.name == "ssa" && e.verb == "create" && e.field_manager.as_deref() == Some("me")));
+    assert!(audit.iter().any(|e| e.name == "ssa"
+        && e.verb == "create"
+        && e.field_manager.as_deref() == Some("me")));
     sim.shutdown().await;
 }
 
@@ -374,12 +734,26 @@ async fn pod_resize_and_immutability() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     pods.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "r"}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]}})).unwrap()).await.unwrap();
     let err = pods.patch("r", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "200m"}}}]}}))).await.unwrap_err();
-    assert_eq!(code(&err), 422, "pod resources are immutable on the main resource");
+    assert_eq!(
+        code(&err),
+        422,
+        "pod resources are immutable on the main resource"
+    );
     let req = http::Request::patch("/api/v1/namespaces/default/pods/r/resize")
         .header("content-type", "application/strategic-merge-patch+json")
         .body(serde_json::to_vec(&json!({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "200m"}}}]}})).unwrap())
         .unwrap();
     let resized: Pod = client.request(req).await.unwrap();
-    assert_eq!(resized.spec.unwrap().containers[0].resources.as_ref().unwrap().requests.as_ref().unwrap()["cpu"].0, "200m");
+    assert_eq!(
+        resized.spec.unwrap().containers[0]
+            .resources
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref()
+            .unwrap()["cpu"]
+            .0,
+        "200m"
+    );
     sim.shutdown().await;
 }

@@ -839,6 +839,102 @@ mod tests {
         }
     }
 
+    fn processed(
+        container: PodContainer,
+        rec: ContainerRecommendation,
+        policies: &[ContainerPolicy],
+    ) -> (ContainerRecommendation, Vec<String>) {
+        let name = container.name.clone();
+        let mut out = process_recommendation(&[container], &[rec], policies, None, None);
+        let notes = out.notes.remove(&name).unwrap_or_default();
+        (out.containers.remove(0), notes)
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestRecommendationToLimitCapping
+    // (moved here from capping.rs when the two capping copies were folded into one)
+    #[test]
+    fn upstream_recommendation_to_limit_capping() {
+        let container = PodContainer {
+            name: "ctr-name".to_owned(),
+            requests: Resources::default(),
+            limits: res("30", "70000"),
+        };
+        let rec = ContainerRecommendation {
+            container: "ctr-name".to_owned(),
+            target: res("20", "80000"),
+            lower_bound: Resources::default(),
+            upper_bound: res("100", "90000"),
+        };
+        let with_values = |values: ControlledValues| ContainerPolicy {
+            container_name: "ctr-name".to_owned(),
+            controlled_values: values,
+            ..ContainerPolicy::default()
+        };
+        let cases = [
+            (
+                "no capping for default policy",
+                vec![],
+                ("20", "80000"),
+                ("100", "90000"),
+                false,
+            ),
+            (
+                "no capping for RequestsAndLimits",
+                vec![with_values(ControlledValues::RequestsAndLimits)],
+                ("20", "80000"),
+                ("100", "90000"),
+                false,
+            ),
+            (
+                "capping for RequestsOnly",
+                vec![with_values(ControlledValues::RequestsOnly)],
+                ("20", "70000"),
+                ("30", "70000"),
+                true,
+            ),
+        ];
+        for (name, policies, target, upper, annotated) in cases {
+            let (out, notes) = processed(container.clone(), rec.clone(), &policies);
+            assert_eq!(out.target, res(target.0, target.1), "{name}");
+            assert_eq!(out.upper_bound, res(upper.0, upper.1), "{name}");
+            assert_eq!(
+                notes.contains(&"memory capped to container limit".to_owned()),
+                annotated,
+                "{name}: {notes:?}"
+            );
+        }
+    }
+
+    // upstream: pkg/utils/vpa/capping_test.go TestRecommendationCappedToMinMaxPolicy
+    // (moved here from capping.rs)
+    #[test]
+    fn upstream_capped_to_min_max_policy() {
+        let container = PodContainer {
+            name: "ctr-name".to_owned(),
+            ..PodContainer::default()
+        };
+        let rec = ContainerRecommendation {
+            container: "ctr-name".to_owned(),
+            target: res("300", "50000"),
+            lower_bound: res("200", "43000"),
+            upper_bound: res("500", "55000"),
+        };
+        let policy = ContainerPolicy {
+            container_name: "ctr-name".to_owned(),
+            min_allowed: res("400", "40000"),
+            max_allowed: res("450", "45000"),
+            ..ContainerPolicy::default()
+        };
+        let (out, notes) = processed(container, rec, &[policy]);
+        assert_eq!(out.target, res("400", "45000"));
+        assert_eq!(out.lower_bound, res("400", "43000"));
+        assert_eq!(out.upper_bound, res("450", "45000"));
+        assert_eq!(
+            notes,
+            vec!["cpu capped to minAllowed", "memory capped to maxAllowed"]
+        );
+    }
+
     // upstream: recommendation_provider_test.go "empty recommendation" / "nil recommendation":
     // nothing to set, only the observed-containers annotation.
     #[test]

@@ -101,33 +101,7 @@ impl AggregationsConfig {
     }
 }
 
-/// Which resource a sample measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Resource {
-    /// CPU, millicores.
-    Cpu,
-    /// Memory, bytes.
-    Memory,
-}
-
-impl Resource {
-    /// The Kubernetes resource name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Resource::Cpu => "cpu",
-            Resource::Memory => "memory",
-        }
-    }
-
-    /// The resource for a Kubernetes resource name (`cpu`, `memory`), else `None`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "cpu" => Some(Resource::Cpu),
-            "memory" => Some(Resource::Memory),
-            _ => None,
-        }
-    }
-}
+pub use super::Resource;
 
 /// The aggregated usage of one container name of one VPA.
 #[derive(Clone, Debug, PartialEq)]
@@ -226,13 +200,20 @@ impl AggregateContainerState {
     /// `firstSampleStart: null` has a lifespan of Go's longest duration (~292 years), so its
     /// confidence comes from the sample count alone.
     pub fn confidence(&self) -> f64 {
+        self.confidence_over(SignedDuration::from_hours(24))
+    }
+
+    /// Confidence measured in `interval`s instead of days (upstream `--confidence-interval-cpu`
+    /// / `--confidence-interval-memory`): `min(lifespan / interval, samples / interval-in-minutes)`.
+    pub fn confidence_over(&self, interval: SignedDuration) -> f64 {
         let go_nanos =
             |t: Option<Timestamp>| t.map_or(-GO_ZERO_TO_UNIX_NANOS, Timestamp::as_nanosecond);
         let lifespan = (go_nanos(self.last_sample_start) - go_nanos(self.first_sample_start))
             .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as f64;
-        let lifespan_days = lifespan / SignedDuration::from_hours(24).as_nanos() as f64;
-        let samples_days = self.total_samples_count as f64 / (60.0 * 24.0);
-        lifespan_days.min(samples_days)
+        let intervals = lifespan / interval.as_nanos() as f64;
+        let minutes = interval.as_nanos() as f64 / 60e9;
+        let samples = self.total_samples_count as f64 / minutes;
+        intervals.min(samples)
     }
 }
 
@@ -421,7 +402,24 @@ mod tests {
         );
     }
 
-    // upstream: model/container_test.go TestAggregateContainerUsageSamples (memory peaks)
+    // upstream: model/container_test.go TestAggregateContainerUsageSamples (memory part)
+    #[test]
+    fn upstream_memory_samples() {
+        let (mut agg, mut c, config) = setup();
+        let t = ts(T0);
+        let step = SignedDuration::from_hours(12);
+        assert!(c.add_memory_sample(&mut agg, &config, 5, t, false));
+        assert!(c.add_memory_sample(&mut agg, &config, 10, t + step, false));
+        assert_eq!((c.memory_peak, c.window_end), (10, Some(t + step * 2)));
+        assert!(c.add_memory_sample(&mut agg, &config, 2, t + step * 2, false));
+        assert_eq!((c.memory_peak, c.window_end), (2, Some(t + step * 4)));
+        assert!(!c.add_memory_sample(&mut agg, &config, -1000, t + step * 4, false));
+        // One peak per interval — 10 at 03-02T10:00 and 2 at 03-03T10:00 — each decayed from
+        // the reference 03-02T00:00: 2^(10/24) + 2^(34/24).
+        let want = (10.0_f64 / 24.0).exp2() + (34.0_f64 / 24.0).exp2();
+        assert!((agg.memory.histogram().total_weight() - want).abs() < 1e-12);
+    }
+
     #[test]
     fn memory_keeps_one_peak_per_interval() {
         let (mut agg, mut c, config) = setup();
@@ -464,16 +462,22 @@ mod tests {
         assert_eq!(c.memory_peak, 50 * MIB);
     }
 
+    /// Weight of the memory histogram's bucket holding `bytes`, relative to the total.
+    fn share_at(agg: &AggregateContainerState, bytes: i64) -> f64 {
+        let h = agg.memory.histogram();
+        h.bucket_weight(h.options().find_bucket(bytes as f64)) / h.total_weight()
+    }
+
     // upstream: model/container_test.go TestRecordOOMIncreasedByBumpUp
     #[test]
     fn oom_bumps_by_ratio() {
         let (mut agg, mut c, config) = setup();
         let t = ts(T0);
-        assert!(c.add_memory_sample(&mut agg, &config, 1000 * MIB, t, false));
         c.record_oom(&mut agg, &config, t, 1000 * MIB)
             .expect("recorded");
         assert_eq!(c.oom_peak, 1200 * MIB);
-        assert_eq!(c.max_memory_peak(), 1200 * MIB);
+        assert_eq!(c.window_end, Some(t + SignedDuration::from_hours(24)));
+        assert!((share_at(&agg, 1200 * MIB) - 1.0).abs() < 1e-12);
     }
 
     // upstream: model/container_test.go TestRecordOOMDontRunAway
@@ -481,23 +485,38 @@ mod tests {
     fn repeated_ooms_do_not_run_away() {
         let (mut agg, mut c, config) = setup();
         let t = ts(T0);
-        assert!(c.add_memory_sample(&mut agg, &config, 1000 * MIB, t, false));
         c.record_oom(&mut agg, &config, t, 1000 * MIB)
             .expect("recorded");
-        c.record_oom(&mut agg, &config, t, 1000 * MIB)
+        c.record_oom(&mut agg, &config, t, 999 * MIB)
             .expect("recorded");
-        // The bump is computed from the usage peak, never from the previous OOM peak.
+        c.record_oom(&mut agg, &config, t, 999 * MIB)
+            .expect("recorded");
         assert_eq!(c.oom_peak, 1200 * MIB);
+        c.record_oom(&mut agg, &config, t, 2000 * MIB)
+            .expect("recorded");
+        assert_eq!(c.oom_peak, 2400 * MIB);
+        assert!((share_at(&agg, 2400 * MIB) - 1.0).abs() < 1e-12);
     }
 
     // upstream: model/container_test.go TestRecordOOMIncreasedByMin
     #[test]
     fn oom_bumps_by_minimum() {
         let (mut agg, mut c, config) = setup();
-        let t = ts(T0);
-        assert!(c.add_memory_sample(&mut agg, &config, MIB, t, false));
-        c.record_oom(&mut agg, &config, t, MIB).expect("recorded");
+        c.record_oom(&mut agg, &config, ts(T0), MIB)
+            .expect("recorded");
         assert_eq!(c.oom_peak, 101 * MIB);
+    }
+
+    // upstream: model/container_test.go TestRecordOOMMaxedWithKnownSample
+    #[test]
+    fn oom_uses_known_peak_above_request() {
+        let (mut agg, mut c, config) = setup();
+        let t = ts(T0);
+        assert!(c.add_memory_sample(&mut agg, &config, 3000 * MIB, t, false));
+        c.record_oom(&mut agg, &config, t, 1000 * MIB)
+            .expect("recorded");
+        assert_eq!(c.oom_peak, 3600 * MIB);
+        assert!((share_at(&agg, 3600 * MIB) - 1.0).abs() < 1e-12);
     }
 
     // upstream: model/container_test.go TestRecordOOMDiscardsOldSample
@@ -506,11 +525,12 @@ mod tests {
         let (mut agg, mut c, config) = setup();
         let t = ts(T0);
         assert!(c.add_memory_sample(&mut agg, &config, 1000 * MIB, t, false));
-        let too_old = t - SignedDuration::from_secs(1);
+        let too_old = t - SignedDuration::from_hours(30);
         assert_eq!(
             c.record_oom(&mut agg, &config, too_old, 1000 * MIB),
             Err(OomError::TooOld(too_old))
         );
+        assert_eq!(c.max_memory_peak(), 1000 * MIB);
     }
 
     // upstream: model/container_test.go TestRecordOOMInNewWindow
@@ -518,13 +538,36 @@ mod tests {
     fn oom_in_new_window() {
         let (mut agg, mut c, config) = setup();
         let t = ts(T0);
-        assert!(c.add_memory_sample(&mut agg, &config, 1000 * MIB, t, false));
+        assert!(c.add_memory_sample(&mut agg, &config, 2000 * MIB, t, false));
         let later = t + SignedDuration::from_hours(48);
         c.record_oom(&mut agg, &config, later, 1000 * MIB)
             .expect("recorded");
-        // The bump uses the old interval's peak; the new interval then holds only the OOM peak.
-        assert_eq!(c.oom_peak, 1200 * MIB);
+        // The bump uses the old interval's usage peak (2000Mi); the new window ends 48 h later.
+        assert_eq!(c.oom_peak, 2400 * MIB);
         assert_eq!(c.memory_peak, 0);
+        assert_eq!(c.window_end, Some(t + SignedDuration::from_hours(72)));
+    }
+
+    // upstream: model/container_test.go TestRecordOOMDiscardsOldSampleWithCustomInterval
+    #[test]
+    fn old_oom_with_custom_interval() {
+        let config = AggregationsConfig {
+            memory_aggregation_interval: SignedDuration::from_hours(1),
+            ..AggregationsConfig::default()
+        };
+        let t = ts(T0);
+        let mut agg = AggregateContainerState::new(&config, t);
+        let mut c = ContainerState::default();
+        assert!(c.add_memory_sample(&mut agg, &config, 1000 * MIB, t, false));
+        assert!(
+            c.record_oom(
+                &mut agg,
+                &config,
+                t - SignedDuration::from_hours(2),
+                1000 * MIB
+            )
+            .is_err()
+        );
     }
 
     // upstream: model/aggregate_container_state_test.go TestAggregateContainerStateIsExpired

@@ -5,10 +5,11 @@
 //!   `controlledResources`, then clamp target, lower and upper bound to
 //!   `minAllowed`/`maxAllowed` (a zero or absent bound is no bound). `uncappedTarget` is the
 //!   target before this step. Containers with `mode: Off` get no recommendation at all.
-//! * [`cap_for_container`]: what admission and the updater do with a recommendation for one
-//!   concrete container — first the container `LimitRange` item (so that the limit the request
-//!   implies stays within `min`/`max`), then the policy, then, for `controlledValues:
-//!   RequestsOnly`, the container's current limit (requests can never exceed limits).
+//!
+//! What admission and the updater do with a recommendation for one concrete container
+//! (`LimitRange` items, limit proportions, `RequestsOnly` capping to the current limit) lives in
+//! [`super::limit_range`] and [`super::admission::process_recommendation`]; this module only
+//! holds the recommender's policy step so that each decision exists once.
 //!
 //! Every cap taken is reported as upstream's annotation text (`cpu capped to minAllowed`).
 //! Amounts are millicores and bytes.
@@ -16,9 +17,7 @@
 use std::collections::BTreeMap;
 
 use super::aggregate::{Resource, ResourceAmount};
-use crate::api::vpa::{
-    ContainerResourcePolicy, ContainerScalingMode, ControlledValues, ResourceList,
-};
+use crate::api::vpa::{ContainerResourcePolicy, ContainerScalingMode, ResourceList};
 use crate::quantity::{self, QuantityError};
 
 /// Amount per resource (millicores for CPU, bytes for memory).
@@ -35,36 +34,10 @@ pub struct RecommendedResources {
     pub upper_bound: Resources,
 }
 
-/// A container's current requests and limits.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ContainerResources {
-    /// Requests; absent means none.
-    pub requests: Resources,
-    /// Limits; absent means none.
-    pub limits: Resources,
-}
-
-/// The `type: Container` item of a `LimitRange`, as amounts.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LimitRangeItem {
-    /// `min`: both request and limit must be at least this.
-    pub min: Resources,
-    /// `max`: the limit must be at most this.
-    pub max: Resources,
-    /// `default`: the limit given to containers without one.
-    pub default_limit: Resources,
-}
-
 /// Upstream's capping annotations.
 pub const CAPPED_TO_MIN_ALLOWED: &str = "capped to minAllowed";
 /// Upstream's capping annotations.
 pub const CAPPED_TO_MAX_ALLOWED: &str = "capped to maxAllowed";
-/// Upstream's capping annotations.
-pub const CAPPED_TO_LIMIT: &str = "capped to container limit";
-/// Upstream's capping annotations.
-pub const CAPPED_TO_LIMIT_RANGE_MAX: &str = "capped to fit Max in container LimitRange";
-/// Upstream's capping annotations.
-pub const CAPPED_TO_LIMIT_RANGE_MIN: &str = "capped to fit Min in container LimitRange";
 
 /// A container policy's bounds as amounts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -77,8 +50,6 @@ pub struct PolicyBounds {
     pub controlled: Vec<Resource>,
     /// `mode: Off`.
     pub off: bool,
-    /// `controlledValues: RequestsOnly`.
-    pub requests_only: bool,
 }
 
 impl PolicyBounds {
@@ -98,7 +69,6 @@ impl PolicyBounds {
                 Some(list) => list.iter().filter_map(|r| Resource::from_name(r)).collect(),
             },
             off: p.mode == Some(ContainerScalingMode::Off),
-            requests_only: p.controlled_values == Some(ControlledValues::RequestsOnly),
         })
     }
 }
@@ -192,95 +162,6 @@ pub fn apply_policy(
     Some((out, notes))
 }
 
-/// The request that keeps the container's limit at `boundary` when the limit scales with the
-/// request (upstream `GetBoundaryRequest`): `boundary × request / limit`, or `boundary` itself
-/// when the container has a limit but no request, or no bound (0) without any limit.
-pub fn boundary_request(
-    request: ResourceAmount,
-    limit: ResourceAmount,
-    boundary: ResourceAmount,
-    default_limit: ResourceAmount,
-) -> ResourceAmount {
-    let limit = if limit == 0 { default_limit } else { limit };
-    if limit == 0 {
-        return 0;
-    }
-    if request == 0 {
-        return boundary;
-    }
-    let scaled = i128::from(boundary) * i128::from(request) / i128::from(limit);
-    scaled.clamp(0, i128::from(i64::MAX)) as ResourceAmount
-}
-
-/// Clamps `rec` so that the limits it implies fit the container `LimitRange` item.
-fn apply_limit_range(
-    rec: &mut Resources,
-    container: &ContainerResources,
-    item: &LimitRangeItem,
-) -> Vec<String> {
-    let mut notes = Vec::new();
-    for (resource, value) in rec.iter_mut() {
-        let request = container.requests.get(resource).copied().unwrap_or(0);
-        let limit = container.limits.get(resource).copied().unwrap_or(0);
-        let default_limit = item.default_limit.get(resource).copied().unwrap_or(0);
-        let min = item
-            .min
-            .get(resource)
-            .map(|&m| boundary_request(request, limit, m, default_limit).max(m));
-        let max = item
-            .max
-            .get(resource)
-            .map(|&m| boundary_request(request, limit, m, default_limit));
-        let (v, capped) = cap_to_min(*value, min.as_ref());
-        if capped {
-            notes.push(format!("{} {CAPPED_TO_LIMIT_RANGE_MIN}", resource.name()));
-        }
-        let (v, capped) = cap_to_max(v, max.as_ref());
-        if capped {
-            notes.push(format!("{} {CAPPED_TO_LIMIT_RANGE_MAX}", resource.name()));
-        }
-        *value = v;
-    }
-    notes
-}
-
-/// A recommendation fitted to one concrete container (upstream
-/// `getCappedRecommendationForContainer`): container `LimitRange`, then policy, then — for
-/// `RequestsOnly` — the container's current limits. Returns the annotations of the target's caps.
-pub fn cap_for_container(
-    rec: &RecommendedResources,
-    container: &ContainerResources,
-    bounds: &PolicyBounds,
-    limit_range: Option<&LimitRangeItem>,
-) -> (RecommendedResources, Vec<String>) {
-    let mut out = rec.clone();
-    let mut notes = Vec::new();
-    for (i, field) in [&mut out.target, &mut out.lower_bound, &mut out.upper_bound]
-        .into_iter()
-        .enumerate()
-    {
-        let mut field_notes = Vec::new();
-        if let Some(item) = limit_range {
-            field_notes.extend(apply_limit_range(field, container, item));
-        }
-        field_notes.extend(clamp_to_policy(field, bounds));
-        if bounds.requests_only {
-            for (resource, value) in field.iter_mut() {
-                if let Some(&limit) = container.limits.get(resource)
-                    && *value > limit
-                {
-                    *value = limit;
-                    field_notes.push(format!("{} {CAPPED_TO_LIMIT}", resource.name()));
-                }
-            }
-        }
-        if i == 0 {
-            notes = field_notes;
-        }
-    }
-    (out, notes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,7 +189,6 @@ mod tests {
         }
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestRecommendationNotAvailable / TestApplyVpa
     #[test]
     fn policy_clamps_all_three() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
@@ -320,7 +200,7 @@ mod tests {
         );
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange — zero means no bound
+    // upstream semantics: a zero minAllowed/maxAllowed is no bound (maybeCapToMin/Max)
     #[test]
     fn zero_bounds_are_no_bounds() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
@@ -329,7 +209,7 @@ mod tests {
         assert!(notes.is_empty());
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyVpaWithControlledResources (filter)
+    // upstream: logic/recommender.go FilterControlledResources
     #[test]
     fn uncontrolled_resources_are_dropped() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
@@ -340,7 +220,7 @@ mod tests {
         assert!(!out.upper_bound.contains_key(&Resource::Cpu));
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go — containers with mode Off get nothing
+    // upstream: RecommendedContainerResources doc — no recommendation for mode Off
     #[test]
     fn mode_off_gives_no_recommendation() {
         let mut b = policy((0, 0), (0, 0));
@@ -348,72 +228,19 @@ mod tests {
         assert!(apply_policy(&RecommendedResources::default(), &b).is_none());
     }
 
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange
+    // upstream: pkg/utils/vpa/capping_test.go TestApplyVPAPolicy (minAllowed and maxAllowed cases)
     #[test]
-    fn limit_range_max_scales_with_request_to_limit_ratio() {
-        // request 1 core / limit 2 cores; LimitRange max 1 core → request may be at most 500m.
-        let container = ContainerResources {
-            requests: res(1_000, 1_000_000),
-            limits: res(2_000, 2_000_000),
-        };
-        let item = LimitRangeItem {
-            max: res(1_000, 100_000_000),
-            min: res(0, 0),
-            default_limit: Resources::new(),
-        };
-        let r = rec((2_000, 1_000_000), (1_500, 500_000), (3_000, 2_000_000));
-        let (out, notes) = cap_for_container(&r, &container, &policy((0, 0), (0, 0)), Some(&item));
-        assert_eq!(out.target[&Resource::Cpu], 500);
-        assert_eq!(out.upper_bound[&Resource::Cpu], 500);
-        assert_eq!(out.target[&Resource::Memory], 1_000_000);
-        assert_eq!(notes, vec!["cpu capped to fit Max in container LimitRange"]);
-    }
-
-    // upstream: pkg/utils/vpa/capping_test.go TestApplyCapsToLimitRange (min, no limit)
-    #[test]
-    fn limit_range_min_applies_to_requests_without_limits() {
-        let container = ContainerResources::default();
-        let item = LimitRangeItem {
-            min: res(200, 0),
-            ..LimitRangeItem::default()
-        };
-        let r = rec((100, 1), (100, 1), (100, 1));
-        let (out, notes) = cap_for_container(&r, &container, &policy((0, 0), (0, 0)), Some(&item));
-        assert_eq!(out.target[&Resource::Cpu], 200);
-        assert_eq!(notes, vec!["cpu capped to fit Min in container LimitRange"]);
-    }
-
-    // upstream: pkg/utils/vpa/capping_test.go TestCapRecommendationToContainerLimit
-    #[test]
-    fn requests_only_caps_to_current_limit() {
-        let container = ContainerResources {
-            requests: Resources::new(),
-            limits: res(1_000, 1_000_000),
-        };
-        let mut b = policy((0, 0), (0, 0));
-        b.requests_only = true;
-        let r = rec((2_000, 500_000), (1_000, 500_000), (3_000, 3_000_000));
-        let (out, notes) = cap_for_container(&r, &container, &b, None);
-        assert_eq!(out.target, res(1_000, 500_000));
-        assert_eq!(out.upper_bound, res(1_000, 1_000_000));
-        assert_eq!(notes, vec!["cpu capped to container limit"]);
-        // RequestsAndLimits: limits scale, nothing to cap.
-        let (out, _) = cap_for_container(&r, &container, &policy((0, 0), (0, 0)), None);
+    fn upstream_apply_vpa_policy() {
+        const MI: i64 = 1 << 20;
+        let r = rec((42, 42 * MI), (31, 31 * MI), (53, 53 * MI));
+        let (out, _) = apply_policy(&r, &policy((50, 50 * MI), (0, 0))).expect("on");
+        assert_eq!(out, rec((50, 50 * MI), (50, 50 * MI), (53, 53 * MI)));
+        let (out, _) = apply_policy(&r, &policy((0, 0), (40, 40 * MI))).expect("on");
+        assert_eq!(out, rec((40, 40 * MI), (31, 31 * MI), (40, 40 * MI)));
+        let (out, notes) =
+            apply_policy(&r, &PolicyBounds::from_policy(None).expect("ok")).expect("on");
         assert_eq!(out, r);
-    }
-
-    #[test]
-    fn boundary_request_cases() {
-        // (request, limit, boundary, default) → request at boundary
-        let cases = [
-            (1_000, 2_000, 1_000, 0, 500),
-            (0, 2_000, 1_000, 0, 1_000),
-            (1_000, 0, 1_000, 0, 0),
-            (1_000, 0, 1_000, 4_000, 250),
-        ];
-        for (request, limit, boundary, default, want) in cases {
-            assert_eq!(boundary_request(request, limit, boundary, default), want);
-        }
+        assert!(notes.is_empty());
     }
 
     #[test]

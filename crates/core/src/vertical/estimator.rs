@@ -10,6 +10,8 @@
 //! percentile ≤ upper percentile (confidence scaling only lowers the lower bound and raises the
 //! upper one); every amount is a truncated integer (millicores, bytes) in `0..=1e14`.
 
+use jiff::SignedDuration;
+
 use super::aggregate::{
     AggregateContainerState, ResourceAmount, amount_from_float, cpu_amount_from_cores,
     scale_resource,
@@ -36,6 +38,10 @@ pub struct EstimatorConfig {
     pub pod_min_cpu_millicores: f64,
     /// `--pod-recommendation-min-memory-mb` (MiB, as upstream multiplies by 1024²), default 250.
     pub pod_min_memory_mb: f64,
+    /// `--confidence-interval-cpu`: the unit of CPU history confidence, default 24 h.
+    pub confidence_interval_cpu: SignedDuration,
+    /// `--confidence-interval-memory`: the unit of memory history confidence, default 24 h.
+    pub confidence_interval_memory: SignedDuration,
 }
 
 impl Default for EstimatorConfig {
@@ -50,6 +56,8 @@ impl Default for EstimatorConfig {
             safety_margin_fraction: 0.15,
             pod_min_cpu_millicores: 25.0,
             pod_min_memory_mb: 250.0,
+            confidence_interval_cpu: SignedDuration::from_hours(24),
+            confidence_interval_memory: SignedDuration::from_hours(24),
         }
     }
 }
@@ -119,7 +127,8 @@ pub fn estimate(
     let cpu = |p: f64| cpu_amount_from_cores(state.cpu.percentile(p));
     let mem = |p: f64| amount_from_float(state.memory.percentile(p));
     let margin = config.safety_margin_fraction;
-    let confidence = state.confidence();
+    let cpu_confidence = state.confidence_over(config.confidence_interval_cpu);
+    let memory_confidence = state.confidence_over(config.confidence_interval_memory);
     let target = Amounts {
         cpu: with_margin(cpu(config.target_cpu_percentile), margin).max(minimums.cpu),
         memory: with_margin(mem(config.target_memory_percentile), margin).max(minimums.memory),
@@ -128,13 +137,13 @@ pub fn estimate(
         cpu: with_confidence(
             with_margin(cpu(config.lower_bound_cpu_percentile), margin),
             LOWER_CONFIDENCE,
-            confidence,
+            cpu_confidence,
         )
         .max(minimums.cpu),
         memory: with_confidence(
             with_margin(mem(config.lower_bound_memory_percentile), margin),
             LOWER_CONFIDENCE,
-            confidence,
+            memory_confidence,
         )
         .max(minimums.memory),
     };
@@ -142,13 +151,13 @@ pub fn estimate(
         cpu: with_confidence(
             with_margin(cpu(config.upper_bound_cpu_percentile), margin),
             UPPER_CONFIDENCE,
-            confidence,
+            cpu_confidence,
         )
         .max(minimums.cpu),
         memory: with_confidence(
             with_margin(mem(config.upper_bound_memory_percentile), margin),
             UPPER_CONFIDENCE,
-            confidence,
+            memory_confidence,
         )
         .max(minimums.memory),
     };
@@ -190,6 +199,88 @@ mod tests {
 
     // upstream: logic/estimator_test.go TestPercentileEstimator
     #[test]
+    fn upstream_percentile_estimator() {
+        use crate::vertical::histogram::{Histogram, HistogramOptions};
+        let mut cpu = Histogram::new(HistogramOptions::cpu());
+        let mut mem = Histogram::new(HistogramOptions::memory());
+        for v in [1.0, 2.0, 3.0] {
+            cpu.add_sample(v, 1.0);
+            mem.add_sample(v * 1e9, 1.0);
+        }
+        let cpu_est = cpu_amount_from_cores(cpu.percentile(0.2));
+        let mem_est = amount_from_float(mem.percentile(0.5));
+        assert!(
+            (cpu_est as f64 / 1000.0 - 1.0).abs() / 1.0 < 0.05,
+            "{cpu_est}"
+        );
+        assert!((mem_est as f64 - 2e9).abs() / 2e9 < 0.05, "{mem_est}");
+    }
+
+    /// 9 CPU samples two minutes apart (upstream's confidence fixture).
+    fn nine_samples() -> AggregateContainerState {
+        let config = AggregationsConfig::default();
+        let t0 = Timestamp::UNIX_EPOCH;
+        let mut s = AggregateContainerState::new(&config, t0);
+        for i in 0..9 {
+            s.add_cpu_sample(1000, t0 + SignedDuration::from_mins(2 * i));
+        }
+        s
+    }
+
+    // upstream: logic/estimator_test.go TestConfidenceMultiplier
+    #[test]
+    fn upstream_confidence_multiplier() {
+        let empty =
+            AggregateContainerState::new(&AggregationsConfig::default(), Timestamp::UNIX_EPOCH);
+        assert_eq!(
+            with_confidence(3140, (1.0, 1.0), empty.confidence()),
+            MAX_RESOURCE_AMOUNT
+        );
+        assert_eq!(with_confidence(3140, (1.0, -1.0), empty.confidence()), 0);
+        let s = nine_samples();
+        assert!((s.confidence() - 0.00625).abs() < 1e-18);
+        assert_eq!(with_confidence(3140, (0.1, 2.0), s.confidence()), 907_460);
+        assert_eq!(
+            with_confidence(3_140_000_000, (0.1, 2.0), s.confidence()),
+            907_460_000_000
+        );
+    }
+
+    // upstream: logic/estimator_test.go TestConfidenceMultiplierWithCustomInterval
+    #[test]
+    fn upstream_confidence_custom_interval() {
+        let s = nine_samples();
+        let c = s.confidence_over(SignedDuration::from_mins(18));
+        assert!((c - 0.5).abs() < 1e-15);
+        assert_eq!(with_confidence(3140, (0.1, 2.0), c), 4521);
+        assert_eq!(with_confidence(3_140_000_000, (0.1, 2.0), c), 4_521_600_000);
+    }
+
+    // upstream: logic/estimator_test.go TestConfidenceMultiplierNoHistory
+    #[test]
+    fn upstream_confidence_no_history() {
+        let empty =
+            AggregateContainerState::new(&AggregationsConfig::default(), Timestamp::UNIX_EPOCH);
+        assert_eq!(
+            with_confidence(3140, (0.1, 2.0), empty.confidence()),
+            MAX_RESOURCE_AMOUNT
+        );
+    }
+
+    // upstream: logic/estimator_test.go TestMinResourcesEstimator
+    #[test]
+    fn upstream_min_resources() {
+        assert_eq!(
+            3140_i64.max(cpu_amount_from_cores(0.2)), // 3.14 cores (`CPUAmountFromCores(3.14)`)
+            3140
+        );
+        assert_eq!(
+            amount_from_float(4e8).max(amount_from_float(2e7)),
+            400_000_000
+        );
+    }
+
+    #[test]
     fn percentile_estimator_uses_bucket_ends() {
         let agg = aggregate(
             3,
@@ -225,7 +316,6 @@ mod tests {
         assert_eq!(with_margin(0, 0.15), 0);
     }
 
-    // upstream: logic/estimator_test.go TestConfidenceMultiplier
     #[test]
     fn confidence_multiplier() {
         // 1 day of history: upper × 2, lower × (1.001)^-2.

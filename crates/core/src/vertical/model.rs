@@ -173,7 +173,7 @@ mod tests {
         s.parse().expect("timestamp")
     }
 
-    // upstream: model/cluster_test.go TestAddSample / TestGarbageCollectAggregateCollectionStates
+    // cf. upstream model/cluster_test.go (samples per container name, garbage collection)
     #[test]
     fn samples_aggregate_by_container_name_and_expire() {
         let config = AggregationsConfig::default();

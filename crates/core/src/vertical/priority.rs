@@ -25,42 +25,7 @@ use jiff::{SignedDuration, Timestamp};
 
 use crate::quantity::{Quantity, QuantityError};
 
-/// A compute resource the VPA manages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Resource {
-    /// CPU (cores).
-    Cpu,
-    /// Memory (bytes).
-    Memory,
-}
-
-impl Resource {
-    /// Both resources, in the order patches and annotations list them (`cpu` before `memory`).
-    pub const ALL: [Resource; 2] = [Resource::Cpu, Resource::Memory];
-
-    /// The Kubernetes resource name (`cpu`, `memory`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Resource::Cpu => "cpu",
-            Resource::Memory => "memory",
-        }
-    }
-
-    /// Parses a Kubernetes resource name; other resources are not managed by VPA.
-    pub fn from_name(name: &str) -> Option<Resource> {
-        match name {
-            "cpu" => Some(Resource::Cpu),
-            "memory" => Some(Resource::Memory),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Resource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use super::Resource;
 
 /// CPU and memory amounts; `None` means "not set", which is not the same as 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

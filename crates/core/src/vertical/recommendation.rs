@@ -237,7 +237,7 @@ mod tests {
         agg
     }
 
-    // upstream: routines/recommender_test.go TestUpdateVPAs (policy caps; uncapped kept)
+    // policy caps with uncappedTarget kept (cf. upstream routines/capping_post_processor.go)
     #[test]
     fn caps_to_max_allowed_and_keeps_uncapped() {
         let aggs = BTreeMap::from([("nginx".to_owned(), steady(2_000, 2 << 30, 2))]);
@@ -258,7 +258,7 @@ mod tests {
         assert!(c.uncapped_target.as_ref().expect("u")["cpu"] != Quantity("1".into()));
     }
 
-    // upstream: logic/recommender_test.go TestMinResourcesApplied via policy minAllowed
+    // pod minimums and policy minAllowed together (cf. upstream logic/recommender_test.go TestMinResourcesApplied)
     #[test]
     fn caps_to_min_allowed() {
         let aggs = BTreeMap::from([("nginx".to_owned(), steady(10, 1 << 20, 2))]);
@@ -320,7 +320,78 @@ mod tests {
 
     // upstream: model/vpa_test.go TestUpdateConditions
     #[test]
-    fn conditions_follow_upstream() {
+    fn upstream_update_conditions() {
+        const NO_PODS: &str = "No pods match this VPA object";
+        // (pods matched, has recommendation, expected (type, status, reason, message), absent)
+        type Case = (
+            bool,
+            bool,
+            &'static [(&'static str, &'static str, &'static str, &'static str)],
+            Option<&'static str>,
+        );
+        let cases: [Case; 4] = [
+            (
+                true,
+                true,
+                &[("RecommendationProvided", "True", "", "")],
+                Some("NoPodsMatched"),
+            ),
+            (
+                false,
+                true,
+                &[
+                    ("NoPodsMatched", "True", "NoPodsMatched", NO_PODS),
+                    ("RecommendationProvided", "True", "", ""),
+                ],
+                None,
+            ),
+            (
+                true,
+                false,
+                &[("RecommendationProvided", "False", "", "")],
+                Some("NoPodsMatched"),
+            ),
+            (
+                false,
+                false,
+                &[
+                    ("NoPodsMatched", "True", "NoPodsMatched", NO_PODS),
+                    ("RecommendationProvided", "False", "NoPodsMatched", NO_PODS),
+                ],
+                None,
+            ),
+        ];
+        let now: Timestamp = "2024-03-01T00:00:00Z".parse().expect("ts");
+        for (pods_matched, has_recommendation, expected, absent) in cases {
+            let got = conditions(
+                &[],
+                &Observation {
+                    pods_matched,
+                    has_recommendation,
+                    ..Observation::default()
+                },
+                now,
+            );
+            let got: Vec<(&str, &str, &str, &str)> = got
+                .iter()
+                .map(|c| {
+                    (
+                        c.type_.as_str(),
+                        c.status.as_str(),
+                        c.reason.as_deref().unwrap_or(""),
+                        c.message.as_deref().unwrap_or(""),
+                    )
+                })
+                .collect();
+            assert_eq!(got, expected.to_vec());
+            if let Some(absent) = absent {
+                assert!(got.iter().all(|c| c.0 != absent));
+            }
+        }
+    }
+
+    #[test]
+    fn conditions_keep_transition_times() {
         let t1: Timestamp = "2024-03-01T00:00:00Z".parse().expect("ts");
         let t2: Timestamp = "2024-03-01T00:01:00Z".parse().expect("ts");
         let none = conditions(&[], &Observation::default(), t1);

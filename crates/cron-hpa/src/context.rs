@@ -1,0 +1,115 @@
+//! What every reconcile shares: the client, Events, metrics, the scale client, settings, and
+//! the controller's memory of what it wrote.
+//!
+//! The memory exists because the reflector cache lags behind our own status writes: right
+//! after a run, the watch event for our status patch may not have arrived, and a reconcile that
+//! trusted the cache alone could run the same firing twice. Entries are per object (keyed by
+//! namespace/name, checked against the UID) and are cleared whenever this replica becomes
+//! leader, so after a leader change the status written by the previous leader is the truth.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use jiff::{SignedDuration, Timestamp};
+use plimsoll_core::api::cron::{CronHorizontalPodAutoscalerStatus, JobCondition};
+use plimsoll_runtime::admin::Liveness;
+use plimsoll_runtime::events::Events;
+use plimsoll_runtime::scale::ScaleClient;
+
+use crate::metrics::Metrics;
+
+/// The field manager of every write, and the Events' reporting controller: the binary name.
+pub const FIELD_MANAGER: &str = "cron-hpa";
+
+/// What the controller last decided for one object.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Memory {
+    /// The object's UID (a recreated object of the same name starts afresh).
+    pub uid: String,
+    /// Every firing at or before this instant has been handled.
+    pub last_evaluated: Option<Timestamp>,
+    /// The conditions last written (or about to be), newer than the cache.
+    pub conditions: Vec<JobCondition>,
+    /// Job names with a next-run series, to remove the series of jobs that went away.
+    pub jobs: Vec<String>,
+    /// The status this replica last wrote successfully.
+    pub written: Option<CronHorizontalPodAutoscalerStatus>,
+}
+
+/// Shared state of the controller (cheap to clone).
+#[derive(Clone)]
+pub struct Context {
+    /// The Kubernetes client.
+    pub client: kube::Client,
+    /// Event publisher (reporting controller `cron-hpa`).
+    pub events: Events,
+    /// Metric families.
+    pub metrics: Arc<Metrics>,
+    /// Scale subresource access (with a shared kind resolver).
+    pub scale: ScaleClient,
+    /// `--missed-job-grace`: firings older than this at startup are reported, not run.
+    pub missed_job_grace: SignedDuration,
+    /// Ticked on every reconcile.
+    pub liveness: Liveness,
+    memory: Arc<Mutex<HashMap<(String, String), Memory>>>,
+}
+
+impl Context {
+    /// A context for `client`.
+    pub fn new(
+        client: kube::Client,
+        metrics: Arc<Metrics>,
+        missed_job_grace: SignedDuration,
+        liveness: Liveness,
+    ) -> Self {
+        Self {
+            events: Events::new(client.clone(), FIELD_MANAGER),
+            scale: ScaleClient::new(client.clone(), FIELD_MANAGER),
+            client,
+            metrics,
+            missed_job_grace,
+            liveness,
+            memory: Arc::default(),
+        }
+    }
+
+    /// The memory for `namespace/name` if it belongs to the object with `uid`.
+    pub fn recall(&self, namespace: &str, name: &str, uid: &str) -> Option<Memory> {
+        let memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        memory
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .filter(|m| m.uid == uid)
+            .cloned()
+    }
+
+    /// Stores the memory for `namespace/name`.
+    pub fn remember(&self, namespace: &str, name: &str, entry: Memory) {
+        let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        memory.insert((namespace.to_owned(), name.to_owned()), entry);
+    }
+
+    /// Records that `status` was written for `namespace/name`.
+    pub fn mark_written(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: CronHorizontalPodAutoscalerStatus,
+    ) {
+        let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = memory.get_mut(&(namespace.to_owned(), name.to_owned())) {
+            entry.written = Some(status);
+        }
+    }
+
+    /// Forgets `namespace/name` (the object was deleted) and returns what was known.
+    pub fn forget(&self, namespace: &str, name: &str) -> Option<Memory> {
+        let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        memory.remove(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// Forgets everything (this replica just became leader: trust the status).
+    pub fn forget_all(&self) {
+        let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        memory.clear();
+    }
+}

@@ -1,0 +1,386 @@
+//! One reconcile of a `CronHorizontalPodAutoscaler`: evaluate its schedules at `now`, run the
+//! due jobs in order, report skipped and missed firings, write the status, and requeue at the
+//! exact instant of the next firing.
+//!
+//! The schedule logic is [`plimsoll_core::schedule::plan::evaluate`]; the writes a job makes are
+//! [`plimsoll_core::schedule::effect::decide`]. This module gathers their input and applies
+//! their output. A spec that does not validate gets `Failed` conditions and a Warning Event and
+//! waits for a change; it never makes the controller retry in a loop.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use plimsoll_core::api::cron::{
+    CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
+};
+use plimsoll_core::schedule::effect::decide;
+use plimsoll_core::schedule::plan::{CompiledSpec, Evaluation, evaluate};
+use tracing::{Span, field, info, instrument, warn};
+
+use crate::context::{Context, FIELD_MANAGER, Memory};
+use crate::error::{Error, Result};
+use crate::metrics::RunResult;
+use crate::status;
+use crate::target;
+
+/// How the message of a condition written for an invalid spec starts.
+const INVALID_PREFIX: &str = "invalid spec: ";
+
+/// Reconciles one object (see the module docs).
+#[instrument(skip(cron, ctx), fields(namespace = field::Empty, name = field::Empty))]
+pub async fn reconcile(
+    cron: Arc<CronHorizontalPodAutoscaler>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let _timer = ctx.metrics.reconcile.start();
+    ctx.liveness.tick();
+    let namespace = cron.namespace().unwrap_or_default();
+    let name = cron.name_any();
+    Span::current().record("namespace", namespace.as_str());
+    Span::current().record("name", name.as_str());
+    let uid = cron.uid().unwrap_or_default();
+    let now = Timestamp::now();
+    let memory = ctx.recall(&namespace, &name, &uid);
+    let spec = &cron.spec;
+
+    let compiled = match spec
+        .validate()
+        .map_err(|e| e.to_string())
+        .and_then(|()| CompiledSpec::compile(spec).map_err(|e| e.to_string()))
+    {
+        Ok(compiled) => compiled,
+        Err(message) => {
+            return invalid(&cron, &ctx, &namespace, &name, &uid, memory, &message).await;
+        }
+    };
+
+    let mut known = status::known_conditions(&uid, spec, cron.status.as_ref(), memory.as_ref());
+    // A job that only ever failed validation starts afresh now that the spec is valid.
+    for slot in &mut known {
+        if slot
+            .as_ref()
+            .is_some_and(|c| c.message.starts_with(INVALID_PREFIX))
+        {
+            *slot = None;
+        }
+    }
+    let progress = status::progress(&uid, spec, &known, now);
+    let last_evaluated = status::last_evaluated(memory.as_ref(), &known, now);
+    let evaluation = evaluate(
+        &compiled,
+        &progress,
+        last_evaluated,
+        now,
+        ctx.missed_job_grace,
+    );
+
+    let mut conditions: Vec<Option<JobCondition>> = known.clone();
+    let keep_window = memory
+        .as_ref()
+        .and_then(|m| m.written.as_ref())
+        .or(cron.status.as_ref())
+        .is_some_and(|s| s.scale_up_keep_window);
+
+    report_missed(&ctx, &cron, &uid, &evaluation, &mut conditions).await;
+    let keep_window = run_due(&ctx, &cron, &uid, &evaluation, keep_window, &mut conditions).await;
+
+    // New or changed jobs start as Submitted now.
+    for (index, slot) in conditions.iter_mut().enumerate() {
+        if slot.is_none() {
+            let job = &spec.jobs[index];
+            let message = format!(
+                "submitted; {}",
+                status::next_run_text(evaluation.next_runs[index])
+            );
+            info!(job = %job.name, "job submitted");
+            *slot = Some(status::condition(
+                &uid,
+                job,
+                JobState::Submitted,
+                now,
+                message,
+            ));
+        }
+    }
+    let conditions: Vec<JobCondition> = conditions.into_iter().flatten().collect();
+
+    let jobs: Vec<String> = spec.jobs.iter().map(|j| j.name.clone()).collect();
+    publish_next_runs(&ctx, &namespace, &name, &jobs, &evaluation, memory.as_ref());
+
+    let desired = CronHorizontalPodAutoscalerStatus {
+        conditions: conditions.clone(),
+        scale_up_keep_window: keep_window,
+        job_count: Some(i32::try_from(spec.jobs.len()).unwrap_or(i32::MAX)),
+        observed_generation: cron.metadata.generation,
+    };
+    // Remember before writing: the runs happened whether or not the status write succeeds.
+    let written = memory.as_ref().and_then(|m| m.written.clone());
+    ctx.remember(
+        &namespace,
+        &name,
+        Memory {
+            uid: uid.clone(),
+            last_evaluated: Some(now),
+            conditions,
+            jobs,
+            written: written.clone(),
+        },
+    );
+    // Compare with what this replica last wrote: the cache may not have caught up with it.
+    let current = written.or_else(|| cron.status.clone());
+    if let Some(new_status) = status::changed(current.as_ref(), desired) {
+        write_status(&ctx, &namespace, &name, &new_status).await?;
+        ctx.mark_written(&namespace, &name, new_status);
+    }
+
+    Ok(match evaluation.next_wake {
+        Some(at) => Action::requeue(until(at)),
+        None => Action::await_change(),
+    })
+}
+
+/// Reports firings missed by more than the grace period (and counts skipped ones): a `Failed`
+/// condition, a Warning Event and the `missed` counter per job.
+async fn report_missed(
+    ctx: &Context,
+    cron: &CronHorizontalPodAutoscaler,
+    uid: &str,
+    evaluation: &Evaluation,
+    conditions: &mut [Option<JobCondition>],
+) {
+    let spec = &cron.spec;
+    let regarding = cron.object_ref(&());
+    for missed in &evaluation.missed {
+        let job = &spec.jobs[missed.job_index];
+        let next = evaluation.next_runs[missed.job_index];
+        let message = status::missed_message(missed.count, missed.last, ctx.missed_job_grace, next);
+        warn!(job = %job.name, count = missed.count, last = %missed.last, "missed job runs");
+        ctx.metrics.count(RunResult::Missed, missed.count as u64);
+        ctx.events
+            .warning(
+                &regarding,
+                "JobMissed",
+                "Scale",
+                format!("job {}: {message}", job.name),
+            )
+            .await;
+        conditions[missed.job_index] = Some(status::condition(
+            uid,
+            job,
+            JobState::Failed,
+            missed.last,
+            message,
+        ));
+    }
+
+    for skipped in &evaluation.skipped {
+        info!(
+            job = %skipped.job,
+            at = %skipped.at,
+            reason = skipped.skipped.map_or("", |r| r.as_str()),
+            "job firing skipped"
+        );
+    }
+    ctx.metrics
+        .count(RunResult::Skipped, evaluation.skipped.len() as u64);
+}
+
+/// Runs the due jobs in order and returns the keep window after the last one.
+async fn run_due(
+    ctx: &Context,
+    cron: &CronHorizontalPodAutoscaler,
+    uid: &str,
+    evaluation: &Evaluation,
+    mut keep_window: bool,
+    conditions: &mut [Option<JobCondition>],
+) -> bool {
+    let spec = &cron.spec;
+    let namespace = cron.namespace().unwrap_or_default();
+    let regarding = cron.object_ref(&());
+    // Due jobs run in order (instant, then spec order); each sees the keep window the
+    // previous one left.
+    for firing in &evaluation.due {
+        let job = &spec.jobs[firing.job_index];
+        let next = evaluation.next_runs[firing.job_index];
+        let outcome = run_job(ctx, &namespace, cron, firing.target_size, keep_window).await;
+        let late = Timestamp::now().duration_since(firing.at);
+        ctx.metrics.observe_lateness(late.as_secs_f64());
+        let condition = match outcome {
+            Ok((reason, keep)) => {
+                keep_window = keep;
+                info!(
+                    job = %job.name,
+                    at = %firing.at,
+                    late_ms = late.as_millis(),
+                    decision = %reason,
+                    keep_window,
+                    "job ran"
+                );
+                ctx.metrics.count(RunResult::Succeeded, 1);
+                let message = status::succeeded_message(&reason, firing.at, late, next);
+                ctx.events
+                    .normal(
+                        &regarding,
+                        "JobSucceeded",
+                        "Scale",
+                        format!("job {}: {message}", job.name),
+                    )
+                    .await;
+                status::condition(uid, job, JobState::Succeed, firing.at, message)
+            }
+            Err(error) => {
+                warn!(job = %job.name, at = %firing.at, error = %error, "job failed");
+                ctx.metrics.count(RunResult::Failed, 1);
+                ctx.metrics.reconcile.failure(error.metric_label());
+                let message = status::failed_message(&error.to_string(), firing.at, next);
+                ctx.events
+                    .warning(
+                        &regarding,
+                        "JobFailed",
+                        "Scale",
+                        format!("job {}: {message}", job.name),
+                    )
+                    .await;
+                status::condition(uid, job, JobState::Failed, firing.at, message)
+            }
+        };
+        conditions[firing.job_index] = Some(condition);
+    }
+
+    keep_window
+}
+
+/// Next-run series: set for the current jobs, removed for jobs that went away.
+fn publish_next_runs(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    jobs: &[String],
+    evaluation: &Evaluation,
+    memory: Option<&Memory>,
+) {
+    for (job, next) in jobs.iter().zip(&evaluation.next_runs) {
+        ctx.metrics
+            .set_next_run(namespace, name, job, next.map(Timestamp::as_second));
+    }
+    for gone in memory
+        .iter()
+        .flat_map(|m| m.jobs.iter())
+        .filter(|j| !jobs.contains(j))
+    {
+        ctx.metrics.set_next_run(namespace, name, gone, None);
+    }
+}
+
+/// The time from now until `at` (zero when it has passed): the requeue delay that wakes the
+/// controller exactly at the next firing.
+fn until(at: Timestamp) -> Duration {
+    let left = at.duration_since(Timestamp::now());
+    Duration::try_from(left.max(SignedDuration::ZERO)).unwrap_or(Duration::ZERO)
+}
+
+/// Runs one job: observes the target, decides, writes. Returns the decision's reason and the
+/// keep window after it.
+async fn run_job(
+    ctx: &Context,
+    namespace: &str,
+    cron: &CronHorizontalPodAutoscaler,
+    target_size: i32,
+    keep_window: bool,
+) -> Result<(String, bool)> {
+    let resolved = target::observe(ctx, namespace, cron).await?;
+    let effect = decide(resolved.mode, target_size, resolved.observed, keep_window);
+    target::apply(ctx, namespace, &resolved, &effect).await?;
+    Ok((effect.reason, effect.keep_window))
+}
+
+/// A spec that does not validate: every job `Failed` with the problems, one Warning Event when
+/// the status changes, and no requeue until the object changes.
+async fn invalid(
+    cron: &CronHorizontalPodAutoscaler,
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    memory: Option<Memory>,
+    problems: &str,
+) -> Result<Action> {
+    let now = Timestamp::now();
+    warn!(problems, "invalid spec");
+    for job in memory.iter().flat_map(|m| m.jobs.iter()) {
+        ctx.metrics.set_next_run(namespace, name, job, None);
+    }
+    let message = format!("{INVALID_PREFIX}{problems}");
+    let current = cron.status.clone().unwrap_or_default();
+    let conditions: Vec<JobCondition> = cron
+        .spec
+        .jobs
+        .iter()
+        .map(|job| {
+            // Keep the probe time of an identical failure so an unchanged object is not rewritten.
+            let previous = current
+                .conditions
+                .iter()
+                .find(|c| c.name == job.name && c.state == JobState::Failed && c.message == message)
+                .and_then(|c| c.last_probe_time.as_ref().map(|t| t.0));
+            status::condition(
+                uid,
+                job,
+                JobState::Failed,
+                previous.unwrap_or(now),
+                message.clone(),
+            )
+        })
+        .collect();
+    let desired = CronHorizontalPodAutoscalerStatus {
+        conditions,
+        scale_up_keep_window: current.scale_up_keep_window,
+        job_count: Some(i32::try_from(cron.spec.jobs.len()).unwrap_or(i32::MAX)),
+        observed_generation: cron.metadata.generation,
+    };
+    ctx.forget(namespace, name);
+    if let Some(new_status) = status::changed(cron.status.as_ref(), desired) {
+        ctx.events
+            .warning(&cron.object_ref(&()), "InvalidSpec", "Validate", message)
+            .await;
+        write_status(ctx, namespace, name, &new_status).await?;
+    }
+    Ok(Action::await_change())
+}
+
+async fn write_status(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    status: &CronHorizontalPodAutoscalerStatus,
+) -> Result<()> {
+    let api: Api<CronHorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    let patch = serde_json::json!({ "status": status });
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    api.patch_status(name, &params, &Patch::Merge(&patch))
+        .await
+        .map_err(|e| Error::kube(format!("patch status of {namespace}/{name}"), e))?;
+    Ok(())
+}
+
+/// Backs off after a failed reconcile: logs it, counts it, retries in a few seconds.
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the signature kube-runtime's Controller::run expects"
+)]
+pub fn error_policy(
+    _cron: Arc<CronHorizontalPodAutoscaler>,
+    error: &Error,
+    ctx: Arc<Context>,
+) -> Action {
+    warn!(error = %error, "reconcile failed; retrying");
+    ctx.metrics.reconcile.failure(error.metric_label());
+    Action::requeue(Duration::from_secs(5))
+}

@@ -1,0 +1,176 @@
+//! Reading and writing what a job scales: the workload's scale subresource (replica mode) or
+//! an autoscaler's `spec.minReplicas` (min-replicas mode).
+//!
+//! The decision itself (which writes, the clamping, the keep window) is
+//! [`plimsoll_core::schedule::effect::decide`]; this module only gathers its input and applies
+//! its output. Writes are merge patches under the field manager `cron-hpa`.
+
+use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
+use kube::api::{Api, Patch, PatchParams};
+use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::schedule::effect::{Effect, Mode, Observed, mode};
+
+use crate::context::{Context, FIELD_MANAGER};
+use crate::error::{Error, Result};
+
+/// The autoscaler a min-replicas-mode job adjusts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Autoscaler {
+    /// An `autoscaling/v2` `HorizontalPodAutoscaler` of this name.
+    Hpa(String),
+    /// A `HorizontalPodAutoscalerPlus` of this name.
+    HpaPlus(String),
+}
+
+impl Autoscaler {
+    /// `Kind/name`, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Hpa(name) => format!("HorizontalPodAutoscaler/{name}"),
+            Self::HpaPlus(name) => format!("HorizontalPodAutoscalerPlus/{name}"),
+        }
+    }
+}
+
+/// What a job acts on, resolved from the object.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// Replica or min-replicas mode.
+    pub mode: Mode,
+    /// The workload whose replicas are read (and set in replica mode or when raised).
+    pub workload: CrossVersionObjectReference,
+    /// In min-replicas mode: the autoscaler whose minimum is set.
+    pub autoscaler: Option<Autoscaler>,
+    /// The size the job decides on.
+    pub observed: Observed,
+}
+
+/// Resolves the target of `cron` and reads its current sizes.
+pub async fn observe(
+    ctx: &Context,
+    namespace: &str,
+    cron: &CronHorizontalPodAutoscaler,
+) -> Result<Resolved> {
+    let target = &cron.spec.scale_target_ref;
+    let annotations = &cron.metadata.annotations.clone().unwrap_or_default();
+    let mode = mode(&target.kind, annotations);
+    if mode == Mode::Replicas {
+        let scale = ctx.scale.get(namespace, target).await?;
+        return Ok(Resolved {
+            mode,
+            workload: target.clone(),
+            autoscaler: None,
+            observed: Observed {
+                replicas: scale.spec_replicas,
+                min_replicas: None,
+                max_replicas: None,
+            },
+        });
+    }
+    let (autoscaler, workload, min, max) = match target.kind.as_str() {
+        "HorizontalPodAutoscaler" => hpa(ctx, namespace, &target.name).await?,
+        "HorizontalPodAutoscalerPlus" => hpa_plus(ctx, namespace, &target.name).await?,
+        // Annotated workload: the autoscaler of the same name (HPA+ first, then HPA).
+        _ => match hpa_plus(ctx, namespace, &target.name).await {
+            Ok(found) => found,
+            Err(Error::Kube {
+                source: kube::Error::Api(status),
+                ..
+            }) if status.code == 404 => hpa(ctx, namespace, &target.name).await?,
+            Err(e) => return Err(e),
+        },
+    };
+    let scale = ctx.scale.get(namespace, &workload).await?;
+    Ok(Resolved {
+        mode,
+        workload,
+        autoscaler: Some(autoscaler),
+        observed: Observed {
+            replicas: scale.spec_replicas,
+            min_replicas: min,
+            max_replicas: Some(max),
+        },
+    })
+}
+
+type AutoscalerView = (Autoscaler, CrossVersionObjectReference, Option<i32>, i32);
+
+async fn hpa(ctx: &Context, namespace: &str, name: &str) -> Result<AutoscalerView> {
+    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    let hpa = api
+        .get(name)
+        .await
+        .map_err(|e| Error::kube(format!("get HorizontalPodAutoscaler {namespace}/{name}"), e))?;
+    let spec = hpa.spec.ok_or_else(|| {
+        Error::MissingField(format!(
+            "HorizontalPodAutoscaler {namespace}/{name} has no spec"
+        ))
+    })?;
+    Ok((
+        Autoscaler::Hpa(name.to_owned()),
+        spec.scale_target_ref,
+        spec.min_replicas,
+        spec.max_replicas,
+    ))
+}
+
+async fn hpa_plus(ctx: &Context, namespace: &str, name: &str) -> Result<AutoscalerView> {
+    let api: Api<HorizontalPodAutoscalerPlus> = Api::namespaced(ctx.client.clone(), namespace);
+    let hpa = api.get(name).await.map_err(|e| {
+        Error::kube(
+            format!("get HorizontalPodAutoscalerPlus {namespace}/{name}"),
+            e,
+        )
+    })?;
+    Ok((
+        Autoscaler::HpaPlus(name.to_owned()),
+        CrossVersionObjectReference {
+            api_version: hpa.spec.scale_target_ref.api_version,
+            kind: hpa.spec.scale_target_ref.kind,
+            name: hpa.spec.scale_target_ref.name,
+        },
+        hpa.spec.min_replicas,
+        hpa.spec.max_replicas,
+    ))
+}
+
+/// Applies `effect`: the autoscaler's minimum first (so it does not scale the raised workload
+/// back down), then the workload's replicas.
+pub async fn apply(
+    ctx: &Context,
+    namespace: &str,
+    resolved: &Resolved,
+    effect: &Effect,
+) -> Result<()> {
+    if let (Some(min), Some(autoscaler)) = (effect.set_min_replicas, &resolved.autoscaler) {
+        let patch = serde_json::json!({ "spec": { "minReplicas": min } });
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        let context = || format!("set minReplicas of {} to {min}", autoscaler.describe());
+        match autoscaler {
+            Autoscaler::Hpa(name) => {
+                let api: Api<HorizontalPodAutoscaler> =
+                    Api::namespaced(ctx.client.clone(), namespace);
+                api.patch(name, &params, &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| Error::kube(context(), e))?;
+            }
+            Autoscaler::HpaPlus(name) => {
+                let api: Api<HorizontalPodAutoscalerPlus> =
+                    Api::namespaced(ctx.client.clone(), namespace);
+                api.patch(name, &params, &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| Error::kube(context(), e))?;
+            }
+        }
+    }
+    if let Some(replicas) = effect.set_replicas {
+        ctx.scale
+            .set_replicas(namespace, &resolved.workload, replicas)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! Command-line flags of `hpa-plus` (a library module so that a workspace test can check that
+//! the args in `deploy/hpa-plus/deployment.yaml` parse).
+//!
+//! Flag names follow kube-controller-manager where the concept is the same; the upstream
+//! spellings (`--horizontal-pod-autoscaler-tolerance`, …) are accepted as aliases so a command
+//! line can be carried over unchanged. Every flag can also be set from `PLIMSOLL_<FLAG>`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
+use plimsoll_core::horizontal::ControllerConfig;
+use plimsoll_runtime::CommonArgs;
+use plimsoll_runtime::args::parse_duration;
+
+use crate::Config;
+use crate::error::{Error, Result};
+
+/// `hpa-plus`: Plimsoll's enhanced horizontal autoscaler.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hpa-plus",
+    version,
+    about = "Plimsoll's enhanced horizontal autoscaler"
+)]
+pub struct Args {
+    /// Flags every Plimsoll service shares.
+    #[command(flatten)]
+    pub common: CommonArgs,
+
+    /// Autoscalers reconciled at the same time (one task per object; an object is never
+    /// reconciled by two tasks at once).
+    #[arg(long, env = "PLIMSOLL_WORKERS", default_value_t = 64, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+
+    /// Re-evaluation period of autoscalers without spec.syncPeriodSeconds (or the resync-period
+    /// annotation).
+    #[arg(long, env = "PLIMSOLL_SYNC_PERIOD", default_value = "5s", value_name = "DURATION",
+          value_parser = parse_duration,
+          alias = "horizontal-pod-autoscaler-sync-period")]
+    pub sync_period: Duration,
+
+    /// Floor of every object's period: a smaller syncPeriodSeconds is raised to this, which
+    /// bounds the load one object can put on the metrics APIs.
+    #[arg(long, env = "PLIMSOLL_MIN_SYNC_PERIOD", default_value = "1s", value_name = "DURATION",
+          value_parser = parse_duration)]
+    pub min_sync_period: Duration,
+
+    /// Minimum change of the usage ratio (|ratio - 1|) before the autoscaler acts, for objects
+    /// without spec.tolerance or behavior.*.tolerance.
+    #[arg(
+        long,
+        env = "PLIMSOLL_TOLERANCE",
+        default_value_t = 0.1,
+        value_name = "RATIO",
+        alias = "horizontal-pod-autoscaler-tolerance"
+    )]
+    pub tolerance: f64,
+
+    /// After a pod starts, CPU samples are ignored while it is unready, and samples taken before
+    /// it became ready are ignored, during this period.
+    #[arg(long, env = "PLIMSOLL_CPU_INITIALIZATION_PERIOD", default_value = "5m",
+          value_name = "DURATION", value_parser = parse_duration,
+          alias = "horizontal-pod-autoscaler-cpu-initialization-period")]
+    pub cpu_initialization_period: Duration,
+
+    /// After a pod starts, readiness flips within this delay are taken as the pod's initial
+    /// readiness (an unready pod in this delay is ignored for CPU).
+    #[arg(long, env = "PLIMSOLL_INITIAL_READINESS_DELAY", default_value = "30s",
+          value_name = "DURATION", value_parser = parse_duration,
+          alias = "horizontal-pod-autoscaler-initial-readiness-delay")]
+    pub initial_readiness_delay: Duration,
+
+    /// Scale-down stabilization window for objects without behavior.scaleDown: the highest
+    /// recommendation of this window is used.
+    #[arg(long, env = "PLIMSOLL_DOWNSCALE_STABILIZATION", default_value = "5m",
+          value_name = "DURATION", value_parser = parse_duration,
+          alias = "horizontal-pod-autoscaler-downscale-stabilization")]
+    pub downscale_stabilization: Duration,
+
+    /// Largest scale-up step as a multiple of current replicas (1.0–2.0), for objects without
+    /// spec.scaleUpLimitFactor. Unset: upstream's max(2 × current, 4).
+    #[arg(long, env = "PLIMSOLL_SCALE_UP_LIMIT_FACTOR", value_name = "FACTOR",
+          value_parser = factor_in(1.0, 2.0))]
+    pub scale_up_limit_factor: Option<f64>,
+
+    /// Largest scale-down step as a fraction of current replicas removed (0–1.0), for objects
+    /// without spec.scaleDownLimitFactor. Unset: no limit beyond behavior.
+    #[arg(long, env = "PLIMSOLL_SCALE_DOWN_LIMIT_FACTOR", value_name = "FACTOR",
+          value_parser = factor_in(0.0, 1.0))]
+    pub scale_down_limit_factor: Option<f64>,
+
+    /// Also reconcile plain autoscaling/v2 HorizontalPodAutoscalers, reading the Plimsoll
+    /// additions from plimsoll.dev/* (or platform.stke/*) annotations. Turn the
+    /// kube-controller-manager HPA controller off first (--controllers=-horizontalpodautoscaling).
+    #[arg(long, env = "PLIMSOLL_NATIVE_HPA", action = ArgAction::Set, default_value_t = false,
+          value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub native_hpa: bool,
+
+    /// An offline subcommand; without one, hpa-plus runs the controller.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Offline subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a `HorizontalReplay` scenario through the decision code, with no cluster.
+    Replay {
+        /// The scenario file (YAML or JSON).
+        scenario: PathBuf,
+        /// How to print each step.
+        #[arg(long, value_enum, default_value_t = Format::Json, env = "PLIMSOLL_OUTPUT")]
+        output: Format,
+        /// Write an SVG chart of replicas, metric values and targets to this file.
+        #[arg(long, env = "PLIMSOLL_PLOT")]
+        plot: Option<PathBuf>,
+    },
+}
+
+/// `replay` output format.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    /// One JSON object per step.
+    Json,
+    /// A table for people.
+    Table,
+}
+
+fn factor_in(lo: f64, hi: f64) -> impl Fn(&str) -> std::result::Result<f64, String> + Clone {
+    move |s: &str| {
+        let v: f64 = s
+            .parse()
+            .map_err(|e| format!("{s:?} is not a number: {e}"))?;
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("{v} is outside {lo}–{hi}"))
+        }
+    }
+}
+
+fn whole_seconds(d: Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
+}
+
+impl Args {
+    /// The service configuration these flags describe.
+    pub fn into_config(self) -> Result<Config> {
+        if !(0.0..1.0).contains(&self.tolerance) {
+            return Err(Error::Config(format!(
+                "--tolerance {} must be in [0, 1)",
+                self.tolerance
+            )));
+        }
+        if self.min_sync_period.is_zero() {
+            return Err(Error::Config("--min-sync-period must be positive".into()));
+        }
+        let decision = ControllerConfig {
+            tolerance: self.tolerance,
+            cpu_initialization_period_seconds: whole_seconds(self.cpu_initialization_period),
+            initial_readiness_delay_seconds: whole_seconds(self.initial_readiness_delay),
+            downscale_stabilization_seconds: whole_seconds(self.downscale_stabilization),
+            scale_up_limit_factor: self.scale_up_limit_factor,
+            scale_down_limit_factor: self.scale_down_limit_factor,
+            sync_period_seconds: whole_seconds(self.sync_period).max(1),
+            min_sync_period_seconds: whole_seconds(self.min_sync_period).max(1),
+        };
+        Ok(Config {
+            common: self.common,
+            workers: self.workers,
+            native_hpa: self.native_hpa,
+            decision,
+            identity: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("hpa-plus").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_match_upstream() {
+        let config = parse(&[]).unwrap().into_config().unwrap();
+        assert_eq!(config.workers, 64);
+        assert!(!config.native_hpa);
+        assert_eq!(config.decision, ControllerConfig::default());
+    }
+
+    #[test]
+    fn upstream_flag_names_are_aliases() {
+        let config = parse(&[
+            "--horizontal-pod-autoscaler-tolerance=0.2",
+            "--horizontal-pod-autoscaler-sync-period=30s",
+            "--horizontal-pod-autoscaler-downscale-stabilization=1m",
+            "--horizontal-pod-autoscaler-cpu-initialization-period=2m",
+            "--horizontal-pod-autoscaler-initial-readiness-delay=10s",
+        ])
+        .unwrap()
+        .into_config()
+        .unwrap();
+        assert!((config.decision.tolerance - 0.2).abs() < 1e-12);
+        assert_eq!(config.decision.sync_period_seconds, 30);
+        assert_eq!(config.decision.downscale_stabilization_seconds, 60);
+        assert_eq!(config.decision.cpu_initialization_period_seconds, 120);
+        assert_eq!(config.decision.initial_readiness_delay_seconds, 10);
+    }
+
+    #[test]
+    fn limit_factors_are_range_checked() {
+        assert!(parse(&["--scale-up-limit-factor=2.5"]).is_err());
+        assert!(parse(&["--scale-up-limit-factor=0.9"]).is_err());
+        assert!(parse(&["--scale-down-limit-factor=1.1"]).is_err());
+        let config = parse(&[
+            "--scale-up-limit-factor=1.5",
+            "--scale-down-limit-factor=0.3",
+        ])
+        .unwrap()
+        .into_config()
+        .unwrap();
+        assert_eq!(config.decision.scale_up_limit_factor, Some(1.5));
+        assert_eq!(config.decision.scale_down_limit_factor, Some(0.3));
+    }
+
+    #[test]
+    fn native_hpa_is_a_switch_or_a_bool() {
+        assert!(parse(&["--native-hpa"]).unwrap().native_hpa);
+        assert!(!parse(&["--native-hpa=false"]).unwrap().native_hpa);
+        assert!(parse(&["--workers=0"]).is_err());
+    }
+
+    #[test]
+    fn replay_is_still_a_subcommand() {
+        let args = parse(&["replay", "x.yaml", "--output", "table"]).unwrap();
+        assert!(matches!(args.command, Some(Command::Replay { .. })));
+    }
+
+    #[test]
+    fn bad_tolerance_is_rejected() {
+        assert!(parse(&["--tolerance=1.5"]).unwrap().into_config().is_err());
+    }
+}

@@ -1,0 +1,179 @@
+//! Shared state of the controller: clients, caches, metrics, and per-object memory.
+//!
+//! Per-object memory ([`Memory`]: the decision history of recommendations, scale events and
+//! watermark timers, plus what is needed to clean up) is keyed by the object's uid and dropped
+//! when the object is deleted — or, after a relist, when it is no longer listed. It lives in
+//! memory only, as upstream's HPA controller keeps its recommendations: a restart or a new
+//! leader starts with an empty history (stabilization then starts over).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use kube::Client;
+use kube::runtime::reflector::Store;
+use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
+use plimsoll_core::horizontal::{ControllerConfig, History};
+use plimsoll_runtime::events::Events;
+use plimsoll_runtime::leader::LeaderHandle;
+use plimsoll_runtime::metrics_api::MetricsSource;
+use plimsoll_runtime::scale::ScaleClient;
+use plimsoll_runtime::selector::Selector;
+
+use crate::metrics::Metrics;
+use crate::pods::PodIndex;
+
+/// What the controller remembers about one autoscaler between reconciles.
+#[derive(Clone, Debug)]
+pub struct Memory {
+    /// Namespace of the object.
+    pub namespace: String,
+    /// Name of the object.
+    pub name: String,
+    /// The decision history.
+    pub history: History,
+    /// Metric names of the last decision (to remove their series on delete).
+    pub metric_names: Vec<String>,
+    /// When the next evaluation is due (for `queue_depth`).
+    pub next_due: Option<Instant>,
+    /// A native `autoscaling/v2` HPA (else an HPA+).
+    pub native: bool,
+}
+
+/// The selector each autoscaler's target reported, by namespace, for `AmbiguousSelector`.
+type SelectorIndex = HashMap<String, HashMap<String, (String, Selector)>>;
+
+/// Everything a reconcile needs.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// Scale subresource reads and writes, and rollout state.
+    pub scale: ScaleClient,
+    /// The metrics APIs (a fake in unit tests).
+    pub metrics_source: Arc<dyn MetricsSource>,
+    /// Events as `hpa-plus`.
+    pub events: Events,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+    /// The shared pod cache.
+    pub pods: PodIndex,
+    /// CronHorizontalPodAutoscalers (reflector).
+    pub crons: Store<CronHorizontalPodAutoscaler>,
+    /// Controller-wide decision settings.
+    pub config: ControllerConfig,
+    /// The leader election; scale and status writes happen only while leading.
+    pub leader: LeaderHandle,
+    memory: Mutex<HashMap<String, Memory>>,
+    selectors: Mutex<SelectorIndex>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Context {
+    /// A context with empty memory.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        client: Client,
+        scale: ScaleClient,
+        metrics_source: Arc<dyn MetricsSource>,
+        events: Events,
+        metrics: Arc<Metrics>,
+        pods: PodIndex,
+        crons: Store<CronHorizontalPodAutoscaler>,
+        config: ControllerConfig,
+        leader: LeaderHandle,
+    ) -> Self {
+        Self {
+            client,
+            scale,
+            metrics_source,
+            events,
+            metrics,
+            pods,
+            crons,
+            config,
+            leader,
+            memory: Mutex::new(HashMap::new()),
+            selectors: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The history of `uid` (empty for an object seen for the first time).
+    pub fn history(&self, uid: &str) -> History {
+        lock(&self.memory)
+            .get(uid)
+            .map(|m| m.history.clone())
+            .unwrap_or_default()
+    }
+
+    /// Stores the memory of `uid` after a reconcile.
+    pub fn remember(&self, uid: &str, memory: Memory) {
+        let mut all = lock(&self.memory);
+        all.insert(uid.to_owned(), memory);
+        self.metrics.objects.set(all.len() as i64);
+    }
+
+    /// Drops everything remembered about `uid` (the object was deleted).
+    pub fn forget(&self, uid: &str) {
+        let removed = {
+            let mut all = lock(&self.memory);
+            let removed = all.remove(uid);
+            self.metrics.objects.set(all.len() as i64);
+            removed
+        };
+        if let Some(m) = removed {
+            self.metrics.forget(&m.namespace, &m.name, &m.metric_names);
+            if let Some(ns) = lock(&self.selectors).get_mut(&m.namespace) {
+                ns.remove(uid);
+            }
+        }
+    }
+
+    /// Drops the memory of every object of one kind (`native` or not) whose uid is not in
+    /// `live` (after a relist: deletions missed while the watch was down).
+    pub fn retain(&self, live: &HashSet<String>, native: bool) {
+        let stale: Vec<String> = lock(&self.memory)
+            .iter()
+            .filter(|(uid, m)| m.native == native && !live.contains(*uid))
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in stale {
+            self.forget(&uid);
+        }
+    }
+
+    /// Records the selector of `uid`'s target and returns the other autoscalers in the same
+    /// namespace whose selector matches any of `pod_labels` (upstream's `AmbiguousSelector`).
+    // The iterator is cloned once per other autoscaler; it is consumed by those clones.
+    #[allow(clippy::needless_pass_by_value)]
+    pub fn claim_pods<'a>(
+        &self,
+        namespace: &str,
+        uid: &str,
+        display: &str,
+        selector: &Selector,
+        pod_labels: impl Iterator<Item = &'a std::collections::BTreeMap<String, String>> + Clone,
+    ) -> Vec<String> {
+        let mut index = lock(&self.selectors);
+        let ns = index.entry(namespace.to_owned()).or_default();
+        ns.insert(uid.to_owned(), (display.to_owned(), selector.clone()));
+        let mut others: Vec<String> = ns
+            .iter()
+            .filter(|(other, _)| other.as_str() != uid)
+            .filter(|(_, (_, sel))| pod_labels.clone().any(|l| sel.matches(l)))
+            .map(|(_, (name, _))| name.clone())
+            .collect();
+        others.sort();
+        others
+    }
+
+    /// Objects whose evaluation is overdue at `now` (for `queue_depth`).
+    pub fn overdue(&self, now: Instant) -> usize {
+        lock(&self.memory)
+            .values()
+            .filter(|m| m.next_due.is_some_and(|d| d < now))
+            .count()
+    }
+}

@@ -1,0 +1,65 @@
+//! The one error type of the hpa-plus service.
+//!
+//! A reconcile returns `Err` only for failures worth retrying with backoff (the API server or a
+//! metrics API misbehaving, a write conflict). A bad object (an invalid spec, a target without a
+//! selector) is not an error: it gets a condition and a Warning Event, and waits for a change.
+
+/// Why a reconcile (or the service) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A call through `plimsoll-runtime` (scale subresource, discovery, leader election, admin).
+    #[error(transparent)]
+    Runtime(#[from] plimsoll_runtime::Error),
+    /// A direct Kubernetes API call failed.
+    #[error("{context}: {source}")]
+    Kube {
+        /// What was being done.
+        context: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// A value could not be encoded (should not happen).
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        /// What was being encoded.
+        what: &'static str,
+        /// The serializer error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The configuration is unusable.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// The leader-election task ended while the service was still running.
+    #[error("leader election stopped unexpectedly")]
+    LeaderElectionDied,
+    /// A watch stream failed for good.
+    #[error("watch of {0} ended")]
+    WatchEnded(&'static str),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A short, bounded label for `reconcile_failures_total{error}`.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Runtime(e) => e.metric_label(),
+            Self::Kube { .. } => "kube",
+            Self::Encode { .. } => "encode",
+            Self::Config(_) => "config",
+            Self::LeaderElectionDied => "leader_election",
+            Self::WatchEnded(_) => "watch",
+        }
+    }
+
+    /// Wraps a client error with what was being done.
+    pub fn kube(context: impl Into<String>, source: kube::Error) -> Self {
+        Self::Kube {
+            context: context.into(),
+            source,
+        }
+    }
+}

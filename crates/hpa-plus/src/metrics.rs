@@ -1,0 +1,345 @@
+//! Prometheus metrics of hpa-plus, all prefixed `plimsoll_hpa_plus_`.
+//!
+//! Per object (labels `namespace`, `name`, and `metric` / `reason` / `transition`):
+//! `value`, `target`, `low_watermark`, `high_watermark`, `proposal` (replicas one metric asks
+//! for), `effective_replicas` (the decided replicas), `restricted_scaling{reason}` (1 for the
+//! rule that limited the last decision, 0 for the others seen before),
+//! `transition_countdown_seconds{transition}`. Per-object series are removed when the object is
+//! deleted, so the cardinality follows the number of autoscalers.
+//!
+//! Controller-wide: `reconcile_runs_total`, `reconcile_failures_total{error}`,
+//! `reconcile_duration_seconds` (from `plimsoll-runtime`), `queue_depth` (objects whose
+//! re-evaluation is due and not started), `objects`, `rescales_total{direction}`,
+//! `metric_failures_total{type}`, `status_writes_total`.
+
+use std::sync::atomic::AtomicU64;
+
+use plimsoll_core::horizontal::Decision;
+use plimsoll_runtime::telemetry::ReconcileMetrics;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Labels of a per-object series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ObjectLabels {
+    /// Namespace of the autoscaler.
+    pub namespace: String,
+    /// Name of the autoscaler.
+    pub name: String,
+}
+
+/// Labels of a per-metric series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MetricLabels {
+    /// Namespace of the autoscaler.
+    pub namespace: String,
+    /// Name of the autoscaler.
+    pub name: String,
+    /// The metric's name as the decision reports it (`cpu`, `requests_per_second`, …).
+    pub metric: String,
+}
+
+/// Labels of `restricted_scaling`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    /// Namespace of the autoscaler.
+    pub namespace: String,
+    /// Name of the autoscaler.
+    pub name: String,
+    /// The rule (`limitedBy`).
+    pub reason: String,
+}
+
+/// Labels of `transition_countdown_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TransitionLabels {
+    /// Namespace of the autoscaler.
+    pub namespace: String,
+    /// Name of the autoscaler.
+    pub name: String,
+    /// `upscaleForbiddenWindow`, `downscaleForbiddenWindow`, `upscaleDelay`, `downscaleDelay`.
+    pub transition: String,
+}
+
+/// A single label `kind`-like key with a static value.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DirectionLabels {
+    /// `up` or `down`.
+    pub direction: &'static str,
+}
+
+/// A metric source type label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TypeLabels {
+    /// `Resource`, `Pods`, … or the failure reason of the metric.
+    pub r#type: String,
+}
+
+/// Every metric family hpa-plus exports.
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    /// Runs, failures by kind and duration of reconciles.
+    pub reconcile: ReconcileMetrics,
+    value: Family<MetricLabels, FloatGauge>,
+    target: Family<MetricLabels, FloatGauge>,
+    low_watermark: Family<MetricLabels, FloatGauge>,
+    high_watermark: Family<MetricLabels, FloatGauge>,
+    proposal: Family<MetricLabels, Gauge>,
+    effective_replicas: Family<ObjectLabels, Gauge>,
+    restricted_scaling: Family<ReasonLabels, Gauge>,
+    countdown: Family<TransitionLabels, Gauge>,
+    /// Objects whose re-evaluation is due but not started.
+    pub queue_depth: Gauge,
+    /// Autoscalers known to the controller.
+    pub objects: Gauge,
+    rescales: Family<DirectionLabels, Counter>,
+    metric_failures: Family<TypeLabels, Counter>,
+    /// Status writes.
+    pub status_writes: Counter,
+}
+
+/// Every `limitedBy` value, so that a rule which stops limiting is reset to 0.
+const REASONS: [&str; 19] = [
+    "ambiguousSelector",
+    "scalingDisabled",
+    "minReplicas",
+    "maxReplicas",
+    "minAvailable",
+    "metricsUnavailable",
+    "tolerance",
+    "withinWatermarks",
+    "stabilization",
+    "policy",
+    "scaleUpLimit",
+    "scaleDownLimit",
+    "readyPods",
+    "forbiddenWindow",
+    "watermarkDelay",
+    "paused",
+    "cronHold",
+    "rollout",
+    "dryRun",
+];
+
+const TRANSITIONS: [&str; 4] = [
+    "upscaleForbiddenWindow",
+    "downscaleForbiddenWindow",
+    "upscaleDelay",
+    "downscaleDelay",
+];
+
+impl Metrics {
+    /// Registers every family in `registry` (pass the `plimsoll_hpa_plus` sub-registry).
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self {
+            reconcile: ReconcileMetrics::register(registry),
+            value: Family::default(),
+            target: Family::default(),
+            low_watermark: Family::default(),
+            high_watermark: Family::default(),
+            proposal: Family::default(),
+            effective_replicas: Family::default(),
+            restricted_scaling: Family::default(),
+            countdown: Family::default(),
+            queue_depth: Gauge::default(),
+            objects: Gauge::default(),
+            rescales: Family::default(),
+            metric_failures: Family::default(),
+            status_writes: Counter::default(),
+        };
+        registry.register(
+            "value",
+            "Current value of each metric of each autoscaler (the unit of its target)",
+            m.value.clone(),
+        );
+        registry.register(
+            "target",
+            "Target of each metric (utilization percent, or the value's unit)",
+            m.target.clone(),
+        );
+        registry.register(
+            "low_watermark",
+            "Low watermark of each Watermark metric",
+            m.low_watermark.clone(),
+        );
+        registry.register(
+            "high_watermark",
+            "High watermark of each Watermark metric",
+            m.high_watermark.clone(),
+        );
+        registry.register(
+            "proposal",
+            "Replicas each metric proposes",
+            m.proposal.clone(),
+        );
+        registry.register(
+            "effective_replicas",
+            "Replicas decided at the last evaluation (status.desiredReplicas)",
+            m.effective_replicas.clone(),
+        );
+        registry.register(
+            "restricted_scaling",
+            "1 when the rule named by reason limited the last decision",
+            m.restricted_scaling.clone(),
+        );
+        registry.register(
+            "transition_countdown_seconds",
+            "Seconds before a forbidden window or watermark delay lets a transition happen",
+            m.countdown.clone(),
+        );
+        registry.register(
+            "queue_depth",
+            "Autoscalers whose re-evaluation is due and has not started",
+            m.queue_depth.clone(),
+        );
+        registry.register("objects", "Autoscalers known", m.objects.clone());
+        registry.register(
+            "rescales",
+            "Scale subresource writes, by direction",
+            m.rescales.clone(),
+        );
+        registry.register(
+            "metric_failures",
+            "Metrics that could not be evaluated, by failure reason",
+            m.metric_failures.clone(),
+        );
+        registry.register(
+            "status_writes",
+            "Status writes (only when the status changed)",
+            m.status_writes.clone(),
+        );
+        m
+    }
+
+    /// Records the per-object series of one decision.
+    pub fn observe(&self, namespace: &str, name: &str, decision: &Decision) {
+        let obj = ObjectLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        self.effective_replicas
+            .get_or_create(&obj)
+            .set(i64::from(decision.desired_replicas));
+        for p in &decision.proposals {
+            let labels = MetricLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                metric: p.metric.clone(),
+            };
+            set_opt(&self.value, &labels, p.value);
+            set_opt(&self.target, &labels, p.target);
+            set_opt(&self.low_watermark, &labels, p.low_watermark);
+            set_opt(&self.high_watermark, &labels, p.high_watermark);
+            match p.replicas {
+                Some(r) => {
+                    self.proposal.get_or_create(&labels).set(i64::from(r));
+                }
+                None => {
+                    self.proposal.remove(&labels);
+                }
+            }
+            if let Some(reason) = p.failure_reason {
+                self.metric_failures
+                    .get_or_create(&TypeLabels {
+                        r#type: reason.to_owned(),
+                    })
+                    .inc();
+            }
+        }
+        let limited = decision
+            .limited_by
+            .map(plimsoll_core::horizontal::LimitedBy::as_str);
+        for reason in REASONS {
+            let labels = ReasonLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                reason: reason.to_owned(),
+            };
+            if limited == Some(reason) {
+                self.restricted_scaling.get_or_create(&labels).set(1);
+            } else {
+                // Only reset series that exist, so an object gets one series per rule it hit.
+                self.restricted_scaling.remove(&labels).then(|| {
+                    self.restricted_scaling.get_or_create(&labels).set(0);
+                });
+            }
+        }
+        for transition in TRANSITIONS {
+            let labels = TransitionLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                transition: transition.to_owned(),
+            };
+            match decision
+                .countdowns
+                .iter()
+                .find(|c| c.transition == transition)
+            {
+                Some(c) => {
+                    self.countdown.get_or_create(&labels).set(c.seconds_left);
+                }
+                None => {
+                    self.countdown.remove(&labels);
+                }
+            }
+        }
+    }
+
+    /// Counts a scale write from `from` to `to` replicas.
+    pub fn rescaled(&self, from: i32, to: i32) {
+        let direction = if to > from { "up" } else { "down" };
+        self.rescales
+            .get_or_create(&DirectionLabels { direction })
+            .inc();
+    }
+
+    /// Removes every per-object series of `namespace/name` (`metrics` = the metric names it had).
+    pub fn forget(&self, namespace: &str, name: &str, metrics: &[String]) {
+        self.effective_replicas.remove(&ObjectLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        });
+        for metric in metrics {
+            let labels = MetricLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                metric: metric.clone(),
+            };
+            self.value.remove(&labels);
+            self.target.remove(&labels);
+            self.low_watermark.remove(&labels);
+            self.high_watermark.remove(&labels);
+            self.proposal.remove(&labels);
+        }
+        for reason in REASONS {
+            self.restricted_scaling.remove(&ReasonLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+        for transition in TRANSITIONS {
+            self.countdown.remove(&TransitionLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                transition: transition.to_owned(),
+            });
+        }
+    }
+}
+
+fn set_opt(family: &Family<MetricLabels, FloatGauge>, labels: &MetricLabels, v: Option<f64>) {
+    match v {
+        Some(v) => {
+            family.get_or_create(labels).set(v);
+        }
+        None => {
+            family.remove(labels);
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The one shared pod cache: every pod of the cluster from a single watch, indexed by namespace.
+//!
+//! A reconcile matches its target's selector against the pods of one namespace only, without a
+//! request (upstream's HPA controller lists pods from its informer the same way). Pods are kept
+//! in a compact form ([`PodInfo`]: labels, phase, readiness, start time, per-container requests
+//! and limits in milli-units) so that memory follows what the decision reads, not the full pod.
+//!
+//! Invariant: after a (re)list completes ([`PodIndex::apply`] with `InitDone`), the index holds
+//! exactly the listed pods; events arriving during a relist go to a buffer that replaces the
+//! index atomically, as kube's reflector does.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher::Event;
+use plimsoll_core::horizontal::PodPhase;
+use plimsoll_core::quantity::Quantity;
+use plimsoll_runtime::selector::Selector;
+
+/// One container's requests and limits (milli-units by resource name).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerInfo {
+    /// Container name.
+    pub name: String,
+    /// Requests, milli-units.
+    pub requests: BTreeMap<String, i64>,
+    /// Limits, milli-units.
+    pub limits: BTreeMap<String, i64>,
+}
+
+/// What the decision needs of a pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodInfo {
+    /// Pod name.
+    pub name: String,
+    /// Labels, for selector matching.
+    pub labels: BTreeMap<String, String>,
+    /// `status.phase`.
+    pub phase: PodPhase,
+    /// Ready condition status; `None` without one.
+    pub ready: Option<bool>,
+    /// Ready condition's last transition.
+    pub ready_transition_time: Option<Timestamp>,
+    /// `deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `status.startTime`.
+    pub start_time: Option<Timestamp>,
+    /// Regular containers (init containers do not serve load).
+    pub containers: Vec<ContainerInfo>,
+}
+
+fn milli(
+    map: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+) -> BTreeMap<String, i64> {
+    map.into_iter()
+        .flatten()
+        .filter_map(|(k, q)| {
+            let q = Quantity::try_from(q).ok()?;
+            Some((k.clone(), i64::try_from(q.milli()).ok()?))
+        })
+        .collect()
+}
+
+impl PodInfo {
+    /// The compact form of `pod`; `None` for a pod without a name.
+    pub fn from_pod(pod: &Pod) -> Option<Self> {
+        let name = pod.metadata.name.clone()?;
+        let status = pod.status.as_ref();
+        let phase = match status.and_then(|s| s.phase.as_deref()) {
+            Some("Running") => PodPhase::Running,
+            Some("Succeeded") => PodPhase::Succeeded,
+            Some("Failed") => PodPhase::Failed,
+            _ => PodPhase::Pending,
+        };
+        let ready_condition = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
+        let containers = pod
+            .spec
+            .as_ref()
+            .map(|s| {
+                s.containers
+                    .iter()
+                    .map(|c| ContainerInfo {
+                        name: c.name.clone(),
+                        requests: milli(c.resources.as_ref().and_then(|r| r.requests.as_ref())),
+                        limits: milli(c.resources.as_ref().and_then(|r| r.limits.as_ref())),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Self {
+            name,
+            labels: pod.metadata.labels.clone().unwrap_or_default(),
+            phase,
+            ready: ready_condition.map(|c| c.status == "True"),
+            ready_transition_time: ready_condition
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| t.0),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
+            start_time: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
+            containers,
+        })
+    }
+}
+
+type Namespaces = HashMap<String, HashMap<String, Arc<PodInfo>>>;
+
+/// All pods, by namespace then name. Cheap to clone (shared).
+#[derive(Clone, Default)]
+pub struct PodIndex {
+    inner: Arc<RwLock<Namespaces>>,
+    buffer: Arc<RwLock<Option<Namespaces>>>,
+    synced: Arc<AtomicBool>,
+}
+
+fn namespace_of(pod: &Pod) -> String {
+    pod.metadata.namespace.clone().unwrap_or_default()
+}
+
+impl PodIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True once the first list has completed.
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Applies one watch event.
+    pub fn apply(&self, event: &Event<Pod>) {
+        match event {
+            Event::Apply(pod) => self.upsert(pod),
+            Event::Delete(pod) => {
+                if let Some(name) = &pod.metadata.name {
+                    let mut inner = self
+                        .inner
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if let Some(ns) = inner.get_mut(&namespace_of(pod)) {
+                        ns.remove(name);
+                    }
+                }
+            }
+            Event::Init => {
+                *self
+                    .buffer
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Namespaces::new());
+            }
+            Event::InitApply(pod) => {
+                if let Some(info) = PodInfo::from_pod(pod) {
+                    let mut buffer = self
+                        .buffer
+                        .write()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    buffer
+                        .get_or_insert_with(Namespaces::new)
+                        .entry(namespace_of(pod))
+                        .or_default()
+                        .insert(info.name.clone(), Arc::new(info));
+                }
+            }
+            Event::InitDone => {
+                let fresh = self
+                    .buffer
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .unwrap_or_default();
+                *self
+                    .inner
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh;
+                self.synced.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    fn upsert(&self, pod: &Pod) {
+        if let Some(info) = PodInfo::from_pod(pod) {
+            let mut inner = self
+                .inner
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            inner
+                .entry(namespace_of(pod))
+                .or_default()
+                .insert(info.name.clone(), Arc::new(info));
+        }
+    }
+
+    /// The pods of `namespace` that `selector` matches, sorted by name.
+    pub fn select(&self, namespace: &str, selector: &Selector) -> Vec<Arc<PodInfo>> {
+        let inner = self
+            .inner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pods: Vec<Arc<PodInfo>> = inner
+            .get(namespace)
+            .map(|ns| {
+                ns.values()
+                    .filter(|p| selector.matches(&p.labels))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        pods.sort_by(|a, b| a.name.cmp(&b.name));
+        pods
+    }
+
+    /// Number of pods held.
+    pub fn len(&self) -> usize {
+        let inner = self
+            .inner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.values().map(HashMap::len).sum()
+    }
+
+    /// True when no pod is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(ns: &str, name: &str, app: &str, cpu: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
+            "spec": {"containers": [{"name": "c", "resources": {
+                "requests": {"cpu": cpu, "memory": "1Mi"}, "limits": {"cpu": "1"}}}]},
+            "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z",
+                "conditions": [{"type": "Ready", "status": "True",
+                                "lastTransitionTime": "2026-01-01T00:00:10Z"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pods_are_indexed_by_namespace_and_selected_by_labels() {
+        let index = PodIndex::new();
+        index.apply(&Event::Init);
+        index.apply(&Event::InitApply(pod("a", "web-1", "web", "200m")));
+        index.apply(&Event::InitApply(pod("a", "db-1", "db", "100m")));
+        index.apply(&Event::InitApply(pod("b", "web-2", "web", "100m")));
+        assert!(!index.is_synced());
+        index.apply(&Event::InitDone);
+        assert!(index.is_synced());
+        let web = Selector::parse("app=web").unwrap();
+        let selected = index.select("a", &web);
+        assert_eq!(selected.len(), 1);
+        assert_eq!(selected[0].name, "web-1");
+        assert_eq!(selected[0].containers[0].requests["cpu"], 200);
+        assert_eq!(
+            selected[0].containers[0].requests["memory"],
+            1024 * 1024 * 1000
+        );
+        assert_eq!(selected[0].containers[0].limits["cpu"], 1000);
+        assert_eq!(selected[0].ready, Some(true));
+        index.apply(&Event::Delete(pod("a", "web-1", "web", "200m")));
+        assert!(index.select("a", &web).is_empty());
+        assert_eq!(index.len(), 2);
+    }
+
+    #[test]
+    fn a_relist_replaces_the_index() {
+        let index = PodIndex::new();
+        index.apply(&Event::Init);
+        index.apply(&Event::InitApply(pod("a", "old", "web", "1")));
+        index.apply(&Event::InitDone);
+        index.apply(&Event::Init);
+        index.apply(&Event::InitApply(pod("a", "new", "web", "1")));
+        // Until the relist is done, the old view stays.
+        assert_eq!(index.select("a", &Selector::everything())[0].name, "old");
+        index.apply(&Event::InitDone);
+        let names: Vec<_> = index
+            .select("a", &Selector::everything())
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        assert_eq!(names, ["new"]);
+    }
+}

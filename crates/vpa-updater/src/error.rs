@@ -1,0 +1,47 @@
+//! Errors of the updater service.
+
+/// What can go wrong in the service.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Shared plumbing (client, admin listener, leader election setup).
+    #[error(transparent)]
+    Runtime(#[from] plimsoll_runtime::Error),
+    /// A Kubernetes API call failed.
+    #[error("{context}: {source}")]
+    Kube {
+        /// What was being done.
+        context: String,
+        /// The error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The leader-election task ended while the service was still running.
+    #[error("leader election stopped before shutdown")]
+    LeaderElectionEnded,
+    /// A background task panicked or was cancelled.
+    #[error("task failed: {0}")]
+    Task(String),
+}
+
+impl Error {
+    /// Wraps a kube error with what was being done.
+    pub fn kube(context: impl Into<String>, source: kube::Error) -> Error {
+        Error::Kube {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// A short label for the `error` metric label and logs.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Runtime(e) => e.metric_label(),
+            Error::Kube { .. } => "kube",
+            Error::LeaderElectionEnded => "leader_election",
+            Error::Task(_) => "task",
+        }
+    }
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

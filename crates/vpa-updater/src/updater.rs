@@ -1,0 +1,510 @@
+//! One updater loop (upstream `RunOnce`): check the webhook is alive, read the cluster, plan each
+//! VPA with the pure `plimsoll_core::vertical::eviction::plan_updates`, and carry the plan out.
+//!
+//! Invariants:
+//! * nothing is evicted or resized while the webhook's status Lease is stale or missing (with
+//!   `--use-admission-controller-status`, the default);
+//! * pods are evicted only through the Eviction API, so PodDisruptionBudgets hold; a 429 is
+//!   counted (`evictions_total{result="blocked"}`) and reported as an Event, not an error;
+//! * the recommendation a pod is compared against is capped exactly as the webhook caps it
+//!   (`admission::process_recommendation` with the namespace's LimitRanges), or pods would be
+//!   evicted and recreated forever;
+//! * every eviction and resize takes a token from the shared rate limiter, and the loop stops
+//!   acting when the next token would come after the loop's deadline (one interval) or on
+//!   shutdown; the action in flight finishes;
+//! * a refused eviction still counts against the group's budget for this loop (the plan is made
+//!   up front): at most the budget is disrupted, possibly fewer.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Resource;
+use kube::api::{Api, EvictParams, Patch, PatchParams};
+use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_core::vertical::admission::{
+    AdmissionVpa, admission_pod, process_recommendation, recommendations_from_api, resize_patch,
+};
+use plimsoll_core::vertical::eviction::{
+    Action, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
+};
+use plimsoll_core::vertical::limit_range::LimitRangeItem;
+use plimsoll_core::vertical::priority::{PodSnapshot, ResizeStatus, UpdateConfig};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::admission_status::{self, Status};
+use crate::context::{Context, PodKey};
+use crate::error::Result;
+use crate::inventory::{Inventory, Scope};
+use crate::metrics::EvictionResult;
+use crate::{BINARY, Config};
+
+/// What a loop did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopReport {
+    /// False when the webhook status stopped the loop before it acted.
+    pub admission_valid: bool,
+    /// VPAs in an acting mode.
+    pub vpas: usize,
+    /// Pods evicted.
+    pub evicted: usize,
+    /// Evictions a PodDisruptionBudget refused.
+    pub blocked: usize,
+    /// Resizes requested.
+    pub resized: usize,
+}
+
+/// The loop's settings, derived once from [`Config`].
+pub struct Settings {
+    /// Namespaces to look at.
+    pub scope: Scope,
+    /// Priority thresholds.
+    pub update: UpdateConfig,
+    /// Eviction budget.
+    pub eviction: EvictionConfig,
+    /// Whether to check the webhook status Lease, and where.
+    pub status_namespace: Option<String>,
+    /// One loop's time budget.
+    pub interval: std::time::Duration,
+}
+
+impl Settings {
+    /// Settings from the service configuration.
+    pub fn from_config(config: &Config) -> Settings {
+        let duration =
+            |d: std::time::Duration| SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
+        Settings {
+            scope: Scope {
+                namespace: config.vpa_object_namespace.clone(),
+                ignored: config.ignored_vpa_object_namespaces.clone(),
+            },
+            update: UpdateConfig {
+                min_change_priority: config.pod_update_threshold,
+                pod_lifetime_update_threshold: duration(config.pod_lifetime_update_threshold),
+                evict_after_oom_threshold: duration(config.evict_after_oom_threshold),
+            },
+            eviction: EvictionConfig {
+                min_replicas: config.min_replicas,
+                eviction_tolerance: config.eviction_tolerance,
+            },
+            status_namespace: config
+                .use_admission_controller_status
+                .then(|| config.admission_controller_status_namespace.clone()),
+            interval: config.updater_interval,
+        }
+    }
+}
+
+/// Runs one loop.
+pub async fn run_once(
+    ctx: &Context,
+    settings: &Settings,
+    cancel: &CancellationToken,
+) -> Result<LoopReport> {
+    let deadline = Instant::now() + settings.interval;
+    let mut report = LoopReport::default();
+    if let Some(ns) = &settings.status_namespace {
+        match admission_status::check(&ctx.client, ns, Timestamp::now()).await? {
+            Status::Valid => {}
+            other => {
+                tracing::warn!(
+                    namespace = %ns,
+                    lease = admission_status::STATUS_LEASE_NAME,
+                    status = ?other,
+                    "admission webhook status is not valid; skipping this loop (nothing is evicted or resized)"
+                );
+                ctx.metrics.admission_status(false);
+                return Ok(report);
+            }
+        }
+        ctx.metrics.admission_status(true);
+    }
+    report.admission_valid = true;
+
+    let mut vpas = Inventory::vpas(&ctx.client, &settings.scope).await?;
+    vpas.retain(|v| UpdatePolicy::from_api(v).map_or(true, |p| p.mode.updater_acts()));
+    report.vpas = vpas.len();
+    ctx.metrics.acting_vpas(vpas.len());
+    let inventory = Inventory::load(&ctx.client, &settings.scope, vpas).await?;
+
+    let mut live: HashSet<PodKey> = HashSet::new();
+    for (i, vpa) in inventory.vpas.iter().enumerate() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let pods = inventory.pods.get(&i).map_or(&[][..], Vec::as_slice);
+        for pod in pods {
+            live.insert(pod_key(pod));
+        }
+        if !update_vpa(
+            ctx,
+            settings,
+            &inventory,
+            vpa,
+            pods,
+            deadline,
+            cancel,
+            &mut report,
+        )
+        .await
+        {
+            break;
+        }
+    }
+    if !cancel.is_cancelled() {
+        ctx.forget_other_pods(&live);
+    }
+    Ok(report)
+}
+
+fn pod_key(pod: &Pod) -> PodKey {
+    (
+        pod.metadata.namespace.clone().unwrap_or_default(),
+        pod.metadata.name.clone().unwrap_or_default(),
+        pod.metadata.uid.clone().unwrap_or_default(),
+    )
+}
+
+fn vpa_name(vpa: &VerticalPodAutoscaler) -> (String, String) {
+    (
+        vpa.metadata.namespace.clone().unwrap_or_default(),
+        vpa.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Plans and updates one VPA's pods. False when the loop must stop (deadline or shutdown).
+#[allow(clippy::too_many_arguments)] // one loop's state, passed down once
+#[tracing::instrument(skip_all, fields(namespace = %vpa_name(vpa).0, name = %vpa_name(vpa).1))]
+async fn update_vpa(
+    ctx: &Context,
+    settings: &Settings,
+    inventory: &Inventory,
+    vpa: &VerticalPodAutoscaler,
+    pods: &[Pod],
+    deadline: Instant,
+    cancel: &CancellationToken,
+    report: &mut LoopReport,
+) -> bool {
+    let (namespace, _) = vpa_name(vpa);
+    let vpa_ref = vpa.object_ref(&());
+    let policy = match UpdatePolicy::from_api(vpa) {
+        Ok(p) => p,
+        Err(e) => {
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "InvalidPolicy",
+                    "Update",
+                    format!("cannot read the VPA's policy: {e}"),
+                )
+                .await;
+            return true;
+        }
+    };
+    let recommendation = match recommendations_from_api(vpa) {
+        Ok(Some(r)) if !r.is_empty() => r,
+        Ok(_) => {
+            tracing::debug!("no recommendation yet");
+            return true;
+        }
+        Err(e) => {
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "InvalidRecommendation",
+                    "Update",
+                    format!("cannot read the recommendation: {e}"),
+                )
+                .await;
+            return true;
+        }
+    };
+    if pods.is_empty() {
+        return true;
+    }
+    let now = Timestamp::now();
+    let mut snapshots = Vec::with_capacity(pods.len());
+    let mut by_name: HashMap<String, &Pod> = HashMap::with_capacity(pods.len());
+    for pod in pods {
+        match PodSnapshot::from_pod(pod) {
+            Ok(mut snapshot) => {
+                snapshot.last_in_place_attempt =
+                    ctx.in_place_attempt(&pod_key(pod), snapshot.resize != ResizeStatus::None, now);
+                by_name.insert(snapshot.name.clone(), pod);
+                snapshots.push(snapshot);
+            }
+            Err(e) => {
+                tracing::warn!(pod = ?pod.metadata.name, error = %e, "cannot read pod; left alone")
+            }
+        }
+    }
+    let (container_range, pod_range) = inventory.limit_ranges(&namespace);
+    let recommend = |pod: &PodSnapshot| {
+        process_recommendation(
+            &pod.containers,
+            &recommendation,
+            &policy.container_policies,
+            container_range.as_ref(),
+            pod_range.as_ref(),
+        )
+        .containers
+    };
+    let plan = plan_updates(
+        &policy,
+        &snapshots,
+        recommend,
+        |owner| inventory.replicas(&namespace, owner),
+        &settings.update,
+        &settings.eviction,
+        now,
+    );
+    let admission_vpa = AdmissionVpa::from_api(vpa).ok();
+    for action in &plan {
+        let Some(pod) = by_name.get(&action.pod).copied() else {
+            continue;
+        };
+        match action.action {
+            Action::Skip => {
+                tracing::debug!(pod = %action.pod, reason = %action.reason, "skip");
+                continue;
+            }
+            Action::Evict | Action::Resize => {}
+        }
+        if cancel.is_cancelled() || !ctx.limiter.acquire(deadline, cancel).await {
+            tracing::info!(
+                "stopping this loop: rate limiter wait would pass the loop deadline, or shutting down"
+            );
+            return false;
+        }
+        match action.action {
+            Action::Evict => evict(ctx, vpa, pod, action, report).await,
+            Action::Resize => {
+                let patch = admission_vpa.as_ref().and_then(|v| {
+                    strategic_resize_patch(pod, v, container_range.as_ref(), pod_range.as_ref())
+                });
+                resize(ctx, vpa, pod, action, patch, now, report).await;
+            }
+            Action::Skip => {}
+        }
+    }
+    true
+}
+
+async fn evict(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+    pod: &Pod,
+    action: &PodAction,
+    report: &mut LoopReport,
+) {
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let pod_ref = pod.object_ref(&());
+    let vpa_ref = vpa.object_ref(&());
+    let (_, vpa_name) = vpa_name(vpa);
+    let result = match api.evict(&action.pod, &EvictParams::default()).await {
+        Ok(_) => {
+            report.evicted += 1;
+            tracing::info!(pod = %action.pod, reason = %action.reason, resource_diff = action.priority.resource_diff, "evicted");
+            ctx.events
+                .normal(&pod_ref, "EvictedByVPA", "Evict", format!("Pod was evicted by vpa-updater to apply the recommendation of VPA {vpa_name}: {}", action.reason))
+                .await;
+            ctx.events
+                .normal(
+                    &vpa_ref,
+                    "EvictedPod",
+                    "Evict",
+                    format!(
+                        "vpa-updater evicted pod {} to apply the recommendation: {}",
+                        action.pod, action.reason
+                    ),
+                )
+                .await;
+            EvictionResult::Evicted
+        }
+        Err(kube::Error::Api(status)) if status.code == 429 => {
+            report.blocked += 1;
+            tracing::info!(pod = %action.pod, message = %status.message, "eviction refused by a PodDisruptionBudget");
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "EvictionBlocked",
+                    "Evict",
+                    format!(
+                        "eviction of pod {} to apply the recommendation was refused: {}",
+                        action.pod, status.message
+                    ),
+                )
+                .await;
+            ctx.events
+                .warning(
+                    &pod_ref,
+                    "EvictionBlocked",
+                    "Evict",
+                    format!(
+                        "vpa-updater could not evict the pod (VPA {vpa_name}): {}",
+                        status.message
+                    ),
+                )
+                .await;
+            EvictionResult::Blocked
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            tracing::info!(pod = %action.pod, "pod already gone");
+            EvictionResult::Gone
+        }
+        Err(e) => {
+            tracing::warn!(pod = %action.pod, error = %e, "eviction failed");
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "EvictionFailed",
+                    "Evict",
+                    format!("eviction of pod {} failed: {e}", action.pod),
+                )
+                .await;
+            EvictionResult::Error
+        }
+    };
+    ctx.metrics.eviction(result);
+}
+
+async fn resize(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+    pod: &Pod,
+    action: &PodAction,
+    patch: Option<Value>,
+    now: Timestamp,
+    report: &mut LoopReport,
+) {
+    let Some(patch) = patch else {
+        tracing::debug!(pod = %action.pod, "nothing to resize");
+        return;
+    };
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let params = PatchParams {
+        field_manager: Some(BINARY.to_owned()),
+        ..PatchParams::default()
+    };
+    let (_, vpa_name) = vpa_name(vpa);
+    match api
+        .patch_subresource("resize", &action.pod, &params, &Patch::Strategic(&patch))
+        .await
+    {
+        Ok(_) => {
+            report.resized += 1;
+            ctx.record_in_place_attempt(pod_key(pod), now);
+            ctx.metrics.resize("requested");
+            tracing::info!(pod = %action.pod, reason = %action.reason, resource_diff = action.priority.resource_diff, "resize requested");
+            ctx.events
+                .normal(&pod.object_ref(&()), "InPlaceResizedByVPA", "Resize", format!("vpa-updater asked to resize the pod in place to apply the recommendation of VPA {vpa_name}: {}", action.reason))
+                .await;
+            ctx.events
+                .normal(
+                    &vpa.object_ref(&()),
+                    "InPlaceResizedPod",
+                    "Resize",
+                    format!(
+                        "vpa-updater asked to resize pod {} in place: {}",
+                        action.pod, action.reason
+                    ),
+                )
+                .await;
+        }
+        // The API server refuses (no resize support, forbidden, invalid): evict instead.
+        Err(kube::Error::Api(status))
+            if (400..500).contains(&status.code) && status.code != 429 && status.code != 409 =>
+        {
+            ctx.metrics.resize("refused");
+            tracing::info!(pod = %action.pod, code = status.code, message = %status.message, "in-place resize refused; evicting instead");
+            let fallback = PodAction {
+                reason: format!(
+                    "in-place resize refused ({}); evict: {}",
+                    status.message, action.reason
+                ),
+                ..action.clone()
+            };
+            evict(ctx, vpa, pod, &fallback, report).await;
+        }
+        Err(e) => {
+            ctx.metrics.resize("error");
+            tracing::warn!(pod = %action.pod, error = %e, "in-place resize failed");
+        }
+    }
+}
+
+/// The webhook's resize operations as a strategic merge patch of `spec.containers` (merged by
+/// container name, which every API server accepts on the `resize` subresource). `None` when
+/// there is nothing to change.
+pub fn strategic_resize_patch(
+    pod: &Pod,
+    vpa: &AdmissionVpa,
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+) -> Option<Value> {
+    let admission = admission_pod(pod).ok()?;
+    let ops = resize_patch(&admission, vpa, container_range, pod_range);
+    let names: Vec<&str> = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.iter().map(|c| c.name.as_str()).collect())
+        .unwrap_or_default();
+    let mut containers: BTreeMap<usize, BTreeMap<&str, serde_json::Map<String, Value>>> =
+        BTreeMap::new();
+    for op in &ops {
+        let parts: Vec<&str> = op.path.trim_start_matches('/').split('/').collect();
+        if let [
+            "spec",
+            "containers",
+            index,
+            "resources",
+            field @ ("requests" | "limits"),
+            resource,
+        ] = parts[..]
+            && let Ok(index) = index.parse::<usize>()
+        {
+            containers
+                .entry(index)
+                .or_default()
+                .entry(field)
+                .or_default()
+                .insert(
+                    resource.replace("~1", "/").replace("~0", "~"),
+                    op.value.clone(),
+                );
+        }
+    }
+    if containers.is_empty() {
+        return None;
+    }
+    let list: Vec<Value> = containers
+        .into_iter()
+        .filter_map(|(index, resources)| {
+            Some(json!({"name": names.get(index)?, "resources": resources}))
+        })
+        .collect();
+    Some(json!({"spec": {"containers": list}}))
+}
+
+/// Shared state for [`run_once`], built by [`crate::run`].
+pub fn context(
+    client: kube::Client,
+    metrics: Arc<crate::metrics::Metrics>,
+    config: &Config,
+) -> Context {
+    Context {
+        events: plimsoll_runtime::events::Events::new(client.clone(), BINARY),
+        client,
+        metrics,
+        limiter: crate::rate_limit::TokenBucket::new(
+            config.eviction_rate_limit,
+            config.eviction_rate_burst,
+        ),
+        in_place_attempts: std::sync::Mutex::new(HashMap::new()),
+    }
+}

@@ -1,0 +1,280 @@
+//! `bench-cron-hpa`: 1,000 `CronHorizontalPodAutoscaler` objects with 10 jobs each, every job
+//! firing once a minute, against an in-process plimsoll-sim; cron-hpa runs in a child process
+//! so its CPU time and RSS are measured alone.
+//!
+//! Job `k` of object `i` fires at second `(6k + i) mod 60` of every minute, so the 10,000
+//! firings a minute are spread over the minute (about 167 a second) rather than all landing
+//! on second 0; consecutive jobs of an object alternate between 1 and 2 replicas, so every
+//! firing writes the scale subresource. Lateness is what the controller reports in each
+//! condition (`ran at … (N ms late)`): from the scheduled instant to the end of the job's
+//! writes.
+//!
+//! Usage: `bench-cron-hpa [OBJECTS] [MEASURE_SECONDS]` (defaults 1000 and 60). Prints one
+//! `key: value` line per number. Bounded: about 40 s of setup plus the measured window.
+
+use std::io::Read as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use futures::{StreamExt, TryStreamExt};
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
+use kube::api::{Api, ListParams, PostParams};
+use plimsoll_core::api::cron::{
+    CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec, JobState, ScalingJob,
+};
+use plimsoll_cron_hpa::{CommonArgs, Config, LogFormat};
+use plimsoll_sim::{Sim, SimConfig};
+use tokio_util::sync::CancellationToken;
+
+const NAMESPACE: &str = "default";
+const JOBS: usize = 10;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let runtime = tokio::runtime::Runtime::new()?;
+    if args.get(1).map(String::as_str) == Some("serve") {
+        let kubeconfig = args.get(2).context("serve KUBECONFIG")?;
+        return runtime.block_on(serve(kubeconfig.into()));
+    }
+    let objects: usize = args.get(1).map_or(Ok(1000), |s| s.parse())?;
+    let seconds: u64 = args.get(2).map_or(Ok(60), |s| s.parse())?;
+    runtime.block_on(bench(objects, seconds))
+}
+
+/// The child: cron-hpa until stdin closes.
+async fn serve(kubeconfig: std::path::PathBuf) -> anyhow::Result<()> {
+    let config = Config {
+        common: CommonArgs {
+            kubeconfig: Some(kubeconfig),
+            context: None,
+            metrics_address: "127.0.0.1:0".parse()?,
+            log_format: LogFormat::Text,
+            log_filter: "warn".into(),
+            leader_elect: false,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            lease_namespace: None,
+        },
+        missed_job_grace: Duration::from_secs(300),
+    };
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut sink);
+        cancel.cancel();
+    });
+    plimsoll_cron_hpa::run(config, token).await?;
+    Ok(())
+}
+
+async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
+    let sim = Sim::start(SimConfig {
+        workload_model: false,
+        ..SimConfig::default()
+    })
+    .await?;
+    let client = sim.kube_client().await?;
+    plimsoll_e2e::install_crds(&client).await?;
+    let dir = std::env::temp_dir().join(format!("bench-cron-hpa-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, sim.kubeconfig())?;
+
+    let started = Instant::now();
+    create_objects(&client, objects).await?;
+    let created = started.elapsed();
+
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("serve")
+        .arg(&kubeconfig)
+        .stdin(Stdio::piped())
+        .spawn()
+        .context("start cron-hpa")?;
+    let pid = child.id();
+    let submitted_in = wait_submitted(&client, objects).await?;
+
+    let (cpu_before, t0) = (cpu_seconds(pid)?, Timestamp::now());
+    let wall = Instant::now();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let cpu = cpu_seconds(pid)? - cpu_before;
+    let busy = wall.elapsed().as_secs_f64();
+    let rss = rss_mib(pid)?;
+    let t1 = Timestamp::now();
+
+    let mut lateness = collect_lateness(&client, t0, t1).await?;
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    sim.shutdown().await;
+
+    lateness.sort_unstable();
+    let pick = |q: f64| -> i64 {
+        if lateness.is_empty() {
+            return -1;
+        }
+        let i = ((lateness.len() as f64 - 1.0) * q).round() as usize;
+        lateness[i.min(lateness.len() - 1)]
+    };
+    println!("objects: {objects}");
+    println!("jobs: {}", objects * JOBS);
+    println!("create_objects_seconds: {:.1}", created.as_secs_f64());
+    println!("all_submitted_seconds: {:.1}", submitted_in.as_secs_f64());
+    println!("measured_seconds: {busy:.1}");
+    println!("runs_measured: {}", lateness.len());
+    println!("lateness_p50_ms: {}", pick(0.50));
+    println!("lateness_p99_ms: {}", pick(0.99));
+    println!("lateness_max_ms: {}", pick(1.0));
+    println!("cpu_seconds: {cpu:.2}");
+    println!("cpu_cores_avg: {:.3}", cpu / busy);
+    println!("rss_mib: {rss:.1}");
+    println!(
+        "machine: {} cores, {}",
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        cpu_model()
+    );
+    Ok(())
+}
+
+async fn create_objects(client: &kube::Client, objects: usize) -> anyhow::Result<()> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+    let crons: Api<CronHorizontalPodAutoscaler> = Api::namespaced(client.clone(), NAMESPACE);
+    futures::stream::iter(0..objects)
+        .map(|i| {
+            let (deployments, crons) = (deployments.clone(), crons.clone());
+            async move {
+                let name = format!("app-{i:04}");
+                let d: Deployment = serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": name},
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                            "spec": {"containers": [{"name": "app", "image": "pause"}]}}
+                    }
+                }))?;
+                deployments.create(&PostParams::default(), &d).await?;
+                let jobs = (0..JOBS)
+                    .map(|k| ScalingJob {
+                        name: format!("job-{k}"),
+                        schedule: format!("{} * * * * *", (6 * k + i) % 60),
+                        target_size: 1 + (k % 2) as i32,
+                        run_once: false,
+                    })
+                    .collect();
+                let mut cron = CronHorizontalPodAutoscaler::new(
+                    &name,
+                    CronHorizontalPodAutoscalerSpec {
+                        scale_target_ref: CrossVersionObjectReference {
+                            api_version: Some("apps/v1".into()),
+                            kind: "Deployment".into(),
+                            name: name.clone(),
+                        },
+                        jobs,
+                        ..CronHorizontalPodAutoscalerSpec::default()
+                    },
+                );
+                cron.metadata.namespace = Some(NAMESPACE.into());
+                crons.create(&PostParams::default(), &cron).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// Waits until every object has its 10 conditions; returns how long that took.
+async fn wait_submitted(client: &kube::Client, objects: usize) -> anyhow::Result<Duration> {
+    let crons: Api<CronHorizontalPodAutoscaler> = Api::namespaced(client.clone(), NAMESPACE);
+    let started = Instant::now();
+    loop {
+        let list = crons.list(&ListParams::default()).await?;
+        let ready = list
+            .items
+            .iter()
+            .filter(|c| {
+                c.status
+                    .as_ref()
+                    .is_some_and(|s| s.conditions.len() == JOBS)
+            })
+            .count();
+        if ready == objects {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            bail!("only {ready} of {objects} objects submitted after 120 s");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Lateness (ms) of every run whose firing lies in `[t0, t1)`, from the condition messages.
+async fn collect_lateness(
+    client: &kube::Client,
+    t0: Timestamp,
+    t1: Timestamp,
+) -> anyhow::Result<Vec<i64>> {
+    let crons: Api<CronHorizontalPodAutoscaler> = Api::namespaced(client.clone(), NAMESPACE);
+    let list = crons.list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .iter()
+        .flat_map(|c| c.status.iter().flat_map(|s| s.conditions.iter()))
+        .filter(|c| c.state == JobState::Succeed)
+        .filter(|c| {
+            c.last_probe_time
+                .as_ref()
+                .is_some_and(|t| t.0 >= t0 && t.0 < t1)
+        })
+        .filter_map(|c| {
+            c.message
+                .split(" (")
+                .nth(1)?
+                .split("ms late")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect())
+}
+
+/// User + system CPU seconds of `pid` (clock ticks at the usual 100 Hz).
+fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> anyhow::Result<f64> {
+        Ok(fields.get(i).context("short /proc stat")?.parse::<f64>()?)
+    };
+    Ok((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// Resident set size of `pid`, MiB.
+fn rss_mib(pid: u32) -> anyhow::Result<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .context("no VmRSS")?
+        .parse()?;
+    Ok(kib / 1024.0)
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}

@@ -1,0 +1,556 @@
+//! hpa-plus end to end (issue 4 acceptance a–f), each test on its own plimsoll-sim:
+//! (a) a CPU load step reaches the expected replicas within two periods; (b) 200 autoscalers
+//! on 200 workloads, each at its own period, converge; (c) a failing metrics API sets
+//! ScalingActive=False with a Warning Event and changes nothing; (d) two instances: the
+//! leader's death hands over within the lease duration and no decision is written twice;
+//! (e) native mode on a plain autoscaling/v2 HPA with annotations; (f) dryRun never writes.
+//!
+//! The service runs in-process through `run(config, token)`; workloads get their load from the
+//! sim's workload model. Tests poll with `eventually` and generous deadlines.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Parser;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{ListParams, PostParams};
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_e2e::{Env, eventually};
+use plimsoll_hpa_plus::cli::Args;
+use plimsoll_sim::{Fault, LoadProfile, LoadSpec};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const WITHIN: Duration = Duration::from_secs(60);
+const EVERY: Duration = Duration::from_millis(250);
+
+/// Flags for an in-process instance: short periods, admin on an ephemeral port.
+fn config(env: &Env, extra: &[&str]) -> plimsoll_hpa_plus::Config {
+    let kubeconfig = env.kubeconfig.display().to_string();
+    let defaults = [
+        format!("--kubeconfig={kubeconfig}"),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--leader-elect=false".to_owned(),
+        "--sync-period=2s".to_owned(),
+        "--cpu-initialization-period=1s".to_owned(),
+        "--initial-readiness-delay=0s".to_owned(),
+    ];
+    let flag = |s: &str| s.split('=').next().unwrap_or_default().to_owned();
+    let mut args = vec!["hpa-plus".to_owned()];
+    args.extend(
+        defaults
+            .into_iter()
+            .filter(|d| !extra.iter().any(|e| flag(e) == flag(d))),
+    );
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    Args::try_parse_from(args)
+        .expect("test flags parse")
+        .into_config()
+        .expect("test flags are valid")
+}
+
+/// Runs an instance until the returned token is cancelled.
+fn start(config: plimsoll_hpa_plus::Config) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    let task = tokio::spawn(async move {
+        if let Err(e) = plimsoll_hpa_plus::run(config, t).await {
+            eprintln!("hpa-plus ended with an error: {e}");
+        }
+    });
+    (token, task)
+}
+
+async fn stop(token: CancellationToken, task: tokio::task::JoinHandle<()>) {
+    token.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
+}
+
+/// A Deployment of `replicas` pods labelled `app=<name>`, each requesting `cpu`.
+fn deployment(name: &str, replicas: i32, cpu: &str) -> Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "app:1",
+                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
+            }
+        }
+    }))
+    .expect("deployment fixture")
+}
+
+/// An HPA+ on Deployment `target` with `spec` merged over the required fields.
+fn hpa_plus(name: &str, target: &str, spec: &serde_json::Value) -> HorizontalPodAutoscalerPlus {
+    let mut base = json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+        "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "minReplicas": 1,
+            "maxReplicas": 10,
+        }
+    });
+    if let (Some(dst), Some(src)) = (base["spec"].as_object_mut(), spec.as_object()) {
+        for (k, v) in src {
+            dst.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::from_value(base).expect("hpa-plus fixture")
+}
+
+/// A Pods metric: average `requests_per_second` per pod.
+fn rps_per_pod(average: &str) -> serde_json::Value {
+    json!([{"type": "Pods", "pods": {
+        "metric": {"name": "requests_per_second"},
+        "target": {"type": "AverageValue", "averageValue": average}}}])
+}
+
+fn constant(value: f64) -> LoadSpec {
+    LoadSpec {
+        profile: LoadProfile::Constant { value },
+        ..LoadSpec::default()
+    }
+}
+
+async fn create_deployment(env: &Env, name: &str, replicas: i32, cpu: &str) -> anyhow::Result<()> {
+    env.api::<Deployment>()
+        .create(&PostParams::default(), &deployment(name, replicas, cpu))
+        .await
+        .with_context(|| format!("create deployment {name}"))?;
+    Ok(())
+}
+
+async fn wait_ready(env: &Env, name: &str, replicas: i32, within: Duration) -> anyhow::Result<()> {
+    let api = env.api::<Deployment>();
+    eventually(
+        &format!("{name} has {replicas} ready pods"),
+        within,
+        EVERY,
+        || {
+            let api = api.clone();
+            async move {
+                let d = api.get(name).await?;
+                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+                Ok((ready == replicas).then_some(()))
+            }
+        },
+    )
+    .await
+}
+
+async fn spec_replicas(env: &Env, name: &str) -> anyhow::Result<i32> {
+    let d = env.api::<Deployment>().get(name).await?;
+    Ok(d.spec.and_then(|s| s.replicas).unwrap_or(0))
+}
+
+async fn wait_replicas(
+    env: &Env,
+    name: &str,
+    replicas: i32,
+    within: Duration,
+) -> anyhow::Result<()> {
+    eventually(
+        &format!("{name} scaled to {replicas}"),
+        within,
+        EVERY,
+        || async move { Ok((spec_replicas(env, name).await? == replicas).then_some(())) },
+    )
+    .await
+}
+
+/// Scale writes by hpa-plus on `name` so far (from the sim's audit log).
+fn scale_writes(env: &Env, name: &str) -> usize {
+    env.sim().map_or(0, |sim| {
+        sim.audit()
+            .iter()
+            .filter(|a| {
+                a.subresource == "scale"
+                    && a.name == name
+                    && a.namespace == env.namespace
+                    && a.field_manager.as_deref() == Some("hpa-plus")
+            })
+            .count()
+    })
+}
+
+async fn plus_status(
+    env: &Env,
+    name: &str,
+) -> anyhow::Result<Option<plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlusStatus>> {
+    Ok(env
+        .api::<HorizontalPodAutoscalerPlus>()
+        .get(name)
+        .await?
+        .status)
+}
+
+/// (a) A load step on a CPU-utilization HPA+ reaches the expected replicas within two periods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-cpu-step").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    create_deployment(&env, "web", 1, "100m").await?;
+    wait_ready(&env, "web", 1, WITHIN).await?;
+    // 40 units → 45m of 100m requested: 45 % against a 50 % target is inside the tolerance.
+    sim.set_load(&env.namespace, "deployments", "web", constant(40.0));
+    let (token, task) = start(config(&env, &[]));
+    let spec = json!({
+        "syncPeriodSeconds": 2,
+        "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}],
+    });
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
+        .await?;
+    eventually("the first decision is in status", WITHIN, EVERY, || async {
+        Ok(plus_status(&env, "web")
+            .await?
+            .and_then(|s| s.last_decision)
+            .map(|_| ()))
+    })
+    .await?;
+    assert_eq!(
+        spec_replicas(&env, "web").await?,
+        1,
+        "no change inside the tolerance"
+    );
+
+    // Step to 180 units: 185m on one pod = 370 % of the 50 % target → ceil(3.7) = 4 replicas;
+    // on 4 pods 200m / 400m = 50 %, so 4 is stable (and within upstream's max(2×, 4) limit).
+    sim.set_load(&env.namespace, "deployments", "web", constant(180.0));
+    let stepped = Instant::now();
+    wait_replicas(&env, "web", 4, WITHIN).await?;
+    let took = stepped.elapsed();
+    assert_eq!(scale_writes(&env, "web"), 1, "one decision, one write");
+    // Two periods of 2 s plus the sim's metric tick and a loaded machine's scheduling slack.
+    assert!(took < Duration::from_secs(4 + 10), "took {took:?}");
+    wait_ready(&env, "web", 4, WITHIN).await?;
+    let status = plus_status(&env, "web").await?.context("status")?;
+    assert_eq!(status.reference.as_deref(), Some("Deployment/web"));
+    assert!(status.targets_summary.is_some_and(|t| t.contains('%')));
+
+    stop(token, task).await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// (b) 200 HPA+ objects on 200 workloads, each with its own period, all converge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result<()> {
+    const N: usize = 200;
+    let env = Env::start("hpa-plus-200").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    let (token, task) = start(config(&env, &[]));
+    for i in 0..N {
+        let name = format!("w{i:03}");
+        create_deployment(&env, &name, 1, "10m").await?;
+        // 30 requests/s at 15 per pod → 2 replicas.
+        sim.set_load(&env.namespace, "deployments", &name, constant(30.0));
+        let period = 1 + (i % 5) as i32;
+        let spec = json!({"syncPeriodSeconds": period, "metrics": rps_per_pod("15")});
+        env.api::<HorizontalPodAutoscalerPlus>()
+            .create(&PostParams::default(), &hpa_plus(&name, &name, &spec))
+            .await?;
+    }
+    let api = env.api::<Deployment>();
+    eventually(
+        "all 200 workloads at 2 replicas",
+        Duration::from_secs(180),
+        Duration::from_secs(1),
+        || {
+            let api = api.clone();
+            async move {
+                let list = api.list(&ListParams::default()).await?;
+                let done = list
+                    .items
+                    .iter()
+                    .filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2))
+                    .count();
+                Ok((done == N).then_some(()))
+            }
+        },
+    )
+    .await?;
+    // Each object was scaled exactly once.
+    for i in [0, 57, 199] {
+        assert_eq!(scale_writes(&env, &format!("w{i:03}")), 1);
+    }
+    stop(token, task).await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// (c) A failing metrics API: ScalingActive=False, a Warning Event, nothing scaled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -> anyhow::Result<()>
+{
+    let env = Env::start("hpa-plus-failing").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    create_deployment(&env, "web", 2, "100m").await?;
+    wait_ready(&env, "web", 2, WITHIN).await?;
+    sim.set_load(&env.namespace, "deployments", "web", constant(300.0));
+    sim.add_fault(Fault {
+        verb: "get".into(),
+        resource: "custom.metrics.k8s.io".into(),
+        error_rate: 1.0,
+        status: Some(503),
+        ..Fault::default()
+    });
+    let (token, task) = start(config(&env, &[]));
+    let spec = json!({"syncPeriodSeconds": 1, "metrics": rps_per_pod("10")});
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
+        .await?;
+    let condition = eventually("ScalingActive=False", WITHIN, EVERY, || async {
+        let status = plus_status(&env, "web").await?;
+        Ok(status.and_then(|s| {
+            s.conditions
+                .into_iter()
+                .find(|c| c.type_ == "ScalingActive" && c.status == "False")
+        }))
+    })
+    .await?;
+    assert_eq!(condition.reason.as_deref(), Some("FailedGetPodsMetric"));
+    let events = env.api::<Event>();
+    eventually("a Warning Event", WITHIN, EVERY, || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await?;
+            Ok(list
+                .items
+                .into_iter()
+                .find(|e| {
+                    e.type_.as_deref() == Some("Warning")
+                        && e.reason.as_deref() == Some("FailedGetPodsMetric")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web")
+                })
+                .map(|_| ()))
+        }
+    })
+    .await?;
+    assert_eq!(spec_replicas(&env, "web").await?, 2);
+    assert_eq!(scale_writes(&env, "web"), 0);
+    // Once the API recovers, the same object scales (300 / 10 = 30 → capped at 10).
+    sim.clear_faults();
+    wait_replicas(&env, "web", 4, WITHIN).await?;
+    stop(token, task).await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// An instance on its own runtime, so that dropping it is a crash (no Lease release).
+struct Crashable {
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Crashable {
+    fn start(config: plimsoll_hpa_plus::Config) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.spawn(async move {
+            let _ = plimsoll_hpa_plus::run(config, CancellationToken::new()).await;
+        });
+        Self {
+            runtime: Some(runtime),
+        }
+    }
+
+    fn crash(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Crashable {
+    fn drop(&mut self) {
+        self.crash();
+    }
+}
+
+async fn holder(env: &Env) -> anyhow::Result<Option<String>> {
+    let lease = env.api::<Lease>().get_opt("plimsoll-hpa-plus").await?;
+    Ok(lease
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty()))
+}
+
+/// (d) Two instances: only the leader acts; its death hands over within the lease duration;
+/// no decision is written twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-leader").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    let lease_ns = format!("--lease-namespace={}", env.namespace);
+    let election = [
+        "--leader-elect=true",
+        lease_ns.as_str(),
+        "--lease-duration=4s",
+        "--renew-deadline=3s",
+        "--retry-period=500ms",
+    ];
+    let mut a_config = config(&env, &election);
+    a_config.identity = Some("instance-a".into());
+    let mut b_config = config(&env, &election);
+    b_config.identity = Some("instance-b".into());
+    create_deployment(&env, "web", 1, "100m").await?;
+    wait_ready(&env, "web", 1, WITHIN).await?;
+    sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
+
+    let mut a = Crashable::start(a_config);
+    eventually("instance-a leads", WITHIN, EVERY, || async {
+        Ok(holder(&env)
+            .await?
+            .filter(|h| h == "instance-a")
+            .map(|_| ()))
+    })
+    .await?;
+    let (b_token, b_task) = start(b_config);
+    let spec = json!({"syncPeriodSeconds": 1, "metrics": rps_per_pod("10")});
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
+        .await?;
+    wait_replicas(&env, "web", 3, WITHIN).await?;
+    wait_ready(&env, "web", 3, WITHIN).await?;
+    assert_eq!(holder(&env).await?.as_deref(), Some("instance-a"));
+
+    a.crash();
+    let crashed = Instant::now();
+    eventually(
+        "instance-b takes over",
+        WITHIN,
+        Duration::from_millis(100),
+        || async {
+            Ok(holder(&env)
+                .await?
+                .filter(|h| h == "instance-b")
+                .map(|_| ()))
+        },
+    )
+    .await?;
+    let handover = crashed.elapsed();
+    // Lease duration 4 s, plus one retry period and scheduling slack on a loaded machine.
+    assert!(
+        handover < Duration::from_secs(4 + 6),
+        "handover took {handover:?}"
+    );
+
+    sim.set_load(&env.namespace, "deployments", "web", constant(50.0));
+    // 50 / 3 pods against 10 per pod → 5 (6 when a new pod's metrics lag: either is one decision).
+    eventually("b scales web up", WITHIN, EVERY, || async {
+        Ok((spec_replicas(&env, "web").await? >= 5).then_some(()))
+    })
+    .await?;
+    // 1 → 3 by a, then one write by b: one write per decision, never repeated.
+    eventually(
+        "two scale writes",
+        Duration::from_secs(5),
+        EVERY,
+        || async { Ok((scale_writes(&env, "web") == 2).then_some(())) },
+    )
+    .await?;
+    stop(b_token, b_task).await;
+    drop(a);
+    env.cleanup().await;
+    Ok(())
+}
+
+/// (e) Native mode: a plain autoscaling/v2 HPA with Plimsoll annotations is reconciled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-native").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    create_deployment(&env, "web", 1, "100m").await?;
+    create_deployment(&env, "off", 1, "100m").await?;
+    wait_ready(&env, "web", 1, WITHIN).await?;
+    wait_ready(&env, "off", 1, WITHIN).await?;
+    sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
+    sim.set_load(&env.namespace, "deployments", "off", constant(30.0));
+    let (token, task) = start(config(&env, &["--native-hpa", "--sync-period=30s"]));
+    let hpa = |name: &str, annotations: serde_json::Value| -> HorizontalPodAutoscaler {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                "minReplicas": 1, "maxReplicas": 10,
+                "metrics": rps_per_pod("10"),
+            }
+        }))
+        .expect("hpa fixture")
+    };
+    let api = env.api::<HorizontalPodAutoscaler>();
+    // The resync-period annotation overrides the 30 s controller default.
+    api.create(
+        &PostParams::default(),
+        &hpa("web", json!({"plimsoll.dev/resync-period": "1s"})),
+    )
+    .await?;
+    api.create(
+        &PostParams::default(),
+        &hpa("off", json!({"platform.stke/autoscale-disabled": "true"})),
+    )
+    .await?;
+    wait_replicas(&env, "web", 3, WITHIN).await?;
+    let status = eventually("native status written", WITHIN, EVERY, || {
+        let api = api.clone();
+        async move {
+            let h = api.get("off").await?;
+            Ok(h.status.filter(|s| s.desired_replicas == 3))
+        }
+    })
+    .await?;
+    assert_eq!(status.current_replicas, Some(1));
+    assert_eq!(
+        spec_replicas(&env, "off").await?,
+        1,
+        "autoscale-disabled never writes"
+    );
+    assert_eq!(scale_writes(&env, "off"), 0);
+    stop(token, task).await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// (f) dryRun computes and reports, and never writes the scale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_never_writes() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-dry-run").await?;
+    let Some(sim) = env.sim() else { return Ok(()) };
+    create_deployment(&env, "web", 1, "100m").await?;
+    wait_ready(&env, "web", 1, WITHIN).await?;
+    sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
+    let (token, task) = start(config(&env, &[]));
+    let spec = json!({"syncPeriodSeconds": 1, "dryRun": true, "metrics": rps_per_pod("10")});
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
+        .await?;
+    let decision = eventually("a dry-run decision of 3", WITHIN, EVERY, || async {
+        let status = plus_status(&env, "web").await?;
+        Ok(status
+            .and_then(|s| s.last_decision)
+            .filter(|d| d.desired_replicas == 3))
+    })
+    .await?;
+    assert_eq!(decision.limited_by.as_deref(), Some("dryRun"));
+    // A negative property needs time to pass: several more 1 s periods.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(spec_replicas(&env, "web").await?, 1);
+    assert_eq!(scale_writes(&env, "web"), 0);
+    stop(token, task).await;
+    env.cleanup().await;
+    Ok(())
+}
