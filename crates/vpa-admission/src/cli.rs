@@ -142,6 +142,16 @@ pub struct Args {
 }
 
 impl Args {
+    /// Parses a command line (first item: the program name); for tests that start the service
+    /// in-process.
+    pub fn parse_from_args<I, T>(args: I) -> Result<Args, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        Args::try_parse_from(args)
+    }
+
     /// The service configuration (reads `$POD_NAMESPACE` and `$NAMESPACE` for the defaults).
     pub fn into_config(self) -> Config {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());

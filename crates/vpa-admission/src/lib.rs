@@ -167,6 +167,9 @@ pub async fn run_on(
     admin_listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<()> {
+    // Every task stops when run_on returns, also on an early error (e.g. registration failed).
+    let shutdown = shutdown.child_token();
+    let _stop_tasks = shutdown.clone().drop_guard();
     let client = client::client(&config.common).await?;
     let namespace = config
         .namespace

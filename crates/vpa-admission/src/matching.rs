@@ -200,6 +200,11 @@ pub(crate) mod tests {
             self
         }
 
+        pub(crate) fn job(&mut self, job: Job) -> &mut Self {
+            self.jobs.apply_watcher_event(&Event::Apply(job));
+            self
+        }
+
         pub(crate) fn limit_range(&mut self, lr: LimitRange) -> &mut Self {
             self.limit_ranges.apply_watcher_event(&Event::Apply(lr));
             self
@@ -310,6 +315,29 @@ pub(crate) mod tests {
             })
         );
         assert_eq!(t.caches().top_controller(&pod(None, None), "shop"), None);
+    }
+
+    #[test]
+    fn walks_job_to_cron_job() {
+        let mut t = TestCaches::default();
+        t.job(Job {
+            metadata: ObjectMeta {
+                name: Some("report-29000".to_owned()),
+                namespace: Some("shop".to_owned()),
+                owner_references: Some(vec![owner("batch/v1", "CronJob", "report")]),
+                ..ObjectMeta::default()
+            },
+            ..Job::default()
+        });
+        let p = pod(Some(owner("batch/v1", "Job", "report-29000")), None);
+        assert_eq!(
+            t.caches().top_controller(&p, "shop"),
+            Some(Controller {
+                group: "batch".to_owned(),
+                kind: "CronJob".to_owned(),
+                name: "report".to_owned()
+            })
+        );
     }
 
     #[test]

@@ -1,0 +1,353 @@
+//! vpa-admission end to end on plimsoll-sim: the sim calls the webhook over TLS when pods are
+//! created, and the stored pods carry the VPA's recommended requests; VPAs are validated; with
+//! the webhook stopped pods are still created, unchanged (failurePolicy Ignore); a rotated
+//! certificate (with a new CA injected into the caBundle) is used without a restart.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_e2e::{Env, eventually};
+use plimsoll_sim::ServiceAddress;
+use plimsoll_vpa_admission::cli::Args;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+const SERVICE: &str = "plimsoll-vpa-admission";
+const WAIT: Duration = Duration::from_secs(60);
+const EVERY: Duration = Duration::from_millis(200);
+
+/// A running webhook.
+struct Webhook {
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<plimsoll_vpa_admission::Result<()>>,
+}
+
+impl Webhook {
+    async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        self.task.await?.context("vpa-admission run")?;
+        Ok(())
+    }
+}
+
+/// Starts vpa-admission on loopback, reachable through Service `<system>/plimsoll-vpa-admission`.
+async fn start(env: &Env, system: &str, tls_args: &[String]) -> anyhow::Result<Webhook> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let admin = TcpListener::bind("127.0.0.1:0").await?;
+    let address: SocketAddr = listener.local_addr()?;
+    if let Some(sim) = env.sim() {
+        sim.register_webhook_service(ServiceAddress {
+            namespace: system.to_owned(),
+            name: SERVICE.to_owned(),
+            port: 443,
+            address,
+        });
+    }
+    let mut args = vec![
+        "vpa-admission".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--log-format=text".to_owned(),
+        "--leader-elect=false".to_owned(),
+        "--register-webhook".to_owned(),
+        format!("--webhook-service-namespace={system}"),
+        format!("--status-lease-namespace={system}"),
+        "--status-lease-update-interval=1s".to_owned(),
+        "--webhook-timeout-seconds=10".to_owned(),
+    ];
+    args.extend(tls_args.iter().cloned());
+    let config = Args::parse_from_args(args)?.into_config();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(plimsoll_vpa_admission::run_on(
+        config,
+        listener,
+        admin,
+        shutdown.clone(),
+    ));
+    // Ready: the status Lease is renewed only once the caches synced and TLS is bound.
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), system);
+    eventually("status Lease renewed", WAIT, EVERY, || {
+        let leases = leases.clone();
+        async move {
+            Ok(leases
+                .get_opt("vpa-admission-controller")
+                .await?
+                .map(|_| ()))
+        }
+    })
+    .await?;
+    Ok(Webhook { shutdown, task })
+}
+
+async fn namespace(env: &Env, name: &str) -> anyhow::Result<()> {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    Api::<Namespace>::all(env.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    Ok(())
+}
+
+fn vpa(name: &str, mode: &str) -> anyhow::Result<VerticalPodAutoscaler> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "updatePolicy": {"updateMode": mode}
+        }
+    }))?)
+}
+
+async fn recommend(env: &Env, name: &str) -> anyhow::Result<()> {
+    let status = json!({"status": {"recommendation": {"containerRecommendations": [
+        {"containerName": "app", "target": {"cpu": "250m", "memory": "300Mi"}},
+        {"containerName": "log-shipper", "target": {"cpu": "25m", "memory": "64Mi"}}
+    ]}}});
+    env.api::<VerticalPodAutoscaler>()
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+fn containers() -> Value {
+    json!([
+        {"name": "app", "image": "nginx:1.27",
+         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "200m", "memory": "256Mi"}}},
+        {"name": "log-shipper", "image": "fluent/fluent-bit:3.1", "resources": {"requests": {"cpu": "50m"}}}
+    ])
+}
+
+/// A pod as the ReplicaSet controller of Deployment `name` creates it.
+fn replica_pod(name: &str) -> anyhow::Result<Pod> {
+    Ok(serde_json::from_value(json!({
+        "metadata": {
+            "generateName": format!("{name}-5d8f7c9b6-"),
+            "labels": {"app": name, "pod-template-hash": "5d8f7c9b6"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{name}-5d8f7c9b6"),
+                "uid": "b7a4e0f2-3c1d-4e5f-8a9b-0c1d2e3f4a5b", "controller": true}]
+        },
+        "spec": {"containers": containers()}
+    }))?)
+}
+
+fn request(pod: &Pod, container: usize, resource: &str) -> Option<String> {
+    let c = pod.spec.as_ref()?.containers.get(container)?;
+    Some(
+        c.resources
+            .as_ref()?
+            .requests
+            .as_ref()?
+            .get(resource)?
+            .0
+            .clone(),
+    )
+}
+
+fn limit(pod: &Pod, container: usize, resource: &str) -> Option<String> {
+    let c = pod.spec.as_ref()?.containers.get(container)?;
+    Some(
+        c.resources
+            .as_ref()?
+            .limits
+            .as_ref()?
+            .get(resource)?
+            .0
+            .clone(),
+    )
+}
+
+/// Waits until a dry-run pod create comes back patched: the webhook's caches have the
+/// recommendation.
+async fn wait_for_recommendation(env: &Env, name: &str) -> anyhow::Result<()> {
+    let pods = env.api::<Pod>();
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let pod = replica_pod(name)?;
+    eventually("webhook sees the recommendation", WAIT, EVERY, || {
+        let (pods, dry, pod) = (pods.clone(), dry.clone(), pod.clone());
+        async move {
+            let created = pods.create(&dry, &pod).await?;
+            Ok((request(&created, 0, "cpu").as_deref() == Some("250m")).then_some(()))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn pods_get_recommendations_and_pass_unchanged_without_the_webhook() -> anyhow::Result<()> {
+    let env = Env::start("vpa-admission").await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(());
+    }
+    let system = format!("{}-system", env.namespace);
+    namespace(&env, &system).await?;
+    let webhook = start(&env, &system, &["--self-signed".to_owned()]).await?;
+
+    // The registration: safety settings as upstream.
+    let config = Api::<MutatingWebhookConfiguration>::all(env.client.clone())
+        .get(SERVICE)
+        .await?;
+    let hook = &config.webhooks.as_ref().context("no webhooks")?[0];
+    assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
+    assert_eq!(hook.side_effects, "None");
+
+    // An invalid VPA is denied with the field named; a valid one is admitted.
+    let vpas = env.api::<VerticalPodAutoscaler>();
+    let denied = vpas
+        .create(&PostParams::default(), &vpa("web", "Sometimes")?)
+        .await
+        .expect_err("invalid VPA admitted");
+    assert!(
+        denied.to_string().contains("spec.updatePolicy.updateMode"),
+        "{denied}"
+    );
+    vpas.create(&PostParams::default(), &vpa("web", "Recreate")?)
+        .await?;
+    recommend(&env, "web").await?;
+    wait_for_recommendation(&env, "web").await?;
+
+    // A Deployment: the sim's ReplicaSet controller creates pods through the webhook.
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": containers()}}
+        }
+    }))?;
+    env.api::<Deployment>()
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    let pods = env.api::<Pod>();
+    let stored = eventually("two web pods", WAIT, EVERY, || {
+        let pods = pods.clone();
+        async move {
+            let list = pods.list(&ListParams::default().labels("app=web")).await?;
+            Ok((list.items.len() >= 2).then_some(list.items))
+        }
+    })
+    .await?;
+    for pod in &stored {
+        assert_eq!(request(pod, 0, "cpu").as_deref(), Some("250m"));
+        assert_eq!(request(pod, 0, "memory").as_deref(), Some("300Mi"));
+        assert_eq!(limit(pod, 0, "cpu").as_deref(), Some("500m"));
+        assert_eq!(limit(pod, 0, "memory").as_deref(), Some("600Mi"));
+        assert_eq!(request(pod, 1, "cpu").as_deref(), Some("25m"));
+        assert_eq!(request(pod, 1, "memory").as_deref(), Some("64Mi"));
+        let annotations = pod.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(
+            annotations.get("vpaObservedContainers").map(String::as_str),
+            Some("app, log-shipper")
+        );
+        assert!(annotations.contains_key("vpaUpdates"));
+    }
+
+    // Webhook down: failurePolicy Ignore, the pod is stored as sent.
+    webhook.stop().await?;
+    let created = pods
+        .create(&PostParams::default(), &replica_pod("web")?)
+        .await?;
+    assert_eq!(request(&created, 0, "cpu").as_deref(), Some("100m"));
+    assert_eq!(request(&created, 0, "memory").as_deref(), Some("128Mi"));
+    assert!(
+        !created
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("vpaUpdates")
+    );
+
+    let _ = Api::<Namespace>::all(env.client.clone())
+        .delete(&system, &DeleteParams::default())
+        .await;
+    env.cleanup().await;
+    Ok(())
+}
+
+fn write_certs(
+    dir: &Path,
+    bundle: &plimsoll_vpa_admission::certs::CertBundle,
+) -> anyhow::Result<()> {
+    for (name, text) in [
+        ("tls.crt", &bundle.cert_pem),
+        ("tls.key", &bundle.key_pem),
+        ("ca.crt", &bundle.ca_pem),
+    ] {
+        let tmp = dir.join(format!("{name}.tmp"));
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, dir.join(name))?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn rotated_certificate_files_are_served_without_restart() -> anyhow::Result<()> {
+    let env = Env::start("vpa-admission-rotation").await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(());
+    }
+    let system = format!("{}-system", env.namespace);
+    namespace(&env, &system).await?;
+    let dir = std::env::temp_dir().join(format!("vpa-admission-e2e-{}", env.namespace));
+    std::fs::create_dir_all(&dir)?;
+    let names = vec![format!("{SERVICE}.{system}.svc")];
+    let first = plimsoll_vpa_admission::certs::generate(&names)?;
+    write_certs(&dir, &first)?;
+    let webhook = start(
+        &env,
+        &system,
+        &[
+            format!("--tls-cert-file={}", dir.join("tls.crt").display()),
+            format!("--tls-key-file={}", dir.join("tls.key").display()),
+            format!("--client-ca-file={}", dir.join("ca.crt").display()),
+        ],
+    )
+    .await?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa("api", "Initial")?)
+        .await?;
+    recommend(&env, "api").await?;
+    wait_for_recommendation(&env, "api").await?;
+
+    // Rotate to a certificate from a new CA, and inject the new CA as cert-manager's cainjector
+    // would. If the webhook kept presenting the old certificate, the sim's TLS verification
+    // would fail and (failurePolicy Ignore) the pod would come back unpatched.
+    let second = plimsoll_vpa_admission::certs::generate(&names)?;
+    write_certs(&dir, &second)?;
+    let configs = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
+    let mut config = configs.get(SERVICE).await?;
+    for hook in config.webhooks.iter_mut().flatten() {
+        hook.client_config.ca_bundle =
+            Some(k8s_openapi::ByteString(second.ca_pem.clone().into_bytes()));
+    }
+    configs
+        .replace(SERVICE, &PostParams::default(), &config)
+        .await?;
+    let created = env
+        .api::<Pod>()
+        .create(&PostParams::default(), &replica_pod("api")?)
+        .await?;
+    assert_eq!(request(&created, 0, "cpu").as_deref(), Some("250m"));
+
+    webhook.stop().await?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = Api::<Namespace>::all(env.client.clone())
+        .delete(&system, &DeleteParams::default())
+        .await;
+    env.cleanup().await;
+    Ok(())
+}
