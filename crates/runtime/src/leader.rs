@@ -347,6 +347,10 @@ impl Publisher {
             }
             match (&*current, &next) {
                 (_, LeaderState::Leading) => tracing::info!(lease, "acquired leadership"),
+                // Released on shutdown (nobody holds it): expected, not a warning.
+                (LeaderState::Leading, LeaderState::Following { holder: None }) => {
+                    tracing::info!(lease, "stepped down; the lease is free");
+                }
                 (LeaderState::Leading, LeaderState::Following { holder }) => {
                     tracing::warn!(lease, holder = holder.as_deref(), "lost leadership");
                 }

@@ -1,7 +1,9 @@
-//! `plimsoll-sim demo`: the README's main job. Starts a sim whose clock runs `time_scale`
-//! times faster, installs the repository's CRDs (`deploy/crds/*.yaml` when present), creates a
-//! sample Deployment (`demo/web`) and an autoscaling/v2 HPA for it, drives the Deployment with a
-//! day-shaped load compressed into `duration`, runs the services the caller plugs in, prints a
+//! `plimsoll-sim demo`: the README's main job. Starts a sim, installs the Plimsoll CRDs,
+//! creates a sample Deployment (`demo/web`) with a HorizontalPodAutoscalerPlus, a
+//! CronHorizontalPodAutoscaler that raises its minimum around the peak and a recommendation-only
+//! VerticalPodAutoscaler, drives the Deployment with a day-shaped load compressed into
+//! `duration`, runs the services the caller plugs in (`plimsoll-sim demo` plugs in every Plimsoll
+//! service, see `services.rs`), prints a
 //! live table (sim time, load, replicas, CPU utilisation, last decision and its reason) and
 //! writes an SVG plot of load and replicas over time.
 //!
@@ -11,7 +13,7 @@
 //! (autoscaling/v2 HPA or a CRD whose kind contains `HorizontalPodAutoscaler`).
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -29,7 +31,9 @@ use crate::{Sim, SimConfig};
 pub struct DemoConfig {
     /// Real duration (default 120 s).
     pub duration: Duration,
-    /// Sim seconds per real second (default 720: a day in two minutes).
+    /// Sim seconds per real second (default 1). The load's day curve always spans the whole run;
+    /// the services run on the real clock, so a time scale above 1 makes pod ages and metric
+    /// timestamps run ahead of what they compare them with (CPU samples then look too fresh).
     pub time_scale: f64,
     /// Where the SVG plot goes (default `plimsoll-demo.svg`).
     pub plot: PathBuf,
@@ -41,8 +45,6 @@ pub struct DemoConfig {
     pub trough: f64,
     /// Real interval between table rows (default 2 s).
     pub sample_every: Duration,
-    /// Directory of CRD manifests to install (default `deploy/crds`).
-    pub crds_dir: PathBuf,
     /// Print the table (default true).
     pub print: bool,
 }
@@ -51,13 +53,12 @@ impl Default for DemoConfig {
     fn default() -> Self {
         Self {
             duration: Duration::from_secs(120),
-            time_scale: 720.0,
+            time_scale: 1.0,
             plot: PathBuf::from("plimsoll-demo.svg"),
             namespace: "demo".into(),
             peak: 1800.0,
             trough: 150.0,
             sample_every: Duration::from_secs(2),
-            crds_dir: PathBuf::from("deploy/crds"),
             print: true,
         }
     }
@@ -103,42 +104,61 @@ fn sample_workload(ns: &str) -> Value {
                 "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}}]}}}})
 }
 
+/// The HPA+ for the sample workload: CPU at 60 % of requests, re-evaluated every 5 s, quick to
+/// scale down so the compressed day shows both directions.
 fn sample_hpa(ns: &str) -> Value {
-    json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web", "namespace": ns},
+    json!({"apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": "web", "namespace": ns},
         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 2, "maxReplicas": 20,
-            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]}})
+            "syncPeriodSeconds": 5,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 15}}}})
 }
 
-/// Splits a multi-document YAML file.
-fn yaml_documents(text: &str) -> Vec<Value> {
-    text.split("\n---")
-        .filter_map(|doc| serde_saphyr::from_str::<Value>(doc).ok())
-        .filter(serde_json::Value::is_object)
-        .collect()
-}
-
-async fn install_crds(cluster: &crate::Cluster, dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
+/// A CronHPA that raises the HPA+'s minimum ahead of the midday peak and lowers it again after:
+/// two one-off jobs at fixed instants of the run (6-field cron with seconds, UTC).
+fn sample_cronhpa(ns: &str, raise_at: jiff::Timestamp, lower_at: jiff::Timestamp) -> Value {
+    let at = |t: jiff::Timestamp| {
+        let z = t.to_zoned(jiff::tz::TimeZone::UTC);
+        format!(
+            "{} {} {} {} {} *",
+            z.second(),
+            z.minute(),
+            z.hour(),
+            z.day(),
+            z.month()
+        )
     };
+    json!({"apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "CronHorizontalPodAutoscaler",
+        "metadata": {"name": "web-peak", "namespace": ns},
+        "spec": {"scaleTargetRef": {"apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus", "name": "web"},
+            "jobs": [
+                {"name": "before-peak", "schedule": at(raise_at), "targetSize": 6, "runOnce": true},
+                {"name": "after-peak", "schedule": at(lower_at), "targetSize": 2, "runOnce": true}]}})
+}
+
+/// A VPA in recommendation-only mode: the recommender's view of the sample workload.
+fn sample_vpa(ns: &str) -> Value {
+    json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "updatePolicy": {"updateMode": "Off"}, "recommenders": [{"name": "plimsoll"}]}})
+}
+
+/// Installs every Plimsoll CRD, generated from the Rust types (so the demo runs from any
+/// directory).
+async fn install_crds(cluster: &crate::Cluster) -> usize {
     let mut n = 0;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
-    files.sort();
-    for f in files {
-        let Ok(text) = std::fs::read_to_string(&f) else {
+    for crd in plimsoll_core::api::crds() {
+        let Ok(doc) = serde_json::to_value(&crd) else {
             continue;
         };
-        for doc in yaml_documents(&text) {
-            if cluster
-                .create_manifest(doc, &Caller::controller("demo"))
-                .await
-                .is_ok()
-            {
-                n += 1;
-            }
+        if cluster
+            .create_manifest(doc, &Caller::controller("demo"))
+            .await
+            .is_ok()
+        {
+            n += 1;
         }
     }
     n
@@ -160,6 +180,28 @@ fn last_decision(cluster: &crate::Cluster, ns: &str) -> String {
                 .and_then(Value::as_str)
                 == Some("web")
         }) {
+            // An HPA+ records its last decision and the reason for it; prefer that.
+            if let Some(reason) = o
+                .pointer("/status/lastDecision/reason")
+                .and_then(Value::as_str)
+            {
+                let at = o
+                    .pointer("/status/lastDecision/time")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let text = match o
+                    .pointer("/status/lastDecision/desiredReplicas")
+                    .and_then(Value::as_i64)
+                {
+                    Some(n) => format!("→{n}: {reason}"),
+                    None => reason.to_owned(),
+                };
+                if best.as_ref().is_none_or(|(t, _)| at >= *t) {
+                    best = Some((at, text));
+                }
+                continue;
+            }
             for c in o
                 .pointer("/status/conditions")
                 .and_then(Value::as_array)
@@ -244,14 +286,14 @@ fn take(cluster: &crate::Cluster, ns: &str, t: f64) -> Sample {
     }
 }
 
-fn clock_label(t: f64) -> String {
-    let s = t.max(0.0) as u64;
-    format!(
-        "d{} {:02}:{:02}",
-        s / 86_400,
-        (s % 86_400) / 3600,
-        (s % 3600) / 60
-    )
+/// The time of day on the compressed day (`day` sim seconds make 24 h), e.g. `13:45`.
+fn clock_label(t: f64, day: f64) -> String {
+    let minutes = if day > 0.0 {
+        ((t.max(0.0) / day) * 1440.0) as u64
+    } else {
+        0
+    };
+    format!("{:02}:{:02}", (minutes / 60) % 24, minutes % 60)
 }
 
 /// Runs the demo; returns the samples it plotted.
@@ -264,7 +306,7 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
     .await?;
     let cluster = sim.cluster.clone();
     let ns = config.namespace.clone();
-    let crds = install_crds(&cluster, &config.crds_dir).await;
+    let crds = install_crds(&cluster).await;
     let caller = Caller::controller("demo");
     cluster
         .create_manifest(
@@ -276,7 +318,16 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
         .create_manifest(sample_workload(&ns), &caller)
         .await?;
     cluster.create_manifest(sample_hpa(&ns), &caller).await?;
-    let day = 86_400.0;
+    // The day is compressed into the run; the clock is not (see DemoConfig::time_scale).
+    let day = config.duration.as_secs_f64() * config.time_scale;
+    let start = jiff::Timestamp::now();
+    let offset = |fraction: f64| {
+        start + jiff::SignedDuration::from_secs_f64(config.duration.as_secs_f64() * fraction)
+    };
+    cluster
+        .create_manifest(sample_cronhpa(&ns, offset(0.35), offset(0.65)), &caller)
+        .await?;
+    cluster.create_manifest(sample_vpa(&ns), &caller).await?;
     sim.set_load(
         &ns,
         "deployments",
@@ -338,7 +389,7 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
             decision.truncate(70);
             println!(
                 "{:<10} {:>8.0} {:>5}/{:<3} {:>5.0}%  {decision}",
-                clock_label(s.t),
+                clock_label(s.t, day),
                 s.load,
                 s.ready,
                 s.replicas,
@@ -530,11 +581,5 @@ mod tests {
         assert!((nice_max(7.0) - 10.0).abs() < 1e-9);
         assert!((nice_max(180.0) - 200.0).abs() < 1e-9);
         assert!((nice_max(1800.0) - 2000.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn yaml_documents_split() {
-        let docs = yaml_documents("a: 1\n---\nb: 2\n---\n");
-        assert_eq!(docs.len(), 2);
     }
 }

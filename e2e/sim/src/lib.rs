@@ -25,6 +25,7 @@ pub mod registry;
 pub mod rest;
 pub mod scenario;
 pub mod selector;
+pub mod services;
 pub mod store;
 pub mod table;
 pub mod tls;

@@ -44,8 +44,9 @@ enum Command {
         /// Real duration of the demo (e.g. 120s, 3m).
         #[arg(long, env = "PLIMSOLL_DEMO_DURATION", default_value = "120s", value_parser = parse_duration)]
         duration: Duration,
-        /// Sim seconds per real second (720 → a day in two minutes).
-        #[arg(long, env = "PLIMSOLL_DEMO_TIME_SCALE", default_value_t = 720.0)]
+        /// Sim seconds per real second. The day curve always spans the whole run; keep 1 unless
+        /// you know why: the services run on the real clock.
+        #[arg(long, env = "PLIMSOLL_DEMO_TIME_SCALE", default_value_t = 1.0)]
         time_scale: f64,
         /// Where to write the SVG plot.
         #[arg(long, env = "PLIMSOLL_DEMO_PLOT", default_value = "plimsoll-demo.svg")]
@@ -89,14 +90,21 @@ async fn shutdown_signal() {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let args = Args::parse();
+    // The demo prints its own table; the in-process services log only what goes wrong
+    // (RUST_LOG overrides either default).
+    let default_filter = match args.command {
+        Command::Demo { .. } => "warn,plimsoll_vpa_updater::updater=error,kube=error",
+        Command::Serve { .. } => "info,kube=warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,kube=warn".into()),
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    match Args::parse().command {
+    match args.command {
         Command::Serve {
             address,
             http_address,
@@ -148,7 +156,7 @@ async fn main() -> anyhow::Result<()> {
                 plot,
                 ..demo::DemoConfig::default()
             };
-            demo::run(config, Vec::new()).await?;
+            demo::run(config, plimsoll_sim::services::all()).await?;
         }
     }
     Ok(())

@@ -1,9 +1,10 @@
-//! The harness itself: a test gets a cluster with the Plimsoll CRDs served and its own namespace.
+//! The harness itself: a test gets a cluster with the Plimsoll CRDs served and its own namespace,
+//! and deleting that namespace takes the test's objects with it.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DeleteParams, ListParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_e2e::{Env, eventually};
 
@@ -18,28 +19,27 @@ async fn a_test_gets_the_crds_and_its_own_namespace() -> anyhow::Result<()> {
         .list(&ListParams::default())
         .await?;
     assert!(listed.items.is_empty());
-    let ns = env.namespace.clone();
-    let client = env.client.clone();
-    env.cleanup().await;
-    // On a real cluster deletion is asynchronous; the namespace at least starts terminating.
-    let _ = eventually(
+
+    // What cleanup does first: the namespace goes (or, on a real cluster, starts terminating).
+    namespaces
+        .delete(&env.namespace, &DeleteParams::default())
+        .await?;
+    eventually(
         "namespace gone or terminating",
-        Duration::from_secs(10),
+        Duration::from_secs(30),
         Duration::from_millis(100),
         || {
-            let api = Api::<Namespace>::all(client.clone());
-            let ns = ns.clone();
+            let api = namespaces.clone();
+            let ns = env.namespace.clone();
             async move {
-                Ok(match api.get_opt(&ns).await {
-                    Ok(None) => Some(()),
-                    Ok(Some(n)) if n.metadata.deletion_timestamp.is_some() => Some(()),
-                    Ok(Some(_)) => None,
-                    // The sim has stopped by now: nothing answers, which is also "gone".
-                    Err(_) => Some(()),
-                })
+                let found = api.get_opt(&ns).await?;
+                Ok(found
+                    .is_none_or(|n| n.metadata.deletion_timestamp.is_some())
+                    .then_some(()))
             }
         },
     )
-    .await;
+    .await?;
+    env.cleanup().await;
     Ok(())
 }

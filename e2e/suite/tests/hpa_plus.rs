@@ -15,7 +15,6 @@ use clap::Parser;
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
@@ -273,7 +272,7 @@ impl MetricsSource for Backlog {
     fn object_metric<'a>(
         &'a self,
         namespace: &'a str,
-        _: &'a CrossVersionObjectReference,
+        _: plimsoll_runtime::kinds::TargetRef<'a>,
         metric: &'a str,
         _: Option<&'a Selector>,
     ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {

@@ -22,7 +22,6 @@ use anyhow::{Context as _, bail};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
@@ -59,7 +58,7 @@ impl MetricsSource for AtTarget {
     fn object_metric<'a>(
         &'a self,
         _: &'a str,
-        _: &'a CrossVersionObjectReference,
+        _: plimsoll_runtime::kinds::TargetRef<'a>,
         metric: &'a str,
         _: Option<&'a Selector>,
     ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
