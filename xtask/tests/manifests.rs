@@ -363,3 +363,44 @@ fn chart_cluster_roles_match_deploy() {
         );
     }
 }
+
+/// Parses `args` with the service's own command line, as the binary would at start.
+fn parse_service_args(service: &str, args: &[String]) -> Result<(), String> {
+    use clap::Parser;
+    let argv = std::iter::once(service.to_owned()).chain(args.iter().cloned());
+    let parsed = match service {
+        "hpa-plus" => plimsoll_hpa_plus::cli::Args::try_parse_from(argv).map(drop),
+        "cron-hpa" => plimsoll_cron_hpa::cli::Args::try_parse_from(argv).map(drop),
+        "vpa-recommender" => plimsoll_vpa_recommender::cli::Args::try_parse_from(argv).map(drop),
+        "vpa-updater" => plimsoll_vpa_updater::cli::Args::try_parse_from(argv).map(drop),
+        "vpa-admission" => plimsoll_vpa_admission::cli::Args::try_parse_from(argv).map(drop),
+        other => return Err(format!("unknown service {other}")),
+    };
+    parsed.map_err(|e| e.to_string())
+}
+
+#[test]
+fn deployment_args_parse_with_each_services_command_line() {
+    let m = load();
+    for svc in SERVICES {
+        let name = format!("plimsoll-{svc}");
+        let d = m
+            .deployments
+            .iter()
+            .find(|d| d.metadata.name.as_deref() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("no Deployment {name}"));
+        let container = &d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod")
+            .containers[0];
+        let args = container.args.clone().unwrap_or_default();
+        assert!(!args.is_empty(), "{name}: no args");
+        if let Err(e) = parse_service_args(svc, &args) {
+            panic!("{name}: {args:?} do not parse: {e}");
+        }
+    }
+    // And the check can fail: a misspelt flag is refused.
+    assert!(parse_service_args("hpa-plus", &["--metrics-adress=0.0.0.0:8080".to_owned()]).is_err());
+}
