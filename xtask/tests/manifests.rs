@@ -367,13 +367,17 @@ fn chart_cluster_roles_match_deploy() {
 /// Parses `args` with the service's own command line, as the binary would at start.
 fn parse_service_args(service: &str, args: &[String]) -> Result<(), String> {
     use clap::Parser;
-    let argv = std::iter::once(service.to_owned()).chain(args.iter().cloned());
+    let command_line = std::iter::once(service.to_owned()).chain(args.iter().cloned());
     let parsed = match service {
-        "hpa-plus" => plimsoll_hpa_plus::cli::Args::try_parse_from(argv).map(drop),
-        "cron-hpa" => plimsoll_cron_hpa::cli::Args::try_parse_from(argv).map(drop),
-        "vpa-recommender" => plimsoll_vpa_recommender::cli::Args::try_parse_from(argv).map(drop),
-        "vpa-updater" => plimsoll_vpa_updater::cli::Args::try_parse_from(argv).map(drop),
-        "vpa-admission" => plimsoll_vpa_admission::cli::Args::try_parse_from(argv).map(drop),
+        "hpa-plus" => plimsoll_hpa_plus::cli::Args::try_parse_from(command_line).map(drop),
+        "cron-hpa" => plimsoll_cron_hpa::cli::Args::try_parse_from(command_line).map(drop),
+        "vpa-recommender" => {
+            plimsoll_vpa_recommender::cli::Args::try_parse_from(command_line).map(drop)
+        }
+        "vpa-updater" => plimsoll_vpa_updater::cli::Args::try_parse_from(command_line).map(drop),
+        "vpa-admission" => {
+            plimsoll_vpa_admission::cli::Args::try_parse_from(command_line).map(drop)
+        }
         other => return Err(format!("unknown service {other}")),
     };
     parsed.map_err(|e| e.to_string())
