@@ -242,6 +242,26 @@ mod tests {
     }
 
     #[test]
+    fn the_deployment_manifest_args_parse() {
+        let manifest = include_str!("../../../deploy/hpa-plus/deployment.yaml");
+        let deployment: k8s_openapi::api::apps::v1::Deployment =
+            serde_saphyr::from_str(manifest).unwrap();
+        let pod = deployment.spec.unwrap().template.spec.unwrap();
+        let container = pod
+            .containers
+            .iter()
+            .find(|c| c.name == "hpa-plus")
+            .unwrap();
+        let args = container.args.clone().unwrap_or_default();
+        let parsed = parse(&args.iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        assert!(
+            parsed.command.is_none(),
+            "the Deployment runs the controller"
+        );
+        parsed.into_config().unwrap();
+    }
+
+    #[test]
     fn bad_tolerance_is_rejected() {
         assert!(parse(&["--tolerance=1.5"]).unwrap().into_config().is_err());
     }

@@ -177,3 +177,133 @@ impl Context {
             .count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+    use std::collections::BTreeMap;
+
+    fn context() -> (Context, Registry) {
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let (crons, _writer) = kube::runtime::reflector::store();
+        let mut registry = Registry::default();
+        let metrics = Arc::new(Metrics::register(
+            plimsoll_runtime::telemetry::service_registry(&mut registry, "hpa-plus"),
+        ));
+        let ctx = Context::new(
+            client.clone(),
+            ScaleClient::new(client.clone(), "hpa-plus"),
+            Arc::new(crate::tests_support::NoMetrics),
+            Events::new(client, "hpa-plus"),
+            metrics,
+            PodIndex::new(),
+            crons,
+            ControllerConfig::default(),
+            LeaderHandle::always_leading(),
+        );
+        (ctx, registry)
+    }
+
+    fn labels(app: &str) -> BTreeMap<String, String> {
+        [("app".to_owned(), app.to_owned())].into()
+    }
+
+    // upstream: pkg/controller/podautoscaler/horizontal.go validateAndParseSelector (pods
+    // selected by more than one HPA of the namespace make each of them AmbiguousSelector).
+    #[tokio::test]
+    async fn autoscalers_selecting_the_same_pods_see_each_other() {
+        let (ctx, _) = context();
+        let web = Selector::parse("app=web").unwrap();
+        let all = Selector::everything();
+        let db = Selector::parse("app=db").unwrap();
+        let pods = [labels("web")];
+        assert!(
+            ctx.claim_pods("ns", "u1", "HPA+/web", &web, pods.iter())
+                .is_empty()
+        );
+        assert!(
+            ctx.claim_pods("ns", "u3", "HPA+/db", &db, [labels("db")].iter())
+                .is_empty()
+        );
+        // A second autoscaler over everything in the namespace conflicts with web (and db).
+        let seen = ctx.claim_pods("ns", "u2", "HPA+/all", &all, pods.iter());
+        assert_eq!(seen, ["HPA+/web"]);
+        assert_eq!(
+            ctx.claim_pods("ns", "u1", "HPA+/web", &web, pods.iter()),
+            ["HPA+/all"]
+        );
+        // Other namespaces never conflict.
+        assert!(
+            ctx.claim_pods("other", "u4", "HPA+/web", &web, pods.iter())
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn forgetting_an_object_drops_its_history_selector_and_series() {
+        let (ctx, registry) = context();
+        let web = Selector::parse("app=web").unwrap();
+        ctx.claim_pods("ns", "u1", "HPA+/web", &web, [labels("web")].iter());
+        let decision_labels = crate::metrics::ObjectLabels {
+            namespace: "ns".into(),
+            name: "web".into(),
+        };
+        let history = History {
+            last_scale_time: Some(jiff::Timestamp::UNIX_EPOCH),
+            ..History::default()
+        };
+        ctx.remember(
+            "u1",
+            Memory {
+                namespace: decision_labels.namespace.clone(),
+                name: decision_labels.name.clone(),
+                history: history.clone(),
+                metric_names: vec!["cpu".into()],
+                next_due: Some(Instant::now()),
+                native: false,
+            },
+        );
+        assert_eq!(ctx.history("u1"), history);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(ctx.overdue(Instant::now()), 1);
+        ctx.forget("u1");
+        assert_eq!(ctx.history("u1"), History::default());
+        assert_eq!(ctx.overdue(Instant::now()), 0);
+        // Nobody else claims web's pods any more.
+        let all = Selector::everything();
+        assert!(
+            ctx.claim_pods("ns", "u2", "HPA+/all", &all, [labels("web")].iter())
+                .is_empty()
+        );
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(text.contains("plimsoll_hpa_plus_objects 0"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_relist_drops_objects_no_longer_listed_of_that_kind_only() {
+        let (ctx, _) = context();
+        let memory = |native| Memory {
+            namespace: "ns".into(),
+            name: "x".into(),
+            history: History::default(),
+            metric_names: Vec::new(),
+            next_due: None,
+            native,
+        };
+        ctx.remember("plus-gone", memory(false));
+        ctx.remember("plus-live", memory(false));
+        ctx.remember("native", memory(true));
+        ctx.retain(&["plus-live".to_owned()].into(), false);
+        let known: Vec<String> = {
+            let mut k: Vec<String> = lock(&ctx.memory).keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(known, ["native", "plus-live"]);
+    }
+}

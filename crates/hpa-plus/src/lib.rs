@@ -29,12 +29,14 @@ pub mod pods;
 pub mod reconcile;
 pub mod replay;
 pub mod status;
+#[cfg(test)]
+mod tests_support;
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt as _, StreamExt, TryStreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Config as ControllerSettings, Controller};
@@ -49,7 +51,7 @@ use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
-use plimsoll_runtime::leader::{self, LeaderConfig, LeaderElection, LeaderHandle};
+use plimsoll_runtime::leader::{self, LeaderConfig, LeaderElection};
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::telemetry::service_registry;
@@ -261,8 +263,6 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     result
 }
 
-use futures::FutureExt as _;
-
 fn start_election(
     client: &Client,
     config: &Config,
@@ -362,6 +362,3 @@ where
         _ => {}
     }
 }
-
-/// The leader handle type, re-exported for tests that gate on it.
-pub type Leader = LeaderHandle;

@@ -290,9 +290,283 @@ pub fn now() -> Timestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt as _;
+    use futures::future::BoxFuture;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::runtime::watcher::Event;
     use plimsoll_core::api::cron::{
         CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus,
     };
+    use plimsoll_core::api::hpa_plus::MetricSpec;
+    use plimsoll_core::horizontal::ControllerConfig;
+    use plimsoll_core::quantity::Quantity;
+    use plimsoll_runtime::events::Events;
+    use plimsoll_runtime::leader::LeaderHandle;
+    use plimsoll_runtime::metrics_api::{
+        ContainerMetrics, ExternalMetricValue, MetricValue, MetricsSource,
+    };
+    use plimsoll_runtime::scale::ScaleClient;
+    use prometheus_client::registry::Registry;
+    use std::time::Duration;
+
+    use crate::metrics::Metrics;
+    use crate::pods::PodIndex;
+
+    /// A metrics source answering from fixed values, or failing, or hanging.
+    #[derive(Default)]
+    struct Fake {
+        cpu_millis: BTreeMap<String, &'static str>,
+        rps: BTreeMap<String, &'static str>,
+        external: Vec<&'static str>,
+        fail: bool,
+        hang: bool,
+    }
+
+    fn err(metric: &str) -> plimsoll_runtime::Error {
+        plimsoll_runtime::Error::MetricsApi {
+            api: "metrics.k8s.io",
+            what: "pod metrics",
+            metric: metric.to_owned(),
+            namespace: "ns".into(),
+            reason: "503 ServiceUnavailable".into(),
+        }
+    }
+
+    impl Fake {
+        async fn gate(&self, metric: &str) -> plimsoll_runtime::Result<()> {
+            if self.hang {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+            if self.fail { Err(err(metric)) } else { Ok(()) }
+        }
+    }
+
+    impl MetricsSource for Fake {
+        fn pod_metrics<'a>(
+            &'a self,
+            namespace: &'a str,
+            _: &'a Selector,
+        ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<PodMetrics>>> {
+            async move {
+                self.gate("cpu").await?;
+                Ok(self
+                    .cpu_millis
+                    .iter()
+                    .map(|(pod, cpu)| PodMetrics {
+                        name: pod.clone(),
+                        namespace: namespace.to_owned(),
+                        labels: BTreeMap::new(),
+                        timestamp: Timestamp::from_second(1000).unwrap(),
+                        window: Duration::from_secs(15),
+                        containers: vec![ContainerMetrics {
+                            name: "app".into(),
+                            usage: [("cpu".to_owned(), Quantity::parse(cpu).unwrap())].into(),
+                        }],
+                    })
+                    .collect())
+            }
+            .boxed()
+        }
+        fn pods_metric<'a>(
+            &'a self,
+            namespace: &'a str,
+            metric: &'a str,
+            _: &'a Selector,
+            _: Option<&'a Selector>,
+        ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<MetricValue>>> {
+            async move {
+                self.gate(metric).await?;
+                Ok(self
+                    .rps
+                    .iter()
+                    .map(|(pod, v)| {
+                        serde_json::from_value(serde_json::json!({
+                            "describedObject": {"kind": "Pod", "name": pod, "namespace": namespace},
+                            "metric": {"name": metric},
+                            "timestamp": "2026-01-01T00:00:00Z",
+                            "value": v,
+                        }))
+                        .unwrap()
+                    })
+                    .collect())
+            }
+            .boxed()
+        }
+        fn object_metric<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a K8sRef,
+            metric: &'a str,
+            _: Option<&'a Selector>,
+        ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
+            async move { Err(err(metric)) }.boxed()
+        }
+        fn external_metric<'a>(
+            &'a self,
+            _: &'a str,
+            metric: &'a str,
+            _: Option<&'a Selector>,
+        ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<ExternalMetricValue>>> {
+            async move {
+                self.gate(metric).await?;
+                Ok(self
+                    .external
+                    .iter()
+                    .map(|v| ExternalMetricValue {
+                        metric_name: metric.to_owned(),
+                        metric_labels: BTreeMap::new(),
+                        timestamp: Timestamp::from_second(1000).unwrap(),
+                        window_seconds: None,
+                        value: Quantity::parse(v).unwrap(),
+                    })
+                    .collect())
+            }
+            .boxed()
+        }
+    }
+
+    fn pod(name: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+        .unwrap()
+    }
+
+    /// A context whose client points nowhere: `observe` must not call the API server for
+    /// pods (they come from the index) nor for metrics (they come from the fake).
+    fn context(fake: Fake, pods: &[&str]) -> Context {
+        let client =
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
+                .unwrap();
+        let index = PodIndex::new();
+        index.apply(&Event::Init);
+        for p in pods {
+            index.apply(&Event::InitApply(pod(p)));
+        }
+        index.apply(&Event::InitDone);
+        let (crons, _writer) = kube::runtime::reflector::store();
+        let mut registry = Registry::default();
+        Context::new(
+            client.clone(),
+            ScaleClient::new(client.clone(), "hpa-plus"),
+            Arc::new(fake),
+            Events::new(client, "hpa-plus"),
+            Arc::new(Metrics::register(&mut registry)),
+            index,
+            crons,
+            ControllerConfig::default(),
+            LeaderHandle::always_leading(),
+        )
+    }
+
+    fn spec(metrics: &serde_json::Value) -> HorizontalPodAutoscalerPlusSpec {
+        serde_json::from_value(serde_json::json!({
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 10,
+            "metrics": metrics,
+        }))
+        .unwrap()
+    }
+
+    async fn run(ctx: &Context, spec: &HorizontalPodAutoscalerPlusSpec) -> Observation {
+        let selector = Selector::parse("app=web").unwrap();
+        let pods = ctx.pods.select("ns", &selector);
+        observe(ctx, "ns", spec, 2, 2, &selector, &pods).await
+    }
+
+    fn cpu_metric() -> serde_json::Value {
+        serde_json::json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}])
+    }
+
+    #[tokio::test]
+    async fn pods_come_from_the_index_and_usage_from_the_metrics_source() {
+        let fake = Fake {
+            cpu_millis: [("a".to_owned(), "80m"), ("b".to_owned(), "120m")].into(),
+            ..Fake::default()
+        };
+        let ctx = context(fake, &["a", "b", "c"]);
+        let obs = run(&ctx, &spec(&cpu_metric())).await;
+        assert_eq!(obs.current_replicas, 2);
+        assert_eq!(obs.pods.len(), 3);
+        let usage = |i: usize| obs.pods[i].containers[0].usage.get("cpu").cloned();
+        assert_eq!(usage(0), Some(Ok(80)));
+        assert_eq!(usage(1), Some(Ok(120)));
+        // No sample for c: "missing", as upstream.
+        assert_eq!(usage(2), None);
+        assert_eq!(obs.pods[0].containers[0].requests["cpu"], 100);
+        assert_eq!(obs.pods[0].metrics_window_seconds, 15);
+    }
+
+    #[tokio::test]
+    async fn a_failing_metrics_api_marks_every_sample_failed() {
+        let ctx = context(
+            Fake {
+                fail: true,
+                ..Fake::default()
+            },
+            &["a", "b"],
+        );
+        let obs = run(&ctx, &spec(&cpu_metric())).await;
+        for p in &obs.pods {
+            assert!(matches!(p.containers[0].usage.get("cpu"), Some(Err(m)) if m.contains("503")));
+        }
+        let ext = spec(&serde_json::json!([{"type": "External", "external": {
+            "metric": {"name": "queue"}, "target": {"type": "Value", "value": "10"}}}]));
+        let obs = run(&ctx, &ext).await;
+        assert!(matches!(obs.external_metrics.get("queue"), Some(Err(_))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hanging_metrics_api_fails_after_the_timeout() {
+        let ctx = context(
+            Fake {
+                hang: true,
+                ..Fake::default()
+            },
+            &["a"],
+        );
+        let obs = run(&ctx, &spec(&cpu_metric())).await;
+        assert!(matches!(
+            obs.pods[0].containers[0].usage.get("cpu"),
+            Some(Err(m)) if m.contains("no answer within 5s")
+        ));
+    }
+
+    #[tokio::test]
+    async fn pods_external_and_object_metrics_are_keyed_as_the_decision_reads_them() {
+        let fake = Fake {
+            rps: [("a".to_owned(), "10"), ("b".to_owned(), "500m")].into(),
+            external: vec!["3", "4"],
+            ..Fake::default()
+        };
+        let ctx = context(fake, &["a", "b"]);
+        let metrics: Vec<MetricSpec> = serde_json::from_value(serde_json::json!([
+            {"type": "Pods", "pods": {"metric": {"name": "rps"},
+                "target": {"type": "AverageValue", "averageValue": "10"}}},
+            {"type": "External", "external": {"metric": {"name": "queue"},
+                "target": {"type": "Value", "value": "10"}}},
+            {"type": "Object", "object": {"describedObject": {"apiVersion": "networking.k8s.io/v1",
+                "kind": "Ingress", "name": "main"}, "metric": {"name": "hits"},
+                "target": {"type": "Value", "value": "10"}}}
+        ]))
+        .unwrap();
+        let obs = run(&ctx, &spec(&serde_json::to_value(metrics).unwrap())).await;
+        assert_eq!(obs.pods[0].metrics.get("rps"), Some(&Ok(10_000)));
+        assert_eq!(obs.pods[1].metrics.get("rps"), Some(&Ok(500)));
+        assert_eq!(
+            obs.external_metrics.get("queue"),
+            Some(&Ok(vec![3000, 4000]))
+        );
+        assert!(matches!(
+            obs.object_metrics.get("Ingress/main/hits"),
+            Some(Err(_))
+        ));
+        // No Resource metric: no metrics.k8s.io request, so no usage at all.
+        assert!(obs.pods[0].containers[0].usage.is_empty());
+    }
 
     fn cron(
         name: &str,
