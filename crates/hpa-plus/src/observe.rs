@@ -395,7 +395,7 @@ mod tests {
         fn object_metric<'a>(
             &'a self,
             _: &'a str,
-            _: &'a K8sRef,
+            _: plimsoll_runtime::kinds::TargetRef<'a>,
             metric: &'a str,
             _: Option<&'a Selector>,
         ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {

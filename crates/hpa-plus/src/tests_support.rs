@@ -2,7 +2,6 @@
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
-use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 use plimsoll_runtime::metrics_api::{ExternalMetricValue, MetricValue, MetricsSource, PodMetrics};
 use plimsoll_runtime::selector::Selector;
 
@@ -29,7 +28,7 @@ impl MetricsSource for NoMetrics {
     fn object_metric<'a>(
         &'a self,
         namespace: &'a str,
-        _: &'a CrossVersionObjectReference,
+        _: plimsoll_runtime::kinds::TargetRef<'a>,
         metric: &'a str,
         _: Option<&'a Selector>,
     ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
