@@ -16,6 +16,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -37,6 +38,9 @@ const POLL: Duration = Duration::from_millis(200);
 /// The updater's loop interval; long next to a loop's own duration, so evictions of one loop
 /// form a burst well apart from the next loop's.
 const UPDATER_INTERVAL_SECS: u64 = 5;
+/// Below the recommender's floor for a pod's lowerBound (`--pod-recommendation-min-cpu-millicores`,
+/// 25m), so the pods are outside the recommended range from the first recommendation on and the
+/// updater evicts them at once instead of waiting out the in-range lifetime threshold (12 h).
 const REQUEST_MILLI: i64 = 20;
 const REPLICAS: usize = 4;
 /// At most `floor(0.5 × 4)` pods per loop.
@@ -140,9 +144,7 @@ async fn admission(env: &Env) -> anyhow::Result<Service<()>> {
 }
 
 /// The real vpa-updater and the address of its `/metrics`.
-fn updater(
-    env: &Env,
-) -> anyhow::Result<(Service<plimsoll_vpa_updater::Result<()>>, SocketAddr)> {
+fn updater(env: &Env) -> anyhow::Result<(Service<plimsoll_vpa_updater::Result<()>>, SocketAddr)> {
     let address = free_address()?;
     let config = plimsoll_vpa_updater::cli::parse_config([
         "vpa-updater".to_owned(),
@@ -300,12 +302,21 @@ async fn vpa(env: &Env) -> anyhow::Result<()> {
 
 /// The CPU recommendation for `app` as (lowerBound, target, upperBound) millicores.
 async fn cpu_recommendation(env: &Env) -> anyhow::Result<Option<(i64, i64, i64)>> {
-    let vpa = env.api::<VerticalPodAutoscaler>().get("web").await?;
+    cpu_recommendation_in(&env.api()).await
+}
+
+async fn cpu_recommendation_in(
+    api: &Api<VerticalPodAutoscaler>,
+) -> anyhow::Result<Option<(i64, i64, i64)>> {
+    let vpa = api.get("web").await?;
     let Some(rec) = vpa
         .status
         .and_then(|s| s.recommendation)
         .and_then(|r| r.container_recommendations)
-        .and_then(|c| c.into_iter().find(|c| c.container_name.as_deref() == Some("app")))
+        .and_then(|c| {
+            c.into_iter()
+                .find(|c| c.container_name.as_deref() == Some("app"))
+        })
     else {
         return Ok(None);
     };
@@ -360,8 +371,7 @@ async fn live_pods(env: &Env) -> anyhow::Result<Vec<(String, String, Option<i64>
 }
 
 #[tokio::test]
-async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> anyhow::Result<()>
-{
+async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> anyhow::Result<()> {
     let env = Env::start("vpa-flow").await?;
     let Some(sim) = env.sim() else {
         env.cleanup().await;
@@ -410,6 +420,27 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
     .await?;
     eprintln!("first CPU target: {first_target}m");
 
+    // Every CPU target the VPA shows from here on, polled faster than the recommender writes
+    // (once a second), so the request the webhook copied into a pod is among them.
+    let targets: Arc<Mutex<BTreeSet<i64>>> = Arc::new(Mutex::new(BTreeSet::from([first_target])));
+    let watching = CancellationToken::new();
+    let watcher = tokio::spawn({
+        let api: Api<VerticalPodAutoscaler> = env.api();
+        let targets = Arc::clone(&targets);
+        let watching = watching.clone();
+        async move {
+            while !watching.is_cancelled() {
+                if let Ok(Some((_, target, _))) = cpu_recommendation_in(&api).await {
+                    targets
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(target);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    });
+
     let admission = admission(&env).await?;
     let (updater, metrics) = updater(&env)?;
 
@@ -432,7 +463,9 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
                 let pods = live_pods(env).await?;
                 let replaced = pods.len() == REPLICAS
                     && pods.iter().all(|p| p.3 && !original.contains(&p.0))
-                    && pods.iter().all(|p| p.2.is_some_and(|c| c > 10 * REQUEST_MILLI));
+                    && pods
+                        .iter()
+                        .all(|p| p.2.is_some_and(|c| c > 10 * REQUEST_MILLI));
                 Ok(replaced.then_some(pods))
             }
         },
@@ -447,10 +480,20 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
         Ok(pods) => pods,
         Err(e) => {
             eprintln!("pods: {:?}", live_pods(&env).await);
-            eprintln!("updater metrics:\n{}", scrape(metrics).await.unwrap_or_default());
+            eprintln!(
+                "updater metrics:\n{}",
+                scrape(metrics).await.unwrap_or_default()
+            );
             return Err(e);
         }
     };
+    watching.cancel();
+    watcher.await?;
+    let targets = targets
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    eprintln!("CPU targets seen: {targets:?}");
     let (lower, target, upper) = cpu_recommendation(&env)
         .await?
         .context("the recommendation is still there")?;
@@ -460,6 +503,11 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
     // Recreated pods carry the recommendation: only the webhook writes pod requests.
     for (_, name, cpu, _) in &rolled {
         let cpu = cpu.context("a CPU request")?;
+        assert!(
+            targets.contains(&cpu),
+            "{name} requests {cpu}m, not a target the VPA showed: {targets:?}"
+        );
+        // And the updater is done with it: inside the recommended range.
         assert!(
             (lower..=upper).contains(&cpu) && cpu >= 10 * REQUEST_MILLI,
             "{name} requests {cpu}m, recommendation [{lower}m, {upper}m] target {target}m"
