@@ -350,8 +350,8 @@ fn is_ready(pod: &Pod) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-/// Live (not terminating) pods of `web` as (uid, name, CPU request in millicores, ready).
-async fn live_pods(env: &Env) -> anyhow::Result<Vec<(String, String, Option<i64>, bool)>> {
+/// Live (not terminating) pods of `web`.
+async fn live_pods(env: &Env) -> anyhow::Result<Vec<LivePod>> {
     let list = env
         .api::<Pod>()
         .list(&ListParams::default().labels("app=web"))
@@ -370,15 +370,15 @@ async fn live_pods(env: &Env) -> anyhow::Result<Vec<(String, String, Option<i64>
         .collect()
 }
 
-#[tokio::test]
-async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> anyhow::Result<()> {
-    let env = Env::start("vpa-flow").await?;
-    let Some(sim) = env.sim() else {
-        env.cleanup().await;
-        return Ok(());
-    };
-    let started = std::time::Instant::now();
-    deployment(&env).await?;
+/// A live pod of `web`: (uid, name, CPU request in millicores, ready).
+type LivePod = (String, String, Option<i64>, bool);
+
+/// Creates `web`, makes each pod use ~300m, waits for its 4 pods; returns their uids.
+async fn overloaded_web(
+    env: &Env,
+    sim: &plimsoll_sim::SimHandle,
+) -> anyhow::Result<BTreeSet<String>> {
+    deployment(env).await?;
     // The load is shared by the ready pods: 1180 units over 4 pods plus 5m idle each is 300m
     // per pod, 15 times the 20m they request.
     sim.set_load(
@@ -391,61 +391,75 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
         },
     );
     let original: BTreeSet<String> = eventually("4 ready pods of web", WAIT, POLL, || async {
-        let pods = live_pods(&env).await?;
+        let pods = live_pods(env).await?;
         let ready = pods.iter().filter(|p| p.3).count();
         Ok((ready == REPLICAS && pods.len() == REPLICAS)
             .then(|| pods.into_iter().map(|p| p.0).collect()))
     })
     .await?;
     assert!(
-        live_pods(&env)
+        live_pods(env)
             .await?
             .iter()
             .all(|p| p.2 == Some(REQUEST_MILLI)),
         "the pods start at the Deployment's 20m"
     );
-    vpa(&env).await?;
+    Ok(original)
+}
 
-    let recommender = recommender(&env)?;
-    let (_, first_target, _) = eventually(
-        "a CPU recommendation well above 20m",
-        WAIT,
-        POLL,
-        || async {
-            Ok(cpu_recommendation(&env)
-                .await?
-                .filter(|(_, target, _)| *target >= 10 * REQUEST_MILLI))
-        },
-    )
-    .await?;
-    eprintln!("first CPU target: {first_target}m");
+/// Every CPU target the VPA shows while it runs, polled faster than the recommender writes
+/// (once a second), so the request the webhook copied into a pod is among them.
+struct TargetWatch {
+    targets: Arc<Mutex<BTreeSet<i64>>>,
+    token: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
 
-    // Every CPU target the VPA shows from here on, polled faster than the recommender writes
-    // (once a second), so the request the webhook copied into a pod is among them.
-    let targets: Arc<Mutex<BTreeSet<i64>>> = Arc::new(Mutex::new(BTreeSet::from([first_target])));
-    let watching = CancellationToken::new();
-    let watcher = tokio::spawn({
-        let api: Api<VerticalPodAutoscaler> = env.api();
-        let targets = Arc::clone(&targets);
-        let watching = watching.clone();
-        async move {
-            while !watching.is_cancelled() {
-                if let Ok(Some((_, target, _))) = cpu_recommendation_in(&api).await {
-                    targets
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(target);
+impl TargetWatch {
+    fn start(env: &Env, first: i64) -> TargetWatch {
+        let targets = Arc::new(Mutex::new(BTreeSet::from([first])));
+        let token = CancellationToken::new();
+        let task = tokio::spawn({
+            let api: Api<VerticalPodAutoscaler> = env.api();
+            let targets = Arc::clone(&targets);
+            let token = token.clone();
+            async move {
+                while !token.is_cancelled() {
+                    if let Ok(Some((_, target, _))) = cpu_recommendation_in(&api).await {
+                        targets
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(target);
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                tokio::time::sleep(Duration::from_millis(100)).await;
             }
+        });
+        TargetWatch {
+            targets,
+            token,
+            task,
         }
-    });
+    }
 
-    let admission = admission(&env).await?;
-    let (updater, metrics) = updater(&env)?;
+    async fn finish(self) -> anyhow::Result<BTreeSet<i64>> {
+        self.token.cancel();
+        self.task.await?;
+        Ok(self
+            .targets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone())
+    }
+}
 
-    // Poll the pods until every original is replaced by a ready pod carrying the recommended
-    // CPU, snapshotting the updater's counters on each round.
+/// Polls the pods until every original is replaced by a ready pod requesting far more than
+/// 20m, snapshotting the updater's counters on each round. Returns the pods and the snapshots.
+async fn roll_over(
+    env: &Env,
+    metrics: SocketAddr,
+    original: &BTreeSet<String>,
+) -> anyhow::Result<(Vec<LivePod>, Vec<(u64, u64)>)> {
     // The counters start at zero with the updater.
     let snapshots: RefCell<Vec<(u64, u64)>> = RefCell::new(vec![(0, 0)]);
     let rolled = eventually(
@@ -454,8 +468,6 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
         POLL,
         || {
             let snapshots = &snapshots;
-            let env = &env;
-            let original = &original;
             async move {
                 if let Ok(s) = snapshot(metrics).await {
                     snapshots.borrow_mut().push(s);
@@ -476,23 +488,85 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
     if let Ok(s) = snapshot(metrics).await {
         snapshots.push(s);
     }
-    let rolled = match rolled {
-        Ok(pods) => pods,
+    match rolled {
+        Ok(pods) => Ok((pods, snapshots)),
         Err(e) => {
-            eprintln!("pods: {:?}", live_pods(&env).await);
+            eprintln!("pods: {:?}", live_pods(env).await);
             eprintln!(
                 "updater metrics:\n{}",
                 scrape(metrics).await.unwrap_or_default()
             );
-            return Err(e);
+            Err(e)
         }
+    }
+}
+
+/// At most 2 evictions per loop, from the updater's counters and from the sim's audit log;
+/// every original pod evicted, over at least two loops.
+fn assert_at_most_two_per_loop(env: &Env, snapshots: &[(u64, u64)]) -> anyhow::Result<()> {
+    let loops = per_loop(snapshots);
+    eprintln!("(first loop, loops, evictions): {loops:?}");
+    for &(first, n, evicted) in &loops {
+        assert!(
+            evicted <= PER_LOOP * n,
+            "loops {first}..{}: {evicted} evictions",
+            first + n - 1
+        );
+    }
+    let total = snapshots.last().map_or(0, |s| s.1);
+    assert!(
+        total >= u64::try_from(REPLICAS)?,
+        "each original pod evicted"
+    );
+    // The rollover took more than one loop, as it must at 2 per loop.
+    assert!(
+        loops.iter().filter(|l| l.2 > 0).count() >= 2
+            || loops.iter().any(|l| l.1 > 1 && l.2 > PER_LOOP),
+        "{loops:?}"
+    );
+    // Every eviction burst in the audit log (one loop) has at most 2 pods.
+    if let Some(bursts) = audited_bursts(env)? {
+        eprintln!("audited eviction bursts: {bursts:?}");
+        let audited: usize = bursts.iter().map(Vec::len).sum();
+        assert!(audited >= REPLICAS, "{bursts:?}");
+        assert!(bursts.len() >= 2, "{bursts:?}");
+        for burst in &bursts {
+            assert!(burst.len() <= 2, "one loop evicted {burst:?}");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> anyhow::Result<()> {
+    let env = Env::start("vpa-flow").await?;
+    let Some(sim) = env.sim() else {
+        env.cleanup().await;
+        return Ok(());
     };
-    watching.cancel();
-    watcher.await?;
-    let targets = targets
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let started = std::time::Instant::now();
+    let original = overloaded_web(&env, sim).await?;
+    vpa(&env).await?;
+
+    let recommender = recommender(&env)?;
+    let (_, first_target, _) = eventually(
+        "a CPU recommendation well above 20m",
+        WAIT,
+        POLL,
+        || async {
+            Ok(cpu_recommendation(&env)
+                .await?
+                .filter(|(_, target, _)| *target >= 10 * REQUEST_MILLI))
+        },
+    )
+    .await?;
+    eprintln!("first CPU target: {first_target}m");
+    let watch = TargetWatch::start(&env, first_target);
+    let admission = admission(&env).await?;
+    let (updater, metrics) = updater(&env)?;
+
+    let (rolled, snapshots) = roll_over(&env, metrics, &original).await?;
+    let targets = watch.finish().await?;
     eprintln!("CPU targets seen: {targets:?}");
     let (lower, target, upper) = cpu_recommendation(&env)
         .await?
@@ -513,39 +587,7 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
             "{name} requests {cpu}m, recommendation [{lower}m, {upper}m] target {target}m"
         );
     }
-
-    // At most 2 evictions per loop, from the updater's counters.
-    let loops = per_loop(&snapshots);
-    eprintln!("(first loop, loops, evictions): {loops:?}");
-    for &(first, n, evicted) in &loops {
-        assert!(
-            evicted <= PER_LOOP * n,
-            "loops {first}..{}: {evicted} evictions",
-            first + n - 1
-        );
-    }
-    let total = snapshots.last().map_or(0, |s| s.1);
-    assert!(
-        total >= u64::try_from(REPLICAS)?,
-        "each original pod evicted"
-    );
-    // The rollover took more than one loop, as it must at 2 per loop.
-    assert!(
-        loops.iter().filter(|l| l.2 > 0).count() >= 2
-            || loops.iter().any(|l| l.1 > 1 && l.2 > PER_LOOP),
-        "{loops:?}"
-    );
-
-    // And from the sim's audit log: every eviction burst (one loop) has at most 2 pods.
-    if let Some(bursts) = audited_bursts(&env)? {
-        eprintln!("audited eviction bursts: {bursts:?}");
-        let audited: usize = bursts.iter().map(Vec::len).sum();
-        assert!(audited >= REPLICAS, "{bursts:?}");
-        assert!(bursts.len() >= 2, "{bursts:?}");
-        for burst in &bursts {
-            assert!(burst.len() <= 2, "one loop evicted {burst:?}");
-        }
-    }
+    assert_at_most_two_per_loop(&env, &snapshots)?;
 
     updater.stop().await??;
     admission.stop().await?;
