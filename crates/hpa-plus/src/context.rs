@@ -197,7 +197,7 @@ mod tests {
         let ctx = Context::new(
             client.clone(),
             ScaleClient::new(client.clone(), "hpa-plus"),
-            Arc::new(crate::tests_support::NoMetrics),
+            Arc::new(plimsoll_runtime::metrics_api::FixedExternalMetrics::empty()),
             Events::new(client, "hpa-plus"),
             metrics,
             PodIndex::new(),

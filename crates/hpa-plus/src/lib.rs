@@ -29,8 +29,6 @@ pub mod pods;
 pub mod reconcile;
 pub mod replay;
 pub mod status;
-#[cfg(test)]
-mod tests_support;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -454,6 +454,85 @@ pub mod paths {
     }
 }
 
+/// A metrics source with no metrics APIs behind it: every External metric has one fixed value
+/// (or none), pods have no usage and object metrics are not served. For benchmarks and tests
+/// that exercise a controller's own path without metrics-server or an adapter.
+#[derive(Clone, Debug, Default)]
+pub struct FixedExternalMetrics {
+    value: Option<Quantity>,
+}
+
+impl FixedExternalMetrics {
+    /// Every External metric is `value`.
+    pub fn new(value: Quantity) -> Self {
+        Self { value: Some(value) }
+    }
+
+    /// No metric has a value.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+}
+
+impl MetricsSource for FixedExternalMetrics {
+    fn pod_metrics<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Selector,
+    ) -> BoxFuture<'a, Result<Vec<PodMetrics>>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn pods_metric<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a Selector,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, Result<Vec<MetricValue>>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn object_metric<'a>(
+        &'a self,
+        namespace: &'a str,
+        _: TargetRef<'a>,
+        metric: &'a str,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, Result<MetricValue>> {
+        Box::pin(async move {
+            Err(Error::MetricsApi {
+                api: "custom.metrics.k8s.io",
+                what: "object metric",
+                metric: metric.to_owned(),
+                namespace: namespace.to_owned(),
+                reason: "not served by this metrics source".into(),
+            })
+        })
+    }
+
+    fn external_metric<'a>(
+        &'a self,
+        _: &'a str,
+        metric: &'a str,
+        _: Option<&'a Selector>,
+    ) -> BoxFuture<'a, Result<Vec<ExternalMetricValue>>> {
+        let value = self.value;
+        Box::pin(async move {
+            Ok(value
+                .map(|value| ExternalMetricValue {
+                    metric_name: metric.to_owned(),
+                    metric_labels: BTreeMap::new(),
+                    timestamp: Timestamp::now(),
+                    window_seconds: None,
+                    value,
+                })
+                .into_iter()
+                .collect())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

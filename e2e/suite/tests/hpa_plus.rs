@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use clap::Parser;
-use futures::FutureExt as _;
-use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -23,8 +21,7 @@ use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_e2e::{Env, eventually};
 use plimsoll_hpa_plus::cli::Args;
-use plimsoll_runtime::metrics_api::{ExternalMetricValue, MetricValue, MetricsSource, PodMetrics};
-use plimsoll_runtime::selector::Selector;
+use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec, SimConfig};
 use serde_json::json;
 use std::sync::Arc;
@@ -249,63 +246,6 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
     Ok(())
 }
 
-/// External metrics for (b): every series named `queue` is 30 (one fixed backlog per object).
-struct Backlog;
-
-impl MetricsSource for Backlog {
-    fn pod_metrics<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a Selector,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<PodMetrics>>> {
-        async { Ok(Vec::new()) }.boxed()
-    }
-    fn pods_metric<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: &'a Selector,
-        _: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<MetricValue>>> {
-        async { Ok(Vec::new()) }.boxed()
-    }
-    fn object_metric<'a>(
-        &'a self,
-        namespace: &'a str,
-        _: plimsoll_runtime::kinds::TargetRef<'a>,
-        metric: &'a str,
-        _: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
-        async move {
-            Err(plimsoll_runtime::Error::MetricsApi {
-                api: "custom.metrics.k8s.io",
-                what: "object metric",
-                metric: metric.to_owned(),
-                namespace: namespace.to_owned(),
-                reason: "not served in this test".into(),
-            })
-        }
-        .boxed()
-    }
-    fn external_metric<'a>(
-        &'a self,
-        _: &'a str,
-        metric: &'a str,
-        _: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<ExternalMetricValue>>> {
-        async move {
-            Ok(vec![ExternalMetricValue {
-                metric_name: metric.to_owned(),
-                metric_labels: std::collections::BTreeMap::new(),
-                timestamp: jiff::Timestamp::now(),
-                window_seconds: None,
-                value: Quantity::parse("30").expect("quantity"),
-            }])
-        }
-        .boxed()
-    }
-}
-
 /// (b) 200 HPA+ objects on 200 workloads, each with its own period, all converge.
 ///
 /// The sim's workload model is off here: with 200 Deployments it spends minutes of a loaded
@@ -340,7 +280,9 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
     let token = CancellationToken::new();
     let hooks = plimsoll_hpa_plus::Hooks {
         admin_address: None,
-        metrics_source: Some(Arc::new(Backlog)),
+        metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
+            30,
+        )))),
     };
     let task = tokio::spawn(plimsoll_hpa_plus::run_with(
         config(&env, &[]),

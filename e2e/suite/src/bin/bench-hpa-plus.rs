@@ -14,83 +14,23 @@
 //! process RSS growth since hpa-plus started (its caches, queues and clients; the sim's objects
 //! were created before). Bounded: it gives up after 3 minutes overall.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
-use plimsoll_runtime::metrics_api::{ExternalMetricValue, MetricValue, MetricsSource, PodMetrics};
-use plimsoll_runtime::selector::Selector;
+use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Sim, SimConfig};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 const PER_NAMESPACE: usize = 100;
-
-/// Every External metric is exactly at its target (10 per replica, one replica).
-struct AtTarget;
-
-impl MetricsSource for AtTarget {
-    fn pod_metrics<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a Selector,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<PodMetrics>>> {
-        async { Ok(Vec::new()) }.boxed()
-    }
-    fn pods_metric<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: &'a Selector,
-        _: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<MetricValue>>> {
-        async { Ok(Vec::new()) }.boxed()
-    }
-    fn object_metric<'a>(
-        &'a self,
-        _: &'a str,
-        _: plimsoll_runtime::kinds::TargetRef<'a>,
-        metric: &'a str,
-        _: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
-        async move {
-            Err(plimsoll_runtime::Error::MetricsApi {
-                api: "custom.metrics.k8s.io",
-                what: "object metric",
-                metric: metric.to_owned(),
-                namespace: String::new(),
-                reason: "not served by the benchmark".into(),
-            })
-        }
-        .boxed()
-    }
-    fn external_metric<'a>(
-        &'a self,
-        _: &'a str,
-        metric: &'a str,
-        _: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<ExternalMetricValue>>> {
-        async move {
-            Ok(vec![ExternalMetricValue {
-                metric_name: metric.to_owned(),
-                metric_labels: BTreeMap::new(),
-                timestamp: jiff::Timestamp::now(),
-                window_seconds: None,
-                value: Quantity::parse("10").unwrap_or(Quantity::ZERO),
-            }])
-        }
-        .boxed()
-    }
-}
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -296,7 +236,9 @@ async fn main() -> anyhow::Result<()> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let hooks = plimsoll_hpa_plus::Hooks {
         admin_address: Some(tx),
-        metrics_source: Some(Arc::new(AtTarget)),
+        metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
+            10,
+        )))),
     };
     let service = runtime.spawn(plimsoll_hpa_plus::run_with(config, token.clone(), hooks));
     let admin = rx.await.context("admin address")?;
