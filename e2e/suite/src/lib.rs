@@ -14,9 +14,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_sim::{Sim, SimConfig, SimHandle};
 
 /// The environment variable that points the suite at a real cluster.
@@ -145,6 +146,70 @@ where
         }
         tokio::time::sleep(every).await;
     }
+}
+
+/// Creates the Deployment `name` in the test's namespace: `replicas` pods labelled `app: <name>`,
+/// each with one container `app` requesting `cpu` and `memory`.
+pub async fn create_deployment(
+    env: &Env,
+    name: &str,
+    replicas: i32,
+    cpu: &str,
+    memory: &str,
+) -> anyhow::Result<()> {
+    let d: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{
+                    "name": "app", "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}}
+                }]}
+            }
+        }
+    }))?;
+    env.api::<Deployment>()
+        .create(&PostParams::default(), &d)
+        .await
+        .with_context(|| format!("create deployment {name}"))?;
+    Ok(())
+}
+
+/// Waits until exactly `count` pods labelled `app: <name>` are Ready.
+pub async fn wait_ready_pods(
+    env: &Env,
+    name: &str,
+    count: usize,
+    within: Duration,
+    every: Duration,
+) -> anyhow::Result<()> {
+    let pods = env.api::<Pod>();
+    let selector = format!("app={name}");
+    eventually(
+        &format!("{count} ready pods of {name}"),
+        within,
+        every,
+        || async {
+            let list = pods.list(&ListParams::default().labels(&selector)).await?;
+            let ready = list
+                .items
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
+                        })
+                })
+                .count();
+            Ok((ready == count).then_some(()))
+        },
+    )
+    .await
 }
 
 fn unique_suffix() -> String {

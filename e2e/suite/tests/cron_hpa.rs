@@ -70,24 +70,7 @@ impl Service {
 }
 
 async fn deployment(env: &Env, name: &str, replicas: i32) -> anyhow::Result<()> {
-    let d: Deployment = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{
-                    "name": "app", "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}
-                }]}
-            }
-        }
-    }))?;
-    env.api::<Deployment>()
-        .create(&PostParams::default(), &d)
-        .await?;
-    Ok(())
+    plimsoll_e2e::create_deployment(env, name, replicas, "100m", "64Mi").await
 }
 
 fn target(kind: &str, name: &str) -> CrossVersionObjectReference {

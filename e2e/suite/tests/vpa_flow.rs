@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
@@ -263,24 +262,9 @@ fn audited_bursts(env: &Env) -> anyhow::Result<Option<Vec<Vec<String>>>> {
 
 /// The Deployment `web`: 4 replicas requesting 20m CPU each.
 async fn deployment(env: &Env) -> anyhow::Result<()> {
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": REPLICAS,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{
-                    "name": "app", "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": format!("{REQUEST_MILLI}m"), "memory": "100Mi"}}
-                }]}
-            }
-        }
-    }))?;
-    env.api::<Deployment>()
-        .create(&PostParams::default(), &d)
-        .await?;
-    Ok(())
+    let replicas = i32::try_from(REPLICAS)?;
+    plimsoll_e2e::create_deployment(env, "web", replicas, &format!("{REQUEST_MILLI}m"), "100Mi")
+        .await
 }
 
 /// A Recreate VPA on `web`, for the plimsoll recommender.

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
@@ -130,47 +129,8 @@ impl Updater {
 
 /// A Deployment `name` with `replicas` pods requesting 10m CPU and 10Mi memory.
 async fn deployment(env: &Env, name: &str, replicas: i32) -> anyhow::Result<()> {
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{
-                    "name": "app", "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}
-                }]}
-            }
-        }
-    }))?;
-    env.api::<Deployment>()
-        .create(&PostParams::default(), &d)
-        .await?;
-    let pods = env.api::<Pod>();
-    let selector = format!("app={name}");
-    eventually(
-        &format!("{replicas} ready pods of {name}"),
-        WAIT,
-        POLL,
-        || async {
-            let list = pods.list(&ListParams::default().labels(&selector)).await?;
-            let ready = list
-                .items
-                .iter()
-                .filter(|p| {
-                    p.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-                        })
-                })
-                .count();
-            Ok((ready == usize::try_from(replicas)?).then_some(()))
-        },
-    )
-    .await
+    plimsoll_e2e::create_deployment(env, name, replicas, "10m", "10Mi").await?;
+    plimsoll_e2e::wait_ready_pods(env, name, usize::try_from(replicas)?, WAIT, POLL).await
 }
 
 /// A VPA on Deployment `name` whose recommendation (written by the test, as the recommender
