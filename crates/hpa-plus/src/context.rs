@@ -146,23 +146,26 @@ impl Context {
 
     /// Records the selector of `uid`'s target and returns the other autoscalers in the same
     /// namespace whose selector matches any of `pod_labels` (upstream's `AmbiguousSelector`).
-    // The iterator is cloned once per other autoscaler; it is consumed by those clones.
-    #[allow(clippy::needless_pass_by_value)]
+    ///
+    /// Pods of one workload share their labels (a ReplicaSet's pods differ in none), so the
+    /// label sets are deduplicated first: the cost is autoscalers × distinct label sets, not
+    /// autoscalers × pods.
     pub fn claim_pods<'a>(
         &self,
         namespace: &str,
         uid: &str,
         display: &str,
         selector: &Selector,
-        pod_labels: impl Iterator<Item = &'a std::collections::BTreeMap<String, String>> + Clone,
+        pod_labels: impl Iterator<Item = &'a std::collections::BTreeMap<String, String>>,
     ) -> Vec<String> {
+        let distinct: std::collections::BTreeSet<_> = pod_labels.collect();
         let mut index = lock(&self.selectors);
         let ns = index.entry(namespace.to_owned()).or_default();
         ns.insert(uid.to_owned(), (display.to_owned(), selector.clone()));
         let mut others: Vec<String> = ns
             .iter()
             .filter(|(other, _)| other.as_str() != uid)
-            .filter(|(_, (_, sel))| pod_labels.clone().any(|l| sel.matches(l)))
+            .filter(|(_, (_, sel))| distinct.iter().any(|l| sel.matches(l)))
             .map(|(_, (name, _))| name.clone())
             .collect();
         others.sort();

@@ -20,6 +20,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_sim::{Sim, SimConfig, SimHandle};
 
+pub mod process;
+
 /// The environment variable that points the suite at a real cluster.
 pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";
 

@@ -26,6 +26,7 @@ use plimsoll_core::api::cron::{
     CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec, JobState, ScalingJob,
 };
 use plimsoll_cron_hpa::{CommonArgs, Config, LogFormat};
+use plimsoll_e2e::process::Proc;
 use plimsoll_sim::{Sim, SimConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -96,15 +97,15 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
         .stdin(Stdio::piped())
         .spawn()
         .context("start cron-hpa")?;
-    let pid = child.id();
+    let pid = Proc::Pid(child.id());
     let submitted_in = wait_submitted(&client, objects).await?;
 
-    let (cpu_before, t0) = (cpu_seconds(pid)?, Timestamp::now());
+    let (cpu_before, t0) = (pid.cpu_seconds()?, Timestamp::now());
     let wall = Instant::now();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
-    let cpu = cpu_seconds(pid)? - cpu_before;
+    let cpu = pid.cpu_seconds()? - cpu_before;
     let busy = wall.elapsed().as_secs_f64();
-    let rss = rss_mib(pid)?;
+    let rss = pid.rss_mib()?;
     let t1 = Timestamp::now();
 
     let mut lateness = collect_lateness(&client, t0, t1).await?;
@@ -134,10 +135,10 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
     println!("cpu_cores_avg: {:.3}", cpu / busy);
     println!("rss_mib: {rss:.1}");
     println!(
-        "machine: {} cores, {}",
-        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-        cpu_model()
+        "load_average_1m: {:.1}",
+        plimsoll_e2e::process::load_average()
     );
+    println!("machine: {}", plimsoll_e2e::process::machine());
     Ok(())
 }
 
@@ -243,39 +244,4 @@ async fn collect_lateness(
                 .ok()
         })
         .collect())
-}
-
-/// User + system CPU seconds of `pid` (clock ticks at the usual 100 Hz).
-fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| -> anyhow::Result<f64> {
-        Ok(fields.get(i).context("short /proc stat")?.parse::<f64>()?)
-    };
-    Ok((ticks(11)? + ticks(12)?) / 100.0)
-}
-
-/// Resident set size of `pid`, MiB.
-fn rss_mib(pid: u32) -> anyhow::Result<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .context("no VmRSS")?
-        .parse()?;
-    Ok(kib / 1024.0)
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }

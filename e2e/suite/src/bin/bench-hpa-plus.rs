@@ -2,18 +2,19 @@
 //!
 //! Creates `BENCH_HPA_PLUS_OBJECTS` (default 10,000) Deployments and HorizontalPodAutoscalerPlus
 //! objects (100 per namespace) in an in-process plimsoll-sim (workload model off: the bench
-//! measures the autoscaler, not the simulated kubelet), then runs hpa-plus in the same process
-//! on a runtime of its own (threads named `hpa-plus`, `BENCH_HPA_PLUS_THREADS`, default 2) with
-//! the default 5 s period. Every object has one External metric served by an in-memory metrics
+//! measures the autoscaler, not the simulated kubelet), then runs hpa-plus in a child process
+//! (this binary re-executed as `bench-hpa-plus serve KUBECONFIG`, a multi-threaded runtime as
+//! the real binary uses) with the default 5 s period, so its CPU and RSS are its own. Every object has one External metric served by an in-memory metrics
 //! source at its target, so each evaluation reads the scale subresource from the sim, decides,
 //! and changes nothing — the steady state of a large cluster.
 //!
 //! After every object has been evaluated once, it measures for `BENCH_HPA_PLUS_SECONDS`
 //! (default 60): reconciles per second, p50/p99 reconcile latency (interpolated in the
-//! service's own histogram), CPU of the hpa-plus threads (from /proc/self/task/*/stat) and the
-//! process RSS growth since hpa-plus started (its caches, queues and clients; the sim's objects
-//! were created before). Bounded: it gives up after 3 minutes overall.
+//! service's own histogram), CPU of the hpa-plus process, and its RSS at the end and at peak.
+//! Bounded: it gives up after 3 minutes overall.
 
+use std::io::{BufRead as _, Read as _};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
+use plimsoll_e2e::process::Proc;
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Sim, SimConfig};
 use serde_json::json;
@@ -115,49 +117,62 @@ fn quantile(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> f64 {
     prev.0
 }
 
-/// CPU seconds of this process's threads whose name starts with `prefix`.
-fn thread_cpu(prefix: &str) -> f64 {
-    let ticks = 100.0; // USER_HZ on Linux
-    let mut total = 0.0;
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return f64::NAN;
-    };
-    for t in tasks.flatten() {
-        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if !comm.trim().starts_with(prefix) {
-            continue;
-        }
-        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-        // Fields after the `(comm)`: state is field 3; utime 14, stime 15.
-        if let Some((_, rest)) = stat.rsplit_once(") ") {
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let utime: f64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-            let stime: f64 = f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-            total += (utime + stime) / ticks;
-        }
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("serve") {
+        let kubeconfig = args.get(2).context("serve KUBECONFIG")?;
+        plimsoll_runtime::client::install_crypto_provider();
+        // As the real binary: a multi-threaded runtime with one worker per core.
+        let runtime = tokio::runtime::Runtime::new()?;
+        return runtime.block_on(serve(kubeconfig.into()));
     }
-    total
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench())
 }
 
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+/// The child: hpa-plus with every External metric at 10, until stdin closes. Prints its admin
+/// address on the first line of stdout.
+async fn serve(kubeconfig: std::path::PathBuf) -> anyhow::Result<()> {
+    let args = [
+        "hpa-plus".to_owned(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--leader-elect=false".to_owned(),
+        "--log-filter=warn".to_owned(),
+    ];
+    let config =
+        <plimsoll_hpa_plus::cli::Args as clap::Parser>::try_parse_from(args)?.into_config()?;
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut sink);
+        cancel.cancel();
+    });
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let hooks = plimsoll_hpa_plus::Hooks {
+        admin_address: Some(tx),
+        metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
+            10,
+        )))),
+    };
+    let service = tokio::spawn(plimsoll_hpa_plus::run_with(config, token, hooks));
+    let admin = rx.await.context("admin address")?;
+    println!("{admin}");
+    service.await??;
+    Ok(())
 }
 
 // Setup, warm-up, one measurement window and the report, in order.
 #[allow(clippy::too_many_lines)]
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> anyhow::Result<()> {
+async fn bench() -> anyhow::Result<()> {
     let objects: usize = env_or("BENCH_HPA_PLUS_OBJECTS", 10_000);
     let seconds: u64 = env_or("BENCH_HPA_PLUS_SECONDS", 60);
-    let threads: usize = env_or("BENCH_HPA_PLUS_THREADS", 2);
     let deadline = Instant::now() + Duration::from_secs(180);
     let started = Instant::now();
-
     let sim = Sim::start(SimConfig {
         workload_model: false,
         ..SimConfig::default()
@@ -217,31 +232,22 @@ async fn main() -> anyhow::Result<()> {
     let kc_path = dir.join("kubeconfig");
     let url = sim.http_url.clone().context("plain HTTP")?;
     std::fs::write(&kc_path, kubeconfig(&url))?;
-    let args = [
-        "hpa-plus".to_owned(),
-        format!("--kubeconfig={}", kc_path.display()),
-        "--metrics-address=127.0.0.1:0".to_owned(),
-        "--leader-elect=false".to_owned(),
-    ];
-    let config =
-        <plimsoll_hpa_plus::cli::Args as clap::Parser>::try_parse_from(args)?.into_config()?;
-
-    let rss_before = rss_mib();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .thread_name("hpa-plus")
-        .enable_all()
-        .build()?;
-    let token = CancellationToken::new();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let hooks = plimsoll_hpa_plus::Hooks {
-        admin_address: Some(tx),
-        metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
-            10,
-        )))),
-    };
-    let service = runtime.spawn(plimsoll_hpa_plus::run_with(config, token.clone(), hooks));
-    let admin = rx.await.context("admin address")?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("serve")
+        .arg(&kc_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("start hpa-plus")?;
+    let pid = Proc::Pid(child.id());
+    let stdout = child.stdout.take().context("child stdout")?;
+    let admin: std::net::SocketAddr = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        anyhow::Ok(line.trim().parse()?)
+    })
+    .await?
+    .context("the child's admin address")?;
     let service_started = Instant::now();
 
     // Warm-up: every object evaluated at least once.
@@ -264,19 +270,19 @@ async fn main() -> anyhow::Result<()> {
             .saturating_sub(Duration::from_secs(10)),
     );
     let (runs0, hist0) = parse(&scrape(admin).await?);
-    let cpu0 = thread_cpu("hpa-plus");
+    let cpu0 = pid.cpu_seconds()?;
     let t0 = Instant::now();
     tokio::time::sleep(window).await;
     let (runs1, hist1) = parse(&scrape(admin).await?);
-    let cpu1 = thread_cpu("hpa-plus");
+    let cpu1 = pid.cpu_seconds()?;
     let elapsed = t0.elapsed().as_secs_f64();
-    let rss_after = rss_mib();
+    let (rss, peak) = (pid.rss_mib()?, pid.peak_rss_mib()?);
+    let load = plimsoll_e2e::process::load_average();
 
     let rate = (runs1 - runs0) / elapsed;
     let needed = objects as f64 / 5.0;
     println!("bench-hpa-plus");
     println!("  objects:                 {objects} ({namespaces} namespaces), period 5 s");
-    println!("  hpa-plus worker threads: {threads}");
     println!("  create objects:          {created:.1?}");
     println!("  first full pass:         {warm:.1?}");
     println!("  window:                  {elapsed:.1} s");
@@ -291,18 +297,15 @@ async fn main() -> anyhow::Result<()> {
         (cpu1 - cpu0) / elapsed,
         cpu1 - cpu0
     );
+    println!("  hpa-plus RSS:            {rss:.0} MiB (peak {peak:.0} MiB)");
+    println!("  load average (1 min):    {load:.1}");
     println!(
-        "  RSS:                     {rss_after:.0} MiB process, +{:.0} MiB since hpa-plus started",
-        rss_after - rss_before
-    );
-    println!(
-        "  nproc:                   {}",
-        std::thread::available_parallelism().map_or(0, std::num::NonZero::get)
+        "  machine:                 {}",
+        plimsoll_e2e::process::machine()
     );
 
-    token.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(15), service).await;
-    runtime.shutdown_background();
+    drop(child.stdin.take());
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
     sim.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -9,6 +9,7 @@
 //!
 //! Run: `cargo run --release -p plimsoll-e2e --bin bench-vpa-recommender`.
 
+use plimsoll_e2e::process::Proc;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -119,36 +120,12 @@ fn usage(i: usize, p: usize, at: Timestamp, step: i64) -> PodMetrics {
     }
 }
 
-/// User + system CPU of this process in seconds (Linux `/proc/self/stat`, 100 ticks/s).
 fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return f64::NAN;
-    };
-    let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
-        return f64::NAN;
-    };
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // After the command name: state is field 0, utime 11, stime 12.
-    (ticks(11) + ticks(12)) / 100.0
+    Proc::This.cpu_seconds().unwrap_or(f64::NAN)
 }
 
-/// A line of `/proc/self/status` in MiB (`VmRSS`, `VmHWM`).
 fn status_mib(key: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+    Proc::This.memory_mib(key).unwrap_or(f64::NAN)
 }
 
 fn main() {
@@ -163,7 +140,7 @@ fn main() {
         pods.len(),
         pods.len() * CONTAINERS.len()
     );
-    println!("setup RSS {:.0} MiB", status_mib("VmRSS:"));
+    println!("setup RSS {:.0} MiB", status_mib("VmRSS"));
     let mut recommender =
         Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
     let t0: Timestamp = "2024-03-01T00:00:00Z"
@@ -194,13 +171,13 @@ fn main() {
             outcome.samples,
             outcome.updates.len(),
             outcome.containers,
-            status_mib("VmRSS:")
+            status_mib("VmRSS")
         );
     }
     println!(
         "worst loop {:.3} s; peak RSS {:.0} MiB; total {:.1} s; nproc {}",
         worst.as_secs_f64(),
-        status_mib("VmHWM:"),
+        status_mib("VmHWM"),
         started.elapsed().as_secs_f64(),
         std::thread::available_parallelism().map_or(0, std::num::NonZero::get)
     );

@@ -11,6 +11,7 @@
 //! RSS includes the sim (it holds every object); the report gives it before the updater ran and
 //! after each phase. Bounded: every wait gives up after a timeout.
 
+use plimsoll_e2e::process::Proc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -31,14 +32,12 @@ const NS: &str = "bench";
 const CONCURRENCY: usize = 32;
 
 fn rss() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .map_or_else(|| "?".to_owned(), |l| l[name.len()..].trim().to_owned())
-    };
-    format!("VmRSS {} (peak {})", field("VmRSS:"), field("VmHWM:"))
+    let mib = |r: anyhow::Result<f64>| r.map_or_else(|_| "?".to_owned(), |v| format!("{v:.0} MiB"));
+    format!(
+        "VmRSS {} (peak {})",
+        mib(Proc::This.rss_mib()),
+        mib(Proc::This.peak_rss_mib())
+    )
 }
 
 fn recommendation(
