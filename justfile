@@ -45,5 +45,8 @@ bench-vpa-recommender:
 bench-vpa-updater:
     cargo run --release -p plimsoll-e2e --bin bench-vpa-updater
 
+# The load comes from wrk and hey (Debian packages, installed here if missing); without them the
+# benchmark falls back to its builtin client.
 bench-vpa-admission:
+    command -v wrk >/dev/null && command -v hey >/dev/null || apt-get install -y wrk hey || true
     cargo run --release -p plimsoll-e2e --bin bench-vpa-admission

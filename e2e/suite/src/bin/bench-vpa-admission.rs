@@ -2,15 +2,24 @@
 //! keep-alive on loopback, with the fixture pod AdmissionReview (two containers, a VPA with a
 //! recommendation; every answer is a 9-operation JSON Patch).
 //!
-//! The webhook runs in-process on its own 2-thread runtime, as in a pod with 2 cores; the load
-//! generator (hyper HTTP/1.1 over rustls, one request in flight per connection) runs on another.
-//! Two phases, bounded to about 30 s:
-//! 1. closed loop: `--connections` connections send back to back for `--seconds` (max rate);
-//! 2. open loop: `--rate` requests/s spread over the connections for `--seconds`; latency is
-//!    measured from each request's scheduled time, so a stalled server is not hidden
-//!    (no coordinated omission).
+//! The webhook runs in a child process (this binary re-executed as `serve`; a multi-threaded
+//! runtime as the real binary has), so its CPU and RSS are its own. The load comes from another
+//! process on loopback, `--loadgen`:
+//! - `external` (the default when both are on PATH; `just bench-vpa-admission` installs them from
+//!   Debian): `wrk` for the maximum rate (closed loop, `--connections` connections) and `hey` for
+//!   the fixed rate (`--rate` requests/s over `--connections` workers, `-q` per worker);
+//! - `builtin`: a hyper + rustls client in this process (closed loop, then an open loop whose
+//!   latency counts from each request's scheduled time, so a stalled server is not hidden).
 //!
-//! `cargo run --release -p plimsoll-e2e --bin bench-vpa-admission [-- --rate 5000 --seconds 10]`
+//! Both tools skip certificate verification (loopback, a throwaway CA); the builtin client
+//! verifies against the generated CA, and one verified request checks that answers carry the
+//! patch before any load is sent.
+//!
+//! `cargo run --release -p plimsoll-e2e --bin bench-vpa-admission [-- --rate 5000 --seconds 10
+//! --connections 16 --loadgen external|builtin]`
+
+use std::io::{BufRead as _, Read as _};
+use std::process::{Command, Stdio};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +28,7 @@ use anyhow::Context as _;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use plimsoll_e2e::process::Proc;
 use plimsoll_vpa_admission::{certs, tls, webhook};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -31,6 +41,7 @@ struct Options {
     connections: usize,
     rate: u64,
     seconds: u64,
+    external: bool,
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -38,6 +49,7 @@ fn options() -> anyhow::Result<Options> {
         connections: 16,
         rate: 5000,
         seconds: 10,
+        external: on_path("wrk") && on_path("hey"),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -46,7 +58,16 @@ fn options() -> anyhow::Result<Options> {
             "--connections" => o.connections = value.parse()?,
             "--rate" => o.rate = value.parse()?,
             "--seconds" => o.seconds = value.parse::<u64>()?.min(50),
-            other => anyhow::bail!("unknown flag {other} (--connections, --rate, --seconds)"),
+            "--loadgen" => {
+                o.external = match value.as_str() {
+                    "external" => true,
+                    "builtin" => false,
+                    other => anyhow::bail!("--loadgen: {other} is neither external nor builtin"),
+                }
+            }
+            other => {
+                anyhow::bail!("unknown flag {other} (--connections, --rate, --seconds, --loadgen)")
+            }
         }
     }
     Ok(o)
@@ -174,33 +195,166 @@ async fn open_loop(
     Ok(())
 }
 
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+}
+
+/// The child: the fixture webhook over TLS on a loopback port until stdin closes. Prints the
+/// port on the first line of stdout; the CA it generated is in `ca_file`.
+fn serve(ca_file: &str) -> anyhow::Result<()> {
+    let bundle = certs::generate(&["127.0.0.1".to_owned()])?;
+    std::fs::write(ca_file, &bundle.ca_pem)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let shutdown = CancellationToken::new();
+    let cancel = shutdown.clone();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut sink);
+        cancel.cancel();
+    });
+    runtime.block_on(async {
+        let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
+        let server_config = tls::server_config(Arc::new(tls::CertResolver::fixed(key)))?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("{}", listener.local_addr()?.port());
+        tls::serve(
+            listener,
+            server_config,
+            webhook::router(Arc::new(webhook::fixture_webhook())),
+            shutdown,
+        )
+        .await;
+        anyhow::Ok(())
+    })
+}
+
+/// A `wrk` run at the maximum rate; prints requests/s, the latency percentiles and the
+/// webhook's CPU over the run.
+fn wrk(o: &Options, port: u16, dir: &std::path::Path, server: Proc) -> anyhow::Result<()> {
+    let script = dir.join("post.lua");
+    std::fs::write(
+        &script,
+        format!(
+            "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nwrk.body = [==[{REVIEW}]==]\n"
+        ),
+    )?;
+    let cpu0 = server.cpu_seconds()?;
+    let out = Command::new("wrk")
+        .args(["-t1", &format!("-c{}", o.connections)])
+        .args([&format!("-d{}s", o.seconds), "--latency", "-s"])
+        .arg(&script)
+        .arg(format!("https://127.0.0.1:{port}/"))
+        .output()
+        .context("run wrk")?;
+    let cpu = server.cpu_seconds()? - cpu0;
+    let text = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(out.status.success(), "wrk failed: {text}");
+    let field = |prefix: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(prefix).map(str::trim))
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let errors = field("Non-2xx or 3xx responses:");
+    println!(
+        "wrk closed loop, {} connections: {} requests/s, latency p50 {}, p90 {}, p99 {}, non-2xx {}, webhook CPU {:.2} cores",
+        o.connections,
+        field("Requests/sec:"),
+        field("50%"),
+        field("90%"),
+        field("99%"),
+        if errors == "?" {
+            "0".to_owned()
+        } else {
+            errors
+        },
+        cpu / o.seconds as f64
+    );
+    Ok(())
+}
+
+/// A `hey` run at `--rate` requests/s; prints what it reached, the latency percentiles, the
+/// status codes and the webhook's CPU over the run.
+fn hey(o: &Options, port: u16, dir: &std::path::Path, server: Proc) -> anyhow::Result<()> {
+    let body = dir.join("review.json");
+    std::fs::write(&body, REVIEW)?;
+    let per_worker = (o.rate as f64 / o.connections as f64).ceil() as u64;
+    let cpu0 = server.cpu_seconds()?;
+    let out = Command::new("hey")
+        .args(["-z", &format!("{}s", o.seconds)])
+        .args([
+            "-c",
+            &o.connections.to_string(),
+            "-q",
+            &per_worker.to_string(),
+        ])
+        .args(["-m", "POST", "-T", "application/json", "-D"])
+        .arg(&body)
+        .arg(format!("https://127.0.0.1:{port}/"))
+        .output()
+        .context("run hey")?;
+    let cpu = server.cpu_seconds()? - cpu0;
+    let text = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(out.status.success(), "hey failed: {text}");
+    let rate = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:").map(str::trim))
+        .unwrap_or("?");
+    // "  99% in 0.0012 secs"
+    let pct = |p: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{p}% in ")))
+            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+            .map_or_else(|| "?".to_owned(), |s| format!("{:.3} ms", s * 1000.0))
+    };
+    let codes: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('[') && l.contains("responses"))
+        .collect();
+    println!(
+        "hey at {} requests/s ({} workers × {per_worker}/s): {rate} requests/s, latency p50 {}, p90 {}, p99 {}, status {}, webhook CPU {:.2} cores",
+        o.rate,
+        o.connections,
+        pct("50"),
+        pct("90"),
+        pct("99"),
+        codes.join(", "),
+        cpu / o.seconds as f64
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("serve") {
+        rustls::crypto::ring::default_provider()
+            .install_default()
+            .ok();
+        return serve(args.get(2).context("serve CA_FILE")?);
+    }
     let o = options()?;
     rustls::crypto::ring::default_provider()
         .install_default()
         .ok();
-    let bundle = certs::generate(&["127.0.0.1".to_owned()])?;
-
-    // The webhook, on its own 2-thread runtime.
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .thread_name("webhook")
-        .build()?;
-    let shutdown = CancellationToken::new();
-    let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
-    let server_config = tls::server_config(Arc::new(tls::CertResolver::fixed(key)))?;
-    let listener = server_rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
-    let port = listener.local_addr()?.port();
-    let server = server_rt.spawn(tls::serve(
-        listener,
-        server_config,
-        webhook::router(Arc::new(webhook::fixture_webhook())),
-        shutdown.clone(),
-    ));
+    let dir = std::env::temp_dir().join(format!("bench-vpa-admission-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let ca_file = dir.join("ca.pem");
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("serve")
+        .arg(&ca_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("start the webhook")?;
+    let server = Proc::Pid(child.id());
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().context("child stdout")?).read_line(&mut line)?;
+    let port: u16 = line.trim().parse().context("the webhook's port")?;
 
     let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_slice_iter(bundle.ca_pem.as_bytes()) {
+    for c in CertificateDer::pem_file_iter(&ca_file)? {
         roots.add(c?)?;
     }
     let client_config = Arc::new(
@@ -217,14 +371,20 @@ fn main() -> anyhow::Result<()> {
         .thread_name("loadgen")
         .build()?;
     println!(
-        "vpa-admission benchmark: {} cores, {} keep-alive TLS connections, fixture pod review ({} bytes)",
-        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        "vpa-admission benchmark: {}, load average {:.1}, {} keep-alive TLS connections, fixture pod review ({} bytes), load from {}",
+        plimsoll_e2e::process::machine(),
+        plimsoll_e2e::process::load_average(),
         o.connections,
-        REVIEW.len()
+        REVIEW.len(),
+        if o.external {
+            "wrk and hey"
+        } else {
+            "the builtin client"
+        }
     );
-    client_rt.block_on(async {
-        let duration = Duration::from_secs(o.seconds);
-        // Warm-up: handshakes and allocator.
+    let duration = Duration::from_secs(o.seconds);
+    let senders = client_rt.block_on(async {
+        // A verified connection first: the answer must carry the patch. Then warm up.
         let mut senders = Vec::new();
         for _ in 0..o.connections {
             senders.push(connect(port, client_config.clone()).await?);
@@ -234,12 +394,25 @@ fn main() -> anyhow::Result<()> {
                 send(s).await?;
             }
         }
-
-        let senders = closed_loop(senders, duration).await?;
-        open_loop(senders, duration, o.rate, o.connections).await?;
-        anyhow::Ok(())
+        anyhow::Ok(senders)
     })?;
-    shutdown.cancel();
-    server_rt.block_on(server)?;
+    if o.external {
+        drop(senders);
+        wrk(&o, port, &dir, server)?;
+        hey(&o, port, &dir, server)?;
+    } else {
+        client_rt.block_on(async {
+            let senders = closed_loop(senders, duration).await?;
+            open_loop(senders, duration, o.rate, o.connections).await
+        })?;
+    }
+    println!(
+        "webhook RSS {:.0} MiB (peak {:.0} MiB)",
+        server.rss_mib()?,
+        server.peak_rss_mib()?
+    );
+    drop(child.stdin.take());
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
