@@ -181,3 +181,52 @@ fn table_output_and_svg_plot() {
     assert!(doc.matches("stroke-dasharray").count() >= 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The width and height in a PNG's IHDR, after checking the signature.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert_eq!(png[..8], [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert_eq!(&png[12..16], b"IHDR");
+    let be = |i: usize| u32::from_be_bytes(png[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+#[test]
+fn png_plot_of_a_shared_example() {
+    let dir = std::env::temp_dir().join(format!("hpa-plus-png-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Upper case on purpose: the extension is matched in any case.
+    let png = dir.join("plot.PNG");
+    let out = bin(&[
+        "replay",
+        &path(examples(), "hpaplus-watermark-scale-up-limit.yaml"),
+        "--plot",
+        &png.display().to_string(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(png_size(&bytes), (900, 650));
+    assert!(bytes.ends_with(b"IEND\xae\x42\x60\x82"), "ends with IEND");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn plot_with_another_extension_is_a_usage_error() {
+    let dir = std::env::temp_dir().join(format!("hpa-plus-jpg-{}", std::process::id()));
+    let jpg = dir.join("plot.jpg");
+    let out = bin(&[
+        "replay",
+        &path(examples(), "hpaplus-watermark-scale-up-limit.yaml"),
+        "--plot",
+        &jpg.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("--plot") && stderr.contains("*.png"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing replayed before the check");
+    assert!(!jpg.exists());
+}
