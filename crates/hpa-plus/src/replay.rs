@@ -551,12 +551,15 @@ pub fn run(path: &Path, output: Output, plot: Option<&Path>) -> ExitCode {
 fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, ReplayError> {
     // Checked before the replay so a typo in the name costs nothing.
     let plot = match plot {
-        Some(file) => Some((file, Format::from_path(file).ok_or_else(|| {
-            ReplayError::Invalid(format!(
-                "--plot {}: name the file *.svg or *.png",
-                file.display()
-            ))
-        })?)),
+        Some(file) => Some((
+            file,
+            Format::from_path(file).ok_or_else(|| {
+                ReplayError::Invalid(format!(
+                    "--plot {}: name the file *.svg or *.png",
+                    file.display()
+                ))
+            })?,
+        )),
         None => None,
     };
     let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
@@ -575,12 +578,12 @@ fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, R
         Output::Table => print!("{}", table(&replay.steps)),
     }
     if let Some((file, format)) = plot {
-        std::fs::write(file, crate::plot::chart(&replay.steps).render(format)).map_err(|source| {
-            ReplayError::Plot {
+        std::fs::write(file, crate::plot::chart(&replay.steps).render(format)).map_err(
+            |source| ReplayError::Plot {
                 path: file.display().to_string(),
                 source,
-            }
-        })?;
+            },
+        )?;
     }
     for miss in &replay.misses {
         eprintln!("{miss}");

@@ -226,7 +226,10 @@ fn plot_with_another_extension_is_a_usage_error() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(stderr.contains("--plot") && stderr.contains("*.png"), "{stderr}");
+    assert!(
+        stderr.contains("--plot") && stderr.contains("*.png"),
+        "{stderr}"
+    );
     assert!(out.stdout.is_empty(), "nothing replayed before the check");
     assert!(!jpg.exists());
 }

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use plimsoll_vpa_recommender::cli::{Args, Command, Output};
 use plimsoll_runtime::plot::Format;
+use plimsoll_vpa_recommender::cli::{Args, Command, Output};
 use plimsoll_vpa_recommender::{plot, replay};
 
 fn main() -> ExitCode {

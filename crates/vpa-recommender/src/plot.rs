@@ -134,9 +134,7 @@ fn timeline_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
         chart.polyline(points, stroke);
     }
     axis_labels(chart, x0, y0, "0 s".to_owned(), format!("{t_max:.0} s"));
-    chart.text(
-        Text::new(x0 - 4.0, y0 + 10.0, human(trace.resource, y_max)).anchor(Anchor::End),
-    );
+    chart.text(Text::new(x0 - 4.0, y0 + 10.0, human(trace.resource, y_max)).anchor(Anchor::End));
 }
 
 fn frame(chart: &mut Chart, x0: f64, y0: f64, title: String) {

@@ -165,12 +165,18 @@ fn plot_is_written_as_svg_or_png_by_extension() {
     let (code, _, stderr) = cli(&["replay", scenario, "--plot", svg.to_str().expect("utf8")]);
     assert_eq!(code, 0, "{stderr}");
     let doc = std::fs::read_to_string(&svg).expect("svg written");
-    assert!(doc.starts_with("<svg") && doc.contains("target (black)"), "{doc}");
+    assert!(
+        doc.starts_with("<svg") && doc.contains("target (black)"),
+        "{doc}"
+    );
 
     let gif = dir.join("plot.gif");
     let (code, stdout, stderr) = cli(&["replay", scenario, "--plot", gif.to_str().expect("utf8")]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("--plot") && stderr.contains("*.png"), "{stderr}");
+    assert!(
+        stderr.contains("--plot") && stderr.contains("*.png"),
+        "{stderr}"
+    );
     assert!(stdout.is_empty() && !gif.exists());
     std::fs::remove_dir_all(&dir).expect("cleanup");
 }

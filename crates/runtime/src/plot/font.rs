@@ -28,7 +28,7 @@ impl Glyph {
             };
         }
         let first = used.trailing_zeros();
-        let last = 7 - used.leading_zeros();
+        let last = used.ilog2();
         Glyph {
             rows,
             first,
@@ -45,16 +45,17 @@ impl Glyph {
 /// The glyphs for `text`. Characters the font lacks are spelled with ones it has (`…` as three
 /// dots, dashes as `-`, curly quotes as straight ones), anything else as `?`.
 pub(super) fn layout(text: &str) -> Vec<Glyph> {
+    let ascii = |b: u8| Glyph::new(BASIC_LEGACY[usize::from(b)]);
     let mut out = Vec::with_capacity(text.len());
     for c in text.chars() {
         match c {
-            '…' => out.extend([Glyph::new(BASIC_LEGACY[usize::from(b'.')]); 3]),
-            '‐' | '‑' | '–' | '—' | '−' => out.push(Glyph::new(BASIC_LEGACY[usize::from(b'-')])),
-            '‘' | '’' => out.push(Glyph::new(BASIC_LEGACY[usize::from(b'\'')])),
-            '“' | '”' => out.push(Glyph::new(BASIC_LEGACY[usize::from(b'"')])),
-            ' '..='~' => out.push(Glyph::new(BASIC_LEGACY[c as usize])),
+            '…' => out.extend([ascii(b'.'); 3]),
+            '‐' | '‑' | '–' | '—' | '−' => out.push(ascii(b'-')),
+            '‘' | '’' => out.push(ascii(b'\'')),
+            '“' | '”' => out.push(ascii(b'"')),
+            ' '..='~' => out.push(ascii(c as u8)),
             '\u{a0}'..='\u{ff}' => out.push(Glyph::new(LATIN_LEGACY[c as usize - 0xa0])),
-            _ => out.push(Glyph::new(BASIC_LEGACY[usize::from(b'?')])),
+            _ => out.push(ascii(b'?')),
         }
     }
     out
@@ -62,7 +63,11 @@ pub(super) fn layout(text: &str) -> Vec<Glyph> {
 
 /// The width of `text` in font pixels (before scaling), without the trailing gap.
 pub(super) fn width(glyphs: &[Glyph]) -> u32 {
-    glyphs.iter().map(Glyph::advance).sum::<u32>().saturating_sub(1)
+    glyphs
+        .iter()
+        .map(Glyph::advance)
+        .sum::<u32>()
+        .saturating_sub(1)
 }
 
 #[cfg(test)]

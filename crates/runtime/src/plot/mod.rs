@@ -406,7 +406,7 @@ fn escape(s: &str) -> String {
 fn number(v: f64) -> String {
     let s = format!("{v:.1}");
     match s.strip_suffix(".0") {
-        Some(whole) if whole == "-0" => "0".to_owned(),
+        Some("-0") => "0".to_owned(),
         Some(whole) => whole.to_owned(),
         None => s,
     }
@@ -469,7 +469,10 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains(r#"width="60" height="40""#), "{svg}");
         assert!(svg.contains(r##"<rect x="10" y="10" width="10" height="10" fill="#d62728"/>"##));
-        assert!(svg.contains(r#"<polyline points="0,30.5 60,30.5""#), "{svg}");
+        assert!(
+            svg.contains(r#"<polyline points="0,30.5 60,30.5""#),
+            "{svg}"
+        );
         assert!(svg.contains("<title>a&lt;b</title>"), "{svg}");
         assert!(svg.contains(r#"text-anchor="middle" font-weight="bold">x&amp;y</text>"#));
         assert!(svg.trim_end().ends_with("</svg>"));
@@ -484,8 +487,15 @@ mod tests {
         );
         c.polyline(vec![(1.0, 1.0)], Stroke::solid(RED, 1.0));
         let svg = c.to_svg();
-        assert!(svg.contains(r#"stroke-width="1.5" stroke-dasharray="6 4""#), "{svg}");
-        assert_eq!(svg.matches("<polyline").count(), 1, "one-point lines are dropped");
+        assert!(
+            svg.contains(r#"stroke-width="1.5" stroke-dasharray="6 4""#),
+            "{svg}"
+        );
+        assert_eq!(
+            svg.matches("<polyline").count(),
+            1,
+            "one-point lines are dropped"
+        );
     }
 
     #[test]
@@ -515,7 +525,11 @@ mod tests {
         while pos < png.len() {
             let len = be(&png[pos..]) as usize;
             let body = &png[pos + 4..pos + 8 + len];
-            assert_eq!(be(&png[pos + 8 + len..]), png::crc32(body), "CRC of chunk at {pos}");
+            assert_eq!(
+                be(&png[pos + 8 + len..]),
+                png::crc32(body),
+                "CRC of chunk at {pos}"
+            );
             let (kind, data) = body.split_at(4);
             match kind {
                 b"IHDR" => {

@@ -201,10 +201,16 @@ pub(super) fn zlib(data: &[u8]) -> Vec<u8> {
         }
         let l = bucket(&LENGTH_BASE, len);
         bits.symbol(257 + l as u32);
-        bits.put((len - usize::from(LENGTH_BASE[l])) as u32, u32::from(LENGTH_EXTRA[l]));
+        bits.put(
+            (len - usize::from(LENGTH_BASE[l])) as u32,
+            u32::from(LENGTH_EXTRA[l]),
+        );
         let d = bucket(&DIST_BASE, dist);
         bits.code(d as u32, 5);
-        bits.put((dist - usize::from(DIST_BASE[d])) as u32, u32::from(DIST_EXTRA[d]));
+        bits.put(
+            (dist - usize::from(DIST_BASE[d])) as u32,
+            u32::from(DIST_EXTRA[d]),
+        );
         // Positions inside the match go into the table too, so the next match can start there.
         for k in i + 1..(i + len).min(data.len().saturating_sub(2)) {
             head[hash(k)] = k;

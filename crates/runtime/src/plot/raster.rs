@@ -138,7 +138,12 @@ impl Canvas {
             }
         }
         for (i, cover) in mask.into_iter().enumerate() {
-            self.blend(xs.start + i % mask_w, ys.start + i / mask_w, stroke.colour, cover);
+            self.blend(
+                xs.start + i % mask_w,
+                ys.start + i / mask_w,
+                stroke.colour,
+                cover,
+            );
         }
     }
 
@@ -153,32 +158,29 @@ impl Canvas {
 
     pub fn text(&mut self, text: &Text) {
         // The 8×8 font reads well at 11–14 px as is; larger sizes double it, and so on.
-        let scale = (text.size / 12.0).round().max(1.0) as usize;
+        let scale = (text.size / 12.0).round().max(1.0);
         let glyphs = font::layout(&text.content);
-        let bold = usize::from(text.bold);
-        let width = (font::width(&glyphs) as usize + bold * glyphs.len()) * scale;
-        let left = match text.anchor {
+        // Bold strikes each glyph twice, one pixel apart, so it is one column wider.
+        let bold = u32::from(text.bold);
+        let width = f64::from(font::width(&glyphs) + bold * glyphs.len() as u32) * scale;
+        let mut pen = match text.anchor {
             Anchor::Start => text.x,
-            Anchor::Middle => text.x - width as f64 / 2.0,
-            Anchor::End => text.x - width as f64,
+            Anchor::Middle => text.x - width / 2.0,
+            Anchor::End => text.x - width,
         }
         .round();
-        let top = text.y.round() - f64::from(ASCENT) * scale as f64;
-        let mut pen = left;
+        let top = text.y.round() - f64::from(ASCENT) * scale;
         for g in glyphs {
-            for (row, bits) in g.rows.iter().enumerate() {
-                for col in 0..8 {
-                    if bits & (1 << col) == 0 {
-                        continue;
-                    }
-                    let gx = pen + (col as f64 - f64::from(g.first)) * scale as f64;
-                    let gy = top + (row * scale) as f64;
-                    for dx in 0..=bold {
-                        self.fill_rect(gx + (dx * scale) as f64, gy, scale as f64, scale as f64, text.colour);
+            for (row, bits) in (0u32..).zip(g.rows) {
+                for col in (0..8u32).filter(|col| bits & (1 << col) != 0) {
+                    for strike in 0..=bold {
+                        let x = pen + f64::from(col - g.first + strike) * scale;
+                        let y = top + f64::from(row) * scale;
+                        self.fill_rect(x, y, scale, scale, text.colour);
                     }
                 }
             }
-            pen += ((g.advance() as usize + bold) * scale) as f64;
+            pen += f64::from(g.advance() + bold) * scale;
         }
     }
 }
@@ -208,7 +210,10 @@ mod tests {
     #[test]
     fn thick_line_is_solid_across_its_width() {
         let mut c = Canvas::new(20, 20, Colour::WHITE);
-        c.polyline(&[(0.0, 10.0), (20.0, 10.0)], &Stroke::solid(Colour::BLACK, 2.0));
+        c.polyline(
+            &[(0.0, 10.0), (20.0, 10.0)],
+            &Stroke::solid(Colour::BLACK, 2.0),
+        );
         assert_eq!(at(&c, 5, 9), (0, 0, 0));
         assert_eq!(at(&c, 5, 10), (0, 0, 0));
         assert_eq!(at(&c, 5, 8), (255, 255, 255));
@@ -218,7 +223,10 @@ mod tests {
     #[test]
     fn dashed_line_has_gaps() {
         let mut c = Canvas::new(30, 5, Colour::WHITE);
-        c.polyline(&[(0.0, 2.5), (30.0, 2.5)], &Stroke::dashed(BLUE, 1.0, 6.0, 4.0));
+        c.polyline(
+            &[(0.0, 2.5), (30.0, 2.5)],
+            &Stroke::dashed(BLUE, 1.0, 6.0, 4.0),
+        );
         assert_eq!(at(&c, 3, 2), (0, 0, 255), "inside the first dash");
         assert_eq!(at(&c, 8, 2), (255, 255, 255), "inside the first gap");
         assert_eq!(at(&c, 13, 2), (0, 0, 255), "inside the second dash");
@@ -257,6 +265,11 @@ mod tests {
             .filter(|&(x, y)| at(&c, x, y) != (255, 255, 255))
             .collect();
         assert!(!inked.is_empty());
-        assert!(inked.iter().all(|&(x, y)| x < 50 && x >= 35 && y < 15 && y >= 8), "{inked:?}");
+        assert!(
+            inked
+                .iter()
+                .all(|&(x, y)| (35..50).contains(&x) && (8..15).contains(&y)),
+            "{inked:?}"
+        );
     }
 }
