@@ -25,7 +25,7 @@ use plimsoll_core::horizontal::observation::{
 };
 use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History, decide};
 use plimsoll_core::quantity::Quantity;
-use plimsoll_runtime::plot::Format;
+use plimsoll_runtime::plot::{Format, UnknownFormat};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The instant a scenario's `t: 0` stands for (any fixed instant works; decisions only use
@@ -550,18 +550,10 @@ pub fn run(path: &Path, output: Output, plot: Option<&Path>) -> ExitCode {
 
 fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, ReplayError> {
     // Checked before the replay so a typo in the name costs nothing.
-    let plot = match plot {
-        Some(file) => Some((
-            file,
-            Format::from_path(file).ok_or_else(|| {
-                ReplayError::Invalid(format!(
-                    "--plot {}: name the file *.svg or *.png",
-                    file.display()
-                ))
-            })?,
-        )),
-        None => None,
-    };
+    let plot = plot
+        .map(|file| Ok((file, Format::for_plot_file(file)?)))
+        .transpose()
+        .map_err(|e: UnknownFormat| ReplayError::Invalid(e.to_string()))?;
     let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
         path: path.display().to_string(),
         source,

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use plimsoll_runtime::plot::Format;
+use plimsoll_runtime::plot::{Format, UnknownFormat};
 use plimsoll_vpa_recommender::cli::{Args, Command, Output};
 use plimsoll_vpa_recommender::{plot, replay};
 
@@ -55,15 +55,9 @@ fn replay_command(
     checkpoint_out: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     // Checked before the replay so a typo in the name costs nothing.
-    let plot_file = match plot_file {
-        Some(p) => Some((
-            p,
-            Format::from_path(p).ok_or_else(|| {
-                anyhow::anyhow!("--plot {}: name the file *.svg or *.png", p.display())
-            })?,
-        )),
-        None => None,
-    };
+    let plot_file = plot_file
+        .map(|p| Ok::<_, UnknownFormat>((p, Format::for_plot_file(p)?)))
+        .transpose()?;
     let scenario = replay::load(scenario)?;
     let outcome = replay::run(&scenario, plot_file.is_some())?;
     match output {

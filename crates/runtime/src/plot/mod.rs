@@ -5,10 +5,10 @@
 //! Both services build their scene once and let the file extension pick the renderer
 //! ([`Format::from_path`]), so the two pictures cannot drift apart.
 //!
-//! The PNG side has no image dependency: [`raster`] draws into an RGB buffer with anti-aliased
+//! The PNG side has no image dependency: `raster` draws into an RGB buffer with anti-aliased
 //! coverage (lines as distance-to-segment, rectangles as area overlap), text comes from the
 //! public-domain 8×8 bitmap font of the `font8x8` crate (no dependencies, data only) drawn with
-//! proportional spacing, and [`png`] writes the file itself. The `png` crate would pull in
+//! proportional spacing, and `png` writes the file itself. The `png` crate would pull in
 //! `flate2`, `miniz_oxide`, `fdeflate`, `crc32fast`, `bitflags` and more for what is here ~150
 //! lines: CRC-32, Adler-32 and a fixed-Huffman deflate with a one-candidate LZ77 matcher, which
 //! turns the long white runs of a chart into a few bytes per row.
@@ -189,6 +189,23 @@ impl Format {
         } else {
             None
         }
+    }
+}
+
+/// `--plot FILE` with a name that is neither `*.svg` nor `*.png`.
+#[derive(Debug, thiserror::Error)]
+#[error("--plot {path}: name the file *.svg or *.png")]
+pub struct UnknownFormat {
+    /// The file name given.
+    pub path: String,
+}
+
+impl Format {
+    /// The format for a `--plot` file, or the usage error both services print.
+    pub fn for_plot_file(path: &Path) -> Result<Format, UnknownFormat> {
+        Format::from_path(path).ok_or_else(|| UnknownFormat {
+            path: path.display().to_string(),
+        })
     }
 }
 
@@ -461,6 +478,11 @@ mod tests {
         assert_eq!(Format::from_path(Path::new("b.Png")), Some(Format::Png));
         assert_eq!(Format::from_path(Path::new("b.jpg")), None);
         assert_eq!(Format::from_path(Path::new("png")), None);
+        let err = Format::for_plot_file(Path::new("out.jpeg")).expect_err("jpeg");
+        assert_eq!(
+            err.to_string(),
+            "--plot out.jpeg: name the file *.svg or *.png"
+        );
     }
 
     #[test]
