@@ -7,7 +7,7 @@
 //!
 //! The PNG side has no image dependency: `raster` draws into an RGB buffer with anti-aliased
 //! coverage (lines as distance-to-segment, rectangles as area overlap), text comes from the
-//! public-domain 8×8 bitmap font of the `font8x8` crate (no dependencies, data only) drawn with
+//! 8×8 bitmap font of the `font8x8` crate (MIT; no dependencies, data only) drawn with
 //! proportional spacing, and `png` writes the file itself. The `png` crate would pull in
 //! `flate2`, `miniz_oxide`, `fdeflate`, `crc32fast`, `bitflags` and more for what is here ~150
 //! lines: CRC-32, Adler-32 and a fixed-Huffman deflate with a one-candidate LZ77 matcher, which
