@@ -113,8 +113,9 @@ pub enum Command {
         /// How to print each step.
         #[arg(long, value_enum, default_value_t = Format::Json, env = "PLIMSOLL_OUTPUT")]
         output: Format,
-        /// Write an SVG chart of replicas, metric values and targets to this file.
-        #[arg(long, env = "PLIMSOLL_PLOT")]
+        /// Write a chart of replicas, metric values and targets to this file: SVG or PNG, by
+        /// its extension (`.svg`, `.png`).
+        #[arg(long, env = "PLIMSOLL_PLOT", value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
     },
 }

@@ -25,6 +25,7 @@ use plimsoll_core::horizontal::observation::{
 };
 use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History, decide};
 use plimsoll_core::quantity::Quantity;
+use plimsoll_runtime::plot::{Format, UnknownFormat};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The instant a scenario's `t: 0` stands for (any fixed instant works; decisions only use
@@ -548,16 +549,11 @@ pub fn run(path: &Path, output: Output, plot: Option<&Path>) -> ExitCode {
 }
 
 fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, ReplayError> {
-    if let Some(file) = plot
-        && !file
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
-    {
-        return Err(ReplayError::Invalid(format!(
-            "--plot {}: only SVG plots are written; name the file *.svg",
-            file.display()
-        )));
-    }
+    // Checked before the replay so a typo in the name costs nothing.
+    let plot = plot
+        .map(|file| Ok((file, Format::for_plot_file(file)?)))
+        .transpose()
+        .map_err(|e: UnknownFormat| ReplayError::Invalid(e.to_string()))?;
     let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
         path: path.display().to_string(),
         source,
@@ -573,13 +569,13 @@ fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, R
         }
         Output::Table => print!("{}", table(&replay.steps)),
     }
-    if let Some(file) = plot {
-        std::fs::write(file, crate::plot::svg(&replay.steps)).map_err(|source| {
-            ReplayError::Plot {
+    if let Some((file, format)) = plot {
+        std::fs::write(file, crate::plot::chart(&replay.steps).render(format)).map_err(
+            |source| ReplayError::Plot {
                 path: file.display().to_string(),
                 source,
-            }
-        })?;
+            },
+        )?;
     }
     for miss in &replay.misses {
         eprintln!("{miss}");

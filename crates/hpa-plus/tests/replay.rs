@@ -151,25 +151,32 @@ fn exit_2_names_the_field() {
     }
 }
 
-#[test]
-fn table_output_and_svg_plot() {
-    let dir = std::env::temp_dir().join(format!("hpa-plus-plot-{}", std::process::id()));
+/// Runs `replay SCENARIO --plot DIR/FILE EXTRA…` in a fresh temporary directory; returns the
+/// run and the plot's path (the caller removes its directory).
+fn replay_plotting(scenario: &str, file: &str, extra: &[&str]) -> (std::process::Output, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("hpa-plus-plot-{}-{file}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let svg = dir.join("plot.svg");
-    let out = bin(&[
-        "replay",
-        &path(OWN, "hpa-plus-watermark-delay-cooldown.yaml"),
-        "--output",
-        "table",
-        "--plot",
-        &svg.display().to_string(),
-    ]);
+    let plot = dir.join(file);
+    let plot_arg = plot.display().to_string();
+    let mut args = vec!["replay", scenario, "--plot", &plot_arg];
+    args.extend(extra);
+    (bin(&args), plot)
+}
+
+fn assert_success(out: &std::process::Output) {
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn table_output_and_svg_plot() {
+    let scenario = path(OWN, "hpa-plus-watermark-delay-cooldown.yaml");
+    let (out, svg) = replay_plotting(&scenario, "plot.svg", &["--output", "table"]);
+    assert_success(&out);
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.starts_with("T "), "{table}");
     assert!(table.contains("watermarkDelay"));
@@ -179,5 +186,40 @@ fn table_output_and_svg_plot() {
     assert!(doc.contains("queue_messages"));
     // Value line plus low and high watermarks, dashed.
     assert!(doc.matches("stroke-dasharray").count() >= 2);
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(svg.parent().unwrap()).unwrap();
+}
+
+/// The width and height in a PNG's IHDR, after checking the signature.
+fn png_size(png: &[u8]) -> (u32, u32) {
+    assert_eq!(png[..8], [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert_eq!(&png[12..16], b"IHDR");
+    let be = |i: usize| u32::from_be_bytes(png[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+#[test]
+fn png_plot_of_a_shared_example() {
+    let scenario = path(examples(), "hpaplus-watermark-scale-up-limit.yaml");
+    // Upper case on purpose: the extension is matched in any case.
+    let (out, png) = replay_plotting(&scenario, "plot.PNG", &[]);
+    assert_success(&out);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(png_size(&bytes), (900, 650));
+    assert!(bytes.ends_with(b"IEND\xae\x42\x60\x82"), "ends with IEND");
+    std::fs::remove_dir_all(png.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn plot_with_another_extension_is_a_usage_error() {
+    let scenario = path(examples(), "hpaplus-watermark-scale-up-limit.yaml");
+    let (out, jpg) = replay_plotting(&scenario, "plot.jpg", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("--plot") && stderr.contains("*.png"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing replayed before the check");
+    assert!(!jpg.exists());
+    std::fs::remove_dir_all(jpg.parent().unwrap()).unwrap();
 }

@@ -282,8 +282,9 @@ pub enum Command {
         /// Output format: JSON Lines or a table.
         #[arg(long, value_enum, default_value_t = Output::Json)]
         output: Output,
-        /// Also write an SVG of usage distributions and target/bounds over time.
-        #[arg(long, value_name = "FILE.svg")]
+        /// Also write a chart of usage distributions and target/bounds over time: SVG or PNG,
+        /// by the file's extension (`.svg`, `.png`).
+        #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
         /// Write the final state as `VerticalPodAutoscalerCheckpoint` manifests.
         #[arg(long, value_name = "FILE")]

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use plimsoll_runtime::plot::{Format, UnknownFormat};
 use plimsoll_vpa_recommender::cli::{Args, Command, Output};
 use plimsoll_vpa_recommender::{plot, replay};
 
@@ -53,11 +54,10 @@ fn replay_command(
     plot_file: Option<&std::path::Path>,
     checkpoint_out: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
-    if let Some(p) = plot_file
-        && p.extension().and_then(|e| e.to_str()) != Some("svg")
-    {
-        anyhow::bail!("--plot: only .svg files are supported, got {}", p.display());
-    }
+    // Checked before the replay so a typo in the name costs nothing.
+    let plot_file = plot_file
+        .map(|p| Ok::<_, UnknownFormat>((p, Format::for_plot_file(p)?)))
+        .transpose()?;
     let scenario = replay::load(scenario)?;
     let outcome = replay::run(&scenario, plot_file.is_some())?;
     match output {
@@ -68,8 +68,8 @@ fn replay_command(
         }
         Output::Table => print!("{}", replay::table(&outcome.lines)),
     }
-    if let Some(p) = plot_file {
-        std::fs::write(p, plot::svg(&outcome.traces))
+    if let Some((p, format)) = plot_file {
+        std::fs::write(p, plot::chart(&outcome.traces).render(format))
             .map_err(|e| anyhow::anyhow!("--plot {}: {e}", p.display()))?;
     }
     if let Some(p) = checkpoint_out {

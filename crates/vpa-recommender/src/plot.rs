@@ -1,14 +1,13 @@
-//! Hand-written SVG for `replay --plot`: per container and resource, the usage distribution
-//! (the final decaying histogram, one bar per non-empty bucket) and the target with its bounds
-//! over time, with the usage samples as dots.
+//! `replay --plot FILE.svg|FILE.png`: per container and resource, the usage distribution (the
+//! final decaying histogram, one bar per non-empty bucket) and the target with its bounds over
+//! time, with the usage samples as dots.
 //!
-//! No plotting dependency: the picture is a few rectangles, polylines and labels. Upper bounds
+//! The scene is built once as a [`Chart`] and rendered by the file's extension. Upper bounds
 //! with little history are huge (upstream multiplies them by 1 + 1/confidence), so the y axis is
 //! limited to 1.5 × the largest target or usage and lines are clipped at the top.
 
-use std::fmt::Write as _;
-
 use plimsoll_core::vertical::aggregate::Resource;
+use plimsoll_runtime::plot::{Anchor, Chart, Colour, Stroke, Text};
 
 use crate::replay::ResourceTrace;
 
@@ -17,6 +16,10 @@ const PANEL_H: f64 = 220.0;
 const MARGIN: f64 = 50.0;
 const ROW_H: f64 = PANEL_H + 2.0 * MARGIN;
 const WIDTH: f64 = 2.0 * (PANEL_W + 2.0 * MARGIN);
+const BAR: Colour = Colour::hex(0x4a_7e_bb);
+const USAGE: Colour = Colour::hex(0xe0_8a_2c);
+const BOUND: Colour = Colour::hex(0x99_99_99);
+const FRAME: Colour = Colour::hex(0xcc_cc_cc);
 
 fn human(resource: Resource, v: f64) -> String {
     match resource {
@@ -25,31 +28,19 @@ fn human(resource: Resource, v: f64) -> String {
     }
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// The SVG document for `traces` (one row per container and resource).
-pub fn svg(traces: &[ResourceTrace]) -> String {
+/// The chart for `traces` (one row per container and resource), ready to render to SVG or PNG.
+pub fn chart(traces: &[ResourceTrace]) -> Chart {
     let height = ROW_H * traces.len().max(1) as f64;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let mut chart = Chart::new(WIDTH as u32, height as u32);
     if traces.is_empty() {
-        let _ = writeln!(out, r#"<text x="20" y="30">no containers to plot</text>"#);
+        chart.text(Text::new(20.0, 30.0, "no containers to plot"));
     }
     for (row, trace) in traces.iter().enumerate() {
         let y0 = row as f64 * ROW_H + MARGIN;
-        histogram_panel(&mut out, trace, MARGIN, y0);
-        timeline_panel(&mut out, trace, PANEL_W + 3.0 * MARGIN, y0);
+        histogram_panel(&mut chart, trace, MARGIN, y0);
+        timeline_panel(&mut chart, trace, PANEL_W + 3.0 * MARGIN, y0);
     }
-    out.push_str("</svg>\n");
-    out
+    chart
 }
 
 /// Amount in the unit the traces use for the axis: millicores for CPU, bytes for memory.
@@ -60,13 +51,13 @@ fn unit_scale(resource: Resource) -> f64 {
     }
 }
 
-fn histogram_panel(out: &mut String, trace: &ResourceTrace, x0: f64, y0: f64) {
+fn histogram_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
     let title = format!(
         "{} {}: usage distribution (decayed weights)",
-        escape(&trace.container),
+        trace.container,
         trace.resource.name()
     );
-    frame(out, x0, y0, &title);
+    frame(chart, x0, y0, title);
     let scale = unit_scale(trace.resource);
     let max_x = trace
         .histogram
@@ -80,40 +71,31 @@ fn histogram_panel(out: &mut String, trace: &ResourceTrace, x0: f64, y0: f64) {
         .map(|(_, _, w)| *w)
         .fold(0.0_f64, f64::max);
     if max_w <= 0.0 {
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{}">no samples</text>"#,
-            x0 + 10.0,
-            y0 + 20.0
-        );
+        chart.text(Text::new(x0 + 10.0, y0 + 20.0, "no samples"));
         return;
     }
     for (start, end, w) in &trace.histogram {
         let x = x0 + start * scale / max_x * PANEL_W;
         let bw = ((end - start) * scale / max_x * PANEL_W).max(1.0);
         let h = w / max_w * PANEL_H;
-        let _ = writeln!(
-            out,
-            r##"<rect x="{x:.1}" y="{:.1}" width="{bw:.1}" height="{h:.1}" fill="#4a7ebb"/>"##,
-            y0 + PANEL_H - h
-        );
+        chart.fill_rect(x, y0 + PANEL_H - h, bw, h, BAR);
     }
     axis_labels(
-        out,
+        chart,
         x0,
         y0,
-        &human(trace.resource, 0.0),
-        &human(trace.resource, max_x),
+        human(trace.resource, 0.0),
+        human(trace.resource, max_x),
     );
 }
 
-fn timeline_panel(out: &mut String, trace: &ResourceTrace, x0: f64, y0: f64) {
+fn timeline_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
     let title = format!(
-        "{} {}: target (black), lower/upper bound (grey), usage (dots)",
-        escape(&trace.container),
+        "{} {}: target (black), bounds (grey), usage (dots)",
+        trace.container,
         trace.resource.name()
     );
-    frame(out, x0, y0, &title);
+    frame(chart, x0, y0, title);
     let t_max = trace
         .series
         .iter()
@@ -132,64 +114,38 @@ fn timeline_panel(out: &mut String, trace: &ResourceTrace, x0: f64, y0: f64) {
     let px = |t: f64| x0 + t / t_max * PANEL_W;
     let py = |v: f64| y0 + PANEL_H - (v.min(y_max) / y_max) * PANEL_H;
     for (t, v) in &trace.usage {
-        let _ = writeln!(
-            out,
-            r##"<circle cx="{:.1}" cy="{:.1}" r="1.5" fill="#e08a2c"/>"##,
-            px(*t),
-            py(*v as f64)
-        );
+        chart.circle(px(*t), py(*v as f64), 1.5, USAGE, None);
     }
-    for (pick, color, width) in [
-        (0usize, "#999999", 1.0),
-        (2, "#999999", 1.0),
-        (1, "#000000", 2.0),
+    // Bounds first so the target is drawn over them.
+    for (pick, stroke) in [
+        (0usize, Stroke::solid(BOUND, 1.0)),
+        (2, Stroke::solid(BOUND, 1.0)),
+        (1, Stroke::solid(Colour::BLACK, 2.0)),
     ] {
-        let points: Vec<String> = trace
+        let points: Vec<(f64, f64)> = trace
             .series
             .iter()
-            .map(|p| {
-                let v = [p.lower, p.target, p.upper][pick] as f64;
-                format!("{:.1},{:.1}", px(p.t), py(v))
-            })
+            .map(|p| (px(p.t), py([p.lower, p.target, p.upper][pick] as f64)))
             .collect();
-        if !points.is_empty() {
-            let _ = writeln!(
-                out,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="{width}" points="{}"/>"#,
-                points.join(" ")
-            );
+        // One evaluation (a replay with a single `at`) has no line to draw: mark the point.
+        if let [(x, y)] = points[..] {
+            chart.circle(x, y, stroke.width + 1.5, stroke.colour, None);
         }
+        chart.polyline(points, stroke);
     }
-    axis_labels(out, x0, y0, "0 s", &format!("{t_max:.0} s"));
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-        x0 - 4.0,
-        y0 + 10.0,
-        human(trace.resource, y_max)
-    );
+    axis_labels(chart, x0, y0, "0 s".to_owned(), format!("{t_max:.0} s"));
+    chart.text(Text::new(x0 - 4.0, y0 + 10.0, human(trace.resource, y_max)).anchor(Anchor::End));
 }
 
-fn frame(out: &mut String, x0: f64, y0: f64, title: &str) {
-    let _ = writeln!(
-        out,
-        r##"<rect x="{x0}" y="{y0}" width="{PANEL_W}" height="{PANEL_H}" fill="none" stroke="#cccccc"/>"##
-    );
-    let _ = writeln!(
-        out,
-        r#"<text x="{x0}" y="{:.1}" font-weight="bold">{title}</text>"#,
-        y0 - 8.0
-    );
+fn frame(chart: &mut Chart, x0: f64, y0: f64, title: String) {
+    chart.stroke_rect(x0, y0, PANEL_W, PANEL_H, Stroke::solid(FRAME, 1.0));
+    chart.text(Text::new(x0, y0 - 8.0, title).bold());
 }
 
-fn axis_labels(out: &mut String, x0: f64, y0: f64, left: &str, right: &str) {
+fn axis_labels(chart: &mut Chart, x0: f64, y0: f64, left: String, right: String) {
     let y = y0 + PANEL_H + 14.0;
-    let _ = writeln!(out, r#"<text x="{x0}" y="{y}">{left}</text>"#);
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{y}" text-anchor="end">{right}</text>"#,
-        x0 + PANEL_W
-    );
+    chart.text(Text::new(x0, y, left));
+    chart.text(Text::new(x0 + PANEL_W, y, right).anchor(Anchor::End));
 }
 
 #[cfg(test)]
@@ -219,7 +175,7 @@ mod tests {
             ],
             histogram: vec![(0.29, 0.31, 2.0)],
         };
-        let s = svg(&[trace]);
+        let s = chart(&[trace]).to_svg();
         assert!(s.starts_with("<svg"));
         assert!(s.trim_end().ends_with("</svg>"));
         assert_eq!(s.matches("<polyline").count(), 3);
@@ -229,8 +185,24 @@ mod tests {
     }
 
     #[test]
+    fn png_has_one_row_per_trace() {
+        let trace = ResourceTrace {
+            container: "app".into(),
+            resource: Resource::Memory,
+            usage: vec![(0.0, 100 << 20)],
+            series: vec![],
+            histogram: vec![(90e6, 110e6, 1.0)],
+        };
+        let c = chart(&[trace.clone(), trace]);
+        assert_eq!((c.width(), c.height()), (1120, 640));
+        let png = c.to_png();
+        assert_eq!(&png[12..16], b"IHDR");
+        assert_eq!(png[16..24], [0, 0, 0x04, 0x60, 0, 0, 0x02, 0x80]);
+    }
+
+    #[test]
     fn empty_plot_is_valid() {
-        let s = svg(&[]);
+        let s = chart(&[]).to_svg();
         assert!(s.contains("no containers"));
     }
 }

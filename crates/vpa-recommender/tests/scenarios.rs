@@ -42,8 +42,13 @@ fn every_vpa_scenario_holds() {
             outcome.misses
         );
         assert!(!outcome.lines.is_empty(), "{}: no output", file.display());
-        let svg = plot::svg(&outcome.traces);
-        assert!(svg.contains("<polyline"), "{}: empty plot", file.display());
+        let svg = plot::chart(&outcome.traces).to_svg();
+        // The target as a line, or as a black dot when the replay evaluates only once.
+        assert!(
+            svg.contains("<polyline") || svg.contains(r##"fill="#000000""##),
+            "{}: empty plot",
+            file.display()
+        );
     }
 }
 
@@ -133,4 +138,45 @@ fn invalid_scenarios_name_the_field() {
         let message = err.to_string();
         assert!(message.contains(path), "{file}: {message}");
     }
+}
+
+#[test]
+fn plot_is_written_as_svg_or_png_by_extension() {
+    let scenario = repo_root().join("scenarios/vpa-recommender-steady-cpu.yaml");
+    let scenario = scenario.to_str().expect("utf8");
+    let dir = std::env::temp_dir().join(format!("plimsoll-vr-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let traces = replay::run(&replay::load(Path::new(scenario)).expect("loads"), true)
+        .expect("runs")
+        .traces;
+    assert!(!traces.is_empty());
+
+    let png = dir.join("plot.png");
+    let (code, _, stderr) = cli(&["replay", scenario, "--plot", png.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{stderr}");
+    let bytes = std::fs::read(&png).expect("png written");
+    assert_eq!(bytes[..8], [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let be = |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    // Two panels side by side, one 320 px row per container and resource.
+    assert_eq!((be(16), be(20)), (1120, 320 * traces.len() as u32));
+
+    let svg = dir.join("plot.Svg");
+    let (code, _, stderr) = cli(&["replay", scenario, "--plot", svg.to_str().expect("utf8")]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(
+        doc.starts_with("<svg") && doc.contains("target (black)"),
+        "{doc}"
+    );
+
+    let gif = dir.join("plot.gif");
+    let (code, stdout, stderr) = cli(&["replay", scenario, "--plot", gif.to_str().expect("utf8")]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--plot") && stderr.contains("*.png"),
+        "{stderr}"
+    );
+    assert!(stdout.is_empty() && !gif.exists());
+    std::fs::remove_dir_all(&dir).expect("cleanup");
 }
