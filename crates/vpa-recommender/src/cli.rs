@@ -317,7 +317,7 @@ impl Args {
     }
 
     /// The service configuration these flags describe.
-    pub fn config(&self) -> Config {
+    pub fn into_config(self) -> Config {
         Config {
             common: self.common.clone(),
             interval: self.recommender_interval,
@@ -372,7 +372,7 @@ mod tests {
     #[test]
     fn defaults_are_upstreams() {
         let args = Args::try_parse_from(["vpa-recommender"]).expect("parses");
-        let c = args.config();
+        let c = args.into_config();
         assert_eq!(c.interval, Duration::from_secs(60));
         assert_eq!(c.gc_interval, Duration::from_secs(600));
         assert_eq!(c.recommender_name, "plimsoll");

@@ -43,7 +43,7 @@ fn serve(args: &Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let token = plimsoll_runtime::shutdown::signal_token();
-        plimsoll_vpa_recommender::run(args.config(), token).await
+        plimsoll_vpa_recommender::run(args.into_config(), token).await
     })?;
     Ok(())
 }

@@ -20,7 +20,7 @@ fn deployment_args_parse() {
         .collect();
     let parsed = Args::from_flags(std::iter::once("vpa-recommender".to_owned()).chain(args))
         .expect("deployment args parse");
-    let config = parsed.config();
+    let config = parsed.into_config();
     assert_eq!(config.common.metrics_address.port(), 8942);
     assert_eq!(config.recommender_name, "plimsoll");
     assert!(config.prometheus.is_none());

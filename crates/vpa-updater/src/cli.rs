@@ -163,12 +163,12 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    Args::try_parse_from(args).map(|a| a.config())
+    Args::try_parse_from(args).map(|a| a.into_config())
 }
 
 impl Args {
     /// The service configuration these flags describe.
-    pub fn config(&self) -> Config {
+    pub fn into_config(self) -> Config {
         let status_namespace = self
             .admission_controller_status_namespace
             .clone()
@@ -237,7 +237,7 @@ mod tests {
             "--admission-controller-status-namespace=vpa",
             "--ignored-vpa-object-namespaces=a,b",
         ]);
-        let config = args.config();
+        let config = args.into_config();
         assert_eq!(config.updater_interval, Duration::from_secs(30));
         assert!((config.eviction_rate_limit - 0.5).abs() < f64::EPSILON);
         assert_eq!(config.eviction_rate_burst, 3);

@@ -25,7 +25,7 @@ fn main() -> ExitCode {
 async fn serve(args: &Args) -> anyhow::Result<()> {
     client::install_crypto_provider();
     telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
-    let config = args.config();
+    let config = args.into_config();
     let token = shutdown::signal_token();
     plimsoll_vpa_updater::run(config, token).await?;
     Ok(())

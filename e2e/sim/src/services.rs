@@ -45,7 +45,7 @@ pub fn all() -> Vec<Service> {
             |args: &[String], shutdown: CancellationToken| {
                 let config = plimsoll_vpa_recommender::cli::Args::try_parse_from(args)
                     .map_err(|e| e.to_string())?
-                    .config();
+                    .into_config();
                 Ok(run(plimsoll_vpa_recommender::run, config, shutdown))
             },
         ),
@@ -55,7 +55,7 @@ pub fn all() -> Vec<Service> {
             |args: &[String], shutdown: CancellationToken| {
                 let config = plimsoll_vpa_updater::cli::Args::try_parse_from(args)
                     .map_err(|e| e.to_string())?
-                    .config();
+                    .into_config();
                 Ok(run(plimsoll_vpa_updater::run, config, shutdown))
             },
         ),
