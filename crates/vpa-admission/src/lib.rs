@@ -3,7 +3,8 @@
 //!
 //! [`run`] starts: the admin listener (`/metrics`, `/healthz`, `/readyz`), reflectors of VPAs,
 //! ReplicaSets, Jobs and LimitRanges, the HTTPS webhook ([`webhook`] over [`tls`]), optionally
-//! the webhook registration ([`registration`]), and the status Lease renewal ([`status`]).
+//! the webhook registration ([`registration`]), the status Lease renewal ([`status`]) and, with
+//! `--self-signed`, the certificate renewal ([`renewal`]).
 //! Every replica serves; there is no leader election (`--leader-elect` is accepted and ignored:
 //! admission must answer on every replica the Service routes to).
 //!
@@ -16,6 +17,7 @@ pub mod error;
 pub mod matching;
 pub mod metrics;
 pub mod registration;
+pub mod renewal;
 pub mod review;
 pub mod status;
 pub mod tls;
@@ -64,10 +66,14 @@ pub enum TlsSource {
         /// CA for the caBundle (default: `cert`).
         ca: Option<PathBuf>,
     },
-    /// Generated, shared through this Secret in the webhook's namespace.
+    /// Generated, shared through this Secret in the webhook's namespace, renewed when due.
     SelfSigned {
         /// Secret name.
         secret: String,
+        /// Lifetimes of generated certificates.
+        lifetimes: certs::Lifetimes,
+        /// How often each replica checks the Secret.
+        check_interval: Duration,
     },
 }
 
@@ -192,8 +198,9 @@ pub async fn run_on(
     ));
 
     // Certificates first: without them there is nothing to serve.
-    let (resolver, ca_pem) = serving_certs(&config, &client, &namespace).await?;
-    let server_config = tls::server_config(Arc::new(resolver))?;
+    let (resolver, ca_pem, keeper) = serving_certs(&config, &client, &namespace).await?;
+    let resolver = Arc::new(resolver);
+    let server_config = tls::server_config(resolver.clone())?;
 
     let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(&client, &shutdown);
     let (replica_sets, t2) = spawn_reflector::<ReplicaSet>(&client, &shutdown);
@@ -227,9 +234,23 @@ pub async fn run_on(
         serving.clone(),
     ));
 
-    if let Some(reg) = &config.registration {
-        register_with_retry(&client, reg, &namespace, ca_pem, &shutdown).await?;
+    let registration = config
+        .registration
+        .as_ref()
+        .map(|reg| webhook_registration(reg, &namespace, ca_pem.clone().into_bytes()));
+    if let Some(reg) = &registration {
+        register_with_retry(&client, reg, &shutdown).await?;
     }
+    let renewal_task = keeper.map(|(keeper, current, interval)| {
+        let renewal = renewal::Renewal {
+            keeper,
+            resolver,
+            registration,
+            current,
+            interval,
+        };
+        tokio::spawn(renewal.run(shutdown.clone()))
+    });
 
     let lease = StatusLease {
         name: config.status_lease_name.clone(),
@@ -268,6 +289,9 @@ pub async fn run_on(
     let _ = server_task.await;
     sync_task.abort();
     let _ = lease_task.await;
+    if let Some(t) = renewal_task {
+        let _ = t.await;
+    }
     for t in [t1, t2, t3, t4] {
         let _ = t.await;
     }
@@ -295,27 +319,51 @@ async fn mark_synced(webhook: Arc<Webhook>, readiness: Readiness, serving: Arc<A
     }
 }
 
-/// The certificate resolver and the CA PEM for the caBundle.
+/// What `--self-signed` renewal starts from: the Secret, the bundle in use, the check interval.
+type SelfSignedState = (renewal::SecretKeeper, certs::CertBundle, Duration);
+
+/// The certificate resolver, the CA PEM for the caBundle and, with `--self-signed`, what the
+/// renewal loop needs.
 async fn serving_certs(
     config: &Config,
     client: &kube::Client,
     namespace: &str,
-) -> Result<(CertResolver, Vec<u8>)> {
+) -> Result<(CertResolver, String, Option<SelfSignedState>)> {
     match &config.tls {
         TlsSource::Files { cert, key, ca } => {
             let resolver = CertResolver::from_files(cert.clone(), key.clone())?;
             let ca_path = ca.as_ref().unwrap_or(cert);
-            let ca_pem = std::fs::read(ca_path).map_err(|source| Error::Io {
+            let ca_pem = std::fs::read_to_string(ca_path).map_err(|source| Error::Io {
                 context: format!("reading {}", ca_path.display()),
                 source,
             })?;
-            Ok((resolver, ca_pem))
+            Ok((resolver, ca_pem, None))
         }
-        TlsSource::SelfSigned { secret } => {
-            let names = certificate_names(config, namespace);
-            let bundle = certs::get_or_create(client.clone(), namespace, secret, &names).await?;
+        TlsSource::SelfSigned {
+            secret,
+            lifetimes,
+            check_interval,
+        } => {
+            lifetimes.check(*check_interval)?;
+            let keeper = renewal::SecretKeeper {
+                api: Api::namespaced(client.clone(), namespace),
+                namespace: namespace.to_owned(),
+                name: secret.clone(),
+                names: certificate_names(config, namespace),
+                lifetimes: *lifetimes,
+            };
+            // Nothing is registered yet: a due serving certificate is renewed by the loop,
+            // after registration.
+            let registering = config.registration.is_some();
+            let bundle = keeper.sync(|_| !registering).await?;
+            tracing::info!(secret = %secret, %namespace, "serving the shared self-signed certificate");
             let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
-            Ok((CertResolver::fixed(key), bundle.ca_pem.into_bytes()))
+            let ca_pem = bundle.ca_pem.clone();
+            Ok((
+                CertResolver::fixed(key),
+                ca_pem,
+                Some((keeper, bundle, *check_interval)),
+            ))
         }
     }
 }
@@ -345,14 +393,13 @@ fn url_host(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_owned())
 }
 
-async fn register_with_retry(
-    client: &kube::Client,
+/// The registration `--register-webhook` writes, with `ca_pem` as the caBundle.
+fn webhook_registration(
     reg: &Registration,
     namespace: &str,
     ca_pem: Vec<u8>,
-    shutdown: &CancellationToken,
-) -> Result<()> {
-    let r = registration::Registration {
+) -> registration::Registration {
+    registration::Registration {
         config_name: reg.config_name.clone(),
         endpoint: match &reg.url {
             Some(url) => Endpoint::Url(url.clone()),
@@ -365,12 +412,19 @@ async fn register_with_retry(
         ca_bundle: ca_pem,
         timeout_seconds: reg.timeout_seconds,
         own_namespace: namespace.to_owned(),
-    };
+    }
+}
+
+async fn register_with_retry(
+    client: &kube::Client,
+    r: &registration::Registration,
+    shutdown: &CancellationToken,
+) -> Result<()> {
     let mut delay = Duration::from_millis(500);
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match registration::register(client.clone(), &r).await {
+        match registration::register(client.clone(), r).await {
             Ok(()) => return Ok(()),
             Err(e) if attempt < 6 => {
                 tracing::warn!(error = %e, attempt, "webhook registration failed; retrying");
