@@ -161,7 +161,11 @@ pub fn generate(names: &[String]) -> Result<CertBundle> {
 }
 
 /// Generates a CA and a serving certificate for `names`, valid from `now` for `lifetimes`.
-pub fn generate_with(names: &[String], now: SystemTime, lifetimes: Lifetimes) -> Result<CertBundle> {
+pub fn generate_with(
+    names: &[String],
+    now: SystemTime,
+    lifetimes: Lifetimes,
+) -> Result<CertBundle> {
     let (ca_pem, ca_key) = new_ca(now, lifetimes.ca)?;
     let ca_key_pem = ca_key.serialize_pem();
     let (cert_pem, key_pem) = issue_serving(&ca_pem, ca_key, names, now, lifetimes.serving)?;
@@ -200,10 +204,7 @@ pub fn not_after(pem: &str) -> Result<SystemTime> {
 
 /// Re-encodes certificates as PEM.
 fn to_pem(certs: &[CertificateDer<'_>]) -> String {
-    certs
-        .iter()
-        .map(|der| pem_block(der.as_ref()))
-        .collect()
+    certs.iter().map(|der| pem_block(der.as_ref())).collect()
 }
 
 fn pem_block(der: &[u8]) -> String {
@@ -262,8 +263,7 @@ impl CertBundle {
             .into_iter()
             .next()
             .ok_or_else(|| Error::Tls("CA bundle: no CERTIFICATE block".to_owned()))?;
-        let (cert_pem, key_pem) =
-            issue_serving(&to_pem(&[newest]), ca_key, names, now, lifetime)?;
+        let (cert_pem, key_pem) = issue_serving(&to_pem(&[newest]), ca_key, names, now, lifetime)?;
         Ok(CertBundle {
             ca_pem: prune_expired(&self.ca_pem, now)?,
             ca_key_pem: Some(ca_key_pem.to_owned()),

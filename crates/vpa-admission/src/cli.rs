@@ -251,7 +251,9 @@ mod tests {
                     lifetimes,
                     check_interval,
                     ..
-                } => lifetimes.check(check_interval).map(|()| (lifetimes, check_interval)),
+                } => lifetimes
+                    .check(check_interval)
+                    .map(|()| (lifetimes, check_interval)),
                 TlsSource::Files { .. } => panic!("not self-signed"),
             }
         };
@@ -259,11 +261,8 @@ mod tests {
         assert_eq!(lifetimes, Lifetimes::default());
         assert_eq!(lifetimes.serving, Duration::from_secs(365 * 24 * 3600));
         assert_eq!(check_interval, Duration::from_secs(60));
-        let (lifetimes, _) = parse(&[
-            "--self-signed-validity=3s",
-            "--self-signed-ca-validity=6s",
-        ])
-        .unwrap();
+        let (lifetimes, _) =
+            parse(&["--self-signed-validity=3s", "--self-signed-ca-validity=6s"]).unwrap();
         assert_eq!(lifetimes.serving, Duration::from_secs(3));
         assert!(parse(&["--self-signed-ca-validity=8000h"]).is_err());
         assert!(parse(&["--self-signed-check-interval=0"]).is_err());

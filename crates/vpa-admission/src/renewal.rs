@@ -293,10 +293,7 @@ mod tests {
             ..fresh
         };
         assert_eq!(decide(&legacy, at(10), lifetimes()), Action::RotateCa);
-        let garbage = Expiry {
-            ca: None,
-            ..fresh
-        };
+        let garbage = Expiry { ca: None, ..fresh };
         assert_eq!(decide(&garbage, at(10), lifetimes()), Action::Create);
         let nothing_usable = Expiry {
             ca_key: false,

@@ -450,8 +450,12 @@ async fn self_signed_certificates_are_renewed_without_restart() -> anyhow::Resul
     // A renewed serving certificate, signed by the same CA, is served on the next handshake.
     let address = webhook.address;
     eventually("renewed certificate served", WAIT, EVERY, || {
-        let (secrets, first_ca, first_cert, host) =
-            (secrets.clone(), first_ca.clone(), first_cert.clone(), host.clone());
+        let (secrets, first_ca, first_cert, host) = (
+            secrets.clone(),
+            first_ca.clone(),
+            first_cert.clone(),
+            host.clone(),
+        );
         async move {
             let stored = stored_certificate(&secrets).await?;
             let served = served_certificate(address, &first_ca, &host).await?;
