@@ -198,9 +198,8 @@ pub async fn run_on(
     ));
 
     // Certificates first: without them there is nothing to serve.
-    let (resolver, ca_pem, keeper) = serving_certs(&config, &client, &namespace).await?;
-    let resolver = Arc::new(resolver);
-    let server_config = tls::server_config(resolver.clone())?;
+    let certs = serving_certs(&config, &client, &namespace).await?;
+    let server_config = tls::server_config(certs.0.clone())?;
 
     let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(&client, &shutdown);
     let (replica_sets, t2) = spawn_reflector::<ReplicaSet>(&client, &shutdown);
@@ -215,7 +214,7 @@ pub async fn run_on(
     let webhook = Arc::new(Webhook::new(caches.clone(), metrics.clone()));
 
     let address = webhook_listener.local_addr().ok();
-    tracing::info!(address = ?address, "webhook listening (HTTPS, path /)");
+    tracing::info!(?address, "webhook listening (HTTPS, path /)");
     let serving = Arc::new(AtomicBool::new(true));
     let server_task = {
         let serving = serving.clone();
@@ -234,23 +233,7 @@ pub async fn run_on(
         serving.clone(),
     ));
 
-    let registration = config
-        .registration
-        .as_ref()
-        .map(|reg| webhook_registration(reg, &namespace, ca_pem.clone().into_bytes()));
-    if let Some(reg) = &registration {
-        register_with_retry(&client, reg, &shutdown).await?;
-    }
-    let renewal_task = keeper.map(|(keeper, current, interval)| {
-        let renewal = renewal::Renewal {
-            keeper,
-            resolver,
-            registration,
-            current,
-            interval,
-        };
-        tokio::spawn(renewal.run(shutdown.clone()))
-    });
+    let renewal_task = register_and_renew(&config, &client, &namespace, certs, &shutdown).await?;
 
     let lease = StatusLease {
         name: config.status_lease_name.clone(),
@@ -289,10 +272,7 @@ pub async fn run_on(
     let _ = server_task.await;
     sync_task.abort();
     let _ = lease_task.await;
-    if let Some(t) = renewal_task {
-        let _ = t.await;
-    }
-    for t in [t1, t2, t3, t4] {
+    for t in [t1, t2, t3, t4].into_iter().chain(renewal_task) {
         let _ = t.await;
     }
     match admin_task.await {
@@ -324,11 +304,14 @@ type SelfSignedState = (renewal::SecretKeeper, certs::CertBundle, Duration);
 
 /// The certificate resolver, the CA PEM for the caBundle and, with `--self-signed`, what the
 /// renewal loop needs.
+type ServingCerts = (Arc<CertResolver>, String, Option<SelfSignedState>);
+
+/// Loads or creates the serving certificate ([`ServingCerts`]).
 async fn serving_certs(
     config: &Config,
     client: &kube::Client,
     namespace: &str,
-) -> Result<(CertResolver, String, Option<SelfSignedState>)> {
+) -> Result<ServingCerts> {
     match &config.tls {
         TlsSource::Files { cert, key, ca } => {
             let resolver = CertResolver::from_files(cert.clone(), key.clone())?;
@@ -337,7 +320,7 @@ async fn serving_certs(
                 context: format!("reading {}", ca_path.display()),
                 source,
             })?;
-            Ok((resolver, ca_pem, None))
+            Ok((Arc::new(resolver), ca_pem, None))
         }
         TlsSource::SelfSigned {
             secret,
@@ -360,7 +343,7 @@ async fn serving_certs(
             let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
             let ca_pem = bundle.ca_pem.clone();
             Ok((
-                CertResolver::fixed(key),
+                Arc::new(CertResolver::fixed(key)),
                 ca_pem,
                 Some((keeper, bundle, *check_interval)),
             ))
@@ -391,6 +374,34 @@ fn url_host(url: &str) -> Option<String> {
         hostport.rsplit_once(':').map_or(hostport, |(h, _)| h)
     };
     (!host.is_empty()).then(|| host.to_owned())
+}
+
+/// Registers the webhook (`--register-webhook`) with `ca_pem`, then starts the `--self-signed`
+/// renewal loop, which keeps that registration's caBundle current.
+async fn register_and_renew(
+    config: &Config,
+    client: &kube::Client,
+    namespace: &str,
+    (resolver, ca_pem, self_signed): ServingCerts,
+    shutdown: &CancellationToken,
+) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    let registration = config
+        .registration
+        .as_ref()
+        .map(|reg| webhook_registration(reg, namespace, ca_pem.into_bytes()));
+    if let Some(reg) = &registration {
+        register_with_retry(client, reg, shutdown).await?;
+    }
+    Ok(self_signed.map(|(keeper, current, interval)| {
+        let renewal = renewal::Renewal {
+            keeper,
+            resolver,
+            registration,
+            current,
+            interval,
+        };
+        tokio::spawn(renewal.run(shutdown.clone()))
+    }))
 }
 
 /// The registration `--register-webhook` writes, with `ca_pem` as the caBundle.
