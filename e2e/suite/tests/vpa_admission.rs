@@ -98,6 +98,26 @@ async fn start(env: &Env, system: &str, tls_args: &[String]) -> anyhow::Result<W
     })
 }
 
+/// A test environment on plimsoll-sim with a namespace `<test namespace>-system` for the
+/// webhook; `None` (test skipped) against a real cluster, which has no sim to call the webhook.
+async fn sim_env(name: &str) -> anyhow::Result<Option<(Env, String)>> {
+    let env = Env::start(name).await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(None);
+    }
+    let system = format!("{}-system", env.namespace);
+    namespace(&env, &system).await?;
+    Ok(Some((env, system)))
+}
+
+async fn teardown(env: Env, system: &str) {
+    let _ = Api::<Namespace>::all(env.client.clone())
+        .delete(system, &DeleteParams::default())
+        .await;
+    env.cleanup().await;
+}
+
 async fn namespace(env: &Env, name: &str) -> anyhow::Result<()> {
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
     Api::<Namespace>::all(env.client.clone())
@@ -197,13 +217,9 @@ async fn wait_for_recommendation(env: &Env, name: &str) -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn pods_get_recommendations_and_pass_unchanged_without_the_webhook() -> anyhow::Result<()> {
-    let env = Env::start("vpa-admission").await?;
-    if env.sim().is_none() {
-        env.cleanup().await;
+    let Some((env, system)) = sim_env("vpa-admission").await? else {
         return Ok(());
-    }
-    let system = format!("{}-system", env.namespace);
-    namespace(&env, &system).await?;
+    };
     let webhook = start(&env, &system, &["--self-signed".to_owned()]).await?;
 
     // The registration: safety settings as upstream.
@@ -280,10 +296,7 @@ async fn pods_get_recommendations_and_pass_unchanged_without_the_webhook() -> an
             .contains_key("vpaUpdates")
     );
 
-    let _ = Api::<Namespace>::all(env.client.clone())
-        .delete(&system, &DeleteParams::default())
-        .await;
-    env.cleanup().await;
+    teardown(env, &system).await;
     Ok(())
 }
 
@@ -305,13 +318,9 @@ fn write_certs(
 
 #[tokio::test]
 async fn rotated_certificate_files_are_served_without_restart() -> anyhow::Result<()> {
-    let env = Env::start("vpa-admission-rotation").await?;
-    if env.sim().is_none() {
-        env.cleanup().await;
+    let Some((env, system)) = sim_env("vpa-admission-rotation").await? else {
         return Ok(());
-    }
-    let system = format!("{}-system", env.namespace);
-    namespace(&env, &system).await?;
+    };
     let dir = std::env::temp_dir().join(format!("vpa-admission-e2e-{}", env.namespace));
     std::fs::create_dir_all(&dir)?;
     let names = vec![format!("{SERVICE}.{system}.svc")];
@@ -355,10 +364,7 @@ async fn rotated_certificate_files_are_served_without_restart() -> anyhow::Resul
 
     webhook.stop().await?;
     let _ = std::fs::remove_dir_all(&dir);
-    let _ = Api::<Namespace>::all(env.client.clone())
-        .delete(&system, &DeleteParams::default())
-        .await;
-    env.cleanup().await;
+    teardown(env, &system).await;
     Ok(())
 }
 
@@ -418,13 +424,9 @@ async fn served_certificate(
 
 #[tokio::test]
 async fn self_signed_certificates_are_renewed_without_restart() -> anyhow::Result<()> {
-    let env = Env::start("vpa-admission-renewal").await?;
-    if env.sim().is_none() {
-        env.cleanup().await;
+    let Some((env, system)) = sim_env("vpa-admission-renewal").await? else {
         return Ok(());
-    }
-    let system = format!("{}-system", env.namespace);
-    namespace(&env, &system).await?;
+    };
     // Serving certificates live 3 s (renewed with 1 s left), the CA 15 s (rotated at 10 s).
     let webhook = start(
         &env,
@@ -509,9 +511,6 @@ async fn self_signed_certificates_are_renewed_without_restart() -> anyhow::Resul
     .await?;
 
     webhook.stop().await?;
-    let _ = Api::<Namespace>::all(env.client.clone())
-        .delete(&system, &DeleteParams::default())
-        .await;
-    env.cleanup().await;
+    teardown(env, &system).await;
     Ok(())
 }
