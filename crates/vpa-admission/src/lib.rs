@@ -233,7 +233,8 @@ pub async fn run_on(
         serving.clone(),
     ));
 
-    let renewal_task = register_and_renew(&config, &client, &namespace, certs, &shutdown).await?;
+    let renewal_task =
+        register_and_renew(&config, &client, &namespace, certs, &metrics, &shutdown).await?;
 
     let lease = StatusLease {
         name: config.status_lease_name.clone(),
@@ -383,6 +384,7 @@ async fn register_and_renew(
     client: &kube::Client,
     namespace: &str,
     (resolver, ca_pem, self_signed): ServingCerts,
+    metrics: &Metrics,
     shutdown: &CancellationToken,
 ) -> Result<Option<tokio::task::JoinHandle<()>>> {
     let registration = config
@@ -399,6 +401,7 @@ async fn register_and_renew(
             registration,
             current,
             interval,
+            metrics: metrics.clone(),
         };
         tokio::spawn(renewal.run(shutdown.clone()))
     }))

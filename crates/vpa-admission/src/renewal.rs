@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::certs::{self, CertBundle, Lifetimes};
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 use crate::registration::{self, Registration};
 use crate::tls::{self, CertResolver};
 
@@ -121,7 +122,8 @@ impl SecretKeeper {
     /// Reads the Secret, writes whatever [`decide`] says is due, and returns the bundle the
     /// Secret holds afterwards. `registered(ca_bundle)` tells whether that bundle is known to be
     /// in the webhook registration; a serving certificate is renewed only when it is (the new
-    /// one is signed by the bundle's newest CA, which clients must trust first).
+    /// one is signed by the bundle's newest CA, which clients must trust first), unless the
+    /// stored one does not load at all.
     pub async fn sync(&self, registered: impl Fn(&str) -> bool) -> Result<CertBundle> {
         // Each conflict means another replica wrote; its certificates are fresh, so the next
         // read decides Keep. Three rounds cover a writer racing with a replaced Secret.
@@ -133,12 +135,13 @@ impl SecretKeeper {
                 .map_err(|e| Error::kube(self.context(), e))?;
             let stored = existing.as_ref().and_then(certs::from_secret);
             let now = SystemTime::now();
-            let action = stored.as_ref().map_or(Action::Create, |b| {
-                decide(&Expiry::of(b), now, self.lifetimes)
-            });
+            let expiry = stored.as_ref().map(Expiry::of);
+            let action = expiry.map_or(Action::Create, |e| decide(&e, now, self.lifetimes));
+            // Deferring a renewal only helps while the stored certificate can still be served.
+            let servable = expiry.is_some_and(|e| e.serving.is_some());
             let next = match (action, &stored) {
                 (Action::Keep, Some(bundle)) => return Ok(bundle.clone()),
-                (Action::RenewServing, Some(bundle)) if !registered(&bundle.ca_pem) => {
+                (Action::RenewServing, Some(bundle)) if servable && !registered(&bundle.ca_pem) => {
                     tracing::info!(secret = %self.context(), "serving certificate due; renewing once the CA bundle is registered");
                     return Ok(bundle.clone());
                 }
@@ -192,6 +195,8 @@ pub struct Renewal {
     pub current: CertBundle,
     /// Time between checks.
     pub interval: Duration,
+    /// Where checks and the served certificate's expiry are reported.
+    pub metrics: Metrics,
 }
 
 impl Renewal {
@@ -203,9 +208,14 @@ impl Renewal {
             .as_ref()
             .map(|_| self.current.ca_pem.clone());
         loop {
-            if let Err(e) = self.check(&mut registered).await {
+            let checked = self.check(&mut registered).await;
+            if let Err(e) = &checked {
                 tracing::warn!(error = %e, "self-signed certificate check failed; retrying at the next check");
             }
+            self.metrics.certificate_check(
+                certs::not_after(&self.current.cert_pem).ok(),
+                checked.is_ok(),
+            );
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(self.interval) => {}
