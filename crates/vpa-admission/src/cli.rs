@@ -15,6 +15,7 @@ use clap::Parser;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::{parse_address, parse_duration};
 
+use crate::certs::Lifetimes;
 use crate::status::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use crate::{Config, Registration, TlsSource};
 
@@ -72,6 +73,22 @@ pub struct Args {
         default_value = "plimsoll-vpa-admission-certs"
     )]
     pub self_signed_secret: String,
+
+    /// Lifetime of a --self-signed serving certificate. Each replica renews it (signed by the
+    /// same CA) in the last third of its life; replicas pick up the new pair without a restart.
+    #[arg(long, env = "PLIMSOLL_SELF_SIGNED_VALIDITY", value_name = "DURATION", default_value = "8760h", value_parser = parse_duration)]
+    pub self_signed_validity: Duration,
+
+    /// Lifetime of the --self-signed CA; at least twice --self-signed-validity. Renewed in the
+    /// last third of its life: the new CA joins the caBundle next to the old one before it signs
+    /// a serving certificate.
+    #[arg(long, env = "PLIMSOLL_SELF_SIGNED_CA_VALIDITY", value_name = "DURATION", default_value = "87600h", value_parser = parse_duration)]
+    pub self_signed_ca_validity: Duration,
+
+    /// How often each replica reads --self-signed-secret to renew what is due and to pick up
+    /// certificates another replica renewed.
+    #[arg(long, env = "PLIMSOLL_SELF_SIGNED_CHECK_INTERVAL", value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
+    pub self_signed_check_interval: Duration,
 
     /// Create or update the MutatingWebhookConfiguration at start-up (caBundle, failurePolicy
     /// Ignore, sideEffects None, the namespaceSelector leaving out kube-system and this namespace).
@@ -153,6 +170,7 @@ impl Args {
     }
 
     /// The service configuration (reads `$POD_NAMESPACE` and `$NAMESPACE` for the defaults).
+    /// The certificate lifetimes are checked when the service starts ([`Lifetimes::check`]).
     pub fn into_config(self) -> Config {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let tls = match (self.tls_cert_file, self.tls_key_file) {
@@ -163,6 +181,11 @@ impl Args {
             },
             _ => TlsSource::SelfSigned {
                 secret: self.self_signed_secret,
+                lifetimes: Lifetimes {
+                    serving: self.self_signed_validity,
+                    ca: self.self_signed_ca_validity,
+                },
+                check_interval: self.self_signed_check_interval,
             },
         };
         Config {
@@ -216,6 +239,33 @@ mod tests {
         assert!(matches!(c.tls, TlsSource::Files { .. }));
         assert!(c.registration.is_none());
         assert_eq!(c.status_lease_name, "vpa-admission-controller");
+    }
+
+    #[test]
+    fn self_signed_lifetimes() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["vpa-admission", "--self-signed"];
+            args.extend_from_slice(extra);
+            match Args::try_parse_from(args).unwrap().into_config().tls {
+                TlsSource::SelfSigned {
+                    lifetimes,
+                    check_interval,
+                    ..
+                } => lifetimes
+                    .check(check_interval)
+                    .map(|()| (lifetimes, check_interval)),
+                TlsSource::Files { .. } => panic!("not self-signed"),
+            }
+        };
+        let (lifetimes, check_interval) = parse(&[]).unwrap();
+        assert_eq!(lifetimes, Lifetimes::default());
+        assert_eq!(lifetimes.serving, Duration::from_secs(365 * 24 * 3600));
+        assert_eq!(check_interval, Duration::from_secs(60));
+        let (lifetimes, _) =
+            parse(&["--self-signed-validity=3s", "--self-signed-ca-validity=6s"]).unwrap();
+        assert_eq!(lifetimes.serving, Duration::from_secs(3));
+        assert!(parse(&["--self-signed-ca-validity=8000h"]).is_err());
+        assert!(parse(&["--self-signed-check-interval=0"]).is_err());
     }
 
     #[test]

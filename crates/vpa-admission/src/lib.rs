@@ -3,7 +3,8 @@
 //!
 //! [`run`] starts: the admin listener (`/metrics`, `/healthz`, `/readyz`), reflectors of VPAs,
 //! ReplicaSets, Jobs and LimitRanges, the HTTPS webhook ([`webhook`] over [`tls`]), optionally
-//! the webhook registration ([`registration`]), and the status Lease renewal ([`status`]).
+//! the webhook registration ([`registration`]), the status Lease renewal ([`status`]) and, with
+//! `--self-signed`, the certificate renewal ([`renewal`]).
 //! Every replica serves; there is no leader election (`--leader-elect` is accepted and ignored:
 //! admission must answer on every replica the Service routes to).
 //!
@@ -16,6 +17,7 @@ pub mod error;
 pub mod matching;
 pub mod metrics;
 pub mod registration;
+pub mod renewal;
 pub mod review;
 pub mod status;
 pub mod tls;
@@ -64,10 +66,14 @@ pub enum TlsSource {
         /// CA for the caBundle (default: `cert`).
         ca: Option<PathBuf>,
     },
-    /// Generated, shared through this Secret in the webhook's namespace.
+    /// Generated, shared through this Secret in the webhook's namespace, renewed when due.
     SelfSigned {
         /// Secret name.
         secret: String,
+        /// Lifetimes of generated certificates.
+        lifetimes: certs::Lifetimes,
+        /// How often each replica checks the Secret.
+        check_interval: Duration,
     },
 }
 
@@ -192,8 +198,8 @@ pub async fn run_on(
     ));
 
     // Certificates first: without them there is nothing to serve.
-    let (resolver, ca_pem) = serving_certs(&config, &client, &namespace).await?;
-    let server_config = tls::server_config(Arc::new(resolver))?;
+    let certs = serving_certs(&config, &client, &namespace).await?;
+    let server_config = tls::server_config(certs.0.clone())?;
 
     let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(&client, &shutdown);
     let (replica_sets, t2) = spawn_reflector::<ReplicaSet>(&client, &shutdown);
@@ -208,7 +214,7 @@ pub async fn run_on(
     let webhook = Arc::new(Webhook::new(caches.clone(), metrics.clone()));
 
     let address = webhook_listener.local_addr().ok();
-    tracing::info!(address = ?address, "webhook listening (HTTPS, path /)");
+    tracing::info!(?address, "webhook listening (HTTPS, path /)");
     let serving = Arc::new(AtomicBool::new(true));
     let server_task = {
         let serving = serving.clone();
@@ -227,9 +233,8 @@ pub async fn run_on(
         serving.clone(),
     ));
 
-    if let Some(reg) = &config.registration {
-        register_with_retry(&client, reg, &namespace, ca_pem, &shutdown).await?;
-    }
+    let renewal_task =
+        register_and_renew(&config, &client, &namespace, certs, &metrics, &shutdown).await?;
 
     let lease = StatusLease {
         name: config.status_lease_name.clone(),
@@ -268,7 +273,7 @@ pub async fn run_on(
     let _ = server_task.await;
     sync_task.abort();
     let _ = lease_task.await;
-    for t in [t1, t2, t3, t4] {
+    for t in [t1, t2, t3, t4].into_iter().chain(renewal_task) {
         let _ = t.await;
     }
     match admin_task.await {
@@ -295,27 +300,54 @@ async fn mark_synced(webhook: Arc<Webhook>, readiness: Readiness, serving: Arc<A
     }
 }
 
-/// The certificate resolver and the CA PEM for the caBundle.
+/// What `--self-signed` renewal starts from: the Secret, the bundle in use, the check interval.
+type SelfSignedState = (renewal::SecretKeeper, certs::CertBundle, Duration);
+
+/// The certificate resolver, the CA PEM for the caBundle and, with `--self-signed`, what the
+/// renewal loop needs.
+type ServingCerts = (Arc<CertResolver>, String, Option<SelfSignedState>);
+
+/// Loads or creates the serving certificate ([`ServingCerts`]).
 async fn serving_certs(
     config: &Config,
     client: &kube::Client,
     namespace: &str,
-) -> Result<(CertResolver, Vec<u8>)> {
+) -> Result<ServingCerts> {
     match &config.tls {
         TlsSource::Files { cert, key, ca } => {
             let resolver = CertResolver::from_files(cert.clone(), key.clone())?;
             let ca_path = ca.as_ref().unwrap_or(cert);
-            let ca_pem = std::fs::read(ca_path).map_err(|source| Error::Io {
+            let ca_pem = std::fs::read_to_string(ca_path).map_err(|source| Error::Io {
                 context: format!("reading {}", ca_path.display()),
                 source,
             })?;
-            Ok((resolver, ca_pem))
+            Ok((Arc::new(resolver), ca_pem, None))
         }
-        TlsSource::SelfSigned { secret } => {
-            let names = certificate_names(config, namespace);
-            let bundle = certs::get_or_create(client.clone(), namespace, secret, &names).await?;
+        TlsSource::SelfSigned {
+            secret,
+            lifetimes,
+            check_interval,
+        } => {
+            lifetimes.check(*check_interval)?;
+            let keeper = renewal::SecretKeeper {
+                api: Api::namespaced(client.clone(), namespace),
+                namespace: namespace.to_owned(),
+                name: secret.clone(),
+                names: certificate_names(config, namespace),
+                lifetimes: *lifetimes,
+            };
+            // Nothing is registered yet: a due serving certificate is renewed by the loop,
+            // after registration.
+            let registering = config.registration.is_some();
+            let bundle = keeper.sync(|_| !registering).await?;
+            tracing::info!(secret = %secret, %namespace, "serving the shared self-signed certificate");
             let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
-            Ok((CertResolver::fixed(key), bundle.ca_pem.into_bytes()))
+            let ca_pem = bundle.ca_pem.clone();
+            Ok((
+                Arc::new(CertResolver::fixed(key)),
+                ca_pem,
+                Some((keeper, bundle, *check_interval)),
+            ))
         }
     }
 }
@@ -345,14 +377,43 @@ fn url_host(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_owned())
 }
 
-async fn register_with_retry(
+/// Registers the webhook (`--register-webhook`) with `ca_pem`, then starts the `--self-signed`
+/// renewal loop, which keeps that registration's caBundle current.
+async fn register_and_renew(
+    config: &Config,
     client: &kube::Client,
+    namespace: &str,
+    (resolver, ca_pem, self_signed): ServingCerts,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    let registration = config
+        .registration
+        .as_ref()
+        .map(|reg| webhook_registration(reg, namespace, ca_pem.into_bytes()));
+    if let Some(reg) = &registration {
+        register_with_retry(client, reg, shutdown).await?;
+    }
+    Ok(self_signed.map(|(keeper, current, interval)| {
+        let renewal = renewal::Renewal {
+            keeper,
+            resolver,
+            registration,
+            current,
+            interval,
+            metrics: metrics.clone(),
+        };
+        tokio::spawn(renewal.run(shutdown.clone()))
+    }))
+}
+
+/// The registration `--register-webhook` writes, with `ca_pem` as the caBundle.
+fn webhook_registration(
     reg: &Registration,
     namespace: &str,
     ca_pem: Vec<u8>,
-    shutdown: &CancellationToken,
-) -> Result<()> {
-    let r = registration::Registration {
+) -> registration::Registration {
+    registration::Registration {
         config_name: reg.config_name.clone(),
         endpoint: match &reg.url {
             Some(url) => Endpoint::Url(url.clone()),
@@ -365,12 +426,19 @@ async fn register_with_retry(
         ca_bundle: ca_pem,
         timeout_seconds: reg.timeout_seconds,
         own_namespace: namespace.to_owned(),
-    };
+    }
+}
+
+async fn register_with_retry(
+    client: &kube::Client,
+    r: &registration::Registration,
+    shutdown: &CancellationToken,
+) -> Result<()> {
     let mut delay = Duration::from_millis(500);
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match registration::register(client.clone(), &r).await {
+        match registration::register(client.clone(), r).await {
             Ok(()) => return Ok(()),
             Err(e) if attempt < 6 => {
                 tracing::warn!(error = %e, attempt, "webhook registration failed; retrying");

@@ -7,9 +7,14 @@
 //! * `patches_applied_total` — pods answered with a patch that changes resources.
 //! * `bad_requests_total` — bodies that were not an AdmissionReview (HTTP 400).
 //! * `status_lease_renewals_total{result}` — renewals of the status Lease (`ok`, `error`).
+//! * `certificate_checks_total{result}` — `--self-signed` checks of the shared Secret (`ok`,
+//!   `error`).
+//! * `certificate_expiry_timestamp_seconds` — `notAfter` of the `--self-signed` serving
+//!   certificate being served (Unix seconds); alert when it comes near.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -61,6 +66,8 @@ pub struct Metrics {
     patches: Counter,
     bad_requests: Counter,
     lease_renewals: Family<Labels1, Counter>,
+    certificate_checks: Family<Labels1, Counter>,
+    certificate_expiry: Gauge,
 }
 
 impl Default for Metrics {
@@ -73,6 +80,8 @@ impl Default for Metrics {
             patches: Counter::default(),
             bad_requests: Counter::default(),
             lease_renewals: Family::default(),
+            certificate_checks: Family::default(),
+            certificate_expiry: Gauge::default(),
         }
     }
 }
@@ -106,6 +115,16 @@ impl Metrics {
             "Renewals of the admission status Lease the updater checks, by result",
             m.lease_renewals.clone(),
         );
+        registry.register(
+            "certificate_checks",
+            "Checks of the shared --self-signed certificate Secret, by result",
+            m.certificate_checks.clone(),
+        );
+        registry.register(
+            "certificate_expiry_timestamp_seconds",
+            "Expiry (Unix seconds) of the --self-signed serving certificate being served",
+            m.certificate_expiry.clone(),
+        );
         m
     }
 
@@ -135,10 +154,53 @@ impl Metrics {
             .inc();
     }
 
+    /// Records a `--self-signed` certificate check and, when it succeeded, the expiry of the
+    /// certificate served afterwards.
+    pub fn certificate_check(&self, served_expiry: Option<std::time::SystemTime>, ok: bool) {
+        let result = if ok { "ok" } else { "error" };
+        self.certificate_checks
+            .get_or_create(&[("result", result)])
+            .inc();
+        if let Some(secs) = served_expiry
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_secs()).ok())
+        {
+            self.certificate_expiry.set(secs);
+        }
+    }
+
     /// How many reviews got `outcome` (tests and the benchmark read it).
     pub fn count(&self, resource: &'static str, outcome: Outcome) -> u64 {
         self.requests
             .get_or_create(&[("resource", resource), ("result", outcome.label())])
             .get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_checks_and_expiry_are_exported() {
+        let mut registry = Registry::default();
+        let m = Metrics::register(&mut registry);
+        let expiry = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_900_000_000);
+        m.certificate_check(Some(expiry), true);
+        m.certificate_check(None, false);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains("certificate_checks_total{result=\"ok\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("certificate_checks_total{result=\"error\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("certificate_expiry_timestamp_seconds 1900000000"),
+            "{text}"
+        );
     }
 }

@@ -7,6 +7,8 @@
 //! `Arc<CertifiedKey>`. A pair that fails to load (a half-written rotation: new certificate, old
 //! key) keeps the previous certificate and is retried on the next handshake. Handshakes are rare
 //! (the apiserver keeps connections alive), so the two `stat` calls cost nothing measurable.
+//! `--self-signed` renewal ([`crate::renewal`]) swaps the same `Arc` when the shared Secret
+//! holds a new pair.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -60,7 +62,8 @@ fn fingerprint(cert: &Path, key: &Path) -> Fingerprint {
     Some([stat(cert)?, stat(key)?])
 }
 
-/// Serves one certificate, reloaded from files when they change (or fixed, for `--self-signed`).
+/// Serves one certificate, reloaded from files when they change, or replaced through
+/// [`CertResolver::install`] when `--self-signed` renewal picks up a new pair from the Secret.
 pub struct CertResolver {
     files: Option<(PathBuf, PathBuf)>,
     state: Mutex<(Fingerprint, Arc<CertifiedKey>)>,
@@ -85,11 +88,20 @@ impl CertResolver {
         })
     }
 
-    /// A fixed certificate.
+    /// A certificate not backed by files (replaced only through [`CertResolver::install`]).
     pub fn fixed(key: CertifiedKey) -> CertResolver {
         CertResolver {
             files: None,
             state: Mutex::new((None, Arc::new(key))),
+        }
+    }
+
+    /// Replaces the certificate (a renewed `--self-signed` pair); the next handshake presents
+    /// it. The same swap as a file reload.
+    pub fn install(&self, key: CertifiedKey) {
+        if let Ok(mut state) = self.state.lock() {
+            let print = state.0;
+            swap(&mut state, print, key, "the shared Secret");
         }
     }
 
@@ -101,8 +113,7 @@ impl CertResolver {
             if now.is_some() && now != state.0 {
                 match load(cert, key) {
                     Ok(loaded) => {
-                        tracing::info!(cert = %cert.display(), "serving certificate reloaded");
-                        *state = (now, Arc::new(loaded));
+                        swap(&mut state, now, loaded, &cert.display().to_string());
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, cert = %cert.display(), "changed certificate files do not load; keeping the previous certificate");
@@ -112,6 +123,17 @@ impl CertResolver {
         }
         Some(state.1.clone())
     }
+}
+
+/// Puts a new certificate in place: every reload path ends here.
+fn swap(
+    state: &mut (Fingerprint, Arc<CertifiedKey>),
+    print: Fingerprint,
+    key: CertifiedKey,
+    from: &str,
+) {
+    tracing::info!(%from, "serving certificate replaced");
+    *state = (print, Arc::new(key));
 }
 
 fn load(cert: &Path, key: &Path) -> Result<CertifiedKey> {

@@ -1,11 +1,13 @@
 //! `plimsoll-sim demo`: the README's main job. Starts a sim, installs the Plimsoll CRDs,
 //! creates a sample Deployment (`demo/web`) with a HorizontalPodAutoscalerPlus, a
-//! CronHorizontalPodAutoscaler that raises its minimum around the peak and a recommendation-only
-//! VerticalPodAutoscaler, drives the Deployment with a day-shaped load compressed into
+//! CronHorizontalPodAutoscaler that raises its minimum around the peak and a VerticalPodAutoscaler
+//! in `Initial` mode for memory (new pods get the recommended memory request from vpa-admission;
+//! CPU stays the HPA+'s), drives the Deployment with a day-shaped load compressed into
 //! `duration`, runs the services the caller plugs in (`plimsoll-sim demo` plugs in every Plimsoll
 //! service, see `services.rs`), prints a
-//! live table (sim time, load, replicas, CPU utilisation, last decision and its reason) and
-//! writes an SVG plot of load and replicas over time.
+//! live table (sim time, load, replicas, CPU utilisation, pods the admission webhook patched,
+//! last decision and its reason), a line on what admission changed, and writes an SVG plot of
+//! load and replicas over time.
 //!
 //! Services plug in as [`Service`] closures receiving a [`DemoContext`] (a kube client for the
 //! sim, its kubeconfig, the namespace and a shutdown token). The "last decision" column reads
@@ -64,6 +66,10 @@ impl Default for DemoConfig {
     }
 }
 
+/// Namespace of the services' own objects (vpa-admission's certificate Secret); the demo
+/// creates it.
+pub const SYSTEM_NAMESPACE: &str = "plimsoll-system";
+
 /// What a plugged-in service gets.
 #[derive(Clone)]
 pub struct DemoContext {
@@ -95,6 +101,13 @@ pub struct Sample {
     pub cpu_percent: f64,
     /// Last autoscaler decision and reason.
     pub decision: String,
+    /// Pods of the workload.
+    pub pods: i64,
+    /// Of those, pods the admission webhook patched (annotated `vpaUpdates`).
+    pub patched: i64,
+    /// What admission changed in the newest patched pod against the template, e.g.
+    /// `memory 128Mi→262144k`; empty when no pod was patched.
+    pub admission: String,
 }
 
 fn sample_workload(ns: &str) -> Value {
@@ -137,12 +150,39 @@ fn sample_cronhpa(ns: &str, raise_at: jiff::Timestamp, lower_at: jiff::Timestamp
                 {"name": "after-peak", "schedule": at(lower_at), "targetSize": 2, "runOnce": true}]}})
 }
 
-/// A VPA in recommendation-only mode: the recommender's view of the sample workload.
+/// A VPA in `Initial` mode for memory only: vpa-admission gives pods created after the first
+/// recommendation the recommended memory request (limits in proportion); nothing is evicted,
+/// and CPU requests stay as the template has them, so the HPA+'s CPU target keeps its meaning.
 fn sample_vpa(ns: &str) -> Value {
     json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
         "metadata": {"name": "web", "namespace": ns},
         "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "updatePolicy": {"updateMode": "Off"}, "recommenders": [{"name": "plimsoll"}]}})
+            "updatePolicy": {"updateMode": "Initial"}, "recommenders": [{"name": "plimsoll"}],
+            "resourcePolicy": {"containerPolicies": [{"containerName": "*", "controlledResources": ["memory"]}]}}})
+}
+
+/// The requests of a pod's first container, or of the template in a Deployment.
+fn requests(containers: Option<&Value>) -> serde_json::Map<String, Value> {
+    containers
+        .and_then(|c| c.pointer("/0/resources/requests"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `resource old→new` for each request the pod has differently from the template.
+fn changed_requests(
+    template: &serde_json::Map<String, Value>,
+    pod: &serde_json::Map<String, Value>,
+) -> String {
+    pod.iter()
+        .filter(|(k, v)| template.get(*k) != Some(*v))
+        .map(|(k, v)| {
+            let old = template.get(k).and_then(Value::as_str).unwrap_or("none");
+            format!("{k} {old}→{}", v.as_str().unwrap_or_default())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Installs every Plimsoll CRD, generated from the Rust types (so the demo runs from any
@@ -244,11 +284,30 @@ fn take(cluster: &crate::Cluster, ns: &str, t: f64) -> Sample {
     let (pods, _) = cluster
         .store
         .list(&(String::new(), "pods".into()), Some(ns));
-    let (mut used, mut requested) = (0.0, 0.0);
-    for p in pods
+    let web: Vec<_> = pods
         .iter()
         .filter(|p| p.pointer("/metadata/labels/app").and_then(Value::as_str) == Some("web"))
-    {
+        .collect();
+    let template = requests(
+        dep.as_ref()
+            .and_then(|d| d.pointer("/spec/template/spec/containers")),
+    );
+    let patched: Vec<_> = web
+        .iter()
+        .filter(|p| p.pointer("/metadata/annotations/vpaUpdates").is_some())
+        .collect();
+    let admission = patched
+        .iter()
+        .max_by_key(|p| {
+            p.pointer("/metadata/creationTimestamp")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .map(|p| changed_requests(&template, &requests(p.pointer("/spec/containers"))))
+        .unwrap_or_default();
+    let (mut used, mut requested) = (0.0, 0.0);
+    for p in &web {
         let name = p
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -283,6 +342,9 @@ fn take(cluster: &crate::Cluster, ns: &str, t: f64) -> Sample {
             0.0
         },
         decision: last_decision(cluster, ns),
+        pods: web.len() as i64,
+        patched: patched.len() as i64,
+        admission,
     }
 }
 
@@ -308,12 +370,14 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
     let ns = config.namespace.clone();
     let crds = install_crds(&cluster).await;
     let caller = Caller::controller("demo");
-    cluster
-        .create_manifest(
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-            &caller,
-        )
-        .await?;
+    for name in [ns.as_str(), SYSTEM_NAMESPACE] {
+        cluster
+            .create_manifest(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+                &caller,
+            )
+            .await?;
+    }
     cluster
         .create_manifest(sample_workload(&ns), &caller)
         .await?;
@@ -368,8 +432,8 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
             handles.len()
         );
         println!(
-            "{:<10} {:>8} {:>9} {:>6}  last decision",
-            "time", "load", "replicas", "cpu"
+            "{:<10} {:>8} {:>9} {:>6} {:>9}  last decision",
+            "time", "load", "replicas", "cpu", "admitted"
         );
     }
     let started = Instant::now();
@@ -388,12 +452,13 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
             let mut decision = s.decision.clone();
             decision.truncate(70);
             println!(
-                "{:<10} {:>8.0} {:>5}/{:<3} {:>5.0}%  {decision}",
+                "{:<10} {:>8.0} {:>5}/{:<3} {:>5.0}% {:>9}  {decision}",
                 clock_label(s.t, day),
                 s.load,
                 s.ready,
                 s.replicas,
-                s.cpu_percent
+                s.cpu_percent,
+                format!("{}/{}", s.patched, s.pods)
             );
         }
         samples.push(s);
@@ -411,10 +476,22 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
     )
     .map_err(Error::Io)?;
     if config.print {
+        println!("{}", admission_summary(samples.last()));
         println!("plot written to {}", config.plot.display());
     }
     sim.shutdown().await;
     Ok(samples)
+}
+
+/// The closing line on what vpa-admission did to the workload's pods.
+fn admission_summary(last: Option<&Sample>) -> String {
+    match last {
+        Some(s) if s.patched > 0 => format!(
+            "admission: {} of {} web pods were created with the VPA's recommendation ({})",
+            s.patched, s.pods, s.admission
+        ),
+        _ => "admission: no web pod was created after the first recommendation".to_owned(),
+    }
 }
 
 /// Renders samples as an SVG line chart: load (left axis) and replicas (right axis, steps)
@@ -554,7 +631,30 @@ mod tests {
             ready: replicas,
             cpu_percent: 50.0,
             decision: String::new(),
+            pods: replicas,
+            patched: 0,
+            admission: String::new(),
         }
+    }
+
+    #[test]
+    fn admission_changes_against_the_template() {
+        let template = requests(Some(
+            &json!([{"resources": {"requests": {"cpu": "200m", "memory": "128Mi"}}}]),
+        ));
+        let pod = requests(Some(
+            &json!([{"resources": {"requests": {"cpu": "200m", "memory": "262144k"}}}]),
+        ));
+        assert_eq!(changed_requests(&template, &pod), "memory 128Mi→262144k");
+        assert_eq!(changed_requests(&template, &template), "");
+        let mut last = sample(60.0, 900.0, 6);
+        assert!(admission_summary(Some(&last)).contains("no web pod"));
+        last.patched = 4;
+        last.admission = "memory 128Mi→262144k".to_owned();
+        assert_eq!(
+            admission_summary(Some(&last)),
+            "admission: 4 of 6 web pods were created with the VPA's recommendation (memory 128Mi→262144k)"
+        );
     }
 
     #[test]

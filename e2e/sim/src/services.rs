@@ -4,6 +4,10 @@
 //! flags a Deployment would pass (a kubeconfig file for the sim, a loopback admin address, leader
 //! election on), and its `run(config, shutdown)` talks to the sim over HTTPS. Nothing in the
 //! services knows it is in a demo.
+//!
+//! vpa-admission serves its webhook on a loopback port it binds first, with `--self-signed`
+//! certificates in a Secret of [`SYSTEM_NAMESPACE`] and `--register-webhook` by URL, so the sim
+//! calls it over TLS (verifying the registered caBundle) whenever a pod is created.
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -11,9 +15,10 @@ use std::path::PathBuf;
 use clap::Parser;
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::demo::{DemoContext, Service};
+use crate::demo::{DemoContext, SYSTEM_NAMESPACE, Service};
 
 /// Every service, in the order they start.
 pub fn all() -> Vec<Service> {
@@ -50,6 +55,11 @@ pub fn all() -> Vec<Service> {
             },
         ),
         service(
+            "vpa-admission",
+            &["--self-signed", "--register-webhook"],
+            start_admission,
+        ),
+        service(
             "vpa-updater",
             &["--updater-interval=15s"],
             |args: &[String], shutdown: CancellationToken| {
@@ -60,6 +70,31 @@ pub fn all() -> Vec<Service> {
             },
         ),
     ]
+}
+
+/// vpa-admission on a loopback port bound here (so the registration can name it), registered by
+/// URL; the admin listener binds `--metrics-address` as in a cluster.
+fn start_admission(args: &[String], shutdown: CancellationToken) -> Result<Running, String> {
+    let webhook = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    webhook.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let port = webhook.local_addr().map_err(|e| e.to_string())?.port();
+    let mut args = args.to_vec();
+    args.push(format!("--webhook-url=https://127.0.0.1:{port}/"));
+    // Its own namespace is left out of admission and holds the certificates' Secret.
+    args.push(format!("--webhook-service-namespace={SYSTEM_NAMESPACE}"));
+    let config = plimsoll_vpa_admission::cli::Args::try_parse_from(&args)
+        .map_err(|e| e.to_string())?
+        .into_config();
+    Ok(async move {
+        let webhook = TcpListener::from_std(webhook).map_err(|e| e.to_string())?;
+        let admin = TcpListener::bind(config.common.metrics_address)
+            .await
+            .map_err(|e| e.to_string())?;
+        plimsoll_vpa_admission::run_on(config, webhook, admin, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .boxed())
 }
 
 type Running = BoxFuture<'static, Result<(), String>>;

@@ -1,22 +1,27 @@
 //! vpa-admission end to end on plimsoll-sim: the sim calls the webhook over TLS when pods are
 //! created, and the stored pods carry the VPA's recommended requests; VPAs are validated; with
 //! the webhook stopped pods are still created, unchanged (failurePolicy Ignore); a rotated
-//! certificate (with a new CA injected into the caBundle) is used without a restart.
+//! certificate (with a new CA injected into the caBundle) is used without a restart; with
+//! `--self-signed` and short lifetimes, renewed serving certificates and a CA rotation are
+//! served without a restart while pods keep being patched.
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_e2e::{Env, eventually};
 use plimsoll_sim::ServiceAddress;
 use plimsoll_vpa_admission::cli::Args;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +32,7 @@ const EVERY: Duration = Duration::from_millis(200);
 
 /// A running webhook.
 struct Webhook {
+    address: SocketAddr,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<plimsoll_vpa_admission::Result<()>>,
 }
@@ -85,7 +91,31 @@ async fn start(env: &Env, system: &str, tls_args: &[String]) -> anyhow::Result<W
         }
     })
     .await?;
-    Ok(Webhook { shutdown, task })
+    Ok(Webhook {
+        address,
+        shutdown,
+        task,
+    })
+}
+
+/// A test environment on plimsoll-sim with a namespace `<test namespace>-system` for the
+/// webhook; `None` (test skipped) against a real cluster, which has no sim to call the webhook.
+async fn sim_env(name: &str) -> anyhow::Result<Option<(Env, String)>> {
+    let env = Env::start(name).await?;
+    if env.sim().is_none() {
+        env.cleanup().await;
+        return Ok(None);
+    }
+    let system = format!("{}-system", env.namespace);
+    namespace(&env, &system).await?;
+    Ok(Some((env, system)))
+}
+
+async fn teardown(env: Env, system: &str) {
+    let _ = Api::<Namespace>::all(env.client.clone())
+        .delete(system, &DeleteParams::default())
+        .await;
+    env.cleanup().await;
 }
 
 async fn namespace(env: &Env, name: &str) -> anyhow::Result<()> {
@@ -187,13 +217,9 @@ async fn wait_for_recommendation(env: &Env, name: &str) -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn pods_get_recommendations_and_pass_unchanged_without_the_webhook() -> anyhow::Result<()> {
-    let env = Env::start("vpa-admission").await?;
-    if env.sim().is_none() {
-        env.cleanup().await;
+    let Some((env, system)) = sim_env("vpa-admission").await? else {
         return Ok(());
-    }
-    let system = format!("{}-system", env.namespace);
-    namespace(&env, &system).await?;
+    };
     let webhook = start(&env, &system, &["--self-signed".to_owned()]).await?;
 
     // The registration: safety settings as upstream.
@@ -270,10 +296,7 @@ async fn pods_get_recommendations_and_pass_unchanged_without_the_webhook() -> an
             .contains_key("vpaUpdates")
     );
 
-    let _ = Api::<Namespace>::all(env.client.clone())
-        .delete(&system, &DeleteParams::default())
-        .await;
-    env.cleanup().await;
+    teardown(env, &system).await;
     Ok(())
 }
 
@@ -295,13 +318,9 @@ fn write_certs(
 
 #[tokio::test]
 async fn rotated_certificate_files_are_served_without_restart() -> anyhow::Result<()> {
-    let env = Env::start("vpa-admission-rotation").await?;
-    if env.sim().is_none() {
-        env.cleanup().await;
+    let Some((env, system)) = sim_env("vpa-admission-rotation").await? else {
         return Ok(());
-    }
-    let system = format!("{}-system", env.namespace);
-    namespace(&env, &system).await?;
+    };
     let dir = std::env::temp_dir().join(format!("vpa-admission-e2e-{}", env.namespace));
     std::fs::create_dir_all(&dir)?;
     let names = vec![format!("{SERVICE}.{system}.svc")];
@@ -345,9 +364,153 @@ async fn rotated_certificate_files_are_served_without_restart() -> anyhow::Resul
 
     webhook.stop().await?;
     let _ = std::fs::remove_dir_all(&dir);
-    let _ = Api::<Namespace>::all(env.client.clone())
-        .delete(&system, &DeleteParams::default())
-        .await;
-    env.cleanup().await;
+    teardown(env, &system).await;
+    Ok(())
+}
+
+/// The certificates of a PEM bundle, DER.
+fn pem_certs(pem: &[u8]) -> anyhow::Result<Vec<Vec<u8>>> {
+    CertificateDer::pem_slice_iter(pem)
+        .map(|c| Ok(c?.to_vec()))
+        .collect()
+}
+
+/// The caBundle of the registered webhook.
+async fn registered_ca(env: &Env) -> anyhow::Result<Vec<u8>> {
+    let config = Api::<MutatingWebhookConfiguration>::all(env.client.clone())
+        .get(SERVICE)
+        .await?;
+    let hook = config.webhooks.unwrap_or_default().into_iter().next();
+    Ok(hook
+        .and_then(|h| h.client_config.ca_bundle)
+        .context("no caBundle")?
+        .0)
+}
+
+/// The serving certificate in the shared Secret, DER.
+async fn stored_certificate(secrets: &Api<Secret>) -> anyhow::Result<Vec<u8>> {
+    let secret = secrets.get("plimsoll-vpa-admission-certs").await?;
+    let pem = secret
+        .data
+        .and_then(|d| d.get("tls.crt").cloned())
+        .context("no tls.crt")?;
+    Ok(CertificateDer::from_pem_slice(&pem.0)?.to_vec())
+}
+
+/// The certificate the webhook presents in a new handshake, verified against the CAs `cas`
+/// (DER) for the Service's DNS name, as the apiserver does.
+async fn served_certificate(
+    address: SocketAddr,
+    cas: &[Vec<u8>],
+    host: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for der in cas {
+        roots.add(CertificateDer::from(der.clone()))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(address).await?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from(host.to_owned())?, tcp)
+        .await?;
+    let (_, session) = tls.get_ref();
+    let chain = session.peer_certificates().context("no certificate")?;
+    Ok(chain.first().context("empty chain")?.to_vec())
+}
+
+#[tokio::test]
+async fn self_signed_certificates_are_renewed_without_restart() -> anyhow::Result<()> {
+    let Some((env, system)) = sim_env("vpa-admission-renewal").await? else {
+        return Ok(());
+    };
+    // Serving certificates live 3 s (renewed with 1 s left), the CA 15 s (rotated at 10 s).
+    let webhook = start(
+        &env,
+        &system,
+        &[
+            "--self-signed".to_owned(),
+            "--self-signed-validity=3s".to_owned(),
+            "--self-signed-ca-validity=15s".to_owned(),
+            "--self-signed-check-interval=200ms".to_owned(),
+        ],
+    )
+    .await?;
+    let host = format!("{SERVICE}.{system}.svc");
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), &system);
+    let first_ca = pem_certs(&registered_ca(&env).await?)?;
+    let first_cert = stored_certificate(&secrets).await?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa("renew", "Initial")?)
+        .await?;
+    recommend(&env, "renew").await?;
+    wait_for_recommendation(&env, "renew").await?;
+
+    // A renewed serving certificate, signed by the same CA, is served on the next handshake.
+    let address = webhook.address;
+    eventually("renewed certificate served", WAIT, EVERY, || {
+        let (secrets, first_ca, first_cert, host) = (
+            secrets.clone(),
+            first_ca.clone(),
+            first_cert.clone(),
+            host.clone(),
+        );
+        async move {
+            let stored = stored_certificate(&secrets).await?;
+            let served = served_certificate(address, &first_ca, &host).await?;
+            Ok((served != first_cert && served == stored).then_some(()))
+        }
+    })
+    .await?;
+    assert_eq!(
+        pem_certs(&registered_ca(&env).await?)?,
+        first_ca,
+        "the CA is kept while it is valid"
+    );
+    let pods = env.api::<Pod>();
+    let created = pods
+        .create(&PostParams::default(), &replica_pod("renew")?)
+        .await?;
+    assert_eq!(request(&created, 0, "cpu").as_deref(), Some("250m"));
+
+    // CA rotation: the registration carries the new CA next to the old one, then the webhook
+    // serves a certificate only the new CA verifies.
+    let cas = eventually("new CA registered next to the old one", WAIT, EVERY, || {
+        let env = &env;
+        async move {
+            let cas = pem_certs(&registered_ca(env).await?)?;
+            Ok((cas.len() == 2).then_some(cas))
+        }
+    })
+    .await?;
+    assert_eq!(cas[1], first_ca[0], "old CA kept behind the new one");
+    let new_ca = vec![cas[0].clone()];
+    eventually("certificate of the new CA served", WAIT, EVERY, || {
+        let (new_ca, host) = (new_ca.clone(), host.clone());
+        async move {
+            Ok(served_certificate(address, &new_ca, &host)
+                .await
+                .ok()
+                .map(|_| ()))
+        }
+    })
+    .await?;
+    let created = pods
+        .create(&PostParams::default(), &replica_pod("renew")?)
+        .await?;
+    assert_eq!(request(&created, 0, "cpu").as_deref(), Some("250m"));
+    // The old CA leaves the bundle once it has expired.
+    eventually("expired CA dropped from the caBundle", WAIT, EVERY, || {
+        let env = &env;
+        let new = cas[0].clone();
+        async move { Ok((pem_certs(&registered_ca(env).await?)? == [new]).then_some(())) }
+    })
+    .await?;
+
+    webhook.stop().await?;
+    teardown(env, &system).await;
     Ok(())
 }
