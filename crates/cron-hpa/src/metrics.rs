@@ -4,6 +4,9 @@
 //!   `skipped`).
 //! * `job_lateness_seconds`: from a firing's scheduled instant to the moment its writes were
 //!   sent (buckets 1 ms … ~65 s).
+//! * `job_start_delay_seconds`: from a firing's scheduled instant to the moment the controller
+//!   started it — its timer and queue, without the API's answer time, so a slow apiserver and
+//!   a late controller can be told apart (same buckets).
 //! * `job_next_run_timestamp_seconds{namespace,name,job}`: Unix time of each job's next run
 //!   (removed when the job or its object goes away). One series per job: bounded by the number
 //!   of jobs in the cluster, which is what users asked to see.
@@ -52,6 +55,7 @@ pub struct Metrics {
     pub reconcile: ReconcileMetrics,
     runs: Family<[(&'static str, &'static str); 1], Counter>,
     lateness: Histogram,
+    start_delay: Histogram,
     next_run: Family<JobLabels, Gauge>,
 }
 
@@ -62,6 +66,7 @@ impl Metrics {
             reconcile: ReconcileMetrics::register(registry),
             runs: Family::default(),
             lateness: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
+            start_delay: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             next_run: Family::default(),
         };
         registry.register(
@@ -73,6 +78,11 @@ impl Metrics {
             "job_lateness_seconds",
             "Seconds from a job's scheduled instant until its writes were sent",
             metrics.lateness.clone(),
+        );
+        registry.register(
+            "job_start_delay_seconds",
+            "Seconds from a job's scheduled instant until the controller started it",
+            metrics.start_delay.clone(),
         );
         registry.register(
             "job_next_run_timestamp_seconds",
@@ -92,6 +102,11 @@ impl Metrics {
     /// Records how late a run was, in seconds (negative values count as 0).
     pub fn observe_lateness(&self, seconds: f64) {
         self.lateness.observe(seconds.max(0.0));
+    }
+
+    /// Records how long after its scheduled instant a job was started.
+    pub fn observe_start_delay(&self, seconds: f64) {
+        self.start_delay.observe(seconds.max(0.0));
     }
 
     /// Sets (or, with `None`, removes) a job's next-run series.
@@ -129,6 +144,7 @@ mod tests {
         ));
         metrics.count(RunResult::Succeeded, 2);
         metrics.observe_lateness(0.004);
+        metrics.observe_start_delay(0.0005);
         metrics.set_next_run("ns", "web", "peak", Some(1_800_000_000));
         let mut text = String::new();
         encode(&mut text, &root).unwrap();
@@ -138,6 +154,10 @@ mod tests {
         );
         assert!(
             text.contains("plimsoll_cron_hpa_job_lateness_seconds_count 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("plimsoll_cron_hpa_job_start_delay_seconds_bucket{le=\"0.001\"} 1"),
             "{text}"
         );
         assert!(

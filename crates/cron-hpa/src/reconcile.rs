@@ -269,6 +269,8 @@ async fn run_due(
     for firing in &evaluation.due {
         let job = &spec.jobs[firing.job_index];
         let next = evaluation.next_runs[firing.job_index];
+        let started = Timestamp::now().duration_since(firing.at);
+        ctx.metrics.observe_start_delay(started.as_secs_f64());
         let outcome = run_job(ctx, &namespace, cron, firing.target_size, keep_window).await;
         let late = Timestamp::now().duration_since(firing.at);
         ctx.metrics.observe_lateness(late.as_secs_f64());

@@ -21,6 +21,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_sim::{Sim, SimConfig, SimHandle};
 
 pub mod process;
+pub mod scrape;
 
 /// The environment variable that points the suite at a real cluster.
 pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";

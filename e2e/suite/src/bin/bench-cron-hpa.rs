@@ -27,6 +27,7 @@ use plimsoll_core::api::cron::{
 };
 use plimsoll_cron_hpa::{CommonArgs, Config, LogFormat};
 use plimsoll_e2e::process::Proc;
+use plimsoll_e2e::scrape::quantile;
 use plimsoll_sim::{Sim, SimConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -37,8 +38,12 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Runtime::new()?;
     if args.get(1).map(String::as_str) == Some("serve") {
-        let kubeconfig = args.get(2).context("serve KUBECONFIG")?;
-        return runtime.block_on(serve(kubeconfig.into()));
+        let kubeconfig = args.get(2).context("serve KUBECONFIG METRICS_ADDRESS")?;
+        let metrics: std::net::SocketAddr = args
+            .get(3)
+            .context("serve KUBECONFIG METRICS_ADDRESS")?
+            .parse()?;
+        return runtime.block_on(serve(kubeconfig.into(), metrics));
     }
     let objects: usize = args.get(1).map_or(Ok(1000), |s| s.parse())?;
     let seconds: u64 = args.get(2).map_or(Ok(60), |s| s.parse())?;
@@ -46,12 +51,15 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The child: cron-hpa until stdin closes.
-async fn serve(kubeconfig: std::path::PathBuf) -> anyhow::Result<()> {
+async fn serve(
+    kubeconfig: std::path::PathBuf,
+    metrics_address: std::net::SocketAddr,
+) -> anyhow::Result<()> {
     let config = Config {
         common: CommonArgs {
             kubeconfig: Some(kubeconfig),
             context: None,
-            metrics_address: "127.0.0.1:0".parse()?,
+            metrics_address,
             log_format: LogFormat::Text,
             log_filter: "warn".into(),
             leader_elect: false,
@@ -91,9 +99,13 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
     create_objects(&client, objects).await?;
     let created = started.elapsed();
 
+    // A free port for the child's metrics (the tiny race with another process is acceptable
+    // for a benchmark).
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let mut child = Command::new(std::env::current_exe()?)
         .arg("serve")
         .arg(&kubeconfig)
+        .arg(metrics.to_string())
         .stdin(Stdio::piped())
         .spawn()
         .context("start cron-hpa")?;
@@ -101,9 +113,13 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
     let submitted_in = wait_submitted(&client, objects).await?;
 
     let (cpu_before, t0) = (pid.cpu_seconds()?, Timestamp::now());
+    let sim_cpu_before = Proc::This.cpu_seconds()?;
+    let start_delay_before = start_delays(metrics).await?;
     let wall = Instant::now();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     let cpu = pid.cpu_seconds()? - cpu_before;
+    let sim_cpu = Proc::This.cpu_seconds()? - sim_cpu_before;
+    let start_delay_after = start_delays(metrics).await?;
     let busy = wall.elapsed().as_secs_f64();
     let rss = pid.rss_mib()?;
     let t1 = Timestamp::now();
@@ -131,8 +147,14 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
     println!("lateness_p50_ms: {}", pick(0.50));
     println!("lateness_p99_ms: {}", pick(0.99));
     println!("lateness_max_ms: {}", pick(1.0));
+    for (label, q) in [("p50", 0.5), ("p99", 0.99)] {
+        let seconds = quantile(&start_delay_before, &start_delay_after, q);
+        println!("start_delay_{label}_ms: {:.1}", seconds * 1000.0);
+    }
     println!("cpu_seconds: {cpu:.2}");
     println!("cpu_cores_avg: {:.3}", cpu / busy);
+    // The benchmark process is the sim plus this loop (idle while measuring).
+    println!("sim_cpu_cores_avg: {:.3}", sim_cpu / busy);
     println!("rss_mib: {rss:.1}");
     println!(
         "load_average_1m: {:.1}",
@@ -214,6 +236,15 @@ async fn wait_submitted(client: &kube::Client, objects: usize) -> anyhow::Result
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The buckets of cron-hpa's start-delay histogram.
+async fn start_delays(metrics: std::net::SocketAddr) -> anyhow::Result<Vec<(f64, f64)>> {
+    let text = plimsoll_e2e::scrape::metrics(metrics).await?;
+    Ok(plimsoll_e2e::scrape::buckets(
+        &text,
+        "plimsoll_cron_hpa_job_start_delay_seconds",
+    ))
 }
 
 /// Lateness (ms) of every run whose firing lies in `[t0, t1)`, from the condition messages.

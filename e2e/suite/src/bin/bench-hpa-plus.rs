@@ -26,10 +26,10 @@ use kube::api::{Api, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_e2e::process::Proc;
+use plimsoll_e2e::scrape::quantile;
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Sim, SimConfig};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 const PER_NAMESPACE: usize = 100;
@@ -50,71 +50,13 @@ fn kubeconfig(server: &str) -> String {
     )
 }
 
-async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<String> {
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: bench\r\n\r\n")
-        .await?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).await?;
-    Ok(out)
-}
-
-/// (runs, histogram buckets (upper bound, cumulative count)).
-fn parse(text: &str) -> (f64, Vec<(f64, f64)>) {
-    let mut runs = 0.0;
-    let mut buckets = Vec::new();
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("plimsoll_hpa_plus_reconcile_runs_total ") {
-            runs = v.trim().parse().unwrap_or(0.0);
-        }
-        if let Some((le, count)) = line
-            .strip_prefix("plimsoll_hpa_plus_reconcile_duration_seconds_bucket{le=\"")
-            .and_then(|rest| rest.split_once("\"} "))
-        {
-            let le = if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().unwrap_or(0.0)
-            };
-            buckets.push((le, count.trim().parse().unwrap_or(0.0)));
-        }
-    }
-    (runs, buckets)
-}
-
-fn quantile(before: &[(f64, f64)], after: &[(f64, f64)], q: f64) -> f64 {
-    let deltas: Vec<(f64, f64)> = after
-        .iter()
-        .map(|(le, c)| {
-            let b = before
-                .iter()
-                .find(|(l, _)| l.total_cmp(le).is_eq())
-                .map_or(0.0, |(_, c)| *c);
-            (*le, c - b)
-        })
-        .collect();
-    let total = deltas.last().map_or(0.0, |(_, c)| *c);
-    if total <= 0.0 {
-        return f64::NAN;
-    }
-    let rank = q * total;
-    let mut prev = (0.0, 0.0);
-    for (le, c) in &deltas {
-        if *c >= rank {
-            if le.is_infinite() {
-                return prev.0;
-            }
-            let span = c - prev.1;
-            let frac = if span > 0.0 {
-                (rank - prev.1) / span
-            } else {
-                1.0
-            };
-            return prev.0 + (le - prev.0) * frac;
-        }
-        prev = (*le, *c);
-    }
-    prev.0
+/// (runs, reconcile-duration buckets) from one scrape.
+async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<(f64, Vec<(f64, f64)>)> {
+    let text = plimsoll_e2e::scrape::metrics(addr).await?;
+    Ok((
+        plimsoll_e2e::scrape::value(&text, "plimsoll_hpa_plus_reconcile_runs_total"),
+        plimsoll_e2e::scrape::buckets(&text, "plimsoll_hpa_plus_reconcile_duration_seconds"),
+    ))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -252,7 +194,7 @@ async fn bench() -> anyhow::Result<()> {
 
     // Warm-up: every object evaluated at least once.
     loop {
-        let (runs, _) = parse(&scrape(admin).await?);
+        let (runs, _) = scrape(admin).await?;
         if runs >= objects as f64 {
             break;
         }
@@ -269,11 +211,11 @@ async fn bench() -> anyhow::Result<()> {
             .saturating_duration_since(Instant::now())
             .saturating_sub(Duration::from_secs(10)),
     );
-    let (runs0, hist0) = parse(&scrape(admin).await?);
+    let (runs0, hist0) = scrape(admin).await?;
     let cpu0 = pid.cpu_seconds()?;
     let t0 = Instant::now();
     tokio::time::sleep(window).await;
-    let (runs1, hist1) = parse(&scrape(admin).await?);
+    let (runs1, hist1) = scrape(admin).await?;
     let cpu1 = pid.cpu_seconds()?;
     let elapsed = t0.elapsed().as_secs_f64();
     let (rss, peak) = (pid.rss_mib()?, pid.peak_rss_mib()?);

@@ -289,6 +289,9 @@ fn hey(o: &Options, port: u16, dir: &std::path::Path, server: Proc) -> anyhow::R
             "-q",
             &per_worker.to_string(),
         ])
+        // hey puts its Host header, port included, into the TLS server name unless told
+        // otherwise; rustls rightly refuses such a name (illegal_parameter).
+        .args(["-host", "localhost"])
         .args(["-m", "POST", "-T", "application/json", "-D"])
         .arg(&body)
         .arg(format!("https://127.0.0.1:{port}/"))
@@ -320,7 +323,7 @@ fn hey(o: &Options, port: u16, dir: &std::path::Path, server: Proc) -> anyhow::R
         pct("50"),
         pct("90"),
         pct("99"),
-        codes.join(", "),
+        codes.join(", ").replace('\t', " "),
         cpu / o.seconds as f64
     );
     Ok(())
