@@ -27,7 +27,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        None => match serve(&args) {
+        None => match serve(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e:#}");
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(args: &Args) -> anyhow::Result<()> {
+fn serve(args: Args) -> anyhow::Result<()> {
     plimsoll_runtime::client::install_crypto_provider();
     plimsoll_runtime::telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
     let runtime = tokio::runtime::Runtime::new()?;

@@ -163,7 +163,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    Args::try_parse_from(args).map(|a| a.into_config())
+    Args::try_parse_from(args).map(Args::into_config)
 }
 
 impl Args {

@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     if let Some(Command::Replay(replay_args)) = &args.command {
         return ExitCode::from(replay::run(replay_args));
     }
-    match serve(&args) {
+    match serve(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("vpa-updater: {e:#}");
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
 }
 
 #[tokio::main]
-async fn serve(args: &Args) -> anyhow::Result<()> {
+async fn serve(args: Args) -> anyhow::Result<()> {
     client::install_crypto_provider();
     telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
     let config = args.into_config();

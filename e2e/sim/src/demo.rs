@@ -14,13 +14,14 @@
 //! the newest condition of any HorizontalPodAutoscaler-like object targeting the Deployment
 //! (autoscaling/v2 HPA or a CRD whose kind contains `HorizontalPodAutoscaler`).
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+use plimsoll_runtime::plot::{Anchor, Chart, Colour, Format, Stroke, Text, step_points};
 
 use crate::control::Caller;
 use crate::error::{Error, Result};
@@ -37,7 +38,7 @@ pub struct DemoConfig {
     /// the services run on the real clock, so a time scale above 1 makes pod ages and metric
     /// timestamps run ahead of what they compare them with (CPU samples then look too fresh).
     pub time_scale: f64,
-    /// Where the SVG plot goes (default `plimsoll-demo.svg`).
+    /// Where the plot goes: SVG or PNG by the extension (default `plimsoll-demo.svg`).
     pub plot: PathBuf,
     /// Namespace of the sample workload (default `demo`).
     pub namespace: String,
@@ -361,6 +362,9 @@ fn clock_label(t: f64, day: f64) -> String {
 /// Runs the demo; returns the samples it plotted.
 #[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sample>> {
+    // A bad plot name fails now, not after the whole run.
+    let plot_format =
+        Format::for_plot_file(&config.plot).map_err(|e| Error::Usage(e.to_string()))?;
     let sim = Sim::start(SimConfig {
         time_scale: config.time_scale,
         ..SimConfig::default()
@@ -469,10 +473,11 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
     }
     std::fs::write(
         &config.plot,
-        render_svg(
+        chart(
             &samples,
             "plimsoll demo: load and replicas over a simulated day",
-        ),
+        )
+        .render(plot_format),
     )
     .map_err(Error::Io)?;
     if config.print {
@@ -494,14 +499,15 @@ fn admission_summary(last: Option<&Sample>) -> String {
     }
 }
 
-/// Renders samples as an SVG line chart: load (left axis) and replicas (right axis, steps)
-/// against sim time.
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
+/// Draws the samples as a line chart: load (left axis) and replicas (right axis, steps)
+/// against sim time. Written as SVG or PNG by the plot file's extension.
 #[allow(clippy::many_single_char_names)] // x/y scales and w/h are the plot's vocabulary
-pub fn render_svg(samples: &[Sample], title: &str) -> String {
-    let (w, h) = (960.0_f64, 420.0_f64);
+pub fn chart(samples: &[Sample], title: &str) -> Chart {
+    const LOAD: Colour = Colour::hex(0x1f_77_b4);
+    const REPLICAS: Colour = Colour::hex(0xd6_27_28);
+    let (w, h) = (960_u32, 420_u32);
     let (left, right, top, bottom) = (70.0, 70.0, 50.0, 50.0);
-    let (pw, ph) = (w - left - right, h - top - bottom);
+    let (pw, ph) = (f64::from(w) - left - right, f64::from(h) - top - bottom);
     let t_max = samples.iter().map(|s| s.t).fold(1.0_f64, f64::max);
     let load_max = nice_max(samples.iter().map(|s| s.load).fold(1.0, f64::max));
     let rep_max = nice_max(
@@ -513,38 +519,25 @@ pub fn render_svg(samples: &[Sample], title: &str) -> String {
     let x = |t: f64| left + pw * t / t_max;
     let yl = |v: f64| top + ph * (1.0 - v / load_max);
     let yr = |v: f64| top + ph * (1.0 - v / rep_max);
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{}" y="28" font-size="16" text-anchor="middle">{}</text>
-"#,
-        w / 2.0,
-        escape(title)
+    let mut c = Chart::new(w, h);
+    c.text(
+        Text::new(f64::from(w) / 2.0, 28.0, title)
+            .size(16.0)
+            .anchor(Anchor::Middle),
     );
     for i in 0..=5 {
         let f = f64::from(i) / 5.0;
         let y = top + ph * (1.0 - f);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e5e5e5"/>"##,
-            left + pw
+        c.polyline(
+            vec![(left, y), (left + pw, y)],
+            Stroke::solid(Colour::hex(0xe5_e5_e5), 1.0),
         );
-        let _ = writeln!(
-            svg,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#1f77b4">{:.0}</text>"##,
-            left - 6.0,
-            y + 4.0,
-            load_max * f
+        c.text(
+            Text::new(left - 6.0, y + 4.0, format!("{:.0}", load_max * f))
+                .anchor(Anchor::End)
+                .colour(LOAD),
         );
-        let _ = writeln!(
-            svg,
-            r##"<text x="{:.1}" y="{:.1}" fill="#d62728">{:.0}</text>"##,
-            left + pw + 6.0,
-            y + 4.0,
-            rep_max * f
-        );
+        c.text(Text::new(left + pw + 6.0, y + 4.0, format!("{:.0}", rep_max * f)).colour(REPLICAS));
     }
     let hours = (t_max / 3600.0).ceil().max(1.0) as u64;
     let step = (hours / 12).max(1);
@@ -553,54 +546,34 @@ pub fn render_svg(samples: &[Sample], title: &str) -> String {
         if t > t_max {
             break;
         }
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{hr}h</text>"#,
-            x(t),
-            top + ph + 18.0
-        );
+        c.text(Text::new(x(t), top + ph + 18.0, format!("{hr}h")).anchor(Anchor::Middle));
     }
-    let _ = writeln!(
-        svg,
-        r##"<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
+    c.stroke_rect(
+        left,
+        top,
+        pw,
+        ph,
+        Stroke::solid(Colour::hex(0x33_33_33), 1.0),
     );
-    let load_pts: Vec<String> = samples
+    c.polyline(
+        samples.iter().map(|s| (x(s.t), yl(s.load))).collect(),
+        Stroke::solid(LOAD, 2.0),
+    );
+    let replicas: Vec<(f64, f64)> = samples
         .iter()
-        .map(|s| format!("{:.1},{:.1}", x(s.t), yl(s.load)))
+        .map(|s| (x(s.t), yr(s.replicas as f64)))
         .collect();
-    let _ = writeln!(
-        svg,
-        r##"<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{}"/>"##,
-        load_pts.join(" ")
+    c.polyline(step_points(&replicas, None), Stroke::solid(REPLICAS, 2.0));
+    c.text(Text::new(left, top - 8.0, "load (units/s, left)").colour(LOAD));
+    c.text(
+        Text::new(left + pw, top - 8.0, "replicas (right)")
+            .anchor(Anchor::End)
+            .colour(REPLICAS),
     );
-    let mut rep_pts = Vec::new();
-    for (i, s) in samples.iter().enumerate() {
-        if i > 0 {
-            rep_pts.push(format!(
-                "{:.1},{:.1}",
-                x(s.t),
-                yr(samples[i - 1].replicas as f64)
-            ));
-        }
-        rep_pts.push(format!("{:.1},{:.1}", x(s.t), yr(s.replicas as f64)));
-    }
-    let _ = writeln!(
-        svg,
-        r##"<polyline fill="none" stroke="#d62728" stroke-width="2" points="{}"/>"##,
-        rep_pts.join(" ")
+    c.text(
+        Text::new(left + pw / 2.0, f64::from(h) - 12.0, "simulated time").anchor(Anchor::Middle),
     );
-    let _ = writeln!(
-        svg,
-        r##"<text x="{left}" y="{:.1}" fill="#1f77b4">load (units/s, left)</text><text x="{:.1}" y="{:.1}" fill="#d62728" text-anchor="end">replicas (right)</text>
-<text x="{:.1}" y="{:.1}" text-anchor="middle">simulated time</text>
-</svg>"##,
-        top - 8.0,
-        left + pw,
-        top - 8.0,
-        left + pw / 2.0,
-        h - 12.0
-    );
-    svg
+    c
 }
 
 fn nice_max(v: f64) -> f64 {
@@ -611,12 +584,6 @@ fn nice_max(v: f64) -> f64 {
         }
     }
     10.0 * mag
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -658,8 +625,8 @@ mod tests {
     }
 
     #[test]
-    fn svg_has_both_series_and_axes() {
-        let svg = render_svg(
+    fn the_chart_has_both_series_and_axes_in_either_format() {
+        let c = chart(
             &[
                 sample(0.0, 100.0, 2),
                 sample(3600.0, 900.0, 6),
@@ -667,13 +634,18 @@ mod tests {
             ],
             "a <b>",
         );
+        let svg = c.to_svg();
         assert!(svg.starts_with("<svg"));
-        assert_eq!(svg.matches("<polyline").count(), 2);
+        // Six grid lines, the load line and the replicas' step line.
+        assert_eq!(svg.matches("<polyline").count(), 8);
         assert!(svg.contains("a &lt;b&gt;"));
         assert!(
             svg.contains(">1000<"),
             "load axis rounded up to a nice maximum"
         );
+        let png = c.render(Format::Png);
+        assert_eq!(&png[1..4], b"PNG");
+        assert_eq!(&png[16..24], [0, 0, 3, 192, 0, 0, 1, 164], "960 × 420");
     }
 
     #[test]

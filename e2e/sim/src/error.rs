@@ -154,6 +154,9 @@ pub enum Error {
     /// JSON (de)serialisation.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    /// A flag or setting that cannot work (the message names it).
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// The crate's result type.

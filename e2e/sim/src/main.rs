@@ -39,7 +39,7 @@ enum Command {
         #[arg(long, env = "PLIMSOLL_SIM_TIME_SCALE")]
         time_scale: Option<f64>,
     },
-    /// Run the demo: a workload following a day curve, a live table and an SVG plot.
+    /// Run the demo: a workload following a day curve, a live table and a plot (SVG or PNG).
     Demo {
         /// Real duration of the demo (e.g. 120s, 3m).
         #[arg(long, env = "PLIMSOLL_DEMO_DURATION", default_value = "120s", value_parser = parse_duration)]
@@ -48,7 +48,7 @@ enum Command {
         /// you know why: the services run on the real clock.
         #[arg(long, env = "PLIMSOLL_DEMO_TIME_SCALE", default_value_t = 1.0)]
         time_scale: f64,
-        /// Where to write the SVG plot.
+        /// Where to write the plot: `*.svg` or `*.png`.
         #[arg(long, env = "PLIMSOLL_DEMO_PLOT", default_value = "plimsoll-demo.svg")]
         plot: PathBuf,
     },

@@ -96,7 +96,7 @@ fn recommender(env: &Env) -> anyhow::Result<Service<plimsoll_vpa_recommender::Re
         "--leader-elect=false",
         "--log-format=text",
     ])?
-    .config();
+    .into_config();
     let token = CancellationToken::new();
     let run = plimsoll_vpa_recommender::run(config, token.clone());
     Ok(Service::spawn("vpa-recommender", token, run))

@@ -42,7 +42,7 @@ fn config(env: &Env, extra: &[&str]) -> Config {
     let single: &[&str] = if election { &[] } else { &single };
     Args::from_flags(flags.iter().chain(single).chain(extra))
         .expect("flags parse")
-        .config()
+        .into_config()
 }
 
 struct Running {
