@@ -34,6 +34,12 @@ pub struct Memory {
     pub jobs: Vec<String>,
     /// The status this replica last wrote successfully.
     pub written: Option<CronHorizontalPodAutoscalerStatus>,
+    /// `metadata.generation` at the last evaluation (changes with the spec).
+    pub generation: Option<i64>,
+    /// The annotations at the last evaluation (they choose the mode).
+    pub annotations: Option<std::collections::BTreeMap<String, String>>,
+    /// When the last evaluation asked to be woken: no firing is due before it.
+    pub next_wake: Option<Timestamp>,
 }
 
 /// Shared state of the controller (cheap to clone).

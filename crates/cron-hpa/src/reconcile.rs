@@ -46,6 +46,9 @@ pub async fn reconcile(
     let uid = cron.uid().unwrap_or_default();
     let now = Timestamp::now();
     let memory = ctx.recall(&namespace, &name, &uid);
+    if let Some(at) = memory.as_ref().and_then(|m| unchanged_until(m, &cron, now)) {
+        return Ok(Action::requeue(until(at)));
+    }
     let spec = &cron.spec;
 
     let compiled = match spec
@@ -123,6 +126,9 @@ pub async fn reconcile(
             conditions,
             jobs,
             written: written.clone(),
+            generation: cron.metadata.generation,
+            annotations: cron.metadata.annotations.clone(),
+            next_wake: evaluation.next_wake,
         },
     );
     // Compare with what this replica last wrote: the cache may not have caught up with it.
@@ -133,6 +139,23 @@ pub async fn reconcile(
         Some(at) => Action::requeue(until(at)),
         None => Action::await_change(),
     })
+}
+
+/// The next wake-up of the last evaluation, when nothing that evaluation depended on has
+/// changed since and no firing is due yet: the spec (generation) and the annotations are as
+/// they were. The watch event of this controller's own status write is such a change, one per
+/// run; skipping its evaluation keeps the instant many jobs share free for their writes.
+fn unchanged_until(
+    memory: &Memory,
+    cron: &CronHorizontalPodAutoscaler,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    let next = memory.next_wake?;
+    (memory.last_evaluated.is_some()
+        && memory.generation == cron.metadata.generation
+        && memory.annotations == cron.metadata.annotations
+        && now < next)
+        .then_some(next)
 }
 
 /// Gives every job without a condition (new or changed) a `Submitted` one, stamped `now`.
@@ -463,4 +486,67 @@ pub fn error_policy(
     warn!(error = %error, "reconcile failed; retrying");
     ctx.metrics.reconcile.failure(error.metric_label());
     Action::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plimsoll_core::api::cron::CronHorizontalPodAutoscalerSpec;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn cron(generation: i64, mode: Option<&str>) -> CronHorizontalPodAutoscaler {
+        let mut c =
+            CronHorizontalPodAutoscaler::new("web", CronHorizontalPodAutoscalerSpec::default());
+        c.metadata.generation = Some(generation);
+        c.metadata.annotations =
+            mode.map(|m| [("plimsoll.dev/adjust-hpa-min".to_owned(), m.to_owned())].into());
+        c
+    }
+
+    fn memory_of(c: &CronHorizontalPodAutoscaler, next: &str) -> Memory {
+        Memory {
+            last_evaluated: Some(ts("2026-11-22T08:00:00Z")),
+            generation: c.metadata.generation,
+            annotations: c.metadata.annotations.clone(),
+            next_wake: Some(ts(next)),
+            ..Memory::default()
+        }
+    }
+
+    #[test]
+    fn a_status_only_event_before_the_next_firing_is_skipped() {
+        let c = cron(3, None);
+        let m = memory_of(&c, "2026-11-22T09:00:00Z");
+        assert_eq!(
+            unchanged_until(&m, &c, ts("2026-11-22T08:30:00Z")),
+            Some(ts("2026-11-22T09:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn a_due_firing_a_new_spec_or_new_annotations_are_evaluated() {
+        let c = cron(3, None);
+        let m = memory_of(&c, "2026-11-22T09:00:00Z");
+        // The firing is due.
+        assert_eq!(unchanged_until(&m, &c, ts("2026-11-22T09:00:00Z")), None);
+        // The spec changed.
+        assert_eq!(
+            unchanged_until(&m, &cron(4, None), ts("2026-11-22T08:30:00Z")),
+            None
+        );
+        // The mode annotation appeared.
+        assert_eq!(
+            unchanged_until(&m, &cron(3, Some("true")), ts("2026-11-22T08:30:00Z")),
+            None
+        );
+        // Nothing to wake for: evaluate (cheap, and it keeps the status current).
+        let idle = Memory {
+            next_wake: None,
+            ..m
+        };
+        assert_eq!(unchanged_until(&idle, &c, ts("2026-11-22T08:30:00Z")), None);
+    }
 }
