@@ -102,6 +102,67 @@ pub fn load_average() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// A service under measurement: this benchmark binary started again as `serve ARGS…`, so its
+/// CPU and memory are its own. Its stdin is the leash: when the benchmark closes it (or exits),
+/// the child's [`parent_gone`] token fires and the service shuts down.
+pub struct Child {
+    child: std::process::Child,
+    /// The child's process, for CPU and memory readings.
+    pub proc: Proc,
+}
+
+impl Child {
+    /// Starts `serve ARGS…`. With `reports`, the child's stdout is piped for
+    /// [`Child::first_line`]; otherwise it is inherited (a pipe nobody reads would fill up).
+    pub fn serve(args: &[&std::ffi::OsStr], reports: bool) -> anyhow::Result<Child> {
+        let child = std::process::Command::new(std::env::current_exe()?)
+            .arg("serve")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(if reports {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::inherit()
+            })
+            .spawn()
+            .context("start the service's process")?;
+        let proc = Proc::Pid(child.id());
+        Ok(Child { child, proc })
+    }
+
+    /// The first line the child printed (its address or port). Blocks until it comes.
+    pub fn first_line(&mut self) -> anyhow::Result<String> {
+        use std::io::BufRead as _;
+        let stdout = self
+            .child
+            .stdout
+            .take()
+            .context("the child's stdout is not piped")?;
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        Ok(line.trim().to_owned())
+    }
+
+    /// Closes the leash and waits for the child to exit.
+    pub fn stop(mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// In the child: a token cancelled when the parent closes our stdin or exits.
+pub fn parent_gone() -> tokio_util::sync::CancellationToken {
+    let token = tokio_util::sync::CancellationToken::new();
+    let cancel = token.clone();
+    std::thread::spawn(move || {
+        use std::io::Read as _;
+        let mut sink = Vec::new();
+        let _ = std::io::stdin().read_to_end(&mut sink);
+        cancel.cancel();
+    });
+    token
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

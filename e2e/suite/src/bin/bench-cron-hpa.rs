@@ -12,8 +12,6 @@
 //! Usage: `bench-cron-hpa [OBJECTS] [MEASURE_SECONDS]` (defaults 1000 and 60). Prints one
 //! `key: value` line per number. Bounded: about 40 s of setup plus the measured window.
 
-use std::io::Read as _;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -26,10 +24,9 @@ use plimsoll_core::api::cron::{
     CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec, JobState, ScalingJob,
 };
 use plimsoll_cron_hpa::{CommonArgs, Config, LogFormat};
-use plimsoll_e2e::process::Proc;
+use plimsoll_e2e::process::{Child, Proc};
 use plimsoll_e2e::scrape::quantile;
 use plimsoll_sim::{Sim, SimConfig};
-use tokio_util::sync::CancellationToken;
 
 const NAMESPACE: &str = "default";
 const JOBS: usize = 10;
@@ -71,14 +68,7 @@ async fn serve(
         missed_job_grace: Duration::from_secs(300),
         identity: None,
     };
-    let token = CancellationToken::new();
-    let cancel = token.clone();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
-        cancel.cancel();
-    });
-    plimsoll_cron_hpa::run(config, token).await?;
+    plimsoll_cron_hpa::run(config, plimsoll_e2e::process::parent_gone()).await?;
     Ok(())
 }
 
@@ -102,14 +92,9 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
     // A free port for the child's metrics (the tiny race with another process is acceptable
     // for a benchmark).
     let metrics = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-    let mut child = Command::new(std::env::current_exe()?)
-        .arg("serve")
-        .arg(&kubeconfig)
-        .arg(metrics.to_string())
-        .stdin(Stdio::piped())
-        .spawn()
-        .context("start cron-hpa")?;
-    let pid = Proc::Pid(child.id());
+    let metrics_arg = metrics.to_string();
+    let child = Child::serve(&[kubeconfig.as_os_str(), metrics_arg.as_ref()], false)?;
+    let pid = child.proc;
     let submitted_in = wait_submitted(&client, objects).await?;
 
     let (cpu_before, t0) = (pid.cpu_seconds()?, Timestamp::now());
@@ -125,8 +110,7 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
     let t1 = Timestamp::now();
 
     let mut lateness = collect_lateness(&client, t0, t1).await?;
-    drop(child.stdin.take());
-    let _ = child.wait();
+    child.stop();
     let _ = std::fs::remove_dir_all(&dir);
     sim.shutdown().await;
 

@@ -13,8 +13,6 @@
 //! service's own histogram), CPU of the hpa-plus process, and its RSS at the end and at peak.
 //! Bounded: it gives up after 3 minutes overall.
 
-use std::io::{BufRead as _, Read as _};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,12 +23,11 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
-use plimsoll_e2e::process::Proc;
+use plimsoll_e2e::process::Child;
 use plimsoll_e2e::scrape::quantile;
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Sim, SimConfig};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const PER_NAMESPACE: usize = 100;
 
@@ -87,13 +84,7 @@ async fn serve(kubeconfig: std::path::PathBuf) -> anyhow::Result<()> {
     ];
     let config =
         <plimsoll_hpa_plus::cli::Args as clap::Parser>::try_parse_from(args)?.into_config()?;
-    let token = CancellationToken::new();
-    let cancel = token.clone();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
-        cancel.cancel();
-    });
+    let token = plimsoll_e2e::process::parent_gone();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let hooks = plimsoll_hpa_plus::Hooks {
         admin_address: Some(tx),
@@ -174,22 +165,11 @@ async fn bench() -> anyhow::Result<()> {
     let kc_path = dir.join("kubeconfig");
     let url = sim.http_url.clone().context("plain HTTP")?;
     std::fs::write(&kc_path, kubeconfig(&url))?;
-    let mut child = Command::new(std::env::current_exe()?)
-        .arg("serve")
-        .arg(&kc_path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("start hpa-plus")?;
-    let pid = Proc::Pid(child.id());
-    let stdout = child.stdout.take().context("child stdout")?;
-    let admin: std::net::SocketAddr = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        std::io::BufReader::new(stdout).read_line(&mut line)?;
-        anyhow::Ok(line.trim().parse()?)
-    })
-    .await?
-    .context("the child's admin address")?;
+    let mut child = Child::serve(&[kc_path.as_os_str()], true)?;
+    let pid = child.proc;
+    let admin: std::net::SocketAddr = tokio::task::block_in_place(|| child.first_line())?
+        .parse()
+        .context("the child's admin address")?;
     let service_started = Instant::now();
 
     // Warm-up: every object evaluated at least once.
@@ -246,8 +226,7 @@ async fn bench() -> anyhow::Result<()> {
         plimsoll_e2e::process::machine()
     );
 
-    drop(child.stdin.take());
-    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    tokio::task::block_in_place(|| child.stop());
     sim.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -18,8 +18,7 @@
 //! `cargo run --release -p plimsoll-e2e --bin bench-vpa-admission [-- --rate 5000 --seconds 10
 //! --connections 16 --loadgen external|builtin]`
 
-use std::io::{BufRead as _, Read as _};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,11 +27,10 @@ use anyhow::Context as _;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use plimsoll_e2e::process::Proc;
+use plimsoll_e2e::process::{Child, Proc};
 use plimsoll_vpa_admission::{certs, tls, webhook};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use tokio_util::sync::CancellationToken;
 
 const REVIEW: &str =
     include_str!("../../../../crates/core/tests/data/admission/review-two-containers.json");
@@ -206,13 +204,7 @@ fn serve(ca_file: &str) -> anyhow::Result<()> {
     let bundle = certs::generate(&["127.0.0.1".to_owned()])?;
     std::fs::write(ca_file, &bundle.ca_pem)?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let shutdown = CancellationToken::new();
-    let cancel = shutdown.clone();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().read_to_end(&mut sink);
-        cancel.cancel();
-    });
+    let shutdown = plimsoll_e2e::process::parent_gone();
     runtime.block_on(async {
         let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
         let server_config = tls::server_config(Arc::new(tls::CertResolver::fixed(key)))?;
@@ -344,17 +336,9 @@ fn main() -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("bench-vpa-admission-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let ca_file = dir.join("ca.pem");
-    let mut child = Command::new(std::env::current_exe()?)
-        .arg("serve")
-        .arg(&ca_file)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("start the webhook")?;
-    let server = Proc::Pid(child.id());
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().context("child stdout")?).read_line(&mut line)?;
-    let port: u16 = line.trim().parse().context("the webhook's port")?;
+    let mut child = Child::serve(&[ca_file.as_os_str()], true)?;
+    let server = child.proc;
+    let port: u16 = child.first_line()?.parse().context("the webhook's port")?;
 
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_file_iter(&ca_file)? {
@@ -414,8 +398,7 @@ fn main() -> anyhow::Result<()> {
         server.rss_mib()?,
         server.peak_rss_mib()?
     );
-    drop(child.stdin.take());
-    let _ = child.wait();
+    child.stop();
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
