@@ -215,6 +215,61 @@ pub async fn wait_ready_pods(
     .await
 }
 
+/// A free loopback address for a service's listener (bound, then released for the service).
+pub fn free_address() -> anyhow::Result<std::net::SocketAddr> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
+impl Env {
+    /// The namespace the admission webhook lives in: it leaves its own namespace out of
+    /// admission, so it lives apart from the test's pods.
+    pub fn webhook_home(&self) -> String {
+        format!("{}-webhook", self.namespace)
+    }
+
+    /// The real vpa-admission, ready to spawn: self-signed, registered with the cluster by URL
+    /// for pod CREATE, renewing its status Lease (`vpa-admission-controller`) in
+    /// `status_namespace` every second. Creates [`Env::webhook_home`]; cancel the token to stop.
+    pub async fn admission(
+        &self,
+        status_namespace: &str,
+    ) -> anyhow::Result<(
+        tokio_util::sync::CancellationToken,
+        impl Future<Output = ()> + Send + 'static,
+    )> {
+        use clap::Parser as _;
+        let home = self.webhook_home();
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": home}}))?;
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
+        let webhook = free_address()?;
+        let admin = free_address()?;
+        let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
+            "vpa-admission".to_owned(),
+            format!("--kubeconfig={}", self.kubeconfig.display()),
+            format!("--address={webhook}"),
+            format!("--metrics-address={admin}"),
+            "--self-signed".to_owned(),
+            "--register-webhook".to_owned(),
+            format!("--webhook-config-name={}", self.namespace),
+            format!("--webhook-url=https://{webhook}/"),
+            format!("--webhook-service-namespace={home}"),
+            format!("--status-lease-namespace={status_namespace}"),
+            "--status-lease-update-interval=1s".to_owned(),
+            "--log-format=text".to_owned(),
+        ])?;
+        let token = tokio_util::sync::CancellationToken::new();
+        let run = plimsoll_vpa_admission::run(args.into_config(), token.clone());
+        Ok((token, async move {
+            if let Err(e) = run.await {
+                eprintln!("vpa-admission exited: {e:#}");
+            }
+        }))
+    }
+}
+
 fn unique_suffix() -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);

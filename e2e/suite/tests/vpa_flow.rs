@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::quantity;
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Env, eventually, free_address};
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,12 +44,6 @@ const REQUEST_MILLI: i64 = 20;
 const REPLICAS: usize = 4;
 /// At most `floor(0.5 × 4)` pods per loop.
 const PER_LOOP: u64 = 2;
-
-/// A free loopback port.
-fn free_address() -> anyhow::Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
-}
 
 /// A task running one service, stopped by its token.
 struct Service<T> {
@@ -102,44 +96,10 @@ fn recommender(env: &Env) -> anyhow::Result<Service<plimsoll_vpa_recommender::Re
     Ok(Service::spawn("vpa-recommender", token, run))
 }
 
-/// The webhook's namespace: it leaves its own namespace out of admission, so it lives apart
-/// from the test's pods.
-fn webhook_home(env: &Env) -> String {
-    format!("{}-webhook", env.namespace)
-}
-
-/// The real vpa-admission: self-signed, registered with the sim by URL for pod CREATE,
-/// renewing its status Lease (`vpa-admission-controller`) in the test's namespace every second.
+/// The real vpa-admission, renewing its status Lease in the test's namespace.
 async fn admission(env: &Env) -> anyhow::Result<Service<()>> {
-    use clap::Parser as _;
-    let home = webhook_home(env);
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": home}}))?;
-    Api::<Namespace>::all(env.client.clone())
-        .create(&PostParams::default(), &ns)
-        .await?;
-    let webhook = free_address()?;
-    let admin = free_address()?;
-    let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
-        "vpa-admission".to_owned(),
-        format!("--kubeconfig={}", env.kubeconfig.display()),
-        format!("--address={webhook}"),
-        format!("--metrics-address={admin}"),
-        "--self-signed".to_owned(),
-        "--register-webhook".to_owned(),
-        format!("--webhook-config-name={}", env.namespace),
-        format!("--webhook-url=https://{webhook}/"),
-        format!("--webhook-service-namespace={home}"),
-        format!("--status-lease-namespace={}", env.namespace),
-        "--status-lease-update-interval=1s".to_owned(),
-        "--log-format=text".to_owned(),
-    ])?;
-    let token = CancellationToken::new();
-    let run = plimsoll_vpa_admission::run(args.into_config(), token.clone());
-    Ok(Service::spawn("vpa-admission", token, async move {
-        if let Err(e) = run.await {
-            eprintln!("vpa-admission exited: {e:#}");
-        }
-    }))
+    let (token, run) = env.admission(&env.namespace).await?;
+    Ok(Service::spawn("vpa-admission", token, run))
 }
 
 /// The real vpa-updater and the address of its `/metrics`.
@@ -577,7 +537,7 @@ async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> any
     admission.stop().await?;
     recommender.stop().await??;
     let _ = Api::<Namespace>::all(env.client.clone())
-        .delete(&webhook_home(&env), &DeleteParams::default())
+        .delete(&env.webhook_home(), &DeleteParams::default())
         .await;
     env.cleanup().await;
     eprintln!("vpa flow took {:.1?}", started.elapsed());

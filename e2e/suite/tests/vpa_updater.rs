@@ -19,19 +19,13 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Env, eventually, free_address};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(200);
-
-/// A free loopback port for the updater's admin listener.
-fn free_address() -> anyhow::Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
-}
 
 /// The updater running in-process.
 struct Updater {
@@ -408,46 +402,6 @@ async fn in_place_or_recreate_resizes_through_the_resize_subresource() -> anyhow
     Ok(())
 }
 
-/// The real vpa-admission webhook, in-process: self-signed, registered by URL, renewing its
-/// status Lease in `status_namespace` every second.
-async fn start_admission(
-    env: &Env,
-    status_namespace: &str,
-) -> anyhow::Result<(CancellationToken, tokio::task::JoinHandle<()>)> {
-    use clap::Parser as _;
-    // The webhook leaves its own namespace out of admission, so it lives in another one.
-    let home = format!("{}-webhook", env.namespace);
-    let ns: k8s_openapi::api::core::v1::Namespace =
-        serde_json::from_value(json!({"metadata": {"name": home}}))?;
-    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(env.client.clone())
-        .create(&PostParams::default(), &ns)
-        .await?;
-    let webhook = free_address()?;
-    let admin = free_address()?;
-    let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
-        "vpa-admission".to_owned(),
-        format!("--kubeconfig={}", env.kubeconfig.display()),
-        format!("--address={webhook}"),
-        format!("--metrics-address={admin}"),
-        "--self-signed".to_owned(),
-        "--register-webhook".to_owned(),
-        format!("--webhook-config-name={}", env.namespace),
-        format!("--webhook-url=https://{webhook}/"),
-        format!("--webhook-service-namespace={home}"),
-        format!("--status-lease-namespace={status_namespace}"),
-        "--status-lease-update-interval=1s".to_owned(),
-        "--log-format=text".to_owned(),
-    ])?;
-    let token = CancellationToken::new();
-    let run = plimsoll_vpa_admission::run(args.into_config(), token.clone());
-    let task = tokio::spawn(async move {
-        if let Err(e) = run.await {
-            eprintln!("vpa-admission exited: {e:#}");
-        }
-    });
-    Ok((token, task))
-}
-
 fn cpu_request(pod: &Pod) -> String {
     pod.spec
         .as_ref()
@@ -463,7 +417,8 @@ async fn with_the_real_webhook_recreated_pods_carry_the_recommendation() -> anyh
     let env = Env::start("vpa-upd-full").await?;
     deployment(&env, "web", 4).await?;
     vpa(&env, "web", "Recreate").await?;
-    let (admission_token, admission) = start_admission(&env, &env.namespace).await?;
+    let (admission_token, run) = env.admission(&env.namespace).await?;
+    let admission = tokio::spawn(run);
     // The updater only evicts once the webhook's own status Lease says it is alive.
     let updater = Updater::start(&env, "2s", &[])?;
     let pods = env.api::<Pod>();
