@@ -227,6 +227,37 @@ impl Env {
         format!("{}-webhook", self.namespace)
     }
 
+    /// A vpa-recommender configuration for this test: a 1 s interval, checkpoints within 5 s,
+    /// only this namespace's VPAs, and a single replica unless `extra` sets `--leader-elect`.
+    pub fn recommender_config(
+        &self,
+        extra: &[&str],
+    ) -> anyhow::Result<plimsoll_vpa_recommender::Config> {
+        let kubeconfig = self.kubeconfig.display().to_string();
+        let flags = [
+            "vpa-recommender",
+            "--kubeconfig",
+            kubeconfig.as_str(),
+            "--metrics-address",
+            "127.0.0.1:0",
+            "--recommender-interval=1s",
+            "--checkpoints-timeout=5s",
+            "--vpa-object-namespace",
+            self.namespace.as_str(),
+            "--log-format=text",
+        ];
+        let election = extra.iter().any(|f| f.starts_with("--leader-elect"));
+        let single: &[&str] = if election {
+            &[]
+        } else {
+            &["--leader-elect=false"]
+        };
+        Ok(plimsoll_vpa_recommender::cli::Args::from_flags(
+            flags.iter().chain(single).chain(extra),
+        )?
+        .into_config())
+    }
+
     /// The real vpa-admission, ready to spawn: self-signed, registered with the cluster by URL
     /// for pod CREATE, renewing its status Lease (`vpa-admission-controller`) in
     /// `status_namespace` every second. Creates [`Env::webhook_home`]; cancel the token to stop.

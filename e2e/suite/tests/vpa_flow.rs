@@ -76,21 +76,7 @@ impl<T> Service<T> {
 }
 
 fn recommender(env: &Env) -> anyhow::Result<Service<plimsoll_vpa_recommender::Result<()>>> {
-    let kubeconfig = env.kubeconfig.display().to_string();
-    let config = plimsoll_vpa_recommender::cli::Args::from_flags([
-        "vpa-recommender",
-        "--kubeconfig",
-        kubeconfig.as_str(),
-        "--metrics-address",
-        "127.0.0.1:0",
-        "--recommender-interval=1s",
-        "--checkpoints-timeout=5s",
-        "--vpa-object-namespace",
-        env.namespace.as_str(),
-        "--leader-elect=false",
-        "--log-format=text",
-    ])?
-    .into_config();
+    let config = env.recommender_config(&[])?;
     let token = CancellationToken::new();
     let run = plimsoll_vpa_recommender::run(config, token.clone());
     Ok(Service::spawn("vpa-recommender", token, run))

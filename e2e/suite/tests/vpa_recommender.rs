@@ -14,7 +14,6 @@ use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckp
 use plimsoll_core::quantity;
 use plimsoll_e2e::{Env, eventually};
 use plimsoll_sim::{LoadProfile, LoadSpec};
-use plimsoll_vpa_recommender::cli::Args;
 use plimsoll_vpa_recommender::{Config, run};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -23,26 +22,7 @@ const WITHIN: Duration = Duration::from_secs(90);
 const EVERY: Duration = Duration::from_millis(250);
 
 fn config(env: &Env, extra: &[&str]) -> Config {
-    let kubeconfig = env.kubeconfig.display().to_string();
-    let flags = [
-        "vpa-recommender",
-        "--kubeconfig",
-        kubeconfig.as_str(),
-        "--metrics-address",
-        "127.0.0.1:0",
-        "--recommender-interval=1s",
-        "--checkpoints-timeout=5s",
-        "--vpa-object-namespace",
-        env.namespace.as_str(),
-        "--log-format=text",
-    ];
-    // One replica unless the test asks for an election.
-    let single = ["--leader-elect=false"];
-    let election = extra.iter().any(|f| f.starts_with("--leader-elect"));
-    let single: &[&str] = if election { &[] } else { &single };
-    Args::from_flags(flags.iter().chain(single).chain(extra))
-        .expect("flags parse")
-        .into_config()
+    env.recommender_config(extra).expect("flags parse")
 }
 
 struct Running {
