@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
@@ -166,20 +167,9 @@ async fn replicas(env: &Env, name: &str) -> anyhow::Result<i32> {
     Ok(d.spec.and_then(|s| s.replicas).unwrap_or_default())
 }
 
-/// Scale writes cron-hpa made (from the sim's audit log).
+/// Scale writes cron-hpa made on `name` (from the sim's audit log; `None` on a real cluster).
 fn cron_scale_writes(env: &Env, name: &str) -> Option<usize> {
-    let sim = env.sim()?;
-    Some(
-        sim.audit()
-            .iter()
-            .filter(|e| {
-                e.field_manager.as_deref() == Some("cron-hpa")
-                    && e.subresource == "scale"
-                    && e.name == name
-                    && e.namespace == env.namespace
-            })
-            .count(),
-    )
+    env.scale_writes("cron-hpa", name)
 }
 
 #[tokio::test]
@@ -567,26 +557,21 @@ async fn wait_replicas(env: &Env, name: &str, want: i32, within: Duration) -> an
     .await
 }
 
-/// Scale writes hpa-plus made on `name`.
-fn hpa_plus_scale_writes(env: &Env, name: &str) -> usize {
-    env.sim().map_or(0, |sim| {
-        sim.audit()
-            .iter()
-            .filter(|e| {
-                e.field_manager.as_deref() == Some("hpa-plus")
-                    && e.subresource == "scale"
-                    && e.name == name
-                    && e.namespace == env.namespace
-            })
-            .count()
-    })
+/// Scale writes hpa-plus made on `name` (from the sim's audit log).
+fn hpa_plus_scale_writes(env: &Env, name: &str) -> anyhow::Result<usize> {
+    env.scale_writes("hpa-plus", name)
+        .context("needs the sim's audit log")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load"
+)]
 async fn min_replicas_mode_with_hpa_plus_scales_above_the_floor_under_load_and_holds_it_when_idle()
 -> anyhow::Result<()> {
     let env = Env::start("cron-hpaplus-min").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     deployment(&env, "web", 1).await?;
     // Low load: 5 requests/s at 10 per pod wants 1 replica.
     sim.set_load(&env.namespace, "deployments", "web", load(5.0));
@@ -630,10 +615,14 @@ async fn min_replicas_mode_with_hpa_plus_scales_above_the_floor_under_load_and_h
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_window()
 -> anyhow::Result<()> {
     let env = Env::start("cron-hpaplus-keep").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     deployment(&env, "shop", 1).await?;
     sim.set_load(&env.namespace, "deployments", "shop", load(5.0));
     create_hpa_plus(&env, "shop", 1, 10).await?;
@@ -656,7 +645,7 @@ async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_windo
         .status
         .unwrap();
     assert!(status.scale_up_keep_window);
-    let writes_before = hpa_plus_scale_writes(&env, "shop");
+    let writes_before = hpa_plus_scale_writes(&env, "shop")?;
     // Inside the window hpa-plus (which alone would want 1 replica) leaves the cron size.
     while Timestamp::now() < down - SignedDuration::from_secs(2) {
         assert_eq!(
@@ -666,7 +655,7 @@ async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_windo
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert_eq!(hpa_plus_scale_writes(&env, "shop"), writes_before);
+    assert_eq!(hpa_plus_scale_writes(&env, "shop")?, writes_before);
     // The "down" job lowers the size and closes the window; hpa-plus then takes over.
     condition(&env, "shop", "down", LONG, |c| c.state == JobState::Succeed).await?;
     let status = env

@@ -171,18 +171,9 @@ async fn wait_replicas(
 }
 
 /// Scale writes by hpa-plus on `name` so far (from the sim's audit log).
-fn scale_writes(env: &Env, name: &str) -> usize {
-    env.sim().map_or(0, |sim| {
-        sim.audit()
-            .iter()
-            .filter(|a| {
-                a.subresource == "scale"
-                    && a.name == name
-                    && a.namespace == env.namespace
-                    && a.field_manager.as_deref() == Some("hpa-plus")
-            })
-            .count()
-    })
+fn scale_writes(env: &Env, name: &str) -> anyhow::Result<usize> {
+    env.scale_writes("hpa-plus", name)
+        .context("needs the sim's audit log")
 }
 
 async fn plus_status(
@@ -198,9 +189,13 @@ async fn plus_status(
 
 /// (a) A load step on a CPU-utilization HPA+ reaches the expected replicas within two periods.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's CPU load and the audit log"
+)]
 async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-cpu-step").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 1, "100m").await?;
     wait_ready(&env, "web", 1, WITHIN).await?;
     // 40 units → 45m of 100m requested: 45 % against a 50 % target is inside the tolerance.
@@ -233,7 +228,7 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
     let stepped = Instant::now();
     wait_replicas(&env, "web", 4, WITHIN).await?;
     let took = stepped.elapsed();
-    assert_eq!(scale_writes(&env, "web"), 1, "one decision, one write");
+    assert_eq!(scale_writes(&env, "web")?, 1, "one decision, one write");
     // Two periods of 2 s plus the sim's metric tick and a loaded machine's scheduling slack.
     assert!(took < Duration::from_secs(4 + 10), "took {took:?}");
     wait_ready(&env, "web", 4, WITHIN).await?;
@@ -253,6 +248,10 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
 /// (from an in-memory metrics source: 30 against an average of 15 → 2 replicas), so every
 /// evaluation still reads the scale subresource, decides, writes the scale once and status.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the audit log (each object scaled exactly once)"
+)]
 async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result<()> {
     const N: usize = 200;
     let env = Env::start_with(
@@ -263,9 +262,8 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
         },
     )
     .await?;
-    if env.sim().is_none() {
-        return Ok(());
-    }
+    // Each object's scale writes are counted in the sim's audit log.
+    env.sim()?;
     for i in 0..N {
         let name = format!("w{i:03}");
         create_deployment(&env, &name, 1, "10m").await?;
@@ -329,7 +327,7 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
     .await?;
     // Each object was scaled exactly once.
     for i in [0, 57, 199] {
-        assert_eq!(scale_writes(&env, &format!("w{i:03}")), 1);
+        assert_eq!(scale_writes(&env, &format!("w{i:03}"))?, 1);
     }
     token.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
@@ -339,10 +337,14 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
 
 /// (c) A failing metrics API: ScalingActive=False, a Warning Event, nothing scaled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: fault injection on the metrics API and the workload model's load"
+)]
 async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -> anyhow::Result<()>
 {
     let env = Env::start("hpa-plus-failing").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 2, "100m").await?;
     wait_ready(&env, "web", 2, WITHIN).await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(300.0));
@@ -386,7 +388,7 @@ async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -
     })
     .await?;
     assert_eq!(spec_replicas(&env, "web").await?, 2);
-    assert_eq!(scale_writes(&env, "web"), 0);
+    assert_eq!(scale_writes(&env, "web")?, 0);
     // Once the API recovers, the same object scales (300 / 10 = 30 → capped at 10).
     sim.clear_faults();
     wait_replicas(&env, "web", 4, WITHIN).await?;
@@ -439,9 +441,13 @@ async fn holder(env: &Env) -> anyhow::Result<Option<String>> {
 /// (d) Two instances: only the leader acts; its death hands over within the lease duration;
 /// no decision is written twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-leader").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     let lease_ns = format!("--lease-namespace={}", env.namespace);
     let election = [
         "--leader-elect=true",
@@ -507,7 +513,7 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
         "two scale writes",
         Duration::from_secs(5),
         EVERY,
-        || async { Ok((scale_writes(&env, "web") == 2).then_some(())) },
+        || async { Ok((scale_writes(&env, "web")? == 2).then_some(())) },
     )
     .await?;
     stop(b_token, b_task).await;
@@ -518,9 +524,13 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
 
 /// (e) Native mode: a plain autoscaling/v2 HPA with Plimsoll annotations is reconciled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-native").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 1, "100m").await?;
     create_deployment(&env, "off", 1, "100m").await?;
     wait_ready(&env, "web", 1, WITHIN).await?;
@@ -567,7 +577,7 @@ async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result
         1,
         "autoscale-disabled never writes"
     );
-    assert_eq!(scale_writes(&env, "off"), 0);
+    assert_eq!(scale_writes(&env, "off")?, 0);
     stop(token, task).await;
     env.cleanup().await;
     Ok(())
@@ -575,9 +585,13 @@ async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result
 
 /// (f) dryRun computes and reports, and never writes the scale.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn dry_run_never_writes() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-dry-run").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 1, "100m").await?;
     wait_ready(&env, "web", 1, WITHIN).await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
@@ -597,7 +611,7 @@ async fn dry_run_never_writes() -> anyhow::Result<()> {
     // A negative property needs time to pass: several more 1 s periods.
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(spec_replicas(&env, "web").await?, 1);
-    assert_eq!(scale_writes(&env, "web"), 0);
+    assert_eq!(scale_writes(&env, "web")?, 0);
     stop(token, task).await;
     env.cleanup().await;
     Ok(())
