@@ -27,7 +27,10 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_sim::{AuditEntry, Sim, SimConfig, SimHandle};
 
 pub mod process;
+pub mod running;
 pub mod scrape;
+
+pub use running::Running;
 
 /// The environment variable that points the suite at a real cluster.
 pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";

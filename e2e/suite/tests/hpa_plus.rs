@@ -19,7 +19,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Env, Running, eventually};
 use plimsoll_hpa_plus::cli::Args;
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec, SimConfig};
@@ -55,39 +55,13 @@ fn config(env: &Env, extra: &[&str]) -> plimsoll_hpa_plus::Config {
         .expect("test flags are valid")
 }
 
-/// Runs an instance until the returned token is cancelled.
-fn start(config: plimsoll_hpa_plus::Config) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let task = tokio::spawn(async move {
-        if let Err(e) = plimsoll_hpa_plus::run(config, t).await {
+/// Runs an instance until it is stopped.
+fn start(config: plimsoll_hpa_plus::Config) -> Running<()> {
+    Running::spawn("hpa-plus", |token| async move {
+        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
             eprintln!("hpa-plus ended with an error: {e}");
         }
-    });
-    (token, task)
-}
-
-async fn stop(token: CancellationToken, task: tokio::task::JoinHandle<()>) {
-    token.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
-}
-
-/// A Deployment of `replicas` pods labelled `app=<name>`, each requesting `cpu`.
-fn deployment(name: &str, replicas: i32, cpu: &str) -> Deployment {
-    serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "app:1",
-                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
-            }
-        }
-    }))
-    .expect("deployment fixture")
+    })
 }
 
 /// An HPA+ on Deployment `target` with `spec` merged over the required fields.
@@ -124,12 +98,9 @@ fn constant(value: f64) -> LoadSpec {
     }
 }
 
+/// A Deployment of `replicas` pods labelled `app=<name>`, each requesting `cpu`.
 async fn create_deployment(env: &Env, name: &str, replicas: i32, cpu: &str) -> anyhow::Result<()> {
-    env.api::<Deployment>()
-        .create(&PostParams::default(), &deployment(name, replicas, cpu))
-        .await
-        .with_context(|| format!("create deployment {name}"))?;
-    Ok(())
+    plimsoll_e2e::create_deployment(env, name, replicas, cpu, "64Mi").await
 }
 
 async fn wait_ready(env: &Env, name: &str, replicas: i32, within: Duration) -> anyhow::Result<()> {
@@ -200,7 +171,7 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
     wait_ready(&env, "web", 1, WITHIN).await?;
     // 40 units → 45m of 100m requested: 45 % against a 50 % target is inside the tolerance.
     sim.set_load(&env.namespace, "deployments", "web", constant(40.0));
-    let (token, task) = start(config(&env, &[]));
+    let service = start(config(&env, &[]));
     let spec = json!({
         "syncPeriodSeconds": 2,
         "metrics": [{"type": "Resource", "resource": {"name": "cpu",
@@ -236,7 +207,7 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
     assert_eq!(status.reference.as_deref(), Some("Deployment/web"));
     assert!(status.targets_summary.is_some_and(|t| t.contains('%')));
 
-    stop(token, task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
@@ -275,18 +246,16 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
             .create(&PostParams::default(), &hpa_plus(&name, &name, &spec))
             .await?;
     }
-    let token = CancellationToken::new();
     let hooks = plimsoll_hpa_plus::Hooks {
         admin_address: None,
         metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
             30,
         )))),
     };
-    let task = tokio::spawn(plimsoll_hpa_plus::run_with(
-        config(&env, &[]),
-        token.clone(),
-        hooks,
-    ));
+    let config = config(&env, &[]);
+    let service = Running::spawn("hpa-plus", |token| {
+        plimsoll_hpa_plus::run_with(config, token, hooks)
+    });
     let api = env.api::<Deployment>();
     eventually(
         "all 200 workloads at 2 replicas",
@@ -329,8 +298,7 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
     for i in [0, 57, 199] {
         assert_eq!(scale_writes(&env, &format!("w{i:03}"))?, 1);
     }
-    token.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
@@ -355,7 +323,7 @@ async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -
         status: Some(503),
         ..Fault::default()
     });
-    let (token, task) = start(config(&env, &[]));
+    let service = start(config(&env, &[]));
     let spec = json!({"syncPeriodSeconds": 1, "metrics": rps_per_pod("10")});
     env.api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
@@ -392,7 +360,7 @@ async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -
     // Once the API recovers, the same object scales (300 / 10 = 30 → capped at 10).
     sim.clear_faults();
     wait_replicas(&env, "web", 4, WITHIN).await?;
-    stop(token, task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
@@ -472,7 +440,7 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
             .map(|_| ()))
     })
     .await?;
-    let (b_token, b_task) = start(b_config);
+    let b = start(b_config);
     let spec = json!({"syncPeriodSeconds": 1, "metrics": rps_per_pod("10")});
     env.api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
@@ -516,7 +484,7 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
         || async { Ok((scale_writes(&env, "web")? == 2).then_some(())) },
     )
     .await?;
-    stop(b_token, b_task).await;
+    let _ = b.stop().await;
     drop(a);
     env.cleanup().await;
     Ok(())
@@ -537,7 +505,7 @@ async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result
     wait_ready(&env, "off", 1, WITHIN).await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
     sim.set_load(&env.namespace, "deployments", "off", constant(30.0));
-    let (token, task) = start(config(&env, &["--native-hpa", "--sync-period=30s"]));
+    let service = start(config(&env, &["--native-hpa", "--sync-period=30s"]));
     let hpa = |name: &str, annotations: serde_json::Value| -> HorizontalPodAutoscaler {
         serde_json::from_value(json!({
             "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
@@ -578,7 +546,7 @@ async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result
         "autoscale-disabled never writes"
     );
     assert_eq!(scale_writes(&env, "off")?, 0);
-    stop(token, task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
@@ -595,7 +563,7 @@ async fn dry_run_never_writes() -> anyhow::Result<()> {
     create_deployment(&env, "web", 1, "100m").await?;
     wait_ready(&env, "web", 1, WITHIN).await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
-    let (token, task) = start(config(&env, &[]));
+    let service = start(config(&env, &[]));
     let spec = json!({"syncPeriodSeconds": 1, "dryRun": true, "metrics": rps_per_pod("10")});
     env.api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
@@ -612,7 +580,7 @@ async fn dry_run_never_writes() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(spec_replicas(&env, "web").await?, 1);
     assert_eq!(scale_writes(&env, "web")?, 0);
-    stop(token, task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }

@@ -13,11 +13,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_core::quantity;
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Env, Running, eventually};
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use plimsoll_vpa_recommender::{Config, run};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const WITHIN: Duration = Duration::from_secs(90);
 const EVERY: Duration = Duration::from_millis(250);
@@ -26,27 +25,15 @@ fn config(env: &Env, extra: &[&str]) -> Config {
     env.recommender_config(extra).expect("flags parse")
 }
 
-struct Running {
-    token: CancellationToken,
-    task: tokio::task::JoinHandle<plimsoll_vpa_recommender::Result<()>>,
-}
+type Recommender = Running<plimsoll_vpa_recommender::Result<()>>;
 
-fn start(env: &Env) -> Running {
+fn start(env: &Env) -> Recommender {
     start_with(env, &[])
 }
 
-fn start_with(env: &Env, extra: &[&str]) -> Running {
-    let token = CancellationToken::new();
-    let task = tokio::spawn(run(config(env, extra), token.clone()));
-    Running { token, task }
-}
-
-impl Running {
-    async fn stop(self) -> anyhow::Result<()> {
-        self.token.cancel();
-        tokio::time::timeout(Duration::from_secs(30), self.task).await???;
-        Ok(())
-    }
+fn start_with(env: &Env, extra: &[&str]) -> Recommender {
+    let config = config(env, extra);
+    Running::spawn("vpa-recommender", |token| run(config, token))
 }
 
 async fn deployment(env: &Env, name: &str, memory_limit: Option<&str>) -> anyhow::Result<()> {
@@ -152,7 +139,7 @@ async fn steady_cpu_gets_p90_plus_margin_and_restart_continues_from_checkpoints(
             .filter(|n| *n >= 3))
     })
     .await?;
-    service.stop().await?;
+    service.stop().await??;
 
     let service = start(&env);
     let after = eventually(
@@ -172,7 +159,7 @@ async fn steady_cpu_gets_p90_plus_margin_and_restart_continues_from_checkpoints(
         (cpu_after - cpu).abs() <= ONE_BUCKET_MILLI,
         "target moved from {cpu}m to {cpu_after}m across the restart"
     );
-    service.stop().await?;
+    service.stop().await??;
     env.cleanup().await;
     Ok(())
 }
@@ -210,7 +197,7 @@ async fn oom_kill_raises_the_memory_target_above_the_kill_usage() -> anyhow::Res
     )
     .await?;
     assert!(memory as f64 > usage);
-    service.stop().await?;
+    service.stop().await??;
     env.cleanup().await;
     Ok(())
 }
@@ -236,7 +223,7 @@ async fn vpas_for_other_recommenders_are_left_alone() -> anyhow::Result<()> {
     })
     .await?;
     assert!(api.get("theirs").await?.status.is_none());
-    service.stop().await?;
+    service.stop().await??;
     env.cleanup().await;
     Ok(())
 }
@@ -261,7 +248,7 @@ async fn gc_deletes_checkpoints_of_deleted_vpas() -> anyhow::Result<()> {
         Ok(cp.is_none().then_some(()))
     })
     .await?;
-    service.stop().await?;
+    service.stop().await??;
     env.cleanup().await;
     Ok(())
 }
@@ -285,7 +272,7 @@ async fn a_standby_replica_takes_over_from_the_checkpoints() -> anyhow::Result<(
     .await?;
     let second = start_with(&env, &lease);
     // Stopping the leader releases the Lease; the standby restores and continues.
-    first.stop().await?;
+    first.stop().await??;
     let after = eventually("the standby's checkpoint", WITHIN, EVERY, || async {
         Ok(samples_in_checkpoint(&env, "ha")
             .await?
@@ -293,7 +280,7 @@ async fn a_standby_replica_takes_over_from_the_checkpoints() -> anyhow::Result<(
     })
     .await?;
     assert!(after > before);
-    second.stop().await?;
+    second.stop().await??;
     env.cleanup().await;
     Ok(())
 }
