@@ -84,8 +84,8 @@ async fn one_replica(test: &str, name: &str, grace: Duration) -> anyhow::Result<
     Ok((env, service))
 }
 
-/// A CronHPA `name` on Deployment `name` whose one job `job` sets `size` replicas at the whole
-/// second at least `ahead` from now; returns that second.
+/// A CronHPA `name` on Deployment `name` whose one job `job_name` sets `size` replicas at the
+/// whole second at least `ahead` from now; returns that second.
 async fn one_job_in(
     env: &Env,
     name: &str,
