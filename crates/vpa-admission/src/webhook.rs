@@ -23,10 +23,13 @@ use axum::routing::post;
 use k8s_openapi::api::core::v1::Pod;
 use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
 use plimsoll_core::vertical::admission::{AdmissionVpa, admission_patch, admission_pod};
+use serde::Deserialize as _;
 
 use crate::matching::Caches;
 use crate::metrics::{Metrics, Outcome};
-use crate::review::{self, AdmissionRequest, AdmissionResponse, AdmissionReviewResponse};
+use crate::review::{
+    self, AdmissionRequest, AdmissionResponse, AdmissionReviewResponse, Operation,
+};
 
 /// Largest request body accepted (bytes); the apiserver's own limit for an object is 3 MiB.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -70,27 +73,22 @@ impl Webhook {
     fn decide(&self, request: &AdmissionRequest) -> (&'static str, Outcome, AdmissionResponse) {
         let kind = &request.kind;
         match (kind.group.as_str(), kind.kind.as_str()) {
-            ("", "Pod") if request.operation == "CREATE" => {
+            ("", "Pod") if request.operation == Operation::Create => {
                 let (outcome, response) = self.pod(request);
                 ("pod", outcome, response)
             }
             ("autoscaling.k8s.io", "VerticalPodAutoscaler")
-                if matches!(request.operation.as_str(), "CREATE" | "UPDATE") =>
+                if matches!(request.operation, Operation::Create | Operation::Update) =>
             {
                 let (outcome, response) = validate_vpa(request);
                 ("vpa", outcome, response)
             }
-            _ => (
-                "other",
-                Outcome::Ignored,
-                AdmissionResponse::allow(&request.uid),
-            ),
+            _ => ("other", Outcome::Ignored, review::allow(request)),
         }
     }
 
     fn pod(&self, request: &AdmissionRequest) -> (Outcome, AdmissionResponse) {
-        let uid = &request.uid;
-        let pod: Pod = match Pod::deserialize_from(&request.object) {
+        let pod: Pod = match pod_of(request) {
             Ok(p) => p,
             Err(e) => {
                 return unchanged(
@@ -113,10 +111,10 @@ impl Webhook {
             );
         }
         let Some(controller) = self.caches.top_controller(&pod, &namespace) else {
-            return (Outcome::NoVpa, AdmissionResponse::allow(uid));
+            return (Outcome::NoVpa, review::allow(request));
         };
         let Some(vpa) = self.caches.controlling_vpa(&namespace, &controller) else {
-            return (Outcome::NoVpa, AdmissionResponse::allow(uid));
+            return (Outcome::NoVpa, review::allow(request));
         };
         let vpa_name = vpa.metadata.name.clone().unwrap_or_default();
         let computed = (|| {
@@ -140,8 +138,8 @@ impl Webhook {
                 );
             }
         };
-        let ops = match serde_json::to_vec(&patch.ops) {
-            Ok(ops) => ops,
+        let response = match review::patched(request, &patch.ops) {
+            Ok(response) => response,
             Err(e) => {
                 return unchanged(
                     request,
@@ -163,7 +161,7 @@ impl Webhook {
             updates = patch.annotations.get(plimsoll_core::vertical::admission::UPDATES_ANNOTATION).map(String::as_str),
             "pod admitted with VPA patch"
         );
-        (outcome, AdmissionResponse::patched(uid, &ops))
+        (outcome, response)
     }
 }
 
@@ -174,62 +172,47 @@ fn unchanged(
 ) -> (Outcome, AdmissionResponse) {
     tracing::warn!(
         namespace = request.namespace.as_deref().unwrap_or_default(),
-        name = request.name.as_deref().unwrap_or_default(),
+        name = %request.name,
         result = outcome.label(),
         %warning,
         "pod admitted unchanged"
     );
     let message = format!("plimsoll vpa-admission: {warning}");
-    (
-        outcome,
-        AdmissionResponse::allow_with_warning(&request.uid, message),
-    )
+    (outcome, review::allow_with_warning(request, message))
 }
 
 fn pod_name(request: &AdmissionRequest, pod: &Pod) -> String {
-    request
-        .name
-        .clone()
+    Some(request.name.clone())
         .filter(|n| !n.is_empty())
         .or_else(|| pod.metadata.name.clone())
         .or_else(|| pod.metadata.generate_name.clone().map(|g| format!("{g}*")))
         .unwrap_or_default()
 }
 
-/// Deserializing straight from the borrowed JSON value (no clone of the object).
-trait FromValueRef: Sized {
-    fn deserialize_from(value: &serde_json::Value) -> Result<Self, serde_json::Error>;
-}
-
-impl<T: serde::de::DeserializeOwned> FromValueRef for T {
-    fn deserialize_from(value: &serde_json::Value) -> Result<Self, serde_json::Error> {
-        serde::Deserialize::deserialize(value)
+/// The request's object as a Pod (a CREATE without an object decodes as `null` did).
+fn pod_of(request: &AdmissionRequest) -> Result<Pod, serde_json::Error> {
+    match &request.object {
+        Some(object) => serde_json::to_value(object).and_then(serde_json::from_value),
+        None => serde_json::from_value(serde_json::Value::Null),
     }
 }
 
 fn validate_vpa(request: &AdmissionRequest) -> (Outcome, AdmissionResponse) {
-    let uid = &request.uid;
-    let Some(spec) = request.object.get("spec") else {
+    let Some(spec) = request.object.as_ref().and_then(|o| o.data.get("spec")) else {
         return (
             Outcome::Denied,
-            AdmissionResponse::deny(uid, "spec: Required value"),
+            review::deny(request, "spec: Required value"),
         );
     };
-    let spec = match VerticalPodAutoscalerSpec::deserialize_from(spec) {
+    let spec = match VerticalPodAutoscalerSpec::deserialize(spec) {
         Ok(s) => s,
         Err(e) => {
-            return (
-                Outcome::Denied,
-                AdmissionResponse::deny(uid, format!("spec: {e}")),
-            );
+            return (Outcome::Denied, review::deny(request, format!("spec: {e}")));
         }
     };
     match spec.validate() {
-        Ok(()) => (Outcome::Valid, AdmissionResponse::allow(uid)),
-        Err(errs) => (
-            Outcome::Denied,
-            AdmissionResponse::deny(uid, errs.to_string()),
-        ),
+        Ok(()) => (Outcome::Valid, review::allow(request)),
+        Err(errs) => (Outcome::Denied, review::deny(request, errs.to_string())),
     }
 }
 
@@ -272,7 +255,7 @@ pub fn router(webhook: Arc<Webhook>) -> Router {
 
 async fn handle(State(webhook): State<Arc<Webhook>>, body: Bytes) -> Response {
     match webhook.answer(&body) {
-        Ok(response) => json(StatusCode::OK, &AdmissionReviewResponse::from(response)),
+        Ok(response) => json(StatusCode::OK, &AdmissionReviewResponse::from(&response)),
         Err(e) => {
             webhook.metrics.bad_request();
             tracing::warn!(error = %e, "request is not an AdmissionReview");

@@ -2,9 +2,15 @@
 //!
 //! By default the cluster is a fresh in-process `plimsoll-sim`; with `PLIMSOLL_E2E_KUBECONFIG`
 //! pointing at a kubeconfig the same tests run against that real cluster instead (the CRDs are
-//! applied server-side, each test works in its own namespace and deletes it at the end). Tests
-//! that need the sim's control surface (setting load, injecting faults, reading the audit log)
-//! call [`Env::sim`] and skip with a printed reason on a real cluster.
+//! applied server-side, each test works in its own namespace and deletes it at the end).
+//!
+//! Tests that need the sim's control API (setting load, injecting faults, the audit log, routing
+//! a webhook Service to a loopback listener) call [`Env::sim`], which fails on a real cluster,
+//! and carry `#[cfg_attr(real_cluster, ignore = "needs the sim's control API: …")]`: the build
+//! script sets `cfg(real_cluster)` when `PLIMSOLL_E2E_KUBECONFIG` is set, so on a real cluster
+//! such a test is reported as ignored, never as passed. A test that runs everywhere may add
+//! cross-checks from the sim's audit log ([`Env::scale_writes`], [`Env::evictions`]); those
+//! are `None` on a real cluster.
 //!
 //! The services run in-process through their `run(config, shutdown)` functions, talking to the
 //! cluster through an ordinary kubeconfig: nothing in them knows it is under test.
@@ -18,10 +24,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use plimsoll_sim::{Sim, SimConfig, SimHandle};
+use plimsoll_sim::{AuditEntry, Sim, SimConfig, SimHandle};
 
 pub mod process;
+pub mod running;
 pub mod scrape;
+
+pub use running::Running;
 
 /// The environment variable that points the suite at a real cluster.
 pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";
@@ -48,7 +57,8 @@ impl Env {
     pub async fn start_with(name: &str, config: SimConfig) -> anyhow::Result<Env> {
         let dir = TempDir::new(name)?;
         let kubeconfig = dir.path.join("kubeconfig");
-        let (client, sim) = if let Ok(path) = std::env::var(KUBECONFIG_ENV) {
+        let real_cluster = std::env::var(KUBECONFIG_ENV).ok().filter(|p| !p.is_empty());
+        let (client, sim) = if let Some(path) = real_cluster {
             std::fs::copy(&path, &kubeconfig).with_context(|| format!("copy {path}"))?;
             let config = kube::Config::from_custom_kubeconfig(
                 kube::config::Kubeconfig::read_from(&path)?,
@@ -79,14 +89,45 @@ impl Env {
         })
     }
 
-    /// The sim's control surface, or `None` (with the reason printed) on a real cluster.
-    pub fn sim(&self) -> Option<&SimHandle> {
-        if self.sim.is_none() {
-            eprintln!(
-                "skipped: this check needs plimsoll-sim's control surface ({KUBECONFIG_ENV} is set)"
-            );
-        }
-        self.sim.as_ref()
+    /// The sim's control API; an error on a real cluster. A test that calls it is marked
+    /// `#[cfg_attr(real_cluster, ignore = "needs the sim's control API: …")]`, so this error
+    /// is seen only when such a test is run on a real cluster with `--ignored`.
+    pub fn sim(&self) -> anyhow::Result<&SimHandle> {
+        self.sim.as_ref().with_context(|| {
+            format!("this test needs plimsoll-sim's control API, and {KUBECONFIG_ENV} is set")
+        })
+    }
+
+    /// The sim's audit log of writes in this test's namespace; `None` on a real cluster,
+    /// which keeps no such log.
+    pub fn audit(&self) -> Option<Vec<AuditEntry>> {
+        let sim = self.sim.as_ref()?;
+        let mut entries = sim.audit();
+        entries.retain(|e| e.namespace == self.namespace);
+        Some(entries)
+    }
+
+    /// Writes of the scale subresource of `name` by `field_manager`, from the audit log
+    /// (`None` on a real cluster).
+    pub fn scale_writes(&self, field_manager: &str, name: &str) -> Option<usize> {
+        let audit = self.audit()?;
+        Some(
+            audit
+                .iter()
+                .filter(|e| {
+                    e.subresource == "scale"
+                        && e.name == name
+                        && e.field_manager.as_deref() == Some(field_manager)
+                })
+                .count(),
+        )
+    }
+
+    /// Pod evictions, in the order the audit log recorded them (`None` on a real cluster).
+    pub fn evictions(&self) -> Option<Vec<AuditEntry>> {
+        let mut audit = self.audit()?;
+        audit.retain(|e| e.subresource == "eviction");
+        Some(audit)
     }
 
     /// A namespaced API in this test's namespace.

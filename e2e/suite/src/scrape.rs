@@ -1,6 +1,6 @@
-//! Reading a service's Prometheus endpoint from a benchmark: one scrape, a counter, and
-//! quantiles of what a histogram observed between two scrapes (interpolated within buckets,
-//! as Prometheus's `histogram_quantile` does).
+//! Reading a service's Prometheus endpoint from a test or a benchmark: one scrape, a counter,
+//! and quantiles of what a histogram observed between two scrapes (interpolated within
+//! buckets, as Prometheus's `histogram_quantile` does).
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -20,6 +20,20 @@ pub fn value(text: &str, name: &str) -> f64 {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0.0)
+}
+
+/// The whole-number value of the sample `sample` (a name with its labels, as printed), 0 when
+/// absent; an error when it is not a whole number.
+pub fn count(text: &str, sample: &str) -> anyhow::Result<u64> {
+    for line in text.lines() {
+        if let Some(value) = line.strip_prefix(sample).and_then(|r| r.strip_prefix(' ')) {
+            let value = value.trim();
+            // Counters and gauges counted here hold whole numbers, possibly written as `2.0`.
+            let whole = value.strip_suffix(".0").unwrap_or(value);
+            return Ok(whole.parse()?);
+        }
+    }
+    Ok(0)
 }
 
 /// The cumulative buckets `(upper bound, count)` of the unlabelled histogram `name`.
@@ -103,5 +117,9 @@ mod tests {
         assert!(quantile(&after, &after, 0.5).is_nan());
         assert!((value(TEXT, "runs_total") - 17.0).abs() < 1e-9);
         assert!(value(TEXT, "x").abs() < 1e-9);
+        assert_eq!(count(TEXT, "runs_total").unwrap(), 17);
+        assert_eq!(count("a{b=\"c\"} 2.0\n", "a{b=\"c\"}").unwrap(), 2);
+        assert_eq!(count(TEXT, "absent_total").unwrap(), 0);
+        assert!(count("a 1.5\n", "a").is_err());
     }
 }

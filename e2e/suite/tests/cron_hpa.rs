@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
@@ -17,7 +18,7 @@ use plimsoll_core::api::cron::{
     ScalingJob,
 };
 use plimsoll_cron_hpa::{CommonArgs, Config, LogFormat, run};
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Env, Running, eventually};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -58,6 +59,12 @@ impl Service {
         Service { token, task }
     }
 
+    /// Stops the service, then deletes the test's namespace.
+    async fn finish(self, env: Env) {
+        self.stop().await;
+        env.cleanup().await;
+    }
+
     /// SIGTERM: returns once the service stopped (in-flight writes done, Lease released).
     async fn stop(self) {
         self.token.cancel();
@@ -67,6 +74,34 @@ impl Service {
             .expect("cron-hpa task does not panic");
         assert!(result.is_ok(), "cron-hpa returned {result:?}");
     }
+}
+
+/// A test's start: Deployment `name` at 1 replica, and cron-hpa running with `grace`.
+async fn one_replica(test: &str, name: &str, grace: Duration) -> anyhow::Result<(Env, Service)> {
+    let env = Env::start(test).await?;
+    deployment(&env, name, 1).await?;
+    let service = Service::start(&env, grace);
+    Ok((env, service))
+}
+
+/// A CronHPA `name` on Deployment `name` whose one job `job_name` sets `size` replicas at the
+/// whole second at least `ahead` from now; returns that second.
+async fn one_job_in(
+    env: &Env,
+    name: &str,
+    job_name: &str,
+    ahead: Duration,
+    size: i32,
+) -> anyhow::Result<Timestamp> {
+    let fire = whole_second_in(ahead);
+    create_cron(
+        env,
+        name,
+        target("Deployment", name),
+        vec![job(job_name, at_second(fire), size)],
+    )
+    .await?;
+    Ok(fire)
 }
 
 async fn deployment(env: &Env, name: &str, replicas: i32) -> anyhow::Result<()> {
@@ -166,35 +201,15 @@ async fn replicas(env: &Env, name: &str) -> anyhow::Result<i32> {
     Ok(d.spec.and_then(|s| s.replicas).unwrap_or_default())
 }
 
-/// Scale writes cron-hpa made (from the sim's audit log).
+/// Scale writes cron-hpa made on `name` (from the sim's audit log; `None` on a real cluster).
 fn cron_scale_writes(env: &Env, name: &str) -> Option<usize> {
-    let sim = env.sim()?;
-    Some(
-        sim.audit()
-            .iter()
-            .filter(|e| {
-                e.field_manager.as_deref() == Some("cron-hpa")
-                    && e.subresource == "scale"
-                    && e.name == name
-                    && e.namespace == env.namespace
-            })
-            .count(),
-    )
+    env.scale_writes("cron-hpa", name)
 }
 
 #[tokio::test]
 async fn a_job_fires_within_a_second_and_sets_the_replicas() -> anyhow::Result<()> {
-    let env = Env::start("cron-fires").await?;
-    deployment(&env, "web", 1).await?;
-    let service = Service::start(&env, Duration::from_secs(300));
-    let fire = whole_second_in(Duration::from_secs(8));
-    create_cron(
-        &env,
-        "web",
-        target("Deployment", "web"),
-        vec![job("peak", at_second(fire), 4)],
-    )
-    .await?;
+    let (env, service) = one_replica("cron-fires", "web", Duration::from_secs(300)).await?;
+    let fire = one_job_in(&env, "web", "peak", Duration::from_secs(8), 4).await?;
     let submitted = condition(&env, "web", "peak", LONG, |c| {
         c.state == JobState::Submitted
     })
@@ -247,8 +262,7 @@ async fn a_job_fires_within_a_second_and_sets_the_replicas() -> anyhow::Result<(
     })
     .await?;
     assert!(events.note.unwrap_or_default().contains("job peak"));
-    service.stop().await;
-    env.cleanup().await;
+    service.finish(env).await;
     Ok(())
 }
 
@@ -293,24 +307,14 @@ async fn min_replicas_mode_sets_the_hpa_minimum_clamped_and_raises_replicas() ->
     let hpa = env.api::<HorizontalPodAutoscaler>().get("api").await?;
     assert_eq!(hpa.spec.unwrap().min_replicas, Some(6));
     assert_eq!(replicas(&env, "api").await?, 6);
-    service.stop().await;
-    env.cleanup().await;
+    service.finish(env).await;
     Ok(())
 }
 
 #[tokio::test]
 async fn killed_before_a_job_and_restarted_30s_later_runs_it_once() -> anyhow::Result<()> {
-    let env = Env::start("cron-restart").await?;
-    deployment(&env, "shop", 1).await?;
-    let service = Service::start(&env, Duration::from_secs(300));
-    let fire = whole_second_in(Duration::from_secs(12));
-    create_cron(
-        &env,
-        "shop",
-        target("Deployment", "shop"),
-        vec![job("sale", at_second(fire), 5)],
-    )
-    .await?;
+    let (env, service) = one_replica("cron-restart", "shop", Duration::from_secs(300)).await?;
+    let fire = one_job_in(&env, "shop", "sale", Duration::from_secs(12), 5).await?;
     condition(&env, "shop", "sale", LONG, |c| {
         c.state == JobState::Submitted
     })
@@ -338,25 +342,15 @@ async fn killed_before_a_job_and_restarted_30s_later_runs_it_once() -> anyhow::R
     if let Some(writes) = cron_scale_writes(&env, "shop") {
         assert_eq!(writes, 1, "the missed job ran exactly once");
     }
-    service.stop().await;
-    env.cleanup().await;
+    service.finish(env).await;
     Ok(())
 }
 
 #[tokio::test]
 async fn a_miss_older_than_the_grace_is_reported_not_run() -> anyhow::Result<()> {
-    let env = Env::start("cron-missed").await?;
-    deployment(&env, "batch", 1).await?;
     let grace = Duration::from_secs(2);
-    let service = Service::start(&env, grace);
-    let fire = whole_second_in(Duration::from_secs(8));
-    create_cron(
-        &env,
-        "batch",
-        target("Deployment", "batch"),
-        vec![job("nightly", at_second(fire), 3)],
-    )
-    .await?;
+    let (env, service) = one_replica("cron-missed", "batch", grace).await?;
+    let fire = one_job_in(&env, "batch", "nightly", Duration::from_secs(8), 3).await?;
     condition(&env, "batch", "nightly", LONG, |c| {
         c.state == JobState::Submitted
     })
@@ -391,24 +385,14 @@ async fn a_miss_older_than_the_grace_is_reported_not_run() -> anyhow::Result<()>
             .find(|e| e.reason.as_deref() == Some("JobMissed")))
     })
     .await?;
-    service.stop().await;
-    env.cleanup().await;
+    service.finish(env).await;
     Ok(())
 }
 
 #[tokio::test]
 async fn changes_take_effect_at_once_and_deleting_cancels_the_jobs() -> anyhow::Result<()> {
-    let env = Env::start("cron-change").await?;
-    deployment(&env, "app", 1).await?;
-    let service = Service::start(&env, Duration::from_secs(300));
-    let first = whole_second_in(Duration::from_secs(6));
-    create_cron(
-        &env,
-        "app",
-        target("Deployment", "app"),
-        vec![job("a", at_second(first), 3)],
-    )
-    .await?;
+    let (env, service) = one_replica("cron-change", "app", Duration::from_secs(300)).await?;
+    one_job_in(&env, "app", "a", Duration::from_secs(6), 3).await?;
     let ran = condition(&env, "app", "a", LONG, |c| c.state == JobState::Succeed).await?;
     assert_eq!(replicas(&env, "app").await?, 3);
 
@@ -449,16 +433,13 @@ async fn changes_take_effect_at_once_and_deleting_cancels_the_jobs() -> anyhow::
         7,
         "the deleted object's job did not run"
     );
-    service.stop().await;
-    env.cleanup().await;
+    service.finish(env).await;
     Ok(())
 }
 
 #[tokio::test]
 async fn an_invalid_schedule_fails_the_job_with_a_message_naming_it() -> anyhow::Result<()> {
-    let env = Env::start("cron-invalid").await?;
-    deployment(&env, "web", 1).await?;
-    let service = Service::start(&env, Duration::from_secs(300));
+    let (env, service) = one_replica("cron-invalid", "web", Duration::from_secs(300)).await?;
     create_cron(
         &env,
         "web",
@@ -482,13 +463,12 @@ async fn an_invalid_schedule_fails_the_job_with_a_message_naming_it() -> anyhow:
             .find(|e| e.reason.as_deref() == Some("InvalidSpec")))
     })
     .await?;
-    service.stop().await;
-    env.cleanup().await;
+    service.finish(env).await;
     Ok(())
 }
 
 /// hpa-plus in-process with short periods (the flags its own e2e tests use).
-fn start_hpa_plus(env: &Env) -> Service2 {
+fn start_hpa_plus(env: &Env) -> Running<()> {
     use clap::Parser as _;
     let args = [
         "hpa-plus".to_owned(),
@@ -503,27 +483,11 @@ fn start_hpa_plus(env: &Env) -> Service2 {
         .expect("hpa-plus flags parse")
         .into_config()
         .expect("hpa-plus flags are valid");
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let task = tokio::spawn(async move {
-        if let Err(e) = plimsoll_hpa_plus::run(config, t).await {
+    Running::spawn("hpa-plus", |token| async move {
+        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
             eprintln!("hpa-plus ended with an error: {e}");
         }
-    });
-    Service2 { token, task }
-}
-
-/// A running hpa-plus.
-struct Service2 {
-    token: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-impl Service2 {
-    async fn stop(self) {
-        self.token.cancel();
-        let _ = tokio::time::timeout(LONG, self.task).await;
-    }
+    })
 }
 
 /// An HPA+ on Deployment `name` scaling on requests per second per pod (10 per pod), with
@@ -567,26 +531,21 @@ async fn wait_replicas(env: &Env, name: &str, want: i32, within: Duration) -> an
     .await
 }
 
-/// Scale writes hpa-plus made on `name`.
-fn hpa_plus_scale_writes(env: &Env, name: &str) -> usize {
-    env.sim().map_or(0, |sim| {
-        sim.audit()
-            .iter()
-            .filter(|e| {
-                e.field_manager.as_deref() == Some("hpa-plus")
-                    && e.subresource == "scale"
-                    && e.name == name
-                    && e.namespace == env.namespace
-            })
-            .count()
-    })
+/// Scale writes hpa-plus made on `name` (from the sim's audit log).
+fn hpa_plus_scale_writes(env: &Env, name: &str) -> anyhow::Result<usize> {
+    env.scale_writes("hpa-plus", name)
+        .context("needs the sim's audit log")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load"
+)]
 async fn min_replicas_mode_with_hpa_plus_scales_above_the_floor_under_load_and_holds_it_when_idle()
 -> anyhow::Result<()> {
     let env = Env::start("cron-hpaplus-min").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     deployment(&env, "web", 1).await?;
     // Low load: 5 requests/s at 10 per pod wants 1 replica.
     sim.set_load(&env.namespace, "deployments", "web", load(5.0));
@@ -624,16 +583,20 @@ async fn min_replicas_mode_with_hpa_plus_scales_above_the_floor_under_load_and_h
     sim.set_load(&env.namespace, "deployments", "web", load(80.0));
     wait_replicas(&env, "web", 8, Duration::from_secs(90)).await?;
     cron.stop().await;
-    hpa_plus.stop().await;
+    let _ = hpa_plus.stop().await;
     env.cleanup().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_window()
 -> anyhow::Result<()> {
     let env = Env::start("cron-hpaplus-keep").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     deployment(&env, "shop", 1).await?;
     sim.set_load(&env.namespace, "deployments", "shop", load(5.0));
     create_hpa_plus(&env, "shop", 1, 10).await?;
@@ -656,7 +619,7 @@ async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_windo
         .status
         .unwrap();
     assert!(status.scale_up_keep_window);
-    let writes_before = hpa_plus_scale_writes(&env, "shop");
+    let writes_before = hpa_plus_scale_writes(&env, "shop")?;
     // Inside the window hpa-plus (which alone would want 1 replica) leaves the cron size.
     while Timestamp::now() < down - SignedDuration::from_secs(2) {
         assert_eq!(
@@ -666,7 +629,7 @@ async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_windo
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert_eq!(hpa_plus_scale_writes(&env, "shop"), writes_before);
+    assert_eq!(hpa_plus_scale_writes(&env, "shop")?, writes_before);
     // The "down" job lowers the size and closes the window; hpa-plus then takes over.
     condition(&env, "shop", "down", LONG, |c| c.state == JobState::Succeed).await?;
     let status = env
@@ -678,7 +641,7 @@ async fn replica_mode_hpa_plus_does_not_undo_the_cron_size_during_the_keep_windo
     assert!(!status.scale_up_keep_window);
     wait_replicas(&env, "shop", 1, Duration::from_secs(90)).await?;
     cron.stop().await;
-    hpa_plus.stop().await;
+    let _ = hpa_plus.stop().await;
     env.cleanup().await;
     Ok(())
 }

@@ -19,7 +19,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Env, Running, eventually};
 use plimsoll_hpa_plus::cli::Args;
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec, SimConfig};
@@ -55,39 +55,13 @@ fn config(env: &Env, extra: &[&str]) -> plimsoll_hpa_plus::Config {
         .expect("test flags are valid")
 }
 
-/// Runs an instance until the returned token is cancelled.
-fn start(config: plimsoll_hpa_plus::Config) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let task = tokio::spawn(async move {
-        if let Err(e) = plimsoll_hpa_plus::run(config, t).await {
+/// Runs an instance until it is stopped.
+fn start(config: plimsoll_hpa_plus::Config) -> Running<()> {
+    Running::spawn("hpa-plus", |token| async move {
+        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
             eprintln!("hpa-plus ended with an error: {e}");
         }
-    });
-    (token, task)
-}
-
-async fn stop(token: CancellationToken, task: tokio::task::JoinHandle<()>) {
-    token.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
-}
-
-/// A Deployment of `replicas` pods labelled `app=<name>`, each requesting `cpu`.
-fn deployment(name: &str, replicas: i32, cpu: &str) -> Deployment {
-    serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "app:1",
-                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}}]}
-            }
-        }
-    }))
-    .expect("deployment fixture")
+    })
 }
 
 /// An HPA+ on Deployment `target` with `spec` merged over the required fields.
@@ -124,12 +98,9 @@ fn constant(value: f64) -> LoadSpec {
     }
 }
 
+/// A Deployment of `replicas` pods labelled `app=<name>`, each requesting `cpu`.
 async fn create_deployment(env: &Env, name: &str, replicas: i32, cpu: &str) -> anyhow::Result<()> {
-    env.api::<Deployment>()
-        .create(&PostParams::default(), &deployment(name, replicas, cpu))
-        .await
-        .with_context(|| format!("create deployment {name}"))?;
-    Ok(())
+    plimsoll_e2e::create_deployment(env, name, replicas, cpu, "64Mi").await
 }
 
 async fn wait_ready(env: &Env, name: &str, replicas: i32, within: Duration) -> anyhow::Result<()> {
@@ -171,18 +142,9 @@ async fn wait_replicas(
 }
 
 /// Scale writes by hpa-plus on `name` so far (from the sim's audit log).
-fn scale_writes(env: &Env, name: &str) -> usize {
-    env.sim().map_or(0, |sim| {
-        sim.audit()
-            .iter()
-            .filter(|a| {
-                a.subresource == "scale"
-                    && a.name == name
-                    && a.namespace == env.namespace
-                    && a.field_manager.as_deref() == Some("hpa-plus")
-            })
-            .count()
-    })
+fn scale_writes(env: &Env, name: &str) -> anyhow::Result<usize> {
+    env.scale_writes("hpa-plus", name)
+        .context("needs the sim's audit log")
 }
 
 async fn plus_status(
@@ -198,14 +160,18 @@ async fn plus_status(
 
 /// (a) A load step on a CPU-utilization HPA+ reaches the expected replicas within two periods.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's CPU load and the audit log"
+)]
 async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-cpu-step").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 1, "100m").await?;
     wait_ready(&env, "web", 1, WITHIN).await?;
     // 40 units → 45m of 100m requested: 45 % against a 50 % target is inside the tolerance.
     sim.set_load(&env.namespace, "deployments", "web", constant(40.0));
-    let (token, task) = start(config(&env, &[]));
+    let service = start(config(&env, &[]));
     let spec = json!({
         "syncPeriodSeconds": 2,
         "metrics": [{"type": "Resource", "resource": {"name": "cpu",
@@ -233,7 +199,7 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
     let stepped = Instant::now();
     wait_replicas(&env, "web", 4, WITHIN).await?;
     let took = stepped.elapsed();
-    assert_eq!(scale_writes(&env, "web"), 1, "one decision, one write");
+    assert_eq!(scale_writes(&env, "web")?, 1, "one decision, one write");
     // Two periods of 2 s plus the sim's metric tick and a loaded machine's scheduling slack.
     assert!(took < Duration::from_secs(4 + 10), "took {took:?}");
     wait_ready(&env, "web", 4, WITHIN).await?;
@@ -241,7 +207,7 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
     assert_eq!(status.reference.as_deref(), Some("Deployment/web"));
     assert!(status.targets_summary.is_some_and(|t| t.contains('%')));
 
-    stop(token, task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
@@ -253,6 +219,10 @@ async fn a_cpu_load_step_reaches_the_expected_replicas_within_two_periods() -> a
 /// (from an in-memory metrics source: 30 against an average of 15 → 2 replicas), so every
 /// evaluation still reads the scale subresource, decides, writes the scale once and status.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the audit log (each object scaled exactly once)"
+)]
 async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result<()> {
     const N: usize = 200;
     let env = Env::start_with(
@@ -263,9 +233,8 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
         },
     )
     .await?;
-    if env.sim().is_none() {
-        return Ok(());
-    }
+    // Each object's scale writes are counted in the sim's audit log.
+    env.sim()?;
     for i in 0..N {
         let name = format!("w{i:03}");
         create_deployment(&env, &name, 1, "10m").await?;
@@ -277,18 +246,16 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
             .create(&PostParams::default(), &hpa_plus(&name, &name, &spec))
             .await?;
     }
-    let token = CancellationToken::new();
     let hooks = plimsoll_hpa_plus::Hooks {
         admin_address: None,
         metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
             30,
         )))),
     };
-    let task = tokio::spawn(plimsoll_hpa_plus::run_with(
-        config(&env, &[]),
-        token.clone(),
-        hooks,
-    ));
+    let config = config(&env, &[]);
+    let service = Running::spawn("hpa-plus", |token| {
+        plimsoll_hpa_plus::run_with(config, token, hooks)
+    });
     let api = env.api::<Deployment>();
     eventually(
         "all 200 workloads at 2 replicas",
@@ -329,20 +296,23 @@ async fn two_hundred_objects_each_at_its_own_period_converge() -> anyhow::Result
     .await?;
     // Each object was scaled exactly once.
     for i in [0, 57, 199] {
-        assert_eq!(scale_writes(&env, &format!("w{i:03}")), 1);
+        assert_eq!(scale_writes(&env, &format!("w{i:03}"))?, 1);
     }
-    token.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(20), task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
 
 /// (c) A failing metrics API: ScalingActive=False, a Warning Event, nothing scaled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: fault injection on the metrics API and the workload model's load"
+)]
 async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -> anyhow::Result<()>
 {
     let env = Env::start("hpa-plus-failing").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 2, "100m").await?;
     wait_ready(&env, "web", 2, WITHIN).await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(300.0));
@@ -353,7 +323,7 @@ async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -
         status: Some(503),
         ..Fault::default()
     });
-    let (token, task) = start(config(&env, &[]));
+    let service = start(config(&env, &[]));
     let spec = json!({"syncPeriodSeconds": 1, "metrics": rps_per_pod("10")});
     env.api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
@@ -386,11 +356,11 @@ async fn a_failing_metrics_api_sets_scaling_active_false_and_changes_nothing() -
     })
     .await?;
     assert_eq!(spec_replicas(&env, "web").await?, 2);
-    assert_eq!(scale_writes(&env, "web"), 0);
+    assert_eq!(scale_writes(&env, "web")?, 0);
     // Once the API recovers, the same object scales (300 / 10 = 30 → capped at 10).
     sim.clear_faults();
     wait_replicas(&env, "web", 4, WITHIN).await?;
-    stop(token, task).await;
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
@@ -439,9 +409,13 @@ async fn holder(env: &Env) -> anyhow::Result<Option<String>> {
 /// (d) Two instances: only the leader acts; its death hands over within the lease duration;
 /// no decision is written twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-leader").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     let lease_ns = format!("--lease-namespace={}", env.namespace);
     let election = [
         "--leader-elect=true",
@@ -466,7 +440,7 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
             .map(|_| ()))
     })
     .await?;
-    let (b_token, b_task) = start(b_config);
+    let b = start(b_config);
     let spec = json!({"syncPeriodSeconds": 1, "metrics": rps_per_pod("10")});
     env.api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
@@ -507,10 +481,10 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
         "two scale writes",
         Duration::from_secs(5),
         EVERY,
-        || async { Ok((scale_writes(&env, "web") == 2).then_some(())) },
+        || async { Ok((scale_writes(&env, "web")? == 2).then_some(())) },
     )
     .await?;
-    stop(b_token, b_task).await;
+    let _ = b.stop().await;
     drop(a);
     env.cleanup().await;
     Ok(())
@@ -518,16 +492,20 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
 
 /// (e) Native mode: a plain autoscaling/v2 HPA with Plimsoll annotations is reconciled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-native").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 1, "100m").await?;
     create_deployment(&env, "off", 1, "100m").await?;
     wait_ready(&env, "web", 1, WITHIN).await?;
     wait_ready(&env, "off", 1, WITHIN).await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
     sim.set_load(&env.namespace, "deployments", "off", constant(30.0));
-    let (token, task) = start(config(&env, &["--native-hpa", "--sync-period=30s"]));
+    let service = start(config(&env, &["--native-hpa", "--sync-period=30s"]));
     let hpa = |name: &str, annotations: serde_json::Value| -> HorizontalPodAutoscaler {
         serde_json::from_value(json!({
             "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
@@ -567,21 +545,25 @@ async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result
         1,
         "autoscale-disabled never writes"
     );
-    assert_eq!(scale_writes(&env, "off"), 0);
-    stop(token, task).await;
+    assert_eq!(scale_writes(&env, "off")?, 0);
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }
 
 /// (f) dryRun computes and reports, and never writes the scale.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
 async fn dry_run_never_writes() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-dry-run").await?;
-    let Some(sim) = env.sim() else { return Ok(()) };
+    let sim = env.sim()?;
     create_deployment(&env, "web", 1, "100m").await?;
     wait_ready(&env, "web", 1, WITHIN).await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
-    let (token, task) = start(config(&env, &[]));
+    let service = start(config(&env, &[]));
     let spec = json!({"syncPeriodSeconds": 1, "dryRun": true, "metrics": rps_per_pod("10")});
     env.api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
@@ -597,8 +579,8 @@ async fn dry_run_never_writes() -> anyhow::Result<()> {
     // A negative property needs time to pass: several more 1 s periods.
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_eq!(spec_replicas(&env, "web").await?, 1);
-    assert_eq!(scale_writes(&env, "web"), 0);
-    stop(token, task).await;
+    assert_eq!(scale_writes(&env, "web")?, 0);
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }

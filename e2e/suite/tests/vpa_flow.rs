@@ -25,10 +25,9 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::quantity;
-use plimsoll_e2e::{Env, eventually, free_address};
+use plimsoll_e2e::{Env, Running, eventually, free_address, scrape};
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 /// Generous: the machine running the suite is shared and loaded.
@@ -45,51 +44,21 @@ const REPLICAS: usize = 4;
 /// At most `floor(0.5 × 4)` pods per loop.
 const PER_LOOP: u64 = 2;
 
-/// A task running one service, stopped by its token.
-struct Service<T> {
-    name: &'static str,
-    token: CancellationToken,
-    task: tokio::task::JoinHandle<T>,
-}
-
-impl<T> Service<T> {
-    fn spawn<F>(name: &'static str, token: CancellationToken, run: F) -> Service<T>
-    where
-        F: Future<Output = T> + Send + 'static,
-        T: Send + 'static,
-    {
-        Service {
-            name,
-            token,
-            task: tokio::spawn(run),
-        }
-    }
-
-    /// Cancels the service and waits (bounded) for it to return.
-    async fn stop(self) -> anyhow::Result<T> {
-        self.token.cancel();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .with_context(|| format!("{} did not stop", self.name))?
-            .with_context(|| format!("{} panicked", self.name))
-    }
-}
-
-fn recommender(env: &Env) -> anyhow::Result<Service<plimsoll_vpa_recommender::Result<()>>> {
+fn recommender(env: &Env) -> anyhow::Result<Running<plimsoll_vpa_recommender::Result<()>>> {
     let config = env.recommender_config(&[])?;
-    let token = CancellationToken::new();
-    let run = plimsoll_vpa_recommender::run(config, token.clone());
-    Ok(Service::spawn("vpa-recommender", token, run))
+    Ok(Running::spawn("vpa-recommender", |token| {
+        plimsoll_vpa_recommender::run(config, token)
+    }))
 }
 
 /// The real vpa-admission, renewing its status Lease in the test's namespace.
-async fn admission(env: &Env) -> anyhow::Result<Service<()>> {
+async fn admission(env: &Env) -> anyhow::Result<Running<()>> {
     let (token, run) = env.admission(&env.namespace).await?;
-    Ok(Service::spawn("vpa-admission", token, run))
+    Ok(Running::spawn_with("vpa-admission", token, run))
 }
 
 /// The real vpa-updater and the address of its `/metrics`.
-fn updater(env: &Env) -> anyhow::Result<(Service<plimsoll_vpa_updater::Result<()>>, SocketAddr)> {
+fn updater(env: &Env) -> anyhow::Result<(Running<plimsoll_vpa_updater::Result<()>>, SocketAddr)> {
     let address = free_address()?;
     let config = plimsoll_vpa_updater::cli::parse_config([
         "vpa-updater".to_owned(),
@@ -103,10 +72,8 @@ fn updater(env: &Env) -> anyhow::Result<(Service<plimsoll_vpa_updater::Result<()
         "--eviction-tolerance=0.5".to_owned(),
         "--log-format=text".to_owned(),
     ])?;
-    let token = CancellationToken::new();
-    let run = plimsoll_vpa_updater::run(config, token.clone());
-    let service = Service::spawn("vpa-updater", token, async move {
-        let result = run.await;
+    let service = Running::spawn("vpa-updater", |token| async move {
+        let result = plimsoll_vpa_updater::run(config, token).await;
         if let Err(e) = &result {
             eprintln!("vpa-updater exited: {e:#}");
         }
@@ -115,39 +82,15 @@ fn updater(env: &Env) -> anyhow::Result<(Service<plimsoll_vpa_updater::Result<()
     Ok((service, address))
 }
 
-/// One scrape of the updater's `/metrics`.
-async fn scrape(address: SocketAddr) -> anyhow::Result<String> {
-    let mut stream = tokio::net::TcpStream::connect(address).await?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .await?;
-    let mut body = String::new();
-    stream.read_to_string(&mut body).await?;
-    Ok(body)
-}
-
-/// The value of one counter sample in a scraped page (0 when absent).
-fn sample(body: &str, name: &str) -> anyhow::Result<u64> {
-    for line in body.lines() {
-        if let Some(value) = line.strip_prefix(name).and_then(|r| r.strip_prefix(' ')) {
-            let value = value.trim();
-            // Counters here hold whole numbers, possibly written as `2.0`.
-            let whole = value.strip_suffix(".0").unwrap_or(value);
-            return Ok(whole.parse()?);
-        }
-    }
-    Ok(0)
-}
-
 /// (completed loops, evicted pods) read from one scrape.
 async fn snapshot(address: SocketAddr) -> anyhow::Result<(u64, u64)> {
-    let body = scrape(address).await?;
+    let body = scrape::metrics(address).await?;
     Ok((
-        sample(
+        scrape::count(
             &body,
             "plimsoll_vpa_updater_loops_total{outcome=\"completed\"}",
         )?,
-        sample(
+        scrape::count(
             &body,
             "plimsoll_vpa_updater_evictions_total{result=\"evicted\"}",
         )?,
@@ -176,16 +119,11 @@ fn per_loop(snapshots: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
 
 /// Sim times (RFC 3339) of the evictions in the test's namespace, grouped into bursts: a gap
 /// of more than half the updater interval starts a new burst.
-fn audited_bursts(env: &Env) -> anyhow::Result<Option<Vec<Vec<String>>>> {
-    let Some(sim) = env.sim() else {
-        return Ok(None);
-    };
+fn audited_bursts(env: &Env) -> anyhow::Result<Vec<Vec<String>>> {
     let mut evictions: Vec<(Timestamp, String)> = Vec::new();
-    for e in sim.audit() {
-        if e.subresource == "eviction" && e.namespace == env.namespace {
-            let at: Timestamp = e.time.parse().with_context(|| e.time.clone())?;
-            evictions.push((at, e.name));
-        }
+    for e in env.evictions().context("needs the sim's audit log")? {
+        let at: Timestamp = e.time.parse().with_context(|| e.time.clone())?;
+        evictions.push((at, e.name));
     }
     evictions.sort();
     let gap = jiff::SignedDuration::from_millis(
@@ -203,7 +141,7 @@ fn audited_bursts(env: &Env) -> anyhow::Result<Option<Vec<Vec<String>>>> {
         }
         last = Some(at);
     }
-    Ok(Some(bursts))
+    Ok(bursts)
 }
 
 /// The Deployment `web`: 4 replicas requesting 20m CPU each.
@@ -424,7 +362,7 @@ async fn roll_over(
             eprintln!("pods: {:?}", live_pods(env).await);
             eprintln!(
                 "updater metrics:\n{}",
-                scrape(metrics).await.unwrap_or_default()
+                scrape::metrics(metrics).await.unwrap_or_default()
             );
             Err(e)
         }
@@ -455,25 +393,25 @@ fn assert_at_most_two_per_loop(env: &Env, snapshots: &[(u64, u64)]) -> anyhow::R
         "{loops:?}"
     );
     // Every eviction burst in the audit log (one loop) has at most 2 pods.
-    if let Some(bursts) = audited_bursts(env)? {
-        eprintln!("audited eviction bursts: {bursts:?}");
-        let audited: usize = bursts.iter().map(Vec::len).sum();
-        assert!(audited >= REPLICAS, "{bursts:?}");
-        assert!(bursts.len() >= 2, "{bursts:?}");
-        for burst in &bursts {
-            assert!(burst.len() <= 2, "one loop evicted {burst:?}");
-        }
+    let bursts = audited_bursts(env)?;
+    eprintln!("audited eviction bursts: {bursts:?}");
+    let audited: usize = bursts.iter().map(Vec::len).sum();
+    assert!(audited >= REPLICAS, "{bursts:?}");
+    assert!(bursts.len() >= 2, "{bursts:?}");
+    for burst in &bursts {
+        assert!(burst.len() <= 2, "one loop evicted {burst:?}");
     }
     Ok(())
 }
 
 #[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's CPU load, webhook calls to loopback and the audit log"
+)]
 async fn recommender_admission_and_updater_roll_four_pods_two_at_a_time() -> anyhow::Result<()> {
     let env = Env::start("vpa-flow").await?;
-    let Some(sim) = env.sim() else {
-        env.cleanup().await;
-        return Ok(());
-    };
+    let sim = env.sim()?;
     let started = std::time::Instant::now();
     let original = overloaded_web(&env, sim).await?;
     vpa(&env).await?;

@@ -48,7 +48,7 @@ fn kubeconfig(server: &str) -> String {
 }
 
 /// (runs, reconcile-duration buckets) from one scrape.
-async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<(f64, Vec<(f64, f64)>)> {
+async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<(f64, Buckets)> {
     let text = plimsoll_e2e::scrape::metrics(addr).await?;
     Ok((
         plimsoll_e2e::scrape::value(&text, "plimsoll_hpa_plus_reconcile_runs_total"),
@@ -99,8 +99,7 @@ async fn serve(kubeconfig: std::path::PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-// Setup, warm-up, one measurement window and the report, in order.
-#[allow(clippy::too_many_lines)]
+/// Setup, warm-up, one measurement window and the report, in order.
 async fn bench() -> anyhow::Result<()> {
     let objects: usize = env_or("BENCH_HPA_PLUS_OBJECTS", 10_000);
     let seconds: u64 = env_or("BENCH_HPA_PLUS_SECONDS", 60);
@@ -114,49 +113,7 @@ async fn bench() -> anyhow::Result<()> {
     .context("start the sim")?;
     let client = sim.http_kube_client()?;
     plimsoll_e2e::install_crds(&client).await?;
-    let namespaces = objects.div_ceil(PER_NAMESPACE);
-    for n in 0..namespaces {
-        let ns: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": format!("bench-{n}")}}))?;
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &ns)
-            .await?;
-    }
-    futures::stream::iter(0..objects)
-        .map(|i| {
-            let client = client.clone();
-            async move {
-                let ns = format!("bench-{}", i / PER_NAMESPACE);
-                let name = format!("w{i}");
-                let d: Deployment = serde_json::from_value(json!({
-                    "metadata": {"name": name},
-                    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                        "template": {"metadata": {"labels": {"app": name}},
-                            "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}
-                }))?;
-                Api::<Deployment>::namespaced(client.clone(), &ns)
-                    .create(&PostParams::default(), &d)
-                    .await?;
-                let h: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
-                    "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-                    "kind": "HorizontalPodAutoscalerPlus",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                        "minReplicas": 1, "maxReplicas": 10,
-                        "metrics": [{"type": "External", "external": {"metric": {"name": "queue"},
-                            "target": {"type": "AverageValue", "averageValue": "10"}}}]
-                    }
-                }))?;
-                Api::<HorizontalPodAutoscalerPlus>::namespaced(client, &ns)
-                    .create(&PostParams::default(), &h)
-                    .await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(64)
-        .try_collect::<Vec<()>>()
-        .await?;
+    let namespaces = create_objects(&client, objects).await?;
     let created = started.elapsed();
     eprintln!("created {objects} Deployments and HPA+ in {created:.1?}");
 
@@ -171,18 +128,7 @@ async fn bench() -> anyhow::Result<()> {
         .parse()
         .context("the child's admin address")?;
     let service_started = Instant::now();
-
-    // Warm-up: every object evaluated at least once.
-    loop {
-        let (runs, _) = scrape(admin).await?;
-        if runs >= objects as f64 {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("only {runs} of {objects} objects evaluated before the deadline");
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    warm_up(admin, objects, deadline).await?;
     let warm = service_started.elapsed();
     eprintln!("all {objects} evaluated once after {warm:.1?}; measuring for {seconds}s");
 
@@ -191,6 +137,117 @@ async fn bench() -> anyhow::Result<()> {
             .saturating_duration_since(Instant::now())
             .saturating_sub(Duration::from_secs(10)),
     );
+    let window = measure(admin, pid, window).await?;
+    report(
+        &Setup {
+            objects,
+            namespaces,
+            created,
+            warm,
+        },
+        &window,
+    );
+
+    tokio::task::block_in_place(|| child.stop());
+    sim.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Creates `objects` Deployments with one HPA+ each, `PER_NAMESPACE` to a namespace; returns
+/// the number of namespaces.
+async fn create_objects(client: &kube::Client, objects: usize) -> anyhow::Result<usize> {
+    let namespaces = objects.div_ceil(PER_NAMESPACE);
+    for n in 0..namespaces {
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": format!("bench-{n}")}}))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
+    }
+    futures::stream::iter(0..objects)
+        .map(|i| create_object(client.clone(), i))
+        .buffer_unordered(64)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(namespaces)
+}
+
+/// Deployment `w<i>` and its HPA+, on an External metric served at its target.
+async fn create_object(client: kube::Client, i: usize) -> anyhow::Result<()> {
+    let ns = format!("bench-{}", i / PER_NAMESPACE);
+    let name = format!("w{i}");
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "app:1"}]}}}
+    }))?;
+    Api::<Deployment>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &d)
+        .await?;
+    let h: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+        "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "External", "external": {"metric": {"name": "queue"},
+                "target": {"type": "AverageValue", "averageValue": "10"}}}]
+        }
+    }))?;
+    Api::<HorizontalPodAutoscalerPlus>::namespaced(client, &ns)
+        .create(&PostParams::default(), &h)
+        .await?;
+    Ok(())
+}
+
+/// Waits until every object was evaluated at least once.
+async fn warm_up(
+    admin: std::net::SocketAddr,
+    objects: usize,
+    deadline: Instant,
+) -> anyhow::Result<()> {
+    loop {
+        let (runs, _) = scrape(admin).await?;
+        if runs >= objects as f64 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("only {runs} of {objects} objects evaluated before the deadline");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// What the setup took.
+struct Setup {
+    objects: usize,
+    namespaces: usize,
+    created: Duration,
+    warm: Duration,
+}
+
+/// A histogram's cumulative buckets `(upper bound, count)`.
+type Buckets = Vec<(f64, f64)>;
+
+/// One measurement window: the service's counters and histogram at both ends, its CPU, RSS.
+struct Window {
+    runs: (f64, f64),
+    hist: (Buckets, Buckets),
+    cpu: (f64, f64),
+    elapsed: f64,
+    rss: f64,
+    peak: f64,
+    load: f64,
+}
+
+async fn measure(
+    admin: std::net::SocketAddr,
+    pid: plimsoll_e2e::process::Proc,
+    window: Duration,
+) -> anyhow::Result<Window> {
     let (runs0, hist0) = scrape(admin).await?;
     let cpu0 = pid.cpu_seconds()?;
     let t0 = Instant::now();
@@ -198,11 +255,30 @@ async fn bench() -> anyhow::Result<()> {
     let (runs1, hist1) = scrape(admin).await?;
     let cpu1 = pid.cpu_seconds()?;
     let elapsed = t0.elapsed().as_secs_f64();
-    let (rss, peak) = (pid.rss_mib()?, pid.peak_rss_mib()?);
-    let load = plimsoll_e2e::process::load_average();
+    Ok(Window {
+        runs: (runs0, runs1),
+        hist: (hist0, hist1),
+        cpu: (cpu0, cpu1),
+        elapsed,
+        rss: pid.rss_mib()?,
+        peak: pid.peak_rss_mib()?,
+        load: plimsoll_e2e::process::load_average(),
+    })
+}
 
-    let rate = (runs1 - runs0) / elapsed;
-    let needed = objects as f64 / 5.0;
+fn report(setup: &Setup, w: &Window) {
+    let Setup {
+        objects,
+        namespaces,
+        created,
+        warm,
+    } = setup;
+    let elapsed = w.elapsed;
+    let rate = (w.runs.1 - w.runs.0) / elapsed;
+    let needed = *objects as f64 / 5.0;
+    let (hist0, hist1) = (&w.hist.0, &w.hist.1);
+    let (cpu0, cpu1) = w.cpu;
+    let (rss, peak, load) = (w.rss, w.peak, w.load);
     println!("bench-hpa-plus");
     println!("  objects:                 {objects} ({namespaces} namespaces), period 5 s");
     println!("  create objects:          {created:.1?}");
@@ -211,8 +287,8 @@ async fn bench() -> anyhow::Result<()> {
     println!("  reconciles/s:            {rate:.0} (all every 5 s needs {needed:.0})");
     println!(
         "  reconcile p50 / p99:     {:.1} ms / {:.1} ms",
-        quantile(&hist0, &hist1, 0.50) * 1000.0,
-        quantile(&hist0, &hist1, 0.99) * 1000.0
+        quantile(hist0, hist1, 0.50) * 1000.0,
+        quantile(hist0, hist1, 0.99) * 1000.0
     );
     println!(
         "  hpa-plus CPU:            {:.2} cores ({:.1} CPU-s over the window)",
@@ -225,9 +301,4 @@ async fn bench() -> anyhow::Result<()> {
         "  machine:                 {}",
         plimsoll_e2e::process::machine()
     );
-
-    tokio::task::block_in_place(|| child.stop());
-    sim.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(())
 }

@@ -66,8 +66,8 @@ async fn running_pods(pods: &Api<Pod>) -> anyhow::Result<usize> {
         .count())
 }
 
+/// Sim, workloads, VPAs, then the steady and the drift loops, each step printing its line.
 #[tokio::main]
-#[allow(clippy::too_many_lines)] // one linear script
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let vpas_n: usize = std::env::var("BENCH_VPAS")
@@ -95,43 +95,8 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     println!("rss with an empty sim: {}", rss());
 
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), NS);
-    stream::iter(0..vpas_n)
-        .map(|i| {
-            let api = deployments.clone();
-            async move {
-                let name = format!("w{i:04}");
-                let d: Deployment = serde_json::from_value(json!({
-                    "metadata": {"name": name},
-                    "spec": {
-                        "replicas": REPLICAS,
-                        "selector": {"matchLabels": {"app": name}},
-                        "template": {
-                            "metadata": {"labels": {"app": name}},
-                            "spec": {"containers": [{"name": "app", "image": "pause",
-                                "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]}
-                        }
-                    }
-                }))?;
-                api.create(&PostParams::default(), &d).await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
-    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let n = running_pods(&pods).await?;
-        if n >= vpas_n * REPLICAS {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("only {n} pods running after 120 s");
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    create_deployments(&Api::namespaced(client.clone(), NS), vpas_n).await?;
+    wait_running(&Api::namespaced(client.clone(), NS), vpas_n * REPLICAS).await?;
     println!(
         "{} deployments, {} running pods after {:.1} s",
         vpas_n,
@@ -141,28 +106,7 @@ async fn main() -> anyhow::Result<()> {
 
     let vpas: Api<VerticalPodAutoscaler> = Api::namespaced(client.clone(), NS);
     let steady = recommendation("100m", "100Mi", ("50m", "50Mi"), ("200m", "200Mi"));
-    stream::iter(0..vpas_n)
-        .map(|i| {
-            let api = vpas.clone();
-            let status = steady.clone();
-            async move {
-                let name = format!("w{i:04}");
-                let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
-                    "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
-                    "metadata": {"name": name},
-                    "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                             "updatePolicy": {"updateMode": "Recreate"}}
-                }))?;
-                api.create(&PostParams::default(), &vpa).await?;
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-                    .await
-                    .context("status")?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
+    create_vpas(&vpas, vpas_n, &steady).await?;
     println!("rss with the sim loaded (before the updater): {}", rss());
 
     let config = cli::parse_config([
@@ -188,23 +132,7 @@ async fn main() -> anyhow::Result<()> {
     println!("rss after steady loops: {}", rss());
 
     let drift = recommendation("1", "1Gi", ("800m", "800Mi"), ("2", "2Gi"));
-    stream::iter(0..vpas_n)
-        .map(|i| {
-            let api = vpas.clone();
-            let status = drift.clone();
-            async move {
-                api.patch_status(
-                    &format!("w{i:04}"),
-                    &PatchParams::default(),
-                    &Patch::Merge(&status),
-                )
-                .await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .try_collect::<Vec<_>>()
-        .await?;
+    recommend(&vpas, vpas_n, &drift).await?;
     let t = Instant::now();
     let report = updater::run_once(&ctx, &settings, &cancel).await?;
     println!(
@@ -218,5 +146,104 @@ async fn main() -> anyhow::Result<()> {
     println!("total {:.1} s", started.elapsed().as_secs_f64());
     let _ = std::fs::remove_file(&kubeconfig);
     sim.shutdown().await;
+    Ok(())
+}
+
+/// Deployments `w0000`… of `REPLICAS` pods requesting 100m and 100Mi.
+async fn create_deployments(deployments: &Api<Deployment>, n: usize) -> anyhow::Result<()> {
+    stream::iter(0..n)
+        .map(|i| {
+            let api = deployments.clone();
+            async move {
+                let name = format!("w{i:04}");
+                let d: Deployment = serde_json::from_value(json!({
+                    "metadata": {"name": name},
+                    "spec": {
+                        "replicas": REPLICAS,
+                        "selector": {"matchLabels": {"app": name}},
+                        "template": {
+                            "metadata": {"labels": {"app": name}},
+                            "spec": {"containers": [{"name": "app", "image": "pause",
+                                "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}}}]}
+                        }
+                    }
+                }))?;
+                api.create(&PostParams::default(), &d).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
+}
+
+/// Waits (at most 120 s) until `want` pods are running.
+async fn wait_running(pods: &Api<Pod>, want: usize) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let n = running_pods(pods).await?;
+        if n >= want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("only {n} pods running after 120 s");
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// A Recreate VPA on each Deployment, with `status` as its recommendation.
+async fn create_vpas(
+    vpas: &Api<VerticalPodAutoscaler>,
+    n: usize,
+    status: &serde_json::Value,
+) -> anyhow::Result<()> {
+    stream::iter(0..n)
+        .map(|i| {
+            let api = vpas.clone();
+            async move {
+                let name = format!("w{i:04}");
+                let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+                    "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+                    "metadata": {"name": name},
+                    "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                             "updatePolicy": {"updateMode": "Recreate"}}
+                }))?;
+                api.create(&PostParams::default(), &vpa).await?;
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+                    .await
+                    .context("status")?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
+}
+
+/// Writes `status` as every VPA's recommendation.
+async fn recommend(
+    vpas: &Api<VerticalPodAutoscaler>,
+    n: usize,
+    status: &serde_json::Value,
+) -> anyhow::Result<()> {
+    stream::iter(0..n)
+        .map(|i| {
+            let api = vpas.clone();
+            async move {
+                api.patch_status(
+                    &format!("w{i:04}"),
+                    &PatchParams::default(),
+                    &Patch::Merge(status),
+                )
+                .await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
     Ok(())
 }
