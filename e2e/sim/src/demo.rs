@@ -422,7 +422,12 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
 }
 
 /// Creates the namespaces, the sample workload and its autoscalers, and the day's load.
-async fn install_samples(sim: &crate::SimHandle, config: &DemoConfig, ns: &str, day: f64) -> Result<()> {
+async fn install_samples(
+    sim: &crate::SimHandle,
+    config: &DemoConfig,
+    ns: &str,
+    day: f64,
+) -> Result<()> {
     let cluster = &sim.cluster;
     let ns = ns.to_string();
     let caller = Caller::controller("demo");
