@@ -335,12 +335,18 @@ fn container_limit(pod: &Value, container: &str) -> Option<f64> {
         .and_then(parse_quantity)
 }
 
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
-pub(super) async fn run(ctx: &Ctx<'_>) {
-    let cluster = ctx.cluster;
-    let t = cluster.clock.elapsed_secs();
-    let (pods, _) = cluster.store.list(&key("", "pods"), None);
-    let (rss, _) = cluster.store.list(&key("apps", "replicasets"), None);
+/// A Running pod and the workload it belongs to (none for a bare pod).
+type RunningPod<'p> = (&'p Arc<Value>, Option<WorkloadKey>);
+
+/// Per workload, its Ready pods that are not terminating.
+type ReadyCounts = HashMap<WorkloadKey, usize>;
+
+/// The Running pods with the workload each belongs to, and each workload's count of Ready pods
+/// that are not terminating (its load is split among those).
+fn running_pods<'p>(
+    pods: &'p [Arc<Value>],
+    rss: &[Arc<Value>],
+) -> (Vec<RunningPod<'p>>, ReadyCounts) {
     let rs_owner: HashMap<String, (String, String)> = rss
         .iter()
         .filter_map(|r| {
@@ -354,12 +360,12 @@ pub(super) async fn run(ctx: &Ctx<'_>) {
             ))
         })
         .collect();
-    let running: Vec<(&Arc<Value>, Option<WorkloadKey>)> = pods
+    let running: Vec<RunningPod<'p>> = pods
         .iter()
         .filter(|p| s(p, "/status/phase") == "Running")
         .map(|p| (p, workload_of(p, &rs_owner)))
         .collect();
-    let mut ready_count: HashMap<WorkloadKey, usize> = HashMap::new();
+    let mut ready_count = ReadyCounts::new();
     for (p, w) in &running {
         if let Some(w) = w
             && pod_ready(p)
@@ -368,6 +374,54 @@ pub(super) async fn run(ctx: &Ctx<'_>) {
             *ready_count.entry(w.clone()).or_default() += 1;
         }
     }
+    (running, ready_count)
+}
+
+impl Model {
+    /// Publishes a pass's samples: pod usage, each workload's load as its object metric, and the
+    /// queue backlog, which grows by the load the Ready pods could not serve over `dt` seconds.
+    fn publish(
+        &self,
+        samples: HashMap<(String, String), PodUsage>,
+        loads: &HashMap<WorkloadKey, (LoadSpec, f64)>,
+        current_load: HashMap<WorkloadKey, f64>,
+        ready_count: &HashMap<WorkloadKey, usize>,
+        dt: f64,
+    ) {
+        let mut st = self.lock();
+        st.pods = samples;
+        for (w, (spec, _)) in loads {
+            let total = current_load.get(w).copied().unwrap_or(0.0);
+            st.objects.insert(
+                (
+                    w.0.clone(),
+                    w.1.clone(),
+                    w.2.clone(),
+                    spec.custom_metric.clone(),
+                ),
+                total,
+            );
+            if let (Some(cap), Some(metric)) = (spec.capacity_per_pod, &spec.queue_metric) {
+                let capacity = cap * ready_count.get(w).copied().unwrap_or(0) as f64;
+                let q = st
+                    .external
+                    .entry((w.0.clone(), metric.clone()))
+                    .or_insert(0.0);
+                *q = (*q + (total - capacity) * dt).max(0.0);
+            }
+        }
+        st.current_load = current_load;
+    }
+}
+
+/// One pass of the load model: samples every Running pod, publishes the samples and the
+/// object and queue metrics, and OOM-kills containers over their memory limit.
+pub(super) async fn run(ctx: &Ctx<'_>) {
+    let cluster = ctx.cluster;
+    let t = cluster.clock.elapsed_secs();
+    let (pods, _) = cluster.store.list(&key("", "pods"), None);
+    let (rss, _) = cluster.store.list(&key("apps", "replicasets"), None);
+    let (running, ready_count) = running_pods(&pods, &rss);
     let (loads, dt, tick) = {
         let mut st = cluster.model.lock();
         let dt = st.last_t.map_or(0.0, |l| (t - l).max(0.0));
@@ -442,31 +496,9 @@ pub(super) async fn run(ctx: &Ctx<'_>) {
             },
         );
     }
-    {
-        let mut st = cluster.model.lock();
-        st.pods = samples;
-        for (w, (spec, _)) in &loads {
-            let total = current_load.get(w).copied().unwrap_or(0.0);
-            st.objects.insert(
-                (
-                    w.0.clone(),
-                    w.1.clone(),
-                    w.2.clone(),
-                    spec.custom_metric.clone(),
-                ),
-                total,
-            );
-            if let (Some(cap), Some(metric)) = (spec.capacity_per_pod, &spec.queue_metric) {
-                let capacity = cap * ready_count.get(w).copied().unwrap_or(0) as f64;
-                let q = st
-                    .external
-                    .entry((w.0.clone(), metric.clone()))
-                    .or_insert(0.0);
-                *q = (*q + (total - capacity) * dt).max(0.0);
-            }
-        }
-        st.current_load = current_load;
-    }
+    cluster
+        .model
+        .publish(samples, &loads, current_load, &ready_count, dt);
     for (pod, container) in ooms {
         kubelet::oom_kill(ctx, &pod, &container).await;
     }
