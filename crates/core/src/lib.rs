@@ -8,4 +8,5 @@ pub mod api;
 pub mod horizontal;
 pub mod quantity;
 pub mod schedule;
+pub mod selector;
 pub mod vertical;

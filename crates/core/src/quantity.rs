@@ -130,55 +130,17 @@ impl Quantity {
 
     /// Parses a quantity, rounding sub-milli precision the given way.
     pub fn parse_rounding(s: &str, rounding: Rounding) -> Result<Quantity, QuantityError> {
-        let malformed = |reason| QuantityError::Malformed {
-            input: s.to_owned(),
-            reason,
-        };
         let out_of_range = || QuantityError::OutOfRange {
             input: s.to_owned(),
         };
-        let text = s.trim();
-        if text.is_empty() {
-            return Err(malformed("empty"));
-        }
-        if text.len() != s.len() {
-            return Err(malformed("surrounding white space"));
-        }
-        let (negative, rest) = match text.as_bytes()[0] {
-            b'-' => (true, &text[1..]),
-            b'+' => (false, &text[1..]),
-            _ => (false, text),
-        };
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, suffix) = rest.split_at(number_end);
-        let (whole, fraction) = match number.split_once('.') {
-            Some((w, f)) => (w, f),
-            None => (number, ""),
-        };
-        if whole.is_empty() && fraction.is_empty() {
-            return Err(malformed("no digits"));
-        }
-        if fraction.contains('.') {
-            return Err(malformed("more than one decimal point"));
-        }
-        // Mantissa as an integer of all significant digits, scaled by 10^-fraction_digits.
-        let digits = format!("{whole}{fraction}");
-        let digits = digits.trim_start_matches('0');
-        if digits.len() > 38 {
-            return Err(out_of_range());
-        }
-        let mantissa: i128 = if digits.is_empty() {
-            0
-        } else {
-            digits.parse().map_err(|_| out_of_range())?
-        };
-        let fraction_digits = i32::try_from(fraction.len()).map_err(|_| out_of_range())?;
-
-        let (format, decimal_exponent, binary_power) = parse_suffix(suffix).ok_or_else(|| {
-            malformed("unknown suffix (expected n, u, m, k, M, G, T, P, E, Ki … Ei or an exponent)")
-        })?;
+        let Parts {
+            negative,
+            mantissa,
+            fraction_digits,
+            format,
+            decimal_exponent,
+            binary_power,
+        } = Parts::parse(s)?;
 
         // value × 1000 = mantissa × 10^(decimal_exponent − fraction_digits + 3) × 1024^binary_power
         let mut numerator = mantissa;
@@ -321,6 +283,97 @@ impl Quantity {
             format: self.format,
         })
     }
+}
+
+/// A quantity's text taken apart: value = ±mantissa × 10^(decimal_exponent − fraction_digits)
+/// × 1024^binary_power.
+struct Parts {
+    negative: bool,
+    mantissa: i128,
+    fraction_digits: i32,
+    format: Format,
+    decimal_exponent: i32,
+    binary_power: u32,
+}
+
+impl Parts {
+    fn parse(s: &str) -> Result<Parts, QuantityError> {
+        let malformed = |reason| QuantityError::Malformed {
+            input: s.to_owned(),
+            reason,
+        };
+        let out_of_range = || QuantityError::OutOfRange {
+            input: s.to_owned(),
+        };
+        let text = s.trim();
+        if text.is_empty() {
+            return Err(malformed("empty"));
+        }
+        if text.len() != s.len() {
+            return Err(malformed("surrounding white space"));
+        }
+        let (negative, rest) = match text.as_bytes()[0] {
+            b'-' => (true, &text[1..]),
+            b'+' => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, suffix) = rest.split_at(number_end);
+        let (whole, fraction) = match number.split_once('.') {
+            Some((w, f)) => (w, f),
+            None => (number, ""),
+        };
+        if whole.is_empty() && fraction.is_empty() {
+            return Err(malformed("no digits"));
+        }
+        if fraction.contains('.') {
+            return Err(malformed("more than one decimal point"));
+        }
+        // Mantissa as an integer of all significant digits, scaled by 10^-fraction_digits.
+        let digits = format!("{whole}{fraction}");
+        let digits = digits.trim_start_matches('0');
+        if digits.len() > 38 {
+            return Err(out_of_range());
+        }
+        let mantissa: i128 = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().map_err(|_| out_of_range())?
+        };
+        let fraction_digits = i32::try_from(fraction.len()).map_err(|_| out_of_range())?;
+
+        let (format, decimal_exponent, binary_power) = parse_suffix(suffix).ok_or_else(|| {
+            malformed("unknown suffix (expected n, u, m, k, M, G, T, P, E, Ki … Ei or an exponent)")
+        })?;
+
+        Ok(Parts {
+            negative,
+            mantissa,
+            fraction_digits,
+            format,
+            decimal_exponent,
+            binary_power,
+        })
+    }
+}
+
+/// Parses a quantity into a float without rounding to milli-units, for models that keep finer
+/// precision (a simulated kubelet's nanocores). Accepts exactly what [`Quantity::parse`] accepts.
+pub fn parse_f64(s: &str) -> Result<f64, QuantityError> {
+    let parts = Parts::parse(s)?;
+    let exponent = parts.decimal_exponent - parts.fraction_digits;
+    // Dividing by an exact power of ten (not multiplying by its inexact inverse) rounds once.
+    let mut value = if exponent >= 0 {
+        parts.mantissa as f64 * 10f64.powi(exponent)
+    } else {
+        parts.mantissa as f64 / 10f64.powi(-exponent)
+    };
+    for _ in 0..parts.binary_power {
+        value *= 1024.0;
+    }
+    Ok(if parts.negative { -value } else { value })
 }
 
 fn parse_suffix(suffix: &str) -> Option<(Format, i32, u32)> {
@@ -481,6 +534,24 @@ mod tests {
 
     // Parse vectors; many from apimachinery's quantity_test.go TestQuantityParse, with the
     // expected value restated as milli-units.
+    #[test]
+    fn parses_floats_without_milli_rounding() {
+        // Values the simulated kubelet reads; sub-milli precision survives.
+        for (input, want) in [
+            ("500m", 0.5),
+            ("1Gi", 1024.0 * 1024.0 * 1024.0),
+            ("1500000n", 0.0015),
+            ("3k", 3000.0),
+            ("1.5", 1.5),
+            ("1e3", 1000.0),
+            ("-2", -2.0),
+        ] {
+            assert_eq!(parse_f64(input), Ok(want), "{input}");
+        }
+        assert!(parse_f64("x").is_err());
+        assert!(parse_f64(" 1").is_err());
+    }
+
     #[test]
     fn parses_to_exact_milli_units() {
         let cases: &[(&str, i128)] = &[

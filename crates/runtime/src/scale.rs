@@ -274,6 +274,7 @@ fn selector_from_object(
             match_expressions: None,
         })
         .map(Some)
+        .map_err(Error::from)
     };
     match selector_source(target) {
         Some(SelectorSource::LabelSelector) => {
@@ -281,7 +282,7 @@ fn selector_from_object(
                 return Ok(None);
             };
             let selector: LabelSelector = serde_json::from_value(value.clone()).map_err(invalid)?;
-            Selector::from_label_selector(&selector).map(Some)
+            Ok(Some(Selector::from_label_selector(&selector)?))
         }
         Some(SelectorSource::LabelMap) => label_map(object.pointer("/spec/selector")),
         Some(SelectorSource::CronJobTemplateLabels) => {

@@ -63,8 +63,17 @@ fn selector_matches(sel: Option<&Value>, labels: Option<&serde_json::Map<String,
     }
 }
 
+/// The write the webhooks are asked about.
+struct Write<'a> {
+    def: &'a ResourceDef,
+    version: &'a str,
+    op: &'a str,
+    old: Option<&'a Value>,
+    caller: &'a Caller,
+    namespace: String,
+}
+
 /// Runs the mutating webhooks for a write and returns the (possibly patched) object.
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 pub async fn mutate(
     cluster: &Cluster,
     def: &ResourceDef,
@@ -82,15 +91,22 @@ pub async fn mutate(
     if configs.is_empty() || def.virtual_ {
         return Ok(obj);
     }
-    let ns = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let write = Write {
+        def,
+        version,
+        op,
+        old,
+        caller,
+        namespace: obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    };
     let ns_obj = if def.namespaced {
         cluster
             .store
-            .get(&(String::new(), "namespaces".into()), "", &ns)
+            .get(&(String::new(), "namespaces".into()), "", &write.namespace)
     } else {
         None
     };
@@ -100,135 +116,165 @@ pub async fn mutate(
             continue;
         };
         for hook in hooks {
-            let rules = hook
-                .get("rules")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            if !rules.iter().any(|r| rule_matches(r, op, def, version)) {
-                continue;
-            }
-            let ns_labels = if def.namespaced {
-                ns_obj
-                    .as_ref()
-                    .and_then(|n| n.pointer("/metadata/labels"))
-                    .and_then(Value::as_object)
-                    .cloned()
-            } else if def.group.is_empty() && def.plural == "namespaces" {
-                obj.pointer("/metadata/labels")
-                    .and_then(Value::as_object)
-                    .cloned()
-            } else {
-                Some(serde_json::Map::new())
-            };
-            if !selector_matches(hook.get("namespaceSelector"), ns_labels.as_ref()) {
-                continue;
-            }
-            let obj_labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
-            let old_labels = old
-                .and_then(|o| o.pointer("/metadata/labels"))
-                .and_then(Value::as_object);
-            if !(selector_matches(hook.get("objectSelector"), obj_labels)
-                || (old.is_some() && selector_matches(hook.get("objectSelector"), old_labels)))
-            {
-                continue;
-            }
-            let name = hook
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            let uid = cluster.rng.uuid();
-            let review = json!({
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": uid,
-                    "kind": {"group": def.group, "version": version, "kind": def.kind},
-                    "resource": {"group": def.group, "version": version, "resource": def.plural},
-                    "requestKind": {"group": def.group, "version": version, "kind": def.kind},
-                    "requestResource": {"group": def.group, "version": version, "resource": def.plural},
-                    "name": obj.pointer("/metadata/name").cloned().unwrap_or(json!("")),
-                    "namespace": ns,
-                    "operation": op,
-                    "userInfo": {"username": caller.user_agent, "groups": ["system:authenticated"]},
-                    "object": obj,
-                    "oldObject": old.cloned().unwrap_or(Value::Null),
-                    "dryRun": false,
-                    "options": {"apiVersion": "meta.k8s.io/v1", "kind": if op == "CREATE" { "CreateOptions" } else { "UpdateOptions" }},
-                }
-            });
-            let fail_open = hook.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
-            let timeout = Duration::from_secs(
-                hook.get("timeoutSeconds")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(10),
-            );
-            let result = match tokio::time::timeout(timeout, call(cluster, hook, &review)).await {
-                Ok(r) => r,
-                Err(_) => Err(format!(
-                    "context deadline exceeded (timeout {}s)",
-                    timeout.as_secs()
-                )),
-            };
-            let response = match result {
-                Ok(r) => r,
-                Err(e) if fail_open => {
-                    tracing::warn!(webhook = %name, error = %e, "webhook call failed; failurePolicy Ignore");
-                    continue;
-                }
-                Err(e) => {
-                    return Err(ApiError::internal(format!(
-                        "failed calling webhook \"{name}\": {e}"
-                    )));
-                }
-            };
-            let resp = response.get("response").cloned().unwrap_or(Value::Null);
-            if resp.get("uid").and_then(Value::as_str) != Some(uid.as_str()) && !fail_open {
-                return Err(ApiError::internal(format!(
-                    "failed calling webhook \"{name}\": expected response.uid={uid:?}"
-                )));
-            }
-            if !resp
-                .get("allowed")
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-            {
-                let code = resp
-                    .pointer("/status/code")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(400) as u16;
-                let msg = resp
-                    .pointer("/status/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let reason = if code == 403 {
-                    "Forbidden"
-                } else {
-                    "BadRequest"
-                };
-                return Err(ApiError::new(
-                    code,
-                    reason,
-                    format!("admission webhook \"{name}\" denied the request: {msg}"),
-                ));
-            }
-            if let Some(p) = resp.get("patch").and_then(Value::as_str) {
-                let bytes = base64::decode(p).ok_or_else(|| {
-                    ApiError::internal(format!(
-                        "webhook \"{name}\" returned a patch that is not base64"
-                    ))
-                })?;
-                let ops: Value = serde_json::from_slice(&bytes).map_err(|e| {
-                    ApiError::internal(format!("webhook \"{name}\" returned an invalid patch: {e}"))
-                })?;
-                obj = patch::json_patch(&obj, &ops).map_err(|e| {
-                    ApiError::internal(format!("webhook \"{name}\" patch failed: {}", e.message))
-                })?;
+            if hook_selects(hook, &write, ns_obj.as_deref(), &obj) {
+                obj = call_hook(cluster, hook, &write, obj).await?;
             }
         }
     }
     Ok(obj)
+}
+
+/// Whether a webhook's rules, namespaceSelector and objectSelector (new or old object) match.
+fn hook_selects(hook: &Value, write: &Write<'_>, ns_obj: Option<&Value>, obj: &Value) -> bool {
+    let def = write.def;
+    let rules = hook
+        .get("rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !rules
+        .iter()
+        .any(|r| rule_matches(r, write.op, def, write.version))
+    {
+        return false;
+    }
+    let ns_labels = if def.namespaced {
+        ns_obj
+            .and_then(|n| n.pointer("/metadata/labels"))
+            .and_then(Value::as_object)
+            .cloned()
+    } else if def.group.is_empty() && def.plural == "namespaces" {
+        obj.pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .cloned()
+    } else {
+        Some(serde_json::Map::new())
+    };
+    if !selector_matches(hook.get("namespaceSelector"), ns_labels.as_ref()) {
+        return false;
+    }
+    let obj_labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
+    let old_labels = write
+        .old
+        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object);
+    selector_matches(hook.get("objectSelector"), obj_labels)
+        || (write.old.is_some() && selector_matches(hook.get("objectSelector"), old_labels))
+}
+
+/// Calls one webhook and returns the object it admits: patched, or unchanged when the call
+/// failed under `failurePolicy: Ignore`. A denial, or a failure under `Fail`, fails the write.
+async fn call_hook(
+    cluster: &Cluster,
+    hook: &Value,
+    write: &Write<'_>,
+    obj: Value,
+) -> Result<Value, ApiError> {
+    let name = hook
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let uid = cluster.rng.uuid();
+    let review = review(write, &obj, &uid);
+    let fail_open = hook.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
+    let timeout = Duration::from_secs(
+        hook.get("timeoutSeconds")
+            .and_then(Value::as_u64)
+            .unwrap_or(10),
+    );
+    let result = match tokio::time::timeout(timeout, call(cluster, hook, &review)).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "context deadline exceeded (timeout {}s)",
+            timeout.as_secs()
+        )),
+    };
+    let response = match result {
+        Ok(r) => r,
+        Err(e) if fail_open => {
+            tracing::warn!(webhook = %name, error = %e, "webhook call failed; failurePolicy Ignore");
+            return Ok(obj);
+        }
+        Err(e) => {
+            return Err(ApiError::internal(format!(
+                "failed calling webhook \"{name}\": {e}"
+            )));
+        }
+    };
+    let resp = response.get("response").cloned().unwrap_or(Value::Null);
+    if resp.get("uid").and_then(Value::as_str) != Some(uid.as_str()) && !fail_open {
+        return Err(ApiError::internal(format!(
+            "failed calling webhook \"{name}\": expected response.uid={uid:?}"
+        )));
+    }
+    admit(&resp, &name, obj)
+}
+
+/// The `AdmissionReview` request for a write.
+fn review(write: &Write<'_>, obj: &Value, uid: &str) -> Value {
+    let (def, version, op) = (write.def, write.version, write.op);
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": def.group, "version": version, "kind": def.kind},
+            "resource": {"group": def.group, "version": version, "resource": def.plural},
+            "requestKind": {"group": def.group, "version": version, "kind": def.kind},
+            "requestResource": {"group": def.group, "version": version, "resource": def.plural},
+            "name": obj.pointer("/metadata/name").cloned().unwrap_or(json!("")),
+            "namespace": write.namespace,
+            "operation": op,
+            "userInfo": {"username": write.caller.user_agent, "groups": ["system:authenticated"]},
+            "object": obj,
+            "oldObject": write.old.cloned().unwrap_or(Value::Null),
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": if op == "CREATE" { "CreateOptions" } else { "UpdateOptions" }},
+        }
+    })
+}
+
+/// Applies a webhook's response: a denial becomes the write's error (with the webhook's code),
+/// an allowed response's base64 JSONPatch is applied to the object.
+fn admit(resp: &Value, name: &str, obj: Value) -> Result<Value, ApiError> {
+    if !resp
+        .get("allowed")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+    {
+        let code = resp
+            .pointer("/status/code")
+            .and_then(Value::as_u64)
+            .unwrap_or(400) as u16;
+        let msg = resp
+            .pointer("/status/message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let reason = if code == 403 {
+            "Forbidden"
+        } else {
+            "BadRequest"
+        };
+        return Err(ApiError::new(
+            code,
+            reason,
+            format!("admission webhook \"{name}\" denied the request: {msg}"),
+        ));
+    }
+    let Some(p) = resp.get("patch").and_then(Value::as_str) else {
+        return Ok(obj);
+    };
+    let bytes = base64::decode(p).ok_or_else(|| {
+        ApiError::internal(format!(
+            "webhook \"{name}\" returned a patch that is not base64"
+        ))
+    })?;
+    let ops: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::internal(format!("webhook \"{name}\" returned an invalid patch: {e}"))
+    })?;
+    patch::json_patch(&obj, &ops)
+        .map_err(|e| ApiError::internal(format!("webhook \"{name}\" patch failed: {}", e.message)))
 }
 
 /// Where a webhook is reached: socket address, TLS server name, request path.

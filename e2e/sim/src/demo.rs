@@ -360,7 +360,6 @@ fn clock_label(t: f64, day: f64) -> String {
 }
 
 /// Runs the demo; returns the samples it plotted.
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sample>> {
     // A bad plot name fails now, not after the whole run.
     let plot_format =
@@ -373,6 +372,64 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
     let cluster = sim.cluster.clone();
     let ns = config.namespace.clone();
     let crds = install_crds(&cluster).await;
+    // The day is compressed into the run; the clock is not (see DemoConfig::time_scale).
+    let day = config.duration.as_secs_f64() * config.time_scale;
+    install_samples(&sim, &config, &ns, day).await?;
+    let shutdown = CancellationToken::new();
+    let ctx = DemoContext {
+        client: sim.kube_client().await?,
+        kubeconfig: sim.kubeconfig(),
+        namespace: ns.clone(),
+        shutdown: shutdown.clone(),
+    };
+    let handles: Vec<_> = services
+        .into_iter()
+        .map(|s| tokio::spawn(s(ctx.clone())))
+        .collect();
+    if config.print {
+        println!(
+            "plimsoll demo: sim at {} (time scale {}×, {} CRD objects installed, {} services)",
+            sim.base_url,
+            config.time_scale,
+            crds,
+            handles.len()
+        );
+        println!(
+            "{:<10} {:>8} {:>9} {:>6} {:>9}  last decision",
+            "time", "load", "replicas", "cpu", "admitted"
+        );
+    }
+    let samples = sample_until_done(&cluster, &config, &ns, day).await;
+    shutdown.cancel();
+    for h in handles {
+        let _ = tokio::time::timeout(Duration::from_secs(5), h).await;
+    }
+    std::fs::write(
+        &config.plot,
+        chart(
+            &samples,
+            "plimsoll demo: load and replicas over a simulated day",
+        )
+        .render(plot_format),
+    )
+    .map_err(Error::Io)?;
+    if config.print {
+        println!("{}", admission_summary(samples.last()));
+        println!("plot written to {}", config.plot.display());
+    }
+    sim.shutdown().await;
+    Ok(samples)
+}
+
+/// Creates the namespaces, the sample workload and its autoscalers, and the day's load.
+async fn install_samples(
+    sim: &crate::SimHandle,
+    config: &DemoConfig,
+    ns: &str,
+    day: f64,
+) -> Result<()> {
+    let cluster = &sim.cluster;
+    let ns = ns.to_string();
     let caller = Caller::controller("demo");
     for name in [ns.as_str(), SYSTEM_NAMESPACE] {
         cluster
@@ -386,8 +443,6 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
         .create_manifest(sample_workload(&ns), &caller)
         .await?;
     cluster.create_manifest(sample_hpa(&ns), &caller).await?;
-    // The day is compressed into the run; the clock is not (see DemoConfig::time_scale).
-    let day = config.duration.as_secs_f64() * config.time_scale;
     let start = jiff::Timestamp::now();
     let offset = |fraction: f64| {
         start + jiff::SignedDuration::from_secs_f64(config.duration.as_secs_f64() * fraction)
@@ -416,30 +471,17 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
             ..LoadSpec::default()
         },
     );
-    let shutdown = CancellationToken::new();
-    let ctx = DemoContext {
-        client: sim.kube_client().await?,
-        kubeconfig: sim.kubeconfig(),
-        namespace: ns.clone(),
-        shutdown: shutdown.clone(),
-    };
-    let handles: Vec<_> = services
-        .into_iter()
-        .map(|s| tokio::spawn(s(ctx.clone())))
-        .collect();
-    if config.print {
-        println!(
-            "plimsoll demo: sim at {} (time scale {}×, {} CRD objects installed, {} services)",
-            sim.base_url,
-            config.time_scale,
-            crds,
-            handles.len()
-        );
-        println!(
-            "{:<10} {:>8} {:>9} {:>6} {:>9}  last decision",
-            "time", "load", "replicas", "cpu", "admitted"
-        );
-    }
+    Ok(())
+}
+
+/// Samples the cluster every `sample_every` until the run's duration is over, printing a line
+/// per sample when asked to.
+async fn sample_until_done(
+    cluster: &crate::Cluster,
+    config: &DemoConfig,
+    ns: &str,
+    day: f64,
+) -> Vec<Sample> {
     let started = Instant::now();
     let t0 = cluster.clock.elapsed_secs();
     let mut samples = Vec::new();
@@ -451,7 +493,7 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
                 .max(Duration::from_millis(10)),
         )
         .await;
-        let s = take(&cluster, &ns, cluster.clock.elapsed_secs() - t0);
+        let s = take(cluster, ns, cluster.clock.elapsed_secs() - t0);
         if config.print {
             let mut decision = s.decision.clone();
             decision.truncate(70);
@@ -467,25 +509,7 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Vec<Sampl
         }
         samples.push(s);
     }
-    shutdown.cancel();
-    for h in handles {
-        let _ = tokio::time::timeout(Duration::from_secs(5), h).await;
-    }
-    std::fs::write(
-        &config.plot,
-        chart(
-            &samples,
-            "plimsoll demo: load and replicas over a simulated day",
-        )
-        .render(plot_format),
-    )
-    .map_err(Error::Io)?;
-    if config.print {
-        println!("{}", admission_summary(samples.last()));
-        println!("plot written to {}", config.plot.display());
-    }
-    sim.shutdown().await;
-    Ok(samples)
+    samples
 }
 
 /// The closing line on what vpa-admission did to the workload's pods.

@@ -24,38 +24,10 @@ pub fn is_metrics_group(group: &str) -> bool {
     )
 }
 
-/// Parses a Kubernetes quantity (`500m`, `1Gi`, `2k`, `1e3`, `12345n`) into a float.
+/// Parses a Kubernetes quantity (`500m`, `1Gi`, `2k`, `1e3`, `12345n`) into a float, keeping
+/// precision finer than a milli-unit (core's parser; surrounding white space is ignored).
 pub fn parse_quantity(q: &str) -> Option<f64> {
-    let q = q.trim();
-    let suffixes: [(&str, f64); 17] = [
-        ("Ki", 1024.0),
-        ("Mi", 1024f64.powi(2)),
-        ("Gi", 1024f64.powi(3)),
-        ("Ti", 1024f64.powi(4)),
-        ("Pi", 1024f64.powi(5)),
-        ("Ei", 1024f64.powi(6)),
-        ("n", 1e-9),
-        ("u", 1e-6),
-        ("m", 1e-3),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-        ("P", 1e15),
-        ("E", 1e18),
-        ("", 1.0),
-        ("", 1.0),
-    ];
-    for (suffix, mult) in suffixes {
-        if let Some(num) = q
-            .strip_suffix(suffix)
-            .filter(|n| !suffix.is_empty() || !n.is_empty())
-            && let Ok(v) = num.parse::<f64>()
-        {
-            return Some(v * mult);
-        }
-    }
-    None
+    plimsoll_core::quantity::parse_f64(q.trim()).ok()
 }
 
 /// Formats a value as a quantity with milli precision (`1500m`, `3`).

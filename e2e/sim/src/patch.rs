@@ -7,7 +7,7 @@
 //! (containers by `name`, ports by `containerPort`, conditions by `type`, …); any other list is
 //! replaced, and `$patch: replace|delete` and `$deleteFromPrimitiveList/<field>` directives work.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::ApiError;
 
@@ -49,125 +49,31 @@ pub fn apply(kind: PatchKind, target: &Value, patch: &Value) -> Result<Value, Ap
 
 /// RFC 7386 JSON merge patch.
 pub fn merge_patch(target: &Value, patch: &Value) -> Value {
-    let Value::Object(p) = patch else {
-        return patch.clone();
-    };
-    let mut out = match target {
-        Value::Object(t) => t.clone(),
-        _ => Map::new(),
-    };
-    for (k, v) in p {
-        if v.is_null() {
-            out.remove(k);
-        } else {
-            let merged = merge_patch(out.get(k).unwrap_or(&Value::Null), v);
-            out.insert(k.clone(), merged);
-        }
-    }
-    Value::Object(out)
-}
-
-/// RFC 6902 JSON patch (add, remove, replace, move, copy, test).
-#[allow(clippy::similar_names)] // `patch` and `path` are the RFC's names
-pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, ApiError> {
-    let ops = patch
-        .as_array()
-        .ok_or_else(|| ApiError::bad_request("json patch must be an array"))?;
     let mut doc = target.clone();
-    for op in ops {
-        let op_name = op.get("op").and_then(Value::as_str).unwrap_or_default();
-        let path = op.get("path").and_then(Value::as_str).unwrap_or_default();
-        let value = op.get("value").cloned().unwrap_or(Value::Null);
-        match op_name {
-            "add" => add(&mut doc, path, value)?,
-            "remove" => {
-                remove(&mut doc, path)?;
-            }
-            "replace" => {
-                remove(&mut doc, path)?;
-                add(&mut doc, path, value)?;
-            }
-            "move" | "copy" => {
-                let from = op.get("from").and_then(Value::as_str).unwrap_or_default();
-                let v = if op_name == "move" {
-                    remove(&mut doc, from)?
-                } else {
-                    doc.pointer(from).cloned().ok_or_else(|| missing(from))?
-                };
-                add(&mut doc, path, v)?;
-            }
-            "test" => {
-                if doc.pointer(path) != Some(&value) {
-                    return Err(ApiError::invalid(format!(
-                        "the server rejected our request due to an error in our request: test failed at {path}"
-                    )));
-                }
-            }
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "unknown json patch operation {other:?}"
-                )));
-            }
-        }
+    json_patch::merge(&mut doc, patch);
+    doc
+}
+
+/// RFC 6902 JSON patch (add, remove, replace, move, copy, test). A patch that is not an array
+/// of operations is a bad request (400); an operation that cannot apply (a missing path, a
+/// failed test) makes the request invalid (422), with upstream's wording.
+pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, ApiError> {
+    if !patch.is_array() {
+        return Err(ApiError::bad_request("json patch must be an array"));
     }
+    let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+        .map_err(|e| ApiError::bad_request(format!("invalid json patch: {e}")))?;
+    let mut doc = target.clone();
+    json_patch::patch(&mut doc, &ops).map_err(|e| {
+        let reason = match e.kind {
+            json_patch::PatchErrorKind::TestFailed => format!("test failed at {}", e.path),
+            _ => format!("doc is missing path: {}", e.path),
+        };
+        ApiError::invalid(format!(
+            "the server rejected our request due to an error in our request: {reason}"
+        ))
+    })?;
     Ok(doc)
-}
-
-fn missing(path: &str) -> ApiError {
-    ApiError::invalid(format!(
-        "the server rejected our request due to an error in our request: doc is missing path: {path}"
-    ))
-}
-
-fn split_pointer(path: &str) -> Result<(String, String), ApiError> {
-    let idx = path
-        .rfind('/')
-        .ok_or_else(|| ApiError::bad_request(format!("invalid json pointer {path:?}")))?;
-    let last = path[idx + 1..].replace("~1", "/").replace("~0", "~");
-    Ok((path[..idx].to_string(), last))
-}
-
-fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), ApiError> {
-    if path.is_empty() {
-        *doc = value;
-        return Ok(());
-    }
-    let (parent, last) = split_pointer(path)?;
-    let container = doc.pointer_mut(&parent).ok_or_else(|| missing(path))?;
-    match container {
-        Value::Object(m) => {
-            m.insert(last, value);
-        }
-        Value::Array(a) => {
-            if last == "-" {
-                a.push(value);
-            } else {
-                let i: usize = last.parse().map_err(|_| missing(path))?;
-                if i > a.len() {
-                    return Err(missing(path));
-                }
-                a.insert(i, value);
-            }
-        }
-        _ => return Err(missing(path)),
-    }
-    Ok(())
-}
-
-fn remove(doc: &mut Value, path: &str) -> Result<Value, ApiError> {
-    let (parent, last) = split_pointer(path)?;
-    let container = doc.pointer_mut(&parent).ok_or_else(|| missing(path))?;
-    match container {
-        Value::Object(m) => m.remove(&last).ok_or_else(|| missing(path)),
-        Value::Array(a) => {
-            let i: usize = last.parse().map_err(|_| missing(path))?;
-            if i >= a.len() {
-                return Err(missing(path));
-            }
-            Ok(a.remove(i))
-        }
-        _ => Err(missing(path)),
-    }
 }
 
 /// The merge key of a list field, by field name, for the built-in kinds (from the

@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
 
+use F::{Bool, Int, IntOrStr, IntP, MapQty, MapStr, Msg, RepMsg, RepStr, Str, Time};
+
 #[derive(Debug, Clone, Copy)]
 enum F {
     Str,
@@ -29,12 +31,15 @@ enum F {
     IntOrStr,
 }
 
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
-fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
-    use F::{Bool, Int, IntOrStr, IntP, MapQty, MapStr, Msg, RepMsg, RepStr, Str, Time};
-    match msg {
-        "TypeMeta" => &[(1, "apiVersion", Str), (2, "kind", Str)],
-        "ObjectMeta" => &[
+/// A message's fields: (field number, JSON name, how to decode it).
+type Fields = &'static [(u64, &'static str, F)];
+
+/// Field numbers from k8s.io/api's `generated.proto`, per message, for the kinds decoded.
+const SCHEMA: &[(&str, Fields)] = &[
+    ("TypeMeta", &[(1, "apiVersion", Str), (2, "kind", Str)]),
+    (
+        "ObjectMeta",
+        &[
             (1, "name", Str),
             (2, "generateName", Str),
             (3, "namespace", Str),
@@ -48,7 +53,10 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (13, "ownerReferences", RepMsg("OwnerReference")),
             (14, "finalizers", RepStr),
         ],
-        "OwnerReference" => &[
+    ),
+    (
+        "OwnerReference",
+        &[
             (1, "kind", Str),
             (3, "name", Str),
             (4, "uid", Str),
@@ -56,11 +64,17 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (6, "controller", Bool),
             (7, "blockOwnerDeletion", Bool),
         ],
-        "Deployment" => &[
+    ),
+    (
+        "Deployment",
+        &[
             (1, "metadata", Msg("ObjectMeta")),
             (2, "spec", Msg("DeploymentSpec")),
         ],
-        "DeploymentSpec" => &[
+    ),
+    (
+        "DeploymentSpec",
+        &[
             (1, "replicas", IntP),
             (2, "selector", Msg("LabelSelector")),
             (3, "template", Msg("PodTemplateSpec")),
@@ -70,23 +84,39 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (7, "paused", Bool),
             (9, "progressDeadlineSeconds", IntP),
         ],
-        "DeploymentStrategy" => &[
+    ),
+    (
+        "DeploymentStrategy",
+        &[
             (1, "type", Str),
             (2, "rollingUpdate", Msg("RollingUpdateDeployment")),
         ],
-        "RollingUpdateDeployment" => &[(1, "maxUnavailable", IntOrStr), (2, "maxSurge", IntOrStr)],
-        "LabelSelector" => &[
+    ),
+    (
+        "RollingUpdateDeployment",
+        &[(1, "maxUnavailable", IntOrStr), (2, "maxSurge", IntOrStr)],
+    ),
+    (
+        "LabelSelector",
+        &[
             (1, "matchLabels", MapStr),
             (2, "matchExpressions", RepMsg("LabelSelectorRequirement")),
         ],
-        "LabelSelectorRequirement" => {
-            &[(1, "key", Str), (2, "operator", Str), (3, "values", RepStr)]
-        }
-        "PodTemplateSpec" => &[
+    ),
+    (
+        "LabelSelectorRequirement",
+        &[(1, "key", Str), (2, "operator", Str), (3, "values", RepStr)],
+    ),
+    (
+        "PodTemplateSpec",
+        &[
             (1, "metadata", Msg("ObjectMeta")),
             (2, "spec", Msg("PodSpec")),
         ],
-        "PodSpec" => &[
+    ),
+    (
+        "PodSpec",
+        &[
             (2, "containers", RepMsg("Container")),
             (3, "restartPolicy", Str),
             (4, "terminationGracePeriodSeconds", IntP),
@@ -100,7 +130,10 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (19, "schedulerName", Str),
             (20, "initContainers", RepMsg("Container")),
         ],
-        "Container" => &[
+    ),
+    (
+        "Container",
+        &[
             (1, "name", Str),
             (2, "image", Str),
             (3, "command", RepStr),
@@ -113,32 +146,56 @@ fn schema(msg: &str) -> &'static [(u64, &'static str, F)] {
             (14, "imagePullPolicy", Str),
             (20, "terminationMessagePolicy", Str),
         ],
-        "ContainerPort" => &[
+    ),
+    (
+        "ContainerPort",
+        &[
             (1, "name", Str),
             (2, "hostPort", Int),
             (3, "containerPort", Int),
             (4, "protocol", Str),
         ],
-        "EnvVar" => &[(1, "name", Str), (2, "value", Str)],
-        "ResourceRequirements" => &[(1, "limits", MapQty), (2, "requests", MapQty)],
-        "Eviction" => &[
+    ),
+    ("EnvVar", &[(1, "name", Str), (2, "value", Str)]),
+    (
+        "ResourceRequirements",
+        &[(1, "limits", MapQty), (2, "requests", MapQty)],
+    ),
+    (
+        "Eviction",
+        &[
             (1, "metadata", Msg("ObjectMeta")),
             (2, "deleteOptions", Msg("DeleteOptions")),
         ],
-        "DeleteOptions" => &[
+    ),
+    (
+        "DeleteOptions",
+        &[
             (1, "gracePeriodSeconds", IntP),
             (2, "preconditions", Msg("Preconditions")),
             (4, "propagationPolicy", Str),
             (5, "dryRun", RepStr),
         ],
-        "Preconditions" => &[(1, "uid", Str), (2, "resourceVersion", Str)],
-        "Scale" => &[
+    ),
+    (
+        "Preconditions",
+        &[(1, "uid", Str), (2, "resourceVersion", Str)],
+    ),
+    (
+        "Scale",
+        &[
             (1, "metadata", Msg("ObjectMeta")),
             (2, "spec", Msg("ScaleSpec")),
         ],
-        "ScaleSpec" => &[(1, "replicas", Int)],
-        _ => &[],
-    }
+    ),
+    ("ScaleSpec", &[(1, "replicas", Int)]),
+];
+
+fn schema(msg: &str) -> Fields {
+    SCHEMA
+        .iter()
+        .find(|(name, _)| *name == msg)
+        .map_or(&[], |(_, fields)| fields)
 }
 
 struct Reader<'a> {

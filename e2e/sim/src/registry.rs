@@ -410,123 +410,248 @@ impl Registry {
     }
 }
 
-/// The built-in kinds (issue 3's list plus what kubectl and the controllers read).
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
-fn builtins() -> Vec<ResourceDef> {
-    let b = ResourceDef::builtin;
-    let mut pods = b("", "v1", "pods", "Pod", true)
-        .short(&["po"])
-        .all()
-        .with_status();
-    pods.extra_subresources = vec!["eviction", "resize"];
-    vec![
-        b("", "v1", "namespaces", "Namespace", false)
-            .short(&["ns"])
-            .with_status(),
-        b("", "v1", "nodes", "Node", false)
-            .short(&["no"])
-            .with_status(),
-        pods,
-        b("", "v1", "events", "Event", true).short(&["ev"]),
-        b("", "v1", "limitranges", "LimitRange", true).short(&["limits"]),
-        b("", "v1", "secrets", "Secret", true),
-        b("", "v1", "configmaps", "ConfigMap", true).short(&["cm"]),
-        b("", "v1", "serviceaccounts", "ServiceAccount", true).short(&["sa"]),
-        b("", "v1", "services", "Service", true)
-            .short(&["svc"])
-            .all()
-            .with_status(),
-        b("", "v1", "endpoints", "Endpoints", true).short(&["ep"]),
-        b("events.k8s.io", "v1", "events", "Event", true).short(&["ev"]),
-        b("apps", "v1", "deployments", "Deployment", true)
-            .short(&["deploy"])
-            .all()
-            .with_status()
-            .with_scale(),
-        b("apps", "v1", "replicasets", "ReplicaSet", true)
-            .short(&["rs"])
-            .all()
-            .with_status()
-            .with_scale(),
-        b("apps", "v1", "statefulsets", "StatefulSet", true)
-            .short(&["sts"])
-            .all()
-            .with_status()
-            .with_scale(),
-        b("apps", "v1", "daemonsets", "DaemonSet", true)
-            .short(&["ds"])
-            .all()
-            .with_status(),
-        b(
+/// What a built-in kind serves beyond get/list/watch/write.
+#[derive(Clone, Copy)]
+enum Trait {
+    /// In the `all` category (`kubectl get all`).
+    All,
+    /// A `/status` subresource.
+    Status,
+    /// A `/scale` subresource on `.spec.replicas` / `.status.replicas` / `.spec.selector`.
+    Scale,
+    /// Served from the workload model, not the store (metrics APIs).
+    Virtual,
+    /// Further subresources (`pods/eviction`, `pods/resize`).
+    Subresources(&'static [&'static str]),
+}
+
+/// A built-in kind: group, version, plural, kind, namespaced, short names, traits.
+type Builtin = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [&'static str],
+    &'static [Trait],
+);
+
+/// The built-in kinds (issue 3's list plus what kubectl and the controllers read), in
+/// discovery order.
+const BUILTINS: &[Builtin] = {
+    use Trait::{All, Scale, Status, Subresources, Virtual};
+    &[
+        (
+            "",
+            "v1",
+            "namespaces",
+            "Namespace",
+            false,
+            &["ns"],
+            &[Status],
+        ),
+        ("", "v1", "nodes", "Node", false, &["no"], &[Status]),
+        (
+            "",
+            "v1",
+            "pods",
+            "Pod",
+            true,
+            &["po"],
+            &[All, Status, Subresources(&["eviction", "resize"])],
+        ),
+        ("", "v1", "events", "Event", true, &["ev"], &[]),
+        (
+            "",
+            "v1",
+            "limitranges",
+            "LimitRange",
+            true,
+            &["limits"],
+            &[],
+        ),
+        ("", "v1", "secrets", "Secret", true, &[], &[]),
+        ("", "v1", "configmaps", "ConfigMap", true, &["cm"], &[]),
+        (
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            &[],
+        ),
+        (
+            "",
+            "v1",
+            "services",
+            "Service",
+            true,
+            &["svc"],
+            &[All, Status],
+        ),
+        ("", "v1", "endpoints", "Endpoints", true, &["ep"], &[]),
+        ("events.k8s.io", "v1", "events", "Event", true, &["ev"], &[]),
+        (
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            &[All, Status, Scale],
+        ),
+        (
+            "apps",
+            "v1",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            &["rs"],
+            &[All, Status, Scale],
+        ),
+        (
+            "apps",
+            "v1",
+            "statefulsets",
+            "StatefulSet",
+            true,
+            &["sts"],
+            &[All, Status, Scale],
+        ),
+        (
+            "apps",
+            "v1",
+            "daemonsets",
+            "DaemonSet",
+            true,
+            &["ds"],
+            &[All, Status],
+        ),
+        (
             "apps",
             "v1",
             "controllerrevisions",
             "ControllerRevision",
             true,
+            &[],
+            &[],
         ),
-        b("batch", "v1", "jobs", "Job", true).all().with_status(),
-        b(
+        ("batch", "v1", "jobs", "Job", true, &[], &[All, Status]),
+        (
             "autoscaling",
             "v2",
             "horizontalpodautoscalers",
             "HorizontalPodAutoscaler",
             true,
-        )
-        .short(&["hpa"])
-        .all()
-        .with_status(),
-        b(
+            &["hpa"],
+            &[All, Status],
+        ),
+        (
             "policy",
             "v1",
             "poddisruptionbudgets",
             "PodDisruptionBudget",
             true,
-        )
-        .short(&["pdb"])
-        .with_status(),
-        b("coordination.k8s.io", "v1", "leases", "Lease", true),
-        b(
+            &["pdb"],
+            &[Status],
+        ),
+        (
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            "Lease",
+            true,
+            &[],
+            &[],
+        ),
+        (
             "admissionregistration.k8s.io",
             "v1",
             "mutatingwebhookconfigurations",
             "MutatingWebhookConfiguration",
             false,
+            &[],
+            &[],
         ),
-        b(
+        (
             "admissionregistration.k8s.io",
             "v1",
             "validatingwebhookconfigurations",
             "ValidatingWebhookConfiguration",
             false,
+            &[],
+            &[],
         ),
-        b(
+        (
             "apiextensions.k8s.io",
             "v1",
             "customresourcedefinitions",
             "CustomResourceDefinition",
             false,
-        )
-        .short(&["crd", "crds"])
-        .with_status(),
-        b("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", true).virtual_resource(),
-        b("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", false).virtual_resource(),
-        b(
+            &["crd", "crds"],
+            &[Status],
+        ),
+        (
+            "metrics.k8s.io",
+            "v1beta1",
+            "pods",
+            "PodMetrics",
+            true,
+            &[],
+            &[Virtual],
+        ),
+        (
+            "metrics.k8s.io",
+            "v1beta1",
+            "nodes",
+            "NodeMetrics",
+            false,
+            &[],
+            &[Virtual],
+        ),
+        (
             "custom.metrics.k8s.io",
             "v1beta2",
             "pods/*",
             "MetricValueList",
             true,
-        )
-        .virtual_resource(),
-        b(
+            &[],
+            &[Virtual],
+        ),
+        (
             "external.metrics.k8s.io",
             "v1beta1",
             "*",
             "ExternalMetricValueList",
             true,
-        )
-        .virtual_resource(),
+            &[],
+            &[Virtual],
+        ),
     ]
+};
+
+/// The built-in kinds as served resources.
+fn builtins() -> Vec<ResourceDef> {
+    BUILTINS
+        .iter()
+        .map(
+            |&(group, version, plural, kind, namespaced, short, traits)| {
+                let def =
+                    ResourceDef::builtin(group, version, plural, kind, namespaced).short(short);
+                traits.iter().fold(def, |def, t| match t {
+                    Trait::All => def.all(),
+                    Trait::Status => def.with_status(),
+                    Trait::Scale => def.with_scale(),
+                    Trait::Virtual => def.virtual_resource(),
+                    Trait::Subresources(subs) => ResourceDef {
+                        extra_subresources: subs.to_vec(),
+                        ..def
+                    },
+                })
+            },
+        )
+        .collect()
 }
 
 /// Builds the served resource of a CRD object (`apiextensions.k8s.io/v1`).

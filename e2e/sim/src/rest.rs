@@ -364,7 +364,6 @@ fn verb_of(method: &Method, t: &Target<'_>, q: &Query) -> &'static str {
     }
 }
 
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
 async fn resource(
     cluster: &Arc<Cluster>,
     group: &str,
@@ -409,26 +408,7 @@ async fn resource(
     match (verb, t.name, t.sub) {
         ("list", None, None) => list(cluster, &def, t.version, t.ns, req),
         ("watch", None, None) => watch(cluster, &def, t.version, t.ns, req),
-        ("deletecollection", None, None) => {
-            let labels =
-                LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?;
-            let fields =
-                FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?;
-            let opts = DeleteOptions::from_body(
-                &req.json_body()?,
-                req.query
-                    .get("gracePeriodSeconds")
-                    .and_then(|g| g.parse().ok()),
-            );
-            let deleted =
-                cluster.delete_collection(&def, t.ns, &labels, &fields, &opts, &req.caller)?;
-            let items: Vec<Value> = deleted.iter().map(|o| (**o).clone()).collect();
-            Ok(json_response(
-                200,
-                &json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(t.version),
-                "metadata": {"resourceVersion": cluster.store.current_rv().to_string()}, "items": items}),
-            ))
-        }
+        ("deletecollection", None, None) => delete_collection(cluster, &t, req),
         ("create", None, None) => {
             let obj = req.json_body()?;
             let created = cluster
@@ -436,28 +416,7 @@ async fn resource(
                 .await?;
             Ok(obj_response(201, &created))
         }
-        ("get", Some(name), None | Some("status")) => {
-            let obj = cluster
-                .store
-                .get(&(def.group.clone(), def.plural.clone()), ns, name)
-                .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
-            if req.wants_table() {
-                return Ok(json_response(
-                    200,
-                    &table::to_table(
-                        &def,
-                        [&*obj],
-                        cluster.clock.now(),
-                        cluster.store.current_rv(),
-                        false,
-                    ),
-                ));
-            }
-            if def.versions.len() > 1 {
-                return Ok(obj_response(200, &present(&def, t.version, &obj)));
-            }
-            Ok(obj_response(200, &obj))
-        }
+        ("get", Some(name), None | Some("status")) => get(cluster, &t, ns, name, req),
         ("get", Some(name), Some("scale")) if def.scale.is_some() => {
             Ok(json_response(200, &cluster.get_scale(&def, ns, name)?))
         }
@@ -486,54 +445,7 @@ async fn resource(
                 .await?;
             Ok(obj_response(200, &out))
         }
-        ("patch", Some(name), sub) => {
-            let kind = PatchKind::from_content_type(&req.content_type)
-                .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", req.content_type)))?;
-            let body = if kind == PatchKind::Apply {
-                req.yaml_or_json_body()?
-            } else {
-                req.json_body()?
-            };
-            if kind == PatchKind::Apply && req.caller.field_manager.is_none() {
-                return Err(ApiError::bad_request(
-                    "PATCH /apply requires fieldManager to be set",
-                ));
-            }
-            let part = match sub {
-                None => Part::Main,
-                Some("status") if def.status => Part::Status,
-                Some("resize") if def.extra_subresources.contains(&"resize") => Part::Resize,
-                Some("scale") if def.scale.is_some() => {
-                    return Ok(json_response(
-                        200,
-                        &cluster.patch_scale(
-                            &def,
-                            t.version,
-                            ns,
-                            name,
-                            kind,
-                            &body,
-                            &req.caller,
-                        )?,
-                    ));
-                }
-                _ => {
-                    return Err(ApiError::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    ));
-                }
-            };
-            let existed = cluster
-                .store
-                .get(&(def.group.clone(), def.plural.clone()), ns, name)
-                .is_some();
-            let out = cluster
-                .patch(&def, t.version, ns, name, kind, &body, part, &req.caller)
-                .await?;
-            Ok(obj_response(if existed { 200 } else { 201 }, &out))
-        }
+        ("patch", Some(name), sub) => patch(cluster, &t, ns, name, sub, req).await,
         ("delete", Some(name), None) => {
             let opts = DeleteOptions::from_body(
                 &req.json_body()?,
@@ -554,6 +466,113 @@ async fn resource(
             "the server does not allow this method on the requested resource ({verb} {res_name})"
         ))),
     }
+}
+
+/// DELETE on a collection: deletes what the label and field selectors select.
+fn delete_collection(
+    cluster: &Arc<Cluster>,
+    t: &Target<'_>,
+    req: &Req,
+) -> Result<Response, ApiError> {
+    let def = &t.def;
+    let labels = LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?;
+    let fields = FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?;
+    let opts = DeleteOptions::from_body(
+        &req.json_body()?,
+        req.query
+            .get("gracePeriodSeconds")
+            .and_then(|g| g.parse().ok()),
+    );
+    let deleted = cluster.delete_collection(def, t.ns, &labels, &fields, &opts, &req.caller)?;
+    let items: Vec<Value> = deleted.iter().map(|o| (**o).clone()).collect();
+    Ok(json_response(
+        200,
+        &json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(t.version),
+        "metadata": {"resourceVersion": cluster.store.current_rv().to_string()}, "items": items}),
+    ))
+}
+
+/// GET of one object (or its status): as JSON, a Table, or converted to the requested version.
+fn get(
+    cluster: &Arc<Cluster>,
+    t: &Target<'_>,
+    ns: &str,
+    name: &str,
+    req: &Req,
+) -> Result<Response, ApiError> {
+    let def = &t.def;
+    let obj = cluster
+        .store
+        .get(&(def.group.clone(), def.plural.clone()), ns, name)
+        .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+    if req.wants_table() {
+        return Ok(json_response(
+            200,
+            &table::to_table(
+                def,
+                [&*obj],
+                cluster.clock.now(),
+                cluster.store.current_rv(),
+                false,
+            ),
+        ));
+    }
+    if def.versions.len() > 1 {
+        return Ok(obj_response(200, &present(def, t.version, &obj)));
+    }
+    Ok(obj_response(200, &obj))
+}
+
+/// PATCH of an object or its status, resize or scale subresource, in any patch flavour; 201
+/// when server-side apply created the object.
+async fn patch(
+    cluster: &Arc<Cluster>,
+    t: &Target<'_>,
+    ns: &str,
+    name: &str,
+    sub: Option<&str>,
+    req: &Req,
+) -> Result<Response, ApiError> {
+    let def = &t.def;
+
+    let kind = PatchKind::from_content_type(&req.content_type)
+        .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", req.content_type)))?;
+    let body = if kind == PatchKind::Apply {
+        req.yaml_or_json_body()?
+    } else {
+        req.json_body()?
+    };
+    if kind == PatchKind::Apply && req.caller.field_manager.is_none() {
+        return Err(ApiError::bad_request(
+            "PATCH /apply requires fieldManager to be set",
+        ));
+    }
+    let part = match sub {
+        None => Part::Main,
+        Some("status") if def.status => Part::Status,
+        Some("resize") if def.extra_subresources.contains(&"resize") => Part::Resize,
+        Some("scale") if def.scale.is_some() => {
+            return Ok(json_response(
+                200,
+                &cluster.patch_scale(def, t.version, ns, name, kind, &body, &req.caller)?,
+            ));
+        }
+        _ => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ));
+        }
+    };
+    let existed = cluster
+        .store
+        .get(&(def.group.clone(), def.plural.clone()), ns, name)
+        .is_some();
+    let out = cluster
+        .patch(def, t.version, ns, name, kind, &body, part, &req.caller)
+        .await?;
+    Ok(obj_response(if existed { 200 } else { 201 }, &out))
 }
 
 /// Rewrites `apiVersion` when a CRD served at several versions is read at another one.

@@ -1,117 +1,62 @@
-//! Label and field selectors, in both forms the API uses: the query-string syntax
+//! Label and field selectors as the sim's API serves them: the query-string syntax
 //! (`app=web,tier in (a,b),!legacy`) and the structured `metav1.LabelSelector`
-//! (`matchLabels` + `matchExpressions`). An empty selector matches everything; a structured
-//! selector that is JSON `null` matches nothing (as for a PDB or webhook with no selector set
-//! the caller decides).
+//! (`matchLabels` + `matchExpressions`), matched against objects held as JSON. Parsing and
+//! matching of labels is core's ([`plimsoll_core::selector`], the one the services use); the sim
+//! adds only reading labels out of JSON, `null` selectors, and field selectors. An empty selector
+//! matches everything; a structured selector that is JSON `null` matches nothing (as for a PDB or
+//! webhook with no selector set the caller decides).
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiLabelSelector;
+use plimsoll_core::selector::Selector;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 
-/// One requirement of a label selector.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Requirement {
-    /// `key=value`, `key==value`.
-    Eq(String, String),
-    /// `key!=value` (also true when the key is absent).
-    NotEq(String, String),
-    /// `key in (a,b)`.
-    In(String, Vec<String>),
-    /// `key notin (a,b)` (also true when the key is absent).
-    NotIn(String, Vec<String>),
-    /// `key`.
-    Exists(String),
-    /// `!key`.
-    DoesNotExist(String),
-}
-
 /// A parsed label selector: all requirements must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector {
-    /// The requirements, `ANDed`.
-    pub requirements: Vec<Requirement>,
+    selector: Selector,
+    /// The query-string form, as written for a structured selector (see [`Self::to_query`]).
+    query: String,
 }
 
 impl LabelSelector {
-    /// Parses the query-string form.
+    /// Parses the query-string form (a `labelSelector` parameter); 400 when it does not parse.
     pub fn parse(s: &str) -> Result<Self, ApiError> {
-        let mut requirements = Vec::new();
-        for term in split_terms(s) {
-            let term = term.trim();
-            if term.is_empty() {
-                continue;
-            }
-            requirements.push(parse_term(term)?);
-        }
-        Ok(Self { requirements })
+        Selector::parse(s)
+            .map(|selector| Self {
+                query: selector.to_string(),
+                selector,
+            })
+            .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))
     }
 
-    /// Converts a structured `metav1.LabelSelector`. `null` → `None` (matches nothing).
+    /// Converts a structured `metav1.LabelSelector`. `null` → `None` (matches nothing); 422 when
+    /// it is malformed or uses an unknown operator.
     pub fn from_structured(v: &Value) -> Result<Option<Self>, ApiError> {
-        let Some(obj) = v.as_object() else {
+        if !v.is_object() {
             return Ok(None);
-        };
-        let mut requirements = Vec::new();
-        if let Some(ml) = obj.get("matchLabels").and_then(Value::as_object) {
-            for (k, v) in ml {
-                requirements.push(Requirement::Eq(
-                    k.clone(),
-                    v.as_str().unwrap_or_default().to_string(),
-                ));
-            }
         }
-        if let Some(exprs) = obj.get("matchExpressions").and_then(Value::as_array) {
-            for e in exprs {
-                let key = e
-                    .get("key")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let values: Vec<String> = e
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|x| x.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let op = e
-                    .get("operator")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                requirements.push(match op {
-                    "In" => Requirement::In(key, values),
-                    "NotIn" => Requirement::NotIn(key, values),
-                    "Exists" => Requirement::Exists(key),
-                    "DoesNotExist" => Requirement::DoesNotExist(key),
-                    other => {
-                        return Err(ApiError::invalid(format!(
-                            "invalid label selector operator {other:?}"
-                        )));
-                    }
-                });
-            }
-        }
-        Ok(Some(Self { requirements }))
+        let structured: ApiLabelSelector = serde_json::from_value(v.clone())
+            .map_err(|e| ApiError::invalid(format!("invalid label selector: {e}")))?;
+        let selector = Selector::from_label_selector(&structured)
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        Ok(Some(Self {
+            selector,
+            query: format_structured(&structured),
+        }))
     }
 
     /// True when the selector has no requirements.
     pub fn is_empty(&self) -> bool {
-        self.requirements.is_empty()
+        self.selector.is_empty()
     }
 
-    /// Whether `labels` (a JSON object of strings, or null) satisfies every requirement.
+    /// Whether `labels` (a JSON object of strings, or null) satisfies every requirement; a label
+    /// whose value is not a string counts as absent.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-        self.requirements.iter().all(|r| match r {
-            Requirement::Eq(k, v) => get(k) == Some(v.as_str()),
-            Requirement::NotEq(k, v) => get(k) != Some(v.as_str()),
-            Requirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-            Requirement::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
-            Requirement::Exists(k) => get(k).is_some(),
-            Requirement::DoesNotExist(k) => get(k).is_none(),
-        })
+        self.selector
+            .matches_with(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
     }
 
     /// Whether the object's `metadata.labels` satisfy the selector.
@@ -119,87 +64,31 @@ impl LabelSelector {
         self.is_empty() || self.matches(obj.pointer("/metadata/labels").and_then(Value::as_object))
     }
 
-    /// The query-string form (what `status.selector` of a scale subresource holds).
+    /// The query-string form (what `status.selector` of a scale subresource holds). For a
+    /// structured selector it is written as upstream's `FormatLabelSelector` does: `matchLabels`
+    /// as `key=value`, then each expression in order as `key in (a,b)`, `key notin (a)`, `key`,
+    /// `!key`.
     pub fn to_query(&self) -> String {
-        self.requirements
-            .iter()
-            .map(|r| match r {
-                Requirement::Eq(k, v) => format!("{k}={v}"),
-                Requirement::NotEq(k, v) => format!("{k}!={v}"),
-                Requirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
-                Requirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
-                Requirement::Exists(k) => k.clone(),
-                Requirement::DoesNotExist(k) => format!("!{k}"),
-            })
-            .collect::<Vec<_>>()
-            .join(",")
+        self.query.clone()
     }
 }
 
-/// Splits on commas that are not inside parentheses.
-fn split_terms(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0usize);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+fn format_structured(selector: &ApiLabelSelector) -> String {
+    let labels = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={v}"));
+    let expressions = selector.match_expressions.iter().flatten().map(|e| {
+        let (key, values) = (&e.key, e.values.as_deref().unwrap_or_default().join(","));
+        match e.operator.as_str() {
+            "In" => format!("{key} in ({values})"),
+            "NotIn" => format!("{key} notin ({values})"),
+            "DoesNotExist" => format!("!{key}"),
+            _ => key.clone(),
         }
-    }
-    out.push(&s[start..]);
-    out
-}
-
-fn parse_term(term: &str) -> Result<Requirement, ApiError> {
-    let bad = || {
-        ApiError::bad_request(format!(
-            "unable to parse requirement: invalid label selector {term:?}"
-        ))
-    };
-    if let Some(key) = term.strip_prefix('!') {
-        return Ok(Requirement::DoesNotExist(key.trim().to_string()));
-    }
-    for (op, notin) in [(" notin ", true), (" in ", false)] {
-        if let Some(pos) = term.find(op) {
-            let key = term[..pos].trim().to_string();
-            let rest = term[pos + op.len()..].trim();
-            let inner = rest
-                .strip_prefix('(')
-                .and_then(|r| r.strip_suffix(')'))
-                .ok_or_else(bad)?;
-            let values = inner
-                .split(',')
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-                .collect();
-            return Ok(if notin {
-                Requirement::NotIn(key, values)
-            } else {
-                Requirement::In(key, values)
-            });
-        }
-    }
-    if let Some((k, v)) = term.split_once("!=") {
-        return Ok(Requirement::NotEq(
-            k.trim().to_string(),
-            v.trim().to_string(),
-        ));
-    }
-    if let Some((k, v)) = term.split_once("==") {
-        return Ok(Requirement::Eq(k.trim().to_string(), v.trim().to_string()));
-    }
-    if let Some((k, v)) = term.split_once('=') {
-        return Ok(Requirement::Eq(k.trim().to_string(), v.trim().to_string()));
-    }
-    if term.contains(|c: char| c.is_whitespace() || c == '(' || c == ')') {
-        return Err(bad());
-    }
-    Ok(Requirement::Exists(term.to_string()))
+    });
+    labels.chain(expressions).collect::<Vec<_>>().join(",")
 }
 
 /// A field selector: `path=value`, `path==value`, `path!=value`, comma-separated, `ANDed`.

@@ -61,191 +61,227 @@ fn pod_status(pod: &Value) -> String {
     }
 }
 
-#[allow(clippy::too_many_lines)] // one table / one reconcile pass reads best in one piece
-fn columns_and_cells(def: &ResourceDef, obj: &Value, now: Timestamp) -> (Vec<Value>, Vec<Value>) {
+/// A table's column definitions and one row's cells.
+type Row = (Vec<Value>, Vec<Value>);
+
+/// The columns kubectl prints for the kind, and the cells of `obj`.
+fn columns_and_cells(def: &ResourceDef, obj: &Value, now: Timestamp) -> Row {
     let name = json!(s(obj, "/metadata/name"));
     let a = json!(age(obj, now));
     match (def.group.as_str(), def.plural.as_str()) {
-        ("", "pods") => {
-            let statuses = obj
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let total = obj
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let ready = statuses
-                .iter()
-                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
-                .count();
-            let restarts: i64 = statuses
-                .iter()
-                .map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
-                .sum();
-            (
-                vec![
-                    col("Name", "string", 0),
-                    col("Ready", "string", 0),
-                    col("Status", "string", 0),
-                    col("Restarts", "string", 0),
-                    col("Age", "string", 0),
-                    col("IP", "string", 1),
-                    col("Node", "string", 1),
-                ],
-                vec![
-                    name,
-                    json!(format!("{ready}/{total}")),
-                    json!(pod_status(obj)),
-                    json!(restarts.to_string()),
-                    a,
-                    json!(or_none(s(obj, "/status/podIP"))),
-                    json!(or_none(s(obj, "/spec/nodeName"))),
-                ],
-            )
-        }
-        ("apps", "deployments") => (
-            vec![
-                col("Name", "string", 0),
-                col("Ready", "string", 0),
-                col("Up-to-date", "integer", 0),
-                col("Available", "integer", 0),
-                col("Age", "string", 0),
-            ],
-            vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    i(obj, "/status/readyReplicas"),
-                    i(obj, "/spec/replicas")
-                )),
-                json!(i(obj, "/status/updatedReplicas")),
-                json!(i(obj, "/status/availableReplicas")),
-                a,
-            ],
-        ),
-        ("apps", "replicasets") => (
-            vec![
-                col("Name", "string", 0),
-                col("Desired", "integer", 0),
-                col("Current", "integer", 0),
-                col("Ready", "integer", 0),
-                col("Age", "string", 0),
-            ],
-            vec![
-                name,
-                json!(i(obj, "/spec/replicas")),
-                json!(i(obj, "/status/replicas")),
-                json!(i(obj, "/status/readyReplicas")),
-                a,
-            ],
-        ),
-        ("apps", "statefulsets") => (
-            vec![
-                col("Name", "string", 0),
-                col("Ready", "string", 0),
-                col("Age", "string", 0),
-            ],
-            vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    i(obj, "/status/readyReplicas"),
-                    i(obj, "/spec/replicas")
-                )),
-                a,
-            ],
-        ),
-        ("", "namespaces") => (
-            vec![
-                col("Name", "string", 0),
-                col("Status", "string", 0),
-                col("Age", "string", 0),
-            ],
-            vec![name, json!(s(obj, "/status/phase")), a],
-        ),
-        ("", "nodes") => (
-            vec![
-                col("Name", "string", 0),
-                col("Status", "string", 0),
-                col("Roles", "string", 0),
-                col("Age", "string", 0),
-                col("Version", "string", 0),
-            ],
-            vec![
-                name,
-                json!("Ready"),
-                json!("<none>"),
-                a,
-                json!(s(obj, "/status/nodeInfo/kubeletVersion")),
-            ],
-        ),
-        ("autoscaling", "horizontalpodautoscalers") => (
-            vec![
-                col("Name", "string", 0),
-                col("Reference", "string", 0),
-                col("MinPods", "integer", 0),
-                col("MaxPods", "integer", 0),
-                col("Replicas", "integer", 0),
-                col("Age", "string", 0),
-            ],
-            vec![
-                name,
-                json!(format!(
-                    "{}/{}",
-                    s(obj, "/spec/scaleTargetRef/kind"),
-                    s(obj, "/spec/scaleTargetRef/name")
-                )),
-                json!(
-                    obj.pointer("/spec/minReplicas")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(1)
-                ),
-                json!(i(obj, "/spec/maxReplicas")),
-                json!(i(obj, "/status/currentReplicas")),
-                a,
-            ],
-        ),
-        ("policy", "poddisruptionbudgets") => (
-            vec![
-                col("Name", "string", 0),
-                col("Min Available", "string", 0),
-                col("Max Unavailable", "string", 0),
-                col("Allowed Disruptions", "integer", 0),
-                col("Age", "string", 0),
-            ],
-            vec![
-                name,
-                json!(int_or_str(obj, "/spec/minAvailable")),
-                json!(int_or_str(obj, "/spec/maxUnavailable")),
-                json!(i(obj, "/status/disruptionsAllowed")),
-                a,
-            ],
-        ),
-        _ if !def.printer_columns.is_empty() => {
-            let mut cols = vec![col("Name", "string", 0)];
-            let mut cells = vec![name];
-            for pc in &def.printer_columns {
-                cols.push(json!({"name": pc.name, "type": pc.type_, "format": "", "description": "", "priority": pc.priority}));
-                let v = json_path(obj, &pc.json_path)
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                cells.push(if pc.type_ == "date" {
-                    v.as_str().and_then(parse_time).map_or(Value::Null, |t| {
-                        json!(human_age(now.duration_since(t).as_secs()))
-                    })
-                } else {
-                    v
-                });
-            }
-            (cols, cells)
-        }
+        ("", "pods") => pod_row(obj, name, a),
+        ("apps", "deployments") => deployment_row(obj, name, a),
+        ("apps", "replicasets") => replicaset_row(obj, name, a),
+        ("apps", "statefulsets") => statefulset_row(obj, name, a),
+        ("", "namespaces") => namespace_row(obj, name, a),
+        ("", "nodes") => node_row(obj, name, a),
+        ("autoscaling", "horizontalpodautoscalers") => hpa_row(obj, name, a),
+        ("policy", "poddisruptionbudgets") => pdb_row(obj, name, a),
+        _ if !def.printer_columns.is_empty() => crd_row(def, obj, name, now),
         _ => (
             vec![col("Name", "string", 0), col("Age", "string", 0)],
             vec![name, a],
         ),
     }
+}
+
+fn pod_row(obj: &Value, name: Value, a: Value) -> Row {
+    let statuses = obj
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let total = obj
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let ready = statuses
+        .iter()
+        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+        .count();
+    let restarts: i64 = statuses
+        .iter()
+        .map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0))
+        .sum();
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Ready", "string", 0),
+            col("Status", "string", 0),
+            col("Restarts", "string", 0),
+            col("Age", "string", 0),
+            col("IP", "string", 1),
+            col("Node", "string", 1),
+        ],
+        vec![
+            name,
+            json!(format!("{ready}/{total}")),
+            json!(pod_status(obj)),
+            json!(restarts.to_string()),
+            a,
+            json!(or_none(s(obj, "/status/podIP"))),
+            json!(or_none(s(obj, "/spec/nodeName"))),
+        ],
+    )
+}
+
+fn deployment_row(obj: &Value, name: Value, a: Value) -> Row {
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Ready", "string", 0),
+            col("Up-to-date", "integer", 0),
+            col("Available", "integer", 0),
+            col("Age", "string", 0),
+        ],
+        vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                i(obj, "/status/readyReplicas"),
+                i(obj, "/spec/replicas")
+            )),
+            json!(i(obj, "/status/updatedReplicas")),
+            json!(i(obj, "/status/availableReplicas")),
+            a,
+        ],
+    )
+}
+
+fn replicaset_row(obj: &Value, name: Value, a: Value) -> Row {
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Desired", "integer", 0),
+            col("Current", "integer", 0),
+            col("Ready", "integer", 0),
+            col("Age", "string", 0),
+        ],
+        vec![
+            name,
+            json!(i(obj, "/spec/replicas")),
+            json!(i(obj, "/status/replicas")),
+            json!(i(obj, "/status/readyReplicas")),
+            a,
+        ],
+    )
+}
+
+fn statefulset_row(obj: &Value, name: Value, a: Value) -> Row {
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Ready", "string", 0),
+            col("Age", "string", 0),
+        ],
+        vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                i(obj, "/status/readyReplicas"),
+                i(obj, "/spec/replicas")
+            )),
+            a,
+        ],
+    )
+}
+
+fn namespace_row(obj: &Value, name: Value, a: Value) -> Row {
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Status", "string", 0),
+            col("Age", "string", 0),
+        ],
+        vec![name, json!(s(obj, "/status/phase")), a],
+    )
+}
+
+fn node_row(obj: &Value, name: Value, a: Value) -> Row {
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Status", "string", 0),
+            col("Roles", "string", 0),
+            col("Age", "string", 0),
+            col("Version", "string", 0),
+        ],
+        vec![
+            name,
+            json!("Ready"),
+            json!("<none>"),
+            a,
+            json!(s(obj, "/status/nodeInfo/kubeletVersion")),
+        ],
+    )
+}
+
+fn hpa_row(obj: &Value, name: Value, a: Value) -> Row {
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Reference", "string", 0),
+            col("MinPods", "integer", 0),
+            col("MaxPods", "integer", 0),
+            col("Replicas", "integer", 0),
+            col("Age", "string", 0),
+        ],
+        vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                s(obj, "/spec/scaleTargetRef/kind"),
+                s(obj, "/spec/scaleTargetRef/name")
+            )),
+            json!(
+                obj.pointer("/spec/minReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1)
+            ),
+            json!(i(obj, "/spec/maxReplicas")),
+            json!(i(obj, "/status/currentReplicas")),
+            a,
+        ],
+    )
+}
+
+fn pdb_row(obj: &Value, name: Value, a: Value) -> Row {
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Min Available", "string", 0),
+            col("Max Unavailable", "string", 0),
+            col("Allowed Disruptions", "integer", 0),
+            col("Age", "string", 0),
+        ],
+        vec![
+            name,
+            json!(int_or_str(obj, "/spec/minAvailable")),
+            json!(int_or_str(obj, "/spec/maxUnavailable")),
+            json!(i(obj, "/status/disruptionsAllowed")),
+            a,
+        ],
+    )
+}
+
+/// Name, then the printer columns a CRD declares (`date` columns as ages).
+fn crd_row(def: &ResourceDef, obj: &Value, name: Value, now: Timestamp) -> Row {
+    let mut cols = vec![col("Name", "string", 0)];
+    let mut cells = vec![name];
+    for pc in &def.printer_columns {
+        cols.push(json!({"name": pc.name, "type": pc.type_, "format": "", "description": "", "priority": pc.priority}));
+        let v = json_path(obj, &pc.json_path)
+            .cloned()
+            .unwrap_or(Value::Null);
+        cells.push(if pc.type_ == "date" {
+            v.as_str().and_then(parse_time).map_or(Value::Null, |t| {
+                json!(human_age(now.duration_since(t).as_secs()))
+            })
+        } else {
+            v
+        });
+    }
+    (cols, cells)
 }
 
 fn or_none(v: String) -> String {

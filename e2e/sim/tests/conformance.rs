@@ -1,6 +1,6 @@
 //! Conformance of plimsoll-sim with kube-apiserver semantics, through an unmodified kube-rs
 //! client over TLS.
-#![allow(clippy::unwrap_used, clippy::panic, clippy::too_many_lines)] // integration tests: helpers fail loudly, scenarios read top to bottom
+#![allow(clippy::unwrap_used, clippy::panic)] // integration tests: helpers fail loudly
 
 mod common;
 
@@ -180,114 +180,9 @@ async fn label_and_field_selectors_and_pagination() {
         .await
         .unwrap();
     }
-    let names = |l: kube::core::ObjectList<ConfigMap>| {
-        l.items
-            .iter()
-            .map(ResourceExt::name_any)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().labels("app=web"))
-                .await
-                .unwrap()
-        ),
-        ["a", "b"]
-    );
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().labels("app!=web"))
-                .await
-                .unwrap()
-        ),
-        ["c"]
-    );
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().labels("tier in (front),app"))
-                .await
-                .unwrap()
-        ),
-        ["a"]
-    );
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().labels("tier notin (front)"))
-                .await
-                .unwrap()
-        ),
-        ["b", "c"]
-    );
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().labels("!tier"))
-                .await
-                .unwrap()
-        ),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().fields("metadata.name=b"))
-                .await
-                .unwrap()
-        ),
-        ["b"]
-    );
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().fields("metadata.namespace!=default"))
-                .await
-                .unwrap()
-        ),
-        Vec::<String>::new()
-    );
-    let page = api.list(&ListParams::default().limit(2)).await.unwrap();
-    assert_eq!(names(page.clone()), ["a", "b"]);
-    let token = page.metadata.continue_.clone().unwrap();
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().limit(2).continue_token(&token))
-                .await
-                .unwrap()
-        ),
-        ["c"]
-    );
-    // Pods by status.phase and spec.nodeName.
-    let pods: Api<Pod> = Api::namespaced(client, "default");
-    pods.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap()).await.unwrap();
-    let running = eventually(Duration::from_secs(10), || async {
-        let l = pods
-            .list(&ListParams::default().fields("status.phase=Running"))
-            .await
-            .ok()?;
-        (!l.items.is_empty()).then_some(l)
-    })
-    .await
-    .expect("pod reaches Running");
-    let node = running.items[0]
-        .spec
-        .as_ref()
-        .unwrap()
-        .node_name
-        .clone()
-        .unwrap();
-    assert_eq!(
-        pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
-    assert_eq!(
-        pods.list(&ListParams::default().fields("status.phase=Pending"))
-            .await
-            .unwrap()
-            .items
-            .len(),
-        0
-    );
+    label_selectors(&api).await;
+    field_selectors_and_pages(&api).await;
+    pods_by_phase_and_node(client).await;
     sim.shutdown().await;
 }
 
@@ -756,4 +651,129 @@ async fn pod_resize_and_immutability() {
         "200m"
     );
     sim.shutdown().await;
+}
+
+/// Equality, set-based and existence label selectors on LIST.
+async fn label_selectors(api: &Api<ConfigMap>) {
+    let names = |l: kube::core::ObjectList<ConfigMap>| {
+        l.items
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("app=web"))
+                .await
+                .unwrap()
+        ),
+        ["a", "b"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("app!=web"))
+                .await
+                .unwrap()
+        ),
+        ["c"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("tier in (front),app"))
+                .await
+                .unwrap()
+        ),
+        ["a"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("tier notin (front)"))
+                .await
+                .unwrap()
+        ),
+        ["b", "c"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("!tier"))
+                .await
+                .unwrap()
+        ),
+        Vec::<String>::new()
+    );
+}
+
+/// Field selectors on metadata, and `limit` / `continue` pagination.
+async fn field_selectors_and_pages(api: &Api<ConfigMap>) {
+    let names = |l: kube::core::ObjectList<ConfigMap>| {
+        l.items
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("metadata.name=b"))
+                .await
+                .unwrap()
+        ),
+        ["b"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("metadata.namespace!=default"))
+                .await
+                .unwrap()
+        ),
+        Vec::<String>::new()
+    );
+    let page = api.list(&ListParams::default().limit(2)).await.unwrap();
+    assert_eq!(names(page.clone()), ["a", "b"]);
+    let token = page.metadata.continue_.clone().unwrap();
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().limit(2).continue_token(&token))
+                .await
+                .unwrap()
+        ),
+        ["c"]
+    );
+}
+
+/// Pods by status.phase and spec.nodeName.
+async fn pods_by_phase_and_node(client: kube::Client) {
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    pods.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap()).await.unwrap();
+    let running = eventually(Duration::from_secs(10), || async {
+        let l = pods
+            .list(&ListParams::default().fields("status.phase=Running"))
+            .await
+            .ok()?;
+        (!l.items.is_empty()).then_some(l)
+    })
+    .await
+    .expect("pod reaches Running");
+    let node = running.items[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .node_name
+        .clone()
+        .unwrap();
+    assert_eq!(
+        pods.list(&ListParams::default().fields(&format!("spec.nodeName={node}")))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    assert_eq!(
+        pods.list(&ListParams::default().fields("status.phase=Pending"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        0
+    );
 }

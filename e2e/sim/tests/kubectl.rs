@@ -1,6 +1,6 @@
 //! `kubectl` against the sim: the acceptance flow of issue 3. Skipped, with a printed reason,
 //! when `kubectl` is not installed.
-#![allow(clippy::unwrap_used, clippy::panic, clippy::too_many_lines)] // integration tests: helpers fail loudly, scenarios read top to bottom
+#![allow(clippy::unwrap_used, clippy::panic)] // integration tests: helpers fail loudly
 
 mod common;
 
@@ -108,145 +108,160 @@ async fn kubectl_acceptance_flow() {
     let kc2 = kc.clone();
     tokio::task::spawn_blocking(move || {
         let kc = kc2.as_path();
-        assert!(ok(kc, &["get", "ns"]).contains("kube-system"));
-        assert!(
-            ok(
-                kc,
-                &["apply", "--server-side", "-f", crd_file.to_str().unwrap()]
-            )
-            .contains("serverside-applied")
-        );
-        // The repository's CRDs, when present (hpaplus and friends).
-        let repo_crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds");
-        if repo_crds.is_dir() {
-            ok(
-                kc,
-                &["apply", "--server-side", "-f", repo_crds.to_str().unwrap()],
-            );
-            let (_, out) = kubectl(kc, &["get", "hpaplus"]);
-            assert!(
-                out.contains("No resources found") || out.contains("NAME"),
-                "{out}"
-            );
-        } else {
-            println!("deploy/crds not present; applied only the test CRD");
-        }
-        let gadget = crd_file.with_file_name("gadget.yaml");
-        std::fs::write(
-            &gadget,
-            "apiVersion: example.dev/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {}\n",
-        )
-        .unwrap();
-        ok(
-            kc,
-            &["apply", "--server-side", "-f", gadget.to_str().unwrap()],
-        );
-        let table = ok(kc, &["get", "gadgets"]);
-        assert!(
-            table.contains("SIZE") && table.contains('3'),
-            "printer column with the schema default: {table}"
-        );
-
-        ok(
-            kc,
-            &[
-                "create",
-                "deployment",
-                "web",
-                "--image=registry.example/web:1",
-            ],
-        );
-        ok(kc, &["scale", "deployment", "web", "--replicas", "3"]);
-        let start = Instant::now();
-        loop {
-            let pods: Value =
-                serde_json::from_str(&ok(kc, &["get", "pods", "-l", "app=web", "-o", "json"]))
-                    .unwrap();
-            if ready_running(&pods) == 3 {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "3 pods Running and Ready within 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-
-        // `get pods -w` streams: scaling to 4 shows a new pod.
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kc)
-            .args(["get", "pods", "-w", "--no-headers"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut initial = 0;
-        while let Ok(line) = rx.recv_timeout(Duration::from_secs(3)) {
-            initial += 1;
-            if initial == 3 {
-                break;
-            }
-            let _ = line;
-        }
-        ok(kc, &["scale", "deployment", "web", "--replicas", "4"]);
-        let mut streamed = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
-                streamed.push(line);
-                if streamed
-                    .iter()
-                    .any(|l| l.contains("Running") && l.contains("1/1"))
-                {
-                    break;
-                }
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        assert!(
-            streamed.iter().any(|l| l.contains("Running")),
-            "watch streamed the new pod: {streamed:?}"
-        );
-
-        let described = ok(kc, &["describe", "deployment", "web"]);
-        assert!(
-            described.contains("Replicas:") && described.contains("4 desired"),
-            "{described}"
-        );
-        assert!(
-            described.contains("ScalingReplicaSet"),
-            "events are shown: {described}"
-        );
-
-        ok(kc, &["delete", "deployment", "web"]);
-        let start = Instant::now();
-        loop {
-            let pods: Value =
-                serde_json::from_str(&ok(kc, &["get", "pods", "-l", "app=web", "-o", "json"]))
-                    .unwrap();
-            if pods["items"].as_array().is_some_and(Vec::is_empty) {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "pods are garbage-collected after the deployment is deleted"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        applies_crds_and_prints_their_columns(kc, &crd_file);
+        creates_and_scales_a_deployment(kc);
+        watch_streams_a_new_pod(kc);
+        describes_and_deletes_the_deployment(kc);
     })
     .await
     .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     sim.shutdown().await;
+}
+
+/// `apply --server-side` of a CRD (and the repository's, when present); a custom object is
+/// printed with its printer column and schema default.
+fn applies_crds_and_prints_their_columns(kc: &Path, crd_file: &Path) {
+    assert!(ok(kc, &["get", "ns"]).contains("kube-system"));
+    assert!(
+        ok(
+            kc,
+            &["apply", "--server-side", "-f", crd_file.to_str().unwrap()]
+        )
+        .contains("serverside-applied")
+    );
+    // The repository's CRDs, when present (hpaplus and friends).
+    let repo_crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds");
+    if repo_crds.is_dir() {
+        ok(
+            kc,
+            &["apply", "--server-side", "-f", repo_crds.to_str().unwrap()],
+        );
+        let (_, out) = kubectl(kc, &["get", "hpaplus"]);
+        assert!(
+            out.contains("No resources found") || out.contains("NAME"),
+            "{out}"
+        );
+    } else {
+        println!("deploy/crds not present; applied only the test CRD");
+    }
+    let gadget = crd_file.with_file_name("gadget.yaml");
+    std::fs::write(
+        &gadget,
+        "apiVersion: example.dev/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {}\n",
+    )
+    .unwrap();
+    ok(
+        kc,
+        &["apply", "--server-side", "-f", gadget.to_str().unwrap()],
+    );
+    let table = ok(kc, &["get", "gadgets"]);
+    assert!(
+        table.contains("SIZE") && table.contains('3'),
+        "printer column with the schema default: {table}"
+    );
+}
+
+/// `create deployment` and `scale` give 3 Running and Ready pods.
+fn creates_and_scales_a_deployment(kc: &Path) {
+    ok(
+        kc,
+        &[
+            "create",
+            "deployment",
+            "web",
+            "--image=registry.example/web:1",
+        ],
+    );
+    ok(kc, &["scale", "deployment", "web", "--replicas", "3"]);
+    let start = Instant::now();
+    loop {
+        let pods: Value =
+            serde_json::from_str(&ok(kc, &["get", "pods", "-l", "app=web", "-o", "json"])).unwrap();
+        if ready_running(&pods) == 3 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "3 pods Running and Ready within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `get pods -w` streams: scaling to 4 shows a new pod.
+fn watch_streams_a_new_pod(kc: &Path) {
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kc)
+        .args(["get", "pods", "-w", "--no-headers"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut initial = 0;
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(3)) {
+        initial += 1;
+        if initial == 3 {
+            break;
+        }
+        let _ = line;
+    }
+    ok(kc, &["scale", "deployment", "web", "--replicas", "4"]);
+    let mut streamed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+            streamed.push(line);
+            if streamed
+                .iter()
+                .any(|l| l.contains("Running") && l.contains("1/1"))
+            {
+                break;
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        streamed.iter().any(|l| l.contains("Running")),
+        "watch streamed the new pod: {streamed:?}"
+    );
+}
+
+/// `describe` shows replicas and events; `delete` garbage-collects the pods.
+fn describes_and_deletes_the_deployment(kc: &Path) {
+    let described = ok(kc, &["describe", "deployment", "web"]);
+    assert!(
+        described.contains("Replicas:") && described.contains("4 desired"),
+        "{described}"
+    );
+    assert!(
+        described.contains("ScalingReplicaSet"),
+        "events are shown: {described}"
+    );
+
+    ok(kc, &["delete", "deployment", "web"]);
+    let start = Instant::now();
+    loop {
+        let pods: Value =
+            serde_json::from_str(&ok(kc, &["get", "pods", "-l", "app=web", "-o", "json"])).unwrap();
+        if pods["items"].as_array().is_some_and(Vec::is_empty) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "pods are garbage-collected after the deployment is deleted"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

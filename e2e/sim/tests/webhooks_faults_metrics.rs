@@ -1,5 +1,5 @@
 //! Mutating webhooks over TLS, fault injection with kube-runtime's watcher, and the metrics APIs.
-#![allow(clippy::unwrap_used, clippy::panic, clippy::too_many_lines)] // integration tests: helpers fail loudly, scenarios read top to bottom
+#![allow(clippy::unwrap_used, clippy::panic)] // integration tests: helpers fail loudly
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Shared helpers for the sim's integration tests.
-#![allow(clippy::unwrap_used, clippy::panic, clippy::too_many_lines)] // integration tests: helpers fail loudly, scenarios read top to bottom
+#![allow(clippy::unwrap_used, clippy::panic)] // integration tests: helpers fail loudly
 #![allow(dead_code)]
 
 use std::future::Future;
