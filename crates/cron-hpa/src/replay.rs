@@ -133,10 +133,7 @@ pub fn parse(text: &str) -> Result<Scenario, ReplayError> {
                 .collect::<Result<_, _>>()?,
         ),
         Some(_) => {
-            return Err(ReplayError::invalid(
-                "expect",
-                "must be a list of firings",
-            ));
+            return Err(ReplayError::invalid("expect", "must be a list of firings"));
         }
     };
     Ok(Scenario {
@@ -180,8 +177,7 @@ fn cronhpa(
     manifest
         .entry("metadata")
         .or_insert_with(|| serde_json::json!({"name": "replay", "namespace": "default"}));
-    serde_json::from_value(Value::Object(manifest))
-        .map_err(|e| ReplayError::invalid("cronhpa", e))
+    serde_json::from_value(Value::Object(manifest)).map_err(|e| ReplayError::invalid("cronhpa", e))
 }
 
 fn timestamp(map: &serde_json::Map<String, Value>, name: &str) -> Result<Timestamp, ReplayError> {

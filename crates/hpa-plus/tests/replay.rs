@@ -72,7 +72,10 @@ fn path(dir: &str, name: &str) -> String {
 
 #[test]
 fn exit_0_and_json_lines_in_step_order() {
-    let out = bin(&["replay", &path(EXAMPLES_DIR, "hpa-scale-down-policies.yaml")]);
+    let out = bin(&[
+        "replay",
+        &path(EXAMPLES_DIR, "hpa-scale-down-policies.yaml"),
+    ]);
     assert_eq!(
         out.status.code(),
         Some(0),

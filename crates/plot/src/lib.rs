@@ -598,7 +598,7 @@ mod tests {
                     0 => b,
                     1 => b.wrapping_add(left),
                     2 => b.wrapping_add(up),
-                    3 => b.wrapping_add(((u16::from(left) + u16::from(up)) / 2) as u8),
+                    3 => b.wrapping_add(u8::midpoint(left, up)),
                     4 => b.wrapping_add(paeth(left, up, up_left)),
                     other => unreachable!("filter {other} is not in the PNG specification"),
                 });
@@ -647,10 +647,7 @@ mod tests {
     #[test]
     fn a_mostly_white_chart_compresses_to_a_small_file() {
         let mut c = Chart::new(900, 650);
-        c.polyline(
-            vec![(70.0, 100.0), (870.0, 300.0)],
-            Stroke::solid(RED, 2.0),
-        );
+        c.polyline(vec![(70.0, 100.0), (870.0, 300.0)], Stroke::solid(RED, 2.0));
         let png = c.to_png();
         let raw = 900 * 650 * 3;
         assert!(png.len() < raw / 50, "{} bytes", png.len());

@@ -189,8 +189,8 @@ mod tests {
         }
 
         fn table(&self) -> String {
-            let rows: String = self.ts.iter().map(|t| format!("{t}\n")).collect();
-            format!("T\n{rows}")
+            let rows: Vec<String> = self.ts.iter().map(u32::to_string).collect();
+            format!("T\n{}\n", rows.join("\n"))
         }
 
         fn misses(&self) -> &[String] {
@@ -297,7 +297,13 @@ mod tests {
             scenario: &missing,
             ..inv
         };
-        let (status, _, err, seen) = go(&inv, Ok(Fixed { ts: vec![], misses: vec![] }));
+        let (status, _, err, seen) = go(
+            &inv,
+            Ok(Fixed {
+                ts: vec![],
+                misses: vec![],
+            }),
+        );
         assert_eq!(status, Status::Invalid);
         assert!(err.starts_with("cannot read "), "{err}");
         assert!(seen.is_none(), "nothing replayed");
@@ -313,10 +319,19 @@ mod tests {
             output: Output::Json,
             plot: Some(&jpg),
         };
-        let (status, out, err, seen) = go(&inv, Ok(Fixed { ts: vec![1], misses: vec![] }));
+        let (status, out, err, seen) = go(
+            &inv,
+            Ok(Fixed {
+                ts: vec![1],
+                misses: vec![],
+            }),
+        );
         assert_eq!(status, Status::Invalid);
         assert!(out.is_empty() && seen.is_none(), "nothing replayed");
-        assert!(err.starts_with("--plot ") && err.contains("*.svg or *.png"), "{err}");
+        assert!(
+            err.starts_with("--plot ") && err.contains("*.svg or *.png"),
+            "{err}"
+        );
         assert!(!jpg.exists());
         std::fs::remove_dir_all(scenario.parent().unwrap()).unwrap();
     }
@@ -331,7 +346,13 @@ mod tests {
                 output: Output::Json,
                 plot: Some(&file),
             };
-            let (status, _, err, _) = go(&inv, Ok(Fixed { ts: vec![1], misses: vec![] }));
+            let (status, _, err, _) = go(
+                &inv,
+                Ok(Fixed {
+                    ts: vec![1],
+                    misses: vec![],
+                }),
+            );
             assert_eq!(status, Status::Held, "{err}");
             assert!(std::fs::read(&file).unwrap().starts_with(head), "{name}");
         }

@@ -35,8 +35,11 @@ mod tests {
     #[test]
     fn json_lines_are_compact_and_newline_terminated() {
         let mut out = Vec::new();
-        json_lines([serde_json::json!({"t": 0, "a": [1]}), serde_json::json!(2)], &mut out)
-            .unwrap();
+        json_lines(
+            [serde_json::json!({"t": 0, "a": [1]}), serde_json::json!(2)],
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "{\"a\":[1],\"t\":0}\n2\n");
     }
 }

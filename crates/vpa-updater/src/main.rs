@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use plimsoll_replay::Invocation;
 use plimsoll_runtime::{client, shutdown, telemetry};
 use plimsoll_vpa_updater::cli::{Args, Command};
-use plimsoll_replay::Invocation;
 use plimsoll_vpa_updater::replay;
 
 fn main() -> ExitCode {
