@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
 
 use crate::Config;
-use crate::replay::OutputFormat;
 
 /// Scheduled scaling that cooperates with hpa-plus.
 ///
@@ -55,8 +55,8 @@ pub enum Command {
         /// The scenario file (YAML or JSON), see scenarios/FORMAT.md.
         scenario: PathBuf,
         /// Output format: one JSON object per firing, or a table.
-        #[arg(long, value_enum, default_value_t = OutputFormat::Table, env = "PLIMSOLL_OUTPUT")]
-        output: OutputFormat,
+        #[arg(long, value_enum, default_value_t = Output::Table, env = "PLIMSOLL_OUTPUT")]
+        output: Output,
     },
 }
 

@@ -9,17 +9,17 @@ use clap::Parser;
 use plimsoll_cron_hpa::cli::{Args, Command};
 use plimsoll_cron_hpa::replay;
 use plimsoll_cron_hpa::run;
+use plimsoll_replay::Invocation;
 
 fn main() -> ExitCode {
     let args = Args::parse();
     if let Some(Command::Replay { scenario, output }) = args.command {
-        let code = replay::replay_file(
-            &scenario,
+        return replay::run(&Invocation {
+            scenario: &scenario,
             output,
-            &mut std::io::stdout().lock(),
-            &mut std::io::stderr().lock(),
-        );
-        return ExitCode::from(code);
+            plot: None,
+        })
+        .into();
     }
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,

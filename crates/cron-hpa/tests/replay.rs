@@ -1,6 +1,6 @@
-//! `cron-hpa replay` end to end: the shared example scenarios, the repository's own scenarios,
-//! and the exit status contract of `scenarios/FORMAT.md` (0 pass, 1 expectation missed,
-//! 2 invalid file).
+//! `cron-hpa replay` end to end: the example scenarios of the format (`scenarios/examples/`),
+//! the repository's own scenarios, and the exit status contract of docs/replay.md (0 pass,
+//! 1 expectation missed, 2 invalid file).
 
 // The helpers below are test code too; clippy.toml's test allowances only cover #[test] fns.
 #![allow(clippy::unwrap_used, clippy::panic, clippy::expect_used)]
@@ -8,29 +8,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use plimsoll_cron_hpa::replay::{self, OutputFormat};
+use plimsoll_cron_hpa::replay;
+use plimsoll_replay::{Invocation, Output, Status};
 
-/// The shared examples: `../shared` next to the repository (`/work/main` layout), or one level
-/// further up for a worktree under `/work/wt/`; `PLIMSOLL_SHARED_SCENARIOS` overrides both.
+/// The example scenarios that come with the format, kept in the repository.
 fn shared_examples() -> PathBuf {
-    if let Ok(dir) = std::env::var("PLIMSOLL_SHARED_SCENARIOS") {
-        return PathBuf::from(dir);
-    }
-    let candidates = [
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/scenarios/examples"
-        ),
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../../shared/scenarios/examples"
-        ),
-    ];
-    candidates
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_dir())
-        .expect("shared scenarios directory not found; set PLIMSOLL_SHARED_SCENARIOS")
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/examples"
+    ))
 }
 
 fn cron_scenarios(dir: &Path) -> Vec<PathBuf> {
@@ -48,9 +34,20 @@ fn cron_scenarios(dir: &Path) -> Vec<PathBuf> {
 
 fn replay_in_process(path: &Path) -> (u8, String, String) {
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = replay::replay_file(path, OutputFormat::Json, &mut out, &mut err);
+    let invocation = Invocation {
+        scenario: path,
+        output: Output::Json,
+        plot: None,
+    };
+    let status = plimsoll_replay::run_with(
+        &invocation,
+        |source| replay::replay_text(&source.text),
+        &mut out,
+        &mut err,
+    );
+    assert_ne!(status, Status::Invalid, "{}", path.display());
     (
-        code,
+        status.code(),
         String::from_utf8(out).unwrap(),
         String::from_utf8(err).unwrap(),
     )
@@ -59,7 +56,7 @@ fn replay_in_process(path: &Path) -> (u8, String, String) {
 #[test]
 fn every_shared_cron_example_passes() {
     let files = cron_scenarios(&shared_examples());
-    assert!(!files.is_empty(), "no cron-*.yaml in the shared examples");
+    assert!(!files.is_empty(), "no cron-*.yaml in scenarios/examples");
     for path in files {
         let (code, out, err) = replay_in_process(&path);
         assert_eq!(code, 0, "{}: {err}", path.display());

@@ -8,8 +8,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand};
 use plimsoll_core::horizontal::ControllerConfig;
+use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
 
@@ -111,22 +112,13 @@ pub enum Command {
         /// The scenario file (YAML or JSON).
         scenario: PathBuf,
         /// How to print each step.
-        #[arg(long, value_enum, default_value_t = Format::Json, env = "PLIMSOLL_OUTPUT")]
-        output: Format,
+        #[arg(long, value_enum, default_value_t = Output::Json, env = "PLIMSOLL_OUTPUT")]
+        output: Output,
         /// Write a chart of replicas, metric values and targets to this file: SVG or PNG, by
         /// its extension (`.svg`, `.png`).
         #[arg(long, env = "PLIMSOLL_PLOT", value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
     },
-}
-
-/// `replay` output format.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Format {
-    /// One JSON object per step.
-    Json,
-    /// A table for people.
-    Table,
 }
 
 fn factor_in(lo: f64, hi: f64) -> impl Fn(&str) -> std::result::Result<f64, String> + Clone {

@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Parser;
-use plimsoll_hpa_plus::cli::{Args, Command, Format};
-use plimsoll_hpa_plus::replay::{self, Output};
+use plimsoll_hpa_plus::cli::{Args, Command};
+use plimsoll_hpa_plus::replay;
+use plimsoll_replay::Invocation;
 
 fn main() -> ExitCode {
     let mut args = Args::parse();
@@ -15,14 +16,12 @@ fn main() -> ExitCode {
         plot,
     }) = args.command.take()
     {
-        return replay::run(
-            &scenario,
-            match output {
-                Format::Json => Output::Json,
-                Format::Table => Output::Table,
-            },
-            plot.as_deref(),
-        );
+        return replay::run(&Invocation {
+            scenario: &scenario,
+            output,
+            plot: plot.as_deref(),
+        })
+        .into();
     }
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,7 @@
 //! scaled to the panel; the target and watermarks are dashed step lines of the metric's colour.
 
 use plimsoll_core::horizontal::MetricOutcome;
-use plimsoll_runtime::plot::{Anchor, Chart, Colour, Stroke, Text, label, step_points};
+use plimsoll_replay::plot::{Anchor, Chart, Colour, Stroke, Text, label, step_points};
 
 use crate::replay::StepLine;
 

@@ -6,15 +6,13 @@
 //! `replicas`; the decision history (recommendations, scale events, watermark clocks) carries
 //! over from step to step exactly as the controller keeps it in memory.
 //!
-//! Exit status: 0 when every `expect` held, 1 when one did not (each miss on stderr as
-//! `step N: expected …, got …`, N the index into `steps`, from 0 as in
-//! `steps[N]`), 2 when the file is invalid (the message
-//! names the field).
+//! The harness ([`plimsoll_replay`]) reads the file, prints the lines, writes the plot and maps
+//! the result to the exit status: 0 when every `expect` held, 1 when one did not (each miss on
+//! stderr as `step N: expected …, got …`, N the index into `steps`, from 0 as in `steps[N]`), 2
+//! when the file is invalid (the message names the field).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
-use std::process::ExitCode;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -25,48 +23,13 @@ use plimsoll_core::horizontal::observation::{
 };
 use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History, decide};
 use plimsoll_core::quantity::Quantity;
-use plimsoll_runtime::plot::{Format, UnknownFormat};
+use plimsoll_replay::plot::Chart;
+use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The instant a scenario's `t: 0` stands for (any fixed instant works; decisions only use
 /// differences).
 const EPOCH: &str = "2026-01-01T00:00:00Z";
-
-/// Why a scenario could not be replayed.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The path given.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not a valid scenario; the message names the field.
-    #[error("invalid scenario: {0}")]
-    Invalid(String),
-    /// The plot could not be written.
-    #[error("cannot write plot {path}: {source}")]
-    Plot {
-        /// The path given.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// How step results are printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Output {
-    /// One JSON object per step (JSON Lines).
-    #[default]
-    Json,
-    /// An aligned table for people.
-    Table,
-}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -408,14 +371,8 @@ fn observation(
 
 /// Replays scenario text (YAML or JSON). `Err` means the file is invalid (exit 2).
 pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
-    let scenario: Scenario =
-        serde_saphyr::from_str(text).map_err(|e| ReplayError::Invalid(e.to_string()))?;
-    if scenario.kind != "HorizontalReplay" {
-        return Err(ReplayError::Invalid(format!(
-            "kind: expected HorizontalReplay, got {:?}",
-            scenario.kind
-        )));
-    }
+    let scenario: Scenario = plimsoll_replay::parse(text)?;
+    expect_kind(&scenario.kind, "HorizontalReplay")?;
     let spec = autoscaler(scenario.autoscaler, text).map_err(ReplayError::Invalid)?;
     let epoch: Timestamp = EPOCH
         .parse()
@@ -427,9 +384,10 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
     let mut misses = Vec::new();
     for (i, step) in scenario.steps.iter().enumerate() {
         if !step.t.is_finite() || step.t < last_t {
-            return Err(ReplayError::Invalid(format!(
-                "steps[{i}].t: must be a number not before the previous step's t"
-            )));
+            return Err(ReplayError::invalid(
+                format!("steps[{i}].t"),
+                "must be a number not before the previous step's t",
+            ));
         }
         last_t = step.t;
         if let Some(r) = step.replicas {
@@ -484,35 +442,38 @@ fn check(n: usize, e: &Expect, line: &StepLine, misses: &mut Vec<String>) {
     if let Some(want) = e.replicas
         && want != line.replicas
     {
-        misses.push(format!(
-            "step {n}: expected replicas {want}, got {} (t={t}; {})",
-            line.replicas, line.reason
+        misses.push(miss(
+            n,
+            format!("replicas {want}"),
+            format!("{} (t={t}; {})", line.replicas, line.reason),
         ));
     }
     if let Some(want) = e.desired_replicas
         && want != line.desired_replicas
     {
-        misses.push(format!(
-            "step {n}: expected desiredReplicas {want}, got {} (t={t}; {})",
-            line.desired_replicas, line.reason
+        misses.push(miss(
+            n,
+            format!("desiredReplicas {want}"),
+            format!("{} (t={t}; {})", line.desired_replicas, line.reason),
         ));
     }
     if let LimitExpectation::Exactly(want) = &e.limited_by
         && *want != line.limited_by
     {
         let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "null".into());
-        misses.push(format!(
-            "step {n}: expected limitedBy {}, got {} (t={t})",
-            show(want),
-            show(&line.limited_by)
+        misses.push(miss(
+            n,
+            format!("limitedBy {}", show(want)),
+            format!("{} (t={t})", show(&line.limited_by)),
         ));
     }
     if let Some(want) = e.able_to_scale
         && want != line.able_to_scale
     {
-        misses.push(format!(
-            "step {n}: expected ableToScale {want}, got {} (t={t})",
-            line.able_to_scale
+        misses.push(miss(
+            n,
+            format!("ableToScale {want}"),
+            format!("{} (t={t})", line.able_to_scale),
         ));
     }
 }
@@ -535,50 +496,28 @@ pub fn table(steps: &[StepLine]) -> String {
     out
 }
 
-/// Runs the scenario at `path`, prints the steps and misses, writes the plot, and returns the
-/// exit status of docs/replay.md.
-pub fn run(path: &Path, output: Output, plot: Option<&Path>) -> ExitCode {
-    match run_inner(path, output, plot) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::from(2)
-        }
+impl Outcome for Replay {
+    type Line<'a> = &'a StepLine;
+
+    fn lines(&self) -> Vec<&StepLine> {
+        self.steps.iter().collect()
+    }
+
+    fn table(&self) -> String {
+        table(&self.steps)
+    }
+
+    fn misses(&self) -> &[String] {
+        &self.misses
+    }
+
+    fn chart(&self) -> Option<Chart> {
+        Some(crate::plot::chart(&self.steps))
     }
 }
 
-fn run_inner(path: &Path, output: Output, plot: Option<&Path>) -> Result<bool, ReplayError> {
-    // Checked before the replay so a typo in the name costs nothing.
-    let plot = plot
-        .map(|file| Ok((file, Format::for_plot_file(file)?)))
-        .transpose()
-        .map_err(|e: UnknownFormat| ReplayError::Invalid(e.to_string()))?;
-    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let replay = replay_str(&text)?;
-    match output {
-        Output::Json => {
-            for line in &replay.steps {
-                let json = serde_json::to_string(line)
-                    .map_err(|e| ReplayError::Invalid(format!("cannot print a step: {e}")))?;
-                println!("{json}");
-            }
-        }
-        Output::Table => print!("{}", table(&replay.steps)),
-    }
-    if let Some((file, format)) = plot {
-        std::fs::write(file, crate::plot::chart(&replay.steps).render(format)).map_err(
-            |source| ReplayError::Plot {
-                path: file.display().to_string(),
-                source,
-            },
-        )?;
-    }
-    for miss in &replay.misses {
-        eprintln!("{miss}");
-    }
-    Ok(replay.misses.is_empty())
+/// `hpa-plus replay`: runs the scenario through the harness (output, plot, misses) and returns
+/// the exit status of docs/replay.md.
+pub fn run(invocation: &Invocation<'_>) -> Status {
+    plimsoll_replay::run(invocation, |source| replay_str(&source.text))
 }

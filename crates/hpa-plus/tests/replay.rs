@@ -1,5 +1,5 @@
-//! `hpa-plus replay` against every shared example scenario, Plimsoll's own scenarios, and the
-//! exit statuses of docs/replay.md.
+//! `hpa-plus replay` against every example scenario of the format (`scenarios/examples/`),
+//! Plimsoll's own scenarios, and the exit statuses of docs/replay.md.
 
 // A test binary: a failed check panics with the reason, including in its helper functions.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
@@ -9,25 +9,10 @@ use std::process::Command;
 
 use plimsoll_hpa_plus::replay::replay_str;
 
-/// The shared examples, beside the repository (`../shared` of the checkout).
-const EXAMPLES_DIR: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/scenarios/examples"
-);
-/// The same from a worktree one level deeper (`/work/wt/<name>`).
-const EXAMPLES_FROM_WORKTREE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../../shared/scenarios/examples"
-);
+/// The example scenarios that come with the format, kept in the repository.
+const EXAMPLES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/examples");
 const OWN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-
-fn examples() -> &'static str {
-    [EXAMPLES_DIR, EXAMPLES_FROM_WORKTREE]
-        .into_iter()
-        .find(|d| Path::new(d).is_dir())
-        .unwrap_or(EXAMPLES_DIR)
-}
 
 fn scenarios(dir: &str, prefix: &str) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -62,7 +47,7 @@ fn assert_all_pass(files: &[PathBuf]) {
 
 #[test]
 fn every_shared_hpa_example_passes() {
-    let files = scenarios(examples(), "hpa");
+    let files = scenarios(EXAMPLES_DIR, "hpa");
     assert!(files.len() >= 4, "{files:?}");
     assert_all_pass(&files);
 }
@@ -87,7 +72,10 @@ fn path(dir: &str, name: &str) -> String {
 
 #[test]
 fn exit_0_and_json_lines_in_step_order() {
-    let out = bin(&["replay", &path(examples(), "hpa-scale-down-policies.yaml")]);
+    let out = bin(&[
+        "replay",
+        &path(EXAMPLES_DIR, "hpa-scale-down-policies.yaml"),
+    ]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -199,7 +187,7 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 
 #[test]
 fn png_plot_of_a_shared_example() {
-    let scenario = path(examples(), "hpaplus-watermark-scale-up-limit.yaml");
+    let scenario = path(EXAMPLES_DIR, "hpaplus-watermark-scale-up-limit.yaml");
     // Upper case on purpose: the extension is matched in any case.
     let (out, png) = replay_plotting(&scenario, "plot.PNG", &[]);
     assert_success(&out);
@@ -211,7 +199,7 @@ fn png_plot_of_a_shared_example() {
 
 #[test]
 fn plot_with_another_extension_is_a_usage_error() {
-    let scenario = path(examples(), "hpaplus-watermark-scale-up-limit.yaml");
+    let scenario = path(EXAMPLES_DIR, "hpaplus-watermark-scale-up-limit.yaml");
     let (out, jpg) = replay_plotting(&scenario, "plot.jpg", &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8(out.stderr).unwrap();

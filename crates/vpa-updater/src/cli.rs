@@ -4,14 +4,15 @@
 //! Every flag can also be set from `PLIMSOLL_<FLAG>`. [`Args::config`] turns the parsed flags
 //! into the plain [`Config`] that [`crate::run`] takes.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Parser, Subcommand};
+use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
 
 use crate::Config;
-use crate::replay::ReplayArgs;
 
 /// Plimsoll vpa-updater: evicts (or resizes in place) pods whose requests drift from their VPA
 /// recommendation, as the upstream VPA updater does.
@@ -151,6 +152,16 @@ pub struct Args {
 pub enum Command {
     /// Run one updater loop over a scenario file, with no cluster, and print what it would do.
     Replay(ReplayArgs),
+}
+
+/// `vpa-updater replay` arguments.
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// The scenario file (YAML or JSON).
+    pub scenario: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
 }
 
 /// Upstream's default namespace of the admission status Lease.

@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use plimsoll_replay::Invocation;
 use plimsoll_runtime::{client, shutdown, telemetry};
 use plimsoll_vpa_updater::cli::{Args, Command};
 use plimsoll_vpa_updater::replay;
@@ -10,7 +11,12 @@ use plimsoll_vpa_updater::replay;
 fn main() -> ExitCode {
     let args = Args::parse();
     if let Some(Command::Replay(replay_args)) = &args.command {
-        return ExitCode::from(replay::run(replay_args));
+        return replay::run(&Invocation {
+            scenario: &replay_args.scenario,
+            output: replay_args.output,
+            plot: None,
+        })
+        .into();
     }
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,

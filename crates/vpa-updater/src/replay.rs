@@ -5,14 +5,13 @@
 //! `plimsoll_core::vertical` functions the controller calls decide, in the order the updater would
 //! act, whether each pod is evicted, resized in place or skipped, and why.
 //!
-//! Exit status: 0 when every `expect` held, 1 when one did not (printed to stderr), 2 when the
-//! file is invalid (the message names the field).
+//! The harness ([`plimsoll_replay`]) prints the lines and maps the result to the exit status:
+//! 0 when every `expect` held, 1 when one did not (printed to stderr), 2 when the file is
+//! invalid (the message names the field).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
 use jiff::{SignedDuration, Timestamp};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::quantity::Quantity;
@@ -24,43 +23,8 @@ use plimsoll_core::vertical::priority::{
     LastTermination, Owner, PodContainer, PodPhase, PodSnapshot, ResizeStatus, Resource, Resources,
     UpdateConfig, parse_observed_containers,
 };
+use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
 use serde::Deserialize;
-
-/// `vpa-updater replay` arguments.
-#[derive(Args, Debug)]
-pub struct ReplayArgs {
-    /// The scenario file (YAML or JSON).
-    pub scenario: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Table)]
-    pub output: Output,
-}
-
-/// Output format of `replay`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    /// One JSON object per pod per line (JSON Lines).
-    Json,
-    /// An aligned table.
-    Table,
-}
-
-/// Why a replay could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// The file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not a valid scenario; the message names the field.
-    #[error("invalid scenario: {0}")]
-    Invalid(String),
-}
 
 /// The scenario file.
 #[derive(Debug, Deserialize)]
@@ -196,14 +160,8 @@ fn now() -> Timestamp {
 
 /// Parses a scenario from YAML or JSON text.
 pub fn parse(text: &str) -> Result<Scenario, ReplayError> {
-    let scenario: Scenario =
-        serde_saphyr::from_str(text).map_err(|e| ReplayError::Invalid(e.to_string()))?;
-    if scenario.kind != "UpdaterReplay" {
-        return Err(ReplayError::Invalid(format!(
-            "kind: must be UpdaterReplay, got {:?}",
-            scenario.kind
-        )));
-    }
+    let scenario: Scenario = plimsoll_replay::parse(text)?;
+    expect_kind(&scenario.kind, "UpdaterReplay")?;
     if let Err(errs) = scenario.vpa.spec.validate() {
         let list: Vec<String> = errs.0.iter().map(|e| format!("vpa.{e}")).collect();
         return Err(ReplayError::Invalid(list.join("; ")));
@@ -212,7 +170,7 @@ pub fn parse(text: &str) -> Result<Scenario, ReplayError> {
 }
 
 fn invalid(path: &str, message: impl std::fmt::Display) -> ReplayError {
-    ReplayError::Invalid(format!("{path}: {message}"))
+    ReplayError::invalid(path, message)
 }
 
 fn resources(list: &BTreeMap<String, QuantityText>, path: &str) -> Result<Resources, ReplayError> {
@@ -236,96 +194,23 @@ fn owner_ref(spec: &OwnerSpec) -> Owner {
 }
 
 /// Builds the pods of the scenario.
-#[allow(clippy::too_many_lines)] // one flat field-by-field translation
 pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
     let now = now();
     let mut out = Vec::new();
     for (i, spec) in scenario.pods.iter().enumerate() {
         let path = format!("pods[{i}]");
-        let phase = match spec.phase.as_deref().unwrap_or("Running") {
-            "Pending" => PodPhase::Pending,
-            "Running" => PodPhase::Running,
-            "Succeeded" => PodPhase::Succeeded,
-            "Failed" => PodPhase::Failed,
-            "Unknown" => PodPhase::Unknown,
-            other => {
-                return Err(invalid(
-                    &format!("{path}.phase"),
-                    format!("unknown phase {other:?}"),
-                ));
-            }
-        };
-        let owner = match spec.owner.as_deref() {
-            None => scenario.owner.as_ref().map(owner_ref),
-            Some("none") => None,
-            Some(text) => {
-                let known = scenario
-                    .owner
-                    .iter()
-                    .chain(&scenario.owners)
-                    .find(|o| format!("{}/{}", o.kind, o.name) == text);
-                match known {
-                    Some(o) => Some(owner_ref(o)),
-                    None => {
-                        return Err(invalid(
-                            &format!("{path}.owner"),
-                            format!("{text:?} is not `owner` or in `owners`"),
-                        ));
-                    }
-                }
-            }
-        };
-        let resize = match spec.resize.as_deref() {
-            None => ResizeStatus::None,
-            Some("Deferred") => ResizeStatus::Deferred,
-            Some("Infeasible") => ResizeStatus::Infeasible,
-            Some("InProgress") => ResizeStatus::InProgress,
-            Some("Error") => ResizeStatus::Error,
-            Some(other) => {
-                return Err(invalid(
-                    &format!("{path}.resize"),
-                    format!("unknown state {other:?}"),
-                ));
-            }
-        };
-        let observed_containers = match &spec.observed_containers {
-            None => None,
-            Some(text) => Some(parse_observed_containers(text).ok_or_else(|| {
-                invalid(
-                    &format!("{path}.observedContainers"),
-                    "not a list of container names",
-                )
-            })?),
-        };
-        let mut containers = Vec::new();
-        for (j, c) in spec.containers.iter().enumerate() {
-            let cpath = format!("{path}.containers[{j}]");
-            containers.push(PodContainer {
-                name: c.name.clone(),
-                requests: resources(&c.requests, &format!("{cpath}.requests"))?,
-                limits: resources(&c.limits, &format!("{cpath}.limits"))?,
-            });
-        }
+        let containers = containers(spec, &path)?;
         let age = SignedDuration::from_secs(spec.started_seconds_ago.unwrap_or(3600));
-        let last_terminations = match (spec.oom_killed_recently, containers.first()) {
-            (true, Some(first)) => vec![LastTermination {
-                container: first.name.clone(),
-                reason: "OOMKilled".to_owned(),
-                started_at: now - SignedDuration::from_secs(60),
-                finished_at: now - SignedDuration::from_secs(30),
-            }],
-            _ => Vec::new(),
-        };
         let base = PodSnapshot {
             name: spec.name.clone(),
-            phase,
-            owner,
+            phase: phase(spec, &path)?,
+            owner: owner(scenario, spec, &path)?,
+            last_terminations: last_terminations(spec, &containers, now),
             containers,
             init_containers: Vec::new(),
-            observed_containers,
+            observed_containers: observed_containers(spec, &path)?,
             start_time: Some(now - age),
-            last_terminations,
-            resize,
+            resize: resize(spec, &path)?,
             last_in_place_attempt: spec
                 .resize_requested_seconds_ago
                 .map(|s| now - SignedDuration::from_secs(s)),
@@ -339,6 +224,111 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
         }
     }
     Ok(out)
+}
+
+/// `pods[i].phase` (default `Running`).
+fn phase(spec: &PodSpec, path: &str) -> Result<PodPhase, ReplayError> {
+    match spec.phase.as_deref().unwrap_or("Running") {
+        "Pending" => Ok(PodPhase::Pending),
+        "Running" => Ok(PodPhase::Running),
+        "Succeeded" => Ok(PodPhase::Succeeded),
+        "Failed" => Ok(PodPhase::Failed),
+        "Unknown" => Ok(PodPhase::Unknown),
+        other => Err(invalid(
+            &format!("{path}.phase"),
+            format!("unknown phase {other:?}"),
+        )),
+    }
+}
+
+/// `pods[i].owner`: the scenario's `owner` when absent, none for `none`, else one of `owner`
+/// and `owners` named `Kind/name`.
+fn owner(scenario: &Scenario, spec: &PodSpec, path: &str) -> Result<Option<Owner>, ReplayError> {
+    let Some(text) = spec.owner.as_deref() else {
+        return Ok(scenario.owner.as_ref().map(owner_ref));
+    };
+    if text == "none" {
+        return Ok(None);
+    }
+    scenario
+        .owner
+        .iter()
+        .chain(&scenario.owners)
+        .find(|o| format!("{}/{}", o.kind, o.name) == text)
+        .map(|o| Some(owner_ref(o)))
+        .ok_or_else(|| {
+            invalid(
+                &format!("{path}.owner"),
+                format!("{text:?} is not `owner` or in `owners`"),
+            )
+        })
+}
+
+/// `pods[i].resize`: the in-place resize state.
+fn resize(spec: &PodSpec, path: &str) -> Result<ResizeStatus, ReplayError> {
+    match spec.resize.as_deref() {
+        None => Ok(ResizeStatus::None),
+        Some("Deferred") => Ok(ResizeStatus::Deferred),
+        Some("Infeasible") => Ok(ResizeStatus::Infeasible),
+        Some("InProgress") => Ok(ResizeStatus::InProgress),
+        Some("Error") => Ok(ResizeStatus::Error),
+        Some(other) => Err(invalid(
+            &format!("{path}.resize"),
+            format!("unknown state {other:?}"),
+        )),
+    }
+}
+
+/// `pods[i].observedContainers`: the `vpaObservedContainers` annotation, parsed.
+fn observed_containers(
+    spec: &PodSpec,
+    path: &str,
+) -> Result<Option<BTreeSet<String>>, ReplayError> {
+    spec.observed_containers
+        .as_deref()
+        .map(|text| {
+            parse_observed_containers(text).ok_or_else(|| {
+                invalid(
+                    &format!("{path}.observedContainers"),
+                    "not a list of container names",
+                )
+            })
+        })
+        .transpose()
+}
+
+/// `pods[i].containers`, with their requests and limits.
+fn containers(spec: &PodSpec, path: &str) -> Result<Vec<PodContainer>, ReplayError> {
+    spec.containers
+        .iter()
+        .enumerate()
+        .map(|(j, c)| {
+            let cpath = format!("{path}.containers[{j}]");
+            Ok(PodContainer {
+                name: c.name.clone(),
+                requests: resources(&c.requests, &format!("{cpath}.requests"))?,
+                limits: resources(&c.limits, &format!("{cpath}.limits"))?,
+            })
+        })
+        .collect()
+}
+
+/// `oomKilledRecently`: the first container was OOM-killed 30 seconds ago, a minute after it
+/// started.
+fn last_terminations(
+    spec: &PodSpec,
+    containers: &[PodContainer],
+    now: Timestamp,
+) -> Vec<LastTermination> {
+    match (spec.oom_killed_recently, containers.first()) {
+        (true, Some(first)) => vec![LastTermination {
+            container: first.name.clone(),
+            reason: "OOMKilled".to_owned(),
+            started_at: now - SignedDuration::from_secs(60),
+            finished_at: now - SignedDuration::from_secs(30),
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// Runs the decision code over a parsed scenario.
@@ -501,49 +491,50 @@ pub fn misses(expect: &Expect, actions: &[PodAction]) -> Vec<String> {
             .collect();
         got.sort_unstable();
         if want != got {
-            out.push(format!("step 1: expected {what} {want:?}, got {got:?}"));
+            out.push(miss(1, format!("{what} {want:?}"), format!("{got:?}")));
         }
     }
     out
 }
 
-/// `vpa-updater replay`: returns the exit status (0, 1 or 2).
-pub fn run(args: &ReplayArgs) -> u8 {
-    let result = std::fs::read_to_string(&args.scenario)
-        .map_err(|source| ReplayError::Read {
-            path: args.scenario.display().to_string(),
-            source,
-        })
-        .and_then(|text| parse(&text))
-        .and_then(|scenario| run_scenario(&scenario).map(|actions| (scenario, actions)));
-    let (scenario, actions) = match result {
-        Ok(ok) => ok,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
-    match args.output {
-        Output::Json => {
-            for a in &actions {
-                match serde_json::to_string(&line(a)) {
-                    Ok(text) => println!("{text}"),
-                    Err(e) => {
-                        eprintln!("cannot print {}: {e}", a.pod);
-                        return 2;
-                    }
-                }
-            }
-        }
-        Output::Table => print!("{}", table(&actions)),
-    }
+/// A replayed scenario: the updater's actions, in the order it would take them.
+#[derive(Debug)]
+pub struct Replay {
+    /// One action per pod.
+    pub actions: Vec<PodAction>,
+    /// The expectations that did not hold.
+    pub misses: Vec<String>,
+}
+
+/// Parses and replays scenario text.
+pub fn replay_text(text: &str) -> Result<Replay, ReplayError> {
+    let scenario = parse(text)?;
+    let actions = run_scenario(&scenario)?;
     let misses = scenario
         .expect
         .as_ref()
         .map(|e| misses(e, &actions))
         .unwrap_or_default();
-    for m in &misses {
-        eprintln!("{m}");
+    Ok(Replay { actions, misses })
+}
+
+impl Outcome for Replay {
+    type Line<'a> = Line<'a>;
+
+    fn lines(&self) -> Vec<Line<'_>> {
+        self.actions.iter().map(line).collect()
     }
-    u8::from(!misses.is_empty())
+
+    fn table(&self) -> String {
+        table(&self.actions)
+    }
+
+    fn misses(&self) -> &[String] {
+        &self.misses
+    }
+}
+
+/// `vpa-updater replay`: runs the scenario through the harness and returns the exit status.
+pub fn run(invocation: &Invocation<'_>) -> Status {
+    plimsoll_replay::run(invocation, |source| replay_text(&source.text))
 }

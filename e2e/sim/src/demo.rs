@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use plimsoll_runtime::plot::{Anchor, Chart, Colour, Format, Stroke, Text, step_points};
+use plimsoll_plot::{Anchor, Chart, Colour, Format, Stroke, Text, step_points};
 
 use crate::control::Caller;
 use crate::error::{Error, Result};

@@ -1,12 +1,14 @@
-//! Which jobs fire when: the window planner `replay` prints, and the "what runs now" evaluation
-//! the controller calls on every wake-up.
+//! Which jobs fire when: [`evaluate`], the "what runs now" decision the controller makes on every
+//! wake-up, and [`plan`], the window `replay` prints, which is [`evaluate`] run at every instant a
+//! job fires, the way a controller woken exactly then would see it.
 //!
-//! Rules shared by both:
+//! The skip rules, stated once in [`skip_reason`]:
 //! * a firing on a day matched by `spec.excludeDates` (in the object's time zone) is skipped
 //!   with [`SkipReason::ExcludedDate`];
 //! * a `runOnce` job runs at its first non-excluded firing; later firings are skipped with
-//!   [`SkipReason::RunOnceDone`] (and so are all firings when its progress says it is done);
-//! * firings at the same instant are ordered as the jobs appear in the spec.
+//!   [`SkipReason::RunOnceDone`] (and so are all firings when its progress says it is done).
+//!
+//! Firings at the same instant are ordered as the jobs appear in the spec.
 //!
 //! Invariants: plan output is sorted by (instant, spec index); every due firing lies in
 //! `(last evaluated, now]` and is at most `missed_job_grace` old; a job is never due twice in one
@@ -285,6 +287,10 @@ impl CompiledSpec {
 
 /// Every firing in `[from, to)`, sorted by instant and then spec order, with skipped ones
 /// marked. `progress[i]` is job `i`'s past (missing entries: never ran).
+///
+/// This is the controller's [`evaluate`], called at each instant some job fires (skipped or
+/// not) with no grace needed, each run recorded in the progress passed on as the controller
+/// records it in status; so a replay shows exactly what the controller would do.
 pub fn plan(
     spec: &CompiledSpec,
     progress: &[JobProgress],
@@ -292,40 +298,57 @@ pub fn plan(
     to: Timestamp,
 ) -> Result<Vec<Firing>> {
     let mut firings = Vec::new();
-    let too_many = || Error::TooManyFirings {
-        limit: MAX_FIRINGS,
-        from,
-        to,
-    };
-    let Ok(before_from) = from.checked_sub(SignedDuration::from_nanos(1)) else {
+    let Ok(mut last_evaluated) = from.checked_sub(SignedDuration::from_nanos(1)) else {
         return Ok(firings);
     };
-    for (index, job) in spec.jobs.iter().enumerate() {
-        let state = progress.get(index).copied().unwrap_or_default();
-        let mut done = job.run_once && state.run_once_done;
-        let mut cursor = state.settled_until(before_from);
-        while let Some(at) = next::next_after(&job.schedule, &spec.time_zone, cursor) {
-            if at >= to {
-                break;
-            }
-            if firings.len() >= MAX_FIRINGS {
-                return Err(too_many());
-            }
-            let skipped = if done {
-                Some(SkipReason::RunOnceDone)
-            } else if spec.is_excluded(at) {
-                Some(SkipReason::ExcludedDate)
-            } else {
-                done = job.run_once;
-                None
-            };
-            firings.push(spec.firing(index, at, skipped));
-            cursor = at;
+    let mut progress: Vec<JobProgress> = (0..spec.jobs.len())
+        .map(|index| progress.get(index).copied().unwrap_or_default())
+        .collect();
+    while let Some(now) = next_firing_instant(spec, last_evaluated)
+        && now < to
+    {
+        let evaluation = evaluate(spec, &progress, last_evaluated, now, SignedDuration::ZERO);
+        for run in &evaluation.due {
+            let state = &mut progress[run.job_index];
+            state.last_run = Some(run.at);
+            state.run_once_done |= spec.jobs[run.job_index].run_once;
         }
+        // Everything evaluated here fired at `now`; ties go in spec order.
+        let mut at_now = evaluation.due;
+        at_now.extend(evaluation.skipped);
+        at_now.sort_by_key(|f| f.job_index);
+        if firings.len() + at_now.len() > MAX_FIRINGS {
+            return Err(Error::TooManyFirings {
+                limit: MAX_FIRINGS,
+                from,
+                to,
+            });
+        }
+        firings.extend(at_now);
+        last_evaluated = now;
     }
-    // Stable sort keeps each job's firings in time order; the key puts ties in spec order.
-    firings.sort_by_key(|f| (f.at, f.job_index));
     Ok(firings)
+}
+
+/// The earliest instant after `after` at which some job's schedule fires, whether or not that
+/// firing will be skipped.
+fn next_firing_instant(spec: &CompiledSpec, after: Timestamp) -> Option<Timestamp> {
+    spec.jobs
+        .iter()
+        .filter_map(|job| next::next_after(&job.schedule, &spec.time_zone, after))
+        .min()
+}
+
+/// Why a job's firing at `at` does not run, or `None` when it runs. `done` says the job is a
+/// `runOnce` job that already ran.
+pub fn skip_reason(spec: &CompiledSpec, done: bool, at: Timestamp) -> Option<SkipReason> {
+    if done {
+        Some(SkipReason::RunOnceDone)
+    } else if spec.is_excluded(at) {
+        Some(SkipReason::ExcludedDate)
+    } else {
+        None
+    }
 }
 
 /// What runs at `now`, given that everything up to `last_evaluated` was already handled.
@@ -360,14 +383,7 @@ pub fn evaluate(
             }
             cursor = at;
             seen += 1;
-            let skipped = if done {
-                Some(SkipReason::RunOnceDone)
-            } else if spec.is_excluded(at) {
-                Some(SkipReason::ExcludedDate)
-            } else {
-                None
-            };
-            if let Some(reason) = skipped {
+            if let Some(reason) = skip_reason(spec, done, at) {
                 if out.skipped.len() < MAX_MISSED_COUNT {
                     out.skipped.push(spec.firing(index, at, Some(reason)));
                 }

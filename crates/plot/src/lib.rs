@@ -1,20 +1,17 @@
-//! A small drawing layer for `replay --plot`: a [`Chart`] is a list of primitives in pixel
-//! coordinates (filled and stroked rectangles, solid or dashed polylines, circles, anchored text)
-//! rendered either as SVG ([`Chart::to_svg`]) or as PNG ([`Chart::to_png`]).
+//! A small drawing layer for `replay --plot` and the demo: a [`Chart`] is a list of primitives
+//! in pixel coordinates (filled and stroked rectangles, solid or dashed polylines, circles,
+//! anchored text) rendered either as SVG ([`Chart::to_svg`]) or as PNG ([`Chart::to_png`]).
 //!
-//! Both services build their scene once and let the file extension pick the renderer
+//! Every caller builds its scene once and lets the file extension pick the renderer
 //! ([`Format::from_path`]), so the two pictures cannot drift apart.
 //!
-//! The PNG side has no image dependency: `raster` draws into an RGB buffer with anti-aliased
+//! The PNG side has no image library: `raster` draws into an RGB buffer with anti-aliased
 //! coverage (lines as distance-to-segment, rectangles as area overlap), text comes from the
 //! 8×8 bitmap font of the `font8x8` crate (MIT; no dependencies, data only) drawn with
-//! proportional spacing, and `png` writes the file itself. The `png` crate would pull in
-//! `flate2`, `miniz_oxide`, `fdeflate`, `crc32fast`, `bitflags` and more for what is here ~150
-//! lines: CRC-32, Adler-32 and a fixed-Huffman deflate with a one-candidate LZ77 matcher, which
-//! turns the long white runs of a chart into a few bytes per row.
+//! proportional spacing, and the maintained `png` crate encodes the pixels (adaptive row
+//! filters; its default deflate level).
 
 mod font;
-mod png;
 mod raster;
 
 use std::fmt::Write as _;
@@ -295,7 +292,7 @@ impl Chart {
         out
     }
 
-    /// The chart as a PNG file (8-bit RGB).
+    /// The chart as a PNG file (8-bit RGB, no other chunks than IHDR, IDAT and IEND).
     pub fn to_png(&self) -> Vec<u8> {
         let mut canvas = raster::Canvas::new(self.width, self.height, Colour::WHITE);
         for shape in &self.shapes {
@@ -311,7 +308,26 @@ impl Chart {
                 Shape::Text(t) => canvas.text(t),
             }
         }
-        png::encode(self.width, self.height, canvas.pixels())
+        encode_png(self.width, self.height, canvas.pixels())
+    }
+}
+
+/// `rgb` (`width` × `height` pixels of three bytes, rows top to bottom) as a PNG file.
+fn encode_png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    // Per row, the filter whose output is smallest: white areas and repeated rows become zeros.
+    encoder.set_filter(png::Filter::Adaptive);
+    // Writing to a Vec cannot fail, and the canvas always holds exactly width × height pixels;
+    // an error here would be a bug in this crate, so it yields an empty file rather than a panic.
+    let written = encoder
+        .write_header()
+        .and_then(|mut writer| writer.write_image_data(rgb).and_then(|()| writer.finish()));
+    match written {
+        Ok(()) => out,
+        Err(_) => Vec::new(),
     }
 }
 
@@ -549,7 +565,7 @@ mod tests {
             let body = &png[pos + 4..pos + 8 + len];
             assert_eq!(
                 be(&png[pos + 8 + len..]),
-                png::crc32(body),
+                crc32fast::hash(body),
                 "CRC of chunk at {pos}"
             );
             let (kind, data) = body.split_at(4);
@@ -573,15 +589,39 @@ mod tests {
             for (i, &b) in line[1..].iter().enumerate() {
                 let left = if i >= 3 { rgb[y * stride + i - 3] } else { 0 };
                 let up = if y > 0 { rgb[(y - 1) * stride + i] } else { 0 };
+                let up_left = if i >= 3 && y > 0 {
+                    rgb[(y - 1) * stride + i - 3]
+                } else {
+                    0
+                };
                 rgb.push(match line[0] {
                     0 => b,
                     1 => b.wrapping_add(left),
                     2 => b.wrapping_add(up),
-                    other => unreachable!("filter {other} is never written"),
+                    3 => b.wrapping_add(u8::midpoint(left, up)),
+                    4 => b.wrapping_add(paeth(left, up, up_left)),
+                    other => unreachable!("filter {other} is not in the PNG specification"),
                 });
             }
         }
         (width, height, rgb)
+    }
+
+    /// The Paeth predictor of the PNG specification (section 9.4).
+    fn paeth(a: u8, b: u8, c: u8) -> u8 {
+        let p = i16::from(a) + i16::from(b) - i16::from(c);
+        let (pa, pb, pc) = (
+            (p - i16::from(a)).abs(),
+            (p - i16::from(b)).abs(),
+            (p - i16::from(c)).abs(),
+        );
+        if pa <= pb && pa <= pc {
+            a
+        } else if pb <= pc {
+            b
+        } else {
+            c
+        }
     }
 
     #[test]
@@ -602,6 +642,17 @@ mod tests {
         assert_eq!(px(45, 10), RED, "the circle's centre");
         let inked = (26..34).any(|x| (31..38).any(|y| px(x, y) == Colour::BLACK));
         assert!(inked, "the text is drawn around its middle anchor");
+    }
+
+    #[test]
+    fn a_mostly_white_chart_compresses_to_a_small_file() {
+        let mut c = Chart::new(900, 650);
+        c.polyline(vec![(70.0, 100.0), (870.0, 300.0)], Stroke::solid(RED, 2.0));
+        let png = c.to_png();
+        let raw = 900 * 650 * 3;
+        assert!(png.len() < raw / 50, "{} bytes", png.len());
+        let (w, h, rgb) = decode(&png);
+        assert_eq!((w, h, rgb.len()), (900, 650, raw));
     }
 
     #[test]
