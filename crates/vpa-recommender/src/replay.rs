@@ -20,10 +20,10 @@ use plimsoll_core::api::vpa::{
 };
 use plimsoll_core::quantity::Quantity;
 use plimsoll_core::vertical::aggregate::{AggregationsConfig, Resource};
-use plimsoll_core::vertical::capping::{Resources, resources_to_list};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::model::VpaModel;
-use plimsoll_core::vertical::recommendation::ContainerRecommendation;
+use plimsoll_core::vertical::recommendation::RecommendationReport;
+use plimsoll_core::vertical::resources::{ResourceAmounts, amounts_to_list};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -576,7 +576,7 @@ impl Model<'_> {
         }
     }
 
-    fn recommend(&self) -> Result<Vec<ContainerRecommendation>, ReplayError> {
+    fn recommend(&self) -> Result<Vec<RecommendationReport>, ReplayError> {
         let per_pod = self.scenario.containers.len().max(1);
         self.vpa
             .recommend(&self.scenario.vpa.spec, per_pod, &self.scenario.estimator)
@@ -588,7 +588,7 @@ fn clamp_i64(v: i128) -> i64 {
     v.clamp(0, i128::from(i64::MAX)) as i64
 }
 
-fn get(r: &Resources, resource: Resource) -> i64 {
+fn get(r: &ResourceAmounts, resource: Resource) -> i64 {
     r.get(&resource).copied().unwrap_or(0)
 }
 
@@ -662,10 +662,10 @@ pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
             lines.extend(recs.iter().map(|r| OutputLine {
                 t,
                 container: r.name.clone(),
-                target: resources_to_list(&r.capped.target),
-                lower_bound: resources_to_list(&r.capped.lower_bound),
-                upper_bound: resources_to_list(&r.capped.upper_bound),
-                uncapped_target: resources_to_list(&r.uncapped_target),
+                target: amounts_to_list(&r.capped.target),
+                lower_bound: amounts_to_list(&r.capped.lower_bound),
+                upper_bound: amounts_to_list(&r.capped.upper_bound),
+                uncapped_target: amounts_to_list(&r.uncapped_target),
                 confidence: r.confidence,
                 capped_by: r.capped_by.clone(),
             }));

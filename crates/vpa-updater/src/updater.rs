@@ -24,13 +24,14 @@ use kube::Resource;
 use kube::api::{Api, EvictParams, Patch, PatchParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::admission::{
-    AdmissionVpa, admission_pod, process_recommendation, recommendations_from_api, resize_patch,
+    AdmissionVpa, admission_pod, process_recommendation, resize_patch,
 };
 use plimsoll_core::vertical::eviction::{
     Action, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
 };
 use plimsoll_core::vertical::limit_range::LimitRangeItem;
 use plimsoll_core::vertical::priority::{PodSnapshot, ResizeStatus, UpdateConfig};
+use plimsoll_core::vertical::resources::recommendations_from_api;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -538,8 +539,8 @@ pub fn detached_context(client: kube::Client, config: &Config) -> Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plimsoll_core::vertical::eviction::UpdateMode;
-    use plimsoll_core::vertical::priority::{ContainerRecommendation, Resources};
+    use plimsoll_core::vertical::policy::UpdateMode;
+    use plimsoll_core::vertical::resources::{ContainerRecommendation, Resources};
 
     fn pod() -> Pod {
         serde_json::from_value(json!({
