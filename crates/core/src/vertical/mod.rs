@@ -15,6 +15,11 @@
 //! * [`capping`]: the recommender's policy step (`minAllowed`/`maxAllowed`, `controlledResources`,
 //!   `mode: Off`); `LimitRange` and limit proportions live in [`limit_range`] and [`admission`].
 //!
+//! The recommender's loop, as the controller and `replay` run it: [`recommender`], with what it
+//! decides on the way in [`ownership`] (which VPA a pod belongs to), [`oom`] (which kills count,
+//! with how much memory), [`status_change`] (which status to write, and whether it changed) and
+//! [`checkpoint_schedule`] (which checkpoints to write first, which to delete).
+//!
 //! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
@@ -25,15 +30,20 @@ pub mod admission;
 pub mod aggregate;
 pub mod capping;
 pub mod checkpoint;
+pub mod checkpoint_schedule;
 pub mod decaying;
 pub mod estimator;
 pub mod eviction;
 pub mod histogram;
 pub mod limit_range;
 pub mod model;
+pub mod oom;
+pub mod ownership;
 pub mod policy;
 pub mod priority;
 pub mod recommendation;
+pub mod recommender;
 pub mod resources;
+pub mod status_change;
 
 pub use resources::Resource;
