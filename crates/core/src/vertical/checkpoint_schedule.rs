@@ -10,6 +10,7 @@
 //! Object names and specs are upstream's, so either recommender can read the other's.
 
 use std::collections::HashSet;
+use std::hash::BuildHasher;
 
 use jiff::Timestamp;
 
@@ -39,9 +40,9 @@ pub fn oldest_first(writes: &mut [CheckpointWrite]) {
 
 /// `(namespace, name)` of `checkpoint` when it is stale (see the module docs).
 /// `has_aggregate(vpa, container)` answers for the VPAs served here and is `None` for others.
-pub fn stale(
+pub fn stale<S: BuildHasher>(
     checkpoint: &VerticalPodAutoscalerCheckpoint,
-    all_vpas: &HashSet<VpaKey>,
+    all_vpas: &HashSet<VpaKey, S>,
     has_aggregate: impl Fn(&VpaKey, &str) -> Option<bool>,
 ) -> Option<(String, String)> {
     let namespace = checkpoint.metadata.namespace.clone().unwrap_or_default();
