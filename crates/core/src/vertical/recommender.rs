@@ -39,7 +39,7 @@ use super::model::VpaModel;
 use super::oom::{clamp_amount, eviction_ooms, status_ooms};
 use super::ownership::{ServedVpa, VpaKey, key_of, owners};
 use super::recommendation::{Observation, RecommendationError, RecommendationReport};
-use super::status_change::{next_status, same_status};
+use super::status_change::{newly_unsupported, next_status, same_status};
 use crate::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
 };
@@ -108,8 +108,10 @@ pub struct StatusUpdate {
     pub key: VpaKey,
     /// The new `status` (recommendation and conditions).
     pub status: VerticalPodAutoscalerStatus,
-    /// Set when the VPA cannot be served (for a Warning Event on the transition).
+    /// Set when the VPA cannot be served.
     pub unsupported: Option<String>,
+    /// The VPA has just become unsupported (a Warning Event reports the transition).
+    pub newly_unsupported: bool,
 }
 
 /// What one loop decided.
@@ -492,6 +494,7 @@ impl Recommender {
         let update = (!same_status(previous, &status)).then(|| StatusUpdate {
             key: key.clone(),
             status,
+            newly_unsupported: unsupported.is_some() && newly_unsupported(previous),
             unsupported: observed.config_unsupported.clone(),
         });
         (

@@ -46,6 +46,14 @@ pub fn same_status(
     previous.conditions == new.conditions && same_recommendation(previous, new)
 }
 
+/// True when `previous` carries no `ConfigUnsupported` condition (of either status): a VPA that
+/// is unsupported now has just become so, which a Warning Event reports once.
+pub fn newly_unsupported(previous: Option<&VerticalPodAutoscalerStatus>) -> bool {
+    !previous
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "ConfigUnsupported"))
+}
+
 /// Recommendations compare by value: every quantity is compared as its milli-value.
 pub fn same_recommendation(
     a: &VerticalPodAutoscalerStatus,
