@@ -4,8 +4,8 @@
 use k8s_openapi::api::core::v1::Pod;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_core::vertical::admission::{AdmissionVpa, admission_patch, admission_pod};
-use plimsoll_core::vertical::eviction::UpdateMode;
-use plimsoll_core::vertical::priority::{ContainerRecommendation, Resources};
+use plimsoll_core::vertical::policy::UpdateMode;
+use plimsoll_core::vertical::resources::{ContainerRecommendation, Resources};
 
 #[test]
 fn two_container_pod_gets_expected_patch() {

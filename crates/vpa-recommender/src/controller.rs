@@ -1,8 +1,8 @@
 //! The recommender loop's I/O: read VPAs and pods from reflector stores and usage from
 //! `metrics.k8s.io`, resolve each VPA's `targetRef` to a pod selector, hand everything to
-//! [`Recommender::run_loop`], and write what it decided: status patches, checkpoints within
-//! `--checkpoints-timeout` (written longest ago first), and — every `--checkpoints-gc-interval`
-//! — garbage collection of aggregates and checkpoints.
+//! [`Recommender::run_loop`] (core's loop: every decision is there), and write what it decided:
+//! status patches, checkpoints within `--checkpoints-timeout` (written longest ago first), and —
+//! every `--checkpoints-gc-interval` — garbage collection of aggregates and checkpoints.
 //!
 //! Writes use the field manager `vpa-recommender`. A VPA whose target cannot be resolved gets
 //! `ConfigUnsupported` and one Warning Event when that condition appears; the loop goes on.
@@ -190,24 +190,20 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
                 tracing::warn!(namespace, name, error = %e, "cannot write VPA status");
             }
         }
-        if let (Some(why), Some(input)) = (&update.unsupported, by_key.get(&update.key)) {
-            let was = input
-                .vpa
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|c| c.iter().any(|c| c.type_ == "ConfigUnsupported"));
-            if !was {
-                use kube::Resource as _;
-                ctx.recorder
-                    .warning(
-                        &input.vpa.object_ref(&()),
-                        "ConfigUnsupported",
-                        "Recommend",
-                        why.clone(),
-                    )
-                    .await;
-            }
+        if let (Some(why), true, Some(input)) = (
+            &update.unsupported,
+            update.newly_unsupported,
+            by_key.get(&update.key),
+        ) {
+            use kube::Resource as _;
+            ctx.recorder
+                .warning(
+                    &input.vpa.object_ref(&()),
+                    "ConfigUnsupported",
+                    "Recommend",
+                    why.clone(),
+                )
+                .await;
         }
     }
     write_checkpoints(ctx, recommender, now).await;

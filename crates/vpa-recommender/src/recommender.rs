@@ -1,36 +1,29 @@
-//! The recommender's state across loops and one loop's decisions, without I/O.
+//! The recommender's loop as the service feeds it: the cluster's shapes in, core's loop
+//! ([`plimsoll_core::vertical::recommender`]) run on them.
 //!
-//! [`Recommender::run_loop`] takes what the controller read from the cluster in this loop (the
-//! VPAs it answers to with their resolved pod selectors, the pods, the usage from
-//! `metrics.k8s.io`) and returns what to write: the VPA statuses that changed. It calls the same
-//! `plimsoll-core` functions as `vpa-recommender replay` ([`VpaModel`], `recommend`,
-//! `conditions`). Checkpoint and garbage-collection decisions are here too; the controller only
-//! moves the objects.
-//!
-//! Invariants: one [`VpaModel`] per VPA (keyed `namespace/name`), aggregates keyed by container
-//! name inside it as upstream keys them (VPA, container name); a pod belongs to at most one VPA
-//! (the first by name whose selector matches, as upstream picks one controlling VPA); an OOM
-//! kill (pod, container, finish time) is recorded once.
+//! Every decision (ownership, OOM kills, status changes, checkpoint order and garbage) is core's;
+//! this module only adapts: a [`VpaInput`] carries the pod selector `plimsoll-runtime` resolved
+//! for the VPA's target, and [`Recommender::run_loop`] hands the `metrics.k8s.io` answer to core
+//! as [`PodUsage`]. `controller::run_once` and `replay` both call [`Recommender::run_loop`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::BTreeMap;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
-use plimsoll_core::api::vpa::{
-    VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerCheckpointSpec,
-    VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerStatus,
-};
-use plimsoll_core::quantity::{self, Quantity};
+use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
+pub use plimsoll_core::vertical::checkpoint_schedule::{CheckpointWrite, checkpoint_object};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
-use plimsoll_core::vertical::model::VpaModel;
-use plimsoll_core::vertical::recommendation::{self, Observation};
+pub use plimsoll_core::vertical::oom::{EvictionOom, eviction_ooms};
+pub use plimsoll_core::vertical::ownership::{ServedVpa, VpaKey, key_of};
+use plimsoll_core::vertical::recommender as core;
+pub use plimsoll_core::vertical::recommender::{
+    ContainerUsage, LoopOutcome, PodUsage, StatusUpdate, Unsupported, VpaRecommendation,
+};
 pub use plimsoll_runtime::metrics_api::{ContainerMetrics, PodMetrics};
 pub use plimsoll_runtime::selector::Selector;
-
-/// `namespace/name` of a VPA.
-pub type VpaKey = (String, String);
 
 /// A VPA this recommender answers to, with its target resolved (or why it could not be).
 #[derive(Clone, Debug)]
@@ -41,287 +34,40 @@ pub struct VpaInput {
     pub selector: Result<Selector, String>,
 }
 
-impl VpaInput {
-    fn key(&self) -> VpaKey {
-        key_of(&self.vpa)
+impl ServedVpa for VpaInput {
+    fn object(&self) -> &VerticalPodAutoscaler {
+        &self.vpa
+    }
+
+    fn target_error(&self) -> Option<&str> {
+        self.selector.as_ref().err().map(String::as_str)
+    }
+
+    fn has_pod_selector(&self) -> bool {
+        self.selector.as_ref().is_ok_and(|s| !s.is_empty())
+    }
+
+    fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        self.selector.as_ref().is_ok_and(|s| s.matches_opt(labels))
     }
 }
 
-/// The key of `vpa`.
-pub fn key_of(vpa: &VerticalPodAutoscaler) -> VpaKey {
-    (
-        vpa.metadata.namespace.clone().unwrap_or_default(),
-        vpa.metadata.name.clone().unwrap_or_default(),
-    )
-}
-
-/// A status to write.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StatusUpdate {
-    /// Which VPA.
-    pub key: VpaKey,
-    /// The new `status` (recommendation and conditions).
-    pub status: VerticalPodAutoscalerStatus,
-    /// Set when the VPA cannot be served (for a Warning Event on the transition).
-    pub unsupported: Option<String>,
-}
-
-/// What one loop decided.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct LoopOutcome {
-    /// Statuses that differ from the VPAs' current ones.
-    pub updates: Vec<StatusUpdate>,
-    /// VPAs served in this loop.
-    pub vpas: usize,
-    /// Aggregates (VPA × container) after the loop.
-    pub containers: usize,
-    /// Usage samples accepted.
-    pub samples: usize,
-    /// OOM kills recorded.
-    pub ooms: usize,
-}
-
-/// A checkpoint to write, oldest first (see [`Recommender::checkpoints_due`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CheckpointWrite {
-    /// The object to apply.
-    pub checkpoint: VerticalPodAutoscalerCheckpoint,
-    /// When this (VPA, container) was last written by this process, if ever.
-    pub last_written: Option<Timestamp>,
-}
-
-#[derive(Clone, Debug, Default)]
-struct VpaState {
-    model: VpaModel,
-    pods: BTreeSet<String>,
-    checkpoint_written: BTreeMap<String, Timestamp>,
-}
-
-/// The recommender's memory: one model per VPA, plus the OOM kills already recorded.
+/// Core's [`core::Recommender`], fed with what the runtime reads; every other method is core's
+/// (through `Deref`).
 #[derive(Debug, Default)]
 pub struct Recommender {
-    aggregations: AggregationsConfig,
-    estimator: EstimatorConfig,
-    vpas: HashMap<VpaKey, VpaState>,
-    seen_ooms: HashSet<(String, String, String, Timestamp)>,
-    seen_events: HashSet<String>,
-}
-
-/// One container's memory kill read from an eviction Event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EvictionOom {
-    /// Namespace of the pod.
-    pub namespace: String,
-    /// The pod.
-    pub pod: String,
-    /// The container.
-    pub container: String,
-    /// Its memory usage when evicted, bytes.
-    pub usage_bytes: i64,
-    /// When.
-    pub time: Timestamp,
-}
-
-/// The memory kills an `Evicted` Event reports (upstream `parseEvictionEvent`): the kubelet
-/// names the `offending_containers`, their `offending_containers_usage` and the
-/// `starved_resource`s in annotations (comma-separated, in the same order). Other events,
-/// malformed annotations and non-memory starvation give nothing.
-pub fn eviction_ooms(event: &Event) -> Vec<EvictionOom> {
-    if event.reason.as_deref() != Some("Evicted")
-        || event.involved_object.kind.as_deref() != Some("Pod")
-    {
-        return Vec::new();
-    }
-    let Some(annotations) = event.metadata.annotations.as_ref() else {
-        return Vec::new();
-    };
-    let list = |key: &str| -> Vec<&str> {
-        annotations
-            .get(key)
-            .map(|v| {
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let containers = list("offending_containers");
-    let usages = list("offending_containers_usage");
-    let starved = list("starved_resource");
-    if containers.len() != usages.len() || starved.len() != containers.len() {
-        return Vec::new();
-    }
-    let time = event
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .or(event.last_timestamp.as_ref())
-        .map(|t| t.0)
-        .or_else(|| event.event_time.as_ref().map(|t| t.0));
-    let Some(time) = time else {
-        return Vec::new();
-    };
-    containers
-        .iter()
-        .zip(usages)
-        .zip(starved)
-        .filter(|(_, resource)| *resource == "memory")
-        .filter_map(|((container, usage), _)| {
-            let bytes = Quantity::parse(usage).ok()?.value();
-            Some(EvictionOom {
-                namespace: event.involved_object.namespace.clone().unwrap_or_default(),
-                pod: event.involved_object.name.clone()?,
-                container: (*container).to_owned(),
-                usage_bytes: clamp(bytes),
-                time,
-            })
-        })
-        .collect()
-}
-
-/// The container's memory request: the allocated one from `status.containerStatuses[]`
-/// when present (in-place resizes), else the spec's (upstream `TestOOMReceived`), else 0.
-fn memory_request(pod: &Pod, container: &str) -> i64 {
-    let allocated = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|list| list.iter().find(|c| c.name == container))
-        .and_then(|c| c.resources.as_ref())
-        .and_then(|r| r.requests.as_ref())
-        .and_then(|r| r.get("memory"))
-        .and_then(|q| quantity::memory_bytes(q).ok());
-    if let Some(bytes) = allocated {
-        return bytes;
-    }
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.containers.iter().find(|c| c.name == container))
-        .and_then(|c| c.resources.as_ref())
-        .and_then(|r| r.requests.as_ref())
-        .and_then(|r| r.get("memory"))
-        .and_then(|q| quantity::memory_bytes(q).ok())
-        .unwrap_or(0)
-}
-
-fn clamp(v: i128) -> i64 {
-    v.clamp(0, i128::from(i64::MAX)) as i64
+    core: core::Recommender,
 }
 
 impl Recommender {
     /// An empty recommender with the model settings.
     pub fn new(aggregations: AggregationsConfig, estimator: EstimatorConfig) -> Self {
         Self {
-            aggregations,
-            estimator,
-            ..Self::default()
+            core: core::Recommender::new(aggregations, estimator),
         }
     }
 
-    /// Aggregates held (VPA × container).
-    pub fn containers(&self) -> usize {
-        self.vpas.values().map(|v| v.model.aggregates.len()).sum()
-    }
-
-    /// The model of a VPA, if it has one.
-    pub fn model(&self, key: &VpaKey) -> Option<&VpaModel> {
-        self.vpas.get(key).map(|v| &v.model)
-    }
-
-    /// Restores aggregates from checkpoints of the VPAs in `vpas` (others are ignored: they are
-    /// another recommender's, or garbage). Returns how many were restored and the errors of the
-    /// ones that could not be (a bad checkpoint is skipped, never fatal).
-    pub fn restore(
-        &mut self,
-        checkpoints: &[Arc<VerticalPodAutoscalerCheckpoint>],
-        vpas: &HashSet<VpaKey>,
-        now: Timestamp,
-    ) -> (usize, Vec<String>) {
-        let mut restored = 0;
-        let mut errors = Vec::new();
-        for cp in checkpoints {
-            let namespace = cp.metadata.namespace.clone().unwrap_or_default();
-            let (Some(vpa), Some(container), Some(status)) = (
-                cp.spec.vpa_object_name.clone(),
-                cp.spec.container_name.as_deref(),
-                cp.status.as_ref(),
-            ) else {
-                continue;
-            };
-            let key = (namespace, vpa);
-            if !vpas.contains(&key) {
-                continue;
-            }
-            let state = self.vpas.entry(key.clone()).or_default();
-            match state
-                .model
-                .restore(container, status, &self.aggregations, now)
-            {
-                Ok(()) => {
-                    restored += 1;
-                    // Restored state is already persisted: it is the newest on the server.
-                    let written = status.last_update_time.as_ref().map_or(now, |t| t.0);
-                    state
-                        .checkpoint_written
-                        .insert(container.to_owned(), written);
-                }
-                Err(e) => errors.push(format!(
-                    "checkpoint {}/{}: {e}",
-                    key.0,
-                    cp.metadata.name.as_deref().unwrap_or_default()
-                )),
-            }
-        }
-        (restored, errors)
-    }
-
-    /// (namespace, pod) → the VPA it belongs to.
-    pub fn pod_owners(
-        &self,
-        vpas: &[VpaInput],
-        pods: &[Arc<Pod>],
-    ) -> HashMap<(String, String), VpaKey> {
-        owners(vpas, pods)
-            .into_iter()
-            .map(|(key, pod)| {
-                (
-                    (
-                        pod.metadata.namespace.clone().unwrap_or_default(),
-                        pod.metadata.name.clone().unwrap_or_default(),
-                    ),
-                    key,
-                )
-            })
-            .collect()
-    }
-
-    /// Adds usage history (e.g. from Prometheus) for `pod`/`container` of VPA `key`.
-    pub fn add_history(
-        &mut self,
-        key: &VpaKey,
-        pod: &str,
-        container: &str,
-        cpu_milli: Option<i64>,
-        memory_bytes: Option<i64>,
-        time: Timestamp,
-    ) {
-        let state = self.vpas.entry(key.clone()).or_default();
-        if let Some(cpu) = cpu_milli {
-            state
-                .model
-                .add_cpu_sample(pod, container, cpu, time, &self.aggregations);
-        }
-        if let Some(mem) = memory_bytes {
-            state
-                .model
-                .add_memory_sample(pod, container, mem, time, &self.aggregations);
-        }
-    }
-
-    /// One loop: fold `usage` and the OOM kills in `pods` into the models of `vpas`, and return
-    /// the statuses that changed. VPAs absent from `vpas` are forgotten.
-    #[allow(clippy::too_many_lines)] // one pass, in the order upstream's loop runs
+    /// One loop ([`core::Recommender::run_loop`]) over `usage` as `metrics.k8s.io` reports it.
     pub fn run_loop(
         &mut self,
         vpas: &[VpaInput],
@@ -330,361 +76,41 @@ impl Recommender {
         events: &[Arc<Event>],
         now: Timestamp,
     ) -> LoopOutcome {
-        let mut outcome = LoopOutcome::default();
-        let live: HashSet<VpaKey> = vpas.iter().map(VpaInput::key).collect();
-        self.vpas.retain(|k, _| live.contains(k));
+        let usage: Vec<PodUsage> = usage.iter().map(pod_usage).collect();
+        self.core.run_loop(vpas, pods, &usage, events, now)
+    }
+}
 
-        let mut pod_owner: HashMap<(&str, &str), (VpaKey, &Pod)> = HashMap::new();
-        let mut vpa_pods: HashMap<VpaKey, Vec<&Pod>> = HashMap::new();
-        for (key, pod) in owners(vpas, pods) {
-            let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            pod_owner.insert((namespace, name), (key.clone(), pod));
-            vpa_pods.entry(key).or_default().push(pod);
-        }
+impl Deref for Recommender {
+    type Target = core::Recommender;
 
-        // Usage samples.
-        for pm in usage {
-            let Some((key, _)) = pod_owner.get(&(pm.namespace.as_str(), pm.name.as_str())) else {
-                continue;
-            };
-            let state = self.vpas.entry(key.clone()).or_default();
-            for c in &pm.containers {
-                if let Some(cpu) = c.cpu()
-                    && state.model.add_cpu_sample(
-                        &pm.name,
-                        &c.name,
-                        clamp(cpu.milli()),
-                        pm.timestamp,
-                        &self.aggregations,
-                    )
-                {
-                    outcome.samples += 1;
-                }
-                if let Some(mem) = c.memory() {
-                    state.model.add_memory_sample(
-                        &pm.name,
-                        &c.name,
-                        clamp(mem.value()),
-                        pm.timestamp,
-                        &self.aggregations,
-                    );
-                }
-            }
-        }
+    fn deref(&self) -> &core::Recommender {
+        &self.core
+    }
+}
 
-        // OOM kills from pod status.
-        for ((namespace, name), (key, pod)) in &pod_owner {
-            let statuses = pod
-                .status
-                .as_ref()
-                .and_then(|s| s.container_statuses.as_deref())
-                .unwrap_or_default();
-            for cs in statuses {
-                // A restarted container shows the kill in lastState; one that is not (yet)
-                // restarted in state (upstream's observer reads the latter).
-                let killed = [cs.last_state.as_ref(), cs.state.as_ref()]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|s| s.terminated.as_ref())
-                    .find(|t| t.reason.as_deref() == Some("OOMKilled"));
-                let Some(finished) = killed.and_then(|t| t.finished_at.as_ref()).map(|t| t.0)
-                else {
-                    continue;
-                };
-                let id = (
-                    (*namespace).to_owned(),
-                    (*name).to_owned(),
-                    cs.name.clone(),
-                    finished,
-                );
-                if self.seen_ooms.contains(&id) {
-                    continue;
-                }
-                let state = self.vpas.entry(key.clone()).or_default();
-                let used = memory_request(pod, &cs.name);
-                // A kill older than the memory window is refused by the model, as upstream.
-                if state
-                    .model
-                    .record_oom(name, &cs.name, used, finished, &self.aggregations)
-                    .is_ok()
-                {
-                    outcome.ooms += 1;
-                }
-                self.seen_ooms.insert(id);
-            }
-        }
-        // OOM kills from memory-pressure eviction Events, each Event once.
-        for event in events {
-            let uid = event.metadata.uid.clone().unwrap_or_default();
-            if uid.is_empty() || self.seen_events.contains(&uid) {
-                continue;
-            }
-            for oom in eviction_ooms(event) {
-                let Some((key, _)) = pod_owner.get(&(oom.namespace.as_str(), oom.pod.as_str()))
-                else {
-                    continue;
-                };
-                let state = self.vpas.entry(key.clone()).or_default();
-                if state
-                    .model
-                    .record_oom(
-                        &oom.pod,
-                        &oom.container,
-                        oom.usage_bytes,
-                        oom.time,
-                        &self.aggregations,
-                    )
-                    .is_ok()
-                {
-                    outcome.ooms += 1;
-                }
-            }
-            self.seen_events.insert(uid);
-        }
-        let live_events: HashSet<&str> = events
+impl DerefMut for Recommender {
+    fn deref_mut(&mut self) -> &mut core::Recommender {
+        &mut self.core
+    }
+}
+
+/// One pod's `metrics.k8s.io` usage as core reads it (the window's end is the samples' time).
+pub fn pod_usage(pm: &PodMetrics) -> PodUsage {
+    PodUsage {
+        namespace: pm.namespace.clone(),
+        pod: pm.name.clone(),
+        time: pm.timestamp,
+        containers: pm
+            .containers
             .iter()
-            .filter_map(|e| e.metadata.uid.as_deref())
-            .collect();
-        self.seen_events
-            .retain(|uid| live_events.contains(uid.as_str()));
-        let present: HashSet<(&str, &str)> = pod_owner.keys().copied().collect();
-        self.seen_ooms
-            .retain(|(ns, pod, _, _)| present.contains(&(ns.as_str(), pod.as_str())));
-
-        // Recommendations and conditions.
-        for input in vpas {
-            outcome.vpas += 1;
-            let key = input.key();
-            let state = self.vpas.entry(key.clone()).or_default();
-            let pods = vpa_pods.get(&key).map(Vec::as_slice).unwrap_or_default();
-            let names: BTreeSet<String> = pods
-                .iter()
-                .filter_map(|p| p.metadata.name.clone())
-                .collect();
-            for gone in state.pods.difference(&names) {
-                state.model.remove_pod(gone);
-            }
-            state.pods = names;
-            let mut containers_per_pod = 1;
-            for pod in pods {
-                let containers = pod
-                    .spec
-                    .as_ref()
-                    .map(|s| s.containers.as_slice())
-                    .unwrap_or_default();
-                containers_per_pod = containers_per_pod.max(containers.len());
-                for c in containers {
-                    state
-                        .model
-                        .ensure_container(&c.name, &self.aggregations, now);
-                }
-            }
-            // An unresolvable target only sets the condition: the history already aggregated
-            // still gives a recommendation (as upstream), so a transient API error or a target
-            // being recreated does not wipe it. An invalid spec gives none.
-            let mut unsupported = input.selector.as_ref().err().cloned();
-            let recs = match input.vpa.spec.validate() {
-                Err(errs) => {
-                    unsupported = Some(errs.to_string());
-                    Vec::new()
-                }
-                Ok(()) => match state.model.recommend(
-                    &input.vpa.spec,
-                    containers_per_pod,
-                    &self.estimator,
-                ) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        unsupported = Some(e.to_string());
-                        Vec::new()
-                    }
-                },
-            };
-            let observed = Observation {
-                pods_matched: !pods.is_empty(),
-                has_recommendation: !recs.is_empty(),
-                low_confidence: recs.iter().any(|r| r.confidence < 1.0),
-                config_unsupported: unsupported.clone(),
-            };
-            let previous = input.vpa.status.as_ref();
-            let previous_conditions = previous
-                .and_then(|s| s.conditions.as_deref())
-                .unwrap_or_default();
-            let status = VerticalPodAutoscalerStatus {
-                recommendation: (!recs.is_empty()).then(|| recommendation::to_status(&recs)),
-                conditions: Some(recommendation::conditions(
-                    previous_conditions,
-                    &observed,
-                    now,
-                )),
-                observed_generation: previous.and_then(|s| s.observed_generation),
-            };
-            if !same_status(previous, &status) {
-                outcome.updates.push(StatusUpdate {
-                    key,
-                    status,
-                    unsupported,
-                });
-            }
-        }
-        outcome.containers = self.containers();
-        outcome
-    }
-
-    /// Every (VPA, container) checkpoint, those written longest ago (or never) first, so that
-    /// a loop that runs out of `--checkpoints-timeout` leaves the freshest ones for later.
-    pub fn checkpoints_due(&self, now: Timestamp) -> Vec<CheckpointWrite> {
-        let mut out = Vec::new();
-        for ((namespace, vpa), state) in &self.vpas {
-            for (container, status) in state.model.checkpoints(now) {
-                out.push(CheckpointWrite {
-                    checkpoint: checkpoint_object(namespace, vpa, &container, status),
-                    last_written: state.checkpoint_written.get(&container).copied(),
-                });
-            }
-        }
-        out.sort_by(|a, b| {
-            a.last_written
-                .cmp(&b.last_written)
-                .then_with(|| a.checkpoint.metadata.name.cmp(&b.checkpoint.metadata.name))
-        });
-        out
-    }
-
-    /// Notes that the checkpoint of `container` of `key` was written at `now`.
-    pub fn checkpoint_written(&mut self, key: &VpaKey, container: &str, now: Timestamp) {
-        if let Some(state) = self.vpas.get_mut(key) {
-            state.checkpoint_written.insert(container.to_owned(), now);
-        }
-    }
-
-    /// Drops aggregates without a sample for the whole memory window; returns how many.
-    pub fn garbage_collect(&mut self, now: Timestamp) -> usize {
-        let mut dropped = 0;
-        for state in self.vpas.values_mut() {
-            for name in state.model.garbage_collect(&self.aggregations, now) {
-                state.checkpoint_written.remove(&name);
-                dropped += 1;
-            }
-        }
-        dropped
-    }
-
-    /// Checkpoints to delete: those of VPAs that no longer exist (`all_vpas` holds every VPA,
-    /// whoever serves it), and of containers this recommender no longer has an aggregate for in
-    /// a VPA it serves (the container is gone, or had no sample for the whole window).
-    pub fn stale_checkpoints(
-        &self,
-        checkpoints: &[Arc<VerticalPodAutoscalerCheckpoint>],
-        all_vpas: &HashSet<VpaKey>,
-    ) -> Vec<(String, String)> {
-        checkpoints
-            .iter()
-            .filter_map(|cp| {
-                let namespace = cp.metadata.namespace.clone().unwrap_or_default();
-                let name = cp.metadata.name.clone()?;
-                let vpa = cp.spec.vpa_object_name.clone().unwrap_or_default();
-                let key = (namespace.clone(), vpa);
-                let stale = if all_vpas.contains(&key) {
-                    match (self.vpas.get(&key), cp.spec.container_name.as_deref()) {
-                        (Some(state), Some(container)) => {
-                            !state.model.aggregates.contains_key(container)
-                        }
-                        _ => false,
-                    }
-                } else {
-                    true
-                };
-                stale.then_some((namespace, name))
+            .map(|c| ContainerUsage {
+                container: c.name.clone(),
+                cpu: c.cpu(),
+                memory: c.memory(),
             })
-            .collect()
+            .collect(),
     }
-}
-
-/// Each pod with the VPA it belongs to: per namespace, the first VPA by name whose (non-empty)
-/// selector matches the pod's labels.
-fn owners<'p>(vpas: &[VpaInput], pods: &'p [Arc<Pod>]) -> Vec<(VpaKey, &'p Pod)> {
-    let mut by_namespace: HashMap<&str, Vec<&VpaInput>> = HashMap::new();
-    for v in vpas {
-        if v.selector.as_ref().is_ok_and(|s| !s.is_empty()) {
-            by_namespace
-                .entry(v.vpa.metadata.namespace.as_deref().unwrap_or_default())
-                .or_default()
-                .push(v);
-        }
-    }
-    for list in by_namespace.values_mut() {
-        list.sort_by(|a, b| a.vpa.metadata.name.cmp(&b.vpa.metadata.name));
-    }
-    let mut out = Vec::new();
-    for pod in pods {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-        let Some(candidates) = by_namespace.get(namespace) else {
-            continue;
-        };
-        let labels = pod.metadata.labels.as_ref();
-        if let Some(owner) = candidates
-            .iter()
-            .find(|v| v.selector.as_ref().is_ok_and(|s| s.matches_opt(labels)))
-        {
-            out.push((owner.key(), pod.as_ref()));
-        }
-    }
-    out
-}
-
-fn same_status(
-    previous: Option<&VerticalPodAutoscalerStatus>,
-    new: &VerticalPodAutoscalerStatus,
-) -> bool {
-    let Some(previous) = previous else {
-        return false;
-    };
-    previous.conditions == new.conditions && same_recommendation(previous, new)
-}
-
-/// Recommendations compare by value: `1000m` and `1` are the same quantity, and another writer
-/// (or the API server) may spell them differently.
-fn same_recommendation(a: &VerticalPodAutoscalerStatus, b: &VerticalPodAutoscalerStatus) -> bool {
-    let norm = |s: &VerticalPodAutoscalerStatus| -> Option<serde_json::Value> {
-        let mut v = serde_json::to_value(s.recommendation.as_ref()?).ok()?;
-        normalize_quantities(&mut v);
-        Some(v)
-    };
-    norm(a) == norm(b)
-}
-
-fn normalize_quantities(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::Object(map) => map.values_mut().for_each(normalize_quantities),
-        serde_json::Value::Array(list) => list.iter_mut().for_each(normalize_quantities),
-        serde_json::Value::String(s) => {
-            if let Ok(q) = Quantity::parse(s) {
-                *s = q.milli().to_string();
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The checkpoint object of `container` of VPA `namespace/vpa` (upstream's name and spec).
-pub fn checkpoint_object(
-    namespace: &str,
-    vpa: &str,
-    container: &str,
-    status: VerticalPodAutoscalerCheckpointStatus,
-) -> VerticalPodAutoscalerCheckpoint {
-    let mut cp = VerticalPodAutoscalerCheckpoint::new(
-        &VerticalPodAutoscalerCheckpoint::object_name(vpa, container),
-        VerticalPodAutoscalerCheckpointSpec {
-            vpa_object_name: Some(vpa.to_owned()),
-            container_name: Some(container.to_owned()),
-        },
-    );
-    cp.metadata.namespace = Some(namespace.to_owned());
-    cp.status = Some(status);
-    cp
 }
 
 #[cfg(test)]
@@ -699,7 +125,13 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
+    use plimsoll_core::api::vpa::{
+        VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerStatus,
+    };
+    use plimsoll_core::quantity::Quantity;
+    use plimsoll_core::vertical::oom::memory_request;
     use std::collections::BTreeMap;
+    use std::collections::HashSet;
     use std::time::Duration;
 
     fn t0() -> Timestamp {

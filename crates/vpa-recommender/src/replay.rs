@@ -1,30 +1,43 @@
-//! `vpa-recommender replay`: runs the recommender's decision code over a scenario file with no
-//! cluster (see `scenarios/FORMAT.md`, section vpa-recommender).
+//! `vpa-recommender replay`: runs the recommender's loop over a scenario file with no cluster
+//! (see `scenarios/FORMAT.md`, section vpa-recommender).
 //!
-//! The scenario's samples feed the same aggregates, checkpoints and estimators the controller
-//! uses ([`plimsoll_core::vertical`]); at each `at` time the recommendation is computed with
-//! [`recommendation::recommend`] and printed. Times are seconds since the scenario start, which
-//! is `start` (RFC 3339) if given, else the `lastSampleStart` of the first `checkpointIn`
-//! checkpoint, else 2024-01-01T00:00:00Z.
+//! The replay runs [`Recommender::run_loop`], the loop `controller::run_once` runs, over a fake
+//! cluster built from the scenario: the VPA with its target resolved to a selector, one pod per
+//! pod name in the samples (or one pod `pod`) running the scenario's `containers`, the usage
+//! `metrics.k8s.io` would report at each sample's time, and for each `oom` sample the kubelet's
+//! memory-pressure eviction Event (usage: the sample's memory, else the container's memory
+//! request). `checkpointIn` is restored as the controller restores at start. The loop runs once
+//! at the start, once per batch of samples, and once at each `at` time, whose recommendation is
+//! printed. Times are seconds since the scenario start, which is `start` (RFC 3339) if given,
+//! else the `lastSampleStart` of the first `checkpointIn` checkpoint, else 2024-01-01T00:00:00Z.
 //!
 //! Invariants: a scenario that does not parse or is inconsistent is reported as
-//! [`ReplayError::Invalid`] naming the field (exit 2); `expect` misses are collected, never fatal.
+//! [`ReplayError::Invalid`] naming the field (exit 2); `expect` misses are collected, never fatal;
+//! samples reach the model in file order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{
+    Container, Event, ObjectReference, Pod, PodSpec, ResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use plimsoll_core::api::vpa::{
     ResourceList, VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint,
-    VerticalPodAutoscalerCheckpointSpec,
 };
 use plimsoll_core::quantity::Quantity;
 use plimsoll_core::vertical::aggregate::{AggregationsConfig, Resource};
-use plimsoll_core::vertical::capping::{Resources, resources_to_list};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::model::VpaModel;
-use plimsoll_core::vertical::recommendation::ContainerRecommendation;
+use plimsoll_core::vertical::resources::{ResourceAmounts, amounts_to_list};
 use serde::de::DeserializeOwned;
+
+use crate::recommender::{
+    ContainerMetrics, PodMetrics, Recommender, Selector, Unsupported, VpaInput, VpaKey,
+    VpaRecommendation, checkpoint_object, key_of,
+};
 use serde::{Deserialize, Serialize};
 
 /// Why a replay could not run.
@@ -536,51 +549,273 @@ pub struct Outcome {
 /// Number of extra evaluation points spread over the scenario for the plot.
 const PLOT_POINTS: usize = 120;
 
-struct Model<'a> {
+/// The label every fake pod carries and the fake target selects.
+const POD_LABEL: (&str, &str) = ("plimsoll.dev/replay", "target");
+
+/// The scenario as the cluster the controller's loop reads: its VPA with a resolved target, one
+/// pod per pod name in the samples (or one pod `pod`) running the scenario's containers, and,
+/// batch by batch, the usage `metrics.k8s.io` would report and one eviction Event per OOM kill.
+struct FakeCluster<'a> {
     scenario: &'a Scenario,
-    vpa: VpaModel,
+    vpa: VpaInput,
+    pods: Vec<Arc<Pod>>,
     next_sample: usize,
 }
 
-impl Model<'_> {
-    fn feed_until(&mut self, t: f64) {
-        let s = self.scenario;
-        let config = &s.aggregations;
-        while let Some(sample) = s.samples.get(self.next_sample) {
-            if sample.t > t {
+/// The loop inputs for one batch of samples.
+#[derive(Default)]
+struct Batch {
+    usage: Vec<PodMetrics>,
+    events: Vec<Arc<Event>>,
+    /// Time of the last sample in the batch, seconds since the start.
+    last_t: f64,
+}
+
+impl<'a> FakeCluster<'a> {
+    fn new(scenario: &'a Scenario) -> Self {
+        let selector =
+            Selector::parse(&format!("{}={}", POD_LABEL.0, POD_LABEL.1)).map_err(|e| e.to_string());
+        let mut names: Vec<&str> = Vec::new();
+        for s in &scenario.samples {
+            if !names.contains(&s.pod.as_str()) {
+                names.push(&s.pod);
+            }
+        }
+        let default_pod = default_pod();
+        if names.is_empty() {
+            names.push(&default_pod);
+        }
+        let pods = names
+            .into_iter()
+            .map(|name| Arc::new(fake_pod(scenario, name)))
+            .collect();
+        Self {
+            scenario,
+            vpa: VpaInput {
+                vpa: Arc::new(scenario.vpa.clone()),
+                selector,
+            },
+            pods,
+            next_sample: 0,
+        }
+    }
+
+    fn time(&self, t: f64) -> Timestamp {
+        self.scenario.start + SignedDuration::try_from_secs_f64(t).unwrap_or_default()
+    }
+
+    /// True when a sample at or before `t` has not been handed out yet.
+    fn has_samples_until(&self, t: f64) -> bool {
+        self.scenario
+            .samples
+            .get(self.next_sample)
+            .is_some_and(|s| s.t <= t)
+    }
+
+    /// The next samples at or before `t` as loop inputs. The loop takes usage before OOM kills,
+    /// so a batch ends where a usage sample follows an OOM: every sample reaches the model in
+    /// file order, as it would from a cluster polled that often.
+    fn next_batch(&mut self, t: f64) -> Batch {
+        let mut batch = Batch::default();
+        while let Some(sample) = self.scenario.samples.get(self.next_sample) {
+            if sample.t > t || (!sample.oom && !batch.events.is_empty()) {
                 break;
             }
+            let index = self.next_sample;
             self.next_sample += 1;
-            let time = s.start + SignedDuration::try_from_secs_f64(sample.t).unwrap_or_default();
-            let (pod, container) = (sample.pod.as_str(), sample.container.as_str());
+            batch.last_t = sample.t;
+            let time = self.time(sample.t);
             if sample.oom {
-                let request = s
-                    .containers
-                    .iter()
-                    .find(|c| c.name == sample.container)
-                    .and_then(|c| c.requests.get("memory"))
-                    .map_or(0, |q| clamp_i64(q.value()));
-                let used = sample.memory.map_or(request, |m| clamp_i64(m.value()));
-                // A refused (too old) OOM is what upstream logs and ignores.
-                let _ = self.vpa.record_oom(pod, container, used, time, config);
+                batch
+                    .events
+                    .push(Arc::new(self.oom_event(index, sample, time)));
                 continue;
             }
-            if let Some(cpu) = sample.cpu {
-                self.vpa
-                    .add_cpu_sample(pod, container, clamp_i64(cpu.milli()), time, config);
+            let usage = [("cpu", sample.cpu), ("memory", sample.memory)]
+                .into_iter()
+                .filter_map(|(name, q)| Some((name.to_owned(), q?)))
+                .collect();
+            batch.usage.push(PodMetrics {
+                name: sample.pod.clone(),
+                namespace: self.namespace(),
+                labels: BTreeMap::new(),
+                timestamp: time,
+                window: std::time::Duration::ZERO,
+                containers: vec![ContainerMetrics {
+                    name: sample.container.clone(),
+                    usage,
+                }],
+            });
+        }
+        batch
+    }
+
+    fn namespace(&self) -> String {
+        self.scenario
+            .vpa
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_default()
+    }
+
+    /// The kubelet's memory-pressure eviction Event for an OOM sample: the container used the
+    /// sample's memory, else its memory request.
+    fn oom_event(&self, index: usize, sample: &Sample, time: Timestamp) -> Event {
+        let request = self
+            .scenario
+            .containers
+            .iter()
+            .find(|c| c.name == sample.container)
+            .and_then(|c| c.requests.get("memory"))
+            .map_or(0, |q| clamp_i64(q.value()));
+        let used = sample.memory.map_or(request, |m| clamp_i64(m.value()));
+        let annotations = [
+            ("offending_containers", sample.container.clone()),
+            ("offending_containers_usage", used.to_string()),
+            ("starved_resource", "memory".to_owned()),
+        ];
+        Event {
+            metadata: ObjectMeta {
+                uid: Some(format!("samples-{index}")),
+                creation_timestamp: Some(Time(time)),
+                annotations: Some(
+                    annotations
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+            involved_object: ObjectReference {
+                kind: Some("Pod".to_owned()),
+                namespace: self.scenario.vpa.metadata.namespace.clone(),
+                name: Some(sample.pod.clone()),
+                ..ObjectReference::default()
+            },
+            reason: Some("Evicted".to_owned()),
+            ..Event::default()
+        }
+    }
+}
+
+/// A pod of the scenario's target: labelled for the fake selector, running its containers.
+fn fake_pod(scenario: &Scenario, name: &str) -> Pod {
+    let containers = scenario
+        .containers
+        .iter()
+        .map(|c| Container {
+            name: c.name.clone(),
+            resources: Some(ResourceRequirements {
+                requests: Some(
+                    c.requests
+                        .iter()
+                        .map(|(r, q)| (r.clone(), (*q).into()))
+                        .collect(),
+                ),
+                ..ResourceRequirements::default()
+            }),
+            ..Container::default()
+        })
+        .collect();
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: scenario.vpa.metadata.namespace.clone(),
+            labels: Some(BTreeMap::from([(
+                POD_LABEL.0.to_owned(),
+                POD_LABEL.1.to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers,
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The controller's loop ([`Recommender::run_loop`]) over a [`FakeCluster`].
+struct Replayer<'a> {
+    cluster: FakeCluster<'a>,
+    recommender: Recommender,
+    key: VpaKey,
+}
+
+impl<'a> Replayer<'a> {
+    /// A recommender restored from the scenario's `checkpointIn` as the controller restores at
+    /// start (the checkpoints are taken as the scenario VPA's, whatever they name).
+    fn new(scenario: &'a Scenario) -> Result<Self, ReplayError> {
+        let cluster = FakeCluster::new(scenario);
+        let key = key_of(&cluster.vpa.vpa);
+        let mut recommender = Recommender::new(scenario.aggregations, scenario.estimator);
+        let mut first_error = None;
+        let mut checkpoints = Vec::new();
+        for (i, cp) in scenario.checkpoints.iter().enumerate() {
+            let path = format!("checkpointIn[{i}]");
+            if cp.spec.container_name.is_none() {
+                first_error.get_or_insert((
+                    i,
+                    invalid(format!("{path}.spec.containerName"), "is required"),
+                ));
+            } else if cp.status.is_none() {
+                first_error.get_or_insert((i, invalid(format!("{path}.status"), "is required")));
             }
-            if let Some(mem) = sample.memory {
-                self.vpa
-                    .add_memory_sample(pod, container, clamp_i64(mem.value()), time, config);
+            let mut cp = cp.clone();
+            cp.metadata.namespace = Some(key.0.clone());
+            cp.spec.vpa_object_name = Some(key.1.clone());
+            checkpoints.push(Arc::new(cp));
+        }
+        let served = HashSet::from([key.clone()]);
+        let (_, errors) = recommender.restore(&checkpoints, &served, scenario.start);
+        if let Some(e) = errors.into_iter().next()
+            && first_error.as_ref().is_none_or(|(i, _)| e.index < *i)
+        {
+            first_error = Some((
+                e.index,
+                invalid(format!("checkpointIn[{}].status", e.index), e.source),
+            ));
+        }
+        if let Some((_, e)) = first_error {
+            return Err(e);
+        }
+        Ok(Self {
+            cluster,
+            recommender,
+            key,
+        })
+    }
+
+    /// Runs the loop once per batch of samples up to `t`, the last time at `t`, and returns the
+    /// recommendation of that last loop.
+    fn advance_to(&mut self, t: f64) -> VpaRecommendation {
+        loop {
+            let batch = self.cluster.next_batch(t);
+            let more = self.cluster.has_samples_until(t);
+            let now = self.cluster.time(if more { batch.last_t } else { t });
+            let mut outcome = self.recommender.run_loop(
+                std::slice::from_ref(&self.cluster.vpa),
+                &self.cluster.pods,
+                &batch.usage,
+                &batch.events,
+                now,
+            );
+            if !more {
+                return outcome
+                    .recommendations
+                    .pop()
+                    .unwrap_or_else(|| VpaRecommendation {
+                        key: self.key.clone(),
+                        containers: Vec::new(),
+                        unsupported: None,
+                    });
             }
         }
     }
 
-    fn recommend(&self) -> Result<Vec<ContainerRecommendation>, ReplayError> {
-        let per_pod = self.scenario.containers.len().max(1);
-        self.vpa
-            .recommend(&self.scenario.vpa.spec, per_pod, &self.scenario.estimator)
-            .map_err(|e| invalid("vpa.spec.resourcePolicy", e))
+    fn model(&self) -> Option<&VpaModel> {
+        self.recommender.model(&self.key)
     }
 }
 
@@ -588,40 +823,13 @@ fn clamp_i64(v: i128) -> i64 {
     v.clamp(0, i128::from(i64::MAX)) as i64
 }
 
-fn get(r: &Resources, resource: Resource) -> i64 {
+fn get(r: &ResourceAmounts, resource: Resource) -> i64 {
     r.get(&resource).copied().unwrap_or(0)
-}
-
-fn restore(scenario: &Scenario) -> Result<VpaModel, ReplayError> {
-    let mut model = VpaModel::new();
-    for (i, cp) in scenario.checkpoints.iter().enumerate() {
-        let path = format!("checkpointIn[{i}]");
-        let name = cp
-            .spec
-            .container_name
-            .clone()
-            .ok_or_else(|| invalid(format!("{path}.spec.containerName"), "is required"))?;
-        let status = cp
-            .status
-            .as_ref()
-            .ok_or_else(|| invalid(format!("{path}.status"), "is required"))?;
-        model
-            .restore(&name, status, &scenario.aggregations, scenario.start)
-            .map_err(|e| invalid(format!("{path}.status"), e))?;
-    }
-    for c in &scenario.containers {
-        model.ensure_container(&c.name, &scenario.aggregations, scenario.start);
-    }
-    Ok(model)
 }
 
 /// Runs `scenario`; `plot` also samples the recommendation over time for a plot.
 pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
-    let mut model = Model {
-        scenario,
-        vpa: restore(scenario)?,
-        next_sample: 0,
-    };
+    let mut replayer = Replayer::new(scenario)?;
     let end = scenario
         .at
         .last()
@@ -636,11 +844,16 @@ pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
     }
     let mut times: Vec<f64> = times.into_iter().map(f64::from_bits).collect();
     times.sort_by(f64::total_cmp);
+    // The controller's first loop after start: it gives the pods' containers their aggregates.
+    replayer.advance_to(0.0);
     let mut lines = Vec::new();
     let mut series: BTreeMap<(String, Resource), Vec<SeriesPoint>> = BTreeMap::new();
     for t in times {
-        model.feed_until(t);
-        let recs = model.recommend()?;
+        let recommendation = replayer.advance_to(t);
+        if let Some(Unsupported::Policy(e)) = recommendation.unsupported {
+            return Err(invalid("vpa.spec.resourcePolicy", e));
+        }
+        let recs = recommendation.containers;
         if plot {
             for r in &recs {
                 for resource in [Resource::Cpu, Resource::Memory] {
@@ -662,42 +875,35 @@ pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
             lines.extend(recs.iter().map(|r| OutputLine {
                 t,
                 container: r.name.clone(),
-                target: resources_to_list(&r.capped.target),
-                lower_bound: resources_to_list(&r.capped.lower_bound),
-                upper_bound: resources_to_list(&r.capped.upper_bound),
-                uncapped_target: resources_to_list(&r.uncapped_target),
+                target: amounts_to_list(&r.capped.target),
+                lower_bound: amounts_to_list(&r.capped.lower_bound),
+                upper_bound: amounts_to_list(&r.capped.upper_bound),
+                uncapped_target: amounts_to_list(&r.uncapped_target),
                 confidence: r.confidence,
                 capped_by: r.capped_by.clone(),
             }));
         }
     }
-    model.feed_until(f64::INFINITY);
+    replayer.advance_to(end);
     let misses = check_expectations(scenario, &lines);
     let now = scenario.start + SignedDuration::try_from_secs_f64(end).unwrap_or_default();
-    let vpa_name = scenario.vpa.metadata.name.clone().unwrap_or_default();
-    let checkpoints = model
-        .vpa
-        .checkpoints(now)
+    let (namespace, vpa_name) = &replayer.key;
+    let checkpoints = replayer
+        .model()
+        .map(|m| m.checkpoints(now))
+        .unwrap_or_default()
         .into_iter()
         .map(|(container, status)| {
-            let mut cp = VerticalPodAutoscalerCheckpoint::new(
-                &VerticalPodAutoscalerCheckpoint::object_name(&vpa_name, &container),
-                VerticalPodAutoscalerCheckpointSpec {
-                    vpa_object_name: Some(vpa_name.clone()),
-                    container_name: Some(container),
-                },
-            );
+            let mut cp = checkpoint_object(namespace, vpa_name, &container, status);
             cp.metadata
                 .namespace
                 .clone_from(&scenario.vpa.metadata.namespace);
-            cp.status = Some(status);
             cp
         })
         .collect();
-    let traces = if plot {
-        traces(scenario, &model, series)
-    } else {
-        Vec::new()
+    let traces = match (plot, replayer.model()) {
+        (true, Some(model)) => traces(scenario, model, series),
+        _ => Vec::new(),
     };
     Ok(Outcome {
         lines,
@@ -709,11 +915,11 @@ pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
 
 fn traces(
     scenario: &Scenario,
-    model: &Model<'_>,
+    model: &VpaModel,
     mut series: BTreeMap<(String, Resource), Vec<SeriesPoint>>,
 ) -> Vec<ResourceTrace> {
     let mut out = Vec::new();
-    for (name, aggregate) in &model.vpa.aggregates {
+    for (name, aggregate) in &model.aggregates {
         for resource in [Resource::Cpu, Resource::Memory] {
             let Some(points) = series.remove(&(name.clone(), resource)) else {
                 continue;

@@ -24,13 +24,14 @@ use kube::Resource;
 use kube::api::{Api, EvictParams, Patch, PatchParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::admission::{
-    AdmissionVpa, admission_pod, process_recommendation, recommendations_from_api, resize_patch,
+    AdmissionVpa, admission_pod, process_recommendation, resize_patch,
 };
 use plimsoll_core::vertical::eviction::{
     Action, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
 };
 use plimsoll_core::vertical::limit_range::LimitRangeItem;
 use plimsoll_core::vertical::priority::{PodSnapshot, ResizeStatus, UpdateConfig};
+use plimsoll_core::vertical::resources::recommendations_from_api;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -135,6 +136,13 @@ pub async fn run_once(
     ctx.metrics.acting_vpas(vpas.len());
     let inventory = Inventory::load(&ctx.client, &settings.scope, vpas).await?;
 
+    let pass = Pass {
+        ctx,
+        settings,
+        inventory: &inventory,
+        deadline,
+        cancel,
+    };
     let mut live: HashSet<PodKey> = HashSet::new();
     for (i, vpa) in inventory.vpas.iter().enumerate() {
         if cancel.is_cancelled() {
@@ -144,18 +152,7 @@ pub async fn run_once(
         for pod in pods {
             live.insert(pod_key(pod));
         }
-        if !update_vpa(
-            ctx,
-            settings,
-            &inventory,
-            vpa,
-            pods,
-            deadline,
-            cancel,
-            &mut report,
-        )
-        .await
-        {
+        if !update_vpa(&pass, vpa, pods, &mut report).await {
             break;
         }
     }
@@ -180,19 +177,32 @@ fn vpa_name(vpa: &VerticalPodAutoscaler) -> (String, String) {
     )
 }
 
+/// What every VPA of one loop shares: where to act, with which settings, over which cluster
+/// snapshot, until when.
+struct Pass<'a> {
+    ctx: &'a Context,
+    settings: &'a Settings,
+    inventory: &'a Inventory,
+    /// The loop stops acting at this instant (one `--updater-interval` after it started).
+    deadline: Instant,
+    cancel: &'a CancellationToken,
+}
+
 /// Plans and updates one VPA's pods. False when the loop must stop (deadline or shutdown).
-#[allow(clippy::too_many_arguments)] // one loop's state, passed down once
 #[tracing::instrument(skip_all, fields(namespace = %vpa_name(vpa).0, name = %vpa_name(vpa).1))]
 async fn update_vpa(
-    ctx: &Context,
-    settings: &Settings,
-    inventory: &Inventory,
+    pass: &Pass<'_>,
     vpa: &VerticalPodAutoscaler,
     pods: &[Pod],
-    deadline: Instant,
-    cancel: &CancellationToken,
     report: &mut LoopReport,
 ) -> bool {
+    let Pass {
+        ctx,
+        settings,
+        inventory,
+        deadline,
+        cancel,
+    } = *pass;
     let (namespace, _) = vpa_name(vpa);
     let vpa_ref = vpa.object_ref(&());
     let policy = match UpdatePolicy::from_api(vpa) {
@@ -538,8 +548,8 @@ pub fn detached_context(client: kube::Client, config: &Config) -> Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plimsoll_core::vertical::eviction::UpdateMode;
-    use plimsoll_core::vertical::priority::{ContainerRecommendation, Resources};
+    use plimsoll_core::vertical::policy::UpdateMode;
+    use plimsoll_core::vertical::resources::{ContainerRecommendation, Resources};
 
     fn pod() -> Pod {
         serde_json::from_value(json!({

@@ -23,77 +23,26 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::api::vpa::{self as api, VerticalPodAutoscaler};
-use crate::quantity::{Quantity, QuantityError};
+use crate::api::vpa::VerticalPodAutoscaler;
+use crate::quantity::QuantityError;
 
-use super::eviction::UpdateMode;
 use super::limit_range::{
     LimitRangeItem, PodLimitInput, cap_to_container_limit_range, cap_to_pod_limit_range,
     proportional_limit, ratio_ceiling_limit, ratio_floor_request,
 };
-use super::priority::{
-    ContainerRecommendation, OBSERVED_CONTAINERS_ANNOTATION, PodContainer, Resource, Resources,
-    recommendation_for,
+use super::policy::{
+    ContainerMode, ContainerPolicy, ControlledValues, UpdateMode, container_policies_from_api,
+    container_policy,
+};
+use super::priority::{OBSERVED_CONTAINERS_ANNOTATION, PodContainer};
+// Re-exported: the updater and its replay read recommendations through `admission`.
+pub use super::resources::recommendations_from_api;
+use super::resources::{
+    ContainerRecommendation, Resource, Resources, recommendation_for, resources_from_k8s,
 };
 
 /// The annotation listing what the webhook changed.
 pub const UPDATES_ANNOTATION: &str = "vpaUpdates";
-
-/// `controlledValues` of a container policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ControlledValues {
-    /// Requests and limits (the default).
-    #[default]
-    RequestsAndLimits,
-    /// Requests only; limits stay.
-    RequestsOnly,
-}
-
-/// `mode` of a container policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ContainerMode {
-    /// Scaled (the default).
-    #[default]
-    Auto,
-    /// Not scaled.
-    Off,
-}
-
-/// One `spec.resourcePolicy.containerPolicies[]` entry.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ContainerPolicy {
-    /// Container name, or `*` for every container without its own entry.
-    pub container_name: String,
-    /// `mode`.
-    pub mode: ContainerMode,
-    /// `minAllowed`.
-    pub min_allowed: Resources,
-    /// `maxAllowed`.
-    pub max_allowed: Resources,
-    /// `controlledResources`; `None` means both CPU and memory.
-    pub controlled_resources: Option<Vec<Resource>>,
-    /// `controlledValues`.
-    pub controlled_values: ControlledValues,
-}
-
-impl ContainerPolicy {
-    fn controls(&self, resource: Resource) -> bool {
-        self.controlled_resources
-            .as_ref()
-            .is_none_or(|list| list.contains(&resource))
-    }
-}
-
-/// Upstream `GetContainerResourcePolicy`: the entry named for the container, else `*`.
-pub fn container_policy<'a>(
-    policies: &'a [ContainerPolicy],
-    container: &str,
-) -> Option<&'a ContainerPolicy> {
-    policies
-        .iter()
-        .find(|p| p.container_name == container)
-        .or_else(|| policies.iter().find(|p| p.container_name == "*"))
-}
 
 /// The recommendation after capping, plus the notes upstream puts into `vpaUpdates`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -484,63 +433,6 @@ fn annotation_op(name: &str, value: &str) -> JsonPatchOp {
     )
 }
 
-/// Reads `spec.resourcePolicy.containerPolicies` of a VPA object.
-pub fn container_policies_from_api(
-    vpa: &VerticalPodAutoscaler,
-) -> Result<Vec<ContainerPolicy>, QuantityError> {
-    let policies = vpa
-        .spec
-        .resource_policy
-        .as_ref()
-        .and_then(|p| p.container_policies.as_ref());
-    policies
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            Ok(ContainerPolicy {
-                container_name: p.container_name.clone().unwrap_or_else(|| "*".to_owned()),
-                mode: match p.mode {
-                    Some(api::ContainerScalingMode::Off) => ContainerMode::Off,
-                    _ => ContainerMode::Auto,
-                },
-                min_allowed: resources_from_k8s(p.min_allowed.as_ref())?,
-                max_allowed: resources_from_k8s(p.max_allowed.as_ref())?,
-                controlled_resources: p
-                    .controlled_resources
-                    .as_ref()
-                    .map(|list| list.iter().filter_map(|n| Resource::from_name(n)).collect()),
-                controlled_values: match p.controlled_values {
-                    Some(api::ControlledValues::RequestsOnly) => ControlledValues::RequestsOnly,
-                    _ => ControlledValues::RequestsAndLimits,
-                },
-            })
-        })
-        .collect()
-}
-
-/// Reads `status.recommendation.containerRecommendations` of a VPA object (`None` when the VPA
-/// has no recommendation yet).
-pub fn recommendations_from_api(
-    vpa: &VerticalPodAutoscaler,
-) -> Result<Option<Vec<ContainerRecommendation>>, QuantityError> {
-    let Some(rec) = vpa.status.as_ref().and_then(|s| s.recommendation.as_ref()) else {
-        return Ok(None);
-    };
-    rec.container_recommendations
-        .iter()
-        .flatten()
-        .map(|c| {
-            Ok(ContainerRecommendation {
-                container: c.container_name.clone().unwrap_or_default(),
-                target: resources_from_k8s(Some(&c.target))?,
-                lower_bound: resources_from_k8s(c.lower_bound.as_ref())?,
-                upper_bound: resources_from_k8s(c.upper_bound.as_ref())?,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
-}
-
 impl AdmissionVpa {
     /// Reads what the webhook needs from a VPA object.
     pub fn from_api(vpa: &VerticalPodAutoscaler) -> Result<AdmissionVpa, QuantityError> {
@@ -585,22 +477,10 @@ pub fn admission_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Result<AdmissionP
     })
 }
 
-/// Reads CPU and memory from a Kubernetes resource list (other resources are ignored).
-pub fn resources_from_k8s(
-    list: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
-) -> Result<Resources, QuantityError> {
-    let mut out = Resources::default();
-    for (name, q) in list.into_iter().flatten() {
-        if let Some(r) = Resource::from_name(name) {
-            out.set(r, Some(Quantity::try_from(q)?));
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quantity::Quantity;
     use crate::vertical::limit_range::Ratios;
 
     fn q(s: &str) -> Quantity {

@@ -19,10 +19,7 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::decaying::DecayingHistogram;
 use super::histogram::{HistogramOptions, MIN_SAMPLE_WEIGHT};
-
-/// An amount of a resource: millicores for CPU, bytes for memory (upstream `ResourceAmount`).
-/// Always in `0..=MAX_RESOURCE_AMOUNT`.
-pub type ResourceAmount = i64;
+pub use super::resources::{Resource, ResourceAmount};
 
 /// Largest amount upstream represents (1e14).
 pub const MAX_RESOURCE_AMOUNT: ResourceAmount = 100_000_000_000_000;
@@ -100,8 +97,6 @@ impl AggregationsConfig {
             .unwrap_or(SignedDuration::MAX)
     }
 }
-
-pub use super::Resource;
 
 /// The aggregated usage of one container name of one VPA.
 #[derive(Clone, Debug, PartialEq)]

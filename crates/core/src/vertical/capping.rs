@@ -2,7 +2,7 @@
 //! (upstream `pkg/utils/vpa/capping.go` and the recommender's capping post-processor).
 //!
 //! * [`apply_policy`]: what the recommender does before writing status — drop resources not in
-//!   `controlledResources`, then clamp target, lower and upper bound to
+//!   `controlledResourceAmounts`, then clamp target, lower and upper bound to
 //!   `minAllowed`/`maxAllowed` (a zero or absent bound is no bound). `uncappedTarget` is the
 //!   target before this step. Containers with `mode: Off` get no recommendation at all.
 //!
@@ -14,24 +14,19 @@
 //! Every cap taken is reported as upstream's annotation text (`cpu capped to minAllowed`).
 //! Amounts are millicores and bytes.
 
-use std::collections::BTreeMap;
-
-use super::aggregate::{Resource, ResourceAmount};
-use crate::api::vpa::{ContainerResourcePolicy, ContainerScalingMode, ResourceList};
-use crate::quantity::{self, QuantityError};
-
-/// Amount per resource (millicores for CPU, bytes for memory).
-pub type Resources = BTreeMap<Resource, ResourceAmount>;
+use super::resources::{Resource, ResourceAmount, ResourceAmounts, amounts_from_list};
+use crate::api::vpa::{ContainerResourcePolicy, ContainerScalingMode};
+use crate::quantity::QuantityError;
 
 /// Target and bounds for one container.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecommendedResources {
     /// The recommended requests.
-    pub target: Resources,
+    pub target: ResourceAmounts,
     /// The lower bound.
-    pub lower_bound: Resources,
+    pub lower_bound: ResourceAmounts,
     /// The upper bound.
-    pub upper_bound: Resources,
+    pub upper_bound: ResourceAmounts,
 }
 
 /// Upstream's capping annotations.
@@ -43,10 +38,10 @@ pub const CAPPED_TO_MAX_ALLOWED: &str = "capped to maxAllowed";
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PolicyBounds {
     /// `minAllowed`.
-    pub min_allowed: Resources,
+    pub min_allowed: ResourceAmounts,
     /// `maxAllowed`.
-    pub max_allowed: Resources,
-    /// `controlledResources` (default cpu and memory).
+    pub max_allowed: ResourceAmounts,
+    /// `controlledResourceAmounts` (default cpu and memory).
     pub controlled: Vec<Resource>,
     /// `mode: Off`.
     pub off: bool,
@@ -62,8 +57,8 @@ impl PolicyBounds {
             });
         };
         Ok(Self {
-            min_allowed: resources_from_list(p.min_allowed.as_ref())?,
-            max_allowed: resources_from_list(p.max_allowed.as_ref())?,
+            min_allowed: amounts_from_list(p.min_allowed.as_ref())?,
+            max_allowed: amounts_from_list(p.max_allowed.as_ref())?,
             controlled: match &p.controlled_resources {
                 None => vec![Resource::Cpu, Resource::Memory],
                 Some(list) => list.iter().filter_map(|r| Resource::from_name(r)).collect(),
@@ -71,38 +66,6 @@ impl PolicyBounds {
             off: p.mode == Some(ContainerScalingMode::Off),
         })
     }
-}
-
-/// Amounts of the `cpu` and `memory` entries of a resource list (others are ignored).
-pub fn resources_from_list(list: Option<&ResourceList>) -> Result<Resources, QuantityError> {
-    let mut out = Resources::new();
-    for (name, q) in list.into_iter().flatten() {
-        match Resource::from_name(name) {
-            Some(Resource::Cpu) => {
-                out.insert(Resource::Cpu, quantity::cpu_milli(q)?);
-            }
-            Some(Resource::Memory) => {
-                out.insert(Resource::Memory, quantity::memory_bytes(q)?);
-            }
-            None => {}
-        }
-    }
-    Ok(out)
-}
-
-/// A resource list from amounts: CPU as millicores (`345m`, `2`), memory as bytes in binary
-/// form when exact (`1Gi`), as upstream writes recommendations.
-pub fn resources_to_list(resources: &Resources) -> ResourceList {
-    resources
-        .iter()
-        .map(|(r, &v)| {
-            let q = match r {
-                Resource::Cpu => quantity::Quantity::from_milli(i128::from(v)),
-                Resource::Memory => quantity::Quantity::from_milli_binary(i128::from(v) * 1000),
-            };
-            (r.name().to_owned(), q.into())
-        })
-        .collect()
 }
 
 fn cap_to_min(value: ResourceAmount, min: Option<&ResourceAmount>) -> (ResourceAmount, bool) {
@@ -120,7 +83,7 @@ fn cap_to_max(value: ResourceAmount, max: Option<&ResourceAmount>) -> (ResourceA
 }
 
 /// Clamps every resource of `rec` to the policy bounds; returns the annotations of the caps.
-fn clamp_to_policy(rec: &mut Resources, bounds: &PolicyBounds) -> Vec<String> {
+fn clamp_to_policy(rec: &mut ResourceAmounts, bounds: &PolicyBounds) -> Vec<String> {
     let mut notes = Vec::new();
     for (resource, value) in rec.iter_mut() {
         let (v, capped) = cap_to_min(*value, bounds.min_allowed.get(resource));
@@ -145,7 +108,7 @@ pub fn apply_policy(
     if bounds.off {
         return None;
     }
-    let filter = |r: &Resources| -> Resources {
+    let filter = |r: &ResourceAmounts| -> ResourceAmounts {
         r.iter()
             .filter(|(k, _)| bounds.controlled.contains(k))
             .map(|(k, v)| (*k, *v))
@@ -165,11 +128,13 @@ pub fn apply_policy(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::vpa::ResourceList;
+    use crate::vertical::resources::amounts_to_list;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use proptest::prelude::*;
 
-    fn res(cpu: i64, mem: i64) -> Resources {
-        Resources::from([(Resource::Cpu, cpu), (Resource::Memory, mem)])
+    fn res(cpu: i64, mem: i64) -> ResourceAmounts {
+        ResourceAmounts::from([(Resource::Cpu, cpu), (Resource::Memory, mem)])
     }
 
     fn rec(target: (i64, i64), lower: (i64, i64), upper: (i64, i64)) -> RecommendedResources {
@@ -209,18 +174,21 @@ mod tests {
         assert!(notes.is_empty());
     }
 
-    // upstream: logic/recommender.go FilterControlledResources
+    // upstream: logic/recommender.go FilterControlledResourceAmounts
     #[test]
     fn uncontrolled_resources_are_dropped() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
         let mut b = policy((0, 0), (0, 0));
         b.controlled = vec![Resource::Memory];
         let (out, _) = apply_policy(&r, &b).expect("on");
-        assert_eq!(out.target, Resources::from([(Resource::Memory, 10_000)]));
+        assert_eq!(
+            out.target,
+            ResourceAmounts::from([(Resource::Memory, 10_000)])
+        );
         assert!(!out.upper_bound.contains_key(&Resource::Cpu));
     }
 
-    // upstream: RecommendedContainerResources doc — no recommendation for mode Off
+    // upstream: RecommendedContainerResourceAmounts doc — no recommendation for mode Off
     #[test]
     fn mode_off_gives_no_recommendation() {
         let mut b = policy((0, 0), (0, 0));
@@ -259,7 +227,7 @@ mod tests {
         assert_eq!(b.min_allowed[&Resource::Cpu], 90);
         assert_eq!(b.max_allowed[&Resource::Memory], 1 << 30);
         assert_eq!(b.controlled, vec![Resource::Memory]);
-        let list = resources_to_list(&res(1_500, 1 << 30));
+        let list = amounts_to_list(&res(1_500, 1 << 30));
         assert_eq!(list["cpu"], Quantity("1500m".into()));
         assert_eq!(list["memory"], Quantity("1Gi".into()));
     }

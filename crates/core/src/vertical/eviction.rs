@@ -23,14 +23,17 @@ use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::admission::{
+use super::policy::{
     ContainerMode, ContainerPolicy, container_policies_from_api, container_policy,
 };
+// Re-exported: the updater and its replay name the mode through `eviction`.
+pub use super::policy::UpdateMode;
 use super::priority::{
-    AcceptReason, ChangeRequirement, ContainerRecommendation, EvictionRequirement, Owner, PodPhase,
-    PodPriority, PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, Resource, UpdateConfig,
-    decide_priority, meets_eviction_requirements, sort_by_update_order,
+    AcceptReason, ChangeRequirement, EvictionRequirement, Owner, PodPhase, PodPriority,
+    PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, UpdateConfig, decide_priority,
+    meets_eviction_requirements, sort_by_update_order,
 };
+use super::resources::{ContainerRecommendation, Resource};
 use crate::api::vpa::{self as api, VerticalPodAutoscaler};
 use crate::quantity::QuantityError;
 
@@ -355,57 +358,6 @@ fn stuck_resize_may_be_evicted(
     }
 }
 
-/// `spec.updatePolicy.updateMode`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum UpdateMode {
-    /// Recommendations only; nothing is applied.
-    Off,
-    /// Applied at pod creation by the webhook only.
-    Initial,
-    /// Evict pods so the webhook recreates them with new requests (the default).
-    #[default]
-    Recreate,
-    /// Deprecated upstream; same as `Recreate`.
-    Auto,
-    /// Resize in place where possible, evict otherwise.
-    InPlaceOrRecreate,
-}
-
-impl UpdateMode {
-    /// Parses the API value; `None` for unknown modes.
-    pub fn parse(s: &str) -> Option<UpdateMode> {
-        Some(match s {
-            "Off" => UpdateMode::Off,
-            "Initial" => UpdateMode::Initial,
-            "Recreate" => UpdateMode::Recreate,
-            "Auto" => UpdateMode::Auto,
-            "InPlaceOrRecreate" => UpdateMode::InPlaceOrRecreate,
-            _ => return None,
-        })
-    }
-
-    /// Maps the API enum; `InPlace` and unknown modes become `Off` (see [`UpdatePolicy::from_api`]).
-    pub fn from_api(mode: &api::UpdateMode) -> UpdateMode {
-        match mode {
-            api::UpdateMode::Off | api::UpdateMode::InPlace | api::UpdateMode::Unknown(_) => {
-                UpdateMode::Off
-            }
-            api::UpdateMode::Initial => UpdateMode::Initial,
-            api::UpdateMode::Recreate => UpdateMode::Recreate,
-            api::UpdateMode::Auto => UpdateMode::Auto,
-            api::UpdateMode::InPlaceOrRecreate => UpdateMode::InPlaceOrRecreate,
-        }
-    }
-
-    /// True for the modes the updater acts on.
-    pub fn updater_acts(self) -> bool {
-        matches!(
-            self,
-            UpdateMode::Recreate | UpdateMode::Auto | UpdateMode::InPlaceOrRecreate
-        )
-    }
-}
-
 /// The parts of a VPA spec the updater needs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UpdatePolicy {
@@ -646,8 +598,9 @@ fn evict_or_skip(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vertical::priority::PodContainer;
     use crate::vertical::priority::tests::{hours, t0};
-    use crate::vertical::priority::{PodContainer, Resources};
+    use crate::vertical::resources::Resources;
 
     /// Expected per pod: can it be evicted up front, and does the eviction succeed in order.
     struct Case {

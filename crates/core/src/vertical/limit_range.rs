@@ -16,7 +16,7 @@
 
 use crate::quantity::{Quantity, QuantityError};
 
-use super::priority::{Resource, Resources};
+use super::resources::{Resource, Resources};
 
 /// `LimitRange` item type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

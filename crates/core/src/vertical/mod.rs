@@ -15,58 +15,35 @@
 //! * [`capping`]: the recommender's policy step (`minAllowed`/`maxAllowed`, `controlledResources`,
 //!   `mode: Off`); `LimitRange` and limit proportions live in [`limit_range`] and [`admission`].
 //!
+//! The recommender's loop, as the controller and `replay` run it: [`recommender`], with what it
+//! decides on the way in [`ownership`] (which VPA a pod belongs to), [`oom`] (which kills count,
+//! with how much memory), [`status_change`] (which status to write, and whether it changed) and
+//! [`checkpoint_schedule`] (which checkpoints to write first, which to delete).
+//!
 //! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
+//!
+//! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
+//! amounts, the container recommendation) ← [`policy`] (update mode, container policies) ←
+//! [`limit_range`], [`priority`] ← [`eviction`], [`admission`].
 
 pub mod admission;
 pub mod aggregate;
 pub mod capping;
 pub mod checkpoint;
+pub mod checkpoint_schedule;
 pub mod decaying;
 pub mod estimator;
 pub mod eviction;
 pub mod histogram;
 pub mod limit_range;
 pub mod model;
+pub mod oom;
+pub mod ownership;
+pub mod policy;
 pub mod priority;
 pub mod recommendation;
+pub mod recommender;
+pub mod resources;
+pub mod status_change;
 
-use std::fmt;
-
-/// A compute resource the VPA manages (the one enum every vertical module uses; `aggregate` and
-/// `priority` re-export it). Amounts are millicores / bytes in the model and exact quantities in
-/// the admission path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Resource {
-    /// CPU (cores).
-    Cpu,
-    /// Memory (bytes).
-    Memory,
-}
-
-impl Resource {
-    /// Both resources, in the order patches and annotations list them (`cpu` before `memory`).
-    pub const ALL: [Resource; 2] = [Resource::Cpu, Resource::Memory];
-
-    /// The Kubernetes resource name (`cpu`, `memory`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Resource::Cpu => "cpu",
-            Resource::Memory => "memory",
-        }
-    }
-
-    /// Parses a Kubernetes resource name; other resources are not managed by VPA.
-    pub fn from_name(name: &str) -> Option<Resource> {
-        match name {
-            "cpu" => Some(Resource::Cpu),
-            "memory" => Some(Resource::Memory),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Resource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use resources::Resource;

@@ -19,7 +19,7 @@ use super::aggregate::{
 };
 use super::checkpoint::{self, CheckpointError};
 use super::estimator::EstimatorConfig;
-use super::recommendation::{self, ContainerRecommendation, RecommendationError};
+use super::recommendation::{self, RecommendationError, RecommendationReport};
 use crate::api::vpa::{VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerSpec};
 
 /// Usage aggregates of one VPA's containers.
@@ -148,7 +148,7 @@ impl VpaModel {
         spec: &VerticalPodAutoscalerSpec,
         containers_per_pod: usize,
         config: &EstimatorConfig,
-    ) -> Result<Vec<ContainerRecommendation>, RecommendationError> {
+    ) -> Result<Vec<RecommendationReport>, RecommendationError> {
         recommendation::recommend(spec, &self.aggregates, containers_per_pod, config)
     }
 

@@ -14,7 +14,7 @@
 //! * Per-VPA `evictionRequirements` finally drop pods whose change goes in a direction the user
 //!   did not ask for.
 //!
-//! Amounts are exact [`Quantity`] values compared by value (upstream compares `MilliValue()`).
+//! Amounts are exact [`Quantity`](crate::quantity::Quantity) values compared by value (upstream compares `MilliValue()`).
 //! Time is a parameter (`now`).
 
 use std::cmp::Ordering;
@@ -23,77 +23,11 @@ use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::quantity::{Quantity, QuantityError};
+use crate::quantity::QuantityError;
 
-pub use super::Resource;
-
-/// CPU and memory amounts; `None` means "not set", which is not the same as 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Resources {
-    /// CPU (cores).
-    pub cpu: Option<Quantity>,
-    /// Memory (bytes).
-    pub memory: Option<Quantity>,
-}
-
-impl Resources {
-    /// Both amounts set: CPU in millicores (decimal format), memory in bytes (binary format).
-    pub fn new(cpu_millis: i64, memory_bytes: i64) -> Resources {
-        Resources {
-            cpu: Some(Quantity::from_milli(i128::from(cpu_millis))),
-            memory: Some(Quantity::from_milli_binary(i128::from(memory_bytes) * 1000)),
-        }
-    }
-
-    /// The amount of `resource`, if set.
-    pub fn get(&self, resource: Resource) -> Option<Quantity> {
-        match resource {
-            Resource::Cpu => self.cpu,
-            Resource::Memory => self.memory,
-        }
-    }
-
-    /// Sets (or clears) the amount of `resource`.
-    pub fn set(&mut self, resource: Resource, amount: Option<Quantity>) {
-        match resource {
-            Resource::Cpu => self.cpu = amount,
-            Resource::Memory => self.memory = amount,
-        }
-    }
-
-    /// True when neither amount is set.
-    pub fn is_empty(&self) -> bool {
-        self.cpu.is_none() && self.memory.is_none()
-    }
-
-    /// The resources that are set, in [`Resource::ALL`] order.
-    pub fn iter(&self) -> impl Iterator<Item = (Resource, Quantity)> + '_ {
-        Resource::ALL
-            .into_iter()
-            .filter_map(|r| self.get(r).map(|v| (r, v)))
-    }
-}
-
-/// The recommendation for one container (after capping, see `admission::process_recommendation`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ContainerRecommendation {
-    /// Container name.
-    pub container: String,
-    /// What the requests should be.
-    pub target: Resources,
-    /// Below this a request is too low to leave alone.
-    pub lower_bound: Resources,
-    /// Above this a request is too high to leave alone.
-    pub upper_bound: Resources,
-}
-
-/// Finds the recommendation for `container`.
-pub fn recommendation_for<'a>(
-    recommendations: &'a [ContainerRecommendation],
-    container: &str,
-) -> Option<&'a ContainerRecommendation> {
-    recommendations.iter().find(|r| r.container == container)
-}
+// Re-exported: callers (the updater, its replay) name these through `priority`.
+use super::resources::resources_from_k8s;
+pub use super::resources::{ContainerRecommendation, Resource, Resources, recommendation_for};
 
 /// One container of a pod as the updater and the webhook see it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -209,7 +143,6 @@ impl PodSnapshot {
     /// (`restartPolicy: Always`). `last_in_place_attempt` is left for the caller, which remembers
     /// its own resize requests.
     pub fn from_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Result<PodSnapshot, QuantityError> {
-        use crate::vertical::admission::resources_from_k8s;
         let status = pod.status.as_ref();
         let statuses: Vec<&k8s_openapi::api::core::v1::ContainerStatus> = status
             .into_iter()
@@ -655,6 +588,7 @@ pub fn sort_by_update_order<T>(items: &mut [T], priority: impl Fn(&T) -> PodPrio
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::quantity::Quantity;
 
     pub(crate) const GI: i64 = 1024 * 1024 * 1024;
     pub(crate) const M: i64 = 1_000_000;

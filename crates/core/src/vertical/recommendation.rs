@@ -12,11 +12,10 @@
 
 use std::collections::BTreeMap;
 
-use super::aggregate::{AggregateContainerState, Resource};
-use super::capping::{
-    PolicyBounds, RecommendedResources, Resources, apply_policy, resources_to_list,
-};
+use super::aggregate::AggregateContainerState;
+use super::capping::{PolicyBounds, RecommendedResources, apply_policy};
 use super::estimator::{EstimatorConfig, container_minimums, estimate};
+use super::resources::{Resource, ResourceAmounts, amounts_to_list};
 use crate::api::vpa::{
     ContainerResourcePolicy, RecommendedContainerResources, RecommendedPodResources,
     VerticalPodAutoscalerCondition, VerticalPodAutoscalerSpec,
@@ -25,15 +24,18 @@ use crate::quantity::{self, QuantityError};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-/// The recommendation for one container, with the reasons behind it.
+/// The recommender's result for one container, with the reasons behind it: integer amounts
+/// after the policy, the target before it, the caps taken and the history's confidence. What
+/// `status.recommendation` holds of it is [`to_status`]; the webhook and the updater read that
+/// back as a [`super::resources::ContainerRecommendation`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct ContainerRecommendation {
+pub struct RecommendationReport {
     /// Container name.
     pub name: String,
     /// Target and bounds after the policy.
     pub capped: RecommendedResources,
     /// Target before the policy (controlled resources only).
-    pub uncapped_target: Resources,
+    pub uncapped_target: ResourceAmounts,
     /// Upstream-style notes of every cap applied to the target (`cpu capped to maxAllowed`).
     pub capped_by: Vec<String>,
     /// History confidence in days (see [`AggregateContainerState::confidence`]).
@@ -81,7 +83,7 @@ pub fn recommend(
     aggregates: &BTreeMap<String, AggregateContainerState>,
     containers_per_pod: usize,
     config: &EstimatorConfig,
-) -> Result<Vec<ContainerRecommendation>, RecommendationError> {
+) -> Result<Vec<RecommendationReport>, RecommendationError> {
     let minimums = container_minimums(config, containers_per_pod);
     let mut out = Vec::new();
     for (name, aggregate) in aggregates {
@@ -93,7 +95,7 @@ pub fn recommend(
             })?;
         let e = estimate(aggregate, &config_for(policy, config), minimums);
         let both = |a: super::estimator::Amounts| {
-            Resources::from([(Resource::Cpu, a.cpu), (Resource::Memory, a.memory)])
+            ResourceAmounts::from([(Resource::Cpu, a.cpu), (Resource::Memory, a.memory)])
         };
         let uncapped = RecommendedResources {
             target: both(e.target),
@@ -108,7 +110,7 @@ pub fn recommend(
             .into_iter()
             .filter(|(r, _)| bounds.controlled.contains(r))
             .collect();
-        out.push(ContainerRecommendation {
+        out.push(RecommendationReport {
             name: name.clone(),
             capped,
             uncapped_target,
@@ -120,17 +122,17 @@ pub fn recommend(
 }
 
 /// The `status.recommendation` for `recommendations`.
-pub fn to_status(recommendations: &[ContainerRecommendation]) -> RecommendedPodResources {
+pub fn to_status(recommendations: &[RecommendationReport]) -> RecommendedPodResources {
     RecommendedPodResources {
         container_recommendations: Some(
             recommendations
                 .iter()
                 .map(|r| RecommendedContainerResources {
                     container_name: Some(r.name.clone()),
-                    target: resources_to_list(&r.capped.target),
-                    lower_bound: Some(resources_to_list(&r.capped.lower_bound)),
-                    upper_bound: Some(resources_to_list(&r.capped.upper_bound)),
-                    uncapped_target: Some(resources_to_list(&r.uncapped_target)),
+                    target: amounts_to_list(&r.capped.target),
+                    lower_bound: Some(amounts_to_list(&r.capped.lower_bound)),
+                    upper_bound: Some(amounts_to_list(&r.capped.upper_bound)),
+                    uncapped_target: Some(amounts_to_list(&r.uncapped_target)),
                 })
                 .collect(),
         ),

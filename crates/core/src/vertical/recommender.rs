@@ -1,0 +1,614 @@
+//! The recommender's loop without I/O: its memory across loops and what one loop decides.
+//!
+//! [`Recommender::run_loop`] takes what the service read from the cluster in this loop (the VPAs
+//! it serves with their resolved pod selectors, the pods, the usage from `metrics.k8s.io`, the
+//! eviction Events) and returns what to write: the VPA statuses that changed, plus every VPA's
+//! recommendation with the reasons behind it (what `replay` prints). The controller and
+//! `vpa-recommender replay` both call it. One loop runs these steps, in the order upstream's loop
+//! runs them:
+//!
+//! 1. [`forget_deleted_vpas`](Recommender::forget_deleted_vpas);
+//! 2. [`ownership::owners`]: which pods belong to which VPA;
+//! 3. [`add_usage`](Recommender::add_usage): usage samples into the aggregates;
+//! 4. [`record_status_ooms`](Recommender::record_status_ooms) and
+//!    [`record_eviction_ooms`](Recommender::record_eviction_ooms): OOM kills, each once;
+//! 5. [`recommend_vpa`](Recommender::recommend_vpa) per VPA: forget pods that are gone, compute
+//!    the recommendation and conditions, and keep the status only when it changed
+//!    ([`status_change`]).
+//!
+//! Checkpoint and garbage-collection decisions are methods here too ([`checkpoint_schedule`]); the
+//! service only moves the objects.
+//!
+//! Invariants: one [`VpaModel`] per VPA (keyed `namespace/name`), aggregates keyed by container
+//! name inside it as upstream keys them (VPA, container name); a pod belongs to at most one VPA;
+//! an OOM kill (pod, container, finish time) and an eviction Event are recorded once; steps run
+//! over pods, usage and Events in their input order, so a loop is deterministic.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Event, Pod};
+
+use super::aggregate::AggregationsConfig;
+use super::checkpoint::CheckpointError;
+use super::checkpoint_schedule::{self, CheckpointWrite, checkpoint_object};
+use super::estimator::EstimatorConfig;
+use super::model::VpaModel;
+use super::oom::{clamp_amount, eviction_ooms, status_ooms};
+use super::ownership::{ServedVpa, VpaKey, key_of, owners};
+use super::recommendation::{Observation, RecommendationError, RecommendationReport};
+use super::status_change::{newly_unsupported, next_status, same_status};
+use crate::api::vpa::{
+    VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
+};
+use crate::quantity::Quantity;
+
+/// Usage of one pod's containers over one sampling window (what `metrics.k8s.io` reports).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodUsage {
+    /// Namespace of the pod.
+    pub namespace: String,
+    /// The pod.
+    pub pod: String,
+    /// End of the sampling window; the samples' time.
+    pub time: Timestamp,
+    /// Per container.
+    pub containers: Vec<ContainerUsage>,
+}
+
+/// Usage of one container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerUsage {
+    /// Container name.
+    pub container: String,
+    /// CPU (cores; millicores go into the model).
+    pub cpu: Option<Quantity>,
+    /// Memory (bytes).
+    pub memory: Option<Quantity>,
+}
+
+/// Why a VPA cannot be served (its `ConfigUnsupported` condition).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unsupported {
+    /// The target could not be resolved to a pod selector; the history already aggregated still
+    /// gives a recommendation.
+    Target(String),
+    /// The spec is invalid; no recommendation.
+    InvalidSpec(String),
+    /// The container policy cannot be applied; no recommendation.
+    Policy(RecommendationError),
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unsupported::Target(why) | Unsupported::InvalidSpec(why) => f.write_str(why),
+            Unsupported::Policy(e) => e.fmt(f),
+        }
+    }
+}
+
+/// One VPA's recommendation in one loop, with the reasons behind it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VpaRecommendation {
+    /// Which VPA.
+    pub key: VpaKey,
+    /// Per container, sorted by name (empty when there is none).
+    pub containers: Vec<RecommendationReport>,
+    /// Why the VPA cannot be served, if it cannot.
+    pub unsupported: Option<Unsupported>,
+}
+
+/// A status to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusUpdate {
+    /// Which VPA.
+    pub key: VpaKey,
+    /// The new `status` (recommendation and conditions).
+    pub status: VerticalPodAutoscalerStatus,
+    /// Set when the VPA cannot be served.
+    pub unsupported: Option<String>,
+    /// The VPA has just become unsupported (a Warning Event reports the transition).
+    pub newly_unsupported: bool,
+}
+
+/// What one loop decided.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoopOutcome {
+    /// Statuses that differ from the VPAs' current ones.
+    pub updates: Vec<StatusUpdate>,
+    /// Every served VPA's recommendation, in input order.
+    pub recommendations: Vec<VpaRecommendation>,
+    /// VPAs served in this loop.
+    pub vpas: usize,
+    /// Aggregates (VPA × container) after the loop.
+    pub containers: usize,
+    /// Usage samples accepted.
+    pub samples: usize,
+    /// OOM kills recorded.
+    pub ooms: usize,
+}
+
+/// A checkpoint that could not be restored (it is skipped, never fatal).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("checkpoint {namespace}/{name}: {source}")]
+pub struct RestoreError {
+    /// Position of the checkpoint in the input.
+    pub index: usize,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// What is wrong with it.
+    #[source]
+    pub source: CheckpointError,
+}
+
+#[derive(Clone, Debug, Default)]
+struct VpaState {
+    model: VpaModel,
+    pods: BTreeSet<String>,
+    checkpoint_written: std::collections::BTreeMap<String, Timestamp>,
+}
+
+/// The identity of an OOM kill read from a pod status: (namespace, pod, container, finish time).
+type OomId = (String, String, String, Timestamp);
+
+/// The recommender's memory: one model per VPA, plus the OOM kills already recorded.
+#[derive(Debug, Default)]
+pub struct Recommender {
+    aggregations: AggregationsConfig,
+    estimator: EstimatorConfig,
+    vpas: HashMap<VpaKey, VpaState>,
+    seen_ooms: HashSet<OomId>,
+    seen_events: HashSet<String>,
+}
+
+/// Pods that belong to a served VPA, looked up both ways.
+struct Assignment<'p> {
+    /// In pod input order.
+    owned: Vec<(VpaKey, &'p Pod)>,
+    /// (namespace, pod) → position in `owned`.
+    by_pod: HashMap<(&'p str, &'p str), usize>,
+}
+
+impl<'p> Assignment<'p> {
+    fn new<V: ServedVpa>(vpas: &[V], pods: &'p [Arc<Pod>]) -> Self {
+        let owned = owners(vpas, pods);
+        let by_pod = owned
+            .iter()
+            .enumerate()
+            .map(|(i, (_, pod))| {
+                let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                ((namespace, name), i)
+            })
+            .collect();
+        Self { owned, by_pod }
+    }
+
+    fn owner(&self, namespace: &str, pod: &str) -> Option<&VpaKey> {
+        self.by_pod
+            .get(&(namespace, pod))
+            .map(|&i| &self.owned[i].0)
+    }
+
+    fn pods_of(&self, key: &VpaKey) -> Vec<&'p Pod> {
+        self.owned
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, p)| *p)
+            .collect()
+    }
+}
+
+impl Recommender {
+    /// An empty recommender with the model settings.
+    pub fn new(aggregations: AggregationsConfig, estimator: EstimatorConfig) -> Self {
+        Self {
+            aggregations,
+            estimator,
+            ..Self::default()
+        }
+    }
+
+    /// Aggregates held (VPA × container).
+    pub fn containers(&self) -> usize {
+        self.vpas.values().map(|v| v.model.aggregates.len()).sum()
+    }
+
+    /// The model of a VPA, if it has one.
+    pub fn model(&self, key: &VpaKey) -> Option<&VpaModel> {
+        self.vpas.get(key).map(|v| &v.model)
+    }
+
+    /// Restores aggregates from checkpoints of the VPAs in `vpas` (others are ignored: they are
+    /// another recommender's, or garbage). Returns how many were restored and the checkpoints
+    /// that could not be (a bad checkpoint is skipped, never fatal).
+    pub fn restore(
+        &mut self,
+        checkpoints: &[Arc<VerticalPodAutoscalerCheckpoint>],
+        vpas: &HashSet<VpaKey>,
+        now: Timestamp,
+    ) -> (usize, Vec<RestoreError>) {
+        let mut restored = 0;
+        let mut errors = Vec::new();
+        for (index, cp) in checkpoints.iter().enumerate() {
+            let namespace = cp.metadata.namespace.clone().unwrap_or_default();
+            let (Some(vpa), Some(container), Some(status)) = (
+                cp.spec.vpa_object_name.clone(),
+                cp.spec.container_name.as_deref(),
+                cp.status.as_ref(),
+            ) else {
+                continue;
+            };
+            let key = (namespace, vpa);
+            if !vpas.contains(&key) {
+                continue;
+            }
+            let state = self.vpas.entry(key.clone()).or_default();
+            match state
+                .model
+                .restore(container, status, &self.aggregations, now)
+            {
+                Ok(()) => {
+                    restored += 1;
+                    // Restored state is already persisted: it is the newest on the server.
+                    let written = status.last_update_time.as_ref().map_or(now, |t| t.0);
+                    state
+                        .checkpoint_written
+                        .insert(container.to_owned(), written);
+                }
+                Err(source) => errors.push(RestoreError {
+                    index,
+                    namespace: key.0,
+                    name: cp.metadata.name.clone().unwrap_or_default(),
+                    source,
+                }),
+            }
+        }
+        (restored, errors)
+    }
+
+    /// (namespace, pod) → the VPA it belongs to.
+    pub fn pod_owners<V: ServedVpa>(
+        &self,
+        vpas: &[V],
+        pods: &[Arc<Pod>],
+    ) -> HashMap<(String, String), VpaKey> {
+        owners(vpas, pods)
+            .into_iter()
+            .map(|(key, pod)| {
+                (
+                    (
+                        pod.metadata.namespace.clone().unwrap_or_default(),
+                        pod.metadata.name.clone().unwrap_or_default(),
+                    ),
+                    key,
+                )
+            })
+            .collect()
+    }
+
+    /// Adds usage history (e.g. from Prometheus) for `pod`/`container` of VPA `key`.
+    pub fn add_history(
+        &mut self,
+        key: &VpaKey,
+        pod: &str,
+        container: &str,
+        cpu_milli: Option<i64>,
+        memory_bytes: Option<i64>,
+        time: Timestamp,
+    ) {
+        let state = self.vpas.entry(key.clone()).or_default();
+        if let Some(cpu) = cpu_milli {
+            state
+                .model
+                .add_cpu_sample(pod, container, cpu, time, &self.aggregations);
+        }
+        if let Some(mem) = memory_bytes {
+            state
+                .model
+                .add_memory_sample(pod, container, mem, time, &self.aggregations);
+        }
+    }
+
+    /// One loop (see the module docs): fold `usage` and the OOM kills in `pods` and `events` into
+    /// the models of `vpas`, and return every VPA's recommendation and the statuses that changed.
+    /// VPAs absent from `vpas` are forgotten.
+    pub fn run_loop<V: ServedVpa>(
+        &mut self,
+        vpas: &[V],
+        pods: &[Arc<Pod>],
+        usage: &[PodUsage],
+        events: &[Arc<Event>],
+        now: Timestamp,
+    ) -> LoopOutcome {
+        self.forget_deleted_vpas(vpas);
+        let assignment = Assignment::new(vpas, pods);
+        let samples = self.add_usage(&assignment, usage);
+        let ooms =
+            self.record_status_ooms(&assignment) + self.record_eviction_ooms(&assignment, events);
+        let mut outcome = LoopOutcome {
+            samples,
+            ooms,
+            ..LoopOutcome::default()
+        };
+        for input in vpas {
+            outcome.vpas += 1;
+            let pods = assignment.pods_of(&key_of(input.object()));
+            let (recommendation, update) = self.recommend_vpa(input, &pods, now);
+            outcome.recommendations.push(recommendation);
+            outcome.updates.extend(update);
+        }
+        outcome.containers = self.containers();
+        outcome
+    }
+
+    /// Step 1: drops the models of VPAs that are no longer served.
+    fn forget_deleted_vpas<V: ServedVpa>(&mut self, vpas: &[V]) {
+        let live: HashSet<VpaKey> = vpas.iter().map(|v| key_of(v.object())).collect();
+        self.vpas.retain(|k, _| live.contains(k));
+    }
+
+    /// Step 3: adds the usage of owned pods to their VPA's model; returns the CPU samples
+    /// accepted.
+    fn add_usage(&mut self, assignment: &Assignment<'_>, usage: &[PodUsage]) -> usize {
+        let mut accepted = 0;
+        for pm in usage {
+            let Some(key) = assignment.owner(&pm.namespace, &pm.pod) else {
+                continue;
+            };
+            let state = self.vpas.entry(key.clone()).or_default();
+            for c in &pm.containers {
+                if let Some(cpu) = c.cpu
+                    && state.model.add_cpu_sample(
+                        &pm.pod,
+                        &c.container,
+                        clamp_amount(cpu.milli()),
+                        pm.time,
+                        &self.aggregations,
+                    )
+                {
+                    accepted += 1;
+                }
+                if let Some(mem) = c.memory {
+                    state.model.add_memory_sample(
+                        &pm.pod,
+                        &c.container,
+                        clamp_amount(mem.value()),
+                        pm.time,
+                        &self.aggregations,
+                    );
+                }
+            }
+        }
+        accepted
+    }
+
+    /// Step 4a: records the OOM kills owned pods' statuses show, each once; returns how many the
+    /// model took (a kill older than the memory window is refused, as upstream).
+    fn record_status_ooms(&mut self, assignment: &Assignment<'_>) -> usize {
+        let mut recorded = 0;
+        for (key, pod) in &assignment.owned {
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            for kill in status_ooms(pod) {
+                let id = (
+                    namespace.to_owned(),
+                    name.to_owned(),
+                    kill.container.clone(),
+                    kill.finished,
+                );
+                if self.seen_ooms.contains(&id) {
+                    continue;
+                }
+                let state = self.vpas.entry(key.clone()).or_default();
+                if state
+                    .model
+                    .record_oom(
+                        name,
+                        &kill.container,
+                        kill.used_bytes,
+                        kill.finished,
+                        &self.aggregations,
+                    )
+                    .is_ok()
+                {
+                    recorded += 1;
+                }
+                self.seen_ooms.insert(id);
+            }
+        }
+        let present: HashSet<(&str, &str)> = assignment.by_pod.keys().copied().collect();
+        self.seen_ooms
+            .retain(|(ns, pod, _, _)| present.contains(&(ns.as_str(), pod.as_str())));
+        recorded
+    }
+
+    /// Step 4b: records the memory kills of eviction Events about owned pods, each Event once;
+    /// returns how many the model took.
+    fn record_eviction_ooms(
+        &mut self,
+        assignment: &Assignment<'_>,
+        events: &[Arc<Event>],
+    ) -> usize {
+        let mut recorded = 0;
+        for event in events {
+            let uid = event.metadata.uid.clone().unwrap_or_default();
+            if uid.is_empty() || self.seen_events.contains(&uid) {
+                continue;
+            }
+            for oom in eviction_ooms(event) {
+                let Some(key) = assignment.owner(&oom.namespace, &oom.pod) else {
+                    continue;
+                };
+                let state = self.vpas.entry(key.clone()).or_default();
+                if state
+                    .model
+                    .record_oom(
+                        &oom.pod,
+                        &oom.container,
+                        oom.usage_bytes,
+                        oom.time,
+                        &self.aggregations,
+                    )
+                    .is_ok()
+                {
+                    recorded += 1;
+                }
+            }
+            self.seen_events.insert(uid);
+        }
+        let live: HashSet<&str> = events
+            .iter()
+            .filter_map(|e| e.metadata.uid.as_deref())
+            .collect();
+        self.seen_events.retain(|uid| live.contains(uid.as_str()));
+        recorded
+    }
+
+    /// Step 5: one VPA's recommendation and conditions, and its status when that changed.
+    fn recommend_vpa<V: ServedVpa>(
+        &mut self,
+        input: &V,
+        pods: &[&Pod],
+        now: Timestamp,
+    ) -> (VpaRecommendation, Option<StatusUpdate>) {
+        let vpa = input.object();
+        let key = key_of(vpa);
+        let state = self.vpas.entry(key.clone()).or_default();
+        let containers_per_pod = state.track_pods(pods, &self.aggregations, now);
+        let (containers, unsupported) =
+            recommend_or_explain(input, &state.model, containers_per_pod, &self.estimator);
+        let observed = Observation {
+            pods_matched: !pods.is_empty(),
+            has_recommendation: !containers.is_empty(),
+            low_confidence: containers.iter().any(|r| r.confidence < 1.0),
+            config_unsupported: unsupported.as_ref().map(ToString::to_string),
+        };
+        let previous = vpa.status.as_ref();
+        let status = next_status(previous, &containers, &observed, now);
+        let update = (!same_status(previous, &status)).then(|| StatusUpdate {
+            key: key.clone(),
+            status,
+            newly_unsupported: unsupported.is_some() && newly_unsupported(previous),
+            unsupported: observed.config_unsupported.clone(),
+        });
+        (
+            VpaRecommendation {
+                key,
+                containers,
+                unsupported,
+            },
+            update,
+        )
+    }
+
+    /// Every (VPA, container) checkpoint, in the order to write them
+    /// ([`checkpoint_schedule::oldest_first`]).
+    pub fn checkpoints_due(&self, now: Timestamp) -> Vec<CheckpointWrite> {
+        let mut out = Vec::new();
+        for ((namespace, vpa), state) in &self.vpas {
+            for (container, status) in state.model.checkpoints(now) {
+                out.push(CheckpointWrite {
+                    checkpoint: checkpoint_object(namespace, vpa, &container, status),
+                    last_written: state.checkpoint_written.get(&container).copied(),
+                });
+            }
+        }
+        checkpoint_schedule::oldest_first(&mut out);
+        out
+    }
+
+    /// Notes that the checkpoint of `container` of `key` was written at `now`.
+    pub fn checkpoint_written(&mut self, key: &VpaKey, container: &str, now: Timestamp) {
+        if let Some(state) = self.vpas.get_mut(key) {
+            state.checkpoint_written.insert(container.to_owned(), now);
+        }
+    }
+
+    /// Drops aggregates without a sample for the whole memory window; returns how many.
+    pub fn garbage_collect(&mut self, now: Timestamp) -> usize {
+        let mut dropped = 0;
+        for state in self.vpas.values_mut() {
+            for name in state.model.garbage_collect(&self.aggregations, now) {
+                state.checkpoint_written.remove(&name);
+                dropped += 1;
+            }
+        }
+        dropped
+    }
+
+    /// Checkpoints to delete ([`checkpoint_schedule::stale`]); `all_vpas` holds every VPA,
+    /// whoever serves it.
+    pub fn stale_checkpoints(
+        &self,
+        checkpoints: &[Arc<VerticalPodAutoscalerCheckpoint>],
+        all_vpas: &HashSet<VpaKey>,
+    ) -> Vec<(String, String)> {
+        checkpoints
+            .iter()
+            .filter_map(|cp| {
+                checkpoint_schedule::stale(cp, all_vpas, |key, container| {
+                    self.vpas
+                        .get(key)
+                        .map(|s| s.model.aggregates.contains_key(container))
+                })
+            })
+            .collect()
+    }
+}
+
+impl VpaState {
+    /// Forgets the instances of pods that are gone, makes sure every container of the VPA's pods
+    /// has an aggregate, and returns the containers per pod (at least 1) that split the pod
+    /// minimums.
+    fn track_pods(&mut self, pods: &[&Pod], config: &AggregationsConfig, now: Timestamp) -> usize {
+        let names: BTreeSet<String> = pods
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        for gone in self.pods.difference(&names) {
+            self.model.remove_pod(gone);
+        }
+        self.pods = names;
+        let mut containers_per_pod = 1;
+        for pod in pods {
+            let containers = pod
+                .spec
+                .as_ref()
+                .map(|s| s.containers.as_slice())
+                .unwrap_or_default();
+            containers_per_pod = containers_per_pod.max(containers.len());
+            for c in containers {
+                self.model.ensure_container(&c.name, config, now);
+            }
+        }
+        containers_per_pod
+    }
+}
+
+/// The recommendation of a VPA, or why there is none. An unresolvable target only explains: the
+/// history already aggregated still gives a recommendation (as upstream), so a transient API error
+/// or a target being recreated does not wipe it. An invalid spec or policy gives none.
+fn recommend_or_explain<V: ServedVpa>(
+    input: &V,
+    model: &VpaModel,
+    containers_per_pod: usize,
+    estimator: &EstimatorConfig,
+) -> (Vec<RecommendationReport>, Option<Unsupported>) {
+    let vpa: &VerticalPodAutoscaler = input.object();
+    let target = input
+        .target_error()
+        .map(|why| Unsupported::Target(why.to_owned()));
+    if let Err(errs) = vpa.spec.validate() {
+        return (Vec::new(), Some(Unsupported::InvalidSpec(errs.to_string())));
+    }
+    match model.recommend(&vpa.spec, containers_per_pod, estimator) {
+        Ok(recs) => (recs, target),
+        Err(e) => (Vec::new(), Some(Unsupported::Policy(e))),
+    }
+}
