@@ -16,7 +16,9 @@
 
 use jiff::Timestamp;
 
+use super::conditions::{ABLE_TO_SCALE, Condition};
 use super::history::{History, ScaleEvent, seconds_between};
+use super::limited::{Limit, LimitedBy};
 use crate::api::hpa_plus::{
     HorizontalPodAutoscalerBehavior, HpaScalingPolicyType, HpaScalingRules, ScalingPolicySelect,
 };
@@ -102,6 +104,69 @@ pub fn scale_down_rules(behavior: &HorizontalPodAutoscalerBehavior, default_wind
             period_seconds: 15,
         }],
     )
+}
+
+/// Rule 6's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stabilized {
+    /// The count after stabilization.
+    pub replicas: i32,
+    /// `AbleToScale`: `ReadyForNewScale`, `ScaleUpStabilized` or `ScaleDownStabilized`.
+    pub condition: Condition,
+    /// The change stabilization made, if any.
+    pub limit: Option<Limit>,
+}
+
+/// Rule 6: the recommendation brought within the recommendations of the stabilization
+/// windows (`behavior`'s, or the controller's downscale window `default_down_window` without
+/// one). The caller records `recommendation` in the history afterwards.
+pub fn stabilize(
+    behavior: Option<&HorizontalPodAutoscalerBehavior>,
+    default_down_window: i64,
+    current: i32,
+    recommendation: i32,
+    history: &History,
+    now: Timestamp,
+) -> Stabilized {
+    let replicas = match behavior {
+        Some(b) => stabilize_with_behaviors(
+            current,
+            recommendation,
+            history,
+            scale_up_rules(b).window_seconds,
+            scale_down_rules(b, default_down_window).window_seconds,
+            now,
+        ),
+        None => stabilize_default(recommendation, history, default_down_window, now),
+    };
+    if replicas == recommendation {
+        return Stabilized {
+            replicas,
+            condition: Condition::new(
+                ABLE_TO_SCALE,
+                true,
+                "ReadyForNewScale",
+                "recommended size matches current size",
+            ),
+            limit: None,
+        };
+    }
+    let (reason, msg) = if recommendation >= current {
+        (
+            "ScaleUpStabilized",
+            "recent recommendations were lower than current one, applying the lowest recent recommendation",
+        )
+    } else {
+        (
+            "ScaleDownStabilized",
+            "recent recommendations were higher than current one, applying the highest recent recommendation",
+        )
+    };
+    Stabilized {
+        replicas,
+        condition: Condition::new(ABLE_TO_SCALE, true, reason, msg),
+        limit: Some(Limit::new(replicas, LimitedBy::Stabilization, msg)),
+    }
 }
 
 /// Upstream `stabilizeRecommendationWithBehaviors` (without the recording, done by the caller).

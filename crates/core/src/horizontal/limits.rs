@@ -1,5 +1,6 @@
 //! Limits added on top of upstream: WPA/HPAPlus limit factors, forbidden windows after a scale
-//! event, watermark delays and the minimum share of available pods.
+//! event, watermark delays and the minimum share of available pods; and the steps of a decision
+//! that apply them with upstream's rate limits and bounds.
 //!
 //! * Limit factors are percentages of the current replicas (WPA `calculateScaleUpLimit` /
 //!   `calculateScaleDownLimit`): at most `current + max(1, floor(pct × current / 100))` and at
@@ -11,10 +12,49 @@
 //!   `ForbiddenWindowSeconds` after the last scale event.
 //! * Watermark delays: a scale-up (scale-down) needs some watermark metric to have been above
 //!   (below) its band for the delay; inside the band (convergence) the delay does not apply.
+//!
+//! Steps, in the order [`decide`](super::decide) runs them after stabilization:
+//! [`rate_limit`] (rule 7, with [`ready_pods_guard`]), [`clamp_to_bounds`] (rule 8),
+//! [`forbidden_windows`] (rule 9), [`watermark_delays`] (rule 10).
+
+use std::cmp::Ordering;
 
 use jiff::Timestamp;
 
-use super::history::seconds_between;
+use super::behavior::{
+    default_scale_up_limit, scale_down_limit, scale_down_rules, scale_up_limit, scale_up_rules,
+};
+use super::conditions::{ABLE_TO_SCALE, Condition};
+use super::config::ControllerConfig;
+use super::history::{History, seconds_between};
+use super::limited::{
+    Countdown, DOWNSCALE_DELAY, DOWNSCALE_FORBIDDEN_WINDOW, Limit, LimitedBy, UPSCALE_DELAY,
+    UPSCALE_FORBIDDEN_WINDOW,
+};
+use super::observation::{PodPhase, PodSample};
+use super::watermark::Position;
+use crate::api::hpa_plus::{
+    HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerPlusSpec, quantity_value,
+};
+
+/// `[minReplicas, maxReplicas]` of a spec (`minReplicas` defaults to 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// `minReplicas`.
+    pub min: i32,
+    /// `maxReplicas`.
+    pub max: i32,
+}
+
+impl Bounds {
+    /// The bounds of `spec`.
+    pub fn of(spec: &HorizontalPodAutoscalerPlusSpec) -> Self {
+        Self {
+            min: spec.min_replicas.unwrap_or(1),
+            max: spec.max_replicas,
+        }
+    }
+}
 
 /// WPA: the most replicas one scale-up may reach; `pct <= 0` disables scale-up.
 pub fn factor_scale_up_limit(current: i32, pct: f64) -> i32 {
@@ -61,4 +101,368 @@ pub fn delay_left(since: Option<Timestamp>, delay_seconds: i64, now: Timestamp) 
 /// pod counts.
 pub fn available_percentage(ready: usize, counted: usize) -> Option<i32> {
     (counted > 0).then(|| (100 * ready / counted) as i32)
+}
+
+/// The limit factors in force, as percentages of the current count: the object's
+/// `scaleUpLimitFactor` / `scaleDownLimitFactor`, else the controller's flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LimitFactors {
+    /// Most a scale-up may add, percent.
+    pub up_pct: Option<f64>,
+    /// Most a scale-down may remove, percent.
+    pub down_pct: Option<f64>,
+}
+
+impl LimitFactors {
+    /// The factors of `spec` over the flags of `config` (unparsable fields fall back to the flag;
+    /// validation reports them).
+    pub fn for_spec(spec: &HorizontalPodAutoscalerPlusSpec, config: &ControllerConfig) -> Self {
+        let pct = |q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
+            q.and_then(|q| quantity_value(q).ok())
+        };
+        Self {
+            up_pct: pct(spec.scale_up_limit_factor.as_ref())
+                .or_else(|| config.scale_up_limit_factor.map(|f| (f - 1.0) * 100.0)),
+            down_pct: pct(spec.scale_down_limit_factor.as_ref())
+                .or_else(|| config.scale_down_limit_factor.map(|f| f * 100.0)),
+        }
+    }
+}
+
+/// What [`rate_limit`] needs.
+#[derive(Clone, Copy, Debug)]
+pub struct RateInput<'a> {
+    /// The target's replicas.
+    pub current: i32,
+    /// The count after stabilization.
+    pub desired: i32,
+    /// `[minReplicas, maxReplicas]`.
+    pub bounds: Bounds,
+    /// The spec's `behavior`; `None` = upstream's rules for objects without one.
+    pub behavior: Option<&'a HorizontalPodAutoscalerBehavior>,
+    /// The controller's downscale stabilization (the default scale-down window of `behavior`).
+    pub downscale_stabilization_seconds: i64,
+    /// Limit factors in force.
+    pub factors: LimitFactors,
+    /// Past scale events, for policies' periods.
+    pub history: &'a History,
+    /// The reconcile time.
+    pub now: Timestamp,
+}
+
+/// Rule 7's verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLimit {
+    /// The cap (scale-up) or floor (scale-down) when it changes the count.
+    pub limit: Option<Limit>,
+    /// The `ScalingLimited` reason: `DesiredWithinRange`, `ScaleUpLimit`, `ScaleDownLimit`,
+    /// `TooManyReplicas` or `TooFewReplicas`.
+    pub reason: &'static str,
+    /// The `ScalingLimited` message.
+    pub message: String,
+    /// WPA: the scale-down factor caps this scale-down, so [`ready_pods_guard`] applies.
+    pub factor_caps_scale_down: bool,
+}
+
+impl RateLimit {
+    fn within_range() -> Self {
+        Self {
+            limit: None,
+            reason: "DesiredWithinRange",
+            message: "the desired count is within the acceptable range".to_owned(),
+            factor_caps_scale_down: false,
+        }
+    }
+}
+
+/// Rule 7: the most one evaluation may change the count. Scale-up: the `behavior` policies
+/// (or upstream's `max(2 × current, 4)` without `behavior` and without a factor) and the
+/// scale-up factor, the tighter wins; `maxReplicas` replaces a cap above it. Scale-down: the
+/// `behavior` policies and the scale-down factor, the tighter wins; `minReplicas` replaces a
+/// floor below it.
+pub fn rate_limit(r: &RateInput<'_>) -> RateLimit {
+    match r.desired.cmp(&r.current) {
+        Ordering::Greater => scale_up_rate(r),
+        Ordering::Less => scale_down_rate(r),
+        Ordering::Equal => RateLimit::within_range(),
+    }
+}
+
+fn scale_up_rate(r: &RateInput<'_>) -> RateLimit {
+    let current = r.current;
+    let (mut cap, mut cap_by) = match r.behavior {
+        Some(b) => (
+            scale_up_limit(current, r.history, &scale_up_rules(b), r.now).max(current),
+            LimitedBy::Policy,
+        ),
+        None if r.factors.up_pct.is_none() => {
+            (default_scale_up_limit(current), LimitedBy::ScaleUpLimit)
+        }
+        None => (i32::MAX, LimitedBy::ScaleUpLimit),
+    };
+    if let Some(pct) = r.factors.up_pct {
+        let f = factor_scale_up_limit(current, pct);
+        if f < cap {
+            cap = f;
+            cap_by = LimitedBy::ScaleUpLimit;
+        }
+    }
+    let (allowed, by, reason, msg) = if r.bounds.max > cap {
+        (
+            cap,
+            cap_by,
+            "ScaleUpLimit",
+            "the desired replica count is increasing faster than the maximum scale rate",
+        )
+    } else {
+        (
+            r.bounds.max,
+            LimitedBy::MaxReplicas,
+            "TooManyReplicas",
+            "the desired replica count is more than the maximum replica count",
+        )
+    };
+    if r.desired <= allowed {
+        return RateLimit::within_range();
+    }
+    RateLimit {
+        limit: Some(Limit::new(
+            allowed,
+            by,
+            format!("{msg} (at most {allowed})"),
+        )),
+        reason,
+        message: msg.to_owned(),
+        factor_caps_scale_down: false,
+    }
+}
+
+fn scale_down_rate(r: &RateInput<'_>) -> RateLimit {
+    let current = r.current;
+    let (mut floor, mut floor_by) = match r.behavior {
+        Some(b) => {
+            let rules = scale_down_rules(b, r.downscale_stabilization_seconds);
+            (
+                scale_down_limit(current, r.history, &rules, r.now).min(current),
+                LimitedBy::Policy,
+            )
+        }
+        None => (i32::MIN, LimitedBy::ScaleDownLimit),
+    };
+    let mut factor_caps_scale_down = false;
+    if let Some(pct) = r.factors.down_pct {
+        let f = factor_scale_down_limit(current, pct);
+        if f > floor {
+            floor = f;
+            floor_by = LimitedBy::ScaleDownLimit;
+        }
+        factor_caps_scale_down = r.desired < f;
+    }
+    let (allowed, by, reason, msg) = if r.bounds.min < floor {
+        (
+            floor,
+            floor_by,
+            "ScaleDownLimit",
+            "the desired replica count is decreasing faster than the maximum scale rate",
+        )
+    } else {
+        (
+            r.bounds.min,
+            LimitedBy::MinReplicas,
+            "TooFewReplicas",
+            "the desired replica count is less than the minimum replica count",
+        )
+    };
+    if r.desired >= allowed {
+        return RateLimit {
+            factor_caps_scale_down,
+            ..RateLimit::within_range()
+        };
+    }
+    RateLimit {
+        limit: Some(Limit::new(
+            allowed,
+            by,
+            format!("{msg} (at least {allowed})"),
+        )),
+        reason,
+        message: msg.to_owned(),
+        factor_caps_scale_down,
+    }
+}
+
+/// Pods that are running, ready and not being deleted.
+pub fn ready_pods(pods: &[PodSample]) -> i32 {
+    let n = pods
+        .iter()
+        .filter(|p| !p.deleting && p.phase == PodPhase::Running && p.ready == Some(true))
+        .count();
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// WPA: when the scale-down factor caps the step and fewer pods are ready than it would keep
+/// (`desired`), do not scale down at all.
+pub fn ready_pods_guard(current: i32, desired: i32, ready: i32) -> Option<Limit> {
+    (ready > 0 && ready < desired).then(|| {
+        Limit::new(
+            current,
+            LimitedBy::ReadyPods,
+            format!(
+                "only {ready} pods are ready, fewer than the {desired} a limited scale-down would keep"
+            ),
+        )
+    })
+}
+
+/// Rule 8: `[minReplicas, maxReplicas]`, also for a count the rate rules left in place.
+pub fn clamp_to_bounds(desired: i32, bounds: Bounds) -> Option<Limit> {
+    if desired > bounds.max {
+        Some(Limit::new(
+            bounds.max,
+            LimitedBy::MaxReplicas,
+            "the desired replica count is more than the maximum replica count",
+        ))
+    } else if desired < bounds.min {
+        Some(Limit::new(
+            bounds.min,
+            LimitedBy::MinReplicas,
+            "the desired replica count is less than the minimum replica count",
+        ))
+    } else {
+        None
+    }
+}
+
+/// Rule 9's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForbiddenWindows {
+    /// The windows still running (up first).
+    pub countdowns: Vec<Countdown>,
+    /// When the change goes the way of a running window: `AbleToScale=False` (WPA's
+    /// `Backoff…`) and the hold at the current count.
+    pub blocked: Option<(Condition, Limit)>,
+}
+
+/// Rule 9: no scale-up (scale-down) within `upscaleForbiddenWindowSeconds`
+/// (`downscaleForbiddenWindowSeconds`) of `last_scale_time`.
+pub fn forbidden_windows(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    last_scale_time: Option<Timestamp>,
+    current: i32,
+    desired: i32,
+    now: Timestamp,
+) -> ForbiddenWindows {
+    let left = |window: Option<i32>| countdown(last_scale_time, window.map_or(0, i64::from), now);
+    let up_left = left(spec.upscale_forbidden_window_seconds);
+    let down_left = left(spec.downscale_forbidden_window_seconds);
+    let countdowns = [
+        (UPSCALE_FORBIDDEN_WINDOW, up_left),
+        (DOWNSCALE_FORBIDDEN_WINDOW, down_left),
+    ]
+    .into_iter()
+    .filter(|(_, left)| *left > 0)
+    .map(|(transition, seconds_left)| Countdown {
+        transition,
+        seconds_left,
+    })
+    .collect();
+    let blocked_left = match desired.cmp(&current) {
+        Ordering::Greater if up_left > 0 => Some(up_left),
+        Ordering::Less if down_left > 0 => Some(down_left),
+        _ => None,
+    };
+    let blocked = blocked_left.map(|left| {
+        let (reason, msg) = match (up_left > 0, down_left > 0) {
+            (true, true) => (
+                "BackoffBoth",
+                "the time since the previous scale is still within both the downscale and upscale forbidden windows",
+            ),
+            (true, false) => (
+                "BackoffUpscale",
+                "the time since the previous scale is still within the upscale forbidden window",
+            ),
+            _ => (
+                "BackoffDownscale",
+                "the time since the previous scale is still within the downscale forbidden window",
+            ),
+        };
+        (
+            Condition::new(ABLE_TO_SCALE, false, reason, msg),
+            Limit::new(
+                current,
+                LimitedBy::ForbiddenWindow,
+                format!("{msg} ({left} s left)"),
+            ),
+        )
+    });
+    ForbiddenWindows {
+        countdowns,
+        blocked,
+    }
+}
+
+/// Rule 10's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatermarkDelays {
+    /// Since when some watermark metric has been above its band (`None` when none is now).
+    pub above_high_since: Option<Timestamp>,
+    /// Since when some watermark metric has been below its band (`None` when none is now).
+    pub below_low_since: Option<Timestamp>,
+    /// The delay still running for this change.
+    pub countdown: Option<Countdown>,
+    /// The hold at the current count while the delay runs.
+    pub limit: Option<Limit>,
+}
+
+/// Rule 10: a change out of the band waits until some watermark metric has been above
+/// (below) its band for `upscaleDelayAboveWatermarkSeconds`
+/// (`downscaleDelayBelowWatermarkSeconds`); the `since` times carry over in the history.
+/// `positions` are where the watermark metrics' values sit now.
+pub fn watermark_delays(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    positions: &[Position],
+    history: &History,
+    current: i32,
+    desired: i32,
+    now: Timestamp,
+) -> WatermarkDelays {
+    let above = positions.contains(&Position::Above);
+    let below = positions.contains(&Position::Below);
+    let above_high_since = above.then(|| history.above_high_since.unwrap_or(now));
+    let below_low_since = below.then(|| history.below_low_since.unwrap_or(now));
+    let mut delays = WatermarkDelays {
+        above_high_since,
+        below_low_since,
+        countdown: None,
+        limit: None,
+    };
+    if !above && !below {
+        return delays;
+    }
+    let (transition, since, delay) = if desired > current {
+        (
+            UPSCALE_DELAY,
+            above_high_since,
+            spec.upscale_delay_above_watermark_seconds,
+        )
+    } else {
+        (
+            DOWNSCALE_DELAY,
+            below_low_since,
+            spec.downscale_delay_below_watermark_seconds,
+        )
+    };
+    let left = delay_left(since, delay.map_or(0, i64::from), now);
+    if left > 0 && desired != current {
+        delays.countdown = Some(Countdown {
+            transition,
+            seconds_left: left,
+        });
+        delays.limit = Some(Limit::new(
+            current,
+            LimitedBy::WatermarkDelay,
+            format!("the value has not been out of its watermarks long enough ({left} s left)"),
+        ));
+    }
+    delays
 }

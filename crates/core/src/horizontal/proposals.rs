@@ -1,21 +1,34 @@
-//! One proposal per metric of the spec: picks the calculation for the metric's source and
-//! target type (upstream replica calculator or watermark) and reports the value it saw.
+//! The first two steps of a decision.
+//!
+//! * [`propose`] (the metrics): one proposal per metric of the spec, picking the calculation for
+//!   the metric's source and target type (upstream replica calculator or watermark) and
+//!   reporting the value it saw.
+//! * [`recommend`] (rule 5): the largest proposal, unless every metric failed, or some failed
+//!   while the others propose fewer replicas than current (upstream does not scale down on
+//!   partial data); rounded to `replicaScalingAbsoluteModulo`.
 
 use std::collections::BTreeMap;
 
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::Serialize;
 
+use super::conditions::{Condition, SCALING_ACTIVE};
+use super::config::ControllerConfig;
+use super::limited::{Hold, Limited, LimitedBy};
+use super::limits::Bounds;
 use super::metrics::{
     CalcContext, group_pods, per_pod_metric, plain_metric, ready_pod_count, resource_usage,
     resource_utilization, value_metric,
 };
 use super::observation::Observation;
-use super::watermark::{Position, WatermarkInput, watermark_replicas};
+use super::tolerance::Tolerances;
+use super::watermark::{Position, WatermarkInput, round_up_to_modulo, watermark_replicas};
 use crate::api::hpa_plus::{
     Algorithm, ContainerResourceMetricStatus, ConvergeTowardsWatermark, ExternalMetricStatus,
-    MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType,
-    MetricValueStatus, ObjectMetricStatus, PodsMetricStatus, ResourceMetricStatus, quantity_milli,
+    HorizontalPodAutoscalerPlusSpec, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus,
+    MetricTarget, MetricTargetType, MetricValueStatus, ObjectMetricStatus, PodsMetricStatus,
+    ResourceMetricStatus, UtilizationBase, quantity_milli,
 };
 
 /// What one metric proposed.
@@ -65,6 +78,196 @@ pub(crate) struct WatermarkSettings {
     pub tolerate_zero: bool,
     pub min_replicas: i32,
     pub max_replicas: i32,
+}
+
+/// The metrics step: what each metric of `spec` proposes (upstream's default, CPU utilization
+/// 80 %, when the spec has none), in the order of the spec.
+pub fn propose(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+    config: &ControllerConfig,
+    now: Timestamp,
+) -> Vec<MetricOutcome> {
+    let current = observed.current_replicas;
+    let ctx = CalcContext {
+        now,
+        current_replicas: current,
+        status_replicas: observed.status_replicas.unwrap_or(current),
+        tolerances: Tolerances::for_spec(spec, config.tolerance),
+        cpu_initialization_period_seconds: config.cpu_initialization_period_seconds,
+        initial_readiness_delay_seconds: config.initial_readiness_delay_seconds,
+        readiness_delay_seconds: spec.readiness_delay_seconds.map_or(0, i64::from),
+        utilization_base: spec.utilization_base.unwrap_or(UtilizationBase::Requests),
+        pods: &observed.pods,
+    };
+    let bounds = Bounds::of(spec);
+    let wm = WatermarkSettings {
+        algorithm: spec.algorithm.unwrap_or_default(),
+        modulo: modulo(spec),
+        converge: spec.converge_towards_watermark,
+        tolerate_zero: spec.tolerate_zero,
+        min_replicas: bounds.min,
+        max_replicas: bounds.max,
+    };
+    if spec.metrics.is_empty() {
+        vec![evaluate(
+            &MetricSpec::resource_default_cpu(),
+            &ctx,
+            observed,
+            wm,
+        )]
+    } else {
+        spec.metrics
+            .iter()
+            .map(|m| evaluate(m, &ctx, observed, wm))
+            .collect()
+    }
+}
+
+/// `replicaScalingAbsoluteModulo`, 1 (no rounding) when unset or below 1.
+pub fn modulo(spec: &HorizontalPodAutoscalerPlusSpec) -> i32 {
+    spec.replica_scaling_absolute_modulo.unwrap_or(1).max(1)
+}
+
+/// Rule 5's verdict when the metrics decide.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recommendation {
+    /// The largest proposal, rounded to `replicaScalingAbsoluteModulo`.
+    pub replicas: i32,
+    /// The metric that proposed it.
+    pub metric: String,
+    /// `ScalingActive=True` (`ValidMetricFound`).
+    pub condition: Condition,
+    /// When the count does not move because every metric is quiet: the rule that says so
+    /// (`tolerance` or `withinWatermarks`) and a note.
+    pub quiet: Option<(LimitedBy, &'static str)>,
+}
+
+impl Recommendation {
+    /// Where the limiting steps start: the recommendation, with the quiet rule if any.
+    pub fn limited(&self) -> Limited {
+        Limited {
+            value: self.replicas,
+            limited_by: self.quiet.map(|(by, _)| by),
+            note: self.quiet.map(|(_, note)| note.to_owned()),
+        }
+    }
+
+    /// The opening words of the decision's reason, relative to `current`.
+    pub fn summary(&self, current: i32) -> String {
+        match self.replicas.cmp(&current) {
+            std::cmp::Ordering::Greater => format!("{} above target", self.metric),
+            std::cmp::Ordering::Less => "All metrics below target".to_owned(),
+            std::cmp::Ordering::Equal => "recommended size matches current size".to_owned(),
+        }
+    }
+}
+
+/// Rule 5: the recommendation from the proposals, or the hold when the metrics cannot be
+/// trusted. `modulo` is [`modulo`] of the spec; it applies to every change (watermark
+/// proposals already did it).
+pub fn recommend(
+    proposals: &[MetricOutcome],
+    current: i32,
+    modulo: i32,
+) -> Result<Recommendation, Hold> {
+    let first_failure = proposals.iter().find(|p| p.error.is_some());
+    let unable = |f: Option<&MetricOutcome>, note: &dyn Fn(&str) -> String| {
+        let (reason, msg) = f.map_or(("FailedGetResourceMetric", "no metrics".to_owned()), |f| {
+            (
+                f.failure_reason.unwrap_or("FailedGetResourceMetric"),
+                f.error.clone().unwrap_or_default(),
+            )
+        });
+        Hold {
+            value: current,
+            by: LimitedBy::MetricsUnavailable,
+            note: note(&msg),
+            condition: Some(Condition::new(
+                SCALING_ACTIVE,
+                false,
+                reason,
+                format!("the HPA was unable to compute the replica count: {msg}"),
+            )),
+        }
+    };
+    let Some((best, largest)) = largest_proposal(proposals) else {
+        return Err(unable(first_failure, &|msg| {
+            format!("no metric could be computed: {msg}")
+        }));
+    };
+    if first_failure.is_some() && largest < current {
+        return Err(unable(first_failure, &|msg| {
+            format!(
+                "a metric failed ({msg}) and the others propose fewer replicas; not scaling down"
+            )
+        }));
+    }
+    let replicas = round_change_to_modulo(current, largest, modulo);
+    Ok(Recommendation {
+        replicas,
+        condition: Condition::new(
+            SCALING_ACTIVE,
+            true,
+            "ValidMetricFound",
+            format!(
+                "the HPA was able to successfully calculate a replica count from {}",
+                best.metric
+            ),
+        ),
+        metric: best.metric.clone(),
+        quiet: (replicas == current)
+            .then(|| quiet_rule(proposals, current))
+            .flatten(),
+    })
+}
+
+/// The first of the largest proposals, with its count.
+fn largest_proposal(proposals: &[MetricOutcome]) -> Option<(&MetricOutcome, i32)> {
+    let mut best: Option<(&MetricOutcome, i32)> = None;
+    for p in proposals {
+        if let Some(r) = p.replicas
+            && best.is_none_or(|(_, b)| r > b)
+        {
+            best = Some((p, r));
+        }
+    }
+    best
+}
+
+/// A change rounded up to a multiple of `modulo`; a scale-down never rounds above `current`.
+pub fn round_change_to_modulo(current: i32, recommendation: i32, modulo: i32) -> i32 {
+    if modulo <= 1 || recommendation == current {
+        return recommendation;
+    }
+    let rounded = round_up_to_modulo(recommendation, modulo);
+    if recommendation < current {
+        rounded.min(current)
+    } else {
+        rounded
+    }
+}
+
+/// Why a recommendation equal to `current` does not move: every metric that proposed is within
+/// its tolerance or band (or proposes `current`), and some is within tolerance (`tolerance`)
+/// or some is a watermark (`withinWatermarks`).
+fn quiet_rule(proposals: &[MetricOutcome], current: i32) -> Option<(LimitedBy, &'static str)> {
+    let valid = || proposals.iter().filter(|p| p.replicas.is_some());
+    let all_quiet = valid().all(|p| {
+        p.within_tolerance || p.position == Some(Position::Within) || p.replicas == Some(current)
+    });
+    if !all_quiet {
+        None
+    } else if valid().any(|p| p.within_tolerance) {
+        Some((LimitedBy::Tolerance, "every metric is within its tolerance"))
+    } else if valid().any(|p| p.position.is_some()) {
+        Some((
+            LimitedBy::WithinWatermarks,
+            "every watermark metric is within its watermarks",
+        ))
+    } else {
+        None
+    }
 }
 
 /// Milli-units of a quantity, rounded up as `MilliValue()` does.
