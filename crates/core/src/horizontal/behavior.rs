@@ -263,3 +263,62 @@ pub fn scale_down_limit(current: i32, history: &History, rules: &Rules, now: Tim
 pub fn default_scale_up_limit(current: i32) -> i32 {
     ((SCALE_UP_LIMIT_FACTOR * f64::from(current)) as i32).max(SCALE_UP_LIMIT_MINIMUM)
 }
+
+#[cfg(test)]
+mod tests {
+    use jiff::SignedDuration;
+
+    use super::*;
+    use crate::horizontal::history::TimedReplicas;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn history(recent: &[(i64, i32)]) -> History {
+        History {
+            recommendations: recent
+                .iter()
+                .map(|(ago, replicas)| TimedReplicas {
+                    at: now() - SignedDuration::from_secs(*ago),
+                    replicas: *replicas,
+                })
+                .collect(),
+            ..History::default()
+        }
+    }
+
+    #[test]
+    fn without_behavior_the_highest_recommendation_of_the_window_wins() {
+        let h = history(&[(30, 8), (400, 12)]);
+        let s = stabilize(None, 300, 10, 5, &h, now());
+        assert_eq!(s.replicas, 8, "12 is older than the window");
+        assert_eq!(s.condition.reason, "ScaleDownStabilized");
+        assert_eq!(
+            s.limit.map(|l| (l.value, l.by)),
+            Some((8, LimitedBy::Stabilization))
+        );
+    }
+
+    #[test]
+    fn an_unchanged_recommendation_is_ready_for_a_new_scale() {
+        let s = stabilize(None, 300, 4, 6, &history(&[(30, 5)]), now());
+        assert_eq!(s.replicas, 6);
+        assert_eq!(s.condition.reason, "ReadyForNewScale");
+        assert_eq!(s.limit, None);
+    }
+
+    #[test]
+    fn behavior_windows_stabilize_scale_up_too() {
+        let b = HorizontalPodAutoscalerBehavior {
+            scale_up: Some(HpaScalingRules {
+                stabilization_window_seconds: Some(60),
+                ..HpaScalingRules::default()
+            }),
+            scale_down: None,
+        };
+        let s = stabilize(Some(&b), 300, 4, 9, &history(&[(30, 6), (90, 5)]), now());
+        assert_eq!(s.replicas, 6, "the lowest recommendation of the last 60 s");
+        assert_eq!(s.condition.reason, "ScaleUpStabilized");
+    }
+}

@@ -466,3 +466,229 @@ pub fn watermark_delays(
     }
     delays
 }
+
+#[cfg(test)]
+mod tests {
+    use jiff::SignedDuration;
+
+    use super::*;
+    use crate::api::hpa_plus::{HpaScalingPolicy, HpaScalingPolicyType, HpaScalingRules};
+    use crate::horizontal::conditions::ABLE_TO_SCALE;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    const BOUNDS: Bounds = Bounds { min: 1, max: 100 };
+
+    fn rate(current: i32, desired: i32) -> RateInput<'static> {
+        static EMPTY: History = History {
+            recommendations: Vec::new(),
+            scale_up_events: Vec::new(),
+            scale_down_events: Vec::new(),
+            last_scale_time: None,
+            above_high_since: None,
+            below_low_since: None,
+        };
+        RateInput {
+            current,
+            desired,
+            bounds: BOUNDS,
+            behavior: None,
+            downscale_stabilization_seconds: 300,
+            factors: LimitFactors::default(),
+            history: &EMPTY,
+            now: now(),
+        }
+    }
+
+    #[test]
+    fn without_behavior_scale_up_is_capped_at_twice_or_four() {
+        // Upstream TestScaleUpLimitWithoutBehavior-style: max(2 × current, 4).
+        let r = rate_limit(&rate(3, 20));
+        assert_eq!(
+            r.limit.as_ref().map(|l| (l.value, l.by)),
+            Some((6, LimitedBy::ScaleUpLimit))
+        );
+        assert_eq!(r.reason, "ScaleUpLimit");
+        assert_eq!(rate_limit(&rate(1, 20)).limit.unwrap().value, 4);
+        assert_eq!(rate_limit(&rate(3, 5)).reason, "DesiredWithinRange");
+    }
+
+    #[test]
+    fn max_replicas_replaces_a_cap_above_it() {
+        let mut input = rate(3, 20);
+        input.bounds = Bounds { min: 1, max: 5 };
+        let r = rate_limit(&input);
+        assert_eq!(
+            r.limit.map(|l| (l.value, l.by)),
+            Some((5, LimitedBy::MaxReplicas))
+        );
+        assert_eq!(r.reason, "TooManyReplicas");
+    }
+
+    #[test]
+    fn the_tighter_of_policy_and_factor_wins() {
+        let behavior = HorizontalPodAutoscalerBehavior {
+            scale_up: Some(HpaScalingRules {
+                policies: vec![HpaScalingPolicy {
+                    type_: HpaScalingPolicyType::Pods,
+                    value: 2,
+                    period_seconds: 60,
+                }],
+                ..HpaScalingRules::default()
+            }),
+            scale_down: None,
+        };
+        let mut input = rate(10, 30);
+        input.behavior = Some(&behavior);
+        let by_policy = rate_limit(&input).limit.unwrap();
+        assert_eq!((by_policy.value, by_policy.by), (12, LimitedBy::Policy));
+        input.factors.up_pct = Some(10.0);
+        let by_factor = rate_limit(&input).limit.unwrap();
+        assert_eq!(
+            (by_factor.value, by_factor.by),
+            (11, LimitedBy::ScaleUpLimit)
+        );
+    }
+
+    #[test]
+    fn scale_down_factor_floors_and_flags_the_ready_pod_guard() {
+        let mut input = rate(10, 2);
+        assert_eq!(
+            rate_limit(&input).limit,
+            None,
+            "no floor without behavior or factor"
+        );
+        input.factors.down_pct = Some(20.0);
+        let r = rate_limit(&input);
+        assert_eq!(
+            r.limit.map(|l| (l.value, l.by)),
+            Some((8, LimitedBy::ScaleDownLimit))
+        );
+        assert!(r.factor_caps_scale_down);
+        input.desired = 9;
+        let r = rate_limit(&input);
+        assert_eq!((r.limit, r.factor_caps_scale_down), (None, false));
+        input.desired = 2;
+        input.bounds = Bounds { min: 9, max: 100 };
+        let r = rate_limit(&input);
+        assert_eq!(
+            r.limit.map(|l| (l.value, l.by)),
+            Some((9, LimitedBy::MinReplicas))
+        );
+        assert_eq!(r.reason, "TooFewReplicas");
+    }
+
+    #[test]
+    fn ready_pod_guard_holds_when_fewer_pods_are_ready_than_kept() {
+        assert_eq!(ready_pods_guard(10, 8, 5).map(|l| l.value), Some(10));
+        assert_eq!(ready_pods_guard(10, 8, 8), None);
+        assert_eq!(
+            ready_pods_guard(10, 8, 0),
+            None,
+            "no ready pods: no information"
+        );
+        let pods = [
+            PodSample::default(),
+            PodSample {
+                ready: Some(false),
+                ..PodSample::default()
+            },
+            PodSample {
+                deleting: true,
+                ..PodSample::default()
+            },
+        ];
+        assert_eq!(ready_pods(&pods), 1);
+    }
+
+    #[test]
+    fn bounds_clamp_in_both_directions() {
+        let b = Bounds { min: 2, max: 5 };
+        assert_eq!(
+            clamp_to_bounds(6, b).map(|l| (l.value, l.by)),
+            Some((5, LimitedBy::MaxReplicas))
+        );
+        assert_eq!(
+            clamp_to_bounds(1, b).map(|l| (l.value, l.by)),
+            Some((2, LimitedBy::MinReplicas))
+        );
+        assert_eq!(clamp_to_bounds(3, b), None);
+    }
+
+    #[test]
+    fn forbidden_windows_block_only_their_direction() {
+        let spec = HorizontalPodAutoscalerPlusSpec {
+            upscale_forbidden_window_seconds: Some(60),
+            downscale_forbidden_window_seconds: Some(300),
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+        let last = Some(now() - SignedDuration::from_secs(100));
+        let up = forbidden_windows(&spec, last, 4, 6, now());
+        assert_eq!(up.blocked, None, "the upscale window is over");
+        assert_eq!(
+            up.countdowns,
+            [Countdown {
+                transition: DOWNSCALE_FORBIDDEN_WINDOW,
+                seconds_left: 200
+            }]
+        );
+        let down = forbidden_windows(&spec, last, 4, 2, now());
+        let (condition, hold) = down.blocked.unwrap();
+        assert_eq!((condition.type_, condition.status), (ABLE_TO_SCALE, false));
+        assert_eq!(condition.reason, "BackoffDownscale");
+        assert_eq!((hold.value, hold.by), (4, LimitedBy::ForbiddenWindow));
+        assert!(hold.note.ends_with("(200 s left)"), "{}", hold.note);
+        assert_eq!(forbidden_windows(&spec, None, 4, 2, now()).blocked, None);
+    }
+
+    #[test]
+    fn watermark_delays_wait_and_remember_since_when() {
+        let spec = HorizontalPodAutoscalerPlusSpec {
+            upscale_delay_above_watermark_seconds: Some(60),
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+        let history = History::default();
+        let first = watermark_delays(&spec, &[Position::Above], &history, 4, 6, now());
+        assert_eq!(first.above_high_since, Some(now()));
+        assert_eq!(
+            first.limit.map(|l| (l.value, l.by)),
+            Some((4, LimitedBy::WatermarkDelay))
+        );
+        assert_eq!(
+            first.countdown.map(|c| (c.transition, c.seconds_left)),
+            Some((UPSCALE_DELAY, 60))
+        );
+        let history = History {
+            above_high_since: Some(now() - SignedDuration::from_secs(90)),
+            ..History::default()
+        };
+        let later = watermark_delays(&spec, &[Position::Above], &history, 4, 6, now());
+        assert_eq!((later.limit, later.countdown), (None, None));
+        assert_eq!(later.above_high_since, history.above_high_since);
+        let back = watermark_delays(&spec, &[Position::Within], &history, 4, 4, now());
+        assert_eq!((back.above_high_since, back.below_low_since), (None, None));
+    }
+
+    #[test]
+    fn limit_factors_prefer_the_object_over_the_flags() {
+        let cfg = ControllerConfig {
+            scale_up_limit_factor: Some(1.5),
+            scale_down_limit_factor: Some(0.25),
+            ..ControllerConfig::default()
+        };
+        let mut spec = HorizontalPodAutoscalerPlusSpec::default();
+        assert_eq!(
+            LimitFactors::for_spec(&spec, &cfg),
+            LimitFactors {
+                up_pct: Some(50.0),
+                down_pct: Some(25.0)
+            }
+        );
+        spec.scale_up_limit_factor = Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+            "30".into(),
+        ));
+        assert_eq!(LimitFactors::for_spec(&spec, &cfg).up_pct, Some(30.0));
+    }
+}

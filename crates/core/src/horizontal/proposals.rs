@@ -698,3 +698,94 @@ fn status(
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proposal(metric: &str, replicas: Option<i32>) -> MetricOutcome {
+        match replicas {
+            Some(r) => ok_outcome(metric, r, 1.0, 1000),
+            None => failed(metric.to_owned(), "FailedGetPodsMetric", "boom".to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_first_largest_proposal_is_recommended() {
+        let proposals = [
+            proposal("a", Some(3)),
+            proposal("b", Some(5)),
+            proposal("c", Some(5)),
+        ];
+        let r = recommend(&proposals, 4, 1).unwrap();
+        assert_eq!((r.replicas, r.metric.as_str()), (5, "b"));
+        assert_eq!(r.condition.reason, "ValidMetricFound");
+        assert_eq!(r.summary(4), "b above target");
+        assert_eq!(r.quiet, None);
+    }
+
+    #[test]
+    fn failed_metrics_hold_unless_the_others_scale_up() {
+        let all_failed = recommend(&[proposal("a", None)], 4, 1).unwrap_err();
+        assert_eq!(
+            (all_failed.value, all_failed.by),
+            (4, LimitedBy::MetricsUnavailable)
+        );
+        assert_eq!(all_failed.note, "no metric could be computed: boom");
+        assert_eq!(all_failed.condition.unwrap().reason, "FailedGetPodsMetric");
+        let down = recommend(&[proposal("a", None), proposal("b", Some(2))], 4, 1).unwrap_err();
+        assert!(down.note.contains("not scaling down"), "{}", down.note);
+        let up = recommend(&[proposal("a", None), proposal("b", Some(6))], 4, 1).unwrap();
+        assert_eq!(up.replicas, 6);
+        let none = recommend(&[], 4, 1).unwrap_err();
+        assert_eq!(none.note, "no metric could be computed: no metrics");
+    }
+
+    #[test]
+    fn changes_round_to_the_modulo_without_passing_current() {
+        assert_eq!(round_change_to_modulo(4, 5, 4), 8);
+        assert_eq!(
+            round_change_to_modulo(8, 5, 4),
+            8,
+            "scale-down stops at current"
+        );
+        assert_eq!(round_change_to_modulo(12, 5, 4), 8);
+        assert_eq!(round_change_to_modulo(5, 5, 4), 5, "no change, no rounding");
+        assert_eq!(
+            recommend(&[proposal("a", Some(5))], 4, 4).unwrap().replicas,
+            8
+        );
+    }
+
+    #[test]
+    fn a_quiet_recommendation_names_tolerance_or_watermarks() {
+        let mut tolerant = proposal("a", Some(4));
+        tolerant.within_tolerance = true;
+        let r = recommend(&[tolerant], 4, 1).unwrap();
+        assert_eq!(r.limited().limited_by, Some(LimitedBy::Tolerance));
+        let mut band = proposal("w", Some(4));
+        band.position = Some(Position::Within);
+        let r = recommend(&[band], 4, 1).unwrap();
+        assert_eq!(r.limited().limited_by, Some(LimitedBy::WithinWatermarks));
+        assert_eq!(r.summary(4), "recommended size matches current size");
+        let plain = recommend(&[proposal("a", Some(4))], 4, 1).unwrap();
+        assert_eq!(plain.limited().limited_by, None);
+    }
+
+    #[test]
+    fn a_spec_without_metrics_proposes_from_cpu_at_80_percent() {
+        let spec = HorizontalPodAutoscalerPlusSpec {
+            max_replicas: 10,
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+        let observed = Observation {
+            current_replicas: 2,
+            ..Observation::default()
+        };
+        let now: Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
+        let proposals = propose(&spec, &observed, &ControllerConfig::default(), now);
+        assert_eq!(proposals.len(), 1);
+        assert_eq!(proposals[0].metric, "cpu");
+        assert!(proposals[0].error.is_some(), "no pods: the metric fails");
+    }
+}
