@@ -10,12 +10,13 @@
 //! (controller flags), [`preconditions`] (rules 1–4), [`proposals`] (the metrics and the
 //! recommendation), [`metrics`] (upstream replica calculator), [`watermark`] (WPA watermarks),
 //! [`tolerance`], [`behavior`] (stabilization and policies), [`limits`] (rate limits, bounds,
-//! limit factors, forbidden windows, delays), [`gates`] (what stops a write), [`limited`] (the
+//! limit factors, forbidden windows, delays), [`gates`] (what stops a write), [`cron_hold`] (does a CronHPA hold the target), [`rollout`] (is the target rolling out), [`limited`] (the
 //! rule that limited a decision), [`conditions`], [`history`], [`observation`], [`status`].
 
 pub mod behavior;
 pub mod conditions;
 pub mod config;
+pub mod cron_hold;
 pub mod decision;
 pub mod gates;
 pub mod history;
@@ -25,6 +26,7 @@ pub mod metrics;
 pub mod observation;
 pub mod preconditions;
 pub mod proposals;
+pub mod rollout;
 pub mod status;
 pub mod tolerance;
 pub mod watermark;
@@ -33,6 +35,7 @@ pub use decision::{ControllerConfig, Countdown, Decision, DecisionInput, Limited
 pub use history::History;
 pub use observation::{ContainerSample, Observation, PodPhase, PodSample, RolloutState};
 pub use proposals::MetricOutcome;
+pub use rollout::Rollout;
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 
+pub use super::rollout::RolloutState;
+
 /// The result of fetching one value from a metrics API: milli-units, or why it failed.
 pub type Fetched<T> = Result<T, String>;
 
@@ -83,27 +85,6 @@ impl Default for PodSample {
 
 /// Window assumed for a resource usage sample when the metrics API does not say (seconds).
 pub const DEFAULT_METRICS_WINDOW_SECONDS: i64 = 30;
-
-/// The state of the target's rollout, for `pauseDuringRollout`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RolloutState {
-    /// `metadata.generation` of the workload.
-    pub generation: i64,
-    /// `status.observedGeneration` of the workload.
-    pub observed_generation: i64,
-    /// `status.updatedReplicas`.
-    pub updated_replicas: i32,
-    /// `spec.replicas`.
-    pub desired_replicas: i32,
-}
-
-impl RolloutState {
-    /// A rollout is in progress while the controller has not observed the latest generation or
-    /// fewer replicas than desired run the latest template.
-    pub fn in_progress(&self) -> bool {
-        self.observed_generation < self.generation || self.updated_replicas < self.desired_replicas
-    }
-}
 
 /// Everything observed at one reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]

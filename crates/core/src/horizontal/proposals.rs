@@ -7,6 +7,7 @@
 //!   while the others propose fewer replicas than current (upstream does not scale down on
 //!   partial data); rounded to `replicaScalingAbsoluteModulo`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
@@ -109,18 +110,19 @@ pub fn propose(
         min_replicas: bounds.min,
         max_replicas: bounds.max,
     };
+    metrics_of(spec)
+        .iter()
+        .map(|m| evaluate(m, &ctx, observed, wm))
+        .collect()
+}
+
+/// The metrics a spec is evaluated on: its own, or upstream's default (CPU utilization 80 %)
+/// when it has none.
+pub fn metrics_of(spec: &HorizontalPodAutoscalerPlusSpec) -> Cow<'_, [MetricSpec]> {
     if spec.metrics.is_empty() {
-        vec![evaluate(
-            &MetricSpec::resource_default_cpu(),
-            &ctx,
-            observed,
-            wm,
-        )]
+        Cow::Owned(vec![MetricSpec::resource_default_cpu()])
     } else {
-        spec.metrics
-            .iter()
-            .map(|m| evaluate(m, &ctx, observed, wm))
-            .collect()
+        Cow::Borrowed(&spec.metrics)
     }
 }
 
@@ -318,7 +320,9 @@ fn metric_name(m: &MetricSpec) -> String {
     .unwrap_or_else(|| format!("{:?}", m.type_))
 }
 
-fn object_key(o: &crate::api::hpa_plus::ObjectMetricSource) -> String {
+/// The key of an Object metric's value in [`Observation::object_metrics`]:
+/// `Kind/name/metric`.
+pub fn object_key(o: &crate::api::hpa_plus::ObjectMetricSource) -> String {
     format!(
         "{}/{}/{}",
         o.described_object.kind, o.described_object.name, o.metric.name
