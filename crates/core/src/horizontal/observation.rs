@@ -28,6 +28,19 @@ pub enum PodPhase {
     Failed,
 }
 
+impl PodPhase {
+    /// The phase of a pod's `status.phase`; a pod without one, or with `Unknown`, counts as
+    /// `Pending` (not running, so neither ready nor sampled).
+    pub fn from_status(phase: Option<&str>) -> Self {
+        match phase {
+            Some("Running") => Self::Running,
+            Some("Succeeded") => Self::Succeeded,
+            Some("Failed") => Self::Failed,
+            _ => Self::Pending,
+        }
+    }
+}
+
 /// One container of a pod.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContainerSample {
@@ -105,4 +118,21 @@ pub struct Observation {
     pub rollout: Option<RolloutState>,
     /// Set while a `CronHorizontalPodAutoscaler` holds this target (`scaleUpKeepWindow`).
     pub held_by: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_or_missing_phases_count_as_pending() {
+        assert_eq!(PodPhase::from_status(Some("Running")), PodPhase::Running);
+        assert_eq!(
+            PodPhase::from_status(Some("Succeeded")),
+            PodPhase::Succeeded
+        );
+        assert_eq!(PodPhase::from_status(Some("Failed")), PodPhase::Failed);
+        assert_eq!(PodPhase::from_status(Some("Unknown")), PodPhase::Pending);
+        assert_eq!(PodPhase::from_status(None), PodPhase::Pending);
+    }
 }
