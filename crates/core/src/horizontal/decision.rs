@@ -123,46 +123,46 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
         },
         Ok(recommendation) => limit(input, &proposals, &recommendation),
     };
-    for c in ruled.conditions {
+    // Rule 11: the gates on writing.
+    for c in ruled.conditions.into_iter().chain(gate_conditions(spec)) {
         put(&mut conditions, c);
     }
-    let mut d = Decision {
-        current_replicas: current,
-        desired_replicas: ruled.limited.value,
-        scale_to: None,
-        recommended_replicas: ruled.recommended,
-        proposals,
-        limited_by: ruled.limited.limited_by,
-        reason: ruled.limited.note.unwrap_or_default(),
-        conditions: Vec::new(),
-        countdowns: ruled.countdowns,
-        next_sync_seconds: config.sync_period_seconds(spec),
-        history: History::default(),
+    let Limited {
+        value: decided,
+        limited_by,
+        note,
+    } = ruled.limited;
+    let reason = note.unwrap_or_default();
+    let gate = wants_write(current, decided, limited_by)
+        .then(|| write_gate(spec, observed, current, decided));
+    let (desired_replicas, limited_by, reason, scale_to) = match gate {
+        None => (decided, limited_by, reason, None),
+        Some(None) => (decided, limited_by, reason, Some(decided)),
+        Some(Some(gate)) => (
+            gate.desired,
+            Some(gate.by),
+            format!(
+                "{reason}; not applied: {} (would scale {current} -> {decided})",
+                gate.why
+            ),
+            None,
+        ),
     };
-
-    // Rule 11.
-    for c in gate_conditions(spec) {
-        put(&mut conditions, c);
-    }
-    if wants_write(current, d.desired_replicas, d.limited_by) {
-        let wanted = d.desired_replicas;
-        match write_gate(spec, observed, current, wanted) {
-            Some(gate) => {
-                d.desired_replicas = gate.desired;
-                d.limited_by = Some(gate.by);
-                d.reason = format!(
-                    "{}; not applied: {} (would scale {current} -> {wanted})",
-                    d.reason, gate.why
-                );
-            }
-            None => d.scale_to = Some(wanted),
-        }
-    }
     let mut history = ruled.history;
     history.prune(now, keep_seconds(spec, config));
-    d.history = history;
-    d.conditions = conditions;
-    d
+    Decision {
+        current_replicas: current,
+        desired_replicas,
+        scale_to,
+        recommended_replicas: ruled.recommended,
+        proposals,
+        limited_by,
+        reason,
+        conditions,
+        countdowns: ruled.countdowns,
+        next_sync_seconds: config.sync_period_seconds(spec),
+        history,
+    }
 }
 
 /// What rules 1–10 leave for the gates.
@@ -304,5 +304,58 @@ impl MetricSpec {
             }),
             ..Self::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::horizontal::conditions::SCALING_ACTIVE;
+    use crate::horizontal::limited::Limit;
+
+    fn recommendation(replicas: i32) -> Recommendation {
+        Recommendation {
+            replicas,
+            metric: "cpu".into(),
+            condition: Condition::new(SCALING_ACTIVE, true, "ValidMetricFound", ""),
+            quiet: None,
+        }
+    }
+
+    #[test]
+    fn the_reason_says_what_was_recommended_and_what_limited_it() {
+        let r = recommendation(8);
+        let free = r.limited();
+        assert_eq!(explain(&r, 4, &free), "cpu above target: 4 -> 8");
+        let capped = free.apply(Some(Limit::new(6, LimitedBy::Policy, "capped")));
+        assert_eq!(
+            explain(&r, 4, &capped),
+            "cpu above target: recommended 8, capped; desired 6"
+        );
+        let same = recommendation(4);
+        assert_eq!(
+            explain(&same, 4, &same.limited()),
+            "recommended size matches current size (4)"
+        );
+        let quiet = Recommendation {
+            quiet: Some((LimitedBy::Tolerance, "every metric is within its tolerance")),
+            ..recommendation(4)
+        };
+        assert_eq!(
+            explain(&quiet, 4, &quiet.limited()),
+            "every metric is within its tolerance; keeping 4 replicas"
+        );
+    }
+
+    #[test]
+    fn history_is_kept_for_the_longest_window_or_period() {
+        let cfg = ControllerConfig::default();
+        let mut spec = HorizontalPodAutoscalerPlusSpec::default();
+        assert_eq!(keep_seconds(&spec, &cfg), 300);
+        spec.behavior = serde_json::from_value(serde_json::json!({
+            "scaleUp": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 900}]}
+        }))
+        .unwrap();
+        assert_eq!(keep_seconds(&spec, &cfg), 900);
     }
 }
