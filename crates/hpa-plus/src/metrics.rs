@@ -14,7 +14,7 @@
 
 use std::sync::atomic::AtomicU64;
 
-use plimsoll_core::horizontal::Decision;
+use plimsoll_core::horizontal::{Countdown, Decision, LimitedBy};
 use plimsoll_runtime::telemetry::ReconcileMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -62,7 +62,7 @@ pub struct TransitionLabels {
     pub namespace: String,
     /// Name of the autoscaler.
     pub name: String,
-    /// `upscaleForbiddenWindow`, `downscaleForbiddenWindow`, `upscaleDelay`, `downscaleDelay`.
+    /// One of [`Countdown::TRANSITIONS`].
     pub transition: String,
 }
 
@@ -102,36 +102,6 @@ pub struct Metrics {
     /// Status writes.
     pub status_writes: Counter,
 }
-
-/// Every `limitedBy` value, so that a rule which stops limiting is reset to 0.
-const REASONS: [&str; 19] = [
-    "ambiguousSelector",
-    "scalingDisabled",
-    "minReplicas",
-    "maxReplicas",
-    "minAvailable",
-    "metricsUnavailable",
-    "tolerance",
-    "withinWatermarks",
-    "stabilization",
-    "policy",
-    "scaleUpLimit",
-    "scaleDownLimit",
-    "readyPods",
-    "forbiddenWindow",
-    "watermarkDelay",
-    "paused",
-    "cronHold",
-    "rollout",
-    "dryRun",
-];
-
-const TRANSITIONS: [&str; 4] = [
-    "upscaleForbiddenWindow",
-    "downscaleForbiddenWindow",
-    "upscaleDelay",
-    "downscaleDelay",
-];
 
 impl Metrics {
     /// Registers every family in `registry` (pass the `plimsoll_hpa_plus` sub-registry).
@@ -251,16 +221,14 @@ impl Metrics {
                     .inc();
             }
         }
-        let limited = decision
-            .limited_by
-            .map(plimsoll_core::horizontal::LimitedBy::as_str);
-        for reason in REASONS {
+        // Every rule, so that a rule which stops limiting is reset to 0.
+        for rule in LimitedBy::ALL {
             let labels = ReasonLabels {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
-                reason: reason.to_owned(),
+                reason: rule.as_str().to_owned(),
             };
-            if limited == Some(reason) {
+            if decision.limited_by == Some(rule) {
                 self.restricted_scaling.get_or_create(&labels).set(1);
             } else {
                 // Only reset series that exist, so an object gets one series per rule it hit.
@@ -269,7 +237,7 @@ impl Metrics {
                 });
             }
         }
-        for transition in TRANSITIONS {
+        for transition in Countdown::TRANSITIONS {
             let labels = TransitionLabels {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
@@ -316,14 +284,14 @@ impl Metrics {
             self.high_watermark.remove(&labels);
             self.proposal.remove(&labels);
         }
-        for reason in REASONS {
+        for rule in LimitedBy::ALL {
             self.restricted_scaling.remove(&ReasonLabels {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
-                reason: reason.to_owned(),
+                reason: rule.as_str().to_owned(),
             });
         }
-        for transition in TRANSITIONS {
+        for transition in Countdown::TRANSITIONS {
             self.countdown.remove(&TransitionLabels {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),

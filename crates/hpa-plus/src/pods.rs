@@ -69,12 +69,7 @@ impl PodInfo {
     pub fn from_pod(pod: &Pod) -> Option<Self> {
         let name = pod.metadata.name.clone()?;
         let status = pod.status.as_ref();
-        let phase = match status.and_then(|s| s.phase.as_deref()) {
-            Some("Running") => PodPhase::Running,
-            Some("Succeeded") => PodPhase::Succeeded,
-            Some("Failed") => PodPhase::Failed,
-            _ => PodPhase::Pending,
-        };
+        let phase = PodPhase::from_status(status.and_then(|s| s.phase.as_deref()));
         let ready_condition = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));

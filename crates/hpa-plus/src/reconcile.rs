@@ -18,6 +18,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference as K8sRef, HorizontalPodAutoscaler,
 };
@@ -29,7 +30,9 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE};
 use plimsoll_core::horizontal::status::status_after;
-use plimsoll_core::horizontal::{DecisionInput, LimitedBy, decide};
+use plimsoll_core::horizontal::{Decision, DecisionInput, LimitedBy, Observation, decide};
+use plimsoll_runtime::scale::TargetScale;
+use plimsoll_runtime::selector::Selector;
 use tracing::{Span, instrument};
 
 use crate::context::{Context, Memory};
@@ -124,16 +127,11 @@ pub fn error_policy<K>(_obj: Arc<K>, error: &Error, ctx: Arc<Context>) -> Action
     ))
 }
 
-fn period(ctx: &Context, spec: &HorizontalPodAutoscalerPlusSpec) -> Duration {
-    let own = i64::from(spec.sync_period_seconds.unwrap_or(0));
-    let secs = if own > 0 {
-        own
-    } else {
-        ctx.config.sync_period_seconds
-    }
-    .max(ctx.config.min_sync_period_seconds)
-    .max(1);
-    Duration::from_secs(u64::try_from(secs).unwrap_or(5))
+/// A period in seconds (the decision's, or
+/// [`ControllerConfig::sync_period_seconds`](plimsoll_core::horizontal::ControllerConfig::sync_period_seconds)
+/// before there is one) as a requeue delay.
+fn period(seconds: i64) -> Duration {
+    Duration::from_secs(u64::try_from(seconds).unwrap_or(5))
 }
 
 async fn write_status(
@@ -171,27 +169,269 @@ async fn write_status(
     Ok(())
 }
 
-/// A spec that cannot be evaluated: condition, Warning Event, wait for a change.
-async fn invalid(subject: &Subject, ctx: &Context, message: &str) -> Result<Action> {
-    let conditions = [Condition {
-        type_: SCALING_ACTIVE,
-        status: false,
-        reason: "InvalidSpec",
-        message: message.to_owned(),
-    }];
-    let new = status::with_conditions(subject.previous.as_ref(), &conditions, now());
-    if ctx.leader.is_leader() && status::changed(subject.previous.as_ref(), &new) {
+/// A reconcile that cannot finish: the conditions to merge into status, the Warning Event, and
+/// what to return to the controller (requeue after the period, or an error for backoff).
+struct Failure {
+    conditions: Vec<Condition>,
+    event_reason: &'static str,
+    event_action: &'static str,
+    message: String,
+    /// Emit the Event only when the status changed, for a state that stands until the object
+    /// changes (so a standing misconfiguration is reported once, not every period).
+    event_once: bool,
+    at: Timestamp,
+    outcome: Result<Action>,
+}
+
+impl Failure {
+    /// A failure that sets one condition `type_=False` with `reason`, and an Event of the same
+    /// reason.
+    fn condition(
+        type_: &'static str,
+        reason: &'static str,
+        action: &'static str,
+        message: String,
+        at: Timestamp,
+        outcome: Result<Action>,
+    ) -> Self {
+        Self {
+            conditions: vec![Condition::new(type_, false, reason, message.clone())],
+            event_reason: reason,
+            event_action: action,
+            message,
+            event_once: false,
+            at,
+            outcome,
+        }
+    }
+
+    fn once(self) -> Self {
+        Self {
+            event_once: true,
+            ..self
+        }
+    }
+}
+
+/// The one failure path: condition into status, Warning Event (while leading), status write,
+/// then the failure's outcome.
+async fn fail(subject: &Subject, ctx: &Context, failure: Failure) -> Result<Action> {
+    let new = status::with_conditions(subject.previous.as_ref(), &failure.conditions, failure.at);
+    let report = !failure.event_once || status::changed(subject.previous.as_ref(), &new);
+    if report && ctx.leader.is_leader() {
         ctx.events
-            .warning(&subject.reference, "InvalidSpec", "Validate", message)
+            .warning(
+                &subject.reference,
+                failure.event_reason,
+                failure.event_action,
+                &failure.message,
+            )
             .await;
     }
     write_status(subject, ctx, &new).await?;
-    tracing::warn!(namespace = %subject.namespace, name = %subject.name, error = message, "invalid autoscaler");
-    Ok(Action::requeue(period(ctx, &subject.spec)))
+    failure.outcome
 }
 
-// The steps of one evaluation, in order; each early return is one failure mode of the module doc.
-#[allow(clippy::too_many_lines)]
+/// A spec that cannot be evaluated: condition, Warning Event, wait for a change.
+async fn invalid(subject: &Subject, ctx: &Context, message: &str) -> Result<Action> {
+    tracing::warn!(namespace = %subject.namespace, name = %subject.name, error = message, "invalid autoscaler");
+    let failure = Failure::condition(
+        SCALING_ACTIVE,
+        "InvalidSpec",
+        "Validate",
+        message.to_owned(),
+        now(),
+        Ok(Action::requeue(period(
+            ctx.config.sync_period_seconds(&subject.spec),
+        ))),
+    );
+    fail(subject, ctx, failure.once()).await
+}
+
+/// The target's scale could not be read. A missing target may be created later: look again
+/// after the period; anything else backs off.
+fn failed_get_scale(
+    e: plimsoll_runtime::Error,
+    ctx: &Context,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    at: Timestamp,
+) -> Failure {
+    let message = format!("the HPA controller was unable to get the target's current scale: {e}");
+    let outcome = if e.is_not_found() {
+        Ok(Action::requeue(period(
+            ctx.config.sync_period_seconds(spec),
+        )))
+    } else {
+        Err(e.into())
+    };
+    Failure::condition(
+        ABLE_TO_SCALE,
+        "FailedGetScale",
+        "GetScale",
+        message,
+        at,
+        outcome,
+    )
+}
+
+/// The target reports no pod selector: wait for a change.
+fn invalid_selector(
+    target: &K8sRef,
+    ctx: &Context,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    at: Timestamp,
+) -> Failure {
+    let message = format!(
+        "the target {}/{} reports no pod selector (status.selector of its scale subresource)",
+        target.kind, target.name
+    );
+    Failure::condition(
+        SCALING_ACTIVE,
+        "InvalidSelector",
+        "Evaluate",
+        message,
+        at,
+        Ok(Action::requeue(period(
+            ctx.config.sync_period_seconds(spec),
+        ))),
+    )
+    .once()
+}
+
+/// The scale write failed: the decision's conditions with `AbleToScale=False`, and backoff.
+fn failed_update_scale(e: plimsoll_runtime::Error, decision: &Decision, at: Timestamp) -> Failure {
+    let message = format!("the HPA controller was unable to update the target scale: {e}");
+    let mut conditions: Vec<Condition> = decision
+        .conditions
+        .iter()
+        .filter(|c| c.type_ != ABLE_TO_SCALE)
+        .cloned()
+        .collect();
+    conditions.push(Condition::new(
+        ABLE_TO_SCALE,
+        false,
+        "FailedUpdateScale",
+        message.clone(),
+    ));
+    Failure {
+        conditions,
+        event_reason: "FailedRescale",
+        event_action: "Scale",
+        message,
+        event_once: false,
+        at,
+        outcome: Err(e.into()),
+    }
+}
+
+/// What writing the decided scale came to.
+enum Written {
+    /// The decision writes nothing (or the target already has that count).
+    Nothing,
+    /// The scale went from `from` to `to`.
+    Scaled { from: i32, to: i32 },
+    /// Leadership was lost before the write.
+    NotLeading,
+}
+
+/// Writes the decided scale (only while leading; the gates are inside the decision), with its
+/// Event and counter.
+async fn write_scale(
+    subject: &Subject,
+    ctx: &Context,
+    target: &K8sRef,
+    current: i32,
+    decision: &Decision,
+) -> plimsoll_runtime::Result<Written> {
+    let Some(to) = decision.scale_to.filter(|to| *to != current) else {
+        return Ok(Written::Nothing);
+    };
+    if !ctx.leader.is_leader() {
+        return Ok(Written::NotLeading);
+    }
+    ctx.scale
+        .set_replicas(&subject.namespace, target, to)
+        .await?;
+    ctx.metrics.rescaled(current, to);
+    let reason = if decision.reason.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", decision.reason)
+    };
+    ctx.events
+        .normal(
+            &subject.reference,
+            "SuccessfulRescale",
+            "Scale",
+            format!("New size: {to}; was {current}{reason}"),
+        )
+        .await;
+    Ok(Written::Scaled { from: current, to })
+}
+
+/// Warning Events for the failures the decision reports (failing metrics, ambiguous selector).
+async fn report_decision_failures(subject: &Subject, ctx: &Context, decision: &Decision) {
+    for p in &decision.proposals {
+        if let (Some(reason), Some(error)) = (p.failure_reason, p.error.as_ref()) {
+            ctx.events
+                .warning(&subject.reference, reason, "Evaluate", error)
+                .await;
+        }
+    }
+    if decision.limited_by == Some(LimitedBy::AmbiguousSelector) {
+        ctx.events
+            .warning(
+                &subject.reference,
+                "AmbiguousSelector",
+                "Evaluate",
+                &decision.reason,
+            )
+            .await;
+    }
+}
+
+/// The observation of `subject`'s target: its pods (claimed against other autoscalers), their
+/// usage and the metrics.
+async fn observe_target(
+    subject: &Subject,
+    ctx: &Context,
+    scale: &TargetScale,
+    selector: &Selector,
+) -> Observation {
+    let pods = ctx.pods.select(&subject.namespace, selector);
+    let display = format!(
+        "{}/{}",
+        match subject.kind {
+            Kind::Plus => "HorizontalPodAutoscalerPlus",
+            Kind::Native => "HorizontalPodAutoscaler",
+        },
+        subject.name
+    );
+    let conflicting = ctx.claim_pods(
+        &subject.namespace,
+        &subject.uid,
+        &display,
+        selector,
+        pods.iter().map(|p| &p.labels),
+    );
+    let observed = observe(
+        ctx,
+        &subject.namespace,
+        &subject.spec,
+        scale.spec_replicas,
+        scale.status_replicas,
+        selector,
+        &pods,
+    )
+    .await;
+    Observation {
+        conflicting_autoscalers: conflicting,
+        ..observed
+    }
+}
+
+/// The steps of one evaluation, in order; each early return is one failure mode of the module
+/// doc.
 async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     let span = Span::current();
     span.record("namespace", subject.namespace.as_str());
@@ -214,154 +454,32 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     let started = now();
     let scale = match ctx.scale.get(&subject.namespace, &target).await {
         Ok(scale) => scale,
-        Err(e) => {
-            let message =
-                format!("the HPA controller was unable to get the target's current scale: {e}");
-            let conditions = [Condition {
-                type_: ABLE_TO_SCALE,
-                status: false,
-                reason: "FailedGetScale",
-                message: message.clone(),
-            }];
-            let new = status::with_conditions(subject.previous.as_ref(), &conditions, started);
-            ctx.events
-                .warning(&subject.reference, "FailedGetScale", "GetScale", &message)
-                .await;
-            write_status(&subject, ctx, &new).await?;
-            if e.is_not_found() {
-                // The target may be created later; look again after the period.
-                return Ok(Action::requeue(period(ctx, spec)));
-            }
-            return Err(e.into());
-        }
+        Err(e) => return fail(&subject, ctx, failed_get_scale(e, ctx, spec, started)).await,
     };
     let Some(selector) = scale.selector.clone() else {
-        let message = format!(
-            "the target {}/{} reports no pod selector (status.selector of its scale subresource)",
-            target.kind, target.name
-        );
-        let conditions = [Condition {
-            type_: SCALING_ACTIVE,
-            status: false,
-            reason: "InvalidSelector",
-            message: message.clone(),
-        }];
-        let new = status::with_conditions(subject.previous.as_ref(), &conditions, started);
-        if status::changed(subject.previous.as_ref(), &new) {
-            ctx.events
-                .warning(&subject.reference, "InvalidSelector", "Evaluate", &message)
-                .await;
-        }
-        write_status(&subject, ctx, &new).await?;
-        return Ok(Action::requeue(period(ctx, spec)));
+        return fail(&subject, ctx, invalid_selector(&target, ctx, spec, started)).await;
     };
-    let pods = ctx.pods.select(&subject.namespace, &selector);
-    let display = format!(
-        "{}/{}",
-        match subject.kind {
-            Kind::Plus => "HorizontalPodAutoscalerPlus",
-            Kind::Native => "HorizontalPodAutoscaler",
-        },
-        subject.name
-    );
-    let conflicting = ctx.claim_pods(
-        &subject.namespace,
-        &subject.uid,
-        &display,
-        &selector,
-        pods.iter().map(|p| &p.labels),
-    );
-    let mut observed = observe(
-        ctx,
-        &subject.namespace,
-        spec,
-        scale.spec_replicas,
-        scale.status_replicas,
-        &selector,
-        &pods,
-    )
-    .await;
-    observed.conflicting_autoscalers = conflicting;
+    let observed = observe_target(&subject, ctx, &scale, &selector).await;
 
     let at = now();
-    let history = ctx.history(&subject.uid);
     let decision = decide(&DecisionInput {
         spec,
         observed: &observed,
-        history: &history,
+        history: &ctx.history(&subject.uid),
         config: &ctx.config,
         now: at,
     });
     let mut history = decision.history.clone();
-
-    // Write the scale (only while leading; the gates are inside the decision).
-    let mut scaled = false;
-    if let Some(to) = decision.scale_to.filter(|to| *to != scale.spec_replicas) {
-        if !ctx.leader.is_leader() {
-            return Ok(Action::await_change());
+    let scaled = match write_scale(&subject, ctx, &target, scale.spec_replicas, &decision).await {
+        Ok(Written::Nothing) => false,
+        Ok(Written::Scaled { from, to }) => {
+            history.record_scale(at, from, to);
+            true
         }
-        match ctx
-            .scale
-            .set_replicas(&subject.namespace, &target, to)
-            .await
-        {
-            Ok(_) => {
-                scaled = true;
-                history.record_scale(at, scale.spec_replicas, to);
-                ctx.metrics.rescaled(scale.spec_replicas, to);
-                let reason = if decision.reason.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", decision.reason)
-                };
-                ctx.events
-                    .normal(
-                        &subject.reference,
-                        "SuccessfulRescale",
-                        "Scale",
-                        format!("New size: {to}; was {}{reason}", scale.spec_replicas),
-                    )
-                    .await;
-            }
-            Err(e) => {
-                let message =
-                    format!("the HPA controller was unable to update the target scale: {e}");
-                let mut conditions = decision.conditions.clone();
-                conditions.retain(|c| c.type_ != ABLE_TO_SCALE);
-                conditions.push(Condition {
-                    type_: ABLE_TO_SCALE,
-                    status: false,
-                    reason: "FailedUpdateScale",
-                    message: message.clone(),
-                });
-                let new = status::with_conditions(subject.previous.as_ref(), &conditions, at);
-                ctx.events
-                    .warning(&subject.reference, "FailedRescale", "Scale", &message)
-                    .await;
-                write_status(&subject, ctx, &new).await?;
-                return Err(e.into());
-            }
-        }
-    }
-
-    // Warning Events for failures the decision reports.
-    for p in &decision.proposals {
-        if let (Some(reason), Some(error)) = (p.failure_reason, p.error.as_ref()) {
-            ctx.events
-                .warning(&subject.reference, reason, "Evaluate", error)
-                .await;
-        }
-    }
-    if decision.limited_by == Some(LimitedBy::AmbiguousSelector) {
-        ctx.events
-            .warning(
-                &subject.reference,
-                "AmbiguousSelector",
-                "Evaluate",
-                &decision.reason,
-            )
-            .await;
-    }
+        Ok(Written::NotLeading) => return Ok(Action::await_change()),
+        Err(e) => return fail(&subject, ctx, failed_update_scale(e, &decision, at)).await,
+    };
+    report_decision_failures(&subject, ctx, &decision).await;
 
     let new = status_after(
         spec,
@@ -375,7 +493,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
 
     ctx.metrics
         .observe(&subject.namespace, &subject.name, &decision);
-    let next = period(ctx, spec);
+    let next = period(decision.next_sync_seconds);
     ctx.remember(
         &subject.uid,
         Memory {

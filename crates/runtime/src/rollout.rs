@@ -1,252 +1,87 @@
-//! Whether a workload is in the middle of a rollout (a pod-template change being rolled out).
+//! Reading a target's rollout state, for hpa-plus `pauseDuringRollout`.
 //!
-//! Used by hpa-plus `pauseDuringRollout`: scaling while old and new pods coexist makes the
-//! metrics of both mix and fights the rollout's own surge. Pure functions of the object.
-//!
-//! `Deployment` (after kubectl's `rollout status`, minus the availability wait, so a plain
-//! scale-up does not count as a rollout):
-//! - `metadata.generation > status.observedGeneration`: the controller has not seen the spec;
-//! - `status.updatedReplicas < spec.replicas`: new-template pods still missing;
-//! - `status.replicas > status.updatedReplicas`: old-template pods still running;
-//! - `Progressing=False` with reason `ProgressDeadlineExceeded` makes it [`RolloutState::Stalled`]
-//!   instead — a stuck rollout must not block autoscaling forever.
-//!
-//! `StatefulSet`: generation not observed; with a `RollingUpdate` partition, fewer than
-//! `replicas - partition` pods updated; otherwise `updateRevision != currentRevision`.
-//! `OnDelete` `StatefulSets` never report a rollout (pods change only when deleted).
+//! Only the I/O lives here: the workload object is fetched, and core's rules
+//! ([`plimsoll_core::horizontal::rollout`]) judge it, so the controller, `replay` and the tests
+//! share one definition of "rolling out".
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use kube::api::Api;
+pub use plimsoll_core::horizontal::rollout::{Rollout, deployment, statefulset};
 
-/// Where a workload stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RolloutState {
-    /// No rollout in progress.
-    Settled,
-    /// A rollout is in progress; the reason says which check failed.
-    InProgress(String),
-    /// The rollout exceeded its progress deadline and is not expected to finish on its own.
-    Stalled(String),
-}
+use crate::error::{Error, Result};
+use crate::kinds::TargetRef;
+use crate::scale::{ScaleClient, describe};
 
-impl RolloutState {
-    /// True only for [`RolloutState::InProgress`].
-    pub fn is_in_progress(&self) -> bool {
-        matches!(self, RolloutState::InProgress(_))
-    }
-}
-
-/// The rollout state of a `Deployment`.
-pub fn deployment(deployment: &Deployment) -> RolloutState {
-    let generation = deployment.metadata.generation.unwrap_or(0);
-    let status = deployment.status.clone().unwrap_or_default();
-    let observed = status.observed_generation.unwrap_or(0);
-    if generation > observed {
-        return RolloutState::InProgress(format!(
-            "generation {generation} not yet observed (observed {observed})"
-        ));
-    }
-    let stalled = status.conditions.iter().flatten().any(|c| {
-        c.type_ == "Progressing"
-            && c.status == "False"
-            && c.reason.as_deref() == Some("ProgressDeadlineExceeded")
-    });
-    let desired = deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1);
-    let updated = status.updated_replicas.unwrap_or(0);
-    let total = status.replicas.unwrap_or(0);
-    let in_progress = if updated < desired {
-        Some(format!("{updated} of {desired} replicas updated"))
-    } else if total > updated {
-        Some(format!(
-            "{} old replicas pending termination",
-            total - updated
-        ))
-    } else {
-        None
-    };
-    match (in_progress, stalled) {
-        (None, _) => RolloutState::Settled,
-        (Some(reason), true) => {
-            RolloutState::Stalled(format!("progress deadline exceeded: {reason}"))
+impl ScaleClient {
+    /// The target's rollout state for `apps/v1` `Deployment` and `StatefulSet`; `None` for every
+    /// other kind (no notion of a rollout the autoscaler knows how to read).
+    pub async fn rollout<'t>(
+        &self,
+        namespace: &str,
+        target: impl Into<TargetRef<'t>>,
+    ) -> Result<Option<Rollout>> {
+        let target = target.into();
+        let context = || describe("get rollout state of", namespace, target);
+        match (target.api_version, target.kind) {
+            ("apps/v1", "Deployment") => {
+                let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
+                let d = api
+                    .get(target.name)
+                    .await
+                    .map_err(|e| Error::kube(context(), e))?;
+                Ok(Some(deployment(&d)))
+            }
+            ("apps/v1", "StatefulSet") => {
+                let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), namespace);
+                let s = api
+                    .get(target.name)
+                    .await
+                    .map_err(|e| Error::kube(context(), e))?;
+                Ok(Some(statefulset(&s)))
+            }
+            _ => Ok(None),
         }
-        (Some(reason), false) => RolloutState::InProgress(reason),
-    }
-}
-
-/// The rollout state of a `StatefulSet`.
-pub fn statefulset(statefulset: &StatefulSet) -> RolloutState {
-    let spec = statefulset.spec.clone().unwrap_or_default();
-    let strategy = spec.update_strategy.unwrap_or_default();
-    if strategy.type_.as_deref() == Some("OnDelete") {
-        return RolloutState::Settled;
-    }
-    let generation = statefulset.metadata.generation.unwrap_or(0);
-    let status = statefulset.status.clone().unwrap_or_default();
-    let observed = status.observed_generation.unwrap_or(0);
-    if generation > observed {
-        return RolloutState::InProgress(format!(
-            "generation {generation} not yet observed (observed {observed})"
-        ));
-    }
-    let desired = spec.replicas.unwrap_or(1);
-    let partition = strategy
-        .rolling_update
-        .and_then(|r| r.partition)
-        .unwrap_or(0);
-    let updated = status.updated_replicas.unwrap_or(0);
-    if partition > 0 {
-        let want = (desired - partition).max(0);
-        return if updated < want {
-            RolloutState::InProgress(format!(
-                "{updated} of {want} replicas above partition {partition} updated"
-            ))
-        } else {
-            RolloutState::Settled
-        };
-    }
-    match (&status.update_revision, &status.current_revision) {
-        (Some(update), Some(current)) if update != current => RolloutState::InProgress(format!(
-            "{updated} of {desired} replicas at revision {update}"
-        )),
-        _ => RolloutState::Settled,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::apps::v1::{
-        DeploymentCondition, DeploymentSpec, DeploymentStatus, RollingUpdateStatefulSetStrategy,
-        StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
-    };
+    use crate::fake_api::FakeApi;
+    use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference;
 
-    /// Builder for `Deployments` in a given rollout position.
-    struct D(Deployment);
-
-    impl D {
-        fn new(desired: i32) -> Self {
-            let mut d = Deployment::default();
-            d.metadata.generation = Some(2);
-            d.spec = Some(DeploymentSpec {
-                replicas: Some(desired),
-                ..DeploymentSpec::default()
-            });
-            d.status = Some(DeploymentStatus {
-                observed_generation: Some(2),
-                replicas: Some(desired),
-                updated_replicas: Some(desired),
-                available_replicas: Some(desired),
-                ..DeploymentStatus::default()
-            });
-            Self(d)
-        }
-        fn status(mut self, f: impl FnOnce(&mut DeploymentStatus)) -> Self {
-            f(self.0.status.as_mut().unwrap());
-            self
-        }
-        fn generation(mut self, g: i64) -> Self {
-            self.0.metadata.generation = Some(g);
-            self
+    fn target(api_version: &str, kind: &str, name: &str) -> CrossVersionObjectReference {
+        CrossVersionObjectReference {
+            api_version: Some(api_version.into()),
+            kind: kind.into(),
+            name: name.into(),
         }
     }
 
-    // Cases follow kubectl pkg/polymorphichelpers/rollout_status_test.go TestDeploymentStatusViewerStatus.
-    #[test]
-    fn deployment_states() {
-        assert_eq!(deployment(&D::new(3).0), RolloutState::Settled);
-        assert!(deployment(&D::new(3).generation(3).0).is_in_progress());
-        let updating = D::new(3).status(|s| {
-            s.updated_replicas = Some(1);
-            s.replicas = Some(4);
-        });
-        assert_eq!(
-            deployment(&updating.0),
-            RolloutState::InProgress("1 of 3 replicas updated".into())
+    #[tokio::test]
+    async fn rollout_state_of_deployments_only() {
+        let api = FakeApi::new();
+        api.respond(
+            "GET",
+            "/apis/apps/v1/namespaces/shop/deployments/web",
+            200,
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","generation":4},
+                "spec":{"replicas":3,"selector":{},"template":{}},
+                "status":{"observedGeneration":4,"replicas":4,"updatedReplicas":2}}"#,
         );
-        let old_pods = D::new(3).status(|s| s.replicas = Some(5));
+        let scales = ScaleClient::new(api.client(), "hpa-plus");
+        let state = scales
+            .rollout("shop", &target("apps/v1", "Deployment", "web"))
+            .await
+            .unwrap();
         assert_eq!(
-            deployment(&old_pods.0),
-            RolloutState::InProgress("2 old replicas pending termination".into())
+            state,
+            Some(Rollout::InProgress("2 of 3 replicas updated".into()))
         );
-        // New pods not yet available after a plain scale-up: not a rollout.
-        let scaling = D::new(5).status(|s| s.available_replicas = Some(3));
-        assert_eq!(deployment(&scaling.0), RolloutState::Settled);
-        let stalled = D::new(3).status(|s| {
-            s.updated_replicas = Some(1);
-            s.conditions = Some(vec![DeploymentCondition {
-                type_: "Progressing".into(),
-                status: "False".into(),
-                reason: Some("ProgressDeadlineExceeded".into()),
-                ..DeploymentCondition::default()
-            }]);
-        });
-        let state = deployment(&stalled.0);
-        assert!(matches!(state, RolloutState::Stalled(_)), "{state:?}");
-        assert!(!state.is_in_progress());
-        // Just created: the controller has not observed generation 1 yet.
-        let mut fresh = Deployment::default();
-        fresh.metadata.generation = Some(1);
-        assert!(deployment(&fresh).is_in_progress());
-    }
-
-    fn sts(
-        desired: i32,
-        update: &str,
-        current: &str,
-        partition: Option<i32>,
-        updated: i32,
-    ) -> StatefulSet {
-        let mut s = StatefulSet::default();
-        s.metadata.generation = Some(1);
-        s.spec = Some(StatefulSetSpec {
-            replicas: Some(desired),
-            update_strategy: Some(StatefulSetUpdateStrategy {
-                type_: Some("RollingUpdate".into()),
-                rolling_update: partition.map(|p| RollingUpdateStatefulSetStrategy {
-                    partition: Some(p),
-                    ..RollingUpdateStatefulSetStrategy::default()
-                }),
-            }),
-            ..StatefulSetSpec::default()
-        });
-        s.status = Some(StatefulSetStatus {
-            observed_generation: Some(1),
-            replicas: desired,
-            updated_replicas: Some(updated),
-            update_revision: Some(update.into()),
-            current_revision: Some(current.into()),
-            ..StatefulSetStatus::default()
-        });
-        s
-    }
-
-    // Cases follow kubectl pkg/polymorphichelpers/rollout_status_test.go TestStatefulSetStatusViewerStatus.
-    #[test]
-    fn statefulset_states() {
-        assert_eq!(
-            statefulset(&sts(3, "r1", "r1", None, 3)),
-            RolloutState::Settled
-        );
-        assert_eq!(
-            statefulset(&sts(3, "r2", "r1", None, 1)),
-            RolloutState::InProgress("1 of 3 replicas at revision r2".into())
-        );
-        assert!(statefulset(&sts(5, "r2", "r1", Some(2), 2)).is_in_progress());
-        assert_eq!(
-            statefulset(&sts(5, "r2", "r1", Some(2), 3)),
-            RolloutState::Settled
-        );
-        let mut unobserved = sts(3, "r1", "r1", None, 3);
-        unobserved.metadata.generation = Some(2);
-        assert!(statefulset(&unobserved).is_in_progress());
-        let mut on_delete = sts(3, "r2", "r1", None, 0);
-        on_delete.spec.as_mut().unwrap().update_strategy = Some(StatefulSetUpdateStrategy {
-            type_: Some("OnDelete".into()),
-            rolling_update: None,
-        });
-        assert_eq!(statefulset(&on_delete), RolloutState::Settled);
+        let none = scales
+            .rollout("shop", &target("apps/v1", "ReplicaSet", "web-1"))
+            .await
+            .unwrap();
+        assert_eq!(none, None);
     }
 }

@@ -1,5 +1,5 @@
-//! The scale subresource of any scalable kind, the selector of a target's pods, and its rollout
-//! state.
+//! The scale subresource of any scalable kind and the selector of a target's pods (its
+//! rollout state is read in [`crate::rollout`]).
 //!
 //! Works for `Deployment`, `StatefulSet`, `ReplicaSet`, `ReplicationController` and custom
 //! resources that declare a scale subresource: the target's `apiVersion` + `kind` are resolved
@@ -25,7 +25,6 @@
 //! # Ok(()) }
 //! ```
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
@@ -33,7 +32,6 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 
 use crate::error::{Error, Result};
 use crate::kinds::{KindResolver, ResolvedKind, TargetRef};
-use crate::rollout::{self, RolloutState};
 use crate::selector::Selector;
 
 /// What the scale subresource says about a target.
@@ -73,7 +71,7 @@ impl TargetScale {
 /// (cheap to clone).
 #[derive(Clone)]
 pub struct ScaleClient {
-    client: Client,
+    pub(crate) client: Client,
     kinds: KindResolver,
     field_manager: String,
 }
@@ -200,36 +198,6 @@ impl ScaleClient {
             .filter(|s| !s.is_empty())
             .ok_or_else(no_selector)
     }
-
-    /// The target's rollout state for `apps/v1` `Deployment` and `StatefulSet`; `None` for every
-    /// other kind (no notion of a rollout the autoscaler knows how to read).
-    pub async fn rollout<'t>(
-        &self,
-        namespace: &str,
-        target: impl Into<TargetRef<'t>>,
-    ) -> Result<Option<RolloutState>> {
-        let target = target.into();
-        let context = || describe("get rollout state of", namespace, target);
-        match (target.api_version, target.kind) {
-            ("apps/v1", "Deployment") => {
-                let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
-                let d = api
-                    .get(target.name)
-                    .await
-                    .map_err(|e| Error::kube(context(), e))?;
-                Ok(Some(rollout::deployment(&d)))
-            }
-            ("apps/v1", "StatefulSet") => {
-                let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), namespace);
-                let s = api
-                    .get(target.name)
-                    .await
-                    .map_err(|e| Error::kube(context(), e))?;
-                Ok(Some(rollout::statefulset(&s)))
-            }
-            _ => Ok(None),
-        }
-    }
 }
 
 /// Where a built-in workload keeps its pod selector.
@@ -293,7 +261,7 @@ fn selector_from_object(
 }
 
 /// `"<verb> <apiVersion> <kind> <namespace>/<name>"`, for error context.
-fn describe(verb: &str, namespace: &str, target: TargetRef<'_>) -> String {
+pub(crate) fn describe(verb: &str, namespace: &str, target: TargetRef<'_>) -> String {
     let api_version = if target.api_version.is_empty() {
         "<no apiVersion>"
     } else {
@@ -422,33 +390,6 @@ mod tests {
                 .starts_with("get scale of apps/v1 Deployment shop/gone: "),
             "{err}"
         );
-    }
-
-    #[tokio::test]
-    async fn rollout_state_of_deployments_only() {
-        let api = FakeApi::new();
-        api.respond(
-            "GET",
-            "/apis/apps/v1/namespaces/shop/deployments/web",
-            200,
-            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","generation":4},
-                "spec":{"replicas":3,"selector":{},"template":{}},
-                "status":{"observedGeneration":4,"replicas":4,"updatedReplicas":2}}"#,
-        );
-        let scales = ScaleClient::new(api.client(), "hpa-plus");
-        let state = scales
-            .rollout("shop", &target("apps/v1", "Deployment", "web"))
-            .await
-            .unwrap();
-        assert_eq!(
-            state,
-            Some(RolloutState::InProgress("2 of 3 replicas updated".into()))
-        );
-        let none = scales
-            .rollout("shop", &target("apps/v1", "ReplicaSet", "web-1"))
-            .await
-            .unwrap();
-        assert_eq!(none, None);
     }
 
     #[tokio::test]

@@ -16,7 +16,9 @@
 
 use jiff::Timestamp;
 
+use super::conditions::{ABLE_TO_SCALE, Condition};
 use super::history::{History, ScaleEvent, seconds_between};
+use super::limited::{Limit, LimitedBy};
 use crate::api::hpa_plus::{
     HorizontalPodAutoscalerBehavior, HpaScalingPolicyType, HpaScalingRules, ScalingPolicySelect,
 };
@@ -102,6 +104,69 @@ pub fn scale_down_rules(behavior: &HorizontalPodAutoscalerBehavior, default_wind
             period_seconds: 15,
         }],
     )
+}
+
+/// Rule 6's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stabilized {
+    /// The count after stabilization.
+    pub replicas: i32,
+    /// `AbleToScale`: `ReadyForNewScale`, `ScaleUpStabilized` or `ScaleDownStabilized`.
+    pub condition: Condition,
+    /// The change stabilization made, if any.
+    pub limit: Option<Limit>,
+}
+
+/// Rule 6: the recommendation brought within the recommendations of the stabilization
+/// windows (`behavior`'s, or the controller's downscale window `default_down_window` without
+/// one). The caller records `recommendation` in the history afterwards.
+pub fn stabilize(
+    behavior: Option<&HorizontalPodAutoscalerBehavior>,
+    default_down_window: i64,
+    current: i32,
+    recommendation: i32,
+    history: &History,
+    now: Timestamp,
+) -> Stabilized {
+    let replicas = match behavior {
+        Some(b) => stabilize_with_behaviors(
+            current,
+            recommendation,
+            history,
+            scale_up_rules(b).window_seconds,
+            scale_down_rules(b, default_down_window).window_seconds,
+            now,
+        ),
+        None => stabilize_default(recommendation, history, default_down_window, now),
+    };
+    if replicas == recommendation {
+        return Stabilized {
+            replicas,
+            condition: Condition::new(
+                ABLE_TO_SCALE,
+                true,
+                "ReadyForNewScale",
+                "recommended size matches current size",
+            ),
+            limit: None,
+        };
+    }
+    let (reason, msg) = if recommendation >= current {
+        (
+            "ScaleUpStabilized",
+            "recent recommendations were lower than current one, applying the lowest recent recommendation",
+        )
+    } else {
+        (
+            "ScaleDownStabilized",
+            "recent recommendations were higher than current one, applying the highest recent recommendation",
+        )
+    };
+    Stabilized {
+        replicas,
+        condition: Condition::new(ABLE_TO_SCALE, true, reason, msg),
+        limit: Some(Limit::new(replicas, LimitedBy::Stabilization, msg)),
+    }
 }
 
 /// Upstream `stabilizeRecommendationWithBehaviors` (without the recording, done by the caller).
@@ -197,4 +262,63 @@ pub fn scale_down_limit(current: i32, history: &History, rules: &Rules, now: Tim
 /// Upstream `calculateScaleUpLimit` for objects without `behavior`.
 pub fn default_scale_up_limit(current: i32) -> i32 {
     ((SCALE_UP_LIMIT_FACTOR * f64::from(current)) as i32).max(SCALE_UP_LIMIT_MINIMUM)
+}
+
+#[cfg(test)]
+mod tests {
+    use jiff::SignedDuration;
+
+    use super::*;
+    use crate::horizontal::history::TimedReplicas;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn history(recent: &[(i64, i32)]) -> History {
+        History {
+            recommendations: recent
+                .iter()
+                .map(|(ago, replicas)| TimedReplicas {
+                    at: now() - SignedDuration::from_secs(*ago),
+                    replicas: *replicas,
+                })
+                .collect(),
+            ..History::default()
+        }
+    }
+
+    #[test]
+    fn without_behavior_the_highest_recommendation_of_the_window_wins() {
+        let h = history(&[(30, 8), (400, 12)]);
+        let s = stabilize(None, 300, 10, 5, &h, now());
+        assert_eq!(s.replicas, 8, "12 is older than the window");
+        assert_eq!(s.condition.reason, "ScaleDownStabilized");
+        assert_eq!(
+            s.limit.map(|l| (l.value, l.by)),
+            Some((8, LimitedBy::Stabilization))
+        );
+    }
+
+    #[test]
+    fn an_unchanged_recommendation_is_ready_for_a_new_scale() {
+        let s = stabilize(None, 300, 4, 6, &history(&[(30, 5)]), now());
+        assert_eq!(s.replicas, 6);
+        assert_eq!(s.condition.reason, "ReadyForNewScale");
+        assert_eq!(s.limit, None);
+    }
+
+    #[test]
+    fn behavior_windows_stabilize_scale_up_too() {
+        let b = HorizontalPodAutoscalerBehavior {
+            scale_up: Some(HpaScalingRules {
+                stabilization_window_seconds: Some(60),
+                ..HpaScalingRules::default()
+            }),
+            scale_down: None,
+        };
+        let s = stabilize(Some(&b), 300, 4, 9, &history(&[(30, 6), (90, 5)]), now());
+        assert_eq!(s.replicas, 6, "the lowest recommendation of the last 60 s");
+        assert_eq!(s.condition.reason, "ScaleUpStabilized");
+    }
 }

@@ -39,21 +39,27 @@ pub struct Condition {
     pub message: String,
 }
 
-/// Sets `type_` in `list`, replacing an earlier entry of the same type.
-pub(crate) fn set(
-    list: &mut Vec<Condition>,
-    type_: &'static str,
-    status: bool,
-    reason: &'static str,
-    message: impl Into<String>,
-) {
-    let c = Condition {
-        type_,
-        status,
-        reason,
-        message: message.into(),
-    };
-    if let Some(existing) = list.iter_mut().find(|e| e.type_ == type_) {
+impl Condition {
+    /// A condition of `type_` with `status`, `reason` and `message`.
+    pub fn new(
+        type_: &'static str,
+        status: bool,
+        reason: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            type_,
+            status,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// Puts `c` into `list`, replacing an earlier entry of the same type (so a later rule's
+/// condition wins, and the first rule to set a type fixes its position in the list).
+pub(crate) fn put(list: &mut Vec<Condition>, c: Condition) {
+    if let Some(existing) = list.iter_mut().find(|e| e.type_ == c.type_) {
         *existing = c;
     } else {
         list.push(c);

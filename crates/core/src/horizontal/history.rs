@@ -63,6 +63,12 @@ impl History {
         }
     }
 
+    /// Records the recommendation (before stabilization) made at `now`.
+    pub(crate) fn record_recommendation(&mut self, now: Timestamp, replicas: i32) {
+        self.recommendations
+            .push(TimedReplicas { at: now, replicas });
+    }
+
     /// Drops entries older than `keep_seconds` before `now`.
     pub(crate) fn prune(&mut self, now: Timestamp, keep_seconds: i64) {
         let keep = |at: &Timestamp| seconds_between(*at, now) <= keep_seconds as f64;

@@ -6,18 +6,27 @@
 //! that limited it and a sentence of reason. No I/O and no clock: the same inputs always give
 //! the same decision.
 //!
-//! Modules: [`metrics`] (upstream replica calculator), [`watermark`] (WPA watermarks),
-//! [`tolerance`], [`behavior`] (stabilization and policies), [`limits`] (limit factors,
-//! forbidden windows, delays), [`conditions`], [`decision`] (the precedence of all rules).
+//! Modules: [`decision`] (the precedence of all rules, applied step by step), [`config`]
+//! (controller flags), [`preconditions`] (rules 1–4), [`proposals`] (the metrics and the
+//! recommendation), [`metrics`] (upstream replica calculator), [`watermark`] (WPA watermarks),
+//! [`tolerance`], [`behavior`] (stabilization and policies), [`limits`] (rate limits, bounds,
+//! limit factors, forbidden windows, delays), [`gates`] (what stops a write), [`cron_hold`] (does a CronHPA hold the target), [`rollout`] (is the target rolling out), [`limited`] (the
+//! rule that limited a decision), [`conditions`], [`history`], [`observation`], [`status`].
 
 pub mod behavior;
 pub mod conditions;
+pub mod config;
+pub mod cron_hold;
 pub mod decision;
+pub mod gates;
 pub mod history;
+pub mod limited;
 pub mod limits;
 pub mod metrics;
 pub mod observation;
+pub mod preconditions;
 pub mod proposals;
+pub mod rollout;
 pub mod status;
 pub mod tolerance;
 pub mod watermark;
@@ -26,6 +35,7 @@ pub use decision::{ControllerConfig, Countdown, Decision, DecisionInput, Limited
 pub use history::History;
 pub use observation::{ContainerSample, Observation, PodPhase, PodSample, RolloutState};
 pub use proposals::MetricOutcome;
+pub use rollout::Rollout;
 
 #[cfg(test)]
 mod tests;

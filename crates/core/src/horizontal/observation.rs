@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 
+pub use super::rollout::RolloutState;
+
 /// The result of fetching one value from a metrics API: milli-units, or why it failed.
 pub type Fetched<T> = Result<T, String>;
 
@@ -24,6 +26,19 @@ pub enum PodPhase {
     Succeeded,
     /// All containers terminated, at least one failed.
     Failed,
+}
+
+impl PodPhase {
+    /// The phase of a pod's `status.phase`; a pod without one, or with `Unknown`, counts as
+    /// `Pending` (not running, so neither ready nor sampled).
+    pub fn from_status(phase: Option<&str>) -> Self {
+        match phase {
+            Some("Running") => Self::Running,
+            Some("Succeeded") => Self::Succeeded,
+            Some("Failed") => Self::Failed,
+            _ => Self::Pending,
+        }
+    }
 }
 
 /// One container of a pod.
@@ -84,27 +99,6 @@ impl Default for PodSample {
 /// Window assumed for a resource usage sample when the metrics API does not say (seconds).
 pub const DEFAULT_METRICS_WINDOW_SECONDS: i64 = 30;
 
-/// The state of the target's rollout, for `pauseDuringRollout`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RolloutState {
-    /// `metadata.generation` of the workload.
-    pub generation: i64,
-    /// `status.observedGeneration` of the workload.
-    pub observed_generation: i64,
-    /// `status.updatedReplicas`.
-    pub updated_replicas: i32,
-    /// `spec.replicas`.
-    pub desired_replicas: i32,
-}
-
-impl RolloutState {
-    /// A rollout is in progress while the controller has not observed the latest generation or
-    /// fewer replicas than desired run the latest template.
-    pub fn in_progress(&self) -> bool {
-        self.observed_generation < self.generation || self.updated_replicas < self.desired_replicas
-    }
-}
-
 /// Everything observed at one reconcile.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Observation {
@@ -124,4 +118,21 @@ pub struct Observation {
     pub rollout: Option<RolloutState>,
     /// Set while a `CronHorizontalPodAutoscaler` holds this target (`scaleUpKeepWindow`).
     pub held_by: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_or_missing_phases_count_as_pending() {
+        assert_eq!(PodPhase::from_status(Some("Running")), PodPhase::Running);
+        assert_eq!(
+            PodPhase::from_status(Some("Succeeded")),
+            PodPhase::Succeeded
+        );
+        assert_eq!(PodPhase::from_status(Some("Failed")), PodPhase::Failed);
+        assert_eq!(PodPhase::from_status(Some("Unknown")), PodPhase::Pending);
+        assert_eq!(PodPhase::from_status(None), PodPhase::Pending);
+    }
 }

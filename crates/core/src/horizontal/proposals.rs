@@ -1,21 +1,35 @@
-//! One proposal per metric of the spec: picks the calculation for the metric's source and
-//! target type (upstream replica calculator or watermark) and reports the value it saw.
+//! The first two steps of a decision.
+//!
+//! * [`propose`] (the metrics): one proposal per metric of the spec, picking the calculation for
+//!   the metric's source and target type (upstream replica calculator or watermark) and
+//!   reporting the value it saw.
+//! * [`recommend`] (rule 5): the largest proposal, unless every metric failed, or some failed
+//!   while the others propose fewer replicas than current (upstream does not scale down on
+//!   partial data); rounded to `replicaScalingAbsoluteModulo`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::Serialize;
 
+use super::conditions::{Condition, SCALING_ACTIVE};
+use super::config::ControllerConfig;
+use super::limited::{Hold, Limited, LimitedBy};
+use super::limits::Bounds;
 use super::metrics::{
     CalcContext, group_pods, per_pod_metric, plain_metric, ready_pod_count, resource_usage,
     resource_utilization, value_metric,
 };
 use super::observation::Observation;
-use super::watermark::{Position, WatermarkInput, watermark_replicas};
+use super::tolerance::Tolerances;
+use super::watermark::{Position, WatermarkInput, round_up_to_modulo, watermark_replicas};
 use crate::api::hpa_plus::{
     Algorithm, ContainerResourceMetricStatus, ConvergeTowardsWatermark, ExternalMetricStatus,
-    MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType,
-    MetricValueStatus, ObjectMetricStatus, PodsMetricStatus, ResourceMetricStatus, quantity_milli,
+    HorizontalPodAutoscalerPlusSpec, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus,
+    MetricTarget, MetricTargetType, MetricValueStatus, ObjectMetricStatus, PodsMetricStatus,
+    ResourceMetricStatus, UtilizationBase, quantity_milli,
 };
 
 /// What one metric proposed.
@@ -67,6 +81,197 @@ pub(crate) struct WatermarkSettings {
     pub max_replicas: i32,
 }
 
+/// The metrics step: what each metric of `spec` proposes (upstream's default, CPU utilization
+/// 80 %, when the spec has none), in the order of the spec.
+pub fn propose(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+    config: &ControllerConfig,
+    now: Timestamp,
+) -> Vec<MetricOutcome> {
+    let current = observed.current_replicas;
+    let ctx = CalcContext {
+        now,
+        current_replicas: current,
+        status_replicas: observed.status_replicas.unwrap_or(current),
+        tolerances: Tolerances::for_spec(spec, config.tolerance),
+        cpu_initialization_period_seconds: config.cpu_initialization_period_seconds,
+        initial_readiness_delay_seconds: config.initial_readiness_delay_seconds,
+        readiness_delay_seconds: spec.readiness_delay_seconds.map_or(0, i64::from),
+        utilization_base: spec.utilization_base.unwrap_or(UtilizationBase::Requests),
+        pods: &observed.pods,
+    };
+    let bounds = Bounds::of(spec);
+    let wm = WatermarkSettings {
+        algorithm: spec.algorithm.unwrap_or_default(),
+        modulo: modulo(spec),
+        converge: spec.converge_towards_watermark,
+        tolerate_zero: spec.tolerate_zero,
+        min_replicas: bounds.min,
+        max_replicas: bounds.max,
+    };
+    metrics_of(spec)
+        .iter()
+        .map(|m| evaluate(m, &ctx, observed, wm))
+        .collect()
+}
+
+/// The metrics a spec is evaluated on: its own, or upstream's default (CPU utilization 80 %)
+/// when it has none.
+pub fn metrics_of(spec: &HorizontalPodAutoscalerPlusSpec) -> Cow<'_, [MetricSpec]> {
+    if spec.metrics.is_empty() {
+        Cow::Owned(vec![MetricSpec::resource_default_cpu()])
+    } else {
+        Cow::Borrowed(&spec.metrics)
+    }
+}
+
+/// `replicaScalingAbsoluteModulo`, 1 (no rounding) when unset or below 1.
+pub fn modulo(spec: &HorizontalPodAutoscalerPlusSpec) -> i32 {
+    spec.replica_scaling_absolute_modulo.unwrap_or(1).max(1)
+}
+
+/// Rule 5's verdict when the metrics decide.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recommendation {
+    /// The largest proposal, rounded to `replicaScalingAbsoluteModulo`.
+    pub replicas: i32,
+    /// The metric that proposed it.
+    pub metric: String,
+    /// `ScalingActive=True` (`ValidMetricFound`).
+    pub condition: Condition,
+    /// When the count does not move because every metric is quiet: the rule that says so
+    /// (`tolerance` or `withinWatermarks`) and a note.
+    pub quiet: Option<(LimitedBy, &'static str)>,
+}
+
+impl Recommendation {
+    /// Where the limiting steps start: the recommendation, with the quiet rule if any.
+    pub fn limited(&self) -> Limited {
+        Limited {
+            value: self.replicas,
+            limited_by: self.quiet.map(|(by, _)| by),
+            note: self.quiet.map(|(_, note)| note.to_owned()),
+        }
+    }
+
+    /// The opening words of the decision's reason, relative to `current`.
+    pub fn summary(&self, current: i32) -> String {
+        match self.replicas.cmp(&current) {
+            std::cmp::Ordering::Greater => format!("{} above target", self.metric),
+            std::cmp::Ordering::Less => "All metrics below target".to_owned(),
+            std::cmp::Ordering::Equal => "recommended size matches current size".to_owned(),
+        }
+    }
+}
+
+/// Rule 5: the recommendation from the proposals, or the hold when the metrics cannot be
+/// trusted. `modulo` is [`modulo`] of the spec; it applies to every change (watermark
+/// proposals already did it).
+pub fn recommend(
+    proposals: &[MetricOutcome],
+    current: i32,
+    modulo: i32,
+) -> Result<Recommendation, Hold> {
+    let first_failure = proposals.iter().find(|p| p.error.is_some());
+    let unable = |f: Option<&MetricOutcome>, note: &dyn Fn(&str) -> String| {
+        let (reason, msg) = f.map_or(("FailedGetResourceMetric", "no metrics".to_owned()), |f| {
+            (
+                f.failure_reason.unwrap_or("FailedGetResourceMetric"),
+                f.error.clone().unwrap_or_default(),
+            )
+        });
+        Hold {
+            value: current,
+            by: LimitedBy::MetricsUnavailable,
+            note: note(&msg),
+            condition: Some(Condition::new(
+                SCALING_ACTIVE,
+                false,
+                reason,
+                format!("the HPA was unable to compute the replica count: {msg}"),
+            )),
+        }
+    };
+    let Some((best, largest)) = largest_proposal(proposals) else {
+        return Err(unable(first_failure, &|msg| {
+            format!("no metric could be computed: {msg}")
+        }));
+    };
+    if first_failure.is_some() && largest < current {
+        return Err(unable(first_failure, &|msg| {
+            format!(
+                "a metric failed ({msg}) and the others propose fewer replicas; not scaling down"
+            )
+        }));
+    }
+    let replicas = round_change_to_modulo(current, largest, modulo);
+    Ok(Recommendation {
+        replicas,
+        condition: Condition::new(
+            SCALING_ACTIVE,
+            true,
+            "ValidMetricFound",
+            format!(
+                "the HPA was able to successfully calculate a replica count from {}",
+                best.metric
+            ),
+        ),
+        metric: best.metric.clone(),
+        quiet: (replicas == current)
+            .then(|| quiet_rule(proposals, current))
+            .flatten(),
+    })
+}
+
+/// The first of the largest proposals, with its count.
+fn largest_proposal(proposals: &[MetricOutcome]) -> Option<(&MetricOutcome, i32)> {
+    let mut best: Option<(&MetricOutcome, i32)> = None;
+    for p in proposals {
+        if let Some(r) = p.replicas
+            && best.is_none_or(|(_, b)| r > b)
+        {
+            best = Some((p, r));
+        }
+    }
+    best
+}
+
+/// A change rounded up to a multiple of `modulo`; a scale-down never rounds above `current`.
+pub fn round_change_to_modulo(current: i32, recommendation: i32, modulo: i32) -> i32 {
+    if modulo <= 1 || recommendation == current {
+        return recommendation;
+    }
+    let rounded = round_up_to_modulo(recommendation, modulo);
+    if recommendation < current {
+        rounded.min(current)
+    } else {
+        rounded
+    }
+}
+
+/// Why a recommendation equal to `current` does not move: every metric that proposed is within
+/// its tolerance or band (or proposes `current`), and some is within tolerance (`tolerance`)
+/// or some is a watermark (`withinWatermarks`).
+fn quiet_rule(proposals: &[MetricOutcome], current: i32) -> Option<(LimitedBy, &'static str)> {
+    let valid = || proposals.iter().filter(|p| p.replicas.is_some());
+    let all_quiet = valid().all(|p| {
+        p.within_tolerance || p.position == Some(Position::Within) || p.replicas == Some(current)
+    });
+    if !all_quiet {
+        None
+    } else if valid().any(|p| p.within_tolerance) {
+        Some((LimitedBy::Tolerance, "every metric is within its tolerance"))
+    } else if valid().any(|p| p.position.is_some()) {
+        Some((
+            LimitedBy::WithinWatermarks,
+            "every watermark metric is within its watermarks",
+        ))
+    } else {
+        None
+    }
+}
+
 /// Milli-units of a quantity, rounded up as `MilliValue()` does.
 pub(crate) fn milli(q: &Quantity) -> Result<i64, String> {
     quantity_milli(q)
@@ -115,7 +320,9 @@ fn metric_name(m: &MetricSpec) -> String {
     .unwrap_or_else(|| format!("{:?}", m.type_))
 }
 
-fn object_key(o: &crate::api::hpa_plus::ObjectMetricSource) -> String {
+/// The key of an Object metric's value in [`Observation::object_metrics`]:
+/// `Kind/name/metric`.
+pub fn object_key(o: &crate::api::hpa_plus::ObjectMetricSource) -> String {
     format!(
         "{}/{}/{}",
         o.described_object.kind, o.described_object.name, o.metric.name
@@ -494,4 +701,95 @@ fn status(
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proposal(metric: &str, replicas: Option<i32>) -> MetricOutcome {
+        match replicas {
+            Some(r) => ok_outcome(metric, r, 1.0, 1000),
+            None => failed(metric.to_owned(), "FailedGetPodsMetric", "boom".to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_first_largest_proposal_is_recommended() {
+        let proposals = [
+            proposal("a", Some(3)),
+            proposal("b", Some(5)),
+            proposal("c", Some(5)),
+        ];
+        let r = recommend(&proposals, 4, 1).unwrap();
+        assert_eq!((r.replicas, r.metric.as_str()), (5, "b"));
+        assert_eq!(r.condition.reason, "ValidMetricFound");
+        assert_eq!(r.summary(4), "b above target");
+        assert_eq!(r.quiet, None);
+    }
+
+    #[test]
+    fn failed_metrics_hold_unless_the_others_scale_up() {
+        let all_failed = recommend(&[proposal("a", None)], 4, 1).unwrap_err();
+        assert_eq!(
+            (all_failed.value, all_failed.by),
+            (4, LimitedBy::MetricsUnavailable)
+        );
+        assert_eq!(all_failed.note, "no metric could be computed: boom");
+        assert_eq!(all_failed.condition.unwrap().reason, "FailedGetPodsMetric");
+        let down = recommend(&[proposal("a", None), proposal("b", Some(2))], 4, 1).unwrap_err();
+        assert!(down.note.contains("not scaling down"), "{}", down.note);
+        let up = recommend(&[proposal("a", None), proposal("b", Some(6))], 4, 1).unwrap();
+        assert_eq!(up.replicas, 6);
+        let none = recommend(&[], 4, 1).unwrap_err();
+        assert_eq!(none.note, "no metric could be computed: no metrics");
+    }
+
+    #[test]
+    fn changes_round_to_the_modulo_without_passing_current() {
+        assert_eq!(round_change_to_modulo(4, 5, 4), 8);
+        assert_eq!(
+            round_change_to_modulo(8, 5, 4),
+            8,
+            "scale-down stops at current"
+        );
+        assert_eq!(round_change_to_modulo(12, 5, 4), 8);
+        assert_eq!(round_change_to_modulo(5, 5, 4), 5, "no change, no rounding");
+        assert_eq!(
+            recommend(&[proposal("a", Some(5))], 4, 4).unwrap().replicas,
+            8
+        );
+    }
+
+    #[test]
+    fn a_quiet_recommendation_names_tolerance_or_watermarks() {
+        let mut tolerant = proposal("a", Some(4));
+        tolerant.within_tolerance = true;
+        let r = recommend(&[tolerant], 4, 1).unwrap();
+        assert_eq!(r.limited().limited_by, Some(LimitedBy::Tolerance));
+        let mut band = proposal("w", Some(4));
+        band.position = Some(Position::Within);
+        let r = recommend(&[band], 4, 1).unwrap();
+        assert_eq!(r.limited().limited_by, Some(LimitedBy::WithinWatermarks));
+        assert_eq!(r.summary(4), "recommended size matches current size");
+        let plain = recommend(&[proposal("a", Some(4))], 4, 1).unwrap();
+        assert_eq!(plain.limited().limited_by, None);
+    }
+
+    #[test]
+    fn a_spec_without_metrics_proposes_from_cpu_at_80_percent() {
+        let spec = HorizontalPodAutoscalerPlusSpec {
+            max_replicas: 10,
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+        let observed = Observation {
+            current_replicas: 2,
+            ..Observation::default()
+        };
+        let now: Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
+        let proposals = propose(&spec, &observed, &ControllerConfig::default(), now);
+        assert_eq!(proposals.len(), 1);
+        assert_eq!(proposals[0].metric, "cpu");
+        assert!(proposals[0].error.is_some(), "no pods: the metric fails");
+    }
 }

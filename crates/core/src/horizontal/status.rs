@@ -1,16 +1,19 @@
-//! Turning a [`Decision`] into the object's status.
+//! Turning a [`Decision`] into the object's status, and whether a status is worth writing.
 //!
-//! The controller writes status only when it changed; this function is deterministic for the
-//! same decision, previous status and time, so comparing the result with the old status is enough.
+//! The controller writes status only when it [`changed`]; [`status_after`] is deterministic for
+//! the same decision, previous status and time, so comparing the result with the old status is
+//! enough. The time of the last decision alone is not a change (otherwise every evaluation
+//! would write, and every write would wake every watcher). A native `autoscaling/v2` HPA gets
+//! the [`native_subset`] of the status.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::conditions::merge;
+use super::conditions::{Condition, merge};
 use super::decision::Decision;
 use crate::api::hpa_plus::{
-    Countdown, HorizontalPodAutoscalerPlusSpec, HorizontalPodAutoscalerPlusStatus, LastDecision,
-    MetricProposal,
+    Countdown, HorizontalPodAutoscalerCondition, HorizontalPodAutoscalerPlusSpec,
+    HorizontalPodAutoscalerPlusStatus, LastDecision, MetricProposal,
 };
 
 /// The status after `decision`, written at `now` for `generation`. `scaled` says whether the
@@ -77,5 +80,92 @@ pub fn status_after(
                 })
                 .collect(),
         }),
+    }
+}
+
+/// Whether `new` differs from `old` in anything but the decision's timestamp.
+pub fn changed(
+    old: Option<&HorizontalPodAutoscalerPlusStatus>,
+    new: &HorizontalPodAutoscalerPlusStatus,
+) -> bool {
+    let Some(old) = old else { return true };
+    let strip = |s: &HorizontalPodAutoscalerPlusStatus| {
+        let mut s = s.clone();
+        if let Some(d) = s.last_decision.as_mut() {
+            d.time = None;
+        }
+        s
+    };
+    strip(old) != strip(new)
+}
+
+/// The part of an HPA+ status that `autoscaling/v2` has.
+pub fn native_subset(
+    status: &HorizontalPodAutoscalerPlusStatus,
+) -> HorizontalPodAutoscalerPlusStatus {
+    HorizontalPodAutoscalerPlusStatus {
+        reference: None,
+        targets_summary: None,
+        last_decision: None,
+        ..status.clone()
+    }
+}
+
+/// `previous` with `conditions` merged in at `now` (for failures before or instead of a
+/// decision).
+pub fn with_conditions(
+    previous: Option<&HorizontalPodAutoscalerPlusStatus>,
+    conditions: &[Condition],
+    now: Timestamp,
+) -> HorizontalPodAutoscalerPlusStatus {
+    let mut status = previous.cloned().unwrap_or_default();
+    let old: Vec<HorizontalPodAutoscalerCondition> = status.conditions.clone();
+    status.conditions = merge(&old, conditions, now);
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::horizontal::conditions::SCALING_ACTIVE;
+
+    fn status(time: i64, desired: i32) -> HorizontalPodAutoscalerPlusStatus {
+        HorizontalPodAutoscalerPlusStatus {
+            desired_replicas: desired,
+            last_decision: Some(LastDecision {
+                time: Some(Time(Timestamp::from_second(time).unwrap())),
+                desired_replicas: desired,
+                ..LastDecision::default()
+            }),
+            ..HorizontalPodAutoscalerPlusStatus::default()
+        }
+    }
+
+    #[test]
+    fn only_the_decision_time_changing_is_not_a_change() {
+        assert!(!changed(Some(&status(1, 3)), &status(2, 3)));
+        assert!(changed(Some(&status(1, 3)), &status(1, 4)));
+        assert!(changed(None, &status(1, 3)));
+    }
+
+    #[test]
+    fn native_subset_drops_the_additions() {
+        let mut s = status(1, 3);
+        s.reference = Some("Deployment/web".into());
+        let sub = native_subset(&s);
+        assert!(sub.reference.is_none() && sub.last_decision.is_none());
+        assert_eq!(sub.desired_replicas, 3);
+    }
+
+    #[test]
+    fn conditions_merge_into_the_previous_status() {
+        let c = [Condition::new(SCALING_ACTIVE, false, "InvalidSpec", "bad")];
+        let at = Timestamp::from_second(5).unwrap();
+        let s = with_conditions(Some(&status(1, 3)), &c, at);
+        assert_eq!(s.desired_replicas, 3, "the rest of the status is kept");
+        assert_eq!(s.conditions.len(), 1);
+        assert_eq!(s.conditions[0].reason.as_deref(), Some("InvalidSpec"));
+        assert!(changed(Some(&status(1, 3)), &s));
+        assert!(!changed(Some(&s), &with_conditions(Some(&s), &c, at)));
     }
 }

@@ -1,0 +1,126 @@
+//! Whether a `CronHorizontalPodAutoscaler` holds an autoscaler's target.
+//!
+//! A replica-mode CronHPA (one that sets the workload's replicas itself) targeting the same
+//! workload in the same namespace holds it while its `status.scaleUpKeepWindow` is true: the
+//! autoscaler must not undo the scheduled size. A min-replicas-mode CronHPA (see
+//! [`crate::schedule::effect::mode`], the one rule for the adjust-hpa-min annotation) only
+//! raises `minReplicas`, so the autoscaler keeps working and is never held.
+
+use kube::ResourceExt;
+
+use crate::api::cron::CronHorizontalPodAutoscaler;
+use crate::api::hpa_plus::CrossVersionObjectReference;
+use crate::schedule::effect::{Mode, mode};
+
+/// `CronHorizontalPodAutoscaler/<name>` of the first CronHPA among `crons` that holds
+/// `target` in `namespace`, if any.
+pub fn cron_hold<'a>(
+    crons: impl IntoIterator<Item = &'a CronHorizontalPodAutoscaler>,
+    namespace: &str,
+    target: &CrossVersionObjectReference,
+) -> Option<String> {
+    crons
+        .into_iter()
+        .filter(|c| c.metadata.namespace.as_deref() == Some(namespace))
+        .filter(|c| {
+            let t = &c.spec.scale_target_ref;
+            t.kind == target.kind && t.name == target.name
+        })
+        .filter(|c| mode(&c.spec.scale_target_ref.kind, c.annotations()) == Mode::Replicas)
+        .find(|c| c.status.as_ref().is_some_and(|s| s.scale_up_keep_window))
+        .map(|c| format!("CronHorizontalPodAutoscaler/{}", c.name_any()))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference as K8sRef;
+
+    use super::*;
+    use crate::api::cron::{
+        ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE, CronHorizontalPodAutoscalerSpec,
+        CronHorizontalPodAutoscalerStatus,
+    };
+
+    fn cron(
+        name: &str,
+        kind: &str,
+        target: &str,
+        keep: bool,
+        annotation: Option<(&str, &str)>,
+    ) -> CronHorizontalPodAutoscaler {
+        let mut c = CronHorizontalPodAutoscaler::new(
+            name,
+            CronHorizontalPodAutoscalerSpec {
+                scale_target_ref: K8sRef {
+                    api_version: Some("apps/v1".into()),
+                    kind: kind.into(),
+                    name: target.into(),
+                },
+                ..Default::default()
+            },
+        );
+        c.metadata.namespace = Some("ns".into());
+        c.metadata.annotations = annotation.map(|(k, v)| [(k.to_owned(), v.to_owned())].into());
+        c.status = Some(CronHorizontalPodAutoscalerStatus {
+            scale_up_keep_window: keep,
+            ..Default::default()
+        });
+        c
+    }
+
+    fn target(kind: &str, name: &str) -> CrossVersionObjectReference {
+        CrossVersionObjectReference {
+            api_version: Some("apps/v1".into()),
+            kind: kind.into(),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn a_replica_mode_cron_in_its_keep_window_holds_the_target() {
+        let crons = [
+            cron("other", "Deployment", "db", true, None),
+            cron("closed", "Deployment", "web", false, None),
+            cron("open", "Deployment", "web", true, None),
+        ];
+        assert_eq!(
+            cron_hold(&crons, "ns", &target("Deployment", "web")).as_deref(),
+            Some("CronHorizontalPodAutoscaler/open")
+        );
+        assert_eq!(
+            cron_hold(&crons, "other-ns", &target("Deployment", "web")),
+            None
+        );
+        assert_eq!(cron_hold(&crons, "ns", &target("StatefulSet", "web")), None);
+    }
+
+    #[test]
+    fn a_min_replicas_mode_cron_does_not_hold() {
+        let crons = [cron(
+            "min",
+            "Deployment",
+            "web",
+            true,
+            Some((ADJUST_HPA_MIN_ANNOTATION, "true")),
+        )];
+        assert_eq!(cron_hold(&crons, "ns", &target("Deployment", "web")), None);
+    }
+
+    #[test]
+    fn the_annotation_is_read_as_core_reads_it_in_any_case() {
+        // The CronHPA controller treats "TRUE" as min-replicas mode, so must the hold.
+        for (key, value, holds) in [
+            (ADJUST_HPA_MIN_ANNOTATION, "true", false),
+            (ADJUST_HPA_MIN_ANNOTATION, "TRUE", false),
+            (ADJUST_HPA_MIN_ANNOTATION_STKE, " True ", false),
+            (ADJUST_HPA_MIN_ANNOTATION, "false", true),
+        ] {
+            let crons = [cron("c", "Deployment", "web", true, Some((key, value)))];
+            assert_eq!(
+                cron_hold(&crons, "ns", &target("Deployment", "web")).is_some(),
+                holds,
+                "{key}: {value:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Rules 1–4 of a decision: the states in which the metrics are not consulted and the count
+//! is held (or brought back into range) as it is.
+//!
+//! 1. [`ambiguous_selector`]: another autoscaler selects the same pods → hold.
+//! 2. [`scaling_disabled`]: the target has 0 replicas and `minReplicas > 0` → hold.
+//! 3. [`out_of_range`]: current > `maxReplicas` → `maxReplicas`; current < `minReplicas` →
+//!    `minReplicas`, as upstream.
+//! 4. [`min_available`]: fewer than `minAvailableReplicaPercentage` of the pods are available
+//!    (WPA) → hold.
+//!
+//! [`precheck`] applies them in that order; the first that fires ends the decision.
+
+use jiff::Timestamp;
+
+use super::conditions::{Condition, SCALING_ACTIVE};
+use super::history::seconds_between;
+use super::limited::{Hold, LimitedBy};
+use super::limits::{Bounds, available_percentage};
+use super::observation::{Observation, PodPhase};
+use crate::api::hpa_plus::HorizontalPodAutoscalerPlusSpec;
+
+/// Rules 1–4 in order; `None` when the metrics decide.
+pub fn precheck(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+    bounds: Bounds,
+    now: Timestamp,
+) -> Option<Hold> {
+    let current = observed.current_replicas;
+    ambiguous_selector(observed)
+        .or_else(|| scaling_disabled(current, bounds))
+        .or_else(|| out_of_range(current, bounds))
+        .or_else(|| min_available(spec, observed, now))
+}
+
+/// Rule 1: other autoscalers claim the same pods (upstream `AmbiguousSelector`).
+pub fn ambiguous_selector(observed: &Observation) -> Option<Hold> {
+    if observed.conflicting_autoscalers.is_empty() {
+        return None;
+    }
+    let msg = format!(
+        "pods by selector are controlled by multiple autoscalers: {}",
+        observed.conflicting_autoscalers.join(", ")
+    );
+    Some(Hold {
+        value: observed.current_replicas,
+        by: LimitedBy::AmbiguousSelector,
+        condition: Some(Condition::new(
+            SCALING_ACTIVE,
+            false,
+            "AmbiguousSelector",
+            msg.clone(),
+        )),
+        note: msg,
+    })
+}
+
+/// Rule 2: a target scaled to zero by hand is left alone while `minReplicas > 0`.
+pub fn scaling_disabled(current: i32, bounds: Bounds) -> Option<Hold> {
+    if current != 0 || bounds.min == 0 {
+        return None;
+    }
+    let msg = "scaling is disabled since the replica count of the target is zero";
+    Some(Hold {
+        value: current,
+        by: LimitedBy::ScalingDisabled,
+        note: msg.to_owned(),
+        condition: Some(Condition::new(
+            SCALING_ACTIVE,
+            false,
+            "ScalingDisabled",
+            msg,
+        )),
+    })
+}
+
+/// Rule 3: a count outside `[minReplicas, maxReplicas]` goes to the nearest bound at once.
+pub fn out_of_range(current: i32, bounds: Bounds) -> Option<Hold> {
+    let Bounds { min, max } = bounds;
+    if current > max {
+        Some(Hold {
+            value: max,
+            by: LimitedBy::MaxReplicas,
+            note: format!("Current number of replicas above Spec.MaxReplicas: {current} -> {max}"),
+            condition: None,
+        })
+    } else if current < min {
+        Some(Hold {
+            value: min,
+            by: LimitedBy::MinReplicas,
+            note: format!("Current number of replicas below Spec.MinReplicas: {current} -> {min}"),
+            condition: None,
+        })
+    } else {
+        None
+    }
+}
+
+/// Rule 4 (WPA): the share of available pods (running, ready, and past `readinessDelaySeconds`
+/// since start) among the pods not being deleted is below `minAvailableReplicaPercentage`.
+pub fn min_available(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+    now: Timestamp,
+) -> Option<Hold> {
+    let required = spec.min_available_replica_percentage.filter(|p| *p > 0)?;
+    let readiness_delay = spec.readiness_delay_seconds.map_or(0, i64::from);
+    let pods = &observed.pods;
+    let counted = pods.iter().filter(|p| !p.deleting).count();
+    let ready = pods
+        .iter()
+        .filter(|p| !p.deleting && p.phase == PodPhase::Running && p.ready == Some(true))
+        .filter(|p| {
+            readiness_delay <= 0
+                || p.start_time
+                    .is_some_and(|s| seconds_between(s, now) >= readiness_delay as f64)
+        })
+        .count();
+    let pct = available_percentage(ready, counted).unwrap_or(0);
+    if pct >= required {
+        return None;
+    }
+    let msg = format!(
+        "{pct} % of the pods are available, below minAvailableReplicaPercentage {required} %"
+    );
+    Some(Hold {
+        value: observed.current_replicas,
+        by: LimitedBy::MinAvailable,
+        condition: Some(Condition::new(
+            SCALING_ACTIVE,
+            false,
+            "NotEnoughAvailablePods",
+            msg.clone(),
+        )),
+        note: msg,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::horizontal::observation::PodSample;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn observed(current: i32) -> Observation {
+        Observation {
+            current_replicas: current,
+            ..Observation::default()
+        }
+    }
+
+    const BOUNDS: Bounds = Bounds { min: 2, max: 10 };
+
+    #[test]
+    fn conflicting_autoscalers_hold_and_are_named() {
+        let mut obs = observed(4);
+        assert_eq!(ambiguous_selector(&obs), None);
+        obs.conflicting_autoscalers = vec!["a".into(), "b".into()];
+        let hold = ambiguous_selector(&obs).unwrap();
+        assert_eq!((hold.value, hold.by), (4, LimitedBy::AmbiguousSelector));
+        assert!(hold.note.ends_with("autoscalers: a, b"), "{}", hold.note);
+        assert_eq!(hold.condition.unwrap().reason, "AmbiguousSelector");
+    }
+
+    #[test]
+    fn zero_replicas_disable_scaling_unless_min_is_zero() {
+        assert_eq!(scaling_disabled(0, BOUNDS).unwrap().value, 0);
+        assert_eq!(scaling_disabled(0, Bounds { min: 0, max: 3 }), None);
+        assert_eq!(scaling_disabled(1, BOUNDS), None);
+    }
+
+    #[test]
+    fn out_of_range_goes_to_the_nearest_bound() {
+        assert_eq!(out_of_range(12, BOUNDS).unwrap().value, 10);
+        assert_eq!(out_of_range(1, BOUNDS).unwrap().by, LimitedBy::MinReplicas);
+        assert_eq!(out_of_range(2, BOUNDS), None);
+        assert_eq!(out_of_range(10, BOUNDS), None);
+    }
+
+    #[test]
+    fn min_available_counts_ready_pods_past_the_readiness_delay() {
+        let young = PodSample {
+            start_time: Some(now() - jiff::SignedDuration::from_secs(10)),
+            ..PodSample::default()
+        };
+        let old = PodSample {
+            start_time: Some(now() - jiff::SignedDuration::from_secs(600)),
+            ..PodSample::default()
+        };
+        let mut obs = observed(2);
+        obs.pods = vec![young, old];
+        let mut spec = HorizontalPodAutoscalerPlusSpec {
+            min_available_replica_percentage: Some(60),
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+        assert_eq!(min_available(&spec, &obs, now()), None, "2 of 2 ready");
+        spec.readiness_delay_seconds = Some(60);
+        let hold = min_available(&spec, &obs, now()).unwrap();
+        assert_eq!(hold.by, LimitedBy::MinAvailable);
+        assert!(hold.note.starts_with("50 % of the pods"), "{}", hold.note);
+        spec.min_available_replica_percentage = Some(50);
+        assert_eq!(min_available(&spec, &obs, now()), None, "50 % is enough");
+    }
+
+    #[test]
+    fn the_first_rule_that_fires_wins() {
+        let mut obs = observed(0);
+        obs.conflicting_autoscalers = vec!["other".into()];
+        let spec = HorizontalPodAutoscalerPlusSpec::default();
+        assert_eq!(
+            precheck(&spec, &obs, BOUNDS, now()).unwrap().by,
+            LimitedBy::AmbiguousSelector
+        );
+        obs.conflicting_autoscalers.clear();
+        assert_eq!(
+            precheck(&spec, &obs, BOUNDS, now()).unwrap().by,
+            LimitedBy::ScalingDisabled
+        );
+        obs.current_replicas = 5;
+        assert_eq!(precheck(&spec, &obs, BOUNDS, now()), None);
+    }
+}
