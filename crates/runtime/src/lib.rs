@@ -87,11 +87,6 @@ pub mod selector;
 pub mod shutdown;
 pub mod telemetry;
 
-/// Transitional: the charts moved to `plimsoll-plot`. Kept only until vpa-recommender imports
-/// `plimsoll_replay::plot` (its `plot.rs` and `main.rs`); delete this line then.
-#[doc(hidden)]
-pub use plimsoll_plot as plot;
-
 #[cfg(test)]
 mod fake_api;
 

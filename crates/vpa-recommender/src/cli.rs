@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use jiff::SignedDuration;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
+use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
 
@@ -290,15 +291,6 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         checkpoint_out: Option<PathBuf>,
     },
-}
-
-/// Replay output format.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Output {
-    /// One JSON object per line.
-    Json,
-    /// A table.
-    Table,
 }
 
 fn signed(d: Duration) -> SignedDuration {

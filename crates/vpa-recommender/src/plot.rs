@@ -7,7 +7,7 @@
 //! limited to 1.5 × the largest target or usage and lines are clipped at the top.
 
 use plimsoll_core::vertical::aggregate::Resource;
-use plimsoll_runtime::plot::{Anchor, Chart, Colour, Stroke, Text};
+use plimsoll_replay::plot::{Anchor, Chart, Colour, Stroke, Text};
 
 use crate::replay::ResourceTrace;
 

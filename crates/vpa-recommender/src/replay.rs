@@ -32,6 +32,8 @@ use plimsoll_core::vertical::aggregate::{AggregationsConfig, Resource};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::model::VpaModel;
 use plimsoll_core::vertical::resources::{ResourceAmounts, amounts_to_list};
+use plimsoll_replay::plot::Chart;
+use plimsoll_replay::{ExtraFile, Invocation, ReplayError, Status};
 use serde::de::DeserializeOwned;
 
 use crate::recommender::{
@@ -40,32 +42,8 @@ use crate::recommender::{
 };
 use serde::{Deserialize, Serialize};
 
-/// Why a replay could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// The scenario (or a file it names) is invalid; `path` names the field.
-    #[error("{path}: {message}")]
-    Invalid {
-        /// Field path in the scenario, e.g. `samples[3].cpu`.
-        path: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// A file could not be read or written.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-}
-
-fn invalid(path: impl Into<String>, message: impl std::fmt::Display) -> ReplayError {
-    ReplayError::Invalid {
-        path: path.into(),
-        message: message.to_string(),
-    }
+fn invalid(path: impl std::fmt::Display, message: impl std::fmt::Display) -> ReplayError {
+    ReplayError::invalid(path, message)
 }
 
 /// The scenario start when neither `start` nor a checkpoint gives one.
@@ -828,7 +806,7 @@ fn get(r: &ResourceAmounts, resource: Resource) -> i64 {
 }
 
 /// Runs `scenario`; `plot` also samples the recommendation over time for a plot.
-pub fn run(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
+pub fn simulate(scenario: &Scenario, plot: bool) -> Result<Outcome, ReplayError> {
     let mut replayer = Replayer::new(scenario)?;
     let end = scenario
         .at
@@ -1067,11 +1045,57 @@ pub fn checkpoints_yaml(
     Ok(out)
 }
 
+/// A replayed scenario with where `--checkpoint-out` wants its final state, as the harness takes it.
+struct Replayed {
+    outcome: Outcome,
+    checkpoint_out: Option<PathBuf>,
+}
+
+impl plimsoll_replay::Outcome for Replayed {
+    type Line<'a> = &'a OutputLine;
+
+    fn lines(&self) -> Vec<&OutputLine> {
+        self.outcome.lines.iter().collect()
+    }
+
+    fn table(&self) -> String {
+        table(&self.outcome.lines)
+    }
+
+    fn misses(&self) -> &[String] {
+        &self.outcome.misses
+    }
+
+    fn chart(&self) -> Option<Chart> {
+        Some(crate::plot::chart(&self.outcome.traces))
+    }
+
+    fn extra_files(&self) -> Result<Vec<ExtraFile>, ReplayError> {
+        let Some(path) = &self.checkpoint_out else {
+            return Ok(Vec::new());
+        };
+        Ok(vec![ExtraFile {
+            flag: "--checkpoint-out",
+            path: path.clone(),
+            contents: checkpoints_yaml(&self.outcome.checkpoints)?.into_bytes(),
+        }])
+    }
+}
+
+/// `vpa-recommender replay`: runs the scenario through the harness (output, plot, the
+/// `--checkpoint-out` file, misses) and returns the exit status of docs/replay.md.
+pub fn run(invocation: &Invocation<'_>, checkpoint_out: Option<&Path>) -> Status {
+    plimsoll_replay::run(invocation, |source| {
+        let scenario = Scenario::parse(&source.text, source.dir())?;
+        Ok(Replayed {
+            outcome: simulate(&scenario, source.plot)?,
+            checkpoint_out: checkpoint_out.map(Path::to_path_buf),
+        })
+    })
+}
+
 /// Reads and parses the scenario at `path`.
 pub fn load(path: &Path) -> Result<Scenario, ReplayError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(path).map_err(|e| ReplayError::read(path, e))?;
     Scenario::parse(&text, path.parent().unwrap_or(Path::new(".")))
 }

@@ -34,7 +34,7 @@ fn every_vpa_scenario_holds() {
     );
     for file in files {
         let scenario = replay::load(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let outcome = replay::run(&scenario, true).expect("runs");
+        let outcome = replay::simulate(&scenario, true).expect("runs");
         assert!(
             outcome.misses.is_empty(),
             "{}: {:?}",
@@ -56,7 +56,7 @@ fn every_vpa_scenario_holds() {
 fn checkpoint_out_round_trips_into_a_new_replay() {
     let scenario = replay::load(&repo_root().join("scenarios/vpa-recommender-steady-cpu.yaml"))
         .expect("loads");
-    let outcome = replay::run(&scenario, false).expect("runs");
+    let outcome = replay::simulate(&scenario, false).expect("runs");
     let yaml = replay::checkpoints_yaml(&outcome.checkpoints).expect("yaml");
     let parsed: Vec<plimsoll_core::api::vpa::VerticalPodAutoscalerCheckpoint> =
         serde_saphyr::from_multiple(&yaml).expect("parses back");
@@ -69,7 +69,7 @@ fn checkpoint_out_round_trips_into_a_new_replay() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/restart-from-checkpoint.yaml"),
     )
     .expect("fixture");
-    let restored = replay::run(
+    let restored = replay::simulate(
         &replay::Scenario::parse(&restart, &dir).expect("parses"),
         false,
     )
@@ -146,7 +146,7 @@ fn plot_is_written_as_svg_or_png_by_extension() {
     let scenario = scenario.to_str().expect("utf8");
     let dir = std::env::temp_dir().join(format!("plimsoll-vr-plot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("tmp");
-    let traces = replay::run(&replay::load(Path::new(scenario)).expect("loads"), true)
+    let traces = replay::simulate(&replay::load(Path::new(scenario)).expect("loads"), true)
         .expect("runs")
         .traces;
     assert!(!traces.is_empty());
