@@ -188,6 +188,30 @@ mod tests {
     }
 
     #[test]
+    fn request_selectors_need_both() {
+        let pod = json!({"metadata": {"name": "a", "labels": {"app": "web"}}, "status": {"phase": "Running"}});
+        assert!(Selectors::default().matches(&pod));
+        assert!(Selectors::parse("", "").unwrap().matches(&pod));
+        assert!(
+            Selectors::parse("app=web", "status.phase=Running")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            !Selectors::parse("app=web", "status.phase=Pending")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            !Selectors::parse("app=db", "status.phase=Running")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert_eq!(Selectors::parse("", "phase").unwrap_err().code, 400);
+        assert_eq!(Selectors::parse("app in (", "").unwrap_err().code, 400);
+    }
+
+    #[test]
     fn query_selectors() {
         // upstream: staging/src/k8s.io/apimachinery/pkg/labels/selector_test.go TestSelectorMatches
         let l = json!({"app": "web", "tier": "front"});
