@@ -18,7 +18,7 @@ use crate::control::{AuditEntry, Caller};
 use crate::error::ApiError;
 use crate::patch::{self, PatchKind};
 use crate::registry::{self, ResourceDef, ResourceKey, json_path, set_json_path};
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{LabelSelector, Selectors};
 use crate::store::Mutation;
 use crate::{Cluster, defaults};
 
@@ -50,6 +50,30 @@ impl DeleteOptions {
                 .and_then(Value::as_str)
                 .map(String::from),
         }
+    }
+}
+
+/// One object as a request addresses it: its resource, the API version the request speaks
+/// (bodies are read and answered at it), and its namespace ("" when cluster-scoped) and name.
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectRef<'a> {
+    /// The resource.
+    pub def: &'a ResourceDef,
+    /// The API version of the request.
+    pub version: &'a str,
+    /// Namespace, or "" for a cluster-scoped resource.
+    pub ns: &'a str,
+    /// Object name.
+    pub name: &'a str,
+}
+
+impl ObjectRef<'_> {
+    fn not_found(&self) -> ApiError {
+        ApiError::not_found(&self.def.group, &self.def.plural, self.name)
+    }
+
+    fn conflict(&self) -> ApiError {
+        ApiError::conflict(&self.def.group, &self.def.plural, self.name)
     }
 }
 
@@ -118,28 +142,20 @@ fn is_crd(def: &ResourceDef) -> bool {
 }
 
 impl Cluster {
-    #[allow(clippy::too_many_arguments)]
-    fn audit(
-        &self,
-        caller: &Caller,
-        verb: &str,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-        sub: &str,
-        obj: &Value,
-    ) {
+    /// Records that `caller` did `verb` to `target` (its `sub`resource, or "" for the object
+    /// itself), leaving it at `stored`'s resourceVersion.
+    fn audit(&self, caller: &Caller, verb: &str, target: ObjectRef<'_>, sub: &str, stored: &Value) {
         self.audit.record(AuditEntry {
             time: rfc3339(self.clock.now()),
             user_agent: caller.user_agent.clone(),
             field_manager: caller.field_manager.clone(),
             verb: verb.into(),
-            group: def.group.clone(),
-            resource: def.plural.clone(),
+            group: target.def.group.clone(),
+            resource: target.def.plural.clone(),
             subresource: sub.into(),
-            namespace: ns.into(),
-            name: name.into(),
-            resource_version: meta(obj, "resourceVersion"),
+            namespace: target.ns.into(),
+            name: target.name.into(),
+            resource_version: meta(stored, "resourceVersion"),
         });
     }
 
@@ -241,7 +257,13 @@ impl Cluster {
         {
             self.registry.upsert(r);
         }
-        self.audit(caller, "create", def, ns, &name, "", &stored);
+        let created = ObjectRef {
+            def,
+            version,
+            ns,
+            name: &name,
+        };
+        self.audit(caller, "create", created, "", &stored);
         Ok(stored)
     }
 
@@ -257,34 +279,31 @@ impl Cluster {
     }
 
     /// Replaces an object (PUT), or its status or resize part.
-    #[allow(clippy::too_many_arguments)]
     pub async fn update(
         &self,
-        def: &ResourceDef,
-        version: &str,
-        ns: &str,
-        name: &str,
+        target: ObjectRef<'_>,
         obj: Value,
         part: Part,
         caller: &Caller,
     ) -> Result<Arc<Value>, ApiError> {
-        self.write(def, version, ns, name, obj, part, caller, "update")
-            .await
+        self.write(target, obj, part, caller, "update").await
     }
 
     /// The common path of update and patch; `verb` is what the audit log records.
-    #[allow(clippy::too_many_arguments)]
     async fn write(
         &self,
-        def: &ResourceDef,
-        version: &str,
-        ns: &str,
-        name: &str,
+        target: ObjectRef<'_>,
         mut obj: Value,
         part: Part,
         caller: &Caller,
         verb: &str,
     ) -> Result<Arc<Value>, ApiError> {
+        let ObjectRef {
+            def,
+            version,
+            ns,
+            name,
+        } = target;
         if !obj.is_object() {
             return Err(ApiError::bad_request(
                 "the body of the request was not an object",
@@ -302,17 +321,17 @@ impl Cluster {
             let current = self
                 .store
                 .get(&key_of(def), ns, name)
-                .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+                .ok_or_else(|| target.not_found())?;
             obj = admission::mutate(self, def, version, "UPDATE", obj, Some(&current), caller)
                 .await?;
         }
-        let stored = self.replace(def, version, ns, name, obj, part)?;
+        let stored = self.replace(target, obj, part)?;
         let sub = match part {
             Part::Main => "",
             Part::Status => "status",
             Part::Resize => "resize",
         };
-        self.audit(caller, verb, def, ns, name, sub, &stored);
+        self.audit(caller, verb, target, sub, &stored);
         self.after_write(def, &stored);
         Ok(stored)
     }
@@ -329,18 +348,21 @@ impl Cluster {
     /// The synchronous core of an update: precondition, isolation, generation, finalizers.
     fn replace(
         &self,
-        def: &ResourceDef,
-        version: &str,
-        ns: &str,
-        name: &str,
+        target: ObjectRef<'_>,
         obj: Value,
         part: Part,
     ) -> Result<Arc<Value>, ApiError> {
+        let ObjectRef {
+            def,
+            version,
+            ns,
+            name,
+        } = target;
         let key = key_of(def);
         let stored = self.store.mutate(&key, ns, name, &def.group, |current| {
             let body_rv = meta(&obj, "resourceVersion");
             if !body_rv.is_empty() && body_rv != meta(current, "resourceVersion") {
-                return Err(ApiError::conflict(&def.group, &def.plural, name));
+                return Err(target.conflict());
             }
             let mut new = match part {
                 Part::Main => {
@@ -462,28 +484,26 @@ impl Cluster {
 
     /// Patches an object (or its status / resize part). Server-side apply of a missing object
     /// creates it.
-    #[allow(clippy::too_many_arguments)]
     pub async fn patch(
         &self,
-        def: &ResourceDef,
-        version: &str,
-        ns: &str,
-        name: &str,
+        target: ObjectRef<'_>,
         kind: PatchKind,
         body: &Value,
         part: Part,
         caller: &Caller,
     ) -> Result<Arc<Value>, ApiError> {
-        let key = key_of(def);
+        let key = key_of(target.def);
         let patch_sets_rv = body.pointer("/metadata/resourceVersion").is_some();
         for _ in 0..8 {
-            let Some(current) = self.store.get(&key, ns, name) else {
+            let Some(current) = self.store.get(&key, target.ns, target.name) else {
                 if kind == PatchKind::Apply && part == Part::Main {
                     let mut obj = body.clone();
-                    meta_mut(&mut obj).insert("name".into(), json!(name));
-                    return self.create(def, version, ns, obj, caller, false).await;
+                    meta_mut(&mut obj).insert("name".into(), json!(target.name));
+                    return self
+                        .create(target.def, target.version, target.ns, obj, caller, false)
+                        .await;
                 }
-                return Err(ApiError::not_found(&def.group, &def.plural, name));
+                return Err(target.not_found());
             };
             let mut patched = patch::apply(kind, &current, body)?;
             if !patch_sets_rv {
@@ -492,27 +512,24 @@ impl Cluster {
                     json!(meta(&current, "resourceVersion")),
                 );
             }
-            match self
-                .write(def, version, ns, name, patched, part, caller, "patch")
-                .await
-            {
+            match self.write(target, patched, part, caller, "patch").await {
                 Err(e) if e.reason == "Conflict" && !patch_sets_rv => {}
                 other => return other,
             }
         }
-        Err(ApiError::conflict(&def.group, &def.plural, name))
+        Err(target.conflict())
     }
 
     /// Deletes an object: immediately, or by setting deletionTimestamp when finalizers or a
-    /// grace period remain. Returns the object's last (or current, terminating) state.
+    /// grace period remain. Returns the object's last (or current, terminating) state, as
+    /// stored (whatever version the request speaks).
     pub fn delete(
         &self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
+        target: ObjectRef<'_>,
         opts: &DeleteOptions,
         caller: &Caller,
     ) -> Result<Arc<Value>, ApiError> {
+        let ObjectRef { def, ns, name, .. } = target;
         let key = key_of(def);
         let now = self.clock.now();
         let is_pod = def.group.is_empty() && def.plural == "pods";
@@ -521,13 +538,12 @@ impl Cluster {
             if let Some(rv) = &opts.precondition_rv
                 && *rv != meta(current, "resourceVersion")
             {
-                return Err(ApiError::conflict(&def.group, &def.plural, name)
-                    .with_details(json!({"name": name})));
+                return Err(target.conflict().with_details(json!({"name": name})));
             }
             if let Some(uid) = &opts.precondition_uid
                 && *uid != meta(current, "uid")
             {
-                return Err(ApiError::conflict(&def.group, &def.plural, name));
+                return Err(target.conflict());
             }
             let has_finalizers = current
                 .pointer("/metadata/finalizers")
@@ -580,7 +596,7 @@ impl Cluster {
             }
             Ok(Mutation::Replace(new))
         })?;
-        self.audit(caller, "delete", def, ns, name, "", &stored);
+        self.audit(caller, "delete", target, "", &stored);
         if is_crd(def) && self.store.get(&key, ns, name).is_none() {
             self.remove_crd_resource(&stored);
         }
@@ -605,23 +621,27 @@ impl Cluster {
         }
     }
 
-    /// Deletes every object matching the selectors; returns the deleted (or terminating) objects.
+    /// Deletes every object in `ns` (all namespaces when `None`) that `selectors` select, as a
+    /// request at `version`; returns the deleted (or terminating) objects.
     pub fn delete_collection(
         &self,
         def: &ResourceDef,
+        version: &str,
         ns: Option<&str>,
-        labels: &LabelSelector,
-        fields: &FieldSelector,
+        selectors: &Selectors,
         opts: &DeleteOptions,
         caller: &Caller,
     ) -> Result<Vec<Arc<Value>>, ApiError> {
         let (items, _) = self.store.list(&key_of(def), ns);
         let mut out = Vec::new();
-        for o in items
-            .iter()
-            .filter(|o| labels.matches_object(o) && fields.matches(o))
-        {
-            match self.delete(def, &meta(o, "namespace"), &meta(o, "name"), opts, caller) {
+        for o in items.iter().filter(|o| selectors.matches(o)) {
+            let target = ObjectRef {
+                def,
+                version,
+                ns: &meta(o, "namespace"),
+                name: &meta(o, "name"),
+            };
+            match self.delete(target, opts, caller) {
                 Ok(d) => out.push(d),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
@@ -631,25 +651,22 @@ impl Cluster {
     }
 
     /// The autoscaling/v1 Scale of an object with a scale subresource.
-    pub fn get_scale(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Value, ApiError> {
+    pub fn get_scale(&self, target: ObjectRef<'_>) -> Result<Value, ApiError> {
         let obj = self
             .store
-            .get(&key_of(def), ns, name)
-            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
-        Ok(scale_of(def, &obj))
+            .get(&key_of(target.def), target.ns, target.name)
+            .ok_or_else(|| target.not_found())?;
+        Ok(scale_of(target.def, &obj))
     }
 
     /// Writes the desired replicas of a scale subresource (PUT or PATCH on `/scale`).
-    #[allow(clippy::too_many_arguments)]
     pub fn update_scale(
         &self,
-        def: &ResourceDef,
-        version: &str,
-        ns: &str,
-        name: &str,
+        target: ObjectRef<'_>,
         scale: &Value,
         caller: &Caller,
     ) -> Result<Value, ApiError> {
+        let ObjectRef { def, ns, name, .. } = target;
         let paths = def.scale.clone().ok_or_else(|| {
             ApiError::not_found(&def.group, &format!("{}/scale", def.plural), name)
         })?;
@@ -671,37 +688,33 @@ impl Cluster {
             let current = self
                 .store
                 .get(&key, ns, name)
-                .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+                .ok_or_else(|| target.not_found())?;
             let mut new = (*current).clone();
             set_json_path(&mut new, &paths.spec_replicas, json!(replicas));
             if let Some(rv) = &rv {
                 meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
             }
-            match self.replace(def, version, ns, name, new, Part::Main) {
+            match self.replace(target, new, Part::Main) {
                 Ok(stored) => {
-                    self.audit(caller, "update", def, ns, name, "scale", &stored);
+                    self.audit(caller, "update", target, "scale", &stored);
                     return Ok(scale_of(def, &stored));
                 }
                 Err(e) if e.reason == "Conflict" && rv.is_none() => {}
                 Err(e) => return Err(e),
             }
         }
-        Err(ApiError::conflict(&def.group, &def.plural, name))
+        Err(target.conflict())
     }
 
     /// Patches a scale subresource.
-    #[allow(clippy::too_many_arguments)]
     pub fn patch_scale(
         &self,
-        def: &ResourceDef,
-        version: &str,
-        ns: &str,
-        name: &str,
+        target: ObjectRef<'_>,
         kind: PatchKind,
         body: &Value,
         caller: &Caller,
     ) -> Result<Value, ApiError> {
-        let current = self.get_scale(def, ns, name)?;
+        let current = self.get_scale(target)?;
         let patched = patch::apply(kind, &current, body)?;
         let mut scale = patched;
         if body.pointer("/metadata/resourceVersion").is_none()
@@ -709,7 +722,7 @@ impl Cluster {
         {
             m.remove("resourceVersion");
         }
-        self.update_scale(def, version, ns, name, &scale, caller)
+        self.update_scale(target, &scale, caller)
     }
 }
 

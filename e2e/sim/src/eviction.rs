@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::Cluster;
-use crate::api::DeleteOptions;
+use crate::api::{DeleteOptions, ObjectRef};
 use crate::clock::rfc3339;
 use crate::control::{AuditEntry, Caller};
 use crate::error::ApiError;
@@ -164,18 +164,15 @@ pub fn pdb_status(cluster: &Cluster, pdb: &Value, now: Timestamp) -> Value {
     })
 }
 
-/// Handles `POST pods/{name}/eviction`: deletes the pod unless a PDB forbids it.
+/// Handles `POST pods/{name}/eviction` on `target` (a pod): deletes the pod unless a PDB
+/// forbids it.
 pub fn evict(
     cluster: &Arc<Cluster>,
-    ns: &str,
-    name: &str,
+    target: ObjectRef<'_>,
     body: &Value,
     caller: &Caller,
 ) -> Result<Value, ApiError> {
-    let pods_def = cluster
-        .registry
-        .by_key("", "pods")
-        .ok_or_else(|| ApiError::internal("pods are not served"))?;
+    let ObjectRef { ns, name, .. } = target;
     let pod = cluster
         .store
         .get(&(String::new(), "pods".into()), ns, name)
@@ -234,7 +231,7 @@ pub fn evict(
             }
         }
     }
-    cluster.delete(&pods_def, ns, name, &opts, caller)?;
+    cluster.delete(target, &opts, caller)?;
     cluster.audit.record(AuditEntry {
         time: rfc3339(cluster.clock.now()),
         user_agent: caller.user_agent.clone(),

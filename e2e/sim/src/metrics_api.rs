@@ -162,13 +162,21 @@ fn resource_metrics(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The object a custom metric value describes (`describedObject`).
+struct DescribedObject<'a> {
+    kind: &'a str,
+    /// `/{preferred version}` as the custom metrics API writes it ("/v1" for a pod; "" when
+    /// the resource is not served).
+    api_version: &'a str,
+    ns: &'a str,
+    name: &'a str,
+}
+
+/// One `MetricValue`: `metric`'s `value` for `object`, labelled with the request's
+/// `metricLabelSelector`.
 fn metric_value(
     cluster: &Cluster,
-    kind: &str,
-    ns: &str,
-    name: &str,
-    api_version: &str,
+    object: &DescribedObject<'_>,
     metric: &str,
     value: f64,
     q: &Query,
@@ -177,6 +185,12 @@ fn metric_value(
     if let Some(sel) = q.get("metricLabelSelector") {
         m["selector"] = json!({"matchLabels": {}, "matchExpressions": [], "raw": sel});
     }
+    let DescribedObject {
+        kind,
+        api_version,
+        ns,
+        name,
+    } = object;
     json!({
         "describedObject": {"kind": kind, "namespace": ns, "name": name, "apiVersion": api_version},
         "metric": m, "timestamp": rfc3339(cluster.clock.now()), "windowSeconds": 60, "value": format_milli(value),
@@ -220,7 +234,13 @@ fn custom_metrics(
                     .pod_usage(ns, pname)
                     .and_then(|u| u.custom.get(*metric).copied())
                 {
-                    items.push(metric_value(cluster, "Pod", ns, pname, "/v1", metric, v, q));
+                    let pod = DescribedObject {
+                        kind: "Pod",
+                        api_version: "/v1",
+                        ns,
+                        name: pname,
+                    };
+                    items.push(metric_value(cluster, &pod, metric, v, q));
                 }
             }
             if items.is_empty() {
@@ -244,8 +264,14 @@ fn custom_metrics(
                 || (resource.to_string(), String::new()),
                 |d| (d.kind.clone(), format!("/{}", d.preferred_api_version())),
             );
+            let object = DescribedObject {
+                kind: &kind,
+                api_version: &av,
+                ns,
+                name,
+            };
             Ok(custom_list(vec![metric_value(
-                cluster, &kind, ns, name, &av, metric, v, q,
+                cluster, &object, metric, v, q,
             )]))
         }
         _ => Err(not_found()),

@@ -18,12 +18,12 @@ use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::api::{DeleteOptions, Part};
+use crate::api::{DeleteOptions, ObjectRef, Part};
 use crate::control::{Caller, Fault, ServiceAddress};
 use crate::error::ApiError;
 use crate::patch::PatchKind;
 use crate::registry::ResourceDef;
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::Selectors;
 use crate::store::{EventType, StoredEvent};
 use crate::workload::LoadSpec;
 use crate::{Cluster, base64, eviction, metrics_api, table};
@@ -275,6 +275,18 @@ struct Target<'a> {
     sub: Option<&'a str>,
 }
 
+impl Target<'_> {
+    /// The object `name` in this target's resource, version and namespace.
+    fn object<'b>(&'b self, name: &'b str) -> ObjectRef<'b> {
+        ObjectRef {
+            def: &self.def,
+            version: self.version,
+            ns: self.ns.unwrap_or_default(),
+            name,
+        }
+    }
+}
+
 fn parse_target<'a>(
     cluster: &Cluster,
     group: &str,
@@ -416,36 +428,36 @@ async fn resource(
                 .await?;
             Ok(obj_response(201, &created))
         }
-        ("get", Some(name), None | Some("status")) => get(cluster, &t, ns, name, req),
+        ("get", Some(name), None | Some("status")) => get(cluster, t.object(name), req),
         ("get", Some(name), Some("scale")) if def.scale.is_some() => {
-            Ok(json_response(200, &cluster.get_scale(&def, ns, name)?))
+            Ok(json_response(200, &cluster.get_scale(t.object(name))?))
         }
         ("update", Some(name), None) => {
             let body = req.json_body()?;
             let out = cluster
-                .update(&def, t.version, ns, name, body, Part::Main, &req.caller)
+                .update(t.object(name), body, Part::Main, &req.caller)
                 .await?;
             Ok(obj_response(200, &out))
         }
         ("update", Some(name), Some("status")) if def.status => {
             let body = req.json_body()?;
             let out = cluster
-                .update(&def, t.version, ns, name, body, Part::Status, &req.caller)
+                .update(t.object(name), body, Part::Status, &req.caller)
                 .await?;
             Ok(obj_response(200, &out))
         }
         ("update", Some(name), Some("scale")) if def.scale.is_some() => Ok(json_response(
             200,
-            &cluster.update_scale(&def, t.version, ns, name, &req.json_body()?, &req.caller)?,
+            &cluster.update_scale(t.object(name), &req.json_body()?, &req.caller)?,
         )),
         ("update", Some(name), Some("resize")) if def.extra_subresources.contains(&"resize") => {
             let body = req.json_body()?;
             let out = cluster
-                .update(&def, t.version, ns, name, body, Part::Resize, &req.caller)
+                .update(t.object(name), body, Part::Resize, &req.caller)
                 .await?;
             Ok(obj_response(200, &out))
         }
-        ("patch", Some(name), sub) => patch(cluster, &t, ns, name, sub, req).await,
+        ("patch", Some(name), sub) => patch(cluster, t.object(name), sub, req).await,
         ("delete", Some(name), None) => {
             let opts = DeleteOptions::from_body(
                 &req.json_body()?,
@@ -453,13 +465,13 @@ async fn resource(
                     .get("gracePeriodSeconds")
                     .and_then(|g| g.parse().ok()),
             );
-            let out = cluster.delete(&def, ns, name, &opts, &req.caller)?;
+            let out = cluster.delete(t.object(name), &opts, &req.caller)?;
             Ok(obj_response(200, &out))
         }
         ("create", Some(name), Some("eviction"))
             if def.extra_subresources.contains(&"eviction") =>
         {
-            let status = eviction::evict(cluster, ns, name, &req.json_body()?, &req.caller)?;
+            let status = eviction::evict(cluster, t.object(name), &req.json_body()?, &req.caller)?;
             Ok(json_response(201, &status))
         }
         _ => Err(ApiError::method_not_allowed(format!(
@@ -475,15 +487,15 @@ fn delete_collection(
     req: &Req,
 ) -> Result<Response, ApiError> {
     let def = &t.def;
-    let labels = LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?;
-    let fields = FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?;
+    let selectors = selectors(&req.query)?;
     let opts = DeleteOptions::from_body(
         &req.json_body()?,
         req.query
             .get("gracePeriodSeconds")
             .and_then(|g| g.parse().ok()),
     );
-    let deleted = cluster.delete_collection(def, t.ns, &labels, &fields, &opts, &req.caller)?;
+    let deleted =
+        cluster.delete_collection(def, t.version, t.ns, &selectors, &opts, &req.caller)?;
     let items: Vec<Value> = deleted.iter().map(|o| (**o).clone()).collect();
     Ok(json_response(
         200,
@@ -493,14 +505,13 @@ fn delete_collection(
 }
 
 /// GET of one object (or its status): as JSON, a Table, or converted to the requested version.
-fn get(
-    cluster: &Arc<Cluster>,
-    t: &Target<'_>,
-    ns: &str,
-    name: &str,
-    req: &Req,
-) -> Result<Response, ApiError> {
-    let def = &t.def;
+fn get(cluster: &Arc<Cluster>, target: ObjectRef<'_>, req: &Req) -> Result<Response, ApiError> {
+    let ObjectRef {
+        def,
+        version,
+        ns,
+        name,
+    } = target;
     let obj = cluster
         .store
         .get(&(def.group.clone(), def.plural.clone()), ns, name)
@@ -518,7 +529,7 @@ fn get(
         ));
     }
     if def.versions.len() > 1 {
-        return Ok(obj_response(200, &present(def, t.version, &obj)));
+        return Ok(obj_response(200, &present(def, version, &obj)));
     }
     Ok(obj_response(200, &obj))
 }
@@ -527,14 +538,11 @@ fn get(
 /// when server-side apply created the object.
 async fn patch(
     cluster: &Arc<Cluster>,
-    t: &Target<'_>,
-    ns: &str,
-    name: &str,
+    target: ObjectRef<'_>,
     sub: Option<&str>,
     req: &Req,
 ) -> Result<Response, ApiError> {
-    let def = &t.def;
-
+    let ObjectRef { def, ns, name, .. } = target;
     let kind = PatchKind::from_content_type(&req.content_type)
         .ok_or_else(|| ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {:?})", req.content_type)))?;
     let body = if kind == PatchKind::Apply {
@@ -554,7 +562,7 @@ async fn patch(
         Some("scale") if def.scale.is_some() => {
             return Ok(json_response(
                 200,
-                &cluster.patch_scale(def, t.version, ns, name, kind, &body, &req.caller)?,
+                &cluster.patch_scale(target, kind, &body, &req.caller)?,
             ));
         }
         _ => {
@@ -570,7 +578,7 @@ async fn patch(
         .get(&(def.group.clone(), def.plural.clone()), ns, name)
         .is_some();
     let out = cluster
-        .patch(def, t.version, ns, name, kind, &body, part, &req.caller)
+        .patch(target, kind, &body, part, &req.caller)
         .await?;
     Ok(obj_response(if existed { 200 } else { 201 }, &out))
 }
@@ -588,6 +596,12 @@ fn continue_token(ns: &str, name: &str) -> String {
     base64::encode(format!("{ns}\u{0}{name}").as_bytes())
 }
 
+/// The `labelSelector` and `fieldSelector` query parameters.
+fn selectors(q: &Query) -> Result<Selectors, ApiError> {
+    let param = |k: &str| q.get(k).map_or("", String::as_str);
+    Selectors::parse(param("labelSelector"), param("fieldSelector"))
+}
+
 fn list(
     cluster: &Cluster,
     def: &ResourceDef,
@@ -595,8 +609,7 @@ fn list(
     ns: Option<&str>,
     req: &Req,
 ) -> Result<Response, ApiError> {
-    let labels = LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?;
-    let fields = FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?;
+    let selectors = selectors(&req.query)?;
     let (items, rv) = cluster
         .store
         .list(&(def.group.clone(), def.plural.clone()), ns);
@@ -634,7 +647,7 @@ fn list(
     let mut matched = items
         .iter()
         .filter(|o| after.as_ref().is_none_or(|a| key(o) > *a))
-        .filter(|o| labels.matches_object(o) && fields.matches(o));
+        .filter(|o| selectors.matches(o));
     let page: Vec<&Arc<Value>> = matched.by_ref().take(limit).collect();
     let remaining = matched.count();
     let mut meta = json!({"resourceVersion": rv.to_string()});
@@ -686,13 +699,12 @@ struct WatchFilter {
     group: String,
     plural: String,
     ns: Option<String>,
-    labels: LabelSelector,
-    fields: FieldSelector,
+    selectors: Selectors,
 }
 
 impl WatchFilter {
     fn matches(&self, o: &Value) -> bool {
-        self.labels.matches_object(o) && self.fields.matches(o)
+        self.selectors.matches(o)
     }
 
     /// The event type this watcher gets for `e`, if any (selector transitions become
@@ -796,21 +808,25 @@ fn watch(
         group: def.group.clone(),
         plural: def.plural.clone(),
         ns: ns.map(String::from),
-        labels: LabelSelector::parse(req.query.get("labelSelector").map_or("", String::as_str))?,
-        fields: FieldSelector::parse(req.query.get("fieldSelector").map_or("", String::as_str))?,
+        selectors: selectors(&req.query)?,
     };
     if cluster.faults.take_forced_expiry() {
         return Ok(expired_stream(
             "too old resource version (forced by the sim)",
         ));
     }
-    let bookmarks = is_true(&req.query, "allowWatchBookmarks");
+    let settings = WatchSettings {
+        bookmarks: is_true(&req.query, "allowWatchBookmarks"),
+        bookmark_every: cluster.settings.bookmark_interval,
+        timeout: req
+            .query
+            .get("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .map(Duration::from_secs),
+        drop_signal: cluster.faults.drop_signal(),
+        shutdown: cluster.shutdown.clone(),
+    };
     let initial_events = is_true(&req.query, "sendInitialEvents");
-    let timeout = req
-        .query
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map(Duration::from_secs);
     let rv_param = req
         .query
         .get("resourceVersion")
@@ -824,7 +840,7 @@ fn watch(
         cluster: cluster.clone(),
     };
     let mut initial: Vec<Bytes> = Vec::new();
-    let (rx, start_rv) = if initial_events || rv_param.is_empty() || rv_param == "0" {
+    let (events, start_rv) = if initial_events || rv_param.is_empty() || rv_param == "0" {
         let (items, rv, rx) = cluster.store.snapshot_and_watch(&key, ns);
         for o in items.iter().filter(|o| filter.matches(o)) {
             initial.push(ctx.line(EventType::Added, o, None));
@@ -849,43 +865,65 @@ fn watch(
             }
         }
     };
-    let (tx, out_rx) = mpsc::channel::<Bytes>(256);
-    let drop_signal = cluster.faults.drop_signal();
-    let shutdown = cluster.shutdown.clone();
-    let bookmark_every = cluster.settings.bookmark_interval;
-    tokio::spawn(pump(
-        ctx,
-        filter,
-        rx,
-        tx,
+    let start = WatchStart {
         initial,
-        start_rv,
-        bookmarks,
-        bookmark_every,
-        timeout,
-        drop_signal,
-        shutdown,
-    ));
+        rv: start_rv,
+        events,
+    };
+    let (tx, out_rx) = mpsc::channel::<Bytes>(256);
+    tokio::spawn(pump(ctx, filter, start, settings, tx));
     let stream = futures::stream::unfold(out_rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<Bytes, Infallible>(b), rx))
     });
     Ok(stream_response(stream))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Where a watch starts: the lines it owes before live events (the initial ADDED events, or the
+/// backlog since the client's resourceVersion), the resourceVersion they reach, and the live
+/// events, subscribed under the same store lock so none falls in between (live events the
+/// catch-up already covered are skipped by resourceVersion).
+struct WatchStart {
+    initial: Vec<Bytes>,
+    rv: u64,
+    events: broadcast::Receiver<Arc<StoredEvent>>,
+}
+
+/// How a watch stream runs: whether and how often it sends bookmarks, and what ends it besides
+/// the client going away.
+struct WatchSettings {
+    /// `allowWatchBookmarks`.
+    bookmarks: bool,
+    /// The sim's bookmark interval.
+    bookmark_every: Duration,
+    /// `timeoutSeconds`; 30 minutes when the client sets none.
+    timeout: Option<Duration>,
+    /// Fires when a fault drops every open watch.
+    drop_signal: tokio::sync::watch::Receiver<u64>,
+    /// The sim shutting down.
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// Sends a watch's lines to `tx` until the watch ends: its catch-up first, then the live events
+/// this watcher selects, with bookmarks when asked for.
 async fn pump(
     ctx: WatchCtx,
     filter: WatchFilter,
-    mut rx: broadcast::Receiver<Arc<StoredEvent>>,
+    start: WatchStart,
+    settings: WatchSettings,
     tx: mpsc::Sender<Bytes>,
-    initial: Vec<Bytes>,
-    mut last_rv: u64,
-    bookmarks: bool,
-    bookmark_every: Duration,
-    timeout: Option<Duration>,
-    mut drop_signal: tokio::sync::watch::Receiver<u64>,
-    shutdown: tokio_util::sync::CancellationToken,
 ) {
+    let WatchStart {
+        initial,
+        rv: mut last_rv,
+        events: mut rx,
+    } = start;
+    let WatchSettings {
+        bookmarks,
+        bookmark_every,
+        timeout,
+        mut drop_signal,
+        shutdown,
+    } = settings;
     drop_signal.mark_unchanged();
     for line in initial {
         if tx.send(line).await.is_err() {

@@ -12,6 +12,31 @@ use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 
+/// The `labelSelector` and `fieldSelector` of a list, watch or deletecollection request: an
+/// object is selected when it satisfies both.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selectors {
+    /// The label selector.
+    pub labels: LabelSelector,
+    /// The field selector.
+    pub fields: FieldSelector,
+}
+
+impl Selectors {
+    /// Parses both query-string forms ("" selects everything); 400 when either does not parse.
+    pub fn parse(labels: &str, fields: &str) -> Result<Self, ApiError> {
+        Ok(Self {
+            labels: LabelSelector::parse(labels)?,
+            fields: FieldSelector::parse(fields)?,
+        })
+    }
+
+    /// Whether the object satisfies both selectors.
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.labels.matches_object(obj) && self.fields.matches(obj)
+    }
+}
+
 /// A parsed label selector: all requirements must hold.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector {
@@ -160,6 +185,30 @@ mod tests {
 
     fn labels(v: &Value) -> Option<&Map<String, Value>> {
         v.as_object()
+    }
+
+    #[test]
+    fn request_selectors_need_both() {
+        let pod = json!({"metadata": {"name": "a", "labels": {"app": "web"}}, "status": {"phase": "Running"}});
+        assert!(Selectors::default().matches(&pod));
+        assert!(Selectors::parse("", "").unwrap().matches(&pod));
+        assert!(
+            Selectors::parse("app=web", "status.phase=Running")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            !Selectors::parse("app=web", "status.phase=Pending")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            !Selectors::parse("app=db", "status.phase=Running")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert_eq!(Selectors::parse("", "phase").unwrap_err().code, 400);
+        assert_eq!(Selectors::parse("app in (", "").unwrap_err().code, 400);
     }
 
     #[test]

@@ -35,7 +35,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::api::{DeleteOptions, Part};
+use crate::api::{DeleteOptions, ObjectRef, Part};
 use crate::clock::{parse_time, rfc3339};
 use crate::control::Caller;
 use crate::error::ApiError;
@@ -169,6 +169,16 @@ impl Ctx<'_> {
         self.cluster.registry.by_key(group, plural)
     }
 
+    /// `obj` as the controllers address it: at its resource's first served version.
+    fn object<'a>(def: &'a ResourceDef, obj: &'a Value) -> ObjectRef<'a> {
+        ObjectRef {
+            def,
+            version: &def.versions[0],
+            ns: s(obj, "/metadata/namespace"),
+            name: s(obj, "/metadata/name"),
+        }
+    }
+
     async fn write_status(&self, group: &str, plural: &str, obj: &Value, status: Value, who: &str) {
         if obj.get("status") == Some(&status) {
             return;
@@ -181,15 +191,7 @@ impl Ctx<'_> {
         let part = if def.status { Part::Status } else { Part::Main };
         let r = self
             .cluster
-            .update(
-                &def,
-                &def.versions[0],
-                s(obj, "/metadata/namespace"),
-                s(obj, "/metadata/name"),
-                new,
-                part,
-                &Caller::controller(who),
-            )
+            .update(Self::object(&def, obj), new, part, &Caller::controller(who))
             .await;
         log_conflict(r.err());
     }
@@ -206,10 +208,7 @@ impl Ctx<'_> {
         let r = self
             .cluster
             .update(
-                &def,
-                &def.versions[0],
-                s(obj, "/metadata/namespace"),
-                s(obj, "/metadata/name"),
+                Self::object(&def, obj),
                 new,
                 Part::Main,
                 &Caller::controller(who),
@@ -255,13 +254,9 @@ impl Ctx<'_> {
             grace_period_seconds: grace,
             ..DeleteOptions::default()
         };
-        let r = self.cluster.delete(
-            &def,
-            s(obj, "/metadata/namespace"),
-            s(obj, "/metadata/name"),
-            &opts,
-            &Caller::controller(who),
-        );
+        let r = self
+            .cluster
+            .delete(Self::object(&def, obj), &opts, &Caller::controller(who));
         log_conflict(r.err());
     }
 
