@@ -86,6 +86,7 @@ pub mod plot;
 pub mod rollout;
 pub mod scale;
 pub mod selector;
+pub mod service;
 pub mod shutdown;
 pub mod telemetry;
 
