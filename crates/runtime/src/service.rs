@@ -160,7 +160,7 @@ impl Service {
             election: election.task,
             election_stop: election_stop.drop_guard(),
             helpers: Vec::new(),
-            helpers_stop: CancellationToken::new(),
+            helpers_stop: CancellationToken::new().drop_guard(),
         })
     }
 }
@@ -185,7 +185,7 @@ fn elect(
 /// A started service: the plumbing to build a context from, then [`Started::run`].
 ///
 /// Dropped without `run` (the service failed to build its context), it stops the election,
-/// which releases the Lease.
+/// which releases the Lease, and the helpers.
 pub struct Started {
     /// The kube client built from the common flags.
     pub client: Client,
@@ -202,7 +202,7 @@ pub struct Started {
     election: JoinHandle<()>,
     election_stop: DropGuard,
     helpers: Vec<JoinHandle<()>>,
-    helpers_stop: CancellationToken,
+    helpers_stop: DropGuard,
 }
 
 impl Started {
@@ -215,7 +215,7 @@ impl Started {
     /// Runs `helper` (a watch cache, a housekeeping loop) until the service stops: after the
     /// Lease is released, or when `run` ends for any reason.
     pub fn spawn(&mut self, helper: impl Future<Output = ()> + Send + 'static) {
-        let stop = self.helpers_stop.clone();
+        let stop = self.helpers_stop.token().clone();
         self.helpers.push(tokio::spawn(async move {
             tokio::select! {
                 () = helper => {}
@@ -249,7 +249,6 @@ impl Started {
             helpers_stop,
             ..
         } = self;
-        let _stop_helpers = helpers_stop.clone().drop_guard();
         let admin_stop = CancellationToken::new();
         let router = admin::router(AdminState {
             registry: Arc::new(registry),
@@ -265,7 +264,7 @@ impl Started {
         if !election.is_finished() && tokio::time::timeout(grace, &mut election).await.is_err() {
             tracing::warn!("releasing the Lease took too long; it will expire");
         }
-        helpers_stop.cancel();
+        helpers_stop.disarm().cancel();
         for helper in helpers {
             let _ = helper.await;
         }
