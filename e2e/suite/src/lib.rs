@@ -22,6 +22,7 @@ use plimsoll_sim::{Sim, SimConfig, SimHandle};
 
 pub mod process;
 pub mod scrape;
+pub mod tap;
 
 /// The environment variable that points the suite at a real cluster.
 pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";
