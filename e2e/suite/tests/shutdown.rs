@@ -151,6 +151,8 @@ impl Cluster {
             .arg("--leader-elect=true")
             .arg(format!("--lease-namespace={}", self.namespace))
             .arg("--log-format=text")
+            // The skeleton's steps (leading, shutting down, released, stopped) and warnings.
+            .arg("--log-filter=warn,plimsoll_runtime=info")
             .args(extra)
             .env("POD_NAME", format!("e2e-{binary}"))
             .stdin(Stdio::null());
