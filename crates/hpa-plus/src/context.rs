@@ -250,9 +250,7 @@ mod tests {
         let ctx = Context::from_parts(ContextParts {
             client: client.clone(),
             scale: ScaleClient::new(client.clone(), "hpa-plus"),
-            metrics_source: Arc::new(
-                plimsoll_runtime::metrics_api::FixedExternalMetrics::empty(),
-            ),
+            metrics_source: Arc::new(plimsoll_runtime::metrics_api::FixedExternalMetrics::empty()),
             events: Events::new(client, "hpa-plus"),
             metrics,
             pods: PodIndex::new(),

@@ -150,7 +150,10 @@ async fn watch_pods(client: Client, pods: PodIndex) {
 }
 
 /// Keeps the CronHorizontalPodAutoscaler store current (for the hold off during a cron window).
-async fn watch_crons(client: Client, writer: reflector::store::Writer<CronHorizontalPodAutoscaler>) {
+async fn watch_crons(
+    client: Client,
+    writer: reflector::store::Writer<CronHorizontalPodAutoscaler>,
+) {
     let api: Api<CronHorizontalPodAutoscaler> = Api::all(client);
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()

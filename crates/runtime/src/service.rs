@@ -374,16 +374,22 @@ mod tests {
         let log = Log::default();
         let run = {
             let log = log.clone();
-            lead::<Error, _, _>(&leader, &mut election, &shutdown, DEFAULT_GRACE, move |term| {
-                let log = log.clone();
-                async move {
-                    log.push("write started");
-                    tokio::time::sleep(Duration::from_secs(3)).await;
-                    log.push("write landed");
-                    assert!(term.is_cancelled(), "the term ends with the shutdown");
-                    Ok(())
-                }
-            })
+            lead::<Error, _, _>(
+                &leader,
+                &mut election,
+                &shutdown,
+                DEFAULT_GRACE,
+                move |term| {
+                    let log = log.clone();
+                    async move {
+                        log.push("write started");
+                        tokio::time::sleep(Duration::from_secs(3)).await;
+                        log.push("write landed");
+                        assert!(term.is_cancelled(), "the term ends with the shutdown");
+                        Ok(())
+                    }
+                },
+            )
         };
         let cancel = async {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -430,12 +436,16 @@ mod tests {
         let leader = LeaderHandle::always_leading();
         let mut election = tokio::spawn(async {});
         let shutdown = CancellationToken::new();
-        let result = lead::<Error, _, _>(&leader, &mut election, &shutdown, DEFAULT_GRACE, |t| {
-            async move {
+        let result = lead::<Error, _, _>(
+            &leader,
+            &mut election,
+            &shutdown,
+            DEFAULT_GRACE,
+            |t| async move {
                 t.cancelled().await;
                 Ok(())
-            }
-        })
+            },
+        )
         .await;
         assert!(matches!(result, Err(Error::ElectionEnded)), "{result:?}");
     }
@@ -445,9 +455,13 @@ mod tests {
         let leader = LeaderHandle::always_leading();
         let mut election = tokio::spawn(std::future::pending());
         let shutdown = CancellationToken::new();
-        let result = lead::<Error, _, _>(&leader, &mut election, &shutdown, DEFAULT_GRACE, |_| {
-            async { Err(Error::Telemetry("watch ended".into())) }
-        })
+        let result = lead::<Error, _, _>(
+            &leader,
+            &mut election,
+            &shutdown,
+            DEFAULT_GRACE,
+            |_| async { Err(Error::Telemetry("watch ended".into())) },
+        )
         .await;
         assert!(matches!(result, Err(Error::Telemetry(_))), "{result:?}");
     }

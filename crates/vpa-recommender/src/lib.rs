@@ -33,6 +33,7 @@ use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::Service;
 use plimsoll_runtime::{CommonArgs, leader};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
@@ -123,16 +124,21 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         events,
         config,
     });
-    service.spawn(while_following(
+    let (synced_tx, synced) = watch::channel(None);
+    service.spawn(report_sync(
         ctx.clone(),
+        service.readiness.clone(),
+        synced_tx,
+    ));
+    service.spawn(while_following(
         service.leader.clone(),
         service.liveness.clone(),
-        service.readiness.clone(),
+        ctx.config.interval.min(Duration::from_secs(5)),
     ));
     let liveness = service.liveness.clone();
     service
         .run(shutdown, |term| {
-            recommend_while_leading(ctx.clone(), liveness.clone(), term)
+            recommend_while_leading(ctx.clone(), synced.clone(), liveness.clone(), term)
         })
         .await
 }
@@ -154,23 +160,26 @@ where
         .await;
 }
 
-/// Ready once the VPA and pod caches are synced; a follower stays alive while it waits for
-/// the Lease (a leader's liveness is ticked by its loop).
-async fn while_following(
-    ctx: Arc<Context>,
-    leader: leader::LeaderHandle,
-    liveness: Liveness,
-    readiness: Readiness,
-) {
-    if tokio::try_join!(ctx.vpas.wait_until_ready(), ctx.pods.wait_until_ready()).is_ok() {
-        readiness.set_ready(true);
-    }
-    liveness.tick();
+/// Whether the VPA and pod caches have listed once: `None` until then, `Some(false)` when a
+/// watch stopped before it ever did.
+type Synced = watch::Receiver<Option<bool>>;
+
+/// Reports when the VPA and pod caches have synced: on `synced` and as readiness. The only
+/// waiter on the stores (a kube `Store` wakes one waiter), so the leading loop asks `synced`.
+async fn report_sync(ctx: Arc<Context>, readiness: Readiness, synced: watch::Sender<Option<bool>>) {
+    let ok = tokio::try_join!(ctx.vpas.wait_until_ready(), ctx.pods.wait_until_ready()).is_ok();
+    readiness.set_ready(ok);
+    synced.send_replace(Some(ok));
+}
+
+/// A follower stays alive while it waits for the Lease (a leader's liveness is ticked by its
+/// loop).
+async fn while_following(leader: leader::LeaderHandle, liveness: Liveness, period: Duration) {
     loop {
         if !leader.is_leader() {
             liveness.tick();
         }
-        tokio::time::sleep(ctx.config.interval.min(Duration::from_secs(5))).await;
+        tokio::time::sleep(period).await;
     }
 }
 
@@ -179,17 +188,19 @@ async fn while_following(
 /// `--checkpoints-gc-interval`, until `term` is cancelled. A loop in flight finishes its writes.
 async fn recommend_while_leading(
     ctx: Arc<Context>,
+    mut synced: Synced,
     liveness: Liveness,
     term: CancellationToken,
 ) -> Result<()> {
     tokio::select! {
         () = term.cancelled() => return Ok(()),
-        r = async { tokio::try_join!(ctx.vpas.wait_until_ready(), ctx.pods.wait_until_ready()) } => {
-            if r.is_err() {
+        r = synced.wait_for(Option::is_some) => {
+            if !matches!(r.as_deref(), Ok(Some(true))) {
                 return Err(Error::WatchStopped("VerticalPodAutoscaler/Pod"));
             }
         }
     }
+    liveness.tick();
     let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
     if let Err(e) = controller::restore(&ctx, &mut recommender).await {
         ctx.metrics.error(e.metric_label());

@@ -42,10 +42,14 @@ impl Tap {
         let address = listener.local_addr()?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (count_tx, count) = watch::channel(0);
-        let task = tokio::spawn(accept(listener, upstream, Recorder {
-            seen: seen.clone(),
-            count: Arc::new(count_tx),
-        }));
+        let task = tokio::spawn(accept(
+            listener,
+            upstream,
+            Recorder {
+                seen: seen.clone(),
+                count: Arc::new(count_tx),
+            },
+        ));
         Ok(Tap {
             address,
             seen,

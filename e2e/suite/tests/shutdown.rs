@@ -434,8 +434,7 @@ async fn vpa_updater_finishes_the_eviction_then_releases_the_lease() -> anyhow::
     real_cluster,
     ignore = "needs the sim's control API: latency faults, the audit log, the wiretap"
 )]
-async fn vpa_recommender_finishes_the_status_write_then_releases_the_lease() -> anyhow::Result<()>
-{
+async fn vpa_recommender_finishes_the_status_write_then_releases_the_lease() -> anyhow::Result<()> {
     let cluster = Cluster::start("vpa-recommender").await?;
     cluster.deployment("web", 1).await?;
     let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
