@@ -16,7 +16,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// The shared runtime (scale subresource, discovery, leader election, admin server) failed.
+    /// The shared runtime (scale subresource, discovery, admin server) failed, or the leader
+    /// election ended before shutdown (`plimsoll_runtime::Error::ElectionEnded`).
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// The object or its target lacks a field the controller needs.
@@ -31,9 +32,6 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// The leader-election task ended before shutdown was requested.
-    #[error("leader election stopped unexpectedly")]
-    LeaderElection,
 }
 
 impl Error {
@@ -44,7 +42,6 @@ impl Error {
             Self::Runtime(e) => e.metric_label(),
             Self::MissingField(_) => "missing_field",
             Self::Json { .. } => "json",
-            Self::LeaderElection => "leader_election",
         }
     }
 

@@ -1,8 +1,8 @@
 //! The cron-hpa service: runs the jobs of `CronHorizontalPodAutoscaler` objects on time.
 //!
-//! [`run`] starts the admin listener (`/metrics`, `/healthz`, `/readyz`), leader election on
-//! the Lease `plimsoll-cron-hpa`, and — while this replica leads — a kube-runtime `Controller`
-//! whose reconcile ([`reconcile::reconcile`]) evaluates each object's schedules with the core
+//! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, election
+//! on the Lease `plimsoll-cron-hpa`, shutdown after in-flight writes) and runs — while this
+//! replica leads — a kube-runtime `Controller` whose reconcile ([`reconcile::reconcile`]) evaluates each object's schedules with the core
 //! evaluator and requeues the object at the exact instant of its next firing. There is no
 //! second scheduler: the object's status is the only state, so adding, changing or deleting a
 //! job takes effect at the next reconcile (the watch event), and a restart or a leader change
@@ -28,12 +28,10 @@ use kube::api::{Api, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::watcher;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
-use plimsoll_runtime::leader::{self, LeaderConfig, LeaderElection, LeaderHandle};
-use plimsoll_runtime::telemetry::service_registry;
-use prometheus_client::registry::Registry;
+use plimsoll_runtime::admin::{Liveness, Readiness};
+use plimsoll_runtime::service::Service;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 pub use error::{Error, Result};
 /// Re-exported so tests and embedders can build a [`Config`] without naming the runtime crate.
@@ -66,186 +64,82 @@ pub struct Config {
 /// the client cannot be built, the admin address cannot be bound, or the leader-election task
 /// dies.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
-    let client = plimsoll_runtime::client::client(&config.common).await?;
-    let mut registry = Registry::default();
-    let metrics = Arc::new(Metrics::register(service_registry(&mut registry, BINARY)));
-    // Liveness is ticked by every reconcile and by the idle loop below; a wedged runtime stops both.
-    let liveness = Liveness::new(Duration::from_secs(120));
-    let readiness = Readiness::new();
-    // Everything this function starts stops on `stop`; it is also cancelled when the Lease dies.
-    let stop = shutdown.child_token();
-    let listener = tokio::net::TcpListener::bind(config.common.metrics_address)
-        .await
-        .map_err(|source| plimsoll_runtime::Error::AdminServer {
-            address: config.common.metrics_address,
-            source,
-        })?;
-    let admin_state = AdminState {
-        registry: Arc::new(registry),
-        liveness: liveness.clone(),
-        readiness: readiness.clone(),
-    };
-    let admin_task = tokio::spawn(admin::serve_on(
-        listener,
-        admin::router(admin_state),
-        stop.clone(),
-    ));
-
-    // The election outlives the controller on shutdown: the Lease is released only after
-    // in-flight writes finished.
-    let election_token = CancellationToken::new();
-    let election = start_election(&client, &config, election_token.clone())?;
+    // Liveness is ticked by every reconcile and by the idle ticker; a wedged runtime stops both.
+    let mut service = Service::new(BINARY, &config.common)
+        .identity(config.identity.clone())
+        .liveness_window(Duration::from_secs(120))
+        .start()
+        .await?;
+    let metrics = Arc::new(Metrics::register(service.registry()));
     let grace = SignedDuration::try_from(config.missed_job_grace).unwrap_or(SignedDuration::MAX);
     let ctx = Arc::new(Context::new(
-        client.clone(),
+        service.client.clone(),
         metrics,
         grace,
-        liveness.clone(),
+        service.liveness.clone(),
     ));
-
-    let ticker = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                tokio::select! {
-                    _ = every.tick() => liveness.tick(),
-                    () = stop.cancelled() => break,
-                }
-            }
+    let api: Api<CronHorizontalPodAutoscaler> = Api::all(service.client.clone());
+    service.spawn(tick(service.liveness.clone()));
+    service.spawn(probe(api.clone(), service.readiness.clone()));
+    let readiness = service.readiness.clone();
+    service
+        .run(shutdown, |term| {
+            control(ctx.clone(), api.clone(), readiness.clone(), term)
         })
-    };
-    let api: Api<CronHorizontalPodAutoscaler> = Api::all(client);
-    let work = control(ctx, api, election.handle.clone(), readiness, stop.clone());
-    let mut lease_task = election.task;
-    tokio::pin!(work);
-    // Before shutdown neither may end: the controller loop runs until `stop`, the election
-    // until `election_token`. Either ending first means the election died.
-    let work_done = tokio::select! {
-        () = &mut work => true,
-        _ = &mut lease_task => false,
-    };
-    let lease_died = !stop.is_cancelled();
-    if lease_died {
-        warn!("leader election stopped unexpectedly; shutting down");
-    }
-    stop.cancel();
-    if !work_done {
-        work.await;
-    }
-    election_token.cancel();
-    if work_done {
-        // Still running (the select did not complete it): wait for the Lease release.
-        let _ = lease_task.await;
-    }
-    let _ = ticker.await;
-    match admin_task.await {
-        Ok(Err(e)) => warn!(error = %e, "admin server failed"),
-        Err(e) => warn!(error = %e, "admin server task failed"),
-        Ok(Ok(())) => {}
-    }
-    if lease_died {
-        return Err(Error::LeaderElection);
-    }
-    info!("stopped");
-    Ok(())
+        .await
 }
 
-/// Starts leader election as the flags say, with [`Config::identity`] when given.
-fn start_election(
-    client: &kube::Client,
-    config: &Config,
-    token: CancellationToken,
-) -> Result<LeaderElection> {
-    if !config.common.leader_elect {
-        return Ok(leader::start(client, BINARY, &config.common, token)?);
+/// Ticks liveness while idle (reconciles tick it too).
+async fn tick(liveness: Liveness) {
+    let mut every = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        every.tick().await;
+        liveness.tick();
     }
-    let mut settings = LeaderConfig::from_args(BINARY, &config.common, client.default_namespace())?;
-    if let Some(identity) = &config.identity {
-        settings.identity.clone_from(identity);
-    }
-    Ok(leader::spawn(client.clone(), settings, token))
 }
 
-/// Runs the controller during each leadership term until `stop` is cancelled.
+/// A follower is ready once the CronHPA API answers (it has nothing else to sync).
+async fn probe(api: Api<CronHorizontalPodAutoscaler>, readiness: Readiness) {
+    loop {
+        match api.list(&ListParams::default().limit(1)).await {
+            Ok(_) => {
+                readiness.set_ready(true);
+                return;
+            }
+            Err(e) => debug!(error = %e, "CronHPA API not answering yet"),
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// One leadership term: the controller runs until `term` is cancelled, then finishes the
+/// reconciles in flight.
 async fn control(
     ctx: Arc<Context>,
     api: Api<CronHorizontalPodAutoscaler>,
-    leader: LeaderHandle,
     readiness: Readiness,
-    stop: CancellationToken,
-) {
-    // A follower is ready once the CronHPA API answers (it has nothing else to sync).
-    let probe = tokio::spawn({
-        let api = api.clone();
-        let readiness = readiness.clone();
-        let stop = stop.clone();
-        async move {
-            while !stop.is_cancelled() {
-                match api.list(&ListParams::default().limit(1)).await {
-                    Ok(_) => {
-                        readiness.set_ready(true);
-                        break;
-                    }
-                    Err(e) => debug!(error = %e, "CronHPA API not answering yet"),
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(2)) => {}
-                    () = stop.cancelled() => break,
-                }
-            }
+    term: CancellationToken,
+) -> Result<()> {
+    // Trust the status the previous leader wrote, not what this replica remembered.
+    ctx.forget_all();
+    let controller = Controller::new(api, watcher::Config::default())
+        .graceful_shutdown_on(term.cancelled_owned());
+    let store = controller.store();
+    let ready = tokio::spawn(async move {
+        if store.wait_until_ready().await.is_ok() {
+            readiness.set_ready(true);
         }
     });
-    loop {
-        let leading = tokio::select! {
-            leading = leader.leading() => leading,
-            () = stop.cancelled() => false,
-        };
-        if !leading || stop.is_cancelled() {
-            break;
-        }
-        info!("leading: starting the controller");
-        // Trust the status the previous leader wrote, not what this replica remembered.
-        ctx.forget_all();
-        let term = stop.child_token();
-        let watchdog = tokio::spawn({
-            let term = term.clone();
-            let leader = leader.clone();
-            async move {
-                tokio::select! {
-                    () = leader.lost() => term.cancel(),
-                    () = term.cancelled() => {}
-                }
-            }
-        });
-        let controller = Controller::new(api.clone(), watcher::Config::default())
-            .graceful_shutdown_on(term.clone().cancelled_owned());
-        let store = controller.store();
-        let ready = tokio::spawn({
-            let readiness = readiness.clone();
-            async move {
-                if store.wait_until_ready().await.is_ok() {
-                    readiness.set_ready(true);
-                }
-            }
-        });
-        let ctx_for_results = ctx.clone();
-        controller
-            .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
-            .for_each(|result| {
-                handle_result(&ctx_for_results, result);
-                futures::future::ready(())
-            })
-            .await;
-        term.cancel();
-        let _ = watchdog.await;
-        ready.abort();
-        if stop.is_cancelled() {
-            break;
-        }
-        warn!("lost the lease; pausing until re-elected");
-    }
-    probe.abort();
+    let ctx_for_results = ctx.clone();
+    controller
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| {
+            handle_result(&ctx_for_results, result);
+            futures::future::ready(())
+        })
+        .await;
+    ready.abort();
+    Ok(())
 }
 
 type ReconcileResult = std::result::Result<

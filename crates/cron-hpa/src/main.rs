@@ -31,12 +31,8 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: Args) -> anyhow::Result<()> {
-    plimsoll_runtime::client::install_crypto_provider();
-    plimsoll_runtime::telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
     let config = args.into_config();
-    let runtime = tokio::runtime::Runtime::new().context("start the tokio runtime")?;
-    runtime.block_on(async move {
-        let shutdown = plimsoll_runtime::shutdown::signal_token();
-        run(config, shutdown).await.context("cron-hpa failed")
-    })
+    let common = config.common.clone();
+    plimsoll_runtime::service::block_on(&common, |shutdown| run(config, shutdown))
+        .context("cron-hpa failed")
 }

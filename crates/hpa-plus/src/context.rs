@@ -71,20 +71,42 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// What a [`Context`] is built from (everything but the per-object memory).
+pub struct ContextParts {
+    /// The API client.
+    pub client: Client,
+    /// Scale subresource reads and writes, and rollout state.
+    pub scale: ScaleClient,
+    /// The metrics APIs (a fake in unit tests).
+    pub metrics_source: Arc<dyn MetricsSource>,
+    /// Events as `hpa-plus`.
+    pub events: Events,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+    /// The shared pod cache.
+    pub pods: PodIndex,
+    /// CronHorizontalPodAutoscalers (reflector).
+    pub crons: Store<CronHorizontalPodAutoscaler>,
+    /// Controller-wide decision settings.
+    pub config: ControllerConfig,
+    /// The leader election; scale and status writes happen only while leading.
+    pub leader: LeaderHandle,
+}
+
 impl Context {
     /// A context with empty memory.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        client: Client,
-        scale: ScaleClient,
-        metrics_source: Arc<dyn MetricsSource>,
-        events: Events,
-        metrics: Arc<Metrics>,
-        pods: PodIndex,
-        crons: Store<CronHorizontalPodAutoscaler>,
-        config: ControllerConfig,
-        leader: LeaderHandle,
-    ) -> Self {
+    pub fn from_parts(parts: ContextParts) -> Self {
+        let ContextParts {
+            client,
+            scale,
+            metrics_source,
+            events,
+            metrics,
+            pods,
+            crons,
+            config,
+            leader,
+        } = parts;
         Self {
             client,
             scale,
@@ -98,6 +120,34 @@ impl Context {
             memory: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// [`Context::from_parts`] with positional arguments, kept only for the tests in
+    /// `observe.rs` that still call it; new code builds a [`ContextParts`].
+    #[cfg(test)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        client: Client,
+        scale: ScaleClient,
+        metrics_source: Arc<dyn MetricsSource>,
+        events: Events,
+        metrics: Arc<Metrics>,
+        pods: PodIndex,
+        crons: Store<CronHorizontalPodAutoscaler>,
+        config: ControllerConfig,
+        leader: LeaderHandle,
+    ) -> Self {
+        Self::from_parts(ContextParts {
+            client,
+            scale,
+            metrics_source,
+            events,
+            metrics,
+            pods,
+            crons,
+            config,
+            leader,
+        })
     }
 
     /// The history of `uid` (empty for an object seen for the first time).
@@ -197,17 +247,17 @@ mod tests {
         let metrics = Arc::new(Metrics::register(
             plimsoll_runtime::telemetry::service_registry(&mut registry, "hpa-plus"),
         ));
-        let ctx = Context::new(
-            client.clone(),
-            ScaleClient::new(client.clone(), "hpa-plus"),
-            Arc::new(plimsoll_runtime::metrics_api::FixedExternalMetrics::empty()),
-            Events::new(client, "hpa-plus"),
+        let ctx = Context::from_parts(ContextParts {
+            client: client.clone(),
+            scale: ScaleClient::new(client.clone(), "hpa-plus"),
+            metrics_source: Arc::new(plimsoll_runtime::metrics_api::FixedExternalMetrics::empty()),
+            events: Events::new(client, "hpa-plus"),
             metrics,
-            PodIndex::new(),
+            pods: PodIndex::new(),
             crons,
-            ControllerConfig::default(),
-            LeaderHandle::always_leading(),
-        );
+            config: ControllerConfig::default(),
+            leader: LeaderHandle::always_leading(),
+        });
         (ctx, registry)
     }
 

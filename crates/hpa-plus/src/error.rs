@@ -7,7 +7,8 @@
 /// Why a reconcile (or the service) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A call through `plimsoll-runtime` (scale subresource, discovery, leader election, admin).
+    /// A call through `plimsoll-runtime` (scale subresource, discovery, admin), or the leader
+    /// election ending before shutdown (`plimsoll_runtime::Error::ElectionEnded`).
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// A direct Kubernetes API call failed.
@@ -31,9 +32,6 @@ pub enum Error {
     /// The configuration is unusable.
     #[error("invalid configuration: {0}")]
     Config(String),
-    /// The leader-election task ended while the service was still running.
-    #[error("leader election stopped unexpectedly")]
-    LeaderElectionDied,
     /// A watch stream failed for good.
     #[error("watch of {0} ended")]
     WatchEnded(&'static str),
@@ -50,7 +48,6 @@ impl Error {
             Self::Kube { .. } => "kube",
             Self::Encode { .. } => "encode",
             Self::Config(_) => "config",
-            Self::LeaderElectionDied => "leader_election",
             Self::WatchEnded(_) => "watch",
         }
     }

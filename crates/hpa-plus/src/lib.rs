@@ -1,16 +1,16 @@
 //! The hpa-plus service: Plimsoll's horizontal autoscaler.
 //!
-//! [`run`] starts, and joins:
-//! - the admin listener (`/metrics`, `/healthz`, `/readyz`; ready once the pod and CronHPA
-//!   caches have synced);
-//! - leader election on the `plimsoll-hpa-plus` Lease;
-//! - the shared caches: every pod (one watch, indexed by namespace) and every
-//!   CronHorizontalPodAutoscaler;
-//! - while leading, a kube-runtime `Controller` over HorizontalPodAutoscalerPlus (and, with
-//!   `--native-hpa`, one over autoscaling/v2 HorizontalPodAutoscalers) with `--workers`
-//!   concurrent reconciles. Each object is requeued after its own period and reconciled at once
-//!   when its spec (or, for native HPAs, its annotations) changes. Losing the lease stops the
-//!   controllers at once; a reconcile in flight checks the lease before each write.
+//! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, election
+//! on the `plimsoll-hpa-plus` Lease, shutdown), and says:
+//! - what to build: the [`Context`] (scale and metrics clients, Events, the caches);
+//! - what to watch: every pod (one watch, indexed by namespace) and every
+//!   CronHorizontalPodAutoscaler; ready once both caches have synced;
+//! - how to reconcile while leading: a kube-runtime `Controller` over HorizontalPodAutoscalerPlus
+//!   (and, with `--native-hpa`, one over autoscaling/v2 HorizontalPodAutoscalers) with
+//!   `--workers` concurrent reconciles. Each object is requeued after its own period and
+//!   reconciled at once when its spec (or, for native HPAs, its annotations) changes. Losing the
+//!   lease stops the controllers at once; a reconcile in flight checks the lease before each
+//!   write.
 //!
 //! On shutdown (the token is cancelled) the controllers stop taking work and finish in-flight
 //! reconciles, then the Lease is released and `run` returns `Ok`. If the election task dies
@@ -46,20 +46,17 @@ use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_runtime::CommonArgs;
-use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
+use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
-use plimsoll_runtime::leader::{self, LeaderConfig, LeaderElection};
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
 use plimsoll_runtime::scale::ScaleClient;
-use plimsoll_runtime::telemetry::service_registry;
-use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
+use plimsoll_runtime::service::Service;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
 
-use context::Context;
+use context::{Context, ContextParts};
 use metrics::Metrics;
 use pods::PodIndex;
 
@@ -97,183 +94,92 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     run_with(config, shutdown, Hooks::default()).await
 }
 
-/// [`run`] with [`Hooks`].
-#[allow(clippy::too_many_lines)]
+/// [`run`] with [`Hooks`]: build the context, say what to watch, reconcile while leading.
 pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks) -> Result<()> {
-    let client = plimsoll_runtime::client::client(&config.common).await?;
+    let mut service = Service::new(BINARY, &config.common)
+        .identity(config.identity.clone())
+        .report_admin_address(hooks.admin_address)
+        .start()
+        .await?;
+    let client = service.client.clone();
+    let metrics = Arc::new(Metrics::register(service.registry()));
 
-    let mut registry = Registry::default();
-    let metrics = Arc::new(Metrics::register(service_registry(&mut registry, BINARY)));
-    let liveness = Liveness::new(Duration::from_secs(60));
-    let readiness = Readiness::new();
-    let listener = TcpListener::bind(config.common.metrics_address)
-        .await
-        .map_err(|e| {
-            Error::Config(format!(
-                "cannot bind {}: {e}",
-                config.common.metrics_address
-            ))
-        })?;
-    if let (Some(tx), Ok(addr)) = (hooks.admin_address, listener.local_addr()) {
-        let _ = tx.send(addr);
-    }
-    let router = admin::router(AdminState {
-        registry: Arc::new(registry),
-        liveness: liveness.clone(),
-        readiness: readiness.clone(),
-    });
-    let admin_task = tokio::spawn(admin::serve_on(listener, router, shutdown.clone()));
-
-    // Leader election: its own token, cancelled after the controllers have stopped, so the
-    // Lease is released only when no write can follow.
-    let election_token = CancellationToken::new();
-    let election = start_election(&client, &config, election_token.clone())?;
-    let leader = election.handle.clone();
-
-    // Shared caches.
     let pods = PodIndex::new();
-    let pods_task = {
-        let pods = pods.clone();
-        let api: Api<Pod> = Api::all(client.clone());
-        let token = shutdown.clone();
-        tokio::spawn(async move {
-            let stream = watcher(api, watcher::Config::default()).default_backoff();
-            let mut stream = std::pin::pin!(stream);
-            loop {
-                tokio::select! {
-                    () = token.cancelled() => break,
-                    next = stream.next() => match next {
-                        Some(Ok(event)) => pods.apply(&event),
-                        Some(Err(e)) => tracing::warn!(error = %e, "pod watch error"),
-                        None => break,
-                    }
-                }
-            }
-        })
-    };
+    service.spawn(watch_pods(client.clone(), pods.clone()));
     let (crons, cron_writer) = reflector::store::<CronHorizontalPodAutoscaler>();
-    let crons_task = {
-        let api: Api<CronHorizontalPodAutoscaler> = Api::all(client.clone());
-        let token = shutdown.clone();
-        tokio::spawn(async move {
-            let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .reflect(cron_writer)
-                .touched_objects();
-            let mut stream = std::pin::pin!(stream);
-            loop {
-                tokio::select! {
-                    () = token.cancelled() => break,
-                    next = stream.next() => match next {
-                        Some(Ok(_)) => {}
-                        Some(Err(e)) => tracing::warn!(error = %e, "CronHorizontalPodAutoscaler watch error"),
-                        None => break,
-                    }
-                }
-            }
-        })
-    };
+    service.spawn(watch_crons(client.clone(), cron_writer));
 
     let kinds = KindResolver::new(client.clone());
-    let scale = ScaleClient::with_resolver(client.clone(), kinds.clone(), BINARY);
-    let metrics_source = hooks
-        .metrics_source
-        .unwrap_or_else(|| Arc::new(ApiMetrics::new(client.clone(), kinds)));
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        scale,
-        metrics_source,
-        Events::new(client.clone(), BINARY),
-        metrics.clone(),
-        pods.clone(),
-        crons.clone(),
-        config.decision.clone(),
-        leader.clone(),
+    let ctx = Arc::new(Context::from_parts(ContextParts {
+        client: client.clone(),
+        scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), BINARY),
+        metrics_source: hooks
+            .metrics_source
+            .unwrap_or_else(|| Arc::new(ApiMetrics::new(client.clone(), kinds))),
+        events: Events::new(client.clone(), BINARY),
+        metrics,
+        pods,
+        crons,
+        config: config.decision.clone(),
+        leader: service.leader.clone(),
+    }));
+    service.spawn(housekeeping(
+        ctx.clone(),
+        service.liveness.clone(),
+        service.readiness.clone(),
     ));
 
-    // Readiness and liveness, and the queue-depth gauge.
-    let housekeeping = {
-        let ctx = ctx.clone();
-        let token = shutdown.clone();
-        let crons = crons.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                tokio::select! {
-                    () = token.cancelled() => break,
-                    _ = tick.tick() => {
-                        liveness.tick();
-                        readiness.set_ready(ctx.pods.is_synced() && crons.wait_until_ready().now_or_never().is_some());
-                        ctx.metrics.queue_depth.set(ctx.overdue(Instant::now()) as i64);
-                    }
-                }
-            }
+    service
+        .run(shutdown, |term| {
+            run_controllers(client.clone(), ctx.clone(), config.clone(), term)
         })
-    };
-
-    // Controllers, one term per leadership.
-    let mut election_task = election.task;
-    let result = loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break Ok(()),
-            _ = &mut election_task => break Err(Error::LeaderElectionDied),
-            leading = leader.leading() => {
-                if !leading {
-                    break if shutdown.is_cancelled() { Ok(()) } else { Err(Error::LeaderElectionDied) };
-                }
-            }
-        }
-        tracing::info!("leading: starting the controllers");
-        let term = CancellationToken::new();
-        let controllers = run_controllers(&client, &ctx, &config, term.clone());
-        let mut controllers = std::pin::pin!(controllers);
-        let outcome = tokio::select! {
-            () = shutdown.cancelled() => {
-                // Graceful: stop taking work, let in-flight reconciles finish (bounded).
-                term.cancel();
-                let _ = tokio::time::timeout(Duration::from_secs(10), &mut controllers).await;
-                Some(Ok(()))
-            }
-            () = leader.lost() => {
-                tracing::warn!("lost the lease: stopping the controllers");
-                None
-            }
-            _ = &mut election_task => Some(Err(Error::LeaderElectionDied)),
-            () = &mut controllers => Some(Err(Error::WatchEnded("autoscalers"))),
-        };
-        if let Some(outcome) = outcome {
-            break outcome;
-        }
-        // Dropping `controllers` here aborts every in-flight reconcile.
-    };
-
-    election_token.cancel();
-    if !election_task.is_finished() {
-        let _ = tokio::time::timeout(Duration::from_secs(10), &mut election_task).await;
-    }
-    shutdown.cancel();
-    let _ = tokio::join!(pods_task, crons_task, housekeeping);
-    match admin_task.await {
-        Ok(Err(e)) => tracing::warn!(error = %e, "admin listener failed"),
-        Err(e) => tracing::warn!(error = %e, "admin listener task failed"),
-        Ok(Ok(())) => {}
-    }
-    result
+        .await
 }
 
-fn start_election(
-    client: &Client,
-    config: &Config,
-    token: CancellationToken,
-) -> Result<LeaderElection> {
-    if !config.common.leader_elect {
-        return Ok(leader::start(client, BINARY, &config.common, token)?);
+/// Keeps the shared pod index current (one watch of every pod).
+async fn watch_pods(client: Client, pods: PodIndex) {
+    let api: Api<Pod> = Api::all(client);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(next) = stream.next().await {
+        match next {
+            Ok(event) => pods.apply(&event),
+            Err(e) => tracing::warn!(error = %e, "pod watch error"),
+        }
     }
-    let mut lc = LeaderConfig::from_args(BINARY, &config.common, client.default_namespace())?;
-    if let Some(identity) = &config.identity {
-        lc.identity.clone_from(identity);
+}
+
+/// Keeps the CronHorizontalPodAutoscaler store current (for the hold off during a cron window).
+async fn watch_crons(
+    client: Client,
+    writer: reflector::store::Writer<CronHorizontalPodAutoscaler>,
+) {
+    let api: Api<CronHorizontalPodAutoscaler> = Api::all(client);
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(next) = stream.next().await {
+        if let Err(e) = next {
+            tracing::warn!(error = %e, "CronHorizontalPodAutoscaler watch error");
+        }
     }
-    Ok(leader::spawn(client.clone(), lc, token))
+}
+
+/// Every second: liveness, readiness (pod and CronHPA caches synced) and the queue-depth gauge.
+async fn housekeeping(ctx: Arc<Context>, liveness: Liveness, readiness: Readiness) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        liveness.tick();
+        readiness.set_ready(
+            ctx.pods.is_synced() && ctx.crons.wait_until_ready().now_or_never().is_some(),
+        );
+        ctx.metrics
+            .queue_depth
+            .set(ctx.overdue(Instant::now()) as i64);
+    }
 }
 
 /// Hash of generation and annotations: what should trigger an immediate reconcile (a status
@@ -288,7 +194,24 @@ fn spec_or_annotations<K: Resource>(obj: &K) -> Option<u64> {
     Some(h.finish())
 }
 
+/// One leadership term: the controllers run until `term` is cancelled, then finish their
+/// in-flight reconciles. Streams that end before that are an error.
 async fn run_controllers(
+    client: Client,
+    ctx: Arc<Context>,
+    config: Config,
+    term: CancellationToken,
+) -> Result<()> {
+    let stopped = term.clone();
+    controllers(&client, &ctx, &config, term).await;
+    if stopped.is_cancelled() {
+        Ok(())
+    } else {
+        Err(Error::WatchEnded("autoscalers"))
+    }
+}
+
+async fn controllers(
     client: &Client,
     ctx: &Arc<Context>,
     config: &Config,

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Parser;
 use plimsoll_hpa_plus::cli::{Args, Command};
 use plimsoll_hpa_plus::replay;
@@ -34,13 +33,10 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: Args) -> anyhow::Result<()> {
-    plimsoll_runtime::client::install_crypto_provider();
-    plimsoll_runtime::telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
     let config = args.into_config()?;
-    let runtime = tokio::runtime::Runtime::new().context("start the tokio runtime")?;
-    runtime.block_on(async {
-        let shutdown = plimsoll_runtime::shutdown::signal_token();
-        plimsoll_hpa_plus::run(config, shutdown).await
+    let common = config.common.clone();
+    plimsoll_runtime::service::block_on(&common, |shutdown| {
+        plimsoll_hpa_plus::run(config, shutdown)
     })?;
     Ok(())
 }

@@ -97,6 +97,15 @@ pub enum Error {
     /// Tracing could not be initialised (bad filter, or a subscriber was already installed).
     #[error("cannot initialise logging: {0}")]
     Telemetry(String),
+
+    /// The leader-election task ended while the service was still running (not on shutdown):
+    /// the one error every service reports for a dead election.
+    #[error("leader election stopped before shutdown")]
+    ElectionEnded,
+
+    /// The tokio runtime of a binary could not be built.
+    #[error("cannot start the tokio runtime: {0}")]
+    TokioRuntime(#[source] std::io::Error),
 }
 
 impl Error {
@@ -113,6 +122,8 @@ impl Error {
             Error::LeaderConfig(_) => "leader_config",
             Error::AdminServer { .. } => "admin_server",
             Error::Telemetry(_) => "telemetry",
+            Error::ElectionEnded => "leader_election",
+            Error::TokioRuntime(_) => "tokio_runtime",
         }
     }
 

@@ -4,7 +4,9 @@
 //! lives in the pure state machine [`election`] (tested with an injected clock); this module
 //! runs it against the API server and publishes the result on a watch channel.
 //!
-//! A service starts it once and gates its work on the [`LeaderHandle`]:
+//! Services do not start it themselves: the [`crate::service`] skeleton does, runs their work
+//! only while leading, and releases the Lease only after that work ended. Underneath, it is
+//! started once and work is gated on the [`LeaderHandle`]:
 //!
 //! ```no_run
 //! # async fn demo(client: kube::Client, args: plimsoll_runtime::CommonArgs,

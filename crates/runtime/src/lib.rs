@@ -2,6 +2,7 @@
 //!
 //! | module | what it gives a service |
 //! |---|---|
+//! | [`service`] | the skeleton every service runs on: client, admin listener, election, leadership loop, ordered shutdown; [`service::block_on`] for `main` |
 //! | [`args`] | [`CommonArgs`], the flags every service flattens (`PLIMSOLL_<FLAG>` env vars); Go-style durations |
 //! | [`client`] | the kube `Client` from `--kubeconfig`/`--context` or in-cluster; the rustls `ring` provider |
 //! | [`telemetry`] | tracing (JSON or text), the `plimsoll_<binary>_` metrics sub-registry, reconcile metrics |
@@ -15,16 +16,20 @@
 //!
 //! Decisions live in `plimsoll-core`; this crate only moves data in and out of the cluster.
 //!
-//! # A service's `main`
+//! # A service
+//!
+//! `main` parses the flags and hands the runtime to [`service::block_on`]; the library's `run`
+//! builds its context on a started [`service::Service`], says what to watch, and gives the
+//! skeleton the future to run while it leads. On SIGTERM the skeleton stops the work, lets the
+//! writes in flight finish, then releases the Lease, stops the admin listener and returns `Ok`.
 //!
 //! ```no_run
-//! use std::sync::Arc;
 //! use std::time::Duration;
 //!
 //! use clap::Parser;
-//! use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
-//! use plimsoll_runtime::{CommonArgs, client, leader, shutdown, telemetry};
-//! use prometheus_client::registry::Registry;
+//! use plimsoll_runtime::service::{self, Service};
+//! use plimsoll_runtime::{CommonArgs, telemetry};
+//! use tokio_util::sync::CancellationToken;
 //!
 //! const BINARY: &str = "hpa-plus";
 //!
@@ -36,37 +41,30 @@
 //!     common: CommonArgs,
 //! }
 //!
-//! #[tokio::main]
-//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! fn main() -> Result<(), plimsoll_runtime::Error> {
 //!     let args = Args::parse();
-//!     telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
-//!     let client = client::client(&args.common).await?; // also installs the ring provider
-//!     let shutdown = shutdown::signal_token();
+//!     // The ring provider, tracing from the flags, and the SIGTERM/Ctrl-C token.
+//!     service::block_on(&args.common.clone(), |shutdown| run(args.common, shutdown))
+//! }
 //!
-//!     let mut registry = Registry::default();
-//!     let reconciles =
-//!         telemetry::ReconcileMetrics::register(telemetry::service_registry(&mut registry, BINARY));
-//!     let liveness = Liveness::new(Duration::from_secs(60));
-//!     let readiness = Readiness::new();
-//!     let admin = admin::router(AdminState {
-//!         registry: Arc::new(registry),
-//!         liveness: liveness.clone(),
-//!         readiness: readiness.clone(),
-//!     });
-//!     let server = tokio::spawn(admin::serve(args.common.metrics_address, admin, shutdown.clone()));
-//!
-//!     let election = leader::start(&client, BINARY, &args.common, shutdown.clone())?;
-//!     let leader = election.handle.clone();
-//!     // ... build the Context (client, Events::new(client, BINARY), ScaleClient, ApiMetrics,
-//!     // reflectors), call readiness.set_ready(true) once stores are synced, tick liveness in
-//!     // the loop, and skip reconciles while !leader.is_leader().
-//!     # let _ = (reconciles, leader);
-//!
-//!     shutdown.cancelled().await;
-//!     // Bounded: the pod's terminationGracePeriodSeconds (30 s) must not run out first.
-//!     shutdown::with_grace(&shutdown, Duration::from_secs(15), election.task).await;
-//!     server.await??;
-//!     Ok(())
+//! async fn run(common: CommonArgs, shutdown: CancellationToken) -> plimsoll_runtime::Result<()> {
+//!     // The client, the admin listener's address and the election on `plimsoll-hpa-plus`.
+//!     let mut service = Service::new(BINARY, &common)
+//!         .liveness_window(Duration::from_secs(60))
+//!         .start()
+//!         .await?;
+//!     let reconciles = telemetry::ReconcileMetrics::register(service.registry());
+//!     // ... build the Context (service.client, Events::new(client, BINARY), ScaleClient,
+//!     // ApiMetrics, reflectors) with service.leader to gate writes on; hand the watches to
+//!     // service.spawn; set service.readiness once they synced; tick service.liveness.
+//!     # let _ = reconciles;
+//!     service
+//!         .run(shutdown, |term| async move {
+//!             // The controller, until the term ends (shutdown or a lost Lease).
+//!             term.cancelled().await;
+//!             Ok(())
+//!         })
+//!         .await
 //! }
 //! ```
 
@@ -84,6 +82,7 @@ pub mod metrics_api;
 pub mod rollout;
 pub mod scale;
 pub mod selector;
+pub mod service;
 pub mod shutdown;
 pub mod telemetry;
 

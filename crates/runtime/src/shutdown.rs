@@ -1,8 +1,9 @@
 //! Graceful shutdown: one token every task watches, cancelled by SIGTERM or Ctrl-C.
 //!
-//! `main` calls [`signal_token`] once and hands clones of the token to the controller, the
-//! leader election and the admin server. Work in flight gets a bounded grace period with
-//! [`with_grace`]; the grace period must be shorter than the pod's
+//! [`crate::service::block_on`] calls [`signal_token`] once and hands the token to the service's
+//! `run`; the [`crate::service`] skeleton turns it into the shutdown order (stop taking work,
+//! finish the writes in flight, release the Lease, stop the admin server). Work in flight gets a
+//! bounded grace period with [`with_grace`]; the grace period must be shorter than the pod's
 //! `terminationGracePeriodSeconds` (30 s by default) so the lease release still happens.
 
 use std::future::Future;

@@ -1,16 +1,14 @@
 //! `vpa-admission`: parses flags, sets up logging and signals, and runs the library.
 
 use clap::Parser;
-use plimsoll_runtime::{client, shutdown, telemetry};
+use plimsoll_runtime::service;
 use plimsoll_vpa_admission::cli::Args;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    client::install_crypto_provider();
-    telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
-    let config = args.into_config();
-    let token = shutdown::signal_token();
-    plimsoll_vpa_admission::run(config, token).await?;
+fn main() -> anyhow::Result<()> {
+    let config = Args::parse().into_config();
+    let common = config.common.clone();
+    service::block_on(&common, |shutdown| {
+        plimsoll_vpa_admission::run(config, shutdown)
+    })?;
     Ok(())
 }

@@ -12,7 +12,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// The shared runtime failed (client, leader election, admin listener, metrics API).
+    /// The shared runtime failed (client, admin listener, metrics API), or the leader election
+    /// ended before shutdown (`plimsoll_runtime::Error::ElectionEnded`).
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// The Prometheus history server failed.
@@ -23,9 +24,6 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
-    /// The leader-election task ended before shutdown.
-    #[error("leader election stopped unexpectedly")]
-    LeaderLost,
     /// A watch cache stopped before it was ever filled.
     #[error("the {0} watch stopped before its first list")]
     WatchStopped(&'static str),
@@ -38,7 +36,6 @@ impl Error {
             Error::Kube { .. } => "kube",
             Error::Runtime(_) => "runtime",
             Error::Prometheus { .. } => "prometheus",
-            Error::LeaderLost => "leader",
             Error::WatchStopped(_) => "watch",
         }
     }

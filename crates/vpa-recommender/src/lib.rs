@@ -1,11 +1,11 @@
 //! The vpa-recommender service: a drop-in replacement for the upstream VPA recommender.
 //!
-//! [`run`] starts the admin listener (`/metrics`, `/healthz`, `/readyz`), Lease leader election
-//! (`plimsoll-vpa-recommender`), reflectors for VPAs and pods, and — while leading — the loop:
-//! restore state (checkpoints or Prometheus), then every `--recommender-interval` one
-//! [`controller::run_once`], and every `--checkpoints-gc-interval` one
-//! [`controller::garbage_collect`]. Cancelling the token stops the loop after the current
-//! write, releases the Lease and returns `Ok`.
+//! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, Lease
+//! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods and
+//! eviction Events, and — while leading — the loop: restore state (checkpoints or Prometheus),
+//! then every `--recommender-interval` one [`controller::run_once`], and every
+//! `--checkpoints-gc-interval` one [`controller::garbage_collect`]. Cancelling the token lets
+//! the loop in flight finish its writes, then releases the Lease and returns `Ok`.
 
 pub mod cli;
 pub mod controller;
@@ -26,13 +26,14 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
-use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
+use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::scale::ScaleClient;
-use plimsoll_runtime::{CommonArgs, client, leader, shutdown, telemetry};
-use prometheus_client::registry::Registry;
+use plimsoll_runtime::service::Service;
+use plimsoll_runtime::{CommonArgs, leader};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
@@ -81,69 +82,38 @@ where
     }
 }
 
-/// Runs the recommender until `shutdown` is cancelled.
+/// Runs the recommender until `shutdown` is cancelled: the loop's writes in flight finish, then
+/// the Lease is released and `run` returns `Ok`.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
-    let client = client::client(&config.common).await?;
-    let mut registry = Registry::default();
-    let service = telemetry::service_registry(&mut registry, BINARY);
-    let metrics = Arc::new(metrics::Metrics::register(service));
-    let election = leader::start(&client, BINARY, &config.common, shutdown.clone())?;
-    let leader = election.handle.clone();
-    leader.register_metrics(service);
-    let liveness = Liveness::new((config.interval * 5).max(Duration::from_secs(60)));
-    let readiness = Readiness::new();
-    let router = admin::router(AdminState {
-        registry: Arc::new(registry),
-        liveness: liveness.clone(),
-        readiness: readiness.clone(),
-    });
-    let server = tokio::spawn(admin::serve(
-        config.common.metrics_address,
-        router,
-        shutdown.clone(),
-    ));
-
+    let mut service = Service::new(BINARY, &config.common)
+        .liveness_window((config.interval * 5).max(Duration::from_secs(60)))
+        .start()
+        .await?;
+    let metrics = Arc::new(metrics::Metrics::register(service.registry()));
+    let client = service.client.clone();
     let namespace = config.namespace.clone();
     let (vpas, vpa_writer) = reflector::store();
-    let vpa_watch = reflector(
+    service.spawn(watch(
         vpa_writer,
-        watcher(
-            api::<VerticalPodAutoscaler>(&client, namespace.as_deref()),
-            watcher::Config::default(),
-        )
-        .default_backoff(),
-    )
-    .applied_objects()
-    .for_each(|_| futures::future::ready(()));
+        api::<VerticalPodAutoscaler>(&client, namespace.as_deref()),
+        watcher::Config::default(),
+    ));
     let (pods, pod_writer) = reflector::store();
-    let pod_watch = reflector(
+    service.spawn(watch(
         pod_writer,
-        watcher(
-            api::<Pod>(&client, namespace.as_deref()),
-            watcher::Config::default(),
-        )
-        .default_backoff(),
-    )
-    .applied_objects()
-    .for_each(|_| futures::future::ready(()));
+        api::<Pod>(&client, namespace.as_deref()),
+        watcher::Config::default(),
+    ));
     // Only eviction Events matter (OOM kills under memory pressure); the server filters them.
     let (events, event_writer) = reflector::store();
-    let event_watch = reflector(
+    service.spawn(watch(
         event_writer,
-        watcher(
-            api::<Event>(&client, namespace.as_deref()),
-            watcher::Config::default().fields("reason=Evicted"),
-        )
-        .default_backoff(),
-    )
-    .applied_objects()
-    .for_each(|_| futures::future::ready(()));
-    let watches = tokio::spawn(async move {
-        futures::join!(vpa_watch, pod_watch, event_watch);
-    });
+        api::<Event>(&client, namespace.as_deref()),
+        watcher::Config::default().fields("reason=Evicted"),
+    ));
 
     let kinds = KindResolver::new(client.clone());
-    let ctx = Context {
+    let ctx = Arc::new(Context {
         client: client.clone(),
         recorder: Events::new(client.clone(), BINARY),
         scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), controller::FIELD_MANAGER),
@@ -153,81 +123,104 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         pods,
         events,
         config,
-    };
-    let mut election_task = election.task;
-    let mut election_done = false;
-    let result = tokio::select! {
-        r = main_loop(&ctx, &leader, &liveness, &readiness, &shutdown) => r,
-        _ = &mut election_task => {
-            election_done = true;
-            // The election task ends by itself only on shutdown; otherwise it died.
-            if shutdown.is_cancelled() { Ok(()) } else { Err(Error::LeaderLost) }
-        }
-    };
-    watches.abort();
-    if !election_done {
-        if result.is_err() {
-            election_task.abort();
-        } else {
-            // Release the Lease within the pod's grace period.
-            shutdown::with_grace(&shutdown, Duration::from_secs(15), election_task).await;
-        }
-    }
-    if let Ok(Err(e)) = server.await {
-        return Err(e.into());
-    }
-    result
+    });
+    let (synced_tx, synced) = watch::channel(None);
+    service.spawn(report_sync(
+        ctx.clone(),
+        service.readiness.clone(),
+        synced_tx,
+    ));
+    service.spawn(while_following(
+        service.leader.clone(),
+        service.liveness.clone(),
+        ctx.config.interval.min(Duration::from_secs(5)),
+    ));
+    let liveness = service.liveness.clone();
+    service
+        .run(shutdown, |term| {
+            recommend_while_leading(ctx.clone(), synced.clone(), liveness.clone(), term)
+        })
+        .await
 }
 
-async fn main_loop(
-    ctx: &Context,
-    leader: &leader::LeaderHandle,
-    liveness: &Liveness,
-    readiness: &Readiness,
-    shutdown: &CancellationToken,
+/// Keeps a reflector store current.
+async fn watch<K>(writer: reflector::store::Writer<K>, api: Api<K>, config: watcher::Config)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    reflector(writer, watcher(api, config).default_backoff())
+        .applied_objects()
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// Whether the VPA and pod caches have listed once: `None` until then, `Some(false)` when a
+/// watch stopped before it ever did.
+type Synced = watch::Receiver<Option<bool>>;
+
+/// Reports when the VPA and pod caches have synced: on `synced` and as readiness. The only
+/// waiter on the stores (a kube `Store` wakes one waiter), so the leading loop asks `synced`.
+async fn report_sync(ctx: Arc<Context>, readiness: Readiness, synced: watch::Sender<Option<bool>>) {
+    let ok = tokio::try_join!(ctx.vpas.wait_until_ready(), ctx.pods.wait_until_ready()).is_ok();
+    readiness.set_ready(ok);
+    synced.send_replace(Some(ok));
+}
+
+/// A follower stays alive while it waits for the Lease (a leader's liveness is ticked by its
+/// loop).
+async fn while_following(leader: leader::LeaderHandle, liveness: Liveness, period: Duration) {
+    loop {
+        if !leader.is_leader() {
+            liveness.tick();
+        }
+        tokio::time::sleep(period).await;
+    }
+}
+
+/// One leadership term: restore state (checkpoints or Prometheus), then one
+/// [`controller::run_once`] every `--recommender-interval` and a garbage collection every
+/// `--checkpoints-gc-interval`, until `term` is cancelled. A loop in flight finishes its writes.
+async fn recommend_while_leading(
+    ctx: Arc<Context>,
+    mut synced: Synced,
+    liveness: Liveness,
+    term: CancellationToken,
 ) -> Result<()> {
     tokio::select! {
-        () = shutdown.cancelled() => return Ok(()),
-        r = async { tokio::try_join!(ctx.vpas.wait_until_ready(), ctx.pods.wait_until_ready()) } => {
-            if r.is_err() {
+        () = term.cancelled() => return Ok(()),
+        r = synced.wait_for(Option::is_some) => {
+            if !matches!(r.as_deref(), Ok(Some(true))) {
                 return Err(Error::WatchStopped("VerticalPodAutoscaler/Pod"));
             }
         }
     }
-    readiness.set_ready(true);
     liveness.tick();
+    let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
+    if let Err(e) = controller::restore(&ctx, &mut recommender).await {
+        ctx.metrics.error(e.metric_label());
+        tracing::warn!(error = %e, "cannot restore history; starting empty");
+    }
+    let mut last_gc = Instant::now();
     loop {
-        // Followers stay alive and ready; they only wait for the Lease.
-        while !leader.is_leader() {
-            liveness.tick();
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(()),
-                () = tokio::time::sleep(ctx.config.interval.min(Duration::from_secs(5))) => {}
+        let started = Instant::now();
+        controller::run_once(&ctx, &mut recommender).await;
+        liveness.tick();
+        if last_gc.elapsed() >= ctx.config.gc_interval {
+            last_gc = Instant::now();
+            if let Err(e) = controller::garbage_collect(&ctx, &mut recommender).await {
+                ctx.metrics.error(e.metric_label());
+                tracing::warn!(error = %e, "garbage collection failed");
             }
         }
-        let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
-        if let Err(e) = controller::restore(ctx, &mut recommender).await {
-            ctx.metrics.error(e.metric_label());
-            tracing::warn!(error = %e, "cannot restore history; starting empty");
+        tokio::select! {
+            () = term.cancelled() => return Ok(()),
+            () = tokio::time::sleep(controller::until_next(started, ctx.config.interval)) => {}
         }
-        let mut last_gc = Instant::now();
-        while leader.is_leader() {
-            let started = Instant::now();
-            controller::run_once(ctx, &mut recommender).await;
-            liveness.tick();
-            if last_gc.elapsed() >= ctx.config.gc_interval {
-                last_gc = Instant::now();
-                if let Err(e) = controller::garbage_collect(ctx, &mut recommender).await {
-                    ctx.metrics.error(e.metric_label());
-                    tracing::warn!(error = %e, "garbage collection failed");
-                }
-            }
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(()),
-                () = leader.lost() => {}
-                () = tokio::time::sleep(controller::until_next(started, ctx.config.interval)) => {}
-            }
-        }
-        tracing::info!("lost the Lease; the loop waits");
     }
 }

@@ -35,12 +35,10 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: Args) -> anyhow::Result<()> {
-    plimsoll_runtime::client::install_crypto_provider();
-    plimsoll_runtime::telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let token = plimsoll_runtime::shutdown::signal_token();
-        plimsoll_vpa_recommender::run(args.into_config(), token).await
+    let config = args.into_config();
+    let common = config.common.clone();
+    plimsoll_runtime::service::block_on(&common, |shutdown| {
+        plimsoll_vpa_recommender::run(config, shutdown)
     })?;
     Ok(())
 }

@@ -3,7 +3,8 @@
 /// What can go wrong in the service.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Shared plumbing (client, admin listener, leader election setup).
+    /// Shared plumbing (client, admin listener, leader election setup), or the leader election
+    /// ending before shutdown (`plimsoll_runtime::Error::ElectionEnded`).
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// A Kubernetes API call failed.
@@ -15,9 +16,6 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    /// The leader-election task ended while the service was still running.
-    #[error("leader election stopped before shutdown")]
-    LeaderElectionEnded,
     /// A background task panicked or was cancelled.
     #[error("task failed: {0}")]
     Task(String),
@@ -37,7 +35,6 @@ impl Error {
         match self {
             Error::Runtime(e) => e.metric_label(),
             Error::Kube { .. } => "kube",
-            Error::LeaderElectionEnded => "leader_election",
             Error::Task(_) => "task",
         }
     }

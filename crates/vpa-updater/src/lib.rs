@@ -7,7 +7,8 @@
 //! API) or resizes (`pods/{name}/resize`) the pods the plan names, within the eviction budget and
 //! the rate limiter. `vpa-updater replay` runs the same decisions over a scenario file.
 //!
-//! [`run`] has no global state and installs no signal handler or tracing subscriber, so tests
+//! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, election
+//! on `plimsoll-vpa-updater`, shutdown after the action in flight). It has no global state and installs no signal handler or tracing subscriber, so tests
 //! and `plimsoll-sim demo` can run several services in one process.
 
 pub mod admission_status;
@@ -23,9 +24,9 @@ pub mod updater;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
-use plimsoll_runtime::{CommonArgs, client, leader, shutdown, telemetry};
-use prometheus_client::registry::Registry;
+use plimsoll_runtime::admin::{Liveness, Readiness};
+use plimsoll_runtime::service::Service;
+use plimsoll_runtime::{CommonArgs, client, leader};
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
@@ -67,153 +68,100 @@ pub struct Config {
     pub ignored_vpa_object_namespaces: Vec<String>,
 }
 
-/// Runs the service until `shutdown` is cancelled: admin listener, leader election and the
-/// updater loop. Returns an error when the leader-election task or the admin listener dies.
+/// Runs the service until `shutdown` is cancelled: admin listener, leader election and, while
+/// leading, the updater loop. On shutdown the action in flight finishes before the Lease is
+/// released. Returns an error when the leader-election task dies.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
-    let client = client::client(&config.common).await?;
-    // Evictions and resizes go through a client that does not retry 429: a PodDisruptionBudget's
-    // refusal is an answer for this loop, not a transient error (kube's default client retries
-    // 429 up to 15 times with backoff up to 1000 s).
-    let mut write_config = client::config(&config.common).await?;
+    let period = config.updater_interval.max(Duration::from_millis(100));
+    let mut service = Service::new(BINARY, &config.common)
+        .liveness_window(
+            config
+                .updater_interval
+                .saturating_mul(5)
+                .max(Duration::from_secs(60)),
+        )
+        .start()
+        .await?;
+    let metrics = Arc::new(metrics::Metrics::register(service.registry()));
+    let ctx = Arc::new(updater::context(
+        service.client.clone(),
+        write_client(&config.common).await?,
+        metrics,
+        &config,
+    ));
+    let settings = Arc::new(updater::Settings::from_config(&config));
+    service.spawn(while_following(
+        service.leader.clone(),
+        service.liveness.clone(),
+        service.readiness.clone(),
+        period,
+    ));
+    let (liveness, readiness) = (service.liveness.clone(), service.readiness.clone());
+    service
+        .run(shutdown, |term| {
+            update_while_leading(
+                ctx.clone(),
+                settings.clone(),
+                liveness.clone(),
+                readiness.clone(),
+                term,
+            )
+        })
+        .await
+}
+
+/// Evictions and resizes go through a client that does not retry 429: a PodDisruptionBudget's
+/// refusal is an answer for this loop, not a transient error (kube's default client retries
+/// 429 up to 15 times with backoff up to 1000 s).
+async fn write_client(common: &CommonArgs) -> Result<kube::Client> {
+    let mut write_config = client::config(common).await?;
     write_config.default_retry = false;
-    let write_client =
+    Ok(
         kube::Client::try_from(write_config).map_err(|e| plimsoll_runtime::Error::Config {
             message: "building the HTTP client for evictions".into(),
             source: Box::new(e),
-        })?;
-    let mut registry = Registry::default();
-    let service = telemetry::service_registry(&mut registry, BINARY);
-    let metrics = Arc::new(metrics::Metrics::register(service));
-    let liveness = Liveness::new(
-        config
-            .updater_interval
-            .saturating_mul(5)
-            .max(Duration::from_secs(60)),
-    );
-    let readiness = Readiness::new();
-
-    let election = leader::start(&client, BINARY, &config.common, shutdown.clone())?;
-    election
-        .handle
-        .register_metrics(telemetry::service_registry(&mut registry, BINARY));
-    let router = admin::router(AdminState {
-        registry: Arc::new(registry),
-        liveness: liveness.clone(),
-        readiness: readiness.clone(),
-    });
-    let listener = tokio::net::TcpListener::bind(config.common.metrics_address)
-        .await
-        .map_err(|source| plimsoll_runtime::Error::AdminServer {
-            address: config.common.metrics_address,
-            source,
-        })?;
-    let mut server = tokio::spawn(admin::serve_on(listener, router, shutdown.clone()));
-
-    let ctx = updater::context(client.clone(), write_client, metrics.clone(), &config);
-    let settings = updater::Settings::from_config(&config);
-    let leader = election.handle.clone();
-    // Not a child of `shutdown`: the loop stops when this function says so, after the select.
-    let work_token = CancellationToken::new();
-    let mut work = tokio::spawn(run_loops(
-        ctx,
-        settings,
-        leader,
-        liveness,
-        readiness,
-        work_token.clone(),
-    ));
-    let mut lease_task = election.task;
-
-    let (mut work_done, mut lease_done, mut server_done) = (false, false, false);
-    let outcome = tokio::select! {
-        () = shutdown.cancelled() => Ok(()),
-        res = &mut lease_task => {
-            lease_done = true;
-            if shutdown.is_cancelled() { Ok(()) } else {
-                tracing::error!(?res, "leader election ended before shutdown");
-                Err(Error::LeaderElectionEnded)
-            }
-        }
-        res = &mut server => {
-            server_done = true;
-            Err(match res {
-                Ok(Ok(())) => Error::Task("admin server stopped".into()),
-                Ok(Err(e)) => e.into(),
-                Err(e) => Error::Task(e.to_string()),
-            })
-        }
-        res = &mut work => {
-            work_done = true;
-            Err(Error::Task(format!("updater loop ended: {res:?}")))
-        }
-    };
-    // Stop taking work; the action in flight finishes; then release the Lease and stop serving.
-    work_token.cancel();
-    let grace = Duration::from_secs(15);
-    if !work_done {
-        let _ = tokio::time::timeout(grace, &mut work).await;
-    }
-    if outcome.is_err() {
-        shutdown.cancel();
-    }
-    if !lease_done {
-        let _ = shutdown::with_grace(&shutdown, grace, &mut lease_task).await;
-    }
-    if !server_done {
-        let _ = shutdown::with_grace(&shutdown, grace, &mut server).await;
-    }
-    outcome
+        })?,
+    )
 }
 
-async fn run_loops(
-    ctx: context::Context,
-    settings: updater::Settings,
+/// A follower is ready to take over at once (it only needs its client), and stays alive while
+/// it waits for the Lease; a leader's liveness is ticked by its loop.
+async fn while_following(
     leader: leader::LeaderHandle,
     liveness: Liveness,
     readiness: Readiness,
-    cancel: CancellationToken,
+    period: Duration,
 ) {
+    let mut ticker = tokio::time::interval(period);
+    loop {
+        ticker.tick().await;
+        if !leader.is_leader() {
+            readiness.set_ready(true);
+            liveness.tick();
+        }
+    }
+}
+
+/// One leadership term: a loop now, then one every `--updater-interval`, until `term` is
+/// cancelled; a loop stops before its next action when it is.
+async fn update_while_leading(
+    ctx: Arc<context::Context>,
+    settings: Arc<updater::Settings>,
+    liveness: Liveness,
+    readiness: Readiness,
+    term: CancellationToken,
+) -> Result<()> {
     let period = settings.interval.max(Duration::from_millis(100));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            () = cancel.cancelled() => return,
+            () = term.cancelled() => return Ok(()),
         }
         liveness.tick();
-        if !leader.is_leader() {
-            // A follower is ready to take over: it only needs its client.
-            readiness.set_ready(true);
-            // Wait for the Lease (ticking liveness meanwhile) and start a loop at once on it.
-            loop {
-                tokio::select! {
-                    leading = leader.leading() => {
-                        if !leading {
-                            return;
-                        }
-                        break;
-                    }
-                    () = tokio::time::sleep(period) => liveness.tick(),
-                    () = cancel.cancelled() => return,
-                }
-            }
-            ticker.reset();
-        }
         let started = std::time::Instant::now();
-        // Losing the Lease mid-loop stops the loop before its next action: another replica may
-        // be leading by then, and two leaders would double the eviction budget.
-        let loop_token = cancel.child_token();
-        let watchdog = tokio::spawn({
-            let (leader, token) = (leader.clone(), loop_token.clone());
-            async move {
-                leader.lost().await;
-                token.cancel();
-            }
-        });
-        let result = updater::run_once(&ctx, &settings, &loop_token).await;
-        watchdog.abort();
-        let outcome = match result {
+        let outcome = match updater::run_once(&ctx, &settings, &term).await {
             Ok(report) => {
                 readiness.set_ready(true);
                 tracing::info!(

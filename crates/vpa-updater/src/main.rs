@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use plimsoll_replay::Invocation;
-use plimsoll_runtime::{client, shutdown, telemetry};
+use plimsoll_runtime::service;
 use plimsoll_vpa_updater::cli::{Args, Command};
 use plimsoll_vpa_updater::replay;
 
@@ -27,12 +27,11 @@ fn main() -> ExitCode {
     }
 }
 
-#[tokio::main]
-async fn serve(args: Args) -> anyhow::Result<()> {
-    client::install_crypto_provider();
-    telemetry::init_tracing(args.common.log_format, &args.common.log_filter)?;
+fn serve(args: Args) -> anyhow::Result<()> {
     let config = args.into_config();
-    let token = shutdown::signal_token();
-    plimsoll_vpa_updater::run(config, token).await?;
+    let common = config.common.clone();
+    service::block_on(&common, |shutdown| {
+        plimsoll_vpa_updater::run(config, shutdown)
+    })?;
     Ok(())
 }

@@ -29,6 +29,7 @@ use plimsoll_sim::{AuditEntry, Sim, SimConfig, SimHandle};
 pub mod process;
 pub mod running;
 pub mod scrape;
+pub mod tap;
 
 pub use running::Running;
 

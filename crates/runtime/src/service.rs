@@ -1,0 +1,468 @@
+//! The service skeleton: everything a Plimsoll service does around its own work.
+//!
+//! A service supplies its settings ([`Service::new`]: the binary name, the [`CommonArgs`], an
+//! identity override), registers its metrics in [`Started::registry`], builds its context from
+//! [`Started::client`] and [`Started::leader`], hands long-lived helpers (watch caches,
+//! housekeeping) to [`Started::spawn`], and finally gives [`Started::run`] its *leading* future:
+//! what to run while this replica holds the Lease. The skeleton owns the rest, in the shape of
+//! kube-runtime / controller-rs:
+//!
+//! - the kube client, the process `Registry` (with the `plimsoll_<binary>_leader` gauge) and the
+//!   admin listener (`/metrics`, `/healthz` from [`Liveness`], `/readyz` from [`Readiness`]);
+//! - the election on `plimsoll-<binary>` (or an always-leading handle with `--leader-elect=false`);
+//! - the leadership loop: the leading future is started each time this replica becomes leader,
+//!   with a *term* token; losing the Lease cancels the term and drops the future at once (another
+//!   replica may take over after the renew deadline, so nothing of this term may write any more),
+//!   and it starts again on re-election;
+//! - shutdown, in this order: the term is cancelled (stop taking work); the leading future gets
+//!   the grace period (default 15 s) to finish its in-flight writes; only then the Lease is
+//!   released (holder cleared), so a successor never overlaps our last write; then the helpers
+//!   and the admin listener stop and `run` returns `Ok`;
+//! - one error for an election that ended before shutdown: [`Error::ElectionEnded`] (returned after
+//!   the same clean-up).
+//!
+//! [`block_on`] is the other half: it owns a binary's tokio runtime, so every `main` starts the
+//! same way (ring provider, tracing from the flags, the SIGTERM/Ctrl-C token).
+//!
+//! ```no_run
+//! # use plimsoll_runtime::CommonArgs;
+//! # use tokio_util::sync::CancellationToken;
+//! use plimsoll_runtime::service::Service;
+//!
+//! async fn run(common: CommonArgs, shutdown: CancellationToken) -> plimsoll_runtime::Result<()> {
+//!     let mut service = Service::new("cron-hpa", &common).start().await?;
+//!     // let metrics = Metrics::register(service.registry());
+//!     // let ctx = Arc::new(Context::new(service.client.clone(), metrics, ...));
+//!     // service.spawn(watch_the_caches(...));
+//!     service
+//!         .run(shutdown, |term: CancellationToken| async move {
+//!             // Run the controller until `term` is cancelled; finish in-flight writes.
+//!             term.cancelled().await;
+//!             Ok(())
+//!         })
+//!         .await
+//! }
+//! ```
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::admin::{self, AdminState, Liveness, Readiness};
+use crate::args::CommonArgs;
+use crate::error::{Error, Result};
+use crate::leader::{self, LeaderConfig, LeaderElection, LeaderHandle};
+use crate::{client, shutdown, telemetry};
+
+/// How long in-flight work may take after shutdown before it is dropped (15 s: the Lease
+/// release must still fit in the pod's default 30 s `terminationGracePeriodSeconds`).
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(15);
+
+/// How long `/healthz` stays healthy without a [`Liveness::tick`] (60 s).
+pub const DEFAULT_LIVENESS_WINDOW: Duration = Duration::from_secs(60);
+
+/// A service's settings for the skeleton; [`Service::start`] turns them into a [`Started`].
+#[derive(Debug)]
+pub struct Service {
+    binary: &'static str,
+    common: CommonArgs,
+    identity: Option<String>,
+    liveness_window: Duration,
+    grace: Duration,
+    admin_address: Option<oneshot::Sender<SocketAddr>>,
+}
+
+impl Service {
+    /// The service `binary` (Lease `plimsoll-<binary>`, metric prefix, field manager) configured
+    /// by the common flags.
+    pub fn new(binary: &'static str, common: &CommonArgs) -> Self {
+        Self {
+            binary,
+            common: common.clone(),
+            identity: None,
+            liveness_window: DEFAULT_LIVENESS_WINDOW,
+            grace: DEFAULT_GRACE,
+            admin_address: None,
+        }
+    }
+
+    /// The election identity; `None` keeps `$POD_NAME`, else the host name. Tests that run two
+    /// replicas in one process give each its own.
+    #[must_use]
+    pub fn identity(mut self, identity: Option<String>) -> Self {
+        self.identity = identity;
+        self
+    }
+
+    /// How long `/healthz` stays healthy without a tick (default [`DEFAULT_LIVENESS_WINDOW`]).
+    #[must_use]
+    pub fn liveness_window(mut self, window: Duration) -> Self {
+        self.liveness_window = window;
+        self
+    }
+
+    /// How long in-flight work may finish after shutdown (default [`DEFAULT_GRACE`]).
+    #[must_use]
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Sends the admin listener's bound address here once bound (for `--metrics-address` with
+    /// port 0 in tests and benchmarks).
+    #[must_use]
+    pub fn report_admin_address(mut self, to: Option<oneshot::Sender<SocketAddr>>) -> Self {
+        self.admin_address = to;
+        self
+    }
+
+    /// Builds the client, binds the admin listener and starts the election.
+    pub async fn start(self) -> Result<Started> {
+        let client = client::client(&self.common).await?;
+        let listener = TcpListener::bind(self.common.metrics_address)
+            .await
+            .map_err(|source| Error::AdminServer {
+                address: self.common.metrics_address,
+                source,
+            })?;
+        if let (Some(to), Ok(address)) = (self.admin_address, listener.local_addr()) {
+            let _ = to.send(address);
+        }
+        let election_stop = CancellationToken::new();
+        let election = elect(
+            &client,
+            self.binary,
+            &self.common,
+            self.identity,
+            election_stop.clone(),
+        )?;
+        let mut registry = Registry::default();
+        election
+            .handle
+            .register_metrics(telemetry::service_registry(&mut registry, self.binary));
+        Ok(Started {
+            client,
+            leader: election.handle,
+            liveness: Liveness::new(self.liveness_window),
+            readiness: Readiness::new(),
+            binary: self.binary,
+            grace: self.grace,
+            registry,
+            listener,
+            election: election.task,
+            election_stop: election_stop.drop_guard(),
+            helpers: Vec::new(),
+            helpers_stop: CancellationToken::new().drop_guard(),
+        })
+    }
+}
+
+/// Starts the election for `binary`, with `identity` instead of the default when given.
+fn elect(
+    client: &Client,
+    binary: &str,
+    common: &CommonArgs,
+    identity: Option<String>,
+    stop: CancellationToken,
+) -> Result<LeaderElection> {
+    let Some(identity) = identity.filter(|_| common.leader_elect) else {
+        return leader::start(client, binary, common, stop);
+    };
+    let mut config = LeaderConfig::from_args(binary, common, client.default_namespace())?;
+    config.identity = identity;
+    config.validate()?;
+    Ok(leader::spawn(client.clone(), config, stop))
+}
+
+/// A started service: the plumbing to build a context from, then [`Started::run`].
+///
+/// Dropped without `run` (the service failed to build its context), it stops the election,
+/// which releases the Lease, and the helpers.
+pub struct Started {
+    /// The kube client built from the common flags.
+    pub client: Client,
+    /// The election: gate writes on [`LeaderHandle::is_leader`].
+    pub leader: LeaderHandle,
+    /// Tick it whenever the service's loop makes progress.
+    pub liveness: Liveness,
+    /// Set it once the service's caches have synced.
+    pub readiness: Readiness,
+    binary: &'static str,
+    grace: Duration,
+    registry: Registry,
+    listener: TcpListener,
+    election: JoinHandle<()>,
+    election_stop: DropGuard,
+    helpers: Vec<JoinHandle<()>>,
+    helpers_stop: DropGuard,
+}
+
+impl Started {
+    /// The service's metrics registry: everything registered here is served on `/metrics` as
+    /// `plimsoll_<binary>_<name>`.
+    pub fn registry(&mut self) -> &mut Registry {
+        telemetry::service_registry(&mut self.registry, self.binary)
+    }
+
+    /// Runs `helper` (a watch cache, a housekeeping loop) until the service stops: after the
+    /// Lease is released, or when `run` ends for any reason.
+    pub fn spawn(&mut self, helper: impl Future<Output = ()> + Send + 'static) {
+        let stop = self.helpers_stop.token().clone();
+        self.helpers.push(tokio::spawn(async move {
+            tokio::select! {
+                () = helper => {}
+                () = stop.cancelled() => {}
+            }
+        }));
+    }
+
+    /// Serves the admin endpoints and runs `leading` during every leadership term until
+    /// `shutdown` is cancelled; then stops in the order the module documentation gives.
+    ///
+    /// `leading` gets the term token, cancelled on shutdown (finish in-flight writes, then
+    /// return) or when the Lease is lost (the future is then dropped). If it returns before its
+    /// term is cancelled, that result ends the service.
+    pub async fn run<E, F, Fut>(self, shutdown: CancellationToken, leading: F) -> Result<(), E>
+    where
+        E: From<Error>,
+        F: FnMut(CancellationToken) -> Fut,
+        Fut: Future<Output = Result<(), E>>,
+    {
+        let Started {
+            leader,
+            liveness,
+            readiness,
+            grace,
+            registry,
+            listener,
+            mut election,
+            election_stop,
+            helpers,
+            helpers_stop,
+            ..
+        } = self;
+        let admin_stop = CancellationToken::new();
+        let router = admin::router(AdminState {
+            registry: Arc::new(registry),
+            liveness,
+            readiness,
+        });
+        let admin = tokio::spawn(admin::serve_on(listener, router, admin_stop.clone()));
+
+        let result = lead(&leader, &mut election, &shutdown, grace, leading).await;
+
+        // Nothing of this replica writes any more: now the Lease may go.
+        election_stop.disarm().cancel();
+        if !election.is_finished() && tokio::time::timeout(grace, &mut election).await.is_err() {
+            tracing::warn!("releasing the Lease took too long; it will expire");
+        }
+        helpers_stop.disarm().cancel();
+        for helper in helpers {
+            let _ = helper.await;
+        }
+        admin_stop.cancel();
+        match admin.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "admin listener failed"),
+            Err(e) => tracing::warn!(error = %e, "admin listener task failed"),
+        }
+        if result.is_ok() {
+            tracing::info!("stopped");
+        }
+        result
+    }
+}
+
+/// The leadership loop: `leading` once per term, until shutdown or the election ends.
+async fn lead<E, F, Fut>(
+    leader: &LeaderHandle,
+    election: &mut JoinHandle<()>,
+    shutdown: &CancellationToken,
+    grace: Duration,
+    mut leading: F,
+) -> Result<(), E>
+where
+    E: From<Error>,
+    F: FnMut(CancellationToken) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+{
+    loop {
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return Ok(()),
+            _ = &mut *election => return Err(Error::ElectionEnded.into()),
+            leads = leader.leading() => if !leads {
+                return if shutdown.is_cancelled() { Ok(()) } else { Err(Error::ElectionEnded.into()) };
+            }
+        }
+        tracing::info!("leading: starting work");
+        let term = CancellationToken::new();
+        let work = leading(term.clone());
+        let mut work = std::pin::pin!(work);
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => {
+                term.cancel();
+                tracing::info!(?grace, "shutting down: finishing in-flight work before releasing the Lease");
+                return shutdown::with_grace(&term, grace, work).await.unwrap_or(Ok(()));
+            }
+            _ = &mut *election => {
+                term.cancel();
+                return Err(Error::ElectionEnded.into());
+            }
+            () = leader.lost() => {
+                term.cancel();
+                tracing::warn!("lost the Lease: stopping work until re-elected");
+            }
+            result = &mut work => {
+                term.cancel();
+                return result;
+            }
+        }
+    }
+}
+
+/// Runs a binary's service on a new multi-threaded tokio runtime: installs the ring crypto
+/// provider and the tracing subscriber the common flags ask for, then calls `run` with a token
+/// that SIGTERM or Ctrl-C cancels, and blocks until it returns.
+pub fn block_on<E, F, Fut>(common: &CommonArgs, run: F) -> Result<(), E>
+where
+    E: From<Error>,
+    F: FnOnce(CancellationToken) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+{
+    client::install_crypto_provider();
+    telemetry::init_tracing(common.log_format, &common.log_filter)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::TokioRuntime)?;
+    runtime.block_on(async move { run(shutdown::signal_token()).await })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// What happened, in order.
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<&'static str>>>);
+
+    impl Log {
+        fn push(&self, what: &'static str) {
+            self.0.lock().unwrap().push(what);
+        }
+        fn entries(&self) -> Vec<&'static str> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_lets_the_write_in_flight_finish() {
+        let leader = LeaderHandle::always_leading();
+        let mut election = tokio::spawn(std::future::pending());
+        let shutdown = CancellationToken::new();
+        let log = Log::default();
+        let run = {
+            let log = log.clone();
+            lead::<Error, _, _>(
+                &leader,
+                &mut election,
+                &shutdown,
+                DEFAULT_GRACE,
+                move |term| {
+                    let log = log.clone();
+                    async move {
+                        log.push("write started");
+                        tokio::time::sleep(Duration::from_secs(3)).await;
+                        log.push("write landed");
+                        assert!(term.is_cancelled(), "the term ends with the shutdown");
+                        Ok(())
+                    }
+                },
+            )
+        };
+        let cancel = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            shutdown.cancel();
+        };
+        let (result, ()) = tokio::join!(run, cancel);
+        assert!(result.is_ok());
+        assert_eq!(log.entries(), ["write started", "write landed"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn work_past_the_grace_period_is_dropped() {
+        let leader = LeaderHandle::always_leading();
+        let mut election = tokio::spawn(std::future::pending());
+        let shutdown = CancellationToken::new();
+        shutdown.cancel();
+        // Cancelled before leading: the work never starts.
+        let started = Log::default();
+        let log = started.clone();
+        let result = lead::<Error, _, _>(&leader, &mut election, &shutdown, DEFAULT_GRACE, |_| {
+            log.push("started");
+            std::future::pending()
+        })
+        .await;
+        assert!(result.is_ok());
+        assert!(started.entries().is_empty());
+
+        let shutdown = CancellationToken::new();
+        let began = tokio::time::Instant::now();
+        let cancel = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            shutdown.cancel();
+        };
+        let run = lead::<Error, _, _>(&leader, &mut election, &shutdown, DEFAULT_GRACE, |_| {
+            std::future::pending()
+        });
+        let (result, ()) = tokio::join!(run, cancel);
+        assert!(result.is_ok());
+        assert_eq!(began.elapsed(), Duration::from_secs(1) + DEFAULT_GRACE);
+    }
+
+    #[tokio::test]
+    async fn an_election_that_ends_before_shutdown_is_an_error() {
+        let leader = LeaderHandle::always_leading();
+        let mut election = tokio::spawn(async {});
+        let shutdown = CancellationToken::new();
+        let result = lead::<Error, _, _>(
+            &leader,
+            &mut election,
+            &shutdown,
+            DEFAULT_GRACE,
+            |t| async move {
+                t.cancelled().await;
+                Ok(())
+            },
+        )
+        .await;
+        assert!(matches!(result, Err(Error::ElectionEnded)), "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn work_that_ends_on_its_own_ends_the_service() {
+        let leader = LeaderHandle::always_leading();
+        let mut election = tokio::spawn(std::future::pending());
+        let shutdown = CancellationToken::new();
+        let result = lead::<Error, _, _>(
+            &leader,
+            &mut election,
+            &shutdown,
+            DEFAULT_GRACE,
+            |_| async { Err(Error::Telemetry("watch ended".into())) },
+        )
+        .await;
+        assert!(matches!(result, Err(Error::Telemetry(_))), "{result:?}");
+    }
+}
