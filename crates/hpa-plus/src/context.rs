@@ -122,34 +122,6 @@ impl Context {
         }
     }
 
-    /// [`Context::from_parts`] with positional arguments, kept only for the tests in
-    /// `observe.rs` that still call it; new code builds a [`ContextParts`].
-    #[cfg(test)]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        client: Client,
-        scale: ScaleClient,
-        metrics_source: Arc<dyn MetricsSource>,
-        events: Events,
-        metrics: Arc<Metrics>,
-        pods: PodIndex,
-        crons: Store<CronHorizontalPodAutoscaler>,
-        config: ControllerConfig,
-        leader: LeaderHandle,
-    ) -> Self {
-        Self::from_parts(ContextParts {
-            client,
-            scale,
-            metrics_source,
-            events,
-            metrics,
-            pods,
-            crons,
-            config,
-            leader,
-        })
-    }
-
     /// The history of `uid` (empty for an object seen for the first time).
     pub fn history(&self, uid: &str) -> History {
         lock(&self.memory)

@@ -321,6 +321,7 @@ mod tests {
     use prometheus_client::registry::Registry;
     use std::time::Duration;
 
+    use crate::context::ContextParts;
     use crate::metrics::Metrics;
     use crate::pods::PodIndex;
 
@@ -460,17 +461,17 @@ mod tests {
         index.apply(&Event::InitDone);
         let (crons, _writer) = kube::runtime::reflector::store();
         let mut registry = Registry::default();
-        Context::new(
-            client.clone(),
-            ScaleClient::new(client.clone(), "hpa-plus"),
-            Arc::new(fake),
-            Events::new(client, "hpa-plus"),
-            Arc::new(Metrics::register(&mut registry)),
-            index,
+        Context::from_parts(ContextParts {
+            client: client.clone(),
+            scale: ScaleClient::new(client.clone(), "hpa-plus"),
+            metrics_source: Arc::new(fake),
+            events: Events::new(client, "hpa-plus"),
+            metrics: Arc::new(Metrics::register(&mut registry)),
+            pods: index,
             crons,
-            ControllerConfig::default(),
-            LeaderHandle::always_leading(),
-        )
+            config: ControllerConfig::default(),
+            leader: LeaderHandle::always_leading(),
+        })
     }
 
     fn spec(metrics: &serde_json::Value) -> HorizontalPodAutoscalerPlusSpec {
