@@ -19,13 +19,14 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_core::horizontal::cron_hold::cron_hold;
 use plimsoll_core::horizontal::observation::Fetched;
+use plimsoll_core::horizontal::pod_requests::serving_containers_mut;
 use plimsoll_core::horizontal::proposals::{metrics_of, object_key};
 use plimsoll_core::horizontal::{ContainerSample, Observation, PodSample, RolloutState};
 use plimsoll_runtime::metrics_api::PodMetrics;
 use plimsoll_runtime::selector::Selector;
 
 use crate::context::Context;
-use crate::pods::PodInfo;
+use crate::pods::{ContainerInfo, PodInfo};
 
 fn to_k8s(r: &CrossVersionObjectReference) -> K8sRef {
     K8sRef {
@@ -123,7 +124,7 @@ async fn resource_usage(
             }
         }
         Err(msg) => {
-            for c in samples.iter_mut().flat_map(|s| &mut s.containers) {
+            for c in samples.iter_mut().flat_map(serving_containers_mut) {
                 for r in &resources {
                     c.usage.insert((*r).to_owned(), Err(msg.clone()));
                 }
@@ -260,6 +261,20 @@ async fn rollout(
 }
 
 fn sample(p: &PodInfo) -> PodSample {
+    let containers = |list: &[ContainerInfo]| -> Vec<ContainerSample> {
+        list.iter()
+            .map(|c| ContainerSample {
+                name: c.name.clone(),
+                requests: c.requests.clone(),
+                limits: c.limits.clone(),
+                usage: BTreeMap::new(),
+                sidecar: c.sidecar,
+                allocated: c.allocated.clone(),
+                actual_requests: c.actual_requests.clone(),
+                actual_limits: c.actual_limits.clone(),
+            })
+            .collect()
+    };
     PodSample {
         name: p.name.clone(),
         phase: p.phase,
@@ -268,16 +283,11 @@ fn sample(p: &PodInfo) -> PodSample {
         start_time: p.start_time,
         ready_transition_time: p.ready_transition_time,
         metrics_timestamp: None,
-        containers: p
-            .containers
-            .iter()
-            .map(|c| ContainerSample {
-                name: c.name.clone(),
-                requests: c.requests.clone(),
-                limits: c.limits.clone(),
-                usage: BTreeMap::new(),
-            })
-            .collect(),
+        containers: containers(&p.containers),
+        init_containers: containers(&p.init_containers),
+        pod_requests: p.pod_requests.clone(),
+        pod_limits: p.pod_limits.clone(),
+        overhead: p.overhead.clone(),
         ..PodSample::default()
     }
 }
@@ -285,7 +295,8 @@ fn sample(p: &PodInfo) -> PodSample {
 fn apply_usage(s: &mut PodSample, pm: &PodMetrics, resources: &[&str]) {
     s.metrics_timestamp = Some(pm.timestamp);
     s.metrics_window_seconds = i64::try_from(pm.window.as_secs()).unwrap_or(i64::MAX);
-    for c in &mut s.containers {
+    // Usage is recorded for the containers whose usage counts (containers and sidecars).
+    for c in serving_containers_mut(s) {
         let Some(cm) = pm.containers.iter().find(|m| m.name == c.name) else {
             continue;
         };
