@@ -341,6 +341,8 @@ mod tests {
         cpu_millis: BTreeMap<String, &'static str>,
         rps: BTreeMap<String, &'static str>,
         external: Vec<&'static str>,
+        /// CPU usage of a `proxy` container in every pod, when set.
+        sidecar_cpu: Option<&'static str>,
         fail: bool,
         hang: bool,
     }
@@ -381,10 +383,13 @@ mod tests {
                         labels: BTreeMap::new(),
                         timestamp: Timestamp::from_second(1000).unwrap(),
                         window: Duration::from_secs(15),
-                        containers: vec![ContainerMetrics {
-                            name: "app".into(),
-                            usage: [("cpu".to_owned(), Quantity::parse(cpu).unwrap())].into(),
-                        }],
+                        containers: std::iter::once(("app", *cpu))
+                            .chain(self.sidecar_cpu.map(|s| ("proxy", s)))
+                            .map(|(name, cpu)| ContainerMetrics {
+                                name: name.into(),
+                                usage: [("cpu".to_owned(), Quantity::parse(cpu).unwrap())].into(),
+                            })
+                            .collect(),
                     })
                     .collect())
             }
@@ -457,16 +462,39 @@ mod tests {
         .unwrap()
     }
 
+    /// A pod with a native sidecar (`proxy`) and an init container that has completed.
+    fn pod_with_sidecar(name: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {
+                "initContainers": [
+                    {"name": "migrate", "resources": {"requests": {"cpu": "1"}}},
+                    {"name": "proxy", "restartPolicy": "Always",
+                     "resources": {"requests": {"cpu": "50m"}}}
+                ],
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]
+            },
+            "status": {"phase": "Running", "startTime": "1970-01-01T00:00:00Z",
+                "conditions": [{"type": "Ready", "status": "True",
+                                "lastTransitionTime": "1970-01-01T00:00:00Z"}]}
+        }))
+        .unwrap()
+    }
+
     /// A context whose client points nowhere: `observe` must not call the API server for
     /// pods (they come from the index) nor for metrics (they come from the fake).
     fn context(fake: Fake, pods: &[&str]) -> Context {
+        context_with(fake, pods.iter().map(|p| pod(p)).collect())
+    }
+
+    fn context_with(fake: Fake, pods: Vec<Pod>) -> Context {
         let client =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
                 .unwrap();
         let index = PodIndex::new();
         index.apply(&Event::Init);
         for p in pods {
-            index.apply(&Event::InitApply(pod(p)));
+            index.apply(&Event::InitApply(p));
         }
         index.apply(&Event::InitDone);
         let (crons, _writer) = kube::runtime::reflector::store();
@@ -589,5 +617,32 @@ mod tests {
         ));
         // No Resource metric: no metrics.k8s.io request, so no usage at all.
         assert!(obs.pods[0].containers[0].usage.is_empty());
+    }
+
+    #[tokio::test]
+    async fn sidecar_usage_is_recorded_and_counted() {
+        let fake = Fake {
+            cpu_millis: [("a".to_owned(), "80m"), ("b".to_owned(), "70m")].into(),
+            sidecar_cpu: Some("40m"),
+            ..Fake::default()
+        };
+        let ctx = context_with(fake, vec![pod_with_sidecar("a"), pod_with_sidecar("b")]);
+        let obs = run(&ctx, &spec(&cpu_metric())).await;
+        let proxy = &obs.pods[0].init_containers[1];
+        assert!(proxy.sidecar);
+        assert_eq!(proxy.usage.get("cpu"), Some(&Ok(40)));
+        assert!(
+            obs.pods[0].init_containers[0].usage.is_empty(),
+            "an init container that completed gets no sample"
+        );
+        // The decision: (80 + 40 + 70 + 40) / (2 × (100 + 50)) = 76 % against a 50 % target.
+        let now = Timestamp::from_second(1000).unwrap();
+        let proposals = plimsoll_core::horizontal::proposals::propose(
+            &spec(&cpu_metric()),
+            &obs,
+            &ControllerConfig::default(),
+            now,
+        );
+        assert_eq!(proposals[0].value, Some(76.0), "{proposals:?}");
     }
 }

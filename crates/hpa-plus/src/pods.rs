@@ -335,4 +335,55 @@ mod tests {
             .collect();
         assert_eq!(names, ["new"]);
     }
+
+    #[test]
+    fn sidecars_pod_level_resources_and_resize_status_are_kept() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-1", "namespace": "a"},
+            "spec": {
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}},
+                "overhead": {"cpu": "10m"},
+                "initContainers": [
+                    {"name": "migrate", "resources": {"requests": {"cpu": "1"}}},
+                    {"name": "proxy", "restartPolicy": "Always",
+                     "resources": {"requests": {"cpu": "100m"}}}
+                ],
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "800m"}}}]
+            },
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0,
+                    "image": "x", "imageID": "", "allocatedResources": {"cpu": "800m"},
+                    "resources": {"requests": {"cpu": "400m"}, "limits": {"cpu": "1"}}}],
+                "initContainerStatuses": [{"name": "proxy", "ready": true, "restartCount": 0,
+                    "image": "x", "imageID": "", "allocatedResources": {"cpu": "100m"}}]
+            }
+        }))
+        .unwrap();
+        let info = PodInfo::from_pod(&pod).unwrap();
+        let cpu = |v: i64| BTreeMap::from([("cpu".to_owned(), v)]);
+        assert_eq!(info.pod_requests, cpu(2000));
+        assert_eq!(info.pod_limits, cpu(4000));
+        assert_eq!(info.overhead, cpu(10));
+        let app = &info.containers[0];
+        assert_eq!(app.requests, cpu(800));
+        assert_eq!(app.allocated, Some(cpu(800)));
+        assert_eq!(app.actual_requests, Some(cpu(400)));
+        assert_eq!(app.actual_limits, Some(cpu(1000)));
+        assert!(!app.sidecar);
+        let names: Vec<_> = info
+            .init_containers
+            .iter()
+            .map(|c| (c.name.as_str(), c.sidecar))
+            .collect();
+        assert_eq!(names, [("migrate", false), ("proxy", true)]);
+        let proxy = &info.init_containers[1];
+        assert_eq!(
+            proxy.allocated,
+            Some(cpu(100)),
+            "a sidecar's status is an init status"
+        );
+        assert_eq!(proxy.actual_requests, None);
+        assert_eq!(info.init_containers[0].allocated, None);
+    }
 }
