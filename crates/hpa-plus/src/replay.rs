@@ -593,3 +593,58 @@ impl Outcome for Replay {
 pub fn run(invocation: &Invocation<'_>) -> Status {
     plimsoll_replay::run(invocation, |source| replay_str(&source.text))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(pod: &str) -> String {
+        format!(
+            "kind: HorizontalReplay
+autoscaler:
+  apiVersion: autoscaling/v2
+  kind: HorizontalPodAutoscaler
+  metadata: {{name: web}}
+  spec:
+    scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+    maxReplicas: 10
+    metrics: [{{type: Resource, resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 50}}}}}}]
+initialReplicas: 1
+steps:
+  - t: 0
+    pods: [{pod}]
+"
+        )
+    }
+
+    #[test]
+    fn init_containers_pod_resources_and_resize_status_are_read() {
+        let text = scenario(
+            "{name: web, resources: {requests: {cpu: '1'}}, overhead: {cpu: 10m},
+              initContainers: [{name: proxy, restartPolicy: Always, requests: {cpu: 100m}}],
+              containers: [{name: app, requests: {cpu: 800m}, allocated: {cpu: 800m},
+                            actual: {requests: {cpu: 400m}, limits: {cpu: '2'}}}]}",
+        );
+        let scenario: Scenario = plimsoll_replay::parse(&text).unwrap();
+        let now: Timestamp = EPOCH.parse().unwrap();
+        let pod = &pods(&scenario.steps[0], 0, now).unwrap()[0];
+        let cpu = |v: i64| BTreeMap::from([("cpu".to_owned(), v)]);
+        assert_eq!(pod.pod_requests, cpu(1000));
+        assert_eq!(pod.overhead, cpu(10));
+        assert!(pod.init_containers[0].sidecar);
+        let app = &pod.containers[0];
+        assert_eq!(app.allocated, Some(cpu(800)));
+        assert_eq!(app.actual_requests, Some(cpu(400)));
+        assert_eq!(app.actual_limits, Some(cpu(2000)));
+    }
+
+    #[test]
+    fn a_restart_policy_belongs_to_init_containers() {
+        let text = scenario("{name: web, containers: [{name: app, restartPolicy: Always}]}");
+        let err = replay_str(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("steps[0].pods[0].containers[0].restartPolicy"),
+            "{err}"
+        );
+    }
+}

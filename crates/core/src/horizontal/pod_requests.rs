@@ -254,9 +254,16 @@ mod tests {
         pod(vec![c], vec![])
     }
 
+    fn check(cases: Vec<Case>) {
+        for c in cases {
+            let got = pod_request(&c.pod, "cpu", c.container, c.base);
+            assert_eq!(got, c.expect.map_err(str::to_owned), "{}", c.name);
+        }
+    }
+
     #[test]
-    fn which_requests_count() {
-        let cases = vec![
+    fn containers_and_sidecars_count_init_containers_do_not() {
+        check(vec![
             // TestCalculateRequests "Sum container requests if pod-level feature is disabled".
             case("plain pod: containers sum", two_containers(), Ok(150)),
             // TestCalculateRequests "Container: if a container name is specified, calculate
@@ -338,6 +345,12 @@ mod tests {
                     Err("container non-existent-container not found in Pod test-pod"),
                 )
             },
+        ]);
+    }
+
+    #[test]
+    fn pod_level_requests_replace_the_containers_for_resource_metrics() {
+        check(vec![
             // TestCalculateRequests "Pod-level resources override container requests when
             // feature enabled and pod resources specified".
             case(
@@ -387,6 +400,12 @@ mod tests {
                 },
                 Ok(150),
             ),
+        ]);
+    }
+
+    #[test]
+    fn an_in_place_resize_counts_what_the_kubelet_has_in_place() {
+        check(vec![
             case(
                 "resize pending: the spec is not yet in place, the actuated request counts",
                 resizing(Some(100), Some(400)),
@@ -402,11 +421,7 @@ mod tests {
                 resizing(None, None),
                 Ok(400),
             ),
-        ];
-        for c in cases {
-            let got = pod_request(&c.pod, "cpu", c.container, c.base);
-            assert_eq!(got, c.expect.map_err(str::to_owned), "{}", c.name);
-        }
+        ]);
     }
 
     #[test]
