@@ -19,13 +19,14 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_core::horizontal::cron_hold::cron_hold;
 use plimsoll_core::horizontal::observation::Fetched;
+use plimsoll_core::horizontal::pod_requests::serving_containers_mut;
 use plimsoll_core::horizontal::proposals::{metrics_of, object_key};
 use plimsoll_core::horizontal::{ContainerSample, Observation, PodSample, RolloutState};
 use plimsoll_runtime::metrics_api::PodMetrics;
 use plimsoll_runtime::selector::Selector;
 
 use crate::context::Context;
-use crate::pods::PodInfo;
+use crate::pods::{ContainerInfo, PodInfo};
 
 fn to_k8s(r: &CrossVersionObjectReference) -> K8sRef {
     K8sRef {
@@ -123,7 +124,7 @@ async fn resource_usage(
             }
         }
         Err(msg) => {
-            for c in samples.iter_mut().flat_map(|s| &mut s.containers) {
+            for c in samples.iter_mut().flat_map(serving_containers_mut) {
                 for r in &resources {
                     c.usage.insert((*r).to_owned(), Err(msg.clone()));
                 }
@@ -260,6 +261,20 @@ async fn rollout(
 }
 
 fn sample(p: &PodInfo) -> PodSample {
+    let containers = |list: &[ContainerInfo]| -> Vec<ContainerSample> {
+        list.iter()
+            .map(|c| ContainerSample {
+                name: c.name.clone(),
+                requests: c.requests.clone(),
+                limits: c.limits.clone(),
+                usage: BTreeMap::new(),
+                sidecar: c.sidecar,
+                allocated: c.allocated.clone(),
+                actual_requests: c.actual_requests.clone(),
+                actual_limits: c.actual_limits.clone(),
+            })
+            .collect()
+    };
     PodSample {
         name: p.name.clone(),
         phase: p.phase,
@@ -268,16 +283,11 @@ fn sample(p: &PodInfo) -> PodSample {
         start_time: p.start_time,
         ready_transition_time: p.ready_transition_time,
         metrics_timestamp: None,
-        containers: p
-            .containers
-            .iter()
-            .map(|c| ContainerSample {
-                name: c.name.clone(),
-                requests: c.requests.clone(),
-                limits: c.limits.clone(),
-                usage: BTreeMap::new(),
-            })
-            .collect(),
+        containers: containers(&p.containers),
+        init_containers: containers(&p.init_containers),
+        pod_requests: p.pod_requests.clone(),
+        pod_limits: p.pod_limits.clone(),
+        overhead: p.overhead.clone(),
         ..PodSample::default()
     }
 }
@@ -285,7 +295,8 @@ fn sample(p: &PodInfo) -> PodSample {
 fn apply_usage(s: &mut PodSample, pm: &PodMetrics, resources: &[&str]) {
     s.metrics_timestamp = Some(pm.timestamp);
     s.metrics_window_seconds = i64::try_from(pm.window.as_secs()).unwrap_or(i64::MAX);
-    for c in &mut s.containers {
+    // Usage is recorded for the containers whose usage counts (containers and sidecars).
+    for c in serving_containers_mut(s) {
         let Some(cm) = pm.containers.iter().find(|m| m.name == c.name) else {
             continue;
         };
@@ -331,6 +342,8 @@ mod tests {
         cpu_millis: BTreeMap<String, &'static str>,
         rps: BTreeMap<String, &'static str>,
         external: Vec<&'static str>,
+        /// CPU usage of a `proxy` container in every pod, when set.
+        sidecar_cpu: Option<&'static str>,
         fail: bool,
         hang: bool,
     }
@@ -371,10 +384,13 @@ mod tests {
                         labels: BTreeMap::new(),
                         timestamp: Timestamp::from_second(1000).unwrap(),
                         window: Duration::from_secs(15),
-                        containers: vec![ContainerMetrics {
-                            name: "app".into(),
-                            usage: [("cpu".to_owned(), Quantity::parse(cpu).unwrap())].into(),
-                        }],
+                        containers: std::iter::once(("app", *cpu))
+                            .chain(self.sidecar_cpu.map(|s| ("proxy", s)))
+                            .map(|(name, cpu)| ContainerMetrics {
+                                name: name.into(),
+                                usage: [("cpu".to_owned(), Quantity::parse(cpu).unwrap())].into(),
+                            })
+                            .collect(),
                     })
                     .collect())
             }
@@ -447,16 +463,39 @@ mod tests {
         .unwrap()
     }
 
+    /// A pod with a native sidecar (`proxy`) and an init container that has completed.
+    fn pod_with_sidecar(name: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {
+                "initContainers": [
+                    {"name": "migrate", "resources": {"requests": {"cpu": "1"}}},
+                    {"name": "proxy", "restartPolicy": "Always",
+                     "resources": {"requests": {"cpu": "50m"}}}
+                ],
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]
+            },
+            "status": {"phase": "Running", "startTime": "1970-01-01T00:00:00Z",
+                "conditions": [{"type": "Ready", "status": "True",
+                                "lastTransitionTime": "1970-01-01T00:00:00Z"}]}
+        }))
+        .unwrap()
+    }
+
     /// A context whose client points nowhere: `observe` must not call the API server for
     /// pods (they come from the index) nor for metrics (they come from the fake).
     fn context(fake: Fake, pods: &[&str]) -> Context {
+        context_with(fake, pods.iter().map(|p| pod(p)).collect())
+    }
+
+    fn context_with(fake: Fake, pods: Vec<Pod>) -> Context {
         let client =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
                 .unwrap();
         let index = PodIndex::new();
         index.apply(&Event::Init);
         for p in pods {
-            index.apply(&Event::InitApply(pod(p)));
+            index.apply(&Event::InitApply(p));
         }
         index.apply(&Event::InitDone);
         let (crons, _writer) = kube::runtime::reflector::store();
@@ -579,5 +618,32 @@ mod tests {
         ));
         // No Resource metric: no metrics.k8s.io request, so no usage at all.
         assert!(obs.pods[0].containers[0].usage.is_empty());
+    }
+
+    #[tokio::test]
+    async fn sidecar_usage_is_recorded_and_counted() {
+        let fake = Fake {
+            cpu_millis: [("a".to_owned(), "80m"), ("b".to_owned(), "70m")].into(),
+            sidecar_cpu: Some("40m"),
+            ..Fake::default()
+        };
+        let ctx = context_with(fake, vec![pod_with_sidecar("a"), pod_with_sidecar("b")]);
+        let obs = run(&ctx, &spec(&cpu_metric())).await;
+        let proxy = &obs.pods[0].init_containers[1];
+        assert!(proxy.sidecar);
+        assert_eq!(proxy.usage.get("cpu"), Some(&Ok(40)));
+        assert!(
+            obs.pods[0].init_containers[0].usage.is_empty(),
+            "an init container that completed gets no sample"
+        );
+        // The decision: (80 + 40 + 70 + 40) / (2 × (100 + 50)) = 76 % against a 50 % target.
+        let now = Timestamp::from_second(1000).unwrap();
+        let proposals = plimsoll_core::horizontal::proposals::propose(
+            &spec(&cpu_metric()),
+            &obs,
+            &ControllerConfig::default(),
+            now,
+        );
+        assert_eq!(proposals[0].value, Some(76.0), "{proposals:?}");
     }
 }

@@ -3,7 +3,9 @@
 //! A reconcile matches its target's selector against the pods of one namespace only, without a
 //! request (upstream's HPA controller lists pods from its informer the same way). Pods are kept
 //! in a compact form ([`PodInfo`]: labels, phase, readiness, start time, per-container requests
-//! and limits in milli-units) so that memory follows what the decision reads, not the full pod.
+//! and limits in milli-units — spec and, during an in-place resize, status — init containers,
+//! pod-level resources and overhead) so that memory follows what the decision reads, not the
+//! full pod.
 //!
 //! Invariant: after a (re)list completes ([`PodIndex::apply`] with `InitDone`), the index holds
 //! exactly the listed pods; events arriving during a relist go to a buffer that replaces the
@@ -14,13 +16,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, ResourceRequirements};
 use kube::runtime::watcher::Event;
 use plimsoll_core::horizontal::PodPhase;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_runtime::selector::Selector;
 
-/// One container's requests and limits (milli-units by resource name).
+/// One container's requests and limits (milli-units by resource name), from the spec and, during
+/// an in-place resize, from its status.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ContainerInfo {
     /// Container name.
@@ -29,6 +32,14 @@ pub struct ContainerInfo {
     pub requests: BTreeMap<String, i64>,
     /// Limits, milli-units.
     pub limits: BTreeMap<String, i64>,
+    /// An init container with `restartPolicy: Always` (a native sidecar).
+    pub sidecar: bool,
+    /// `status.containerStatuses[].allocatedResources`, milli-units.
+    pub allocated: Option<BTreeMap<String, i64>>,
+    /// `status.containerStatuses[].resources.requests`, milli-units.
+    pub actual_requests: Option<BTreeMap<String, i64>>,
+    /// `status.containerStatuses[].resources.limits`, milli-units.
+    pub actual_limits: Option<BTreeMap<String, i64>>,
 }
 
 /// What the decision needs of a pod.
@@ -48,13 +59,21 @@ pub struct PodInfo {
     pub deleting: bool,
     /// `status.startTime`.
     pub start_time: Option<Timestamp>,
-    /// Regular containers (init containers do not serve load).
+    /// Regular containers.
     pub containers: Vec<ContainerInfo>,
+    /// Init containers in spec order (which of them count is decided in `plimsoll-core`).
+    pub init_containers: Vec<ContainerInfo>,
+    /// Pod-level requests (`spec.resources.requests`), milli-units.
+    pub pod_requests: BTreeMap<String, i64>,
+    /// Pod-level limits (`spec.resources.limits`), milli-units.
+    pub pod_limits: BTreeMap<String, i64>,
+    /// `spec.overhead`, milli-units.
+    pub overhead: BTreeMap<String, i64>,
 }
 
-fn milli(
-    map: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
-) -> BTreeMap<String, i64> {
+type QuantityMap = BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>;
+
+fn milli(map: Option<&QuantityMap>) -> BTreeMap<String, i64> {
     map.into_iter()
         .flatten()
         .filter_map(|(k, q)| {
@@ -62,6 +81,27 @@ fn milli(
             Some((k.clone(), i64::try_from(q.milli()).ok()?))
         })
         .collect()
+}
+
+/// The compact form of one container, with its status (matched by name) when there is one.
+fn container_info(c: &Container, statuses: &[&ContainerStatus]) -> ContainerInfo {
+    let status = statuses.iter().find(|s| s.name == c.name);
+    let actual = status.and_then(|s| s.resources.as_ref());
+    ContainerInfo {
+        name: c.name.clone(),
+        requests: milli(c.resources.as_ref().and_then(|r| r.requests.as_ref())),
+        limits: milli(c.resources.as_ref().and_then(|r| r.limits.as_ref())),
+        sidecar: c.restart_policy.as_deref() == Some("Always"),
+        allocated: status
+            .and_then(|s| s.allocated_resources.as_ref())
+            .map(|m| milli(Some(m))),
+        actual_requests: actual
+            .and_then(|r| r.requests.as_ref())
+            .map(|m| milli(Some(m))),
+        actual_limits: actual
+            .and_then(|r| r.limits.as_ref())
+            .map(|m| milli(Some(m))),
+    }
 }
 
 impl PodInfo {
@@ -73,20 +113,27 @@ impl PodInfo {
         let ready_condition = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
-        let containers = pod
-            .spec
-            .as_ref()
-            .map(|s| {
-                s.containers
+        // A sidecar's status is among the init container statuses; look in both lists.
+        let statuses: Vec<&ContainerStatus> = status
+            .into_iter()
+            .flat_map(|s| {
+                s.container_statuses
                     .iter()
-                    .map(|c| ContainerInfo {
-                        name: c.name.clone(),
-                        requests: milli(c.resources.as_ref().and_then(|r| r.requests.as_ref())),
-                        limits: milli(c.resources.as_ref().and_then(|r| r.limits.as_ref())),
-                    })
-                    .collect()
+                    .flatten()
+                    .chain(s.init_container_statuses.iter().flatten())
             })
-            .unwrap_or_default();
+            .collect();
+        let spec = pod.spec.as_ref();
+        let infos = |list: Option<&Vec<Container>>| -> Vec<ContainerInfo> {
+            list.into_iter()
+                .flatten()
+                .map(|c| container_info(c, &statuses))
+                .collect()
+        };
+        let pod_resources = spec.and_then(|s| s.resources.as_ref());
+        let pod_map = |pick: fn(&ResourceRequirements) -> Option<&QuantityMap>| {
+            milli(pod_resources.and_then(pick))
+        };
         Some(Self {
             name,
             labels: pod.metadata.labels.clone().unwrap_or_default(),
@@ -97,7 +144,11 @@ impl PodInfo {
                 .map(|t| t.0),
             deleting: pod.metadata.deletion_timestamp.is_some(),
             start_time: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
-            containers,
+            containers: infos(spec.map(|s| &s.containers)),
+            init_containers: infos(spec.and_then(|s| s.init_containers.as_ref())),
+            pod_requests: pod_map(|r| r.requests.as_ref()),
+            pod_limits: pod_map(|r| r.limits.as_ref()),
+            overhead: milli(spec.and_then(|s| s.overhead.as_ref())),
         })
     }
 }
@@ -283,5 +334,56 @@ mod tests {
             .map(|p| p.name.clone())
             .collect();
         assert_eq!(names, ["new"]);
+    }
+
+    #[test]
+    fn sidecars_pod_level_resources_and_resize_status_are_kept() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-1", "namespace": "a"},
+            "spec": {
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}},
+                "overhead": {"cpu": "10m"},
+                "initContainers": [
+                    {"name": "migrate", "resources": {"requests": {"cpu": "1"}}},
+                    {"name": "proxy", "restartPolicy": "Always",
+                     "resources": {"requests": {"cpu": "100m"}}}
+                ],
+                "containers": [{"name": "app", "resources": {"requests": {"cpu": "800m"}}}]
+            },
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0,
+                    "image": "x", "imageID": "", "allocatedResources": {"cpu": "800m"},
+                    "resources": {"requests": {"cpu": "400m"}, "limits": {"cpu": "1"}}}],
+                "initContainerStatuses": [{"name": "proxy", "ready": true, "restartCount": 0,
+                    "image": "x", "imageID": "", "allocatedResources": {"cpu": "100m"}}]
+            }
+        }))
+        .unwrap();
+        let info = PodInfo::from_pod(&pod).unwrap();
+        let cpu = |v: i64| BTreeMap::from([("cpu".to_owned(), v)]);
+        assert_eq!(info.pod_requests, cpu(2000));
+        assert_eq!(info.pod_limits, cpu(4000));
+        assert_eq!(info.overhead, cpu(10));
+        let app = &info.containers[0];
+        assert_eq!(app.requests, cpu(800));
+        assert_eq!(app.allocated, Some(cpu(800)));
+        assert_eq!(app.actual_requests, Some(cpu(400)));
+        assert_eq!(app.actual_limits, Some(cpu(1000)));
+        assert!(!app.sidecar);
+        let names: Vec<_> = info
+            .init_containers
+            .iter()
+            .map(|c| (c.name.as_str(), c.sidecar))
+            .collect();
+        assert_eq!(names, [("migrate", false), ("proxy", true)]);
+        let proxy = &info.init_containers[1];
+        assert_eq!(
+            proxy.allocated,
+            Some(cpu(100)),
+            "a sidecar's status is an init status"
+        );
+        assert_eq!(proxy.actual_requests, None);
+        assert_eq!(info.init_containers[0].allocated, None);
     }
 }

@@ -85,8 +85,27 @@ struct PodSpec {
     ready_since_seconds_ago: Option<f64>,
     #[serde(default)]
     containers: Vec<ContainerSpec>,
+    /// Extension: init containers in order; `restartPolicy: Always` makes one a sidecar.
+    #[serde(default)]
+    init_containers: Vec<ContainerSpec>,
+    /// Extension: pod-level `spec.resources`.
+    #[serde(default)]
+    resources: Option<Resources>,
+    /// Extension: `spec.overhead`.
+    #[serde(default)]
+    overhead: BTreeMap<String, Amount>,
     #[serde(default)]
     metrics: BTreeMap<String, Value>,
+}
+
+/// `requests` and `limits`, as in a pod's `resources`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Resources {
+    #[serde(default)]
+    requests: BTreeMap<String, Amount>,
+    #[serde(default)]
+    limits: BTreeMap<String, Amount>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -98,7 +117,7 @@ enum Phase {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ContainerSpec {
     name: String,
     #[serde(default)]
@@ -107,6 +126,15 @@ struct ContainerSpec {
     limits: BTreeMap<String, Amount>,
     #[serde(default)]
     usage: BTreeMap<String, Value>,
+    /// Extension, init containers only: `Always` for a sidecar.
+    #[serde(default)]
+    restart_policy: Option<String>,
+    /// Extension: `status.containerStatuses[].allocatedResources`.
+    #[serde(default)]
+    allocated: Option<BTreeMap<String, Amount>>,
+    /// Extension: `status.containerStatuses[].resources` (what the container runs with).
+    #[serde(default)]
+    actual: Option<Resources>,
 }
 
 /// A quantity written as a number or in Kubernetes notation.
@@ -257,58 +285,102 @@ fn autoscaler(v: serde_json::Value, text: &str) -> Result<HorizontalPodAutoscale
     Ok(spec)
 }
 
+/// Quantities of one map, milli-units; `field` names the map in errors.
+fn amounts(map: &BTreeMap<String, Amount>, field: &str) -> Result<BTreeMap<String, i64>, String> {
+    map.iter()
+        .map(|(r, a)| Ok((r.clone(), milli(a, &format!("{field}.{r}"))?)))
+        .collect()
+}
+
+/// One container of a pod; `init` for an entry of `initContainers`.
+fn container(c: &ContainerSpec, field: &str, init: bool) -> Result<ContainerSample, String> {
+    let sidecar = match (c.restart_policy.as_deref(), init) {
+        (None, _) => false,
+        (Some(p), true) => p == "Always",
+        (Some(_), false) => {
+            return Err(format!(
+                "{field}.restartPolicy: only init containers have one here"
+            ));
+        }
+    };
+    let requests = amounts(&c.requests, &format!("{field}.requests"))?;
+    let limits = amounts(&c.limits, &format!("{field}.limits"))?;
+    let mut usage = BTreeMap::new();
+    for (r, v) in &c.usage {
+        usage.insert(r.clone(), fetched(v, &format!("{field}.usage.{r}"))?);
+    }
+    let actual = c.actual.as_ref();
+    Ok(ContainerSample {
+        name: c.name.clone(),
+        requests,
+        limits,
+        usage,
+        sidecar,
+        allocated: c
+            .allocated
+            .as_ref()
+            .map(|m| amounts(m, &format!("{field}.allocated")))
+            .transpose()?,
+        actual_requests: actual
+            .map(|a| amounts(&a.requests, &format!("{field}.actual.requests")))
+            .transpose()?,
+        actual_limits: actual
+            .map(|a| amounts(&a.limits, &format!("{field}.actual.limits")))
+            .transpose()?,
+    })
+}
+
+/// One pod entry of a step, before `count` copies it.
+fn pod(p: &PodSpec, field: &str, now: Timestamp) -> Result<PodSample, String> {
+    let started = p.started_seconds_ago.unwrap_or(3600.0);
+    let ready_since = p.ready_since_seconds_ago.unwrap_or(started);
+    let ago = |s: f64| now - SignedDuration::from_secs_f64(s);
+    let list = |cs: &[ContainerSpec], key: &str, init: bool| {
+        cs.iter()
+            .enumerate()
+            .map(|(k, c)| container(c, &format!("{field}.{key}[{k}]"), init))
+            .collect::<Result<Vec<_>, String>>()
+    };
+    let containers = list(&p.containers, "containers", false)?;
+    let init_containers = list(&p.init_containers, "initContainers", true)?;
+    let mut metrics = BTreeMap::new();
+    for (m, v) in &p.metrics {
+        metrics.insert(m.clone(), fetched(v, &format!("{field}.metrics.{m}"))?);
+    }
+    let resources = p.resources.as_ref();
+    Ok(PodSample {
+        name: p.name.clone(),
+        phase: match p.phase.unwrap_or(Phase::Running) {
+            Phase::Pending => PodPhase::Pending,
+            Phase::Running => PodPhase::Running,
+            Phase::Succeeded => PodPhase::Succeeded,
+            Phase::Failed => PodPhase::Failed,
+        },
+        ready: Some(p.ready.unwrap_or(true)),
+        deleting: p.deleting,
+        start_time: Some(ago(started)),
+        ready_transition_time: Some(ago(ready_since)),
+        metrics_timestamp: Some(now),
+        metrics_window_seconds: DEFAULT_METRICS_WINDOW_SECONDS,
+        containers,
+        init_containers,
+        pod_requests: resources
+            .map(|r| amounts(&r.requests, &format!("{field}.resources.requests")))
+            .transpose()?
+            .unwrap_or_default(),
+        pod_limits: resources
+            .map(|r| amounts(&r.limits, &format!("{field}.resources.limits")))
+            .transpose()?
+            .unwrap_or_default(),
+        overhead: amounts(&p.overhead, &format!("{field}.overhead"))?,
+        metrics,
+    })
+}
+
 fn pods(step: &StepSpec, i: usize, now: Timestamp) -> Result<Vec<PodSample>, String> {
     let mut out = Vec::new();
     for (j, p) in step.pods.iter().enumerate() {
-        let field = format!("steps[{i}].pods[{j}]");
-        let started = p.started_seconds_ago.unwrap_or(3600.0);
-        let ready_since = p.ready_since_seconds_ago.unwrap_or(started);
-        let ago = |s: f64| now - SignedDuration::from_secs_f64(s);
-        let mut containers = Vec::new();
-        for (k, c) in p.containers.iter().enumerate() {
-            let cf = format!("{field}.containers[{k}]");
-            let mut sample = ContainerSample {
-                name: c.name.clone(),
-                ..ContainerSample::default()
-            };
-            for (r, a) in &c.requests {
-                sample
-                    .requests
-                    .insert(r.clone(), milli(a, &format!("{cf}.requests.{r}"))?);
-            }
-            for (r, a) in &c.limits {
-                sample
-                    .limits
-                    .insert(r.clone(), milli(a, &format!("{cf}.limits.{r}"))?);
-            }
-            for (r, v) in &c.usage {
-                sample
-                    .usage
-                    .insert(r.clone(), fetched(v, &format!("{cf}.usage.{r}"))?);
-            }
-            containers.push(sample);
-        }
-        let mut metrics = BTreeMap::new();
-        for (m, v) in &p.metrics {
-            metrics.insert(m.clone(), fetched(v, &format!("{field}.metrics.{m}"))?);
-        }
-        let template = PodSample {
-            name: p.name.clone(),
-            phase: match p.phase.unwrap_or(Phase::Running) {
-                Phase::Pending => PodPhase::Pending,
-                Phase::Running => PodPhase::Running,
-                Phase::Succeeded => PodPhase::Succeeded,
-                Phase::Failed => PodPhase::Failed,
-            },
-            ready: Some(p.ready.unwrap_or(true)),
-            deleting: p.deleting,
-            start_time: Some(ago(started)),
-            ready_transition_time: Some(ago(ready_since)),
-            metrics_timestamp: Some(now),
-            metrics_window_seconds: DEFAULT_METRICS_WINDOW_SECONDS,
-            containers,
-            metrics,
-        };
+        let template = pod(p, &format!("steps[{i}].pods[{j}]"), now)?;
         match p.count {
             None => out.push(template),
             Some(n) => {
@@ -520,4 +592,59 @@ impl Outcome for Replay {
 /// the exit status of docs/replay.md.
 pub fn run(invocation: &Invocation<'_>) -> Status {
     plimsoll_replay::run(invocation, |source| replay_str(&source.text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(pod: &str) -> String {
+        format!(
+            "kind: HorizontalReplay
+autoscaler:
+  apiVersion: autoscaling/v2
+  kind: HorizontalPodAutoscaler
+  metadata: {{name: web}}
+  spec:
+    scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+    maxReplicas: 10
+    metrics: [{{type: Resource, resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 50}}}}}}]
+initialReplicas: 1
+steps:
+  - t: 0
+    pods: [{pod}]
+"
+        )
+    }
+
+    #[test]
+    fn init_containers_pod_resources_and_resize_status_are_read() {
+        let text = scenario(
+            "{name: web, resources: {requests: {cpu: '1'}}, overhead: {cpu: 10m},
+              initContainers: [{name: proxy, restartPolicy: Always, requests: {cpu: 100m}}],
+              containers: [{name: app, requests: {cpu: 800m}, allocated: {cpu: 800m},
+                            actual: {requests: {cpu: 400m}, limits: {cpu: '2'}}}]}",
+        );
+        let scenario: Scenario = plimsoll_replay::parse(&text).unwrap();
+        let now: Timestamp = EPOCH.parse().unwrap();
+        let pod = &pods(&scenario.steps[0], 0, now).unwrap()[0];
+        let cpu = |v: i64| BTreeMap::from([("cpu".to_owned(), v)]);
+        assert_eq!(pod.pod_requests, cpu(1000));
+        assert_eq!(pod.overhead, cpu(10));
+        assert!(pod.init_containers[0].sidecar);
+        let app = &pod.containers[0];
+        assert_eq!(app.allocated, Some(cpu(800)));
+        assert_eq!(app.actual_requests, Some(cpu(400)));
+        assert_eq!(app.actual_limits, Some(cpu(2000)));
+    }
+
+    #[test]
+    fn a_restart_policy_belongs_to_init_containers() {
+        let text = scenario("{name: web, containers: [{name: app, restartPolicy: Always}]}");
+        let err = replay_str(&text).unwrap_err().to_string();
+        assert!(
+            err.contains("steps[0].pods[0].containers[0].restartPolicy"),
+            "{err}"
+        );
+    }
 }

@@ -11,6 +11,9 @@
 //!   and the ratio asks for more, the conservative recount assumes missing pods use 100 % of the
 //!   target (scale-down) or 0 % (scale-up) and unready pods 0 %, and gives up (keeps the current
 //!   count) when the recount lands inside the tolerance or flips the direction.
+//! * Utilization counts the containers and the sidecars (restartable init containers) and
+//!   divides by the requests [`super::pod_requests`] picks (pod-level resources, what the
+//!   kubelet allocated during an in-place resize).
 //! * Object and External `Value` targets scale the ready pod count by the ratio; `AverageValue`
 //!   targets divide the total by the per-pod target.
 //!
@@ -22,6 +25,7 @@ use jiff::Timestamp;
 
 use super::history::seconds_between;
 use super::observation::{PodPhase, PodSample};
+use super::pod_requests::{pod_request, serving_containers};
 use super::tolerance::Tolerances;
 use crate::api::hpa_plus::UtilizationBase;
 
@@ -147,8 +151,9 @@ fn ceil_i32(x: f64) -> i32 {
     }
 }
 
-/// Per-pod resource usage (milli) for `resource`, summed over the containers `container`
-/// selects; a pod with a container lacking a sample has none. A failed fetch fails the metric.
+/// Per-pod resource usage (milli) for `resource`, summed over the counted containers
+/// ([`serving_containers`]: containers and sidecars) `container` selects; a pod with a container
+/// lacking a sample has none. A failed fetch fails the metric.
 pub fn resource_usage(
     pods: &[PodSample],
     resource: &str,
@@ -159,11 +164,7 @@ pub fn resource_usage(
         let mut sum = 0i64;
         let mut seen = false;
         let mut missing = false;
-        for c in pod
-            .containers
-            .iter()
-            .filter(|c| container.is_none_or(|n| n == c.name))
-        {
+        for c in serving_containers(pod).filter(|c| container.is_none_or(|n| n == c.name)) {
             match c.usage.get(resource) {
                 Some(Ok(v)) => {
                     sum += v;
@@ -180,37 +181,20 @@ pub fn resource_usage(
     Ok(out)
 }
 
-/// Per-pod request (or limit, falling back to the request) of `resource`, milli.
+/// Per-pod request (or limit, falling back to the request) of `resource`, milli: what
+/// [`pod_request`] decides for each pod. One pod without one fails the metric, as upstream.
 fn pod_requests(
     ctx: &CalcContext<'_>,
     resource: &str,
     container: Option<&str>,
 ) -> Result<BTreeMap<String, i64>, String> {
-    let mut out = BTreeMap::new();
-    for pod in ctx.pods {
-        let mut sum = 0i64;
-        for c in pod
-            .containers
-            .iter()
-            .filter(|c| container.is_none_or(|n| n == c.name))
-        {
-            let base = match ctx.utilization_base {
-                UtilizationBase::Limits => c.limits.get(resource).or(c.requests.get(resource)),
-                UtilizationBase::Requests => c.requests.get(resource),
-            };
-            match base {
-                Some(v) => sum += v,
-                None => {
-                    return Err(format!(
-                        "missing request for {resource} in container {} of Pod {}",
-                        c.name, pod.name
-                    ));
-                }
-            }
-        }
-        out.insert(pod.name.clone(), sum);
-    }
-    Ok(out)
+    ctx.pods
+        .iter()
+        .map(|pod| {
+            pod_request(pod, resource, container, ctx.utilization_base)
+                .map(|r| (pod.name.clone(), r))
+        })
+        .collect()
 }
 
 /// Utilization (percent, truncated as upstream) of the pods in `metrics` that have requests.
@@ -421,5 +405,102 @@ pub fn per_pod_metric(ctx: &CalcContext<'_>, usage: i64, target_per_pod: i64) ->
         usage: per_replica,
         ratio,
         within_tolerance: within,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::horizontal::observation::ContainerSample;
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    fn ctx(pods: &[PodSample]) -> CalcContext<'_> {
+        CalcContext {
+            now: now(),
+            current_replicas: 2,
+            status_replicas: 2,
+            tolerances: Tolerances::both(0.1),
+            cpu_initialization_period_seconds: 300,
+            initial_readiness_delay_seconds: 30,
+            readiness_delay_seconds: 0,
+            utilization_base: UtilizationBase::Requests,
+            pods,
+        }
+    }
+
+    fn container(name: &str, request: i64, usage: i64) -> ContainerSample {
+        ContainerSample {
+            name: name.into(),
+            requests: [("cpu".to_owned(), request)].into(),
+            usage: [("cpu".to_owned(), Ok(usage))].into(),
+            ..ContainerSample::default()
+        }
+    }
+
+    /// A pod running 10 minutes with an app container, a sidecar and a finished init container.
+    fn pod(name: &str) -> PodSample {
+        let start = now() - jiff::SignedDuration::from_secs(600);
+        PodSample {
+            name: name.into(),
+            start_time: Some(start),
+            ready_transition_time: Some(start),
+            containers: vec![container("app", 400, 600)],
+            init_containers: vec![
+                ContainerSample {
+                    sidecar: true,
+                    ..container("proxy", 100, 150)
+                },
+                // Completed: no usage sample, and its request must not count either.
+                ContainerSample {
+                    name: "migrate".into(),
+                    requests: [("cpu".to_owned(), 1000)].into(),
+                    ..ContainerSample::default()
+                },
+            ],
+            ..PodSample::default()
+        }
+    }
+
+    #[test]
+    fn sidecars_count_toward_usage_and_requests() {
+        let pods = [pod("a"), pod("b")];
+        let c = resource_utilization(&ctx(&pods), "cpu", None, 100).unwrap();
+        // (600 + 150) / (400 + 100) = 150 %: 2 pods → 3.
+        assert_eq!((c.usage, c.replicas), (150, 3));
+        let proxy = resource_utilization(&ctx(&pods), "cpu", Some("proxy"), 100).unwrap();
+        assert_eq!(
+            proxy.usage, 150,
+            "a ContainerResource metric on the sidecar"
+        );
+    }
+
+    #[test]
+    fn an_in_place_resize_is_measured_against_the_running_requests() {
+        // The spec already asks for 1600m (4×), the container still runs with 400m.
+        let resized = |name: &str| {
+            let mut p = pod(name);
+            p.containers[0].requests.insert("cpu".into(), 1600);
+            p.containers[0].actual_requests = Some([("cpu".to_owned(), 400)].into());
+            p
+        };
+        let pods = [resized("a"), resized("b")];
+        let c = resource_utilization(&ctx(&pods), "cpu", None, 100).unwrap();
+        assert_eq!(
+            (c.usage, c.replicas),
+            (150, 3),
+            "same as before the resize; against the spec it would be 750/1700 = 44 % and scale down"
+        );
+    }
+
+    #[test]
+    fn pod_level_requests_replace_the_containers() {
+        let mut p = pod("a");
+        p.pod_requests = [("cpu".to_owned(), 1500)].into();
+        let pods = [p];
+        let c = resource_utilization(&ctx(&pods), "cpu", None, 100).unwrap();
+        assert_eq!(c.usage, 50, "750 / 1500");
     }
 }

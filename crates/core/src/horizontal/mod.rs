@@ -11,7 +11,8 @@
 //! recommendation), [`metrics`] (upstream replica calculator), [`watermark`] (WPA watermarks),
 //! [`tolerance`], [`behavior`] (stabilization and policies), [`limits`] (rate limits, bounds,
 //! limit factors, forbidden windows, delays), [`gates`] (what stops a write), [`cron_hold`] (does a CronHPA hold the target), [`rollout`] (is the target rolling out), [`limited`] (the
-//! rule that limited a decision), [`conditions`], [`history`], [`observation`], [`status`].
+//! rule that limited a decision), [`conditions`], [`history`], [`observation`], [`pod_requests`] (which containers and
+//! requests utilization counts), [`status`].
 
 pub mod behavior;
 pub mod conditions;
@@ -24,6 +25,7 @@ pub mod limited;
 pub mod limits;
 pub mod metrics;
 pub mod observation;
+pub mod pod_requests;
 pub mod preconditions;
 pub mod proposals;
 pub mod rollout;

@@ -41,17 +41,32 @@ impl PodPhase {
     }
 }
 
-/// One container of a pod.
+/// One container of a pod (a regular container or an init container).
+///
+/// Which of them count toward utilization, and which of their requests, is decided in
+/// [`super::pod_requests`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContainerSample {
     /// Container name.
     pub name: String,
-    /// Requests per resource name (`cpu`, `memory`), milli-units.
+    /// Requests per resource name (`cpu`, `memory`) from the spec, milli-units.
     pub requests: BTreeMap<String, i64>,
-    /// Limits per resource name, milli-units.
+    /// Limits per resource name from the spec, milli-units.
     pub limits: BTreeMap<String, i64>,
     /// Usage per resource name from `metrics.k8s.io`, milli-units; absent = no sample.
     pub usage: BTreeMap<String, Fetched<i64>>,
+    /// An init container with `restartPolicy: Always` (a native sidecar). Meaningful only in
+    /// [`PodSample::init_containers`].
+    pub sidecar: bool,
+    /// `status.containerStatuses[].allocatedResources`: the requests the kubelet has admitted,
+    /// milli-units; `None` when the status does not say.
+    pub allocated: Option<BTreeMap<String, i64>>,
+    /// `status.containerStatuses[].resources.requests`: the requests the container runs with,
+    /// milli-units; `None` when the status does not say.
+    pub actual_requests: Option<BTreeMap<String, i64>>,
+    /// `status.containerStatuses[].resources.limits`: the limits the container runs with,
+    /// milli-units; `None` when the status does not say.
+    pub actual_limits: Option<BTreeMap<String, i64>>,
 }
 
 /// One pod selected by the target's selector.
@@ -75,6 +90,14 @@ pub struct PodSample {
     pub metrics_window_seconds: i64,
     /// Containers with requests, limits and usage.
     pub containers: Vec<ContainerSample>,
+    /// Init containers in spec order, sidecars (`restartPolicy: Always`) marked.
+    pub init_containers: Vec<ContainerSample>,
+    /// Pod-level requests (`spec.resources.requests`), milli-units; empty when not set.
+    pub pod_requests: BTreeMap<String, i64>,
+    /// Pod-level limits (`spec.resources.limits`), milli-units; empty when not set.
+    pub pod_limits: BTreeMap<String, i64>,
+    /// `spec.overhead` (RuntimeClass overhead), milli-units.
+    pub overhead: BTreeMap<String, i64>,
     /// Per-pod custom metrics (`custom.metrics.k8s.io`), milli-units; absent = no sample.
     pub metrics: BTreeMap<String, Fetched<i64>>,
 }
@@ -91,6 +114,10 @@ impl Default for PodSample {
             metrics_timestamp: None,
             metrics_window_seconds: DEFAULT_METRICS_WINDOW_SECONDS,
             containers: Vec::new(),
+            init_containers: Vec::new(),
+            pod_requests: BTreeMap::new(),
+            pod_limits: BTreeMap::new(),
+            overhead: BTreeMap::new(),
             metrics: BTreeMap::new(),
         }
     }
