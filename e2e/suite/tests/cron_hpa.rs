@@ -733,6 +733,19 @@ async fn create_annotated_cron(
     Ok(())
 }
 
+/// A native HPA `name` on Deployment `workload`, between 1 and 5 replicas.
+fn hpa_on(name: &str, workload: &str) -> anyhow::Result<HorizontalPodAutoscaler> {
+    Ok(serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
+            "minReplicas": 1, "maxReplicas": 5,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 60}}}]
+        }
+    }))?)
+}
+
 #[tokio::test]
 async fn an_annotated_workload_finds_its_autoscaler_by_scale_target_ref_not_by_name()
 -> anyhow::Result<()> {
@@ -747,19 +760,8 @@ async fn an_annotated_workload_finds_its_autoscaler_by_scale_target_ref_not_by_n
     plus.metadata.managed_fields = None;
     api.replace("web-autoscaler", &PostParams::default(), &plus)
         .await?;
-    let decoy = |name: &str, workload: &str| -> anyhow::Result<HorizontalPodAutoscaler> {
-        Ok(serde_json::from_value(serde_json::json!({
-            "metadata": {"name": name},
-            "spec": {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
-                "minReplicas": 1, "maxReplicas": 5,
-                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": 60}}}]
-            }
-        }))?)
-    };
     let hpas = env.api::<HorizontalPodAutoscaler>();
-    hpas.create(&PostParams::default(), &decoy("web", "other")?)
+    hpas.create(&PostParams::default(), &hpa_on("web", "other")?)
         .await?;
     let service = Service::start(&env, Duration::from_secs(300));
     create_annotated_cron(
@@ -787,7 +789,7 @@ async fn an_annotated_workload_finds_its_autoscaler_by_scale_target_ref_not_by_n
     assert_eq!(replicas(&env, "other").await?, 1);
 
     // A second autoscaler on `web` makes the choice ambiguous: the job fails naming both.
-    hpas.create(&PostParams::default(), &decoy("web-native", "web")?)
+    hpas.create(&PostParams::default(), &hpa_on("web-native", "web")?)
         .await?;
     create_annotated_cron(
         &env,
