@@ -23,6 +23,9 @@ pub enum Error {
     /// The object or its target lacks a field the controller needs.
     #[error("{0}")]
     MissingField(String),
+    /// No single autoscaler targets an annotated workload (none, or several).
+    #[error(transparent)]
+    Autoscaler(#[from] plimsoll_core::schedule::target::ChoiceError),
     /// A JSON (de)serialisation of an API object failed.
     #[error("{context}: {source}")]
     Json {
@@ -41,6 +44,7 @@ impl Error {
             Self::Kube { .. } => "kube",
             Self::Runtime(e) => e.metric_label(),
             Self::MissingField(_) => "missing_field",
+            Self::Autoscaler(e) => e.metric_label(),
             Self::Json { .. } => "json",
         }
     }

@@ -2,14 +2,17 @@
 //! an autoscaler's `spec.minReplicas` (min-replicas mode).
 //!
 //! The decision itself (which writes, the clamping, the keep window) is
-//! [`plimsoll_core::schedule::effect::decide`]; this module only gathers its input and applies
-//! its output. Writes are merge patches under the field manager `cron-hpa`.
+//! [`plimsoll_core::schedule::effect::decide`], and which autoscaler an annotated workload's
+//! job adjusts is [`plimsoll_core::schedule::target::choose`] (by `scaleTargetRef`, not by
+//! name); this module only gathers their input and applies their output. Writes are merge
+//! patches under the field manager `cron-hpa`.
 
 use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscaler};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::schedule::effect::{Effect, Mode, Observed, mode};
+use plimsoll_core::schedule::target::{AutoscalerKind, Candidate, choose};
 
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
@@ -71,15 +74,8 @@ pub async fn observe(
     let (autoscaler, workload, min, max) = match target.kind.as_str() {
         "HorizontalPodAutoscaler" => hpa(ctx, namespace, &target.name).await?,
         "HorizontalPodAutoscalerPlus" => hpa_plus(ctx, namespace, &target.name).await?,
-        // Annotated workload: the autoscaler of the same name (HPA+ first, then HPA).
-        _ => match hpa_plus(ctx, namespace, &target.name).await {
-            Ok(found) => found,
-            Err(Error::Kube {
-                source: kube::Error::Api(status),
-                ..
-            }) if status.code == 404 => hpa(ctx, namespace, &target.name).await?,
-            Err(e) => return Err(e),
-        },
+        // Annotated workload: the one autoscaler whose scaleTargetRef is this workload.
+        _ => autoscaler_of(ctx, namespace, target).await?,
     };
     let scale = ctx.scale.get(namespace, &workload).await?;
     Ok(Resolved {
@@ -132,6 +128,67 @@ async fn hpa_plus(ctx: &Context, namespace: &str, name: &str) -> Result<Autoscal
         },
         hpa.spec.min_replicas,
         hpa.spec.max_replicas,
+    ))
+}
+
+/// The autoscaler of an annotated workload: every HPA and HPA+ in the namespace is listed and
+/// core chooses the one whose `scaleTargetRef` is `workload`.
+async fn autoscaler_of(
+    ctx: &Context,
+    namespace: &str,
+    workload: &CrossVersionObjectReference,
+) -> Result<AutoscalerView> {
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    let list = hpas
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| Error::kube(format!("list HorizontalPodAutoscalers in {namespace}"), e))?;
+    candidates.extend(list.items.into_iter().filter_map(|hpa| {
+        let spec = hpa.spec?;
+        Some(Candidate {
+            kind: AutoscalerKind::Hpa,
+            name: hpa.metadata.name.unwrap_or_default(),
+            scale_target_ref: spec.scale_target_ref,
+            min_replicas: spec.min_replicas,
+            max_replicas: spec.max_replicas,
+        })
+    }));
+    let pluses: Api<HorizontalPodAutoscalerPlus> = Api::namespaced(ctx.client.clone(), namespace);
+    match pluses.list(&ListParams::default()).await {
+        Ok(list) => candidates.extend(list.items.into_iter().map(|plus| {
+            let target = plus.spec.scale_target_ref;
+            Candidate {
+                kind: AutoscalerKind::HpaPlus,
+                name: plus.metadata.name.unwrap_or_default(),
+                scale_target_ref: CrossVersionObjectReference {
+                    api_version: target.api_version,
+                    kind: target.kind,
+                    name: target.name,
+                },
+                min_replicas: plus.spec.min_replicas,
+                max_replicas: plus.spec.max_replicas,
+            }
+        })),
+        // The HPA+ CRD is not installed: there are none.
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
+        Err(e) => {
+            return Err(Error::kube(
+                format!("list HorizontalPodAutoscalerPluses in {namespace}"),
+                e,
+            ));
+        }
+    }
+    let chosen = choose(workload, &candidates)?.clone();
+    let autoscaler = match chosen.kind {
+        AutoscalerKind::Hpa => Autoscaler::Hpa(chosen.name),
+        AutoscalerKind::HpaPlus => Autoscaler::HpaPlus(chosen.name),
+    };
+    Ok((
+        autoscaler,
+        chosen.scale_target_ref,
+        chosen.min_replicas,
+        chosen.max_replicas,
     ))
 }
 

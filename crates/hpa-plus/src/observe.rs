@@ -21,7 +21,7 @@ use plimsoll_core::horizontal::cron_hold::cron_hold;
 use plimsoll_core::horizontal::observation::Fetched;
 use plimsoll_core::horizontal::pod_requests::serving_containers_mut;
 use plimsoll_core::horizontal::proposals::{metrics_of, object_key};
-use plimsoll_core::horizontal::{ContainerSample, Observation, PodSample, RolloutState};
+use plimsoll_core::horizontal::{ContainerSample, Observation, PodSample, Rollout, RolloutState};
 use plimsoll_runtime::metrics_api::PodMetrics;
 use plimsoll_runtime::selector::Selector;
 
@@ -237,7 +237,9 @@ async fn external_metrics(
     values
 }
 
-/// The target's rollout state when `pauseDuringRollout` asks for it, judged by core's rules.
+/// The target's rollout state when `pauseDuringRollout` asks for it, judged by core's rules;
+/// `None` when it cannot be known (a status without the rollout conventions, or a failed read),
+/// which the decision reports in its `PausedForRollout` condition without holding scaling.
 async fn rollout(
     ctx: &Context,
     namespace: &str,
@@ -249,11 +251,13 @@ async fn rollout(
     }
     let target = to_k8s(&spec.scale_target_ref);
     match bounded(ctx.scale.rollout(namespace, &target)).await {
-        Ok(verdict) => {
-            Some(verdict.map_or_else(RolloutState::default, |v| v.state(current_replicas)))
+        Ok(Rollout::Unknown(why)) => {
+            tracing::warn!(namespace, reason = %why, "rollout state unknown");
+            None
         }
+        Ok(verdict) => verdict.state(current_replicas),
         Err(e) => {
-            // An unreadable rollout state must not block scaling: treat it as unknown.
+            // An unreadable rollout state must not block scaling: it is reported as unknown.
             tracing::warn!(error = %e, namespace, "cannot read rollout state");
             None
         }

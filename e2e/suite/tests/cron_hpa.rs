@@ -706,3 +706,142 @@ async fn two_replicas_run_each_job_once_and_hand_over_on_shutdown() -> anyhow::R
     env.cleanup().await;
     Ok(())
 }
+
+/// A CronHPA `name` on Deployment `workload`, annotated `plimsoll.dev/adjust-hpa-min: "true"`,
+/// with one job setting `size` at `fire`.
+async fn create_annotated_cron(
+    env: &Env,
+    name: &str,
+    workload: &str,
+    fire: Timestamp,
+    size: i32,
+) -> anyhow::Result<()> {
+    let mut cron = CronHorizontalPodAutoscaler::new(
+        name,
+        CronHorizontalPodAutoscalerSpec {
+            scale_target_ref: target("Deployment", workload),
+            jobs: vec![job("floor", at_second(fire), size)],
+            ..CronHorizontalPodAutoscalerSpec::default()
+        },
+    );
+    cron.metadata.namespace = Some(env.namespace.clone());
+    cron.metadata.annotations =
+        Some([("plimsoll.dev/adjust-hpa-min".to_owned(), "true".to_owned())].into());
+    env.api::<CronHorizontalPodAutoscaler>()
+        .create(&PostParams::default(), &cron)
+        .await?;
+    Ok(())
+}
+
+/// A native HPA `name` on Deployment `workload`, between 1 and 5 replicas.
+fn hpa_on(name: &str, workload: &str) -> anyhow::Result<HorizontalPodAutoscaler> {
+    Ok(serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload},
+            "minReplicas": 1, "maxReplicas": 5,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 60}}}]
+        }
+    }))?)
+}
+
+#[tokio::test]
+async fn an_annotated_workload_finds_its_autoscaler_by_scale_target_ref_not_by_name()
+-> anyhow::Result<()> {
+    let env = Env::start("cron-by-target").await?;
+    deployment(&env, "web", 1).await?;
+    deployment(&env, "other", 1).await?;
+    // The HPA+ of `web` has another name; an HPA called `web` scales a different workload.
+    create_hpa_plus(&env, "web-autoscaler", 1, 10).await?;
+    let api = env.api::<plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus>();
+    let mut plus = api.get("web-autoscaler").await?;
+    plus.spec.scale_target_ref.name = "web".into();
+    plus.metadata.managed_fields = None;
+    api.replace("web-autoscaler", &PostParams::default(), &plus)
+        .await?;
+    let hpas = env.api::<HorizontalPodAutoscaler>();
+    hpas.create(&PostParams::default(), &hpa_on("web", "other")?)
+        .await?;
+    let service = Service::start(&env, Duration::from_secs(300));
+    create_annotated_cron(
+        &env,
+        "web",
+        "web",
+        whole_second_in(Duration::from_secs(6)),
+        4,
+    )
+    .await?;
+    let ran = condition(&env, "web", "floor", LONG, |c| c.state == JobState::Succeed).await?;
+    assert!(
+        ran.message.contains("minReplicas 1 -> 4; replicas 1 -> 4"),
+        "{}",
+        ran.message
+    );
+    assert_eq!(api.get("web-autoscaler").await?.spec.min_replicas, Some(4));
+    let untouched = hpas.get("web").await?.spec.and_then(|s| s.min_replicas);
+    assert_eq!(
+        untouched,
+        Some(1),
+        "the HPA named like the workload scales another one"
+    );
+    assert_eq!(replicas(&env, "web").await?, 4);
+    assert_eq!(replicas(&env, "other").await?, 1);
+
+    // A second autoscaler on `web` makes the choice ambiguous: the job fails naming both.
+    hpas.create(&PostParams::default(), &hpa_on("web-native", "web")?)
+        .await?;
+    create_annotated_cron(
+        &env,
+        "web-2",
+        "web",
+        whole_second_in(Duration::from_secs(4)),
+        6,
+    )
+    .await?;
+    let failed = condition(&env, "web-2", "floor", LONG, |c| {
+        c.state == JobState::Failed
+    })
+    .await?;
+    assert!(
+        failed.message.contains(
+            "ambiguous: HorizontalPodAutoscaler/web-native, \
+             HorizontalPodAutoscalerPlus/web-autoscaler all have scaleTargetRef apps/v1 Deployment web"
+        ),
+        "{}",
+        failed.message
+    );
+    assert_eq!(api.get("web-autoscaler").await?.spec.min_replicas, Some(4));
+    let native = hpas
+        .get("web-native")
+        .await?
+        .spec
+        .and_then(|s| s.min_replicas);
+    assert_eq!(native, Some(1), "nothing written when ambiguous");
+
+    // No autoscaler at all on `other` once its HPA is gone: the job fails and says so.
+    hpas.delete("web", &DeleteParams::default()).await?;
+    create_annotated_cron(
+        &env,
+        "other",
+        "other",
+        whole_second_in(Duration::from_secs(4)),
+        3,
+    )
+    .await?;
+    let failed = condition(&env, "other", "floor", LONG, |c| {
+        c.state == JobState::Failed
+    })
+    .await?;
+    assert!(
+        failed.message.contains(
+            "no HorizontalPodAutoscaler or HorizontalPodAutoscalerPlus in the namespace has \
+             scaleTargetRef apps/v1 Deployment other"
+        ),
+        "{}",
+        failed.message
+    );
+    assert_eq!(replicas(&env, "other").await?, 1);
+    service.finish(env).await;
+    Ok(())
+}

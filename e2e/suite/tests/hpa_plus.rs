@@ -584,3 +584,168 @@ async fn dry_run_never_writes() -> anyhow::Result<()> {
     env.cleanup().await;
     Ok(())
 }
+
+/// The `WebApp` custom resource: a scale subresource on `.spec.replicas` / `.status.replicas`
+/// with its pods' selector at `.status.selector`, and a status subresource, like `CloneSet`
+/// or Argo `Rollout`.
+async fn install_webapp_crd(env: &Env) -> anyhow::Result<kube::api::ApiResource> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "webapps.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "webapps", "singular": "webapp", "kind": "WebApp"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}}}]
+        }
+    }))?;
+    kube::Api::<CustomResourceDefinition>::all(env.client.clone())
+        .create(&PostParams::default(), &crd)
+        .await?;
+    Ok(kube::api::ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "WebApp".into(),
+        plural: "webapps".into(),
+    })
+}
+
+/// Creates `WebApp` `name` at 2 replicas and writes `status` (plus `selector`) to its status.
+async fn create_webapp(
+    api: &kube::Api<kube::api::DynamicObject>,
+    name: &str,
+    mut status: serde_json::Value,
+) -> anyhow::Result<()> {
+    let app: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "WebApp",
+        "metadata": {"name": name}, "spec": {"replicas": 2}
+    }))?;
+    api.create(&PostParams::default(), &app).await?;
+    status["selector"] = json!(format!("app={name}"));
+    api.patch_status(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({ "status": status })),
+    )
+    .await?;
+    Ok(())
+}
+
+async fn webapp_replicas(
+    api: &kube::Api<kube::api::DynamicObject>,
+    name: &str,
+) -> anyhow::Result<i64> {
+    let app = api.get(name).await?;
+    Ok(app.data["spec"]["replicas"].as_i64().unwrap_or_default())
+}
+
+/// The reason of the `PausedForRollout` condition of HPA+ `name`, when set.
+async fn rollout_reason(env: &Env, name: &str) -> anyhow::Result<Option<String>> {
+    Ok(plus_status(env, name).await?.and_then(|s| {
+        s.conditions
+            .into_iter()
+            .find(|c| c.type_ == "PausedForRollout")
+            .and_then(|c| c.reason)
+    }))
+}
+
+/// pauseDuringRollout on a custom resource: held while its status says a rollout is under way
+/// (`updatedReplicas` below `spec.replicas`), scaled once it settles; a custom resource whose
+/// status has no `observedGeneration` is reported as `RolloutStateUnknown` and still scaled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the audit log; installs a cluster-wide CRD"
+)]
+async fn pause_during_rollout_holds_a_custom_resource_while_it_rolls_out() -> anyhow::Result<()> {
+    let env = Env::start_with(
+        "hpa-plus-rollout-crd",
+        SimConfig {
+            workload_model: false,
+            ..SimConfig::default()
+        },
+    )
+    .await?;
+    env.sim()?;
+    let resource = install_webapp_crd(&env).await?;
+    let apps: kube::Api<kube::api::DynamicObject> =
+        kube::Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
+    // A new revision on 1 of 2 replicas.
+    create_webapp(
+        &apps,
+        "rolling",
+        json!({"observedGeneration": 1, "replicas": 2, "updatedReplicas": 1, "readyReplicas": 2}),
+    )
+    .await?;
+    create_webapp(&apps, "odd", json!({"replicas": 2, "readyReplicas": 2})).await?;
+    // 30 against an average of 5 wants 6 replicas.
+    let spec = json!({"syncPeriodSeconds": 1, "pauseDuringRollout": true,
+        "metrics": [{"type": "External", "external": {"metric": {"name": "queue"},
+            "target": {"type": "AverageValue", "averageValue": "5"}}}]});
+    for name in ["rolling", "odd"] {
+        let mut plus = hpa_plus(name, name, &spec);
+        plus.spec.scale_target_ref.api_version = Some("example.com/v1".into());
+        plus.spec.scale_target_ref.kind = "WebApp".into();
+        env.api::<HorizontalPodAutoscalerPlus>()
+            .create(&PostParams::default(), &plus)
+            .await?;
+    }
+    let hooks = plimsoll_hpa_plus::Hooks {
+        admin_address: None,
+        metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
+            30,
+        )))),
+    };
+    let config = config(&env, &[]);
+    let service = Running::spawn("hpa-plus", |token| {
+        plimsoll_hpa_plus::run_with(config, token, hooks)
+    });
+
+    let held = eventually("rolling is held for its rollout", WITHIN, EVERY, || async {
+        Ok(plus_status(&env, "rolling")
+            .await?
+            .and_then(|s| s.last_decision)
+            .filter(|d| d.limited_by.as_deref() == Some("rollout")))
+    })
+    .await?;
+    assert_eq!(held.desired_replicas, 2, "{held:?}");
+    assert_eq!(
+        rollout_reason(&env, "rolling").await?.as_deref(),
+        Some("RolloutInProgress")
+    );
+    // The unknown shape is said, and does not hold scaling.
+    eventually("odd is reported unknown", WITHIN, EVERY, || async {
+        Ok(rollout_reason(&env, "odd")
+            .await?
+            .filter(|r| r == "RolloutStateUnknown"))
+    })
+    .await?;
+    eventually("odd scales up", WITHIN, EVERY, || async {
+        Ok((webapp_replicas(&apps, "odd").await? > 2).then_some(()))
+    })
+    .await?;
+    // Several more periods: still held.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(webapp_replicas(&apps, "rolling").await?, 2);
+    assert_eq!(scale_writes(&env, "rolling")?, 0);
+
+    // The rollout completes: the next evaluation scales.
+    apps.patch_status(
+        "rolling",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"status": {"updatedReplicas": 2}})),
+    )
+    .await?;
+    eventually("rolling scales up once settled", WITHIN, EVERY, || async {
+        Ok((webapp_replicas(&apps, "rolling").await? > 2).then_some(()))
+    })
+    .await?;
+    let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}

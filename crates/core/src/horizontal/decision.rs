@@ -124,7 +124,13 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
         Ok(recommendation) => limit(input, &proposals, &recommendation),
     };
     // Rule 11: the gates on writing.
-    for c in ruled.conditions.into_iter().chain(gate_conditions(spec)) {
+    let rollout = super::rollout::condition(spec, observed);
+    for c in ruled
+        .conditions
+        .into_iter()
+        .chain(gate_conditions(spec))
+        .chain(rollout)
+    {
         put(&mut conditions, c);
     }
     let Limited {

@@ -15,10 +15,30 @@
 //! `replicas - partition` pods updated; otherwise `updateRevision != currentRevision`.
 //! `OnDelete` `StatefulSets` never report a rollout (pods change only when deleted).
 //!
+//! Any other kind ([`generic`]: Argo `Rollout`, `OpenKruise` `CloneSet`, `StatefulSetPlus`-style
+//! custom resources) is read by the conventions those controllers share with `Deployment`:
+//! `status.observedGeneration` (an integer, or Argo's integer in a string) and
+//! `status.updatedReplicas`, with `spec.replicas` as the desired count (`status.replicas` when
+//! the spec has none) and an integer or percent partition at `spec.updateStrategy.partition` or
+//! `spec.updateStrategy.rollingUpdate.partition`. Readiness is not waited for, as for
+//! `Deployment`. A status without `observedGeneration` or `updatedReplicas` is
+//! [`Rollout::Unknown`]: the autoscaler cannot tell, and says so in the
+//! [`PAUSED_FOR_ROLLOUT`] condition rather than treating the target as settled in silence.
+//!
 //! [`RolloutState`] is the generation view of a workload that [`Observation`](super::Observation)
-//! carries (and that `replay` scenarios write); [`Rollout::state`] gives it for a verdict.
+//! carries (and that `replay` scenarios write); [`Rollout::state`] gives it for a verdict, and
+//! no view at all for an unknown one.
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use serde_json::Value;
+
+use super::conditions::Condition;
+use super::observation::Observation;
+use crate::api::hpa_plus::HorizontalPodAutoscalerPlusSpec;
+
+/// Condition type set while `pauseDuringRollout` is on: True while a rollout holds scaling,
+/// False (`NoRolloutInProgress` or `RolloutStateUnknown`) otherwise.
+pub const PAUSED_FOR_ROLLOUT: &str = "PausedForRollout";
 
 /// The generation view of a target's rollout, as the decision's `pauseDuringRollout` gate
 /// reads it.
@@ -51,6 +71,9 @@ pub enum Rollout {
     InProgress(String),
     /// The rollout exceeded its progress deadline and is not expected to finish on its own.
     Stalled(String),
+    /// The workload's status does not follow the rollout conventions (no
+    /// `observedGeneration` or `updatedReplicas`); the reason says what is missing.
+    Unknown(String),
 }
 
 impl Rollout {
@@ -61,25 +84,61 @@ impl Rollout {
 
     /// The generation view of this verdict, for [`Observation::rollout`](super::Observation):
     /// a rollout in progress reads as a generation the workload controller has not observed
-    /// yet; a settled or stalled one as fully rolled out at `replicas`. Either way
-    /// [`RolloutState::in_progress`] agrees with [`Rollout::is_in_progress`].
-    pub fn state(&self, replicas: i32) -> RolloutState {
-        if self.is_in_progress() {
-            RolloutState {
+    /// yet; a settled or stalled one as fully rolled out at `replicas`; an unknown one has no
+    /// view (`None`). Either way [`RolloutState::in_progress`] agrees with
+    /// [`Rollout::is_in_progress`].
+    pub fn state(&self, replicas: i32) -> Option<RolloutState> {
+        match self {
+            Self::InProgress(_) => Some(RolloutState {
                 generation: 1,
                 observed_generation: 0,
                 updated_replicas: 0,
                 desired_replicas: replicas,
-            }
-        } else {
-            RolloutState {
+            }),
+            Self::Settled | Self::Stalled(_) => Some(RolloutState {
                 generation: 1,
                 observed_generation: 1,
                 updated_replicas: replicas,
                 desired_replicas: replicas,
-            }
+            }),
+            Self::Unknown(_) => None,
         }
     }
+}
+
+/// The [`PAUSED_FOR_ROLLOUT`] condition of a decision, only when `spec.pauseDuringRollout` is
+/// on. An observation without a rollout state (the target's kind does not follow the rollout
+/// conventions, or its object could not be read) gives False with reason `RolloutStateUnknown`,
+/// so a user sees that the pause cannot work for this target.
+pub fn condition(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+) -> Option<Condition> {
+    if !spec.pause_during_rollout {
+        return None;
+    }
+    Some(match observed.rollout {
+        Some(state) if state.in_progress() => Condition::new(
+            PAUSED_FOR_ROLLOUT,
+            true,
+            "RolloutInProgress",
+            "the target is rolling out; scaling waits until the rollout completes",
+        ),
+        Some(_) => Condition::new(
+            PAUSED_FOR_ROLLOUT,
+            false,
+            "NoRolloutInProgress",
+            "the target is not rolling out",
+        ),
+        None => Condition::new(
+            PAUSED_FOR_ROLLOUT,
+            false,
+            "RolloutStateUnknown",
+            "pauseDuringRollout is set, but the target's rollout state is unknown (its status has \
+             no observedGeneration or updatedReplicas, or it could not be read); scaling goes on \
+             as if no rollout were in progress",
+        ),
+    })
 }
 
 /// The rollout state of a `Deployment`.
@@ -158,6 +217,96 @@ pub fn statefulset(statefulset: &StatefulSet) -> Rollout {
         )),
         _ => Rollout::Settled,
     }
+}
+
+/// The rollout state of any other workload kind, from its object as JSON (`metadata`, `spec`,
+/// `status`), by the conventions in the module docs.
+pub fn generic(object: &Value) -> Rollout {
+    let status = object.get("status").unwrap_or(&Value::Null);
+    let Some(observed) = status.get("observedGeneration").and_then(integer) else {
+        return Rollout::Unknown(
+            "the target's status has no observedGeneration (or it is not a number)".into(),
+        );
+    };
+    let Some(updated) = status.get("updatedReplicas").and_then(integer) else {
+        return Rollout::Unknown("the target's status has no updatedReplicas".into());
+    };
+    let generation = object
+        .pointer("/metadata/generation")
+        .and_then(integer)
+        .unwrap_or(0);
+    if generation > observed {
+        return Rollout::InProgress(format!(
+            "generation {generation} not yet observed (observed {observed})"
+        ));
+    }
+    let replicas = status.get("replicas").and_then(integer);
+    let desired = object
+        .pointer("/spec/replicas")
+        .and_then(integer)
+        .or(replicas)
+        .unwrap_or(1);
+    let partition = [
+        "/spec/updateStrategy/partition",
+        "/spec/updateStrategy/rollingUpdate/partition",
+    ]
+    .iter()
+    .find_map(|path| object.pointer(path))
+    .map_or(0, |p| partition_of(p, desired));
+    let want = (desired - partition).max(0);
+    let in_progress = if updated < want {
+        Some(if partition > 0 {
+            format!("{updated} of {want} replicas above partition {partition} updated")
+        } else {
+            format!("{updated} of {desired} replicas updated")
+        })
+    } else if partition == 0 && replicas.is_some_and(|total| total > updated) {
+        // With a partition, old-revision pods stay by design; without one they are leaving.
+        let old = replicas.unwrap_or(0) - updated;
+        Some(format!("{old} old replicas pending termination"))
+    } else {
+        None
+    };
+    let stalled = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Progressing")
+                    && c.get("status").and_then(Value::as_str) == Some("False")
+                    && c.get("reason").and_then(Value::as_str) == Some("ProgressDeadlineExceeded")
+            })
+        });
+    match (in_progress, stalled) {
+        (None, _) => Rollout::Settled,
+        (Some(reason), true) => Rollout::Stalled(format!("progress deadline exceeded: {reason}")),
+        (Some(reason), false) => Rollout::InProgress(reason),
+    }
+}
+
+/// An integer field, also when written as a decimal string (Argo Rollouts'
+/// `status.observedGeneration`); counts beyond `i32` are not counts, so they do not read.
+fn integer<T: TryFrom<i64>>(v: &Value) -> Option<T> {
+    let n = match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }?;
+    T::try_from(n).ok()
+}
+
+/// Pods kept at the old revision: an integer, or a percent of `desired` rounded up (as
+/// `OpenKruise` scales `partition`).
+fn partition_of(v: &Value, desired: i32) -> i32 {
+    let percent = v
+        .as_str()
+        .and_then(|s| s.trim().strip_suffix('%'))
+        .and_then(|p| p.trim().parse::<i64>().ok());
+    let n = match percent {
+        Some(p) => (i64::from(desired) * p + 99).div_euclid(100),
+        None => integer::<i64>(v).unwrap_or(0),
+    };
+    i32::try_from(n.clamp(0, i64::from(desired.max(0)))).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -299,8 +448,189 @@ mod tests {
             (Rollout::InProgress("1 of 3 replicas updated".into()), true),
             (Rollout::Stalled("progress deadline exceeded".into()), false),
         ] {
-            assert_eq!(verdict.state(3).in_progress(), rolling, "{verdict:?}");
+            let state = verdict
+                .state(3)
+                .expect("a known verdict has a generation view");
+            assert_eq!(state.in_progress(), rolling, "{verdict:?}");
             assert_eq!(verdict.is_in_progress(), rolling, "{verdict:?}");
         }
+        let unknown = Rollout::Unknown("no observedGeneration".into());
+        assert_eq!(unknown.state(3), None);
+        assert!(!unknown.is_in_progress());
+    }
+
+    /// A custom resource with `spec.replicas`, `metadata.generation` and the given status.
+    fn custom(desired: i32, generation: i64, status: &Value) -> Value {
+        serde_json::json!({
+            "apiVersion": "example.com/v1", "kind": "WebApp",
+            "metadata": {"name": "web", "generation": generation},
+            "spec": {"replicas": desired},
+            "status": status,
+        })
+    }
+
+    // Argo Rollouts (observedGeneration as a string), OpenKruise CloneSet (integer, partition)
+    // and a StatefulSetPlus-style status, in progress and settled.
+    #[test]
+    fn generic_workloads_by_the_rollout_conventions() {
+        use serde_json::json;
+        let settled = json!({"observedGeneration": 3, "replicas": 4, "updatedReplicas": 4, "readyReplicas": 4});
+        assert_eq!(generic(&custom(4, 3, &settled)), Rollout::Settled);
+        // The spec changed and the controller has not caught up.
+        assert_eq!(
+            generic(&custom(4, 4, &settled)),
+            Rollout::InProgress("generation 4 not yet observed (observed 3)".into())
+        );
+        // Argo Rollouts writes observedGeneration as a string; a canary at 1 of 4.
+        let argo = json!({"observedGeneration": "7", "replicas": 5, "updatedReplicas": 1,
+            "readyReplicas": 5, "phase": "Paused"});
+        assert_eq!(
+            generic(&custom(4, 7, &argo)),
+            Rollout::InProgress("1 of 4 replicas updated".into())
+        );
+        // Surge pods of the old revision still terminating.
+        let surge = json!({"observedGeneration": 2, "replicas": 6, "updatedReplicas": 4});
+        assert_eq!(
+            generic(&custom(4, 2, &surge)),
+            Rollout::InProgress("2 old replicas pending termination".into())
+        );
+        // A plain scale-up: new pods not ready yet is not a rollout.
+        let scaling = json!({"observedGeneration": 2, "replicas": 6, "updatedReplicas": 6, "readyReplicas": 4});
+        assert_eq!(generic(&custom(6, 2, &scaling)), Rollout::Settled);
+        // CloneSet partition: 2 of 5 pods stay old by design.
+        let mut cloneset = custom(
+            5,
+            2,
+            &json!({"observedGeneration": 2, "replicas": 5, "updatedReplicas": 2}),
+        );
+        cloneset["spec"]["updateStrategy"] = json!({"partition": 2});
+        assert_eq!(
+            generic(&cloneset),
+            Rollout::InProgress("2 of 3 replicas above partition 2 updated".into())
+        );
+        cloneset["status"]["updatedReplicas"] = json!(3);
+        assert_eq!(generic(&cloneset), Rollout::Settled);
+        // A percent partition rounds up: 50 % of 5 keeps 3 old pods.
+        cloneset["spec"]["updateStrategy"] = json!({"partition": "50%"});
+        cloneset["status"]["updatedReplicas"] = json!(1);
+        assert!(generic(&cloneset).is_in_progress());
+        cloneset["status"]["updatedReplicas"] = json!(2);
+        assert_eq!(generic(&cloneset), Rollout::Settled);
+        // StatefulSetPlus-style rollingUpdate.partition.
+        let mut plus = custom(
+            4,
+            1,
+            &json!({"observedGeneration": 1, "replicas": 4, "updatedReplicas": 1}),
+        );
+        plus["spec"]["updateStrategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 3}});
+        assert_eq!(generic(&plus), Rollout::Settled);
+        // A stuck rollout does not block autoscaling.
+        let stalled = json!({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 1,
+            "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]});
+        assert!(matches!(
+            generic(&custom(4, 2, &stalled)),
+            Rollout::Stalled(_)
+        ));
+        // Without spec.replicas the status count is the desired one.
+        let mut no_spec = custom(
+            4,
+            2,
+            &json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3}),
+        );
+        no_spec["spec"] = json!({"size": 3});
+        assert_eq!(generic(&no_spec), Rollout::Settled);
+    }
+
+    #[test]
+    fn shapes_without_the_conventions_are_unknown() {
+        use serde_json::json;
+        for status in [
+            json!(null),
+            json!({"replicas": 3}),
+            json!({"observedGeneration": 1, "replicas": 3, "readyReplicas": 3}),
+            json!({"observedGeneration": "abc123", "updatedReplicas": 3}),
+        ] {
+            let verdict = generic(&custom(3, 1, &status));
+            assert!(
+                matches!(verdict, Rollout::Unknown(_)),
+                "{status}: {verdict:?}"
+            );
+            assert_eq!(verdict.state(3), None);
+        }
+        assert_eq!(
+            generic(&custom(3, 1, &json!({"observedGeneration": 1}))),
+            Rollout::Unknown("the target's status has no updatedReplicas".into())
+        );
+    }
+
+    #[test]
+    fn an_unknown_rollout_state_is_reported_and_does_not_hold_scaling() {
+        use crate::horizontal::decision::{ControllerConfig, DecisionInput, decide};
+        use crate::horizontal::history::History;
+        let spec = HorizontalPodAutoscalerPlusSpec {
+            min_replicas: Some(3),
+            max_replicas: 10,
+            pause_during_rollout: true,
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+        let mut observed = Observation {
+            current_replicas: 1,
+            rollout: None,
+            ..Observation::default()
+        };
+        let decide_now = |observed: &Observation| {
+            decide(&DecisionInput {
+                spec: &spec,
+                observed,
+                history: &History::default(),
+                config: &ControllerConfig::default(),
+                now: "2026-11-22T08:00:00Z".parse().unwrap(),
+            })
+        };
+        let d = decide_now(&observed);
+        assert_eq!(
+            d.scale_to,
+            Some(3),
+            "below minReplicas: scaled despite unknown"
+        );
+        let c = d.conditions.iter().find(|c| c.type_ == PAUSED_FOR_ROLLOUT);
+        assert_eq!(c.map(|c| c.reason), Some("RolloutStateUnknown"));
+        observed.rollout = Rollout::InProgress("0 of 1 replicas updated".into()).state(1);
+        let d = decide_now(&observed);
+        assert_eq!(d.scale_to, None, "held while rolling out");
+        let c = d.conditions.iter().find(|c| c.type_ == PAUSED_FOR_ROLLOUT);
+        assert_eq!(
+            c.map(|c| (c.status, c.reason)),
+            Some((true, "RolloutInProgress"))
+        );
+    }
+
+    #[test]
+    fn the_condition_says_rolling_settled_or_unknown_only_when_asked() {
+        let mut spec = HorizontalPodAutoscalerPlusSpec::default();
+        let mut observed = Observation {
+            rollout: Rollout::InProgress("1 of 3 replicas updated".into()).state(3),
+            ..Observation::default()
+        };
+        assert_eq!(condition(&spec, &observed), None, "pauseDuringRollout off");
+        spec.pause_during_rollout = true;
+        let of = |observed: &Observation| {
+            condition(&spec, observed).map(|c| (c.type_, c.status, c.reason))
+        };
+        assert_eq!(
+            of(&observed),
+            Some((PAUSED_FOR_ROLLOUT, true, "RolloutInProgress"))
+        );
+        observed.rollout = Rollout::Settled.state(3);
+        assert_eq!(
+            of(&observed),
+            Some((PAUSED_FOR_ROLLOUT, false, "NoRolloutInProgress"))
+        );
+        observed.rollout = Rollout::Unknown("no updatedReplicas".into()).state(3);
+        assert_eq!(
+            of(&observed),
+            Some((PAUSED_FOR_ROLLOUT, false, "RolloutStateUnknown"))
+        );
     }
 }

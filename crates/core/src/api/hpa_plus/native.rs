@@ -72,6 +72,13 @@ impl HorizontalPodAutoscalerPlus {
                 message: format!("{v:?} is not true or false"),
             })?;
         }
+        if let Some((key, v)) = lookup("pause-during-rollout") {
+            plus.pause_during_rollout =
+                parse_bool(&v).ok_or_else(|| NativeConversionError::Annotation {
+                    key,
+                    message: format!("{v:?} is not true or false"),
+                })?;
+        }
         if let Some((key, v)) = lookup("utilization-base") {
             plus.utilization_base = Some(match v.to_ascii_lowercase().as_str() {
                 "requests" | "request" => UtilizationBase::Requests,
@@ -137,7 +144,57 @@ fn parse_period_seconds(v: &str) -> Option<i32> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_period_seconds;
+    use super::*;
+    use k8s_openapi::api::autoscaling::v2::{
+        CrossVersionObjectReference, HorizontalPodAutoscalerSpec,
+    };
+
+    fn native(annotations: &[(&str, &str)]) -> HorizontalPodAutoscaler {
+        let mut hpa = HorizontalPodAutoscaler {
+            spec: Some(HorizontalPodAutoscalerSpec {
+                scale_target_ref: CrossVersionObjectReference {
+                    api_version: Some("apps/v1".into()),
+                    kind: "Deployment".into(),
+                    name: "web".into(),
+                },
+                max_replicas: 10,
+                ..HorizontalPodAutoscalerSpec::default()
+            }),
+            ..HorizontalPodAutoscaler::default()
+        };
+        hpa.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        hpa
+    }
+
+    #[test]
+    fn pause_during_rollout_from_either_prefix() {
+        let read = |annotations: &[(&str, &str)]| {
+            HorizontalPodAutoscalerPlus::from_native(&native(annotations))
+                .map(|p| p.spec.pause_during_rollout)
+        };
+        assert!(!read(&[]).unwrap());
+        assert!(read(&[("plimsoll.dev/pause-during-rollout", "true")]).unwrap());
+        assert!(read(&[("platform.stke/pause-during-rollout", "true")]).unwrap());
+        // The plimsoll.dev value wins.
+        assert!(
+            !read(&[
+                ("plimsoll.dev/pause-during-rollout", "false"),
+                ("platform.stke/pause-during-rollout", "true"),
+            ])
+            .unwrap()
+        );
+        let err = read(&[("plimsoll.dev/pause-during-rollout", "sometimes")]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("plimsoll.dev/pause-during-rollout"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn periods() {
