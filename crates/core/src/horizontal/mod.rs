@@ -11,7 +11,7 @@
 //! recommendation), [`metrics`] (upstream replica calculator), [`watermark`] (WPA watermarks),
 //! [`tolerance`], [`behavior`] (stabilization and policies), [`limits`] (rate limits, bounds,
 //! limit factors, forbidden windows, delays), [`gates`] (what stops a write), [`cron_hold`] (does a CronHPA hold the target), [`rollout`] (is the target rolling out), [`limited`] (the
-//! rule that limited a decision), [`conditions`], [`history`], [`observation`], [`status`].
+//! rule that limited a decision), [`conditions`], [`history`], [`memory`] (the history kept in the object across restarts), [`observation`], [`status`].
 
 pub mod behavior;
 pub mod conditions;
@@ -22,6 +22,7 @@ pub mod gates;
 pub mod history;
 pub mod limited;
 pub mod limits;
+pub mod memory;
 pub mod metrics;
 pub mod observation;
 pub mod preconditions;
