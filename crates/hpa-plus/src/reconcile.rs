@@ -529,7 +529,11 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     );
     new.memory = Some(stored);
     write_status(&subject, ctx, &new).await?;
-    write_native_memory(&subject, ctx, &new).await?;
+    if let Err(e) = write_native_memory(&subject, ctx, &new).await {
+        // The decision is applied; without its memory a successor only starts over (seeded with
+        // the current replicas), so this is not worth a retry of the whole evaluation.
+        tracing::warn!(error = %e, "could not write the decision memory annotation");
+    }
 
     ctx.metrics
         .observe(&subject.namespace, &subject.name, &decision);
