@@ -277,7 +277,7 @@ fn autoscaler(
 /// controller finds the decision memory.
 enum Written {
     /// An HPA+: its status.
-    Status(Option<HorizontalPodAutoscalerPlusStatus>),
+    Status(Option<Box<HorizontalPodAutoscalerPlusStatus>>),
     /// A native HPA: its annotations.
     Annotations(BTreeMap<String, String>),
 }
@@ -302,9 +302,9 @@ impl Written {
         match self {
             Self::Status(status) => {
                 let mut new =
-                    status_after(spec, status.as_ref(), d, None, d.scale_to.is_some(), now);
+                    status_after(spec, status.as_deref(), d, None, d.scale_to.is_some(), now);
                 new.memory = Some(stored);
-                *status = Some(new);
+                *status = Some(Box::new(new));
             }
             Self::Annotations(annotations) => {
                 annotations.insert(

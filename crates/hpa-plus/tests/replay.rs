@@ -214,10 +214,11 @@ fn plot_with_another_extension_is_a_usage_error() {
 
 /// The scenario without its restarts: every `restart: true` line removed.
 fn without_restarts(text: &str) -> String {
-    text.lines()
+    let kept: Vec<&str> = text
+        .lines()
         .filter(|l| l.trim() != "restart: true")
-        .map(|l| format!("{l}\n"))
-        .collect()
+        .collect();
+    kept.join("\n")
 }
 
 fn decisions(text: &str, what: &str) -> Vec<String> {
