@@ -2,9 +2,10 @@
 //!
 //! Per-object memory ([`Memory`]: the decision history of recommendations, scale events and
 //! watermark timers, plus what is needed to clean up) is keyed by the object's uid and dropped
-//! when the object is deleted — or, after a relist, when it is no longer listed. It lives in
-//! memory only, as upstream's HPA controller keeps its recommendations: a restart or a new
-//! leader starts with an empty history (stabilization then starts over).
+//! when the object is deleted — or, after a relist, when it is no longer listed. The history is
+//! also written into the object (`status.memory`, or an annotation on a native HPA; see
+//! `plimsoll_core::horizontal::memory`): an object this process has not seen yet, after a restart
+//! or a leader handover, starts from what the object carries, not from an empty history.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -122,12 +123,9 @@ impl Context {
         }
     }
 
-    /// The history of `uid` (empty for an object seen for the first time).
-    pub fn history(&self, uid: &str) -> History {
-        lock(&self.memory)
-            .get(uid)
-            .map(|m| m.history.clone())
-            .unwrap_or_default()
+    /// The history this process holds for `uid` (`None` for an object seen for the first time).
+    pub fn history(&self, uid: &str) -> Option<History> {
+        lock(&self.memory).get(uid).map(|m| m.history.clone())
     }
 
     /// Stores the memory of `uid` after a reconcile.
@@ -292,11 +290,11 @@ mod tests {
                 native: false,
             },
         );
-        assert_eq!(ctx.history("u1"), history);
+        assert_eq!(ctx.history("u1"), Some(history));
         std::thread::sleep(std::time::Duration::from_millis(5));
         assert_eq!(ctx.overdue(Instant::now()), 1);
         ctx.forget("u1");
-        assert_eq!(ctx.history("u1"), History::default());
+        assert_eq!(ctx.history("u1"), None);
         assert_eq!(ctx.overdue(Instant::now()), 0);
         // Nobody else claims web's pods any more.
         let all = Selector::everything();

@@ -183,14 +183,19 @@ async fn housekeeping(ctx: Arc<Context>, liveness: Liveness, readiness: Readines
 }
 
 /// Hash of generation and annotations: what should trigger an immediate reconcile (a status
-/// write must not, or every evaluation would trigger the next one).
+/// write must not, nor the decision-memory annotation hpa-plus writes on a native HPA, or every
+/// evaluation would trigger the next one).
 // kube's `Predicate` is a function returning `Option<u64>`.
 #[allow(clippy::unnecessary_wraps)]
 fn spec_or_annotations<K: Resource>(obj: &K) -> Option<u64> {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     obj.meta().generation.hash(&mut h);
-    obj.meta().annotations.hash(&mut h);
+    for (key, value) in obj.meta().annotations.iter().flatten() {
+        if key != plimsoll_core::horizontal::memory::ANNOTATION {
+            (key, value).hash(&mut h);
+        }
+    }
     Some(h.finish())
 }
 

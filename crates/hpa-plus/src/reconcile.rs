@@ -26,9 +26,11 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use plimsoll_core::api::hpa_plus::{
-    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, HorizontalPodAutoscalerPlusStatus,
+    DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
+    HorizontalPodAutoscalerPlusStatus,
 };
 use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE};
+use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{Decision, DecisionInput, LimitedBy, Observation, decide};
 use plimsoll_runtime::scale::TargetScale;
@@ -56,6 +58,8 @@ struct Subject {
     generation: Option<i64>,
     spec: HorizontalPodAutoscalerPlusSpec,
     previous: Option<HorizontalPodAutoscalerPlusStatus>,
+    /// The decision memory the object carries (HPA+ status, or a native HPA's annotation).
+    stored: Option<DecisionMemory>,
     reference: ObjectReference,
 }
 
@@ -70,6 +74,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
         generation: obj.meta().generation,
         spec: obj.spec.clone(),
         previous: obj.status.clone(),
+        stored: obj.status.as_ref().and_then(|s| s.memory.clone()),
         reference: obj.object_ref(&()),
     };
     run(subject, &ctx).await
@@ -84,6 +89,7 @@ pub async fn reconcile_native(
     let namespace = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let previous = status::from_native(&obj);
+    let stored = memory::from_annotations(obj.annotations());
     let reference = obj.object_ref(&());
     let plus = match HorizontalPodAutoscalerPlus::from_native(&obj) {
         Ok(plus) => plus,
@@ -98,6 +104,7 @@ pub async fn reconcile_native(
                 generation: obj.meta().generation,
                 spec: HorizontalPodAutoscalerPlusSpec::default(),
                 previous,
+                stored,
                 reference,
             };
             return invalid(&subject, &ctx, &e.to_string()).await;
@@ -111,6 +118,7 @@ pub async fn reconcile_native(
         generation: obj.meta().generation,
         spec: plus.spec,
         previous,
+        stored,
         reference,
     };
     run(subject, &ctx).await
@@ -167,6 +175,26 @@ async fn write_status(
     }
     ctx.metrics.status_writes.inc();
     Ok(())
+}
+
+/// Writes a native HPA's decision memory into its annotation when it moved (an HPA+ carries it
+/// in the status [`write_status`] writes).
+async fn write_native_memory(
+    subject: &Subject,
+    ctx: &Context,
+    new: &HorizontalPodAutoscalerPlusStatus,
+) -> Result<()> {
+    let Some(stored) = new.memory.as_ref() else {
+        return Ok(());
+    };
+    if subject.kind != Kind::Native
+        || subject.stored.as_ref() == Some(stored)
+        || !ctx.leader.is_leader()
+    {
+        return Ok(());
+    }
+    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), &subject.namespace);
+    status::write_native_memory(&api, &subject.name, stored).await
 }
 
 /// A reconcile that cannot finish: the conditions to merge into status, the Warning Event, and
@@ -462,10 +490,17 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     let observed = observe_target(&subject, ctx, &scale, &selector).await;
 
     let at = now();
+    // On first sight (a restart, a new leader) the history is the one the object carries.
+    let held = memory::resume(
+        ctx.history(&subject.uid).as_ref(),
+        subject.stored.as_ref(),
+        observed.current_replicas,
+        at,
+    );
     let decision = decide(&DecisionInput {
         spec,
         observed: &observed,
-        history: &ctx.history(&subject.uid),
+        history: &held,
         config: &ctx.config,
         now: at,
     });
@@ -481,7 +516,10 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     };
     report_decision_failures(&subject, ctx, &decision).await;
 
-    let new = status_after(
+    // Keep exactly what a successor will read back.
+    let stored = memory::store(&history);
+    let history = memory::restore(&stored);
+    let mut new = status_after(
         spec,
         subject.previous.as_ref(),
         &decision,
@@ -489,7 +527,13 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
         scaled,
         at,
     );
+    new.memory = Some(stored);
     write_status(&subject, ctx, &new).await?;
+    if let Err(e) = write_native_memory(&subject, ctx, &new).await {
+        // The decision is applied; without its memory a successor only starts over (seeded with
+        // the current replicas), so this is not worth a retry of the whole evaluation.
+        tracing::warn!(error = %e, "could not write the decision memory annotation");
+    }
 
     ctx.metrics
         .observe(&subject.namespace, &subject.name, &decision);

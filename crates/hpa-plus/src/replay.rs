@@ -4,7 +4,10 @@
 //! Each step is one reconcile at `t` seconds after the scenario start. The workload's replicas
 //! become the previous step's write (none under `dryRun`, `paused`, …) unless a step sets
 //! `replicas`; the decision history (recommendations, scale events, watermark clocks) carries
-//! over from step to step exactly as the controller keeps it in memory.
+//! over from step to step exactly as the controller keeps it in memory. Each step also keeps what
+//! the controller writes into the object: the HPA+ status (with `status.memory`) or, for a native
+//! HPA, the `plimsoll.dev/decision-memory` annotation. A step with `restart: true` starts from
+//! nothing but that, through the same [`memory::resume`] a freshly started controller calls.
 //!
 //! The harness ([`plimsoll_replay`]) reads the file, prints the lines, writes the plot and maps
 //! the result to the exit status: 0 when every `expect` held, 1 when one did not (each miss on
@@ -16,11 +19,16 @@ use std::fmt::Write as _;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec};
+use plimsoll_core::api::hpa_plus::{
+    DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
+    HorizontalPodAutoscalerPlusStatus,
+};
 use plimsoll_core::horizontal::conditions::ABLE_TO_SCALE;
+use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{
     ContainerSample, DEFAULT_METRICS_WINDOW_SECONDS, Fetched, Observation, PodPhase, PodSample,
 };
+use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History, decide};
 use plimsoll_core::quantity::Quantity;
 use plimsoll_replay::plot::Chart;
@@ -63,6 +71,9 @@ struct StepSpec {
     /// Extension: the target is rolling out (for `pauseDuringRollout`).
     #[serde(default)]
     rolling_out: bool,
+    /// The controller restarts before this step: it keeps only what the object carries.
+    #[serde(default)]
+    restart: bool,
     #[serde(default)]
     expect: Option<Expect>,
 }
@@ -253,19 +264,24 @@ fn typed<A: serde::de::DeserializeOwned>(v: serde_json::Value, text: &str) -> Re
     })
 }
 
-fn autoscaler(v: serde_json::Value, text: &str) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
+/// The scenario's autoscaler as the controller sees it: its spec and where its memory goes.
+fn autoscaler(
+    v: serde_json::Value,
+    text: &str,
+) -> Result<(HorizontalPodAutoscalerPlusSpec, Written), String> {
     let api_version = v.get("apiVersion").and_then(|a| a.as_str()).unwrap_or("");
     let kind = v.get("kind").and_then(|a| a.as_str()).unwrap_or("");
-    let spec = match (api_version, kind) {
+    let found = match (api_version, kind) {
         ("autoscaling/v2", "HorizontalPodAutoscaler") => {
             let hpa: HorizontalPodAutoscaler = typed(v, text)?;
-            HorizontalPodAutoscalerPlus::from_native(&hpa)
+            let spec = HorizontalPodAutoscalerPlus::from_native(&hpa)
                 .map_err(|e| format!("autoscaler: {e}"))?
-                .spec
+                .spec;
+            (spec, Written::Annotations(BTreeMap::new()))
         }
         ("autoscaling.plimsoll.dev/v1alpha1", "HorizontalPodAutoscalerPlus") => {
             let plus: HorizontalPodAutoscalerPlus = typed(v, text)?;
-            plus.spec
+            (plus.spec, Written::Status(None))
         }
         _ => {
             return Err(format!(
@@ -275,14 +291,57 @@ fn autoscaler(v: serde_json::Value, text: &str) -> Result<HorizontalPodAutoscale
             ));
         }
     };
-    spec.validate().map_err(|errs| {
+    found.0.validate().map_err(|errs| {
         errs.0
             .iter()
             .map(|e| format!("autoscaler.{e}"))
             .collect::<Vec<_>>()
             .join("; ")
     })?;
-    Ok(spec)
+    Ok(found)
+}
+
+/// What the controller has written into the object by the end of a step: where a restarted
+/// controller finds the decision memory.
+enum Written {
+    /// An HPA+: its status.
+    Status(Option<Box<HorizontalPodAutoscalerPlusStatus>>),
+    /// A native HPA: its annotations.
+    Annotations(BTreeMap<String, String>),
+}
+
+impl Written {
+    /// The stored memory, read as the controller reads it.
+    fn stored(&self) -> Option<DecisionMemory> {
+        match self {
+            Self::Status(status) => status.as_ref().and_then(|s| s.memory.clone()),
+            Self::Annotations(annotations) => memory::from_annotations(annotations),
+        }
+    }
+
+    /// Keeps what the controller writes after decision `d`, whose memory is `stored`.
+    fn write(
+        &mut self,
+        spec: &HorizontalPodAutoscalerPlusSpec,
+        d: &Decision,
+        stored: DecisionMemory,
+        now: Timestamp,
+    ) {
+        match self {
+            Self::Status(status) => {
+                let mut new =
+                    status_after(spec, status.as_deref(), d, None, d.scale_to.is_some(), now);
+                new.memory = Some(stored);
+                *status = Some(Box::new(new));
+            }
+            Self::Annotations(annotations) => {
+                annotations.insert(
+                    memory::ANNOTATION.to_owned(),
+                    memory::annotation_value(&stored),
+                );
+            }
+        }
+    }
 }
 
 /// Quantities of one map, milli-units; `field` names the map in errors.
@@ -445,7 +504,8 @@ fn observation(
 pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
     let scenario: Scenario = plimsoll_replay::parse(text)?;
     expect_kind(&scenario.kind, "HorizontalReplay")?;
-    let spec = autoscaler(scenario.autoscaler, text).map_err(ReplayError::Invalid)?;
+    let (spec, mut written) =
+        autoscaler(scenario.autoscaler, text).map_err(ReplayError::Invalid)?;
     let epoch: Timestamp = EPOCH
         .parse()
         .map_err(|e| ReplayError::Invalid(format!("internal epoch: {e}")))?;
@@ -466,6 +526,9 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
             replicas = r;
         }
         let now = epoch + SignedDuration::from_secs_f64(step.t);
+        if step.restart {
+            history = memory::resume(None, written.stored().as_ref(), replicas, now);
+        }
         let obs = observation(step, i, replicas, now).map_err(ReplayError::Invalid)?;
         let d: Decision = decide(&DecisionInput {
             spec: &spec,
@@ -481,6 +544,10 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
         } else {
             replicas
         };
+        // As the controller: keep what a successor would read back, and write it.
+        let stored = memory::store(&history);
+        history = memory::restore(&stored);
+        written.write(&spec, &d, stored, now);
         let line = StepLine {
             t: step.t,
             current_replicas: d.current_replicas,

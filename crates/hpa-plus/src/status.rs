@@ -4,14 +4,17 @@
 //! What the status is and whether it changed are decided in `plimsoll-core`
 //! (`horizontal::status`); this module reads a native HPA's status and writes. Writes are
 //! server-side apply on the status subresource under the field manager `hpa-plus`, so the
-//! service owns exactly the fields it sets and a field it stops setting is removed.
+//! service owns exactly the fields it sets and a field it stops setting is removed. A native
+//! HPA's decision memory goes into its `plimsoll.dev/decision-memory` annotation with a merge
+//! patch of that one key (its status has no field for it).
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use plimsoll_core::api::hpa_plus::{
-    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusStatus,
+    DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusStatus,
 };
+use plimsoll_core::horizontal::memory;
 pub use plimsoll_core::horizontal::status::{changed, native_subset, with_conditions};
 use serde_json::{Value, json};
 
@@ -78,6 +81,26 @@ pub async fn write_native(
     )
     .await
     .map_err(|e| Error::kube(format!("write status of HorizontalPodAutoscaler {name}"), e))?;
+    Ok(())
+}
+
+/// Writes `stored` into a native HPA's decision-memory annotation.
+pub async fn write_native_memory(
+    api: &Api<HorizontalPodAutoscaler>,
+    name: &str,
+    stored: &DecisionMemory,
+) -> Result<()> {
+    let body = json!({
+        "metadata": {"annotations": {memory::ANNOTATION: memory::annotation_value(stored)}},
+    });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .map_err(|e| {
+            Error::kube(
+                format!("write the decision memory of HorizontalPodAutoscaler {name}"),
+                e,
+            )
+        })?;
     Ok(())
 }
 

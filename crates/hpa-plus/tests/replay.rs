@@ -211,3 +211,75 @@ fn plot_with_another_extension_is_a_usage_error() {
     assert!(!jpg.exists());
     std::fs::remove_dir_all(jpg.parent().unwrap()).unwrap();
 }
+
+/// The scenario without its restarts: every `restart: true` line removed.
+fn without_restarts(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim() != "restart: true")
+        .collect();
+    kept.join("\n")
+}
+
+fn decisions(text: &str, what: &str) -> Vec<String> {
+    let replay = replay_str(text).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(replay.misses.is_empty(), "{what}: {:?}", replay.misses);
+    replay
+        .steps
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap())
+        .collect()
+}
+
+#[test]
+fn each_restart_rule_decides_the_same_with_and_without_its_restarts() {
+    let files = scenarios(OWN, "hpa-");
+    let restarting: Vec<&PathBuf> = files
+        .iter()
+        .filter(|f| f.to_string_lossy().contains("restart"))
+        .collect();
+    let names: Vec<String> = restarting
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().to_string())
+        .collect();
+    for rule in [
+        "stabilization",
+        "forbidden-window",
+        "policy-events",
+        "watermark-delay",
+        "native",
+    ] {
+        assert!(
+            names.iter().any(|n| n.contains(rule)),
+            "no restart scenario for {rule}: {names:?}"
+        );
+    }
+    for f in restarting {
+        let text = std::fs::read_to_string(f).unwrap();
+        let plain = without_restarts(&text);
+        assert!(plain.len() < text.len(), "{}: no restart step", f.display());
+        assert_eq!(
+            decisions(&text, &f.display().to_string()),
+            decisions(&plain, "without restarts"),
+            "{}",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn a_restart_before_the_first_step_seeds_the_current_replicas() {
+    // Nothing was written yet: as upstream's recordInitialRecommendation, the current replicas
+    // count as a recommendation, so the first scale-down waits for the stabilization window.
+    let text = std::fs::read_to_string(path(OWN, "hpa-plus-restart-stabilization.yaml")).unwrap();
+    let seeded = text.replacen("  - t: 0\n", "  - t: 0\n    restart: true\n", 1);
+    let seeded = seeded.replace("usage: {cpu: 900m}", "usage: {cpu: 100m}");
+    let replay = replay_str(&seeded).unwrap();
+    let first = &replay.steps[0];
+    assert_eq!(
+        (first.replicas, first.limited_by.as_deref()),
+        (4, Some("stabilization")),
+        "{}",
+        first.reason
+    );
+}

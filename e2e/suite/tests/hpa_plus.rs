@@ -2,7 +2,8 @@
 //! (a) a CPU load step reaches the expected replicas within two periods; (b) 200 autoscalers
 //! on 200 workloads, each at its own period, converge; (c) a failing metrics API sets
 //! ScalingActive=False with a Warning Event and changes nothing; (d) two instances: the
-//! leader's death hands over within the lease duration and no decision is written twice;
+//! leader's death hands over within the lease duration and no decision is written twice, and
+//! a standby that takes over mid-stabilization continues the leader's window (d');
 //! (e) native mode on a plain autoscaling/v2 HPA with annotations; (f) dryRun never writes.
 //!
 //! The service runs in-process through `run(config, token)`; workloads get their load from the
@@ -484,6 +485,134 @@ async fn the_leaders_death_hands_over_within_the_lease_duration() -> anyhow::Res
         || async { Ok((scale_writes(&env, "web")? == 2).then_some(())) },
     )
     .await?;
+    let _ = b.stop().await;
+    drop(a);
+    env.cleanup().await;
+    Ok(())
+}
+
+/// The last recommendation of at least `replicas` in an HPA+'s decision memory.
+async fn last_recommendation_of_at_least(
+    env: &Env,
+    name: &str,
+    replicas: i32,
+) -> anyhow::Result<Option<jiff::Timestamp>> {
+    let memory = plus_status(env, name).await?.and_then(|s| s.memory);
+    let history = memory
+        .as_ref()
+        .map(plimsoll_core::horizontal::memory::restore)
+        .unwrap_or_default();
+    Ok(history
+        .recommendations
+        .iter()
+        .filter(|r| r.replicas >= replicas)
+        .map(|r| r.at)
+        .max())
+}
+
+/// (d') A standby that takes over mid-stabilization continues the leader's decisions: it reads
+/// the decision memory from `status.memory` and scales down no earlier than the stabilization
+/// window after the last high recommendation, and not a handover later either (as a standby
+/// that only seeded its history with the current replicas would).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
+async fn a_standby_taking_over_mid_stabilization_scales_down_when_the_leader_would_have()
+-> anyhow::Result<()> {
+    const WINDOW: i64 = 40;
+    let env = Env::start("hpa-plus-memory").await?;
+    let sim = env.sim()?;
+    let lease_ns = format!("--lease-namespace={}", env.namespace);
+    let election = [
+        "--leader-elect=true",
+        lease_ns.as_str(),
+        "--lease-duration=4s",
+        "--renew-deadline=3s",
+        "--retry-period=500ms",
+    ];
+    let mut a_config = config(&env, &election);
+    a_config.identity = Some("instance-a".into());
+    let mut b_config = config(&env, &election);
+    b_config.identity = Some("instance-b".into());
+    create_deployment(&env, "web", 1, "100m").await?;
+    wait_ready(&env, "web", 1, WITHIN).await?;
+    sim.set_load(&env.namespace, "deployments", "web", constant(30.0));
+
+    let mut a = Crashable::start(a_config);
+    eventually("instance-a leads", WITHIN, EVERY, || async {
+        Ok(holder(&env)
+            .await?
+            .filter(|h| h == "instance-a")
+            .map(|_| ()))
+    })
+    .await?;
+    let b = start(b_config);
+    let spec = json!({
+        "syncPeriodSeconds": 1,
+        "metrics": rps_per_pod("10"),
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": WINDOW}},
+    });
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &hpa_plus("web", "web", &spec))
+        .await?;
+    wait_replicas(&env, "web", 3, WITHIN).await?;
+    wait_ready(&env, "web", 3, WITHIN).await?;
+    let writes_up = scale_writes(&env, "web")?;
+
+    // Load falls: 5 / 3 pods against 10 per pod recommends 1; the window holds 3.
+    sim.set_load(&env.namespace, "deployments", "web", constant(5.0));
+    eventually("a recommends 1 and keeps 3", WITHIN, EVERY, || async {
+        let status = plus_status(&env, "web").await?;
+        let low = status
+            .and_then(|s| s.last_decision)
+            .is_some_and(|d| d.recommended_replicas == Some(1) && d.desired_replicas == 3);
+        Ok(low.then_some(()))
+    })
+    .await?;
+    let last_high = last_recommendation_of_at_least(&env, "web", 3)
+        .await?
+        .context("the memory holds the high recommendation")?;
+    // Mid-stabilization: far enough in that a standby seeding its history at takeover would
+    // scale down a handover (at least 4 s) later than the leader would have.
+    let crash_at = last_high + jiff::SignedDuration::from_secs(10);
+    while jiff::Timestamp::now() < crash_at {
+        tokio::time::sleep(EVERY).await;
+    }
+    assert_eq!(holder(&env).await?.as_deref(), Some("instance-a"));
+    assert_eq!(spec_replicas(&env, "web").await?, 3, "still stabilizing");
+    a.crash();
+    eventually("instance-b takes over", WITHIN, EVERY, || async {
+        Ok(holder(&env)
+            .await?
+            .filter(|h| h == "instance-b")
+            .map(|_| ()))
+    })
+    .await?;
+
+    wait_replicas(&env, "web", 1, Duration::from_secs(120)).await?;
+    let scaled_down = plus_status(&env, "web")
+        .await?
+        .and_then(|s| s.last_scale_time)
+        .context("lastScaleTime after the scale-down")?
+        .0;
+    let after_last_high = scaled_down.duration_since(last_high).as_secs_f64();
+    // lastScaleTime is written to the second: allow 1 s below; above, a few periods of slack.
+    assert!(
+        after_last_high >= (WINDOW - 1) as f64,
+        "scaled down {after_last_high:.1} s after the last high recommendation, window {WINDOW} s"
+    );
+    assert!(
+        after_last_high < (WINDOW + 8) as f64,
+        "scaled down {after_last_high:.1} s after the last high recommendation: the standby did \
+         not continue the leader's window"
+    );
+    assert_eq!(
+        scale_writes(&env, "web")?,
+        writes_up + 1,
+        "one scale-down, 3 -> 1"
+    );
     let _ = b.stop().await;
     drop(a);
     env.cleanup().await;

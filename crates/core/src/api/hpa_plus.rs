@@ -454,6 +454,43 @@ pub struct HorizontalPodAutoscalerPlusStatus {
     /// What the last evaluation decided and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_decision: Option<LastDecision>,
+    /// What the next decisions depend on beyond the next observation (recent recommendations,
+    /// scale events, watermark clocks), so that a restarted or newly elected controller decides
+    /// as this one would have. Written and read by `hpa-plus` only; docs/hpa-plus.md describes
+    /// the encoding and its size bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<DecisionMemory>,
+}
+
+/// The decision memory of one autoscaler in its stored form: every instant is a whole number of
+/// milliseconds, lists are flat `[offset, value, offset, value, …]` pairs whose offsets count from
+/// the previous entry of the same list (the first from `base`), oldest first.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionMemory {
+    /// The whole second every offset counts from (absent when nothing is remembered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<Time>,
+    /// Recommendations before stabilization: `[ms, replicas, …]`, only those that can still
+    /// decide a stabilization window (a recommendation that a later one both matches or exceeds
+    /// and matches or undercuts is dropped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recommendations: Vec<i64>,
+    /// Scale-ups within the longest policy period: `[ms, replicas added, …]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scale_ups: Vec<i64>,
+    /// Scale-downs within the longest policy period: `[ms, replicas removed, …]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scale_downs: Vec<i64>,
+    /// The last scale by this autoscaler, ms after `base` (forbidden windows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_scale: Option<i64>,
+    /// Since when a watermark metric has been above its high watermark, ms after `base`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above_high_since: Option<i64>,
+    /// Since when a watermark metric has been below its low watermark, ms after `base`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_low_since: Option<i64>,
 }
 
 /// The current value of one metric (upstream `MetricStatus`).

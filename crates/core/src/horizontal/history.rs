@@ -4,7 +4,8 @@
 //! `recommendations`, `scaleUpEvents` and `scaleDownEvents` per HPA key) and passes it to every
 //! decision; the decision returns the next one. After a successful scale write the controller
 //! calls [`History::record_scale`]. Entries older than the longest window in use are dropped, so
-//! the history stays small.
+//! the history stays small. The controller also keeps it in the object (`super::memory`), so a
+//! restarted or newly elected controller continues from it.
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};

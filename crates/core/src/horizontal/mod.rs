@@ -11,8 +11,9 @@
 //! recommendation), [`metrics`] (upstream replica calculator), [`watermark`] (WPA watermarks),
 //! [`tolerance`], [`behavior`] (stabilization and policies), [`limits`] (rate limits, bounds,
 //! limit factors, forbidden windows, delays), [`gates`] (what stops a write), [`cron_hold`] (does a CronHPA hold the target), [`rollout`] (is the target rolling out), [`limited`] (the
-//! rule that limited a decision), [`conditions`], [`history`], [`observation`], [`pod_requests`] (which containers and
-//! requests utilization counts), [`status`].
+//! rule that limited a decision), [`conditions`], [`history`], [`memory`] (the history kept in
+//! the object across restarts), [`observation`], [`pod_requests`] (which containers and requests
+//! utilization counts), [`status`].
 
 pub mod behavior;
 pub mod conditions;
@@ -23,6 +24,7 @@ pub mod gates;
 pub mod history;
 pub mod limited;
 pub mod limits;
+pub mod memory;
 pub mod metrics;
 pub mod observation;
 pub mod pod_requests;

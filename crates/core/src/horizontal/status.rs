@@ -4,7 +4,9 @@
 //! the same decision, previous status and time, so comparing the result with the old status is
 //! enough. The time of the last decision alone is not a change (otherwise every evaluation
 //! would write, and every write would wake every watcher). A native `autoscaling/v2` HPA gets
-//! the [`native_subset`] of the status.
+//! the [`native_subset`] of the status; its decision memory goes into an annotation instead
+//! ([`super::memory`]). The memory is part of the comparison: a status whose memory moved is
+//! written, so a successor always reads the memory of the last evaluation.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -80,6 +82,8 @@ pub fn status_after(
                 })
                 .collect(),
         }),
+        // The caller replaces it with the memory after this decision.
+        memory: previous.and_then(|p| p.memory.clone()),
     }
 }
 
@@ -107,6 +111,7 @@ pub fn native_subset(
         reference: None,
         targets_summary: None,
         last_decision: None,
+        memory: None,
         ..status.clone()
     }
 }
