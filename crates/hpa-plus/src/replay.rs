@@ -28,6 +28,7 @@ use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{
     ContainerSample, DEFAULT_METRICS_WINDOW_SECONDS, Fetched, Observation, PodPhase, PodSample,
 };
+use plimsoll_core::horizontal::rollout::Rollout;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History, decide};
 use plimsoll_core::quantity::Quantity;
@@ -467,14 +468,14 @@ fn observation(
         held_by: step.held_by.clone(),
         ..Observation::default()
     };
-    if step.rolling_out {
-        obs.rollout = Some(plimsoll_core::horizontal::RolloutState {
-            generation: 2,
-            observed_generation: 1,
-            updated_replicas: 0,
-            desired_replicas: replicas,
-        });
-    }
+    // A scenario's workload follows the rollout conventions: settled unless the step says it is
+    // rolling out (`None` would mean a status of unknown shape).
+    let rollout = if step.rolling_out {
+        Rollout::InProgress("the scenario's step is rolling out".to_owned())
+    } else {
+        Rollout::Settled
+    };
+    obs.rollout = rollout.state(replicas);
     for (k, v) in &step.object_metrics {
         obs.object_metrics.insert(
             k.clone(),
