@@ -130,7 +130,9 @@ pub async fn run(config: DemoConfig, services: Vec<Service>) -> Result<Outcome> 
         Format::for_plot_file(&config.plot).map_err(|e| Error::Usage(e.to_string()))?;
     let timing = config.timing;
     let sim = Sim::start(timing.sim_config()).await?;
-    sim.cluster.model.set_metrics_window(timing.metrics_window());
+    sim.cluster
+        .model
+        .set_metrics_window(timing.metrics_window());
     let crds = objects::install_crds(&sim.cluster).await;
     objects::install(
         &sim,
@@ -246,7 +248,8 @@ async fn sample_until_done(sim: &SimHandle, config: &DemoConfig) -> Vec<Sample> 
 /// `--keep`: writes the kubeconfig, prints how to look around, and waits for Ctrl-C while the
 /// sim and the services keep running (the load goes on into the next day).
 async fn keep_until_interrupted(sim: &SimHandle, config: &DemoConfig) -> Result<()> {
-    let path = std::env::temp_dir().join(format!("plimsoll-demo-{}.kubeconfig", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("plimsoll-demo-{}.kubeconfig", std::process::id()));
     std::fs::write(&path, sim.kubeconfig()).map_err(Error::Io)?;
     let ns = &config.namespace;
     let lines = [

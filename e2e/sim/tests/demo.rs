@@ -16,10 +16,14 @@ fn run_demo(duration: &str, plot: &std::path::Path) -> (Vec<Value>, Value) {
         .expect("plimsoll-sim runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "demo failed: {stderr}");
-    let mut lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let parsed: Vec<Result<Value, String>> = stdout
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("not JSON ({e}): {l}")))
         .collect();
+    let bad: Vec<&String> = parsed.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    let mut lines: Vec<Value> = parsed.into_iter().filter_map(Result::ok).collect();
     let summary = lines.pop().expect("a summary line");
     assert!(summary.get("summary").is_some(), "last line: {summary}");
     assert!(
@@ -29,11 +33,25 @@ fn run_demo(duration: &str, plot: &std::path::Path) -> (Vec<Value>, Value) {
     (lines, summary["summary"].clone())
 }
 
+/// A number of a row; NaN (which fails every comparison) when missing, and the test checks
+/// first that no row misses one.
 fn num(row: &Value, key: &str) -> f64 {
-    row[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{key} missing from {row}"))
+    row[key].as_f64().unwrap_or(f64::NAN)
 }
+
+const NUMBERS: [&str; 11] = [
+    "t",
+    "load",
+    "replicas",
+    "readyReplicas",
+    "cpuPercent",
+    "targetPercent",
+    "minReplicas",
+    "pods",
+    "patchedPods",
+    "patchedTotal",
+    "resizedPods",
+];
 
 #[test]
 fn a_40s_demo_tracks_the_load_and_shows_every_service() {
@@ -43,6 +61,12 @@ fn a_40s_demo_tracks_the_load_and_shows_every_service() {
     let _ = std::fs::remove_file(&plot);
     assert_eq!(&png[1..4], b"PNG");
     assert_eq!(rows.len(), 60, "{rows:?}");
+    for r in &rows {
+        for key in NUMBERS {
+            assert!(r[key].is_number(), "{key} missing from {r}");
+        }
+        assert!(r["decision"].is_string(), "decision missing from {r}");
+    }
 
     // Tracking: after the first tenth of the day, CPU of Ready pods within ±50 % of the target
     // in at least 80 % of rows.
@@ -62,8 +86,13 @@ fn a_40s_demo_tracks_the_load_and_shows_every_service() {
         .map(|r| {
             format!(
                 "{} load {} {}/{} cpu {} min {} {}",
-                r["time"], r["load"], r["readyReplicas"], r["replicas"], r["cpuPercent"],
-                r["minReplicas"], r["decision"]
+                r["time"],
+                r["load"],
+                r["readyReplicas"],
+                r["replicas"],
+                r["cpuPercent"],
+                r["minReplicas"],
+                r["decision"]
             )
         })
         .collect();
@@ -87,11 +116,12 @@ fn a_40s_demo_tracks_the_load_and_shows_every_service() {
     );
 
     // cron-hpa raised the HPA+'s minimum before the midday peak, and hpa-plus went above it.
-    let raised = rows
-        .iter()
-        .find(|r| num(r, "minReplicas") > 2.0)
-        .unwrap_or_else(|| panic!("cron never raised the minimum:\n{}", table.join("\n")));
-    assert!(num(raised, "t") < 12.0 * 3600.0, "raised at {raised}");
+    let raised = rows.iter().find(|r| num(r, "minReplicas") > 2.0);
+    assert!(
+        raised.is_some_and(|r| num(r, "t") < 12.0 * 3600.0),
+        "cron did not raise the minimum before noon:\n{}",
+        table.join("\n")
+    );
     assert!(
         rows.iter()
             .any(|r| num(r, "replicas") > num(r, "minReplicas") && num(r, "minReplicas") > 2.0),
@@ -110,8 +140,13 @@ fn a_40s_demo_tracks_the_load_and_shows_every_service() {
     assert!(num(last, "patchedTotal") <= num(last, "podsTotal"));
     assert!(rows.iter().all(|r| num(r, "patchedPods") <= num(r, "pods")));
     assert_eq!(summary["vpaAdmission"]["patchedPods"], last["patchedTotal"]);
-    let change = summary["vpaAdmission"]["change"].as_str().unwrap_or_default();
-    assert!(change.starts_with("memory 128Mi→"), "admission changed {change:?}");
+    let change = summary["vpaAdmission"]["change"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        change.starts_with("memory 128Mi→"),
+        "admission changed {change:?}"
+    );
     assert!(!change.contains("cpu"), "{change:?}");
     // vpa-updater: at least one running pod resized in place.
     assert!(

@@ -68,8 +68,12 @@ impl Panel {
             );
             if let Some((max, colour)) = right {
                 c.text(
-                    Text::new(LEFT + Self::width() + 6.0, y + 4.0, format!("{:.0}", max * f))
-                        .colour(colour),
+                    Text::new(
+                        LEFT + Self::width() + 6.0,
+                        y + 4.0,
+                        format!("{:.0}", max * f),
+                    )
+                    .colour(colour),
                 );
             }
         }
@@ -114,7 +118,10 @@ fn scaling_panel(c: &mut Chart, samples: &[Sample], p: Panel) {
     p.grid(c, (load_max, LOAD), Some((rep_max, REPLICAS)), 5);
     p.frame(c);
     c.polyline(
-        samples.iter().map(|s| (p.x(s.t), p.y(s.load, load_max))).collect(),
+        samples
+            .iter()
+            .map(|s| (p.x(s.t), p.y(s.load, load_max)))
+            .collect(),
         Stroke::solid(LOAD, 2.0),
     );
     let steps = |f: fn(&Sample) -> i64| -> Vec<(f64, f64)> {
@@ -124,13 +131,20 @@ fn scaling_panel(c: &mut Chart, samples: &[Sample], p: Panel) {
             .collect();
         step_points(&points, None)
     };
-    c.polyline(steps(|s| s.min_replicas), Stroke::dashed(MINIMUM, 2.0, 6.0, 4.0));
+    c.polyline(
+        steps(|s| s.min_replicas),
+        Stroke::dashed(MINIMUM, 2.0, 6.0, 4.0),
+    );
     c.polyline(steps(|s| s.replicas), Stroke::solid(REPLICAS, 2.0));
     c.text(Text::new(LEFT, p.top - 8.0, "load (units/s, left)").colour(LOAD));
     c.text(
-        Text::new(LEFT + Panel::width() / 2.0, p.top - 8.0, "HPA+ minReplicas (set by cron-hpa, right)")
-            .anchor(Anchor::Middle)
-            .colour(MINIMUM),
+        Text::new(
+            LEFT + Panel::width() / 2.0,
+            p.top - 8.0,
+            "HPA+ minReplicas (set by cron-hpa, right)",
+        )
+        .anchor(Anchor::Middle)
+        .colour(MINIMUM),
     );
     c.text(
         Text::new(LEFT + Panel::width(), p.top - 8.0, "replicas (right)")
@@ -248,7 +262,10 @@ mod tests {
         // Six + five grid lines, load, minimum, replicas, target and CPU lines.
         assert_eq!(svg.matches("<polyline").count(), 16);
         assert!(svg.contains("a &lt;b&gt;"));
-        assert!(svg.contains(">1000<"), "load axis rounded up to a nice maximum");
+        assert!(
+            svg.contains(">1000<"),
+            "load axis rounded up to a nice maximum"
+        );
         assert!(svg.contains(">20h<"), "time axis in simulated hours");
         assert!(svg.contains("minReplicas"));
         let png = c.render(Format::Png);

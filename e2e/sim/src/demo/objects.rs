@@ -181,6 +181,9 @@ mod tests {
         let h = hpa_plus("demo");
         assert!(h["spec"].get("syncPeriodSeconds").is_none());
         assert!(h["spec"].get("behavior").is_none());
-        assert_eq!(vpa("demo")["spec"]["updatePolicy"]["updateMode"], "InPlaceOrRecreate");
+        assert_eq!(
+            vpa("demo")["spec"]["updatePolicy"]["updateMode"],
+            "InPlaceOrRecreate"
+        );
     }
 }

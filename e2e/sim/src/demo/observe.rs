@@ -219,8 +219,11 @@ fn admission(
         .collect();
     seen.pods
         .extend(web.iter().map(|p| str_at(p, "/metadata/name").to_owned()));
-    seen.patched
-        .extend(patched.iter().map(|p| str_at(p, "/metadata/name").to_owned()));
+    seen.patched.extend(
+        patched
+            .iter()
+            .map(|p| str_at(p, "/metadata/name").to_owned()),
+    );
     let change = patched
         .iter()
         .max_by_key(|p| str_at(p, "/metadata/creationTimestamp").to_owned())
@@ -243,7 +246,9 @@ pub fn take(cluster: &Cluster, ns: &str, t: f64, seen: &mut Seen) -> Sample {
         WORKLOAD,
     );
     let int = |o: Option<&std::sync::Arc<Value>>, p: &str| {
-        o.and_then(|o| o.pointer(p)).and_then(Value::as_i64).unwrap_or(0)
+        o.and_then(|o| o.pointer(p))
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
     };
     let (pods, _) = cluster
         .store

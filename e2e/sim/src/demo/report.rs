@@ -159,12 +159,8 @@ impl Summary {
             replica_changes,
             replicas_range: (lo, hi),
             min_changes,
-            recommendation: first_target.map(|s| {
-                (
-                    clock(s.t),
-                    last.recommendation.clone().unwrap_or_default(),
-                )
-            }),
+            recommendation: first_target
+                .map(|s| (clock(s.t), last.recommendation.clone().unwrap_or_default())),
             admission: (
                 last.patched_total,
                 last.pods_total,
@@ -266,7 +262,12 @@ mod tests {
 
     #[test]
     fn tracking_skips_the_first_tenth_and_counts_the_band() {
-        let rows = [row(0.0, 300.0, 2), row(20.0, 30.0, 2), row(50.0, 91.0, 2), row(90.0, 89.0, 2)];
+        let rows = [
+            row(0.0, 300.0, 2),
+            row(20.0, 30.0, 2),
+            row(50.0, 91.0, 2),
+            row(90.0, 89.0, 2),
+        ];
         let t = Tracking::of(&rows, 100.0);
         assert_eq!(t, Tracking { rows: 3, within: 2 });
         assert!((t.percent() - 66.666).abs() < 0.01);
@@ -284,14 +285,23 @@ mod tests {
         let s = Summary::of(&[a, b], 86_400.0);
         assert_eq!(s.min_changes, [("07:00".to_owned(), 2, 10)]);
         assert!(s.lines()[1].contains("2→10 at 07:00"));
-        assert_eq!(s.json()["summary"]["cronHpa"]["minReplicasChanges"][0]["to"], 10);
+        assert_eq!(
+            s.json()["summary"]["cronHpa"]["minReplicasChanges"][0]["to"],
+            10
+        );
     }
 
     #[test]
     fn json_rows_carry_the_documented_fields() {
         let v = json_row(&row(3600.0, 59.94, 2));
         for key in [
-            "t", "load", "replicas", "readyReplicas", "cpuPercent", "targetPercent", "minReplicas",
+            "t",
+            "load",
+            "replicas",
+            "readyReplicas",
+            "cpuPercent",
+            "targetPercent",
+            "minReplicas",
             "decision",
         ] {
             assert!(v.get(key).is_some(), "{key} missing from {v}");

@@ -56,25 +56,120 @@ const fn millis(ms: u64) -> Duration {
 /// Every setting the compression scales, with upstream's (or metrics-server's, kubelet's)
 /// values: what a real day would run with.
 pub const SETTINGS: &[Setting] = &[
-    Setting { owner: Owner::Sim, name: "pod start-up", simulated: secs(30), floor: millis(50) },
-    Setting { owner: Owner::Sim, name: "readiness", simulated: secs(10), floor: millis(50) },
-    Setting { owner: Owner::Sim, name: "pod termination", simulated: secs(30), floor: millis(50) },
-    Setting { owner: Owner::Sim, name: "metrics window", simulated: secs(30), floor: millis(100) },
-    Setting { owner: Owner::Service("hpa-plus"), name: "--sync-period", simulated: secs(15), floor: secs(1) },
-    Setting { owner: Owner::Service("hpa-plus"), name: "--cpu-initialization-period", simulated: secs(300), floor: Duration::ZERO },
-    Setting { owner: Owner::Service("hpa-plus"), name: "--initial-readiness-delay", simulated: secs(30), floor: Duration::ZERO },
-    Setting { owner: Owner::Service("hpa-plus"), name: "--downscale-stabilization", simulated: secs(300), floor: Duration::ZERO },
-    Setting { owner: Owner::Service("cron-hpa"), name: "--missed-job-grace", simulated: secs(300), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-recommender"), name: "--recommender-interval", simulated: secs(60), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-recommender"), name: "--checkpoints-gc-interval", simulated: secs(600), floor: secs(5) },
-    Setting { owner: Owner::Service("vpa-recommender"), name: "--memory-aggregation-interval", simulated: secs(86_400), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-recommender"), name: "--memory-histogram-decay-half-life", simulated: secs(86_400), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-recommender"), name: "--cpu-histogram-decay-half-life", simulated: secs(86_400), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-recommender"), name: "--confidence-interval-cpu", simulated: secs(86_400), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-recommender"), name: "--confidence-interval-memory", simulated: secs(86_400), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-updater"), name: "--updater-interval", simulated: secs(60), floor: secs(1) },
-    Setting { owner: Owner::Service("vpa-updater"), name: "--in-recommendation-bounds-eviction-lifetime-threshold", simulated: secs(43_200), floor: Duration::ZERO },
-    Setting { owner: Owner::Service("vpa-updater"), name: "--evict-after-oom-threshold", simulated: secs(600), floor: Duration::ZERO },
+    Setting {
+        owner: Owner::Sim,
+        name: "pod start-up",
+        simulated: secs(30),
+        floor: millis(50),
+    },
+    Setting {
+        owner: Owner::Sim,
+        name: "readiness",
+        simulated: secs(10),
+        floor: millis(50),
+    },
+    Setting {
+        owner: Owner::Sim,
+        name: "pod termination",
+        simulated: secs(30),
+        floor: millis(50),
+    },
+    Setting {
+        owner: Owner::Sim,
+        name: "metrics window",
+        simulated: secs(30),
+        floor: millis(100),
+    },
+    Setting {
+        owner: Owner::Service("hpa-plus"),
+        name: "--sync-period",
+        simulated: secs(15),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("hpa-plus"),
+        name: "--cpu-initialization-period",
+        simulated: secs(300),
+        floor: Duration::ZERO,
+    },
+    Setting {
+        owner: Owner::Service("hpa-plus"),
+        name: "--initial-readiness-delay",
+        simulated: secs(30),
+        floor: Duration::ZERO,
+    },
+    Setting {
+        owner: Owner::Service("hpa-plus"),
+        name: "--downscale-stabilization",
+        simulated: secs(300),
+        floor: Duration::ZERO,
+    },
+    Setting {
+        owner: Owner::Service("cron-hpa"),
+        name: "--missed-job-grace",
+        simulated: secs(300),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-recommender"),
+        name: "--recommender-interval",
+        simulated: secs(60),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-recommender"),
+        name: "--checkpoints-gc-interval",
+        simulated: secs(600),
+        floor: secs(5),
+    },
+    Setting {
+        owner: Owner::Service("vpa-recommender"),
+        name: "--memory-aggregation-interval",
+        simulated: secs(86_400),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-recommender"),
+        name: "--memory-histogram-decay-half-life",
+        simulated: secs(86_400),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-recommender"),
+        name: "--cpu-histogram-decay-half-life",
+        simulated: secs(86_400),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-recommender"),
+        name: "--confidence-interval-cpu",
+        simulated: secs(86_400),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-recommender"),
+        name: "--confidence-interval-memory",
+        simulated: secs(86_400),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-updater"),
+        name: "--updater-interval",
+        simulated: secs(60),
+        floor: secs(1),
+    },
+    Setting {
+        owner: Owner::Service("vpa-updater"),
+        name: "--in-recommendation-bounds-eviction-lifetime-threshold",
+        simulated: secs(43_200),
+        floor: Duration::ZERO,
+    },
+    Setting {
+        owner: Owner::Service("vpa-updater"),
+        name: "--evict-after-oom-threshold",
+        simulated: secs(600),
+        floor: Duration::ZERO,
+    },
 ];
 
 /// The demo's compression and the run's real length.
@@ -96,7 +191,9 @@ impl Timing {
         if let Some(scale) = time_scale
             && !(scale.is_finite() && scale > 0.0)
         {
-            return Err(format!("--time-scale must be a positive number, not {scale}"));
+            return Err(format!(
+                "--time-scale must be a positive number, not {scale}"
+            ));
         }
         let duration = match (duration, time_scale) {
             (Some(d), _) => d,
@@ -192,7 +289,12 @@ impl Timing {
                     } else {
                         ""
                     };
-                    format!("{} {} → {}{floored}", s.name, human(s.simulated), human(real))
+                    format!(
+                        "{} {} → {}{floored}",
+                        s.name,
+                        human(s.simulated),
+                        human(real)
+                    )
                 })
                 .collect();
             let who = match owner {
@@ -258,7 +360,10 @@ mod tests {
                 "--downscale-stabilization=417ms",
             ]
         );
-        assert!(t.flags("vpa-updater").contains(&"--updater-interval=1s".to_owned()));
+        assert!(
+            t.flags("vpa-updater")
+                .contains(&"--updater-interval=1s".to_owned())
+        );
         assert!(
             t.flags("vpa-recommender")
                 .contains(&"--memory-aggregation-interval=120s".to_owned())
@@ -278,7 +383,10 @@ mod tests {
             "1 simulated minute = 83 ms; the run (2 min) covers 24 h simulated"
         );
         let hpa = lines.iter().find(|l| l.contains("hpa-plus:")).unwrap();
-        assert!(hpa.contains("--cpu-initialization-period 5 min → 417 ms"), "{hpa}");
+        assert!(
+            hpa.contains("--cpu-initialization-period 5 min → 417 ms"),
+            "{hpa}"
+        );
         assert!(hpa.contains("--sync-period 15 s → 1 s (floor)"), "{hpa}");
     }
 
