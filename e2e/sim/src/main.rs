@@ -39,19 +39,38 @@ enum Command {
         #[arg(long, env = "PLIMSOLL_SIM_TIME_SCALE")]
         time_scale: Option<f64>,
     },
-    /// Run the demo: a workload following a day curve, a live table and a plot (SVG or PNG).
+    /// Run the demo: a workload following a day curve, every service scaling it, a live table
+    /// (or JSON rows), a summary of what each service did and a plot (SVG or PNG).
     Demo {
-        /// Real duration of the demo (e.g. 120s, 3m).
-        #[arg(long, env = "PLIMSOLL_DEMO_DURATION", default_value = "120s", value_parser = parse_duration)]
-        duration: Duration,
-        /// Sim seconds per real second. The day curve always spans the whole run; keep 1 unless
-        /// you know why: the services run on the real clock.
-        #[arg(long, env = "PLIMSOLL_DEMO_TIME_SCALE", default_value_t = 1.0)]
-        time_scale: f64,
+        /// Real duration of the demo (e.g. 40s, 3m). The simulated day is compressed into it,
+        /// with every time-based setting of the sim and the services (default 120s, or one day
+        /// at --time-scale).
+        #[arg(long, env = "PLIMSOLL_DEMO_DURATION", value_parser = parse_duration)]
+        duration: Option<Duration>,
+        /// Simulated seconds per real second (default: one day over --duration). With both
+        /// flags the run covers duration × time-scale simulated seconds.
+        #[arg(long, env = "PLIMSOLL_DEMO_TIME_SCALE")]
+        time_scale: Option<f64>,
         /// Where to write the plot: `*.svg` or `*.png`.
         #[arg(long, env = "PLIMSOLL_DEMO_PLOT", default_value = "plimsoll-demo.svg")]
         plot: PathBuf,
+        /// `table` for people, `json` for one object per row and a last one with the summary.
+        #[arg(long, env = "PLIMSOLL_DEMO_OUTPUT", value_enum, default_value_t = DemoOutput::Table)]
+        output: DemoOutput,
+        /// After the run, keep the sim and the services up (printing a kubeconfig and kubectl
+        /// commands to look around) until Ctrl-C.
+        #[arg(long, env = "PLIMSOLL_DEMO_KEEP")]
+        keep: bool,
     },
+}
+
+/// How the demo prints its rows.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum DemoOutput {
+    /// An aligned table.
+    Table,
+    /// One JSON object per line.
+    Json,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -149,11 +168,17 @@ async fn main() -> anyhow::Result<()> {
             duration,
             time_scale,
             plot,
+            output,
+            keep,
         } => {
             let config = demo::DemoConfig {
-                duration,
-                time_scale,
+                timing: demo::Timing::new(duration, time_scale).map_err(anyhow::Error::msg)?,
                 plot,
+                output: match output {
+                    DemoOutput::Table => demo::Output::Table,
+                    DemoOutput::Json => demo::Output::Json,
+                },
+                keep,
                 ..demo::DemoConfig::default()
             };
             demo::run(config, plimsoll_sim::services::all()).await?;

@@ -40,6 +40,15 @@ pub fn format_milli(v: f64) -> String {
     }
 }
 
+/// A window as metrics-server writes it: whole seconds (`30s`), else milliseconds (`417ms`).
+pub fn go_duration(d: std::time::Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis().max(1))
+    }
+}
+
 fn not_found() -> ApiError {
     ApiError::new(
         404,
@@ -92,6 +101,7 @@ fn resource_metrics(
     selector: &LabelSelector,
 ) -> Result<Value, ApiError> {
     let pods_key = (String::new(), "pods".to_string());
+    let window = go_duration(cluster.model.metrics_window());
     let list = |kind: &str, items: Vec<Value>| json!({"kind": kind, "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": items});
     let with_kind = |mut v: Value, kind: &str| {
         v["kind"] = json!(kind);
@@ -109,7 +119,7 @@ fn resource_metrics(
             let items = pods
                 .iter()
                 .filter(|p| selector.matches_object(p))
-                .filter_map(|p| pod_metrics_item(cluster, p, "30s"))
+                .filter_map(|p| pod_metrics_item(cluster, p, &window))
                 .collect();
             Ok(list("PodMetricsList", items))
         }
@@ -118,7 +128,7 @@ fn resource_metrics(
                 .store
                 .get(&pods_key, ns, name)
                 .ok_or_else(|| ApiError::not_found("metrics.k8s.io", "pods", name))?;
-            pod_metrics_item(cluster, &pod, "30s")
+            pod_metrics_item(cluster, &pod, &window)
                 .map(|v| with_kind(v, "PodMetrics"))
                 .ok_or_else(|| ApiError::not_found("metrics.k8s.io", "pods", name))
         }
@@ -299,6 +309,13 @@ fn external_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_read_as_go_durations() {
+        assert_eq!(go_duration(std::time::Duration::from_secs(30)), "30s");
+        assert_eq!(go_duration(std::time::Duration::from_millis(417)), "417ms");
+        assert_eq!(go_duration(std::time::Duration::from_micros(10)), "1ms");
+    }
 
     #[test]
     fn quantities_parse() {

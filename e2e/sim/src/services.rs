@@ -2,8 +2,9 @@
 //!
 //! Each service is started exactly as in a cluster: its own command-line parser reads the same
 //! flags a Deployment would pass (a kubeconfig file for the sim, a loopback admin address, leader
-//! election on), and its `run(config, shutdown)` talks to the sim over HTTPS. Nothing in the
-//! services knows it is in a demo.
+//! election on, and the time-based flags the demo's compression sets, see
+//! [`crate::demo::timing`]), and its `run(config, shutdown)` talks to the sim over HTTPS. Nothing
+//! in the services knows it is in a demo.
 //!
 //! vpa-admission serves its webhook on a loopback port it binds first, with `--self-signed`
 //! certificates in a Secret of [`SYSTEM_NAMESPACE`] and `--register-webhook` by URL, so the sim
@@ -46,7 +47,7 @@ pub fn all() -> Vec<Service> {
         ),
         service(
             "vpa-recommender",
-            &["--recommender-interval=10s"],
+            &[],
             |args: &[String], shutdown: CancellationToken| {
                 let config = plimsoll_vpa_recommender::cli::Args::try_parse_from(args)
                     .map_err(|e| e.to_string())?
@@ -61,7 +62,7 @@ pub fn all() -> Vec<Service> {
         ),
         service(
             "vpa-updater",
-            &["--updater-interval=15s"],
+            &[],
             |args: &[String], shutdown: CancellationToken| {
                 let config = plimsoll_vpa_updater::cli::Args::try_parse_from(args)
                     .map_err(|e| e.to_string())?
@@ -119,6 +120,9 @@ fn service(binary: &'static str, extra: &'static [&'static str], start: Start) -
                 "--log-filter=warn".to_owned(),
                 format!("--lease-namespace={}", ctx.namespace),
             ];
+            // The day is compressed: every window, delay and period a real cluster measures
+            // against it shrinks with it, set through the service's own flags.
+            args.extend(ctx.timing.flags(binary));
             args.extend(extra.iter().map(|s| (*s).to_owned()));
             // The service gets the demo's own shutdown token, so it stops the way SIGTERM stops it.
             match start(&args, ctx.shutdown.clone()) {

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -197,6 +198,8 @@ struct ModelState {
     objects: HashMap<(String, String, String, String), f64>,
     last_t: Option<f64>,
     tick: u64,
+    /// The window the metrics APIs report; `None` is metrics-server's 30 s.
+    metrics_window: Option<Duration>,
 }
 
 /// Load settings and the latest samples, read by the metrics APIs.
@@ -225,6 +228,20 @@ impl Model {
         self.lock()
             .loads
             .insert((ns.into(), kind.into(), name.into()), (spec, now));
+    }
+
+    /// Sets the sampling window the metrics APIs report with each pod sample (default 30 s, as
+    /// metrics-server). A run that compresses time shrinks it with the rest of the clock, or a
+    /// consumer that waits a window of readiness before trusting a sample waits far too long.
+    pub fn set_metrics_window(&self, window: Duration) {
+        self.lock().metrics_window = Some(window);
+    }
+
+    /// The sampling window reported with each pod sample.
+    pub fn metrics_window(&self) -> Duration {
+        self.lock()
+            .metrics_window
+            .unwrap_or(Duration::from_secs(30))
     }
 
     /// Sets an external metric to a fixed value.
