@@ -25,6 +25,7 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_e2e::{Env, Running, eventually};
 use plimsoll_hpa_plus::cli::Args;
+use plimsoll_sim::SimConfig;
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(60);
@@ -217,7 +218,16 @@ fn seconds(from: Timestamp, to: Timestamp) -> f64 {
     ignore = "needs the sim's control API: External and Object metric values and the audit log"
 )]
 async fn watermarks_scale_by_both_algorithms_and_round_to_the_modulo() -> anyhow::Result<()> {
-    let env = Env::start("wpa-watermarks").await?;
+    // New pods take 5 s to be ready, so that `abs` is moved inside its band before its new
+    // pods count (`absolute` multiplies the value by the ready pods).
+    let env = Env::start_with(
+        "wpa-watermarks",
+        SimConfig {
+            pod_start: Duration::from_secs(4),
+            ..SimConfig::default()
+        },
+    )
+    .await?;
     let sim = env.sim()?;
     for name in ["abs", "avg"] {
         plimsoll_e2e::create_deployment(&env, name, 2, "10m", "64Mi").await?;
@@ -301,7 +311,7 @@ async fn watermarks_scale_by_both_algorithms_and_round_to_the_modulo() -> anyhow
 )]
 async fn watermark_delay_and_forbidden_windows_hold_each_direction() -> anyhow::Result<()> {
     const DELAY: f64 = 4.0;
-    const WINDOW: f64 = 6.0;
+    const WINDOW: f64 = 8.0;
     let env = Env::start("wpa-windows").await?;
     env.sim()?;
     plimsoll_e2e::create_deployment(&env, "web", 2, "10m", "64Mi").await?;
