@@ -31,22 +31,22 @@ demo:
 bench: bench-sim bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-updater bench-vpa-admission
 
 bench-sim:
-    cargo test --release -p plimsoll-sim --test bench -- --ignored --nocapture
+    cargo test --profile dist -p plimsoll-sim --test bench -- --ignored --nocapture
 
 bench-hpa-plus:
-    cargo run --release -p plimsoll-e2e --bin bench-hpa-plus
+    cargo run --profile dist -p plimsoll-e2e --bin bench-hpa-plus
 
 bench-cron-hpa:
-    cargo run --release -p plimsoll-e2e --bin bench-cron-hpa
+    cargo run --profile dist -p plimsoll-e2e --bin bench-cron-hpa
 
 bench-vpa-recommender:
-    cargo run --release -p plimsoll-e2e --bin bench-vpa-recommender
+    cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-recommender
 
 bench-vpa-updater:
-    cargo run --release -p plimsoll-e2e --bin bench-vpa-updater
+    cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-updater
 
 # The load comes from wrk and hey (Debian packages, installed here if missing); without them the
 # benchmark falls back to its builtin client.
 bench-vpa-admission:
     command -v wrk >/dev/null && command -v hey >/dev/null || apt-get install -y wrk hey || true
-    cargo run --release -p plimsoll-e2e --bin bench-vpa-admission
+    cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-admission

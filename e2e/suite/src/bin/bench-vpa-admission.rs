@@ -15,7 +15,7 @@
 //! verifies against the generated CA, and one verified request checks that answers carry the
 //! patch before any load is sent.
 //!
-//! `cargo run --release -p plimsoll-e2e --bin bench-vpa-admission [-- --rate 5000 --seconds 10
+//! `cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-admission [-- --rate 5000 --seconds 10
 //! --connections 16 --loadgen external|builtin]`
 
 use std::process::Command;

@@ -7,7 +7,7 @@
 //! keyed (VPA, container name) as upstream keys them). Prints each loop's wall time and CPU
 //! time, and the peak RSS. Bounded: 6 loops, well under 3 minutes in release.
 //!
-//! Run: `cargo run --release -p plimsoll-e2e --bin bench-vpa-recommender`.
+//! Run: `cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-recommender`.
 
 use plimsoll_e2e::process::Proc;
 use std::collections::BTreeMap;
