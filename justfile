@@ -19,6 +19,11 @@ test:
 e2e:
     cargo test -p plimsoll-e2e -- --test-threads 1
 
+# The fault suite against plimsoll-sim, ignored scenarios included: prints each test's result
+# and the rows of the table in docs/reliability.md.
+faults:
+    cargo test -p plimsoll-e2e --test faults -- --nocapture --include-ignored 2>&1 | grep -E '^(\| |test )'
+
 # Regenerate deploy/crds/ and charts/plimsoll/crds/ from the Rust types.
 crds:
     cargo run -q -p xtask -- crds
