@@ -732,9 +732,6 @@ async fn vpa_recommender_never_resets_its_recommendation_under_faults_and_a_hand
     real_cluster,
     ignore = "needs the sim's control API: faults, the audit log, the wiretap"
 )]
-#[ignore = "vpa-recommender starts empty when its one restore of the checkpoints fails and then \
-            overwrites them (crates/vpa-recommender/src/lib.rs, the restore before the loop); \
-            see docs/reliability.md"]
 async fn vpa_recommender_retries_a_failed_restore_after_a_handover() -> anyhow::Result<()> {
     let mut s = Scenario::start("vpa-recommender").await?;
     recommender_workload(&s).await?;
