@@ -726,7 +726,7 @@ async fn vpa_recommender_never_resets_its_recommendation_under_faults_and_a_hand
 
 /// vpa-recommender: one 500 on the checkpoint list a new leader restores its history from. The
 /// new leader should retry the restore, not start empty and overwrite the checkpoint with fewer
-/// samples. Today it starts empty: the checkpoint of 10 samples is overwritten with 1.
+/// samples (it once did: the checkpoint of 10 samples was overwritten with 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     real_cluster,
