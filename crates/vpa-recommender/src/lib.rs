@@ -2,8 +2,8 @@
 //!
 //! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, Lease
 //! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods and
-//! eviction Events, and — while leading — the loop: restore state (checkpoints or Prometheus),
-//! then every `--recommender-interval` one [`controller::run_once`], and every
+//! eviction Events, and — while leading — the loop: restore state (checkpoints or Prometheus,
+//! retried with back-off until it succeeds; nothing is written before), then every `--recommender-interval` one [`controller::run_once`], and every
 //! `--checkpoints-gc-interval` one [`controller::garbage_collect`]. Cancelling the token lets
 //! the loop in flight finish its writes, then releases the Lease and returns `Ok`.
 
