@@ -2,8 +2,8 @@
 //!
 //! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, Lease
 //! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods and
-//! eviction Events, and — while leading — the loop: restore state (checkpoints or Prometheus),
-//! then every `--recommender-interval` one [`controller::run_once`], and every
+//! eviction Events, and — while leading — the loop: restore state (checkpoints or Prometheus,
+//! retried with back-off until it succeeds; nothing is written before), then every `--recommender-interval` one [`controller::run_once`], and every
 //! `--checkpoints-gc-interval` one [`controller::garbage_collect`]. Cancelling the token lets
 //! the loop in flight finish its writes, then releases the Lease and returns `Ok`.
 
@@ -183,7 +183,8 @@ async fn while_following(leader: leader::LeaderHandle, liveness: Liveness, perio
     }
 }
 
-/// One leadership term: restore state (checkpoints or Prometheus), then one
+/// One leadership term: restore state (checkpoints or Prometheus, retried until it succeeds),
+/// then one
 /// [`controller::run_once`] every `--recommender-interval` and a garbage collection every
 /// `--checkpoints-gc-interval`, until `term` is cancelled. A loop in flight finishes its writes.
 async fn recommend_while_leading(
@@ -201,11 +202,9 @@ async fn recommend_while_leading(
         }
     }
     liveness.tick();
-    let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
-    if let Err(e) = controller::restore(&ctx, &mut recommender).await {
-        ctx.metrics.error(e.metric_label());
-        tracing::warn!(error = %e, "cannot restore history; starting empty");
-    }
+    let Some(mut recommender) = restore_until_done(&ctx, &liveness, &term).await else {
+        return Ok(());
+    };
     let mut last_gc = Instant::now();
     loop {
         let started = Instant::now();
@@ -222,5 +221,73 @@ async fn recommend_while_leading(
             () = term.cancelled() => return Ok(()),
             () = tokio::time::sleep(controller::until_next(started, ctx.config.interval)) => {}
         }
+    }
+}
+
+/// First wait before retrying a failed restore; it doubles up to [`RESTORE_BACKOFF_MAX`].
+const RESTORE_BACKOFF_START: Duration = Duration::from_secs(1);
+
+/// Longest wait between two restore attempts.
+const RESTORE_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// The wait after the `failures`-th failed restore in a row (1-based): 1 s, 2 s, 4 s, … 30 s.
+fn restore_backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    RESTORE_BACKOFF_START
+        .saturating_mul(1 << doublings)
+        .min(RESTORE_BACKOFF_MAX)
+}
+
+/// Restores the model, retrying with back-off until it succeeds; `None` when `term` ends first.
+///
+/// The loop must not start on an empty model after a failed restore: its first checkpoint
+/// write would replace the stored history with one loop's samples, and its recommendations would
+/// come from that reset history. So no recommendation and no checkpoint is written by this term
+/// until a restore has succeeded. Each attempt starts from a fresh model, so a failure halfway
+/// cannot leave a partial one behind.
+async fn restore_until_done(
+    ctx: &Context,
+    liveness: &Liveness,
+    term: &CancellationToken,
+) -> Option<Recommender> {
+    let mut failures = 0u32;
+    loop {
+        let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
+        let attempt = tokio::select! {
+            () = term.cancelled() => return None,
+            r = controller::restore(ctx, &mut recommender) => r,
+        };
+        // Retrying is this term's work: the replica is alive while it waits.
+        liveness.tick();
+        let Err(e) = attempt else {
+            return Some(recommender);
+        };
+        failures = failures.saturating_add(1);
+        ctx.metrics.error(e.metric_label());
+        ctx.metrics.restore_failures.inc();
+        let wait = restore_backoff(failures);
+        tracing::warn!(
+            error = %e,
+            failures,
+            retry_in = ?wait,
+            "cannot restore history; not recommending until it is restored"
+        );
+        tokio::select! {
+            () = term.cancelled() => return None,
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restore_backoff_doubles_from_one_second_up_to_thirty() {
+        let waits: Vec<u64> = (1..=7).map(|n| restore_backoff(n).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
+        assert_eq!(restore_backoff(0), Duration::from_secs(1));
+        assert_eq!(restore_backoff(u32::MAX), Duration::from_secs(30));
     }
 }

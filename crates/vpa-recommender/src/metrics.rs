@@ -29,6 +29,8 @@ pub struct Metrics {
     pub checkpoint_deletes: Counter,
     /// Statuses written.
     pub status_writes: Counter,
+    /// Failed restores of the history at the start of a leadership term (each one retried).
+    pub restore_failures: Counter,
     /// Errors by kind.
     pub errors: Family<ErrorLabels, Counter>,
 }
@@ -45,6 +47,7 @@ impl Metrics {
             checkpoint_writes: Counter::default(),
             checkpoint_deletes: Counter::default(),
             status_writes: Counter::default(),
+            restore_failures: Counter::default(),
             errors: Family::default(),
         };
         registry.register(
@@ -72,6 +75,11 @@ impl Metrics {
             "status_writes",
             "VPA statuses written",
             m.status_writes.clone(),
+        );
+        registry.register(
+            "restore_failures",
+            "Failed restores of the history (checkpoints or Prometheus) when taking the Lease; retried",
+            m.restore_failures.clone(),
         );
         registry.register("errors", "Errors by kind", m.errors.clone());
         m

@@ -726,15 +726,12 @@ async fn vpa_recommender_never_resets_its_recommendation_under_faults_and_a_hand
 
 /// vpa-recommender: one 500 on the checkpoint list a new leader restores its history from. The
 /// new leader should retry the restore, not start empty and overwrite the checkpoint with fewer
-/// samples. Today it starts empty: the checkpoint of 10 samples is overwritten with 1.
+/// samples (it once did: the checkpoint of 10 samples was overwritten with 1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     real_cluster,
     ignore = "needs the sim's control API: faults, the audit log, the wiretap"
 )]
-#[ignore = "vpa-recommender starts empty when its one restore of the checkpoints fails and then \
-            overwrites them (crates/vpa-recommender/src/lib.rs, the restore before the loop); \
-            see docs/reliability.md"]
 async fn vpa_recommender_retries_a_failed_restore_after_a_handover() -> anyhow::Result<()> {
     let mut s = Scenario::start("vpa-recommender").await?;
     recommender_workload(&s).await?;
