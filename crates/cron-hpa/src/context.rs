@@ -38,8 +38,12 @@ pub struct Memory {
     pub generation: Option<i64>,
     /// The annotations at the last evaluation (they choose the mode).
     pub annotations: Option<std::collections::BTreeMap<String, String>>,
-    /// When the last evaluation asked to be woken: no firing is due before it.
+    /// When the last evaluation asked to be woken: no firing is due before it (or a firing
+    /// whose write failed transiently is retried then).
     pub next_wake: Option<Timestamp>,
+    /// Consecutive evaluations in which a due job failed transiently (0 when none is waiting
+    /// for a retry); sets the back-off.
+    pub failures: u32,
 }
 
 /// Shared state of the controller (cheap to clone).
@@ -104,6 +108,15 @@ impl Context {
         let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(entry) = memory.get_mut(&(namespace.to_owned(), name.to_owned())) {
             entry.written = Some(status);
+        }
+    }
+
+    /// Makes the next reconcile of `namespace/name` evaluate whatever the time: its status write
+    /// failed, and skipping until the next firing would leave the status unwritten until then.
+    pub fn wake_early(&self, namespace: &str, name: &str) {
+        let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(entry) = memory.get_mut(&(namespace.to_owned(), name.to_owned())) {
+            entry.next_wake = None;
         }
     }
 

@@ -49,6 +49,19 @@ impl Error {
         }
     }
 
+    /// True when trying the same request again may succeed: the API server answered 5xx, 429
+    /// (throttled) or 408, or the request did not get an answer (connection error, timeout).
+    /// A 404, 403 or 422 (and a bad object) is permanent.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Kube { source, .. }
+            | Self::Runtime(plimsoll_runtime::Error::Kube { source, .. }) => {
+                kube_is_transient(source)
+            }
+            _ => false,
+        }
+    }
+
     /// Wraps a client error with what was being done.
     pub fn kube(context: impl Into<String>, source: kube::Error) -> Self {
         Self::Kube {
@@ -58,5 +71,51 @@ impl Error {
     }
 }
 
+/// The rule of [`Error::is_transient`] for one client error.
+fn kube_is_transient(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => status_is_transient(status.code),
+        kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
+        _ => false,
+    }
+}
+
+/// True for the HTTP statuses worth retrying: 5xx, 429 Too Many Requests, 408 Request Timeout.
+fn status_is_transient(code: u16) -> bool {
+    code >= 500 || code == 429 || code == 408
+}
+
 /// Result alias for the controller.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> Error {
+        let status = kube::core::Status::failure("injected", "Injected").with_code(code);
+        Error::kube("patch", kube::Error::Api(Box::new(status)))
+    }
+
+    #[test]
+    fn server_errors_throttling_and_timeouts_are_transient() {
+        for code in [500, 502, 503, 504, 429, 408] {
+            assert!(api(code).is_transient(), "{code}");
+        }
+        let scale = Error::Runtime(plimsoll_runtime::Error::kube(
+            "patch scale",
+            kube::Error::Api(Box::new(
+                kube::core::Status::failure("injected", "Injected").with_code(503),
+            )),
+        ));
+        assert!(scale.is_transient());
+    }
+
+    #[test]
+    fn client_errors_and_bad_objects_are_permanent() {
+        for code in [400, 403, 404, 409, 422] {
+            assert!(!api(code).is_transient(), "{code}");
+        }
+        assert!(!Error::MissingField("spec.scaleTargetRef".into()).is_transient());
+    }
+}

@@ -20,6 +20,7 @@ use plimsoll_core::api::cron::{
 };
 use plimsoll_core::schedule::effect::decide;
 use plimsoll_core::schedule::plan::{CompiledSpec, Evaluation, evaluate};
+use plimsoll_core::schedule::retry::retry_at;
 use tracing::{Span, field, info, instrument, warn};
 
 use crate::context::{Context, FIELD_MANAGER, Memory};
@@ -90,16 +91,21 @@ pub async fn reconcile(
         .is_some_and(|s| s.scale_up_keep_window);
 
     let mut events = Vec::new();
-    let keep_window = run_due(
+    let failures = memory.as_ref().map_or(0, |m| m.failures);
+    let ran = run_due(
         &ctx,
         &cron,
         &uid,
         &evaluation,
-        keep_window,
+        Pass {
+            keep_window,
+            failures,
+        },
         &mut conditions,
         &mut events,
     )
     .await;
+    let keep_window = ran.keep_window;
     report_missed(&ctx, &cron, &uid, &evaluation, &mut conditions, &mut events);
 
     // New or changed jobs start as Submitted now.
@@ -115,6 +121,8 @@ pub async fn reconcile(
         job_count: Some(i32::try_from(spec.jobs.len()).unwrap_or(i32::MAX)),
         observed_generation: cron.metadata.generation,
     };
+    let (last_evaluated, next_wake, failures) =
+        resume(ran.retry, evaluation.next_wake, now, failures);
     // Remember before writing: the runs happened whether or not the status write succeeds.
     let written = memory.as_ref().and_then(|m| m.written.clone());
     ctx.remember(
@@ -122,20 +130,21 @@ pub async fn reconcile(
         &name,
         Memory {
             uid: uid.clone(),
-            last_evaluated: Some(now),
+            last_evaluated: Some(last_evaluated),
             conditions,
             jobs,
             written: written.clone(),
             generation: cron.metadata.generation,
             annotations: cron.metadata.annotations.clone(),
-            next_wake: evaluation.next_wake,
+            next_wake,
+            failures,
         },
     );
     // Compare with what this replica last wrote: the cache may not have caught up with it.
     let current = written.or_else(|| cron.status.clone());
     persist(&ctx, &cron, current.as_ref(), desired, events).await?;
 
-    Ok(match evaluation.next_wake {
+    Ok(match next_wake {
         Some(at) => Action::requeue(until(at)),
         None => Action::await_change(),
     })
@@ -156,6 +165,29 @@ fn unchanged_until(
         && memory.annotations == cron.metadata.annotations
         && now < next)
         .then_some(next)
+}
+
+/// Where the next evaluation resumes, when it wakes, and the count of consecutive failed
+/// passes. A firing to retry is evaluated again: resume just before it (the jobs that ran
+/// have their firings settled by their conditions) and wake at the retry instant.
+fn resume(
+    retry: Option<Retry>,
+    next_wake: Option<Timestamp>,
+    now: Timestamp,
+    failures: u32,
+) -> (Timestamp, Option<Timestamp>, u32) {
+    match retry {
+        Some(retry) => (
+            retry
+                .firing
+                .checked_sub(SignedDuration::from_nanos(1))
+                .unwrap_or(retry.firing)
+                .min(now),
+            Some(next_wake.map_or(retry.at, |at| at.min(retry.at))),
+            failures.saturating_add(1),
+        ),
+        None => (now, next_wake, 0),
+    }
 }
 
 /// Gives every job without a condition (new or changed) a `Submitted` one, stamped `now`.
@@ -186,7 +218,8 @@ fn submit_new(
 }
 
 /// Writes the status when it differs from `current`, then publishes the Events (the status
-/// first: it is what keeps a restart from running a job twice).
+/// first: it is what keeps a restart from running a job twice). A failed write leaves the
+/// object to be evaluated on the next reconcile, whatever its next firing.
 async fn persist(
     ctx: &Context,
     cron: &CronHorizontalPodAutoscaler,
@@ -202,6 +235,11 @@ async fn persist(
             .map(|()| ctx.mark_written(&namespace, &name, new_status)),
         None => Ok(()),
     };
+    if written.is_err() {
+        // The error policy requeues soon; that reconcile must write the status rather than
+        // sleep until the next firing.
+        ctx.wake_early(&namespace, &name);
+    }
     let regarding = cron.object_ref(&());
     for event in events {
         let type_ = if event.warning {
@@ -275,16 +313,49 @@ fn report_missed(
         .count(RunResult::Skipped, evaluation.skipped.len() as u64);
 }
 
-/// Runs the due jobs in order and returns the keep window after the last one.
+/// What a pass over the due jobs starts from.
+#[derive(Clone, Copy)]
+struct Pass {
+    /// The keep window before the first job.
+    keep_window: bool,
+    /// Consecutive earlier passes with a transient failure (for the back-off).
+    failures: u32,
+}
+
+/// What a pass over the due jobs leaves.
+struct Ran {
+    /// The keep window after the last job.
+    keep_window: bool,
+    /// The earliest firing that failed transiently and is to run again, if any.
+    retry: Option<Retry>,
+}
+
+/// A firing to run again.
+#[derive(Clone, Copy)]
+struct Retry {
+    /// The instant the job fired.
+    firing: Timestamp,
+    /// When to try again.
+    at: Timestamp,
+}
+
+/// Runs the due jobs in order. A job whose write fails transiently keeps its condition and is
+/// retried (see [`plimsoll_core::schedule::retry`]) while its firing is within the missed-job
+/// grace; any other failure, or one past the grace, marks it `Failed`.
 async fn run_due(
     ctx: &Context,
     cron: &CronHorizontalPodAutoscaler,
     uid: &str,
     evaluation: &Evaluation,
-    mut keep_window: bool,
+    pass: Pass,
     conditions: &mut [Option<JobCondition>],
     events: &mut Vec<PendingEvent>,
-) -> bool {
+) -> Ran {
+    let Pass {
+        mut keep_window,
+        failures,
+    } = pass;
+    let mut retry: Option<Retry> = None;
     let spec = &cron.spec;
     let namespace = cron.namespace().unwrap_or_default();
     // Due jobs run in order (instant, then spec order); each sees the keep window the
@@ -318,6 +389,32 @@ async fn run_due(
                 status::condition(uid, job, JobState::Succeed, firing.at, message)
             }
             Err(error) => {
+                let again = error
+                    .is_transient()
+                    .then(|| {
+                        retry_at(
+                            firing.at,
+                            Timestamp::now(),
+                            failures.saturating_add(1),
+                            ctx.missed_job_grace,
+                        )
+                    })
+                    .flatten();
+                if let Some(at) = again {
+                    warn!(job = %job.name, at = %firing.at, error = %error, retry_at = %at, "job failed; retrying");
+                    ctx.metrics.reconcile.failure(error.metric_label());
+                    retry = Some(retry.map_or(
+                        Retry {
+                            firing: firing.at,
+                            at,
+                        },
+                        |r| Retry {
+                            firing: r.firing.min(firing.at),
+                            at: r.at.min(at),
+                        },
+                    ));
+                    continue;
+                }
                 warn!(job = %job.name, at = %firing.at, error = %error, "job failed");
                 ctx.metrics.count(RunResult::Failed, 1);
                 ctx.metrics.reconcile.failure(error.metric_label());
@@ -333,7 +430,7 @@ async fn run_due(
         conditions[firing.job_index] = Some(condition);
     }
 
-    keep_window
+    Ran { keep_window, retry }
 }
 
 /// Next-run series: set for the current jobs, removed for jobs that went away.
@@ -548,5 +645,33 @@ mod tests {
             ..m
         };
         assert_eq!(unchanged_until(&idle, &c, ts("2026-11-22T08:30:00Z")), None);
+    }
+
+    #[test]
+    fn a_firing_to_retry_is_evaluated_again_at_the_retry_instant() {
+        let now = ts("2026-11-22T09:00:01Z");
+        let next = Some(ts("2026-11-23T09:00:00Z"));
+        let retry = Retry {
+            firing: ts("2026-11-22T09:00:00Z"),
+            at: ts("2026-11-22T09:00:02Z"),
+        };
+        let (resume_at, wake, failures) = resume(Some(retry), next, now, 2);
+        assert!(resume_at < retry.firing);
+        assert_eq!(wake, Some(retry.at));
+        assert_eq!(failures, 3);
+        // Nothing to retry: resume at now, wake at the next firing, no failures counted.
+        assert_eq!(resume(None, next, now, 3), (now, next, 0));
+    }
+
+    #[test]
+    fn a_failed_status_write_wakes_the_next_reconcile() {
+        // After a failed status write the memory has no wake-up, so the error policy's requeue
+        // evaluates (and writes) instead of sleeping until the next firing.
+        let c = cron(3, None);
+        let m = Memory {
+            next_wake: None,
+            ..memory_of(&c, "2026-11-23T09:00:00Z")
+        };
+        assert_eq!(unchanged_until(&m, &c, ts("2026-11-22T08:30:00Z")), None);
     }
 }

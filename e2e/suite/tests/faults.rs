@@ -408,8 +408,7 @@ async fn cron_hpa_runs_every_job_exactly_once_under_faults_and_a_kill() -> anyho
             || scale_writes(env, "cron-hpa", "web"),
         )
         .await?;
-    // Error bursts on the scale and status writes lose a job or its condition: see the two
-    // ignored tests below.
+    // Error bursts on the scale and status writes: see the two retry tests below.
     s.wait_holder("cron-hpa-b").await?;
     wait_replicas(&s.env, "web", 5).await?;
     let crons = s.env.api::<CronHorizontalPodAutoscaler>();
@@ -451,16 +450,13 @@ async fn cron_hpa_runs_every_job_exactly_once_under_faults_and_a_kill() -> anyho
 }
 
 /// cron-hpa: bursts of 500 and 429 on the scale write at a job's firing. A transient error
-/// should be retried until the write lands (the design's rule for transient API errors); today
-/// `run_due` in crates/cron-hpa/src/reconcile.rs records the job as Failed on the first error
-/// and never runs it, so the job is lost.
+/// is retried with back-off until the write lands (the design's rule for transient API
+/// errors), and the job's write lands exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     real_cluster,
     ignore = "needs the sim's control API: faults, the audit log, the wiretap"
 )]
-#[ignore = "cron-hpa fails a job on a transient 500/429 of its scale write and never retries it \
-            (crates/cron-hpa/src/reconcile.rs run_due); see docs/reliability.md"]
 async fn cron_hpa_retries_a_job_whose_scale_write_fails_transiently() -> anyhow::Result<()> {
     let mut s = Scenario::start("cron-hpa").await?;
     create_deployment(&s.env, "web", 1, "100m", "64Mi").await?;
@@ -585,16 +581,13 @@ async fn recommender_workload(s: &Scenario) -> anyhow::Result<()> {
 }
 
 /// cron-hpa: a 500 on the status write a job makes (before its scale write, the job writes the
-/// status). The job should run once the API answers again; today `run_due` in
-/// crates/cron-hpa/src/reconcile.rs records it as Failed on the first error, as for the scale
-/// write, and the scale never happens.
+/// status, or the status after it). The job runs once the API answers again, and its `Succeed`
+/// condition is written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     real_cluster,
     ignore = "needs the sim's control API: faults, the audit log, the wiretap"
 )]
-#[ignore = "cron-hpa fails a job on a transient 500 of the status write the job makes and never \
-            retries it (crates/cron-hpa/src/reconcile.rs run_due); see docs/reliability.md"]
 async fn cron_hpa_retries_a_job_whose_status_write_fails_transiently() -> anyhow::Result<()> {
     let mut s = Scenario::start("cron-hpa").await?;
     create_deployment(&s.env, "web", 1, "100m", "64Mi").await?;

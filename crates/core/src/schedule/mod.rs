@@ -7,6 +7,7 @@
 //! * [`plan`]: which jobs fire in a window, which are due now, which were missed.
 //! * [`effect`]: what a firing job does to its target (replica mode or min-replicas mode) and
 //!   the keep-window rule.
+//! * [`retry`]: when a firing whose write failed transiently runs again.
 //! * [`target`]: which autoscaler a min-replicas job adjusts when the object targets a workload.
 //!
 //! Nothing here reads the clock: every function takes the instants it needs.
@@ -15,6 +16,7 @@ pub mod cron;
 pub mod effect;
 pub mod next;
 pub mod plan;
+pub mod retry;
 pub mod target;
 pub mod zone;
 
