@@ -194,6 +194,36 @@ where
     }
 }
 
+/// Creates the VerticalPodAutoscaler `web` for the Deployment `web` in `Recreate` mode, with a
+/// recommendation for container `app` far above the 100m / 64Mi the harness's pods request, so
+/// that every pod is due for eviction.
+pub async fn create_recreate_vpa_far_above(
+    vpas: &Api<plimsoll_core::api::vpa::VerticalPodAutoscaler>,
+) -> anyhow::Result<()> {
+    let vpa = serde_json::from_value(serde_json::json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "updatePolicy": {"updateMode": "Recreate"}
+        }
+    }))?;
+    vpas.create(&PostParams::default(), &vpa).await?;
+    let recommendation = serde_json::json!({"status": {"recommendation": {"containerRecommendations": [{
+        "containerName": "app",
+        "target": {"cpu": "500m", "memory": "500Mi"},
+        "lowerBound": {"cpu": "400m", "memory": "400Mi"},
+        "upperBound": {"cpu": "1", "memory": "1Gi"}
+    }]}}});
+    vpas.patch_status(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(&recommendation),
+    )
+    .await?;
+    Ok(())
+}
+
 /// Creates the Deployment `name` in the test's namespace: `replicas` pods labelled `app: <name>`,
 /// each with one container `app` requesting `cpu` and `memory`.
 pub async fn create_deployment(

@@ -27,12 +27,14 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource as _;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::cron::{CronHorizontalPodAutoscaler, JobState};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_e2e::chaos::{KubeconfigFile, Ledger, Process, Row, burst, hold, report};
-use plimsoll_e2e::{Env, create_deployment, eventually, wait_ready_pods};
+use plimsoll_e2e::{
+    Env, create_deployment, create_recreate_vpa_far_above, eventually, wait_ready_pods,
+};
 use plimsoll_sim::{LoadProfile, LoadSpec, SimHandle};
 use serde_json::json;
 
@@ -875,28 +877,7 @@ fn ready_count(pods: &[Pod]) -> usize {
 async fn updater_workload(s: &Scenario) -> anyhow::Result<()> {
     create_deployment(&s.env, "web", 4, "100m", "64Mi").await?;
     wait_ready_pods(&s.env, "web", 4, WITHIN, POLL).await?;
-    let vpas = s.env.api::<VerticalPodAutoscaler>();
-    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": "web"},
-        "spec": {
-            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "updatePolicy": {"updateMode": "Recreate"}
-        }
-    }))?;
-    vpas.create(&PostParams::default(), &vpa).await?;
-    let recommendation = json!({"status": {"recommendation": {"containerRecommendations": [{
-        "containerName": "app",
-        "target": {"cpu": "500m", "memory": "500Mi"},
-        "lowerBound": {"cpu": "400m", "memory": "400Mi"},
-        "upperBound": {"cpu": "1", "memory": "1Gi"}
-    }]}}});
-    vpas.patch_status(
-        "web",
-        &PatchParams::default(),
-        &Patch::Merge(&recommendation),
-    )
-    .await?;
+    create_recreate_vpa_far_above(&s.env.api::<VerticalPodAutoscaler>()).await?;
     Ok(())
 }
 

@@ -24,12 +24,12 @@ use anyhow::{Context as _, bail, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_e2e::tap::Tap;
-use plimsoll_e2e::{eventually, free_address, install_crds};
+use plimsoll_e2e::{create_recreate_vpa_far_above, eventually, free_address, install_crds};
 use plimsoll_sim::{AuditEntry, Fault, LoadProfile, LoadSpec, Sim, SimConfig, SimHandle};
 use serde_json::json;
 
@@ -367,25 +367,8 @@ async fn cron_hpa_finishes_the_job_write_then_releases_the_lease() -> anyhow::Re
 async fn vpa_updater_finishes_the_eviction_then_releases_the_lease() -> anyhow::Result<()> {
     let cluster = Cluster::start("vpa-updater").await?;
     cluster.deployment("web", 4).await?;
-    let vpas = cluster.api::<VerticalPodAutoscaler>();
-    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
-        "metadata": {"name": "web"},
-        "spec": {
-            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "updatePolicy": {"updateMode": "Recreate"}
-        }
-    }))?;
-    vpas.create(&PostParams::default(), &vpa).await?;
     // Far above the pods' 100m: every pod is due for eviction.
-    let status = json!({"status": {"recommendation": {"containerRecommendations": [{
-        "containerName": "app",
-        "target": {"cpu": "500m", "memory": "500Mi"},
-        "lowerBound": {"cpu": "400m", "memory": "400Mi"},
-        "upperBound": {"cpu": "1", "memory": "1Gi"}
-    }]}}});
-    vpas.patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
-        .await?;
+    create_recreate_vpa_far_above(&cluster.api::<VerticalPodAutoscaler>()).await?;
     cluster.slow("create", "pods/eviction");
     let service = cluster.spawn(
         "vpa-updater",
