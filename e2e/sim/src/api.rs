@@ -255,6 +255,7 @@ impl Cluster {
             obj["status"] = defaults::crd_status(&obj);
         }
         let obj = events::to_storage(def, obj);
+        events::validate(def, &obj, None)?;
         if dry_run {
             return Ok(view(def, Arc::new(obj)));
         }
@@ -430,6 +431,7 @@ impl Cluster {
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);
                 defaults::validate(def, &new, Some(current))?;
+                events::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;
                 }

@@ -241,6 +241,263 @@ pub fn field_selector(def: &ResourceDef, fields: FieldSelector) -> Result<FieldS
     })
 }
 
+/// One failed check, as upstream's `field.Error`: the field path, the cause reason and the text
+/// after the path.
+struct FieldError {
+    field: &'static str,
+    reason: &'static str,
+    body: String,
+}
+
+impl FieldError {
+    fn required(field: &'static str) -> Self {
+        Self {
+            field,
+            reason: "FieldValueRequired",
+            body: "Required value".into(),
+        }
+    }
+
+    /// `field.Invalid(path, value, detail)`; upstream passes "" as the value for most Event checks.
+    fn invalid(field: &'static str, value: &Value, detail: &str) -> Self {
+        let shown = match value {
+            Value::String(s) => format!("{s:?}"),
+            Value::Null => "\"\"".into(),
+            other => other.to_string(),
+        };
+        Self {
+            field,
+            reason: "FieldValueInvalid",
+            body: format!("Invalid value: {shown}: {detail}"),
+        }
+    }
+}
+
+/// Upstream's limits on the newer API's fields (`pkg/apis/core/validation/events.go`).
+const REPORTING_INSTANCE_LIMIT: usize = 128;
+const ACTION_LIMIT: usize = 128;
+const REASON_LIMIT: usize = 128;
+const NOTE_LIMIT: usize = 1024;
+
+/// A field's value with Go's zero values (absent, null, "", {}, 0) all as `null`, so stored and
+/// written forms compare as the typed objects upstream compares would.
+fn field(obj: &Value, path: &str) -> Value {
+    match obj.pointer(path) {
+        None | Some(Value::Null) => Value::Null,
+        Some(Value::String(s)) if s.is_empty() => Value::Null,
+        Some(Value::Object(m)) if m.values().all(Value::is_null) => Value::Null,
+        Some(Value::Number(n)) if n.as_i64() == Some(0) => Value::Null,
+        Some(v) => v.clone(),
+    }
+}
+
+fn text(obj: &Value, path: &str) -> String {
+    obj.pointer(path)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `validation.IsQualifiedName` for the common case of a name without a prefix.
+fn qualified_name_error(name: &str) -> Option<&'static str> {
+    let (_, local) = name.rsplit_once('/').unwrap_or(("", name));
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let ends_ok = local.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && local.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if local.len() > 63 {
+        Some("name part must be no more than 63 characters")
+    } else if !(ends_ok && local.chars().all(ok_char)) {
+        Some(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+        )
+    } else {
+        None
+    }
+}
+
+/// upstream `legacyValidateEvent`: what every Event must satisfy whichever group wrote it.
+/// An Event of the newer API (with `eventTime`) must name its reporter, action and reason.
+fn legacy_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ns = text(obj, "/metadata/namespace");
+    let involved_ns = text(obj, "/involvedObject/namespace");
+    let mismatch = || {
+        FieldError::invalid(
+            "involvedObject.namespace",
+            &json!(involved_ns),
+            "does not match event.namespace",
+        )
+    };
+    if field(obj, "/eventTime").is_null() {
+        let agrees = if involved_ns.is_empty() {
+            ns.is_empty() || ns == "default"
+        } else {
+            ns == involved_ns
+        };
+        if !agrees {
+            errs.push(mismatch());
+        }
+        return errs;
+    }
+    if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+        errs.push(mismatch());
+    }
+    let controller = text(obj, "/reportingComponent");
+    if controller.is_empty() {
+        errs.push(FieldError::required("reportingController"));
+    } else if let Some(msg) = qualified_name_error(&controller) {
+        errs.push(FieldError::invalid(
+            "reportingController",
+            &json!(controller),
+            msg,
+        ));
+    }
+    let limited: [(&'static str, &str, usize); 4] = [
+        (
+            "reportingInstance",
+            "/reportingInstance",
+            REPORTING_INSTANCE_LIMIT,
+        ),
+        ("action", "/action", ACTION_LIMIT),
+        ("reason", "/reason", REASON_LIMIT),
+        ("message", "/message", NOTE_LIMIT),
+    ];
+    for (name, path, limit) in limited {
+        let v = text(obj, path);
+        if v.is_empty() && name != "message" {
+            errs.push(FieldError::required(name));
+        } else if v.chars().count() > limit {
+            errs.push(FieldError::invalid(
+                name,
+                &Value::Null,
+                &format!("can have at most {limit} characters"),
+            ));
+        }
+    }
+    errs
+}
+
+/// upstream `validateV1EventSeries`.
+fn series_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if obj.get("series").is_some_and(Value::is_object) {
+        if obj
+            .pointer("/series/count")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            < 2
+        {
+            errs.push(FieldError::invalid(
+                "series.count",
+                &Value::Null,
+                "should be at least 2",
+            ));
+        }
+        if field(obj, "/series/lastObservedTime").is_null() {
+            errs.push(FieldError::required("series.lastObservedTime"));
+        }
+    }
+    errs
+}
+
+/// The strict checks of a create through `events.k8s.io/v1` (upstream `ValidateEventCreate`):
+/// `eventTime` set, a known type, and none of the deprecated fields.
+fn strict_create_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errs = series_errors(obj);
+    if field(obj, "/eventTime").is_null() {
+        errs.push(FieldError::required("eventTime"));
+    }
+    let type_ = text(obj, "/type");
+    if type_ != "Normal" && type_ != "Warning" {
+        errs.push(FieldError::invalid(
+            "type",
+            &Value::Null,
+            &format!("has invalid value: {type_}"),
+        ));
+    }
+    for (name, path) in [
+        ("firstTimestamp", "/firstTimestamp"),
+        ("lastTimestamp", "/lastTimestamp"),
+        ("count", "/count"),
+        ("source", "/source"),
+    ] {
+        if !field(obj, path).is_null() {
+            errs.push(FieldError::invalid(name, &Value::Null, "needs to be unset"));
+        }
+    }
+    errs
+}
+
+/// The strict checks of an update through `events.k8s.io/v1` (upstream `ValidateEventUpdate`):
+/// a changed series must be valid, and everything but the series is immutable.
+fn strict_update_errors(obj: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if field(obj, "/series") != field(old, "/series") {
+        errs.extend(series_errors(obj));
+    }
+    let immutable: [(&'static str, &str); 13] = [
+        ("involvedObject", "/involvedObject"),
+        ("reason", "/reason"),
+        ("message", "/message"),
+        ("source", "/source"),
+        ("firstTimestamp", "/firstTimestamp"),
+        ("lastTimestamp", "/lastTimestamp"),
+        ("count", "/count"),
+        ("type", "/type"),
+        ("eventTime", "/eventTime"),
+        ("action", "/action"),
+        ("related", "/related"),
+        ("reportingController", "/reportingComponent"),
+        ("reportingInstance", "/reportingInstance"),
+    ];
+    for (name, path) in immutable {
+        let new = field(obj, path);
+        if new != field(old, path) {
+            errs.push(FieldError::invalid(name, &new, "field is immutable"));
+        }
+    }
+    errs
+}
+
+/// Validates an Event written through `def` (stored shape `obj`; `old` on update), as
+/// kube-apiserver's Event strategy does: every write passes the legacy checks, and writes
+/// through `events.k8s.io/v1` the strict ones too. 422 naming every failed field; other
+/// resources pass.
+pub fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    if !is_core_events(def) && !is_events_api(def) {
+        return Ok(());
+    }
+    let mut errs = legacy_errors(obj);
+    if is_events_api(def) {
+        errs.extend(match old {
+            None => strict_create_errors(obj),
+            Some(old) => strict_update_errors(obj, old),
+        });
+    }
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let name = text(obj, "/metadata/name");
+    let lines: Vec<String> = errs
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.body))
+        .collect();
+    let joined = if lines.len() == 1 {
+        lines.join("")
+    } else {
+        format!("[{}]", lines.join(", "))
+    };
+    let causes: Vec<Value> = errs
+        .iter()
+        .map(|e| json!({"reason": e.reason, "message": e.body, "field": e.field}))
+        .collect();
+    // The strategy validates the internal (core) Event, so the error names the core kind.
+    Err(
+        ApiError::invalid(format!("Event \"{name}\" is invalid: {joined}"))
+            .with_details(json!({"name": name, "kind": "Event", "causes": causes})),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +567,70 @@ mod tests {
     fn legacy_with_event_time(mut legacy: Value) -> Value {
         legacy["eventTime"] = Value::Null;
         legacy
+    }
+
+    #[test]
+    fn writes_are_validated_as_upstream_does() {
+        // upstream: pkg/apis/core/validation/events_test.go TestValidateEventForCoreV1Events,
+        // TestValidateEventForNewV1beta1Events, TestEventV1EventTimeImmutability
+        let reg = Registry::with_builtins();
+        let core_def = reg.lookup("", "v1", "events").unwrap();
+        let api_def = reg.lookup("events.k8s.io", "v1", "events").unwrap();
+        let good = to_core(&recorded());
+        assert_eq!(validate(&api_def, &good, None), Ok(()));
+        assert_eq!(validate(&core_def, &good, None), Ok(()));
+
+        let mut bare = recorded();
+        for f in ["eventTime", "reportingController", "action", "series"] {
+            bare.as_object_mut().unwrap().remove(f);
+        }
+        let err = validate(&api_def, &to_core(&bare), None).unwrap_err();
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            err.message, "Event \"web.1\" is invalid: eventTime: Required value",
+            "an Event without eventTime is a legacy one, checked as such, then refused by the strict rules"
+        );
+        let mut no_reporter = recorded();
+        no_reporter
+            .as_object_mut()
+            .unwrap()
+            .remove("reportingController");
+        no_reporter["series"]["count"] = json!(1);
+        no_reporter["deprecatedCount"] = json!(3);
+        let err = validate(&api_def, &to_core(&no_reporter), None).unwrap_err();
+        assert_eq!(
+            err.message,
+            "Event \"web.1\" is invalid: [reportingController: Required value, series.count: Invalid value: \"\": should be at least 2, count: Invalid value: \"\": needs to be unset]"
+        );
+        assert_eq!(err.details.unwrap()["causes"].as_array().unwrap().len(), 3);
+
+        let elsewhere = json!({"metadata": {"name": "e", "namespace": "shop"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "other"}});
+        assert_eq!(
+            validate(&core_def, &elsewhere, None).unwrap_err().message,
+            "Event \"e\" is invalid: involvedObject.namespace: Invalid value: \"other\": does not match event.namespace"
+        );
+
+        let mut renoted = good.clone();
+        renoted["message"] = json!("other");
+        assert_eq!(
+            validate(&core_def, &renoted, Some(&good)),
+            Ok(()),
+            "core/v1 updates are free"
+        );
+        assert_eq!(
+            validate(&api_def, &renoted, Some(&good))
+                .unwrap_err()
+                .message,
+            "Event \"web.1\" is invalid: message: Invalid value: \"other\": field is immutable"
+        );
+        let mut repeated = good.clone();
+        repeated["series"] = json!({"count": 3, "lastObservedTime": "2026-11-21T10:02:00.000000Z"});
+        assert_eq!(
+            validate(&api_def, &repeated, Some(&good)),
+            Ok(()),
+            "a series may grow"
+        );
     }
 
     #[test]

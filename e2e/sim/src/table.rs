@@ -430,4 +430,81 @@ mod tests {
         );
         assert_eq!(t["columnDefinitions"][0]["format"], "name");
     }
+
+    #[test]
+    fn event_rows_follow_the_upstream_printer() {
+        // upstream: pkg/printers/internalversion/printers_test.go TestPrintEvent
+        let reg = Registry::with_builtins();
+        let now: Timestamp = "2026-01-01T01:00:00Z".parse().unwrap();
+        let legacy = json!({"metadata": {"name": "e1"}, "type": "Warning", "reason": "BackOff",
+            "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
+            "source": {"component": "kubelet", "host": "n1"}, "message": " restarting \n", "count": 6,
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:59:30Z"});
+        let recorded = json!({"metadata": {"name": "e2"}, "type": "Normal", "reason": "Scaled",
+            "involvedObject": {"kind": "Deployment", "name": "web"}, "message": "to 3",
+            "eventTime": "2026-01-01T00:57:30.000000Z", "firstTimestamp": null, "lastTimestamp": null,
+            "reportingComponent": "hpa-plus", "reportingInstance": "hpa-plus-0",
+            "series": {"count": 4, "lastObservedTime": "2026-01-01T00:59:50.000000Z"}});
+        let single = json!({"metadata": {"name": "e3"}, "involvedObject": {"kind": "Node"},
+            "eventTime": "2026-01-01T00:59:00.000000Z", "reportingComponent": "c"});
+        for group in ["", "events.k8s.io"] {
+            let def = reg.lookup(group, "v1", "events").unwrap();
+            let t = to_table(&def, [&legacy, &recorded, &single], now, 5, false);
+            let names: Vec<&str> = t["columnDefinitions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    "Last Seen",
+                    "Type",
+                    "Reason",
+                    "Object",
+                    "Subobject",
+                    "Source",
+                    "Message",
+                    "First Seen",
+                    "Count",
+                    "Name"
+                ]
+            );
+            assert_eq!(
+                t["rows"][0]["cells"],
+                json!([
+                    "30s",
+                    "Warning",
+                    "BackOff",
+                    "pod/p",
+                    "spec.containers{a}",
+                    "kubelet, n1",
+                    "restarting",
+                    "60m",
+                    6,
+                    "e1"
+                ])
+            );
+            assert_eq!(
+                t["rows"][1]["cells"],
+                json!([
+                    "10s",
+                    "Normal",
+                    "Scaled",
+                    "deployment/web",
+                    "",
+                    "hpa-plus, hpa-plus-0",
+                    "to 3",
+                    "2m30s",
+                    4,
+                    "e2"
+                ])
+            );
+            assert_eq!(
+                t["rows"][2]["cells"],
+                json!(["60s", "", "", "node", "", "c", "", "60s", 1, "e3"])
+            );
+        }
+    }
 }

@@ -235,7 +235,7 @@ async fn recorder_events_are_core_events_and_back() {
         ("ADDED", "events.k8s.io/v1")
     );
     assert_eq!(o.data["note"], "from the core API");
-    let mut read = new.get("web.legacy").await.unwrap();
+    let read = new.get("web.legacy").await.unwrap();
     assert_eq!(
         read.regarding.as_ref().and_then(|r| r.name.as_deref()),
         Some("web")
@@ -248,8 +248,11 @@ async fn recorder_events_are_core_events_and_back() {
         Some("node-1")
     );
     assert_eq!(read.note.as_deref(), Some("from the core API"));
-    read.note = Some("rewritten".into());
-    new.replace("web.legacy", &PostParams::default(), &read)
+
+    // core/v1 may rewrite an Event; events.k8s.io/v1 keeps everything but the series immutable.
+    let mut legacy = core.get("web.legacy").await.unwrap();
+    legacy.message = Some("rewritten".into());
+    core.replace("web.legacy", &PostParams::default(), &legacy)
         .await
         .unwrap();
     let (t, o) = next(&mut new_watch).await;
@@ -257,10 +260,37 @@ async fn recorder_events_are_core_events_and_back() {
         (t, o.data["note"].as_str()),
         ("MODIFIED", Some("rewritten"))
     );
-    assert_eq!(
-        core.get("web.legacy").await.unwrap().message.as_deref(),
-        Some("rewritten")
-    );
+    let mut read = new.get("web.legacy").await.unwrap();
+    read.note = Some("rewritten again".into());
+    match new
+        .replace("web.legacy", &PostParams::default(), &read)
+        .await
+    {
+        Err(kube::Error::Api(s)) => assert_eq!(
+            (s.code, s.message.as_str()),
+            (
+                422,
+                "Event \"web.legacy\" is invalid: message: Invalid value: \"rewritten again\": field is immutable"
+            )
+        ),
+        other => panic!("an events.k8s.io update may not change the note: {other:?}"),
+    }
+    // A create through events.k8s.io/v1 must carry eventTime and none of the deprecated fields.
+    let mut untimed = read.clone();
+    untimed.metadata = kube::api::ObjectMeta {
+        name: Some("web.untimed".into()),
+        ..Default::default()
+    };
+    match new.create(&PostParams::default(), &untimed).await {
+        Err(kube::Error::Api(s)) => assert_eq!(
+            (s.code, s.message.as_str()),
+            (
+                422,
+                "Event \"web.untimed\" is invalid: [eventTime: Required value, firstTimestamp: Invalid value: \"\": needs to be unset, lastTimestamp: Invalid value: \"\": needs to be unset, count: Invalid value: \"\": needs to be unset, source: Invalid value: \"\": needs to be unset]"
+            )
+        ),
+        other => panic!("an events.k8s.io Event needs eventTime: {other:?}"),
+    }
     core.delete("web.legacy", &DeleteParams::default())
         .await
         .unwrap();
