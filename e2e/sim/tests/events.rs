@@ -91,28 +91,54 @@ where
     }
 }
 
-#[tokio::test]
-async fn recorder_events_are_core_events_and_back() {
-    let (sim, client) = common::start().await;
-    let regarding = web_deployment(&client).await;
-    let core: Api<CoreEvent> = Api::namespaced(client.clone(), "default");
-    let new: Api<NewEvent> = Api::namespaced(client.clone(), "default");
-    let selected = ListParams::default().fields("involvedObject.name=web,reason=Rescaled");
-    let rv = core
-        .list(&ListParams::default())
+/// The status of a refused request (panics on success or a non-API error).
+fn refusal<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String) {
+    match r {
+        Err(kube::Error::Api(s)) => (s.code, s.message),
+        other => panic!("expected a refusal: {other:?}"),
+    }
+}
+
+/// The Events' resourceVersion now, to watch from.
+async fn list_rv<K>(api: &Api<K>) -> String
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default())
         .await
         .unwrap()
         .metadata
         .resource_version
-        .unwrap();
-    let core_watch = dynamic(&client, "")
+        .unwrap()
+}
+
+/// How many Events `fields` selects through `api`.
+async fn count<K>(api: &Api<K>, fields: &str) -> usize
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default().fields(fields))
+        .await
+        .unwrap()
+        .items
+        .len()
+}
+
+#[tokio::test]
+async fn recorder_events_are_core_events() {
+    let (sim, client) = common::start().await;
+    let regarding = web_deployment(&client).await;
+    let core: Api<CoreEvent> = Api::namespaced(client.clone(), "default");
+    let new: Api<NewEvent> = Api::namespaced(client.clone(), "default");
+    let rv = list_rv(&core).await;
+    let mut core_watch = dynamic(&client, "")
         .watch(
             &WatchParams::default().fields("involvedObject.name=web,reason=Rescaled"),
             &rv,
         )
         .await
-        .unwrap();
-    let mut core_watch = core_watch.boxed();
+        .unwrap()
+        .boxed();
 
     // A first event is created, a repeat becomes a series (a merge patch through events.k8s.io).
     let recorder = Recorder::new(client.clone(), reporter());
@@ -128,6 +154,7 @@ async fn recorder_events_are_core_events_and_back() {
     assert_eq!(t, "MODIFIED");
     assert_eq!(o.data["series"]["count"], 2);
 
+    let selected = ListParams::default().fields("involvedObject.name=web,reason=Rescaled");
     let listed = core.list(&selected).await.unwrap().items;
     assert_eq!(listed.len(), 1, "{listed:?}");
     let e = &listed[0];
@@ -139,13 +166,18 @@ async fn recorder_events_are_core_events_and_back() {
     assert_eq!(e.action.as_deref(), Some("Scale"));
     assert_eq!(e.series.as_ref().map(|s| s.count), Some(Some(2)));
     assert!(e.event_time.is_some() && e.count.is_none() && e.first_timestamp.is_none());
-    let name = e.metadata.name.clone().unwrap();
-    let same = new.get(&name).await.unwrap();
+    let same = new.get(e.metadata.name.as_deref().unwrap()).await.unwrap();
     assert_eq!(
         same.metadata.resource_version, e.metadata.resource_version,
         "one object"
     );
     assert_eq!(same.metadata.uid, e.metadata.uid);
+    field_selectors_are_each_groups(&core, &new).await;
+    sim.shutdown().await;
+}
+
+/// Each group selects by its own field labels and refuses the other's, with the real message.
+async fn field_selectors_are_each_groups(core: &Api<CoreEvent>, new: &Api<NewEvent>) {
     for (fields, want) in [
         (
             "involvedObject.kind=Deployment,involvedObject.namespace=default",
@@ -155,63 +187,38 @@ async fn recorder_events_are_core_events_and_back() {
         ("reportingComponent=plimsoll-test,type=Normal", 1),
         ("source=plimsoll-test", 1),
     ] {
-        let n = core
-            .list(&ListParams::default().fields(fields))
-            .await
-            .unwrap()
-            .items
-            .len();
-        assert_eq!(n, want, "{fields}");
+        assert_eq!(count(core, fields).await, want, "{fields}");
     }
     for (fields, want) in [
         ("regarding.name=web,reportingController=plimsoll-test", 1),
         ("regarding.kind=Pod", 0),
     ] {
-        let n = new
-            .list(&ListParams::default().fields(fields))
-            .await
-            .unwrap()
-            .items
-            .len();
-        assert_eq!(n, want, "{fields}");
+        assert_eq!(count(new, fields).await, want, "{fields}");
     }
-    for (api_errs, label) in [
-        (
-            core.list(&ListParams::default().fields("regarding.name=web"))
+    for label in ["regarding.name", "foo"] {
+        let refused = refusal(
+            core.list(&ListParams::default().fields(&format!("{label}=x")))
                 .await,
-            "regarding.name",
-        ),
-        (
-            core.list(&ListParams::default().fields("foo=bar")).await,
-            "foo",
-        ),
-    ] {
-        match api_errs {
-            Err(kube::Error::Api(s)) => {
-                assert_eq!(
-                    (s.code, s.message),
-                    (400, format!("field label not supported: {label}"))
-                );
-            }
-            other => panic!("{label}: {other:?}"),
-        }
+        );
+        assert_eq!(
+            refused,
+            (400, format!("field label not supported: {label}"))
+        );
     }
-    assert_eq!(
+    let refused = refusal(
         new.list(&ListParams::default().fields("involvedObject.name=web"))
-            .await
-            .map(|_| ())
-            .map_err(|e| common::code(&e)),
-        Err(400)
+            .await,
     );
+    assert_eq!(refused.0, 400);
+}
 
-    // The reverse: a core/v1 Event is read, watched and updated through events.k8s.io.
-    let rv = new
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+#[tokio::test]
+async fn core_events_are_events_api_events() {
+    let (sim, client) = common::start().await;
+    web_deployment(&client).await;
+    let core: Api<CoreEvent> = Api::namespaced(client.clone(), "default");
+    let new: Api<NewEvent> = Api::namespaced(client.clone(), "default");
+    let rv = list_rv(&new).await;
     let mut new_watch = dynamic(&client, "events.k8s.io")
         .watch(
             &WatchParams::default().fields("regarding.name=web,reason=Legacy"),
@@ -249,7 +256,7 @@ async fn recorder_events_are_core_events_and_back() {
     );
     assert_eq!(read.note.as_deref(), Some("from the core API"));
 
-    // core/v1 may rewrite an Event; events.k8s.io/v1 keeps everything but the series immutable.
+    // core/v1 may rewrite an Event; the events.k8s.io watcher sees the change.
     let mut legacy = core.get("web.legacy").await.unwrap();
     legacy.message = Some("rewritten".into());
     core.replace("web.legacy", &PostParams::default(), &legacy)
@@ -260,50 +267,41 @@ async fn recorder_events_are_core_events_and_back() {
         (t, o.data["note"].as_str()),
         ("MODIFIED", Some("rewritten"))
     );
-    let mut read = new.get("web.legacy").await.unwrap();
-    read.note = Some("rewritten again".into());
-    match new
-        .replace("web.legacy", &PostParams::default(), &read)
-        .await
-    {
-        Err(kube::Error::Api(s)) => assert_eq!(
-            (s.code, s.message.as_str()),
-            (
-                422,
-                "Event \"web.legacy\" is invalid: message: Invalid value: \"rewritten again\": field is immutable"
-            )
-        ),
-        other => panic!("an events.k8s.io update may not change the note: {other:?}"),
-    }
-    // A create through events.k8s.io/v1 must carry eventTime and none of the deprecated fields.
-    let mut untimed = read.clone();
-    untimed.metadata = kube::api::ObjectMeta {
-        name: Some("web.untimed".into()),
-        ..Default::default()
-    };
-    match new.create(&PostParams::default(), &untimed).await {
-        Err(kube::Error::Api(s)) => assert_eq!(
-            (s.code, s.message.as_str()),
-            (
-                422,
-                "Event \"web.untimed\" is invalid: [eventTime: Required value, firstTimestamp: Invalid value: \"\": needs to be unset, lastTimestamp: Invalid value: \"\": needs to be unset, count: Invalid value: \"\": needs to be unset, source: Invalid value: \"\": needs to be unset]"
-            )
-        ),
-        other => panic!("an events.k8s.io Event needs eventTime: {other:?}"),
-    }
+    events_api_writes_are_strict(&new).await;
+
     core.delete("web.legacy", &DeleteParams::default())
         .await
         .unwrap();
     let (t, _) = next(&mut new_watch).await;
     assert_eq!(t, "DELETED");
-    assert_eq!(
-        new.get("web.legacy")
-            .await
-            .map(|_| ())
-            .map_err(|e| common::code(&e)),
-        Err(404)
-    );
+    assert_eq!(refusal(new.get("web.legacy").await).0, 404);
     sim.shutdown().await;
+}
+
+/// events.k8s.io/v1 keeps everything but the series immutable, and a create through it must
+/// carry eventTime and none of the deprecated fields.
+async fn events_api_writes_are_strict(new: &Api<NewEvent>) {
+    let mut read = new.get("web.legacy").await.unwrap();
+    read.note = Some("rewritten again".into());
+    assert_eq!(
+        refusal(new.replace("web.legacy", &PostParams::default(), &read).await),
+        (
+            422,
+            "Event \"web.legacy\" is invalid: message: Invalid value: \"rewritten again\": field is immutable".to_string()
+        )
+    );
+    let mut untimed = read.clone();
+    untimed.metadata = kube::api::ObjectMeta {
+        name: Some("web.untimed".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        refusal(new.create(&PostParams::default(), &untimed).await),
+        (
+            422,
+            "Event \"web.untimed\" is invalid: [eventTime: Required value, firstTimestamp: Invalid value: \"\": needs to be unset, lastTimestamp: Invalid value: \"\": needs to be unset, count: Invalid value: \"\": needs to be unset, source: Invalid value: \"\": needs to be unset]".to_string()
+        )
+    );
 }
 
 fn kubectl_available() -> bool {
@@ -363,111 +361,126 @@ async fn kubectl_shows_recorder_events() {
     let kc2 = kc.clone();
     tokio::task::spawn_blocking(move || {
         let kc = kc2.as_path();
-        let table = ok(kc, &["get", "events"]);
-        assert_eq!(
-            header(&table),
-            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
-            "{table}"
-        );
-        let row = table
-            .lines()
-            .find(|l| l.contains("Rescaled"))
-            .unwrap_or_else(|| panic!("{table}"));
-        assert!(
-            row.contains("Normal")
-                && row.contains("deployment/web")
-                && row.trim_end().ends_with("scaled to 2"),
-            "{row}"
-        );
-
-        let wide = ok(kc, &["get", "events", "-o", "wide"]);
-        assert_eq!(
-            header(&wide),
-            [
-                "LAST SEEN",
-                "TYPE",
-                "REASON",
-                "OBJECT",
-                "SUBOBJECT",
-                "SOURCE",
-                "MESSAGE",
-                "FIRST SEEN",
-                "COUNT",
-                "NAME"
-            ],
-            "{wide}"
-        );
-        let row = wide
-            .lines()
-            .find(|l| l.contains("Rescaled"))
-            .unwrap_or_else(|| panic!("{wide}"));
-        assert!(
-            row.contains("plimsoll-test, plimsoll-test-0")
-                && row.contains(" 1 ")
-                && row.contains("web."),
-            "{row}"
-        );
-
-        let selected = ok(
-            kc,
-            &[
-                "get",
-                "events",
-                "--field-selector",
-                "involvedObject.name=web,reason=Rescaled",
-            ],
-        );
-        assert_eq!(selected.lines().count(), 2, "{selected}");
-        let none = ok(
-            kc,
-            &[
-                "get",
-                "events",
-                "--field-selector",
-                "involvedObject.name=nothing",
-            ],
-        );
-        assert!(none.contains("No resources found"), "{none}");
-        let (failed, refused) = kubectl(kc, &["get", "events", "--field-selector", "foo=bar"]);
-        assert!(
-            !failed && refused.contains("field label not supported: foo"),
-            "{refused}"
-        );
-
-        let new_group = ok(
-            kc,
-            &[
-                "get",
-                "events.events.k8s.io",
-                "--field-selector",
-                "regarding.name=web",
-            ],
-        );
-        assert_eq!(
-            header(&new_group),
-            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
-            "{new_group}"
-        );
-        assert!(new_group.contains("Rescaled"), "{new_group}");
-
-        // describe lists core/v1 Events by involvedObject field selector; its FROM column is the
-        // source component, else the reporting controller (kubectl prints no instance there).
-        let described = ok(kc, &["describe", "deployment", "web"]);
-        let events = described
-            .split("Events:")
-            .nth(1)
-            .unwrap_or_else(|| panic!("{described}"));
-        let line = events
-            .lines()
-            .find(|l| l.contains("Rescaled"))
-            .unwrap_or_else(|| panic!("{described}"));
-        assert!(
-            line.contains("plimsoll-test") && line.contains("scaled to 2"),
-            "{line}"
-        );
+        prints_event_tables(kc);
+        selects_events_by_field(kc);
+        describe_shows_the_event(kc);
     })
     .await
     .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     sim.shutdown().await;
+}
+
+/// `get events` prints the real server's columns (and `-o wide` its wide ones) for both groups.
+fn prints_event_tables(kc: &Path) {
+    let table = ok(kc, &["get", "events"]);
+    assert_eq!(
+        header(&table),
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{table}"
+    );
+    let row = table
+        .lines()
+        .find(|l| l.contains("Rescaled"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        row.contains("Normal")
+            && row.contains("deployment/web")
+            && row.trim_end().ends_with("scaled to 2"),
+        "{row}"
+    );
+
+    let wide = ok(kc, &["get", "events", "-o", "wide"]);
+    assert_eq!(
+        header(&wide),
+        [
+            "LAST SEEN",
+            "TYPE",
+            "REASON",
+            "OBJECT",
+            "SUBOBJECT",
+            "SOURCE",
+            "MESSAGE",
+            "FIRST SEEN",
+            "COUNT",
+            "NAME"
+        ],
+        "{wide}"
+    );
+    let row = wide
+        .lines()
+        .find(|l| l.contains("Rescaled"))
+        .unwrap_or_else(|| panic!("{wide}"));
+    assert!(
+        row.contains("plimsoll-test, plimsoll-test-0")
+            && row.contains(" 1 ")
+            && row.contains("web."),
+        "{row}"
+    );
+
+    let new_group = ok(kc, &["get", "events.events.k8s.io"]);
+    assert_eq!(
+        header(&new_group),
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{new_group}"
+    );
+    assert!(new_group.contains("Rescaled"), "{new_group}");
+}
+
+/// `--field-selector` on `involvedObject.*` (and `regarding.*` for the newer group); an
+/// unsupported label is the server's 400.
+fn selects_events_by_field(kc: &Path) {
+    let selected = ok(
+        kc,
+        &[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=web,reason=Rescaled",
+        ],
+    );
+    assert_eq!(selected.lines().count(), 2, "{selected}");
+    let none = ok(
+        kc,
+        &[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=nothing",
+        ],
+    );
+    assert!(none.contains("No resources found"), "{none}");
+    let (succeeded, refused) = kubectl(kc, &["get", "events", "--field-selector", "foo=bar"]);
+    assert!(
+        !succeeded && refused.contains("field label not supported: foo"),
+        "{refused}"
+    );
+    let new_group = ok(
+        kc,
+        &[
+            "get",
+            "events.events.k8s.io",
+            "--field-selector",
+            "regarding.name=web,reportingController=plimsoll-test",
+        ],
+    );
+    assert_eq!(new_group.lines().count(), 2, "{new_group}");
+}
+
+/// `describe` lists core/v1 Events by an `involvedObject` field selector; its FROM column is the
+/// source component, else the reporting controller (kubectl prints no instance there).
+fn describe_shows_the_event(kc: &Path) {
+    let described = ok(kc, &["describe", "deployment", "web"]);
+    let events = described
+        .split("Events:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{described}"));
+    let line = events
+        .lines()
+        .find(|l| l.contains("Rescaled"))
+        .unwrap_or_else(|| panic!("{described}"));
+    assert!(
+        line.contains("plimsoll-test") && line.contains("scaled to 2"),
+        "{line}"
+    );
 }
