@@ -20,7 +20,7 @@ use crate::patch::{self, PatchKind};
 use crate::registry::{self, ResourceDef, ResourceKey, json_path, set_json_path};
 use crate::selector::{LabelSelector, Selectors};
 use crate::store::Mutation;
-use crate::{Cluster, defaults};
+use crate::{Cluster, defaults, events};
 
 /// Options of a DELETE (`metav1.DeleteOptions`).
 #[derive(Debug, Clone, Default)]
@@ -88,8 +88,14 @@ pub enum Part {
     Resize,
 }
 
+/// Where `def`'s objects are stored (Events of both groups share one table).
 fn key_of(def: &ResourceDef) -> ResourceKey {
-    (def.group.clone(), def.plural.clone())
+    events::storage_key(def)
+}
+
+/// A stored object as a request through `def` sees it.
+fn view(def: &ResourceDef, stored: Arc<Value>) -> Arc<Value> {
+    events::present(def, &stored).map_or(stored, Arc::new)
 }
 
 fn meta(obj: &Value, field: &str) -> String {
@@ -248,8 +254,10 @@ impl Cluster {
         if is_crd(def) {
             obj["status"] = defaults::crd_status(&obj);
         }
+        let obj = events::to_storage(def, obj);
+        events::validate(def, &obj, None)?;
         if dry_run {
-            return Ok(Arc::new(obj));
+            return Ok(view(def, Arc::new(obj)));
         }
         let stored = self.store.create(&key_of(def), obj, &def.group)?;
         if is_crd(def)
@@ -264,7 +272,7 @@ impl Cluster {
             name: &name,
         };
         self.audit(caller, "create", created, "", &stored);
-        Ok(stored)
+        Ok(view(def, stored))
     }
 
     fn apply_type_defaults(def: &ResourceDef, version: &str, obj: &mut Value) {
@@ -322,10 +330,10 @@ impl Cluster {
                 .store
                 .get(&key_of(def), ns, name)
                 .ok_or_else(|| target.not_found())?;
-            obj = admission::mutate(self, def, version, "UPDATE", obj, Some(&current), caller)
-                .await?;
+            let old = view(def, current);
+            obj = admission::mutate(self, def, version, "UPDATE", obj, Some(&old), caller).await?;
         }
-        let stored = self.replace(target, obj, part)?;
+        let stored = self.replace(target, events::to_storage(def, obj), part)?;
         let sub = match part {
             Part::Main => "",
             Part::Status => "status",
@@ -333,7 +341,7 @@ impl Cluster {
         };
         self.audit(caller, verb, target, sub, &stored);
         self.after_write(def, &stored);
-        Ok(stored)
+        Ok(view(def, stored))
     }
 
     fn after_write(&self, def: &ResourceDef, stored: &Value) {
@@ -423,6 +431,7 @@ impl Cluster {
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);
                 defaults::validate(def, &new, Some(current))?;
+                events::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;
                 }
@@ -505,7 +514,8 @@ impl Cluster {
                 }
                 return Err(target.not_found());
             };
-            let mut patched = patch::apply(kind, &current, body)?;
+            // A patch speaks the request's shape of the object, not the stored one.
+            let mut patched = patch::apply(kind, &view(target.def, current.clone()), body)?;
             if !patch_sets_rv {
                 meta_mut(&mut patched).insert(
                     "resourceVersion".into(),
@@ -522,7 +532,8 @@ impl Cluster {
 
     /// Deletes an object: immediately, or by setting deletionTimestamp when finalizers or a
     /// grace period remain. Returns the object's last (or current, terminating) state, as
-    /// stored (whatever version the request speaks).
+    /// stored (whatever version the request speaks; an `events.k8s.io` Event in that group's
+    /// shape).
     pub fn delete(
         &self,
         target: ObjectRef<'_>,
@@ -600,7 +611,7 @@ impl Cluster {
         if is_crd(def) && self.store.get(&key, ns, name).is_none() {
             self.remove_crd_resource(&stored);
         }
-        Ok(stored)
+        Ok(view(def, stored))
     }
 
     /// Drops a CRD's resource and its objects after the CRD is gone.

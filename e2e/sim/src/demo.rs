@@ -260,11 +260,8 @@ async fn keep_until_interrupted(sim: &SimHandle, config: &DemoConfig) -> Result<
         format!("  export KUBECONFIG={}", path.display()),
         "  kubectl get hpaplus -A -w".to_owned(),
         format!("  kubectl describe hpaplus -n {ns} web"),
-        // The services write events.k8s.io/v1 Events; the sim does not show them as core/v1
-        // ones (a real API server does), so ask for them by their own group.
-        format!(
-            "  kubectl get events.events.k8s.io -n {ns} --sort-by=.eventTime -o custom-columns=TIME:.eventTime,REASON:.reason,OBJECT:.regarding.name,NOTE:.note"
-        ),
+        // The services write events.k8s.io/v1 Events; the sim serves them as core/v1 ones too.
+        format!("  kubectl get events -n {ns}"),
         "press Ctrl-C to stop".to_owned(),
     ];
     for l in &lines {

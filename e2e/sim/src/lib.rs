@@ -15,6 +15,7 @@ pub mod control;
 pub mod defaults;
 pub mod demo;
 pub mod error;
+pub mod events;
 pub mod eviction;
 pub mod kubeconfig;
 pub mod metrics_api;

@@ -4,6 +4,8 @@
 //!
 //! Invariant: a resource is stored once per (group, plural); every served version of a CRD
 //! reads and writes the same objects (the sim does no conversion, like `strategy: None`).
+//! Events are the one exception, as on a real server: `events.k8s.io` Events are the core
+//! ones, stored once and converted on the way in and out (`events.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};

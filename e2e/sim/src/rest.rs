@@ -26,7 +26,7 @@ use crate::registry::ResourceDef;
 use crate::selector::Selectors;
 use crate::store::{EventType, StoredEvent};
 use crate::workload::LoadSpec;
-use crate::{Cluster, base64, eviction, metrics_api, table};
+use crate::{Cluster, base64, events, eviction, metrics_api, table};
 
 /// The router serving the whole API.
 pub fn router(cluster: Arc<Cluster>) -> Router {
@@ -487,7 +487,7 @@ fn delete_collection(
     req: &Req,
 ) -> Result<Response, ApiError> {
     let def = &t.def;
-    let selectors = selectors(&req.query)?;
+    let selectors = selectors(def, &req.query)?;
     let opts = DeleteOptions::from_body(
         &req.json_body()?,
         req.query
@@ -514,7 +514,7 @@ fn get(cluster: &Arc<Cluster>, target: ObjectRef<'_>, req: &Req) -> Result<Respo
     } = target;
     let obj = cluster
         .store
-        .get(&(def.group.clone(), def.plural.clone()), ns, name)
+        .get(&events::storage_key(def), ns, name)
         .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
     if req.wants_table() {
         return Ok(json_response(
@@ -528,7 +528,7 @@ fn get(cluster: &Arc<Cluster>, target: ObjectRef<'_>, req: &Req) -> Result<Respo
             ),
         ));
     }
-    if def.versions.len() > 1 {
+    if presents(def) {
         return Ok(obj_response(200, &present(def, version, &obj)));
     }
     Ok(obj_response(200, &obj))
@@ -575,7 +575,7 @@ async fn patch(
     };
     let existed = cluster
         .store
-        .get(&(def.group.clone(), def.plural.clone()), ns, name)
+        .get(&events::storage_key(def), ns, name)
         .is_some();
     let out = cluster
         .patch(target, kind, &body, part, &req.caller)
@@ -583,8 +583,17 @@ async fn patch(
     Ok(obj_response(if existed { 200 } else { 201 }, &out))
 }
 
-/// Rewrites `apiVersion` when a CRD served at several versions is read at another one.
+/// Whether a stored object of `def` is answered in another shape ([`present`]).
+fn presents(def: &ResourceDef) -> bool {
+    def.versions.len() > 1 || events::converts(def)
+}
+
+/// Rewrites `apiVersion` when a CRD served at several versions is read at another one, and
+/// converts a stored Event to the shape of the group it is read through.
 fn present(def: &ResourceDef, version: &str, obj: &Arc<Value>) -> Value {
+    if let Some(o) = events::present(def, obj) {
+        return o;
+    }
     let mut o = (**obj).clone();
     if def.versions.len() > 1 {
         o["apiVersion"] = json!(def.api_version(version));
@@ -596,10 +605,12 @@ fn continue_token(ns: &str, name: &str) -> String {
     base64::encode(format!("{ns}\u{0}{name}").as_bytes())
 }
 
-/// The `labelSelector` and `fieldSelector` query parameters.
-fn selectors(q: &Query) -> Result<Selectors, ApiError> {
+/// The `labelSelector` and `fieldSelector` query parameters of a request on `def`.
+fn selectors(def: &ResourceDef, q: &Query) -> Result<Selectors, ApiError> {
     let param = |k: &str| q.get(k).map_or("", String::as_str);
-    Selectors::parse(param("labelSelector"), param("fieldSelector"))
+    let mut s = Selectors::parse(param("labelSelector"), param("fieldSelector"))?;
+    s.fields = events::field_selector(def, s.fields)?;
+    Ok(s)
 }
 
 fn list(
@@ -609,10 +620,8 @@ fn list(
     ns: Option<&str>,
     req: &Req,
 ) -> Result<Response, ApiError> {
-    let selectors = selectors(&req.query)?;
-    let (items, rv) = cluster
-        .store
-        .list(&(def.group.clone(), def.plural.clone()), ns);
+    let selectors = selectors(def, &req.query)?;
+    let (items, rv) = cluster.store.list(&events::storage_key(def), ns);
     let after: Option<(String, String)> = match req.query.get("continue").filter(|c| !c.is_empty())
     {
         None => None,
@@ -682,7 +691,7 @@ fn list(
         if i > 0 {
             buf.push(b',');
         }
-        if def.versions.len() > 1 {
+        if presents(def) {
             buf.extend_from_slice(
                 &serde_json::to_vec(&present(def, version, o)).unwrap_or_default(),
             );
@@ -754,6 +763,9 @@ impl WatchCtx {
             let tbl = table::to_table(&self.def, [obj], self.cluster.clock.now(), 0, false);
             return event_line(t.as_str(), &serde_json::to_vec(&tbl).unwrap_or_default());
         }
+        if let Some(o) = events::present(&self.def, obj) {
+            return event_line(t.as_str(), &serde_json::to_vec(&o).unwrap_or_default());
+        }
         if self.def.versions.len() > 1 {
             let mut o = obj.clone();
             o["apiVersion"] = json!(self.def.api_version(&self.version));
@@ -804,11 +816,12 @@ fn watch(
     ns: Option<&str>,
     req: &Req,
 ) -> Result<Response, ApiError> {
+    let (group, plural) = events::storage_key(def);
     let filter = WatchFilter {
-        group: def.group.clone(),
-        plural: def.plural.clone(),
+        group,
+        plural,
         ns: ns.map(String::from),
-        selectors: selectors(&req.query)?,
+        selectors: selectors(def, &req.query)?,
     };
     if cluster.faults.take_forced_expiry() {
         return Ok(expired_stream(
@@ -832,7 +845,7 @@ fn watch(
         .get("resourceVersion")
         .cloned()
         .unwrap_or_default();
-    let key = (def.group.clone(), def.plural.clone());
+    let key = events::storage_key(def);
     let ctx = WatchCtx {
         def: def.clone(),
         version: version.to_string(),

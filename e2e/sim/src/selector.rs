@@ -119,10 +119,22 @@ fn format_structured(selector: &ApiLabelSelector) -> String {
 /// A field selector: `path=value`, `path==value`, `path!=value`, comma-separated, `ANDed`.
 /// Paths are dotted JSON paths (`metadata.name`, `status.phase`, `spec.nodeName`,
 /// `involvedObject.uid`); a missing field compares as the empty string, as upstream does
-/// for the fields it supports.
+/// for the fields it supports. A kind whose labels are not JSON paths maps them with
+/// [`Self::convert_labels`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldSelector {
-    terms: Vec<(String, bool, String)>,
+    terms: Vec<FieldTerm>,
+}
+
+/// One `label=value` or `label!=value` requirement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FieldTerm {
+    /// The JSON paths the label reads; the first non-empty value is the field's value.
+    paths: Vec<String>,
+    /// `=` / `==` (true) or `!=` (false).
+    equals: bool,
+    /// The value compared with.
+    value: String,
 }
 
 impl FieldSelector {
@@ -130,7 +142,7 @@ impl FieldSelector {
     pub fn parse(s: &str) -> Result<Self, ApiError> {
         let mut terms = Vec::new();
         for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            let (path, eq, value) = if let Some((k, v)) = term.split_once("!=") {
+            let (path, equals, value) = if let Some((k, v)) = term.split_once("!=") {
                 (k, false, v)
             } else if let Some((k, v)) = term.split_once("==") {
                 (k, true, v)
@@ -141,7 +153,11 @@ impl FieldSelector {
                     "invalid selector: '{s}'; can't understand '{term}'"
                 )));
             };
-            terms.push((path.trim().to_string(), eq, value.trim().to_string()));
+            terms.push(FieldTerm {
+                paths: vec![path.trim().to_string()],
+                equals,
+                value: value.trim().to_string(),
+            });
         }
         Ok(Self { terms })
     }
@@ -151,30 +167,53 @@ impl FieldSelector {
         self.terms.is_empty()
     }
 
+    /// Replaces each term's label (as written in the query) by the JSON paths `f` says it reads
+    /// (the first non-empty one counts); an error from `f` (an unsupported label) is returned.
+    pub fn convert_labels<F>(self, f: F) -> Result<Self, ApiError>
+    where
+        F: Fn(&str) -> Result<Vec<String>, ApiError>,
+    {
+        let terms = self
+            .terms
+            .into_iter()
+            .map(|t| {
+                let label = t.paths.first().map_or("", String::as_str);
+                Ok(FieldTerm {
+                    paths: f(label)?,
+                    ..t
+                })
+            })
+            .collect::<Result<_, ApiError>>()?;
+        Ok(Self { terms })
+    }
+
     /// Whether the object satisfies every term.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.terms.iter().all(|(path, eq, value)| {
-            let mut cur = obj;
-            let mut found = true;
-            for seg in path.split('.') {
-                if let Some(v) = cur.get(seg) {
-                    cur = v;
-                } else {
-                    found = false;
-                    break;
-                }
-            }
-            let actual = if found {
-                match cur {
-                    Value::String(s) => s.clone(),
-                    Value::Null => String::new(),
-                    other => other.to_string(),
-                }
-            } else {
-                String::new()
-            };
-            (actual == *value) == *eq
+        self.terms.iter().all(|t| {
+            let actual = t
+                .paths
+                .iter()
+                .map(|p| field_value(obj, p))
+                .find(|v| !v.is_empty())
+                .unwrap_or_default();
+            (actual == t.value) == t.equals
         })
+    }
+}
+
+/// The value at a dotted JSON path as a field selector compares it ("" when absent or null).
+fn field_value(obj: &Value, path: &str) -> String {
+    let mut cur = obj;
+    for seg in path.split('.') {
+        match cur.get(seg) {
+            Some(v) => cur = v,
+            None => return String::new(),
+        }
+    }
+    match cur {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }
 

@@ -77,6 +77,9 @@ fn columns_and_cells(def: &ResourceDef, obj: &Value, now: Timestamp) -> Row {
         ("", "nodes") => node_row(obj, name, a),
         ("autoscaling", "horizontalpodautoscalers") => hpa_row(obj, name, a),
         ("policy", "poddisruptionbudgets") => pdb_row(obj, name, a),
+        // Both groups' Events are stored in the core shape and printed alike, as upstream's one
+        // printer for the internal Event type does.
+        ("" | "events.k8s.io", "events") => event_row(obj, name, now),
         _ if !def.printer_columns.is_empty() => crd_row(def, obj, name, now),
         _ => (
             vec![col("Name", "string", 0), col("Age", "string", 0)],
@@ -264,6 +267,82 @@ fn pdb_row(obj: &Value, name: Value, a: Value) -> Row {
     )
 }
 
+/// How long ago the RFC 3339 time at `p` was; `None` when it is absent or null.
+fn since(obj: &Value, p: &str, now: Timestamp) -> Option<String> {
+    obj.pointer(p)
+        .and_then(Value::as_str)
+        .and_then(parse_time)
+        .map(|t| human_age(now.duration_since(t).as_secs()))
+}
+
+/// upstream `printEvent`: LAST SEEN is the series' last observation, else `lastTimestamp`, else
+/// FIRST SEEN (`firstTimestamp`, else `eventTime`); COUNT is the series' count, else `count`,
+/// else 1; SOURCE is the source component (else the reporting controller) and host (else the
+/// reporting instance). The server always sends every column; kubectl hides the wide ones.
+fn event_row(obj: &Value, name: Value, now: Timestamp) -> Row {
+    let unknown = || "<unknown>".to_string();
+    let first = since(obj, "/firstTimestamp", now)
+        .or_else(|| since(obj, "/eventTime", now))
+        .unwrap_or_else(unknown);
+    let (last, count) = if obj.get("series").is_some_and(Value::is_object) {
+        (
+            since(obj, "/series/lastObservedTime", now).unwrap_or_else(unknown),
+            i(obj, "/series/count"),
+        )
+    } else {
+        let last = since(obj, "/lastTimestamp", now).unwrap_or_else(|| first.clone());
+        // Singleton events of the new API carry no count.
+        let count = match i(obj, "/count") {
+            0 => 1,
+            c => c,
+        };
+        (last, count)
+    };
+    let kind = s(obj, "/involvedObject/kind").to_lowercase();
+    let involved = s(obj, "/involvedObject/name");
+    let object = if involved.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{involved}")
+    };
+    let first_non_empty = |a: String, b: String| if a.is_empty() { b } else { a };
+    let component = first_non_empty(s(obj, "/source/component"), s(obj, "/reportingComponent"));
+    let instance = first_non_empty(s(obj, "/source/host"), s(obj, "/reportingInstance"));
+    let source = if instance.is_empty() {
+        component
+    } else {
+        format!("{component}, {instance}")
+    };
+    let mut name_col = col("Name", "string", 1);
+    name_col["format"] = json!("name");
+    (
+        vec![
+            col("Last Seen", "string", 0),
+            col("Type", "string", 0),
+            col("Reason", "string", 0),
+            col("Object", "string", 0),
+            col("Subobject", "string", 1),
+            col("Source", "string", 1),
+            col("Message", "string", 0),
+            col("First Seen", "string", 1),
+            col("Count", "string", 1),
+            name_col,
+        ],
+        vec![
+            json!(last),
+            json!(s(obj, "/type")),
+            json!(s(obj, "/reason")),
+            json!(object),
+            json!(s(obj, "/involvedObject/fieldPath")),
+            json!(source),
+            json!(s(obj, "/message").trim()),
+            json!(first),
+            json!(count),
+            name,
+        ],
+    )
+}
+
 /// Name, then the printer columns a CRD declares (`date` columns as ages).
 fn crd_row(def: &ResourceDef, obj: &Value, name: Value, now: Timestamp) -> Row {
     let mut cols = vec![col("Name", "string", 0)];
@@ -350,5 +429,82 @@ mod tests {
             json!(["p", "1/1", "Running", "2", "30s", "<none>", "<none>"])
         );
         assert_eq!(t["columnDefinitions"][0]["format"], "name");
+    }
+
+    #[test]
+    fn event_rows_follow_the_upstream_printer() {
+        // upstream: pkg/printers/internalversion/printers_test.go TestPrintEvent
+        let reg = Registry::with_builtins();
+        let now: Timestamp = "2026-01-01T01:00:00Z".parse().unwrap();
+        let legacy = json!({"metadata": {"name": "e1"}, "type": "Warning", "reason": "BackOff",
+            "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
+            "source": {"component": "kubelet", "host": "n1"}, "message": " restarting \n", "count": 6,
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:59:30Z"});
+        let recorded = json!({"metadata": {"name": "e2"}, "type": "Normal", "reason": "Scaled",
+            "involvedObject": {"kind": "Deployment", "name": "web"}, "message": "to 3",
+            "eventTime": "2026-01-01T00:57:30.000000Z", "firstTimestamp": null, "lastTimestamp": null,
+            "reportingComponent": "hpa-plus", "reportingInstance": "hpa-plus-0",
+            "series": {"count": 4, "lastObservedTime": "2026-01-01T00:59:50.000000Z"}});
+        let single = json!({"metadata": {"name": "e3"}, "involvedObject": {"kind": "Node"},
+            "eventTime": "2026-01-01T00:59:00.000000Z", "reportingComponent": "c"});
+        for group in ["", "events.k8s.io"] {
+            let def = reg.lookup(group, "v1", "events").unwrap();
+            let t = to_table(&def, [&legacy, &recorded, &single], now, 5, false);
+            let names: Vec<&str> = t["columnDefinitions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                names,
+                [
+                    "Last Seen",
+                    "Type",
+                    "Reason",
+                    "Object",
+                    "Subobject",
+                    "Source",
+                    "Message",
+                    "First Seen",
+                    "Count",
+                    "Name"
+                ]
+            );
+            assert_eq!(
+                t["rows"][0]["cells"],
+                json!([
+                    "30s",
+                    "Warning",
+                    "BackOff",
+                    "pod/p",
+                    "spec.containers{a}",
+                    "kubelet, n1",
+                    "restarting",
+                    "60m",
+                    6,
+                    "e1"
+                ])
+            );
+            assert_eq!(
+                t["rows"][1]["cells"],
+                json!([
+                    "10s",
+                    "Normal",
+                    "Scaled",
+                    "deployment/web",
+                    "",
+                    "hpa-plus, hpa-plus-0",
+                    "to 3",
+                    "2m30s",
+                    4,
+                    "e2"
+                ])
+            );
+            assert_eq!(
+                t["rows"][2]["cells"],
+                json!(["60s", "", "", "node", "", "c", "", "60s", 1, "e3"])
+            );
+        }
     }
 }
