@@ -65,17 +65,30 @@ pub fn parse_time(s: &str) -> Option<Timestamp> {
     s.parse().ok()
 }
 
-/// Human-readable age, like kube-apiserver's table printer (`5s`, `3m2s`, `45m`, `5h3m`, `3d`).
+/// Human-readable age, as kubectl and the apiserver's table printer show it
+/// (`k8s.io/apimachinery/pkg/util/duration.HumanDuration`): `5s`, `3m5s`, `4m`, `45m`, `4h2m`,
+/// `10h`, `3d`, `3d4h`, `30d`, `2y3d`. A unit's remainder is shown only while the larger unit is
+/// small (under 10 minutes, 8 hours, 8 days, 8 years), and a zero remainder is left out.
 pub fn human_age(secs: i64) -> String {
     let s = secs.max(0);
+    let with_rest = |big: i64, big_unit: &str, rest: i64, rest_unit: &str| {
+        if rest == 0 {
+            format!("{big}{big_unit}")
+        } else {
+            format!("{big}{big_unit}{rest}{rest_unit}")
+        }
+    };
+    let (minutes, hours, days) = (s / 60, s / 3600, s / 86_400);
     match s {
         0..120 => format!("{s}s"),
-        120..600 => format!("{}m{}s", s / 60, s % 60),
-        600..10_800 => format!("{}m", s / 60),
-        10_800..28_800 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
-        28_800..172_800 => format!("{}h", s / 3600),
-        172_800..691_200 => format!("{}d{}h", s / 86_400, (s % 86_400) / 3600),
-        _ => format!("{}d", s / 86_400),
+        120..600 => with_rest(minutes, "m", s % 60, "s"),
+        600..10_800 => format!("{minutes}m"),
+        10_800..28_800 => with_rest(hours, "h", minutes % 60, "m"),
+        28_800..172_800 => format!("{hours}h"),
+        172_800..691_200 => with_rest(days, "d", hours % 24, "h"),
+        691_200..63_072_000 => format!("{days}d"),
+        63_072_000..252_288_000 => with_rest(days / 365, "y", days % 365, "d"),
+        _ => format!("{}y", days / 365),
     }
 }
 
@@ -91,8 +104,14 @@ mod tests {
         assert_eq!(human_age(2700), "45m");
         assert_eq!(human_age(4 * 3600 + 120), "4h2m");
         assert_eq!(human_age(10 * 3600), "10h");
-        assert_eq!(human_age(3 * 86_400), "3d0h");
+        assert_eq!(human_age(120), "2m");
+        assert_eq!(human_age(3 * 3600), "3h");
+        assert_eq!(human_age(3 * 86_400), "3d");
+        assert_eq!(human_age(3 * 86_400 + 4 * 3600), "3d4h");
         assert_eq!(human_age(30 * 86_400), "30d");
+        assert_eq!(human_age(2 * 365 * 86_400), "2y");
+        assert_eq!(human_age((2 * 365 + 3) * 86_400), "2y3d");
+        assert_eq!(human_age(9 * 365 * 86_400), "9y");
     }
 
     #[test]

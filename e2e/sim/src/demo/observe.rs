@@ -135,20 +135,19 @@ fn last_decision(cluster: &Cluster, ns: &str) -> String {
     best.map_or_else(|| "-".to_string(), |(_, t)| t)
 }
 
-/// Distinct pods named by events of `reason` in `ns` (events.k8s.io and core events alike).
+/// Distinct pods named by events of `reason` in `ns`. Events are stored once, in the core/v1
+/// shape, whichever group wrote them.
 fn pods_with_event(cluster: &Cluster, ns: &str, reason: &str) -> i64 {
-    let mut pods = BTreeSet::new();
-    for (group, path) in [("events.k8s.io", "/regarding"), ("", "/involvedObject")] {
-        let (events, _) = cluster
-            .store
-            .list(&(group.into(), "events".into()), Some(ns));
-        for e in events.iter().filter(|e| str_at(e, "/reason") == reason) {
-            let object = e.pointer(path).cloned().unwrap_or_default();
-            if str_at(&object, "/kind") == "Pod" {
-                pods.insert(str_at(&object, "/name").to_owned());
-            }
-        }
-    }
+    let (events, _) = cluster
+        .store
+        .list(&(String::new(), "events".into()), Some(ns));
+    let pods: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| str_at(e, "/reason") == reason)
+        .filter_map(|e| e.pointer("/involvedObject"))
+        .filter(|object| str_at(object, "/kind") == "Pod")
+        .map(|object| str_at(object, "/name"))
+        .collect();
     pods.len() as i64
 }
 
