@@ -20,7 +20,7 @@ use crate::patch::{self, PatchKind};
 use crate::registry::{self, ResourceDef, ResourceKey, json_path, set_json_path};
 use crate::selector::{LabelSelector, Selectors};
 use crate::store::Mutation;
-use crate::{Cluster, defaults};
+use crate::{Cluster, defaults, managed_fields};
 
 /// Options of a DELETE (`metav1.DeleteOptions`).
 #[derive(Debug, Clone, Default)]
@@ -88,6 +88,23 @@ pub enum Part {
     Resize,
 }
 
+/// Who gains the fields a write sets (`metadata.managedFields`).
+#[derive(Debug, Clone, Copy)]
+enum Owner<'a> {
+    /// A server-side apply: the object carries the managedFields the apply computed.
+    Applied,
+    /// An update (PUT or non-apply PATCH) by this manager.
+    Updater(&'a str),
+}
+
+/// Who writes, how the audit log names the write, and who owns what it sets.
+#[derive(Debug, Clone, Copy)]
+struct Write<'a> {
+    caller: &'a Caller,
+    verb: &'static str,
+    owner: Owner<'a>,
+}
+
 fn key_of(def: &ResourceDef) -> ResourceKey {
     (def.group.clone(), def.plural.clone())
 }
@@ -135,6 +152,16 @@ fn without_rv(obj: &Value) -> Value {
         m.remove("resourceVersion");
     }
     o
+}
+
+/// The part of an object a write to `part` may own fields of.
+fn scope_of(def: &ResourceDef, part: Part) -> managed_fields::Scope {
+    match part {
+        Part::Status => managed_fields::Scope::Status,
+        Part::Main | Part::Resize => managed_fields::Scope::Main {
+            status_subresource: def.status,
+        },
+    }
 }
 
 fn is_crd(def: &ResourceDef) -> bool {
@@ -229,7 +256,13 @@ impl Cluster {
             m.remove("deletionTimestamp");
             m.remove("deletionGracePeriodSeconds");
             m.remove("resourceVersion");
-            m.remove("managedFields");
+            // A create keeps the managedFields it carries (server-side apply sets them).
+            if m.get("managedFields")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+            {
+                m.remove("managedFields");
+            }
         }
         if obj.get("spec").is_some() {
             meta_mut(&mut obj).insert("generation".into(), json!(1));
@@ -286,18 +319,29 @@ impl Cluster {
         part: Part,
         caller: &Caller,
     ) -> Result<Arc<Value>, ApiError> {
-        self.write(target, obj, part, caller, "update").await
+        let manager =
+            managed_fields::update_manager(caller.field_manager.as_deref(), &caller.user_agent);
+        let write = Write {
+            caller,
+            verb: "update",
+            owner: Owner::Updater(&manager),
+        };
+        self.write(target, obj, part, write).await
     }
 
-    /// The common path of update and patch; `verb` is what the audit log records.
+    /// The common path of update and patch.
     async fn write(
         &self,
         target: ObjectRef<'_>,
         mut obj: Value,
         part: Part,
-        caller: &Caller,
-        verb: &str,
+        write: Write<'_>,
     ) -> Result<Arc<Value>, ApiError> {
+        let Write {
+            caller,
+            verb,
+            owner,
+        } = write;
         let ObjectRef {
             def,
             version,
@@ -325,7 +369,7 @@ impl Cluster {
             obj = admission::mutate(self, def, version, "UPDATE", obj, Some(&current), caller)
                 .await?;
         }
-        let stored = self.replace(target, obj, part)?;
+        let stored = self.replace(target, obj, part, owner)?;
         let sub = match part {
             Part::Main => "",
             Part::Status => "status",
@@ -351,6 +395,7 @@ impl Cluster {
         target: ObjectRef<'_>,
         obj: Value,
         part: Part,
+        owner: Owner<'_>,
     ) -> Result<Arc<Value>, ApiError> {
         let ObjectRef {
             def,
@@ -359,7 +404,19 @@ impl Cluster {
             name,
         } = target;
         let key = key_of(def);
+        let api_version = def.api_version(version);
+        let time = rfc3339(self.clock.now());
+        let writer = managed_fields::Writer {
+            manager: match owner {
+                Owner::Applied => "",
+                Owner::Updater(m) => m,
+            },
+            api_version: &api_version,
+            scope: scope_of(def, part),
+            time: &time,
+        };
         let stored = self.store.mutate(&key, ns, name, &def.group, |current| {
+            let applied_fields = obj.pointer("/metadata/managedFields").cloned();
             let body_rv = meta(&obj, "resourceVersion");
             if !body_rv.is_empty() && body_rv != meta(current, "resourceVersion") {
                 return Err(target.conflict());
@@ -442,10 +499,19 @@ impl Cluster {
                     .unwrap_or(0);
                 meta_mut(&mut new).insert("generation".into(), json!(g + 1));
             }
+            let managed = match owner {
+                Owner::Applied => applied_fields,
+                Owner::Updater(_) => managed_fields::after_update(current, &new, writer),
+            };
+            if let Some(managed) = managed {
+                meta_mut(&mut new).insert("managedFields".into(), managed);
+            }
             if Self::finalized(def, &new) {
                 return Ok(Mutation::Delete);
             }
-            if without_rv(&new) == without_rv(current) {
+            if managed_fields::without_times(&without_rv(&new))
+                == managed_fields::without_times(&without_rv(current))
+            {
                 return Ok(Mutation::Unchanged);
             }
             Ok(Mutation::Replace(new))
@@ -483,7 +549,8 @@ impl Cluster {
     }
 
     /// Patches an object (or its status / resize part). Server-side apply of a missing object
-    /// creates it.
+    /// creates it; `force` (apply only) takes over fields other managers own instead of
+    /// answering a conflict.
     pub async fn patch(
         &self,
         target: ObjectRef<'_>,
@@ -491,14 +558,28 @@ impl Cluster {
         body: &Value,
         part: Part,
         caller: &Caller,
+        force: bool,
     ) -> Result<Arc<Value>, ApiError> {
         let key = key_of(target.def);
         let patch_sets_rv = body.pointer("/metadata/resourceVersion").is_some();
+        let api_version = target.def.api_version(target.version);
+        let time = rfc3339(self.clock.now());
+        let manager =
+            managed_fields::update_manager(caller.field_manager.as_deref(), &caller.user_agent);
+        let writer = managed_fields::Writer {
+            manager: &manager,
+            api_version: &api_version,
+            scope: scope_of(target.def, part),
+            time: &time,
+        };
         for _ in 0..8 {
             let Some(current) = self.store.get(&key, target.ns, target.name) else {
                 if kind == PatchKind::Apply && part == Part::Main {
                     let mut obj = body.clone();
-                    meta_mut(&mut obj).insert("name".into(), json!(target.name));
+                    let managed = managed_fields::after_apply(None, body, writer, force)?;
+                    let m = meta_mut(&mut obj);
+                    m.insert("name".into(), json!(target.name));
+                    m.insert("managedFields".into(), managed);
                     return self
                         .create(target.def, target.version, target.ns, obj, caller, false)
                         .await;
@@ -506,13 +587,25 @@ impl Cluster {
                 return Err(target.not_found());
             };
             let mut patched = patch::apply(kind, &current, body)?;
+            let owner = if kind == PatchKind::Apply {
+                let managed = managed_fields::after_apply(Some(&current), body, writer, force)?;
+                meta_mut(&mut patched).insert("managedFields".into(), managed);
+                Owner::Applied
+            } else {
+                Owner::Updater(&manager)
+            };
             if !patch_sets_rv {
                 meta_mut(&mut patched).insert(
                     "resourceVersion".into(),
                     json!(meta(&current, "resourceVersion")),
                 );
             }
-            match self.write(target, patched, part, caller, "patch").await {
+            let write = Write {
+                caller,
+                verb: "patch",
+                owner,
+            };
+            match self.write(target, patched, part, write).await {
                 Err(e) if e.reason == "Conflict" && !patch_sets_rv => {}
                 other => return other,
             }
@@ -694,7 +787,9 @@ impl Cluster {
             if let Some(rv) = &rv {
                 meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
             }
-            match self.replace(target, new, Part::Main) {
+            let manager =
+                managed_fields::update_manager(caller.field_manager.as_deref(), &caller.user_agent);
+            match self.replace(target, new, Part::Main, Owner::Updater(&manager)) {
                 Ok(stored) => {
                     self.audit(caller, "update", target, "scale", &stored);
                     return Ok(scale_of(def, &stored));
