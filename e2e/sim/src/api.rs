@@ -278,6 +278,9 @@ impl Cluster {
             defaults::limit_range_defaults(self, ns, &mut obj);
             defaults::pod_create_status(&mut obj);
         }
+        if def.group.is_empty() && def.plural == "services" {
+            defaults::allocate_cluster_ip(self, &mut obj);
+        }
         if is_crd(def) {
             obj["status"] = defaults::crd_status(&obj);
         }
@@ -482,6 +485,9 @@ impl Cluster {
                 defaults::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;
+                }
+                if def.group.is_empty() && def.plural == "services" {
+                    defaults::keep_cluster_ip(current, &mut new);
                 }
                 if is_crd(def) {
                     new["status"] = current

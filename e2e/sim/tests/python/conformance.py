@@ -296,6 +296,26 @@ class Conformance:
         self.custom.delete_namespaced_custom_object(*args, "py-web")
         expect_status(404, self.custom.get_namespaced_custom_object, *args, "py-web")
 
+    def check_service_cluster_ip(self):
+        def service(name):
+            return client.V1Service(
+                metadata=meta(name),
+                spec=client.V1ServiceSpec(
+                    selector={"app": name},
+                    ports=[client.V1ServicePort(port=80, target_port=8080)],
+                ),
+            )
+
+        first = self.core.create_namespaced_service(NS, service("svc-a"))
+        second = self.core.create_namespaced_service(NS, service("svc-b"))
+        ips = [first.spec.cluster_ip, second.spec.cluster_ip]
+        expect(all(ip and ip.startswith("10.") for ip in ips), f"cluster IPs allocated: {ips}")
+        expect(ips[0] != ips[1], f"distinct cluster IPs: {ips}")
+        expect(first.spec.cluster_ips == [ips[0]], f"clusterIPs: {first.spec.cluster_ips}")
+        expect(first.spec.type == "ClusterIP", f"type ClusterIP, got {first.spec.type}")
+        patched = self.core.patch_namespaced_service("svc-a", NS, {"metadata": {"labels": {"x": "1"}}})
+        expect(patched.spec.cluster_ip == ips[0], "the cluster IP survives an update")
+
     # ----- watch --------------------------------------------------------------------------
 
     def check_watch_from_resource_version(self):
@@ -529,6 +549,7 @@ CHECKS = [
     "conflicts",
     "list_selectors_and_pages",
     "deployment_crud",
+    "service_cluster_ip",
     "custom_resource_crud",
     "watch_from_resource_version",
     "watch_bookmarks",
