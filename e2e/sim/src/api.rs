@@ -154,6 +154,57 @@ fn without_rv(obj: &Value) -> Value {
     o
 }
 
+/// The object an update of `part` leads to: the main resource keeps the stored status (when
+/// there is a status subresource), `/status` keeps everything but the status, `/resize` only
+/// changes container resources.
+fn isolate(def: &ResourceDef, part: Part, current: &Value, obj: Value) -> Result<Value, ApiError> {
+    let with_status_of = |mut new: Value, source: &Value| {
+        match source.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+        new
+    };
+    Ok(match part {
+        Part::Main if def.status => with_status_of(obj, current),
+        Part::Main => obj,
+        Part::Status => with_status_of(current.clone(), &obj),
+        Part::Resize => defaults::resize_pod(current, &obj)?,
+    })
+}
+
+/// System-managed metadata survives any update; `managedFields` are the server's to compute.
+fn keep_system_metadata(current: &Value, new: &mut Value) {
+    let cur_meta = current
+        .get("metadata")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let m = meta_mut(new);
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+        "name",
+    ] {
+        match cur_meta.get(f) {
+            Some(v) => {
+                m.insert(f.into(), v.clone());
+            }
+            None => {
+                m.remove(f);
+            }
+        }
+    }
+    m.remove("managedFields");
+}
+
 /// The part of an object a write to `part` may own fields of.
 fn scope_of(def: &ResourceDef, part: Part) -> managed_fields::Scope {
     match part {
@@ -424,62 +475,8 @@ impl Cluster {
             if !body_rv.is_empty() && body_rv != meta(current, "resourceVersion") {
                 return Err(target.conflict());
             }
-            let mut new = match part {
-                Part::Main => {
-                    let mut new = obj;
-                    if def.status {
-                        match current.get("status") {
-                            Some(s) => new["status"] = s.clone(),
-                            None => {
-                                if let Some(m) = new.as_object_mut() {
-                                    m.remove("status");
-                                }
-                            }
-                        }
-                    }
-                    new
-                }
-                Part::Status => {
-                    let mut new = (**current).clone();
-                    match obj.get("status") {
-                        Some(s) => new["status"] = s.clone(),
-                        None => {
-                            if let Some(m) = new.as_object_mut() {
-                                m.remove("status");
-                            }
-                        }
-                    }
-                    new
-                }
-                Part::Resize => defaults::resize_pod(current, &obj)?,
-            };
-            // System-managed metadata survives any update.
-            {
-                let cur_meta = current
-                    .get("metadata")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                let m = meta_mut(&mut new);
-                for f in [
-                    "uid",
-                    "creationTimestamp",
-                    "deletionTimestamp",
-                    "deletionGracePeriodSeconds",
-                    "generation",
-                    "namespace",
-                    "name",
-                ] {
-                    match cur_meta.get(f) {
-                        Some(v) => {
-                            m.insert(f.into(), v.clone());
-                        }
-                        None => {
-                            m.remove(f);
-                        }
-                    }
-                }
-                m.remove("managedFields");
-            }
+            let mut new = isolate(def, part, current, obj)?;
+            keep_system_metadata(current, &mut new);
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);
                 defaults::validate(def, &new, Some(current))?;
@@ -570,10 +567,10 @@ impl Cluster {
         let patch_sets_rv = body.pointer("/metadata/resourceVersion").is_some();
         let api_version = target.def.api_version(target.version);
         let time = rfc3339(self.clock.now());
-        let manager =
+        let field_manager =
             managed_fields::update_manager(caller.field_manager.as_deref(), &caller.user_agent);
         let writer = managed_fields::Writer {
-            manager: &manager,
+            manager: &field_manager,
             api_version: &api_version,
             scope: scope_of(target.def, part),
             time: &time,
@@ -598,7 +595,7 @@ impl Cluster {
                 meta_mut(&mut patched).insert("managedFields".into(), managed);
                 Owner::Applied
             } else {
-                Owner::Updater(&manager)
+                Owner::Updater(&field_manager)
             };
             if !patch_sets_rv {
                 meta_mut(&mut patched).insert(

@@ -18,6 +18,7 @@
 //! - `managedFields` sent in a create or update body are ignored, except on create.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
@@ -207,9 +208,9 @@ pub fn display(path: &FieldPath) -> String {
         } else if let Some(k) = step.strip_prefix("k:") {
             let key: Map<String, Value> = serde_json::from_str(k).unwrap_or_default();
             let parts: Vec<String> = key.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            out.push_str(&format!("[{}]", parts.join(",")));
+            let _ = write!(out, "[{}]", parts.join(","));
         } else if let Some(v) = step.strip_prefix("v:") {
-            out.push_str(&format!("[={v}]"));
+            let _ = write!(out, "[={v}]");
         }
     }
     out
@@ -312,12 +313,12 @@ impl Entry {
     fn label(&self) -> String {
         let mut s = format!("{:?}", self.manager);
         if !self.subresource.is_empty() {
-            s.push_str(&format!(" with subresource {:?}", self.subresource));
+            let _ = write!(s, " with subresource {:?}", self.subresource);
         }
         if self.operation == "Update" {
-            s.push_str(&format!(" using {}", self.api_version));
+            let _ = write!(s, " using {}", self.api_version);
             if !self.time.is_empty() {
-                s.push_str(&format!(" at {}", self.time));
+                let _ = write!(s, " at {}", self.time);
             }
         }
         s

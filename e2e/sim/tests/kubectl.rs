@@ -345,6 +345,12 @@ spec:
     )
 }
 
+/// Runs `kubectl create …` and expects kubectl's one-line confirmation.
+fn created(kc: &Path, args: &[&str], expect: &str) {
+    let out = ok(kc, args);
+    assert_eq!(out.trim(), expect, "kubectl {args:?}");
+}
+
 /// `kubectl create namespace|configmap|secret generic|serviceaccount|service clusterip|pdb|job`:
 /// kubectl sends these built-in kinds as protobuf; each is created and reads back as sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -355,97 +361,8 @@ async fn kubectl_create_builtin_kinds() {
     }
     let ks = KubectlSim::start().await;
     ks.run(|kc, _| {
-        let created = |args: &[&str], expect: &str| {
-            let out = ok(kc, args);
-            assert_eq!(out.trim(), expect, "kubectl {args:?}");
-        };
-        created(
-            &["create", "namespace", "team-a"],
-            "namespace/team-a created",
-        );
-        let ns = get_json(kc, &["get", "namespace", "team-a"]);
-        assert_eq!(ns["status"]["phase"], "Active");
-
-        created(
-            &[
-                "create",
-                "configmap",
-                "settings",
-                "--from-literal=mode=fast",
-            ],
-            "configmap/settings created",
-        );
-        let cm = get_json(kc, &["get", "configmap", "settings"]);
-        assert_eq!(cm["data"], json!({"mode": "fast"}));
-
-        created(
-            &[
-                "create",
-                "secret",
-                "generic",
-                "token",
-                "--from-literal=key=v",
-            ],
-            "secret/token created",
-        );
-        let secret = get_json(kc, &["get", "secret", "token"]);
-        assert_eq!(secret["type"], "Opaque");
-        assert_eq!(
-            secret["data"],
-            json!({"key": "dg=="}),
-            "base64 of the value"
-        );
-
-        created(
-            &["create", "serviceaccount", "builder"],
-            "serviceaccount/builder created",
-        );
-        get_json(kc, &["get", "serviceaccount", "builder"]);
-
-        created(
-            &["create", "service", "clusterip", "web", "--tcp=80:8080"],
-            "service/web created",
-        );
-        let svc = get_json(kc, &["get", "service", "web"]);
-        assert_eq!(svc["spec"]["type"], "ClusterIP");
-        assert_eq!(svc["spec"]["ports"][0]["port"], 80);
-        assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
-        assert_eq!(svc["spec"]["selector"], json!({"app": "web"}));
-        assert!(
-            svc["spec"]["clusterIP"]
-                .as_str()
-                .is_some_and(|ip| !ip.is_empty()),
-            "a cluster IP is allocated: {svc}"
-        );
-
-        created(
-            &[
-                "create",
-                "pdb",
-                "web",
-                "--selector=app=web",
-                "--min-available=1",
-            ],
-            "poddisruptionbudget.policy/web created",
-        );
-        let pdb = get_json(kc, &["get", "pdb", "web"]);
-        assert_eq!(pdb["spec"]["minAvailable"], 1);
-        assert_eq!(
-            pdb["spec"]["selector"]["matchLabels"],
-            json!({"app": "web"})
-        );
-
-        created(
-            &["create", "job", "once", "--image=registry.example/job:1"],
-            "job.batch/once created",
-        );
-        let job = get_json(kc, &["get", "job", "once"]);
-        assert_eq!(
-            job["spec"]["template"]["spec"]["containers"][0]["image"],
-            "registry.example/job:1"
-        );
-        assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
-
+        creates_configuration_kinds(kc);
+        creates_workload_kinds(kc);
         let listed = ok(
             kc,
             &["get", "configmap,secret,serviceaccount,service,pdb,job"],
@@ -463,6 +380,106 @@ async fn kubectl_create_builtin_kinds() {
     })
     .await;
     ks.stop().await;
+}
+
+/// Namespace, ConfigMap, Secret and ServiceAccount.
+fn creates_configuration_kinds(kc: &Path) {
+    created(
+        kc,
+        &["create", "namespace", "team-a"],
+        "namespace/team-a created",
+    );
+    let ns = get_json(kc, &["get", "namespace", "team-a"]);
+    assert_eq!(ns["status"]["phase"], "Active");
+
+    created(
+        kc,
+        &[
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=fast",
+        ],
+        "configmap/settings created",
+    );
+    let cm = get_json(kc, &["get", "configmap", "settings"]);
+    assert_eq!(cm["data"], json!({"mode": "fast"}));
+
+    created(
+        kc,
+        &[
+            "create",
+            "secret",
+            "generic",
+            "token",
+            "--from-literal=key=v",
+        ],
+        "secret/token created",
+    );
+    let secret = get_json(kc, &["get", "secret", "token"]);
+    assert_eq!(secret["type"], "Opaque");
+    assert_eq!(
+        secret["data"],
+        json!({"key": "dg=="}),
+        "base64 of the value"
+    );
+
+    created(
+        kc,
+        &["create", "serviceaccount", "builder"],
+        "serviceaccount/builder created",
+    );
+    get_json(kc, &["get", "serviceaccount", "builder"]);
+}
+
+/// Service, PodDisruptionBudget and Job.
+fn creates_workload_kinds(kc: &Path) {
+    created(
+        kc,
+        &["create", "service", "clusterip", "web", "--tcp=80:8080"],
+        "service/web created",
+    );
+    let svc = get_json(kc, &["get", "service", "web"]);
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(svc["spec"]["selector"], json!({"app": "web"}));
+    assert!(
+        svc["spec"]["clusterIP"]
+            .as_str()
+            .is_some_and(|ip| !ip.is_empty()),
+        "a cluster IP is allocated: {svc}"
+    );
+
+    created(
+        kc,
+        &[
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=1",
+        ],
+        "poddisruptionbudget.policy/web created",
+    );
+    let pdb = get_json(kc, &["get", "pdb", "web"]);
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"],
+        json!({"app": "web"})
+    );
+
+    created(
+        kc,
+        &["create", "job", "once", "--image=registry.example/job:1"],
+        "job.batch/once created",
+    );
+    let job = get_json(kc, &["get", "job", "once"]);
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example/job:1"
+    );
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
 }
 
 /// `kubectl create role|rolebinding|clusterrole`: the RBAC API stores and lists them.
