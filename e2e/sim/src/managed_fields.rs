@@ -15,7 +15,7 @@
 //! - ownership is tracked only on objects that have been applied at least once (created or
 //!   updated otherwise, an object has no managedFields, and its creator owns nothing);
 //! - an applier that stops naming a field keeps it in the object (no pruning);
-//! - `managedFields` sent in a create or update body are ignored, except on create.
+//! - `managedFields` sent in an update body are ignored (a create keeps those it carries).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
