@@ -19,6 +19,11 @@ test:
 e2e:
     cargo test -p plimsoll-e2e -- --test-threads 1
 
+# plimsoll-sim against clients no one here wrote: the official Python client (installed into a
+# virtualenv under target/ on first use) and kubectl, plus the kube-rs conformance suite.
+conformance:
+    cargo test -p plimsoll-sim --test python_client --test kubectl --test conformance -- --nocapture
+
 # The fault suite against plimsoll-sim, ignored scenarios included: prints each test's result
 # and the rows of the table in docs/reliability.md.
 faults:

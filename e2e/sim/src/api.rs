@@ -20,7 +20,7 @@ use crate::patch::{self, PatchKind};
 use crate::registry::{self, ResourceDef, ResourceKey, json_path, set_json_path};
 use crate::selector::{LabelSelector, Selectors};
 use crate::store::Mutation;
-use crate::{Cluster, defaults, events};
+use crate::{Cluster, defaults, events, managed_fields};
 
 /// Options of a DELETE (`metav1.DeleteOptions`).
 #[derive(Debug, Clone, Default)]
@@ -88,6 +88,23 @@ pub enum Part {
     Resize,
 }
 
+/// Who gains the fields a write sets (`metadata.managedFields`).
+#[derive(Debug, Clone, Copy)]
+enum Owner<'a> {
+    /// A server-side apply: the object carries the managedFields the apply computed.
+    Applied,
+    /// An update (PUT or non-apply PATCH) by this manager.
+    Updater(&'a str),
+}
+
+/// Who writes, how the audit log names the write, and who owns what it sets.
+#[derive(Debug, Clone, Copy)]
+struct Write<'a> {
+    caller: &'a Caller,
+    verb: &'static str,
+    owner: Owner<'a>,
+}
+
 /// Where `def`'s objects are stored (Events of both groups share one table).
 fn key_of(def: &ResourceDef) -> ResourceKey {
     events::storage_key(def)
@@ -141,6 +158,67 @@ fn without_rv(obj: &Value) -> Value {
         m.remove("resourceVersion");
     }
     o
+}
+
+/// The object an update of `part` leads to: the main resource keeps the stored status (when
+/// there is a status subresource), `/status` keeps everything but the status, `/resize` only
+/// changes container resources.
+fn isolate(def: &ResourceDef, part: Part, current: &Value, obj: Value) -> Result<Value, ApiError> {
+    let with_status_of = |mut new: Value, source: &Value| {
+        match source.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+        new
+    };
+    Ok(match part {
+        Part::Main if def.status => with_status_of(obj, current),
+        Part::Main => obj,
+        Part::Status => with_status_of(current.clone(), &obj),
+        Part::Resize => defaults::resize_pod(current, &obj)?,
+    })
+}
+
+/// System-managed metadata survives any update; `managedFields` are the server's to compute.
+fn keep_system_metadata(current: &Value, new: &mut Value) {
+    let cur_meta = current
+        .get("metadata")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let m = meta_mut(new);
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+        "name",
+    ] {
+        match cur_meta.get(f) {
+            Some(v) => {
+                m.insert(f.into(), v.clone());
+            }
+            None => {
+                m.remove(f);
+            }
+        }
+    }
+    m.remove("managedFields");
+}
+
+/// The part of an object a write to `part` may own fields of.
+fn scope_of(def: &ResourceDef, part: Part) -> managed_fields::Scope {
+    match part {
+        Part::Status => managed_fields::Scope::Status,
+        Part::Main | Part::Resize => managed_fields::Scope::Main {
+            status_subresource: def.status,
+        },
+    }
 }
 
 fn is_crd(def: &ResourceDef) -> bool {
@@ -235,7 +313,13 @@ impl Cluster {
             m.remove("deletionTimestamp");
             m.remove("deletionGracePeriodSeconds");
             m.remove("resourceVersion");
-            m.remove("managedFields");
+            // A create keeps the managedFields it carries (server-side apply sets them).
+            if m.get("managedFields")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+            {
+                m.remove("managedFields");
+            }
         }
         if obj.get("spec").is_some() {
             meta_mut(&mut obj).insert("generation".into(), json!(1));
@@ -250,6 +334,9 @@ impl Cluster {
         if def.group.is_empty() && def.plural == "pods" {
             defaults::limit_range_defaults(self, ns, &mut obj);
             defaults::pod_create_status(&mut obj);
+        }
+        if def.group.is_empty() && def.plural == "services" {
+            defaults::allocate_cluster_ip(self, &mut obj);
         }
         if is_crd(def) {
             obj["status"] = defaults::crd_status(&obj);
@@ -294,18 +381,29 @@ impl Cluster {
         part: Part,
         caller: &Caller,
     ) -> Result<Arc<Value>, ApiError> {
-        self.write(target, obj, part, caller, "update").await
+        let manager =
+            managed_fields::update_manager(caller.field_manager.as_deref(), &caller.user_agent);
+        let write = Write {
+            caller,
+            verb: "update",
+            owner: Owner::Updater(&manager),
+        };
+        self.write(target, obj, part, write).await
     }
 
-    /// The common path of update and patch; `verb` is what the audit log records.
+    /// The common path of update and patch.
     async fn write(
         &self,
         target: ObjectRef<'_>,
         mut obj: Value,
         part: Part,
-        caller: &Caller,
-        verb: &str,
+        write: Write<'_>,
     ) -> Result<Arc<Value>, ApiError> {
+        let Write {
+            caller,
+            verb,
+            owner,
+        } = write;
         let ObjectRef {
             def,
             version,
@@ -333,7 +431,7 @@ impl Cluster {
             let old = view(def, current);
             obj = admission::mutate(self, def, version, "UPDATE", obj, Some(&old), caller).await?;
         }
-        let stored = self.replace(target, events::to_storage(def, obj), part)?;
+        let stored = self.replace(target, events::to_storage(def, obj), part, owner)?;
         let sub = match part {
             Part::Main => "",
             Part::Status => "status",
@@ -359,6 +457,7 @@ impl Cluster {
         target: ObjectRef<'_>,
         obj: Value,
         part: Part,
+        owner: Owner<'_>,
     ) -> Result<Arc<Value>, ApiError> {
         let ObjectRef {
             def,
@@ -367,73 +466,34 @@ impl Cluster {
             name,
         } = target;
         let key = key_of(def);
+        let api_version = def.api_version(version);
+        let time = rfc3339(self.clock.now());
+        let writer = managed_fields::Writer {
+            manager: match owner {
+                Owner::Applied => "",
+                Owner::Updater(m) => m,
+            },
+            api_version: &api_version,
+            scope: scope_of(def, part),
+            time: &time,
+        };
         let stored = self.store.mutate(&key, ns, name, &def.group, |current| {
+            let applied_fields = obj.pointer("/metadata/managedFields").cloned();
             let body_rv = meta(&obj, "resourceVersion");
             if !body_rv.is_empty() && body_rv != meta(current, "resourceVersion") {
                 return Err(target.conflict());
             }
-            let mut new = match part {
-                Part::Main => {
-                    let mut new = obj;
-                    if def.status {
-                        match current.get("status") {
-                            Some(s) => new["status"] = s.clone(),
-                            None => {
-                                if let Some(m) = new.as_object_mut() {
-                                    m.remove("status");
-                                }
-                            }
-                        }
-                    }
-                    new
-                }
-                Part::Status => {
-                    let mut new = (**current).clone();
-                    match obj.get("status") {
-                        Some(s) => new["status"] = s.clone(),
-                        None => {
-                            if let Some(m) = new.as_object_mut() {
-                                m.remove("status");
-                            }
-                        }
-                    }
-                    new
-                }
-                Part::Resize => defaults::resize_pod(current, &obj)?,
-            };
-            // System-managed metadata survives any update.
-            {
-                let cur_meta = current
-                    .get("metadata")
-                    .cloned()
-                    .unwrap_or_else(|| json!({}));
-                let m = meta_mut(&mut new);
-                for f in [
-                    "uid",
-                    "creationTimestamp",
-                    "deletionTimestamp",
-                    "deletionGracePeriodSeconds",
-                    "generation",
-                    "namespace",
-                    "name",
-                ] {
-                    match cur_meta.get(f) {
-                        Some(v) => {
-                            m.insert(f.into(), v.clone());
-                        }
-                        None => {
-                            m.remove(f);
-                        }
-                    }
-                }
-                m.remove("managedFields");
-            }
+            let mut new = isolate(def, part, current, obj)?;
+            keep_system_metadata(current, &mut new);
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);
                 defaults::validate(def, &new, Some(current))?;
                 events::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;
+                }
+                if def.group.is_empty() && def.plural == "services" {
+                    defaults::keep_cluster_ip(current, &mut new);
                 }
                 if is_crd(def) {
                     new["status"] = current
@@ -451,10 +511,19 @@ impl Cluster {
                     .unwrap_or(0);
                 meta_mut(&mut new).insert("generation".into(), json!(g + 1));
             }
+            let managed = match owner {
+                Owner::Applied => applied_fields,
+                Owner::Updater(_) => managed_fields::after_update(current, &new, writer),
+            };
+            if let Some(managed) = managed {
+                meta_mut(&mut new).insert("managedFields".into(), managed);
+            }
             if Self::finalized(def, &new) {
                 return Ok(Mutation::Delete);
             }
-            if without_rv(&new) == without_rv(current) {
+            if managed_fields::without_times(&without_rv(&new))
+                == managed_fields::without_times(&without_rv(current))
+            {
                 return Ok(Mutation::Unchanged);
             }
             Ok(Mutation::Replace(new))
@@ -492,7 +561,8 @@ impl Cluster {
     }
 
     /// Patches an object (or its status / resize part). Server-side apply of a missing object
-    /// creates it.
+    /// creates it; `force` (apply only) takes over fields other managers own instead of
+    /// answering a conflict.
     pub async fn patch(
         &self,
         target: ObjectRef<'_>,
@@ -500,14 +570,28 @@ impl Cluster {
         body: &Value,
         part: Part,
         caller: &Caller,
+        force: bool,
     ) -> Result<Arc<Value>, ApiError> {
         let key = key_of(target.def);
         let patch_sets_rv = body.pointer("/metadata/resourceVersion").is_some();
+        let api_version = target.def.api_version(target.version);
+        let time = rfc3339(self.clock.now());
+        let field_manager =
+            managed_fields::update_manager(caller.field_manager.as_deref(), &caller.user_agent);
+        let writer = managed_fields::Writer {
+            manager: &field_manager,
+            api_version: &api_version,
+            scope: scope_of(target.def, part),
+            time: &time,
+        };
         for _ in 0..8 {
             let Some(current) = self.store.get(&key, target.ns, target.name) else {
                 if kind == PatchKind::Apply && part == Part::Main {
                     let mut obj = body.clone();
-                    meta_mut(&mut obj).insert("name".into(), json!(target.name));
+                    let managed = managed_fields::after_apply(None, body, writer, force)?;
+                    let m = meta_mut(&mut obj);
+                    m.insert("name".into(), json!(target.name));
+                    m.insert("managedFields".into(), managed);
                     return self
                         .create(target.def, target.version, target.ns, obj, caller, false)
                         .await;
@@ -516,13 +600,25 @@ impl Cluster {
             };
             // A patch speaks the request's shape of the object, not the stored one.
             let mut patched = patch::apply(kind, &view(target.def, current.clone()), body)?;
+            let owner = if kind == PatchKind::Apply {
+                let managed = managed_fields::after_apply(Some(&current), body, writer, force)?;
+                meta_mut(&mut patched).insert("managedFields".into(), managed);
+                Owner::Applied
+            } else {
+                Owner::Updater(&field_manager)
+            };
             if !patch_sets_rv {
                 meta_mut(&mut patched).insert(
                     "resourceVersion".into(),
                     json!(meta(&current, "resourceVersion")),
                 );
             }
-            match self.write(target, patched, part, caller, "patch").await {
+            let write = Write {
+                caller,
+                verb: "patch",
+                owner,
+            };
+            match self.write(target, patched, part, write).await {
                 Err(e) if e.reason == "Conflict" && !patch_sets_rv => {}
                 other => return other,
             }
@@ -705,7 +801,9 @@ impl Cluster {
             if let Some(rv) = &rv {
                 meta_mut(&mut new).insert("resourceVersion".into(), json!(rv));
             }
-            match self.replace(target, new, Part::Main) {
+            let manager =
+                managed_fields::update_manager(caller.field_manager.as_deref(), &caller.user_agent);
+            match self.replace(target, new, Part::Main, Owner::Updater(&manager)) {
                 Ok(stored) => {
                     self.audit(caller, "update", target, "scale", &stored);
                     return Ok(scale_of(def, &stored));

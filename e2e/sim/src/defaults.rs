@@ -455,6 +455,67 @@ pub fn validate(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Result<(
     Ok(())
 }
 
+/// Gives a new Service (other than `ExternalName`) a cluster IP, as kube-apiserver's allocator
+/// does: the one requested, else the lowest free address of the default service range
+/// 10.96.0.0/12 from 10.96.0.2 (kube-apiserver picks at random; the sim stays deterministic).
+/// The dual-stack fields get their single-stack IPv4 defaults.
+pub fn allocate_cluster_ip(cluster: &Cluster, svc: &mut Value) {
+    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
+        return;
+    }
+    let requested = spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let ip = if requested.is_empty() {
+        let (services, _) = cluster
+            .store
+            .list(&(String::new(), "services".into()), None);
+        let used: std::collections::HashSet<&str> = services
+            .iter()
+            .filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str))
+            .collect();
+        let Some(ip) = (2u32..(1 << 20))
+            .map(|n| format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xff, n & 0xff))
+            .find(|ip| !used.contains(ip.as_str()))
+        else {
+            return;
+        };
+        ip
+    } else {
+        requested
+    };
+    spec.insert("clusterIP".into(), json!(ip));
+    set_default(spec, "clusterIPs", json!([ip]));
+    set_default(spec, "ipFamilies", json!(["IPv4"]));
+    set_default(spec, "ipFamilyPolicy", json!("SingleStack"));
+    set_default(spec, "internalTrafficPolicy", json!("Cluster"));
+}
+
+/// An update that leaves out a Service's allocated cluster IP keeps it (kube-apiserver's
+/// `patchAllocatedValues`).
+pub fn keep_cluster_ip(current: &Value, svc: &mut Value) {
+    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let omitted = spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
+    if !omitted {
+        return;
+    }
+    for f in ["clusterIP", "clusterIPs"] {
+        if let Some(v) = current.pointer(&format!("/spec/{f}")) {
+            spec.insert(f.into(), v.clone());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod eviction;
 pub mod kubeconfig;
+pub mod managed_fields;
 pub mod metrics_api;
 pub mod patch;
 pub mod protobuf;

@@ -1,7 +1,7 @@
 //! Patch application: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and strategic merge
 //! patch for the built-in kinds. Server-side apply is served as a strategic merge of the applied
-//! configuration onto the live object with `force` semantics (the sim keeps no managedFields,
-//! so it never reports apply conflicts and does not prune fields a manager stopped applying).
+//! configuration onto the live object; who owns which field, and the conflicts an apply meets,
+//! are decided in `managed_fields` (fields a manager stopped applying are not pruned).
 //!
 //! Strategic merge knows the merge keys of the lists the autoscalers and kubectl touch
 //! (containers by `name`, ports by `containerPort`, conditions by `type`, …); any other list is
@@ -78,7 +78,7 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, ApiError> {
 
 /// The merge key of a list field, by field name, for the built-in kinds (from the
 /// `patchMergeKey` struct tags in k8s.io/api). `None` → the list is replaced.
-fn merge_key(field: &str) -> Option<&'static str> {
+pub(crate) fn merge_key(field: &str) -> Option<&'static str> {
     Some(match field {
         "containers"
         | "initContainers"
@@ -110,7 +110,7 @@ fn merge_key(field: &str) -> Option<&'static str> {
 }
 
 /// Lists of scalars that strategic merge treats as sets (merged, not replaced).
-fn is_set_list(field: &str) -> bool {
+pub(crate) fn is_set_list(field: &str) -> bool {
     matches!(field, "finalizers")
 }
 

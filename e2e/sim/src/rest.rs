@@ -73,6 +73,12 @@ pub fn parse_query(q: Option<&str>) -> Query {
         .collect()
 }
 
+/// A boolean query parameter as Go's `strconv.ParseBool` reads it (`True` from Python too).
+fn parse_bool(q: &Query, k: &str) -> bool {
+    q.get(k)
+        .is_some_and(|v| matches!(v.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True"))
+}
+
 fn is_true(q: &Query, k: &str) -> bool {
     q.get(k).is_some_and(|v| v == "1" || v == "true")
 }
@@ -578,7 +584,14 @@ async fn patch(
         .get(&events::storage_key(def), ns, name)
         .is_some();
     let out = cluster
-        .patch(target, kind, &body, part, &req.caller)
+        .patch(
+            target,
+            kind,
+            &body,
+            part,
+            &req.caller,
+            parse_bool(&req.query, "force"),
+        )
         .await?;
     Ok(obj_response(if existed { 200 } else { 201 }, &out))
 }

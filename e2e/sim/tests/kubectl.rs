@@ -1,5 +1,8 @@
-//! `kubectl` against the sim: the acceptance flow of issue 3. Skipped, with a printed reason,
-//! when `kubectl` is not installed.
+//! `kubectl` against the sim: the acceptance flow of issue 3, and every command a new user
+//! tries first (imperative `create` of each built-in kind and of RBAC objects, `describe` with
+//! its Events section, `get events`, `auth can-i`, and `apply` of an invalid HPA+ refused at
+//! write time). Each feature has its own test so a failure names the part of the sim that is
+//! wrong. Skipped, with a printed reason, when `kubectl` is not installed.
 #![allow(clippy::unwrap_used, clippy::panic)] // integration tests: helpers fail loudly
 
 mod common;
@@ -9,7 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use kube::Api;
+use kube::api::PostParams;
+use plimsoll_sim::SimHandle;
+use serde_json::{Value, json};
 
 fn kubectl_available() -> bool {
     Command::new("kubectl")
@@ -264,4 +270,638 @@ fn describes_and_deletes_the_deployment(kc: &Path) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// A sim with a kubeconfig for it in a fresh directory.
+struct KubectlSim {
+    sim: SimHandle,
+    client: kube::Client,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl KubectlSim {
+    async fn start() -> Self {
+        let (sim, client) = common::start().await;
+        let dir = temp_dir();
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, sim.kubeconfig()).unwrap();
+        Self {
+            sim,
+            client,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// Runs blocking kubectl steps with the kubeconfig and the scratch directory.
+    async fn run<F>(&self, steps: F)
+    where
+        F: FnOnce(&Path, &Path) + Send + 'static,
+    {
+        let kc = self.kubeconfig.clone();
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || steps(&kc, &dir))
+            .await
+            .unwrap();
+    }
+
+    async fn stop(self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        self.sim.shutdown().await;
+    }
+}
+
+/// `kubectl get KIND NAME -o json`.
+fn get_json(kc: &Path, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    serde_json::from_str(&ok(kc, &all)).unwrap()
+}
+
+/// Applies the repository's CRDs (HPA+ and friends) server-side.
+fn apply_repo_crds(kc: &Path) {
+    let repo_crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crds");
+    ok(
+        kc,
+        &["apply", "--server-side", "-f", repo_crds.to_str().unwrap()],
+    );
+}
+
+/// An HPA+ manifest for Deployment `web`.
+fn hpaplus_yaml(name: &str, min: i64, max: i64, extra: &str) -> String {
+    format!(
+        "apiVersion: autoscaling.plimsoll.dev/v1alpha1
+kind: HorizontalPodAutoscalerPlus
+metadata: {{name: {name}}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+  minReplicas: {min}
+  maxReplicas: {max}
+  metrics:
+  - type: Resource
+    resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 60}}}}
+{extra}"
+    )
+}
+
+/// Runs `kubectl create …` and expects kubectl's one-line confirmation.
+fn created(kc: &Path, args: &[&str], expect: &str) {
+    let out = ok(kc, args);
+    assert_eq!(out.trim(), expect, "kubectl {args:?}");
+}
+
+/// `kubectl create namespace|configmap|secret generic|serviceaccount|service clusterip|pdb|job`:
+/// kubectl sends these built-in kinds as protobuf; each is created and reads back as sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_builtin_kinds() {
+    if !kubectl_available() {
+        println!("skipping kubectl_create_builtin_kinds: kubectl is not installed");
+        return;
+    }
+    let ks = KubectlSim::start().await;
+    ks.run(|kc, _| {
+        creates_configuration_kinds(kc);
+        creates_workload_kinds(kc);
+        let listed = ok(
+            kc,
+            &["get", "configmap,secret,serviceaccount,service,pdb,job"],
+        );
+        for name in [
+            "configmap/settings",
+            "secret/token",
+            "serviceaccount/builder",
+            "service/web",
+            "poddisruptionbudget.policy/web",
+            "job.batch/once",
+        ] {
+            assert!(listed.contains(name), "{name} listed: {listed}");
+        }
+    })
+    .await;
+    ks.stop().await;
+}
+
+/// Namespace, ConfigMap, Secret and ServiceAccount.
+fn creates_configuration_kinds(kc: &Path) {
+    created(
+        kc,
+        &["create", "namespace", "team-a"],
+        "namespace/team-a created",
+    );
+    let ns = get_json(kc, &["get", "namespace", "team-a"]);
+    assert_eq!(ns["status"]["phase"], "Active");
+
+    created(
+        kc,
+        &[
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=fast",
+        ],
+        "configmap/settings created",
+    );
+    let cm = get_json(kc, &["get", "configmap", "settings"]);
+    assert_eq!(cm["data"], json!({"mode": "fast"}));
+
+    created(
+        kc,
+        &[
+            "create",
+            "secret",
+            "generic",
+            "token",
+            "--from-literal=key=v",
+        ],
+        "secret/token created",
+    );
+    let secret = get_json(kc, &["get", "secret", "token"]);
+    assert_eq!(secret["type"], "Opaque");
+    assert_eq!(
+        secret["data"],
+        json!({"key": "dg=="}),
+        "base64 of the value"
+    );
+
+    created(
+        kc,
+        &["create", "serviceaccount", "builder"],
+        "serviceaccount/builder created",
+    );
+    get_json(kc, &["get", "serviceaccount", "builder"]);
+}
+
+/// Service, PodDisruptionBudget and Job.
+fn creates_workload_kinds(kc: &Path) {
+    created(
+        kc,
+        &["create", "service", "clusterip", "web", "--tcp=80:8080"],
+        "service/web created",
+    );
+    let svc = get_json(kc, &["get", "service", "web"]);
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(svc["spec"]["selector"], json!({"app": "web"}));
+    assert!(
+        svc["spec"]["clusterIP"]
+            .as_str()
+            .is_some_and(|ip| !ip.is_empty()),
+        "a cluster IP is allocated: {svc}"
+    );
+
+    created(
+        kc,
+        &[
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=1",
+        ],
+        "poddisruptionbudget.policy/web created",
+    );
+    let pdb = get_json(kc, &["get", "pdb", "web"]);
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"],
+        json!({"app": "web"})
+    );
+
+    created(
+        kc,
+        &["create", "job", "once", "--image=registry.example/job:1"],
+        "job.batch/once created",
+    );
+    let job = get_json(kc, &["get", "job", "once"]);
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example/job:1"
+    );
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+}
+
+/// `kubectl create role|rolebinding|clusterrole`: the RBAC API stores and lists them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_rbac_objects() {
+    if !kubectl_available() {
+        println!("skipping kubectl_create_rbac_objects: kubectl is not installed");
+        return;
+    }
+    let ks = KubectlSim::start().await;
+    ks.run(|kc, _| {
+        let out = ok(
+            kc,
+            &[
+                "create",
+                "role",
+                "pod-reader",
+                "--verb=get,list,watch",
+                "--resource=pods",
+            ],
+        );
+        assert_eq!(
+            out.trim(),
+            "role.rbac.authorization.k8s.io/pod-reader created"
+        );
+        let role = get_json(kc, &["get", "role", "pod-reader"]);
+        assert_eq!(
+            role["rules"],
+            json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}])
+        );
+
+        let out = ok(
+            kc,
+            &[
+                "create",
+                "rolebinding",
+                "read-pods",
+                "--role=pod-reader",
+                "--serviceaccount=default:builder",
+            ],
+        );
+        assert_eq!(
+            out.trim(),
+            "rolebinding.rbac.authorization.k8s.io/read-pods created"
+        );
+        let binding = get_json(kc, &["get", "rolebinding", "read-pods"]);
+        assert_eq!(
+            binding["roleRef"],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"})
+        );
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "builder", "namespace": "default"}])
+        );
+
+        let out = ok(
+            kc,
+            &[
+                "create",
+                "clusterrole",
+                "scale-reader",
+                "--verb=get",
+                "--resource=deployments.apps/scale",
+            ],
+        );
+        assert_eq!(
+            out.trim(),
+            "clusterrole.rbac.authorization.k8s.io/scale-reader created"
+        );
+        let cr = get_json(kc, &["get", "clusterrole", "scale-reader"]);
+        assert_eq!(
+            cr["rules"],
+            json!([{"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["get"]}])
+        );
+        let listed = ok(kc, &["get", "roles,rolebindings"]);
+        assert!(
+            listed.contains("role.rbac.authorization.k8s.io/pod-reader"),
+            "{listed}"
+        );
+        assert!(
+            listed.contains("rolebinding.rbac.authorization.k8s.io/read-pods"),
+            "{listed}"
+        );
+    })
+    .await;
+    ks.stop().await;
+}
+
+/// Writes an `events.k8s.io/v1` Event about `regarding`, as kube-runtime's recorder does.
+async fn record_event(client: &kube::Client, regarding: &Value, reason: &str, note: &str) {
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), "default");
+    let event = serde_json::from_value(json!({
+        "metadata": {"generateName": format!("{}.", regarding["name"].as_str().unwrap())},
+        "eventTime": jiff::Timestamp::now().to_string(),
+        "reportingController": "hpa-plus",
+        "reportingInstance": "hpa-plus-0",
+        "action": "Scale",
+        "reason": reason,
+        "note": note,
+        "type": "Normal",
+        "regarding": regarding,
+    }))
+    .unwrap();
+    events.create(&PostParams::default(), &event).await.unwrap();
+}
+
+/// The `regarding` reference of an object read with kubectl.
+fn reference(obj: &Value) -> Value {
+    json!({
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "namespace": obj["metadata"]["namespace"],
+        "uid": obj["metadata"]["uid"],
+    })
+}
+
+/// `kubectl describe` of a Deployment and of an HPA+: both show their Events, including those
+/// written through `events.k8s.io/v1` (which describe reads as `core/v1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_describe_shows_events() {
+    if !kubectl_available() {
+        println!("skipping kubectl_describe_shows_events: kubectl is not installed");
+        return;
+    }
+    let ks = KubectlSim::start().await;
+    let (tx, rx) = std::sync::mpsc::channel();
+    ks.run(move |kc, dir| {
+        apply_repo_crds(kc);
+        ok(
+            kc,
+            &[
+                "create",
+                "deployment",
+                "web",
+                "--image=registry.example/web:1",
+            ],
+        );
+        let file = dir.join("hpaplus.yaml");
+        std::fs::write(&file, hpaplus_yaml("web", 1, 5, "")).unwrap();
+        ok(kc, &["apply", "-f", file.to_str().unwrap()]);
+        let hpa = get_json(kc, &["get", "hpaplus", "web"]);
+        let dep = get_json(kc, &["get", "deployment", "web"]);
+        tx.send((reference(&hpa), reference(&dep))).unwrap();
+    })
+    .await;
+    let (hpa, dep) = rx.recv().unwrap();
+    record_event(
+        &ks.client,
+        &hpa,
+        "SuccessfulRescale",
+        "New size: 3; reason: cpu above target",
+    )
+    .await;
+    record_event(&ks.client, &dep, "Tuned", "requests lowered by the test").await;
+    ks.run(|kc, _| {
+        let described = ok(kc, &["describe", "hpaplus", "web"]);
+        assert!(
+            described.contains("Name:") && described.contains("web"),
+            "{described}"
+        );
+        assert!(
+            described.contains("Min Replicas:") && described.contains("Max Replicas:"),
+            "spec fields: {described}"
+        );
+        let events = described
+            .split("Events:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("an Events section: {described}"));
+        assert!(
+            events.contains("Type")
+                && events.contains("Reason")
+                && events.contains("From")
+                && events.contains("Message"),
+            "{events}"
+        );
+        assert!(
+            events.contains("Normal") && events.contains("SuccessfulRescale"),
+            "{events}"
+        );
+        assert!(
+            events.contains("hpa-plus"),
+            "From is the reporting controller: {events}"
+        );
+        assert!(
+            events.contains("New size: 3; reason: cpu above target"),
+            "{events}"
+        );
+
+        let described = ok(kc, &["describe", "deployment", "web"]);
+        let events = described
+            .split("Events:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("an Events section: {described}"));
+        assert!(
+            events.contains("ScalingReplicaSet"),
+            "the sim's own core/v1 event: {events}"
+        );
+        assert!(
+            events.contains("Tuned") && events.contains("requests lowered by the test"),
+            "the events.k8s.io event: {events}"
+        );
+    })
+    .await;
+    ks.stop().await;
+}
+
+/// `kubectl get events` prints the server's Event table: LAST SEEN, TYPE, REASON, OBJECT,
+/// MESSAGE, with events written through either API group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_events_columns() {
+    if !kubectl_available() {
+        println!("skipping kubectl_get_events_columns: kubectl is not installed");
+        return;
+    }
+    let ks = KubectlSim::start().await;
+    let (tx, rx) = std::sync::mpsc::channel();
+    ks.run(move |kc, dir| {
+        apply_repo_crds(kc);
+        let file = dir.join("hpaplus.yaml");
+        std::fs::write(&file, hpaplus_yaml("web", 1, 5, "")).unwrap();
+        ok(kc, &["apply", "-f", file.to_str().unwrap()]);
+        tx.send(reference(&get_json(kc, &["get", "hpaplus", "web"])))
+            .unwrap();
+    })
+    .await;
+    let hpa = rx.recv().unwrap();
+    record_event(
+        &ks.client,
+        &hpa,
+        "SuccessfulRescale",
+        "New size: 3; reason: cpu above target",
+    )
+    .await;
+    ks.run(|kc, _| {
+        let out = ok(kc, &["get", "events"]);
+        let mut lines = out.lines();
+        let header: Vec<&str> = lines
+            .next()
+            .unwrap_or_default()
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            header,
+            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "{out}"
+        );
+        let row = lines
+            .find(|l| l.contains("SuccessfulRescale"))
+            .unwrap_or_else(|| panic!("the events.k8s.io event is listed: {out}"));
+        assert!(row.contains("Normal"), "{row}");
+        assert!(
+            row.contains("horizontalpodautoscalerplus/web"),
+            "OBJECT is kind/name: {row}"
+        );
+        assert!(
+            row.contains("New size: 3; reason: cpu above target"),
+            "{row}"
+        );
+        let wide = ok(kc, &["get", "events", "-o", "wide"]);
+        let header = wide.lines().next().unwrap_or_default();
+        for column in ["SUBOBJECT", "SOURCE", "FIRST SEEN", "COUNT", "NAME"] {
+            assert!(header.contains(column), "wide column {column}: {header}");
+        }
+        let by_field = ok(
+            kc,
+            &[
+                "get",
+                "events",
+                "--field-selector",
+                "involvedObject.kind=HorizontalPodAutoscalerPlus,involvedObject.name=web",
+            ],
+        );
+        assert!(
+            by_field.contains("SuccessfulRescale"),
+            "field selector on involvedObject: {by_field}"
+        );
+        let (_, none) = kubectl(
+            kc,
+            &[
+                "get",
+                "events",
+                "--field-selector",
+                "involvedObject.name=other",
+            ],
+        );
+        assert!(none.contains("No resources found"), "{none}");
+    })
+    .await;
+    ks.stop().await;
+}
+
+/// `kubectl auth can-i` for the admin and, with `--as`, for a service account whose Role
+/// allows reading pods and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_auth_can_i() {
+    if !kubectl_available() {
+        println!("skipping kubectl_auth_can_i: kubectl is not installed");
+        return;
+    }
+    let ks = KubectlSim::start().await;
+    let post = PostParams::default();
+    let roles: Api<k8s_openapi::api::rbac::v1::Role> =
+        Api::namespaced(ks.client.clone(), "default");
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        Api::namespaced(ks.client.clone(), "default");
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(ks.client.clone(), "default");
+    sas.create(
+        &post,
+        &serde_json::from_value(json!({"metadata": {"name": "reader"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    roles
+        .create(&post, &serde_json::from_value(json!({"metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]})).unwrap())
+        .await
+        .unwrap();
+    bindings
+        .create(&post, &serde_json::from_value(json!({"metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "default"}]})).unwrap())
+        .await
+        .unwrap();
+    ks.run(|kc, _| {
+        let can_i = |args: &[&str]| {
+            let mut all = vec!["auth", "can-i"];
+            all.extend(args);
+            let (allowed, out) = kubectl(kc, &all);
+            (allowed, out.trim().to_string())
+        };
+        let sa = "--as=system:serviceaccount:default:reader";
+        assert_eq!(
+            can_i(&["create", "deployments"]),
+            (true, "yes".into()),
+            "the admin may"
+        );
+        assert_eq!(
+            can_i(&["*", "*"]),
+            (true, "yes".into()),
+            "the admin may do anything"
+        );
+        assert_eq!(
+            can_i(&["list", "pods", sa]),
+            (true, "yes".into()),
+            "granted by the Role"
+        );
+        let (allowed, out) = can_i(&["delete", "pods", sa]);
+        assert!(
+            !allowed && out.starts_with("no"),
+            "delete is not granted: {out}"
+        );
+        let (allowed, out) = can_i(&["list", "pods", "--namespace=kube-system", sa]);
+        assert!(
+            !allowed && out.starts_with("no"),
+            "a Role grants in its namespace only: {out}"
+        );
+        let (allowed, out) = can_i(&[
+            "get",
+            "secrets",
+            "--as=system:serviceaccount:default:nobody",
+        ]);
+        assert!(
+            !allowed && out.starts_with("no"),
+            "an unbound service account: {out}"
+        );
+    })
+    .await;
+    ks.stop().await;
+}
+
+/// `kubectl apply` of an HPA+ with minReplicas > maxReplicas (or a negative tolerance) is
+/// refused at write time, the message naming the fields; nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_invalid_hpaplus_is_refused() {
+    if !kubectl_available() {
+        println!("skipping kubectl_apply_invalid_hpaplus_is_refused: kubectl is not installed");
+        return;
+    }
+    let ks = KubectlSim::start().await;
+    ks.run(|kc, dir| {
+        apply_repo_crds(kc);
+        let file = dir.join("inverted.yaml");
+        std::fs::write(&file, hpaplus_yaml("inverted", 10, 2, "")).unwrap();
+        let (applied, out) = kubectl(kc, &["apply", "-f", file.to_str().unwrap()]);
+        assert!(!applied, "min > max is refused: {out}");
+        assert!(out.contains("is invalid"), "{out}");
+        assert!(
+            out.contains("spec.minReplicas") || out.contains("spec.maxReplicas"),
+            "the message names the field: {out}"
+        );
+        assert!(
+            out.contains("minReplicas") && out.contains("maxReplicas"),
+            "{out}"
+        );
+        let (_, out) = kubectl(kc, &["get", "hpaplus", "inverted"]);
+        assert!(
+            out.contains("NotFound") || out.contains("not found"),
+            "nothing stored: {out}"
+        );
+
+        let file = dir.join("tolerance.yaml");
+        std::fs::write(
+            &file,
+            hpaplus_yaml("tolerance", 1, 5, "  tolerance: -0.1\n"),
+        )
+        .unwrap();
+        let (applied, out) = kubectl(kc, &["apply", "-f", file.to_str().unwrap()]);
+        assert!(!applied, "a negative tolerance is refused: {out}");
+        assert!(
+            out.contains("spec.tolerance"),
+            "the message names the field: {out}"
+        );
+
+        let file = dir.join("valid.yaml");
+        std::fs::write(&file, hpaplus_yaml("valid", 2, 10, "")).unwrap();
+        ok(kc, &["apply", "-f", file.to_str().unwrap()]);
+    })
+    .await;
+    ks.stop().await;
 }
