@@ -5,7 +5,9 @@ zero (no `omitempty`), and which fields have a JSON name other than their proto 
 
 Usage: go_fields.py API_REPO APIMACHINERY_REPO APIEXTENSIONS_REPO > go-fields.txt
 (checkouts of k8s.io/api, k8s.io/apimachinery and k8s.io/apiextensions-apiserver).
-Output lines: `<proto package>.<Message> <proto field> <json name> <ptr|always|omitempty>`.
+Output lines: `<proto package>.<Message> <proto field> <json name> <ptr|always|omitempty>`, or
+`<proto package>.<Message> <proto field> - inline` for an embedded struct whose fields JSON
+inlines into the parent (`ProbeHandler` in `Probe`, `VolumeSource` in `Volume`).
 """
 import os
 import re
@@ -13,6 +15,7 @@ import sys
 
 STRUCT = re.compile(r"^type (\w+) struct \{")
 FIELD = re.compile(r'^\s*(\w+)\s+([^\s`]+)\s+`([^`]*)`')
+EMBEDDED = re.compile(r'^\s*(\*?[\w.]+)\s+`([^`]*)`')
 JSON_TAG = re.compile(r'json:"([^"]*)"')
 PB_TAG = re.compile(r'protobuf:"[^"]*name=(\w+)')
 
@@ -31,14 +34,26 @@ def scan(path, package, out):
             if current is None:
                 continue
             m = FIELD.match(line)
-            if not m:
+            embedded = m is None
+            if m:
+                _, go_type, tags = m.groups()
+            else:
+                m = EMBEDDED.match(line)
+                if not m:
+                    continue
+                go_type, tags = m.groups()
+            j = JSON_TAG.search(tags)
+            if not j or 'protobuf:"' not in tags:
                 continue
-            _, go_type, tags = m.groups()
-            j, p = JSON_TAG.search(tags), PB_TAG.search(tags)
-            if not j or not p:
-                continue
+            p = PB_TAG.search(tags)
+            type_name = go_type.lstrip("*").split(".")[-1]
+            proto_name = p.group(1) if p else type_name[0].lower() + type_name[1:]
             parts = j.group(1).split(",")
             json_name = parts[0]
+            if embedded and json_name == "":
+                # An embedded struct: its fields are the parent's in JSON, a message in proto.
+                out.append(f"{package}.{current} {proto_name} - inline")
+                continue
             if json_name in ("", "-"):
                 continue
             if go_type.startswith("*"):
@@ -47,7 +62,7 @@ def scan(path, package, out):
                 presence = "omitempty"
             else:
                 presence = "always"
-            out.append(f"{package}.{current} {p.group(1)} {json_name} {presence}")
+            out.append(f"{package}.{current} {proto_name} {json_name} {presence}")
 
 
 def main():
@@ -70,7 +85,7 @@ def main():
     for line in sorted(set(out)):
         # Only what differs from the default (omitempty, same name) is listed.
         pkg_msg, field, json_name, presence = line.split()
-        if presence != "omitempty" or field != json_name:
+        if presence != "omitempty" or field != json_name or json_name == "-":
             print(line)
 
 

@@ -24,14 +24,23 @@ pub fn to_json(schema: &Schema, msg: &DynamicMessage) -> Result<Value, String> {
     let mut out = Map::new();
     for (field, value) in msg.fields() {
         let proto_name = field.name();
+        let presence = schema.presence(message, proto_name);
+        if presence == Presence::Inline {
+            if let Pb::Message(m) = value
+                && let Value::Object(inner) = to_json(schema, m)?
+            {
+                out.extend(inner);
+            }
+            continue;
+        }
         if !field.is_list()
             && !field.is_map()
             && is_zero_scalar(value)
-            && schema.presence(message, proto_name) == Presence::OmitEmpty
+            && presence == Presence::OmitEmpty
         {
             continue;
         }
-        if let Some(v) = field_to_json(schema, &field, value)? {
+        if let Some(v) = field_to_json(schema, value)? {
             out.insert(schema.json_name(message, proto_name).to_string(), v);
         }
     }
@@ -54,11 +63,7 @@ fn is_zero_scalar(v: &Pb) -> bool {
     }
 }
 
-fn field_to_json(
-    schema: &Schema,
-    field: &FieldDescriptor,
-    value: &Pb,
-) -> Result<Option<Value>, String> {
+fn field_to_json(schema: &Schema, value: &Pb) -> Result<Option<Value>, String> {
     match value {
         Pb::List(items) => {
             if items.is_empty() {
@@ -89,10 +94,7 @@ fn field_to_json(
             }
             Ok(Some(Value::Object(out)))
         }
-        _ => {
-            let _ = field;
-            value_to_json(schema, value)
-        }
+        _ => value_to_json(schema, value),
     }
 }
 
@@ -103,14 +105,23 @@ fn value_to_json(schema: &Schema, value: &Pb) -> Result<Option<Value>, String> {
         Pb::I64(i) => json!(i),
         Pb::U32(i) => json!(i),
         Pb::U64(i) => json!(i),
-        Pb::F32(f) => json!(f),
-        Pb::F64(f) => json!(f),
+        Pb::F32(f) => float_json(f64::from(*f)),
+        Pb::F64(f) => float_json(*f),
         Pb::String(s) => json!(s),
         Pb::Bytes(b) => json!(base64::encode(b)),
         Pb::EnumNumber(n) => json!(n),
         Pb::Message(m) => return message_to_json(schema, m),
         Pb::List(_) | Pb::Map(_) => return Err("nested list or map".into()),
     }))
+}
+
+/// A float as Go's encoding/json writes it: integral values without a fraction (`0`, not `0.0`).
+fn float_json(f: f64) -> Value {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e15 {
+        json!(f as i64)
+    } else {
+        json!(f)
+    }
 }
 
 fn message_to_json(schema: &Schema, msg: &DynamicMessage) -> Result<Option<Value>, String> {
@@ -154,6 +165,14 @@ pub fn from_json(
         .as_object()
         .ok_or_else(|| format!("{} must be a JSON object", desc.name()))?;
     let mut msg = DynamicMessage::new(desc.clone());
+    for field in desc.fields() {
+        if let Kind::Message(inner) = field.kind()
+            && schema.presence(desc.full_name(), field.name()) == Presence::Inline
+        {
+            // The embedded struct takes the keys that are its fields from the same object.
+            msg.set_field(&field, Pb::Message(from_json(schema, &inner, value)?));
+        }
+    }
     for (key, v) in obj {
         if v.is_null() {
             continue;

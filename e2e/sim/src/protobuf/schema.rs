@@ -2,7 +2,8 @@
 //! `.proto` files (compiled by `build.rs`), which message a `apiVersion`/`kind` is, and what the
 //! `.proto` files do not say but Kubernetes' JSON needs (`proto/go-fields.txt`, read from the Go
 //! types' struct tags): which scalar fields are Go pointers, which are emitted even when zero,
-//! and which have a JSON name other than their proto name (`x-kubernetes-*`, `$ref`).
+//! which have a JSON name other than their proto name (`x-kubernetes-*`, `$ref`), and which
+//! are embedded structs whose fields JSON inlines.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -27,6 +28,9 @@ pub enum Presence {
     Pointer,
     /// A non-pointer field without `omitempty`: Go emits it even when zero.
     Always,
+    /// An embedded Go struct: a message field in proto whose fields JSON puts in the parent
+    /// (`Probe.handler`, `Volume.volumeSource`).
+    Inline,
 }
 
 /// One field's departures from the defaults.
@@ -74,10 +78,11 @@ impl Schema {
             let presence = match presence {
                 "ptr" => Presence::Pointer,
                 "always" => Presence::Always,
+                "inline" => Presence::Inline,
                 _ => Presence::OmitEmpty,
             };
             let entry = go.entry(message.to_string()).or_default();
-            if field != json_name {
+            if field != json_name && presence != Presence::Inline {
                 entry
                     .proto_of_json
                     .insert(json_name.to_string(), field.to_string());
