@@ -460,6 +460,11 @@ async fn resource(
     let verb = verb_of(&req.method, &t, &req.query);
     // Set once per request: a request addresses one resource.
     let _ = req.url_type.set(body_type(&t, verb));
+    // The answer's media type is negotiated before anything is written, as kube-apiserver
+    // does: a client that takes only protobuf gets 406 for a kind that has none.
+    if t.sub.is_none() {
+        req.encoding_of(&t.def.api_version(version), &t.def.kind)?;
+    }
     let res_name = match t.sub {
         Some(sub) => format!("{}/{sub}", t.def.plural),
         None => t.def.plural.clone(),

@@ -517,6 +517,28 @@ async fn custom_resources_stay_json(client: &kube::Client) {
     )
     .await;
     assert_eq!(code, 406);
+    // Refused before the write, as kube-apiserver negotiates first.
+    let widget = serde_json::to_vec(&json!({"apiVersion": "example.dev/v1", "kind": "Widget",
+        "metadata": {"name": "w1"}}))
+    .unwrap();
+    let (code, _, _) = raw(
+        client,
+        "POST",
+        "/apis/example.dev/v1/namespaces/default/widgets",
+        "application/vnd.kubernetes.protobuf",
+        Some(("application/json", widget)),
+    )
+    .await;
+    assert_eq!(code, 406);
+    let (code, _, _) = raw(
+        client,
+        "GET",
+        "/apis/example.dev/v1/namespaces/default/widgets/w1",
+        "application/json",
+        None,
+    )
+    .await;
+    assert_eq!(code, 404);
 }
 
 /// Watch: length-prefixed WatchEvent frames whose objects are enveloped.
