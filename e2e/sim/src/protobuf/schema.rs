@@ -147,3 +147,71 @@ impl Schema {
             .map_or(Presence::OmitEmpty, |f| f.presence)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_their_messages() {
+        let s = schema().unwrap();
+        let name =
+            |av: &str, kind: &str| s.message_for(av, kind).map(|m| m.full_name().to_string());
+        assert_eq!(name("v1", "Pod").as_deref(), Some("api.core.v1.Pod"));
+        assert_eq!(
+            name("apps/v1", "DeploymentList").as_deref(),
+            Some("api.apps.v1.DeploymentList")
+        );
+        assert_eq!(
+            name("rbac.authorization.k8s.io/v1", "ClusterRoleBinding").as_deref(),
+            Some("api.rbac.v1.ClusterRoleBinding")
+        );
+        assert_eq!(
+            name("apiextensions.k8s.io/v1", "CustomResourceDefinition").as_deref(),
+            Some("apiextensions_apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition")
+        );
+        // The meta kinds answer in every group.
+        assert_eq!(
+            name("meta.k8s.io/v1", "DeleteOptions").as_deref(),
+            Some("apimachinery.pkg.apis.meta.v1.DeleteOptions")
+        );
+        assert_eq!(
+            name("v1", "Status").as_deref(),
+            Some("apimachinery.pkg.apis.meta.v1.Status")
+        );
+        // A custom group that shares a label with a built-in one is not taken for it.
+        assert_eq!(name("apps.example.com/v1", "Deployment"), None);
+        assert_eq!(
+            name(
+                "autoscaling.plimsoll.dev/v1alpha1",
+                "HorizontalPodAutoscalerPlus"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn go_field_facts_are_read() {
+        let s = schema().unwrap();
+        assert_eq!(
+            s.presence("api.apps.v1.DeploymentSpec", "replicas"),
+            Presence::Pointer
+        );
+        assert_eq!(
+            s.presence("api.apps.v1.DeploymentSpec", "minReadySeconds"),
+            Presence::OmitEmpty
+        );
+        assert_eq!(
+            s.presence("api.core.v1.ContainerStatus", "restartCount"),
+            Presence::Always
+        );
+        assert_eq!(s.presence("api.core.v1.Probe", "handler"), Presence::Inline);
+        let props = "apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
+        assert_eq!(s.json_name(props, "ref"), "$ref");
+        assert_eq!(
+            s.proto_name(props, "x-kubernetes-int-or-string"),
+            "xKubernetesIntOrString"
+        );
+        assert_eq!(s.json_name("api.core.v1.Pod", "spec"), "spec");
+    }
+}
