@@ -167,6 +167,18 @@ impl Req {
         protobuf::negotiate(&self.accept, possible)
     }
 
+    /// Records what the request addresses, for protobuf bodies whose envelope names no kind,
+    /// and negotiates the answer's media type before anything is written, as kube-apiserver
+    /// does: a client that takes only protobuf gets 406 for a kind that has none.
+    fn addresses(&self, t: &Target<'_>, verb: &str) -> Result<(), ApiError> {
+        // Set once per request: a request addresses one resource.
+        let _ = self.url_type.set(body_type(t, verb));
+        if t.sub.is_none() {
+            self.encoding_of(&t.def.api_version(t.version), &t.def.kind)?;
+        }
+        Ok(())
+    }
+
     /// An error as `metav1.Status`, in protobuf when the client asks for it first.
     fn error(&self, e: &ApiError) -> Response {
         let encoding = protobuf::negotiate(&self.accept, true).unwrap_or(Encoding::Json);
@@ -458,13 +470,7 @@ async fn resource(
     }
     let t = parse_target(cluster, group, version, rest)?;
     let verb = verb_of(&req.method, &t, &req.query);
-    // Set once per request: a request addresses one resource.
-    let _ = req.url_type.set(body_type(&t, verb));
-    // The answer's media type is negotiated before anything is written, as kube-apiserver
-    // does: a client that takes only protobuf gets 406 for a kind that has none.
-    if t.sub.is_none() {
-        req.encoding_of(&t.def.api_version(version), &t.def.kind)?;
-    }
+    req.addresses(&t, verb)?;
     let res_name = match t.sub {
         Some(sub) => format!("{}/{sub}", t.def.plural),
         None => t.def.plural.clone(),
