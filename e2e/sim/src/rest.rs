@@ -1,13 +1,14 @@
 //! The HTTP surface: URL routing to discovery, resources, subresources, the metrics APIs and
 //! the `/sim/v1` control plane; list (selectors, `limit`/`continue`, Tables), get, create,
 //! update, patch, delete, deletecollection and watch (bookmarks, 410, `timeoutSeconds`,
-//! `sendInitialEvents`). Every response body is JSON; errors are `metav1.Status`.
+//! `sendInitialEvents`). Bodies are JSON, or protobuf for built-in kinds when the client sends
+//! or asks for it first (`protobuf`); errors are `metav1.Status`.
 //!
 //! Authentication: any bearer token (or none) is accepted; the sim authorises everything.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -22,6 +23,7 @@ use crate::api::{DeleteOptions, ObjectRef, Part};
 use crate::control::{Caller, Fault, ServiceAddress};
 use crate::error::ApiError;
 use crate::patch::PatchKind;
+use crate::protobuf::{self, Encoding};
 use crate::registry::ResourceDef;
 use crate::selector::Selectors;
 use crate::store::{EventType, StoredEvent};
@@ -101,9 +103,32 @@ fn bytes_response(code: u16, body: Bytes) -> Response {
     resp
 }
 
+/// A response in the negotiated encoding; an object with no protobuf form falls back to JSON.
+fn encoded_response(code: u16, body: &Value, encoding: Encoding) -> Response {
+    if encoding == Encoding::Protobuf {
+        match protobuf::encode(body) {
+            Ok(bytes) => {
+                let mut resp = bytes_response(code, Bytes::from(bytes));
+                resp.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(protobuf::PROTOBUF),
+                );
+                return resp;
+            }
+            Err(e) => tracing::warn!(error = %e, "protobuf encoding failed; answering JSON"),
+        }
+    }
+    json_response(code, body)
+}
+
 /// A `metav1.Status` error response.
 pub fn error_response(e: &ApiError) -> Response {
-    let mut resp = json_response(e.code, &e.to_status());
+    error_response_in(e, Encoding::Json)
+}
+
+/// A `metav1.Status` error response in `encoding`.
+fn error_response_in(e: &ApiError, encoding: Encoding) -> Response {
+    let mut resp = encoded_response(e.code, &e.to_status(), encoding);
     // Priority-and-fairness throttling says when to retry; a PDB refusal does not.
     if let Some(secs) = e
         .details
@@ -117,10 +142,6 @@ pub fn error_response(e: &ApiError) -> Response {
     resp
 }
 
-fn obj_response(code: u16, obj: &Value) -> Response {
-    json_response(code, obj)
-}
-
 /// The request as the resource handlers see it.
 struct Req {
     method: Method,
@@ -129,6 +150,9 @@ struct Req {
     content_type: String,
     caller: Caller,
     body: Bytes,
+    /// The `apiVersion` and `kind` the URL addresses, for protobuf bodies whose envelope names
+    /// none (set once the resource is known).
+    url_type: OnceLock<(String, String)>,
 }
 
 impl Req {
@@ -136,9 +160,44 @@ impl Req {
         self.accept.contains("as=Table")
     }
 
+    /// Writes `obj` in the encoding the client negotiated (`Accept`).
+    fn respond(&self, code: u16, obj: &Value) -> Result<Response, ApiError> {
+        let possible = !self.wants_table() && protobuf::encodable(obj);
+        let encoding = protobuf::negotiate(&self.accept, possible)?;
+        Ok(encoded_response(code, obj, encoding))
+    }
+
+    /// The encoding of a list or watch of `kind` in `api_version`.
+    fn encoding_of(&self, api_version: &str, kind: &str) -> Result<Encoding, ApiError> {
+        let possible = !self.wants_table() && protobuf::has_message(api_version, kind);
+        protobuf::negotiate(&self.accept, possible)
+    }
+
+    /// Records what the request addresses, for protobuf bodies whose envelope names no kind,
+    /// and negotiates the answer's media type before anything is written, as kube-apiserver
+    /// does: a client that takes only protobuf gets 406 for a kind that has none.
+    fn addresses(&self, t: &Target<'_>, verb: &str) -> Result<(), ApiError> {
+        // Set once per request: a request addresses one resource.
+        let _ = self.url_type.set(body_type(t, verb));
+        if t.sub.is_none() {
+            self.encoding_of(&t.def.api_version(t.version), &t.def.kind)?;
+        }
+        Ok(())
+    }
+
+    /// An error as `metav1.Status`, in protobuf when the client asks for it first.
+    fn error(&self, e: &ApiError) -> Response {
+        let encoding = protobuf::negotiate(&self.accept, true).unwrap_or(Encoding::Json);
+        error_response_in(e, encoding)
+    }
+
     fn json_body(&self) -> Result<Value, ApiError> {
         if self.content_type.contains("protobuf") {
-            return crate::protobuf::decode(&self.body);
+            if self.body.is_empty() {
+                return Ok(Value::Null);
+            }
+            let url_type = self.url_type.get().map(|(a, k)| (a.as_str(), k.as_str()));
+            return protobuf::decode(&self.body, url_type);
         }
         if self.content_type.contains("cbor") {
             // Only JSON is spoken; client-go then falls back to JSON.
@@ -198,6 +257,7 @@ async fn handle(State(cluster): State<Arc<Cluster>>, request: Request) -> Respon
         },
         query,
         body,
+        url_type: OnceLock::new(),
     };
     let path = parts.uri.path().trim_end_matches('/').to_string();
     let segs: Vec<String> = path
@@ -208,7 +268,7 @@ async fn handle(State(cluster): State<Arc<Cluster>>, request: Request) -> Respon
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     match route(&cluster, &segs, &req).await {
         Ok(r) => r,
-        Err(e) => error_response(&e),
+        Err(e) => req.error(&e),
     }
 }
 
@@ -368,6 +428,18 @@ fn parse_target<'a>(
     }
 }
 
+/// The `apiVersion` and `kind` of a request body to `t`, for protobuf bodies whose envelope
+/// names none: delete options, an Eviction, a Scale, or the resource's own kind.
+fn body_type(t: &Target<'_>, verb: &str) -> (String, String) {
+    let pair = |a: &str, k: &str| (a.to_string(), k.to_string());
+    match (verb, t.sub) {
+        ("delete" | "deletecollection", _) => pair("meta.k8s.io/v1", "DeleteOptions"),
+        (_, Some("eviction")) => pair("policy/v1", "Eviction"),
+        (_, Some("scale")) => pair("autoscaling/v1", "Scale"),
+        _ => (t.def.api_version(t.version), t.def.kind.clone()),
+    }
+}
+
 fn verb_of(method: &Method, t: &Target<'_>, q: &Query) -> &'static str {
     match (method.as_str(), t.name) {
         ("GET", None) if is_true(q, "watch") => "watch",
@@ -404,6 +476,7 @@ async fn resource(
     }
     let t = parse_target(cluster, group, version, rest)?;
     let verb = verb_of(&req.method, &t, &req.query);
+    req.addresses(&t, verb)?;
     let res_name = match t.sub {
         Some(sub) => format!("{}/{sub}", t.def.plural),
         None => t.def.plural.clone(),
@@ -432,36 +505,36 @@ async fn resource(
             let created = cluster
                 .create(&def, t.version, ns, obj, &req.caller, dry_run)
                 .await?;
-            Ok(obj_response(201, &created))
+            req.respond(201, &created)
         }
         ("get", Some(name), None | Some("status")) => get(cluster, t.object(name), req),
         ("get", Some(name), Some("scale")) if def.scale.is_some() => {
-            Ok(json_response(200, &cluster.get_scale(t.object(name))?))
+            req.respond(200, &cluster.get_scale(t.object(name))?)
         }
         ("update", Some(name), None) => {
             let body = req.json_body()?;
             let out = cluster
                 .update(t.object(name), body, Part::Main, &req.caller)
                 .await?;
-            Ok(obj_response(200, &out))
+            req.respond(200, &out)
         }
         ("update", Some(name), Some("status")) if def.status => {
             let body = req.json_body()?;
             let out = cluster
                 .update(t.object(name), body, Part::Status, &req.caller)
                 .await?;
-            Ok(obj_response(200, &out))
+            req.respond(200, &out)
         }
-        ("update", Some(name), Some("scale")) if def.scale.is_some() => Ok(json_response(
+        ("update", Some(name), Some("scale")) if def.scale.is_some() => req.respond(
             200,
             &cluster.update_scale(t.object(name), &req.json_body()?, &req.caller)?,
-        )),
+        ),
         ("update", Some(name), Some("resize")) if def.extra_subresources.contains(&"resize") => {
             let body = req.json_body()?;
             let out = cluster
                 .update(t.object(name), body, Part::Resize, &req.caller)
                 .await?;
-            Ok(obj_response(200, &out))
+            req.respond(200, &out)
         }
         ("patch", Some(name), sub) => patch(cluster, t.object(name), sub, req).await,
         ("delete", Some(name), None) => {
@@ -472,13 +545,13 @@ async fn resource(
                     .and_then(|g| g.parse().ok()),
             );
             let out = cluster.delete(t.object(name), &opts, &req.caller)?;
-            Ok(obj_response(200, &out))
+            req.respond(200, &out)
         }
         ("create", Some(name), Some("eviction"))
             if def.extra_subresources.contains(&"eviction") =>
         {
             let status = eviction::evict(cluster, t.object(name), &req.json_body()?, &req.caller)?;
-            Ok(json_response(201, &status))
+            req.respond(201, &status)
         }
         _ => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({verb} {res_name})"
@@ -503,11 +576,11 @@ fn delete_collection(
     let deleted =
         cluster.delete_collection(def, t.version, t.ns, &selectors, &opts, &req.caller)?;
     let items: Vec<Value> = deleted.iter().map(|o| (**o).clone()).collect();
-    Ok(json_response(
+    req.respond(
         200,
         &json!({"kind": format!("{}List", def.kind), "apiVersion": def.api_version(t.version),
         "metadata": {"resourceVersion": cluster.store.current_rv().to_string()}, "items": items}),
-    ))
+    )
 }
 
 /// GET of one object (or its status): as JSON, a Table, or converted to the requested version.
@@ -535,9 +608,9 @@ fn get(cluster: &Arc<Cluster>, target: ObjectRef<'_>, req: &Req) -> Result<Respo
         ));
     }
     if presents(def) {
-        return Ok(obj_response(200, &present(def, version, &obj)));
+        return req.respond(200, &present(def, version, &obj));
     }
-    Ok(obj_response(200, &obj))
+    req.respond(200, &obj)
 }
 
 /// PATCH of an object or its status, resize or scale subresource, in any patch flavour; 201
@@ -566,10 +639,7 @@ async fn patch(
         Some("status") if def.status => Part::Status,
         Some("resize") if def.extra_subresources.contains(&"resize") => Part::Resize,
         Some("scale") if def.scale.is_some() => {
-            return Ok(json_response(
-                200,
-                &cluster.patch_scale(target, kind, &body, &req.caller)?,
-            ));
+            return req.respond(200, &cluster.patch_scale(target, kind, &body, &req.caller)?);
         }
         _ => {
             return Err(ApiError::new(
@@ -593,7 +663,7 @@ async fn patch(
             parse_bool(&req.query, "force"),
         )
         .await?;
-    Ok(obj_response(if existed { 200 } else { 201 }, &out))
+    req.respond(if existed { 200 } else { 201 }, &out)
 }
 
 /// Whether a stored object of `def` is answered in another shape ([`present`]).
@@ -691,6 +761,14 @@ fn list(
         t["metadata"] = meta;
         return Ok(json_response(200, &t));
     }
+    let api_version = def.api_version(version);
+    let list_kind = format!("{}List", def.kind);
+    if req.encoding_of(&api_version, &list_kind)? == Encoding::Protobuf {
+        let items: Vec<Value> = page.iter().map(|o| present(def, version, o)).collect();
+        let list =
+            json!({"kind": list_kind, "apiVersion": api_version, "metadata": meta, "items": items});
+        return Ok(encoded_response(200, &list, Encoding::Protobuf));
+    }
     // Hand-assembled so the (possibly large) items are serialised without cloning them.
     let mut buf = Vec::with_capacity(256 + page.len() * 512);
     buf.extend_from_slice(b"{\"kind\":");
@@ -767,11 +845,24 @@ struct WatchCtx {
     def: Arc<ResourceDef>,
     version: String,
     table: bool,
+    /// Length-prefixed protobuf `WatchEvent` frames instead of JSON lines.
+    protobuf: bool,
     cluster: Arc<Cluster>,
+}
+
+/// One protobuf watch frame; an object that cannot be encoded becomes an ERROR event.
+fn protobuf_frame(event_type: &str, obj: &Value) -> Bytes {
+    protobuf::watch_frame(event_type, obj)
+        .or_else(|e| protobuf::watch_frame("ERROR", &e.to_status()))
+        .map(Bytes::from)
+        .unwrap_or_default()
 }
 
 impl WatchCtx {
     fn line(&self, t: EventType, obj: &Value, encoded: Option<Bytes>) -> Bytes {
+        if self.protobuf {
+            return protobuf_frame(t.as_str(), obj);
+        }
         if self.table {
             let tbl = table::to_table(&self.def, [obj], self.cluster.clock.now(), 0, false);
             return event_line(t.as_str(), &serde_json::to_vec(&tbl).unwrap_or_default());
@@ -796,24 +887,37 @@ impl WatchCtx {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj = json!({"kind": self.def.kind, "apiVersion": self.def.api_version(&self.version), "metadata": meta});
+        if self.protobuf {
+            return protobuf_frame("BOOKMARK", &obj);
+        }
         event_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
     }
 }
 
-fn expired_stream(message: &str) -> Response {
+fn expired_stream(message: &str, encoding: Encoding) -> Response {
     let status = ApiError::expired(message).to_status();
-    let line = event_line("ERROR", &serde_json::to_vec(&status).unwrap_or_default());
-    stream_response(futures::stream::iter([Ok::<Bytes, Infallible>(line)]))
+    let line = if encoding == Encoding::Protobuf {
+        protobuf_frame("ERROR", &status)
+    } else {
+        event_line("ERROR", &serde_json::to_vec(&status).unwrap_or_default())
+    };
+    stream_response(
+        futures::stream::iter([Ok::<Bytes, Infallible>(line)]),
+        encoding,
+    )
 }
 
-fn stream_response<S>(s: S) -> Response
+fn stream_response<S>(s: S, encoding: Encoding) -> Response
 where
     S: futures::Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
 {
     let mut resp = Response::new(Body::from_stream(s));
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
+        HeaderValue::from_static(match encoding {
+            Encoding::Protobuf => protobuf::PROTOBUF_WATCH,
+            Encoding::Json => "application/json",
+        }),
     );
     resp.headers_mut().insert(
         header::CACHE_CONTROL,
@@ -836,9 +940,11 @@ fn watch(
         ns: ns.map(String::from),
         selectors: selectors(def, &req.query)?,
     };
+    let encoding = req.encoding_of(&def.api_version(version), &def.kind)?;
     if cluster.faults.take_forced_expiry() {
         return Ok(expired_stream(
             "too old resource version (forced by the sim)",
+            encoding,
         ));
     }
     let settings = WatchSettings {
@@ -863,6 +969,7 @@ fn watch(
         def: def.clone(),
         version: version.to_string(),
         table: req.wants_table(),
+        protobuf: encoding == Encoding::Protobuf,
         cluster: cluster.clone(),
     };
     let mut initial: Vec<Bytes> = Vec::new();
@@ -880,7 +987,7 @@ fn watch(
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv_param:?}")))?;
         match cluster.store.watch_from(from) {
-            Err(e) => return Ok(expired_stream(&e.message)),
+            Err(e) => return Ok(expired_stream(&e.message, encoding)),
             Ok((backlog, rx)) => {
                 for e in &backlog {
                     if let Some(t) = filter.classify(e) {
@@ -901,7 +1008,7 @@ fn watch(
     let stream = futures::stream::unfold(out_rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<Bytes, Infallible>(b), rx))
     });
-    Ok(stream_response(stream))
+    Ok(stream_response(stream, encoding))
 }
 
 /// Where a watch starts: the lines it owes before live events (the initial ADDED events, or the
