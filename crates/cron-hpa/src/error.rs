@@ -8,7 +8,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A call to the API server failed; `context` says what was being done.
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done (`patch status of ns/name`).
         context: String,

@@ -34,7 +34,10 @@ pub fn api_message(err: &kube::Error) -> String {
             format!("cannot reach the API server: {}", root_cause(err))
         }
         kube::Error::ReadEvents(_) => {
-            format!("the API server's watch stream broke off: {}", root_cause(err))
+            format!(
+                "the API server's watch stream broke off: {}",
+                root_cause(err)
+            )
         }
         kube::Error::SerdeError(e) => format!("the API server's answer does not decode: {e}"),
         other => other.to_string(),
@@ -64,9 +67,8 @@ fn status_message(status: &Status) -> String {
     };
     if status.reason == UNPARSED_BODY {
         let body = status.message.trim();
-        let quotable = !body.is_empty()
-            && body.len() <= MAX_QUOTED_BODY
-            && !body.contains(['\n', '<']);
+        let quotable =
+            !body.is_empty() && body.len() <= MAX_QUOTED_BODY && !body.contains(['\n', '<']);
         return if quotable {
             format!("{answered}: {body}")
         } else {
@@ -150,8 +152,8 @@ mod tests {
             api_message(&api(text)),
             "the API server answered 502 Bad Gateway: upstream connect error"
         );
-        let page = Status::failure("<html><body>Bad Gateway</body></html>", UNPARSED_BODY)
-            .with_code(502);
+        let page =
+            Status::failure("<html><body>Bad Gateway</body></html>", UNPARSED_BODY).with_code(502);
         assert_eq!(
             api_message(&api(page)),
             "the API server answered 502 Bad Gateway"
@@ -160,7 +162,8 @@ mod tests {
 
     #[test]
     fn a_transport_failure_is_one_sentence_with_the_root_cause() {
-        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
         let wrapped: Box<dyn StdError + Send + Sync> = Box::new(Layer(refused));
         let err = kube::Error::Service(wrapped);
         assert_eq!(
@@ -181,9 +184,11 @@ mod tests {
 
     #[test]
     fn a_failed_watch_carries_the_api_message() {
-        let status =
-            Status::failure(r#"pods is forbidden: User "x" cannot list resource "pods""#, "Forbidden")
-                .with_code(403);
+        let status = Status::failure(
+            r#"pods is forbidden: User "x" cannot list resource "pods""#,
+            "Forbidden",
+        )
+        .with_code(403);
         let err = watcher::Error::InitialListFailed(api(status));
         assert_eq!(
             watch_message(&err),

@@ -20,7 +20,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// An API call.
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done.
         context: String,

@@ -4,7 +4,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A request to the Kubernetes API failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What the request was for.
         context: String,

@@ -8,7 +8,7 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// A Kubernetes API call failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done.
         context: String,
