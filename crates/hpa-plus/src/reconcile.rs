@@ -9,11 +9,15 @@
 //! Failures and what they do:
 //! - invalid spec or annotations: `ScalingActive=False` (`InvalidSpec`), Warning Event, requeue
 //!   after the period (a fix of the object triggers a reconcile at once);
-//! - scale subresource unreadable: `AbleToScale=False` (`FailedGetScale`), Warning Event, error
-//!   (backoff);
+//! - scale subresource unreadable: `AbleToScale=False` (`FailedGetScale`), Warning Event whose
+//!   note is the API server's message (`deployments.apps "web" not found`), error (backoff);
 //! - metrics failing: the decision sets `ScalingActive=False` and changes nothing; one Warning
 //!   Event per failing metric;
 //! - scale write failed: `AbleToScale=False` (`FailedUpdateScale`), Warning Event, error.
+//!
+//! A failed request reads as the API server's message everywhere a user sees it
+//! ([`plimsoll_runtime::api_message`]), and every status written carries `reference`, so the
+//! REFERENCE column shows the target whatever failed.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

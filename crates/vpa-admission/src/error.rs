@@ -20,6 +20,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// An API call.
+    /// Displayed with the API server's message, not the client's debug dump of its answer.
     #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done.

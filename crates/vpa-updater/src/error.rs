@@ -8,6 +8,7 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// A Kubernetes API call failed.
+    /// Displayed with the API server's message, not the client's debug dump of its answer.
     #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done.
