@@ -8,7 +8,8 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A call to the API server failed; `context` says what was being done.
-    #[error("{context}: {source}")]
+    /// Displayed with the API server's message, not the client's debug dump of its answer.
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done (`patch status of ns/name`).
         context: String,
@@ -117,5 +118,22 @@ mod tests {
             assert!(!api(code).is_transient(), "{code}");
         }
         assert!(!Error::MissingField("spec.scaleTargetRef".into()).is_transient());
+    }
+
+    #[test]
+    fn api_errors_read_as_the_servers_message() {
+        // What lands in a job's condition and Event: what was done, then the server's words.
+        assert_eq!(api(404).to_string(), "patch: injected");
+        let scale = Error::Runtime(plimsoll_runtime::Error::kube(
+            "patch scale of apps/v1 Deployment ns/web",
+            kube::Error::Api(Box::new(
+                kube::core::Status::failure(r#"deployments.apps "web" not found"#, "NotFound")
+                    .with_code(404),
+            )),
+        ));
+        assert_eq!(
+            scale.to_string(),
+            r#"patch scale of apps/v1 Deployment ns/web: deployments.apps "web" not found"#
+        );
     }
 }

@@ -29,6 +29,7 @@ use kube::runtime::controller::{self, Controller};
 use kube::runtime::watcher;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_runtime::admin::{Liveness, Readiness};
+use plimsoll_runtime::api_message::{api_message, watch_message};
 use plimsoll_runtime::service::Service;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -106,7 +107,7 @@ async fn probe(api: Api<CronHorizontalPodAutoscaler>, readiness: Readiness) {
                 readiness.set_ready(true);
                 return;
             }
-            Err(e) => debug!(error = %e, "CronHPA API not answering yet"),
+            Err(e) => debug!(error = %api_message(&e), "CronHPA API not answering yet"),
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
@@ -165,6 +166,9 @@ fn handle_result(ctx: &Context, result: ReconcileResult) {
                         .set_next_run(&namespace, &object.name, job, None);
                 }
             }
+        }
+        Err(controller::Error::QueueError(e)) => {
+            warn!(error = %watch_message(&e), "controller watch error");
         }
         Err(e) => warn!(error = %e, "controller error"),
     }

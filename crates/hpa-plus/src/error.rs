@@ -12,7 +12,8 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// A direct Kubernetes API call failed.
-    #[error("{context}: {source}")]
+    /// Displayed with the API server's message, not the client's debug dump of its answer.
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done.
         context: String,

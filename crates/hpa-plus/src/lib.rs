@@ -47,6 +47,7 @@ use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
+use plimsoll_runtime::api_message::watch_message;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
@@ -144,7 +145,7 @@ async fn watch_pods(client: Client, pods: PodIndex) {
     while let Some(next) = stream.next().await {
         match next {
             Ok(event) => pods.apply(&event),
-            Err(e) => tracing::warn!(error = %e, "pod watch error"),
+            Err(e) => tracing::warn!(error = %watch_message(&e), "pod watch error"),
         }
     }
 }
@@ -162,7 +163,7 @@ async fn watch_crons(
     let mut stream = std::pin::pin!(stream);
     while let Some(next) = stream.next().await {
         if let Err(e) = next {
-            tracing::warn!(error = %e, "CronHorizontalPodAutoscaler watch error");
+            tracing::warn!(error = %watch_message(&e), "CronHorizontalPodAutoscaler watch error");
         }
     }
 }

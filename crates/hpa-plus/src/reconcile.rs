@@ -9,11 +9,15 @@
 //! Failures and what they do:
 //! - invalid spec or annotations: `ScalingActive=False` (`InvalidSpec`), Warning Event, requeue
 //!   after the period (a fix of the object triggers a reconcile at once);
-//! - scale subresource unreadable: `AbleToScale=False` (`FailedGetScale`), Warning Event, error
-//!   (backoff);
+//! - scale subresource unreadable: `AbleToScale=False` (`FailedGetScale`), Warning Event whose
+//!   note is the API server's message (`deployments.apps "web" not found`), error (backoff);
 //! - metrics failing: the decision sets `ScalingActive=False` and changes nothing; one Warning
 //!   Event per failing metric;
 //! - scale write failed: `AbleToScale=False` (`FailedUpdateScale`), Warning Event, error.
+//!
+//! A failed request reads as the API server's message everywhere a user sees it
+//! ([`plimsoll_runtime::api_message`]), and every status written carries `reference`, so the
+//! REFERENCE column shows the target whatever failed.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,7 +207,8 @@ struct Failure {
     conditions: Vec<Condition>,
     event_reason: &'static str,
     event_action: &'static str,
-    message: String,
+    /// The Event's note (the conditions carry their own messages).
+    note: String,
     /// Emit the Event only when the status changed, for a state that stands until the object
     /// changes (so a standing misconfiguration is reported once, not every period).
     event_once: bool,
@@ -226,11 +231,16 @@ impl Failure {
             conditions: vec![Condition::new(type_, false, reason, message.clone())],
             event_reason: reason,
             event_action: action,
-            message,
+            note: message,
             event_once: false,
             at,
             outcome,
         }
+    }
+
+    /// The same failure with `note` as the Event's note instead of the condition's message.
+    fn with_note(self, note: String) -> Self {
+        Self { note, ..self }
     }
 
     fn once(self) -> Self {
@@ -244,7 +254,12 @@ impl Failure {
 /// The one failure path: condition into status, Warning Event (while leading), status write,
 /// then the failure's outcome.
 async fn fail(subject: &Subject, ctx: &Context, failure: Failure) -> Result<Action> {
-    let new = status::with_conditions(subject.previous.as_ref(), &failure.conditions, failure.at);
+    let new = status::with_conditions(
+        &subject.spec,
+        subject.previous.as_ref(),
+        &failure.conditions,
+        failure.at,
+    );
     let report = !failure.event_once || status::changed(subject.previous.as_ref(), &new);
     if report && ctx.leader.is_leader() {
         ctx.events
@@ -252,7 +267,7 @@ async fn fail(subject: &Subject, ctx: &Context, failure: Failure) -> Result<Acti
                 &subject.reference,
                 failure.event_reason,
                 failure.event_action,
-                &failure.message,
+                &failure.note,
             )
             .await;
     }
@@ -284,7 +299,10 @@ fn failed_get_scale(
     spec: &HorizontalPodAutoscalerPlusSpec,
     at: Timestamp,
 ) -> Failure {
-    let message = format!("the HPA controller was unable to get the target's current scale: {e}");
+    // As upstream: the Event carries the API server's message, the condition says what failed.
+    let note = e.api_message();
+    let message =
+        format!("the HPA controller was unable to get the target's current scale: {note}");
     let outcome = if e.is_not_found() {
         Ok(Action::requeue(period(
             ctx.config.sync_period_seconds(spec),
@@ -300,6 +318,7 @@ fn failed_get_scale(
         at,
         outcome,
     )
+    .with_note(note)
 }
 
 /// The target reports no pod selector: wait for a change.
@@ -328,7 +347,10 @@ fn invalid_selector(
 
 /// The scale write failed: the decision's conditions with `AbleToScale=False`, and backoff.
 fn failed_update_scale(e: plimsoll_runtime::Error, decision: &Decision, at: Timestamp) -> Failure {
-    let message = format!("the HPA controller was unable to update the target scale: {e}");
+    let message = format!(
+        "the HPA controller was unable to update the target scale: {}",
+        e.api_message()
+    );
     let mut conditions: Vec<Condition> = decision
         .conditions
         .iter()
@@ -345,7 +367,7 @@ fn failed_update_scale(e: plimsoll_runtime::Error, decision: &Decision, at: Time
         conditions,
         event_reason: "FailedRescale",
         event_action: "Scale",
-        message,
+        note: message,
         event_once: false,
         at,
         outcome: Err(e.into()),

@@ -7,6 +7,8 @@
 
 use std::net::SocketAddr;
 
+use crate::api_message::api_message;
+
 /// `Result` with this crate's [`Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -23,8 +25,9 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
-    /// A request to the Kubernetes API failed.
-    #[error("{context}: {source}")]
+    /// A request to the Kubernetes API failed. Displayed with the API server's message
+    /// ([`crate::api_message`]), never kube's debug dump of the answer.
+    #[error("{context}: {}", api_message(.source))]
     Kube {
         /// What the request was for, e.g. `get scale of apps/v1 Deployment default/web`.
         context: String,
@@ -146,6 +149,16 @@ impl Error {
         }
     }
 
+    /// The message a user should read in a condition or an Event: for a failed request, the API
+    /// server's own message (`deployments.apps "web" not found`, see [`crate::api_message`]) without
+    /// the request's description; for everything else, this error's `Display`.
+    pub fn api_message(&self) -> String {
+        match self {
+            Error::Kube { source, .. } => api_message(source),
+            other => other.to_string(),
+        }
+    }
+
     /// True when the API server answered 404 Not Found.
     pub fn is_not_found(&self) -> bool {
         self.status_code() == Some(404)
@@ -185,7 +198,10 @@ mod tests {
         assert!(err.is_conflict());
         assert!(!err.is_not_found());
         assert_eq!(err.metric_label(), "kube");
+        assert_eq!(err.api_message(), "lease changed");
+        assert_eq!(err.to_string(), "update lease: lease changed");
         let other = Error::LeaderConfig("x".into());
+        assert_eq!(other.api_message(), other.to_string());
         assert_eq!(other.status_code(), None);
     }
 }

@@ -50,7 +50,7 @@ impl Events {
         };
         if let Err(err) = self.recorder.publish(&event, regarding).await {
             tracing::warn!(
-                error = %err,
+                error = %crate::api_message(&err),
                 reason,
                 namespace = regarding.namespace.as_deref(),
                 name = regarding.name.as_deref(),

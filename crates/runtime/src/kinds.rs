@@ -203,7 +203,7 @@ fn discovery_error(api_version: &str, kind: &str, err: &kube::Error) -> Error {
             format!("API version {api_version} is not served by this cluster")
         }
         kube::Error::Discovery(_) => format!("kind {kind} is not served in {api_version}"),
-        other => other.to_string(),
+        other => crate::api_message(other),
     };
     Error::Discovery {
         api_version: api_version.to_owned(),

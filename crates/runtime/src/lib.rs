@@ -12,6 +12,7 @@
 //! | [`scale`] | the scale subresource of any scalable kind, its pod [`selector::Selector`], rollout state |
 //! | [`metrics_api`] | `metrics.k8s.io`, `custom.metrics.k8s.io`, `external.metrics.k8s.io` behind [`metrics_api::MetricsSource`] |
 //! | [`events`] | Kubernetes Events reported as the binary |
+//! | [`api_message`] | the API server's message for a failed request, for conditions, Events and logs |
 //! | [`kinds`] | `apiVersion` + `kind` → resource, through cached discovery |
 //!
 //! Decisions live in `plimsoll-core`; this crate only moves data in and out of the cluster.
@@ -72,6 +73,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod api_message;
 pub mod args;
 pub mod client;
 pub mod error;
@@ -89,5 +91,6 @@ pub mod telemetry;
 #[cfg(test)]
 mod fake_api;
 
+pub use api_message::api_message;
 pub use args::{CommonArgs, LogFormat};
 pub use error::{Error, Result};

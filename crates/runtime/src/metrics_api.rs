@@ -225,7 +225,7 @@ fn reason(err: &kube::Error) -> String {
             out
         }
         kube::Error::SerdeError(e) => format!("cannot decode the response: {e}"),
-        other => other.to_string(),
+        other => crate::api_message(other),
     }
 }
 

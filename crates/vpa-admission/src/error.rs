@@ -20,7 +20,8 @@ pub enum Error {
         source: std::io::Error,
     },
     /// An API call.
-    #[error("{context}: {source}")]
+    /// Displayed with the API server's message, not the client's debug dump of its answer.
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What was being done.
         context: String,

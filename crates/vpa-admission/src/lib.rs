@@ -38,6 +38,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
+use plimsoll_runtime::api_message::watch_message;
 use plimsoll_runtime::{CommonArgs, client, telemetry};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
@@ -153,7 +154,7 @@ where
         .default_backoff()
         .for_each(|event| async move {
             if let Err(e) = event {
-                tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; retrying");
+                tracing::warn!(kind = %K::kind(&()), error = %watch_message(&e), "watch failed; retrying");
             }
         });
     let shutdown = shutdown.clone();

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
+use plimsoll_runtime::api_message;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::TargetRef;
 use plimsoll_runtime::metrics_api::{MetricsSource, PodMetrics};
@@ -187,7 +188,7 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
             }
             Err(e) => {
                 ctx.metrics.error("status");
-                tracing::warn!(namespace, name, error = %e, "cannot write VPA status");
+                tracing::warn!(namespace, name, error = %api_message(&e), "cannot write VPA status");
             }
         }
         if let (Some(why), true, Some(input)) = (
@@ -262,7 +263,7 @@ async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Ti
             }
             Err(e) => {
                 ctx.metrics.error("checkpoint");
-                tracing::warn!(namespace, name, error = %e, "cannot write checkpoint");
+                tracing::warn!(namespace, name, error = %api_message(&e), "cannot write checkpoint");
             }
         }
     }
@@ -286,7 +287,7 @@ pub async fn garbage_collect(ctx: &Context, recommender: &mut Recommender) -> Re
             Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(e) => {
                 ctx.metrics.error("checkpoint");
-                tracing::warn!(namespace, name, error = %e, "cannot delete checkpoint");
+                tracing::warn!(namespace, name, error = %api_message(&e), "cannot delete checkpoint");
             }
         }
     }

@@ -4,7 +4,8 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A request to the Kubernetes API failed.
-    #[error("{context}: {source}")]
+    /// Displayed with the API server's message, not the client's debug dump of its answer.
+    #[error("{context}: {}", plimsoll_runtime::api_message(.source))]
     Kube {
         /// What the request was for.
         context: String,

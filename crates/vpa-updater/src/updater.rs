@@ -32,6 +32,7 @@ use plimsoll_core::vertical::eviction::{
 use plimsoll_core::vertical::limit_range::LimitRangeItem;
 use plimsoll_core::vertical::priority::{PodSnapshot, ResizeStatus, UpdateConfig};
 use plimsoll_core::vertical::resources::recommendations_from_api;
+use plimsoll_runtime::api_message;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -383,13 +384,14 @@ async fn evict(
             EvictionResult::Gone
         }
         Err(e) => {
-            tracing::warn!(pod = %action.pod, error = %e, "eviction failed");
+            let message = api_message(&e);
+            tracing::warn!(pod = %action.pod, error = %message, "eviction failed");
             ctx.events
                 .warning(
                     &vpa_ref,
                     "EvictionFailed",
                     "Evict",
-                    format!("eviction of pod {} failed: {e}", action.pod),
+                    format!("eviction of pod {} failed: {message}", action.pod),
                 )
                 .await;
             EvictionResult::Error
@@ -459,7 +461,7 @@ async fn resize(
         }
         Err(e) => {
             ctx.metrics.resize("error");
-            tracing::warn!(pod = %action.pod, error = %e, "in-place resize failed");
+            tracing::warn!(pod = %action.pod, error = %api_message(&e), "in-place resize failed");
         }
     }
 }

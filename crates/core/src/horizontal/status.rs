@@ -7,6 +7,10 @@
 //! the [`native_subset`] of the status; its decision memory goes into an annotation instead
 //! ([`super::memory`]). The memory is part of the comparison: a status whose memory moved is
 //! written, so a successor always reads the memory of the last evaluation.
+//!
+//! `reference` (the REFERENCE column of `kubectl get hpaplus`) comes from the spec alone, so every
+//! status this module builds carries it: after a decision and after a failure before one (an
+//! invalid spec, a target that does not exist), whatever else is wrong.
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -52,10 +56,7 @@ pub fn status_after(
             .filter_map(|p| p.status.clone())
             .collect(),
         conditions: merge(old_conditions, &decision.conditions, now),
-        reference: Some(format!(
-            "{}/{}",
-            spec.scale_target_ref.kind, spec.scale_target_ref.name
-        )),
+        reference: reference(spec),
         targets_summary: Some(summary.join(", ")),
         last_decision: Some(LastDecision {
             time: Some(Time(now)),
@@ -87,6 +88,16 @@ pub fn status_after(
     }
 }
 
+/// The scale target as `kubectl get` shows it, `Kind/name` (`Deployment/web`); `None` only when
+/// the spec names no target at all.
+pub fn reference(spec: &HorizontalPodAutoscalerPlusSpec) -> Option<String> {
+    let target = &spec.scale_target_ref;
+    if target.kind.is_empty() && target.name.is_empty() {
+        return None;
+    }
+    Some(format!("{}/{}", target.kind, target.name))
+}
+
 /// Whether `new` differs from `old` in anything but the decision's timestamp.
 pub fn changed(
     old: Option<&HorizontalPodAutoscalerPlusStatus>,
@@ -116,9 +127,10 @@ pub fn native_subset(
     }
 }
 
-/// `previous` with `conditions` merged in at `now` (for failures before or instead of a
-/// decision).
+/// `previous` with `conditions` merged in at `now` and the [`reference`] of `spec` (for failures
+/// before or instead of a decision: the REFERENCE column is filled even then).
 pub fn with_conditions(
+    spec: &HorizontalPodAutoscalerPlusSpec,
     previous: Option<&HorizontalPodAutoscalerPlusStatus>,
     conditions: &[Condition],
     now: Timestamp,
@@ -126,6 +138,7 @@ pub fn with_conditions(
     let mut status = previous.cloned().unwrap_or_default();
     let old: Vec<HorizontalPodAutoscalerCondition> = status.conditions.clone();
     status.conditions = merge(&old, conditions, now);
+    status.reference = reference(spec);
     status
 }
 
@@ -166,11 +179,49 @@ mod tests {
     fn conditions_merge_into_the_previous_status() {
         let c = [Condition::new(SCALING_ACTIVE, false, "InvalidSpec", "bad")];
         let at = Timestamp::from_second(5).unwrap();
-        let s = with_conditions(Some(&status(1, 3)), &c, at);
+        let spec = HorizontalPodAutoscalerPlusSpec::default();
+        let s = with_conditions(&spec, Some(&status(1, 3)), &c, at);
         assert_eq!(s.desired_replicas, 3, "the rest of the status is kept");
         assert_eq!(s.conditions.len(), 1);
         assert_eq!(s.conditions[0].reason.as_deref(), Some("InvalidSpec"));
         assert!(changed(Some(&status(1, 3)), &s));
-        assert!(!changed(Some(&s), &with_conditions(Some(&s), &c, at)));
+        assert!(!changed(
+            Some(&s),
+            &with_conditions(&spec, Some(&s), &c, at)
+        ));
+    }
+
+    fn targeting(kind: &str, name: &str) -> HorizontalPodAutoscalerPlusSpec {
+        let mut spec = HorizontalPodAutoscalerPlusSpec::default();
+        spec.scale_target_ref.kind = kind.to_owned();
+        spec.scale_target_ref.name = name.to_owned();
+        spec
+    }
+
+    #[test]
+    fn a_failure_before_any_decision_still_fills_the_reference() {
+        // An invalid spec on a new object: nothing was ever decided, and REFERENCE still shows
+        // the target.
+        let mut spec = targeting("Deployment", "web");
+        spec.min_replicas = Some(10);
+        spec.max_replicas = 2;
+        assert!(spec.validate().is_err());
+        let c = [Condition::new(SCALING_ACTIVE, false, "InvalidSpec", "bad")];
+        let at = Timestamp::from_second(5).unwrap();
+        let s = with_conditions(&spec, None, &c, at);
+        assert_eq!(s.reference.as_deref(), Some("Deployment/web"));
+        // A status written before the target was renamed follows the spec.
+        let renamed = with_conditions(&targeting("StatefulSet", "db"), Some(&s), &c, at);
+        assert_eq!(renamed.reference.as_deref(), Some("StatefulSet/db"));
+        assert!(changed(Some(&s), &renamed));
+    }
+
+    #[test]
+    fn the_reference_is_kind_slash_name_and_absent_without_a_target() {
+        assert_eq!(
+            reference(&targeting("Deployment", "web")).as_deref(),
+            Some("Deployment/web")
+        );
+        assert_eq!(reference(&targeting("", "")), None);
     }
 }
