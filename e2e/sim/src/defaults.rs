@@ -107,6 +107,7 @@ pub fn builtin_defaults(def: &ResourceDef, obj: &mut Value) {
                 set_default(s, "sessionAffinity", json!("None"));
             }
         }
+        ("", "secrets") => set_default(root, "type", json!("Opaque")),
         _ => {}
     }
 }

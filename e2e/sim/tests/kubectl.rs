@@ -73,11 +73,14 @@ spec:
               size: {type: integer, default: 3}
 ";
 
+/// A directory of its own for each test: the tests of this file run in parallel in one
+/// process, and a shared kubeconfig would point one test's kubectl at another test's sim.
 fn temp_dir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
         "plimsoll-sim-kubectl-{}-{}",
         std::process::id(),
-        Instant::now().elapsed().as_nanos()
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
