@@ -3,7 +3,8 @@
 //! update, patch, delete, deletecollection and watch (bookmarks, 410, `timeoutSeconds`,
 //! `sendInitialEvents`). Every response body is JSON; errors are `metav1.Status`.
 //!
-//! Authentication: any bearer token (or none) is accepted; the sim authorises everything.
+//! Authentication and authorization happen in `rbac::gate` before routing: without
+//! `--authorize` any bearer token (or none) is the admin and everything is allowed.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -200,6 +201,15 @@ async fn handle(State(cluster): State<Arc<Cluster>>, request: Request) -> Respon
         .map(percent_decode)
         .collect();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let incoming = crate::rbac::Incoming {
+        method: &parts.method,
+        headers: &parts.headers,
+        segs: &segs,
+        query: &req.query,
+    };
+    if let Some(answered) = crate::rbac::gate(&cluster, &incoming, || req.json_body()) {
+        return answered;
+    }
     match route(&cluster, &segs, &req).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
