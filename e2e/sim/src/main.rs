@@ -38,6 +38,11 @@ enum Command {
         /// Sim seconds per real second.
         #[arg(long, env = "PLIMSOLL_SIM_TIME_SCALE")]
         time_scale: Option<f64>,
+        /// Authorize every request against the stored RBAC, as kube-apiserver's RBAC
+        /// authorizer does (unknown tokens get 401). The written kubeconfig's user is the
+        /// cluster admin (`system:masters`); `kubectl create token` issues ServiceAccount tokens.
+        #[arg(long, env = "PLIMSOLL_SIM_AUTHORIZE")]
+        authorize: bool,
     },
     /// Run the demo: a workload following a day curve, every service scaling it, a live table
     /// (or JSON rows), a summary of what each service did and a plot (SVG or PNG).
@@ -130,6 +135,7 @@ async fn main() -> anyhow::Result<()> {
             kubeconfig_out,
             scenario,
             time_scale,
+            authorize,
         } => {
             let scenario = match scenario {
                 Some(path) => {
@@ -150,6 +156,7 @@ async fn main() -> anyhow::Result<()> {
                 http_address,
                 time_scale: scale,
                 scenario,
+                authorize,
                 ..SimConfig::default()
             };
             let sim = Sim::start(config).await?;

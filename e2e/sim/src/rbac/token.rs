@@ -63,7 +63,8 @@ pub fn token_request(
     Ok(body)
 }
 
-/// A kubeconfig for `server` (trusting `ca_pem`) whose user is the ServiceAccount `ns/name`.
+/// A kubeconfig for `server` (trusting `ca_pem`) whose user is the ServiceAccount `ns/name` and
+/// whose default namespace is `ns`.
 pub fn kubeconfig_for(
     cluster: &Cluster,
     server: &str,
@@ -72,5 +73,5 @@ pub fn kubeconfig_for(
     name: &str,
 ) -> Result<String, ApiError> {
     let token = issue(cluster, ns, name)?;
-    Ok(crate::kubeconfig::render(server, ca_pem, &token))
+    Ok(crate::kubeconfig::render_in(server, ca_pem, &token, ns))
 }

@@ -1,0 +1,166 @@
+//! Each service's RBAC is enough and no more: on a sim in `--authorize` mode, the chart's
+//! namespace, ServiceAccounts and RBAC (`deploy/`) are applied, each service runs under its own
+//! ServiceAccount with a workload that makes it do its job, and the sim's access log shows
+//! (1) the job done with no request denied, and (2) every rule of the component's ClusterRole and
+//! Roles admitting at least one request. A service whose binding is missing is refused with 403
+//! and reports it (not ready) instead of exiting.
+
+use std::time::Duration;
+
+use clap::Parser as _;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kube::api::{DeleteParams, PostParams};
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_e2e::access::{self, SYSTEM_NAMESPACE};
+use plimsoll_e2e::{Env, Running, eventually, free_address};
+use plimsoll_sim::{LoadProfile, LoadSpec, SimConfig};
+use serde_json::json;
+
+const WITHIN: Duration = Duration::from_secs(60);
+const EVERY: Duration = Duration::from_millis(250);
+
+/// A sim enforcing RBAC, with `components`' ServiceAccounts and RBAC applied from `deploy/`.
+async fn authorized(name: &str, components: &[&str]) -> anyhow::Result<Env> {
+    let env = Env::start_with(
+        name,
+        SimConfig {
+            authorize: true,
+            ..SimConfig::default()
+        },
+    )
+    .await?;
+    access::install_rbac(&env.client, components).await?;
+    Ok(env)
+}
+
+/// Asserts that `component` was denied nothing and that each of its rules admitted something.
+fn assert_enough_and_no_more(env: &Env, component: &str) -> anyhow::Result<()> {
+    let log = env.sim()?.access_log();
+    let report = access::report(&log, &access::user_of(component));
+    assert!(report.allowed > 0, "{component} made no request");
+    assert!(
+        report.denied.is_empty(),
+        "{component} was denied: {:#?}",
+        report.denied
+    );
+    let unused = access::unused(component, &report)?;
+    assert!(
+        unused.is_empty(),
+        "rules of {component} that admitted nothing: {:#?}",
+        unused
+    );
+    Ok(())
+}
+
+fn constant(value: f64) -> LoadSpec {
+    LoadSpec {
+        profile: LoadProfile::Constant { value },
+        ..LoadSpec::default()
+    }
+}
+
+fn hpa_plus_config(
+    kubeconfig: &std::path::Path,
+    admin: std::net::SocketAddr,
+) -> anyhow::Result<plimsoll_hpa_plus::Config> {
+    let args = [
+        "hpa-plus".to_owned(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--metrics-address={admin}"),
+        format!("--lease-namespace={SYSTEM_NAMESPACE}"),
+        "--retry-period=1s".to_owned(),
+        "--sync-period=2s".to_owned(),
+        "--cpu-initialization-period=1s".to_owned(),
+        "--initial-readiness-delay=0s".to_owned(),
+        "--log-format=text".to_owned(),
+    ];
+    Ok(plimsoll_hpa_plus::cli::Args::try_parse_from(args)?.into_config()?)
+}
+
+fn run_hpa_plus(
+    config: plimsoll_hpa_plus::Config,
+) -> Running<Result<(), plimsoll_hpa_plus::Error>> {
+    Running::spawn("hpa-plus", |token| plimsoll_hpa_plus::run(config, token))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
+)]
+async fn hpa_plus_scales_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()> {
+    let env = authorized("rbac-hpa-plus", &["hpa-plus"]).await?;
+    let sim = env.sim()?;
+    plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
+    sim.set_load(&env.namespace, "deployments", "web", constant(180.0));
+    let hpa: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+        "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 10, "syncPeriodSeconds": 2,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 50}}}],
+        }
+    }))?;
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &hpa)
+        .await?;
+    let kubeconfig = access::kubeconfig_of(&env, "hpa-plus")?;
+    let service = run_hpa_plus(hpa_plus_config(&kubeconfig, free_address()?)?);
+    let deployments = env.api::<Deployment>();
+    eventually("hpa-plus scales web up", WITHIN, EVERY, || async {
+        let d = deployments.get("web").await?;
+        Ok(d.spec
+            .and_then(|s| s.replicas)
+            .filter(|r| *r > 1)
+            .map(|_| ()))
+    })
+    .await?;
+    service.stop().await??;
+    assert_enough_and_no_more(&env, "hpa-plus")?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
+)]
+async fn without_its_binding_hpa_plus_is_refused_and_reports_it_without_exiting()
+-> anyhow::Result<()> {
+    let env = authorized("rbac-denied", &["hpa-plus"]).await?;
+    kube::Api::<ClusterRoleBinding>::all(env.client.clone())
+        .delete("plimsoll-hpa-plus", &DeleteParams::default())
+        .await?;
+    let kubeconfig = access::kubeconfig_of(&env, "hpa-plus")?;
+    let admin = free_address()?;
+    let service = run_hpa_plus(hpa_plus_config(&kubeconfig, admin)?);
+    let sim = env.sim()?;
+    let user = access::user_of("hpa-plus");
+    let denied = eventually("the sim refuses hpa-plus", WITHIN, EVERY, || async {
+        let report = access::report(&sim.access_log(), &user);
+        Ok((!report.denied.is_empty()).then_some(report.denied))
+    })
+    .await?;
+    assert!(
+        denied
+            .iter()
+            .any(|d| d.contains("horizontalpodautoscalerpluses")),
+        "denied: {denied:#?}"
+    );
+    // Still up and saying it is not ready, some seconds later.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let ready = access::admin_status(admin, "/readyz").await?;
+    assert_ne!(
+        ready, 200,
+        "hpa-plus says it is ready without being able to list"
+    );
+    assert_eq!(access::admin_status(admin, "/healthz").await?, 200);
+    service.stop().await??;
+    env.cleanup().await;
+    Ok(())
+}
