@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::Parser as _;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{DeleteParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
@@ -63,8 +64,9 @@ fn constant(value: f64) -> LoadSpec {
 fn hpa_plus_config(
     kubeconfig: &std::path::Path,
     admin: std::net::SocketAddr,
+    extra: &[&str],
 ) -> anyhow::Result<plimsoll_hpa_plus::Config> {
-    let args = [
+    let mut args = vec![
         "hpa-plus".to_owned(),
         format!("--kubeconfig={}", kubeconfig.display()),
         format!("--metrics-address={admin}"),
@@ -75,6 +77,7 @@ fn hpa_plus_config(
         "--initial-readiness-delay=0s".to_owned(),
         "--log-format=text".to_owned(),
     ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
     Ok(plimsoll_hpa_plus::cli::Args::try_parse_from(args)?.into_config()?)
 }
 
@@ -92,32 +95,75 @@ fn run_hpa_plus(
 async fn hpa_plus_scales_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()> {
     let env = authorized("rbac-hpa-plus", &["hpa-plus"]).await?;
     let sim = env.sim()?;
+    // An HPA+ on CPU that holds off during rollouts (reads the Deployment), and in native mode a
+    // plain HPA on a per-pod custom metric (the HPA rules and custom.metrics.k8s.io).
     plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
+    plimsoll_e2e::create_deployment(&env, "queue", 1, "100m", "64Mi").await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(180.0));
-    let hpa: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+    sim.set_load(&env.namespace, "deployments", "queue", constant(30.0));
+    let plus: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
         "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
         "kind": "HorizontalPodAutoscalerPlus",
         "metadata": {"name": "web"},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "minReplicas": 1, "maxReplicas": 10, "syncPeriodSeconds": 2,
+            "minReplicas": 1, "maxReplicas": 10, "syncPeriodSeconds": 2, "pauseDuringRollout": true,
             "metrics": [{"type": "Resource", "resource": {"name": "cpu",
                 "target": {"type": "Utilization", "averageUtilization": 50}}}],
         }
     }))?;
     env.api::<HorizontalPodAutoscalerPlus>()
-        .create(&PostParams::default(), &hpa)
+        .create(&PostParams::default(), &plus)
+        .await?;
+    let native: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "queue", "annotations": {"plimsoll.dev/resync-period": "1s"}},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "queue"},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "Pods", "pods": {"metric": {"name": "requests_per_second"},
+                "target": {"type": "AverageValue", "averageValue": "10"}}}],
+        }
+    }))?;
+    env.api::<HorizontalPodAutoscaler>()
+        .create(&PostParams::default(), &native)
         .await?;
     let kubeconfig = access::kubeconfig_of(&env, "hpa-plus")?;
-    let service = run_hpa_plus(hpa_plus_config(&kubeconfig, free_address()?)?);
+    let service = run_hpa_plus(hpa_plus_config(
+        &kubeconfig,
+        free_address()?,
+        &["--native-hpa"],
+    )?);
     let deployments = env.api::<Deployment>();
-    eventually("hpa-plus scales web up", WITHIN, EVERY, || async {
-        let d = deployments.get("web").await?;
-        Ok(d.spec
-            .and_then(|s| s.replicas)
-            .filter(|r| *r > 1)
-            .map(|_| ()))
-    })
+    for name in ["web", "queue"] {
+        eventually(
+            &format!("hpa-plus scales {name} up"),
+            WITHIN,
+            EVERY,
+            || async {
+                let d = deployments.get(name).await?;
+                Ok(d.spec
+                    .and_then(|s| s.replicas)
+                    .filter(|r| *r > 1)
+                    .map(|_| ()))
+            },
+        )
+        .await?;
+    }
+    let hpas = env.api::<HorizontalPodAutoscaler>();
+    eventually(
+        "the native HPA's status is written",
+        WITHIN,
+        EVERY,
+        || async {
+            Ok(hpas
+                .get("queue")
+                .await?
+                .status
+                .filter(|s| s.desired_replicas > 1)
+                .map(|_| ()))
+        },
+    )
     .await?;
     service.stop().await??;
     assert_enough_and_no_more(&env, "hpa-plus")?;
@@ -138,7 +184,7 @@ async fn without_its_binding_hpa_plus_is_refused_and_reports_it_without_exiting(
         .await?;
     let kubeconfig = access::kubeconfig_of(&env, "hpa-plus")?;
     let admin = free_address()?;
-    let service = run_hpa_plus(hpa_plus_config(&kubeconfig, admin)?);
+    let service = run_hpa_plus(hpa_plus_config(&kubeconfig, admin, &[])?);
     let sim = env.sim()?;
     let user = access::user_of("hpa-plus");
     let denied = eventually("the sim refuses hpa-plus", WITHIN, EVERY, || async {
