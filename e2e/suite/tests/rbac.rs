@@ -12,6 +12,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{DeleteParams, PostParams};
+use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_e2e::access::{self, SYSTEM_NAMESPACE};
 use plimsoll_e2e::{Env, Running, eventually, free_address};
@@ -207,6 +208,117 @@ async fn without_its_binding_hpa_plus_is_refused_and_reports_it_without_exiting(
     );
     assert_eq!(access::admin_status(admin, "/healthz").await?, 200);
     service.stop().await??;
+    env.cleanup().await;
+    Ok(())
+}
+
+fn cron_config(kubeconfig: &std::path::Path) -> anyhow::Result<plimsoll_cron_hpa::Config> {
+    Ok(plimsoll_cron_hpa::Config {
+        common: plimsoll_cron_hpa::CommonArgs {
+            kubeconfig: Some(kubeconfig.to_path_buf()),
+            context: None,
+            metrics_address: free_address()?,
+            log_format: plimsoll_cron_hpa::LogFormat::Text,
+            log_filter: "info".into(),
+            leader_elect: true,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(1),
+            lease_namespace: Some(SYSTEM_NAMESPACE.into()),
+        },
+        missed_job_grace: Duration::from_secs(300),
+        identity: None,
+    })
+}
+
+/// A CronHPA `name` on `target` (apiVersion, kind, name) with one job every 2 s to `size`.
+async fn create_cron(env: &Env, name: &str, target: [&str; 3], size: i32) -> anyhow::Result<()> {
+    let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "CronHorizontalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": target[0], "kind": target[1], "name": target[2]},
+            "jobs": [{"name": "up", "schedule": "*/2 * * * * *", "targetSize": size}],
+        }
+    }))?;
+    env.api::<CronHorizontalPodAutoscaler>()
+        .create(&PostParams::default(), &cron)
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
+)]
+async fn cron_hpa_runs_its_jobs_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()> {
+    let env = authorized("rbac-cron-hpa", &["cron-hpa"]).await?;
+    // Three targets: a Deployment's replicas (scale subresource), and the minReplicas of a plain
+    // HPA and of an HPA+.
+    for name in ["app", "b", "c"] {
+        plimsoll_e2e::create_deployment(&env, name, 1, "100m", "64Mi").await?;
+    }
+    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "b"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b"},
+            "minReplicas": 1, "maxReplicas": 10}
+    }))?;
+    env.api::<HorizontalPodAutoscaler>()
+        .create(&PostParams::default(), &hpa)
+        .await?;
+    let plus: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": "c"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "c"},
+            "minReplicas": 1, "maxReplicas": 10}
+    }))?;
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &plus)
+        .await?;
+    create_cron(&env, "app", ["apps/v1", "Deployment", "app"], 3).await?;
+    create_cron(
+        &env,
+        "b",
+        ["autoscaling/v2", "HorizontalPodAutoscaler", "b"],
+        2,
+    )
+    .await?;
+    create_cron(
+        &env,
+        "c",
+        [
+            "autoscaling.plimsoll.dev/v1alpha1",
+            "HorizontalPodAutoscalerPlus",
+            "c",
+        ],
+        2,
+    )
+    .await?;
+    let kubeconfig = access::kubeconfig_of(&env, "cron-hpa")?;
+    let config = cron_config(&kubeconfig)?;
+    let service = Running::spawn("cron-hpa", |token| plimsoll_cron_hpa::run(config, token));
+    let deployments = env.api::<Deployment>();
+    eventually("the Deployment job ran", WITHIN, EVERY, || async {
+        let d = deployments.get("app").await?;
+        Ok((d.spec.and_then(|s| s.replicas) == Some(3)).then_some(()))
+    })
+    .await?;
+    let hpas = env.api::<HorizontalPodAutoscaler>();
+    eventually("the HPA job ran", WITHIN, EVERY, || async {
+        let h = hpas.get("b").await?;
+        Ok((h.spec.and_then(|s| s.min_replicas) == Some(2)).then_some(()))
+    })
+    .await?;
+    let pluses = env.api::<HorizontalPodAutoscalerPlus>();
+    eventually("the HPA+ job ran", WITHIN, EVERY, || async {
+        let h = pluses.get("c").await?;
+        Ok((h.spec.min_replicas == Some(2)).then_some(()))
+    })
+    .await?;
+    service.stop().await??;
+    assert_enough_and_no_more(&env, "cron-hpa")?;
     env.cleanup().await;
     Ok(())
 }
