@@ -8,12 +8,15 @@
 use std::time::Duration;
 
 use clap::Parser as _;
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_e2e::access::{self, SYSTEM_NAMESPACE};
 use plimsoll_e2e::{Env, Running, eventually, free_address};
 use plimsoll_sim::{LoadProfile, LoadSpec, SimConfig};
@@ -319,6 +322,151 @@ async fn cron_hpa_runs_its_jobs_under_its_own_role_and_uses_all_of_it() -> anyho
     .await?;
     service.stop().await??;
     assert_enough_and_no_more(&env, "cron-hpa")?;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// A VPA `name` on Deployment `name` in `mode`, recommended by Plimsoll.
+async fn create_vpa(env: &Env, name: &str, mode: &str) -> anyhow::Result<()> {
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "recommenders": [{"name": "plimsoll"}],
+            "updatePolicy": {"updateMode": mode},
+        },
+    }))?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa)
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
+)]
+async fn vpa_recommender_recommends_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()> {
+    let env = authorized("rbac-vpa-recommender", &["vpa-recommender"]).await?;
+    let sim = env.sim()?;
+    plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "100Mi").await?;
+    create_vpa(&env, "web", "Off").await?;
+    sim.set_load(&env.namespace, "deployments", "web", constant(295.0));
+    let kubeconfig = access::kubeconfig_of(&env, "vpa-recommender")?;
+    let kubeconfig = kubeconfig.display().to_string();
+    let config = plimsoll_vpa_recommender::cli::Args::from_flags([
+        "vpa-recommender",
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "--metrics-address=127.0.0.1:0",
+        "--lease-namespace",
+        SYSTEM_NAMESPACE,
+        "--retry-period=1s",
+        "--recommender-interval=1s",
+        "--checkpoints-timeout=5s",
+        "--checkpoints-gc-interval=2s",
+        "--vpa-object-namespace",
+        env.namespace.as_str(),
+        "--log-format=text",
+    ])?
+    .into_config();
+    let service = Running::spawn("vpa-recommender", |token| {
+        plimsoll_vpa_recommender::run(config, token)
+    });
+    let vpas = env.api::<VerticalPodAutoscaler>();
+    eventually("a recommendation", WITHIN, EVERY, || async {
+        Ok(vpas
+            .get("web")
+            .await?
+            .status
+            .and_then(|s| s.recommendation)
+            .map(|_| ()))
+    })
+    .await?;
+    let checkpoints = env.api::<VerticalPodAutoscalerCheckpoint>();
+    eventually("a checkpoint", WITHIN, EVERY, || async {
+        let list = checkpoints.list(&ListParams::default()).await?;
+        Ok((!list.items.is_empty()).then_some(()))
+    })
+    .await?;
+    service.stop().await??;
+    assert_enough_and_no_more(&env, "vpa-recommender")?;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// Writes a recommendation far above the pods' 10m / 10Mi into VPA `name`'s status.
+async fn recommend_far_above(env: &Env, name: &str) -> anyhow::Result<()> {
+    let status = json!({"status": {"recommendation": {"containerRecommendations": [{
+        "containerName": "app",
+        "target": {"cpu": "500m", "memory": "500Mi"},
+        "lowerBound": {"cpu": "400m", "memory": "400Mi"},
+        "upperBound": {"cpu": "1", "memory": "1Gi"}
+    }]}}});
+    env.api::<VerticalPodAutoscaler>()
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// Renews the admission webhook's status Lease in the system namespace, as vpa-admission would.
+async fn renew_webhook_status(env: &Env) -> anyhow::Result<()> {
+    let lease: Lease = serde_json::from_value(json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "vpa-admission-controller", "namespace": SYSTEM_NAMESPACE},
+        "spec": {"holderIdentity": "e2e-test", "leaseDurationSeconds": 60,
+            "renewTime": Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()}
+    }))?;
+    Api::<Lease>::namespaced(env.client.clone(), SYSTEM_NAMESPACE)
+        .patch(
+            "vpa-admission-controller",
+            &PatchParams::apply("e2e-webhook").force(),
+            &Patch::Apply(&lease),
+        )
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
+)]
+async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()>
+{
+    let env = authorized("rbac-vpa-updater", &["vpa-updater"]).await?;
+    for (name, mode) in [("web", "Recreate"), ("inplace", "InPlaceOrRecreate")] {
+        plimsoll_e2e::create_deployment(&env, name, 4, "10m", "10Mi").await?;
+        plimsoll_e2e::wait_ready_pods(&env, name, 4, WITHIN, EVERY).await?;
+        create_vpa(&env, name, mode).await?;
+        recommend_far_above(&env, name).await?;
+    }
+    renew_webhook_status(&env).await?;
+    let kubeconfig = access::kubeconfig_of(&env, "vpa-updater")?;
+    let config = plimsoll_vpa_updater::cli::parse_config([
+        "vpa-updater".to_owned(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        format!("--lease-namespace={SYSTEM_NAMESPACE}"),
+        "--retry-period=1s".to_owned(),
+        format!("--vpa-object-namespace={}", env.namespace),
+        format!("--admission-controller-status-namespace={SYSTEM_NAMESPACE}"),
+        "--updater-interval=1s".to_owned(),
+        "--log-format=text".to_owned(),
+    ])?;
+    let service = Running::spawn("vpa-updater", |token| {
+        plimsoll_vpa_updater::run(config, token)
+    });
+    eventually("an eviction and a resize", WITHIN, EVERY, || async {
+        let audit = env.audit().unwrap_or_default();
+        let did = |sub: &str| audit.iter().any(|e| e.subresource == sub);
+        Ok((did("eviction") && did("resize")).then_some(()))
+    })
+    .await?;
+    service.stop().await??;
+    assert_enough_and_no_more(&env, "vpa-updater")?;
     env.cleanup().await;
     Ok(())
 }
