@@ -11,9 +11,14 @@ use clap::Parser as _;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
@@ -354,6 +359,9 @@ async fn vpa_recommender_recommends_under_its_own_role_and_uses_all_of_it() -> a
     plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "100Mi").await?;
     create_vpa(&env, "web", "Off").await?;
     sim.set_load(&env.namespace, "deployments", "web", constant(295.0));
+    // Targets resolved through other rules: a Job (batch), a custom kind through its /scale,
+    // and a Deployment that does not exist (ConfigUnsupported and a Warning Event).
+    other_vpa_targets(&env).await?;
     let kubeconfig = access::kubeconfig_of(&env, "vpa-recommender")?;
     let kubeconfig = kubeconfig.display().to_string();
     let config = plimsoll_vpa_recommender::cli::Args::from_flags([
@@ -391,9 +399,87 @@ async fn vpa_recommender_recommends_under_its_own_role_and_uses_all_of_it() -> a
         Ok((!list.items.is_empty()).then_some(()))
     })
     .await?;
+    let events = Api::<Event>::namespaced(env.client.clone(), &env.namespace);
+    eventually("a ConfigUnsupported Event", WITHIN, EVERY, || async {
+        let list = events.list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("ConfigUnsupported"))
+            .then_some(()))
+    })
+    .await?;
     service.stop().await??;
     assert_enough_and_no_more(&env, "vpa-recommender")?;
     env.cleanup().await;
+    Ok(())
+}
+
+/// VPAs on a Job, on a custom kind with a scale subresource, and on a missing Deployment.
+async fn other_vpa_targets(env: &Env) -> anyhow::Result<()> {
+    let job: Job = serde_json::from_value(json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batchy"},
+        "spec": {"selector": {"matchLabels": {"app": "batchy"}}, "template": {
+            "metadata": {"labels": {"app": "batchy"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "app", "image": "busybox"}]}}}
+    }))?;
+    env.api::<Job>()
+        .create(&PostParams::default(), &job)
+        .await?;
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "webapps.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "webapps", "singular": "webapp", "kind": "WebApp"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}}}]
+        }
+    }))?;
+    Api::<CustomResourceDefinition>::all(env.client.clone())
+        .create(&PostParams::default(), &crd)
+        .await?;
+    let resource = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "WebApp".into(),
+        plural: "webapps".into(),
+    };
+    let apps: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &env.namespace, &resource);
+    let app: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "WebApp",
+        "metadata": {"name": "shop"}, "spec": {"replicas": 1}
+    }))?;
+    apps.create(&PostParams::default(), &app).await?;
+    apps.patch_status(
+        "shop",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"replicas": 1, "selector": "app=shop"}})),
+    )
+    .await?;
+    for (name, api_version, kind) in [
+        ("batchy", "batch/v1", "Job"),
+        ("shop", "example.com/v1", "WebApp"),
+        ("ghost", "apps/v1", "Deployment"),
+    ] {
+        let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": name},
+            "spec": {
+                "targetRef": {"apiVersion": api_version, "kind": kind, "name": name},
+                "recommenders": [{"name": "plimsoll"}],
+                "updatePolicy": {"updateMode": "Off"},
+            },
+        }))?;
+        env.api::<VerticalPodAutoscaler>()
+            .create(&PostParams::default(), &vpa)
+            .await?;
+    }
     Ok(())
 }
 
