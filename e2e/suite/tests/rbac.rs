@@ -9,10 +9,12 @@ use std::time::Duration;
 
 use clap::Parser as _;
 use jiff::Timestamp;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{LimitRange, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -553,6 +555,89 @@ async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() 
     .await?;
     service.stop().await??;
     assert_enough_and_no_more(&env, "vpa-updater")?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
+)]
+async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()> {
+    let env = authorized("rbac-vpa-admission", &["vpa-admission"]).await?;
+    let kubeconfig = access::kubeconfig_of(&env, "vpa-admission")?;
+    let webhook = free_address()?;
+    let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
+        "vpa-admission".to_owned(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--address={webhook}"),
+        format!("--metrics-address={}", free_address()?),
+        "--self-signed".to_owned(),
+        "--register-webhook".to_owned(),
+        format!("--webhook-config-name={}", env.namespace),
+        format!("--webhook-url=https://{webhook}/"),
+        format!("--webhook-service-namespace={SYSTEM_NAMESPACE}"),
+        format!("--status-lease-namespace={SYSTEM_NAMESPACE}"),
+        "--status-lease-update-interval=1s".to_owned(),
+        "--log-format=text".to_owned(),
+    ])?;
+    let config = args.into_config();
+    let service = Running::spawn("vpa-admission", |token| {
+        plimsoll_vpa_admission::run(config, token)
+    });
+    let leases = Api::<Lease>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
+    eventually(
+        "the webhook's status Lease is renewed",
+        WITHIN,
+        EVERY,
+        || async {
+            Ok(leases
+                .get_opt("vpa-admission-controller")
+                .await?
+                .and_then(|l| l.spec)
+                .and_then(|s| s.renew_time)
+                .map(|_| ()))
+        },
+    )
+    .await?;
+    let hooks = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
+    eventually("the webhook is registered", WITHIN, EVERY, || async {
+        Ok(hooks.get_opt(&env.namespace).await?.map(|_| ()))
+    })
+    .await?;
+    // A VPA with a recommendation, then its pods: the webhook writes the recommended requests.
+    create_vpa(&env, "web", "Recreate").await?;
+    recommend_far_above(&env, "web").await?;
+    let limits: LimitRange = serde_json::from_value(json!({
+        "metadata": {"name": "defaults"},
+        "spec": {"limits": [{"type": "Container", "max": {"cpu": "4", "memory": "4Gi"}}]}
+    }))?;
+    env.api::<LimitRange>()
+        .create(&PostParams::default(), &limits)
+        .await?;
+    // The reflectors must have seen the VPA before the pods come.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    plimsoll_e2e::create_deployment(&env, "web", 2, "10m", "10Mi").await?;
+    let pods = env.api::<Pod>();
+    eventually("pods carry the recommendation", WITHIN, EVERY, || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await?;
+        let mutated = list.items.iter().any(|p| {
+            p.spec.as_ref().is_some_and(|s| {
+                s.containers.iter().any(|c| {
+                    c.resources
+                        .as_ref()
+                        .and_then(|r| r.requests.as_ref())
+                        .and_then(|r| r.get("cpu"))
+                        .is_some_and(|q| q.0 == "500m")
+                })
+            })
+        });
+        Ok(mutated.then_some(()))
+    })
+    .await?;
+    service.stop().await??;
+    assert_enough_and_no_more(&env, "vpa-admission")?;
     env.cleanup().await;
     Ok(())
 }
