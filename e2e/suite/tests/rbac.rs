@@ -59,8 +59,7 @@ fn assert_enough_and_no_more(env: &Env, component: &str) -> anyhow::Result<()> {
     let unused = access::unused(component, &report)?;
     assert!(
         unused.is_empty(),
-        "rules of {component} that admitted nothing: {:#?}",
-        unused
+        "rules of {component} that admitted nothing: {unused:#?}"
     );
     Ok(())
 }
