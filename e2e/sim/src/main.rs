@@ -43,6 +43,10 @@ enum Command {
         /// cluster admin (`system:masters`); `kubectl create token` issues ServiceAccount tokens.
         #[arg(long, env = "PLIMSOLL_SIM_AUTHORIZE")]
         authorize: bool,
+        /// Write a kubeconfig whose user is a ServiceAccount the scenario creates:
+        /// `NAMESPACE/NAME=PATH` (repeatable).
+        #[arg(long, value_name = "NAMESPACE/NAME=PATH", value_parser = parse_service_account_out)]
+        service_account_kubeconfig: Vec<(String, String, PathBuf)>,
     },
     /// Run the demo: a workload following a day curve, every service scaling it, a live table
     /// (or JSON rows), a summary of what each service did and a plot (SVG or PNG).
@@ -76,6 +80,16 @@ enum DemoOutput {
     Table,
     /// One JSON object per line.
     Json,
+}
+
+fn parse_service_account_out(s: &str) -> Result<(String, String, PathBuf), String> {
+    let (account, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAMESPACE/NAME=PATH"))?;
+    let (ns, name) = account
+        .split_once('/')
+        .ok_or_else(|| format!("{account:?} is not NAMESPACE/NAME"))?;
+    Ok((ns.to_owned(), name.to_owned(), PathBuf::from(path)))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -136,6 +150,7 @@ async fn main() -> anyhow::Result<()> {
             scenario,
             time_scale,
             authorize,
+            service_account_kubeconfig,
         } => {
             let scenario = match scenario {
                 Some(path) => {
@@ -162,6 +177,13 @@ async fn main() -> anyhow::Result<()> {
             let sim = Sim::start(config).await?;
             if let Some(path) = kubeconfig_out {
                 std::fs::write(&path, sim.kubeconfig())
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            for (ns, name, path) in service_account_kubeconfig {
+                let yaml = sim
+                    .service_account_kubeconfig(&ns, &name)
+                    .with_context(|| format!("a token for ServiceAccount {ns}/{name}"))?;
+                std::fs::write(&path, yaml)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
             println!("{}", sim.base_url);
