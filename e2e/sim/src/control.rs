@@ -9,7 +9,10 @@
 //!   answers the next N watches with 410 Expired; `POST /sim/v1/compact` drops the event log;
 //! - `PUT  /sim/v1/namespaces/{ns}/{deployments|statefulsets}/{name}/load` `LoadSpec`;
 //! - `PUT  /sim/v1/namespaces/{ns}/external/{metric}` `{"value": f64}`;
-//! - `PUT  /sim/v1/webhook-services` `ServiceAddress`; `GET /sim/v1/time`.
+//! - `PUT  /sim/v1/webhook-services` `ServiceAddress`; `GET /sim/v1/time`;
+//! - `GET  /sim/v1/access` → `[rbac::AccessRecord]`: in `--authorize` mode, every authorization
+//!   decision about a caller outside `system:masters` and the rule that admitted it (served by
+//!   `rbac::gate`, so only the admin may read it).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};

@@ -1,10 +1,17 @@
 //! The kubeconfig the sim writes: one cluster (the HTTPS server, trusting the generated CA),
-//! one user with a bearer token (any token is accepted), one context, current.
+//! one user with a bearer token (the admin's, or a ServiceAccount's), one context, current.
 
 use crate::base64;
 
-/// Renders a kubeconfig YAML for `server` (an `https://` URL) trusting `ca_pem`.
+/// Renders a kubeconfig YAML for `server` (an `https://` URL) trusting `ca_pem`, with the
+/// context's namespace `default`.
 pub fn render(server: &str, ca_pem: &str, token: &str) -> String {
+    render_in(server, ca_pem, token, "default")
+}
+
+/// Like [`render`], with the context's default namespace `namespace` (a ServiceAccount's own
+/// namespace, as in-cluster configuration has it).
+pub fn render_in(server: &str, ca_pem: &str, token: &str, namespace: &str) -> String {
     let ca = base64::encode(ca_pem.as_bytes());
     format!(
         "apiVersion: v1
@@ -23,7 +30,7 @@ contexts:
   context:
     cluster: plimsoll-sim
     user: plimsoll-sim
-    namespace: default
+    namespace: {namespace}
 current-context: plimsoll-sim
 preferences: {{}}
 "

@@ -23,6 +23,7 @@ pub mod metrics_api;
 pub mod patch;
 pub mod protobuf;
 pub mod random;
+pub mod rbac;
 pub mod registry;
 pub mod rest;
 pub mod scenario;
@@ -111,6 +112,9 @@ pub struct SimConfig {
     pub webhook_services: Vec<ServiceAddress>,
     /// A scenario to load at start.
     pub scenario: Option<scenario::Scenario>,
+    /// Authorize every request against the stored RBAC (`serve --authorize`; default false:
+    /// every request is allowed). The admin token ([`TOKEN`]) is in `system:masters` either way.
+    pub authorize: bool,
 }
 
 impl Default for SimConfig {
@@ -131,6 +135,7 @@ impl Default for SimConfig {
             workload_model: true,
             webhook_services: Vec::new(),
             scenario: None,
+            authorize: false,
         }
     }
 }
@@ -156,6 +161,8 @@ pub struct Cluster {
     pub settings: Settings,
     /// Fires on shutdown (closes watches).
     pub shutdown: CancellationToken,
+    /// Identities, issued tokens and (in `--authorize` mode) the access log.
+    pub rbac: rbac::Rbac,
     webhook_services: RwLock<Vec<ServiceAddress>>,
     server_address: RwLock<String>,
 }
@@ -179,6 +186,7 @@ impl Cluster {
                 bookmark_interval: config.bookmark_interval,
             },
             shutdown: CancellationToken::new(),
+            rbac: rbac::Rbac::new(config.authorize),
             webhook_services: RwLock::new(config.webhook_services.clone()),
             server_address: RwLock::new(String::new()),
         });
@@ -208,6 +216,11 @@ impl Cluster {
                     "nodeInfo": {"kubeletVersion": format!("v1.{KUBERNETES_MINOR}.0"), "containerRuntimeVersion": "sim://1.0", "operatingSystem": "linux", "architecture": "amd64",
                         "kernelVersion": "6.0.0", "osImage": "plimsoll-sim", "kubeProxyVersion": "", "machineID": "", "systemUUID": "", "bootID": ""}}});
             let _ = self.store.create(&(String::new(), "nodes".into()), obj, "");
+        }
+        for (plural, obj) in rbac::bootstrap::objects(&now, || self.rng.uuid()) {
+            let _ = self
+                .store
+                .create(&(rbac::GROUP.into(), plural.into()), obj, rbac::GROUP);
         }
     }
 
@@ -344,7 +357,8 @@ impl Sim {
     }
 }
 
-/// The bearer token written into kubeconfigs (any token is accepted).
+/// The admin's bearer token, written into [`SimHandle::kubeconfig`]: user `plimsoll-sim-admin`
+/// in `system:masters`. Without `--authorize` any token (or none) is the admin too.
 pub const TOKEN: &str = "plimsoll-sim-token";
 
 impl SimHandle {
@@ -362,6 +376,24 @@ impl SimHandle {
                 .await
                 .map_err(|e| Error::Kubeconfig(e.to_string()))?;
         Ok(kube::Client::try_from(config)?)
+    }
+
+    /// A kubeconfig whose user is the ServiceAccount `ns/name` (a token issued as the
+    /// TokenRequest API would); fails when the ServiceAccount does not exist.
+    pub fn service_account_kubeconfig(&self, ns: &str, name: &str) -> Result<String> {
+        Ok(rbac::token::kubeconfig_for(
+            &self.cluster,
+            &self.base_url,
+            &self.ca_pem,
+            ns,
+            name,
+        )?)
+    }
+
+    /// Every authorization decision about callers outside `system:masters` (recorded in
+    /// `--authorize` mode only).
+    pub fn access_log(&self) -> Vec<rbac::AccessRecord> {
+        self.cluster.rbac.access_log()
     }
 
     /// A kube client over plain HTTP (cheaper per request; for benchmarks).

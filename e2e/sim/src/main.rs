@@ -38,6 +38,15 @@ enum Command {
         /// Sim seconds per real second.
         #[arg(long, env = "PLIMSOLL_SIM_TIME_SCALE")]
         time_scale: Option<f64>,
+        /// Authorize every request against the stored RBAC, as kube-apiserver's RBAC
+        /// authorizer does (unknown tokens get 401). The written kubeconfig's user is the
+        /// cluster admin (`system:masters`); `kubectl create token` issues ServiceAccount tokens.
+        #[arg(long, env = "PLIMSOLL_SIM_AUTHORIZE")]
+        authorize: bool,
+        /// Write a kubeconfig whose user is a ServiceAccount the scenario creates:
+        /// `NAMESPACE/NAME=PATH` (repeatable).
+        #[arg(long, value_name = "NAMESPACE/NAME=PATH", value_parser = parse_service_account_out)]
+        service_account_kubeconfig: Vec<(String, String, PathBuf)>,
     },
     /// Run the demo: a workload following a day curve, every service scaling it, a live table
     /// (or JSON rows), a summary of what each service did and a plot (SVG or PNG).
@@ -71,6 +80,16 @@ enum DemoOutput {
     Table,
     /// One JSON object per line.
     Json,
+}
+
+fn parse_service_account_out(s: &str) -> Result<(String, String, PathBuf), String> {
+    let (account, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAMESPACE/NAME=PATH"))?;
+    let (ns, name) = account
+        .split_once('/')
+        .ok_or_else(|| format!("{account:?} is not NAMESPACE/NAME"))?;
+    Ok((ns.to_owned(), name.to_owned(), PathBuf::from(path)))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -130,6 +149,8 @@ async fn main() -> anyhow::Result<()> {
             kubeconfig_out,
             scenario,
             time_scale,
+            authorize,
+            service_account_kubeconfig,
         } => {
             let scenario = match scenario {
                 Some(path) => {
@@ -150,11 +171,19 @@ async fn main() -> anyhow::Result<()> {
                 http_address,
                 time_scale: scale,
                 scenario,
+                authorize,
                 ..SimConfig::default()
             };
             let sim = Sim::start(config).await?;
             if let Some(path) = kubeconfig_out {
                 std::fs::write(&path, sim.kubeconfig())
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            for (ns, name, path) in service_account_kubeconfig {
+                let yaml = sim
+                    .service_account_kubeconfig(&ns, &name)
+                    .with_context(|| format!("a token for ServiceAccount {ns}/{name}"))?;
+                std::fs::write(&path, yaml)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
             println!("{}", sim.base_url);

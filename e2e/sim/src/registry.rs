@@ -425,6 +425,9 @@ enum Trait {
     Virtual,
     /// Further subresources (`pods/eviction`, `pods/resize`).
     Subresources(&'static [&'static str]),
+    /// Server-side printer columns after NAME: (header, type, JSON path), for kinds whose
+    /// columns are plain fields.
+    Columns(&'static [(&'static str, &'static str, &'static str)]),
 }
 
 /// A built-in kind: group, version, plural, kind, namespaced, short names, traits.
@@ -441,7 +444,9 @@ type Builtin = (
 /// The built-in kinds (issue 3's list plus what kubectl and the controllers read), in
 /// discovery order.
 const BUILTINS: &[Builtin] = {
-    use Trait::{All, Scale, Status, Subresources, Virtual};
+    use Trait::{All, Columns, Scale, Status, Subresources, Virtual};
+    // `kubectl get roles|clusterroles` prints NAME and CREATED AT (a timestamp, not an age).
+    const CREATED_AT: Trait = Columns(&[("Created At", "string", ".metadata.creationTimestamp")]);
     &[
         (
             "",
@@ -568,6 +573,88 @@ const BUILTINS: &[Builtin] = {
             &[],
         ),
         (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            &[],
+            &[CREATED_AT],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            &[],
+            &[],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "roles",
+            "Role",
+            true,
+            &[],
+            &[CREATED_AT],
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            &[],
+            &[],
+        ),
+        // Reviews are answered by `rbac::gate`, never stored; listed here for discovery.
+        (
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            false,
+            &[],
+            &[],
+        ),
+        (
+            "authorization.k8s.io",
+            "v1",
+            "subjectaccessreviews",
+            "SubjectAccessReview",
+            false,
+            &[],
+            &[],
+        ),
+        (
+            "authorization.k8s.io",
+            "v1",
+            "localsubjectaccessreviews",
+            "LocalSubjectAccessReview",
+            true,
+            &[],
+            &[],
+        ),
+        (
+            "authentication.k8s.io",
+            "v1",
+            "tokenreviews",
+            "TokenReview",
+            false,
+            &[],
+            &[],
+        ),
+        (
+            "authentication.k8s.io",
+            "v1",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            false,
+            &[],
+            &[],
+        ),
+        (
             "admissionregistration.k8s.io",
             "v1",
             "mutatingwebhookconfigurations",
@@ -648,6 +735,18 @@ fn builtins() -> Vec<ResourceDef> {
                     Trait::Virtual => def.virtual_resource(),
                     Trait::Subresources(subs) => ResourceDef {
                         extra_subresources: subs.to_vec(),
+                        ..def
+                    },
+                    Trait::Columns(cols) => ResourceDef {
+                        printer_columns: cols
+                            .iter()
+                            .map(|&(name, type_, path)| PrinterColumn {
+                                name: name.into(),
+                                type_: type_.into(),
+                                json_path: path.into(),
+                                priority: 0,
+                            })
+                            .collect(),
                         ..def
                     },
                 })

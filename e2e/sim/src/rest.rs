@@ -4,7 +4,8 @@
 //! `sendInitialEvents`). Bodies are JSON, or protobuf for built-in kinds when the client sends
 //! or asks for it first (`protobuf`); errors are `metav1.Status`.
 //!
-//! Authentication: any bearer token (or none) is accepted; the sim authorises everything.
+//! Authentication and authorization happen in `rbac::gate` before routing: without
+//! `--authorize` any bearer token (or none) is the admin and everything is allowed.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -266,6 +267,15 @@ async fn handle(State(cluster): State<Arc<Cluster>>, request: Request) -> Respon
         .map(percent_decode)
         .collect();
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let incoming = crate::rbac::Incoming {
+        method: &parts.method,
+        headers: &parts.headers,
+        segs: &segs,
+        query: &req.query,
+    };
+    if let Some(answered) = crate::rbac::gate(&cluster, &incoming, || req.json_body()) {
+        return answered;
+    }
     match route(&cluster, &segs, &req).await {
         Ok(r) => r,
         Err(e) => req.error(&e),

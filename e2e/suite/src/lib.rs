@@ -26,6 +26,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_sim::{AuditEntry, Sim, SimConfig, SimHandle};
 
+pub mod access;
 pub mod chaos;
 pub mod process;
 pub mod running;

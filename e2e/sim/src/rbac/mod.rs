@@ -1,0 +1,252 @@
+//! Authentication, RBAC authorization and the review and token APIs.
+//!
+//! Every HTTP request passes [`gate`] before routing: it finds who sent it ([`authn`]), applies
+//! impersonation, and — in `--authorize` mode ([`crate::SimConfig::authorize`]) — checks the
+//! request against the stored Roles, ClusterRoles and bindings ([`authorizer`]), answering 401 or
+//! 403 as kube-apiserver does. Without `--authorize` every request is allowed, as before. The
+//! gate also serves what is not a stored object: access reviews and TokenReview ([`review`]) and
+//! the ServiceAccount TokenRequest subresource ([`token`]).
+//!
+//! In `--authorize` mode each decision about a caller outside `system:masters` is kept in an
+//! access log ([`AccessRecord`]: who, what, allowed or not, and which binding, role and rule
+//! admitted it), read with [`crate::SimHandle::access_log`] or `GET /sim/v1/access`, so a test
+//! can prove a role is enough (no denial) and no more (every rule admitted something).
+
+pub mod authn;
+pub mod authorizer;
+pub mod bootstrap;
+pub mod request;
+pub mod review;
+pub mod token;
+
+use std::sync::{Arc, Mutex};
+
+use axum::response::Response;
+use http::{HeaderMap, Method};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use self::authorizer::{Admission, Attributes, PolicySource, UserInfo, authorize};
+use crate::Cluster;
+use crate::error::ApiError;
+use crate::rest::{Query, error_response, json_response};
+use crate::store::Store;
+
+/// The RBAC API group.
+pub const GROUP: &str = "rbac.authorization.k8s.io";
+
+/// One authorization decision in `--authorize` mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessRecord {
+    /// The request (with its user).
+    pub attributes: Attributes,
+    /// Whether it was allowed.
+    pub allowed: bool,
+    /// The binding, role and rule that allowed it.
+    pub admitted_by: Option<Admission>,
+}
+
+/// The authentication and authorization state of a sim.
+#[derive(Debug, Default)]
+pub struct Rbac {
+    /// Whether requests are authorized against RBAC (`--authorize`).
+    pub enforce: bool,
+    /// Issued ServiceAccount tokens.
+    pub tokens: authn::Tokens,
+    log: Mutex<Vec<AccessRecord>>,
+}
+
+impl Rbac {
+    /// A new state; `enforce` turns on authorization.
+    pub fn new(enforce: bool) -> Self {
+        Self {
+            enforce,
+            ..Self::default()
+        }
+    }
+
+    fn record(&self, r: AccessRecord) {
+        self.log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(r);
+    }
+
+    /// Every decision recorded so far.
+    pub fn access_log(&self) -> Vec<AccessRecord> {
+        self.log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Roles and bindings as the store holds them.
+pub struct StorePolicy<'a>(pub &'a Store);
+
+impl PolicySource for StorePolicy<'_> {
+    fn cluster_role_bindings(&self) -> Vec<Arc<Value>> {
+        self.0
+            .list(&(GROUP.into(), "clusterrolebindings".into()), None)
+            .0
+    }
+    fn role_bindings(&self, ns: &str) -> Vec<Arc<Value>> {
+        self.0
+            .list(&(GROUP.into(), "rolebindings".into()), Some(ns))
+            .0
+    }
+    fn cluster_role(&self, name: &str) -> Option<Arc<Value>> {
+        self.0.get(&(GROUP.into(), "clusterroles".into()), "", name)
+    }
+    fn role(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.0.get(&(GROUP.into(), "roles".into()), ns, name)
+    }
+}
+
+/// A request as the gate sees it.
+pub struct Incoming<'a> {
+    /// HTTP method.
+    pub method: &'a Method,
+    /// Headers (Authorization, Impersonate-*).
+    pub headers: &'a HeaderMap,
+    /// Decoded path segments.
+    pub segs: &'a [&'a str],
+    /// Query parameters.
+    pub query: &'a Query,
+}
+
+fn unauthorized() -> Response {
+    error_response(&ApiError::new(401, "Unauthorized", "Unauthorized"))
+}
+
+/// 403 for a denied request, with the apiserver's message and details.
+pub fn forbidden(attrs: &Attributes) -> ApiError {
+    let mut details = json!({"group": attrs.group, "kind": attrs.resource});
+    if !attrs.name.is_empty() {
+        details["name"] = json!(attrs.name);
+    }
+    let e = ApiError::new(403, "Forbidden", authorizer::forbidden_message(attrs));
+    if attrs.resource_request {
+        e.with_details(details)
+    } else {
+        e
+    }
+}
+
+/// Who the request acts as: the authenticated caller, or whom it impersonates if the caller may.
+fn effective_user(
+    cluster: &Cluster,
+    caller: UserInfo,
+    headers: &HeaderMap,
+) -> Result<UserInfo, ApiError> {
+    let Some(target) = authn::impersonation(headers) else {
+        return Ok(caller);
+    };
+    let policy = StorePolicy(&cluster.store);
+    let mut checks = vec![("users", target.name.clone())];
+    checks.extend(
+        headers
+            .get_all("impersonate-group")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(|g| ("groups", g.to_string())),
+    );
+    for (resource, name) in checks {
+        let attrs = Attributes {
+            user: caller.clone(),
+            verb: "impersonate".into(),
+            resource_request: true,
+            resource: resource.into(),
+            name,
+            ..Attributes::default()
+        };
+        if !authorize(&policy, &attrs).allowed {
+            return Err(forbidden(&attrs));
+        }
+    }
+    Ok(target)
+}
+
+/// Authenticates and authorizes a request; answers it when the gate refuses it or when it is one
+/// of the APIs the gate serves. `None`: route it as usual.
+pub fn gate(
+    cluster: &Cluster,
+    incoming: &Incoming<'_>,
+    body: impl FnOnce() -> Result<Value, ApiError>,
+) -> Option<Response> {
+    let rbac = &cluster.rbac;
+    let Ok(caller) =
+        authn::authenticate(&rbac.tokens, incoming.headers, crate::TOKEN, rbac.enforce)
+    else {
+        return Some(unauthorized());
+    };
+    let user = match effective_user(cluster, caller, incoming.headers) {
+        Ok(u) => u,
+        Err(e) if rbac.enforce => return Some(error_response(&e)),
+        Err(_) => authn::admin(),
+    };
+    let watch = incoming
+        .query
+        .get("watch")
+        .is_some_and(|v| v == "1" || v == "true");
+    let attrs = request::attributes(user, incoming.method, incoming.segs, watch);
+    if rbac.enforce && !attrs.user.in_group(authorizer::MASTERS_GROUP) {
+        let decision = authorize(&StorePolicy(&cluster.store), &attrs);
+        rbac.record(AccessRecord {
+            attributes: attrs.clone(),
+            allowed: decision.allowed,
+            admitted_by: decision.admitted_by,
+        });
+        if !decision.allowed {
+            return Some(error_response(&forbidden(&attrs)));
+        }
+    }
+    serve(cluster, &attrs, body).map(|r| match r {
+        // The control endpoint reads; everything else the gate serves is a create.
+        Ok(v) if !attrs.resource_request => json_response(200, &v),
+        Ok(v) => json_response(201, &v),
+        Err(e) => error_response(&e),
+    })
+}
+
+/// The APIs answered here rather than from the store.
+fn serve(
+    cluster: &Cluster,
+    attrs: &Attributes,
+    body: impl FnOnce() -> Result<Value, ApiError>,
+) -> Option<Result<Value, ApiError>> {
+    if attrs.resource_request && attrs.verb == "create" {
+        match (
+            attrs.group.as_str(),
+            attrs.resource.as_str(),
+            attrs.subresource.as_str(),
+        ) {
+            ("authorization.k8s.io", resource, "") => {
+                let review = review::AccessReview::from_resource(resource)?;
+                let policy = StorePolicy(&cluster.store);
+                return Some(body().and_then(|b| {
+                    review::access_review(&policy, review, &attrs.namespace, &attrs.user, b)
+                }));
+            }
+            ("authentication.k8s.io", "tokenreviews", "") => {
+                return Some(
+                    body().map(|b| review::token_review(&cluster.rbac.tokens, crate::TOKEN, b)),
+                );
+            }
+            ("authentication.k8s.io", "selfsubjectreviews", "") => {
+                return Some(Ok(review::self_subject_review(&attrs.user)));
+            }
+            ("", "serviceaccounts", "token") => {
+                return Some(body().and_then(|b| {
+                    token::token_request(cluster, &attrs.namespace, &attrs.name, b)
+                }));
+            }
+            _ => return None,
+        }
+    }
+    if !attrs.resource_request && attrs.verb == "get" && attrs.path == "/sim/v1/access" {
+        return Some(serde_json::to_value(cluster.rbac.access_log()).map_err(ApiError::from));
+    }
+    None
+}
