@@ -67,6 +67,8 @@ pub struct ResourceDef {
     pub schemas: BTreeMap<String, Value>,
     /// Served from the workload model rather than the store (metrics APIs).
     pub virtual_: bool,
+    /// Only `create` is served (access and token reviews: answered, never stored).
+    pub create_only: bool,
 }
 
 impl ResourceDef {
@@ -86,6 +88,7 @@ impl ResourceDef {
             printer_columns: Vec::new(),
             schemas: BTreeMap::new(),
             virtual_: false,
+            create_only: false,
         }
     }
 
@@ -110,6 +113,11 @@ impl ResourceDef {
             status_replicas: ".status.replicas".into(),
             label_selector: Some(".spec.selector".into()),
         });
+        self
+    }
+
+    fn create_only(mut self) -> Self {
+        self.create_only = true;
         self
     }
 
@@ -139,7 +147,9 @@ impl ResourceDef {
 
     /// The verbs of the main resource, as discovery lists them.
     fn verbs(&self) -> Value {
-        if self.virtual_ {
+        if self.create_only {
+            json!(["create"])
+        } else if self.virtual_ {
             json!(["get", "list"])
         } else {
             json!([
@@ -313,6 +323,7 @@ impl Registry {
             for sub in &d.extra_subresources {
                 let (kind, group, verbs) = match *sub {
                     "eviction" => ("Eviction", "policy", json!(["create"])),
+                    "token" => ("TokenRequest", "authentication.k8s.io", json!(["create"])),
                     _ => ("Pod", "", json!(["get", "patch", "update"])),
                 };
                 let mut r = json!({"name": format!("{}/{sub}", d.plural), "singularName": "", "namespaced": d.namespaced,
@@ -423,6 +434,8 @@ enum Trait {
     Scale,
     /// Served from the workload model, not the store (metrics APIs).
     Virtual,
+    /// Only `create` (reviews).
+    CreateOnly,
     /// Further subresources (`pods/eviction`, `pods/resize`).
     Subresources(&'static [&'static str]),
     /// Server-side printer columns after NAME: (header, type, JSON path), for kinds whose
@@ -444,7 +457,7 @@ type Builtin = (
 /// The built-in kinds (issue 3's list plus what kubectl and the controllers read), in
 /// discovery order.
 const BUILTINS: &[Builtin] = {
-    use Trait::{All, Columns, Scale, Status, Subresources, Virtual};
+    use Trait::{All, Columns, CreateOnly, Scale, Status, Subresources, Virtual};
     // `kubectl get roles|clusterroles` prints NAME and CREATED AT (a timestamp, not an age).
     const CREATED_AT: Trait = Columns(&[("Created At", "string", ".metadata.creationTimestamp")]);
     &[
@@ -486,7 +499,7 @@ const BUILTINS: &[Builtin] = {
             "ServiceAccount",
             true,
             &["sa"],
-            &[],
+            &[Subresources(&["token"])],
         ),
         (
             "",
@@ -616,7 +629,7 @@ const BUILTINS: &[Builtin] = {
             "SelfSubjectAccessReview",
             false,
             &[],
-            &[],
+            &[CreateOnly],
         ),
         (
             "authorization.k8s.io",
@@ -625,7 +638,7 @@ const BUILTINS: &[Builtin] = {
             "SubjectAccessReview",
             false,
             &[],
-            &[],
+            &[CreateOnly],
         ),
         (
             "authorization.k8s.io",
@@ -634,7 +647,7 @@ const BUILTINS: &[Builtin] = {
             "LocalSubjectAccessReview",
             true,
             &[],
-            &[],
+            &[CreateOnly],
         ),
         (
             "authentication.k8s.io",
@@ -643,7 +656,7 @@ const BUILTINS: &[Builtin] = {
             "TokenReview",
             false,
             &[],
-            &[],
+            &[CreateOnly],
         ),
         (
             "authentication.k8s.io",
@@ -652,7 +665,7 @@ const BUILTINS: &[Builtin] = {
             "SelfSubjectReview",
             false,
             &[],
-            &[],
+            &[CreateOnly],
         ),
         (
             "admissionregistration.k8s.io",
@@ -733,6 +746,7 @@ fn builtins() -> Vec<ResourceDef> {
                     Trait::Status => def.with_status(),
                     Trait::Scale => def.with_scale(),
                     Trait::Virtual => def.virtual_resource(),
+                    Trait::CreateOnly => def.create_only(),
                     Trait::Subresources(subs) => ResourceDef {
                         extra_subresources: subs.to_vec(),
                         ..def
@@ -857,6 +871,7 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceDef> {
         printer_columns,
         schemas,
         virtual_: false,
+        create_only: false,
     })
 }
 

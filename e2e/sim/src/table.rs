@@ -77,6 +77,9 @@ fn columns_and_cells(def: &ResourceDef, obj: &Value, now: Timestamp) -> Row {
         ("", "nodes") => node_row(obj, name, a),
         ("autoscaling", "horizontalpodautoscalers") => hpa_row(obj, name, a),
         ("policy", "poddisruptionbudgets") => pdb_row(obj, name, a),
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => {
+            binding_row(obj, name, a)
+        }
         // Both groups' Events are stored in the core shape and printed alike, as upstream's one
         // printer for the internal Event type does.
         ("" | "events.k8s.io", "events") => event_row(obj, name, now),
@@ -267,6 +270,49 @@ fn pdb_row(obj: &Value, name: Value, a: Value) -> Row {
     )
 }
 
+/// upstream `printRoleBinding` / `printClusterRoleBinding`: ROLE is `Kind/name`; the wide
+/// columns list the subjects by kind, ServiceAccounts as `namespace/name`.
+fn binding_row(obj: &Value, name: Value, a: Value) -> Row {
+    let subjects = obj
+        .pointer("/subjects")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let of_kind = |kind: &str| {
+        subjects
+            .iter()
+            .filter(|sub| s(sub, "/kind") == kind)
+            .map(|sub| match s(sub, "/namespace") {
+                ns if ns.is_empty() || kind != "ServiceAccount" => s(sub, "/name"),
+                ns => format!("{ns}/{}", s(sub, "/name")),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    (
+        vec![
+            col("Name", "string", 0),
+            col("Role", "string", 0),
+            col("Age", "string", 0),
+            col("Users", "string", 1),
+            col("Groups", "string", 1),
+            col("ServiceAccounts", "string", 1),
+        ],
+        vec![
+            name,
+            json!(format!(
+                "{}/{}",
+                s(obj, "/roleRef/kind"),
+                s(obj, "/roleRef/name")
+            )),
+            a,
+            json!(of_kind("User")),
+            json!(of_kind("Group")),
+            json!(of_kind("ServiceAccount")),
+        ],
+    )
+}
+
 /// How long ago the RFC 3339 time at `p` was; `None` when it is absent or null.
 fn since(obj: &Value, p: &str, now: Timestamp) -> Option<String> {
     obj.pointer(p)
@@ -429,6 +475,37 @@ mod tests {
             json!(["p", "1/1", "Running", "2", "30s", "<none>", "<none>"])
         );
         assert_eq!(t["columnDefinitions"][0]["format"], "name");
+    }
+
+    #[test]
+    fn binding_rows_name_the_role_and_group_subjects_by_kind() {
+        let binding = json!({
+            "metadata": {"name": "b", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [
+                {"kind": "User", "name": "ann"},
+                {"kind": "ServiceAccount", "name": "sa", "namespace": "ops"},
+                {"kind": "Group", "name": "devs"},
+                {"kind": "User", "name": "bob"},
+            ],
+        });
+        let (cols, cells) = binding_row(&binding, json!("b"), json!("1d"));
+        let headers: Vec<&str> = cols.iter().filter_map(|c| c["name"].as_str()).collect();
+        assert_eq!(
+            headers,
+            ["Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"]
+        );
+        assert_eq!(
+            cells,
+            [
+                json!("b"),
+                json!("ClusterRole/view"),
+                json!("1d"),
+                json!("ann, bob"),
+                json!("devs"),
+                json!("ops/sa")
+            ]
+        );
     }
 
     #[test]

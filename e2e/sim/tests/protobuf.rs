@@ -55,8 +55,9 @@ fn every_builtin_kind_has_a_message_and_a_round_trip_fixture() {
             "{api_version} {} has no protobuf message",
             def.kind
         );
+        // Reviews are only created, so there is no List of them (upstream has none either).
         assert!(
-            protobuf::has_message(&api_version, &format!("{}List", def.kind)),
+            def.create_only || protobuf::has_message(&api_version, &format!("{}List", def.kind)),
             "{api_version} {}List has no protobuf message",
             def.kind
         );

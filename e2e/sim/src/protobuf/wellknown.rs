@@ -2,7 +2,8 @@
 //! `MarshalJSON` methods write them: `Time` (RFC 3339, seconds), `MicroTime` (RFC 3339,
 //! microseconds), `Duration` (a Go duration string), `Quantity` (a string), `IntOrString` (an
 //! int or a string), and the raw-JSON carriers `RawExtension`, `FieldsV1` and apiextensions'
-//! `JSON` (embedded JSON). A zero time is absent, as Go marshals a zero `metav1.Time` to
+//! `JSON` (embedded JSON), and the named string slices (`ExtraValue`, `Verbs`: a Go `[]string`
+//! that protobuf must wrap in a message, a plain array in JSON). A zero time is absent, as Go marshals a zero `metav1.Time` to
 //! nothing on the wire and `null` in JSON.
 
 use prost_reflect::{DynamicMessage, MessageDescriptor, Value as Pb};
@@ -20,6 +21,8 @@ pub enum WellKnown {
     IntOrString,
     /// Bytes holding JSON: `RawExtension.raw`, `FieldsV1.Raw`, apiextensions `JSON.raw`.
     RawJson(&'static str),
+    /// A Go named `[]string` wrapped as `{items}` in protobuf: a plain JSON array.
+    StringList,
     /// apiextensions `JSONSchemaPropsOrArray`: a schema or an array of schemas.
     SchemaOrArray,
     /// apiextensions `JSONSchemaPropsOrBool`: a schema or a boolean.
@@ -44,6 +47,8 @@ impl WellKnown {
             ("apimachinery.pkg.runtime", "RawExtension") | (EXT, "JSON") => {
                 Some(Self::RawJson("raw"))
             }
+            ("api.authorization.v1" | "api.authentication.v1", "ExtraValue")
+            | ("apimachinery.pkg.apis.meta.v1", "Verbs") => Some(Self::StringList),
             (EXT, "JSONSchemaPropsOrArray") => Some(Self::SchemaOrArray),
             (EXT, "JSONSchemaPropsOrBool") => Some(Self::SchemaOrBool),
             (EXT, "JSONSchemaPropsOrStringArray") => Some(Self::SchemaOrStringArray),
@@ -98,6 +103,15 @@ pub fn to_json(kind: WellKnown, msg: &DynamicMessage) -> Result<Option<Value>, S
         WellKnown::RawJson(field) => match msg.get_field_by_name(field).as_deref() {
             Some(Pb::Bytes(b)) if !b.is_empty() => Some(raw_to_json(b)?),
             _ => None,
+        },
+        WellKnown::StringList => match msg.get_field_by_name("items").as_deref() {
+            Some(Pb::List(items)) => Some(Value::Array(
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str().map(|s| json!(s)))
+                    .collect(),
+            )),
+            _ => Some(json!([])),
         },
         WellKnown::SchemaOrArray | WellKnown::SchemaOrBool | WellKnown::SchemaOrStringArray => None,
     })
@@ -169,6 +183,19 @@ pub fn from_json(
         WellKnown::RawJson(field) => {
             let raw = serde_json::to_vec(value).map_err(|e| e.to_string())?;
             set(field, Pb::Bytes(raw.into()))?;
+        }
+        WellKnown::StringList => {
+            let items = value
+                .as_array()
+                .ok_or("a string list must be an array")?
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(|s| Pb::String(s.to_owned()))
+                        .ok_or("a string list holds strings")
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            set("items", Pb::List(items))?;
         }
         WellKnown::SchemaOrArray | WellKnown::SchemaOrBool | WellKnown::SchemaOrStringArray => {
             return Err("schema unions are encoded by the caller".into());
