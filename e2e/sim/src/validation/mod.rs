@@ -37,8 +37,7 @@ pub fn check_custom_resource(
     else {
         return Ok(());
     };
-    schema::prune(root, obj, true);
-    let errors = validate(root, obj, old);
+    let errors = prune_and_validate(root, obj, old);
     if errors.is_empty() {
         return Ok(());
     }
@@ -47,6 +46,13 @@ pub fn check_custom_resource(
         .and_then(Value::as_str)
         .unwrap_or_default();
     Err(invalid(&def.kind, &def.group, name, &errors))
+}
+
+/// What a write does to a custom resource under its version's schema `root`: prunes `obj`, then
+/// returns every schema and rule error.
+pub fn prune_and_validate(root: &Value, obj: &mut Value, old: Option<&Value>) -> Vec<FieldError> {
+    schema::prune(root, obj, true);
+    validate(root, obj, old)
 }
 
 /// Every schema and rule error of `obj` (already pruned) against `root`.
