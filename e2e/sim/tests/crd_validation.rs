@@ -74,8 +74,23 @@ fn watermark_metric(low: &str, high: &str) -> Value {
 
 const NOT_CHECKED: &str = "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
-/// (CRD, base object, merge patch on `spec`, the errors expected: none = accepted).
-fn cases() -> Vec<(&'static str, fn() -> Value, Value, Vec<&'static str>)> {
+/// One case: (CRD, base object, merge patch on `spec`, the errors expected: none = accepted).
+type Case = (&'static str, fn() -> Value, Value, Vec<&'static str>);
+
+fn cases() -> Vec<Case> {
+    [
+        replica_cases(),
+        quantity_cases(),
+        bound_and_enum_cases(),
+        watermark_cases(),
+        metric_target_cases(),
+        metric_source_cases(),
+        cron_and_vpa_cases(),
+    ]
+    .concat()
+}
+
+fn replica_cases() -> Vec<Case> {
     vec![
         // HPA+: replicas.
         (HPA_PLUS, hpa_plus, json!({}), vec![]),
@@ -117,6 +132,11 @@ fn cases() -> Vec<(&'static str, fn() -> Value, Value, Vec<&'static str>)> {
                 "spec.minReplicas: Invalid value: \"object\": must be >= 1 unless at least one Object or External metric is configured",
             ],
         ),
+    ]
+}
+
+fn quantity_cases() -> Vec<Case> {
+    vec![
         // HPA+: tolerances and limit factors.
         (
             HPA_PLUS,
@@ -197,6 +217,11 @@ fn cases() -> Vec<(&'static str, fn() -> Value, Value, Vec<&'static str>)> {
                 "spec.metrics[2].pods.target.averageValue: Invalid value: \"\": invalid quantity \"av\"",
             ],
         ),
+    ]
+}
+
+fn bound_and_enum_cases() -> Vec<Case> {
+    vec![
         // HPA+: periods, delays, percentages.
         (
             HPA_PLUS,
@@ -230,6 +255,11 @@ fn cases() -> Vec<(&'static str, fn() -> Value, Value, Vec<&'static str>)> {
                 "spec.algorithm: Unsupported value: \"fast\": supported values: \"absolute\", \"average\"",
             ],
         ),
+    ]
+}
+
+fn watermark_cases() -> Vec<Case> {
+    vec![
         // HPA+: metrics.
         (
             HPA_PLUS,
@@ -303,6 +333,11 @@ fn cases() -> Vec<(&'static str, fn() -> Value, Value, Vec<&'static str>)> {
                 "target": {"type": "Value", "value": "-5"}}}]}),
             vec!["spec.metrics[0].object.target.value: Invalid value: \"\": must be positive"],
         ),
+    ]
+}
+
+fn metric_target_cases() -> Vec<Case> {
+    vec![
         (
             HPA_PLUS,
             hpa_plus,
@@ -378,6 +413,11 @@ fn cases() -> Vec<(&'static str, fn() -> Value, Value, Vec<&'static str>)> {
                 "spec.metrics[0].external: Invalid value: \"object\": must be set for type External, and only for it",
             ],
         ),
+    ]
+}
+
+fn metric_source_cases() -> Vec<Case> {
+    vec![
         (
             HPA_PLUS,
             hpa_plus,
@@ -425,6 +465,11 @@ fn cases() -> Vec<(&'static str, fn() -> Value, Value, Vec<&'static str>)> {
                 "spec.scaleTargetRef.kind: Invalid value: \"\": spec.scaleTargetRef.kind in body should be at least 1 chars long",
             ],
         ),
+    ]
+}
+
+fn cron_and_vpa_cases() -> Vec<Case> {
+    vec![
         // CronHPA.
         (CRON, cron, json!({}), vec![]),
         (
@@ -715,8 +760,14 @@ async fn kube_rs_writes_are_refused_with_the_invalid_status() {
         crds.create(&PostParams::default(), &crd).await.unwrap();
     }
     let api = hpa_plus_api(&client);
+    create_is_refused_with_every_cause(&api).await;
+    apply_and_patch_are_refused(&api).await;
+    update_and_status_are_refused(&api).await;
+    unknown_fields_are_pruned(&api).await;
+    sim.shutdown().await;
+}
 
-    // Create.
+async fn create_is_refused_with_every_cause(api: &Api<DynamicObject>) {
     let mut bad = hpa_plus();
     bad["spec"]["minReplicas"] = json!(10);
     bad["spec"]["maxReplicas"] = json!(2);
@@ -752,8 +803,10 @@ async fn kube_rs_writes_are_refused_with_the_invalid_status() {
             "Invalid value: \"object\": minReplicas must be <= maxReplicas"
         )]
     );
+}
 
-    // Server-side apply of a new object, then of a change to it.
+/// Server-side apply of a new object, then a merge patch of it.
+async fn apply_and_patch_are_refused(api: &Api<DynamicObject>) {
     let ssa = PatchParams::apply("crdval").force();
     let mut bad = hpa_plus();
     bad["spec"]["tolerance"] = json!("-1");
@@ -782,8 +835,10 @@ async fn kube_rs_writes_are_refused_with_the_invalid_status() {
         e.message,
         "HorizontalPodAutoscalerPlus.autoscaling.plimsoll.dev \"web\" is invalid: [spec.maxReplicas: Invalid value: 0: spec.maxReplicas in body should be greater than or equal to 1, spec.maxReplicas: Invalid value: \"object\": minReplicas must be <= maxReplicas, spec.metrics[0].external.target.highWatermark: Invalid value: \"object\": must be >= lowWatermark]"
     );
+}
 
-    // Update (PUT) and the status subresource: the rules apply to what is written.
+/// Update (PUT) and the status subresource: the rules apply to what is written.
+async fn update_and_status_are_refused(api: &Api<DynamicObject>) {
     let mut current = api.get("web").await.unwrap();
     current.data["spec"]["tolerance"] = json!("2");
     let e = refusal(api.replace("web", &PostParams::default(), &current).await);
@@ -807,8 +862,9 @@ async fn kube_rs_writes_are_refused_with_the_invalid_status() {
     )
     .await
     .unwrap();
+}
 
-    // Unknown fields are pruned, not stored.
+async fn unknown_fields_are_pruned(api: &Api<DynamicObject>) {
     api.patch(
         "web",
         &PatchParams::default(),
@@ -822,5 +878,4 @@ async fn kube_rs_writes_are_refused_with_the_invalid_status() {
         "{:?}",
         stored.data
     );
-    sim.shutdown().await;
 }

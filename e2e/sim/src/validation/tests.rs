@@ -227,6 +227,18 @@ fn cel_rules_from_the_kubernetes_documentation() {
             json!({"s": "aBc"}),
             true,
         ),
+    ];
+    for (s, r, value, want) in cases {
+        let got = holds(s, &r, value.clone());
+        assert_eq!(got.is_ok(), want, "rule {r} on {value}: {got:?}");
+    }
+}
+
+/// Kubernetes' quantity library (`k8s.io/apiserver/pkg/cel/library/quantity.go` examples).
+#[test]
+fn cel_quantity_library() {
+    let doc = |r: &str| r.to_string();
+    let cases: Vec<(Value, String, Value, bool)> = vec![
         (
             json!({"type": "object", "properties": {"q": {"x-kubernetes-int-or-string": true}}}),
             doc("isQuantity(string(self.q)) && quantity(string(self.q)).isLessThan(quantity('1'))"),
