@@ -256,7 +256,7 @@ pub fn to_cel(schema: &Value, value: &Value) -> Cel {
 struct KubeQuantity(Quantity);
 
 impl Opaque for KubeQuantity {
-    fn runtime_type_name(&self) -> &str {
+    fn runtime_type_name(&self) -> &'static str {
         "kubernetes.Quantity"
     }
 }

@@ -43,7 +43,7 @@ fn prune_object(schema: &Value, map: &mut Map<String, Value>, root: bool) {
             return true;
         }
         match props.and_then(|p| p.get(k)) {
-            Some(prop) => !(v.is_null() && !flag(prop, "nullable")),
+            Some(prop) => !v.is_null() || flag(prop, "nullable"),
             None => additional.is_some() || preserve,
         }
     });

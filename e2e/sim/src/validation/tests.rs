@@ -6,15 +6,15 @@ use serde_json::{Value, json};
 
 use super::{FieldError, invalid, schema, validate};
 
-fn spec_schema(spec: Value) -> Value {
+fn spec_schema(spec: &Value) -> Value {
     json!({"type": "object", "properties": {"spec": spec}})
 }
 
 /// The messages of validating `spec` under `spec_schema` (pruned first, as on a write).
-fn errors_of(spec_schema_: &Value, spec: Value) -> Vec<String> {
-    let root = spec_schema(spec_schema_.clone());
+fn errors_of(spec_schema_: &Value, spec: &Value) -> Vec<String> {
+    let root = spec_schema(spec_schema_);
     let mut obj =
-        json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a"}, "spec": spec});
+        json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a"}, "spec": spec.clone()});
     schema::prune(&root, &mut obj, true);
     validate(&root, &obj, None)
         .iter()
@@ -111,13 +111,13 @@ fn schema_checks_are_worded_as_kube_openapi_words_them() {
         (json!({"max": 1, "when": "2026-11-24T10:00:00Z"}), vec![]),
     ];
     for (spec, want) in cases {
-        assert_eq!(errors_of(&s, spec.clone()), want, "spec {spec}");
+        assert_eq!(errors_of(&s, &spec), want, "spec {spec}");
     }
 }
 
 #[test]
 fn pruning_drops_undeclared_fields_and_non_nullable_nulls_only() {
-    let root = spec_schema(json!({"type": "object", "properties": {
+    let root = spec_schema(&json!({"type": "object", "properties": {
         "a": {"type": "integer"},
         "n": {"type": "integer", "nullable": true},
         "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
@@ -149,7 +149,7 @@ fn rule(rule: &str, message: Option<&str>) -> Value {
 }
 
 /// Whether `rule` holds on `value` under a schema of `ty` (object properties typed as given).
-fn holds(schema_: Value, rule_: &str, value: Value) -> Result<(), String> {
+fn holds(schema_: Value, rule_: &str, value: &Value) -> Result<(), String> {
     let mut s = schema_;
     s["x-kubernetes-validations"] = json!([rule(rule_, None)]);
     let errs = errors_of(&s, value);
@@ -229,7 +229,7 @@ fn cel_rules_from_the_kubernetes_documentation() {
         ),
     ];
     for (s, r, value, want) in cases {
-        let got = holds(s, &r, value.clone());
+        let got = holds(s, &r, &value);
         assert_eq!(got.is_ok(), want, "rule {r} on {value}: {got:?}");
     }
 }
@@ -275,7 +275,7 @@ fn cel_quantity_library() {
         ),
     ];
     for (s, r, value, want) in cases {
-        let got = holds(s, &r, value.clone());
+        let got = holds(s, &r, &value);
         assert_eq!(got.is_ok(), want, "rule {r} on {value}: {got:?}");
     }
 }
@@ -322,16 +322,12 @@ fn a_failed_rule_answers_its_message_field_path_and_reason() {
         ),
     ];
     for (extra, want) in cases {
-        assert_eq!(
-            errors_of(&s(extra.clone()), bad.clone()),
-            vec![want],
-            "{extra}"
-        );
+        assert_eq!(errors_of(&s(extra.clone()), &bad), vec![want], "{extra}");
     }
     // A rule that cannot be evaluated says so (no such key), and a null value runs no rule.
     let missing = json!({"type": "object", "properties": {"a": {"type": "integer"}},
         "x-kubernetes-validations": [{"rule": "self.a > 0", "message": "a must be positive"}]});
-    let errs = errors_of(&missing, json!({}));
+    let errs = errors_of(&missing, &json!({}));
     assert_eq!(errs.len(), 1);
     assert!(
         errs[0].ends_with("evaluating rule: a must be positive"),
@@ -341,7 +337,7 @@ fn a_failed_rule_answers_its_message_field_path_and_reason() {
 
 #[test]
 fn transition_rules_run_on_update_only_and_unchanged_values_ratchet() {
-    let s = spec_schema(json!({"type": "object", "properties": {
+    let s = spec_schema(&json!({"type": "object", "properties": {
         "size": {"type": "integer", "minimum": 0,
                  "x-kubernetes-validations": [
                      {"rule": "self >= oldSelf", "message": "size may not shrink"},
@@ -371,7 +367,7 @@ fn the_invalid_status_carries_every_cause() {
     let s = json!({"type": "object", "properties": {
         "min": {"type": "integer", "minimum": 0},
         "max": {"type": "integer", "minimum": 1}}});
-    let root = spec_schema(s);
+    let root = spec_schema(&s);
     let obj = json!({"metadata": {"name": "web"}, "spec": {"min": -1, "max": 0}});
     let errs = validate(&root, &obj, None);
     let one = invalid("Widget", "x.dev", "web", &errs[..1]);
