@@ -20,7 +20,7 @@ use crate::patch::{self, PatchKind};
 use crate::registry::{self, ResourceDef, ResourceKey, json_path, set_json_path};
 use crate::selector::{LabelSelector, Selectors};
 use crate::store::Mutation;
-use crate::{Cluster, defaults, events, managed_fields};
+use crate::{Cluster, defaults, events, managed_fields, validation};
 
 /// Options of a DELETE (`metav1.DeleteOptions`).
 #[derive(Debug, Clone, Default)]
@@ -331,6 +331,7 @@ impl Cluster {
         }
         Self::apply_type_defaults(def, version, &mut obj);
         defaults::validate(def, &obj, None)?;
+        validation::check_custom_resource(def, version, &mut obj, None)?;
         if def.group.is_empty() && def.plural == "pods" {
             defaults::limit_range_defaults(self, ns, &mut obj);
             defaults::pod_create_status(&mut obj);
@@ -502,6 +503,7 @@ impl Cluster {
                         .unwrap_or_else(|| defaults::crd_status(&new));
                 }
             }
+            validation::check_custom_resource(def, version, &mut new, Some(current))?;
             if spec_part(&new) != spec_part(current)
                 && new.pointer("/metadata/generation").is_some()
             {

@@ -32,6 +32,7 @@ pub mod services;
 pub mod store;
 pub mod table;
 pub mod tls;
+pub mod validation;
 pub mod workload;
 
 use std::net::SocketAddr;

@@ -28,6 +28,55 @@ pub const ADJUST_HPA_MIN_ANNOTATION: &str = "plimsoll.dev/adjust-hpa-min";
 /// team migrating from that controller changes nothing.
 pub const ADJUST_HPA_MIN_ANNOTATION_STKE: &str = "platform.stke/adjust-hpa-min";
 
+/// The shape of a schedule `crate::schedule` accepts: a descriptor (`@daily`, any case), `@every`
+/// and a Go duration, or 5 or 6 whitespace-separated fields. Whether each field is in range is
+/// left to the controller's condition: the CRD rule only refuses what cannot be a schedule.
+const SCHEDULE_SHAPE: &str = "^[[:space:]]*(@(?i:yearly|annually|monthly|weekly|daily|midnight|hourly)\
+    |@every[[:space:]]*[0-9.]+[a-zµ]+([0-9.]+[a-zµ]+)*\
+    |[^[:space:]@][^[:space:]]*([[:space:]]+[^[:space:]]+){4,5})[[:space:]]*$";
+
+/// The shape of an IANA time zone name (`UTC`, `Europe/Berlin`, `Etc/GMT+5`). CEL cannot consult
+/// the time zone database, so a well-formed unknown name (`Mars/Base`) passes the CRD and is
+/// reported by the controller's condition.
+const TIME_ZONE_SHAPE: &str = "^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$";
+
+fn schedule_rules() -> serde_json::Value {
+    serde_json::json!([{
+        "rule": format!("self.matches('{SCHEDULE_SHAPE}')"),
+        "message": "must be 5 or 6 cron fields, or a descriptor such as @daily or @every 90s",
+    }])
+}
+
+fn time_zone_rules() -> serde_json::Value {
+    serde_json::json!([{
+        "rule": format!("self == '' || self.matches('{TIME_ZONE_SHAPE}')"),
+        "message": "must be an IANA time zone name such as Europe/Berlin",
+    }])
+}
+
+/// Makes `jobs` required in the CRD: a CronHPA without jobs does nothing. The Rust type keeps
+/// `#[serde(default)]` (objects stored before this rule still read), so the default it would
+/// publish, `[]`, is dropped: a real API server refuses a default its own schema rejects.
+fn jobs_required(schema: &mut schemars::Schema) {
+    if let Some(jobs) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("jobs"))
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        jobs.remove("default");
+    }
+    if let Some(obj) = schema.as_object_mut() {
+        let required = obj
+            .entry("required")
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let Some(list) = required.as_array_mut()
+            && !list.iter().any(|v| v == "jobs")
+        {
+            list.push("jobs".into());
+        }
+    }
+}
+
 /// Scheduled scaling for one target.
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[kube(
@@ -46,6 +95,7 @@ pub const ADJUST_HPA_MIN_ANNOTATION_STKE: &str = "platform.stke/adjust-hpa-min";
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = jobs_required)]
 pub struct CronHorizontalPodAutoscalerSpec {
     /// What the jobs scale: a workload with a scale subresource (replica mode), or a
     /// `HorizontalPodAutoscaler` / `HorizontalPodAutoscalerPlus` (min-replicas mode).
@@ -53,6 +103,7 @@ pub struct CronHorizontalPodAutoscalerSpec {
 
     /// IANA time zone the schedules are read in (`Europe/Berlin`). Absent or empty: UTC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), extend("x-kubernetes-validations" = time_zone_rules()))]
     pub time_zone: Option<String>,
 
     /// Cron expressions of days on which no job fires (`* * * 25 12 *` skips Christmas). Only the
@@ -60,8 +111,12 @@ pub struct CronHorizontalPodAutoscalerSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_dates: Vec<String>,
 
-    /// The jobs, in order; jobs due at the same instant run in this order.
+    /// The jobs, in order; jobs due at the same instant run in this order (1 to 100, names unique).
     #[serde(default)]
+    #[schemars(length(min = 1, max = 100), extend("x-kubernetes-validations" = [{
+        "rule": "self.all(j, self.exists_one(k, k.name == j.name))",
+        "message": "job names must be unique",
+    }]))]
     pub jobs: Vec<ScalingJob>,
 }
 
@@ -70,11 +125,14 @@ pub struct CronHorizontalPodAutoscalerSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ScalingJob {
     /// Unique name within the object.
+    #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// Cron schedule: 6 fields with seconds (`0 */7 * * * ?`), 5 fields (`30 8 * * MON-FRI`), or
     /// a descriptor (`@daily`, `@every 90s`). See `docs/cron-hpa.md`.
+    #[schemars(length(max = 256), extend("x-kubernetes-validations" = schedule_rules()))]
     pub schedule: String,
     /// Replicas (replica mode) or `minReplicas` (min-replicas mode) to set. Must be >= 0.
+    #[schemars(range(min = 0))]
     pub target_size: i32,
     /// Fire once, then stay done until the job is changed.
     #[serde(default)]

@@ -13,6 +13,7 @@
 #[cfg(test)]
 pub(crate) mod fixtures;
 mod native;
+mod rules;
 mod validate;
 
 pub use native::{ANNOTATION_PREFIXES, NativeConversionError};
@@ -82,18 +83,17 @@ use serde::{Deserialize, Serialize};
     )
 )]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {"rule": "!has(self.minReplicas) || self.minReplicas <= self.maxReplicas",
-     "message": "minReplicas must be <= maxReplicas"}
-]))]
+#[schemars(extend("x-kubernetes-validations" = rules::spec()))]
 pub struct HorizontalPodAutoscalerPlusSpec {
     /// The workload to scale (anything with a scale subresource).
     pub scale_target_ref: CrossVersionObjectReference,
     /// Lower limit of replicas (default 1). 0 is allowed when at least one Object or External
     /// metric is configured (upstream `HPAScaleToZero`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub min_replicas: Option<i32>,
     /// Upper limit of replicas; must be >= `minReplicas`.
+    #[schemars(range(min = 1))]
     pub max_replicas: i32,
     /// The metrics whose proposals are combined (largest wins). Default: CPU utilization 80 %.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -105,10 +105,12 @@ pub struct HorizontalPodAutoscalerPlusSpec {
     /// Ratio band around 1.0 inside which nothing scales (default: the controller's
     /// `--tolerance`, 0.1). `behavior.scaleUp/scaleDown.tolerance` override it per direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_range("0", "1", false)))]
     pub tolerance: Option<Quantity>,
     /// This object's own evaluation period in seconds (default 5; never below the controller's
     /// `--min-sync-period`). A change takes effect at the next reconcile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub sync_period_seconds: Option<i32>,
     /// What `Utilization` targets are a percentage of (default `Requests`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,24 +118,30 @@ pub struct HorizontalPodAutoscalerPlusSpec {
     /// Maximum replicas added per scaling event, in percent of current replicas (0–100; 0 turns
     /// scale-up off). Default: the controller's `--scale-up-limit-factor` (none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_range("0", "100", true)))]
     pub scale_up_limit_factor: Option<Quantity>,
     /// Maximum replicas removed per scaling event, in percent of current replicas (0–100; 0 turns
     /// scale-down off). Default: the controller's `--scale-down-limit-factor` (none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_range("0", "100", true)))]
     pub scale_down_limit_factor: Option<Quantity>,
     /// No scale-up until this many seconds after the last scale event (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub upscale_forbidden_window_seconds: Option<i32>,
     /// No scale-down until this many seconds after the last scale event (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub downscale_forbidden_window_seconds: Option<i32>,
     /// A value must stay above its high watermark this long before scaling up (default 0;
     /// OR over metrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub upscale_delay_above_watermark_seconds: Option<i32>,
     /// A value must stay below its low watermark this long before scaling down (default 0;
     /// OR over metrics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub downscale_delay_below_watermark_seconds: Option<i32>,
     /// How Object and External watermark values map to replicas (default `absolute`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,12 +149,15 @@ pub struct HorizontalPodAutoscalerPlusSpec {
     /// No scaling while fewer than this percentage of current replicas are ready (0–100,
     /// default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
     pub min_available_replica_percentage: Option<i32>,
     /// Pods that started less than this many seconds ago are not counted as ready (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub readiness_delay_seconds: Option<i32>,
     /// Replicas added or removed are a multiple of this (>= 1, default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub replica_scaling_absolute_modulo: Option<i32>,
     /// While a watermark metric is within its band, step by one modulo toward this watermark.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,8 +193,10 @@ pub struct CrossVersionObjectReference {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     /// Kind of the referent, e.g. `Deployment`.
+    #[schemars(length(min = 1))]
     pub kind: String,
     /// Name of the referent, in the autoscaler's namespace.
+    #[schemars(length(min = 1))]
     pub name: String,
 }
 
@@ -239,6 +252,7 @@ pub enum MetricSourceType {
 /// One metric to scale on (upstream `MetricSpec`); exactly the member named by `type` is set.
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = rules::metric_members()))]
 pub struct MetricSpec {
     /// Which member below is set.
     #[serde(rename = "type")]
@@ -262,8 +276,10 @@ pub struct MetricSpec {
 
 /// A pod resource metric (upstream `ResourceMetricSource`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Utilization", "AverageValue", "Watermark"])))]
 pub struct ResourceMetricSource {
     /// Resource name, e.g. `cpu` or `memory`.
+    #[schemars(length(min = 1))]
     pub name: String,
     /// The target value.
     pub target: MetricTarget,
@@ -271,10 +287,13 @@ pub struct ResourceMetricSource {
 
 /// A resource metric of one container (upstream `ContainerResourceMetricSource`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Utilization", "AverageValue", "Watermark"])))]
 pub struct ContainerResourceMetricSource {
     /// Resource name, e.g. `cpu`.
+    #[schemars(length(min = 1))]
     pub name: String,
     /// Container name in each pod.
+    #[schemars(length(min = 1))]
     pub container: String,
     /// The target value.
     pub target: MetricTarget,
@@ -282,6 +301,7 @@ pub struct ContainerResourceMetricSource {
 
 /// A custom per-pod metric (upstream `PodsMetricSource`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[schemars(extend("x-kubernetes-validations" = rules::target_types(&["AverageValue", "Watermark"])))]
 pub struct PodsMetricSource {
     /// The metric's name and selector.
     pub metric: MetricIdentifier,
@@ -292,6 +312,7 @@ pub struct PodsMetricSource {
 /// A metric describing one object (upstream `ObjectMetricSource`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Value", "AverageValue", "Watermark"])))]
 pub struct ObjectMetricSource {
     /// The object the metric describes.
     pub described_object: CrossVersionObjectReference,
@@ -303,6 +324,7 @@ pub struct ObjectMetricSource {
 
 /// A metric from outside the cluster (upstream `ExternalMetricSource`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Value", "AverageValue", "Watermark"])))]
 pub struct ExternalMetricSource {
     /// The metric's name and selector.
     pub metric: MetricIdentifier,
@@ -314,6 +336,7 @@ pub struct ExternalMetricSource {
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct MetricIdentifier {
     /// The metric's name.
+    #[schemars(length(min = 1))]
     pub name: String,
     /// Narrows the metric's series.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -337,24 +360,30 @@ pub enum MetricTargetType {
 /// The target of one metric (upstream `MetricTarget` plus watermarks).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = rules::target()))]
 pub struct MetricTarget {
     /// Which of the fields below applies.
     #[serde(rename = "type")]
     pub type_: MetricTargetType,
     /// Target total value, for `Value`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_positive()))]
     pub value: Option<Quantity>,
     /// Target per-pod value, for `AverageValue`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_positive()))]
     pub average_value: Option<Quantity>,
     /// Target utilization in percent, for `Utilization` (`Resource` and `ContainerResource` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub average_utilization: Option<i32>,
     /// Lower bound of the band, for `Watermark`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_non_negative()))]
     pub low_watermark: Option<Quantity>,
     /// Upper bound of the band, for `Watermark`; must be >= `lowWatermark`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_non_negative()))]
     pub high_watermark: Option<Quantity>,
 }
 
@@ -376,6 +405,7 @@ pub struct HorizontalPodAutoscalerBehavior {
 pub struct HpaScalingRules {
     /// Seconds of past recommendations considered (0–3600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 3600))]
     pub stabilization_window_seconds: Option<i32>,
     /// How policies combine (default `Max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -385,6 +415,7 @@ pub struct HpaScalingRules {
     pub policies: Vec<HpaScalingPolicy>,
     /// Tolerance for this direction (overrides `spec.tolerance` and the controller default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::quantity_non_negative()))]
     pub tolerance: Option<Quantity>,
 }
 
@@ -408,8 +439,10 @@ pub struct HpaScalingPolicy {
     #[serde(rename = "type")]
     pub type_: HpaScalingPolicyType,
     /// Pods, or percent of the replicas at the start of the period (> 0).
+    #[schemars(range(min = 1))]
     pub value: i32,
     /// Length of the period in seconds (1–1800).
+    #[schemars(range(min = 1, max = 1800))]
     pub period_seconds: i32,
 }
 

@@ -1,0 +1,76 @@
+//! Write-time validation of custom resources against their CRD's structural schema, as
+//! kube-apiserver's apiextensions strategy does it: unknown fields are pruned, then the OpenAPI
+//! v3 shape and bounds are checked (`schema`), then the `x-kubernetes-validations` CEL rules are
+//! evaluated (`cel`), and every problem is answered at once as one `422 Invalid`.
+//!
+//! Invariants: validation only reads the schema of the version the request speaks; a CEL rule is
+//! evaluated only when the schema checks found no type error (a real server skips them then and
+//! says so); on update, a subtree equal to the stored one is not validated again (CRD validation
+//! ratcheting), so an object stored before its CRD gained a rule can still have its status written.
+
+mod cel;
+mod field;
+mod schema;
+
+pub use field::{ErrorKind, FieldError, FieldPath, invalid};
+
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::registry::ResourceDef;
+
+/// The message a real server adds when type errors kept the CEL rules from running.
+const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
+/// Prunes, then validates a custom resource about to be stored (`old` is the stored object on
+/// update). Built-in resources (no schema) pass unchanged.
+pub fn check_custom_resource(
+    def: &ResourceDef,
+    version: &str,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let Some(root) = def
+        .schemas
+        .get(version)
+        .or_else(|| def.schemas.values().next())
+    else {
+        return Ok(());
+    };
+    let errors = prune_and_validate(root, obj, old);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Err(invalid(&def.kind, &def.group, name, &errors))
+}
+
+/// What a write does to a custom resource under its version's schema `root`: prunes `obj`, then
+/// returns every schema and rule error.
+pub fn prune_and_validate(root: &Value, obj: &mut Value, old: Option<&Value>) -> Vec<FieldError> {
+    schema::prune(root, obj, true);
+    validate(root, obj, old)
+}
+
+/// Every schema and rule error of `obj` (already pruned) against `root`.
+pub fn validate(root: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    schema::validate(root, obj, old, &FieldPath::root(), &mut errors);
+    if errors.iter().any(|e| e.kind == ErrorKind::TypeInvalid) {
+        errors.push(FieldError::new(
+            ErrorKind::Invalid,
+            FieldPath::nil(),
+            Some(Value::Null),
+            RULES_NOT_CHECKED,
+        ));
+    } else {
+        cel::validate(root, obj, old, &FieldPath::root(), &mut errors);
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests;
