@@ -88,7 +88,7 @@ pub async fn mutate(
         "mutatingwebhookconfigurations".to_string(),
     );
     let (configs, _) = cluster.store.list(&key, None);
-    if configs.is_empty() || def.virtual_ {
+    if configs.is_empty() || def.is_virtual() {
         return Ok(obj);
     }
     let write = Write {

@@ -269,7 +269,7 @@ fn custom_metrics(
                 .registry
                 .all()
                 .into_iter()
-                .find(|d| d.plural == *resource && !d.virtual_);
+                .find(|d| d.plural == *resource && !d.is_virtual());
             let (kind, av) = def.map_or_else(
                 || (resource.to_string(), String::new()),
                 |d| (d.kind.clone(), format!("/{}", d.preferred_api_version())),

@@ -65,10 +65,19 @@ pub struct ResourceDef {
     pub printer_columns: Vec<PrinterColumn>,
     /// `OpenAPI` v3 schema per version, for defaulting (CRDs).
     pub schemas: BTreeMap<String, Value>,
-    /// Served from the workload model rather than the store (metrics APIs).
-    pub virtual_: bool,
-    /// Only `create` is served (access and token reviews: answered, never stored).
-    pub create_only: bool,
+    /// Whether objects are stored, computed (metrics APIs) or only created (reviews).
+    pub serving: Serving,
+}
+
+/// How a resource's objects come to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serving {
+    /// Stored and served with every verb.
+    Stored,
+    /// Served from the workload model rather than the store (metrics APIs): get and list.
+    Virtual,
+    /// Only `create` (access and token reviews: answered, never stored).
+    CreateOnly,
 }
 
 impl ResourceDef {
@@ -87,8 +96,7 @@ impl ResourceDef {
             extra_subresources: Vec::new(),
             printer_columns: Vec::new(),
             schemas: BTreeMap::new(),
-            virtual_: false,
-            create_only: false,
+            serving: Serving::Stored,
         }
     }
 
@@ -116,14 +124,18 @@ impl ResourceDef {
         self
     }
 
-    fn create_only(mut self) -> Self {
-        self.create_only = true;
-        self
+    fn serving(self, serving: Serving) -> Self {
+        Self { serving, ..self }
     }
 
-    fn virtual_resource(mut self) -> Self {
-        self.virtual_ = true;
-        self
+    /// Whether objects come from the workload model, not the store.
+    pub fn is_virtual(&self) -> bool {
+        self.serving == Serving::Virtual
+    }
+
+    /// Whether only `create` is served.
+    pub fn is_create_only(&self) -> bool {
+        self.serving == Serving::CreateOnly
     }
 
     /// `apiVersion` for `version`.
@@ -147,21 +159,21 @@ impl ResourceDef {
 
     /// The verbs of the main resource, as discovery lists them.
     fn verbs(&self) -> Value {
-        if self.create_only {
-            json!(["create"])
-        } else if self.virtual_ {
-            json!(["get", "list"])
-        } else {
-            json!([
-                "create",
-                "delete",
-                "deletecollection",
-                "get",
-                "list",
-                "patch",
-                "update",
-                "watch"
-            ])
+        match self.serving {
+            Serving::CreateOnly => json!(["create"]),
+            Serving::Virtual => json!(["get", "list"]),
+            Serving::Stored => {
+                json!([
+                    "create",
+                    "delete",
+                    "deletecollection",
+                    "get",
+                    "list",
+                    "patch",
+                    "update",
+                    "watch"
+                ])
+            }
         }
     }
 }
@@ -349,7 +361,7 @@ impl Registry {
 impl Registry {
     fn group_versions(&self) -> Vec<(String, String)> {
         let mut gvs: Vec<(String, String)> = Vec::new();
-        for d in self.read().iter().filter(|d| !d.virtual_) {
+        for d in self.read().iter().filter(|d| !d.is_virtual()) {
             for v in &d.versions {
                 let gv = (d.group.clone(), v.clone());
                 if !gvs.contains(&gv) {
@@ -384,7 +396,7 @@ impl Registry {
         let defs: Vec<Arc<ResourceDef>> = self
             .read()
             .iter()
-            .filter(|d| d.group == group && d.serves(version) && !d.virtual_)
+            .filter(|d| d.group == group && d.serves(version) && !d.is_virtual())
             .cloned()
             .collect();
         if defs.is_empty() {
@@ -745,8 +757,8 @@ fn builtins() -> Vec<ResourceDef> {
                     Trait::All => def.all(),
                     Trait::Status => def.with_status(),
                     Trait::Scale => def.with_scale(),
-                    Trait::Virtual => def.virtual_resource(),
-                    Trait::CreateOnly => def.create_only(),
+                    Trait::Virtual => def.serving(Serving::Virtual),
+                    Trait::CreateOnly => def.serving(Serving::CreateOnly),
                     Trait::Subresources(subs) => ResourceDef {
                         extra_subresources: subs.to_vec(),
                         ..def
@@ -870,8 +882,7 @@ pub fn crd_resource(crd: &Value) -> Option<ResourceDef> {
         extra_subresources: Vec::new(),
         printer_columns,
         schemas,
-        virtual_: false,
-        create_only: false,
+        serving: Serving::Stored,
     })
 }
 

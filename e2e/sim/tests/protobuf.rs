@@ -48,7 +48,7 @@ fn every_builtin_kind_has_a_message_and_a_round_trip_fixture() {
     let fixtures: Vec<(String, String)> = fixtures().iter().map(|(_, v)| type_of(v)).collect();
     let registry = Registry::with_builtins();
     let mut served = 0;
-    for def in registry.all().iter().filter(|d| !d.virtual_) {
+    for def in registry.all().iter().filter(|d| !d.is_virtual()) {
         let api_version = def.preferred_api_version();
         assert!(
             protobuf::has_message(&api_version, &def.kind),
@@ -57,7 +57,8 @@ fn every_builtin_kind_has_a_message_and_a_round_trip_fixture() {
         );
         // Reviews are only created, so there is no List of them (upstream has none either).
         assert!(
-            def.create_only || protobuf::has_message(&api_version, &format!("{}List", def.kind)),
+            def.is_create_only()
+                || protobuf::has_message(&api_version, &format!("{}List", def.kind)),
             "{api_version} {}List has no protobuf message",
             def.kind
         );

@@ -20,7 +20,7 @@ pub(super) fn namespaces(ctx: &Ctx<'_>) {
             .registry
             .all()
             .iter()
-            .filter(|d| d.namespaced && !d.virtual_)
+            .filter(|d| d.namespaced && !d.is_virtual())
         {
             let (items, _) = cluster.store.list(&key(&def.group, &def.plural), Some(ns));
             remaining += items.len();
@@ -42,7 +42,7 @@ pub(super) fn garbage_collect(ctx: &Ctx<'_>) {
     let defs = cluster.registry.all();
     let mut uids: HashSet<String> = HashSet::new();
     let mut dependents: Vec<(Arc<ResourceDef>, Arc<Value>)> = Vec::new();
-    for def in defs.iter().filter(|d| !d.virtual_) {
+    for def in defs.iter().filter(|d| !d.is_virtual()) {
         let (items, _) = cluster.store.list(&key(&def.group, &def.plural), None);
         for o in items {
             uids.insert(s(&o, "/metadata/uid").to_string());
