@@ -329,6 +329,9 @@ impl Cluster {
         {
             m.remove("status");
         }
+        if caller.strict_fields {
+            validation::refuse_unknown_fields(def, version, &obj)?;
+        }
         Self::apply_type_defaults(def, version, &mut obj);
         defaults::validate(def, &obj, None)?;
         validation::check_custom_resource(def, version, &mut obj, None)?;
@@ -424,6 +427,9 @@ impl Cluster {
         }
         obj["apiVersion"] = json!(def.api_version(version));
         obj["kind"] = json!(def.kind);
+        if caller.strict_fields {
+            validation::refuse_unknown_fields(def, version, &obj)?;
+        }
         if part == Part::Main {
             let current = self
                 .store

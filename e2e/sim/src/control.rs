@@ -31,6 +31,8 @@ pub struct Caller {
     pub user_agent: String,
     /// The `fieldManager` query parameter, if any.
     pub field_manager: Option<String>,
+    /// `fieldValidation=Strict`: unknown fields of a custom resource are refused, not pruned.
+    pub strict_fields: bool,
 }
 
 impl Caller {
@@ -39,6 +41,7 @@ impl Caller {
         Self {
             user_agent: format!("plimsoll-sim/{name}"),
             field_manager: Some(name.to_string()),
+            strict_fields: false,
         }
     }
 }

@@ -255,6 +255,7 @@ async fn handle(State(cluster): State<Arc<Cluster>>, request: Request) -> Respon
         caller: Caller {
             user_agent: header(header::USER_AGENT),
             field_manager: query.get("fieldManager").cloned(),
+            strict_fields: query.get("fieldValidation").map(String::as_str) == Some("Strict"),
         },
         query,
         body,

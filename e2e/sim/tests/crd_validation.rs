@@ -6,9 +6,9 @@
 
 mod common;
 
+use common::kubectl::{available as kubectl_available, run_with_stdin as kubectl};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -620,45 +620,6 @@ fn every_rule_has_a_case_that_it_refuses() {
     }
 }
 
-fn kubectl_available() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> (bool, String) {
-    use std::io::Write as _;
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    } else {
-        drop(child.stdin.take());
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
 fn with_spec(patch: &Value) -> String {
     let mut obj = hpa_plus();
     json_patch::merge(&mut obj["spec"], patch);
@@ -675,12 +636,7 @@ async fn kubectl_apply_of_an_invalid_hpa_plus_is_refused_naming_the_field() {
         return;
     }
     let (sim, _) = common::start().await;
-    let dir = std::env::temp_dir().join(format!(
-        "plimsoll-sim-crdval-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::kubectl::scratch_dir("crdval");
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, sim.kubeconfig()).unwrap();
     let crds = crd_dir();
@@ -723,6 +679,18 @@ async fn kubectl_apply_of_an_invalid_hpa_plus_is_refused_naming_the_field() {
         assert!(out.contains("NotFound"), "nothing stored: {out}");
         let (ok, out) = kubectl(kc, &["apply", "-f", "-"], Some(&with_spec(&json!({}))));
         assert!(ok, "a valid HPA+ applies: {out}");
+        // kubectl validates strictly by default: a misspelt field is refused, not dropped.
+        let typo = with_spec(&json!({"tolerence": "0.2"}));
+        for mode in [&["apply", "-f", "-"][..], &["apply", "--server-side", "-f", "-"]] {
+            let (ok, out) = kubectl(kc, mode, Some(&typo));
+            assert!(!ok, "kubectl {mode:?} accepted a misspelt field: {out}");
+            assert!(
+                out.contains("strict decoding error: unknown field \"spec.tolerence\""),
+                "kubectl {mode:?}: {out}"
+            );
+        }
+        let (ok, out) = kubectl(kc, &["apply", "--validate=false", "-f", "-"], Some(&typo));
+        assert!(ok, "without strict validation the field is pruned: {out}");
     })
     .await
     .unwrap();
@@ -865,6 +833,25 @@ async fn update_and_status_are_refused(api: &Api<DynamicObject>) {
 }
 
 async fn unknown_fields_are_pruned(api: &Api<DynamicObject>) {
+    let strict = PatchParams {
+        field_validation: Some(kube::api::ValidationDirective::Strict),
+        ..PatchParams::default()
+    };
+    let refused = refusal(
+        api.patch(
+            "web",
+            &strict,
+            &Patch::Merge(json!({"spec": {"colour": "blue", "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}, "shade": 1}}]}})),
+        )
+        .await,
+    );
+    assert_eq!(refused.code, 400, "{refused:?}");
+    assert!(
+        refused.message.ends_with(
+            "strict decoding error: unknown field \"spec.colour\", unknown field \"spec.metrics[0].resource.shade\""
+        ),
+        "{refused:?}"
+    );
     api.patch(
         "web",
         &PatchParams::default(),

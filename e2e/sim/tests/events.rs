@@ -7,8 +7,9 @@
 
 mod common;
 
+use common::kubectl::{available as kubectl_available, ok, run as kubectl};
+
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -304,36 +305,6 @@ async fn events_api_writes_are_strict(new: &Api<NewEvent>) {
     );
 }
 
-fn kubectl_available() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("kubectl runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-fn ok(kubeconfig: &Path, args: &[&str]) -> String {
-    let (success, text) = kubectl(kubeconfig, args);
-    assert!(success, "kubectl {args:?} failed: {text}");
-    text
-}
-
 /// The header line of a `kubectl get` table, split into its column names.
 fn header(table: &str) -> Vec<String> {
     let line = table.lines().next().unwrap_or_default();
@@ -354,8 +325,7 @@ async fn kubectl_shows_recorder_events() {
     let regarding = web_deployment(&client).await;
     let recorder = Recorder::new(client.clone(), reporter());
     publish(&recorder, &regarding, "Rescaled", "scaled to 2 ").await;
-    let dir = std::env::temp_dir().join(format!("plimsoll-sim-events-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::kubectl::scratch_dir("events");
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, sim.kubeconfig()).unwrap();
     let kc2 = kc.clone();

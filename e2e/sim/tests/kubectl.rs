@@ -7,46 +7,18 @@
 
 mod common;
 
+use std::process::{Command, Stdio};
+
+use common::kubectl::{available as kubectl_available, ok, run as kubectl, scratch_dir};
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::Api;
 use kube::api::PostParams;
 use plimsoll_sim::SimHandle;
 use serde_json::{Value, json};
-
-fn kubectl_available() -> bool {
-    Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn kubectl(kubeconfig: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .output()
-        .expect("kubectl runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
-fn ok(kubeconfig: &Path, args: &[&str]) -> String {
-    let (success, text) = kubectl(kubeconfig, args);
-    assert!(success, "kubectl {args:?} failed: {text}");
-    text
-}
 
 const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -73,19 +45,6 @@ spec:
               size: {type: integer, default: 3}
 ";
 
-/// A directory of its own for each test: the tests of this file run in parallel in one
-/// process, and a shared kubeconfig would point one test's kubectl at another test's sim.
-fn temp_dir() -> PathBuf {
-    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "plimsoll-sim-kubectl-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn ready_running(pods: &Value) -> usize {
     pods["items"].as_array().map_or(0, |items| {
         items
@@ -109,7 +68,7 @@ async fn kubectl_acceptance_flow() {
         return;
     }
     let (sim, _) = common::start().await;
-    let dir = temp_dir();
+    let dir = scratch_dir("kubectl");
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, sim.kubeconfig()).unwrap();
     let crd_file = dir.join("crd.yaml");
@@ -286,7 +245,7 @@ struct KubectlSim {
 impl KubectlSim {
     async fn start() -> Self {
         let (sim, client) = common::start().await;
-        let dir = temp_dir();
+        let dir = scratch_dir("kubectl");
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(&kubeconfig, sim.kubeconfig()).unwrap();
         Self {

@@ -8,9 +8,10 @@
 
 mod common;
 
+use common::kubectl::{available as kubectl_available, ok as kubectl};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use http_body_util::BodyExt;
 use k8s_pb::api::core::v1 as core;
@@ -579,31 +580,6 @@ async fn watches_stream_protobuf_frames(client: &kube::Client) {
     assert!(frames.iter().any(|(t, _, _)| t == "BOOKMARK"));
 }
 
-fn kubectl_available() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn kubectl(kc: &Path, args: &[&str]) -> String {
-    let out = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kc)
-        .args(args)
-        .output()
-        .expect("kubectl runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "kubectl {args:?} failed: {text}");
-    text
-}
-
 fn get_json(kc: &Path, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
@@ -617,8 +593,7 @@ async fn kubectl_imperative_commands_speak_protobuf() {
         return;
     }
     let (sim, _) = common::start().await;
-    let dir = std::env::temp_dir().join(format!("plimsoll-sim-protobuf-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::kubectl::scratch_dir("protobuf");
     let kc = dir.join("kubeconfig");
     std::fs::write(&kc, sim.kubeconfig()).unwrap();
     let kc2 = kc.clone();

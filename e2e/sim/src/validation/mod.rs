@@ -22,6 +22,66 @@ use crate::registry::ResourceDef;
 /// The message a real server adds when type errors kept the CEL rules from running.
 const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
+/// `fieldValidation=Strict` (what kubectl sends by default): a custom resource carrying fields
+/// its schema does not declare is refused with 400, naming every such field, where the default
+/// prunes them silently. Built-in resources (no schema) pass.
+pub fn refuse_unknown_fields(
+    def: &ResourceDef,
+    version: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let Some(root) = def
+        .schemas
+        .get(version)
+        .or_else(|| def.schemas.values().next())
+    else {
+        return Ok(());
+    };
+    let mut pruned = obj.clone();
+    schema::prune(root, &mut pruned, true);
+    let mut unknown = Vec::new();
+    removed_fields(obj, &pruned, "", &mut unknown);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    Err(ApiError::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+        fields.join(", "),
+        kind = def.kind,
+    )))
+}
+
+/// The dotted paths (`spec.metrics[0].fooBar`) of the fields of `before` that pruning removed;
+/// a `null` that was dropped is not an unknown field.
+fn removed_fields(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            for (k, v) in b {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match a.get(k) {
+                    Some(kept) => removed_fields(v, kept, &p, out),
+                    None if !v.is_null() => out.push(p),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(b), Value::Array(a)) => {
+            for (i, (v, kept)) in b.iter().zip(a).enumerate() {
+                removed_fields(v, kept, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Prunes, then validates a custom resource about to be stored (`old` is the stored object on
 /// update). Built-in resources (no schema) pass unchanged.
 pub fn check_custom_resource(

@@ -2,6 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::panic)] // integration tests: helpers fail loudly
 #![allow(dead_code)]
 
+pub mod kubectl;
+
 use std::future::Future;
 use std::time::{Duration, Instant};
 
