@@ -63,28 +63,19 @@ fn ready_running(pods: &Value) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_acceptance_flow() {
-    if !kubectl_available() {
-        println!("skipping kubectl_acceptance_flow: kubectl is not installed");
+    let Some(ks) = KubectlSim::start("kubectl_acceptance_flow").await else {
         return;
-    }
-    let (sim, _) = common::start().await;
-    let dir = scratch_dir("kubectl");
-    let kc = dir.join("kubeconfig");
-    std::fs::write(&kc, sim.kubeconfig()).unwrap();
-    let crd_file = dir.join("crd.yaml");
-    std::fs::write(&crd_file, CRD).unwrap();
-    let kc2 = kc.clone();
-    tokio::task::spawn_blocking(move || {
-        let kc = kc2.as_path();
+    };
+    ks.run(|kc, dir| {
+        let crd_file = dir.join("crd.yaml");
+        std::fs::write(&crd_file, CRD).unwrap();
         applies_crds_and_prints_their_columns(kc, &crd_file);
         creates_and_scales_a_deployment(kc);
         watch_streams_a_new_pod(kc);
         describes_and_deletes_the_deployment(kc);
     })
-    .await
-    .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    sim.shutdown().await;
+    .await;
+    ks.stop().await;
 }
 
 /// `apply --server-side` of a CRD (and the repository's, when present); a custom object is
@@ -243,17 +234,22 @@ struct KubectlSim {
 }
 
 impl KubectlSim {
-    async fn start() -> Self {
+    /// A sim with a kubeconfig for `test`; `None`, saying why, when kubectl is not installed.
+    async fn start(test: &str) -> Option<Self> {
+        if !kubectl_available() {
+            println!("skipping {test}: kubectl is not installed");
+            return None;
+        }
         let (sim, client) = common::start().await;
         let dir = scratch_dir("kubectl");
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(&kubeconfig, sim.kubeconfig()).unwrap();
-        Self {
+        Some(Self {
             sim,
             client,
             dir,
             kubeconfig,
-        }
+        })
     }
 
     /// Runs blocking kubectl steps with the kubeconfig and the scratch directory.
@@ -317,11 +313,9 @@ fn created(kc: &Path, args: &[&str], expect: &str) {
 /// kubectl sends these built-in kinds as protobuf; each is created and reads back as sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_builtin_kinds() {
-    if !kubectl_available() {
-        println!("skipping kubectl_create_builtin_kinds: kubectl is not installed");
+    let Some(ks) = KubectlSim::start("kubectl_create_builtin_kinds").await else {
         return;
-    }
-    let ks = KubectlSim::start().await;
+    };
     ks.run(|kc, _| {
         creates_configuration_kinds(kc);
         creates_workload_kinds(kc);
@@ -447,11 +441,9 @@ fn creates_workload_kinds(kc: &Path) {
 /// `kubectl create role|rolebinding|clusterrole`: the RBAC API stores and lists them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_rbac_objects() {
-    if !kubectl_available() {
-        println!("skipping kubectl_create_rbac_objects: kubectl is not installed");
+    let Some(ks) = KubectlSim::start("kubectl_create_rbac_objects").await else {
         return;
-    }
-    let ks = KubectlSim::start().await;
+    };
     ks.run(|kc, _| {
         let out = ok(
             kc,
@@ -564,11 +556,9 @@ fn reference(obj: &Value) -> Value {
 /// written through `events.k8s.io/v1` (which describe reads as `core/v1`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_describe_shows_events() {
-    if !kubectl_available() {
-        println!("skipping kubectl_describe_shows_events: kubectl is not installed");
+    let Some(ks) = KubectlSim::start("kubectl_describe_shows_events").await else {
         return;
-    }
-    let ks = KubectlSim::start().await;
+    };
     let (tx, rx) = std::sync::mpsc::channel();
     ks.run(move |kc, dir| {
         apply_repo_crds(kc);
@@ -654,11 +644,9 @@ async fn kubectl_describe_shows_events() {
 /// MESSAGE, with events written through either API group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_events_columns() {
-    if !kubectl_available() {
-        println!("skipping kubectl_get_events_columns: kubectl is not installed");
+    let Some(ks) = KubectlSim::start("kubectl_get_events_columns").await else {
         return;
-    }
-    let ks = KubectlSim::start().await;
+    };
     let (tx, rx) = std::sync::mpsc::channel();
     ks.run(move |kc, dir| {
         apply_repo_crds(kc);
@@ -741,11 +729,9 @@ async fn kubectl_get_events_columns() {
 /// allows reading pods and nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_auth_can_i() {
-    if !kubectl_available() {
-        println!("skipping kubectl_auth_can_i: kubectl is not installed");
+    let Some(ks) = KubectlSim::start("kubectl_auth_can_i").await else {
         return;
-    }
-    let ks = KubectlSim::start().await;
+    };
     let post = PostParams::default();
     let roles: Api<k8s_openapi::api::rbac::v1::Role> =
         Api::namespaced(ks.client.clone(), "default");
@@ -821,11 +807,9 @@ async fn kubectl_auth_can_i() {
 /// refused at write time, the message naming the fields; nothing is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_invalid_hpaplus_is_refused() {
-    if !kubectl_available() {
-        println!("skipping kubectl_apply_invalid_hpaplus_is_refused: kubectl is not installed");
+    let Some(ks) = KubectlSim::start("kubectl_apply_invalid_hpaplus_is_refused").await else {
         return;
-    }
-    let ks = KubectlSim::start().await;
+    };
     ks.run(|kc, dir| {
         apply_repo_crds(kc);
         let file = dir.join("inverted.yaml");
