@@ -518,16 +518,32 @@ async fn every_metric_in_a_dashboard_or_an_alert_is_exported() -> anyhow::Result
     let (seen, last) = gathered?;
 
     let mut missing = Vec::new();
+    let mut incomplete = BTreeSet::new();
     for (service, names) in &wanted {
         for name in names {
             if !seen.get(service).is_some_and(|got| got.contains(name)) {
                 missing.push(format!("{service}'s /metrics has no {name}"));
+                incomplete.insert(*service);
             }
         }
     }
-    assert!(missing.is_empty(), "{}", missing.join("\n"));
+    if !missing.is_empty() {
+        let scrapes: Vec<String> = incomplete
+            .iter()
+            .map(|service| {
+                let text = last.get(service).map_or("(no scrape)", String::as_str);
+                let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+                format!("--- {service}\n{}", samples.join("\n"))
+            })
+            .collect();
+        panic!(
+            "{}\n\nlast scrapes:\n{}",
+            missing.join("\n"),
+            scrapes.join("\n")
+        );
+    }
     let checked: usize = wanted.values().map(BTreeSet::len).sum();
-    assert!(checked > 60, "only {checked} metric names found");
+    assert!(checked > 40, "only {checked} metric names found");
     // The certificate gauge the expiry alert reads holds the served certificate's notAfter,
     // about a year (the default --self-signed-validity) from now.
     let expiry = scrape::value(

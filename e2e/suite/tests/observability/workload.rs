@@ -6,15 +6,17 @@
 //! fail now and then. Failures come from count-limited faults on writes only one service makes,
 //! so each service sees its own.
 
+use std::time::Duration;
+
 use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
-use plimsoll_e2e::Env;
+use plimsoll_e2e::{Env, eventually};
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec};
 use serde_json::json;
 
@@ -73,7 +75,8 @@ async fn create_updater_namespace(env: &Env) -> anyhow::Result<()> {
 }
 
 /// hpa-plus: `web` under CPU load and an External metric above its high watermark, with a
-/// Pods metric whose API fails, a low maxReplicas (limited) and forbidden windows (countdowns).
+/// Pods metric whose API fails and a low maxReplicas (limited); `held` above the same
+/// watermark, waiting out `upscaleDelayAboveWatermarkSeconds` (a countdown).
 /// cron-hpa: a job every 2 s on the HPA `b`'s minReplicas.
 pub async fn horizontal(env: &Env) -> anyhow::Result<()> {
     let sim = env.sim()?;
@@ -97,7 +100,6 @@ pub async fn horizontal(env: &Env) -> anyhow::Result<()> {
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
             "minReplicas": 1, "maxReplicas": 3, "syncPeriodSeconds": 1,
-            "upscaleForbiddenWindowSeconds": 600, "downscaleForbiddenWindowSeconds": 600,
             "metrics": [
                 {"type": "Resource", "resource": {"name": "cpu",
                     "target": {"type": "Utilization", "averageUtilization": 50}}},
@@ -112,6 +114,25 @@ pub async fn horizontal(env: &Env) -> anyhow::Result<()> {
         .create(&PostParams::default(), &plus)
         .await
         .context("create HPA+ web")?;
+    // The same External metric, held back by a watermark delay: a countdown.
+    plimsoll_e2e::create_deployment(env, "held", 1, "100m", "64Mi").await?;
+    let held: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": "held"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "held"},
+            "minReplicas": 1, "maxReplicas": 3, "syncPeriodSeconds": 1,
+            "upscaleDelayAboveWatermarkSeconds": 600,
+            "metrics": [
+                {"type": "External", "external": {"metric": {"name": "queue_depth"},
+                    "target": {"type": "Watermark", "lowWatermark": "5", "highWatermark": "10"}}}
+            ]
+        }
+    }))?;
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &held)
+        .await
+        .context("create HPA+ held")?;
     let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "b"},
@@ -195,5 +216,16 @@ pub async fn updater_targets(env: &Env) -> anyhow::Result<()> {
             .create(&PostParams::default(), &deployment)
             .await?;
     }
-    Ok(())
+    // Every pod exists before the webhook could patch it.
+    let pods = Api::<Pod>::namespaced(env.client.clone(), &ns);
+    eventually(
+        "the updater's 8 pods exist",
+        Duration::from_secs(60),
+        Duration::from_millis(250),
+        || async {
+            let list = pods.list(&ListParams::default()).await?;
+            Ok((list.items.len() == 8).then_some(()))
+        },
+    )
+    .await
 }
