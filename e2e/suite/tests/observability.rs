@@ -14,6 +14,9 @@
 //!   yields `x_bucket`, `x_sum` and `x_count`, a gauge `x` yields `x`), and a metric of the
 //!   service the dashboard or alert group is about.
 
+// A test binary: a failed check panics with the reason, including in its helper functions.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -26,6 +29,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use plimsoll_e2e::{Env, Running, eventually, free_address, scrape};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 #[path = "observability/dashboards.rs"]
 mod dashboards;
@@ -173,7 +177,11 @@ fn dashboards_parse_with_unique_ids_and_the_three_variables() {
             }
             assert_eq!(panel["datasource"]["uid"], "${datasource}", "{service}");
             let targets = panel["targets"].as_array().unwrap();
-            assert!(!targets.is_empty(), "{service}: {:?} has no query", panel["title"]);
+            assert!(
+                !targets.is_empty(),
+                "{service}: {:?} has no query",
+                panel["title"]
+            );
             let refs: BTreeSet<&str> = targets
                 .iter()
                 .map(|t| t["refId"].as_str().unwrap())
@@ -223,11 +231,19 @@ fn alerts_carry_summaries_severities_and_runbooks_that_exist() {
     let mut alerts = BTreeSet::new();
     for group in &groups {
         let rules = group["rules"].as_array().unwrap();
-        assert!(rules.len() >= 4, "{}: {} alerts", group["name"], rules.len());
+        assert!(
+            rules.len() >= 4,
+            "{}: {} alerts",
+            group["name"],
+            rules.len()
+        );
         for rule in rules {
             let alert = rule["alert"].as_str().unwrap();
             assert!(alerts.insert(alert.to_owned()), "{alert} defined twice");
-            assert!(rule["expr"].as_str().is_some_and(|e| !e.trim().is_empty()), "{alert}");
+            assert!(
+                rule["expr"].as_str().is_some_and(|e| !e.trim().is_empty()),
+                "{alert}"
+            );
             assert!(rule["for"].as_str().is_some(), "{alert} has no `for`");
             let severity = rule["labels"]["severity"].as_str().unwrap_or_default();
             assert!(
@@ -242,10 +258,14 @@ fn alerts_carry_summaries_severities_and_runbooks_that_exist() {
                 );
             }
             let url = notes["runbook_url"].as_str().unwrap_or_default();
-            let target = url
-                .strip_prefix(RUNBOOKS_URL)
-                .unwrap_or_else(|| panic!("{alert}: runbook_url {url:?} is not in docs/runbooks.md"));
-            assert_eq!(target, alert.to_lowercase(), "{alert}: anchor of another alert");
+            let target = url.strip_prefix(RUNBOOKS_URL).unwrap_or_else(|| {
+                panic!("{alert}: runbook_url {url:?} is not in docs/runbooks.md")
+            });
+            assert_eq!(
+                target,
+                alert.to_lowercase(),
+                "{alert}: anchor of another alert"
+            );
             assert!(
                 anchors.contains(target),
                 "{alert}: docs/runbooks.md has no heading for #{target}"
@@ -303,26 +323,31 @@ fn series_names_follow_the_openmetrics_suffixes() {
     }
 }
 
-/// A service under test and its admin address.
+/// A service under test: its admin address and its task.
 struct Scraped {
     name: &'static str,
     admin: SocketAddr,
-    stop: Box<dyn FnOnce() -> std::pin::Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>>,
+    running: Running<anyhow::Result<()>>,
 }
 
-fn scraped<E>(name: &'static str, admin: SocketAddr, running: Running<Result<(), E>>) -> Scraped
+/// Spawns `run`, a service's `run(config, token)` with its config bound.
+fn scraped<F, E>(
+    name: &'static str,
+    admin: SocketAddr,
+    run: impl FnOnce(CancellationToken) -> F,
+) -> Scraped
 where
+    F: Future<Output = Result<(), E>> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    let running = Running::spawn(name, |token| {
+        let service = run(token);
+        async move { service.await.map_err(anyhow::Error::from) }
+    });
     Scraped {
         name,
         admin,
-        stop: Box::new(move || {
-            Box::pin(async move {
-                running.stop().await??;
-                Ok(())
-            })
-        }),
+        running,
     }
 }
 
@@ -346,8 +371,9 @@ async fn start_all(env: &Env) -> anyhow::Result<Vec<Scraped>> {
         "--log-format=text",
     ])?
     .into_config()?;
-    let running = Running::spawn("hpa-plus", |t| plimsoll_hpa_plus::run(config, t));
-    out.push(scraped("hpa-plus", admin, running));
+    out.push(scraped("hpa-plus", admin, |t| {
+        plimsoll_hpa_plus::run(config, t)
+    }));
 
     let admin = free_address()?;
     let config = plimsoll_cron_hpa::cli::Args::try_parse_from([
@@ -359,8 +385,9 @@ async fn start_all(env: &Env) -> anyhow::Result<Vec<Scraped>> {
         "--log-format=text",
     ])?
     .into_config();
-    let running = Running::spawn("cron-hpa", |t| plimsoll_cron_hpa::run(config, t));
-    out.push(scraped("cron-hpa", admin, running));
+    out.push(scraped("cron-hpa", admin, |t| {
+        plimsoll_cron_hpa::run(config, t)
+    }));
 
     let admin = free_address()?;
     let config = plimsoll_vpa_recommender::cli::Args::from_flags([
@@ -375,10 +402,9 @@ async fn start_all(env: &Env) -> anyhow::Result<Vec<Scraped>> {
         "--log-format=text",
     ])?
     .into_config();
-    let running = Running::spawn("vpa-recommender", |t| {
+    out.push(scraped("vpa-recommender", admin, |t| {
         plimsoll_vpa_recommender::run(config, t)
-    });
-    out.push(scraped("vpa-recommender", admin, running));
+    }));
 
     let admin = free_address()?;
     let config = plimsoll_vpa_updater::cli::parse_config([
@@ -388,12 +414,16 @@ async fn start_all(env: &Env) -> anyhow::Result<Vec<Scraped>> {
         lease_ns.clone(),
         "--retry-period=1s".to_owned(),
         "--updater-interval=1s".to_owned(),
-        format!("--vpa-object-namespace={}", workload::updater_namespace(env)),
+        format!(
+            "--vpa-object-namespace={}",
+            workload::updater_namespace(env)
+        ),
         format!("--admission-controller-status-namespace={}", env.namespace),
         "--log-format=text".to_owned(),
     ])?;
-    let running = Running::spawn("vpa-updater", |t| plimsoll_vpa_updater::run(config, t));
-    out.push(scraped("vpa-updater", admin, running));
+    out.push(scraped("vpa-updater", admin, |t| {
+        plimsoll_vpa_updater::run(config, t)
+    }));
 
     let home = env.webhook_home();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": home}}))?;
@@ -417,8 +447,9 @@ async fn start_all(env: &Env) -> anyhow::Result<Vec<Scraped>> {
         "--log-format=text".to_owned(),
     ])?
     .into_config();
-    let running = Running::spawn("vpa-admission", |t| plimsoll_vpa_admission::run(config, t));
-    out.push(scraped("vpa-admission", admin, running));
+    out.push(scraped("vpa-admission", admin, |t| {
+        plimsoll_vpa_admission::run(config, t)
+    }));
     Ok(out)
 }
 
@@ -454,7 +485,10 @@ fn wanted() -> BTreeMap<&'static str, BTreeSet<String>> {
 async fn gather(
     services: &[Scraped],
     wanted: &BTreeMap<&'static str, BTreeSet<String>>,
-) -> (BTreeMap<&'static str, BTreeSet<String>>, BTreeMap<&'static str, String>) {
+) -> (
+    BTreeMap<&'static str, BTreeSet<String>>,
+    BTreeMap<&'static str, String>,
+) {
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let mut seen: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let mut last = BTreeMap::new();
@@ -482,7 +516,10 @@ async fn run_workload(
     env: &Env,
     services: &[Scraped],
     wanted: &BTreeMap<&'static str, BTreeSet<String>>,
-) -> anyhow::Result<(BTreeMap<&'static str, BTreeSet<String>>, BTreeMap<&'static str, String>)> {
+) -> anyhow::Result<(
+    BTreeMap<&'static str, BTreeSet<String>>,
+    BTreeMap<&'static str, String>,
+)> {
     let hooks = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
     eventually(
         "the webhook is registered",
@@ -510,9 +547,11 @@ async fn every_metric_in_a_dashboard_or_an_alert_is_exported() -> anyhow::Result
     let services = start_all(&env).await?;
     let gathered = run_workload(&env, &services, &wanted).await;
     for service in services {
-        (service.stop)()
-            .await
-            .with_context(|| format!("stop {}", service.name))?;
+        service
+            .running
+            .stop()
+            .await?
+            .with_context(|| format!("{} failed", service.name))?;
     }
     env.cleanup().await;
     let (seen, last) = gathered?;

@@ -61,7 +61,13 @@ const SELECTOR: &str = r#"namespace="$namespace", pod=~"$pod""#;
 
 /// The five dashboards.
 pub fn boards() -> Vec<Board> {
-    vec![hpa_plus(), cron_hpa(), vpa_recommender(), vpa_updater(), vpa_admission()]
+    vec![
+        hpa_plus(),
+        cron_hpa(),
+        vpa_recommender(),
+        vpa_updater(),
+        vpa_admission(),
+    ]
 }
 
 /// The leadership row every controller shares; `leader` is its `plimsoll_<binary>_leader`.
@@ -90,115 +96,178 @@ fn hpa_plus() -> Board {
         service: "hpa-plus",
         description: "Horizontal autoscaling with HorizontalPodAutoscalerPlus objects: reconcile loop health, scaling decisions and the metrics each autoscaler sees.",
         rows: vec![
-            row(
-                "Reconciles",
-                vec![
-                    panel(
-                        "Reconciles per second",
-                        "ops",
-                        "Reconciliations started, per replica (only the leader reconciles).",
-                        &[("sum by (pod) (rate(plimsoll_hpa_plus_reconcile_runs_total{$sel}[$__rate_interval]))", "{{pod}}")],
-                    ),
-                    panel(
-                        "Reconcile failures per second",
-                        "ops",
-                        "Failed reconciliations by error kind (kube, scale, metrics, …). See docs/runbooks.md#plimsollhpaplusreconcileerrors.",
-                        &[("sum by (error) (rate(plimsoll_hpa_plus_reconcile_failures_total{$sel}[$__rate_interval]))", "{{error}}")],
-                    ),
-                    panel(
-                        "Reconcile duration",
-                        "s",
-                        "Quantiles of one reconciliation's duration.",
-                        &[
-                            ("histogram_quantile(0.5, sum by (le) (rate(plimsoll_hpa_plus_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))", "p50"),
-                            ("histogram_quantile(0.9, sum by (le) (rate(plimsoll_hpa_plus_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))", "p90"),
-                            ("histogram_quantile(0.99, sum by (le) (rate(plimsoll_hpa_plus_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))", "p99"),
-                        ],
-                    ),
-                    panel(
-                        "Queue depth and autoscalers",
-                        "short",
-                        "Autoscalers whose re-evaluation is due and has not started (should stay near 0), and autoscalers known.",
-                        &[
-                            ("max(plimsoll_hpa_plus_queue_depth{$sel})", "queue depth"),
-                            ("max(plimsoll_hpa_plus_objects{$sel})", "autoscalers"),
-                        ],
-                    ),
-                ],
-            ),
-            row(
-                "Decisions",
-                vec![
-                    panel(
-                        "Scale writes per second",
-                        "ops",
-                        "Writes of the scale subresource, by direction.",
-                        &[("sum by (direction) (rate(plimsoll_hpa_plus_rescales_total{$sel}[$__rate_interval]))", "{{direction}}")],
-                    ),
-                    panel(
-                        "Status writes and metric failures per second",
-                        "ops",
-                        "Status writes (only when the status changed), and metrics that could not be evaluated, by reason.",
-                        &[
-                            ("sum(rate(plimsoll_hpa_plus_status_writes_total{$sel}[$__rate_interval]))", "status writes"),
-                            ("sum by (type) (rate(plimsoll_hpa_plus_metric_failures_total{$sel}[$__rate_interval]))", "metric failure: {{type}}"),
-                        ],
-                    ),
-                    panel(
-                        "Decided replicas",
-                        "short",
-                        "Replicas decided at each autoscaler's last evaluation (status.desiredReplicas).",
-                        &[("max by (exported_namespace, name) (plimsoll_hpa_plus_effective_replicas{$sel})", "{{exported_namespace}}/{{name}}")],
-                    ),
-                    panel(
-                        "Limited by",
-                        "short",
-                        "Autoscalers whose last decision was limited, by the rule that limited it (maxReplicas, a policy, a cooldown, …).",
-                        &[("sum by (reason) (max by (exported_namespace, name, reason) (plimsoll_hpa_plus_restricted_scaling{$sel}))", "{{reason}}")],
-                    ),
-                ],
-            ),
-            row(
-                "Metrics per autoscaler",
-                vec![
-                    panel(
-                        "Value and target",
-                        "short",
-                        "Each metric's current value and its target, in the target's unit (utilization percent or the value's unit).",
-                        &[
-                            ("max by (exported_namespace, name, metric) (plimsoll_hpa_plus_value{$sel})", "{{exported_namespace}}/{{name}} {{metric}}"),
-                            ("max by (exported_namespace, name, metric) (plimsoll_hpa_plus_target{$sel})", "{{exported_namespace}}/{{name}} {{metric}} target"),
-                        ],
-                    ),
-                    panel(
-                        "Watermarks",
-                        "short",
-                        "Low and high watermark of each Watermark metric.",
-                        &[
-                            ("max by (exported_namespace, name, metric) (plimsoll_hpa_plus_low_watermark{$sel})", "{{exported_namespace}}/{{name}} {{metric}} low"),
-                            ("max by (exported_namespace, name, metric) (plimsoll_hpa_plus_high_watermark{$sel})", "{{exported_namespace}}/{{name}} {{metric}} high"),
-                        ],
-                    ),
-                    panel(
-                        "Proposals",
-                        "short",
-                        "Replicas each metric proposes before behavior and limits apply.",
-                        &[("max by (exported_namespace, name, metric) (plimsoll_hpa_plus_proposal{$sel})", "{{exported_namespace}}/{{name}} {{metric}}")],
-                    ),
-                    panel(
-                        "Cooldowns and delays left",
-                        "s",
-                        "Seconds before a forbidden window or a watermark delay lets a transition happen.",
-                        &[("max by (exported_namespace, name, transition) (plimsoll_hpa_plus_transition_countdown_seconds{$sel})", "{{exported_namespace}}/{{name}} {{transition}}")],
-                    ),
-                ],
-            ),
+            hpa_plus_reconciles(),
+            hpa_plus_decisions(),
+            hpa_plus_per_autoscaler(),
             leadership(
                 "max by (pod) (plimsoll_hpa_plus_leader{$sel})",
                 "sum(changes(plimsoll_hpa_plus_leader{$sel}[15m]))",
             ),
         ],
     }
+}
+
+/// hpa-plus: the reconcile loop.
+fn hpa_plus_reconciles() -> Row {
+    row(
+        "Reconciles",
+        vec![
+            panel(
+                "Reconciles per second",
+                "ops",
+                "Reconciliations started, per replica (only the leader reconciles).",
+                &[(
+                    "sum by (pod) (rate(plimsoll_hpa_plus_reconcile_runs_total{$sel}[$__rate_interval]))",
+                    "{{pod}}",
+                )],
+            ),
+            panel(
+                "Reconcile failures per second",
+                "ops",
+                "Failed reconciliations by error kind (kube, scale, metrics, …). See docs/runbooks.md#plimsollhpaplusreconcileerrors.",
+                &[(
+                    "sum by (error) (rate(plimsoll_hpa_plus_reconcile_failures_total{$sel}[$__rate_interval]))",
+                    "{{error}}",
+                )],
+            ),
+            panel(
+                "Reconcile duration",
+                "s",
+                "Quantiles of one reconciliation's duration.",
+                &[
+                    (
+                        "histogram_quantile(0.5, sum by (le) (rate(plimsoll_hpa_plus_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                        "p50",
+                    ),
+                    (
+                        "histogram_quantile(0.9, sum by (le) (rate(plimsoll_hpa_plus_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                        "p90",
+                    ),
+                    (
+                        "histogram_quantile(0.99, sum by (le) (rate(plimsoll_hpa_plus_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                        "p99",
+                    ),
+                ],
+            ),
+            panel(
+                "Queue depth and autoscalers",
+                "short",
+                "Autoscalers whose re-evaluation is due and has not started (should stay near 0), and autoscalers known.",
+                &[
+                    ("max(plimsoll_hpa_plus_queue_depth{$sel})", "queue depth"),
+                    ("max(plimsoll_hpa_plus_objects{$sel})", "autoscalers"),
+                ],
+            ),
+        ],
+    )
+}
+
+/// hpa-plus: what the decisions did and what limited them.
+fn hpa_plus_decisions() -> Row {
+    row(
+        "Decisions",
+        vec![
+            panel(
+                "Scale writes per second",
+                "ops",
+                "Writes of the scale subresource, by direction.",
+                &[(
+                    "sum by (direction) (rate(plimsoll_hpa_plus_rescales_total{$sel}[$__rate_interval]))",
+                    "{{direction}}",
+                )],
+            ),
+            panel(
+                "Status writes and metric failures per second",
+                "ops",
+                "Status writes (only when the status changed), and metrics that could not be evaluated, by reason.",
+                &[
+                    (
+                        "sum(rate(plimsoll_hpa_plus_status_writes_total{$sel}[$__rate_interval]))",
+                        "status writes",
+                    ),
+                    (
+                        "sum by (type) (rate(plimsoll_hpa_plus_metric_failures_total{$sel}[$__rate_interval]))",
+                        "metric failure: {{type}}",
+                    ),
+                ],
+            ),
+            panel(
+                "Decided replicas",
+                "short",
+                "Replicas decided at each autoscaler's last evaluation (status.desiredReplicas).",
+                &[(
+                    "max by (exported_namespace, name) (plimsoll_hpa_plus_effective_replicas{$sel})",
+                    "{{exported_namespace}}/{{name}}",
+                )],
+            ),
+            panel(
+                "Limited by",
+                "short",
+                "Autoscalers whose last decision was limited, by the rule that limited it (maxReplicas, a policy, a cooldown, …).",
+                &[(
+                    "sum by (reason) (max by (exported_namespace, name, reason) (plimsoll_hpa_plus_restricted_scaling{$sel}))",
+                    "{{reason}}",
+                )],
+            ),
+        ],
+    )
+}
+
+/// hpa-plus: each autoscaler's metrics, proposals and countdowns.
+fn hpa_plus_per_autoscaler() -> Row {
+    row(
+        "Metrics per autoscaler",
+        vec![
+            panel(
+                "Value and target",
+                "short",
+                "Each metric's current value and its target, in the target's unit (utilization percent or the value's unit).",
+                &[
+                    (
+                        "max by (exported_namespace, name, metric) (plimsoll_hpa_plus_value{$sel})",
+                        "{{exported_namespace}}/{{name}} {{metric}}",
+                    ),
+                    (
+                        "max by (exported_namespace, name, metric) (plimsoll_hpa_plus_target{$sel})",
+                        "{{exported_namespace}}/{{name}} {{metric}} target",
+                    ),
+                ],
+            ),
+            panel(
+                "Watermarks",
+                "short",
+                "Low and high watermark of each Watermark metric.",
+                &[
+                    (
+                        "max by (exported_namespace, name, metric) (plimsoll_hpa_plus_low_watermark{$sel})",
+                        "{{exported_namespace}}/{{name}} {{metric}} low",
+                    ),
+                    (
+                        "max by (exported_namespace, name, metric) (plimsoll_hpa_plus_high_watermark{$sel})",
+                        "{{exported_namespace}}/{{name}} {{metric}} high",
+                    ),
+                ],
+            ),
+            panel(
+                "Proposals",
+                "short",
+                "Replicas each metric proposes before behavior and limits apply.",
+                &[(
+                    "max by (exported_namespace, name, metric) (plimsoll_hpa_plus_proposal{$sel})",
+                    "{{exported_namespace}}/{{name}} {{metric}}",
+                )],
+            ),
+            panel(
+                "Cooldowns and delays left",
+                "s",
+                "Seconds before a forbidden window or a watermark delay lets a transition happen.",
+                &[(
+                    "max by (exported_namespace, name, transition) (plimsoll_hpa_plus_transition_countdown_seconds{$sel})",
+                    "{{exported_namespace}}/{{name}} {{transition}}",
+                )],
+            ),
+        ],
+    )
 }
 
 fn cron_hpa() -> Board {
@@ -213,23 +282,38 @@ fn cron_hpa() -> Board {
                         "Job firings per second",
                         "ops",
                         "Job firings by result: succeeded, failed (a write failed), missed (passed more than --missed-job-grace ago), skipped (excluded date, or a runOnce job that already ran).",
-                        &[("sum by (result) (rate(plimsoll_cron_hpa_job_runs_total{$sel}[$__rate_interval]))", "{{result}}")],
+                        &[(
+                            "sum by (result) (rate(plimsoll_cron_hpa_job_runs_total{$sel}[$__rate_interval]))",
+                            "{{result}}",
+                        )],
                     ),
                     panel(
                         "Job lateness",
                         "s",
                         "From a firing's scheduled instant until its writes were sent (lateness), and until the controller started it (start delay: the controller's own share).",
                         &[
-                            ("histogram_quantile(0.5, sum by (le) (rate(plimsoll_cron_hpa_job_lateness_seconds_bucket{$sel}[$__rate_interval])))", "lateness p50"),
-                            ("histogram_quantile(0.99, sum by (le) (rate(plimsoll_cron_hpa_job_lateness_seconds_bucket{$sel}[$__rate_interval])))", "lateness p99"),
-                            ("histogram_quantile(0.99, sum by (le) (rate(plimsoll_cron_hpa_job_start_delay_seconds_bucket{$sel}[$__rate_interval])))", "start delay p99"),
+                            (
+                                "histogram_quantile(0.5, sum by (le) (rate(plimsoll_cron_hpa_job_lateness_seconds_bucket{$sel}[$__rate_interval])))",
+                                "lateness p50",
+                            ),
+                            (
+                                "histogram_quantile(0.99, sum by (le) (rate(plimsoll_cron_hpa_job_lateness_seconds_bucket{$sel}[$__rate_interval])))",
+                                "lateness p99",
+                            ),
+                            (
+                                "histogram_quantile(0.99, sum by (le) (rate(plimsoll_cron_hpa_job_start_delay_seconds_bucket{$sel}[$__rate_interval])))",
+                                "start delay p99",
+                            ),
                         ],
                     ),
                     panel(
                         "Next run",
                         "dtdurations",
                         "Time until each job's next run, from the leader. A value below zero means a run is overdue.",
-                        &[("max by (exported_namespace, name, job) (plimsoll_cron_hpa_job_next_run_timestamp_seconds{$sel} and on (namespace, pod) (plimsoll_cron_hpa_leader{$sel} == 1)) - time()", "{{exported_namespace}}/{{name}} {{job}}")],
+                        &[(
+                            "max by (exported_namespace, name, job) (plimsoll_cron_hpa_job_next_run_timestamp_seconds{$sel} and on (namespace, pod) (plimsoll_cron_hpa_leader{$sel} == 1)) - time()",
+                            "{{exported_namespace}}/{{name}} {{job}}",
+                        )],
                     ),
                 ],
             ),
@@ -240,21 +324,33 @@ fn cron_hpa() -> Board {
                         "Reconciles per second",
                         "ops",
                         "Reconciliations started, per replica (only the leader reconciles).",
-                        &[("sum by (pod) (rate(plimsoll_cron_hpa_reconcile_runs_total{$sel}[$__rate_interval]))", "{{pod}}")],
+                        &[(
+                            "sum by (pod) (rate(plimsoll_cron_hpa_reconcile_runs_total{$sel}[$__rate_interval]))",
+                            "{{pod}}",
+                        )],
                     ),
                     panel(
                         "Reconcile failures per second",
                         "ops",
                         "Failed reconciliations by error kind.",
-                        &[("sum by (error) (rate(plimsoll_cron_hpa_reconcile_failures_total{$sel}[$__rate_interval]))", "{{error}}")],
+                        &[(
+                            "sum by (error) (rate(plimsoll_cron_hpa_reconcile_failures_total{$sel}[$__rate_interval]))",
+                            "{{error}}",
+                        )],
                     ),
                     panel(
                         "Reconcile duration",
                         "s",
                         "Quantiles of one reconciliation's duration.",
                         &[
-                            ("histogram_quantile(0.5, sum by (le) (rate(plimsoll_cron_hpa_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))", "p50"),
-                            ("histogram_quantile(0.99, sum by (le) (rate(plimsoll_cron_hpa_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))", "p99"),
+                            (
+                                "histogram_quantile(0.5, sum by (le) (rate(plimsoll_cron_hpa_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "p50",
+                            ),
+                            (
+                                "histogram_quantile(0.99, sum by (le) (rate(plimsoll_cron_hpa_reconcile_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "p99",
+                            ),
                         ],
                     ),
                 ],
@@ -279,15 +375,24 @@ fn vpa_recommender() -> Board {
                         "Loops per second",
                         "ops",
                         "Recommender loops finished, per replica (only the leader loops; one per --recommender-interval).",
-                        &[("sum by (pod) (rate(plimsoll_vpa_recommender_loop_duration_seconds_count{$sel}[$__rate_interval]))", "{{pod}}")],
+                        &[(
+                            "sum by (pod) (rate(plimsoll_vpa_recommender_loop_duration_seconds_count{$sel}[$__rate_interval]))",
+                            "{{pod}}",
+                        )],
                     ),
                     panel(
                         "Loop duration",
                         "s",
                         "Quantiles of one loop's duration (read, model, status writes, checkpoints). It should stay well below --recommender-interval.",
                         &[
-                            ("histogram_quantile(0.5, sum by (le) (rate(plimsoll_vpa_recommender_loop_duration_seconds_bucket{$sel}[$__rate_interval])))", "p50"),
-                            ("histogram_quantile(0.99, sum by (le) (rate(plimsoll_vpa_recommender_loop_duration_seconds_bucket{$sel}[$__rate_interval])))", "p99"),
+                            (
+                                "histogram_quantile(0.5, sum by (le) (rate(plimsoll_vpa_recommender_loop_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "p50",
+                            ),
+                            (
+                                "histogram_quantile(0.99, sum by (le) (rate(plimsoll_vpa_recommender_loop_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "p99",
+                            ),
                         ],
                     ),
                     panel(
@@ -296,7 +401,10 @@ fn vpa_recommender() -> Board {
                         "VPAs served in the last loop and aggregates (VPA × container) held.",
                         &[
                             ("max(plimsoll_vpa_recommender_objects{$sel})", "VPAs"),
-                            ("max(plimsoll_vpa_recommender_containers{$sel})", "containers"),
+                            (
+                                "max(plimsoll_vpa_recommender_containers{$sel})",
+                                "containers",
+                            ),
                         ],
                     ),
                 ],
@@ -309,9 +417,18 @@ fn vpa_recommender() -> Board {
                         "ops",
                         "VPA statuses written, checkpoints written and checkpoints garbage-collected.",
                         &[
-                            ("sum(rate(plimsoll_vpa_recommender_status_writes_total{$sel}[$__rate_interval]))", "status writes"),
-                            ("sum(rate(plimsoll_vpa_recommender_checkpoint_writes_total{$sel}[$__rate_interval]))", "checkpoint writes"),
-                            ("sum(rate(plimsoll_vpa_recommender_checkpoint_deletes_total{$sel}[$__rate_interval]))", "checkpoint deletes"),
+                            (
+                                "sum(rate(plimsoll_vpa_recommender_status_writes_total{$sel}[$__rate_interval]))",
+                                "status writes",
+                            ),
+                            (
+                                "sum(rate(plimsoll_vpa_recommender_checkpoint_writes_total{$sel}[$__rate_interval]))",
+                                "checkpoint writes",
+                            ),
+                            (
+                                "sum(rate(plimsoll_vpa_recommender_checkpoint_deletes_total{$sel}[$__rate_interval]))",
+                                "checkpoint deletes",
+                            ),
                         ],
                     ),
                     panel(
@@ -319,8 +436,14 @@ fn vpa_recommender() -> Board {
                         "ops",
                         "Errors by kind, and failed restores of the history when taking the Lease (each retried).",
                         &[
-                            ("sum by (kind) (rate(plimsoll_vpa_recommender_errors_total{$sel}[$__rate_interval]))", "{{kind}}"),
-                            ("sum(rate(plimsoll_vpa_recommender_restore_failures_total{$sel}[$__rate_interval]))", "restore failures"),
+                            (
+                                "sum by (kind) (rate(plimsoll_vpa_recommender_errors_total{$sel}[$__rate_interval]))",
+                                "{{kind}}",
+                            ),
+                            (
+                                "sum(rate(plimsoll_vpa_recommender_restore_failures_total{$sel}[$__rate_interval]))",
+                                "restore failures",
+                            ),
                         ],
                     ),
                 ],
@@ -345,15 +468,24 @@ fn vpa_updater() -> Board {
                         "Loops per second",
                         "ops",
                         "Loops by outcome: completed, admission_unhealthy (the webhook's status Lease is stale: nothing done), error.",
-                        &[("sum by (outcome) (rate(plimsoll_vpa_updater_loops_total{$sel}[$__rate_interval]))", "{{outcome}}")],
+                        &[(
+                            "sum by (outcome) (rate(plimsoll_vpa_updater_loops_total{$sel}[$__rate_interval]))",
+                            "{{outcome}}",
+                        )],
                     ),
                     panel(
                         "Loop duration",
                         "s",
                         "Quantiles of one loop's duration, rate-limiter waits included.",
                         &[
-                            ("histogram_quantile(0.5, sum by (le) (rate(plimsoll_vpa_updater_loop_duration_seconds_bucket{$sel}[$__rate_interval])))", "p50"),
-                            ("histogram_quantile(0.99, sum by (le) (rate(plimsoll_vpa_updater_loop_duration_seconds_bucket{$sel}[$__rate_interval])))", "p99"),
+                            (
+                                "histogram_quantile(0.5, sum by (le) (rate(plimsoll_vpa_updater_loop_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "p50",
+                            ),
+                            (
+                                "histogram_quantile(0.99, sum by (le) (rate(plimsoll_vpa_updater_loop_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "p99",
+                            ),
                         ],
                     ),
                     panel(
@@ -362,7 +494,10 @@ fn vpa_updater() -> Board {
                         "VPAs in an acting update mode at the last loop, and 1 when the admission webhook's status Lease was fresh.",
                         &[
                             ("max(plimsoll_vpa_updater_vpas{$sel})", "acting VPAs"),
-                            ("max(plimsoll_vpa_updater_admission_status_valid{$sel})", "webhook status valid"),
+                            (
+                                "max(plimsoll_vpa_updater_admission_status_valid{$sel})",
+                                "webhook status valid",
+                            ),
                         ],
                     ),
                 ],
@@ -374,13 +509,19 @@ fn vpa_updater() -> Board {
                         "Evictions per second",
                         "ops",
                         "Eviction requests by result: evicted, blocked (a PodDisruptionBudget said 429), gone, error.",
-                        &[("sum by (result) (rate(plimsoll_vpa_updater_evictions_total{$sel}[$__rate_interval]))", "{{result}}")],
+                        &[(
+                            "sum by (result) (rate(plimsoll_vpa_updater_evictions_total{$sel}[$__rate_interval]))",
+                            "{{result}}",
+                        )],
                     ),
                     panel(
                         "In-place resizes per second",
                         "ops",
                         "In-place resize requests by result: requested, refused (the pod is evicted instead), error.",
-                        &[("sum by (result) (rate(plimsoll_vpa_updater_resizes_total{$sel}[$__rate_interval]))", "{{result}}")],
+                        &[(
+                            "sum by (result) (rate(plimsoll_vpa_updater_resizes_total{$sel}[$__rate_interval]))",
+                            "{{result}}",
+                        )],
                     ),
                 ],
             ),
@@ -404,15 +545,24 @@ fn vpa_admission() -> Board {
                         "Reviews per second",
                         "reqps",
                         "AdmissionReviews answered, by resource and result.",
-                        &[("sum by (resource, result) (rate(plimsoll_vpa_admission_requests_total{$sel}[$__rate_interval]))", "{{resource}} {{result}}")],
+                        &[(
+                            "sum by (resource, result) (rate(plimsoll_vpa_admission_requests_total{$sel}[$__rate_interval]))",
+                            "{{resource}} {{result}}",
+                        )],
                     ),
                     panel(
                         "Review latency",
                         "s",
                         "Quantiles of the time to answer one review, by resource. The API server gives up after the registration's timeoutSeconds.",
                         &[
-                            ("histogram_quantile(0.5, sum by (le, resource) (rate(plimsoll_vpa_admission_request_duration_seconds_bucket{$sel}[$__rate_interval])))", "{{resource}} p50"),
-                            ("histogram_quantile(0.99, sum by (le, resource) (rate(plimsoll_vpa_admission_request_duration_seconds_bucket{$sel}[$__rate_interval])))", "{{resource}} p99"),
+                            (
+                                "histogram_quantile(0.5, sum by (le, resource) (rate(plimsoll_vpa_admission_request_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "{{resource}} p50",
+                            ),
+                            (
+                                "histogram_quantile(0.99, sum by (le, resource) (rate(plimsoll_vpa_admission_request_duration_seconds_bucket{$sel}[$__rate_interval])))",
+                                "{{resource}} p99",
+                            ),
                         ],
                     ),
                     panel(
@@ -420,15 +570,24 @@ fn vpa_admission() -> Board {
                         "percentunit",
                         "Share of reviews answered with an internal error (the pod is admitted unchanged), and requests that were not an AdmissionReview.",
                         &[
-                            ("sum(rate(plimsoll_vpa_admission_requests_total{$sel, result=\"error\"}[$__rate_interval])) / sum(rate(plimsoll_vpa_admission_requests_total{$sel}[$__rate_interval]))", "error share"),
-                            ("sum(rate(plimsoll_vpa_admission_bad_requests_total{$sel}[$__rate_interval]))", "bad requests per second"),
+                            (
+                                "sum(rate(plimsoll_vpa_admission_requests_total{$sel, result=\"error\"}[$__rate_interval])) / sum(rate(plimsoll_vpa_admission_requests_total{$sel}[$__rate_interval]))",
+                                "error share",
+                            ),
+                            (
+                                "sum(rate(plimsoll_vpa_admission_bad_requests_total{$sel}[$__rate_interval]))",
+                                "bad requests per second",
+                            ),
                         ],
                     ),
                     panel(
                         "Pods patched per second",
                         "ops",
                         "Pods admitted with changed resources.",
-                        &[("sum(rate(plimsoll_vpa_admission_patches_applied_total{$sel}[$__rate_interval]))", "patched")],
+                        &[(
+                            "sum(rate(plimsoll_vpa_admission_patches_applied_total{$sel}[$__rate_interval]))",
+                            "patched",
+                        )],
                     ),
                 ],
             ),
@@ -439,19 +598,28 @@ fn vpa_admission() -> Board {
                         "Status Lease renewals per second",
                         "ops",
                         "Renewals of the status Lease the updater checks before it acts, by result.",
-                        &[("sum by (result) (rate(plimsoll_vpa_admission_status_lease_renewals_total{$sel}[$__rate_interval]))", "{{result}}")],
+                        &[(
+                            "sum by (result) (rate(plimsoll_vpa_admission_status_lease_renewals_total{$sel}[$__rate_interval]))",
+                            "{{result}}",
+                        )],
                     ),
                     panel(
                         "Certificate checks per second",
                         "ops",
                         "Checks of the shared --self-signed certificate Secret, by result.",
-                        &[("sum by (result) (rate(plimsoll_vpa_admission_certificate_checks_total{$sel}[$__rate_interval]))", "{{result}}")],
+                        &[(
+                            "sum by (result) (rate(plimsoll_vpa_admission_certificate_checks_total{$sel}[$__rate_interval]))",
+                            "{{result}}",
+                        )],
                     ),
                     panel(
                         "Certificate expires in",
                         "dtdurations",
                         "Time left on the --self-signed serving certificate each replica serves (renewed in the last third of its lifetime).",
-                        &[("max by (pod) (plimsoll_vpa_admission_certificate_expiry_timestamp_seconds{$sel} > 0) - time()", "{{pod}}")],
+                        &[(
+                            "max by (pod) (plimsoll_vpa_admission_certificate_expiry_timestamp_seconds{$sel} > 0) - time()",
+                            "{{pod}}",
+                        )],
                     ),
                 ],
             ),
@@ -501,8 +669,9 @@ fn probe_metric(service: &str) -> String {
     }
 }
 
-fn render_panel(p: &Panel, id: u64, grid: Value) -> Value {
-    let targets: Vec<Value> = p
+/// A panel at `[x, y, w, h]` on the grid.
+fn render_panel(panel: &Panel, id: u64, [x, y, w, h]: [u64; 4]) -> Value {
+    let targets: Vec<Value> = panel
         .queries
         .iter()
         .zip(b'A'..)
@@ -519,13 +688,13 @@ fn render_panel(p: &Panel, id: u64, grid: Value) -> Value {
     json!({
         "id": id,
         "type": "timeseries",
-        "title": p.title,
-        "description": p.description,
+        "title": panel.title,
+        "description": panel.description,
         "datasource": datasource(),
-        "gridPos": grid,
+        "gridPos": {"h": h, "w": w, "x": x, "y": y},
         "fieldConfig": {
             "defaults": {
-                "unit": p.unit,
+                "unit": panel.unit,
                 "custom": {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never"}
             },
             "overrides": []
@@ -560,10 +729,12 @@ pub fn render(board: &Board) -> Value {
         let width = 24 / per_line;
         for (i, p) in (0u64..).zip(&r.panels) {
             id += 1;
-            let grid = json!({
-                "h": HEIGHT, "w": width,
-                "x": (i % per_line) * width, "y": y + (i / per_line) * HEIGHT
-            });
+            let grid = [
+                (i % per_line) * width,
+                y + (i / per_line) * HEIGHT,
+                width,
+                HEIGHT,
+            ];
             panels.push(render_panel(p, id, grid));
         }
         y += (r.panels.len() as u64).div_ceil(per_line) * HEIGHT;

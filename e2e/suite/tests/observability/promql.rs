@@ -97,7 +97,11 @@ fn label_values_selector(query: &str) -> Option<&str> {
         .trim()
         .strip_prefix("label_values(")?
         .strip_suffix(')')?;
-    Some(inner.rsplit_once(',').map_or(inner, |(selector, _)| selector))
+    Some(
+        inner
+            .rsplit_once(',')
+            .map_or(inner, |(selector, _)| selector),
+    )
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -179,7 +183,10 @@ mod tests {
                 r#"label_replace(z, "dst", "$1 by (x)", 'src', "(.*)")"#,
                 &["z"],
             ),
-            ("label_values(plimsoll_a_leader, namespace)", &["plimsoll_a_leader"]),
+            (
+                "label_values(plimsoll_a_leader, namespace)",
+                &["plimsoll_a_leader"],
+            ),
             (
                 r#"label_values(plimsoll_a_leader{namespace="$namespace"}, pod)"#,
                 &["plimsoll_a_leader"],
