@@ -6,6 +6,8 @@
 //!   variables.
 //! - Every alert in `charts/plimsoll/rules/alerts.yaml` has a summary, a description, a
 //!   severity and a `runbook_url` whose anchor is a heading of docs/runbooks.md.
+//! - Histogram buckets are only read through `histogram_quantile` with `le` kept, and the
+//!   chart's service list names exactly the services with a dashboard and an alert group.
 //! - The five services run against plimsoll-sim with work that makes every metric family appear
 //!   (`observability/workload.rs`), and each one's `/metrics` is scraped until it has them all
 //!   or two minutes passed. Every metric name in a dashboard query, a dashboard variable or an
@@ -289,6 +291,58 @@ fn alert_queries() -> Vec<(&'static str, String, String)> {
     out
 }
 
+/// Every query of every dashboard and alert, with its service.
+fn all_queries() -> Vec<(&'static str, String, String)> {
+    let boards = dashboards_on_disk();
+    SERVICES
+        .iter()
+        .flat_map(|s| {
+            dashboard_queries(s, &boards[s])
+                .into_iter()
+                .map(move |(at, expr)| (*s, at, expr))
+        })
+        .chain(alert_queries())
+        .collect()
+}
+
+#[test]
+fn histogram_buckets_are_read_as_quantiles_by_le() {
+    for (_, at, expr) in all_queries() {
+        if !expr.contains("_bucket") {
+            continue;
+        }
+        assert!(
+            expr.contains("histogram_quantile("),
+            "{at}: buckets outside histogram_quantile: {expr}"
+        );
+        let keeps_le = expr.split("by (").skip(1).all(|list| {
+            list.split(')')
+                .next()
+                .is_some_and(|labels| labels.split(',').any(|l| l.trim() == "le"))
+        });
+        assert!(keeps_le, "{at}: an aggregation drops `le`: {expr}");
+    }
+}
+
+#[test]
+fn the_chart_installs_a_dashboard_and_an_alert_group_for_each_of_its_services() {
+    // templates/dashboards.yaml reads dashboards/<name>.json and templates/prometheusrule.yaml
+    // keeps the group plimsoll-<name> for each service of this list.
+    let services = read(&chart().join("templates/_services.tpl"));
+    let names: Vec<&str> = services
+        .lines()
+        .filter_map(|l| l.split("name: ").nth(1)?.split(',').next())
+        .collect();
+    assert_eq!(names, SERVICES, "the chart's services");
+    for template in ["dashboards.yaml", "prometheusrule.yaml"] {
+        let text = read(&chart().join("templates").join(template));
+        assert!(
+            text.contains(r#"include "plimsoll.services""#),
+            "{template}"
+        );
+    }
+}
+
 /// Every series name the families of a scrape produce, from their `# TYPE` lines.
 fn series_names(scrape: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -455,17 +509,8 @@ async fn start_all(env: &Env) -> anyhow::Result<Vec<Scraped>> {
 
 /// The metric names each service's dashboard and alert group read.
 fn wanted() -> BTreeMap<&'static str, BTreeSet<String>> {
-    let boards = dashboards_on_disk();
     let mut wanted: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    let queries = SERVICES
-        .iter()
-        .flat_map(|s| {
-            dashboard_queries(s, &boards[s])
-                .into_iter()
-                .map(move |(at, expr)| (*s, at, expr))
-        })
-        .chain(alert_queries());
-    for (service, at, expr) in queries {
+    for (service, at, expr) in all_queries() {
         let names = promql::metric_names(&expr);
         assert!(!names.is_empty(), "{at}: no metric in {expr}");
         for name in names {
