@@ -184,7 +184,8 @@ fn pem_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>> {
         .map_err(|e| Error::Tls(format!("certificate: {e}")))
 }
 
-fn der_not_after(der: &CertificateDer<'_>) -> Result<SystemTime> {
+/// Expiry (`notAfter`) of one DER certificate.
+pub fn der_not_after(der: &CertificateDer<'_>) -> Result<SystemTime> {
     let (_, cert) = x509_parser::parse_x509_certificate(der.as_ref())
         .map_err(|e| Error::Tls(format!("certificate: {e}")))?;
     let secs = cert.validity().not_after.timestamp();

@@ -234,6 +234,7 @@ pub async fn run_on(
         serving.clone(),
     ));
 
+    let resolver = certs.0.clone();
     let renewal_task =
         register_and_renew(&config, &client, &namespace, certs, &metrics, &shutdown).await?;
 
@@ -255,12 +256,16 @@ pub async fn run_on(
         ))
     };
 
-    // Liveness: the webhook has no loop of its own; alive while the server task runs.
+    // Liveness: the webhook has no loop of its own; alive while the server task runs. The same
+    // tick reads the served certificate's expiry, so files rotated by cert-manager are seen too.
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     let result = loop {
         tokio::select! {
             () = shutdown.cancelled() => break Ok(()),
             _ = tick.tick() => {
+                if let Some(not_after) = resolver.served_not_after() {
+                    metrics.served_certificate(not_after);
+                }
                 if serving.load(Ordering::Acquire) {
                     liveness.tick();
                 } else {

@@ -9,8 +9,9 @@
 //! * `status_lease_renewals_total{result}` — renewals of the status Lease (`ok`, `error`).
 //! * `certificate_checks_total{result}` — `--self-signed` checks of the shared Secret (`ok`,
 //!   `error`).
-//! * `certificate_expiry_timestamp_seconds` — `notAfter` of the `--self-signed` serving
-//!   certificate being served (Unix seconds); alert when it comes near.
+//! * `certificate_expiry_timestamp_seconds` — `notAfter` of the serving certificate being
+//!   served (Unix seconds), from `--self-signed` or certificate files alike; alert when it comes
+//!   near.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -161,8 +162,16 @@ impl Metrics {
         self.certificate_checks
             .get_or_create(&[("result", result)])
             .inc();
-        if let Some(secs) = served_expiry
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        if let Some(t) = served_expiry {
+            self.served_certificate(t);
+        }
+    }
+
+    /// Records the expiry of the certificate being served.
+    pub fn served_certificate(&self, not_after: std::time::SystemTime) {
+        if let Some(secs) = not_after
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
             .and_then(|d| i64::try_from(d.as_secs()).ok())
         {
             self.certificate_expiry.set(secs);

@@ -105,6 +105,14 @@ impl CertResolver {
         }
     }
 
+    /// Expiry of the certificate a handshake would present now, whatever its source (files,
+    /// `--self-signed`): the expiry alert must see what clients see.
+    pub fn served_not_after(&self) -> Option<SystemTime> {
+        let key = self.current()?;
+        let leaf = key.cert.first()?;
+        crate::certs::der_not_after(leaf).ok()
+    }
+
     /// The certificate to present now (reloading changed files first).
     pub fn current(&self) -> Option<Arc<CertifiedKey>> {
         let mut state = self.state.lock().ok()?;
@@ -216,5 +224,39 @@ pub async fn serve(
         .is_err()
     {
         tracing::warn!("in-flight webhook requests did not finish within the drain period");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::certs::{self, Lifetimes};
+
+    fn write_pair(dir: &Path, days: u64) -> SystemTime {
+        let lifetimes = Lifetimes {
+            serving: Duration::from_secs(days * 86_400),
+            ca: Duration::from_secs(400 * 86_400),
+        };
+        let bundle = certs::generate_with(&["localhost".to_owned()], SystemTime::now(), lifetimes)
+            .expect("generate");
+        std::fs::write(dir.join("tls.crt"), &bundle.cert_pem).expect("write cert");
+        std::fs::write(dir.join("tls.key"), &bundle.key_pem).expect("write key");
+        certs::not_after(&bundle.cert_pem).expect("not after")
+    }
+
+    #[test]
+    fn served_expiry_follows_rotated_files() {
+        let dir = std::env::temp_dir().join(format!("plimsoll-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let first = write_pair(&dir, 30);
+        let resolver =
+            CertResolver::from_files(dir.join("tls.crt"), dir.join("tls.key")).expect("resolver");
+        assert_eq!(resolver.served_not_after(), Some(first));
+
+        // cert-manager rewrites both files; the next read sees the new certificate's expiry.
+        let second = write_pair(&dir, 90);
+        assert!(second > first + Duration::from_secs(50 * 86_400));
+        assert_eq!(resolver.served_not_after(), Some(second));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
