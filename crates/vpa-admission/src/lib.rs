@@ -256,24 +256,7 @@ pub async fn run_on(
         ))
     };
 
-    // Liveness: the webhook has no loop of its own; alive while the server task runs. The same
-    // tick reads the served certificate's expiry, so files rotated by cert-manager are seen too.
-    let mut tick = tokio::time::interval(Duration::from_secs(5));
-    let result = loop {
-        tokio::select! {
-            () = shutdown.cancelled() => break Ok(()),
-            _ = tick.tick() => {
-                if let Some(not_after) = resolver.served_not_after() {
-                    metrics.served_certificate(not_after);
-                }
-                if serving.load(Ordering::Acquire) {
-                    liveness.tick();
-                } else {
-                    break Err(Error::Task("webhook server stopped".to_owned()));
-                }
-            }
-        }
-    };
+    let result = keep_alive(&liveness, &serving, &resolver, &metrics, &shutdown).await;
     readiness.set_ready(false);
     shutdown.cancel();
     let _ = server_task.await;
@@ -288,6 +271,33 @@ pub async fn run_on(
         Err(e) => return Err(Error::Task(format!("admin server: {e}"))),
     }
     result
+}
+
+/// Liveness: the webhook has no loop of its own; alive while the server task runs. The same tick
+/// reads the served certificate's expiry, so files rotated by cert-manager are seen too.
+async fn keep_alive(
+    liveness: &Liveness,
+    serving: &AtomicBool,
+    resolver: &CertResolver,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+) -> Result<()> {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            _ = tick.tick() => {
+                if let Some(not_after) = resolver.served_not_after() {
+                    metrics.served_certificate(not_after);
+                }
+                if serving.load(Ordering::Acquire) {
+                    liveness.tick();
+                } else {
+                    return Err(Error::Task("webhook server stopped".to_owned()));
+                }
+            }
+        }
+    }
 }
 
 async fn mark_synced(webhook: Arc<Webhook>, readiness: Readiness, serving: Arc<AtomicBool>) {
