@@ -5,7 +5,9 @@
 //! The image is built from the debug binary this test build already has
 //! (`target/debug/vpa-admission`, built by `cargo test --workspace` because the
 //! vpa-admission crate has integration tests); when it is not there, scripts/images builds it
-//! with `--profile dev`. Never a dist build: that takes minutes.
+//! with `--profile dev`. Never a dist build: that takes minutes. (Run alone with
+//! `cargo test -p plimsoll-e2e --test images`, the binary is whatever the last build left;
+//! `cargo build -p plimsoll-vpa-admission` first after changing the webhook.)
 //!
 //! Buildah runs daemonless with the vfs driver and its storage under the target directory, so
 //! nothing depends on /var/lib/containers; every run uses its own image and container names and
@@ -153,6 +155,7 @@ fn build_image<'a>(
     let mut script = Command::new(repository_root().join("scripts/images"));
     script
         .env("CARGO_TARGET_DIR", target)
+        .env("STORAGE_DRIVER", "vfs")
         .args(["--profile", profile, "--only", COMPONENT])
         .args(["--repository", &repository, "--tag", "test"])
         .args(buildah.storage_args());
@@ -278,7 +281,9 @@ fn check_help(image: &Image<'_>) -> anyhow::Result<Duration> {
     Ok(took)
 }
 
-/// The webhook running in the image, its output going to `log`; stopped (SIGTERM) on drop.
+/// The webhook running in the image, its output going to `log`. `buildah run` does not pass
+/// SIGTERM on (it kills the process), so [`Running::stop`] signals the process itself, as a
+/// container runtime signals a container's process; dropping it kills what is left.
 struct Running {
     child: Child,
     log: PathBuf,
@@ -288,24 +293,76 @@ impl Running {
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Sends SIGTERM to the service inside `buildah run` and waits for `buildah run` to end
+    /// with the service's exit status.
+    fn stop(mut self) -> anyhow::Result<std::process::ExitStatus> {
+        let pid = descendant_named(self.child.id(), COMPONENT)
+            .context("no vpa-admission process under buildah run")?;
+        signal("-TERM", pid);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("vpa-admission did not exit within 15 s of SIGTERM")
+    }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        // buildah passes SIGTERM on to the process in the container.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        if let Ok(None) = self.child.try_wait() {
+            // SIGTERM to buildah itself kills the process in the container.
+            signal("-TERM", self.child.id());
+            std::thread::sleep(Duration::from_secs(1));
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
+}
+
+fn signal(signal: &str, pid: u32) {
+    let _ = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status();
+}
+
+/// A process under `root` (child, grandchild, …) whose command name is `name`, from /proc.
+fn descendant_named(root: u32, name: &str) -> Option<u32> {
+    let mut processes = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid …": the name may hold spaces, so split at the last ')'.
+        let (head, rest) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1.to_owned();
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        processes.push((pid, ppid, comm));
+    }
+    let mut tree = vec![root];
+    let mut i = 0;
+    while let Some(&parent) = tree.get(i) {
+        for (pid, ppid, comm) in &processes {
+            if *ppid == parent {
+                if comm == name {
+                    return Some(*pid);
+                }
+                tree.push(*pid);
+            }
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Addresses and files for the webhook in the image.
@@ -447,10 +504,20 @@ async fn check_webhook(env: &Env, image: &Image<'_>, dir: &Path) -> anyhow::Resu
         admin,
         system: &system,
     })?;
-    let result = exercise(env, &system, admin, started).await;
+    let mut result = exercise(env, &system, admin, started).await;
     let log = running.log();
     // Stopping waits for the process: not on a runtime thread the sim needs.
-    tokio::task::block_in_place(|| drop(running));
+    let stopped = tokio::task::block_in_place(|| running.stop());
+    if result.is_ok() {
+        // SIGTERM: the webhook drains and exits 0, from the image as anywhere.
+        result = stopped.and_then(|status| {
+            ensure!(
+                status.success(),
+                "vpa-admission exited with {status} after SIGTERM"
+            );
+            Ok(())
+        });
+    }
     let _ = Api::<Namespace>::all(env.client.clone())
         .delete(&system, &DeleteParams::default())
         .await;
