@@ -1,6 +1,8 @@
 //! The vpa-admission image, built as `just images` builds every image (scripts/images and the
 //! repository's Containerfile) and run with buildah: a missing library, a broken entrypoint or
-//! a shell that crept in fails here.
+//! a shell that crept in fails here. Checked: the image config (user, entrypoint, OCI labels),
+//! its files, `--help` from the image, the webhook from the image patching a pod the sim
+//! admits over TLS, and its exit status after SIGTERM.
 //!
 //! The image is built from the debug binary this test build already has
 //! (`target/debug/vpa-admission`, built by `cargo test --workspace` because the
@@ -474,7 +476,8 @@ fn request(pod: &Pod, resource: &str) -> Option<String> {
 }
 
 /// Writes the webhook's files into `dir`: the sim's kubeconfig and a serving certificate for
-/// the Service's DNS name with its CA.
+/// the Service's DNS name with its CA. They keep the default mode (0644 under the usual umask):
+/// the webhook reads them as user 65532.
 fn write_files(env: &Env, dir: &Path, system: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::copy(&env.kubeconfig, dir.join("kubeconfig"))?;
