@@ -476,15 +476,24 @@ fn request(pod: &Pod, resource: &str) -> Option<String> {
 }
 
 /// Writes the webhook's files into `dir`: the sim's kubeconfig and a serving certificate for
-/// the Service's DNS name with its CA. They keep the default mode (0644 under the usual umask):
-/// the webhook reads them as user 65532.
+/// the Service's DNS name with its CA, readable by everyone whatever the umask: the webhook
+/// reads them as user 65532.
 fn write_files(env: &Env, dir: &Path, system: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
     std::fs::create_dir_all(dir)?;
-    std::fs::copy(&env.kubeconfig, dir.join("kubeconfig"))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
     let bundle = plimsoll_vpa_admission::certs::generate(&[format!("{SERVICE}.{system}.svc")])?;
-    std::fs::write(dir.join("tls.crt"), &bundle.cert_pem)?;
-    std::fs::write(dir.join("tls.key"), &bundle.key_pem)?;
-    std::fs::write(dir.join("ca.crt"), &bundle.ca_pem)?;
+    let files = [
+        ("kubeconfig", std::fs::read_to_string(&env.kubeconfig)?),
+        ("tls.crt", bundle.cert_pem),
+        ("tls.key", bundle.key_pem),
+        ("ca.crt", bundle.ca_pem),
+    ];
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
+    }
     Ok(())
 }
 
