@@ -29,6 +29,11 @@ conformance:
 faults:
     cargo test -p plimsoll-e2e --test faults -- --nocapture --include-ignored 2>&1 | grep -E '^(\| |test )'
 
+# One OCI image per service (ghcr.io/plimsoll-dev/<service>:<version>) with buildah, from the
+# dist build; `scripts/images --help` for one service, another profile or other storage.
+images *ARGS:
+    scripts/images {{ARGS}}
+
 # Regenerate deploy/crds/ and charts/plimsoll/crds/ from the Rust types.
 crds:
     cargo run -q -p xtask -- crds
