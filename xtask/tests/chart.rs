@@ -821,6 +821,27 @@ fn values_validate_against_the_schema_and_typos_do_not() {
     }
 }
 
+/// Fails on a key of `values` that `schema` (draft-07, `$ref`s into `definitions`) does not name.
+fn walk(values: &Value, schema: &Value, root: &Value, path: &str) {
+    let schema = match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let name = r.trim_start_matches("#/definitions/");
+            &root["definitions"][name]
+        }
+        None => schema,
+    };
+    let Value::Object(map) = values else { return };
+    let Some(properties) = schema.get("properties") else {
+        return;
+    };
+    for (key, value) in map {
+        let sub = properties
+            .get(key)
+            .unwrap_or_else(|| panic!("{path}.{key} is not in values.schema.json"));
+        walk(value, sub, root, &format!("{path}.{key}"));
+    }
+}
+
 #[test]
 fn every_value_is_described_by_the_schema() {
     // Walk values.yaml: each key must be a property the schema names (the schema closes every
@@ -830,24 +851,44 @@ fn every_value_is_described_by_the_schema() {
         &std::fs::read_to_string(chart_dir().join("values.schema.json")).expect("schema"),
     )
     .expect("json");
-    fn walk(values: &Value, schema: &Value, root: &Value, path: &str) {
-        let schema = match schema.get("$ref").and_then(Value::as_str) {
-            Some(r) => {
-                let name = r.trim_start_matches("#/definitions/");
-                &root["definitions"][name]
-            }
-            None => schema,
-        };
-        let Value::Object(map) = values else { return };
-        let Some(properties) = schema.get("properties") else {
-            return;
-        };
-        for (key, value) in map {
-            let sub = properties
-                .get(key)
-                .unwrap_or_else(|| panic!("{path}.{key} is not in values.schema.json"));
-            walk(value, sub, root, &format!("{path}.{key}"));
-        }
-    }
     walk(chart.default_values(), &schema, &schema, "");
+}
+
+#[test]
+fn renderer_reads_chart_files_and_fails_on_required_values() {
+    // The dashboards and alerts templates read their JSON and YAML with .Files; check the
+    // renderer's support on a chart of its own.
+    let dir = std::env::temp_dir().join(format!("plimsoll-chart-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::create_dir_all(dir.join("files")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "name: t\nversion: 0.1.0\nappVersion: \"1\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("values.yaml"), "name: x\n").unwrap();
+    std::fs::write(dir.join("files/a.json"), "{\"a\": 1}").unwrap();
+    std::fs::write(dir.join("files/b.json"), "{\"b\": 2}").unwrap();
+    std::fs::write(
+        dir.join("templates/t.yaml"),
+        "{{- $root := . -}}\n\
+         a: {{ .Files.Get \"files/a.json\" | quote }}\n\
+         b: {{ $root.Files.Get \"files/b.json\" | quote }}\n\
+         all: [{{ range $path, $_ := $.Files.Glob \"files/*.json\" }}{{ $path }},{{ end }}]\n\
+         name: {{ required \"name is required\" .Values.name }}\n",
+    )
+    .unwrap();
+    let chart = helm::Chart::load(&dir);
+    let out = chart.render(&json!({}), "ns").unwrap();
+    let doc = &xtask::manifest::documents(&out[0].text).unwrap()[0];
+    assert_eq!(doc["a"], "{\"a\": 1}");
+    assert_eq!(doc["b"], "{\"b\": 2}");
+    assert_eq!(doc["all"], json!(["files/a.json", "files/b.json"]));
+    let e = chart
+        .render(&json!({"name": ""}), "ns")
+        .err()
+        .expect("required refuses an empty value");
+    assert!(e.contains("name is required"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,6 +10,9 @@
 //! files relative to the chart directory: the engine cannot call a method with arguments on a
 //! field, so the renderer rewrites `<receiver>.Files.Get` to a function call before parsing.
 
+// Every template function has the engine's `Func` signature, even those that cannot fail.
+#![allow(clippy::unnecessary_wraps)]
+
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -34,10 +37,13 @@ pub struct Rendered {
     pub text: String,
 }
 
+/// The chart directory and its templates' (file name, source).
+type Sources = (PathBuf, Vec<(String, String)>);
+
 thread_local! {
     /// The chart being rendered on this thread: `include` and `.Files` reach it from plain
     /// function pointers, which is all the engine's functions can be.
-    static CURRENT: RefCell<Option<(PathBuf, Vec<(String, String)>)>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Sources>> = const { RefCell::new(None) };
 }
 
 impl Chart {
