@@ -7,6 +7,7 @@
 // A test binary: a failed check panics with the reason, including in its helper functions.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+mod hardening;
 mod helm;
 mod service_args;
 
@@ -352,64 +353,12 @@ fn every_optional_feature_renders_typed_objects() {
     }
 }
 
-/// The fields docs/install.md promises for every pod and container.
-fn assert_hardened(d: &Deployment) {
-    let name = d.metadata.name.clone().unwrap_or_default();
-    let pod = pod(d);
-    let psc = pod.security_context.as_ref().expect("pod securityContext");
-    assert_eq!(psc.run_as_non_root, Some(true), "{name}");
-    assert_eq!(psc.run_as_user, Some(65532), "{name}");
-    assert_eq!(psc.run_as_group, Some(65532), "{name}");
-    assert_eq!(
-        psc.seccomp_profile.as_ref().map(|s| s.type_.as_str()),
-        Some("RuntimeDefault"),
-        "{name}"
-    );
-    for c in pod
-        .containers
-        .iter()
-        .chain(pod.init_containers.iter().flatten())
-    {
-        let sc = c
-            .security_context
-            .as_ref()
-            .expect("container securityContext");
-        assert_eq!(sc.run_as_non_root, Some(true), "{name}/{}", c.name);
-        assert_eq!(sc.run_as_user, Some(65532), "{name}/{}", c.name);
-        assert_eq!(sc.run_as_group, Some(65532), "{name}/{}", c.name);
-        assert_eq!(sc.allow_privilege_escalation, Some(false), "{name}");
-        assert_eq!(sc.read_only_root_filesystem, Some(true), "{name}");
-        assert_eq!(sc.privileged, None, "{name}");
-        let drop = sc.capabilities.as_ref().and_then(|c| c.drop.clone());
-        assert_eq!(drop, Some(vec!["ALL".to_owned()]), "{name}");
-        assert_eq!(sc.capabilities.as_ref().and_then(|c| c.add.clone()), None);
-        assert_eq!(
-            sc.seccomp_profile.as_ref().map(|s| s.type_.as_str()),
-            Some("RuntimeDefault"),
-            "{name}"
-        );
-        let resources = c.resources.as_ref().expect("resources");
-        let requests = resources.requests.clone().unwrap_or_default();
-        let limits = resources.limits.clone().unwrap_or_default();
-        assert!(
-            requests.contains_key("cpu") && requests.contains_key("memory"),
-            "{name}: cpu and memory requests"
-        );
-        assert!(limits.contains_key("memory"), "{name}: a memory limit");
-    }
-    assert_ne!(pod.host_network, Some(true), "{name}");
-    assert!(
-        pod.volumes.iter().flatten().all(|v| v.host_path.is_none()),
-        "{name}: no hostPath"
-    );
-}
-
 #[test]
 fn every_pod_is_hardened_with_requests_and_limits() {
     for overrides in [json!({}), all_on()] {
         let o = render(&overrides);
         assert!(!o.deployments.is_empty());
-        o.deployments.iter().for_each(assert_hardened);
+        o.deployments.iter().for_each(hardening::assert_hardened);
     }
     // And the check can fail: a container that may escalate is refused.
     let mut d = deployment(&render(&json!({})), "hpa-plus").clone();
@@ -419,7 +368,7 @@ fn every_pod_is_hardened_with_requests_and_limits() {
         .as_mut()
         .expect("sc")
         .allow_privilege_escalation = Some(true);
-    assert!(std::panic::catch_unwind(|| assert_hardened(&d)).is_err());
+    assert!(std::panic::catch_unwind(|| hardening::assert_hardened(&d)).is_err());
 }
 
 #[test]
@@ -438,31 +387,10 @@ fn webhook_has_a_disruption_budget_and_spreads_over_nodes_and_zones() {
     let o =
         render(&json!({"global": {"topologySpread": false}, "vpaAdmission": {"enabled": true}}));
     let d = deployment(&o, "vpa-admission");
-    let labels = pod_labels(d);
-    assert!(d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1) >= 2);
-    let pdb = named(&o.pdbs, "plimsoll-vpa-admission", |p| &p.metadata);
-    let pdb_spec = pdb.spec.as_ref().expect("pdb spec");
-    assert_eq!(pdb_spec.min_available, Some(IntOrString::Int(1)));
-    assert!(selects(
-        pdb_spec.selector.as_ref().expect("selector"),
-        &labels
-    ));
-    let spread = pod(d)
-        .topology_spread_constraints
-        .clone()
-        .expect("webhook topologySpreadConstraints");
-    let keys: Vec<_> = spread.iter().map(|c| c.topology_key.as_str()).collect();
-    assert_eq!(
-        keys,
-        ["kubernetes.io/hostname", "topology.kubernetes.io/zone"]
+    hardening::assert_highly_available(
+        d,
+        named(&o.pdbs, "plimsoll-vpa-admission", |p| &p.metadata),
     );
-    for c in &spread {
-        assert!(selects(
-            c.label_selector.as_ref().expect("selector"),
-            &labels
-        ));
-        assert_eq!(c.max_skew, 1);
-    }
     assert!(
         pod(deployment(&o, "hpa-plus"))
             .topology_spread_constraints
@@ -875,7 +803,8 @@ fn renderer_reads_chart_files_and_fails_on_required_values() {
         "{{- $root := . -}}\n\
          a: {{ .Files.Get \"files/a.json\" | quote }}\n\
          b: {{ $root.Files.Get \"files/b.json\" | quote }}\n\
-         all: [{{ range $path, $_ := $.Files.Glob \"files/*.json\" }}{{ $path }},{{ end }}]\n\
+         all: [{{ range $path, $_ := $.Files.Glob \"files/*.json\" }}{{ base $path }},{{ end }}]\n\
+         has: {{ .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1\" }}\n\
          name: {{ required \"name is required\" .Values.name }}\n",
     )
     .unwrap();
@@ -884,7 +813,8 @@ fn renderer_reads_chart_files_and_fails_on_required_values() {
     let doc = &xtask::manifest::documents(&out[0].text).unwrap()[0];
     assert_eq!(doc["a"], "{\"a\": 1}");
     assert_eq!(doc["b"], "{\"b\": 2}");
-    assert_eq!(doc["all"], json!(["files/a.json", "files/b.json"]));
+    assert_eq!(doc["all"], json!(["a.json", "b.json"]));
+    assert_eq!(doc["has"], true);
     let e = chart
         .render(&json!({"name": ""}), "ns")
         .err()

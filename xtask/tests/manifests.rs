@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod hardening;
 mod service_args;
 
 #[derive(Default)]
@@ -149,16 +150,9 @@ fn every_service_has_its_objects() {
 fn pods_run_restricted_with_probes_on_named_ports() {
     for d in load().deployments {
         let name = d.metadata.name.clone().unwrap_or_default();
+        hardening::assert_hardened(&d);
         let pod = d.spec.and_then(|s| s.template.spec).expect("pod spec");
-        let psc = pod.security_context.expect("pod securityContext");
-        assert_eq!(psc.run_as_non_root, Some(true), "{name}");
         for c in pod.containers {
-            let sc = c
-                .security_context
-                .clone()
-                .expect("container securityContext");
-            assert_eq!(sc.allow_privilege_escalation, Some(false), "{name}");
-            assert_eq!(sc.read_only_root_filesystem, Some(true), "{name}");
             let ports: Vec<String> = c
                 .ports
                 .iter()
@@ -187,6 +181,20 @@ fn pods_run_restricted_with_probes_on_named_ports() {
             assert_eq!(paths, ["/healthz", "/readyz"], "{name}");
         }
     }
+}
+
+#[test]
+fn webhook_keeps_a_replica_through_disruptions_on_different_nodes() {
+    let m = load();
+    let name = "plimsoll-vpa-admission";
+    let find = |d: &&Deployment| d.metadata.name.as_deref() == Some(name);
+    let d = m.deployments.iter().find(find).expect("webhook Deployment");
+    let pdb = m
+        .pdbs
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(name))
+        .expect("webhook PDB");
+    hardening::assert_highly_available(d, pdb);
 }
 
 #[test]

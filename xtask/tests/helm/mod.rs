@@ -140,10 +140,17 @@ fn merge(base: &mut Json, over: &Json) {
 }
 
 /// `$.Files.Get "x"`, `.Files.Get "x"` and `$root.Files.Get "x"` become `chartFile "x"` (and
-/// `.Files.Glob` becomes `chartGlob`): the receiver is always the chart's files.
+/// `.Files.Glob` becomes `chartGlob`): the receiver is always the chart's files. Likewise
+/// `.Capabilities.APIVersions.Has`, answered as by a cluster that serves every API (the CRDs of
+/// the Prometheus Operator and cert-manager included), so optional objects render.
 fn rewrite_files_calls(source: &str) -> String {
     let mut out = source.to_owned();
-    for (method, function) in [(".Files.Get", "chartFile"), (".Files.Glob", "chartGlob")] {
+    let methods = [
+        (".Files.Get", "chartFile"),
+        (".Files.Glob", "chartGlob"),
+        (".Capabilities.APIVersions.Has", "apiVersionsHas"),
+    ];
+    for (method, function) in methods {
         while let Some(at) = out.find(method) {
             let start = out[..at]
                 .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$' || c == '.'))
@@ -184,8 +191,10 @@ const HELM_FUNCTIONS: &[(&str, Func)] = &[
     ("fail", fail),
     ("chartFile", chart_file),
     ("chartGlob", chart_glob),
+    ("apiVersionsHas", api_versions_has),
     ("toYaml", to_yaml),
     ("toJson", to_json),
+    ("toPrettyJson", to_pretty_json),
     ("fromYaml", from_yaml),
     ("fromYamlArray", from_yaml_array),
     ("fromJson", from_json),
@@ -211,6 +220,9 @@ const HELM_FUNCTIONS: &[(&str, Func)] = &[
     ("hasPrefix", has_prefix),
     ("hasSuffix", has_suffix),
     ("trunc", trunc),
+    ("base", base),
+    ("join", join),
+    ("splitList", split_list),
     ("toString", to_string),
     ("int", int),
 ];
@@ -313,6 +325,11 @@ fn chart_glob(args: &[Value]) -> Result<Value, FuncError> {
     Ok(Value::Map(found))
 }
 
+fn api_versions_has(args: &[Value]) -> Result<Value, FuncError> {
+    string_arg(args, 0, ".Capabilities.APIVersions.Has")?;
+    Ok(Value::Bool(true))
+}
+
 fn to_yaml(args: &[Value]) -> Result<Value, FuncError> {
     let json = to_json_value(arg(args, 0, "toYaml")?);
     let text = serde_saphyr::to_string(&json).map_err(|e| err(e.to_string()))?;
@@ -323,6 +340,13 @@ fn to_yaml(args: &[Value]) -> Result<Value, FuncError> {
 fn to_json(args: &[Value]) -> Result<Value, FuncError> {
     let json = to_json_value(arg(args, 0, "toJson")?);
     Ok(Value::String(json.to_string()))
+}
+
+fn to_pretty_json(args: &[Value]) -> Result<Value, FuncError> {
+    let json = to_json_value(arg(args, 0, "toPrettyJson")?);
+    serde_json::to_string_pretty(&json)
+        .map(Value::String)
+        .map_err(|e| err(e.to_string()))
 }
 
 fn from_yaml(args: &[Value]) -> Result<Value, FuncError> {
@@ -519,6 +543,32 @@ fn trunc(args: &[Value]) -> Result<Value, FuncError> {
     let width = width_arg(args, "trunc")?;
     let text = string_arg(args, 1, "trunc")?;
     Ok(Value::String(text.chars().take(width).collect()))
+}
+
+/// Go's `path.Base`.
+fn base(args: &[Value]) -> Result<Value, FuncError> {
+    let path = string_arg(args, 0, "base")?;
+    let trimmed = path.trim_end_matches('/');
+    Ok(Value::from(trimmed.rsplit('/').next().unwrap_or(trimmed)))
+}
+
+/// `join SEPARATOR LIST`.
+fn join(args: &[Value]) -> Result<Value, FuncError> {
+    let separator = string_arg(args, 0, "join")?;
+    let Value::Array(items) = arg(args, 1, "join")? else {
+        return Err(err("join: a list expected"));
+    };
+    let items: Vec<String> = items.iter().map(as_string).collect();
+    Ok(Value::String(items.join(&separator)))
+}
+
+/// `splitList SEPARATOR TEXT`.
+fn split_list(args: &[Value]) -> Result<Value, FuncError> {
+    let separator = string_arg(args, 0, "splitList")?;
+    let text = string_arg(args, 1, "splitList")?;
+    Ok(Value::Array(
+        text.split(separator.as_str()).map(Value::from).collect(),
+    ))
 }
 
 fn to_string(args: &[Value]) -> Result<Value, FuncError> {
