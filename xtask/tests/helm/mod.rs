@@ -2,13 +2,16 @@
 //! on `gtmpl-ng` (a Go `text/template` engine), and the few Helm and Sprig functions the chart
 //! uses are added here.
 //!
-//! What is Helm's and reproduced: `.Values` is values.yaml deep-merged with the overrides (maps
-//! merge, anything else replaces), `.Release`, `.Chart` from Chart.yaml, every file under
-//! `templates/` is loaded into one template set (so `define`s are shared), files starting with
-//! `_` and `NOTES.txt` render no manifests, `<no value>` renders as nothing, and `include`
-//! renders a named template to a string. `.Files.Get "path"` and `.Files.Glob "pattern"` read
-//! files relative to the chart directory: the engine cannot call a method with arguments on a
-//! field, so the renderer rewrites `<receiver>.Files.Get` to a function call before parsing.
+//! What is Helm's and reproduced: `.Values` is values.yaml deep-merged with the overrides
+//! (maps merge, `null` deletes, anything else replaces), `.Release`, `.Chart` from Chart.yaml,
+//! every file under `templates/` is loaded into one template set (so `define`s are shared),
+//! files starting with `_` render nothing (NOTES.txt renders, but is no manifest), `<no value>`
+//! renders as nothing, and `include` renders a named template to a string. `.Files.Get "path"`
+//! and `.Files.Glob "pattern"` read files relative to the chart directory: the engine cannot call
+//! a method with arguments on a field, so the renderer rewrites `<receiver>.Files.Get` to a
+//! function call before parsing (and `.Capabilities.APIVersions.Has` likewise).
+//!
+//! Not reproduced: `tpl`, `lookup`, subcharts, and the Sprig functions the chart does not use.
 
 // Every template function has the engine's `Func` signature, even those that cannot fail.
 #![allow(clippy::unnecessary_wraps)]
@@ -122,12 +125,16 @@ pub fn yaml(text: &str, origin: &str) -> Json {
     serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("{origin}: invalid YAML: {e}"))
 }
 
-/// Helm's coalescing of values: maps merge key by key, anything else replaces.
+/// Helm's coalescing of values: maps merge key by key, `null` deletes the key, anything else
+/// replaces.
 fn merge(base: &mut Json, over: &Json) {
     match (base, over) {
         (Json::Object(b), Json::Object(o)) => {
             for (k, v) in o {
                 match b.get_mut(k) {
+                    _ if v.is_null() => {
+                        b.remove(k);
+                    }
                     Some(existing) if existing.is_object() && v.is_object() => merge(existing, v),
                     _ => {
                         b.insert(k.clone(), v.clone());
