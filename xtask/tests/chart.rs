@@ -795,7 +795,11 @@ fn renderer_reads_chart_files_and_fails_on_required_values() {
         "name: t\nversion: 0.1.0\nappVersion: \"1\"\n",
     )
     .unwrap();
-    std::fs::write(dir.join("values.yaml"), "name: x\n").unwrap();
+    std::fs::write(
+        dir.join("values.yaml"),
+        "name: x\nlabels: {grafana_dashboard: \"1\", flag: \"true\", empty: \"null\", text: \"a\\nb\"}\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("files/a.json"), "{\"a\": 1}").unwrap();
     std::fs::write(dir.join("files/b.json"), "{\"b\": 2}").unwrap();
     std::fs::write(
@@ -805,7 +809,8 @@ fn renderer_reads_chart_files_and_fails_on_required_values() {
          b: {{ $root.Files.Get \"files/b.json\" | quote }}\n\
          all: [{{ range $path, $_ := $.Files.Glob \"files/*.json\" }}{{ base $path }},{{ end }}]\n\
          has: {{ .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1\" }}\n\
-         name: {{ required \"name is required\" .Values.name }}\n",
+         name: {{ required \"name is required\" .Values.name }}\n\
+         labels: {{- toYaml .Values.labels | nindent 2 }}\n",
     )
     .unwrap();
     let chart = helm::Chart::load(&dir);
@@ -815,6 +820,12 @@ fn renderer_reads_chart_files_and_fails_on_required_values() {
     assert_eq!(doc["b"], "{\"b\": 2}");
     assert_eq!(doc["all"], json!(["a.json", "b.json"]));
     assert_eq!(doc["has"], true);
+    // toYaml keeps strings that look like other scalars strings, as the Grafana sidecar's label
+    // value "1" must stay.
+    assert_eq!(
+        doc["labels"],
+        json!({"grafana_dashboard": "1", "flag": "true", "empty": "null", "text": "a\nb"})
+    );
     let e = chart
         .render(&json!({"name": ""}), "ns")
         .err()
