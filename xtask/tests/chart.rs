@@ -382,7 +382,7 @@ fn priority_class_comes_from_the_service_or_global() {
 }
 
 #[test]
-fn webhook_has_a_disruption_budget_and_spreads_over_nodes_and_zones() {
+fn every_service_has_a_disruption_budget_and_spreads_over_nodes_and_zones() {
     // Topology spread for the webhook even where it is switched off for the others.
     let o =
         render(&json!({"global": {"topologySpread": false}, "vpaAdmission": {"enabled": true}}));
@@ -397,6 +397,12 @@ fn webhook_has_a_disruption_budget_and_spreads_over_nodes_and_zones() {
             .is_none(),
         "global.topologySpread=false switches the others off"
     );
+    // By default every service spreads.
+    let o = render(&json!({"vpaRecommender": {"enabled": true}, "vpaUpdater": {"enabled": true}}));
+    for svc in ["hpa-plus", "cron-hpa", "vpa-recommender", "vpa-updater"] {
+        let pdb = named(&o.pdbs, &format!("plimsoll-{svc}"), |p| &p.metadata);
+        hardening::assert_highly_available(deployment(&o, svc), pdb);
+    }
 }
 
 /// What `--register-webhook` writes for these args in `namespace`, as

@@ -184,17 +184,17 @@ fn pods_run_restricted_with_probes_on_named_ports() {
 }
 
 #[test]
-fn webhook_keeps_a_replica_through_disruptions_on_different_nodes() {
+fn every_service_keeps_a_replica_through_disruptions_on_different_nodes() {
     let m = load();
-    let name = "plimsoll-vpa-admission";
-    let find = |d: &&Deployment| d.metadata.name.as_deref() == Some(name);
-    let d = m.deployments.iter().find(find).expect("webhook Deployment");
-    let pdb = m
-        .pdbs
-        .iter()
-        .find(|p| p.metadata.name.as_deref() == Some(name))
-        .expect("webhook PDB");
-    hardening::assert_highly_available(d, pdb);
+    for svc in SERVICES {
+        let name = format!("plimsoll-{svc}");
+        let is_named = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            meta.name.as_deref() == Some(name.as_str())
+        };
+        let d = m.deployments.iter().find(|d| is_named(&d.metadata));
+        let pdb = m.pdbs.iter().find(|p| is_named(&p.metadata));
+        hardening::assert_highly_available(d.expect("Deployment"), pdb.expect("PDB"));
+    }
 }
 
 #[test]
