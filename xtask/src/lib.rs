@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
+pub mod manifest;
 pub mod structural;
 
 /// The directories (relative to the repository root) that hold generated CRDs.

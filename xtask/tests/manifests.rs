@@ -16,6 +16,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod hardening;
+mod service_args;
+
 #[derive(Default)]
 struct Manifests {
     namespaces: Vec<Namespace>,
@@ -44,32 +47,8 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Deserializes into the typed struct and back; a field the type does not know (a typo) is
-/// dropped on the way and shows up as a difference.
 fn typed<T: DeserializeOwned + serde::Serialize>(doc: &Value, origin: &str) -> T {
-    let object: T = serde_json::from_value(doc.clone())
-        .unwrap_or_else(|e| panic!("{origin}: not a valid {}: {e}", doc["kind"]));
-    let back = serde_json::to_value(&object).expect("serialize");
-    assert_eq!(
-        normalize(doc.clone()),
-        normalize(back),
-        "{origin}: a field was lost in typed round trip (unknown or misspelt field?)"
-    );
-    object
-}
-
-/// Drops empty maps and lists, which serializers legitimately omit.
-fn normalize(v: Value) -> Value {
-    match v {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k, normalize(v)))
-                .filter(|(_, v)| !matches!(v, Value::Object(m) if m.is_empty()))
-                .collect(),
-        ),
-        Value::Array(list) => Value::Array(list.into_iter().map(normalize).collect()),
-        other => other,
-    }
+    xtask::manifest::typed(doc).unwrap_or_else(|e| panic!("{origin}: {e}"))
 }
 
 fn load() -> Manifests {
@@ -79,12 +58,9 @@ fn load() -> Manifests {
     let mut m = Manifests::default();
     for file in files {
         let text = std::fs::read_to_string(&file).expect("read manifest");
-        let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
+        let docs = xtask::manifest::documents(&text)
             .unwrap_or_else(|e| panic!("{}: invalid YAML: {e}", file.display()));
         for (i, doc) in docs.into_iter().enumerate() {
-            if doc.is_null() {
-                continue;
-            }
             let origin = format!("{} document {}", file.display(), i + 1);
             match doc["kind"].as_str().unwrap_or_default() {
                 "Namespace" => m.namespaces.push(typed(&doc, &origin)),
@@ -174,16 +150,9 @@ fn every_service_has_its_objects() {
 fn pods_run_restricted_with_probes_on_named_ports() {
     for d in load().deployments {
         let name = d.metadata.name.clone().unwrap_or_default();
+        hardening::assert_hardened(&d);
         let pod = d.spec.and_then(|s| s.template.spec).expect("pod spec");
-        let psc = pod.security_context.expect("pod securityContext");
-        assert_eq!(psc.run_as_non_root, Some(true), "{name}");
         for c in pod.containers {
-            let sc = c
-                .security_context
-                .clone()
-                .expect("container securityContext");
-            assert_eq!(sc.allow_privilege_escalation, Some(false), "{name}");
-            assert_eq!(sc.read_only_root_filesystem, Some(true), "{name}");
             let ports: Vec<String> = c
                 .ports
                 .iter()
@@ -211,6 +180,20 @@ fn pods_run_restricted_with_probes_on_named_ports() {
                 .collect();
             assert_eq!(paths, ["/healthz", "/readyz"], "{name}");
         }
+    }
+}
+
+#[test]
+fn every_service_keeps_a_replica_through_disruptions_on_different_nodes() {
+    let m = load();
+    for svc in SERVICES {
+        let name = format!("plimsoll-{svc}");
+        let is_named = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            meta.name.as_deref() == Some(name.as_str())
+        };
+        let d = m.deployments.iter().find(|d| is_named(&d.metadata));
+        let pdb = m.pdbs.iter().find(|p| is_named(&p.metadata));
+        hardening::assert_highly_available(d.expect("Deployment"), pdb.expect("PDB"));
     }
 }
 
@@ -278,7 +261,7 @@ fn webhook_points_at_the_admission_service_and_port() {
         assert_eq!(w.failure_policy.as_deref(), Some("Ignore"));
         assert_eq!(w.side_effects, "None");
         assert_eq!(w.admission_review_versions, ["v1"]);
-        assert_eq!(w.timeout_seconds, Some(30));
+        assert_eq!(w.timeout_seconds, Some(5), "a short timeout");
         let svc_ref = w.client_config.service.as_ref().expect("service reference");
         assert_eq!(svc_ref.path.as_deref(), Some("/"), "upstream serves on /");
         let svc = m
@@ -364,25 +347,6 @@ fn chart_cluster_roles_match_deploy() {
     }
 }
 
-/// Parses `args` with the service's own command line, as the binary would at start.
-fn parse_service_args(service: &str, args: &[String]) -> Result<(), String> {
-    use clap::Parser;
-    let command_line = std::iter::once(service.to_owned()).chain(args.iter().cloned());
-    let parsed = match service {
-        "hpa-plus" => plimsoll_hpa_plus::cli::Args::try_parse_from(command_line).map(drop),
-        "cron-hpa" => plimsoll_cron_hpa::cli::Args::try_parse_from(command_line).map(drop),
-        "vpa-recommender" => {
-            plimsoll_vpa_recommender::cli::Args::try_parse_from(command_line).map(drop)
-        }
-        "vpa-updater" => plimsoll_vpa_updater::cli::Args::try_parse_from(command_line).map(drop),
-        "vpa-admission" => {
-            plimsoll_vpa_admission::cli::Args::try_parse_from(command_line).map(drop)
-        }
-        other => return Err(format!("unknown service {other}")),
-    };
-    parsed.map_err(|e| e.to_string())
-}
-
 #[test]
 fn deployment_args_parse_with_each_services_command_line() {
     let m = load();
@@ -401,10 +365,12 @@ fn deployment_args_parse_with_each_services_command_line() {
             .containers[0];
         let args = container.args.clone().unwrap_or_default();
         assert!(!args.is_empty(), "{name}: no args");
-        if let Err(e) = parse_service_args(svc, &args) {
+        if let Err(e) = service_args::parse(svc, &args) {
             panic!("{name}: {args:?} do not parse: {e}");
         }
     }
     // And the check can fail: a misspelt flag is refused.
-    assert!(parse_service_args("hpa-plus", &["--metrics-adress=0.0.0.0:8080".to_owned()]).is_err());
+    assert!(
+        service_args::parse("hpa-plus", &["--metrics-adress=0.0.0.0:8080".to_owned()]).is_err()
+    );
 }

@@ -1,0 +1,841 @@
+//! The Helm chart, rendered without Helm (see `helm/mod.rs` and docs/install.md, "How the chart
+//! is tested"), with the default values and with every optional feature on: every object is
+//! exactly its k8s-openapi type (or, for the Prometheus Operator's and cert-manager's kinds, the
+//! fields checked here and no others), every pod is hardened, the webhook is registered as the
+//! code registers it, and values.schema.json accepts the values and refuses typos.
+
+// A test binary: a failed check panics with the reason, including in its helper functions.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+mod hardening;
+mod helm;
+mod service_args;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, PodSpec, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The release namespace: not the deploy/ one, so a hard-coded namespace shows.
+const NAMESPACE: &str = "autoscaling";
+
+const SERVICES: [&str; 5] = [
+    "hpa-plus",
+    "cron-hpa",
+    "vpa-recommender",
+    "vpa-updater",
+    "vpa-admission",
+];
+
+fn chart_dir() -> PathBuf {
+    xtask::repo_root().join("charts/plimsoll")
+}
+
+/// Every optional feature on.
+fn all_on() -> Value {
+    json!({
+        "global": {"priorityClassName": "plimsoll-high", "nodeSelector": {"kubernetes.io/os": "linux"},
+                   "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}],
+                   "podAnnotations": {"example.com/team": "platform"}},
+        "vpaRecommender": {"enabled": true},
+        "vpaUpdater": {"enabled": true},
+        "vpaAdmission": {"enabled": true, "priorityClassName": "plimsoll-webhook",
+                         "certManager": {"enabled": true}},
+        "networkPolicy": {"enabled": true, "apiServer": {"cidrs": ["10.0.0.1/32"]},
+                          "extraEgress": [{"to": [{"ipBlock": {"cidr": "10.1.0.0/16"}}], "ports": [{"port": 9090, "protocol": "TCP"}]}]},
+        "serviceMonitor": {"enabled": true, "interval": "15s", "labels": {"release": "prometheus"}},
+        "grafana": {"dashboards": {"enabled": true}},
+        "prometheusRule": {"enabled": true, "labels": {"release": "prometheus"}},
+    })
+}
+
+// The custom resources of other projects the chart may render: the fields it writes, and no
+// field beyond them (deny_unknown_fields), so a typo fails here as it would at apply time.
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Custom<S> {
+    api_version: String,
+    kind: String,
+    metadata: ObjectMeta,
+    spec: S,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ServiceMonitorSpec {
+    selector: LabelSelector,
+    namespace_selector: NamespaceSelector,
+    endpoints: Vec<MonitorEndpoint>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NamespaceSelector {
+    match_names: Vec<String>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MonitorEndpoint {
+    port: String,
+    path: String,
+    interval: String,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CertificateSpec {
+    secret_name: String,
+    #[serde(rename = "isCA", skip_serializing_if = "Option::is_none")]
+    is_ca: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    common_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dns_names: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duration: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    renew_before: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    private_key: Option<PrivateKey>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usages: Option<Vec<String>>,
+    issuer_ref: IssuerRef,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PrivateKey {
+    algorithm: String,
+    size: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rotation_policy: Option<String>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct IssuerRef {
+    name: String,
+    kind: String,
+    group: String,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct IssuerSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    self_signed: Option<Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ca: Option<CaIssuer>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CaIssuer {
+    secret_name: String,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PrometheusRuleSpec {
+    groups: Vec<RuleGroup>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RuleGroup {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interval: Option<String>,
+    rules: Vec<Rule>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Rule {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alert: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<String>,
+    expr: Value,
+    #[serde(rename = "for", skip_serializing_if = "Option::is_none")]
+    for_: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep_firing_for: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+/// Everything one render produced, typed.
+#[derive(Default)]
+struct Objects {
+    service_accounts: Vec<ServiceAccount>,
+    deployments: Vec<Deployment>,
+    services: Vec<Service>,
+    pdbs: Vec<PodDisruptionBudget>,
+    roles: Vec<Role>,
+    role_bindings: Vec<RoleBinding>,
+    cluster_roles: Vec<ClusterRole>,
+    cluster_role_bindings: Vec<ClusterRoleBinding>,
+    webhooks: Vec<MutatingWebhookConfiguration>,
+    network_policies: Vec<NetworkPolicy>,
+    config_maps: Vec<ConfigMap>,
+    service_monitors: Vec<Custom<ServiceMonitorSpec>>,
+    certificates: Vec<Custom<CertificateSpec>>,
+    issuers: Vec<Custom<IssuerSpec>>,
+    prometheus_rules: Vec<Custom<PrometheusRuleSpec>>,
+    /// NOTES.txt as rendered.
+    notes: String,
+}
+
+fn typed<T: serde::de::DeserializeOwned + Serialize>(doc: &Value, origin: &str) -> T {
+    xtask::manifest::typed(doc).unwrap_or_else(|e| panic!("{origin}: {e}"))
+}
+
+fn render(overrides: &Value) -> Objects {
+    let chart = helm::Chart::load(&chart_dir());
+    let rendered = chart
+        .render(overrides, NAMESPACE)
+        .unwrap_or_else(|e| panic!("render: {e}"));
+    let mut o = Objects::default();
+    for file in rendered {
+        if file.file == "NOTES.txt" {
+            o.notes = file.text;
+            continue;
+        }
+        let docs = xtask::manifest::documents(&file.text).unwrap_or_else(|e| {
+            panic!("templates/{}: invalid YAML: {e}\n{}", file.file, file.text)
+        });
+        for (i, doc) in docs.iter().enumerate() {
+            let origin = format!("templates/{} document {}", file.file, i + 1);
+            match doc["kind"].as_str().unwrap_or_default() {
+                "ServiceAccount" => o.service_accounts.push(typed(doc, &origin)),
+                "Deployment" => o.deployments.push(typed(doc, &origin)),
+                "Service" => o.services.push(typed(doc, &origin)),
+                "PodDisruptionBudget" => o.pdbs.push(typed(doc, &origin)),
+                "Role" => o.roles.push(typed(doc, &origin)),
+                "RoleBinding" => o.role_bindings.push(typed(doc, &origin)),
+                "ClusterRole" => o.cluster_roles.push(typed(doc, &origin)),
+                "ClusterRoleBinding" => o.cluster_role_bindings.push(typed(doc, &origin)),
+                "MutatingWebhookConfiguration" => o.webhooks.push(typed(doc, &origin)),
+                "NetworkPolicy" => o.network_policies.push(typed(doc, &origin)),
+                "ConfigMap" => o.config_maps.push(typed(doc, &origin)),
+                "ServiceMonitor" => o.service_monitors.push(typed(doc, &origin)),
+                "Certificate" => o.certificates.push(typed(doc, &origin)),
+                "Issuer" => o.issuers.push(typed(doc, &origin)),
+                "PrometheusRule" => o.prometheus_rules.push(typed(doc, &origin)),
+                other => panic!("{origin}: unexpected kind {other:?}"),
+            }
+        }
+    }
+    o
+}
+
+fn named<'a, T>(items: &'a [T], name: &str, meta: impl Fn(&T) -> &ObjectMeta) -> &'a T {
+    items
+        .iter()
+        .find(|i| meta(i).name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+fn deployment<'a>(o: &'a Objects, svc: &str) -> &'a Deployment {
+    named(&o.deployments, &format!("plimsoll-{svc}"), |d| &d.metadata)
+}
+
+fn pod(d: &Deployment) -> &PodSpec {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod spec")
+}
+
+fn pod_labels(d: &Deployment) -> BTreeMap<String, String> {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default()
+}
+
+fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let wanted = selector.match_labels.clone().unwrap_or_default();
+    !wanted.is_empty() && wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+fn args_of(d: &Deployment) -> Vec<String> {
+    pod(d).containers[0].args.clone().unwrap_or_default()
+}
+
+fn template_exists(file: &str) -> bool {
+    chart_dir().join("templates").join(file).is_file()
+}
+
+#[test]
+fn default_values_render_the_two_horizontal_controllers_and_nothing_optional() {
+    let o = render(&json!({}));
+    let names: Vec<_> = o
+        .deployments
+        .iter()
+        .filter_map(|d| d.metadata.name.clone())
+        .collect();
+    assert_eq!(names, ["plimsoll-hpa-plus", "plimsoll-cron-hpa"]);
+    for d in &o.deployments {
+        assert_eq!(d.metadata.namespace.as_deref(), Some(NAMESPACE));
+        assert_eq!(
+            pod(d).priority_class_name,
+            None,
+            "no priority class by default"
+        );
+    }
+    assert_eq!(o.pdbs.len(), 2);
+    assert_eq!(o.cluster_roles.len(), 2);
+    assert!(o.network_policies.is_empty());
+    assert!(o.service_monitors.is_empty());
+    assert!(o.certificates.is_empty() && o.issuers.is_empty());
+    assert!(o.config_maps.is_empty() && o.prometheus_rules.is_empty());
+    assert!(o.webhooks.is_empty(), "the webhook is off by default");
+    assert!(o.notes.contains("hpa-plus") && !o.notes.contains("vpa-updater"));
+}
+
+#[test]
+fn every_optional_feature_renders_typed_objects() {
+    let o = render(&all_on());
+    for svc in SERVICES {
+        let name = format!("plimsoll-{svc}");
+        let d = deployment(&o, svc);
+        named(&o.service_accounts, &name, |s| &s.metadata);
+        named(&o.cluster_roles, &name, |r| &r.metadata);
+        named(&o.cluster_role_bindings, &name, |r| &r.metadata);
+        let np = named(&o.network_policies, &name, |n| &n.metadata);
+        assert!(
+            selects(
+                np.spec
+                    .as_ref()
+                    .and_then(|s| s.pod_selector.as_ref())
+                    .expect("podSelector"),
+                &pod_labels(d)
+            ),
+            "{name}: the NetworkPolicy selects the pods"
+        );
+        assert!(o.notes.contains(svc), "NOTES.txt lists {svc}");
+    }
+    assert_eq!(o.service_monitors.len(), 1);
+    assert_eq!(
+        o.webhooks.len(),
+        1,
+        "cert-manager mode: the chart registers"
+    );
+    assert_eq!(o.certificates.len(), 2, "a CA and the serving certificate");
+    assert_eq!(o.issuers.len(), 2, "self-signed and CA");
+    // The dashboards and alerts templates come with their own slice of the chart: when present,
+    // switching them on must render them.
+    if template_exists("dashboards.yaml") {
+        assert!(!o.config_maps.is_empty(), "grafana.dashboards.enabled");
+    }
+    if template_exists("prometheusrule.yaml") {
+        assert!(!o.prometheus_rules.is_empty(), "prometheusRule.enabled");
+    }
+}
+
+#[test]
+fn every_pod_is_hardened_with_requests_and_limits() {
+    for overrides in [json!({}), all_on()] {
+        let o = render(&overrides);
+        assert!(!o.deployments.is_empty());
+        o.deployments.iter().for_each(hardening::assert_hardened);
+    }
+    // And the check can fail: a container that may escalate is refused.
+    let mut d = deployment(&render(&json!({})), "hpa-plus").clone();
+    let spec = d.spec.as_mut().and_then(|s| s.template.spec.as_mut());
+    let c = &mut spec.expect("pod").containers[0];
+    c.security_context
+        .as_mut()
+        .expect("sc")
+        .allow_privilege_escalation = Some(true);
+    assert!(std::panic::catch_unwind(|| hardening::assert_hardened(&d)).is_err());
+}
+
+#[test]
+fn priority_class_comes_from_the_service_or_global() {
+    let o = render(&all_on());
+    let class = |svc| pod(deployment(&o, svc)).priority_class_name.clone();
+    assert_eq!(class("hpa-plus").as_deref(), Some("plimsoll-high"));
+    assert_eq!(class("vpa-admission").as_deref(), Some("plimsoll-webhook"));
+    let scheduling = pod(deployment(&o, "vpa-updater"));
+    assert!(scheduling.node_selector.is_some() && scheduling.tolerations.is_some());
+}
+
+#[test]
+fn every_service_has_a_disruption_budget_and_spreads_over_nodes_and_zones() {
+    // Topology spread for the webhook even where it is switched off for the others.
+    let o =
+        render(&json!({"global": {"topologySpread": false}, "vpaAdmission": {"enabled": true}}));
+    let d = deployment(&o, "vpa-admission");
+    hardening::assert_highly_available(
+        d,
+        named(&o.pdbs, "plimsoll-vpa-admission", |p| &p.metadata),
+    );
+    assert!(
+        pod(deployment(&o, "hpa-plus"))
+            .topology_spread_constraints
+            .is_none(),
+        "global.topologySpread=false switches the others off"
+    );
+    // By default every service spreads.
+    let o = render(&json!({"vpaRecommender": {"enabled": true}, "vpaUpdater": {"enabled": true}}));
+    for svc in ["hpa-plus", "cron-hpa", "vpa-recommender", "vpa-updater"] {
+        let pdb = named(&o.pdbs, &format!("plimsoll-{svc}"), |p| &p.metadata);
+        hardening::assert_highly_available(deployment(&o, svc), pdb);
+    }
+}
+
+/// What `--register-webhook` writes for these args in `namespace`, as
+/// crates/vpa-admission/src/lib.rs builds it, without its caBundle and metadata.
+fn registered_by_code(args: &[String], namespace: &str) -> Value {
+    use clap::Parser;
+    use plimsoll_vpa_admission::registration::{Endpoint, Registration, configuration};
+    let a = plimsoll_vpa_admission::cli::Args::try_parse_from(
+        std::iter::once("vpa-admission".to_owned()).chain(args.iter().cloned()),
+    )
+    .expect("vpa-admission args");
+    let config = configuration(&Registration {
+        config_name: a.webhook_config_name,
+        endpoint: Endpoint::Service {
+            namespace: namespace.to_owned(),
+            name: a.webhook_service_name,
+            port: a.webhook_service_port,
+        },
+        ca_bundle: Vec::new(),
+        timeout_seconds: a.webhook_timeout_seconds,
+        own_namespace: namespace.to_owned(),
+    });
+    comparable_webhooks(&config)
+}
+
+fn comparable_webhooks(config: &MutatingWebhookConfiguration) -> Value {
+    let mut v = serde_json::to_value(&config.webhooks).expect("webhooks");
+    for hook in v.as_array_mut().expect("list") {
+        hook["clientConfig"]
+            .as_object_mut()
+            .expect("clientConfig")
+            .remove("caBundle");
+    }
+    v
+}
+
+fn assert_safe(config: &MutatingWebhookConfiguration, namespace: &str) {
+    for w in config.webhooks.iter().flatten() {
+        assert_eq!(w.failure_policy.as_deref(), Some("Ignore"));
+        assert_eq!(w.side_effects, "None");
+        let timeout = w.timeout_seconds.expect("timeoutSeconds");
+        assert!(timeout <= 10, "a short timeout, not {timeout}");
+        let excluded: Vec<String> = w
+            .namespace_selector
+            .iter()
+            .flat_map(|s| s.match_expressions.iter().flatten())
+            .filter(|e| e.key == "kubernetes.io/metadata.name" && e.operator == "NotIn")
+            .flat_map(|e| e.values.clone().unwrap_or_default())
+            .collect();
+        assert!(excluded.contains(&"kube-system".to_owned()));
+        assert!(excluded.contains(&namespace.to_owned()), "{excluded:?}");
+    }
+}
+
+#[test]
+fn webhook_registration_is_the_same_object_everywhere() {
+    // Self-signed (the default): the webhook registers itself; the chart's flags decide what.
+    let o = render(&json!({"vpaAdmission": {"enabled": true}}));
+    assert!(o.webhooks.is_empty(), "self-registration: no chart object");
+    let self_signed_args = args_of(deployment(&o, "vpa-admission"));
+    assert!(self_signed_args.contains(&"--register-webhook".to_owned()));
+    let by_code = registered_by_code(&self_signed_args, NAMESPACE);
+    assert_eq!(by_code[0]["timeoutSeconds"], 5, "values' timeoutSeconds");
+
+    // cert-manager: the chart's object is what the code would have registered.
+    let o = render(&all_on());
+    let chart_hook = &o.webhooks[0];
+    assert_safe(chart_hook, NAMESPACE);
+    assert_eq!(comparable_webhooks(chart_hook), by_code);
+    let annotations = chart_hook.metadata.annotations.clone().unwrap_or_default();
+    let certificate = named(&o.certificates, "plimsoll-vpa-admission", |c| &c.metadata);
+    assert_eq!(
+        annotations.get("cert-manager.io/inject-ca-from"),
+        Some(&format!("{NAMESPACE}/{}", "plimsoll-vpa-admission")),
+        "the CA injector reads the serving Certificate {:?}",
+        certificate.metadata.name
+    );
+
+    // deploy/: the same object in plimsoll-system.
+    let text =
+        std::fs::read_to_string(xtask::repo_root().join("deploy/vpa-admission/webhook.yaml"))
+            .expect("deploy webhook");
+    let deploy_hook: MutatingWebhookConfiguration = xtask::manifest::documents(&text)
+        .expect("yaml")
+        .iter()
+        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
+        .map(|d| typed(d, "deploy/vpa-admission/webhook.yaml"))
+        .expect("deploy webhook configuration");
+    assert_safe(&deploy_hook, "plimsoll-system");
+    assert_eq!(
+        comparable_webhooks(&deploy_hook),
+        registered_by_code(&self_signed_args, "plimsoll-system")
+    );
+}
+
+#[test]
+fn cert_manager_mode_serves_the_certificate_it_issues() {
+    let o = render(&all_on());
+    let d = deployment(&o, "vpa-admission");
+    let args = args_of(d);
+    service_args::parse("vpa-admission", &args).expect("args parse");
+    assert!(
+        !args
+            .iter()
+            .any(|a| a == "--self-signed" || a == "--register-webhook")
+    );
+    let serving = named(&o.certificates, "plimsoll-vpa-admission", |c| &c.metadata);
+    let secret = &serving.spec.secret_name;
+    let pod = pod(d);
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.secret.as_ref().and_then(|s| s.secret_name.as_ref()) == Some(secret))
+        .expect("the Certificate's Secret is mounted");
+    let mount = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.name == volume.name)
+        .expect("volume mounted");
+    assert_eq!(mount.read_only, Some(true));
+    for (flag, file) in [
+        ("--tls-cert-file", "tls.crt"),
+        ("--tls-key-file", "tls.key"),
+    ] {
+        assert!(
+            args.contains(&format!("{flag}={}/{file}", mount.mount_path)),
+            "{flag} in {args:?}"
+        );
+    }
+    let dns = serving.spec.dns_names.clone().unwrap_or_default();
+    assert!(dns.contains(&format!("plimsoll-vpa-admission.{NAMESPACE}.svc")));
+    // Its issuer is rendered too, and that one's CA comes from a self-signed issuer.
+    let issuer = named(&o.issuers, &serving.spec.issuer_ref.name, |i| &i.metadata);
+    let ca_secret = &issuer.spec.ca.as_ref().expect("CA issuer").secret_name;
+    let ca = named(&o.certificates, "plimsoll-vpa-admission-ca", |c| {
+        &c.metadata
+    });
+    assert_eq!(&ca.spec.secret_name, ca_secret);
+    assert_eq!(ca.spec.is_ca, Some(true));
+    named(&o.issuers, &ca.spec.issuer_ref.name, |i| &i.metadata)
+        .spec
+        .self_signed
+        .as_ref()
+        .expect("self-signed root");
+    // No Secret write access is needed in this mode.
+    let role = named(&o.roles, "plimsoll-vpa-admission-leader-election", |r| {
+        &r.metadata
+    });
+    assert!(
+        role.rules
+            .iter()
+            .flatten()
+            .all(|r| !r.resources.iter().flatten().any(|x| x == "secrets"))
+    );
+
+    // An issuer of the operator's: no chart issuers, the reference passed through.
+    let mut values = all_on();
+    values["vpaAdmission"]["certManager"]["issuerRef"] =
+        json!({"name": "corporate-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"});
+    let o = render(&values);
+    assert!(o.issuers.is_empty());
+    assert_eq!(o.certificates.len(), 1);
+    assert_eq!(o.certificates[0].spec.issuer_ref.name, "corporate-ca");
+    assert_eq!(o.certificates[0].spec.issuer_ref.kind, "ClusterIssuer");
+}
+
+#[test]
+fn network_policies_allow_only_what_each_service_needs() {
+    let o = render(&all_on());
+    for np in &o.network_policies {
+        let name = np.metadata.name.clone().unwrap_or_default();
+        let spec = np.spec.as_ref().expect("spec");
+        assert_eq!(
+            spec.policy_types.clone().unwrap_or_default(),
+            ["Ingress", "Egress"],
+            "{name}: default deny both ways"
+        );
+        let ingress_ports: Vec<IntOrString> = spec
+            .ingress
+            .iter()
+            .flatten()
+            .flat_map(|r| r.ports.iter().flatten().filter_map(|p| p.port.clone()))
+            .collect();
+        let mut want = vec![IntOrString::String("metrics".to_owned())];
+        if name == "plimsoll-vpa-admission" {
+            want.push(IntOrString::String("webhook".to_owned()));
+        }
+        assert_eq!(ingress_ports, want, "{name}");
+        let egress_ports: Vec<IntOrString> = spec
+            .egress
+            .iter()
+            .flatten()
+            .flat_map(|r| r.ports.iter().flatten().filter_map(|p| p.port.clone()))
+            .collect();
+        for port in [53, 443, 6443, 9090] {
+            assert!(
+                egress_ports.contains(&IntOrString::Int(port)),
+                "{name}: egress to {port}"
+            );
+        }
+        // Named ports must exist on the pods they select.
+        let svc = name.trim_start_matches("plimsoll-");
+        let container_ports: Vec<String> = pod(deployment(&o, svc)).containers[0]
+            .ports
+            .iter()
+            .flatten()
+            .filter_map(|p| p.name.clone())
+            .collect();
+        for port in &ingress_ports {
+            if let IntOrString::String(p) = port {
+                assert!(container_ports.contains(p), "{name}: port {p}");
+            }
+        }
+    }
+    assert_eq!(o.network_policies.len(), SERVICES.len());
+}
+
+#[test]
+fn service_monitor_scrapes_every_metrics_service() {
+    let o = render(&all_on());
+    let monitor = &o.service_monitors[0];
+    assert_eq!(
+        monitor
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("release")),
+        Some(&"prometheus".to_owned())
+    );
+    assert_eq!(monitor.spec.endpoints[0].interval, "15s");
+    let port = &monitor.spec.endpoints[0].port;
+    for svc in SERVICES {
+        let service = named(&o.services, &format!("plimsoll-{svc}-metrics"), |s| {
+            &s.metadata
+        });
+        let labels = service.metadata.labels.clone().unwrap_or_default();
+        assert!(selects(&monitor.spec.selector, &labels), "{svc}");
+        let ports = service.spec.as_ref().and_then(|s| s.ports.clone());
+        assert!(
+            ports
+                .iter()
+                .flatten()
+                .any(|p| p.name.as_ref() == Some(port)),
+            "{svc}: a port named {port}"
+        );
+    }
+}
+
+#[test]
+fn chart_args_parse_with_each_services_command_line() {
+    for overrides in [
+        json!({"vpaRecommender": {"enabled": true}, "vpaUpdater": {"enabled": true},
+                             "vpaAdmission": {"enabled": true}}),
+        all_on(),
+    ] {
+        let o = render(&overrides);
+        for svc in SERVICES {
+            let args = args_of(deployment(&o, svc));
+            if let Err(e) = service_args::parse(svc, &args) {
+                panic!("{svc}: {args:?} do not parse: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn chart_cluster_roles_equal_deploy() {
+    let o = render(&all_on());
+    for svc in SERVICES {
+        let path = xtask::repo_root().join(format!("deploy/{svc}/cluster-rbac.yaml"));
+        let text = std::fs::read_to_string(&path).expect("deploy rbac");
+        let deploy: ClusterRole = xtask::manifest::documents(&text)
+            .expect("yaml")
+            .iter()
+            .find(|d| d["kind"] == "ClusterRole")
+            .map(|d| typed(d, &path.display().to_string()))
+            .expect("deploy ClusterRole");
+        let chart = named(&o.cluster_roles, &format!("plimsoll-{svc}"), |r| {
+            &r.metadata
+        });
+        assert_eq!(chart.rules, deploy.rules, "{svc}");
+    }
+}
+
+fn schema_errors(values: &Value) -> Option<String> {
+    let path = chart_dir().join("values.schema.json");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("schema")).expect("json");
+    assert_eq!(
+        schema["$schema"], "http://json-schema.org/draft-07/schema#",
+        "the draft Helm validates with"
+    );
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("values.schema.json", schema)
+        .expect("add schema");
+    let index = compiler
+        .compile("values.schema.json", &mut schemas)
+        .unwrap_or_else(|e| panic!("values.schema.json does not compile: {e}"));
+    schemas
+        .validate(values, index)
+        .err()
+        .map(|e| format!("{e:#}"))
+}
+
+#[test]
+fn values_validate_against_the_schema_and_typos_do_not() {
+    let chart = helm::Chart::load(&chart_dir());
+    for overrides in [json!({}), all_on()] {
+        let values = chart.values(&overrides);
+        if let Some(e) = schema_errors(&values) {
+            panic!("{overrides}: {e}");
+        }
+    }
+    let refused = [
+        (json!({"hpaPlus": {"replica": 3}}), "replica"),
+        (json!({"serviceMonitor": {"intervall": "1m"}}), "intervall"),
+        (
+            json!({"networkPolicies": {"enabled": true}}),
+            "networkPolicies",
+        ),
+        (
+            json!({"vpaAdmission": {"certManager": {"enable": true}}}),
+            "enable",
+        ),
+        (
+            json!({"grafana": {"dashboard": {"enabled": true}}}),
+            "dashboard",
+        ),
+        (
+            json!({"vpaAdmission": {"webhook": {"timeoutSeconds": 60}}}),
+            "60",
+        ),
+        (
+            json!({"cronHpa": {"resources": {"limits": null}}}),
+            "limits",
+        ),
+        (
+            json!({"global": {"logFormat": "yaml"}}),
+            "/global/logFormat",
+        ),
+    ];
+    for (overrides, what) in refused {
+        let values = chart.values(&overrides);
+        let e = schema_errors(&values).unwrap_or_else(|| panic!("{overrides} was accepted"));
+        assert!(e.contains(what), "{overrides}: the error names {what}: {e}");
+    }
+}
+
+/// Fails on a key of `values` that `schema` (draft-07, `$ref`s into `definitions`) does not name.
+fn walk(values: &Value, schema: &Value, root: &Value, path: &str) {
+    let schema = match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let name = r.trim_start_matches("#/definitions/");
+            &root["definitions"][name]
+        }
+        None => schema,
+    };
+    let Value::Object(map) = values else { return };
+    let Some(properties) = schema.get("properties") else {
+        return;
+    };
+    for (key, value) in map {
+        let sub = properties
+            .get(key)
+            .unwrap_or_else(|| panic!("{path}.{key} is not in values.schema.json"));
+        walk(value, sub, root, &format!("{path}.{key}"));
+    }
+}
+
+#[test]
+fn every_value_is_described_by_the_schema() {
+    // Walk values.yaml: each key must be a property the schema names (the schema closes every
+    // object where a typo could hide, so this is the same check from the other side).
+    let chart = helm::Chart::load(&chart_dir());
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(chart_dir().join("values.schema.json")).expect("schema"),
+    )
+    .expect("json");
+    walk(chart.default_values(), &schema, &schema, "");
+}
+
+#[test]
+fn renderer_reads_chart_files_and_fails_on_required_values() {
+    // The dashboards and alerts templates read their JSON and YAML with .Files; check the
+    // renderer's support on a chart of its own.
+    let dir = std::env::temp_dir().join(format!("plimsoll-chart-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::create_dir_all(dir.join("files")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "name: t\nversion: 0.1.0\nappVersion: \"1\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("values.yaml"),
+        "name: x\nlabels: {grafana_dashboard: \"1\", flag: \"true\", empty: \"null\", text: \"a\\nb\"}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("files/a.json"), "{\"a\": 1}").unwrap();
+    std::fs::write(dir.join("files/b.json"), "{\"b\": 2}").unwrap();
+    std::fs::write(
+        dir.join("templates/t.yaml"),
+        "{{- $root := . -}}\n\
+         a: {{ .Files.Get \"files/a.json\" | quote }}\n\
+         b: {{ $root.Files.Get \"files/b.json\" | quote }}\n\
+         all: [{{ range $path, $_ := $.Files.Glob \"files/*.json\" }}{{ base $path }},{{ end }}]\n\
+         has: {{ .Capabilities.APIVersions.Has \"monitoring.coreos.com/v1\" }}\n\
+         name: {{ required \"name is required\" .Values.name }}\n\
+         labels: {{- toYaml .Values.labels | nindent 2 }}\n",
+    )
+    .unwrap();
+    let chart = helm::Chart::load(&dir);
+    let out = chart.render(&json!({}), "ns").unwrap();
+    let doc = &xtask::manifest::documents(&out[0].text).unwrap()[0];
+    assert_eq!(doc["a"], "{\"a\": 1}");
+    assert_eq!(doc["b"], "{\"b\": 2}");
+    assert_eq!(doc["all"], json!(["a.json", "b.json"]));
+    assert_eq!(doc["has"], true);
+    // toYaml keeps strings that look like other scalars strings, as the Grafana sidecar's label
+    // value "1" must stay.
+    assert_eq!(
+        doc["labels"],
+        json!({"grafana_dashboard": "1", "flag": "true", "empty": "null", "text": "a\nb"})
+    );
+    let e = chart
+        .render(&json!({"name": ""}), "ns")
+        .err()
+        .expect("required refuses an empty value");
+    assert!(e.contains("name is required"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
