@@ -2,8 +2,8 @@
 //! CREATEs and VPA CREATE/UPDATEs here.
 //!
 //! The configuration: `failurePolicy: Ignore` (a pod never fails to start because the webhook
-//! is down), `sideEffects: None`, `admissionReviewVersions: [v1]`, `timeoutSeconds` (30 as
-//! upstream), and a namespaceSelector leaving out `kube-system` and the webhook's own namespace
+//! is down), `sideEffects: None`, `admissionReviewVersions: [v1]`, `timeoutSeconds` (5 by
+//! default, upstream uses 30: see `--webhook-timeout-seconds`), and a namespaceSelector leaving out `kube-system` and the webhook's own namespace
 //! (its own pods must start even when no replica is up). Updates keep the object's
 //! metadata (labels, annotations) and replace `webhooks`.
 
