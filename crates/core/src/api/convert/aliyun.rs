@@ -18,9 +18,7 @@ use serde_json::Value;
 
 use super::fields::{Dropped, Fields, UNKNOWN, drop_status, metadata};
 use super::{Conversion, ConvertError, Converted};
-use crate::api::cron::{
-    CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec, ScalingJob,
-};
+use crate::api::cron::{CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec, ScalingJob};
 
 /// Converts one Aliyun CronHPA document.
 pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
@@ -42,7 +40,12 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
     let mut jobs = Vec::new();
     if let Some(Value::Array(list)) = f.take("jobs") {
         for (i, j) in list.iter().enumerate() {
-            jobs.push(read_job(&format!("spec.jobs[{i}]"), j, &mut dropped, &mut notes)?);
+            jobs.push(read_job(
+                &format!("spec.jobs[{i}]"),
+                j,
+                &mut dropped,
+                &mut notes,
+            )?);
         }
     }
     if let Some(mode) = f.take("cronMode") {
@@ -80,9 +83,10 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
 fn served_api_version(api_version: Option<&str>, kind: &str) -> Option<&'static str> {
     match (api_version?, kind) {
         ("apps/v1beta1" | "apps/v1beta2" | "extensions/v1beta1", _) => Some("apps/v1"),
-        ("autoscaling/v1" | "autoscaling/v2beta1" | "autoscaling/v2beta2", "HorizontalPodAutoscaler") => {
-            Some("autoscaling/v2")
-        }
+        (
+            "autoscaling/v1" | "autoscaling/v2beta1" | "autoscaling/v2beta2",
+            "HorizontalPodAutoscaler",
+        ) => Some("autoscaling/v2"),
         _ => None,
     }
 }
@@ -116,7 +120,9 @@ fn read_job(
             run_once = true;
             cron
         }
-        Some(Err(message)) => return Err(ConvertError::invalid(format!("{path}.schedule"), message)),
+        Some(Err(message)) => {
+            return Err(ConvertError::invalid(format!("{path}.schedule"), message));
+        }
         None => schedule,
     };
     f.finish(UNKNOWN, dropped);

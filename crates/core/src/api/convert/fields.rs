@@ -79,7 +79,9 @@ impl Fields {
     ) -> Result<Option<T>, ConvertError> {
         let path = self.at(key);
         self.take(key)
-            .map(|v| serde_json::from_value(v).map_err(|e| ConvertError::invalid(path, e.to_string())))
+            .map(|v| {
+                serde_json::from_value(v).map_err(|e| ConvertError::invalid(path, e.to_string()))
+            })
             .transpose()
     }
 
@@ -165,7 +167,10 @@ pub(crate) fn metadata(
 
 /// Reports a source `status` (the new controller computes its own).
 pub(crate) fn drop_status(doc: &Value, dropped: &mut Vec<Dropped>) {
-    if doc.get("status").is_some_and(|s| !s.is_null() && s != &Value::Object(Map::new())) {
+    if doc
+        .get("status")
+        .is_some_and(|s| !s.is_null() && s != &Value::Object(Map::new()))
+    {
         dropped.push(Dropped::new(
             "status",
             "not carried over: the Plimsoll controller writes its own status at its first evaluation",

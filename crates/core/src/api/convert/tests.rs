@@ -60,8 +60,14 @@ fn wpa_readme_example_keeps_every_field() {
     let c = one(WPA_README);
     let o = hpa_plus(&c);
     let s = &o.spec;
-    assert_eq!(o.metadata.name.as_deref(), Some("example-watermarkpodautoscaler"));
-    assert_eq!(c.source, "WatermarkPodAutoscaler/example-watermarkpodautoscaler");
+    assert_eq!(
+        o.metadata.name.as_deref(),
+        Some("example-watermarkpodautoscaler")
+    );
+    assert_eq!(
+        c.source,
+        "WatermarkPodAutoscaler/example-watermarkpodautoscaler"
+    );
     assert_eq!(s.scale_target_ref.kind, "Deployment");
     assert_eq!(s.scale_target_ref.name, "some_app");
     assert_eq!(s.scale_target_ref.api_version.as_deref(), Some("apps/v1"));
@@ -97,7 +103,11 @@ fn wpa_readme_example_keeps_every_field() {
         );
     }
     assert!(c.dropped.is_empty(), "nothing lost: {:?}", c.dropped);
-    assert!(c.notes.iter().any(|n| n.contains("stabilizationWindowSeconds")));
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n.contains("stabilizationWindowSeconds"))
+    );
     s.validate().expect("the converted spec validates");
 }
 
@@ -165,7 +175,10 @@ fn wpa_fields_without_a_home_are_reported_with_their_path() {
     let meta = &hpa_plus(&c).metadata;
     assert_eq!(meta.uid, None);
     assert_eq!(
-        meta.annotations.as_ref().and_then(|a| a.get("owner")).map(String::as_str),
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get("owner"))
+            .map(String::as_str),
         Some("me")
     );
 }
@@ -196,7 +209,14 @@ fn aliyun_exclude_dates_example_converts_job_by_job() {
     let jobs: Vec<_> = s
         .jobs
         .iter()
-        .map(|j| (j.name.as_str(), j.schedule.as_str(), j.target_size, j.run_once))
+        .map(|j| {
+            (
+                j.name.as_str(),
+                j.schedule.as_str(),
+                j.target_size,
+                j.run_once,
+            )
+        })
         .collect();
     assert_eq!(
         jobs,
@@ -216,7 +236,10 @@ fn aliyun_exclude_dates_example_converts_job_by_job() {
 fn aliyun_hpa_target_keeps_run_once_and_moves_to_autoscaling_v2() {
     let c = one(ALIYUN_HPA);
     let s = &cron(&c).spec;
-    assert_eq!(s.scale_target_ref.api_version.as_deref(), Some("autoscaling/v2"));
+    assert_eq!(
+        s.scale_target_ref.api_version.as_deref(),
+        Some("autoscaling/v2")
+    );
     assert_eq!(s.scale_target_ref.kind, "HorizontalPodAutoscaler");
     assert!(s.jobs.iter().all(|j| j.run_once));
     s.validate().expect("validates");
@@ -295,5 +318,8 @@ fn hpa_v1_cpu_target_becomes_a_utilization_metric() {
 fn unknown_kinds_are_refused_by_name() {
     let err = convert(&json!({"apiVersion": "apps/v1", "kind": "Deployment"}))
         .expect_err("not an autoscaler");
-    assert!(err.to_string().starts_with("apps/v1 Deployment is not converted"));
+    assert!(
+        err.to_string()
+            .starts_with("apps/v1 Deployment is not converted")
+    );
 }
