@@ -33,6 +33,7 @@ pub mod checkpoint;
 pub mod checkpoint_schedule;
 pub mod decaying;
 pub mod estimator;
+pub mod explain;
 pub mod eviction;
 pub mod histogram;
 pub mod limit_range;
