@@ -33,11 +33,31 @@ pub struct Service {
 
 /// The five services, in the order `status` lists them.
 pub const SERVICES: [Service; 5] = [
-    Service { binary: "hpa-plus", lease: "plimsoll-hpa-plus", elects_leader: true },
-    Service { binary: "cron-hpa", lease: "plimsoll-cron-hpa", elects_leader: true },
-    Service { binary: "vpa-recommender", lease: "plimsoll-vpa-recommender", elects_leader: true },
-    Service { binary: "vpa-updater", lease: "plimsoll-vpa-updater", elects_leader: true },
-    Service { binary: "vpa-admission", lease: "vpa-admission-controller", elects_leader: false },
+    Service {
+        binary: "hpa-plus",
+        lease: "plimsoll-hpa-plus",
+        elects_leader: true,
+    },
+    Service {
+        binary: "cron-hpa",
+        lease: "plimsoll-cron-hpa",
+        elects_leader: true,
+    },
+    Service {
+        binary: "vpa-recommender",
+        lease: "plimsoll-vpa-recommender",
+        elects_leader: true,
+    },
+    Service {
+        binary: "vpa-updater",
+        lease: "plimsoll-vpa-updater",
+        elects_leader: true,
+    },
+    Service {
+        binary: "vpa-admission",
+        lease: "vpa-admission-controller",
+        elects_leader: false,
+    },
 ];
 
 impl Service {
@@ -53,7 +73,10 @@ impl Service {
 
     /// The label selector of its pods.
     pub fn pod_selector(&self) -> String {
-        format!("app.kubernetes.io/name=plimsoll,app.kubernetes.io/component={}", self.binary)
+        format!(
+            "app.kubernetes.io/name=plimsoll,app.kubernetes.io/component={}",
+            self.binary
+        )
     }
 }
 
@@ -128,7 +151,10 @@ pub struct ServiceHealth {
 /// Assesses `service` from what was `observed` at `now`.
 pub fn assess(service: &Service, observed: &Observed, now: Timestamp) -> ServiceHealth {
     let mut problems = Vec::new();
-    let lease = observed.lease.as_ref().map(|l| lease_state(service, l, now));
+    let lease = observed
+        .lease
+        .as_ref()
+        .map(|l| lease_state(service, l, now));
     let ready_pods = observed.pods.iter().filter(|p| pod_ready(p)).count();
     let desired_replicas = observed
         .deployment
@@ -166,18 +192,22 @@ pub fn assess(service: &Service, observed: &Observed, now: Timestamp) -> Service
         problems.push(format!("{ready_pods} of {want} replicas ready"));
     }
     if ready_endpoints == Some(0) && observed.deployment.is_some() {
-        problems.push(format!("Service {} has no ready endpoint", service.metrics_service()));
+        problems.push(format!(
+            "Service {} has no ready endpoint",
+            service.metrics_service()
+        ));
     }
     let fresh = lease.as_ref().is_some_and(|l| !l.expired);
-    let verdict = if observed.lease.is_none() && observed.deployment.is_none() && observed.pods.is_empty() {
-        Verdict::NotInstalled
-    } else if !fresh || (desired_replicas.is_some() && ready_pods == 0) {
-        Verdict::Down
-    } else if problems.is_empty() {
-        Verdict::Healthy
-    } else {
-        Verdict::Degraded
-    };
+    let verdict =
+        if observed.lease.is_none() && observed.deployment.is_none() && observed.pods.is_empty() {
+            Verdict::NotInstalled
+        } else if !fresh || (desired_replicas.is_some() && ready_pods == 0) {
+            Verdict::Down
+        } else if problems.is_empty() {
+            Verdict::Healthy
+        } else {
+            Verdict::Degraded
+        };
     ServiceHealth {
         service: service.binary.to_owned(),
         verdict,
@@ -306,7 +336,11 @@ pub fn to_text(namespace: &str, all: &[ServiceHealth]) -> String {
         if let Some(l) = &h.lease
             && let Some(t) = l.transitions
         {
-            let _ = writeln!(out, "{}: Lease {} changed holder {t} time(s)", h.service, l.name);
+            let _ = writeln!(
+                out,
+                "{}: Lease {} changed holder {t} time(s)",
+                h.service, l.name
+            );
         }
     }
     let _ = writeln!(out, "(namespace {namespace})");

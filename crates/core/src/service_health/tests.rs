@@ -69,7 +69,10 @@ fn a_fresh_leader_with_every_replica_ready_is_healthy() {
     assert_eq!(h.versions, ["0.1.0"]);
     assert_eq!(h.ready_endpoints, Some(2));
     let text = to_text("plimsoll-system", &[h]);
-    assert!(text.contains("hpa-plus         Healthy      hpa-plus-7d9-abc"), "{text}");
+    assert!(
+        text.contains("hpa-plus         Healthy      hpa-plus-7d9-abc"),
+        "{text}"
+    );
     assert!(text.contains("changed holder 2 time(s)"), "{text}");
 }
 
@@ -89,7 +92,10 @@ fn a_lease_renewed_longer_ago_than_its_duration_has_no_leader() {
         lease: Some(lease("plimsoll-hpa-plus", Some("old"), 14, 15)),
         ..observed
     };
-    assert_eq!(assess(&HPA_PLUS, &observed, now()).verdict, Verdict::Healthy);
+    assert_eq!(
+        assess(&HPA_PLUS, &observed, now()).verdict,
+        Verdict::Healthy
+    );
 }
 
 #[test]

@@ -22,9 +22,7 @@ use super::checkpoint;
 use super::estimator::{EstimatorConfig, LOWER_CONFIDENCE, UPPER_CONFIDENCE};
 use super::recommendation::{self, RecommendationReport};
 use super::resources::{Resource, ResourceAmounts, amounts_to_list};
-use crate::api::vpa::{
-    ResourceList, VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint,
-};
+use crate::api::vpa::{ResourceList, VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 
 /// Percentiles of one histogram, in the resource's unit (`123m`, `250Mi`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -211,8 +209,12 @@ fn container(
         capped: Stage::default(),
         capped_by: Vec::new(),
         policy: PolicyText {
-            min_allowed: policy.and_then(|p| p.min_allowed.clone()).unwrap_or_default(),
-            max_allowed: policy.and_then(|p| p.max_allowed.clone()).unwrap_or_default(),
+            min_allowed: policy
+                .and_then(|p| p.min_allowed.clone())
+                .unwrap_or_default(),
+            max_allowed: policy
+                .and_then(|p| p.max_allowed.clone())
+                .unwrap_or_default(),
             controlled_resources: policy
                 .and_then(|p| p.controlled_resources.clone())
                 .unwrap_or_else(|| vec!["cpu".into(), "memory".into()]),
@@ -292,28 +294,48 @@ fn describe_history(
             .fold(0.0, f64::max)
     };
     out.cpu = Percentiles {
-        lower: (text(config.lower_bound_cpu_percentile), cpu(config.lower_bound_cpu_percentile)),
-        target: (text(config.target_cpu_percentile), cpu(config.target_cpu_percentile)),
-        upper: (text(config.upper_bound_cpu_percentile), cpu(config.upper_bound_cpu_percentile)),
-        max: one(Resource::Cpu, cpu_amount_from_cores(max_start(a.cpu.histogram()))),
+        lower: (
+            text(config.lower_bound_cpu_percentile),
+            cpu(config.lower_bound_cpu_percentile),
+        ),
+        target: (
+            text(config.target_cpu_percentile),
+            cpu(config.target_cpu_percentile),
+        ),
+        upper: (
+            text(config.upper_bound_cpu_percentile),
+            cpu(config.upper_bound_cpu_percentile),
+        ),
+        max: one(
+            Resource::Cpu,
+            cpu_amount_from_cores(max_start(a.cpu.histogram())),
+        ),
     };
     out.memory = Percentiles {
         lower: (
             text(config.lower_bound_memory_percentile),
             mem(config.lower_bound_memory_percentile),
         ),
-        target: (text(config.target_memory_percentile), mem(config.target_memory_percentile)),
+        target: (
+            text(config.target_memory_percentile),
+            mem(config.target_memory_percentile),
+        ),
         upper: (
             text(config.upper_bound_memory_percentile),
             mem(config.upper_bound_memory_percentile),
         ),
-        max: one(Resource::Memory, amount_from_float(max_start(a.memory.histogram()))),
+        max: one(
+            Resource::Memory,
+            amount_from_float(max_start(a.memory.histogram())),
+        ),
     };
 }
 
 fn describe_recommendation(out: &mut ContainerExplanation, report: Option<&RecommendationReport>) {
     let Some(r) = report else {
-        out.error = Some("mode: Off — the recommender writes no recommendation for this container".to_owned());
+        out.error = Some(
+            "mode: Off — the recommender writes no recommendation for this container".to_owned(),
+        );
         return;
     };
     out.capped = stage(&r.capped);
@@ -341,7 +363,11 @@ impl Explanation {
         let mut out = String::new();
         let _ = writeln!(out, "{} (updateMode {})", self.object, self.update_mode);
         for c in &self.containers {
-            let _ = writeln!(out, "\nContainer {} (checkpoint {})", c.container, c.checkpoint);
+            let _ = writeln!(
+                out,
+                "\nContainer {} (checkpoint {})",
+                c.container, c.checkpoint
+            );
             if let Some(e) = &c.error {
                 let _ = writeln!(out, "  cannot explain: {e}");
                 continue;
@@ -418,7 +444,10 @@ impl Explanation {
                 }
             }
             if c.policy.controlled_values == "RequestsOnly" {
-                let _ = writeln!(out, "  Limits are left as they are (controlledValues RequestsOnly)");
+                let _ = writeln!(
+                    out,
+                    "  Limits are left as they are (controlledValues RequestsOnly)"
+                );
             } else {
                 let _ = writeln!(
                     out,

@@ -48,13 +48,13 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
             )?);
         }
     }
-    if let Some(mode) = f.take("cronMode") {
-        if mode.as_str() == Some("Disable") {
-            dropped.push(Dropped::new(
-                "spec.cronMode",
-                "Disable has no counterpart: a Plimsoll CronHPA always runs its jobs; apply the converted object only when they should run",
-            ));
-        }
+    if f.take("cronMode")
+        .is_some_and(|mode| mode.as_str() == Some("Disable"))
+    {
+        dropped.push(Dropped::new(
+            "spec.cronMode",
+            "Disable has no counterpart: a Plimsoll CronHPA always runs its jobs; apply the converted object only when they should run",
+        ));
     }
     f.finish(UNKNOWN, &mut dropped);
     notes.push(

@@ -42,16 +42,34 @@ fn percentiles_and_caps_of_the_nginx_checkpoint() {
     assert_eq!(c.cpu.lower, ("0.5".to_owned(), "10m".to_owned()));
     assert_eq!(c.cpu.target, ("0.9".to_owned(), "10m".to_owned()));
     // 10m + 15 % margin = 11m, raised to the pod minimum 25m; minAllowed 90m caps it up.
-    assert_eq!(c.estimated.target.get("cpu").map(|q| q.0.as_str()), Some("25m"));
-    assert_eq!(c.capped.target.get("cpu").map(|q| q.0.as_str()), Some("90m"));
+    assert_eq!(
+        c.estimated.target.get("cpu").map(|q| q.0.as_str()),
+        Some("25m")
+    );
+    assert_eq!(
+        c.capped.target.get("cpu").map(|q| q.0.as_str()),
+        Some("90m")
+    );
     assert_eq!(c.capped_by, ["cpu capped to minAllowed"]);
     // Memory: p90 ends bucket 0 (10 MB), + 15 % is below the 250Mi pod minimum, which wins.
-    assert_eq!(c.capped.target.get("memory").map(|q| q.0.as_str()), Some("250Mi"));
+    assert_eq!(
+        c.capped.target.get("memory").map(|q| q.0.as_str()),
+        Some("250Mi")
+    );
     assert_eq!(c.policy.controlled_values, "RequestsAndLimits");
-    assert_eq!(c.policy.min_allowed.get("cpu").map(|q| q.0.as_str()), Some("90m"));
+    assert_eq!(
+        c.policy.min_allowed.get("cpu").map(|q| q.0.as_str()),
+        Some("90m")
+    );
     assert!(e.notes.iter().any(|n| n.starts_with("OOM kills")));
     let text = e.to_text();
-    assert!(text.contains("Capped: cpu capped to minAllowed -> target cpu 90m, memory 250Mi"), "{text}");
+    assert!(
+        text.contains("Capped: cpu capped to minAllowed -> target cpu 90m, memory 250Mi"),
+        "{text}"
+    );
     assert!(text.contains("Confidence: 6.5076"), "{text}");
-    assert!(text.contains("Status: no recommendation for this container yet"), "{text}");
+    assert!(
+        text.contains("Status: no recommendation for this container yet"),
+        "{text}"
+    );
 }
