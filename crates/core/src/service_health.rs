@@ -329,12 +329,12 @@ pub fn to_text(namespace: &str, all: &[ServiceHealth]) -> String {
             versions
         );
     }
-    for h in all {
+    for h in all.iter().filter(|h| h.verdict != Verdict::NotInstalled) {
         for p in &h.problems {
             let _ = writeln!(out, "{}: {p}", h.service);
         }
         if let Some(l) = &h.lease
-            && let Some(t) = l.transitions
+            && let Some(t) = l.transitions.filter(|t| *t > 0)
         {
             let _ = writeln!(
                 out,

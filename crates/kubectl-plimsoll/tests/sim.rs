@@ -30,11 +30,11 @@ use serde_json::json;
 const WITHIN: Duration = Duration::from_secs(60);
 const EVERY: Duration = Duration::from_millis(250);
 
-fn data(name: &str) -> String {
+fn data(name: &str) -> anyhow::Result<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+    std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))
 }
 
 /// hpa-plus in-process with a 1 s period; with `lease` it runs leader election in the test's
@@ -93,7 +93,7 @@ async fn seed_examples_convert_apply_and_read_back() -> anyhow::Result<()> {
         "wpa-sample.yaml",
         "aliyun-cronhpa-exclude-dates.yaml",
     ] {
-        input.push_str(&data(file));
+        input.push_str(&data(file)?);
         input.push_str("\n---\n");
     }
     let mut converted = convert_text(&input)?;
@@ -156,15 +156,10 @@ async fn seed_examples_convert_apply_and_read_back() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyhow::Result<()> {
-    let env = Env::start("plugin-explain").await?;
-    create_deployment(&env, "web", 2, "100m", "64Mi").await?;
-    env.sim()?
-        .cluster
-        .model
-        .set_external(&env.namespace, "queue_messages", 100.0);
-    let plus: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+/// HPA+ `web`: 1–3 replicas on an External watermark metric `queue_messages` (band 10..20),
+/// with a 600 s scale-down forbidden window.
+fn web_on_queue() -> anyhow::Result<HorizontalPodAutoscalerPlus> {
+    Ok(serde_json::from_value(json!({
         "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus",
         "metadata": {"name": "web"},
         "spec": {
@@ -174,11 +169,14 @@ async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyh
             "metrics": [{"type": "External", "external": {"metric": {"name": "queue_messages"},
                 "target": {"type": "Watermark", "lowWatermark": "10", "highWatermark": "20"}}}]
         }
-    }))?;
-    let api = env.api::<HorizontalPodAutoscalerPlus>();
-    api.create(&PostParams::default(), &plus).await?;
-    let hpa_plus = start_hpa_plus(&env, None);
-    let decided = eventually("hpa-plus holds web at maxReplicas", WITHIN, EVERY, || {
+    }))?)
+}
+
+/// Waits until hpa-plus has scaled `web` to 3 and holds it there at maxReplicas.
+async fn held_at_max(
+    api: &kube::Api<HorizontalPodAutoscalerPlus>,
+) -> anyhow::Result<Option<plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlusStatus>> {
+    eventually("hpa-plus holds web at maxReplicas", WITHIN, EVERY, || {
         let api = api.clone();
         async move {
             let status = api.get("web").await?.status;
@@ -191,7 +189,36 @@ async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyh
             Ok(held.then_some(status))
         }
     })
-    .await?;
+    .await
+}
+
+/// The seconds left on `what` in an explanation's "Waiting:" lines.
+fn seconds_left(text: &str, what: &str) -> anyhow::Result<i64> {
+    let prefix = format!("{what}: ");
+    let line = text
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with(&prefix))
+        .with_context(|| format!("no {what} line in {text}"))?;
+    Ok(line[prefix.len()..]
+        .split('s')
+        .next()
+        .unwrap_or_default()
+        .parse()?)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyhow::Result<()> {
+    let env = Env::start("plugin-explain").await?;
+    create_deployment(&env, "web", 2, "100m", "64Mi").await?;
+    env.sim()?
+        .cluster
+        .model
+        .set_external(&env.namespace, "queue_messages", 100.0);
+    let api = env.api::<HorizontalPodAutoscalerPlus>();
+    api.create(&PostParams::default(), &web_on_queue()?).await?;
+    let hpa_plus = start_hpa_plus(&env, None);
+    let decided = held_at_max(&api).await?;
     hpa_plus.stop().await?;
     let client = env.client.clone();
     let target = Target::parse("hpaplus/web")?;
@@ -235,18 +262,8 @@ async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyh
         "{text}"
     );
     // The scale to 3 started the 600 s scale-down forbidden window.
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("downscaleForbiddenWindow: "))
-        .with_context(|| format!("a forbidden window line in {text}"))?;
-    let left: i64 = line
-        .trim_start()
-        .trim_start_matches("downscaleForbiddenWindow: ")
-        .split('s')
-        .next()
-        .unwrap_or_default()
-        .parse()?;
-    assert!((500..=600).contains(&left), "{line}");
+    let left = seconds_left(&text, "downscaleForbiddenWindow")?;
+    assert!((500..=600).contains(&left), "{text}");
     // The same explanation as JSON, for scripts.
     let json_text = explain(
         &client,
@@ -267,13 +284,13 @@ async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyh
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_vpa_from_the_upstream_checkpoint() -> anyhow::Result<()> {
     let env = Env::start("plugin-vpa").await?;
-    let mut vpa: VerticalPodAutoscaler = serde_saphyr::from_str(&data("vpa-nginx.yaml"))?;
+    let mut vpa: VerticalPodAutoscaler = serde_saphyr::from_str(&data("vpa-nginx.yaml")?)?;
     vpa.metadata.namespace = None;
     env.api::<VerticalPodAutoscaler>()
         .create(&PostParams::default(), &vpa)
         .await?;
     let mut checkpoint: VerticalPodAutoscalerCheckpoint =
-        serde_saphyr::from_str(&data("vpa-checkpoint-nginx.yaml"))?;
+        serde_saphyr::from_str(&data("vpa-checkpoint-nginx.yaml")?)?;
     checkpoint.metadata.namespace = None;
     checkpoint.metadata.creation_timestamp = None;
     env.api::<VerticalPodAutoscalerCheckpoint>()
@@ -410,7 +427,7 @@ fn the_binary_converts_from_stdin_and_reports_on_stderr() -> anyhow::Result<()> 
             .write_all(input.as_bytes())?;
         Ok(child.wait_with_output()?)
     };
-    let out = run(&["convert", "-f", "-"], &data("wpa-readme.yaml"))?;
+    let out = run(&["convert", "-f", "-"], &data("wpa-readme.yaml")?)?;
     assert!(out.status.success());
     let stdout = String::from_utf8(out.stdout)?;
     assert!(
@@ -428,7 +445,7 @@ fn the_binary_converts_from_stdin_and_reports_on_stderr() -> anyhow::Result<()> 
     let stderr = String::from_utf8(out.stderr)?;
     assert!(stderr.contains("every field carried over"), "{stderr}");
     // --strict fails when something is lost: the @date schedules lose their year.
-    let out = run(&["convert", "--strict"], &data("aliyun-cronhpa-date.yaml"))?;
+    let out = run(&["convert", "--strict"], &data("aliyun-cronhpa-date.yaml")?)?;
     assert_eq!(out.status.code(), Some(3));
     let stderr = String::from_utf8(out.stderr)?;
     assert!(

@@ -112,6 +112,10 @@ fn missing_replicas_and_endpoints_degrade_and_nothing_found_is_not_installed() {
     assert_eq!(h.versions, ["0.1.0", "0.2.0"]);
     let none = assess(&HPA_PLUS, &Observed::default(), now());
     assert_eq!(none.verdict, Verdict::NotInstalled);
+    // A service that is not installed is one row, not a list of what is missing.
+    let text = to_text("plimsoll-system", &[none]);
+    assert!(text.contains("NotInstalled"), "{text}");
+    assert!(!text.contains("not found"), "{text}");
 }
 
 #[test]

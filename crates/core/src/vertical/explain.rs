@@ -144,6 +144,15 @@ fn one(resource: Resource, amount: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Bytes as MiB with one decimal: histogram edges are not round binary amounts, and `10000000`
+/// reads worse than `9.5Mi`.
+fn mebibytes(bytes: f64) -> String {
+    format!(
+        "{}Mi",
+        text((amount_from_float(bytes) as f64 / 1_048_576.0 * 10.0).round() / 10.0)
+    )
+}
+
 fn stage(r: &super::capping::RecommendedResources) -> Stage {
     Stage {
         target: amounts_to_list(&r.target),
@@ -286,7 +295,7 @@ fn describe_history(
     out.upper_multiplier = text(multiplier(UPPER_CONFIDENCE));
     out.lower_multiplier = text(multiplier(LOWER_CONFIDENCE));
     let cpu = |p: f64| one(Resource::Cpu, cpu_amount_from_cores(a.cpu.percentile(p)));
-    let mem = |p: f64| one(Resource::Memory, amount_from_float(a.memory.percentile(p)));
+    let mem = |p: f64| mebibytes(a.memory.percentile(p));
     let max_start = |h: &super::histogram::Histogram| {
         h.buckets()
             .filter(|(_, w)| *w > 0.0)
@@ -324,10 +333,7 @@ fn describe_history(
             text(config.upper_bound_memory_percentile),
             mem(config.upper_bound_memory_percentile),
         ),
-        max: one(
-            Resource::Memory,
-            amount_from_float(max_start(a.memory.histogram())),
-        ),
+        max: mebibytes(max_start(a.memory.histogram())),
     };
 }
 

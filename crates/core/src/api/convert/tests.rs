@@ -51,21 +51,21 @@ const ALIYUN_DATE: &str =
 const HPA_V2: &str = include_str!("../../../../kubectl-plimsoll/tests/data/hpa-v2.yaml");
 const HPA_V1: &str = include_str!("../../../../kubectl-plimsoll/tests/data/hpa-v1.yaml");
 
-fn q(s: &str) -> Option<Quantity> {
-    Some(Quantity(s.to_owned()))
+fn q(text: &str) -> Quantity {
+    Quantity(text.to_owned())
 }
 
 #[test]
 fn wpa_readme_example_keeps_every_field() {
-    let c = one(WPA_README);
-    let o = hpa_plus(&c);
-    let s = &o.spec;
+    let conv = one(WPA_README);
+    let obj = hpa_plus(&conv);
+    let s = &obj.spec;
     assert_eq!(
-        o.metadata.name.as_deref(),
+        obj.metadata.name.as_deref(),
         Some("example-watermarkpodautoscaler")
     );
     assert_eq!(
-        c.source,
+        conv.source,
         "WatermarkPodAutoscaler/example-watermarkpodautoscaler"
     );
     assert_eq!(s.scale_target_ref.kind, "Deployment");
@@ -76,15 +76,15 @@ fn wpa_readme_example_keeps_every_field() {
     assert_eq!(s.upscale_forbidden_window_seconds, Some(30));
     assert_eq!(s.downscale_delay_below_watermark_seconds, Some(300));
     assert_eq!(s.upscale_delay_above_watermark_seconds, Some(30));
-    assert_eq!(s.scale_down_limit_factor, q("30"));
-    assert_eq!(s.scale_up_limit_factor, q("50"));
-    assert_eq!(s.tolerance, q("0.01"));
+    assert_eq!(s.scale_down_limit_factor, Some(q("30")));
+    assert_eq!(s.scale_up_limit_factor, Some(q("50")));
+    assert_eq!(s.tolerance, Some(q("0.01")));
     assert_eq!(s.metrics.len(), 1);
-    let m = &s.metrics[0];
-    assert_eq!(m.type_, MetricSourceType::External);
-    let e = m.external.as_ref().expect("external");
-    assert_eq!(e.metric.name, "custom.request_duration.max");
-    let labels = e
+    let metric = &s.metrics[0];
+    assert_eq!(metric.type_, MetricSourceType::External);
+    let ext = metric.external.as_ref().expect("external");
+    assert_eq!(ext.metric.name, "custom.request_duration.max");
+    let labels = ext
         .metric
         .selector
         .as_ref()
@@ -92,9 +92,9 @@ fn wpa_readme_example_keeps_every_field() {
         .expect("selector labels");
     assert_eq!(labels.get("service").map(String::as_str), Some("billing"));
     assert_eq!(labels.len(), 3);
-    assert_eq!(e.target.type_, MetricTargetType::Watermark);
-    assert_eq!(e.target.low_watermark, q("150m"));
-    assert_eq!(e.target.high_watermark, q("400m"));
+    assert_eq!(ext.target.type_, MetricTargetType::Watermark);
+    assert_eq!(ext.target.low_watermark, Some(q("150m")));
+    assert_eq!(ext.target.high_watermark, Some(q("400m")));
     let behavior = s.behavior.as_ref().expect("behavior spelled out");
     for rules in [&behavior.scale_up, &behavior.scale_down] {
         assert_eq!(
@@ -102,9 +102,9 @@ fn wpa_readme_example_keeps_every_field() {
             Some(0)
         );
     }
-    assert!(c.dropped.is_empty(), "nothing lost: {:?}", c.dropped);
+    assert!(conv.dropped.is_empty(), "nothing lost: {:?}", conv.dropped);
     assert!(
-        c.notes
+        conv.notes
             .iter()
             .any(|n| n.contains("stabilizationWindowSeconds"))
     );
@@ -115,15 +115,15 @@ fn wpa_readme_example_keeps_every_field() {
 fn wpa_sample_converts_spellings_and_numbers() {
     let c = one(WPA_SAMPLE);
     let s = &hpa_plus(&c).spec;
-    assert_eq!(s.tolerance, q("10m"));
+    assert_eq!(s.tolerance, Some(q("10m")));
     assert_eq!(s.readiness_delay_seconds, Some(10));
     assert_eq!(
         s.converge_towards_watermark,
         Some(ConvergeTowardsWatermark::HighWatermark)
     );
     let e = s.metrics[0].external.as_ref().expect("external");
-    assert_eq!(e.target.high_watermark, q("900k"));
-    assert_eq!(e.target.low_watermark, q("500k"));
+    assert_eq!(e.target.high_watermark, Some(q("900k")));
+    assert_eq!(e.target.low_watermark, Some(q("500k")));
     assert!(c.dropped.is_empty(), "{:?}", c.dropped);
     s.validate().expect("validates");
 }
@@ -155,8 +155,8 @@ fn wpa_fields_without_a_home_are_reported_with_their_path() {
     assert_eq!(s.replica_scaling_absolute_modulo, Some(2));
     assert_eq!(s.min_available_replica_percentage, Some(50));
     let r = s.metrics[0].resource.as_ref().expect("resource");
-    assert_eq!(r.target.high_watermark, q("80"));
-    assert_eq!(r.target.low_watermark, q("60"));
+    assert_eq!(r.target.high_watermark, Some(q("80")));
+    assert_eq!(r.target.low_watermark, Some(q("60")));
     assert_eq!(s.metrics.len(), 1);
     let mut got = fields(&c);
     got.sort_unstable();
@@ -275,7 +275,7 @@ fn aliyun_disabled_mode_is_reported() {
 fn hpa_v2_moves_native_annotations_into_fields() {
     let c = one(HPA_V2);
     let o = hpa_plus(&c);
-    assert_eq!(o.spec.tolerance, q("0.05"));
+    assert_eq!(o.spec.tolerance, Some(q("0.05")));
     assert_eq!(o.spec.sync_period_seconds, Some(30));
     assert_eq!(o.spec.max_replicas, 10);
     assert_eq!(

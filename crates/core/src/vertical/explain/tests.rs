@@ -56,6 +56,7 @@ fn percentiles_and_caps_of_the_nginx_checkpoint() {
         c.capped.target.get("memory").map(|q| q.0.as_str()),
         Some("250Mi")
     );
+    assert_eq!(c.memory.target, ("0.9".to_owned(), "9.5Mi".to_owned()));
     assert_eq!(c.policy.controlled_values, "RequestsAndLimits");
     assert_eq!(
         c.policy.min_allowed.get("cpu").map(|q| q.0.as_str()),
