@@ -12,7 +12,7 @@ use kubectl_plimsoll::{Connection, Output};
 /// Explain Plimsoll's autoscaling decisions, convert the objects of the controllers it replaces,
 /// and show the health of its services.
 #[derive(Parser, Debug)]
-#[command(name = "kubectl plimsoll", version)]
+#[command(name = "kubectl plimsoll", bin_name = "kubectl plimsoll", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
