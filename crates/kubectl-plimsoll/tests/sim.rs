@@ -4,7 +4,7 @@
 //!   jobs) convert, apply (the sim validates them against the CRD schemas) and read back, and
 //!   cron-hpa accepts the converted CronHPA;
 //! - `explain hpaplus/NAME` after hpa-plus decided names the metric, its value, the limiting rule
-//!   and the forbidden window left;
+//!   and the forbidden window left; `explain hpa/NAME` in native mode reads the memory annotation;
 //! - `explain vpa/NAME` on the upstream checkpoint of the shared fixtures;
 //! - `status` shows the leaders of the services that run, through the library and the binary.
 //!
@@ -40,6 +40,11 @@ fn data(name: &str) -> anyhow::Result<String> {
 /// hpa-plus in-process with a 1 s period; with `lease` it runs leader election in the test's
 /// namespace as that identity.
 fn start_hpa_plus(env: &Env, lease: Option<&str>) -> Running<()> {
+    start_hpa_plus_with(env, lease, false)
+}
+
+/// Like [`start_hpa_plus`], optionally in native mode (`--native-hpa`).
+fn start_hpa_plus_with(env: &Env, lease: Option<&str>, native: bool) -> Running<()> {
     let mut args = vec![
         "hpa-plus".to_owned(),
         format!("--kubeconfig={}", env.kubeconfig.display()),
@@ -51,6 +56,7 @@ fn start_hpa_plus(env: &Env, lease: Option<&str>) -> Running<()> {
         format!("--lease-namespace={}", env.namespace),
     ];
     args.push("--log-filter=warn".to_owned());
+    args.push(format!("--native-hpa={native}"));
     let mut config = plimsoll_hpa_plus::cli::Args::try_parse_from(args)
         .expect("hpa-plus flags parse")
         .into_config()
@@ -277,6 +283,88 @@ async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyh
     let v: serde_json::Value = serde_json::from_str(&json_text)?;
     assert_eq!(v["limitedBy"], "maxReplicas");
     assert_eq!(v["metrics"][0]["metric"], "queue_messages");
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_native_hpa_reads_the_memory_annotation() -> anyhow::Result<()> {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    let env = Env::start("plugin-native").await?;
+    create_deployment(&env, "web", 2, "100m", "64Mi").await?;
+    env.sim()?
+        .cluster
+        .model
+        .set_external(&env.namespace, "queue_messages", 100.0);
+    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "annotations": {"plimsoll.dev/resync-period": "1s"}},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 3,
+            "metrics": [{"type": "External", "external": {"metric": {"name": "queue_messages"},
+                "target": {"type": "AverageValue", "averageValue": "10"}}}]
+        }
+    }))?;
+    let api = env.api::<HorizontalPodAutoscaler>();
+    api.create(&PostParams::default(), &hpa).await?;
+    let hpa_plus = start_hpa_plus_with(&env, None, true);
+    eventually(
+        "hpa-plus scales the native HPA's target to 3",
+        WITHIN,
+        EVERY,
+        || {
+            let api = api.clone();
+            async move {
+                let hpa = api.get("web").await?;
+                let scaled = hpa
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.current_replicas == Some(3));
+                let remembered = hpa
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key("plimsoll.dev/decision-memory"));
+                Ok((scaled && remembered).then_some(()))
+            }
+        },
+    )
+    .await?;
+    hpa_plus.stop().await?;
+    let text = explain(
+        &env.client,
+        &env.namespace,
+        &Target::parse("hpa/web")?,
+        Settings::default(),
+        Output::Text,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    println!("{text}");
+    assert!(
+        text.contains(&format!(
+            "HorizontalPodAutoscaler {}/web -> Deployment/web",
+            env.namespace
+        )),
+        "{text}"
+    );
+    // An AverageValue External metric is reported per pod: 100 over the 3 replicas.
+    assert!(
+        text.contains("queue_messages: current 33334m per pod"),
+        "{text}"
+    );
+    assert!(text.contains("target 10 per pod"), "{text}");
+    assert!(
+        text.contains("ScalingLimited=True TooManyReplicas"),
+        "{text}"
+    );
+    assert!(text.contains("no last decision"), "{text}");
+    // The memory annotation carries the recommendations the stabilization window considers.
+    assert!(
+        text.contains("Recommendations stabilization considers (last 300s"),
+        "{text}"
+    );
     env.cleanup().await;
     Ok(())
 }
