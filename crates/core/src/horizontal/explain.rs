@@ -5,7 +5,7 @@
 //! decision memory (recent recommendations, the last scale, since when a watermark is crossed) —
 //! and says, at `now`, what each metric proposed against its target, what limited the result,
 //! and how long every cooldown, watermark delay and stabilization window still runs. The
-//! windows are resolved by the same functions the controller uses ([`behavior`]'s rules,
+//! windows are resolved by the same functions the controller uses ([`behavior`](super::behavior)'s rules,
 //! [`memory::restore`]), so the explanation cannot drift from the decision.
 //!
 //! A native `autoscaling/v2` HPA has no `lastDecision` in its status (only the upstream
