@@ -108,6 +108,8 @@ fn wpa_readme_example_keeps_every_field() {
             .iter()
             .any(|n| n.contains("stabilizationWindowSeconds"))
     );
+    // Every limit factor and window is given, so no WPA default is written out.
+    assert_eq!(conv.notes.len(), 1, "{:?}", conv.notes);
     s.validate().expect("the converted spec validates");
 }
 
@@ -125,6 +127,42 @@ fn wpa_sample_converts_spellings_and_numbers() {
     assert_eq!(e.target.high_watermark, Some(q("900k")));
     assert_eq!(e.target.low_watermark, Some(q("500k")));
     assert!(c.dropped.is_empty(), "{:?}", c.dropped);
+    // The WPA controller's defaults for what the sample leaves out, written out because the
+    // HPA+ defaults differ (DataDog/watermarkpodautoscaler DefaultWatermarkPodAutoscaler).
+    assert_eq!(s.scale_up_limit_factor, Some(q("50")));
+    assert_eq!(s.scale_down_limit_factor, Some(q("20")));
+    assert_eq!(s.upscale_forbidden_window_seconds, Some(60));
+    assert_eq!(s.downscale_forbidden_window_seconds, Some(300));
+    assert_eq!(c.notes.len(), 5, "{:?}", c.notes);
+    s.validate().expect("validates");
+}
+
+#[test]
+fn wpa_limits_beyond_the_hpa_plus_range_and_half_bands() {
+    let doc = json!({
+        "apiVersion": "datadoghq.com/v1alpha1", "kind": "WatermarkPodAutoscaler",
+        "metadata": {"name": "w"},
+        "spec": {
+            "scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 3,
+            "scaleUpLimitFactor": 150, "scaleDownLimitFactor": "30",
+            "upscaleForbiddenWindowSeconds": 0, "downscaleForbiddenWindowSeconds": 45,
+            "metrics": [{"type": "External", "external": {"metricName": "m", "highWatermark": "5"}}]
+        }
+    });
+    let c = convert(&doc).expect("converts");
+    let s = &hpa_plus(&c).spec;
+    assert_eq!(s.scale_up_limit_factor, Some(q("100")));
+    assert_eq!(s.scale_down_limit_factor, Some(q("30")));
+    // 0 is "unset" to the WPA controller, which then waits 60 s.
+    assert_eq!(s.upscale_forbidden_window_seconds, Some(60));
+    assert_eq!(s.downscale_forbidden_window_seconds, Some(45));
+    let target = &s.metrics[0].external.as_ref().expect("external").target;
+    assert_eq!(
+        (target.low_watermark.clone(), target.high_watermark.clone()),
+        (Some(q("5")), Some(q("5")))
+    );
+    assert_eq!(fields(&c), ["spec.scaleUpLimitFactor"]);
+    assert!(c.dropped[0].reason.contains("150"));
     s.validate().expect("validates");
 }
 

@@ -5,8 +5,13 @@
 //! `external.{metric: {name, selector}, target: {type: Watermark, …}}`, and Resource metrics
 //! likewise under `resource.target`. A WPA has no stabilization window, so the HPA+ gets
 //! `behavior.scaleUp/scaleDown.stabilizationWindowSeconds: 0` (otherwise upstream's 300 s
-//! scale-down window would apply). What has no home: the `recommender` service, a Resource
-//! metric's `metricSelector`, the `wpa.datadoghq.com/*` annotations and the status.
+//! scale-down window would apply). The WPA controller defaults what a WPA leaves out
+//! (`DefaultWatermarkPodAutoscaler`): limit factors 50 % up and 20 % down, forbidden windows of 60 s
+//! up and 300 s down (a window of 0 counts as unset there); the HPA+ defaults these to "none", so
+//! the converter writes the WPA's defaults out, each with a note. A metric with only one watermark
+//! gets the other set to the same value, as the WPA controller does. What has no home: the
+//! `recommender` service, a Resource metric's `metricSelector`, a limit factor above 100 % (the
+//! HPA+ caps it at 100), the `wpa.datadoghq.com/*` annotations and the status.
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -14,6 +19,7 @@ use serde_json::Value;
 
 use super::fields::{Dropped, Fields, UNKNOWN, drop_status, metadata, quantity_text};
 use super::{Conversion, ConvertError, Converted};
+use crate::api::hpa_plus::quantity_value;
 use crate::api::hpa_plus::{
     Algorithm, ConvergeTowardsWatermark, CrossVersionObjectReference, ExternalMetricSource,
     HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
@@ -120,7 +126,7 @@ fn read_spec(
             ..HpaScalingRules::default()
         })
     };
-    Ok(HorizontalPodAutoscalerPlusSpec {
+    let mut spec = HorizontalPodAutoscalerPlusSpec {
         scale_target_ref,
         min_replicas: f.take_as("minReplicas")?,
         max_replicas,
@@ -130,10 +136,6 @@ fn read_spec(
             scale_down: zero_window(),
         }),
         tolerance: quantity(f, "tolerance")?,
-        scale_up_limit_factor: quantity(f, "scaleUpLimitFactor")?,
-        scale_down_limit_factor: quantity(f, "scaleDownLimitFactor")?,
-        upscale_forbidden_window_seconds: f.take_as("upscaleForbiddenWindowSeconds")?,
-        downscale_forbidden_window_seconds: f.take_as("downscaleForbiddenWindowSeconds")?,
         upscale_delay_above_watermark_seconds: f.take_as("upscaleDelayAboveWatermarkSeconds")?,
         downscale_delay_below_watermark_seconds: f
             .take_as("downscaleDelayBelowWatermarkSeconds")?,
@@ -145,7 +147,9 @@ fn read_spec(
         tolerate_zero: f.take_as("tolerateZero")?.unwrap_or(false),
         dry_run: f.take_as("dryRun")?.unwrap_or(false),
         ..HorizontalPodAutoscalerPlusSpec::default()
-    })
+    };
+    WpaDefaults { dropped, notes }.apply(f, &mut spec)?;
+    Ok(spec)
 }
 
 /// The `lowWatermark`/`highWatermark` pair of a WPA metric as a Watermark target.
@@ -156,8 +160,14 @@ fn watermark_target(f: &mut Fields) -> Result<MetricTarget, ConvertError> {
             .map(|v| quantity_text(&path, &v).map(Quantity))
             .transpose()
     };
-    let low_watermark = mark("lowWatermark")?;
-    let high_watermark = mark("highWatermark")?;
+    let low = mark("lowWatermark")?;
+    let high = mark("highWatermark")?;
+    // The WPA controller completes a band with one watermark to a band of width 0.
+    let (low_watermark, high_watermark) = match (low, high) {
+        (None, Some(h)) => (Some(h.clone()), Some(h)),
+        (Some(l), None) => (Some(l.clone()), Some(l)),
+        pair => pair,
+    };
     Ok(MetricTarget {
         type_: MetricTargetType::Watermark,
         low_watermark,
@@ -223,4 +233,88 @@ fn read_metric(
     };
     f.finish(UNKNOWN, dropped);
     Ok(metric)
+}
+
+/// The WPA controller's defaults for the fields whose HPA+ default differs
+/// (`DefaultWatermarkPodAutoscaler` in DataDog/watermarkpodautoscaler `api/v1alpha1`).
+const DEFAULT_SCALE_UP_LIMIT_FACTOR: &str = "50";
+const DEFAULT_SCALE_DOWN_LIMIT_FACTOR: &str = "20";
+const DEFAULT_UPSCALE_FORBIDDEN_WINDOW_SECONDS: i32 = 60;
+const DEFAULT_DOWNSCALE_FORBIDDEN_WINDOW_SECONDS: i32 = 300;
+
+/// Reads the limit factors and forbidden windows, writing out the WPA's defaults.
+struct WpaDefaults<'a> {
+    dropped: &'a mut Vec<Dropped>,
+    notes: &'a mut Vec<String>,
+}
+
+impl WpaDefaults<'_> {
+    /// Sets `spec`'s limit factors and forbidden windows from `f`, or the WPA's defaults.
+    fn apply(
+        mut self,
+        f: &mut Fields,
+        spec: &mut HorizontalPodAutoscalerPlusSpec,
+    ) -> Result<(), ConvertError> {
+        spec.scale_up_limit_factor =
+            Some(self.limit_factor(f, "scaleUpLimitFactor", DEFAULT_SCALE_UP_LIMIT_FACTOR)?);
+        spec.scale_down_limit_factor =
+            Some(self.limit_factor(f, "scaleDownLimitFactor", DEFAULT_SCALE_DOWN_LIMIT_FACTOR)?);
+        spec.upscale_forbidden_window_seconds = Some(self.window(
+            f,
+            "upscaleForbiddenWindowSeconds",
+            DEFAULT_UPSCALE_FORBIDDEN_WINDOW_SECONDS,
+        )?);
+        spec.downscale_forbidden_window_seconds = Some(self.window(
+            f,
+            "downscaleForbiddenWindowSeconds",
+            DEFAULT_DOWNSCALE_FORBIDDEN_WINDOW_SECONDS,
+        )?);
+        Ok(())
+    }
+
+    fn limit_factor(
+        &mut self,
+        f: &mut Fields,
+        key: &str,
+        default: &str,
+    ) -> Result<Quantity, ConvertError> {
+        let path = f.at(key);
+        let Some(v) = f.take(key) else {
+            self.notes.push(format!(
+                "{path} set to the WPA default {default} (the HPA+ default is no limit)"
+            ));
+            return Ok(Quantity(default.to_owned()));
+        };
+        let q = Quantity(quantity_text(&path, &v)?);
+        let value = quantity_value(&q).map_err(|e| ConvertError::invalid(&path, e))?;
+        if value > 100.0 {
+            self.dropped.push(Dropped::new(
+                &path,
+                format!(
+                    "{} % is above the HPA+ maximum of 100 % of the current replicas per scaling event: set to 100",
+                    q.0
+                ),
+            ));
+            return Ok(Quantity("100".to_owned()));
+        }
+        Ok(q)
+    }
+
+    fn window(&mut self, f: &mut Fields, key: &str, default: i32) -> Result<i32, ConvertError> {
+        let path = f.at(key);
+        match f.take_as::<i32>(key)? {
+            Some(v) if v > 0 => Ok(v),
+            given => {
+                self.notes.push(format!(
+                    "{path} set to the WPA default {default} ({}; the HPA+ default is 0)",
+                    if given.is_some() {
+                        "the WPA controller reads 0 as unset"
+                    } else {
+                        "unset"
+                    }
+                ));
+                Ok(default)
+            }
+        }
+    }
 }
