@@ -9,4 +9,5 @@ pub mod horizontal;
 pub mod quantity;
 pub mod schedule;
 pub mod selector;
+pub mod service_health;
 pub mod vertical;

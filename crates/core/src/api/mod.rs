@@ -7,6 +7,7 @@
 //!   `VerticalPodAutoscalerCheckpoint`, field-compatible with upstream.
 //! * [`validation`]: the field-path error every `validate()` returns.
 
+pub mod convert;
 pub mod cron;
 pub mod hpa_plus;
 pub mod validation;

@@ -20,6 +20,7 @@ pub mod conditions;
 pub mod config;
 pub mod cron_hold;
 pub mod decision;
+pub mod explain;
 pub mod gates;
 pub mod history;
 pub mod limited;

@@ -34,6 +34,7 @@ pub mod checkpoint_schedule;
 pub mod decaying;
 pub mod estimator;
 pub mod eviction;
+pub mod explain;
 pub mod histogram;
 pub mod limit_range;
 pub mod model;

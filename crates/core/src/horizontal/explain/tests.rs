@@ -1,0 +1,234 @@
+//! Explanations of statuses with known numbers: each wait is computed from the memory the
+//! controller stores, at a chosen `now`.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::json;
+
+use super::*;
+use crate::api::hpa_plus::{HorizontalPodAutoscalerCondition, LastDecision, MetricProposal};
+use crate::horizontal::history::{History, TimedReplicas};
+
+fn now() -> Timestamp {
+    "2026-03-01T12:00:00Z".parse().expect("time")
+}
+
+fn ago(secs: i64) -> Timestamp {
+    now() - SignedDuration::from_secs(secs)
+}
+
+/// An HPA+ on Deployment web, 1–10 replicas, CPU at 50 % and an External watermark metric,
+/// a 300 s scale-down window, WPA windows and delays.
+fn spec() -> HorizontalPodAutoscalerPlusSpec {
+    serde_json::from_value(json!({
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+        "minReplicas": 1, "maxReplicas": 10,
+        "metrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}},
+            {"type": "External", "external": {"metric": {"name": "queue"},
+                "target": {"type": "Watermark", "lowWatermark": "10", "highWatermark": "20"}}}
+        ],
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}},
+        "downscaleForbiddenWindowSeconds": 60,
+        "upscaleDelayAboveWatermarkSeconds": 30
+    }))
+    .expect("spec")
+}
+
+fn status(history: &History) -> HorizontalPodAutoscalerPlusStatus {
+    HorizontalPodAutoscalerPlusStatus {
+        current_replicas: 6,
+        desired_replicas: 6,
+        last_decision: Some(LastDecision {
+            time: Some(Time(ago(2))),
+            proposals: vec![
+                MetricProposal {
+                    metric: "cpu".into(),
+                    replicas: Some(3),
+                    value: Some("25".into()),
+                    error: None,
+                },
+                MetricProposal {
+                    metric: "queue".into(),
+                    replicas: None,
+                    value: None,
+                    error: Some("unable to get external metric queue: no value".into()),
+                },
+            ],
+            recommended_replicas: Some(3),
+            desired_replicas: 6,
+            limited_by: Some("stabilization".into()),
+            reason: "recent recommendations were higher than current one, applying the highest recent recommendation".into(),
+            countdowns: vec![],
+        }),
+        conditions: vec![HorizontalPodAutoscalerCondition {
+            type_: "AbleToScale".into(),
+            status: "True".into(),
+            reason: Some("ScaleDownStabilized".into()),
+            message: Some("recent recommendations were higher than current one".into()),
+            ..HorizontalPodAutoscalerCondition::default()
+        }],
+        memory: Some(memory::store(history)),
+        ..HorizontalPodAutoscalerPlusStatus::default()
+    }
+}
+
+fn history() -> History {
+    History {
+        recommendations: vec![
+            TimedReplicas {
+                at: ago(260),
+                replicas: 6,
+            },
+            TimedReplicas {
+                at: ago(100),
+                replicas: 4,
+            },
+            TimedReplicas {
+                at: ago(2),
+                replicas: 3,
+            },
+        ],
+        last_scale_time: Some(ago(20)),
+        above_high_since: Some(ago(10)),
+        ..History::default()
+    }
+}
+
+fn run(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    status: &HorizontalPodAutoscalerPlusStatus,
+) -> Explanation {
+    explain(&ExplainInput {
+        kind: "HorizontalPodAutoscalerPlus",
+        name: "shop/web",
+        spec,
+        status: Some(status),
+        memory: status.memory.as_ref(),
+        default_downscale_window_seconds: 300,
+        now: now(),
+    })
+}
+
+fn wait<'a>(e: &'a Explanation, what: &str) -> &'a Wait {
+    e.waits
+        .iter()
+        .find(|w| w.what == what)
+        .unwrap_or_else(|| panic!("no {what} in {:?}", e.waits))
+}
+
+#[test]
+fn stabilization_window_with_40_seconds_left() {
+    let spec = spec();
+    let e = run(&spec, &status(&history()));
+    let w = wait(&e, "scaleDownStabilization");
+    // 6 was recommended 260 s ago in a 300 s window: it holds the count for 40 s more; the 4
+    // of 100 s ago keeps it above 3 for 200 s.
+    assert_eq!(w.seconds_left, 40);
+    assert!(w.detail.contains("hold the count at 6"), "{}", w.detail);
+    assert!(w.detail.contains("in 200s"), "{}", w.detail);
+    assert_eq!(
+        e.recommendations
+            .iter()
+            .map(|r| (r.seconds_ago, r.replicas))
+            .collect::<Vec<_>>(),
+        [(2, 3), (100, 4), (260, 6)]
+    );
+    assert_eq!(e.window_seconds, 300);
+    assert!(!e.waits.iter().any(|w| w.what == "scaleUpStabilization"));
+}
+
+#[test]
+fn forbidden_window_and_watermark_delay_count_down_from_the_memory() {
+    let spec = spec();
+    let e = run(&spec, &status(&history()));
+    assert_eq!(wait(&e, "downscaleForbiddenWindow").seconds_left, 40);
+    assert_eq!(wait(&e, "upscaleDelay").seconds_left, 20);
+    // No upscale forbidden window is configured.
+    assert!(!e.waits.iter().any(|w| w.what == "upscaleForbiddenWindow"));
+}
+
+#[test]
+fn metrics_carry_value_target_and_proposal_in_spec_order() {
+    let spec = spec();
+    let e = run(&spec, &status(&history()));
+    assert_eq!(
+        e.metrics[0],
+        MetricLine {
+            metric: "cpu".into(),
+            current: Some("25".into()),
+            target: "50% of requests".into(),
+            proposed_replicas: Some(3),
+            error: None,
+        }
+    );
+    assert_eq!(e.metrics[1].target, "band 10..20");
+    assert!(
+        e.metrics[1]
+            .error
+            .as_deref()
+            .is_some_and(|m| m.contains("no value"))
+    );
+    assert_eq!(e.limited_by.as_deref(), Some("stabilization"));
+    assert_eq!(
+        e.limit_meaning.as_deref(),
+        Some("a stabilization window kept an earlier recommendation")
+    );
+    let text = e.to_text();
+    assert!(
+        text.contains("cpu: current 25, target 50% of requests -> proposes 3 replicas"),
+        "{text}"
+    );
+    assert!(text.contains("scaleDownStabilization: 40s left"), "{text}");
+    assert!(text.contains("Limited by: stabilization"), "{text}");
+    assert!(
+        text.contains("AbleToScale=True ScaleDownStabilized"),
+        "{text}"
+    );
+}
+
+#[test]
+fn once_the_windows_pass_nothing_waits() {
+    let spec = spec();
+    let status = status(&history());
+    let e = explain(&ExplainInput {
+        kind: "HorizontalPodAutoscalerPlus",
+        name: "shop/web",
+        spec: &spec,
+        status: Some(&status),
+        memory: status.memory.as_ref(),
+        default_downscale_window_seconds: 300,
+        now: now() + SignedDuration::from_secs(300),
+    });
+    assert!(e.waits.is_empty(), "{:?}", e.waits);
+    assert!(e.to_text().contains("nothing: no cooldown"));
+}
+
+#[test]
+fn without_memory_the_decision_countdowns_are_aged() {
+    let spec = spec();
+    let mut status = status(&history());
+    status.memory = None;
+    if let Some(d) = status.last_decision.as_mut() {
+        d.countdowns = vec![crate::api::hpa_plus::Countdown {
+            transition: "downscaleForbiddenWindow".into(),
+            seconds_left: 12,
+        }];
+    }
+    let e = run(&spec, &status);
+    // Decided 2 s ago with 12 s left: 10 s now.
+    assert_eq!(wait(&e, "downscaleForbiddenWindow").seconds_left, 10);
+    assert!(e.notes.iter().any(|n| n.contains("no decision memory")));
+}
+
+#[test]
+fn a_native_status_says_what_it_cannot_tell() {
+    let spec = spec();
+    let mut status = status(&history());
+    status.last_decision = None;
+    let e = run(&spec, &status);
+    assert_eq!(e.metrics[0].proposed_replicas, None);
+    assert!(e.notes.iter().any(|n| n.contains("no last decision")));
+    // The memory still tells the windows.
+    assert_eq!(wait(&e, "scaleDownStabilization").seconds_left, 40);
+}

@@ -1,0 +1,76 @@
+//! The explanation of a real upstream checkpoint (`tests/data/vpa-checkpoint-nginx.yaml` of
+//! kubectl-plimsoll, from a real cluster) with its VPA, numbers worked out by hand below.
+
+use super::*;
+use crate::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
+
+const CHECKPOINT: &str =
+    include_str!("../../../../kubectl-plimsoll/tests/data/vpa-checkpoint-nginx.yaml");
+const VPA: &str = include_str!("../../../../kubectl-plimsoll/tests/data/vpa-nginx.yaml");
+
+fn explained() -> Explanation {
+    let checkpoint: VerticalPodAutoscalerCheckpoint =
+        serde_saphyr::from_str(CHECKPOINT).expect("checkpoint");
+    let vpa: VerticalPodAutoscaler = serde_saphyr::from_str(VPA).expect("vpa");
+    let now = "2021-11-29T12:00:00Z".parse().expect("time");
+    explain(&vpa, &[checkpoint], &EstimatorConfig::default(), now)
+}
+
+#[test]
+fn history_and_confidence_of_the_nginx_checkpoint() {
+    let e = explained();
+    let c = &e.containers[0];
+    assert_eq!(c.error, None);
+    assert_eq!(c.container, "nginx");
+    assert_eq!(c.checkpoint, "nginx-vpa-nginx");
+    assert_eq!(c.total_samples, 9371);
+    assert_eq!(c.cpu_total_weight, "560.4882");
+    // firstSampleStart is null: the lifespan counts from Go's zero time, so the sample count
+    // decides: 9371 / 1440 = 6.5076…; upper bound × (1 + 1/6.5076) = 1.1537.
+    assert_eq!(c.confidence, "6.5076");
+    assert_eq!(c.upper_multiplier, "1.1537");
+    assert_eq!(c.first_sample_start, None);
+    assert_eq!(c.last_sample_start.as_deref(), Some("2021-11-28T14:13:59Z"));
+}
+
+#[test]
+fn percentiles_and_caps_of_the_nginx_checkpoint() {
+    let e = explained();
+    let c = &e.containers[0];
+    // Bucket 0 holds 10000 of 10842 stored CPU weight (92 %): p50 and p90 end at bucket 1's
+    // start, 0.01 cores; p95 falls in bucket 75, the busy bucket.
+    assert_eq!(c.cpu.lower, ("0.5".to_owned(), "10m".to_owned()));
+    assert_eq!(c.cpu.target, ("0.9".to_owned(), "10m".to_owned()));
+    // 10m + 15 % margin = 11m, raised to the pod minimum 25m; minAllowed 90m caps it up.
+    assert_eq!(
+        c.estimated.target.get("cpu").map(|q| q.0.as_str()),
+        Some("25m")
+    );
+    assert_eq!(
+        c.capped.target.get("cpu").map(|q| q.0.as_str()),
+        Some("90m")
+    );
+    assert_eq!(c.capped_by, ["cpu capped to minAllowed"]);
+    // Memory: p90 ends bucket 0 (10 MB), + 15 % is below the 250Mi pod minimum, which wins.
+    assert_eq!(
+        c.capped.target.get("memory").map(|q| q.0.as_str()),
+        Some("250Mi")
+    );
+    assert_eq!(c.memory.target, ("0.9".to_owned(), "9.5Mi".to_owned()));
+    assert_eq!(c.policy.controlled_values, "RequestsAndLimits");
+    assert_eq!(
+        c.policy.min_allowed.get("cpu").map(|q| q.0.as_str()),
+        Some("90m")
+    );
+    assert!(e.notes.iter().any(|n| n.starts_with("OOM kills")));
+    let text = e.to_text();
+    assert!(
+        text.contains("Capped: cpu capped to minAllowed -> target cpu 90m, memory 250Mi"),
+        "{text}"
+    );
+    assert!(text.contains("Confidence: 6.5076"), "{text}");
+    assert!(
+        text.contains("Status: no recommendation for this container yet"),
+        "{text}"
+    );
+}

@@ -1,0 +1,128 @@
+//! `kubectl plimsoll convert -f FILE`: every autoscaler document of the input converted by
+//! `plimsoll_core::api::convert`, as YAML for `kubectl apply -f -`, with a report of what could
+//! not be carried over (as a comment above each object, and for stderr).
+
+use std::fmt::Write as _;
+
+use plimsoll_core::api::convert::{Conversion, ConvertError, convert};
+use serde_json::Value;
+
+use crate::{Error, Result};
+
+/// The result of converting one input.
+#[derive(Debug)]
+pub struct Converted {
+    /// The conversions, in input order.
+    pub conversions: Vec<Conversion>,
+    /// Documents that were not autoscalers (`Kind/name`), left out of the output.
+    pub skipped: Vec<String>,
+}
+
+impl Converted {
+    /// The Plimsoll objects as a multi-document YAML stream, each preceded by a comment block
+    /// naming its source, what was not carried over and what was set to keep the behaviour.
+    pub fn yaml(&self) -> Result<String> {
+        let mut out = String::new();
+        for c in &self.conversions {
+            out.push_str("---\n");
+            out.push_str(&comment_block(c));
+            let value = c
+                .object
+                .to_value()
+                .map_err(|e| Error::Encode(e.to_string()))?;
+            let yaml = serde_saphyr::to_string(&value).map_err(|e| Error::Encode(e.to_string()))?;
+            out.push_str(&yaml);
+            if !yaml.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+
+    /// The report for stderr: one line per field not carried over, per value set, per
+    /// document skipped.
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        for c in &self.conversions {
+            if c.dropped.is_empty() {
+                let _ = writeln!(out, "{}: every field carried over", c.source);
+            }
+            for d in &c.dropped {
+                let _ = writeln!(
+                    out,
+                    "{}: not carried over: {}: {}",
+                    c.source, d.field, d.reason
+                );
+            }
+            for n in &c.notes {
+                let _ = writeln!(out, "{}: note: {n}", c.source);
+            }
+        }
+        for s in &self.skipped {
+            let _ = writeln!(
+                out,
+                "{s}: skipped (not an autoscaler this command converts)"
+            );
+        }
+        out
+    }
+}
+
+fn comment_block(c: &Conversion) -> String {
+    let mut out = format!(
+        "# Converted from {} by kubectl plimsoll convert.\n",
+        c.source
+    );
+    if !c.dropped.is_empty() {
+        out.push_str("# Not carried over:\n");
+        for d in &c.dropped {
+            let _ = writeln!(out, "#   {}: {}", d.field, d.reason);
+        }
+    }
+    if !c.notes.is_empty() {
+        out.push_str("# Set or rewritten to keep the behaviour:\n");
+        for n in &c.notes {
+            let _ = writeln!(out, "#   {n}");
+        }
+    }
+    out
+}
+
+/// Converts every autoscaler in `input` (YAML, several documents allowed, or JSON).
+pub fn convert_text(input: &str) -> Result<Converted> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(input)
+        .map_err(|e| Error::Input(format!("the input is not YAML or JSON: {e}")))?;
+    let mut conversions = Vec::new();
+    let mut skipped = Vec::new();
+    for doc in docs.into_iter().filter(|d| !d.is_null()) {
+        let items = match doc.get("items").and_then(Value::as_array) {
+            // A `kubectl get -o yaml` list.
+            Some(items)
+                if doc
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List")) =>
+            {
+                items.clone()
+            }
+            _ => vec![doc],
+        };
+        for item in items {
+            match convert(&item) {
+                Ok(c) => conversions.push(c),
+                Err(ConvertError::UnknownKind { kind, .. }) => {
+                    let name = item
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    skipped.push(format!("{kind}/{name}"));
+                }
+                Err(e) => return Err(Error::Input(e.to_string())),
+            }
+        }
+    }
+    Ok(Converted {
+        conversions,
+        skipped,
+    })
+}
