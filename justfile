@@ -34,6 +34,11 @@ faults:
 images *ARGS:
     scripts/images {{ARGS}}
 
+# The kubectl plugin (`kubectl plimsoll explain|convert|status`), optimised; copy
+# target/dist/kubectl-plimsoll onto the PATH (docs/kubectl-plimsoll.md).
+plugin:
+    cargo build --profile dist -p kubectl-plimsoll
+
 # Regenerate deploy/crds/ and charts/plimsoll/crds/ from the Rust types.
 crds:
     cargo run -q -p xtask -- crds
