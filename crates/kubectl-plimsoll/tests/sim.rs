@@ -1,5 +1,6 @@
-//! `kubectl plimsoll` against an in-process plimsoll-sim, with the real services in-process
-//! where a command reads what they write:
+//! `kubectl plimsoll` against an in-process plimsoll-sim (always, also when
+//! `PLIMSOLL_E2E_KUBECONFIG` is set: these test the plugin, staging state through the sim), with
+//! the real services in-process where a command reads what they write:
 //! - the seed examples (a WatermarkPodAutoscaler with watermarks, Aliyun CronHPAs with several
 //!   jobs) convert, apply (the sim validates them against the CRD schemas) and read back, and
 //!   cron-hpa accepts the converted CronHPA;
@@ -92,7 +93,7 @@ fn start_cron_hpa(env: &Env, identity: &str) -> Running<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seed_examples_convert_apply_and_read_back() -> anyhow::Result<()> {
-    let env = Env::start("plugin-convert").await?;
+    let env = Env::start_sim("plugin-convert").await?;
     let mut input = String::new();
     for file in [
         "wpa-readme.yaml",
@@ -215,7 +216,7 @@ fn seconds_left(text: &str, what: &str) -> anyhow::Result<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyhow::Result<()> {
-    let env = Env::start("plugin-explain").await?;
+    let env = Env::start_sim("plugin-explain").await?;
     create_deployment(&env, "web", 2, "100m", "64Mi").await?;
     env.sim()?
         .cluster
@@ -290,7 +291,7 @@ async fn explain_hpaplus_names_metric_value_and_limit_after_a_decision() -> anyh
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_native_hpa_reads_the_memory_annotation() -> anyhow::Result<()> {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-    let env = Env::start("plugin-native").await?;
+    let env = Env::start_sim("plugin-native").await?;
     create_deployment(&env, "web", 2, "100m", "64Mi").await?;
     env.sim()?
         .cluster
@@ -371,7 +372,7 @@ async fn explain_native_hpa_reads_the_memory_annotation() -> anyhow::Result<()> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_vpa_from_the_upstream_checkpoint() -> anyhow::Result<()> {
-    let env = Env::start("plugin-vpa").await?;
+    let env = Env::start_sim("plugin-vpa").await?;
     let mut vpa: VerticalPodAutoscaler = serde_saphyr::from_str(&data("vpa-nginx.yaml")?)?;
     vpa.metadata.namespace = None;
     env.api::<VerticalPodAutoscaler>()
@@ -411,7 +412,7 @@ async fn explain_vpa_from_the_upstream_checkpoint() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_shows_the_leaders_of_running_services() -> anyhow::Result<()> {
-    let env = Env::start("plugin-status").await?;
+    let env = Env::start_sim("plugin-status").await?;
     // The hpa-plus Deployment as deploy/ labels it; the sim runs its pod.
     let d: Deployment = serde_json::from_value(json!({
         "metadata": {"name": "plimsoll-hpa-plus"},

@@ -58,9 +58,24 @@ impl Env {
 
     /// Like [`Env::start`], with the sim configured as given (ignored on a real cluster).
     pub async fn start_with(name: &str, config: SimConfig) -> anyhow::Result<Env> {
+        let real_cluster = std::env::var(KUBECONFIG_ENV).ok().filter(|p| !p.is_empty());
+        Self::connect(name, config, real_cluster).await
+    }
+
+    /// Always a fresh in-process sim, also when `PLIMSOLL_E2E_KUBECONFIG` is set: for tests of a
+    /// client (the kubectl plugin) that stage cluster state through the sim's control API and
+    /// check the client, not the cluster.
+    pub async fn start_sim(name: &str) -> anyhow::Result<Env> {
+        Self::connect(name, SimConfig::default(), None).await
+    }
+
+    async fn connect(
+        name: &str,
+        config: SimConfig,
+        real_cluster: Option<String>,
+    ) -> anyhow::Result<Env> {
         let dir = TempDir::new(name)?;
         let kubeconfig = dir.path.join("kubeconfig");
-        let real_cluster = std::env::var(KUBECONFIG_ENV).ok().filter(|p| !p.is_empty());
         let (client, sim) = if let Some(path) = real_cluster {
             std::fs::copy(&path, &kubeconfig).with_context(|| format!("copy {path}"))?;
             let config = kube::Config::from_custom_kubeconfig(
