@@ -240,6 +240,50 @@ pub async fn create_recreate_vpa_far_above(
     Ok(())
 }
 
+/// Waits until vpa-admission has renewed its status Lease `vpa-admission-controller` in
+/// `namespace`: it renews it only once its caches synced and TLS is bound, so the webhook then
+/// answers.
+pub async fn wait_webhook_ready(
+    client: &kube::Client,
+    namespace: &str,
+    within: Duration,
+) -> anyhow::Result<()> {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), namespace);
+    eventually(
+        "the webhook's status Lease is renewed",
+        within,
+        Duration::from_millis(200),
+        || async {
+            Ok(leases
+                .get_opt("vpa-admission-controller")
+                .await?
+                .and_then(|l| l.spec)
+                .and_then(|s| s.renew_time)
+                .map(|_| ()))
+        },
+    )
+    .await
+}
+
+/// Creates the autoscaling/v2 HorizontalPodAutoscaler `name` for the Deployment `name`, with
+/// replicas in [`min`, `max`] and no metrics (a target for cron-hpa's minReplicas).
+pub async fn create_plain_hpa(env: &Env, name: &str, min: i32, max: i32) -> anyhow::Result<()> {
+    let hpa: k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler = serde_json::from_value(
+        serde_json::json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                "minReplicas": min, "maxReplicas": max}
+        }),
+    )?;
+    env.api::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>()
+        .create(&PostParams::default(), &hpa)
+        .await
+        .with_context(|| format!("create HPA {name}"))?;
+    Ok(())
+}
+
 /// Creates the Deployment `name` in the test's namespace: `replicas` pods labelled `app: <name>`,
 /// each with one container `app` requesting `cpu` and `memory`.
 pub async fn create_deployment(

@@ -27,7 +27,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail, ensure};
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, DeleteParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
@@ -561,17 +560,7 @@ async fn exercise(
         "vpa-admission in the image ready after {:?}",
         started.elapsed()
     );
-    let leases: Api<Lease> = Api::namespaced(env.client.clone(), system);
-    eventually("status Lease renewed", WAIT, EVERY, || {
-        let leases = leases.clone();
-        async move {
-            Ok(leases
-                .get_opt("vpa-admission-controller")
-                .await?
-                .map(|_| ()))
-        }
-    })
-    .await?;
+    plimsoll_e2e::wait_webhook_ready(&env.client, system, WAIT).await?;
 
     let vpas = env.api::<VerticalPodAutoscaler>();
     vpas.create(&PostParams::default(), &vpa("shop")?).await?;

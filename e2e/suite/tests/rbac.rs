@@ -268,15 +268,7 @@ async fn cron_hpa_runs_its_jobs_under_its_own_role_and_uses_all_of_it() -> anyho
     for name in ["app", "b", "c"] {
         plimsoll_e2e::create_deployment(&env, name, 1, "100m", "64Mi").await?;
     }
-    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "b"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b"},
-            "minReplicas": 1, "maxReplicas": 10}
-    }))?;
-    env.api::<HorizontalPodAutoscaler>()
-        .create(&PostParams::default(), &hpa)
-        .await?;
+    plimsoll_e2e::create_plain_hpa(&env, "b", 1, 10).await?;
     let plus: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
         "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus",
         "metadata": {"name": "c"},
@@ -585,21 +577,7 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
     let service = Running::spawn("vpa-admission", |token| {
         plimsoll_vpa_admission::run(config, token)
     });
-    let leases = Api::<Lease>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
-    eventually(
-        "the webhook's status Lease is renewed",
-        WITHIN,
-        EVERY,
-        || async {
-            Ok(leases
-                .get_opt("vpa-admission-controller")
-                .await?
-                .and_then(|l| l.spec)
-                .and_then(|s| s.renew_time)
-                .map(|_| ()))
-        },
-    )
-    .await?;
+    plimsoll_e2e::wait_webhook_ready(&env.client, SYSTEM_NAMESPACE, WITHIN).await?;
     let hooks = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
     eventually("the webhook is registered", WITHIN, EVERY, || async {
         Ok(hooks.get_opt(&env.namespace).await?.map(|_| ()))

@@ -13,7 +13,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
@@ -78,17 +77,7 @@ async fn start(env: &Env, system: &str, tls_args: &[String]) -> anyhow::Result<W
         shutdown.clone(),
     ));
     // Ready: the status Lease is renewed only once the caches synced and TLS is bound.
-    let leases: Api<Lease> = Api::namespaced(env.client.clone(), system);
-    eventually("status Lease renewed", WAIT, EVERY, || {
-        let leases = leases.clone();
-        async move {
-            Ok(leases
-                .get_opt("vpa-admission-controller")
-                .await?
-                .map(|_| ()))
-        }
-    })
-    .await?;
+    plimsoll_e2e::wait_webhook_ready(&env.client, system, WAIT).await?;
     Ok(Webhook {
         address,
         shutdown,

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
@@ -133,15 +132,7 @@ pub async fn horizontal(env: &Env) -> anyhow::Result<()> {
         .create(&PostParams::default(), &held)
         .await
         .context("create HPA+ held")?;
-    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": "b"},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "b"},
-            "minReplicas": 1, "maxReplicas": 10}
-    }))?;
-    env.api::<HorizontalPodAutoscaler>()
-        .create(&PostParams::default(), &hpa)
-        .await?;
+    plimsoll_e2e::create_plain_hpa(env, "b", 1, 10).await?;
     let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
         "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "CronHorizontalPodAutoscaler",
         "metadata": {"name": "b"},
