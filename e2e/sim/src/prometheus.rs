@@ -330,7 +330,7 @@ fn parse_step(input: &str) -> Option<f64> {
 }
 
 /// The series set for a query, or the error set for it.
-fn lookup(shared: &Shared, query: &str) -> std::result::Result<Vec<StandInSeries>, Response> {
+fn lookup(shared: &Shared, query: &str) -> std::result::Result<Vec<StandInSeries>, Box<Response>> {
     if let Some((status, error_type, message)) = shared
         .errors
         .read()
@@ -338,7 +338,7 @@ fn lookup(shared: &Shared, query: &str) -> std::result::Result<Vec<StandInSeries
         .and_then(|e| e.get(query).cloned())
     {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-        return Err(error(status, &error_type, &message));
+        return Err(Box::new(error(status, &error_type, &message)));
     }
     Ok(shared
         .series
@@ -348,7 +348,7 @@ fn lookup(shared: &Shared, query: &str) -> std::result::Result<Vec<StandInSeries
         .unwrap_or_default())
 }
 
-fn success(result_type: &str, result: Vec<Value>) -> Response {
+fn success(result_type: &str, result: &[Value]) -> Response {
     axum::Json(json!({"status": "success", "data": {"resultType": result_type, "result": result}}))
         .into_response()
 }
@@ -385,16 +385,16 @@ async fn instant(
     };
     let series = match lookup(&shared, &query) {
         Ok(s) => s,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
-    let result = series
+    let result: Vec<Value> = series
         .iter()
         .filter_map(|s| {
             s.at(time)
                 .map(|v| json!({"metric": s.labels, "value": [time, format_value(v)]}))
         })
         .collect();
-    success("vector", result)
+    success("vector", &result)
 }
 
 async fn range(
@@ -431,10 +431,10 @@ async fn range(
     }
     let series = match lookup(&shared, &query) {
         Ok(s) => s,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let steps = ((end - start) / step).floor() as u64;
-    let result = series
+    let result: Vec<Value> = series
         .iter()
         .filter_map(|s| {
             let values: Vec<Value> = (0..=steps)
@@ -444,7 +444,7 @@ async fn range(
             (!values.is_empty()).then(|| json!({"metric": s.labels, "values": values}))
         })
         .collect();
-    success("matrix", result)
+    success("matrix", &result)
 }
 
 #[cfg(test)]
