@@ -376,3 +376,43 @@ async fn the_recommender_loads_its_history_over_tls_with_its_flags() {
         "{text}"
     );
 }
+
+/// The stand-in reads a POST form body like Prometheus does (clients switch to POST for long
+/// queries); plain HTTP here, so the request is written by hand.
+#[tokio::test]
+async fn the_stand_in_answers_a_post_form_like_prometheus() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = PrometheusStandIn::start(StandInOptions {
+        tls: false,
+        token: Some("t".into()),
+        ..StandInOptions::default()
+    })
+    .await
+    .expect("stand-in starts");
+    server.set_series(
+        "sum(up)",
+        vec![StandInSeries::function(&[("job", "a")], |t| t / 1000.0)],
+    );
+    let body = "query=sum%28up%29&start=1000&end=3000&step=1000";
+    let address = server.url().trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    let request = format!(
+        "POST /api/v1/query_range HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer t\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("read");
+    let (head, json) = answer.split_once("\r\n\r\n").expect("head and body");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let data = plimsoll_runtime::prometheus::response::parse_body(json.as_bytes()).expect("api");
+    let QueryData::Matrix(series) = data else {
+        panic!("not a matrix: {json}");
+    };
+    let values: Vec<f64> = series[0].samples.iter().map(|s| s.value).collect();
+    assert_eq!(values, vec![1.0, 2.0, 3.0]);
+}
