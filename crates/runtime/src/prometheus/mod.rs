@@ -399,6 +399,26 @@ mod tests {
         PrometheusClient::new(&config, None).unwrap()
     }
 
+    /// Controllers spawn queries on the multi-threaded runtime and share one client.
+    #[test]
+    fn queries_can_be_spawned_from_a_shared_client() {
+        fn spawnable<T: Send + 'static>(_: &T) {}
+        fn shareable<T: Send + Sync>() {}
+        shareable::<PrometheusClient>();
+        let client = Arc::new(client("http://127.0.0.1:1"));
+        let query = async move {
+            client
+                .query_range(
+                    "up",
+                    Timestamp::UNIX_EPOCH,
+                    Timestamp::UNIX_EPOCH,
+                    Duration::from_secs(1),
+                )
+                .await
+        };
+        spawnable(&query);
+    }
+
     #[tokio::test]
     async fn a_bad_query_is_not_retried_and_a_503_is() {
         let (address, count) = canned(
