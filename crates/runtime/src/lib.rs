@@ -11,6 +11,7 @@
 //! | [`leader`] | Lease leader election (`plimsoll-<binary>`) and the [`leader::LeaderHandle`] to gate work on |
 //! | [`scale`] | the scale subresource of any scalable kind, its pod [`selector::Selector`], rollout state |
 //! | [`metrics_api`] | `metrics.k8s.io`, `custom.metrics.k8s.io`, `external.metrics.k8s.io` behind [`metrics_api::MetricsSource`] |
+//! | [`prometheus`] | the Prometheus HTTP API (`query`, `query_range`) over TLS with bearer or basic auth, retries and timeouts |
 //! | [`events`] | Kubernetes Events reported as the binary |
 //! | [`api_message`] | the API server's message for a failed request, for conditions, Events and logs |
 //! | [`kinds`] | `apiVersion` + `kind` → resource, through cached discovery |
@@ -81,6 +82,7 @@ pub mod events;
 pub mod kinds;
 pub mod leader;
 pub mod metrics_api;
+pub mod prometheus;
 pub mod rollout;
 pub mod scale;
 pub mod selector;

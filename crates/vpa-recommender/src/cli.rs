@@ -16,6 +16,7 @@ use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
+use plimsoll_runtime::prometheus::{PrometheusArgs, PrometheusConfig};
 
 use crate::Config;
 
@@ -24,6 +25,12 @@ use crate::Config;
 #[derive(Clone, Debug, Parser)]
 #[command(name = "vpa-recommender", version)]
 #[command(mut_arg("metrics_address", |a| a.default_value("0.0.0.0:8942")))]
+// Upstream's defaults and names: the in-cluster address, a 5 m query timeout, `--username` and
+// `--password` for basic auth.
+#[command(mut_arg("prometheus_address", |a| a.default_value("http://prometheus.monitoring.svc")))]
+#[command(mut_arg("prometheus_timeout", |a| a.default_value("5m")))]
+#[command(mut_arg("prometheus_username", |a| a.alias("username")))]
+#[command(mut_arg("prometheus_password", |a| a.alias("password")))]
 pub struct Args {
     /// Flags every Plimsoll service shares.
     #[command(flatten)]
@@ -81,14 +88,9 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_STORAGE", value_enum, default_value_t = Storage::Checkpoint)]
     pub storage: Storage,
 
-    /// Base URL of the Prometheus server for --storage=prometheus.
-    #[arg(
-        long,
-        env = "PLIMSOLL_PROMETHEUS_ADDRESS",
-        value_name = "URL",
-        default_value = "http://prometheus.monitoring.svc"
-    )]
-    pub prometheus_address: String,
+    /// The Prometheus server for --storage=prometheus: address, TLS, credentials, timeout.
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
 
     /// `job` label of the cAdvisor series in Prometheus.
     #[arg(
@@ -322,7 +324,12 @@ impl Args {
                 .then(|| self.vpa_object_namespace.clone()),
             prometheus: (self.storage == Storage::Prometheus).then(|| {
                 crate::history::PrometheusConfig {
-                    address: self.prometheus_address.clone(),
+                    // An empty --prometheus-address fails at load with the address named.
+                    server: self
+                        .prometheus
+                        .config()
+                        .unwrap_or_else(|| PrometheusConfig::new("")),
+                    kube: self.common.clone(),
                     job: self.prometheus_cadvisor_job_name.clone(),
                     history_length: self.history_length,
                     resolution: self.history_resolution,
@@ -373,6 +380,37 @@ mod tests {
         assert_eq!(c.estimator, EstimatorConfig::default());
         assert_eq!(c.common.metrics_address.port(), 8942);
         assert!(c.prometheus.is_none());
+    }
+
+    #[test]
+    fn upstream_prometheus_flags_are_accepted() {
+        let args = Args::try_parse_from([
+            "vpa-recommender",
+            "--storage=prometheus",
+            "--prometheus-address=https://prom.monitoring:9090",
+            "--prometheus-insecure",
+            "--username=reader",
+            "--password=pw",
+            "--prometheus-query-timeout=2m",
+        ])
+        .expect("parses");
+        let prom = args.into_config().prometheus.expect("prometheus storage");
+        assert_eq!(prom.server.address, "https://prom.monitoring:9090");
+        assert!(prom.server.insecure_skip_verify);
+        assert_eq!(prom.server.timeout, Duration::from_secs(120));
+        assert!(matches!(
+            prom.server.auth,
+            plimsoll_runtime::prometheus::Auth::Basic { ref username, .. } if username == "reader"
+        ));
+        let args = Args::try_parse_from([
+            "vpa-recommender",
+            "--storage=prometheus",
+            "--prometheus-bearer-token-file=/var/run/secrets/prom/token",
+        ])
+        .expect("parses");
+        let prom = args.into_config().prometheus.expect("prometheus storage");
+        assert_eq!(prom.server.address, "http://prometheus.monitoring.svc");
+        assert_eq!(prom.server.timeout, Duration::from_secs(300));
     }
 
     #[test]

@@ -2,25 +2,27 @@
 //! (`container_cpu_usage_seconds_total` as a rate, `container_memory_working_set_bytes`), over
 //! `--history-length` at `--history-resolution`, as upstream's history provider reads them.
 //!
-//! A plain-HTTP client on hyper (no TLS: Prometheus is usually reached inside the cluster).
-//! Series are keyed by the namespace, pod and container labels named by the flags.
+//! The server is reached through [`plimsoll_runtime::prometheus`] (`--prometheus-*` flags: TLS
+//! with a CA bundle, bearer or basic auth from a file or a Secret, timeout and retries).
+//! Series are keyed by the namespace, pod and container labels named by the flags; samples that
+//! are NaN, infinite or negative are skipped.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
 use jiff::Timestamp;
-use serde::Deserialize;
+use plimsoll_runtime::CommonArgs;
+use plimsoll_runtime::prometheus::{self, PrometheusClient, PrometheusError, Series};
 
 use crate::error::{Error, Result};
 
 /// Where and how to read history.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct PrometheusConfig {
-    /// Base URL (`http://host:port`).
-    pub address: String,
+    /// The server: address, TLS, credentials, timeout and retries.
+    pub server: prometheus::PrometheusConfig,
+    /// The flags a Kubernetes client is built from when the credentials are in a Secret.
+    pub kube: CommonArgs,
     /// `job` label of the cAdvisor series.
     pub job: String,
     /// How far back to read.
@@ -47,166 +49,96 @@ pub struct ContainerHistory {
 /// (namespace, pod, container) → samples.
 pub type History = BTreeMap<(String, String, String), ContainerHistory>;
 
-#[derive(Deserialize)]
-struct Response {
-    status: String,
-    #[serde(default)]
-    data: Option<Data>,
-    #[serde(default)]
-    error: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Data {
-    result: Vec<Series>,
-}
-
-#[derive(Deserialize)]
-struct Series {
-    metric: BTreeMap<String, String>,
-    values: Vec<(f64, String)>,
-}
-
-fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
-}
-
-async fn get(address: &str, path_and_query: &str) -> Result<Bytes> {
-    let fail = |reason: String| Error::Prometheus {
+/// The recommender's error for a failed query: the server, and what went wrong without repeating it.
+fn prometheus_error(err: &PrometheusError, address: &str) -> Error {
+    let text = err.to_string();
+    let reason = text
+        .strip_prefix(&format!("prometheus {address} "))
+        .map_or(text.clone(), str::to_owned);
+    Error::Prometheus {
         address: address.to_owned(),
-        reason,
-    };
-    let rest = address
-        .strip_prefix("http://")
-        .ok_or_else(|| fail("only http:// addresses are supported".into()))?;
-    let (authority, base_path) = rest.split_once('/').unwrap_or((rest, ""));
-    let host_port = if authority.contains(':') {
-        authority.to_owned()
-    } else {
-        format!("{authority}:80")
-    };
-    let stream = tokio::net::TcpStream::connect(&host_port)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-    tokio::spawn(conn);
-    let base = base_path.trim_end_matches('/');
-    let uri = if base.is_empty() {
-        path_and_query.to_owned()
-    } else {
-        format!("/{base}{path_and_query}")
-    };
-    let request = hyper::Request::get(uri)
-        .header(hyper::header::HOST, authority)
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| fail(e.to_string()))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| fail(e.to_string()))?
-        .to_bytes();
-    if !status.is_success() {
-        return Err(fail(format!(
-            "HTTP {status}: {}",
-            String::from_utf8_lossy(&body)
-        )));
+        reason: format!("{}: {reason}", err.reason()),
     }
-    Ok(body)
 }
 
-async fn query_range(
-    config: &PrometheusConfig,
-    query: &str,
-    now: Timestamp,
-) -> Result<Vec<Series>> {
-    let start = now.as_second() - i64::try_from(config.history_length.as_secs()).unwrap_or(0);
-    let path = format!(
-        "/api/v1/query_range?query={}&start={start}&end={}&step={}s",
-        encode(query),
-        now.as_second(),
-        config.resolution.as_secs().max(1)
-    );
-    let body = get(&config.address, &path).await?;
-    let response: Response = serde_json::from_slice(&body).map_err(|e| Error::Prometheus {
-        address: config.address.clone(),
-        reason: format!("bad response: {e}"),
-    })?;
-    if response.status != "success" {
-        return Err(Error::Prometheus {
-            address: config.address.clone(),
-            reason: response.error.unwrap_or(response.status),
-        });
-    }
-    Ok(response.data.map(|d| d.result).unwrap_or_default())
-}
-
-/// Reads the history of every container the server knows, ending at `now`.
+/// Reads the history of every container the server knows, ending at `now`; a Kubernetes client
+/// is built from `config.kube` only when the credentials are in a Secret.
 pub async fn load(config: &PrometheusConfig, now: Timestamp) -> Result<History> {
+    let kube = if config.server.auth.needs_kube() {
+        Some(plimsoll_runtime::client::client(&config.kube).await?)
+    } else {
+        None
+    };
+    load_with(config, kube, now).await
+}
+
+/// [`load`] with the service's own Kubernetes client (for credentials in a Secret).
+pub async fn load_with(
+    config: &PrometheusConfig,
+    kube: Option<kube::Client>,
+    now: Timestamp,
+) -> Result<History> {
+    let address = config.server.address.clone();
+    let client =
+        PrometheusClient::new(&config.server, kube).map_err(|e| prometheus_error(&e, &address))?;
     let selector = format!(
         "job=\"{}\", {}=~\".+\", {}!=\"POD\", {}!=\"\"",
         config.job, config.pod_label, config.container_label, config.container_label
     );
     let step = config.resolution.as_secs().max(1);
-    let cpu = query_range(
-        config,
-        &format!("rate(container_cpu_usage_seconds_total{{{selector}}}[{step}s])"),
-        now,
+    let start = Timestamp::from_second(
+        now.as_second() - i64::try_from(config.history_length.as_secs()).unwrap_or(0),
     )
+    .unwrap_or(Timestamp::MIN);
+    let end = Timestamp::from_second(now.as_second()).unwrap_or(now);
+    let range = |query: String| {
+        let client = &client;
+        let address = &address;
+        async move {
+            client
+                .query_range(&query, start, end, Duration::from_secs(step))
+                .await
+                .map_err(|e| prometheus_error(&e, address))
+        }
+    };
+    let cpu = range(format!(
+        "rate(container_cpu_usage_seconds_total{{{selector}}}[{step}s])"
+    ))
     .await?;
-    let memory = query_range(
-        config,
-        &format!("container_memory_working_set_bytes{{{selector}}}"),
-        now,
-    )
-    .await?;
+    let memory = range(format!("container_memory_working_set_bytes{{{selector}}}")).await?;
+    Ok(collect(config, cpu, memory))
+}
+
+/// Keys the series by container and converts the samples (CPU cores → millicores).
+fn collect(config: &PrometheusConfig, cpu: Vec<Series>, memory: Vec<Series>) -> History {
     let mut out = History::new();
     for (series, is_cpu) in cpu
         .into_iter()
         .map(|s| (s, true))
         .chain(memory.into_iter().map(|s| (s, false)))
     {
-        let label = |l: &str| series.metric.get(l).cloned().unwrap_or_default();
+        let label = |l: &str| series.labels.get(l).cloned().unwrap_or_default();
         let key = (
             label(&config.namespace_label),
             label(&config.pod_label),
             label(&config.container_label),
         );
         let entry = out.entry(key).or_default();
-        for (t, v) in &series.values {
-            let (Ok(value), Ok(time)) = (
-                v.parse::<f64>(),
-                Timestamp::from_millisecond((t * 1000.0) as i64),
-            ) else {
+        for sample in &series.samples {
+            let Ok(time) = Timestamp::from_millisecond((sample.time * 1000.0) as i64) else {
                 continue;
             };
-            if !value.is_finite() || value < 0.0 {
+            if !sample.value.is_finite() || sample.value < 0.0 {
                 continue;
             }
             if is_cpu {
-                entry.cpu.push((time, (value * 1000.0) as i64));
+                entry.cpu.push((time, (sample.value * 1000.0) as i64));
             } else {
-                entry.memory.push((time, value as i64));
+                entry.memory.push((time, sample.value as i64));
             }
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
@@ -250,7 +182,10 @@ mod tests {
 
     fn config(address: String) -> PrometheusConfig {
         PrometheusConfig {
-            address,
+            server: prometheus::PrometheusConfig::new(address),
+            kube: crate::cli::Args::from_flags(["vpa-recommender"])
+                .expect("parses")
+                .common,
             job: "kubernetes-cadvisor".into(),
             history_length: Duration::from_secs(8 * 86_400),
             resolution: Duration::from_secs(3600),
@@ -284,9 +219,10 @@ mod tests {
             .await
             .expect_err("nothing listens");
         assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
-        let err = load(&config("https://x".into()), Timestamp::UNIX_EPOCH)
+        // https is supported now; an address with another scheme is refused by name.
+        let err = load(&config("ftp://x".into()), Timestamp::UNIX_EPOCH)
             .await
-            .expect_err("https");
+            .expect_err("ftp");
         assert!(err.to_string().contains("http://"), "{err}");
     }
 }

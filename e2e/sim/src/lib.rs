@@ -21,6 +21,7 @@ pub mod kubeconfig;
 pub mod managed_fields;
 pub mod metrics_api;
 pub mod patch;
+pub mod prometheus;
 pub mod protobuf;
 pub mod random;
 pub mod rbac;
@@ -45,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::control::{AuditEntry, Caller, Fault, ServiceAddress};
 pub use crate::error::{ApiError, Error, Result};
+pub use crate::prometheus::{PrometheusStandIn, StandInOptions, StandInSeries};
 pub use crate::workload::{LoadProfile, LoadSpec, LoadStep};
 
 use crate::clock::SimClock;
