@@ -304,7 +304,7 @@ pub async fn restore(ctx: &Context, recommender: &mut Recommender) -> Result<()>
     let now = Timestamp::now();
     let served: HashSet<VpaKey> = ctx.served_vpas().iter().map(|v| key_of(v)).collect();
     if let Some(prom) = &ctx.config.prometheus {
-        let history = crate::history::load(prom, now).await?;
+        let history = crate::history::load_with(prom, Some(ctx.client.clone()), now).await?;
         let inputs: Vec<VpaInput> = futures::stream::iter(ctx.served_vpas())
             .map(|v| resolve(ctx, v))
             .buffered(16)

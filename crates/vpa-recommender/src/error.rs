@@ -17,14 +17,10 @@ pub enum Error {
     /// ended before shutdown (`plimsoll_runtime::Error::ElectionEnded`).
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
-    /// The Prometheus history server failed.
-    #[error("prometheus {address}: {reason}")]
-    Prometheus {
-        /// The server.
-        address: String,
-        /// What went wrong.
-        reason: String,
-    },
+    /// The Prometheus history server failed; the message starts with the reason
+    /// (`PrometheusUnauthorized`, …) and names the server and the query.
+    #[error("{reason}: {0}", reason = .0.reason())]
+    Prometheus(#[from] plimsoll_runtime::prometheus::PrometheusError),
     /// A watch cache stopped before it was ever filled.
     #[error("the {0} watch stopped before its first list")]
     WatchStopped(&'static str),
@@ -36,7 +32,7 @@ impl Error {
         match self {
             Error::Kube { .. } => "kube",
             Error::Runtime(_) => "runtime",
-            Error::Prometheus { .. } => "prometheus",
+            Error::Prometheus(_) => "prometheus",
             Error::WatchStopped(_) => "watch",
         }
     }

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use plimsoll_runtime::CommonArgs;
-use plimsoll_runtime::prometheus::{self, PrometheusClient, PrometheusError, Series};
+use plimsoll_runtime::prometheus::{self, PrometheusClient, Series};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Where and how to read history.
 #[derive(Clone, Debug)]
@@ -49,18 +49,6 @@ pub struct ContainerHistory {
 /// (namespace, pod, container) → samples.
 pub type History = BTreeMap<(String, String, String), ContainerHistory>;
 
-/// The recommender's error for a failed query: the server, and what went wrong without repeating it.
-fn prometheus_error(err: &PrometheusError, address: &str) -> Error {
-    let text = err.to_string();
-    let reason = text
-        .strip_prefix(&format!("prometheus {address} "))
-        .map_or(text.clone(), str::to_owned);
-    Error::Prometheus {
-        address: address.to_owned(),
-        reason: format!("{}: {reason}", err.reason()),
-    }
-}
-
 /// Reads the history of every container the server knows, ending at `now`; a Kubernetes client
 /// is built from `config.kube` only when the credentials are in a Secret.
 pub async fn load(config: &PrometheusConfig, now: Timestamp) -> Result<History> {
@@ -78,9 +66,7 @@ pub async fn load_with(
     kube: Option<kube::Client>,
     now: Timestamp,
 ) -> Result<History> {
-    let address = config.server.address.clone();
-    let client =
-        PrometheusClient::new(&config.server, kube).map_err(|e| prometheus_error(&e, &address))?;
+    let client = PrometheusClient::new(&config.server, kube)?;
     let selector = format!(
         "job=\"{}\", {}=~\".+\", {}!=\"POD\", {}!=\"\"",
         config.job, config.pod_label, config.container_label, config.container_label
@@ -93,12 +79,10 @@ pub async fn load_with(
     let end = Timestamp::from_second(now.as_second()).unwrap_or(now);
     let range = |query: String| {
         let client = &client;
-        let address = &address;
         async move {
             client
                 .query_range(&query, start, end, Duration::from_secs(step))
                 .await
-                .map_err(|e| prometheus_error(&e, address))
         }
     };
     let cpu = range(format!(
