@@ -141,6 +141,22 @@ const HAS_WATERMARK: &str = "has(self.metrics) && self.metrics.exists(m, \
     || (has(m.object) && m.object.target.type == 'Watermark') \
     || (has(m.external) && m.external.target.type == 'Watermark'))";
 
+/// `minReplicasTuning`'s own rules (its floor against `maxReplicas` is a spec rule).
+pub(super) fn tuning() -> Value {
+    json!([
+        {
+            "rule": "!has(self.floor) || self.floor >= 1",
+            "message": "must be >= 1",
+            "fieldPath": ".floor",
+        },
+        {
+            "rule": "!has(self.lookbackDays) || (self.lookbackDays >= 1 && self.lookbackDays <= 30)",
+            "message": "must be between 1 and 30",
+            "fieldPath": ".lookbackDays",
+        },
+    ])
+}
+
 /// The spec's cross-field rules (`validate` and `validate_additions`).
 pub(super) fn spec() -> Value {
     json!([
@@ -159,6 +175,12 @@ pub(super) fn spec() -> Value {
             "rule": format!("!has(self.convergeTowardsWatermark) || ({HAS_WATERMARK})"),
             "message": "requires at least one metric with a Watermark target",
             "fieldPath": ".convergeTowardsWatermark",
+        },
+        {
+            "rule": "!has(self.minReplicasTuning) || !has(self.minReplicasTuning.floor) \
+                     || self.minReplicasTuning.floor <= self.maxReplicas",
+            "message": "must be <= maxReplicas",
+            "fieldPath": ".minReplicasTuning.floor",
         },
     ])
 }
