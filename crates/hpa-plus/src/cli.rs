@@ -115,7 +115,8 @@ pub struct Args {
 /// Offline subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a `HorizontalReplay` scenario through the decision code, with no cluster.
+    /// Run a `HorizontalReplay` or `LoadReplay` scenario through the decision code, with no
+    /// cluster.
     Replay {
         /// The scenario file (YAML or JSON).
         scenario: PathBuf,

@@ -111,6 +111,23 @@ impl LoadHistory {
         peaks
     }
 
+    /// Whether `metric`'s samples cover the last `days` days before `now`: its oldest hour is
+    /// at least `24 × days − 1` hours before the hour of `now` (a full lookback of hours) and
+    /// every day of [`Self::daily_peaks`] has a sample.
+    pub fn covers(&self, metric: &str, now: Timestamp, days: i32) -> bool {
+        let days = days.clamp(1, MAX_DAYS);
+        let span = i64::from(days) * HOURS_PER_DAY - 1;
+        let old_enough = self
+            .hours(metric)
+            .first()
+            .is_some_and(|(h, _)| hour_of(now) - *h >= span);
+        old_enough
+            && self
+                .daily_peaks(metric, now, days)
+                .iter()
+                .all(Option::is_some)
+    }
+
     /// The stored form.
     pub fn store(&self) -> StoredLoadHistory {
         let Some(base) = self
@@ -193,6 +210,13 @@ mod tests {
             [Some(300), Some(900), None]
         );
         assert_eq!(h.daily_peaks("memory", at(25, 100), 1), [None]);
+        // Hours 0..=25 span a day (24 hours back from hour 25 reaches hour 2) but not two.
+        assert!(h.covers("cpu", at(25, 0), 1));
+        assert!(!h.covers("cpu", at(25, 0), 2));
+        assert!(
+            !h.covers("cpu", at(22, 0), 1),
+            "hour 0 is only 22 hours back"
+        );
     }
 
     #[test]

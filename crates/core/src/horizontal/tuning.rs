@@ -3,8 +3,8 @@
 //!
 //! The model (docs/hpa-plus.md, "minReplicas tuning"):
 //! 1. Per metric, the peak of each of the last `lookbackDays` days ([`LoadHistory::daily_peaks`];
-//!    day 0 ends with the current hour). Every day must have a sample, else nothing is done
-//!    (`NotEnoughHistory`).
+//!    day 0 ends with the current hour). The samples must span the whole lookback and every
+//!    day must have one ([`LoadHistory::covers`]), else nothing is done (`NotEnoughHistory`).
 //! 2. The days are weighted linearly, recent days more: day k (0 = most recent) of `n` weighs
 //!    `n − k`, and the weighted peak is `Σ (n − k) · peak_k / Σ (n − k)`. With 7 days the
 //!    weights are 7, 6, …, 1 (sum 28): yesterday counts seven times as much as a week ago.
@@ -244,10 +244,11 @@ fn weighted_peaks(input: &TuningInput<'_>, days: i32) -> Result<Vec<WeightedPeak
         .map(|m| {
             let name = metric_name(m);
             let daily = input.history.daily_peaks(&name, input.now, days);
-            let have = daily.iter().filter(|p| p.is_some()).count();
-            if have < daily.len() {
+            if !input.history.covers(&name, input.now, days) {
+                let have = daily.iter().filter(|p| p.is_some()).count();
                 return Err(format!(
-                    "{name} has samples on {have} of the last {days} days; tuning waits for all"
+                    "{name} has samples on {have} of the last {days} days; tuning waits for \
+                     {days} full days"
                 ));
             }
             let peak = weighted(&daily.iter().flatten().copied().collect::<Vec<_>>());

@@ -13,15 +13,20 @@ fn now() -> Timestamp {
     Timestamp::from_second(NOW).unwrap()
 }
 
-/// `peaks[k]` (milli) recorded on day k before now (0 = the last 24 hours), on `metric`.
+/// `peaks[k]` (milli) recorded on day k before now (0 = the last 24 hours), on `metric`: half
+/// of it in the day's first hour, all of it 21 hours later.
 fn history(metric: &str, peaks: &[i64]) -> LoadHistory {
     let mut h = LoadHistory::default();
-    for (k, &p) in peaks.iter().enumerate().rev() {
-        let at = now() - SignedDuration::from_hours(24 * k as i64 + 2);
-        h.record(metric, at, p / 2, 30);
-        h.record(metric, at + SignedDuration::from_mins(5), p, 30);
-    }
+    record(&mut h, metric, peaks);
     h
+}
+
+fn record(h: &mut LoadHistory, metric: &str, peaks: &[i64]) {
+    for (k, &p) in peaks.iter().enumerate().rev() {
+        let first_hour = now() - SignedDuration::from_hours(24 * k as i64 + 23);
+        h.record(metric, first_hour, p / 2, 30);
+        h.record(metric, first_hour + SignedDuration::from_hours(21), p, 30);
+    }
 }
 
 /// One container requesting 1 CPU (limit 2).
@@ -163,6 +168,14 @@ fn less_than_the_lookback_does_nothing() {
         (None, TuningReason::NotEnoughHistory)
     );
     assert!(t.message.contains("6 of the last 7 days"), "{}", t.message);
+    // Seven days with samples, but the oldest only 150 hours back: not a full week yet.
+    let mut case = Case::new(10, &WEEK_AT_1500M);
+    case.history = LoadHistory::default();
+    for hour in 0..=150 {
+        let at = now() - SignedDuration::from_hours(hour);
+        case.history.record("cpu", at, 1500, 7);
+    }
+    assert_eq!(case.tune().reason, TuningReason::NotEnoughHistory);
     let mut case = Case::new(10, &[1500; 3]);
     case.settings.lookback_days = Some(3);
     assert_eq!(case.tune().proposed, Some(3));
@@ -216,10 +229,7 @@ fn the_largest_metric_need_wins() {
     case.spec
         .metrics
         .push(MetricSpec::external("queue", MetricTarget::average("30")));
-    for (k, p) in [95_000i64; 7].iter().enumerate() {
-        let at = now() - SignedDuration::from_hours(24 * k as i64 + 1);
-        case.history.record("queue", at, *p, 7);
-    }
+    record(&mut case.history, "queue", &[95_000; 7]);
     let t = case.tune();
     assert_eq!(t.needed, Some(4));
     assert_eq!(
