@@ -187,7 +187,7 @@ pub struct HorizontalPodAutoscalerPlusSpec {
 /// job or keep window holds the target.
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = rules::tuning()))]
+// floor >= 1 and lookbackDays 1–30 are OpenAPI bounds; floor <= maxReplicas is a spec rule.
 pub struct MinReplicasTuning {
     /// `Off` (default), `Report` (status and an Event say what it would set) or `Apply`.
     #[serde(default)]

@@ -141,22 +141,6 @@ const HAS_WATERMARK: &str = "has(self.metrics) && self.metrics.exists(m, \
     || (has(m.object) && m.object.target.type == 'Watermark') \
     || (has(m.external) && m.external.target.type == 'Watermark'))";
 
-/// `minReplicasTuning`'s own rules (its floor against `maxReplicas` is a spec rule).
-pub(super) fn tuning() -> Value {
-    json!([
-        {
-            "rule": "!has(self.floor) || self.floor >= 1",
-            "message": "must be >= 1",
-            "fieldPath": ".floor",
-        },
-        {
-            "rule": "!has(self.lookbackDays) || (self.lookbackDays >= 1 && self.lookbackDays <= 30)",
-            "message": "must be between 1 and 30",
-            "fieldPath": ".lookbackDays",
-        },
-    ])
-}
-
 /// The spec's cross-field rules (`validate` and `validate_additions`).
 pub(super) fn spec() -> Value {
     json!([

@@ -547,15 +547,18 @@ fn tuning_settings_are_range_checked() {
 }
 
 #[test]
-fn tuning_crd_rules_cover_floor_and_lookback() {
-    let crd = serde_json::to_string(&HorizontalPodAutoscalerPlus::crd()).unwrap();
-    for rule in [
-        "self.minReplicasTuning.floor <= self.maxReplicas",
-        "self.floor >= 1",
-        "self.lookbackDays >= 1 && self.lookbackDays <= 30",
-    ] {
-        assert!(crd.contains(rule), "{rule}");
-    }
+fn tuning_crd_bounds_floor_and_lookback() {
+    let crd = serde_json::to_value(HorizontalPodAutoscalerPlus::crd()).unwrap();
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let tuning = &spec["properties"]["minReplicasTuning"]["properties"];
+    assert_eq!(tuning["floor"]["minimum"], 1.0);
+    assert_eq!(tuning["lookbackDays"]["minimum"], 1.0);
+    assert_eq!(tuning["lookbackDays"]["maximum"], 30.0);
+    let rules = spec["x-kubernetes-validations"].to_string();
+    assert!(
+        rules.contains("self.minReplicasTuning.floor <= self.maxReplicas"),
+        "{rules}"
+    );
 }
 
 #[test]
