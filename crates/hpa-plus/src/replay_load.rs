@@ -132,6 +132,10 @@ impl Outcome for LoadReplay {
     fn misses(&self) -> &[String] {
         &[]
     }
+
+    fn chart(&self) -> Option<plimsoll_replay::plot::Chart> {
+        Some(plot::chart(&self.steps))
+    }
 }
 
 /// Renders the lines as an aligned table (the tuning reason in the last column).
@@ -527,5 +531,6 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
     Ok(LoadReplay { steps: lines })
 }
 
+mod plot;
 #[cfg(test)]
 mod tests;

@@ -398,3 +398,13 @@ fn load_replay_prints_the_format_fields_as_json_lines() {
     assert!(text.starts_with("T "), "{text}");
     assert!(text.lines().last().unwrap().ends_with("Lowered"), "{text}");
 }
+
+#[test]
+fn load_replay_plots_replicas_min_replicas_and_utilization() {
+    let (out, plot) = replay_plotting(&path(OWN, "load-tuning-apply.yaml"), "load.svg", &[]);
+    assert_success(&out);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.contains("minReplicas (red)") && svg.contains("utilization"));
+    std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
+}
