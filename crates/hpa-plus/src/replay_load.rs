@@ -431,11 +431,107 @@ fn record_loads(
     }
 }
 
+/// The replay's state between steps: what the controller keeps, and the workload.
+struct Run<'a> {
+    scenario: &'a Scenario,
+    spec: HorizontalPodAutoscalerPlusSpec,
+    settings: MinReplicasTuning,
+    template: PodSample,
+    memory_per_pod: Option<i64>,
+    cpu_request: i64,
+    workload: Workload,
+    history: History,
+    loads: LoadHistory,
+    last_applied: Option<Timestamp>,
+}
+
+impl Run<'_> {
+    /// Records the step's loads and tunes, as the controller does when tuning is on; a
+    /// proposal to apply lowers the spec's `minReplicas` at once.
+    fn tune(&mut self, pods: &[PodSample], now: Timestamp) -> Option<Tuning> {
+        if self.settings.mode == TuningMode::Off {
+            return None;
+        }
+        let days = self.settings.lookback_days();
+        record_loads(&mut self.loads, &self.spec, pods, now, days);
+        let t = tune(&TuningInput {
+            spec: &self.spec,
+            settings: &self.settings,
+            history: &self.loads,
+            pod: &self.template,
+            config: &self.scenario.controller,
+            last_applied: self.last_applied,
+            held_by: None,
+            now,
+        });
+        if t.apply {
+            self.spec.min_replicas = t.proposed;
+            self.last_applied = Some(now);
+        }
+        Some(t)
+    }
+
+    /// Decides with the controller's function and scales the workload; `changed` when the
+    /// replicas moved.
+    fn decide(&mut self, pods: Vec<PodSample>, now: Timestamp) -> Option<String> {
+        let replicas = i32::try_from(self.workload.born.len()).unwrap_or(i32::MAX);
+        let observed = Observation {
+            current_replicas: replicas,
+            pods,
+            rollout: Rollout::Settled.state(replicas),
+            ..Observation::default()
+        };
+        let d = decide(&DecisionInput {
+            spec: &self.spec,
+            observed: &observed,
+            history: &self.history,
+            config: &self.scenario.controller,
+            now,
+        });
+        self.history = d.history;
+        let mut changed = None;
+        if let Some(to) = d.scale_to {
+            self.history.record_scale(now, replicas, to);
+            if to != replicas {
+                changed = Some("replicas".to_owned());
+            }
+            self.workload.scale(to, now);
+        }
+        // As the controller: keep what a successor would read back.
+        self.history = memory::normalized(&self.history);
+        changed
+    }
+
+    /// One step of the trace.
+    fn step(&mut self, sample: &Sample, now: Timestamp) -> LoadLine {
+        let pods = self
+            .workload
+            .pods(&self.template, sample, self.memory_per_pod, now);
+        let ready = self.workload.ready(now);
+        let tuning = self.tune(&pods, now);
+        let changed = self.decide(pods, now);
+        let requested = i64::try_from(ready).unwrap_or(0) * self.cpu_request;
+        LoadLine {
+            t: sample.t,
+            replicas: i32::try_from(self.workload.born.len()).unwrap_or(i32::MAX),
+            ready_replicas: i32::try_from(ready).unwrap_or(i32::MAX),
+            cpu_request: self.cpu_request,
+            utilization: (requested > 0).then(|| {
+                // Two decimals: enough to read, stable to print.
+                (sample.cpu as f64 * 10_000.0 / requested as f64).round() / 100.0
+            }),
+            min_replicas: self.spec.min_replicas.unwrap_or(1),
+            changed,
+            tuning,
+        }
+    }
+}
+
 /// Replays `LoadReplay` text; files it names are relative to `dir`.
 pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError> {
     let scenario: Scenario = plimsoll_replay::parse(text)?;
     plimsoll_replay::expect_kind(&scenario.kind, "LoadReplay")?;
-    let (mut spec, settings) = autoscaler(&scenario, text)?;
+    let (spec, settings) = autoscaler(&scenario, text)?;
     let trace = samples(&scenario, dir)?;
     let template = template(&scenario)?;
     let memory_per_pod = scenario
@@ -450,85 +546,33 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
     }
     let epoch: Timestamp = EPOCH.parse().map_err(|e| invalid("internal epoch", e))?;
     let startup = SignedDuration::from_secs_f64(scenario.pod_startup_seconds);
-    let cpu_request: i64 = template
+    let cpu_request = template
         .containers
         .iter()
         .filter_map(|c| c.requests.get("cpu"))
         .sum();
-    let mut workload = Workload {
-        // The starting pods are long Ready.
-        born: vec![
-            epoch - startup - SignedDuration::from_hours(1);
-            usize::try_from(spec.min_replicas.unwrap_or(1).max(1)).unwrap_or(1)
-        ],
-        startup,
+    let initial = usize::try_from(spec.min_replicas.unwrap_or(1).max(1)).unwrap_or(1);
+    let mut run = Run {
+        scenario: &scenario,
+        spec,
+        settings,
+        template,
+        memory_per_pod,
+        cpu_request,
+        workload: Workload {
+            // The starting pods are long Ready.
+            born: vec![epoch - startup - SignedDuration::from_hours(1); initial],
+            startup,
+        },
+        history: History::default(),
+        loads: LoadHistory::default(),
+        last_applied: None,
     };
-    let mut history = History::default();
-    let mut loads = LoadHistory::default();
-    let mut last_applied = None;
-    let mut lines = Vec::with_capacity(trace.len());
-    for sample in &trace {
-        let now = epoch + SignedDuration::from_secs_f64(sample.t);
-        let replicas = i32::try_from(workload.born.len()).unwrap_or(i32::MAX);
-        let pods = workload.pods(&template, sample, memory_per_pod, now);
-        let tuning = (settings.mode != TuningMode::Off).then(|| {
-            record_loads(&mut loads, &spec, &pods, now, settings.lookback_days());
-            let t = tune(&TuningInput {
-                spec: &spec,
-                settings: &settings,
-                history: &loads,
-                pod: &template,
-                config: &scenario.controller,
-                last_applied,
-                held_by: None,
-                now,
-            });
-            if t.apply {
-                spec.min_replicas = t.proposed;
-                last_applied = Some(now);
-            }
-            t
-        });
-        let ready = workload.ready(now);
-        let observed = Observation {
-            current_replicas: replicas,
-            pods,
-            rollout: Rollout::Settled.state(replicas),
-            ..Observation::default()
-        };
-        let d = decide(&DecisionInput {
-            spec: &spec,
-            observed: &observed,
-            history: &history,
-            config: &scenario.controller,
-            now,
-        });
-        history = d.history.clone();
-        let mut changed = None;
-        if let Some(to) = d.scale_to {
-            history.record_scale(now, replicas, to);
-            if to != replicas {
-                changed = Some("replicas".to_owned());
-            }
-            workload.scale(to, now);
-        }
-        history = memory::normalized(&history);
-        let requested = i64::try_from(ready).unwrap_or(0) * cpu_request;
-        lines.push(LoadLine {
-            t: sample.t,
-            replicas: i32::try_from(workload.born.len()).unwrap_or(i32::MAX),
-            ready_replicas: i32::try_from(ready).unwrap_or(i32::MAX),
-            cpu_request,
-            utilization: (requested > 0).then(|| {
-                // Two decimals: enough to read, stable to print.
-                (sample.cpu as f64 * 10_000.0 / requested as f64).round() / 100.0
-            }),
-            min_replicas: spec.min_replicas.unwrap_or(1),
-            changed,
-            tuning,
-        });
-    }
-    Ok(LoadReplay { steps: lines })
+    let steps = trace
+        .iter()
+        .map(|sample| run.step(sample, epoch + SignedDuration::from_secs_f64(sample.t)))
+        .collect();
+    Ok(LoadReplay { steps })
 }
 
 mod plot;
