@@ -33,7 +33,7 @@ use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{ContainerSample, Observation, PodPhase, PodSample};
 use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
 use plimsoll_core::horizontal::rollout::Rollout;
-use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, tune};
+use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, observed_load, tune};
 use plimsoll_core::horizontal::{ControllerConfig, DecisionInput, History, decide};
 use plimsoll_replay::{Outcome, ReplayError};
 use serde::{Deserialize, Serialize};
@@ -406,28 +406,19 @@ impl Workload {
     }
 }
 
-/// The load each metric of `spec` sees in `pods`: the sum over the pods that have a sample,
-/// as the controller records it.
+/// Records the load each metric of `spec` sees in `observed`, through the core function the
+/// controller uses.
 fn record_loads(
     history: &mut LoadHistory,
     spec: &HorizontalPodAutoscalerPlusSpec,
-    pods: &[PodSample],
+    observed: &Observation,
     now: Timestamp,
     days: i32,
 ) {
     for m in metrics_of(spec).iter() {
-        let (resource, container) = match (&m.resource, &m.container_resource) {
-            (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
-            (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
-            _ => continue,
-        };
-        let total: i64 = pods
-            .iter()
-            .flat_map(|p| &p.containers)
-            .filter(|c| container.is_none_or(|n| n == c.name))
-            .filter_map(|c| c.usage.get(resource).and_then(|v| v.as_ref().ok()))
-            .sum();
-        history.record(&metric_name(m), now, total, days);
+        if let Some(load) = observed_load(m, spec, observed) {
+            history.record(&metric_name(m), now, load, days);
+        }
     }
 }
 
@@ -448,12 +439,12 @@ struct Run<'a> {
 impl Run<'_> {
     /// Records the step's loads and tunes, as the controller does when tuning is on; a
     /// proposal to apply lowers the spec's `minReplicas` at once.
-    fn tune(&mut self, pods: &[PodSample], now: Timestamp) -> Option<Tuning> {
+    fn tune(&mut self, observed: &Observation, now: Timestamp) -> Option<Tuning> {
         if self.settings.mode == TuningMode::Off {
             return None;
         }
         let days = self.settings.lookback_days();
-        record_loads(&mut self.loads, &self.spec, pods, now, days);
+        record_loads(&mut self.loads, &self.spec, observed, now, days);
         let t = tune(&TuningInput {
             spec: &self.spec,
             settings: &self.settings,
@@ -473,17 +464,11 @@ impl Run<'_> {
 
     /// Decides with the controller's function and scales the workload; `changed` when the
     /// replicas moved.
-    fn decide(&mut self, pods: Vec<PodSample>, now: Timestamp) -> Option<String> {
-        let replicas = i32::try_from(self.workload.born.len()).unwrap_or(i32::MAX);
-        let observed = Observation {
-            current_replicas: replicas,
-            pods,
-            rollout: Rollout::Settled.state(replicas),
-            ..Observation::default()
-        };
+    fn decide(&mut self, observed: &Observation, now: Timestamp) -> Option<String> {
+        let replicas = observed.current_replicas;
         let d = decide(&DecisionInput {
             spec: &self.spec,
-            observed: &observed,
+            observed,
             history: &self.history,
             config: &self.scenario.controller,
             now,
@@ -508,8 +493,15 @@ impl Run<'_> {
             .workload
             .pods(&self.template, sample, self.memory_per_pod, now);
         let ready = self.workload.ready(now);
-        let tuning = self.tune(&pods, now);
-        let changed = self.decide(pods, now);
+        let replicas = i32::try_from(self.workload.born.len()).unwrap_or(i32::MAX);
+        let observed = Observation {
+            current_replicas: replicas,
+            pods,
+            rollout: Rollout::Settled.state(replicas),
+            ..Observation::default()
+        };
+        let tuning = self.tune(&observed, now);
+        let changed = self.decide(&observed, now);
         let requested = i64::try_from(ready).unwrap_or(0) * self.cpu_request;
         LoadLine {
             t: sample.t,

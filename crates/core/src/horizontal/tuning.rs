@@ -21,11 +21,12 @@
 //!
 //! The low-load flag is set when the need is fewer than half of `minReplicas`.
 //!
-//! A metric's load, as recorded in the history, is the workload-wide amount: the sum over the
-//! counted pods for `Resource`, `ContainerResource` and `Pods` metrics (milli-units, so a
-//! utilization metric records CPU millicores, not percent); the value times the ready pods for
-//! a `Value` target and an `absolute` Watermark on an Object or External metric; the value
-//! itself for an `AverageValue` Object or External metric.
+//! A metric's load, as recorded in the history ([`observed_load`]), is the workload-wide
+//! amount: the sum over the pods with a sample for `Resource`, `ContainerResource` and `Pods`
+//! metrics (milli-units, so a utilization metric records CPU millicores, not percent), the
+//! Object or External value otherwise; times the ready pods where the controller's own
+//! calculation multiplies by them (a `Value` target, an `absolute` Watermark), so that one
+//! synthetic pod carrying the load gets the proposal the real pods got.
 
 use std::collections::BTreeMap;
 
@@ -34,10 +35,12 @@ use serde::Serialize;
 
 use super::config::ControllerConfig;
 use super::load_history::LoadHistory;
-use super::observation::{Observation, PodSample};
+use super::metrics::resource_usage;
+use super::observation::{Observation, PodPhase, PodSample};
 use super::proposals::{metric_name, object_key, propose};
 use crate::api::hpa_plus::{
-    HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricSpec, MinReplicasTuning, TuningMode,
+    Algorithm, HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricSpec, MetricTargetType,
+    MinReplicasTuning, TuningMode,
 };
 
 /// Tuning applies at most once per this many seconds (a day).
@@ -321,7 +324,7 @@ fn one_pod_carrying(
         metrics: BTreeMap::new(),
         ..template.clone()
     };
-    pod.phase = super::observation::PodPhase::Running;
+    pod.phase = PodPhase::Running;
     let mut observed = Observation {
         current_replicas: 1,
         status_replicas: Some(1),
@@ -371,6 +374,66 @@ fn one_pod_carrying(
     }
     observed.pods = vec![pod];
     observed
+}
+
+/// The load of metric `m` in `observed`, as the history records it (module docs): the sum of
+/// the per-pod values (pods with a complete sample), or the Object / External value; times the
+/// running, ready, non-deleting pods where the controller's calculation multiplies by them
+/// (`Value` targets, `absolute` watermarks). `None` when the metric has no value.
+pub fn observed_load(
+    m: &MetricSpec,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+) -> Option<i64> {
+    let target = m.target()?;
+    let per_pod = matches!(
+        m.type_,
+        MetricSourceType::Resource | MetricSourceType::ContainerResource | MetricSourceType::Pods
+    );
+    let value = match m.type_ {
+        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
+            let (resource, container) = match (&m.resource, &m.container_resource) {
+                (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
+                (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
+                _ => return None,
+            };
+            let per_pod = resource_usage(&observed.pods, resource, container).ok()?;
+            (!per_pod.is_empty()).then(|| per_pod.values().sum::<i64>())?
+        }
+        MetricSourceType::Pods => {
+            let name = &m.pods.as_ref()?.metric.name;
+            let values: Vec<i64> = observed
+                .pods
+                .iter()
+                .filter_map(|p| p.metrics.get(name).and_then(|v| v.as_ref().ok()).copied())
+                .collect();
+            (!values.is_empty()).then(|| values.iter().sum::<i64>())?
+        }
+        MetricSourceType::Object => {
+            let key = object_key(m.object.as_ref()?);
+            *observed.object_metrics.get(&key)?.as_ref().ok()?
+        }
+        MetricSourceType::External => {
+            let name = &m.external.as_ref()?.metric.name;
+            let values = observed.external_metrics.get(name)?.as_ref().ok()?;
+            (!values.is_empty()).then(|| values.iter().sum::<i64>())?
+        }
+    };
+    let absolute = spec.algorithm.unwrap_or_default() == Algorithm::Absolute;
+    let times_ready = match target.type_ {
+        MetricTargetType::Value => !per_pod,
+        MetricTargetType::Watermark => absolute,
+        MetricTargetType::Utilization | MetricTargetType::AverageValue => false,
+    };
+    if !times_ready {
+        return Some(value);
+    }
+    let ready = observed
+        .pods
+        .iter()
+        .filter(|p| p.phase == PodPhase::Running && p.ready == Some(true) && !p.deleting)
+        .count();
+    value.checked_mul(i64::try_from(ready).ok()?)
 }
 
 #[cfg(test)]

@@ -277,3 +277,55 @@ proptest! {
         prop_assert!(u.proposed.unwrap_or(min) >= t.proposed.unwrap_or(min));
     }
 }
+
+#[test]
+fn the_observed_load_is_what_one_pod_must_carry_for_the_same_proposal() {
+    let ready = |cpu: i64, rps: i64| PodSample {
+        name: format!("web-{cpu}"),
+        metrics: [("rps".to_owned(), Ok(rps))].into(),
+        containers: vec![ContainerSample {
+            usage: [("cpu".to_owned(), Ok(cpu))].into(),
+            ..pod().containers[0].clone()
+        }],
+        ..pod()
+    };
+    let observed = Observation {
+        current_replicas: 3,
+        pods: vec![ready(400, 10_000), ready(600, 20_000), ready(500, 30_000)],
+        external_metrics: [("queue".to_owned(), Ok(vec![200_000, 100_000]))].into(),
+        ..Observation::default()
+    };
+    let spec = HorizontalPodAutoscalerPlusSpec::test().max(40);
+    let load = |m: MetricSpec| observed_load(&m, &spec, &observed);
+    assert_eq!(load(cpu50()), Some(1500), "the pods' sum");
+    assert_eq!(
+        load(MetricSpec::pods("rps", MetricTarget::average("10"))),
+        Some(60_000)
+    );
+    assert_eq!(
+        load(MetricSpec::external("queue", MetricTarget::average("30"))),
+        Some(300_000)
+    );
+    assert_eq!(
+        load(MetricSpec::external("queue", MetricTarget::value("30"))),
+        Some(900_000),
+        "a Value target's proposal is ready × value / target"
+    );
+    assert_eq!(
+        load(MetricSpec::external(
+            "queue",
+            MetricTarget::watermarks("10", "20")
+        )),
+        Some(900_000)
+    );
+    assert_eq!(
+        load(MetricSpec::external("absent", MetricTarget::value("30"))),
+        None
+    );
+    // The proposal the three pods get for Value 30 (ceil(3 × 300 / 30) = 30) is the one a
+    // single pod carrying the load gets.
+    let mut case = Case::new(40, &[]);
+    case.spec.metrics = vec![MetricSpec::external("queue", MetricTarget::value("30"))];
+    case.history = history("queue", &[900_000; 7]);
+    assert_eq!(case.tune().needed, Some(30));
+}
