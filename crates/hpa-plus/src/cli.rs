@@ -92,6 +92,14 @@ pub struct Args {
           value_parser = factor_in(0.0, 1.0))]
     pub scale_down_limit_factor: Option<f64>,
 
+    /// Utilization targets are a percentage of the containers' limits (falling back to requests
+    /// where a container has none), for objects without spec.utilizationBase (or the
+    /// utilization-base annotation); the object's own setting wins.
+    #[arg(long, env = "PLIMSOLL_COMPUTE_RESOURCE_UTILIZATION_RATIO_BY_LIMITS",
+          action = ArgAction::Set, default_value_t = false, value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true")]
+    pub compute_resource_utilization_ratio_by_limits: bool,
+
     /// Also reconcile plain autoscaling/v2 HorizontalPodAutoscalers, reading the Plimsoll
     /// additions from plimsoll.dev/* (or platform.stke/*) annotations. Turn the
     /// kube-controller-manager HPA controller off first (--controllers=-horizontalpodautoscaling).
@@ -107,7 +115,8 @@ pub struct Args {
 /// Offline subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a `HorizontalReplay` scenario through the decision code, with no cluster.
+    /// Run a `HorizontalReplay` or `LoadReplay` scenario through the decision code, with no
+    /// cluster.
     Replay {
         /// The scenario file (YAML or JSON).
         scenario: PathBuf,
@@ -159,6 +168,8 @@ impl Args {
             scale_down_limit_factor: self.scale_down_limit_factor,
             sync_period_seconds: whole_seconds(self.sync_period).max(1),
             min_sync_period_seconds: whole_seconds(self.min_sync_period).max(1),
+            compute_resource_utilization_ratio_by_limits: self
+                .compute_resource_utilization_ratio_by_limits,
         };
         Ok(Config {
             common: self.common,
@@ -252,6 +263,20 @@ mod tests {
             "the Deployment runs the controller"
         );
         parsed.into_config().unwrap();
+    }
+
+    #[test]
+    fn utilization_by_limits_is_a_switch() {
+        let on = parse(&["--compute-resource-utilization-ratio-by-limits"])
+            .unwrap()
+            .into_config()
+            .unwrap();
+        assert!(on.decision.compute_resource_utilization_ratio_by_limits);
+        let off = parse(&["--compute-resource-utilization-ratio-by-limits=false"])
+            .unwrap()
+            .into_config()
+            .unwrap();
+        assert!(!off.decision.compute_resource_utilization_ratio_by_limits);
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! while running, `run` returns an error.
 //!
 //! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`reconcile`],
-//! [`status`], [`metrics`], [`error`]; [`replay`] and [`plot`] are the offline `replay`.
+//! [`status`], [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
+//! `replay`.
 
 pub mod cli;
 pub mod context;
@@ -28,6 +29,7 @@ pub mod plot;
 pub mod pods;
 pub mod reconcile;
 pub mod replay;
+pub mod replay_load;
 pub mod status;
 
 use std::collections::HashSet;

@@ -38,7 +38,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 /// The instant a scenario's `t: 0` stands for (any fixed instant works; decisions only use
 /// differences).
-const EPOCH: &str = "2026-01-01T00:00:00Z";
+pub(crate) const EPOCH: &str = "2026-01-01T00:00:00Z";
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -152,7 +152,7 @@ struct ContainerSpec {
 /// A quantity written as a number or in Kubernetes notation.
 #[derive(Deserialize, Clone)]
 #[serde(untagged)]
-enum Amount {
+pub(crate) enum Amount {
     Number(f64),
     Text(String),
 }
@@ -198,7 +198,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<LimitExpectation, D::Error
     Option::<String>::deserialize(d).map(LimitExpectation::Exactly)
 }
 
-fn milli(a: &Amount, field: &str) -> Result<i64, String> {
+pub(crate) fn milli(a: &Amount, field: &str) -> Result<i64, String> {
     let text = match a {
         Amount::Number(n) => format!("{n}"),
         Amount::Text(s) => s.clone(),
@@ -302,6 +302,14 @@ fn autoscaler(
     Ok(found)
 }
 
+/// The scenario's autoscaler spec, validated, as [`autoscaler`] reads it.
+pub(crate) fn autoscaler_spec(
+    v: serde_json::Value,
+    text: &str,
+) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
+    autoscaler(v, text).map(|(spec, _)| spec)
+}
+
 /// What the controller has written into the object by the end of a step: where a restarted
 /// controller finds the decision memory.
 enum Written {
@@ -346,7 +354,10 @@ impl Written {
 }
 
 /// Quantities of one map, milli-units; `field` names the map in errors.
-fn amounts(map: &BTreeMap<String, Amount>, field: &str) -> Result<BTreeMap<String, i64>, String> {
+pub(crate) fn amounts(
+    map: &BTreeMap<String, Amount>,
+    field: &str,
+) -> Result<BTreeMap<String, i64>, String> {
     map.iter()
         .map(|(r, a)| Ok((r.clone(), milli(a, &format!("{field}.{r}"))?)))
         .collect()
@@ -656,10 +667,78 @@ impl Outcome for Replay {
     }
 }
 
+/// A replayed scenario of either kind `hpa-plus replay` takes.
+#[derive(Clone, Debug)]
+pub enum AnyReplay {
+    /// A `HorizontalReplay`.
+    Horizontal(Replay),
+    /// A `LoadReplay` (crate::replay_load).
+    Load(crate::replay_load::LoadReplay),
+}
+
+/// One output line of either kind.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum AnyLine<'a> {
+    /// A `HorizontalReplay` step.
+    Horizontal(&'a StepLine),
+    /// A `LoadReplay` step.
+    Load(&'a crate::replay_load::LoadLine),
+}
+
+impl Outcome for AnyReplay {
+    type Line<'a> = AnyLine<'a>;
+
+    fn lines(&self) -> Vec<AnyLine<'_>> {
+        match self {
+            Self::Horizontal(r) => r.steps.iter().map(AnyLine::Horizontal).collect(),
+            Self::Load(r) => r.steps.iter().map(AnyLine::Load).collect(),
+        }
+    }
+
+    fn table(&self) -> String {
+        match self {
+            Self::Horizontal(r) => r.table(),
+            Self::Load(r) => r.table(),
+        }
+    }
+
+    fn misses(&self) -> &[String] {
+        match self {
+            Self::Horizontal(r) => r.misses(),
+            Self::Load(r) => r.misses(),
+        }
+    }
+
+    fn chart(&self) -> Option<Chart> {
+        match self {
+            Self::Horizontal(r) => r.chart(),
+            Self::Load(r) => r.chart(),
+        }
+    }
+}
+
+/// Only the `kind`, to pick the replay.
+#[derive(Deserialize)]
+struct Kind {
+    kind: String,
+}
+
+/// Replays a scenario of either kind `hpa-plus replay` takes, by its `kind`; files it names are
+/// relative to `dir`.
+pub fn replay_any(text: &str, dir: &std::path::Path) -> Result<AnyReplay, ReplayError> {
+    let kind: Kind = plimsoll_replay::parse(text)?;
+    if kind.kind == "LoadReplay" {
+        crate::replay_load::replay_load_str(text, dir).map(AnyReplay::Load)
+    } else {
+        replay_str(text).map(AnyReplay::Horizontal)
+    }
+}
+
 /// `hpa-plus replay`: runs the scenario through the harness (output, plot, misses) and returns
 /// the exit status of docs/replay.md.
 pub fn run(invocation: &Invocation<'_>) -> Status {
-    plimsoll_replay::run(invocation, |source| replay_str(&source.text))
+    plimsoll_replay::run(invocation, |source| replay_any(&source.text, source.dir()))
 }
 
 #[cfg(test)]

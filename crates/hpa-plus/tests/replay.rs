@@ -283,3 +283,128 @@ fn a_restart_before_the_first_step_seeds_the_current_replicas() {
         first.reason
     );
 }
+
+/// A `LoadReplay` of scenarios/, through the library.
+fn load_replay(name: &str) -> plimsoll_hpa_plus::replay_load::LoadReplay {
+    let file = Path::new(OWN).join(name);
+    let text = std::fs::read_to_string(&file).unwrap();
+    plimsoll_hpa_plus::replay_load::replay_load_str(&text, Path::new(OWN))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The step of `t` seconds in a 5-minute trace.
+fn at(seconds: usize) -> usize {
+    seconds / 300
+}
+
+const WEEK_LESS_AN_HOUR: usize = 7 * 86_400 - 3600;
+
+#[test]
+fn a_week_of_peaks_needing_3_lowers_min_replicas_10_to_3_once_in_apply() {
+    let r = load_replay("load-tuning-apply.yaml");
+    assert_eq!(r.steps.len(), 9 * 288);
+    let mins: Vec<i32> = r.steps.iter().map(|s| s.min_replicas).collect();
+    assert!(mins[..at(WEEK_LESS_AN_HOUR)].iter().all(|&m| m == 10));
+    assert!(mins[at(WEEK_LESS_AN_HOUR)..].iter().all(|&m| m == 3));
+    let applied: Vec<f64> = r
+        .steps
+        .iter()
+        .filter(|s| s.tuning.as_ref().is_some_and(|t| t.apply))
+        .map(|s| s.t)
+        .collect();
+    assert_eq!(applied, [WEEK_LESS_AN_HOUR as f64], "applied once");
+    // Before the lowering the workload never goes below 10; on the last day it follows the load
+    // between 3 and the peak's need.
+    assert!(
+        r.steps[..at(WEEK_LESS_AN_HOUR)]
+            .iter()
+            .all(|s| s.replicas >= 10)
+    );
+    let last_day = &r.steps[at(8 * 86_400)..];
+    assert_eq!(last_day.iter().map(|s| s.replicas).min(), Some(3));
+    assert!(last_day.iter().all(|s| (3..=4).contains(&s.replicas)));
+    let end = r.steps.last().unwrap().tuning.clone().unwrap();
+    assert_eq!((end.needed, end.proposed), (Some(3), None));
+    assert_eq!(end.reason.as_str(), "AlreadyLow");
+}
+
+#[test]
+fn report_and_off_change_nothing() {
+    for (name, reason) in [
+        ("load-tuning-report.yaml", Some("Lowered")),
+        ("load-tuning-off.yaml", None),
+    ] {
+        let r = load_replay(name);
+        assert!(r.steps.iter().all(|s| s.min_replicas == 10), "{name}");
+        assert!(r.steps.iter().all(|s| s.replicas >= 10), "{name}");
+        let end = r.steps.last().unwrap().tuning.clone();
+        assert_eq!(end.as_ref().map(|t| t.reason.as_str()), reason, "{name}");
+        if let Some(t) = end {
+            assert_eq!((t.proposed, t.apply), (Some(3), false), "{name}");
+        }
+    }
+}
+
+#[test]
+fn peaks_above_min_replicas_never_raise_it() {
+    let r = load_replay("load-tuning-never-raises.yaml");
+    assert!(r.steps.iter().all(|s| s.min_replicas == 2));
+    assert!(
+        r.steps.iter().any(|s| s.replicas >= 3),
+        "the HPA still scales up"
+    );
+    let end = r.steps.last().unwrap().tuning.clone().unwrap();
+    assert_eq!(
+        (end.needed, end.proposed, end.reason.as_str()),
+        (Some(3), None, "AlreadyLow")
+    );
+}
+
+#[test]
+fn load_replay_prints_the_format_fields_as_json_lines() {
+    let out = bin(&["replay", &path(OWN, "load-tuning-off.yaml")]);
+    assert_success(&out);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let mut keys: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "changed",
+            "cpuRequest",
+            "minReplicas",
+            "readyReplicas",
+            "replicas",
+            "t",
+            "utilization"
+        ]
+    );
+    assert_eq!(first["cpuRequest"], 1000);
+    assert_eq!(stdout.lines().count(), 9 * 288);
+    let table = bin(&[
+        "replay",
+        &path(OWN, "load-tuning-report.yaml"),
+        "--output",
+        "table",
+    ]);
+    assert_success(&table);
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(text.starts_with("T "), "{text}");
+    assert!(text.lines().last().unwrap().ends_with("Lowered"), "{text}");
+}
+
+#[test]
+fn load_replay_plots_replicas_min_replicas_and_utilization() {
+    let (out, plot) = replay_plotting(&path(OWN, "load-tuning-apply.yaml"), "load.svg", &[]);
+    assert_success(&out);
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.contains("minReplicas (red)") && svg.contains("utilization"));
+    std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
+}

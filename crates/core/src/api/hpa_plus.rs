@@ -16,7 +16,7 @@ mod native;
 mod rules;
 mod validate;
 
-pub use native::{ANNOTATION_PREFIXES, NativeConversionError};
+pub use native::{ANNOTATION_PREFIXES, NativeConversionError, TUNING_ANNOTATION_NAME};
 pub(crate) use validate::{quantity_milli, quantity_value};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -175,6 +175,72 @@ pub struct HorizontalPodAutoscalerPlusSpec {
     /// Do not scale while the target is rolling out (default false).
     #[serde(default, skip_serializing_if = "is_false")]
     pub pause_during_rollout: bool,
+    /// Lower `minReplicas` to what the weighted daily peaks of the last `lookbackDays` need
+    /// (default: off, or the `plimsoll.dev/min-replicas-tuning` annotation). docs/hpa-plus.md,
+    /// "minReplicas tuning".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replicas_tuning: Option<MinReplicasTuning>,
+}
+
+/// `spec.minReplicasTuning`: how `minReplicas` follows the load history. Tuning only ever
+/// lowers `minReplicas`, never below `floor`, at most once a day, and never while a CronHPA
+/// job or keep window holds the target.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+// floor >= 1 and lookbackDays 1–30 are OpenAPI bounds; floor <= maxReplicas is a spec rule.
+pub struct MinReplicasTuning {
+    /// `Off` (default), `Report` (status and an Event say what it would set) or `Apply`.
+    #[serde(default)]
+    pub mode: TuningMode,
+    /// Days of history whose daily peaks are weighted (1–30, default 7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 30))]
+    pub lookback_days: Option<i32>,
+    /// Tuning never sets `minReplicas` below this (>= 1, <= `maxReplicas`; default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub floor: Option<i32>,
+}
+
+/// Default of `spec.minReplicasTuning.lookbackDays`.
+pub const DEFAULT_LOOKBACK_DAYS: i32 = 7;
+
+impl MinReplicasTuning {
+    /// `lookbackDays`, defaulted and kept within 1–30.
+    pub fn lookback_days(&self) -> i32 {
+        self.lookback_days
+            .unwrap_or(DEFAULT_LOOKBACK_DAYS)
+            .clamp(1, 30)
+    }
+
+    /// `floor`, defaulted (1) and never below 1.
+    pub fn floor(&self) -> i32 {
+        self.floor.unwrap_or(1).max(1)
+    }
+}
+
+/// What `minReplicasTuning` does with its proposal.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TuningMode {
+    /// Nothing: no proposal, no status.
+    #[default]
+    Off,
+    /// Propose and report (status, Event), never change `minReplicas`.
+    Report,
+    /// Lower `minReplicas` to the proposal (at most once a day).
+    Apply,
+}
+
+impl TuningMode {
+    /// Reads the annotation's value: `off`, `report` or `apply` (any case).
+    pub fn parse(v: &str) -> Option<Self> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "off" | "" => Some(Self::Off),
+            "report" => Some(Self::Report),
+            "apply" => Some(Self::Apply),
+            _ => None,
+        }
+    }
 }
 
 #[expect(
@@ -493,6 +559,31 @@ pub struct HorizontalPodAutoscalerPlusStatus {
     /// the encoding and its size bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<DecisionMemory>,
+    /// What `minReplicasTuning` last proposed or applied, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replicas_tuning: Option<MinReplicasTuningStatus>,
+}
+
+/// `status.minReplicasTuning`.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MinReplicasTuningStatus {
+    /// The `minReplicas` tuning would set (Report) or set (Apply); absent when it proposes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed: Option<i32>,
+    /// `minReplicas` before tuning last lowered it, to restore it by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_min_replicas: Option<i32>,
+    /// When tuning last lowered `minReplicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_applied_time: Option<Time>,
+    /// `Lowered`, `Floor`, `AlreadyLow`, `HeldByCron`, `NotEnoughHistory`, `TooSoon`,
+    /// `NoMetrics`.
+    #[serde(default)]
+    pub reason: String,
+    /// A sentence a person can read.
+    #[serde(default)]
+    pub message: String,
 }
 
 /// The decision memory of one autoscaler in its stored form: every instant is a whole number of

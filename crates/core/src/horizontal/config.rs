@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tolerance::DEFAULT_TOLERANCE;
-use crate::api::hpa_plus::HorizontalPodAutoscalerPlusSpec;
+use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, UtilizationBase};
 
 /// Controller-wide settings (flags). Every field has upstream's default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -28,6 +28,10 @@ pub struct ControllerConfig {
     pub sync_period_seconds: i64,
     /// `--min-sync-period`, seconds: the floor of every object's period (default 1).
     pub min_sync_period_seconds: i64,
+    /// `--compute-resource-utilization-ratio-by-limits` (HPAPlus): `Utilization` targets of
+    /// objects without `spec.utilizationBase` are a percentage of limits (default false:
+    /// requests, as upstream). The object's own field wins when set.
+    pub compute_resource_utilization_ratio_by_limits: bool,
 }
 
 impl Default for ControllerConfig {
@@ -41,6 +45,7 @@ impl Default for ControllerConfig {
             scale_down_limit_factor: None,
             sync_period_seconds: 5,
             min_sync_period_seconds: 1,
+            compute_resource_utilization_ratio_by_limits: false,
         }
     }
 }
@@ -57,6 +62,17 @@ impl ControllerConfig {
         }
         .max(self.min_sync_period_seconds)
         .max(1)
+    }
+
+    /// What `Utilization` targets of an object with `spec` are a percentage of: its own
+    /// `utilizationBase` when set, else the controller-wide flag.
+    pub fn utilization_base(&self, spec: &HorizontalPodAutoscalerPlusSpec) -> UtilizationBase {
+        spec.utilization_base
+            .unwrap_or(if self.compute_resource_utilization_ratio_by_limits {
+                UtilizationBase::Limits
+            } else {
+                UtilizationBase::Requests
+            })
     }
 }
 
@@ -89,5 +105,21 @@ mod tests {
             ..ControllerConfig::default()
         };
         assert_eq!(zero.sync_period_seconds(&spec), 1, "never below 1 s");
+    }
+
+    #[test]
+    fn the_objects_utilization_base_wins_over_the_flag() {
+        let mut spec = HorizontalPodAutoscalerPlusSpec::default();
+        let by_limits = ControllerConfig {
+            compute_resource_utilization_ratio_by_limits: true,
+            ..ControllerConfig::default()
+        };
+        let plain = ControllerConfig::default();
+        assert_eq!(plain.utilization_base(&spec), UtilizationBase::Requests);
+        assert_eq!(by_limits.utilization_base(&spec), UtilizationBase::Limits);
+        spec.utilization_base = Some(UtilizationBase::Requests);
+        assert_eq!(by_limits.utilization_base(&spec), UtilizationBase::Requests);
+        spec.utilization_base = Some(UtilizationBase::Limits);
+        assert_eq!(plain.utilization_base(&spec), UtilizationBase::Limits);
     }
 }

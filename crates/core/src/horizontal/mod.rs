@@ -13,7 +13,8 @@
 //! limit factors, forbidden windows, delays), [`gates`] (what stops a write), [`cron_hold`] (does a CronHPA hold the target), [`rollout`] (is the target rolling out), [`limited`] (the
 //! rule that limited a decision), [`conditions`], [`history`], [`memory`] (the history kept in
 //! the object across restarts), [`observation`], [`pod_requests`] (which containers and requests
-//! utilization counts), [`status`].
+//! utilization counts), [`status`], [`tuning`] (`minReplicasTuning`: the `minReplicas` a
+//! week of load needs) and [`load_history`] (the hourly peaks it reads without Prometheus).
 
 pub mod behavior;
 pub mod conditions;
@@ -25,6 +26,7 @@ pub mod gates;
 pub mod history;
 pub mod limited;
 pub mod limits;
+pub mod load_history;
 pub mod memory;
 pub mod metrics;
 pub mod observation;
@@ -34,6 +36,7 @@ pub mod proposals;
 pub mod rollout;
 pub mod status;
 pub mod tolerance;
+pub mod tuning;
 pub mod watermark;
 
 pub use decision::{ControllerConfig, Countdown, Decision, DecisionInput, LimitedBy, decide};

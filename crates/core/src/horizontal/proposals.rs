@@ -29,7 +29,7 @@ use crate::api::hpa_plus::{
     Algorithm, ContainerResourceMetricStatus, ConvergeTowardsWatermark, ExternalMetricStatus,
     HorizontalPodAutoscalerPlusSpec, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus,
     MetricTarget, MetricTargetType, MetricValueStatus, ObjectMetricStatus, PodsMetricStatus,
-    ResourceMetricStatus, UtilizationBase, quantity_milli,
+    ResourceMetricStatus, quantity_milli,
 };
 
 /// What one metric proposed.
@@ -98,7 +98,7 @@ pub fn propose(
         cpu_initialization_period_seconds: config.cpu_initialization_period_seconds,
         initial_readiness_delay_seconds: config.initial_readiness_delay_seconds,
         readiness_delay_seconds: spec.readiness_delay_seconds.map_or(0, i64::from),
-        utilization_base: spec.utilization_base.unwrap_or(UtilizationBase::Requests),
+        utilization_base: config.utilization_base(spec),
         pods: &observed.pods,
     };
     let bounds = Bounds::of(spec);
@@ -306,7 +306,9 @@ fn failed(metric: String, reason: &'static str, error: String) -> MetricOutcome 
     }
 }
 
-fn metric_name(m: &MetricSpec) -> String {
+/// The name a metric's proposal carries (`cpu`, `cpu/app`, the Pods or External metric name,
+/// `Kind/name/metric`): also the key of its load history.
+pub fn metric_name(m: &MetricSpec) -> String {
     match m.type_ {
         MetricSourceType::Resource => m.resource.as_ref().map(|r| r.name.clone()),
         MetricSourceType::ContainerResource => m

@@ -85,6 +85,8 @@ pub fn status_after(
         }),
         // The caller replaces it with the memory after this decision.
         memory: previous.and_then(|p| p.memory.clone()),
+        // Tuning writes its own part; a scaling decision keeps it.
+        min_replicas_tuning: previous.and_then(|p| p.min_replicas_tuning.clone()),
     }
 }
 
@@ -123,6 +125,7 @@ pub fn native_subset(
         targets_summary: None,
         last_decision: None,
         memory: None,
+        min_replicas_tuning: None,
         ..status.clone()
     }
 }

@@ -9,7 +9,10 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::validate::quantity_value;
-use super::{HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, UtilizationBase};
+use super::{
+    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, MinReplicasTuning, TuningMode,
+    UtilizationBase,
+};
 
 /// Annotation prefixes honoured in native mode, highest precedence first.
 pub const ANNOTATION_PREFIXES: [&str; 2] = ["plimsoll.dev/", "platform.stke/"];
@@ -91,11 +94,53 @@ impl HorizontalPodAutoscalerPlus {
                 }
             });
         }
+        if let Some((key, v)) = lookup(TUNING_ANNOTATION_NAME) {
+            plus.min_replicas_tuning = Some(tuning_from_annotation(key, &v)?);
+        }
         Ok(HorizontalPodAutoscalerPlus {
             metadata: hpa.metadata.clone(),
             spec: plus,
             status: None,
         })
+    }
+}
+
+/// The name, after a prefix of [`ANNOTATION_PREFIXES`], of the annotation that sets
+/// `minReplicasTuning.mode` (`off`, `report`, `apply`) with the default lookback and floor.
+pub const TUNING_ANNOTATION_NAME: &str = "min-replicas-tuning";
+
+fn tuning_from_annotation(
+    key: String,
+    v: &str,
+) -> Result<MinReplicasTuning, NativeConversionError> {
+    let mode = TuningMode::parse(v).ok_or_else(|| NativeConversionError::Annotation {
+        key,
+        message: format!("{v:?} is not off, report or apply"),
+    })?;
+    Ok(MinReplicasTuning {
+        mode,
+        ..MinReplicasTuning::default()
+    })
+}
+
+impl HorizontalPodAutoscalerPlus {
+    /// The tuning settings in force: `spec.minReplicasTuning` when set, else the
+    /// `plimsoll.dev/min-replicas-tuning` annotation (the way a native HPA, and an HPA+ that
+    /// prefers annotations, turns it on), else `None` (off).
+    pub fn min_replicas_tuning(&self) -> Result<Option<MinReplicasTuning>, NativeConversionError> {
+        if let Some(t) = &self.spec.min_replicas_tuning {
+            return Ok(Some(t.clone()));
+        }
+        let annotations = self.metadata.annotations.as_ref();
+        let found = ANNOTATION_PREFIXES.iter().find_map(|prefix| {
+            let key = format!("{prefix}{TUNING_ANNOTATION_NAME}");
+            annotations
+                .and_then(|a| a.get(&key))
+                .map(|v| (key, v.trim().to_owned()))
+        });
+        found
+            .map(|(key, v)| tuning_from_annotation(key, &v))
+            .transpose()
     }
 }
 

@@ -160,5 +160,11 @@ pub(super) fn spec() -> Value {
             "message": "requires at least one metric with a Watermark target",
             "fieldPath": ".convergeTowardsWatermark",
         },
+        {
+            "rule": "!has(self.minReplicasTuning) || !has(self.minReplicasTuning.floor) \
+                     || self.minReplicasTuning.floor <= self.maxReplicas",
+            "message": "must be <= maxReplicas",
+            "fieldPath": ".minReplicasTuning.floor",
+        },
     ])
 }

@@ -515,3 +515,92 @@ fn object_metric_with_described_object_and_disabled_scale_down() {
         "is required",
     );
 }
+
+#[test]
+fn tuning_settings_are_range_checked() {
+    let mut spec = HorizontalPodAutoscalerPlusSpec::test().metric(cpu(50));
+    spec.min_replicas_tuning = Some(MinReplicasTuning {
+        mode: TuningMode::Apply,
+        lookback_days: Some(31),
+        floor: Some(0),
+    });
+    assert_error(
+        &spec,
+        "spec.minReplicasTuning.lookbackDays",
+        "between 1 and 30",
+    );
+    assert_error(&spec, "spec.minReplicasTuning.floor", ">= 1");
+    spec.min_replicas_tuning = Some(MinReplicasTuning {
+        mode: TuningMode::Apply,
+        lookback_days: Some(7),
+        floor: Some(spec.max_replicas + 1),
+    });
+    assert_error(&spec, "spec.minReplicasTuning.floor", "<= maxReplicas");
+    spec.min_replicas_tuning = Some(MinReplicasTuning {
+        mode: TuningMode::Report,
+        lookback_days: None,
+        floor: Some(spec.max_replicas),
+    });
+    assert!(spec.validate().is_ok());
+    let t = spec.min_replicas_tuning.as_ref().unwrap();
+    assert_eq!((t.lookback_days(), t.floor()), (7, spec.max_replicas));
+}
+
+#[test]
+fn tuning_crd_bounds_floor_and_lookback() {
+    let crd = serde_json::to_value(HorizontalPodAutoscalerPlus::crd()).unwrap();
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let tuning = &spec["properties"]["minReplicasTuning"]["properties"];
+    assert_eq!(tuning["floor"]["minimum"], 1.0);
+    assert_eq!(tuning["lookbackDays"]["minimum"], 1.0);
+    assert_eq!(tuning["lookbackDays"]["maximum"], 30.0);
+    let rules = spec["x-kubernetes-validations"].to_string();
+    assert!(
+        rules.contains("self.minReplicasTuning.floor <= self.maxReplicas"),
+        "{rules}"
+    );
+}
+
+#[test]
+fn tuning_mode_comes_from_the_spec_or_the_annotation() {
+    let mut native: HorizontalPodAutoscaler = serde_saphyr::from_str(
+        "metadata: {name: web, annotations: {plimsoll.dev/min-replicas-tuning: Report}}
+spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 10}",
+    )
+    .unwrap();
+    let plus = HorizontalPodAutoscalerPlus::from_native(&native).unwrap();
+    let t = plus.spec.min_replicas_tuning.clone().unwrap();
+    assert_eq!(
+        (t.mode, t.lookback_days(), t.floor()),
+        (TuningMode::Report, 7, 1)
+    );
+    // An HPA+ reads the annotation only when its spec says nothing.
+    let mut plus_annotated = plus.clone();
+    plus_annotated.spec.min_replicas_tuning = None;
+    assert_eq!(
+        plus_annotated.min_replicas_tuning().unwrap().unwrap().mode,
+        TuningMode::Report
+    );
+    plus_annotated.spec.min_replicas_tuning = Some(MinReplicasTuning {
+        mode: TuningMode::Apply,
+        ..MinReplicasTuning::default()
+    });
+    assert_eq!(
+        plus_annotated.min_replicas_tuning().unwrap().unwrap().mode,
+        TuningMode::Apply
+    );
+    native.metadata.annotations = Some(
+        [(
+            "platform.stke/min-replicas-tuning".to_owned(),
+            "sometimes".to_owned(),
+        )]
+        .into(),
+    );
+    let err = HorizontalPodAutoscalerPlus::from_native(&native).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "platform.stke/min-replicas-tuning: \"sometimes\" is not off, report or apply"
+        ),
+        "{err}"
+    );
+}

@@ -141,6 +141,27 @@ impl HorizontalPodAutoscalerPlusSpec {
                 "requires at least one metric with a Watermark target",
             );
         }
+        if let Some(t) = &self.min_replicas_tuning {
+            self.validate_tuning(t, errs);
+        }
+    }
+
+    fn validate_tuning(&self, t: &super::MinReplicasTuning, errs: &mut FieldErrors) {
+        if let Some(days) = t.lookback_days
+            && !(1..=30).contains(&days)
+        {
+            errs.push(
+                "spec.minReplicasTuning.lookbackDays",
+                "must be between 1 and 30",
+            );
+        }
+        if let Some(floor) = t.floor {
+            if floor < 1 {
+                errs.push("spec.minReplicasTuning.floor", "must be >= 1");
+            } else if floor > self.max_replicas {
+                errs.push("spec.minReplicasTuning.floor", "must be <= maxReplicas");
+            }
+        }
     }
 }
 

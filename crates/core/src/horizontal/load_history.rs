@@ -1,0 +1,263 @@
+//! The compact load history `minReplicasTuning` reads when no Prometheus is configured: one
+//! peak per metric per hour, for at most [`MAX_DAYS`] days.
+//!
+//! Each evaluation records, per metric, the workload's load as [`super::tuning`] defines it
+//! (for per-pod sources the sum over the counted pods, for `Value` targets the value times the
+//! ready pods, otherwise the value). An hour keeps only its highest value, since tuning only
+//! asks for daily peaks; hours older than the lookback are dropped on every record.
+//!
+//! Stored form ([`LoadHistory::store`]): per metric a flat `[offset, value, offset, value, …]`
+//! list like `status.memory`, offsets in hours from the previous entry (the first from
+//! `baseHour`, hours since the Unix epoch), values in milli-units.
+//!
+//! Bound: a metric keeps at most `24 × lookbackDays` hours. For 7 days that is 168 pairs; a
+//! pair is at most `168,` plus an `i64` (`-9223372036854775808,`: 21 bytes), so one metric's
+//! list is at most [`BOUND_BYTES_PER_METRIC_7_DAYS`] bytes of JSON with its key; a typical
+//! metric (consecutive hours, values below 10⁷ milli) takes about 168 × 10 ≈ 1.7 KB.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// The longest lookback tuning accepts (`spec.minReplicasTuning.lookbackDays` ≤ 30).
+pub const MAX_DAYS: i32 = 30;
+
+/// Seconds per bucket.
+const HOUR_SECONDS: i64 = 3600;
+
+/// Hours per day.
+const HOURS_PER_DAY: i64 = 24;
+
+/// The most JSON bytes one metric's stored list takes for a 7-day lookback: 168 pairs of at most
+/// 4 (`168,`) + 21 (`-9223372036854775808,`) bytes, plus brackets, quotes, a colon and a
+/// metric name of up to 253 bytes (a Kubernetes name) and the separating comma.
+pub const BOUND_BYTES_PER_METRIC_7_DAYS: usize = 168 * (4 + 21) + 2 + 253 + 4;
+
+/// Hourly peaks per metric.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadHistory {
+    /// Per metric: `(hour since the Unix epoch, peak in milli-units)`, oldest first, one entry
+    /// per hour.
+    metrics: BTreeMap<String, Vec<(i64, i64)>>,
+}
+
+/// The stored form of a [`LoadHistory`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredLoadHistory {
+    /// The hour (since the Unix epoch) the first offset of every list counts from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_hour: Option<i64>,
+    /// Per metric: `[hours after the previous entry, peak milli, …]`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, Vec<i64>>,
+}
+
+/// The hour `at` falls in, counted from the Unix epoch.
+fn hour_of(at: Timestamp) -> i64 {
+    at.as_second().div_euclid(HOUR_SECONDS)
+}
+
+impl LoadHistory {
+    /// Records `value` (milli) of `metric` at `at`, keeping `keep_days` days (clamped to
+    /// 1..=[`MAX_DAYS`]) before `at`.
+    pub fn record(&mut self, metric: &str, at: Timestamp, value: i64, keep_days: i32) {
+        let hour = hour_of(at);
+        let list = self.metrics.entry(metric.to_owned()).or_default();
+        match list.last_mut() {
+            Some((h, peak)) if *h == hour => *peak = (*peak).max(value),
+            // A sample from before the newest hour (clock skew) raises the hour it falls in.
+            Some((h, _)) if *h > hour => {
+                if let Some(entry) = list.iter_mut().find(|(h, _)| *h == hour) {
+                    entry.1 = entry.1.max(value);
+                } else {
+                    let at = list.partition_point(|(h, _)| *h < hour);
+                    list.insert(at, (hour, value));
+                }
+            }
+            _ => list.push((hour, value)),
+        }
+        let newest = list.last().map_or(hour, |(h, _)| *h);
+        let keep = i64::from(keep_days.clamp(1, MAX_DAYS)) * HOURS_PER_DAY;
+        list.retain(|(h, _)| newest - *h < keep);
+    }
+
+    /// The metrics recorded, by name.
+    pub fn metrics(&self) -> impl Iterator<Item = &str> {
+        self.metrics.keys().map(String::as_str)
+    }
+
+    /// The hourly peaks of `metric`, oldest first.
+    pub fn hours(&self, metric: &str) -> &[(i64, i64)] {
+        self.metrics.get(metric).map_or(&[], Vec::as_slice)
+    }
+
+    /// The peak of each of the last `days` days of `metric` before `now`: index 0 is the day
+    /// ending with the hour of `now`, index k the 24 hours before that; `None` for a day
+    /// without a sample.
+    pub fn daily_peaks(&self, metric: &str, now: Timestamp, days: i32) -> Vec<Option<i64>> {
+        let days = usize::try_from(days.clamp(1, MAX_DAYS)).unwrap_or(1);
+        let mut peaks = vec![None; days];
+        let now_hour = hour_of(now);
+        for &(hour, value) in self.hours(metric) {
+            let Ok(day) = usize::try_from((now_hour - hour).div_euclid(HOURS_PER_DAY)) else {
+                continue; // after now
+            };
+            if let Some(slot) = peaks.get_mut(day) {
+                *slot = Some(slot.map_or(value, |p: i64| p.max(value)));
+            }
+        }
+        peaks
+    }
+
+    /// Whether `metric`'s samples cover the last `days` days before `now`: its oldest hour is
+    /// at least `24 × days − 1` hours before the hour of `now` (a full lookback of hours) and
+    /// every day of [`Self::daily_peaks`] has a sample.
+    pub fn covers(&self, metric: &str, now: Timestamp, days: i32) -> bool {
+        let days = days.clamp(1, MAX_DAYS);
+        let span = i64::from(days) * HOURS_PER_DAY - 1;
+        let old_enough = self
+            .hours(metric)
+            .first()
+            .is_some_and(|(h, _)| hour_of(now) - *h >= span);
+        old_enough
+            && self
+                .daily_peaks(metric, now, days)
+                .iter()
+                .all(Option::is_some)
+    }
+
+    /// The stored form.
+    pub fn store(&self) -> StoredLoadHistory {
+        let Some(base) = self
+            .metrics
+            .values()
+            .filter_map(|l| l.first())
+            .map(|e| e.0)
+            .min()
+        else {
+            return StoredLoadHistory::default();
+        };
+        let metrics = self
+            .metrics
+            .iter()
+            .map(|(name, list)| {
+                let mut previous = base;
+                let flat = list
+                    .iter()
+                    .flat_map(|&(hour, value)| {
+                        let offset = hour - previous;
+                        previous = hour;
+                        [offset, value]
+                    })
+                    .collect();
+                (name.clone(), flat)
+            })
+            .collect();
+        StoredLoadHistory {
+            base_hour: Some(base),
+            metrics,
+        }
+    }
+
+    /// The history `stored` stands for; a trailing odd entry is skipped.
+    pub fn restore(stored: &StoredLoadHistory) -> Self {
+        let Some(base) = stored.base_hour else {
+            return Self::default();
+        };
+        let metrics = stored
+            .metrics
+            .iter()
+            .map(|(name, flat)| {
+                let mut hour = base;
+                let list = flat
+                    .chunks_exact(2)
+                    .map(|pair| {
+                        hour = hour.saturating_add(pair[0]);
+                        (hour, pair[1])
+                    })
+                    .collect();
+                (name.clone(), list)
+            })
+            .collect();
+        Self { metrics }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn at(hours: i64, seconds: i64) -> Timestamp {
+        Timestamp::from_second(1_767_225_600 + hours * HOUR_SECONDS + seconds).unwrap()
+    }
+
+    #[test]
+    fn an_hour_keeps_its_peak_and_days_split_back_from_now() {
+        let mut h = LoadHistory::default();
+        h.record("cpu", at(0, 10), 500, 7);
+        h.record("cpu", at(0, 3000), 900, 7);
+        h.record("cpu", at(0, 3500), 700, 7);
+        h.record("cpu", at(25, 0), 300, 7);
+        assert_eq!(h.hours("cpu").len(), 2);
+        assert_eq!(h.hours("cpu")[0].1, 900);
+        // Now is hour 25: day 0 is hours 2..=25, day 1 hours -22..=1.
+        assert_eq!(
+            h.daily_peaks("cpu", at(25, 100), 3),
+            [Some(300), Some(900), None]
+        );
+        assert_eq!(h.daily_peaks("memory", at(25, 100), 1), [None]);
+        // Hours 0..=25 span a day (24 hours back from hour 25 reaches hour 2) but not two.
+        assert!(h.covers("cpu", at(25, 0), 1));
+        assert!(!h.covers("cpu", at(25, 0), 2));
+        assert!(
+            !h.covers("cpu", at(22, 0), 1),
+            "hour 0 is only 22 hours back"
+        );
+    }
+
+    #[test]
+    fn hours_older_than_the_lookback_are_dropped() {
+        let mut h = LoadHistory::default();
+        for hour in 0..(10 * 24) {
+            h.record("cpu", at(hour, 0), hour, 7);
+        }
+        assert_eq!(h.hours("cpu").len(), 7 * 24);
+        assert_eq!(h.hours("cpu")[0].0, hour_of(at(3 * 24, 0)));
+    }
+
+    #[test]
+    fn store_then_restore_is_the_same_history() {
+        let mut h = LoadHistory::default();
+        h.record("cpu", at(3, 0), 1200, 7);
+        h.record("cpu", at(5, 0), 1300, 7);
+        h.record("requests", at(4, 0), -5, 7);
+        let stored = h.store();
+        assert_eq!(stored.metrics["cpu"], [0, 1200, 2, 1300]);
+        assert_eq!(stored.metrics["requests"], [1, -5]);
+        assert_eq!(LoadHistory::restore(&stored), h);
+    }
+
+    proptest! {
+        /// However many samples arrive, a metric keeps at most 24 × lookback hours, and its
+        /// stored JSON stays within the documented bound for 7 days.
+        #[test]
+        fn the_stored_form_is_bounded(
+            samples in proptest::collection::vec((0i64..2000, any::<i64>()), 1..600),
+        ) {
+            let mut h = LoadHistory::default();
+            let mut sorted = samples;
+            sorted.sort_by_key(|s| s.0);
+            for (hour, value) in sorted {
+                h.record("cpu", at(hour, 0), value, 7);
+            }
+            prop_assert!(h.hours("cpu").len() <= 168);
+            let json = serde_json::to_string(&h.store().metrics).unwrap();
+            prop_assert!(json.len() <= BOUND_BYTES_PER_METRIC_7_DAYS, "{}", json.len());
+            prop_assert_eq!(LoadHistory::restore(&h.store()), h);
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! `minReplicasTuning`: what `minReplicas` the load of the last `lookbackDays` days needs, and
+//! whether to lower it now ([`tune`]).
+//!
+//! The model (docs/hpa-plus.md, "minReplicas tuning"):
+//! 1. Per metric, the peak of each of the last `lookbackDays` days ([`LoadHistory::daily_peaks`];
+//!    day 0 ends with the current hour). The samples must span the whole lookback and every
+//!    day must have one ([`LoadHistory::covers`]), else nothing is done (`NotEnoughHistory`).
+//! 2. The days are weighted linearly, recent days more: day k (0 = most recent) of `n` weighs
+//!    `n − k`, and the weighted peak is `Σ (n − k) · peak_k / Σ (n − k)`. With 7 days the
+//!    weights are 7, 6, …, 1 (sum 28): yesterday counts seven times as much as a week ago.
+//! 3. The weighted peak becomes replicas through the controller's own metric calculation
+//!    ([`super::proposals::propose`]) on one synthetic pod carrying the whole load, with
+//!    tolerance 0 (tolerance is a band around the current count, not a capacity statement) and
+//!    `minReplicas` 1. For a `Utilization` target that is `ceil(peak / (request × target))`,
+//!    for `AverageValue` `ceil(peak / target)`, for `Value` `ceil(peak / target)` where the
+//!    recorded load is value × ready pods, for `Watermark` the watermark rule at one replica.
+//!    The need is the largest over metrics; a metric that cannot be computed stops tuning.
+//! 4. The proposal is `max(need, floor, 1)`, made only when it is below the current
+//!    `minReplicas` (tuning never raises it), and never while a CronHPA job or keep window
+//!    holds the target. In `Apply` it is applied at most once a day.
+//!
+//! The low-load flag is set when the need is fewer than half of `minReplicas`.
+//!
+//! A metric's load, as recorded in the history ([`observed_load`]), is the workload-wide
+//! amount: the sum over the pods with a sample for `Resource`, `ContainerResource` and `Pods`
+//! metrics (milli-units, so a utilization metric records CPU millicores, not percent), the
+//! Object or External value otherwise; times the ready pods where the controller's own
+//! calculation multiplies by them (a `Value` target, an `absolute` Watermark), so that one
+//! synthetic pod carrying the load gets the proposal the real pods got.
+
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+
+use super::config::ControllerConfig;
+use super::load_history::LoadHistory;
+use super::metrics::resource_usage;
+use super::observation::{Observation, PodPhase, PodSample};
+use super::proposals::{metric_name, object_key, propose};
+use crate::api::hpa_plus::{
+    Algorithm, HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricSpec, MetricTargetType,
+    MinReplicasTuning, TuningMode,
+};
+
+/// Tuning applies at most once per this many seconds (a day).
+pub const APPLY_INTERVAL_SECONDS: i64 = 24 * 3600;
+
+/// Why tuning proposed what it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum TuningReason {
+    /// `mode: Off`: nothing evaluated.
+    Off,
+    /// The weighted peaks need fewer replicas than `minReplicas`: proposes the need.
+    Lowered,
+    /// The floor bounds the proposal (lowered to the floor, or kept because the floor is not
+    /// below `minReplicas`).
+    Floor,
+    /// The weighted peaks need `minReplicas` or more: nothing to lower (never raised).
+    AlreadyLow,
+    /// A CronHPA job or keep window holds the target.
+    HeldByCron,
+    /// Some day of the lookback has no sample.
+    NotEnoughHistory,
+    /// A proposal exists but the last change was less than a day ago (Apply).
+    TooSoon,
+    /// A metric's need could not be computed (no request for a utilization target, …).
+    NoMetrics,
+}
+
+impl TuningReason {
+    /// The reason as written to `status.minReplicasTuning.reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "Off",
+            Self::Lowered => "Lowered",
+            Self::Floor => "Floor",
+            Self::AlreadyLow => "AlreadyLow",
+            Self::HeldByCron => "HeldByCron",
+            Self::NotEnoughHistory => "NotEnoughHistory",
+            Self::TooSoon => "TooSoon",
+            Self::NoMetrics => "NoMetrics",
+        }
+    }
+}
+
+/// What one metric's history weighs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WeightedPeak {
+    /// The metric's name, as its proposal names it.
+    pub metric: String,
+    /// The weighted daily peak, milli-units of the recorded load.
+    pub weighted_peak: i64,
+    /// The replicas it needs; `None` when they could not be computed.
+    pub replicas: Option<i32>,
+}
+
+/// Everything tuning reads: plain data, no clock.
+#[derive(Clone, Copy, Debug)]
+pub struct TuningInput<'a> {
+    /// The autoscaler's spec: metrics, `minReplicas` (the current one), `maxReplicas`.
+    pub spec: &'a HorizontalPodAutoscalerPlusSpec,
+    /// The settings in force (spec or annotation).
+    pub settings: &'a MinReplicasTuning,
+    /// The load history.
+    pub history: &'a LoadHistory,
+    /// One pod of the workload (its containers' requests and limits), for utilization targets.
+    pub pod: &'a PodSample,
+    /// The controller's flags (the utilization base default).
+    pub config: &'a ControllerConfig,
+    /// When tuning last changed `minReplicas`.
+    pub last_applied: Option<Timestamp>,
+    /// The CronHPA holding the target, if any.
+    pub held_by: Option<&'a str>,
+    /// The evaluation time.
+    pub now: Timestamp,
+}
+
+/// What tuning decided.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tuning {
+    /// The `minReplicas` proposed (always below the current one); `None` when none.
+    pub proposed: Option<i32>,
+    /// Replicas the weighted peaks need (largest over metrics), when computed.
+    pub needed: Option<i32>,
+    /// Per metric: its weighted peak and the replicas it needs.
+    pub peaks: Vec<WeightedPeak>,
+    /// Why.
+    pub reason: TuningReason,
+    /// The weighted peaks need fewer than half of `minReplicas`.
+    pub low_load: bool,
+    /// Write `proposed` as the new `minReplicas` now (Apply, not too soon).
+    pub apply: bool,
+    /// A sentence a person can read.
+    pub message: String,
+}
+
+impl Tuning {
+    fn nothing(reason: TuningReason, message: String) -> Self {
+        Self {
+            proposed: None,
+            needed: None,
+            peaks: Vec::new(),
+            reason,
+            low_load: false,
+            apply: false,
+            message,
+        }
+    }
+}
+
+/// Decides what `minReplicas` the history needs (see the module docs).
+pub fn tune(input: &TuningInput<'_>) -> Tuning {
+    let settings = input.settings;
+    if settings.mode == TuningMode::Off {
+        return Tuning::nothing(TuningReason::Off, "minReplicas tuning is off".into());
+    }
+    if let Some(cron) = input.held_by {
+        return Tuning::nothing(
+            TuningReason::HeldByCron,
+            format!("{cron} holds the target; minReplicas is left as it is"),
+        );
+    }
+    let days = settings.lookback_days();
+    let peaks = match weighted_peaks(input, days) {
+        Ok(p) => p,
+        Err(message) => return Tuning::nothing(TuningReason::NotEnoughHistory, message),
+    };
+    let needed = peaks
+        .iter()
+        .map(|p| p.replicas)
+        .try_fold(1, |acc, r| r.map(|r| acc.max(r)));
+    let Some(needed) = needed else {
+        let failed: Vec<&str> = peaks
+            .iter()
+            .filter(|p| p.replicas.is_none())
+            .map(|p| p.metric.as_str())
+            .collect();
+        let mut out = Tuning::nothing(
+            TuningReason::NoMetrics,
+            format!(
+                "cannot compute the replicas the peaks of {} need",
+                failed.join(", ")
+            ),
+        );
+        out.peaks = peaks;
+        return out;
+    };
+    let current = input.spec.min_replicas.unwrap_or(1);
+    let floor = settings.floor();
+    let target = needed.max(floor).max(1);
+    let mut out = Tuning {
+        proposed: None,
+        needed: Some(needed),
+        peaks,
+        reason: TuningReason::AlreadyLow,
+        low_load: needed.saturating_mul(2) < current,
+        apply: false,
+        message: String::new(),
+    };
+    if target >= current {
+        out.reason = if needed < current {
+            TuningReason::Floor
+        } else {
+            TuningReason::AlreadyLow
+        };
+        out.message = format!(
+            "the weighted peaks of {days} days need {needed} replicas; minReplicas {current} \
+             stays (floor {floor})"
+        );
+        return out;
+    }
+    out.proposed = Some(target);
+    out.reason = if target > needed {
+        TuningReason::Floor
+    } else {
+        TuningReason::Lowered
+    };
+    let too_soon = input.last_applied.is_some_and(|at| {
+        input.now.duration_since(at) < SignedDuration::from_secs(APPLY_INTERVAL_SECONDS)
+    });
+    let verb = match settings.mode {
+        TuningMode::Apply if too_soon => {
+            out.reason = TuningReason::TooSoon;
+            "will lower, a day after the last change,"
+        }
+        TuningMode::Apply => {
+            out.apply = true;
+            "lowers"
+        }
+        TuningMode::Report | TuningMode::Off => "would lower",
+    };
+    out.message = format!(
+        "the weighted peaks of {days} days need {needed} replicas; tuning {verb} minReplicas \
+         from {current} to {target} (floor {floor})"
+    );
+    out
+}
+
+/// Each metric's weighted peak and the replicas it needs; `Err` when a day has no sample.
+fn weighted_peaks(input: &TuningInput<'_>, days: i32) -> Result<Vec<WeightedPeak>, String> {
+    let spec = input.spec;
+    super::proposals::metrics_of(spec)
+        .iter()
+        .map(|m| {
+            let name = metric_name(m);
+            let daily = input.history.daily_peaks(&name, input.now, days);
+            if !input.history.covers(&name, input.now, days) {
+                let have = daily.iter().filter(|p| p.is_some()).count();
+                return Err(format!(
+                    "{name} has samples on {have} of the last {days} days; tuning waits for \
+                     {days} full days"
+                ));
+            }
+            let peak = weighted(&daily.iter().flatten().copied().collect::<Vec<_>>());
+            Ok(WeightedPeak {
+                replicas: replicas_for(m, peak, input).ok(),
+                metric: name,
+                weighted_peak: peak,
+            })
+        })
+        .collect()
+}
+
+/// Linear weights, most recent first: `peaks[k]` weighs `len − k`. Rounded up to a whole
+/// milli-unit so the need is never understated.
+pub fn weighted(peaks: &[i64]) -> i64 {
+    let n = peaks.len();
+    if n == 0 {
+        return 0;
+    }
+    let (mut sum, mut weights) = (0i128, 0i128);
+    for (k, &p) in peaks.iter().enumerate() {
+        let w = i128::try_from(n - k).unwrap_or(i128::MAX);
+        sum += w * i128::from(p);
+        weights += w;
+    }
+    let ceil = sum.div_euclid(weights) + i128::from(sum.rem_euclid(weights) != 0);
+    i64::try_from(ceil).unwrap_or(i64::MAX)
+}
+
+/// The replicas a load of `load` milli-units on metric `m` needs, through the controller's
+/// own calculation on one pod carrying the whole load.
+pub fn replicas_for(m: &MetricSpec, load: i64, input: &TuningInput<'_>) -> Result<i32, String> {
+    let mut spec = input.spec.clone();
+    spec.metrics = vec![m.clone()];
+    spec.min_replicas = Some(1);
+    spec.tolerance = None;
+    spec.behavior = None;
+    spec.readiness_delay_seconds = None;
+    spec.converge_towards_watermark = None;
+    let config = ControllerConfig {
+        tolerance: 0.0,
+        ..input.config.clone()
+    };
+    let observed = one_pod_carrying(m, load, input.pod, input.now);
+    let outcome = propose(&spec, &observed, &config, input.now);
+    match outcome.first() {
+        Some(o) => o
+            .replicas
+            .ok_or_else(|| o.error.clone().unwrap_or_default()),
+        None => Err("no metric".into()),
+    }
+}
+
+/// An observation of one ready, long-running pod (`template`'s containers) that carries `load`
+/// on metric `m`.
+fn one_pod_carrying(
+    m: &MetricSpec,
+    load: i64,
+    template: &PodSample,
+    now: Timestamp,
+) -> Observation {
+    let long_ago = now - SignedDuration::from_hours(24);
+    let mut pod = PodSample {
+        name: "peak".into(),
+        ready: Some(true),
+        deleting: false,
+        start_time: Some(long_ago),
+        ready_transition_time: Some(long_ago),
+        metrics_timestamp: Some(now),
+        metrics: BTreeMap::new(),
+        ..template.clone()
+    };
+    pod.phase = PodPhase::Running;
+    let mut observed = Observation {
+        current_replicas: 1,
+        status_replicas: Some(1),
+        ..Observation::default()
+    };
+    let place = |pod: &mut PodSample, resource: &str, container: Option<&str>| {
+        let mut placed = false;
+        for c in pod
+            .containers
+            .iter_mut()
+            .chain(pod.init_containers.iter_mut())
+        {
+            let here = container.map_or(!placed, |n| n == c.name);
+            c.usage
+                .insert(resource.to_owned(), Ok(if here { load } else { 0 }));
+            placed |= here;
+        }
+    };
+    match m.type_ {
+        MetricSourceType::Resource => {
+            if let Some(r) = &m.resource {
+                place(&mut pod, &r.name, None);
+            }
+        }
+        MetricSourceType::ContainerResource => {
+            if let Some(r) = &m.container_resource {
+                place(&mut pod, &r.name, Some(&r.container));
+            }
+        }
+        MetricSourceType::Pods => {
+            if let Some(p) = &m.pods {
+                pod.metrics.insert(p.metric.name.clone(), Ok(load));
+            }
+        }
+        MetricSourceType::Object => {
+            if let Some(o) = &m.object {
+                observed.object_metrics.insert(object_key(o), Ok(load));
+            }
+        }
+        MetricSourceType::External => {
+            if let Some(e) = &m.external {
+                observed
+                    .external_metrics
+                    .insert(e.metric.name.clone(), Ok(vec![load]));
+            }
+        }
+    }
+    observed.pods = vec![pod];
+    observed
+}
+
+/// The load of metric `m` in `observed`, as the history records it (module docs): the sum of
+/// the per-pod values (pods with a complete sample), or the Object / External value; times the
+/// running, ready, non-deleting pods where the controller's calculation multiplies by them
+/// (`Value` targets, `absolute` watermarks). `None` when the metric has no value.
+pub fn observed_load(
+    m: &MetricSpec,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+) -> Option<i64> {
+    let target = m.target()?;
+    let per_pod = matches!(
+        m.type_,
+        MetricSourceType::Resource | MetricSourceType::ContainerResource | MetricSourceType::Pods
+    );
+    let value = match m.type_ {
+        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
+            let (resource, container) = match (&m.resource, &m.container_resource) {
+                (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
+                (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
+                _ => return None,
+            };
+            let per_pod = resource_usage(&observed.pods, resource, container).ok()?;
+            (!per_pod.is_empty()).then(|| per_pod.values().sum::<i64>())?
+        }
+        MetricSourceType::Pods => {
+            let name = &m.pods.as_ref()?.metric.name;
+            let values: Vec<i64> = observed
+                .pods
+                .iter()
+                .filter_map(|p| p.metrics.get(name).and_then(|v| v.as_ref().ok()).copied())
+                .collect();
+            (!values.is_empty()).then(|| values.iter().sum::<i64>())?
+        }
+        MetricSourceType::Object => {
+            let key = object_key(m.object.as_ref()?);
+            *observed.object_metrics.get(&key)?.as_ref().ok()?
+        }
+        MetricSourceType::External => {
+            let name = &m.external.as_ref()?.metric.name;
+            let values = observed.external_metrics.get(name)?.as_ref().ok()?;
+            (!values.is_empty()).then(|| values.iter().sum::<i64>())?
+        }
+    };
+    let absolute = spec.algorithm.unwrap_or_default() == Algorithm::Absolute;
+    let times_ready = match target.type_ {
+        MetricTargetType::Value => !per_pod,
+        MetricTargetType::Watermark => absolute,
+        MetricTargetType::Utilization | MetricTargetType::AverageValue => false,
+    };
+    if !times_ready {
+        return Some(value);
+    }
+    let ready = observed
+        .pods
+        .iter()
+        .filter(|p| p.phase == PodPhase::Running && p.ready == Some(true) && !p.deleting)
+        .count();
+    value.checked_mul(i64::try_from(ready).ok()?)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,153 @@
+use super::*;
+
+/// Two days of hourly steps: 0.5 core at night, `peak` cores at 14:00.
+fn hourly(peak: f64) -> String {
+    let cpu: Vec<String> = (0..48)
+        .map(|h| {
+            if h % 24 == 14 {
+                format!("{peak}")
+            } else {
+                "0.5".into()
+            }
+        })
+        .collect();
+    cpu.join(", ")
+}
+
+fn scenario(mode: &str, min: i32, cpu: &str, extra: &str) -> String {
+    format!(
+        "kind: LoadReplay
+autoscaler:
+  apiVersion: autoscaling.plimsoll.dev/v1alpha1
+  kind: HorizontalPodAutoscalerPlus
+  metadata: {{name: web, annotations: {{plimsoll.dev/min-replicas-tuning: '{mode}'}}}}
+  spec:
+    scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+    minReplicas: {min}
+    maxReplicas: 20
+    metrics: [{{type: Resource, resource: {{name: cpu, target: {{type: Utilization, averageUtilization: 50}}}}}}]
+{extra}containers: [{{name: app, requests: {{cpu: '1'}}}}]
+podStartupSeconds: 60
+stepSeconds: 3600
+load:
+  cpu: [{cpu}]
+"
+    )
+}
+
+fn run(text: &str) -> LoadReplay {
+    replay_load_str(text, Path::new(".")).unwrap()
+}
+
+#[test]
+fn the_annotation_turns_tuning_on_and_one_day_of_lookback_lowers_min() {
+    let text = scenario("apply", 6, &hourly(1.5), "").replace(
+        "    minReplicas: 6\n",
+        "    minReplicas: 6\n    minReplicasTuning: {mode: Apply, lookbackDays: 1}\n",
+    );
+    let r = run(&text);
+    assert_eq!(r.steps.len(), 48);
+    // Nothing before a full day of samples.
+    assert!(r.steps[..23].iter().all(|s| s.min_replicas == 6));
+    // The day's peak, 1.5 cores at 50 % of 1 CPU, needs 3.
+    assert!(
+        r.steps[23..].iter().all(|s| s.min_replicas == 3),
+        "{:?}",
+        r.steps[23].tuning
+    );
+    let lowered = r
+        .steps
+        .iter()
+        .filter(|s| s.tuning.as_ref().is_some_and(|t| t.apply))
+        .count();
+    assert_eq!(lowered, 1, "applied once");
+    // The annotation alone (lookback 7 by default) has not seen 7 days yet.
+    let r = run(&scenario("apply", 6, &hourly(1.5), ""));
+    assert!(r.steps.iter().all(|s| s.min_replicas == 6));
+    assert_eq!(
+        r.steps[47].tuning.as_ref().unwrap().reason.as_str(),
+        "NotEnoughHistory"
+    );
+}
+
+#[test]
+fn utilization_counts_only_ready_pods_and_pods_take_startup_to_be_ready() {
+    // One pod at 1 core: 100 % of its request; the HPA wants 2; the new pod is not Ready for
+    // 60 s, so the next hour's step sees both Ready.
+    let text = scenario("off", 1, "1, 1, 1", "");
+    let r = run(&text);
+    let first = &r.steps[0];
+    assert_eq!(
+        (first.replicas, first.ready_replicas, first.cpu_request),
+        (2, 1, 1000)
+    );
+    assert_eq!(first.utilization, Some(100.0));
+    assert_eq!(first.changed.as_deref(), Some("replicas"));
+    let second = &r.steps[1];
+    assert_eq!(
+        (
+            second.ready_replicas,
+            second.utilization,
+            second.changed.as_deref()
+        ),
+        (2, Some(50.0), None)
+    );
+    assert!(
+        r.steps
+            .iter()
+            .all(|s| s.tuning.is_none() && s.min_replicas == 1)
+    );
+}
+
+#[test]
+fn bad_input_names_the_field() {
+    let err = |text: &str| {
+        replay_load_str(text, Path::new("."))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(&scenario("off", 1, "1, -2", ""));
+    assert!(e.contains("load.cpu[1]"), "{e}");
+    let e = err(&scenario(
+        "off",
+        1,
+        "1",
+        "vpa: {kind: VerticalPodAutoscaler}\n",
+    ));
+    assert!(
+        e.contains("vpa: ") && e.contains("not supported yet"),
+        "{e}"
+    );
+    let e = err(&scenario("off", 1, "1", "predictive: {}\n"));
+    assert!(
+        e.contains("predictive: ") && e.contains("not supported yet"),
+        "{e}"
+    );
+    let e = err(&scenario("sometimes", 1, "1", ""));
+    assert!(e.contains("plimsoll.dev/min-replicas-tuning"), "{e}");
+    let e = err(&scenario("off", 1, "1", "").replace("stepSeconds: 3600", "stepSeconds: 0"));
+    assert!(e.contains("stepSeconds"), "{e}");
+    let e = err(&scenario("off", 1, "1", "").replace("  cpu: [1]\n", "  csv: absent.csv\n"));
+    assert!(e.contains("load.csv"), "{e}");
+}
+
+#[test]
+fn csv_rows_must_have_the_header_and_increasing_t() {
+    let cores = |v: f64, _: &str| Ok((v * 1000.0) as i64);
+    let rows = csv_samples("t,cpu,memory\n0,1.5,1Gi\n300,2,1Gi\n", cores).unwrap();
+    assert_eq!(rows[1].cpu, 2000);
+    assert_eq!(rows[0].memory, Some(1024 * 1024 * 1024 * 1000));
+    assert!(
+        csv_samples("time,cpu\n0,1\n", cores)
+            .unwrap_err()
+            .to_string()
+            .contains("header")
+    );
+    let e = csv_samples("t,cpu\n0,1\n0,2\n", cores)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("load.csv row 2") && e.contains("increase"),
+        "{e}"
+    );
+}
