@@ -97,6 +97,18 @@ fn replica_cases() -> Vec<Case> {
         (
             HPA_PLUS,
             hpa_plus,
+            json!({"maxReplicas": 5, "minReplicasTuning": {"mode": "Apply", "floor": 6}}),
+            vec!["spec.minReplicasTuning.floor: Invalid value: \"object\": must be <= maxReplicas"],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"maxReplicas": 5, "minReplicasTuning": {"mode": "Report", "floor": 5, "lookbackDays": 30}}),
+            vec![],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
             json!({"minReplicas": 10, "maxReplicas": 2}),
             vec!["spec.maxReplicas: Invalid value: \"object\": minReplicas must be <= maxReplicas"],
         ),
