@@ -592,11 +592,20 @@ async fn a_standby_taking_over_mid_stabilization_scales_down_when_the_leader_wou
     .await?;
 
     wait_replicas(&env, "web", 1, Duration::from_secs(120)).await?;
-    let scaled_down = plus_status(&env, "web")
-        .await?
-        .and_then(|s| s.last_scale_time)
-        .context("lastScaleTime after the scale-down")?
-        .0;
+    // The scale is written before the status: wait for the status of that decision.
+    let scaled_down = eventually(
+        "the status records the scale-down",
+        WITHIN,
+        EVERY,
+        || async {
+            Ok(plus_status(&env, "web")
+                .await?
+                .filter(|s| s.desired_replicas == 1)
+                .and_then(|s| s.last_scale_time))
+        },
+    )
+    .await?
+    .0;
     let after_last_high = scaled_down.duration_since(last_high).as_secs_f64();
     // lastScaleTime is written to the second: allow 1 s below; above, a few periods of slack.
     assert!(
