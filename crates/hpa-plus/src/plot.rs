@@ -3,19 +3,20 @@
 //!
 //! The scene is built once as a [`Chart`] and rendered by the file's extension. Values are
 //! scaled to the panel; the target and watermarks are dashed step lines of the metric's colour.
+//! The two-panel layout (axis, panel frames, time label) is shared with the `LoadReplay` plot.
 
 use plimsoll_core::horizontal::MetricOutcome;
 use plimsoll_replay::plot::{Anchor, Chart, Colour, Stroke, Text, label, step_points};
 
 use crate::replay::StepLine;
 
-const WIDTH: f64 = 900.0;
-const PANEL: f64 = 240.0;
+pub(crate) const WIDTH: f64 = 900.0;
+pub(crate) const PANEL: f64 = 240.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 30.0;
-const TOP: f64 = 40.0;
-const GAP: f64 = 70.0;
-const HEIGHT: f64 = TOP + PANEL + GAP + PANEL + 60.0;
+pub(crate) const RIGHT: f64 = 30.0;
+pub(crate) const TOP: f64 = 40.0;
+pub(crate) const GAP: f64 = 70.0;
+pub(crate) const HEIGHT: f64 = TOP + PANEL + GAP + PANEL + 60.0;
 const COLOURS: [Colour; 6] = [
     Colour::hex(0x1f_77_b4),
     Colour::hex(0xd6_27_28),
@@ -26,25 +27,53 @@ const COLOURS: [Colour; 6] = [
 ];
 const FRAME: Colour = Colour::hex(0x88_88_88);
 
-struct Axis {
+/// The time axis shared by both panels: from the first step's time to the last's.
+pub(crate) struct Axis {
     t_min: f64,
     t_max: f64,
 }
 
 impl Axis {
-    fn x(&self, t: f64) -> f64 {
+    /// The axis over steps at times `times` (0…1 when there are none).
+    pub(crate) fn spanning(mut times: impl DoubleEndedIterator<Item = f64>) -> Axis {
+        let Some(t_min) = times.next() else {
+            return Axis {
+                t_min: 0.0,
+                t_max: 1.0,
+            };
+        };
+        Axis {
+            t_min,
+            t_max: times.next_back().unwrap_or(t_min),
+        }
+    }
+
+    pub(crate) fn x(&self, t: f64) -> f64 {
         let span = (self.t_max - self.t_min).max(1.0);
         LEFT + (t - self.t_min) / span * (WIDTH - LEFT - RIGHT)
     }
+
+    /// The time range, centred under the panel whose top is at `top`.
+    pub(crate) fn label(&self, chart: &mut Chart, top: f64) {
+        chart.text(
+            Text::new(
+                WIDTH / 2.0,
+                top + PANEL + 16.0,
+                format!("t (s): {} … {}", label(self.t_min), label(self.t_max)),
+            )
+            .anchor(Anchor::Middle),
+        );
+    }
 }
 
-fn y(v: f64, lo: f64, hi: f64, top: f64) -> f64 {
+/// The height of value `v` in the panel whose top is at `top` and whose range is `lo`…`hi`.
+pub(crate) fn y(v: f64, lo: f64, hi: f64, top: f64) -> f64 {
     let span = (hi - lo).max(f64::EPSILON);
     top + PANEL - (v - lo) / span * PANEL
 }
 
 /// A panel's outline, its title above, and its lowest and highest values at the left.
-fn frame(chart: &mut Chart, top: f64, title: &str, lo: f64, hi: f64) {
+pub(crate) fn frame(chart: &mut Chart, top: f64, title: &str, lo: f64, hi: f64) {
     chart.stroke_rect(
         LEFT,
         top,
@@ -62,21 +91,10 @@ fn frame(chart: &mut Chart, top: f64, title: &str, lo: f64, hi: f64) {
 /// The replay as a chart, ready to render to SVG or PNG.
 pub fn chart(steps: &[StepLine]) -> Chart {
     let mut chart = Chart::new(WIDTH as u32, HEIGHT as u32);
-    let axis = Axis {
-        t_min: steps.first().map_or(0.0, |s| s.t),
-        t_max: steps.last().map_or(1.0, |s| s.t),
-    };
+    let axis = Axis::spanning(steps.iter().map(|s| s.t));
     replicas_panel(&mut chart, steps, &axis);
     metrics_panel(&mut chart, steps, &axis);
-    let top = TOP + PANEL + GAP;
-    chart.text(
-        Text::new(
-            WIDTH / 2.0,
-            top + PANEL + 16.0,
-            format!("t (s): {} … {}", label(axis.t_min), label(axis.t_max)),
-        )
-        .anchor(Anchor::Middle),
-    );
+    axis.label(&mut chart, TOP + PANEL + GAP);
     chart
 }
 
