@@ -13,6 +13,7 @@ use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
+use plimsoll_runtime::prometheus::PrometheusArgs;
 
 use crate::Config;
 use crate::error::{Error, Result};
@@ -107,6 +108,22 @@ pub struct Args {
           value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub native_hpa: bool,
 
+    /// Never tune minReplicas (spec.minReplicasTuning or its annotation) of an autoscaler whose
+    /// labels, or whose workload's pods' labels, match this label selector: workloads that
+    /// must keep a floor whatever their load (a ZooKeeper or etcd quorum, say). Example:
+    /// `plimsoll.dev/keep-min-replicas=true,tier in (quorum)`.
+    #[arg(
+        long,
+        env = "PLIMSOLL_MIN_REPLICAS_TUNING_EXCLUDE",
+        value_name = "SELECTOR"
+    )]
+    pub min_replicas_tuning_exclude: Option<String>,
+
+    /// The Prometheus server of `type: Prometheus` metrics (and native `prometheus-query`
+    /// External metrics) without their own serverAddress: address, TLS, credentials, timeout.
+    #[command(flatten)]
+    pub prometheus: PrometheusArgs,
+
     /// An offline subcommand; without one, hpa-plus runs the controller.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -171,12 +188,20 @@ impl Args {
             compute_resource_utilization_ratio_by_limits: self
                 .compute_resource_utilization_ratio_by_limits,
         };
+        let tuning_exclude = self
+            .min_replicas_tuning_exclude
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(crate::tuning::Exclusion::parse)
+            .transpose()?;
         Ok(Config {
             common: self.common,
             workers: self.workers,
             native_hpa: self.native_hpa,
             decision,
             identity: None,
+            prometheus: self.prometheus.config(),
+            tuning_exclude,
         })
     }
 }

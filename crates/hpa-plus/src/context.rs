@@ -14,6 +14,7 @@ use std::time::Instant;
 use kube::Client;
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
+use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::{ControllerConfig, History};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::leader::LeaderHandle;
@@ -23,6 +24,8 @@ use plimsoll_runtime::selector::Selector;
 
 use crate::metrics::Metrics;
 use crate::pods::PodIndex;
+use crate::prometheus::PrometheusMetrics;
+use crate::tuning::Exclusion;
 
 /// What the controller remembers about one autoscaler between reconciles.
 #[derive(Clone, Debug)]
@@ -39,6 +42,8 @@ pub struct Memory {
     pub next_due: Option<Instant>,
     /// A native `autoscaling/v2` HPA (else an HPA+).
     pub native: bool,
+    /// The hourly load peaks `minReplicasTuning` reads (empty while tuning is off).
+    pub loads: LoadHistory,
 }
 
 /// The selector each autoscaler's target reported, by namespace, for `AmbiguousSelector`.
@@ -64,6 +69,10 @@ pub struct Context {
     pub config: ControllerConfig,
     /// The leader election; scale and status writes happen only while leading.
     pub leader: LeaderHandle,
+    /// `type: Prometheus` metrics: clients and the value cache.
+    pub prometheus: PrometheusMetrics,
+    /// `--min-replicas-tuning-exclude`.
+    pub tuning_exclude: Option<Exclusion>,
     memory: Mutex<HashMap<String, Memory>>,
     selectors: Mutex<SelectorIndex>,
 }
@@ -92,6 +101,10 @@ pub struct ContextParts {
     pub config: ControllerConfig,
     /// The leader election; scale and status writes happen only while leading.
     pub leader: LeaderHandle,
+    /// `type: Prometheus` metrics: clients and the value cache.
+    pub prometheus: PrometheusMetrics,
+    /// `--min-replicas-tuning-exclude`.
+    pub tuning_exclude: Option<Exclusion>,
 }
 
 impl Context {
@@ -107,6 +120,8 @@ impl Context {
             crons,
             config,
             leader,
+            prometheus,
+            tuning_exclude,
         } = parts;
         Self {
             client,
@@ -118,6 +133,8 @@ impl Context {
             crons,
             config,
             leader,
+            prometheus,
+            tuning_exclude,
             memory: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
         }
@@ -126,6 +143,12 @@ impl Context {
     /// The history this process holds for `uid` (`None` for an object seen for the first time).
     pub fn history(&self, uid: &str) -> Option<History> {
         lock(&self.memory).get(uid).map(|m| m.history.clone())
+    }
+
+    /// The load history this process holds for `uid` (`None` for an object seen for the first
+    /// time).
+    pub fn loads(&self, uid: &str) -> Option<LoadHistory> {
+        lock(&self.memory).get(uid).map(|m| m.loads.clone())
     }
 
     /// Stores the memory of `uid` after a reconcile.
@@ -227,6 +250,8 @@ mod tests {
             crons,
             config: ControllerConfig::default(),
             leader: LeaderHandle::always_leading(),
+            prometheus: PrometheusMetrics::new(None, None),
+            tuning_exclude: None,
         });
         (ctx, registry)
     }
@@ -288,6 +313,7 @@ mod tests {
                 metric_names: vec!["cpu".into()],
                 next_due: Some(Instant::now()),
                 native: false,
+                loads: LoadHistory::default(),
             },
         );
         assert_eq!(ctx.history("u1"), Some(history));
@@ -317,6 +343,7 @@ mod tests {
             metric_names: Vec::new(),
             next_due: None,
             native,
+            loads: LoadHistory::default(),
         };
         ctx.remember("plus-gone", memory(false));
         ctx.remember("plus-live", memory(false));

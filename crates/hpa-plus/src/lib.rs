@@ -16,8 +16,9 @@
 //! reconciles, then the Lease is released and `run` returns `Ok`. If the election task dies
 //! while running, `run` returns an error.
 //!
-//! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`reconcile`],
-//! [`status`], [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
+//! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`prometheus`]
+//! (`type: Prometheus` metrics), [`reconcile`], [`tuning`] (`minReplicasTuning`), [`status`],
+//! [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
 //! `replay`.
 
 pub mod cli;
@@ -27,10 +28,12 @@ pub mod metrics;
 pub mod observe;
 pub mod plot;
 pub mod pods;
+pub mod prometheus;
 pub mod reconcile;
 pub mod replay;
 pub mod replay_load;
 pub mod status;
+pub mod tuning;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -80,6 +83,10 @@ pub struct Config {
     /// Leader-election identity; `None` = `$POD_NAME` or the host name. Tests running two
     /// instances in one process set distinct identities.
     pub identity: Option<String>,
+    /// The default Prometheus server of `type: Prometheus` metrics (`--prometheus-*`).
+    pub prometheus: Option<plimsoll_runtime::prometheus::PrometheusConfig>,
+    /// `--min-replicas-tuning-exclude`.
+    pub tuning_exclude: Option<tuning::Exclusion>,
 }
 
 /// Hooks for tests and benchmarks: where the admin listener bound, and a metrics source
@@ -125,6 +132,11 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
         crons,
         config: config.decision.clone(),
         leader: service.leader.clone(),
+        prometheus: prometheus::PrometheusMetrics::new(
+            config.prometheus.clone(),
+            Some(client.clone()),
+        ),
+        tuning_exclude: config.tuning_exclude.clone(),
     }));
     service.spawn(housekeeping(
         ctx.clone(),
@@ -195,7 +207,8 @@ fn spec_or_annotations<K: Resource>(obj: &K) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     obj.meta().generation.hash(&mut h);
     for (key, value) in obj.meta().annotations.iter().flatten() {
-        if key != plimsoll_core::horizontal::memory::ANNOTATION {
+        if key != plimsoll_core::horizontal::memory::ANNOTATION && key != tuning::STATUS_ANNOTATION
+        {
             (key, value).hash(&mut h);
         }
     }

@@ -101,6 +101,10 @@ pub struct Metrics {
     metric_failures: Family<TypeLabels, Counter>,
     /// Status writes.
     pub status_writes: Counter,
+    low_load: Family<ObjectLabels, Gauge>,
+    tuning_proposal: Family<ObjectLabels, Gauge>,
+    /// `minReplicas` lowered by tuning.
+    pub min_replicas_lowered: Counter,
 }
 
 impl Metrics {
@@ -121,6 +125,9 @@ impl Metrics {
             rescales: Family::default(),
             metric_failures: Family::default(),
             status_writes: Counter::default(),
+            low_load: Family::default(),
+            tuning_proposal: Family::default(),
+            min_replicas_lowered: Counter::default(),
         };
         registry.register(
             "value",
@@ -183,7 +190,49 @@ impl Metrics {
             "Status writes (only when the status changed)",
             m.status_writes.clone(),
         );
+        registry.register(
+            "low_load",
+            "1 while minReplicasTuning finds that the weighted daily peaks need fewer than half \
+             of minReplicas",
+            m.low_load.clone(),
+        );
+        registry.register(
+            "min_replicas_tuning_proposal",
+            "The minReplicas tuning proposes (Report) or set (Apply); absent without a proposal",
+            m.tuning_proposal.clone(),
+        );
+        registry.register(
+            "min_replicas_lowered",
+            "minReplicas changes made by minReplicasTuning in Apply mode",
+            m.min_replicas_lowered.clone(),
+        );
         m
+    }
+
+    /// Records what tuning found for `namespace/name`: the low-load flag and the proposal
+    /// (`None`: tuning is off or excluded for the object, and its series go).
+    pub fn tuned(&self, namespace: &str, name: &str, tuning: Option<(bool, Option<i32>)>) {
+        let obj = ObjectLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        match tuning {
+            Some((low_load, proposed)) => {
+                self.low_load.get_or_create(&obj).set(i64::from(low_load));
+                match proposed {
+                    Some(p) => {
+                        self.tuning_proposal.get_or_create(&obj).set(i64::from(p));
+                    }
+                    None => {
+                        self.tuning_proposal.remove(&obj);
+                    }
+                }
+            }
+            None => {
+                self.low_load.remove(&obj);
+                self.tuning_proposal.remove(&obj);
+            }
+        }
     }
 
     /// Records the per-object series of one decision.
@@ -272,6 +321,7 @@ impl Metrics {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
         });
+        self.tuned(namespace, name, None);
         for metric in metrics {
             let labels = MetricLabels {
                 namespace: namespace.to_owned(),

@@ -81,6 +81,16 @@ pub async fn observe(
         pods: samples,
         object_metrics: object_metrics(ctx, namespace, &metrics).await,
         external_metrics: external_metrics(ctx, namespace, &metrics).await,
+        prometheus_metrics: ctx
+            .prometheus
+            .values(
+                &metrics,
+                std::time::Duration::from_secs(
+                    u64::try_from(ctx.config.sync_period_seconds(spec)).unwrap_or(5),
+                ),
+                now(),
+            )
+            .await,
         conflicting_autoscalers: Vec::new(),
         rollout: rollout(ctx, namespace, spec, current_replicas).await,
         held_by: cron_hold(
@@ -514,6 +524,8 @@ mod tests {
             crons,
             config: ControllerConfig::default(),
             leader: LeaderHandle::always_leading(),
+            prometheus: crate::prometheus::PrometheusMetrics::new(None, None),
+            tuning_exclude: None,
         })
     }
 

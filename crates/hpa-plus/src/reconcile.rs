@@ -19,6 +19,8 @@
 //! ([`plimsoll_runtime::api_message`]), and every status written carries `reference`, so the
 //! REFERENCE column shows the target whatever failed.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,7 +33,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use plimsoll_core::api::hpa_plus::{
     DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
-    HorizontalPodAutoscalerPlusStatus,
+    HorizontalPodAutoscalerPlusStatus, MinReplicasTuning, MinReplicasTuningStatus,
 };
 use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE};
 use plimsoll_core::horizontal::memory;
@@ -44,7 +46,9 @@ use tracing::{Span, instrument};
 use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
 use crate::observe::{now, observe};
+use crate::pods::PodInfo;
 use crate::status;
+use crate::tuning::{self, Tuned};
 
 /// Which API the object came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,11 +69,17 @@ struct Subject {
     /// The decision memory the object carries (HPA+ status, or a native HPA's annotation).
     stored: Option<DecisionMemory>,
     reference: ObjectReference,
+    labels: BTreeMap<String, String>,
+    /// `minReplicasTuning` in force (spec, else annotations).
+    tuning: MinReplicasTuning,
+    /// The tuning status the object carries (HPA+ status, or a native HPA's annotation).
+    tuning_status: Option<MinReplicasTuningStatus>,
 }
 
 /// Reconciles a `HorizontalPodAutoscalerPlus`.
 #[instrument(skip_all, fields(namespace, name))]
 pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>) -> Result<Action> {
+    let tuning = obj.min_replicas_tuning();
     let subject = Subject {
         kind: Kind::Plus,
         uid: obj.uid().unwrap_or_default(),
@@ -80,8 +90,26 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
         previous: obj.status.clone(),
         stored: obj.status.as_ref().and_then(|s| s.memory.clone()),
         reference: obj.object_ref(&()),
+        labels: obj.labels().clone(),
+        tuning: MinReplicasTuning::default(),
+        tuning_status: obj
+            .status
+            .as_ref()
+            .and_then(|s| s.min_replicas_tuning.clone()),
     };
-    run(subject, &ctx).await
+    match tuning {
+        Ok(tuning) => {
+            run(
+                Subject {
+                    tuning: tuning.unwrap_or_default(),
+                    ..subject
+                },
+                &ctx,
+            )
+            .await
+        }
+        Err(e) => invalid(&subject, &ctx, &e.to_string()).await,
+    }
 }
 
 /// Reconciles a native `autoscaling/v2` `HorizontalPodAutoscaler` (`--native-hpa`).
@@ -94,6 +122,8 @@ pub async fn reconcile_native(
     let name = obj.name_any();
     let previous = status::from_native(&obj);
     let stored = memory::from_annotations(obj.annotations());
+    let tuning_status = tuning::from_annotations(obj.annotations());
+    let labels = obj.labels().clone();
     let reference = obj.object_ref(&());
     let plus = match HorizontalPodAutoscalerPlus::from_native(&obj) {
         Ok(plus) => plus,
@@ -110,6 +140,9 @@ pub async fn reconcile_native(
                 previous,
                 stored,
                 reference,
+                labels,
+                tuning: MinReplicasTuning::default(),
+                tuning_status,
             };
             return invalid(&subject, &ctx, &e.to_string()).await;
         }
@@ -120,10 +153,13 @@ pub async fn reconcile_native(
         namespace,
         name,
         generation: obj.meta().generation,
+        tuning: plus.spec.min_replicas_tuning.clone().unwrap_or_default(),
         spec: plus.spec,
         previous,
         stored,
         reference,
+        labels,
+        tuning_status,
     };
     run(subject, &ctx).await
 }
@@ -447,8 +483,8 @@ async fn observe_target(
     ctx: &Context,
     scale: &TargetScale,
     selector: &Selector,
+    pods: &[Arc<PodInfo>],
 ) -> Observation {
-    let pods = ctx.pods.select(&subject.namespace, selector);
     let display = format!(
         "{}/{}",
         match subject.kind {
@@ -471,12 +507,77 @@ async fn observe_target(
         scale.spec_replicas,
         scale.status_replicas,
         selector,
-        &pods,
+        pods,
     )
     .await;
     Observation {
         conflicting_autoscalers: conflicting,
         ..observed
+    }
+}
+
+/// Lowers `spec.minReplicas` when tuning says to (Apply, while leading); the new minimum, or
+/// `None` when nothing was written. A failed write is reported (Warning Event, and the status
+/// says it) and the evaluation goes on with the old minimum: tuning is an optimisation, and
+/// must not stop the autoscaler from scaling.
+async fn apply_tuning(subject: &Subject, ctx: &Context, tuned: Option<&mut Tuned>) -> Option<i32> {
+    let tuned = tuned?;
+    let to = tuned.tuning.proposed.filter(|_| tuned.tuning.apply)?;
+    if !ctx.leader.is_leader() {
+        return None;
+    }
+    let native = subject.kind == Kind::Native;
+    match tuning::write_min_replicas(ctx, native, &subject.namespace, &subject.name, to).await {
+        Ok(()) => {
+            ctx.metrics.min_replicas_lowered.inc();
+            Some(to)
+        }
+        Err(e) => {
+            let note = format!("could not lower minReplicas to {to}: {e}");
+            tracing::warn!(namespace = %subject.namespace, name = %subject.name, error = %e, "minReplicas tuning write failed");
+            ctx.events
+                .warning(&subject.reference, "FailedTuneMinReplicas", "Tune", &note)
+                .await;
+            tuned.tuning.apply = false;
+            let previous = subject.tuning_status.as_ref();
+            tuned.status.previous_min_replicas = previous.and_then(|p| p.previous_min_replicas);
+            tuned.status.last_applied_time = previous.and_then(|p| p.last_applied_time.clone());
+            tuned.status.message = format!("{}; {note}", tuned.status.message);
+            None
+        }
+    }
+}
+
+/// Tuning's Event (while leading), its metrics, and a native HPA's tuning annotation.
+async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) {
+    ctx.metrics.tuned(
+        &subject.namespace,
+        &subject.name,
+        tuned.map(|t| (t.tuning.low_load, t.tuning.proposed)),
+    );
+    let Some(tuned) = tuned else { return };
+    if !ctx.leader.is_leader() {
+        return;
+    }
+    let previous = subject.tuning_status.as_ref();
+    let min_before = subject.spec.min_replicas.unwrap_or(1);
+    if let Some((warning, reason, note)) = tuning::event(tuned, previous, min_before) {
+        if warning {
+            ctx.events
+                .warning(&subject.reference, reason, "Tune", &note)
+                .await;
+        } else {
+            ctx.events
+                .normal(&subject.reference, reason, "Tune", note)
+                .await;
+        }
+    }
+    if subject.kind == Kind::Native && previous != Some(&tuned.status) {
+        if let Err(e) =
+            tuning::write_native_status(ctx, &subject.namespace, &subject.name, &tuned.status).await
+        {
+            tracing::warn!(error = %e, "could not write the minReplicasTuning status annotation");
+        }
     }
 }
 
@@ -509,9 +610,38 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     let Some(selector) = scale.selector.clone() else {
         return fail(&subject, ctx, invalid_selector(&target, ctx, spec, started)).await;
     };
-    let observed = observe_target(&subject, ctx, &scale, &selector).await;
+    let pods = ctx.pods.select(&subject.namespace, &selector);
+    let observed = observe_target(&subject, ctx, &scale, &selector, &pods).await;
 
     let at = now();
+    let kind = match subject.kind {
+        Kind::Plus => "HorizontalPodAutoscalerPlus",
+        Kind::Native => "HorizontalPodAutoscaler",
+    };
+    let mut tuned = tuning::evaluate(
+        &tuning::Subject {
+            namespace: &subject.namespace,
+            kind,
+            name: &subject.name,
+            labels: &subject.labels,
+            pod_labels: pods.iter().map(|p| &p.labels).collect(),
+            spec,
+            settings: &subject.tuning,
+            previous: subject.tuning_status.as_ref(),
+        },
+        ctx,
+        ctx.loads(&subject.uid),
+        &observed,
+        at,
+    );
+    let spec = match apply_tuning(&subject, ctx, tuned.as_mut()).await {
+        Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
+            min_replicas: Some(min),
+            ..spec.clone()
+        }),
+        None => Cow::Borrowed(spec),
+    };
+    let spec = spec.as_ref();
     // On first sight (a restart, a new leader) the history is the one the object carries.
     let held = memory::resume(
         ctx.history(&subject.uid).as_ref(),
@@ -550,7 +680,9 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
         at,
     );
     new.memory = Some(stored);
+    new.min_replicas_tuning = tuned.as_ref().map(|t| t.status.clone());
     write_status(&subject, ctx, &new).await?;
+    report_tuning(&subject, ctx, tuned.as_ref()).await;
     if let Err(e) = write_native_memory(&subject, ctx, &new).await {
         // The decision is applied; without its memory a successor only starts over (seeded with
         // the current replicas), so this is not worth a retry of the whole evaluation.
@@ -573,6 +705,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
                 .collect(),
             next_due: Some(Instant::now() + next),
             native: subject.kind == Kind::Native,
+            loads: tuned.map(|t| t.loads).unwrap_or_default(),
         },
     );
     tracing::info!(

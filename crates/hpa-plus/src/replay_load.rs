@@ -31,9 +31,9 @@ use plimsoll_core::api::hpa_plus::{
 use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{ContainerSample, Observation, PodPhase, PodSample};
-use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
+use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
-use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, observed_load, tune};
+use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, record_loads, tune};
 use plimsoll_core::horizontal::{ControllerConfig, DecisionInput, History, decide};
 use plimsoll_replay::{Outcome, ReplayError};
 use serde::{Deserialize, Serialize};
@@ -406,22 +406,6 @@ impl Workload {
     }
 }
 
-/// Records the load each metric of `spec` sees in `observed`, through the core function the
-/// controller uses.
-fn record_loads(
-    history: &mut LoadHistory,
-    spec: &HorizontalPodAutoscalerPlusSpec,
-    observed: &Observation,
-    now: Timestamp,
-    days: i32,
-) {
-    for m in metrics_of(spec).iter() {
-        if let Some(load) = observed_load(m, spec, observed) {
-            history.record(&metric_name(m), now, load, days);
-        }
-    }
-}
-
 /// The replay's state between steps: what the controller keeps, and the workload.
 struct Run<'a> {
     scenario: &'a Scenario,
@@ -453,6 +437,7 @@ impl Run<'_> {
             config: &self.scenario.controller,
             last_applied: self.last_applied,
             held_by: None,
+            excluded_by: None,
             now,
         });
         if t.apply {

@@ -141,7 +141,7 @@ fn replica_cases() -> Vec<Case> {
             json!({"minReplicas": 0, "metrics": [{"type": "Resource", "resource": {"name": "cpu",
                 "target": {"type": "Utilization", "averageUtilization": 50}}}]}),
             vec![
-                "spec.minReplicas: Invalid value: \"object\": must be >= 1 unless at least one Object or External metric is configured",
+                "spec.minReplicas: Invalid value: \"object\": must be >= 1 unless at least one Object, External or Prometheus metric is configured",
             ],
         ),
     ]
@@ -423,6 +423,25 @@ fn metric_target_cases() -> Vec<Case> {
             vec![
                 "spec.metrics[0].resource: Invalid value: \"object\": must be set for type Resource, and only for it",
                 "spec.metrics[0].external: Invalid value: \"object\": must be set for type External, and only for it",
+            ],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"metrics": [{"type": "Prometheus", "external": {"metric": {"name": "q"},
+                "target": {"type": "Value", "value": "1"}}}]}),
+            vec![
+                "spec.metrics[0].external: Invalid value: \"object\": must be set for type External, and only for it",
+                "spec.metrics[0].prometheus: Invalid value: \"object\": must be set for type Prometheus, and only for it",
+            ],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"metrics": [{"type": "Prometheus", "prometheus": {"query": "sum(up)",
+                "target": {"type": "Utilization", "averageUtilization": 50}}}]}),
+            vec![
+                "spec.metrics[0].prometheus.target.type: Invalid value: \"object\": must be one of Value, AverageValue, Watermark for this metric source",
             ],
         ),
     ]

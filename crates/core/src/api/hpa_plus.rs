@@ -16,7 +16,12 @@ mod native;
 mod rules;
 mod validate;
 
-pub use native::{ANNOTATION_PREFIXES, NativeConversionError, TUNING_ANNOTATION_NAME};
+pub use native::{
+    ANNOTATION_PREFIXES, NativeConversionError, PROMETHEUS_QUERY_ANNOTATION_PREFIX,
+    PROMETHEUS_QUERY_METRIC, PROMETHEUS_QUERY_NAME_LABEL, PROMETHEUS_SERVER_ANNOTATION_NAME,
+    TUNING_ANNOTATION_NAME, TUNING_FLOOR_ANNOTATION_NAME, TUNING_LOOKBACK_ANNOTATION_NAME,
+    native_metric_status,
+};
 pub(crate) use validate::{quantity_milli, quantity_value};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -313,6 +318,8 @@ pub enum MetricSourceType {
     Object,
     /// A metric from outside the cluster.
     External,
+    /// The value of a PromQL query, read straight from Prometheus (no metrics adapter).
+    Prometheus,
 }
 
 /// One metric to scale on (upstream `MetricSpec`); exactly the member named by `type` is set.
@@ -338,6 +345,9 @@ pub struct MetricSpec {
     /// For `type: External`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalMetricSource>,
+    /// For `type: Prometheus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<PrometheusMetricSource>,
 }
 
 /// A pod resource metric (upstream `ResourceMetricSource`).
@@ -396,6 +406,34 @@ pub struct ExternalMetricSource {
     pub metric: MetricIdentifier,
     /// The target value.
     pub target: MetricTarget,
+}
+
+/// A PromQL query evaluated by `hpa-plus` itself: a metric from any series Prometheus holds,
+/// with no metrics adapter in between. The query must reduce to one number (a scalar, or a
+/// vector of one series); no series, `NaN` or `±Inf` is a failed metric, like a failed fetch.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Value", "AverageValue", "Watermark"])))]
+pub struct PrometheusMetricSource {
+    /// The PromQL instant query, e.g. `sum(rate(http_requests_total{app="web"}[1m]))`.
+    #[schemars(length(min = 1))]
+    pub query: String,
+    /// The name status, Events and metrics give this metric (default: the query itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The server, `http(s)://host[:port][/path]` (default: the controller's
+    /// `--prometheus-address`). TLS trust and credentials are the controller's flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_address: Option<String>,
+    /// The target value (`Value`, `AverageValue` or `Watermark`).
+    pub target: MetricTarget,
+}
+
+impl PrometheusMetricSource {
+    /// The name its proposal and status carry: `name`, else the query.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.query)
+    }
 }
 
 /// A metric name and optional label selector (upstream `MetricIdentifier`).
@@ -577,13 +615,24 @@ pub struct MinReplicasTuningStatus {
     /// When tuning last lowered `minReplicas`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied_time: Option<Time>,
+    /// Replicas the weighted daily peaks need, when computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needed: Option<i32>,
+    /// The weighted peaks need fewer than half of `minReplicas` (the low-load alert).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub low_load: bool,
     /// `Lowered`, `Floor`, `AlreadyLow`, `HeldByCron`, `NotEnoughHistory`, `TooSoon`,
-    /// `NoMetrics`.
+    /// `NoMetrics`, `Excluded`.
     #[serde(default)]
     pub reason: String,
     /// A sentence a person can read.
     #[serde(default)]
     pub message: String,
+    /// The hourly load peaks tuning reads, kept here so that a restarted controller continues
+    /// from them (docs/hpa-plus.md gives the encoding and its bound: under 4.5 KB per metric
+    /// for 7 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_history: Option<crate::horizontal::load_history::StoredLoadHistory>,
 }
 
 /// The decision memory of one autoscaler in its stored form: every instant is a whole number of
@@ -639,6 +688,9 @@ pub struct MetricStatus {
     /// For `type: External`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalMetricStatus>,
+    /// For `type: Prometheus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<PrometheusMetricStatus>,
 }
 
 /// Current value of a resource metric.
@@ -687,6 +739,17 @@ pub struct ObjectMetricStatus {
 pub struct ExternalMetricStatus {
     /// The metric.
     pub metric: MetricIdentifier,
+    /// Current value.
+    pub current: MetricValueStatus,
+}
+
+/// Current value of a Prometheus query.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct PrometheusMetricStatus {
+    /// The metric's name (`prometheus.name`, else the query).
+    pub name: String,
+    /// The query.
+    pub query: String,
     /// Current value.
     pub current: MetricValueStatus,
 }

@@ -31,6 +31,31 @@ pub fn cron_hold<'a>(
         .map(|c| format!("CronHorizontalPodAutoscaler/{}", c.name_any()))
 }
 
+/// `CronHorizontalPodAutoscaler/<name>` of the first CronHPA among `crons` that keeps
+/// `minReplicasTuning` off the autoscaler `kind/name` whose workload is `target`: one that
+/// [`cron_hold`]s the workload, or any min-replicas-mode CronHPA that sets this autoscaler's
+/// `minReplicas` (aimed at the autoscaler itself, or at its workload with the adjust-hpa-min
+/// annotation). Tuning lowering a minimum a schedule raises would undo the schedule.
+pub fn tuning_hold<'a>(
+    crons: impl IntoIterator<Item = &'a CronHorizontalPodAutoscaler> + Clone,
+    namespace: &str,
+    autoscaler: (&str, &str),
+    target: &CrossVersionObjectReference,
+) -> Option<String> {
+    cron_hold(crons.clone(), namespace, target).or_else(|| {
+        crons
+            .into_iter()
+            .filter(|c| c.metadata.namespace.as_deref() == Some(namespace))
+            .filter(|c| mode(&c.spec.scale_target_ref.kind, c.annotations()) == Mode::MinReplicas)
+            .find(|c| {
+                let t = &c.spec.scale_target_ref;
+                (t.kind == autoscaler.0 && t.name == autoscaler.1)
+                    || (t.kind == target.kind && t.name == target.name)
+            })
+            .map(|c| format!("CronHorizontalPodAutoscaler/{}", c.name_any()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference as K8sRef;
@@ -92,6 +117,62 @@ mod tests {
             None
         );
         assert_eq!(cron_hold(&crons, "ns", &target("StatefulSet", "web")), None);
+    }
+
+    #[test]
+    fn tuning_is_held_by_a_keep_window_or_by_any_cron_that_sets_this_minimum() {
+        let web = target("Deployment", "web");
+        let at = |crons: &[CronHorizontalPodAutoscaler]| {
+            tuning_hold(
+                crons,
+                "ns",
+                ("HorizontalPodAutoscalerPlus", "web-hpa"),
+                &web,
+            )
+        };
+        // A replica-mode cron outside its keep window leaves tuning alone.
+        assert_eq!(
+            at(&[cron("closed", "Deployment", "web", false, None)]),
+            None
+        );
+        assert_eq!(
+            at(&[cron("open", "Deployment", "web", true, None)]).as_deref(),
+            Some("CronHorizontalPodAutoscaler/open")
+        );
+        // A cron aimed at this autoscaler sets its minReplicas, keep window or not.
+        assert_eq!(
+            at(&[cron(
+                "min",
+                "HorizontalPodAutoscalerPlus",
+                "web-hpa",
+                false,
+                None
+            )])
+            .as_deref(),
+            Some("CronHorizontalPodAutoscaler/min")
+        );
+        assert_eq!(
+            at(&[cron(
+                "other",
+                "HorizontalPodAutoscalerPlus",
+                "db-hpa",
+                false,
+                None
+            )]),
+            None
+        );
+        // So does one aimed at the workload in adjust-hpa-min mode.
+        let annotated = cron(
+            "adjust",
+            "Deployment",
+            "web",
+            false,
+            Some((ADJUST_HPA_MIN_ANNOTATION, "true")),
+        );
+        assert_eq!(
+            at(std::slice::from_ref(&annotated)).as_deref(),
+            Some("CronHorizontalPodAutoscaler/adjust")
+        );
     }
 
     #[test]

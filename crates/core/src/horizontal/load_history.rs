@@ -43,7 +43,7 @@ pub struct LoadHistory {
 }
 
 /// The stored form of a [`LoadHistory`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredLoadHistory {
     /// The hour (since the Unix epoch) the first offset of every list counts from.

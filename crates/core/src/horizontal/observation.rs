@@ -139,6 +139,9 @@ pub struct Observation {
     pub object_metrics: BTreeMap<String, Fetched<i64>>,
     /// External metrics keyed by metric name: every series' value (summed, as upstream), milli.
     pub external_metrics: BTreeMap<String, Fetched<Vec<i64>>>,
+    /// Prometheus metrics keyed by their name ([`crate::horizontal::proposals::metric_name`]):
+    /// the query's value, milli.
+    pub prometheus_metrics: BTreeMap<String, Fetched<i64>>,
     /// Other autoscalers whose selector matches the same pods (upstream `AmbiguousSelector`).
     pub conflicting_autoscalers: Vec<String>,
     /// The target's rollout state, when known.

@@ -29,7 +29,7 @@ use crate::api::hpa_plus::{
     Algorithm, ContainerResourceMetricStatus, ConvergeTowardsWatermark, ExternalMetricStatus,
     HorizontalPodAutoscalerPlusSpec, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus,
     MetricTarget, MetricTargetType, MetricValueStatus, ObjectMetricStatus, PodsMetricStatus,
-    ResourceMetricStatus, quantity_milli,
+    PrometheusMetricStatus, ResourceMetricStatus, quantity_milli,
 };
 
 /// What one metric proposed.
@@ -318,6 +318,7 @@ pub fn metric_name(m: &MetricSpec) -> String {
         MetricSourceType::Pods => m.pods.as_ref().map(|p| p.metric.name.clone()),
         MetricSourceType::Object => m.object.as_ref().map(object_key),
         MetricSourceType::External => m.external.as_ref().map(|e| e.metric.name.clone()),
+        MetricSourceType::Prometheus => m.prometheus.as_ref().map(|p| p.display_name().to_owned()),
     }
     .unwrap_or_else(|| format!("{:?}", m.type_))
 }
@@ -338,6 +339,7 @@ fn failure_reason(t: MetricSourceType) -> &'static str {
         MetricSourceType::Pods => "FailedGetPodsMetric",
         MetricSourceType::Object => "FailedGetObjectMetric",
         MetricSourceType::External => "FailedGetExternalMetric",
+        MetricSourceType::Prometheus => "FailedGetPrometheusMetric",
     }
 }
 
@@ -504,6 +506,14 @@ fn fetch(m: &MetricSpec, ctx: &CalcContext<'_>, obs: &Observation) -> Result<See
                 Some(Err(e)) => Err(format!("unable to get external metric {name}: {e}")),
             }
         }
+        MetricSourceType::Prometheus => {
+            let name = metric_name(m);
+            match obs.prometheus_metrics.get(&name) {
+                Some(Ok(v)) => Ok(Seen::Total(*v)),
+                Some(Err(e)) => Err(format!("unable to get Prometheus metric {name}: {e}")),
+                None => Err(format!("unable to get Prometheus metric {name}: no value")),
+            }
+        }
     }
 }
 
@@ -608,7 +618,7 @@ fn watermark_outcome(
         ),
     };
     outcome.status = Some(match m.type_ {
-        MetricSourceType::Object | MetricSourceType::External => {
+        MetricSourceType::Object | MetricSourceType::External | MetricSourceType::Prometheus => {
             status(m, Some(usage as i64), None, None)
         }
         _ => status(m, None, Some(usage as i64), None),
@@ -698,6 +708,13 @@ fn status(
                     selector: e.metric.selector.clone(),
                     ..ident(&e.metric.name)
                 },
+                current,
+            });
+        }
+        MetricSourceType::Prometheus => {
+            s.prometheus = m.prometheus.as_ref().map(|p| PrometheusMetricStatus {
+                name: p.display_name().to_owned(),
+                query: p.query.clone(),
                 current,
             });
         }

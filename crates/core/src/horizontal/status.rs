@@ -126,6 +126,11 @@ pub fn native_subset(
         last_decision: None,
         memory: None,
         min_replicas_tuning: None,
+        current_metrics: status
+            .current_metrics
+            .iter()
+            .map(crate::api::hpa_plus::native_metric_status)
+            .collect(),
         ..status.clone()
     }
 }

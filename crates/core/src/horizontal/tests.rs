@@ -3,6 +3,7 @@
 
 mod fixtures;
 mod precedence;
+mod prometheus;
 mod properties;
 mod upstream;
 mod wpa;

@@ -40,7 +40,7 @@ use super::observation::{Observation, PodPhase, PodSample};
 use super::proposals::{metric_name, object_key, propose};
 use crate::api::hpa_plus::{
     Algorithm, HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricSpec, MetricTargetType,
-    MinReplicasTuning, TuningMode,
+    MinReplicasTuning, MinReplicasTuningStatus, TuningMode,
 };
 
 /// Tuning applies at most once per this many seconds (a day).
@@ -66,6 +66,8 @@ pub enum TuningReason {
     TooSoon,
     /// A metric's need could not be computed (no request for a utilization target, …).
     NoMetrics,
+    /// The controller's exclusion selector matches the autoscaler or its workload's pods.
+    Excluded,
 }
 
 impl TuningReason {
@@ -80,6 +82,7 @@ impl TuningReason {
             Self::NotEnoughHistory => "NotEnoughHistory",
             Self::TooSoon => "TooSoon",
             Self::NoMetrics => "NoMetrics",
+            Self::Excluded => "Excluded",
         }
     }
 }
@@ -113,6 +116,8 @@ pub struct TuningInput<'a> {
     pub last_applied: Option<Timestamp>,
     /// The CronHPA holding the target, if any.
     pub held_by: Option<&'a str>,
+    /// The exclusion selector that matches this autoscaler or its workload's pods, if any.
+    pub excluded_by: Option<&'a str>,
     /// The evaluation time.
     pub now: Timestamp,
 }
@@ -156,6 +161,12 @@ pub fn tune(input: &TuningInput<'_>) -> Tuning {
     let settings = input.settings;
     if settings.mode == TuningMode::Off {
         return Tuning::nothing(TuningReason::Off, "minReplicas tuning is off".into());
+    }
+    if let Some(selector) = input.excluded_by {
+        return Tuning::nothing(
+            TuningReason::Excluded,
+            format!("excluded from minReplicas tuning by the controller's selector {selector}"),
+        );
     }
     if let Some(cron) = input.held_by {
         return Tuning::nothing(
@@ -237,6 +248,57 @@ pub fn tune(input: &TuningInput<'_>) -> Tuning {
          from {current} to {target} (floor {floor})"
     );
     out
+}
+
+/// Records the load each metric of `spec` sees in `observed` ([`observed_load`]) at `now`,
+/// keeping `days` days: what the controller and the replay do at every evaluation.
+pub fn record_loads(
+    history: &mut LoadHistory,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+    now: Timestamp,
+    days: i32,
+) {
+    for m in super::proposals::metrics_of(spec).iter() {
+        if let Some(load) = observed_load(m, spec, observed) {
+            history.record(&metric_name(m), now, load, days);
+        }
+    }
+}
+
+/// `status.minReplicasTuning` after `tuning` at `now`: what it proposed and why, the
+/// `minReplicas` it replaced and when (kept from `previous` until it lowers again), and the
+/// load history it read (so a restarted or newly elected controller continues from it).
+pub fn tuning_status(
+    tuning: &Tuning,
+    previous: Option<&MinReplicasTuningStatus>,
+    min_replicas: i32,
+    history: &LoadHistory,
+    now: Timestamp,
+) -> MinReplicasTuningStatus {
+    let (previous_min_replicas, last_applied_time) = if tuning.apply {
+        (
+            Some(min_replicas),
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now)),
+        )
+    } else {
+        (
+            previous.and_then(|p| p.previous_min_replicas),
+            previous.and_then(|p| p.last_applied_time.clone()),
+        )
+    };
+    let stored = history.store();
+    MinReplicasTuningStatus {
+        proposed: tuning.proposed,
+        needed: tuning.needed,
+        low_load: tuning.low_load,
+        previous_min_replicas,
+        last_applied_time,
+        reason: tuning.reason.as_str().to_owned(),
+        message: tuning.message.clone(),
+        load_history: (stored != super::load_history::StoredLoadHistory::default())
+            .then_some(stored),
+    }
 }
 
 /// Each metric's weighted peak and the replicas it needs; `Err` when a day has no sample.
@@ -371,6 +433,9 @@ fn one_pod_carrying(
                     .insert(e.metric.name.clone(), Ok(vec![load]));
             }
         }
+        MetricSourceType::Prometheus => {
+            observed.prometheus_metrics.insert(metric_name(m), Ok(load));
+        }
     }
     observed.pods = vec![pod];
     observed
@@ -418,6 +483,11 @@ pub fn observed_load(
             let values = observed.external_metrics.get(name)?.as_ref().ok()?;
             (!values.is_empty()).then(|| values.iter().sum::<i64>())?
         }
+        MetricSourceType::Prometheus => *observed
+            .prometheus_metrics
+            .get(&metric_name(m))?
+            .as_ref()
+            .ok()?,
     };
     let absolute = spec.algorithm.unwrap_or_default() == Algorithm::Absolute;
     let times_ready = match target.type_ {

@@ -173,6 +173,18 @@ impl MetricSpec {
             ..Self::default()
         }
     }
+    pub(crate) fn prometheus(name: &str, query: &str, target: MetricTarget) -> Self {
+        Self {
+            type_: MetricSourceType::Prometheus,
+            prometheus: Some(super::PrometheusMetricSource {
+                query: query.into(),
+                name: Some(name.into()),
+                server_address: None,
+                target,
+            }),
+            ..Self::default()
+        }
+    }
     pub(crate) fn external(name: &str, target: MetricTarget) -> Self {
         Self {
             type_: MetricSourceType::External,

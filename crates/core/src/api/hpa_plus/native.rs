@@ -5,13 +5,17 @@
 //! annotations under `plimsoll.dev/` or, for teams migrating from the `HPAPlus` controller,
 //! `platform.stke/` (the `plimsoll.dev/` value wins when both are set).
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::validate::quantity_value;
 use super::{
-    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, MinReplicasTuning, TuningMode,
-    UtilizationBase,
+    ExternalMetricStatus, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
+    MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MinReplicasTuning,
+    PrometheusMetricSource, TuningMode, UtilizationBase,
 };
 
 /// Annotation prefixes honoured in native mode, highest precedence first.
@@ -94,9 +98,12 @@ impl HorizontalPodAutoscalerPlus {
                 }
             });
         }
-        if let Some((key, v)) = lookup(TUNING_ANNOTATION_NAME) {
-            plus.min_replicas_tuning = Some(tuning_from_annotation(key, &v)?);
-        }
+        plus.min_replicas_tuning = tuning_from_annotations(&annotations)?;
+        plus.metrics = plus
+            .metrics
+            .into_iter()
+            .map(|m| prometheus_from_annotation(m, &annotations))
+            .collect();
         Ok(HorizontalPodAutoscalerPlus {
             metadata: hpa.metadata.clone(),
             spec: plus,
@@ -106,21 +113,141 @@ impl HorizontalPodAutoscalerPlus {
 }
 
 /// The name, after a prefix of [`ANNOTATION_PREFIXES`], of the annotation that sets
-/// `minReplicasTuning.mode` (`off`, `report`, `apply`) with the default lookback and floor.
+/// `minReplicasTuning.mode` (`off`, `report`, `apply`).
 pub const TUNING_ANNOTATION_NAME: &str = "min-replicas-tuning";
 
-fn tuning_from_annotation(
-    key: String,
-    v: &str,
-) -> Result<MinReplicasTuning, NativeConversionError> {
-    let mode = TuningMode::parse(v).ok_or_else(|| NativeConversionError::Annotation {
+/// The annotation name (after a prefix) of `minReplicasTuning.lookbackDays` (1–30).
+pub const TUNING_LOOKBACK_ANNOTATION_NAME: &str = "min-replicas-tuning-lookback-days";
+
+/// The annotation name (after a prefix) of `minReplicasTuning.floor` (>= 1).
+pub const TUNING_FLOOR_ANNOTATION_NAME: &str = "min-replicas-tuning-floor";
+
+/// The External metric name that stands for a Prometheus query in native mode (the convention
+/// of kube-metrics-adapter): its selector's `query-name` label names the query, and the query
+/// is the annotation [`PROMETHEUS_QUERY_ANNOTATION_PREFIX`]`<query-name>`.
+pub const PROMETHEUS_QUERY_METRIC: &str = "prometheus-query";
+
+/// The selector label of a [`PROMETHEUS_QUERY_METRIC`] metric that names its query.
+pub const PROMETHEUS_QUERY_NAME_LABEL: &str = "query-name";
+
+/// The annotation prefix of a native HPA's Prometheus queries, followed by the `query-name`.
+pub const PROMETHEUS_QUERY_ANNOTATION_PREFIX: &str =
+    "metric-config.external.prometheus-query.prometheus/";
+
+/// The annotation (after [`PROMETHEUS_QUERY_ANNOTATION_PREFIX`]) that sets the server of every
+/// query of the object (kube-metrics-adapter's `prometheus-server`).
+pub const PROMETHEUS_SERVER_ANNOTATION_NAME: &str = "prometheus-server";
+
+/// The tuning settings the annotations give: the mode, then lookback and floor; `None` without
+/// a mode annotation (lookback and floor alone turn nothing on).
+fn tuning_from_annotations(
+    annotations: &BTreeMap<String, String>,
+) -> Result<Option<MinReplicasTuning>, NativeConversionError> {
+    let lookup = |name: &str| {
+        ANNOTATION_PREFIXES.iter().find_map(|prefix| {
+            let key = format!("{prefix}{name}");
+            annotations.get(&key).map(|v| (key, v.trim().to_owned()))
+        })
+    };
+    let Some((key, v)) = lookup(TUNING_ANNOTATION_NAME) else {
+        return Ok(None);
+    };
+    let mode = TuningMode::parse(&v).ok_or_else(|| NativeConversionError::Annotation {
         key,
         message: format!("{v:?} is not off, report or apply"),
     })?;
-    Ok(MinReplicasTuning {
+    let number = |name: &str, min: i32, max: i32| {
+        lookup(name)
+            .map(|(key, v)| {
+                v.parse::<i32>()
+                    .ok()
+                    .filter(|n| (min..=max).contains(n))
+                    .ok_or_else(|| NativeConversionError::Annotation {
+                        key,
+                        message: format!("{v:?} is not a whole number from {min} to {max}"),
+                    })
+            })
+            .transpose()
+    };
+    Ok(Some(MinReplicasTuning {
         mode,
-        ..MinReplicasTuning::default()
-    })
+        lookback_days: number(TUNING_LOOKBACK_ANNOTATION_NAME, 1, 30)?,
+        floor: number(TUNING_FLOOR_ANNOTATION_NAME, 1, i32::MAX)?,
+    }))
+}
+
+/// The `query-name` of a native [`PROMETHEUS_QUERY_METRIC`] External metric.
+fn query_name(m: &MetricSpec) -> Option<&str> {
+    let e = m
+        .external
+        .as_ref()
+        .filter(|_| m.type_ == MetricSourceType::External)?;
+    if e.metric.name != PROMETHEUS_QUERY_METRIC {
+        return None;
+    }
+    e.metric
+        .selector
+        .as_ref()?
+        .match_labels
+        .as_ref()?
+        .get(PROMETHEUS_QUERY_NAME_LABEL)
+        .map(String::as_str)
+}
+
+/// A native External `prometheus-query` metric whose query the annotations hold, as a
+/// `Prometheus` metric named by its `query-name`; any other metric as it is (an External
+/// `prometheus-query` without its annotation is left to a metrics adapter).
+fn prometheus_from_annotation(m: MetricSpec, annotations: &BTreeMap<String, String>) -> MetricSpec {
+    let Some(name) = query_name(&m) else {
+        return m;
+    };
+    let Some(query) = annotations.get(&format!("{PROMETHEUS_QUERY_ANNOTATION_PREFIX}{name}"))
+    else {
+        return m;
+    };
+    let server = annotations
+        .get(&format!(
+            "{PROMETHEUS_QUERY_ANNOTATION_PREFIX}{PROMETHEUS_SERVER_ANNOTATION_NAME}"
+        ))
+        .map(|s| s.trim().to_owned());
+    MetricSpec {
+        type_: MetricSourceType::Prometheus,
+        prometheus: Some(PrometheusMetricSource {
+            query: query.trim().to_owned(),
+            name: Some(name.to_owned()),
+            server_address: server,
+            target: m.external.map(|e| e.target).unwrap_or_default(),
+        }),
+        ..MetricSpec::default()
+    }
+}
+
+/// A `Prometheus` metric status as the native API can hold it: the External
+/// [`PROMETHEUS_QUERY_METRIC`] status with its `query-name`.
+pub fn native_metric_status(s: &MetricStatus) -> MetricStatus {
+    let Some(p) = s
+        .prometheus
+        .as_ref()
+        .filter(|_| s.type_ == MetricSourceType::Prometheus)
+    else {
+        return s.clone();
+    };
+    MetricStatus {
+        type_: MetricSourceType::External,
+        external: Some(ExternalMetricStatus {
+            metric: MetricIdentifier {
+                name: PROMETHEUS_QUERY_METRIC.to_owned(),
+                selector: Some(LabelSelector {
+                    match_labels: Some(
+                        [(PROMETHEUS_QUERY_NAME_LABEL.to_owned(), p.name.clone())].into(),
+                    ),
+                    match_expressions: None,
+                }),
+            },
+            current: p.current.clone(),
+        }),
+        ..MetricStatus::default()
+    }
 }
 
 impl HorizontalPodAutoscalerPlus {
@@ -131,16 +258,7 @@ impl HorizontalPodAutoscalerPlus {
         if let Some(t) = &self.spec.min_replicas_tuning {
             return Ok(Some(t.clone()));
         }
-        let annotations = self.metadata.annotations.as_ref();
-        let found = ANNOTATION_PREFIXES.iter().find_map(|prefix| {
-            let key = format!("{prefix}{TUNING_ANNOTATION_NAME}");
-            annotations
-                .and_then(|a| a.get(&key))
-                .map(|v| (key, v.trim().to_owned()))
-        });
-        found
-            .map(|(key, v)| tuning_from_annotation(key, &v))
-            .transpose()
+        tuning_from_annotations(&self.metadata.annotations.clone().unwrap_or_default())
     }
 }
 
@@ -252,5 +370,129 @@ mod tests {
         assert_eq!(parse_period_seconds("10"), Some(10));
         assert_eq!(parse_period_seconds("soon"), None);
         assert_eq!(parse_period_seconds("5x"), None);
+    }
+
+    fn with_metrics(
+        annotations: &[(&str, &str)],
+        metrics: serde_json::Value,
+    ) -> HorizontalPodAutoscaler {
+        let mut hpa = native(annotations);
+        if let Some(spec) = hpa.spec.as_mut() {
+            spec.metrics = Some(serde_json::from_value(metrics).unwrap());
+        }
+        hpa
+    }
+
+    // The convention of kube-metrics-adapter's README: an External metric `prometheus-query`
+    // whose `query-name` label names the annotation holding the query.
+    #[test]
+    fn a_prometheus_query_external_metric_with_its_annotation_is_a_prometheus_metric() {
+        let hpa = with_metrics(
+            &[
+                (
+                    "metric-config.external.prometheus-query.prometheus/processed-events-per-second",
+                    "scalar(sum(rate(events{processed=\"true\"}[1m])))",
+                ),
+                (
+                    "metric-config.external.prometheus-query.prometheus/prometheus-server",
+                    "https://prom.monitoring:9090",
+                ),
+            ],
+            serde_json::json!([
+                {"type": "External", "external": {
+                    "metric": {"name": "prometheus-query",
+                               "selector": {"matchLabels": {"query-name": "processed-events-per-second"}}},
+                    "target": {"type": "AverageValue", "averageValue": "10"}}},
+                {"type": "External", "external": {
+                    "metric": {"name": "prometheus-query",
+                               "selector": {"matchLabels": {"query-name": "no-annotation"}}},
+                    "target": {"type": "Value", "value": "1"}}},
+                {"type": "External", "external": {
+                    "metric": {"name": "queue_depth"},
+                    "target": {"type": "Value", "value": "5"}}}
+            ]),
+        );
+        let plus = HorizontalPodAutoscalerPlus::from_native(&hpa).unwrap();
+        let m = &plus.spec.metrics;
+        assert_eq!(m[0].type_, MetricSourceType::Prometheus);
+        assert!(m[0].external.is_none());
+        let p = m[0].prometheus.as_ref().unwrap();
+        assert_eq!(p.query, "scalar(sum(rate(events{processed=\"true\"}[1m])))");
+        assert_eq!(p.name.as_deref(), Some("processed-events-per-second"));
+        assert_eq!(
+            p.server_address.as_deref(),
+            Some("https://prom.monitoring:9090")
+        );
+        assert_eq!(p.target.average_value, Some(Quantity("10".into())));
+        // Without its annotation the metric stays External (a metrics adapter may serve it),
+        // and other External metrics are untouched.
+        assert_eq!(m[1].type_, MetricSourceType::External);
+        assert_eq!(m[2].type_, MetricSourceType::External);
+        assert!(plus.spec.validate().is_ok(), "{:?}", plus.spec.validate());
+    }
+
+    #[test]
+    fn a_prometheus_status_is_written_back_as_the_native_external_metric() {
+        let status = MetricStatus {
+            type_: MetricSourceType::Prometheus,
+            prometheus: Some(super::super::PrometheusMetricStatus {
+                name: "rps".into(),
+                query: "sum(rate(x[1m]))".into(),
+                current: super::super::MetricValueStatus {
+                    average_value: Some(Quantity("42".into())),
+                    ..Default::default()
+                },
+            }),
+            ..MetricStatus::default()
+        };
+        let native = native_metric_status(&status);
+        assert_eq!(native.type_, MetricSourceType::External);
+        assert!(native.prometheus.is_none());
+        let e = native.external.unwrap();
+        assert_eq!(e.metric.name, "prometheus-query");
+        assert_eq!(
+            e.metric.selector.unwrap().match_labels.unwrap()["query-name"],
+            "rps"
+        );
+        assert_eq!(e.current.average_value, Some(Quantity("42".into())));
+        // Through JSON it is a valid autoscaling/v2 MetricStatus.
+        let json = serde_json::to_value(native_metric_status(&status)).unwrap();
+        let k8s: k8s_openapi::api::autoscaling::v2::MetricStatus =
+            serde_json::from_value(json).unwrap();
+        assert_eq!(k8s.type_, "External");
+    }
+
+    #[test]
+    fn tuning_mode_lookback_and_floor_from_annotations() {
+        let read = |annotations: &[(&str, &str)]| {
+            HorizontalPodAutoscalerPlus::from_native(&native(annotations))
+                .map(|p| p.spec.min_replicas_tuning)
+        };
+        assert_eq!(read(&[]).unwrap(), None);
+        // Lookback and floor alone turn nothing on.
+        assert_eq!(
+            read(&[("plimsoll.dev/min-replicas-tuning-floor", "2")]).unwrap(),
+            None
+        );
+        let t = read(&[
+            ("platform.stke/min-replicas-tuning", "Apply"),
+            ("plimsoll.dev/min-replicas-tuning-lookback-days", "14"),
+            ("plimsoll.dev/min-replicas-tuning-floor", "3"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (t.mode, t.lookback_days, t.floor),
+            (TuningMode::Apply, Some(14), Some(3))
+        );
+        for (key, bad) in [
+            ("plimsoll.dev/min-replicas-tuning-lookback-days", "31"),
+            ("plimsoll.dev/min-replicas-tuning-lookback-days", "a week"),
+            ("plimsoll.dev/min-replicas-tuning-floor", "0"),
+        ] {
+            let err =
+                read(&[("plimsoll.dev/min-replicas-tuning", "report"), (key, bad)]).unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
+        }
     }
 }

@@ -65,6 +65,7 @@ pub(super) fn metric_members() -> Value {
         ("Pods", "pods"),
         ("Object", "object"),
         ("External", "external"),
+        ("Prometheus", "prometheus"),
     ];
     Value::Array(
         members
@@ -139,7 +140,8 @@ const HAS_WATERMARK: &str = "has(self.metrics) && self.metrics.exists(m, \
     || (has(m.containerResource) && m.containerResource.target.type == 'Watermark') \
     || (has(m.pods) && m.pods.target.type == 'Watermark') \
     || (has(m.object) && m.object.target.type == 'Watermark') \
-    || (has(m.external) && m.external.target.type == 'Watermark'))";
+    || (has(m.external) && m.external.target.type == 'Watermark') \
+    || (has(m.prometheus) && m.prometheus.target.type == 'Watermark'))";
 
 /// The spec's cross-field rules (`validate` and `validate_additions`).
 pub(super) fn spec() -> Value {
@@ -151,8 +153,10 @@ pub(super) fn spec() -> Value {
         },
         {
             "rule": "!has(self.minReplicas) || self.minReplicas != 0 || (has(self.metrics) \
-                     && self.metrics.exists(m, m.type == 'Object' || m.type == 'External'))",
-            "message": "must be >= 1 unless at least one Object or External metric is configured",
+                     && self.metrics.exists(m, m.type == 'Object' || m.type == 'External' \
+                     || m.type == 'Prometheus'))",
+            "message": "must be >= 1 unless at least one Object, External or Prometheus metric is \
+                        configured",
             "fieldPath": ".minReplicas",
         },
         {

@@ -133,11 +133,39 @@ fn min_replicas_zero_needs_object_or_external_metric() {
     let spec = HorizontalPodAutoscalerPlusSpec::test()
         .min(0)
         .metric(cpu(50));
-    assert_error(&spec, "spec.minReplicas", "Object or External");
+    assert_error(&spec, "spec.minReplicas", "Object, External or Prometheus");
     let ok = HorizontalPodAutoscalerPlusSpec::test()
         .min(0)
         .metric(MetricSpec::external("queue", MetricTarget::average("30")));
     ok.validate().unwrap();
+    let ok = HorizontalPodAutoscalerPlusSpec::test()
+        .min(0)
+        .metric(MetricSpec::prometheus(
+            "q",
+            "sum(queue)",
+            MetricTarget::average("30"),
+        ));
+    ok.validate().unwrap();
+}
+
+#[test]
+fn a_prometheus_metric_needs_a_query_a_url_and_an_external_kind_of_target() {
+    let mut m = MetricSpec::prometheus("q", "", MetricTarget::utilization(50));
+    if let Some(p) = m.prometheus.as_mut() {
+        p.server_address = Some("prom:9090".into());
+    }
+    let spec = HorizontalPodAutoscalerPlusSpec::test().metric(m);
+    assert_error(&spec, "spec.metrics[0].prometheus.query", "is required");
+    assert_error(&spec, "spec.metrics[0].prometheus.serverAddress", "http");
+    assert_error(
+        &spec,
+        "spec.metrics[0].prometheus.target.type",
+        "must be one of",
+    );
+    let mut m = MetricSpec::prometheus("q", "up", MetricTarget::value("1"));
+    m.external = Some(ExternalMetricSource::default());
+    let spec = HorizontalPodAutoscalerPlusSpec::test().metric(m);
+    assert!(errors(&spec).has_path("spec.metrics[0].external"));
 }
 
 #[test]

@@ -43,7 +43,9 @@ impl HorizontalPodAutoscalerPlusSpec {
         let scales_to_zero = self.metrics.iter().any(|m| {
             matches!(
                 m.type_,
-                MetricSourceType::Object | MetricSourceType::External
+                MetricSourceType::Object
+                    | MetricSourceType::External
+                    | MetricSourceType::Prometheus
             )
         });
         if let Some(min) = self.min_replicas {
@@ -52,7 +54,7 @@ impl HorizontalPodAutoscalerPlusSpec {
             } else if min == 0 && !scales_to_zero {
                 errs.push(
                     "spec.minReplicas",
-                    "must be >= 1 unless at least one Object or External metric is configured",
+                    "must be >= 1 unless at least one Object, External or Prometheus metric is configured",
                 );
             }
         }
@@ -197,6 +199,7 @@ impl MetricSpec {
             MetricSourceType::Pods => self.pods.as_ref().map(|s| &s.target),
             MetricSourceType::Object => self.object.as_ref().map(|s| &s.target),
             MetricSourceType::External => self.external.as_ref().map(|s| &s.target),
+            MetricSourceType::Prometheus => self.prometheus.as_ref().map(|s| &s.target),
         }
     }
 }
@@ -212,6 +215,11 @@ fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
         ("pods", MetricSourceType::Pods, m.pods.is_some()),
         ("object", MetricSourceType::Object, m.object.is_some()),
         ("external", MetricSourceType::External, m.external.is_some()),
+        (
+            "prometheus",
+            MetricSourceType::Prometheus,
+            m.prometheus.is_some(),
+        ),
     ];
     for (name, ty, set) in members {
         if ty == m.type_ && !set {
@@ -287,12 +295,33 @@ fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
                 MetricTargetType::Watermark,
             ],
         ),
+        MetricSourceType::Prometheus => {
+            if let Some(s) = &m.prometheus
+                && let Some(address) = &s.server_address
+                && !(address.starts_with("http://") || address.starts_with("https://"))
+            {
+                errs.push(
+                    format!("{path}.prometheus.serverAddress"),
+                    "must be an http:// or https:// URL",
+                );
+            }
+            (
+                "prometheus",
+                m.prometheus.as_ref().map_or("", |s| s.query.as_str()),
+                &[
+                    MetricTargetType::Value,
+                    MetricTargetType::AverageValue,
+                    MetricTargetType::Watermark,
+                ],
+            )
+        }
     };
     let Some(target) = m.target() else { return };
     let name_path = match m.type_ {
         MetricSourceType::Resource | MetricSourceType::ContainerResource => {
             format!("{path}.{member}.name")
         }
+        MetricSourceType::Prometheus => format!("{path}.{member}.query"),
         _ => format!("{path}.{member}.metric.name"),
     };
     if name.is_empty() {

@@ -97,6 +97,11 @@ impl Observation {
         self.external_metrics.insert(name.into(), Ok(vec![milli]));
         self
     }
+    pub(crate) fn prometheus(mut self, name: &str, value: Result<i64, &str>) -> Self {
+        self.prometheus_metrics
+            .insert(name.into(), value.map_err(str::to_owned));
+        self
+    }
     pub(crate) fn object(mut self, key: &str, milli: i64) -> Self {
         self.object_metrics.insert(key.into(), Ok(milli));
         self

@@ -54,6 +54,7 @@ struct Case {
     config: ControllerConfig,
     last_applied: Option<Timestamp>,
     held_by: Option<&'static str>,
+    excluded_by: Option<&'static str>,
 }
 
 impl Case {
@@ -73,6 +74,7 @@ impl Case {
             config: ControllerConfig::default(),
             last_applied: None,
             held_by: None,
+            excluded_by: None,
         }
     }
 
@@ -85,6 +87,7 @@ impl Case {
             config: &self.config,
             last_applied: self.last_applied,
             held_by: self.held_by,
+            excluded_by: self.excluded_by,
             now: now(),
         })
     }
@@ -158,6 +161,47 @@ fn a_cron_hold_stops_tuning_and_the_low_load_flag() {
         (t.proposed, t.reason, t.low_load),
         (None, TuningReason::HeldByCron, false)
     );
+}
+
+#[test]
+fn an_excluded_workload_is_never_tuned_nor_flagged() {
+    let mut case = Case::new(10, &WEEK_AT_1500M);
+    case.excluded_by = Some("tier=quorum");
+    let t = case.tune();
+    assert_eq!(
+        (t.proposed, t.reason, t.low_load, t.apply),
+        (None, TuningReason::Excluded, false, false)
+    );
+    assert!(t.message.contains("tier=quorum"), "{}", t.message);
+}
+
+#[test]
+fn the_status_keeps_what_was_replaced_until_tuning_lowers_again() {
+    let case = Case::new(10, &WEEK_AT_1500M);
+    let applied = case.tune();
+    assert!(applied.apply);
+    let first = tuning_status(&applied, None, 10, &case.history, now());
+    assert_eq!(first.previous_min_replicas, Some(10));
+    assert_eq!(first.last_applied_time.as_ref().map(|t| t.0), Some(now()));
+    assert_eq!(first.proposed, applied.proposed);
+    assert_eq!(first.reason, "Lowered");
+    // The history it read is stored, and reads back as the same history.
+    let stored = first.load_history.clone().expect("history stored");
+    assert_eq!(LoadHistory::restore(&stored), case.history);
+    // A later evaluation that does not apply keeps the replaced value and its time.
+    let mut later = Case::new(applied.proposed.unwrap(), &WEEK_AT_1500M);
+    later.last_applied = Some(now());
+    let t = later.tune();
+    assert!(!t.apply);
+    let second = tuning_status(
+        &t,
+        Some(&first),
+        applied.proposed.unwrap(),
+        &later.history,
+        now(),
+    );
+    assert_eq!(second.previous_min_replicas, Some(10));
+    assert_eq!(second.last_applied_time, first.last_applied_time);
 }
 
 #[test]

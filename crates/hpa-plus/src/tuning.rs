@@ -1,0 +1,266 @@
+//! `minReplicasTuning` in the controller: record the evaluation's load, call the pure
+//! [`tune`], and apply what it decided.
+//!
+//! Each evaluation of an object whose tuning is not `Off`:
+//! 1. the load of each metric is recorded into the object's hourly [`LoadHistory`] (held in
+//!    memory, and on first sight restored from `status.minReplicasTuning.loadHistory`, or for a
+//!    native HPA from the [`STATUS_ANNOTATION`]), through the same [`record_loads`] the replay
+//!    calls;
+//! 2. [`tune`] decides with the CronHPA hold ([`tuning_hold`]) and the controller's exclusion
+//!    selector (`--min-replicas-tuning-exclude`, matched against the autoscaler's labels and its
+//!    pods' labels);
+//! 3. in `Apply`, `spec.minReplicas` is patched (merge patch, field manager `hpa-plus`) before
+//!    the decision, which already uses the lowered minimum, as the replay does;
+//! 4. the status carries what tuning proposed, why, the value it replaced and the history.
+//!
+//! Events: `MinReplicasLowered` when Apply lowers the minimum, `MinReplicasTuningProposal` when
+//! a Report proposal appears or changes, a Warning `LowLoad` when the low-load flag turns on.
+//! Metrics: `low_load`, `min_replicas_tuning_proposal`, `min_replicas_lowered_total`.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use plimsoll_core::api::hpa_plus::{
+    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, MinReplicasTuning,
+    MinReplicasTuningStatus, TuningMode,
+};
+use plimsoll_core::horizontal::Observation;
+use plimsoll_core::horizontal::cron_hold::tuning_hold;
+use plimsoll_core::horizontal::load_history::LoadHistory;
+use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, record_loads, tune, tuning_status};
+use plimsoll_runtime::selector::Selector;
+use serde_json::json;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::status::FIELD_MANAGER;
+
+/// A native HPA's `status.minReplicasTuning` (its status has no field for it), as JSON.
+pub const STATUS_ANNOTATION: &str = "plimsoll.dev/min-replicas-tuning-status";
+
+/// The tuning status a native HPA carries in its [`STATUS_ANNOTATION`]; `None` when absent or
+/// unreadable (tuning then starts over, as with no history).
+pub fn from_annotations(annotations: &BTreeMap<String, String>) -> Option<MinReplicasTuningStatus> {
+    serde_json::from_str(annotations.get(STATUS_ANNOTATION)?).ok()
+}
+
+/// The controller's exclusion selector (`--min-replicas-tuning-exclude`) with its text.
+#[derive(Clone, Debug)]
+pub struct Exclusion {
+    /// As given on the command line, for messages.
+    pub text: String,
+    /// The parsed selector.
+    pub selector: Selector,
+}
+
+impl Exclusion {
+    /// Parses `--min-replicas-tuning-exclude`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let selector = Selector::parse(text)
+            .map_err(|e| Error::Config(format!("--min-replicas-tuning-exclude {text:?}: {e}")))?;
+        Ok(Self {
+            text: text.to_owned(),
+            selector,
+        })
+    }
+
+    /// Whether the autoscaler (its labels) or its workload (any of its pods' labels) matches.
+    fn matches<'a>(
+        &self,
+        autoscaler: &BTreeMap<String, String>,
+        mut pods: impl Iterator<Item = &'a BTreeMap<String, String>>,
+    ) -> bool {
+        self.selector.matches(autoscaler) || pods.any(|l| self.selector.matches(l))
+    }
+}
+
+/// What one object's tuning needs from the reconcile.
+pub struct Subject<'a> {
+    /// Namespace and name of the autoscaler.
+    pub namespace: &'a str,
+    /// Its kind (`HorizontalPodAutoscalerPlus` or `HorizontalPodAutoscaler`).
+    pub kind: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Its labels.
+    pub labels: &'a BTreeMap<String, String>,
+    /// The labels of its workload's pods.
+    pub pod_labels: Vec<&'a BTreeMap<String, String>>,
+    /// The spec (its `minReplicas` is the current one).
+    pub spec: &'a HorizontalPodAutoscalerPlusSpec,
+    /// The settings in force (spec, else annotations).
+    pub settings: &'a MinReplicasTuning,
+    /// The tuning status the object carries.
+    pub previous: Option<&'a MinReplicasTuningStatus>,
+}
+
+/// What tuning came to at one evaluation.
+pub struct Tuned {
+    /// What [`tune`] decided.
+    pub tuning: Tuning,
+    /// The history after this evaluation's record.
+    pub loads: LoadHistory,
+    /// `status.minReplicasTuning`.
+    pub status: MinReplicasTuningStatus,
+}
+
+/// Records the load and tunes (steps 1 and 2 of the module docs); `None` when tuning is off.
+/// `held` is this process's history for the object (`None` on first sight).
+pub fn evaluate(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    held: Option<LoadHistory>,
+    observed: &Observation,
+    now: Timestamp,
+) -> Option<Tuned> {
+    let settings = subject.settings;
+    if settings.mode == TuningMode::Off {
+        return None;
+    }
+    let mut loads = held.unwrap_or_else(|| {
+        subject
+            .previous
+            .and_then(|p| p.load_history.as_ref())
+            .map(LoadHistory::restore)
+            .unwrap_or_default()
+    });
+    record_loads(
+        &mut loads,
+        subject.spec,
+        observed,
+        now,
+        settings.lookback_days(),
+    );
+    let held_by = tuning_hold(
+        ctx.crons.state().iter().map(AsRef::as_ref),
+        subject.namespace,
+        (subject.kind, subject.name),
+        &subject.spec.scale_target_ref,
+    );
+    let excluded = ctx
+        .tuning_exclude
+        .as_ref()
+        .filter(|e| e.matches(subject.labels, subject.pod_labels.iter().copied()));
+    // One pod of the workload stands for its requests (utilization targets); without a pod
+    // the need of such a target cannot be computed and tuning says so.
+    let pod = observed.pods.first().cloned().unwrap_or_default();
+    let tuning = tune(&TuningInput {
+        spec: subject.spec,
+        settings,
+        history: &loads,
+        pod: &pod,
+        config: &ctx.config,
+        last_applied: subject
+            .previous
+            .and_then(|p| p.last_applied_time.as_ref())
+            .map(|t| t.0),
+        held_by: held_by.as_deref(),
+        excluded_by: excluded.map(|e| e.text.as_str()),
+        now,
+    });
+    let status = tuning_status(
+        &tuning,
+        subject.previous,
+        subject.spec.min_replicas.unwrap_or(1),
+        &loads,
+        now,
+    );
+    Some(Tuned {
+        tuning,
+        loads,
+        status,
+    })
+}
+
+/// Patches the autoscaler's `spec.minReplicas` to `to` (step 3).
+pub async fn write_min_replicas(
+    ctx: &Context,
+    native: bool,
+    namespace: &str,
+    name: &str,
+    to: i32,
+) -> Result<()> {
+    let body = json!({"spec": {"minReplicas": to}});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    let what = |kind: &str| format!("lower minReplicas of {kind} {name}");
+    if native {
+        let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+        api.patch(name, &params, &Patch::Merge(&body))
+            .await
+            .map_err(|e| Error::kube(what("HorizontalPodAutoscaler"), e))?;
+    } else {
+        let api: Api<HorizontalPodAutoscalerPlus> = Api::namespaced(ctx.client.clone(), namespace);
+        api.patch(name, &params, &Patch::Merge(&body))
+            .await
+            .map_err(|e| Error::kube(what("HorizontalPodAutoscalerPlus"), e))?;
+    }
+    Ok(())
+}
+
+/// Writes a native HPA's tuning status into its [`STATUS_ANNOTATION`].
+pub async fn write_native_status(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    status: &MinReplicasTuningStatus,
+) -> Result<()> {
+    let value = serde_json::to_string(status).map_err(|source| Error::Encode {
+        what: "minReplicasTuning status",
+        source,
+    })?;
+    let body = json!({"metadata": {"annotations": {STATUS_ANNOTATION: value}}});
+    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .map_err(|e| {
+            Error::kube(
+                format!("write the minReplicasTuning status of HorizontalPodAutoscaler {name}"),
+                e,
+            )
+        })?;
+    Ok(())
+}
+
+/// An Event tuning owes the user after this evaluation: `(warning, reason, note)`.
+pub fn event(
+    tuned: &Tuned,
+    previous: Option<&MinReplicasTuningStatus>,
+    min_before: i32,
+) -> Option<(bool, &'static str, String)> {
+    let t = &tuned.tuning;
+    if t.apply {
+        return Some((
+            false,
+            "MinReplicasLowered",
+            format!(
+                "minReplicas lowered from {min_before} to {}: {}",
+                t.proposed.unwrap_or(min_before),
+                t.message
+            ),
+        ));
+    }
+    let was_low = previous.is_some_and(|p| p.low_load);
+    if t.low_load && !was_low {
+        return Some((
+            true,
+            "LowLoad",
+            format!(
+                "the weighted daily peaks need {} replicas, fewer than half of minReplicas \
+                 {min_before}: {}",
+                t.needed.unwrap_or_default(),
+                t.message
+            ),
+        ));
+    }
+    let proposed_before = previous.and_then(|p| p.proposed);
+    if t.proposed.is_some() && t.proposed != proposed_before {
+        return Some((false, "MinReplicasTuningProposal", t.message.clone()));
+    }
+    None
+}
