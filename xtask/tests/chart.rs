@@ -46,8 +46,12 @@ fn all_on() -> Value {
         "global": {"priorityClassName": "plimsoll-high", "nodeSelector": {"kubernetes.io/os": "linux"},
                    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}],
                    "podAnnotations": {"example.com/team": "platform"}},
+        "hpaPlus": {"minReplicasTuningExclude": "plimsoll.dev/keep-min-replicas=true,tier in (quorum)"},
         "vpaRecommender": {"enabled": true},
         "vpaUpdater": {"enabled": true},
+        "prometheus": {"address": "https://prometheus.monitoring:9090", "timeout": "45s",
+                       "ca": {"configMap": "prometheus-ca"},
+                       "bearerToken": {"secretName": "prometheus-reader", "secretNamespace": "monitoring"}},
         "vpaAdmission": {"enabled": true, "priorityClassName": "plimsoll-webhook",
                          "certManager": {"enabled": true}},
         "networkPolicy": {"enabled": true, "apiServer": {"cidrs": ["10.0.0.1/32"]},
@@ -670,6 +674,196 @@ fn chart_args_parse_with_each_services_command_line() {
     }
 }
 
+/// The volume of `d`'s pod that its container mounts at `dir`, read-only.
+fn volume_mounted_at<'a>(d: &'a Deployment, dir: &str) -> &'a k8s_openapi::api::core::v1::Volume {
+    let pod = pod(d);
+    let mount = pod.containers[0]
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|m| m.mount_path == dir)
+        .unwrap_or_else(|| panic!("nothing mounted at {dir}"));
+    assert_eq!(mount.read_only, Some(true), "{dir} read-only");
+    pod.volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)
+        .expect("the mounted volume")
+}
+
+/// The value of `--flag=` among `args`, if given.
+fn flag<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.iter()
+        .find_map(|a| a.strip_prefix(flag)?.strip_prefix('='))
+}
+
+#[test]
+fn prometheus_values_give_both_readers_flags_mounts_and_one_secret() {
+    // Everything on: a CA from a ConfigMap, a token read through the API from a Secret in
+    // another namespace.
+    let o = render(&all_on());
+    for svc in ["hpa-plus", "vpa-recommender"] {
+        let d = deployment(&o, svc);
+        let args = args_of(d);
+        assert_eq!(
+            flag(&args, "--prometheus-address"),
+            Some("https://prometheus.monitoring:9090"),
+            "{svc}"
+        );
+        assert_eq!(flag(&args, "--prometheus-timeout"), Some("45s"), "{svc}");
+        assert_eq!(
+            flag(&args, "--prometheus-bearer-token-secret"),
+            Some("monitoring/prometheus-reader:token"),
+            "{svc}"
+        );
+        let ca = flag(&args, "--prometheus-ca-file").expect("--prometheus-ca-file");
+        let (dir, file) = ca.rsplit_once('/').expect("a path");
+        let volume = volume_mounted_at(d, dir);
+        let config_map = volume.config_map.as_ref().expect("the CA's ConfigMap");
+        assert_eq!(config_map.name, "prometheus-ca");
+        let items = config_map.items.clone().unwrap_or_default();
+        assert!(
+            items.iter().any(|i| i.key == "ca.crt" && i.path == file),
+            "{items:?}"
+        );
+    }
+    for svc in ["cron-hpa", "vpa-updater", "vpa-admission"] {
+        let args = args_of(deployment(&o, svc));
+        assert!(
+            !args.iter().any(|a| a.starts_with("--prometheus")),
+            "{svc}: {args:?}"
+        );
+    }
+    // The exclusion selector reaches hpa-plus and is a selector it accepts.
+    let hpa_args = args_of(deployment(&o, "hpa-plus"));
+    assert_eq!(
+        flag(&hpa_args, "--min-replicas-tuning-exclude"),
+        Some("plimsoll.dev/keep-min-replicas=true,tier in (quorum)")
+    );
+    {
+        use clap::Parser;
+        plimsoll_hpa_plus::cli::Args::try_parse_from(
+            std::iter::once("hpa-plus".to_owned()).chain(hpa_args.iter().cloned()),
+        )
+        .expect("hpa-plus args")
+        .into_config()
+        .expect("hpa-plus config from the chart's args");
+    }
+    // `get` on that one Secret, in its namespace, for the two readers and no one else.
+    let role = named(&o.roles, "plimsoll-prometheus-credentials", |r| &r.metadata);
+    assert_eq!(role.metadata.namespace.as_deref(), Some("monitoring"));
+    let rules = role.rules.clone().unwrap_or_default();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].resources.clone().unwrap_or_default(), ["secrets"]);
+    assert_eq!(
+        rules[0].resource_names.clone().unwrap_or_default(),
+        ["prometheus-reader"]
+    );
+    assert_eq!(rules[0].verbs, ["get"]);
+    let binding = named(&o.role_bindings, "plimsoll-prometheus-credentials", |b| {
+        &b.metadata
+    });
+    assert_eq!(binding.metadata.namespace.as_deref(), Some("monitoring"));
+    assert_eq!(binding.role_ref.name, "plimsoll-prometheus-credentials");
+    let subjects: Vec<_> = binding
+        .subjects
+        .iter()
+        .flatten()
+        .map(|s| (s.name.as_str(), s.namespace.as_deref()))
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            ("plimsoll-hpa-plus", Some(NAMESPACE)),
+            ("plimsoll-vpa-recommender", Some(NAMESPACE))
+        ]
+    );
+    for sa in ["plimsoll-hpa-plus", "plimsoll-vpa-recommender"] {
+        named(&o.service_accounts, sa, |s| &s.metadata);
+    }
+
+    // A CA from a Secret and the token mounted as a file: no Secret RBAC at all.
+    let o = render(&json!({
+        "prometheus": {"address": "https://prometheus.monitoring:9090",
+                       "ca": {"secret": "prometheus-tls", "key": "root.pem"},
+                       "bearerToken": {"secretName": "prometheus-reader", "key": "jwt", "via": "file"}},
+    }));
+    let d = deployment(&o, "hpa-plus");
+    let args = args_of(d);
+    service_args::parse("hpa-plus", &args).expect("args parse");
+    assert_eq!(
+        flag(&args, "--prometheus-timeout"),
+        None,
+        "the service's default"
+    );
+    assert_eq!(flag(&args, "--prometheus-bearer-token-secret"), None);
+    for (name, secret, key) in [
+        ("--prometheus-ca-file", "prometheus-tls", "root.pem"),
+        ("--prometheus-bearer-token-file", "prometheus-reader", "jwt"),
+    ] {
+        let path = flag(&args, name).unwrap_or_else(|| panic!("{name} in {args:?}"));
+        let (dir, file) = path.rsplit_once('/').expect("a path");
+        let volume = volume_mounted_at(d, dir);
+        let source = volume.secret.as_ref().expect("a Secret volume");
+        assert_eq!(source.secret_name.as_deref(), Some(secret));
+        let items = source.items.clone().unwrap_or_default();
+        assert!(
+            items.iter().any(|i| i.key == key && i.path == file),
+            "{items:?}"
+        );
+    }
+    hardening::assert_hardened(d);
+    assert!(
+        o.roles
+            .iter()
+            .all(|r| r.metadata.name.as_deref() != Some("plimsoll-prometheus-credentials"))
+    );
+    assert!(
+        o.role_bindings
+            .iter()
+            .all(|b| b.role_ref.name != "plimsoll-prometheus-credentials")
+    );
+
+    // Defaults: no Prometheus flags, no mounts, no Role.
+    let o = render(&json!({}));
+    let d = deployment(&o, "hpa-plus");
+    assert!(
+        !args_of(d)
+            .iter()
+            .any(|a| a.starts_with("--prometheus") || a.starts_with("--min-replicas"))
+    );
+    assert!(pod(d).volumes.is_none() && pod(d).containers[0].volume_mounts.is_none());
+    assert!(
+        o.roles
+            .iter()
+            .all(|r| r.metadata.name.as_deref() != Some("plimsoll-prometheus-credentials"))
+    );
+
+    // What the schema cannot say, the templates refuse with a message.
+    for (values, what) in [
+        (
+            json!({"prometheus": {"bearerToken": {"secretName": "t"}}}),
+            "need prometheus.address",
+        ),
+        (
+            json!({"prometheus": {"address": "http://p", "bearerToken": {"secretName": "t",
+                   "secretNamespace": "monitoring", "via": "file"}}}),
+            "release namespace",
+        ),
+        (
+            json!({"prometheus": {"address": "http://p", "ca": {"configMap": "a", "secret": "b"}}}),
+            "not both",
+        ),
+    ] {
+        let chart = helm::Chart::load(&chart_dir());
+        let e = chart
+            .render(&values, NAMESPACE)
+            .err()
+            .unwrap_or_else(|| panic!("{values} rendered"));
+        assert!(e.contains(what), "{values}: {e}");
+    }
+}
+
 #[test]
 fn chart_cluster_roles_equal_deploy() {
     let o = render(&all_on());
@@ -746,6 +940,26 @@ fn values_validate_against_the_schema_and_typos_do_not() {
         (
             json!({"global": {"logFormat": "yaml"}}),
             "/global/logFormat",
+        ),
+        (
+            json!({"prometheus": {"adress": "http://prometheus:9090"}}),
+            "adress",
+        ),
+        (
+            json!({"prometheus": {"bearerToken": {"via": "mount"}}}),
+            "/prometheus/bearerToken/via",
+        ),
+        (
+            json!({"prometheus": {"address": "prometheus:9090"}}),
+            "/prometheus/address",
+        ),
+        (
+            json!({"prometheus": {"ca": {"configMap": "a", "secret": "b"}}}),
+            "/prometheus/ca",
+        ),
+        (
+            json!({"hpaPlus": {"minReplicasTuningExclude": ["a=b"]}}),
+            "/hpaPlus/minReplicasTuningExclude",
         ),
     ];
     for (overrides, what) in refused {
