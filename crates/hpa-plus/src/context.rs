@@ -14,6 +14,7 @@ use std::time::Instant;
 use kube::Client;
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
+use plimsoll_core::api::hpa_plus::MinReplicasTuningStatus;
 use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::{ControllerConfig, History};
 use plimsoll_runtime::events::Events;
@@ -44,6 +45,8 @@ pub struct Memory {
     pub native: bool,
     /// The hourly load peaks `minReplicasTuning` reads (empty while tuning is off).
     pub loads: LoadHistory,
+    /// The `minReplicasTuning` status this process wrote last (`None` while tuning is off).
+    pub tuning_status: Option<MinReplicasTuningStatus>,
 }
 
 /// The selector each autoscaler's target reported, by namespace, for `AmbiguousSelector`.
@@ -145,10 +148,21 @@ impl Context {
         lock(&self.memory).get(uid).map(|m| m.history.clone())
     }
 
-    /// The load history this process holds for `uid` (`None` for an object seen for the first
-    /// time).
+    /// The load history this process holds for `uid`; `None` for an object seen for the first
+    /// time, or whose history is empty (tuning was off until now): then the caller starts from
+    /// what the object carries.
     pub fn loads(&self, uid: &str) -> Option<LoadHistory> {
-        lock(&self.memory).get(uid).map(|m| m.loads.clone())
+        lock(&self.memory)
+            .get(uid)
+            .filter(|m| m.loads.metrics().next().is_some())
+            .map(|m| m.loads.clone())
+    }
+
+    /// The `minReplicasTuning` status this process wrote last for `uid`.
+    pub fn tuning_status(&self, uid: &str) -> Option<MinReplicasTuningStatus> {
+        lock(&self.memory)
+            .get(uid)
+            .and_then(|m| m.tuning_status.clone())
     }
 
     /// Stores the memory of `uid` after a reconcile.
@@ -314,6 +328,7 @@ mod tests {
                 next_due: Some(Instant::now()),
                 native: false,
                 loads: LoadHistory::default(),
+                tuning_status: None,
             },
         );
         assert_eq!(ctx.history("u1"), Some(history));
@@ -344,6 +359,7 @@ mod tests {
             next_due: None,
             native,
             loads: LoadHistory::default(),
+            tuning_status: None,
         };
         ctx.remember("plus-gone", memory(false));
         ctx.remember("plus-live", memory(false));

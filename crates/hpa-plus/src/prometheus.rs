@@ -2,8 +2,10 @@
 //! [`PrometheusClient`], with results cached per server and query.
 //!
 //! - The server is the metric's `serverAddress`, else `--prometheus-address`; a metric with
-//!   neither fails with a message naming both. A `serverAddress` gets its own client with the
-//!   controller's TLS trust and credentials (clients are kept, one per address).
+//!   neither fails with a message naming both. A `serverAddress` other than
+//!   `--prometheus-address` gets its own client with the controller's TLS trust and timeout but
+//!   no credentials (clients are kept, one per address): credentials go only to the server the
+//!   operator configured, never to one an autoscaler's author names.
 //! - A value is reused for (nine tenths of) the period of the object that asked for it: objects
 //!   sharing a query within a period send it once, and an object evaluated early (its spec
 //!   changed) does not query again. A failure is never cached, so the next evaluation tries again.
@@ -62,8 +64,13 @@ impl PrometheusMetrics {
             return Ok(c.clone());
         }
         let config = match &self.config {
+            Some(c) if c.address == address => c.clone(),
+            // Another server gets the controller's TLS trust but never its credentials: whoever
+            // may write an autoscaler must not be able to collect them with a serverAddress of
+            // their own.
             Some(c) => PrometheusConfig {
                 address: address.to_owned(),
+                auth: plimsoll_runtime::prometheus::Auth::None,
                 ..c.clone()
             },
             None => PrometheusConfig::new(address),
@@ -144,6 +151,49 @@ impl PrometheusMetrics {
     }
 }
 
+impl PrometheusMetrics {
+    /// The server of metric source `p`: its own, else the default.
+    pub fn address_of<'a>(
+        &'a self,
+        p: &'a plimsoll_core::api::hpa_plus::PrometheusMetricSource,
+    ) -> Option<&'a str> {
+        p.server_address.as_deref().or(self.default_address())
+    }
+
+    /// The hourly peaks of `query` over the `days` days before `now`
+    /// (`max_over_time((query)[1h:])` every hour), milli, oldest first; non-finite samples are
+    /// skipped. What `minReplicasTuning` starts from when Prometheus holds the metric's past.
+    pub async fn hourly_peaks(
+        &self,
+        address: &str,
+        query: &str,
+        days: i32,
+        now: Timestamp,
+    ) -> Result<Vec<(Timestamp, i64)>, PrometheusError> {
+        let client = self.client(address)?;
+        let hours = i64::from(days.max(1)) * 24;
+        let start = now - jiff::SignedDuration::from_hours(hours - 1);
+        let series = client
+            .query_range(
+                &format!("max_over_time(({query})[1h:])"),
+                start,
+                now,
+                Duration::from_secs(3600),
+            )
+            .await?;
+        let mut peaks: Vec<(Timestamp, i64)> = series
+            .iter()
+            .flat_map(|s| &s.samples)
+            .filter_map(|sample| {
+                let at = Timestamp::from_second(sample.time as i64).ok()?;
+                Some((at, to_milli(sample.value)?))
+            })
+            .collect();
+        peaks.sort_by_key(|p| p.0);
+        Ok(peaks)
+    }
+}
+
 /// A finite value in milli-units, rounded; `None` beyond `i64`.
 fn to_milli(value: f64) -> Option<i64> {
     let milli = (value * 1000.0).round();
@@ -154,6 +204,19 @@ fn to_milli(value: f64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_go_only_to_the_configured_server() {
+        let mut config = PrometheusConfig::new("http://prom.monitoring:9090");
+        config.auth = plimsoll_runtime::prometheus::Auth::Bearer(
+            plimsoll_runtime::prometheus::SecretSource::Literal("s3cret".into()),
+        );
+        let prom = PrometheusMetrics::new(Some(config), None);
+        let same = prom.client("http://prom.monitoring:9090").unwrap();
+        let other = prom.client("http://attacker.example:9090").unwrap();
+        assert!(same.has_credentials());
+        assert!(!other.has_credentials());
+    }
 
     #[test]
     fn values_become_milli_units_within_range() {

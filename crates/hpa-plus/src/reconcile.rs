@@ -561,7 +561,7 @@ async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) 
     }
     let previous = subject.tuning_status.as_ref();
     let min_before = subject.spec.min_replicas.unwrap_or(1);
-    if let Some((warning, reason, note)) = tuning::event(tuned, previous, min_before) {
+    for (warning, reason, note) in tuning::events(tuned, previous, min_before) {
         if warning {
             ctx.events
                 .warning(&subject.reference, reason, "Tune", &note)
@@ -584,6 +584,13 @@ async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) 
 /// The steps of one evaluation, in order; each early return is one failure mode of the module
 /// doc.
 async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
+    // The status this process wrote last is fresher than the object's: the evaluation that a
+    // lowered minReplicas triggers may read the new spec before the status written with it.
+    let remembered = ctx.tuning_status(&subject.uid);
+    let subject = Subject {
+        tuning_status: remembered.or(subject.tuning_status),
+        ..subject
+    };
     let span = Span::current();
     span.record("namespace", subject.namespace.as_str());
     span.record("name", subject.name.as_str());
@@ -633,7 +640,8 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
         ctx.loads(&subject.uid),
         &observed,
         at,
-    );
+    )
+    .await;
     let spec = match apply_tuning(&subject, ctx, tuned.as_mut()).await {
         Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
             min_replicas: Some(min),
@@ -705,6 +713,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
                 .collect(),
             next_due: Some(Instant::now() + next),
             native: subject.kind == Kind::Native,
+            tuning_status: tuned.as_ref().map(|t| t.status.clone()),
             loads: tuned.map(|t| t.loads).unwrap_or_default(),
         },
     );

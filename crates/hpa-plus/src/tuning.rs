@@ -4,8 +4,9 @@
 //! Each evaluation of an object whose tuning is not `Off`:
 //! 1. the load of each metric is recorded into the object's hourly [`LoadHistory`] (held in
 //!    memory, and on first sight restored from `status.minReplicasTuning.loadHistory`, or for a
-//!    native HPA from the [`STATUS_ANNOTATION`]), through the same [`record_loads`] the replay
-//!    calls;
+//!    native HPA from the [`STATUS_ANNOTATION`], then topped up from Prometheus for
+//!    `type: Prometheus` metrics: [`seed_from_prometheus`]), through the same [`record_loads`]
+//!    the replay calls;
 //! 2. [`tune`] decides with the CronHPA hold ([`tuning_hold`]) and the controller's exclusion
 //!    selector (`--min-replicas-tuning-exclude`, matched against the autoscaler's labels and its
 //!    pods' labels);
@@ -30,7 +31,10 @@ use plimsoll_core::api::hpa_plus::{
 use plimsoll_core::horizontal::Observation;
 use plimsoll_core::horizontal::cron_hold::tuning_hold;
 use plimsoll_core::horizontal::load_history::LoadHistory;
-use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, record_loads, tune, tuning_status};
+use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
+use plimsoll_core::horizontal::tuning::{
+    Tuning, TuningInput, record_loads, times_ready, tune, tuning_status,
+};
 use plimsoll_runtime::selector::Selector;
 use serde_json::json;
 
@@ -97,6 +101,51 @@ pub struct Subject<'a> {
     pub previous: Option<&'a MinReplicasTuningStatus>,
 }
 
+/// Seeds `loads` from Prometheus for every `type: Prometheus` metric of `spec` whose history
+/// does not cover the lookback yet, so that tuning on a metric Prometheus has kept for weeks
+/// need not wait a week after the autoscaler is created (or the controller upgraded). Only
+/// metrics whose recorded load is the query's value itself are seeded (not `Value` targets or
+/// absolute watermarks, which record the value times the ready pods, a count Prometheus does
+/// not hold). A failure is logged and tuning goes on from what it has.
+pub async fn seed_from_prometheus(
+    ctx: &Context,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    settings: &MinReplicasTuning,
+    loads: &mut LoadHistory,
+    now: Timestamp,
+) {
+    if settings.mode == TuningMode::Off {
+        return;
+    }
+    let days = settings.lookback_days();
+    for m in metrics_of(spec).iter() {
+        let Some(p) = m.prometheus.as_ref() else {
+            continue;
+        };
+        let name = metric_name(m);
+        if times_ready(m, spec) || loads.covers(&name, now, days) {
+            continue;
+        }
+        let Some(address) = ctx.prometheus.address_of(p).map(str::to_owned) else {
+            continue;
+        };
+        match ctx
+            .prometheus
+            .hourly_peaks(&address, &p.query, days, now)
+            .await
+        {
+            Ok(peaks) => {
+                for (at, value) in peaks {
+                    loads.record(&name, at, value, days);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(metric = %name, error = %e, "could not read the metric's history from Prometheus; tuning records its own");
+            }
+        }
+    }
+}
+
 /// What tuning came to at one evaluation.
 pub struct Tuned {
     /// What [`tune`] decided.
@@ -108,8 +157,9 @@ pub struct Tuned {
 }
 
 /// Records the load and tunes (steps 1 and 2 of the module docs); `None` when tuning is off.
-/// `held` is this process's history for the object (`None` on first sight).
-pub fn evaluate(
+/// `held` is this process's history for the object (`None` on first sight: then the history
+/// the object carries, topped up from Prometheus by [`seed_from_prometheus`]).
+pub async fn evaluate(
     subject: &Subject<'_>,
     ctx: &Context,
     held: Option<LoadHistory>,
@@ -120,13 +170,18 @@ pub fn evaluate(
     if settings.mode == TuningMode::Off {
         return None;
     }
-    let mut loads = held.unwrap_or_else(|| {
-        subject
-            .previous
-            .and_then(|p| p.load_history.as_ref())
-            .map(LoadHistory::restore)
-            .unwrap_or_default()
-    });
+    let mut loads = match held {
+        Some(loads) => loads,
+        None => {
+            let mut loads = subject
+                .previous
+                .and_then(|p| p.load_history.as_ref())
+                .map(LoadHistory::restore)
+                .unwrap_or_default();
+            seed_from_prometheus(ctx, subject.spec, settings, &mut loads, now).await;
+            loads
+        }
+    };
     record_loads(
         &mut loads,
         subject.spec,
@@ -227,15 +282,18 @@ pub async fn write_native_status(
     Ok(())
 }
 
-/// An Event tuning owes the user after this evaluation: `(warning, reason, note)`.
-pub fn event(
+/// The Events tuning owes the user after this evaluation, each `(warning, reason, note)`: a
+/// lowered minimum, a new or changed Report proposal, and the low-load flag turning on (a
+/// proposal and the flag often come together; both are said).
+pub fn events(
     tuned: &Tuned,
     previous: Option<&MinReplicasTuningStatus>,
     min_before: i32,
-) -> Option<(bool, &'static str, String)> {
+) -> Vec<(bool, &'static str, String)> {
     let t = &tuned.tuning;
+    let mut out = Vec::new();
     if t.apply {
-        return Some((
+        out.push((
             false,
             "MinReplicasLowered",
             format!(
@@ -244,10 +302,11 @@ pub fn event(
                 t.message
             ),
         ));
+    } else if t.proposed.is_some() && t.proposed != previous.and_then(|p| p.proposed) {
+        out.push((false, "MinReplicasTuningProposal", t.message.clone()));
     }
-    let was_low = previous.is_some_and(|p| p.low_load);
-    if t.low_load && !was_low {
-        return Some((
+    if t.low_load && !previous.is_some_and(|p| p.low_load) {
+        out.push((
             true,
             "LowLoad",
             format!(
@@ -258,9 +317,79 @@ pub fn event(
             ),
         ));
     }
-    let proposed_before = previous.and_then(|p| p.proposed);
-    if t.proposed.is_some() && t.proposed != proposed_before {
-        return Some((false, "MinReplicasTuningProposal", t.message.clone()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use plimsoll_core::horizontal::tuning::TuningReason;
+
+    use super::*;
+
+    fn tuned(proposed: Option<i32>, low_load: bool, apply: bool) -> Tuned {
+        let tuning = Tuning {
+            proposed,
+            needed: Some(3),
+            peaks: Vec::new(),
+            reason: TuningReason::Lowered,
+            low_load,
+            apply,
+            message: "the weighted peaks of 7 days need 3 replicas".into(),
+        };
+        let status = MinReplicasTuningStatus {
+            proposed,
+            low_load,
+            ..MinReplicasTuningStatus::default()
+        };
+        Tuned {
+            tuning,
+            loads: LoadHistory::default(),
+            status,
+        }
     }
-    None
+
+    fn reasons(events: &[(bool, &'static str, String)]) -> Vec<&'static str> {
+        events.iter().map(|e| e.1).collect()
+    }
+
+    #[test]
+    fn a_proposal_and_low_load_arriving_together_are_both_said_once() {
+        let first = tuned(Some(3), true, false);
+        let said = events(&first, None, 10);
+        assert_eq!(reasons(&said), ["MinReplicasTuningProposal", "LowLoad"]);
+        assert!(said[1].0, "LowLoad is a Warning");
+        // The next evaluation, with the same proposal and the flag still on, says nothing.
+        assert!(events(&tuned(Some(3), true, false), Some(&first.status), 10).is_empty());
+        // A changed proposal is said again; the flag is not.
+        assert_eq!(
+            reasons(&events(
+                &tuned(Some(2), true, false),
+                Some(&first.status),
+                10
+            )),
+            ["MinReplicasTuningProposal"]
+        );
+    }
+
+    #[test]
+    fn applying_says_what_was_replaced() {
+        let said = events(&tuned(Some(3), false, true), None, 10);
+        assert_eq!(reasons(&said), ["MinReplicasLowered"]);
+        assert!(
+            said[0].2.starts_with("minReplicas lowered from 10 to 3"),
+            "{}",
+            said[0].2
+        );
+    }
+
+    #[test]
+    fn the_exclusion_matches_the_autoscaler_or_any_pod() {
+        let exclusion = Exclusion::parse("tier in (quorum)").unwrap();
+        let quorum: BTreeMap<String, String> = [("tier".into(), "quorum".into())].into();
+        let web: BTreeMap<String, String> = [("tier".into(), "web".into())].into();
+        assert!(exclusion.matches(&quorum, std::iter::empty()));
+        assert!(exclusion.matches(&web, [&web, &quorum].into_iter()));
+        assert!(!exclusion.matches(&web, [&web].into_iter()));
+        assert!(Exclusion::parse("tier in (").is_err());
+    }
 }

@@ -346,7 +346,22 @@ pub fn weighted(peaks: &[i64]) -> i64 {
 /// The replicas a load of `load` milli-units on metric `m` needs, through the controller's
 /// own calculation on one pod carrying the whole load.
 pub fn replicas_for(m: &MetricSpec, load: i64, input: &TuningInput<'_>) -> Result<i32, String> {
-    let mut spec = input.spec.clone();
+    replicas_for_load(m, load, input.spec, input.pod, input.config, input.now)
+}
+
+/// [`replicas_for`] without a [`TuningInput`]: the replicas a load of `load` milli-units on
+/// metric `m` of `spec` needs, through [`propose`] on one pod like `pod` carrying the whole
+/// load, with tolerance 0 and `minReplicas` 1. Prediction
+/// ([`super::predictive`]) turns its forecast into replicas with it too.
+pub fn replicas_for_load(
+    m: &MetricSpec,
+    load: i64,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    pod: &PodSample,
+    config: &ControllerConfig,
+    now: Timestamp,
+) -> Result<i32, String> {
+    let mut spec = spec.clone();
     spec.metrics = vec![m.clone()];
     spec.min_replicas = Some(1);
     spec.tolerance = None;
@@ -355,10 +370,10 @@ pub fn replicas_for(m: &MetricSpec, load: i64, input: &TuningInput<'_>) -> Resul
     spec.converge_towards_watermark = None;
     let config = ControllerConfig {
         tolerance: 0.0,
-        ..input.config.clone()
+        ..config.clone()
     };
-    let observed = one_pod_carrying(m, load, input.pod, input.now);
-    let outcome = propose(&spec, &observed, &config, input.now);
+    let observed = one_pod_carrying(m, load, pod, now);
+    let outcome = propose(&spec, &observed, &config, now);
     match outcome.first() {
         Some(o) => o
             .replicas
@@ -441,6 +456,22 @@ fn one_pod_carrying(
     observed
 }
 
+/// Whether the history records metric `m` as its value times the ready pods (a `Value` target
+/// on an Object, External or Prometheus metric, an `absolute` Watermark), rather than the value
+/// itself: then a series of past values alone (from Prometheus) is not the recorded load.
+pub fn times_ready(m: &MetricSpec, spec: &HorizontalPodAutoscalerPlusSpec) -> bool {
+    let per_pod = matches!(
+        m.type_,
+        MetricSourceType::Resource | MetricSourceType::ContainerResource | MetricSourceType::Pods
+    );
+    let absolute = spec.algorithm.unwrap_or_default() == Algorithm::Absolute;
+    match m.target().map(|t| t.type_) {
+        Some(MetricTargetType::Value) => !per_pod,
+        Some(MetricTargetType::Watermark) => absolute,
+        Some(MetricTargetType::Utilization | MetricTargetType::AverageValue) | None => false,
+    }
+}
+
 /// The load of metric `m` in `observed`, as the history records it (module docs): the sum of
 /// the per-pod values (pods with a complete sample), or the Object / External value; times the
 /// running, ready, non-deleting pods where the controller's calculation multiplies by them
@@ -450,11 +481,7 @@ pub fn observed_load(
     spec: &HorizontalPodAutoscalerPlusSpec,
     observed: &Observation,
 ) -> Option<i64> {
-    let target = m.target()?;
-    let per_pod = matches!(
-        m.type_,
-        MetricSourceType::Resource | MetricSourceType::ContainerResource | MetricSourceType::Pods
-    );
+    m.target()?;
     let value = match m.type_ {
         MetricSourceType::Resource | MetricSourceType::ContainerResource => {
             let (resource, container) = match (&m.resource, &m.container_resource) {
@@ -489,13 +516,7 @@ pub fn observed_load(
             .as_ref()
             .ok()?,
     };
-    let absolute = spec.algorithm.unwrap_or_default() == Algorithm::Absolute;
-    let times_ready = match target.type_ {
-        MetricTargetType::Value => !per_pod,
-        MetricTargetType::Watermark => absolute,
-        MetricTargetType::Utilization | MetricTargetType::AverageValue => false,
-    };
-    if !times_ready {
+    if !times_ready(m, spec) {
         return Some(value);
     }
     let ready = observed

@@ -135,6 +135,11 @@ impl Credentials {
         }
     }
 
+    /// Whether any credential is configured.
+    pub(crate) fn configured(&self) -> bool {
+        self.auth.source().is_some()
+    }
+
     /// The `Authorization` header value, or `None` without credentials.
     pub(crate) async fn header(&self) -> Result<Option<String>, String> {
         let Some(source) = self.auth.source() else {

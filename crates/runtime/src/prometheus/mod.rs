@@ -90,6 +90,11 @@ impl PrometheusClient {
         &self.address
     }
 
+    /// Whether requests carry credentials (bearer or basic).
+    pub fn has_credentials(&self) -> bool {
+        self.credentials.configured()
+    }
+
     /// An instant query (`/api/v1/query`) evaluated at `at`.
     pub async fn query(&self, promql: &str, at: Timestamp) -> Result<QueryData> {
         let form = form_urlencoded::Serializer::new(String::new())
