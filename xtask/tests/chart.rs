@@ -781,8 +781,10 @@ fn prometheus_values_give_both_readers_flags_mounts_and_one_secret() {
     for sa in ["plimsoll-hpa-plus", "plimsoll-vpa-recommender"] {
         named(&o.service_accounts, sa, |s| &s.metadata);
     }
+}
 
-    // A CA from a Secret and the token mounted as a file: no Secret RBAC at all.
+#[test]
+fn a_ca_from_a_secret_and_a_token_file_mount_read_only_with_no_secret_rbac() {
     let o = render(&json!({
         "prometheus": {"address": "https://prometheus.monitoring:9090",
                        "ca": {"secret": "prometheus-tls", "key": "root.pem"},
@@ -823,8 +825,10 @@ fn prometheus_values_give_both_readers_flags_mounts_and_one_secret() {
             .iter()
             .all(|b| b.role_ref.name != "plimsoll-prometheus-credentials")
     );
+}
 
-    // Defaults: no Prometheus flags, no mounts, no Role.
+#[test]
+fn prometheus_defaults_add_nothing_and_impossible_values_are_refused() {
     let o = render(&json!({}));
     let d = deployment(&o, "hpa-plus");
     assert!(

@@ -216,22 +216,16 @@ impl Metrics {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
         };
-        match tuning {
-            Some((low_load, proposed)) => {
-                self.low_load.get_or_create(&obj).set(i64::from(low_load));
-                match proposed {
-                    Some(p) => {
-                        self.tuning_proposal.get_or_create(&obj).set(i64::from(p));
-                    }
-                    None => {
-                        self.tuning_proposal.remove(&obj);
-                    }
-                }
-            }
-            None => {
-                self.low_load.remove(&obj);
-                self.tuning_proposal.remove(&obj);
-            }
+        let Some((low_load, proposed)) = tuning else {
+            self.low_load.remove(&obj);
+            self.tuning_proposal.remove(&obj);
+            return;
+        };
+        self.low_load.get_or_create(&obj).set(i64::from(low_load));
+        if let Some(p) = proposed {
+            self.tuning_proposal.get_or_create(&obj).set(i64::from(p));
+        } else {
+            self.tuning_proposal.remove(&obj);
         }
     }
 

@@ -198,7 +198,7 @@ impl PrometheusMetrics {
 fn to_milli(value: f64) -> Option<i64> {
     let milli = (value * 1000.0).round();
     // i64::MAX as f64 rounds up to 2^63, which is out of range: compare strictly.
-    (milli.is_finite() && milli > -(2f64.powi(63)) && milli < 2f64.powi(63)).then(|| milli as i64)
+    (milli.is_finite() && milli > -(2f64.powi(63)) && milli < 2f64.powi(63)).then_some(milli as i64)
 }
 
 #[cfg(test)]

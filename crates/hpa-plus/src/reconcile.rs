@@ -572,13 +572,75 @@ async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) 
                 .await;
         }
     }
-    if subject.kind == Kind::Native && previous != Some(&tuned.status) {
-        if let Err(e) =
+    if subject.kind == Kind::Native
+        && previous != Some(&tuned.status)
+        && let Err(e) =
             tuning::write_native_status(ctx, &subject.namespace, &subject.name, &tuned.status).await
-        {
-            tracing::warn!(error = %e, "could not write the minReplicasTuning status annotation");
-        }
+    {
+        tracing::warn!(error = %e, "could not write the minReplicasTuning status annotation");
     }
+}
+
+/// `minReplicasTuning` for this evaluation ([`tuning`]): record, tune, and in Apply lower the
+/// minimum; the outcome, and the minimum the decision must use (`None`: the spec's own).
+async fn tune(
+    subject: &Subject,
+    ctx: &Context,
+    pods: &[Arc<PodInfo>],
+    observed: &Observation,
+    at: Timestamp,
+) -> (Option<Tuned>, Option<i32>) {
+    let kind = match subject.kind {
+        Kind::Plus => "HorizontalPodAutoscalerPlus",
+        Kind::Native => "HorizontalPodAutoscaler",
+    };
+    let mut tuned = tuning::evaluate(
+        &tuning::Subject {
+            namespace: &subject.namespace,
+            kind,
+            name: &subject.name,
+            labels: &subject.labels,
+            pod_labels: pods.iter().map(|p| &p.labels).collect(),
+            spec: &subject.spec,
+            settings: &subject.tuning,
+            previous: subject.tuning_status.as_ref(),
+        },
+        ctx,
+        ctx.loads(&subject.uid),
+        observed,
+        at,
+    )
+    .await;
+    let min = apply_tuning(subject, ctx, tuned.as_mut()).await;
+    (tuned, min)
+}
+
+/// Keeps what the next evaluation of `subject` starts from ([`Memory`]).
+fn remember(
+    subject: &Subject,
+    ctx: &Context,
+    history: plimsoll_core::horizontal::History,
+    decision: &Decision,
+    tuned: Option<Tuned>,
+    next: Duration,
+) {
+    ctx.remember(
+        &subject.uid,
+        Memory {
+            namespace: subject.namespace.clone(),
+            name: subject.name.clone(),
+            history,
+            metric_names: decision
+                .proposals
+                .iter()
+                .map(|p| p.metric.clone())
+                .collect(),
+            next_due: Some(Instant::now() + next),
+            native: subject.kind == Kind::Native,
+            tuning_status: tuned.as_ref().map(|t| t.status.clone()),
+            loads: tuned.map(|t| t.loads).unwrap_or_default(),
+        },
+    );
 }
 
 /// The steps of one evaluation, in order; each early return is one failure mode of the module
@@ -621,28 +683,8 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     let observed = observe_target(&subject, ctx, &scale, &selector, &pods).await;
 
     let at = now();
-    let kind = match subject.kind {
-        Kind::Plus => "HorizontalPodAutoscalerPlus",
-        Kind::Native => "HorizontalPodAutoscaler",
-    };
-    let mut tuned = tuning::evaluate(
-        &tuning::Subject {
-            namespace: &subject.namespace,
-            kind,
-            name: &subject.name,
-            labels: &subject.labels,
-            pod_labels: pods.iter().map(|p| &p.labels).collect(),
-            spec,
-            settings: &subject.tuning,
-            previous: subject.tuning_status.as_ref(),
-        },
-        ctx,
-        ctx.loads(&subject.uid),
-        &observed,
-        at,
-    )
-    .await;
-    let spec = match apply_tuning(&subject, ctx, tuned.as_mut()).await {
+    let (tuned, tuned_min) = tune(&subject, ctx, &pods, &observed, at).await;
+    let spec = match tuned_min {
         Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
             min_replicas: Some(min),
             ..spec.clone()
@@ -700,23 +742,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     ctx.metrics
         .observe(&subject.namespace, &subject.name, &decision);
     let next = period(decision.next_sync_seconds);
-    ctx.remember(
-        &subject.uid,
-        Memory {
-            namespace: subject.namespace.clone(),
-            name: subject.name.clone(),
-            history,
-            metric_names: decision
-                .proposals
-                .iter()
-                .map(|p| p.metric.clone())
-                .collect(),
-            next_due: Some(Instant::now() + next),
-            native: subject.kind == Kind::Native,
-            tuning_status: tuned.as_ref().map(|t| t.status.clone()),
-            loads: tuned.map(|t| t.loads).unwrap_or_default(),
-        },
-    );
+    remember(&subject, ctx, history, &decision, tuned, next);
     tracing::info!(
         namespace = %subject.namespace,
         name = %subject.name,

@@ -2,7 +2,9 @@
 //! trace"): one workload whose total CPU usage comes from a trace, pods that take
 //! `podStartupSeconds` to become Ready, and the HPA+ deciding through the same
 //! [`plimsoll_core::horizontal::decide`] the controller calls, with `minReplicasTuning` through
-//! the same [`plimsoll_core::horizontal::tuning::tune`].
+//! the same [`plimsoll_core::horizontal::tuning::tune`], and `spec.predictive` through the same
+//! [`plimsoll_core::horizontal::predictive::forecast`] and
+//! [`plimsoll_core::horizontal::predictive::raise`].
 //!
 //! Each step at `t`:
 //! 1. The pods are the workload's replicas; a pod created less than `podStartupSeconds` ago is
@@ -12,11 +14,15 @@
 //!    [`LoadHistory`] as the controller records it when no Prometheus is configured.
 //! 3. Tuning (when `minReplicasTuning` or its annotation is not off) proposes a `minReplicas`;
 //!    in Apply it is written at most once a day, and the decision of this step already uses it.
-//! 4. The decision, with its history carried over and normalised as the controller keeps it.
-//!    A scale-up creates pods at `t`; a scale-down removes the newest pods first.
+//! 4. With `spec.predictive` not off, the observed loads are also recorded in a
+//!    [`LoadSeries`] with buckets of `stepSeconds`, and the forecast for the next `leadSeconds`
+//!    (`auto`: `podStartupSeconds` plus one step) is made from it.
+//! 5. The decision, with its history carried over and normalised as the controller keeps it;
+//!    in `Scale` a confident forecast then raises it ([`raise`]: scale-up only). A scale-up
+//!    creates pods at `t`; a scale-down removes the newest pods first.
 //!
-//! A `vpa` block, or `predictive` settings, are not supported yet: the file is rejected with a
-//! message saying so.
+//! A `vpa` block is not supported yet, nor a top-level `predictive` key (FORMAT.md puts the
+//! settings in the autoscaler's spec): the file is rejected with a message saying so.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -26,11 +32,14 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use plimsoll_core::api::hpa_plus::{
     HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, MetricSourceType,
-    MinReplicasTuning, TuningMode,
+    MinReplicasTuning, Predictive, PredictiveMode, PredictiveStatus, TuningMode,
 };
 use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{ContainerSample, Observation, PodPhase, PodSample};
+use plimsoll_core::horizontal::predictive::{
+    Forecast, ForecastInput, LoadSeries, RaiseInput, forecast, predictive_status, raise,
+};
 use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
 use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, record_loads, tune};
@@ -106,6 +115,20 @@ pub struct LoadLine {
     pub min_replicas: i32,
     /// `null`, or what changed at this step: `replicas`.
     pub changed: Option<String>,
+    /// With `spec.predictive` on: the forecast CPU peak over the lead window, cores (absent
+    /// before a season of history).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<f64>,
+    /// With `spec.predictive` on: the replicas a confident forecast needs (absent when the
+    /// forecast is not trusted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_replicas: Option<i32>,
+    /// What prediction reported at this step (not printed; for tests and the table).
+    #[serde(skip)]
+    pub predictive: Option<PredictiveStatus>,
+    /// The trace's CPU at this step, cores (not printed: it is the input; for the plot).
+    #[serde(skip)]
+    pub load: f64,
     /// What tuning decided at this step (not printed; for tests and the table).
     #[serde(skip)]
     pub tuning: Option<Tuning>,
@@ -140,11 +163,16 @@ impl Outcome for LoadReplay {
 
 /// Renders the lines as an aligned table (the tuning reason in the last column).
 pub fn table(steps: &[LoadLine]) -> String {
-    let mut out = String::from("T        REPLICAS  READY  CPU REQ  UTIL   MIN  CHANGED   TUNING\n");
+    let predictive = steps.iter().any(|s| s.predictive.is_some());
+    let mut out = String::from("T        REPLICAS  READY  CPU REQ  UTIL   MIN  CHANGED   ");
+    if predictive {
+        out.push_str("FORECAST  PREDICTED  PREDICTION        ");
+    }
+    out.push_str("TUNING\n");
     for s in steps {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "{:<8} {:<9} {:<6} {:<8} {:<6} {:<4} {:<9} {}",
+            "{:<8} {:<9} {:<6} {:<8} {:<6} {:<4} {:<9} ",
             s.t,
             s.replicas,
             s.ready_replicas,
@@ -153,7 +181,21 @@ pub fn table(steps: &[LoadLine]) -> String {
                 .map_or_else(|| "-".into(), |u| format!("{u:.0}")),
             s.min_replicas,
             s.changed.as_deref().unwrap_or("-"),
-            s.tuning.as_ref().map_or("-", |t| t.reason.as_str()),
+        );
+        if predictive {
+            let _ = write!(
+                out,
+                "{:<9} {:<10} {:<17} ",
+                s.forecast.map_or_else(|| "-".into(), |f| format!("{f:.2}")),
+                s.predicted_replicas
+                    .map_or_else(|| "-".into(), |r| r.to_string()),
+                s.predictive.as_ref().map_or("-", |p| p.reason.as_str()),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{}",
+            s.tuning.as_ref().map_or("-", |t| t.reason.as_str())
         );
     }
     out
@@ -290,16 +332,10 @@ fn autoscaler(
             "joint horizontal and vertical sizing is not supported yet (issue #18)",
         ));
     }
-    let spec_predictive = s.autoscaler.pointer("/spec/predictive").is_some();
-    if s.predictive.is_some() || spec_predictive {
-        let field = if spec_predictive {
-            "autoscaler.spec.predictive"
-        } else {
-            "predictive"
-        };
+    if s.predictive.is_some() {
         return Err(invalid(
-            field,
-            "predictive scaling is not supported yet (issue #19)",
+            "predictive",
+            "not supported yet: give the settings in autoscaler.spec.predictive",
         ));
     }
     let spec = autoscaler_spec(s.autoscaler.clone(), text).map_err(ReplayError::Invalid)?;
@@ -418,6 +454,9 @@ struct Run<'a> {
     history: History,
     loads: LoadHistory,
     last_applied: Option<Timestamp>,
+    predictive: Predictive,
+    series: LoadSeries,
+    startup_seconds: i64,
 }
 
 impl Run<'_> {
@@ -447,9 +486,37 @@ impl Run<'_> {
         Some(t)
     }
 
-    /// Decides with the controller's function and scales the workload; `changed` when the
-    /// replicas moved.
-    fn decide(&mut self, observed: &Observation, now: Timestamp) -> Option<String> {
+    /// Records the step's loads and forecasts, as the controller does when prediction is on.
+    fn forecast(&mut self, observed: &Observation, now: Timestamp) -> Option<Forecast> {
+        if self.predictive.mode == PredictiveMode::Off {
+            return None;
+        }
+        plimsoll_core::horizontal::predictive::record_loads(
+            &mut self.series,
+            &self.spec,
+            &self.predictive,
+            observed,
+            now,
+        );
+        Some(forecast(&ForecastInput {
+            spec: &self.spec,
+            settings: &self.predictive,
+            series: &self.series,
+            pod: &self.template,
+            config: &self.scenario.controller,
+            startup_seconds: self.startup_seconds,
+            now,
+        }))
+    }
+
+    /// Decides with the controller's function, raised by a forecast when there is one, and
+    /// scales the workload; `changed` when the replicas moved.
+    fn decide(
+        &mut self,
+        observed: &Observation,
+        forecast: Option<&Forecast>,
+        now: Timestamp,
+    ) -> (Option<String>, Option<PredictiveStatus>) {
         let replicas = observed.current_replicas;
         let d = decide(&DecisionInput {
             spec: &self.spec,
@@ -458,9 +525,24 @@ impl Run<'_> {
             config: &self.scenario.controller,
             now,
         });
+        let raised = forecast.map(|f| {
+            raise(&RaiseInput {
+                spec: &self.spec,
+                settings: &self.predictive,
+                observed,
+                config: &self.scenario.controller,
+                decision: &d,
+                forecast: f,
+                now,
+            })
+        });
+        let status = forecast
+            .zip(raised.as_ref())
+            .map(|(f, r)| predictive_status(f, r));
+        let scale_to = raised.map_or(d.scale_to, |r| r.scale_to);
         self.history = d.history;
         let mut changed = None;
-        if let Some(to) = d.scale_to {
+        if let Some(to) = scale_to {
             self.history.record_scale(now, replicas, to);
             if to != replicas {
                 changed = Some("replicas".to_owned());
@@ -469,7 +551,7 @@ impl Run<'_> {
         }
         // As the controller: keep what a successor would read back.
         self.history = memory::normalized(&self.history);
-        changed
+        (changed, status)
     }
 
     /// One step of the trace.
@@ -486,7 +568,8 @@ impl Run<'_> {
             ..Observation::default()
         };
         let tuning = self.tune(&observed, now);
-        let changed = self.decide(&observed, now);
+        let forecast = self.forecast(&observed, now);
+        let (changed, predictive) = self.decide(&observed, forecast.as_ref(), now);
         let requested = i64::try_from(ready).unwrap_or(0) * self.cpu_request;
         LoadLine {
             t: sample.t,
@@ -499,9 +582,24 @@ impl Run<'_> {
             }),
             min_replicas: self.spec.min_replicas.unwrap_or(1),
             changed,
+            forecast: forecast
+                .as_ref()
+                .and_then(cpu_forecast)
+                .map(|milli| milli as f64 / 1000.0),
+            predicted_replicas: forecast.as_ref().and_then(|f| f.replicas),
+            predictive,
+            load: sample.cpu as f64 / 1000.0,
             tuning,
         }
     }
+}
+
+/// The forecast CPU load (millicores) of a forecast's `cpu` metric, if any.
+fn cpu_forecast(f: &Forecast) -> Option<i64> {
+    f.metrics
+        .iter()
+        .find(|m| m.metric == "cpu" || m.metric.starts_with("cpu/"))
+        .and_then(|m| m.load)
 }
 
 /// Replays `LoadReplay` text; files it names are relative to `dir`.
@@ -529,6 +627,10 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
         .filter_map(|c| c.requests.get("cpu"))
         .sum();
     let initial = usize::try_from(spec.min_replicas.unwrap_or(1).max(1)).unwrap_or(1);
+    let predictive = spec.predictive.clone().unwrap_or_default();
+    // Buckets of one step: the replay observes the workload once per step.
+    let series = LoadSeries::new(scenario.step_seconds.round().max(1.0) as i64);
+    let startup_seconds = scenario.pod_startup_seconds.ceil() as i64;
     let mut run = Run {
         scenario: &scenario,
         spec,
@@ -544,6 +646,9 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
         history: History::default(),
         loads: LoadHistory::default(),
         last_applied: None,
+        predictive,
+        series,
+        startup_seconds,
     };
     let steps = trace
         .iter()

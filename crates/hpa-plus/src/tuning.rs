@@ -170,17 +170,16 @@ pub async fn evaluate(
     if settings.mode == TuningMode::Off {
         return None;
     }
-    let mut loads = match held {
-        Some(loads) => loads,
-        None => {
-            let mut loads = subject
-                .previous
-                .and_then(|p| p.load_history.as_ref())
-                .map(LoadHistory::restore)
-                .unwrap_or_default();
-            seed_from_prometheus(ctx, subject.spec, settings, &mut loads, now).await;
-            loads
-        }
+    let mut loads = if let Some(loads) = held {
+        loads
+    } else {
+        let mut loads = subject
+            .previous
+            .and_then(|p| p.load_history.as_ref())
+            .map(LoadHistory::restore)
+            .unwrap_or_default();
+        seed_from_prometheus(ctx, subject.spec, settings, &mut loads, now).await;
+        loads
     };
     record_loads(
         &mut loads,

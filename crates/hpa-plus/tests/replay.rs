@@ -408,3 +408,188 @@ fn load_replay_plots_replicas_min_replicas_and_utilization() {
     assert!(svg.contains("minReplicas (red)") && svg.contains("utilization"));
     std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
 }
+
+/// Steps of a day in the 5-minute predictive scenarios.
+const DAY_STEPS: usize = 288;
+
+/// The CPU target of the predictive scenarios (percent) and one pod's share of it at the target
+/// (500m × 60 %, millicores).
+const TARGET: f64 = 60.0;
+const PER_POD_AT_TARGET: i64 = 300;
+
+/// The trace of the predictive scenarios, millicores per step.
+fn rush_trace() -> Vec<i64> {
+    let text =
+        std::fs::read_to_string(Path::new(OWN).join("data/predictive-daily-rush.csv")).unwrap();
+    text.lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cores: f64 = l.split(',').nth(1).unwrap().trim().parse().unwrap();
+            (cores * 1000.0).round() as i64
+        })
+        .collect()
+}
+
+/// The longest run of consecutive steps whose utilization is above the target.
+fn longest_run_above_target(steps: &[plimsoll_hpa_plus::replay_load::LoadLine]) -> usize {
+    let (mut run, mut longest) = (0, 0);
+    for s in steps {
+        run = if s.utilization.is_some_and(|u| u > TARGET) {
+            run + 1
+        } else {
+            0
+        };
+        longest = longest.max(run);
+    }
+    longest
+}
+
+/// What the issue measures on one day: the share of steps whose utilization is within ±50 % of
+/// the target (percent), the longest run above the target, and the mean replicas over the mean
+/// of what the load strictly needs (`ceil(load / (request × target))`).
+fn day_numbers(
+    steps: &[plimsoll_hpa_plus::replay_load::LoadLine],
+    loads: &[i64],
+) -> (f64, usize, f64) {
+    let in_band = steps
+        .iter()
+        .filter(|s| {
+            s.utilization
+                .is_some_and(|u| (TARGET * 0.5..=TARGET * 1.5).contains(&u))
+        })
+        .count();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let replicas: Vec<f64> = steps.iter().map(|s| f64::from(s.replicas)).collect();
+    let needed: Vec<f64> = loads
+        .iter()
+        .map(|&l| (l + PER_POD_AT_TARGET - 1).div_euclid(PER_POD_AT_TARGET) as f64)
+        .collect();
+    (
+        in_band as f64 * 100.0 / steps.len() as f64,
+        longest_run_above_target(steps),
+        mean(&replicas) / mean(&needed),
+    )
+}
+
+#[test]
+fn predictive_scale_meets_the_daily_rush_on_the_last_day() {
+    let r = load_replay("predictive-daily-rush.yaml");
+    let loads = rush_trace();
+    assert_eq!((r.steps.len(), loads.len()), (8 * DAY_STEPS, 8 * DAY_STEPS));
+    let range = 7 * DAY_STEPS..8 * DAY_STEPS;
+    let (in_band, longest, ratio) = day_numbers(&r.steps[range.clone()], &loads[range.clone()]);
+    assert!(
+        in_band >= 95.0,
+        "in band {in_band:.1} % of the last day's steps"
+    );
+    assert!(longest <= 2, "{longest} steps in a row above the target");
+    assert!(
+        ratio <= 1.3,
+        "mean replicas {ratio:.3} × what the load needs"
+    );
+    // The rush is met by the forecast: it raised the replicas before 09:00, and the pods it
+    // started were Ready when the rush arrived.
+    let last_day = &r.steps[range];
+    let nine = 9 * 12;
+    assert!(
+        last_day[nine - 4..nine]
+            .iter()
+            .any(|s| s.predictive.as_ref().is_some_and(|p| p.acting)),
+        "no raise before 09:00"
+    );
+    assert!(last_day[nine].ready_replicas >= 40, "{:?}", last_day[nine]);
+    assert!(last_day.iter().all(|s| s.predicted_replicas.is_some()));
+}
+
+#[test]
+fn predictive_off_overloads_at_every_rush() {
+    let r = load_replay("predictive-daily-rush-off.yaml");
+    let loads = rush_trace();
+    for day in 0..8 {
+        let rush = day * DAY_STEPS + 9 * 12;
+        let first_hour = &r.steps[rush..rush + 12];
+        let longest = longest_run_above_target(first_hour);
+        assert!(longest > 2, "day {day}: {longest} steps above the target");
+        assert!(
+            r.steps[rush].utilization.unwrap() > 2.0 * TARGET,
+            "day {day}"
+        );
+    }
+    assert!(
+        r.steps
+            .iter()
+            .all(|s| s.forecast.is_none() && s.predictive.is_none())
+    );
+    let range = 7 * DAY_STEPS..8 * DAY_STEPS;
+    let (_, longest, _) = day_numbers(&r.steps[range.clone()], &loads[range]);
+    assert!(longest > 2, "{longest}");
+}
+
+#[test]
+fn predictive_first_day_equals_the_reactive_output() {
+    let scale = load_replay("predictive-daily-rush.yaml");
+    let off = load_replay("predictive-daily-rush-off.yaml");
+    let line = |s: &plimsoll_hpa_plus::replay_load::LoadLine| {
+        (
+            s.t,
+            s.replicas,
+            s.ready_replicas,
+            s.cpu_request,
+            s.utilization.map(f64::to_bits),
+            s.min_replicas,
+            s.changed.clone(),
+        )
+    };
+    for (a, b) in scale.steps[..DAY_STEPS].iter().zip(&off.steps[..DAY_STEPS]) {
+        assert_eq!(line(a), line(b));
+        assert_eq!((a.forecast, a.predicted_replicas), (None, None));
+        assert_eq!(
+            a.predictive.as_ref().map(|p| p.reason.as_str()),
+            Some("NotEnoughHistory")
+        );
+    }
+    // From the second day on, the second rush is met before it arrives.
+    let second_rush = DAY_STEPS + 9 * 12;
+    assert!(scale.steps[second_rush].ready_replicas > off.steps[second_rush].ready_replicas);
+}
+
+#[test]
+fn predictive_replay_prints_forecast_and_predicted_replicas_and_plots_them() {
+    let (out, plot) = replay_plotting(
+        &path(OWN, "predictive-daily-rush.yaml"),
+        "predictive.svg",
+        &[],
+    );
+    assert_success(&out);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines[0].get("forecast").is_none() && lines[0].get("predictedReplicas").is_none());
+    let at_nine = &lines[7 * DAY_STEPS + 9 * 12];
+    assert!(at_nine["forecast"].as_f64().unwrap() > 11.0, "{at_nine}");
+    assert!(
+        at_nine["predictedReplicas"].as_i64().unwrap() >= 40,
+        "{at_nine}"
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.contains("predicted (orange)") && svg.contains("forecast"),
+        "{svg}"
+    );
+    std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
+    let table = bin(&[
+        "replay",
+        &path(OWN, "predictive-daily-rush.yaml"),
+        "--output",
+        "table",
+    ]);
+    assert_success(&table);
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert!(
+        text.starts_with("T ") && text.contains("PREDICTION"),
+        "{text}"
+    );
+}

@@ -747,8 +747,13 @@ async fn minreplicas_tuning_reads_the_past_week_from_prometheus() -> anyhow::Res
     server.set_series(
         &format!("max_over_time(({REQUESTS})[1h:])"),
         vec![StandInSeries::function(&[], |t| {
-            let hour_of_day = (t / 3600.0).floor().rem_euclid(24.0);
-            if hour_of_day == 12.0 { 300.0 } else { 120.0 }
+            // Whole hours since the epoch; the series is read at whole hours.
+            let hour = (t / 3600.0).floor() as i64;
+            if hour.rem_euclid(24) == 12 {
+                300.0
+            } else {
+                120.0
+            }
         })],
     );
     plimsoll_e2e::create_deployment(&env, "web", 10, "10m", "16Mi").await?;

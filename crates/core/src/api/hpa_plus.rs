@@ -185,6 +185,11 @@ pub struct HorizontalPodAutoscalerPlusSpec {
     /// "minReplicas tuning".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_replicas_tuning: Option<MinReplicasTuning>,
+    /// Scale up ahead of a recurring rush from the metric's own history (default: off).
+    /// docs/hpa-plus.md, "Predictive scaling"; the model is in
+    /// `plimsoll_core::horizontal::predictive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predictive: Option<Predictive>,
 }
 
 /// `spec.minReplicasTuning`: how `minReplicas` follows the load history. Tuning only ever
@@ -209,6 +214,134 @@ pub struct MinReplicasTuning {
 
 /// Default of `spec.minReplicasTuning.lookbackDays`.
 pub const DEFAULT_LOOKBACK_DAYS: i32 = 7;
+
+/// `spec.predictive`: forecast the load of the next `leadSeconds` from the same time of the
+/// season on the past `lookbackDays`, and scale up to what the forecast needs before the load
+/// arrives. A prediction only ever raises the replicas the reactive path chose; it never scales
+/// down.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+// lookbackDays 1–30 is an OpenAPI bound; a weekly season needs at least 7 days (a rule).
+#[schemars(extend("x-kubernetes-validations" = rules::predictive()))]
+pub struct Predictive {
+    /// `Off` (default), `Report` (status and a metric show the forecast) or `Scale`.
+    #[serde(default)]
+    pub mode: PredictiveMode,
+    /// Days of history the forecast reads (1–30, default 7; at least 7 with a `168h` season).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 30))]
+    pub lookback_days: Option<i32>,
+    /// The period the load repeats with: `24h` (default) or `168h`.
+    #[serde(default)]
+    pub season: Season,
+    /// How far ahead the forecast looks: `auto` (default: the time the workload's pods take to
+    /// become Ready, plus one evaluation step) or a whole number of seconds.
+    #[serde(default)]
+    pub lead_seconds: LeadSeconds,
+}
+
+impl Predictive {
+    /// `lookbackDays`, defaulted (7) and kept within 1–30.
+    pub fn lookback_days(&self) -> i32 {
+        self.lookback_days
+            .unwrap_or(DEFAULT_LOOKBACK_DAYS)
+            .clamp(1, 30)
+    }
+}
+
+/// What `spec.predictive` does with its forecast.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PredictiveMode {
+    /// Nothing: no forecast, no status.
+    #[default]
+    Off,
+    /// Forecast and report (status, metric), never change the replicas.
+    Report,
+    /// Scale up to the forecast's replicas when they exceed the reactive decision.
+    Scale,
+}
+
+/// The period a predictive load repeats with (`spec.predictive.season`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Season {
+    /// A day: the same time yesterday, the day before, …
+    #[default]
+    #[serde(rename = "24h")]
+    Day,
+    /// A week: the same time and weekday last week, …
+    #[serde(rename = "168h")]
+    Week,
+}
+
+impl Season {
+    /// The season's length in seconds.
+    pub fn seconds(self) -> i64 {
+        match self {
+            Self::Day => 24 * 3600,
+            Self::Week => 7 * 24 * 3600,
+        }
+    }
+}
+
+/// `spec.predictive.leadSeconds`: `auto` or a whole number of seconds (int-or-string on the
+/// wire, like a quantity: `auto`, `900` or `"900"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LeadSeconds {
+    /// The measured pod startup time plus one evaluation step.
+    #[default]
+    Auto,
+    /// This many seconds (>= 0).
+    Seconds(i64),
+}
+
+impl Serialize for LeadSeconds {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Auto => s.serialize_str("auto"),
+            Self::Seconds(n) => s.serialize_i64(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LeadSeconds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Number(i64),
+            Text(String),
+        }
+        let bad = || {
+            serde::de::Error::custom(
+                "leadSeconds must be \"auto\" or a whole number of seconds >= 0",
+            )
+        };
+        // `null` (the schema is nullable, as every optional field) means the default.
+        match Option::<Wire>::deserialize(d)? {
+            None => Ok(Self::Auto),
+            Some(Wire::Number(n)) if n >= 0 => Ok(Self::Seconds(n)),
+            Some(Wire::Number(_)) => Err(bad()),
+            Some(Wire::Text(t)) if t.trim().eq_ignore_ascii_case("auto") => Ok(Self::Auto),
+            Some(Wire::Text(t)) => match t.trim().parse::<i64>() {
+                Ok(n) if n >= 0 => Ok(Self::Seconds(n)),
+                _ => Err(bad()),
+            },
+        }
+    }
+}
+
+impl JsonSchema for LeadSeconds {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LeadSeconds".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "x-kubernetes-int-or-string": true,
+            "x-kubernetes-validations": rules::lead_seconds(),
+        })
+    }
+}
 
 impl MinReplicasTuning {
     /// `lookbackDays`, defaulted and kept within 1–30.
@@ -600,6 +733,36 @@ pub struct HorizontalPodAutoscalerPlusStatus {
     /// What `minReplicasTuning` last proposed or applied, and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_replicas_tuning: Option<MinReplicasTuningStatus>,
+    /// What `spec.predictive` last forecast, how wrong it was lately, and whether it acted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predictive: Option<PredictiveStatus>,
+}
+
+/// `status.predictive`.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PredictiveStatus {
+    /// The forecast load per metric over the lead window, `name: quantity`, comma-separated
+    /// (e.g. `cpu: 12500m`); absent without a forecast.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<String>,
+    /// Replicas the forecast needs (largest over metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast_replicas: Option<i32>,
+    /// Mean absolute percentage error of the recent forecasts against the loads then observed
+    /// (largest over metrics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recent_error_percent: Option<i32>,
+    /// The forecast raised the replicas at the last evaluation (`Scale` only).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub acting: bool,
+    /// `Off`, `NotEnoughHistory`, `LargeError`, `NoMetrics`, `BelowReactive`, `Reported`,
+    /// `Raised`.
+    #[serde(default)]
+    pub reason: String,
+    /// A sentence a person can read.
+    #[serde(default)]
+    pub message: String,
 }
 
 /// `status.minReplicasTuning`.

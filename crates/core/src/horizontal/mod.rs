@@ -14,7 +14,8 @@
 //! rule that limited a decision), [`conditions`], [`history`], [`memory`] (the history kept in
 //! the object across restarts), [`observation`], [`pod_requests`] (which containers and requests
 //! utilization counts), [`status`], [`tuning`] (`minReplicasTuning`: the `minReplicas` a
-//! week of load needs) and [`load_history`] (the hourly peaks it reads without Prometheus).
+//! week of load needs), [`load_history`] (the hourly peaks it reads without Prometheus) and
+//! [`predictive`] (`spec.predictive`: a seasonal forecast that scales up before a rush).
 
 pub mod behavior;
 pub mod conditions;
@@ -32,6 +33,7 @@ pub mod metrics;
 pub mod observation;
 pub mod pod_requests;
 pub mod preconditions;
+pub mod predictive;
 pub mod proposals;
 pub mod rollout;
 pub mod status;

@@ -87,6 +87,8 @@ pub fn status_after(
         memory: previous.and_then(|p| p.memory.clone()),
         // Tuning writes its own part; a scaling decision keeps it.
         min_replicas_tuning: previous.and_then(|p| p.min_replicas_tuning.clone()),
+        // Prediction writes its own part too.
+        predictive: previous.and_then(|p| p.predictive.clone()),
     }
 }
 

@@ -151,3 +151,64 @@ fn csv_rows_must_have_the_header_and_increasing_t() {
         "{e}"
     );
 }
+
+/// [`scenario`] with `spec.predictive` set to `settings`.
+fn predictive(settings: &str, peak: f64) -> String {
+    scenario("off", 1, &hourly(peak), "").replace(
+        "    maxReplicas: 20\n",
+        &format!("    maxReplicas: 20\n    predictive: {settings}\n"),
+    )
+}
+
+#[test]
+fn spec_predictive_scale_raises_before_the_second_peak_and_off_does_not() {
+    // 4 cores at 14:00 need 8 pods at 50 % of 1 CPU. The lead is 60 s + one hourly step, the
+    // window two steps: from 12:00 on day 2 the forecast sees the peak.
+    let scale = replay_load_str(&predictive("{mode: Scale}", 4.0), Path::new(".")).unwrap();
+    let off = replay_load_str(&predictive("{mode: \"Off\"}", 4.0), Path::new(".")).unwrap();
+    let replicas = |r: &LoadReplay, h: usize| r.steps[h].replicas;
+    for h in 0..36 {
+        assert_eq!(replicas(&scale, h), replicas(&off, h), "hour {h}");
+    }
+    // The default scale-up limit doubles: 1 -> 4 -> 8, Ready by 14:00.
+    assert_eq!((replicas(&scale, 36), replicas(&scale, 37)), (4, 8));
+    assert_eq!(scale.steps[38].utilization, Some(50.0));
+    assert_eq!(scale.steps[37].predicted_replicas, Some(8));
+    assert_eq!(scale.steps[37].forecast, Some(4.0));
+    let p = scale.steps[37].predictive.clone().unwrap();
+    assert_eq!(
+        (p.reason.as_str(), p.acting),
+        ("Raised", true),
+        "{}",
+        p.message
+    );
+    assert_eq!(off.steps[38].utilization, Some(400.0));
+    assert!(off.steps.iter().all(|s| s.forecast.is_none()));
+    // Report forecasts the same, and changes nothing.
+    let report = replay_load_str(&predictive("{mode: Report}", 4.0), Path::new(".")).unwrap();
+    assert!(
+        report
+            .steps
+            .iter()
+            .zip(&off.steps)
+            .all(|(a, b)| a.replicas == b.replicas)
+    );
+    let p = report.steps[37].predictive.clone().unwrap();
+    assert_eq!((p.reason.as_str(), p.acting), ("Reported", false));
+}
+
+#[test]
+fn bad_predictive_settings_name_the_field() {
+    let err = |settings: &str| {
+        replay_load_str(&predictive(settings, 4.0), Path::new("."))
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err("{mode: Scale, season: 168h, lookbackDays: 3}");
+    assert!(
+        e.contains("autoscaler.spec.predictive.lookbackDays") && e.contains("168h"),
+        "{e}"
+    );
+    let e = err("{mode: Scale, leadSeconds: soon}");
+    assert!(e.contains("leadSeconds"), "{e}");
+}

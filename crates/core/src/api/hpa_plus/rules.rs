@@ -172,3 +172,25 @@ pub(super) fn spec() -> Value {
         },
     ])
 }
+
+/// `spec.predictive`: a weekly season needs at least a week of lookback (`validate_predictive`).
+pub(super) fn predictive() -> Value {
+    json!([
+        {
+            "rule": "!has(self.season) || self.season != '168h' || !has(self.lookbackDays) \
+                     || self.lookbackDays >= 7",
+            "message": "must be >= 7 with season 168h",
+            "fieldPath": ".lookbackDays",
+        },
+    ])
+}
+
+/// `spec.predictive.leadSeconds`: `auto` or a whole number of seconds >= 0.
+pub(super) fn lead_seconds() -> Value {
+    json!([
+        {
+            "rule": "type(self) == int ? self >= 0 : (self == 'auto' || self.matches('^[0-9]+$'))",
+            "message": "must be \"auto\" or a whole number of seconds >= 0",
+        },
+    ])
+}

@@ -146,6 +146,9 @@ impl HorizontalPodAutoscalerPlusSpec {
         if let Some(t) = &self.min_replicas_tuning {
             self.validate_tuning(t, errs);
         }
+        if let Some(p) = &self.predictive {
+            validate_predictive(p, errs);
+        }
     }
 
     fn validate_tuning(&self, t: &super::MinReplicasTuning, errs: &mut FieldErrors) {
@@ -164,6 +167,23 @@ impl HorizontalPodAutoscalerPlusSpec {
                 errs.push("spec.minReplicasTuning.floor", "must be <= maxReplicas");
             }
         }
+    }
+}
+
+/// `spec.predictive`: lookbackDays 1–30, and at least 7 with a weekly season (`leadSeconds`
+/// is checked when it is read).
+fn validate_predictive(p: &super::Predictive, errs: &mut FieldErrors) {
+    match p.lookback_days {
+        Some(days) if !(1..=30).contains(&days) => {
+            errs.push("spec.predictive.lookbackDays", "must be between 1 and 30");
+        }
+        Some(days) if days < 7 && p.season == super::Season::Week => {
+            errs.push(
+                "spec.predictive.lookbackDays",
+                "must be >= 7 with season 168h",
+            );
+        }
+        _ => {}
     }
 }
 
@@ -234,7 +254,29 @@ fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
             );
         }
     }
-    let (member, name, allowed): (&str, &str, &[MetricTargetType]) = match m.type_ {
+    let (member, name, allowed) = source(m, path, errs);
+    let Some(target) = m.target() else { return };
+    let name_path = match m.type_ {
+        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
+            format!("{path}.{member}.name")
+        }
+        MetricSourceType::Prometheus => format!("{path}.{member}.query"),
+        _ => format!("{path}.{member}.metric.name"),
+    };
+    if name.is_empty() {
+        errs.push(name_path, "is required");
+    }
+    validate_target(target, &format!("{path}.{member}.target"), allowed, errs);
+}
+
+/// The member that holds `m`'s source, the name (or query) it must have, and the target types
+/// that source allows; checks of the source's own fields go into `errs`.
+fn source<'m>(
+    m: &'m MetricSpec,
+    path: &str,
+    errs: &mut FieldErrors,
+) -> (&'static str, &'m str, &'static [MetricTargetType]) {
+    match m.type_ {
         MetricSourceType::Resource => (
             "resource",
             m.resource.as_ref().map_or("", |s| s.name.as_str()),
@@ -315,19 +357,7 @@ fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
                 ],
             )
         }
-    };
-    let Some(target) = m.target() else { return };
-    let name_path = match m.type_ {
-        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
-            format!("{path}.{member}.name")
-        }
-        MetricSourceType::Prometheus => format!("{path}.{member}.query"),
-        _ => format!("{path}.{member}.metric.name"),
-    };
-    if name.is_empty() {
-        errs.push(name_path, "is required");
     }
-    validate_target(target, &format!("{path}.{member}.target"), allowed, errs);
 }
 
 fn validate_target(

@@ -1,0 +1,521 @@
+//! Hand-computed vectors for the forecast and its confidence rule, [`raise`] against the
+//! reactive decision, and the invariant that a prediction never lowers what the reactive path
+//! chose.
+
+use jiff::Timestamp;
+use proptest::prelude::*;
+
+use super::*;
+use crate::api::hpa_plus::{HpaScalingRules, MetricSpec, MetricTarget, Season};
+use crate::horizontal::observation::ContainerSample;
+use crate::horizontal::{DecisionInput, History, decide};
+
+/// 2026-01-01T00:00:00Z.
+const DAY0: i64 = 1_767_225_600;
+const DAY: i64 = 86_400;
+const STEP: i64 = 300;
+
+fn at(second: i64) -> Timestamp {
+    Timestamp::from_second(DAY0 + second).unwrap()
+}
+
+/// Seconds into day `day` at `hh:mm`.
+fn clock(day: i64, hh: i64, mm: i64) -> i64 {
+    day * DAY + hh * 3600 + mm * 60
+}
+
+/// 2 cores, 12 cores from 09:00 to 12:00 (millicores).
+fn rush(second: i64) -> i64 {
+    let of_day = second.rem_euclid(DAY);
+    if (9 * 3600..12 * 3600).contains(&of_day) {
+        12_000
+    } else {
+        2_000
+    }
+}
+
+/// A `cpu` series of 5-minute buckets from `from` to `to` seconds (both included), `load` at
+/// each.
+fn series(from: i64, to: i64, load: impl Fn(i64) -> i64) -> LoadSeries {
+    let mut s = LoadSeries::new(STEP);
+    for t in (from..=to).step_by(STEP as usize) {
+        s.record("cpu", at(t), load(t), 40 * DAY);
+    }
+    s
+}
+
+fn scale() -> Predictive {
+    Predictive {
+        mode: PredictiveMode::Scale,
+        ..Predictive::default()
+    }
+}
+
+/// CPU at 60 % of a 500m request (0.3 core per pod), 2..60 replicas.
+fn spec() -> HorizontalPodAutoscalerPlusSpec {
+    HorizontalPodAutoscalerPlusSpec::test()
+        .min(2)
+        .max(60)
+        .metric(MetricSpec::resource("cpu", MetricTarget::utilization(60)))
+}
+
+fn pod() -> PodSample {
+    PodSample {
+        containers: vec![ContainerSample {
+            name: "app".into(),
+            requests: [("cpu".to_owned(), 500)].into(),
+            ..ContainerSample::default()
+        }],
+        ..PodSample::default()
+    }
+}
+
+/// The forecast at `now` seconds, pods starting in 600 s.
+fn forecast_at(series: &LoadSeries, settings: &Predictive, now: i64) -> Forecast {
+    forecast(&ForecastInput {
+        spec: &spec(),
+        settings,
+        series,
+        pod: &pod(),
+        config: &ControllerConfig::default(),
+        startup_seconds: 600,
+        now: at(now),
+    })
+}
+
+#[test]
+fn settings_read_auto_or_whole_seconds_and_a_weekly_season_needs_a_week() {
+    let read = |v: serde_json::Value| serde_json::from_value::<Predictive>(v);
+    let p = read(serde_json::json!({"mode": "Scale"})).unwrap();
+    assert_eq!(
+        (p.mode, p.lookback_days(), p.season, p.lead_seconds),
+        (PredictiveMode::Scale, 7, Season::Day, LeadSeconds::Auto)
+    );
+    for (lead, expected) in [
+        (serde_json::json!("auto"), LeadSeconds::Auto),
+        (serde_json::json!(null), LeadSeconds::Auto),
+        (serde_json::json!(900), LeadSeconds::Seconds(900)),
+        (serde_json::json!("900"), LeadSeconds::Seconds(900)),
+    ] {
+        let p = read(serde_json::json!({"leadSeconds": lead})).unwrap();
+        assert_eq!(p.lead_seconds, expected, "{lead}");
+        if lead.is_number() || lead == "auto" {
+            assert_eq!(serde_json::to_value(&p).unwrap()["leadSeconds"], lead);
+        }
+    }
+    for bad in [serde_json::json!(-1), serde_json::json!("soon")] {
+        let e = read(serde_json::json!({"leadSeconds": bad})).unwrap_err();
+        assert!(e.to_string().contains("whole number of seconds"), "{e}");
+    }
+    let weekly = read(serde_json::json!({"season": "168h", "lookbackDays": 3})).unwrap();
+    assert_eq!(weekly.season, Season::Week);
+    let spec = HorizontalPodAutoscalerPlusSpec {
+        predictive: Some(weekly),
+        ..spec()
+    };
+    let e = spec.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("spec.predictive.lookbackDays") && e.contains("must be >= 7 with season 168h"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_high_percentile_is_the_nearest_rank_75th() {
+    for (values, expected) in [
+        (&[][..], None),
+        (&[5][..], Some(5)),
+        (&[9, 1][..], Some(9)),
+        (&[3, 1, 2][..], Some(3)),
+        (&[4, 1, 3, 2][..], Some(3)),
+        (&[7, 1, 6, 2, 5, 3, 4][..], Some(6)),
+        (&[12, 12, 30, 12, 12, 2, 12][..], Some(12)),
+    ] {
+        assert_eq!(high_percentile(values), expected, "{values:?}");
+    }
+}
+
+#[test]
+fn seasons_lead_and_retention() {
+    let mut p = scale();
+    assert_eq!(seasons(&p), (DAY, 7));
+    p.season = Season::Week;
+    p.lookback_days = Some(14);
+    assert_eq!(seasons(&p), (7 * DAY, 2));
+    p.lookback_days = Some(3);
+    assert_eq!(seasons(&p), (7 * DAY, 1), "never fewer than one season");
+    assert_eq!(keep_seconds(&scale()), 8 * DAY);
+    assert_eq!(
+        lead_seconds(&scale(), 600, 300),
+        900,
+        "auto: startup + a step"
+    );
+    p.lead_seconds = LeadSeconds::Seconds(60);
+    assert_eq!(lead_seconds(&p, 600, 300), 60);
+}
+
+#[test]
+fn the_forecast_meets_the_rush_before_it_arrives() {
+    // A week of rushes; on day 7 the lead is 900 s and the window [now, now + 1200 s].
+    for (hh, mm, load, replicas) in [
+        (8, 0, 2_000, 7),
+        (8, 35, 2_000, 7),
+        // 08:40 + 1200 s = 09:00: the window reaches the rush's first bucket.
+        (8, 40, 12_000, 40),
+        (10, 0, 12_000, 40),
+        (11, 55, 12_000, 40),
+        (12, 0, 2_000, 7),
+    ] {
+        let now = clock(7, hh, mm);
+        let s = series(0, now, rush);
+        let f = forecast_at(&s, &scale(), now);
+        assert_eq!(f.lead_seconds, 900);
+        let m = &f.metrics[0];
+        assert_eq!(
+            (m.load, m.replicas, f.replicas, m.error_percent),
+            (Some(load), Some(replicas), Some(replicas), Some(0.0)),
+            "{hh}:{mm}"
+        );
+        assert!(m.confident);
+    }
+}
+
+#[test]
+fn one_unusual_day_neither_adds_nor_hides_a_rush() {
+    let now = clock(7, 8, 40);
+    // Day 3 had a rush three times as high, day 5 none at all.
+    let odd = |t: i64| match t / DAY {
+        3 if rush(t) > 2_000 => 36_000,
+        5 => 2_000,
+        _ => rush(t),
+    };
+    let f = forecast_at(&series(0, now, odd), &scale(), now);
+    assert_eq!(f.metrics[0].load, Some(12_000));
+    // A rush only once in the week is not forecast.
+    let once = |t: i64| if t / DAY == 2 { rush(t) } else { 2_000 };
+    let f = forecast_at(&series(0, now, once), &scale(), now);
+    assert_eq!(f.metrics[0].load, Some(2_000));
+}
+
+#[test]
+fn no_prediction_before_one_season_of_history() {
+    let s = series(0, DAY - STEP, rush);
+    let f = forecast_at(&s, &scale(), DAY - STEP);
+    assert_eq!(
+        (f.replicas, f.reason, f.metrics[0].load),
+        (None, PredictiveReason::NotEnoughHistory, None)
+    );
+    assert!(
+        f.message.contains("less than one season (24h)"),
+        "{}",
+        f.message
+    );
+    // From the season's end on, one past season forecasts.
+    let s = series(0, DAY, rush);
+    let f = forecast_at(&s, &scale(), DAY);
+    assert_eq!(
+        (f.replicas, f.metrics[0].error_percent),
+        (Some(7), Some(0.0))
+    );
+    // A weekly season waits for a week.
+    let weekly = Predictive {
+        season: Season::Week,
+        ..scale()
+    };
+    let s = series(0, 6 * DAY, rush);
+    assert_eq!(
+        forecast_at(&s, &weekly, 6 * DAY).reason,
+        PredictiveReason::NotEnoughHistory
+    );
+}
+
+#[test]
+fn the_recent_error_decides_whether_the_forecast_counts() {
+    // A flat week at 2 cores; the last `recent` buckets (of the 12 checked) at `level`.
+    let now = clock(7, 8, 0);
+    for (recent, level, error, confident) in [
+        (0, 2_000, 0.0, true),
+        // |2000 − 8000| / 8000 = 75 % on 4 buckets of 12: 25 %.
+        (4, 8_000, 25.0, true),
+        // 50 % on every bucket: at the threshold still counts.
+        (12, 4_000, 50.0, true),
+        (12, 8_000, 75.0, false),
+    ] {
+        let load = |t: i64| {
+            if t > now - recent * STEP {
+                level
+            } else {
+                2_000
+            }
+        };
+        let s = series(0, now, load);
+        let p = scale();
+        assert_eq!(
+            recent_error_percent(&s, "cpu", &p, at(now)),
+            Some(error),
+            "{recent} at {level}"
+        );
+        let f = forecast_at(&s, &p, now);
+        assert_eq!(f.metrics[0].confident, confident, "{recent} at {level}");
+        assert_eq!(f.replicas.is_some(), confident);
+        if !confident {
+            assert_eq!(f.reason, PredictiveReason::LargeError);
+            assert!(f.message.contains("75% off"), "{}", f.message);
+        }
+    }
+}
+
+#[test]
+fn the_series_keeps_the_highest_value_per_bucket_and_drops_old_ones() {
+    let mut s = LoadSeries::new(STEP);
+    s.record("cpu", at(0), 5, 600);
+    s.record("cpu", at(100), 9, 600);
+    s.record("cpu", at(200), 7, 600);
+    assert_eq!(s.at("cpu", (DAY0) / STEP), Some(9));
+    s.record("cpu", at(1200), 1, 600);
+    assert_eq!(s.oldest("cpu"), Some((DAY0 + 1200) / STEP));
+    assert_eq!(
+        s.at("cpu", DAY0 / STEP),
+        None,
+        "more than 600 s before the newest"
+    );
+    assert_eq!(s.peak("cpu", 0, i64::MAX), Some(1));
+}
+
+#[test]
+fn off_forecasts_nothing() {
+    let s = series(0, clock(7, 8, 40), rush);
+    let f = forecast_at(&s, &Predictive::default(), clock(7, 8, 40));
+    assert_eq!((f.replicas, f.reason), (None, PredictiveReason::Off));
+    assert!(f.metrics.is_empty());
+}
+
+/// The reactive decision at [`crate::horizontal::tests`]'s fixed time over `current` ready pods
+/// each using `usage` millicores of a 500m request.
+fn reactive(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    current: i32,
+    usage: i64,
+) -> (Observation, Decision) {
+    let pods = (0..current)
+        .map(|i| PodSample::test(&format!("p-{i}")).cpu(500, Some(usage)))
+        .collect();
+    let observed = Observation::test(current, pods);
+    let d = decide(&DecisionInput {
+        spec,
+        observed: &observed,
+        history: &History::default(),
+        config: &ControllerConfig::default(),
+        now: now(),
+    });
+    (observed, d)
+}
+
+fn now() -> Timestamp {
+    "2026-03-01T12:00:00Z".parse().unwrap()
+}
+
+/// A confident forecast needing `replicas`.
+fn predicting(replicas: i32) -> Forecast {
+    Forecast {
+        metrics: Vec::new(),
+        replicas: Some(replicas),
+        lead_seconds: 900,
+        reason: PredictiveReason::BelowReactive,
+        message: format!("the load forecast for the next 900s needs {replicas} replicas"),
+    }
+}
+
+fn raise_with(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    settings: &Predictive,
+    current: i32,
+    usage: i64,
+    forecast: &Forecast,
+) -> (Decision, Raise) {
+    let (observed, d) = reactive(spec, current, usage);
+    let r = raise(&RaiseInput {
+        spec,
+        settings,
+        observed: &observed,
+        config: &ControllerConfig::default(),
+        decision: &d,
+        forecast,
+        now: now(),
+    });
+    (d, r)
+}
+
+#[test]
+fn scale_raises_through_the_scale_up_limits_and_gates() {
+    let report = Predictive {
+        mode: PredictiveMode::Report,
+        ..scale()
+    };
+    let paused = HorizontalPodAutoscalerPlusSpec {
+        paused: true,
+        ..spec()
+    };
+    let policy = spec().scale_up(HpaScalingRules::window(0).pods(4, 60));
+    // 7 pods at 285m of 500m: 57 % of requests, within tolerance of 60 %: the reactive path
+    // keeps 7.
+    for (name, spec, settings, predicted, scale_to, acting, reason) in [
+        // The default limit doubles (upstream's max(2 × current, 4)).
+        (
+            "scale",
+            spec(),
+            scale(),
+            40,
+            Some(14),
+            true,
+            PredictiveReason::Raised,
+        ),
+        (
+            "within the limit",
+            spec(),
+            scale(),
+            9,
+            Some(9),
+            true,
+            PredictiveReason::Raised,
+        ),
+        (
+            "maxReplicas",
+            spec().max(10),
+            scale(),
+            40,
+            Some(10),
+            true,
+            PredictiveReason::Raised,
+        ),
+        (
+            "policy",
+            policy,
+            scale(),
+            40,
+            Some(11),
+            true,
+            PredictiveReason::Raised,
+        ),
+        (
+            "report",
+            spec(),
+            report,
+            40,
+            None,
+            false,
+            PredictiveReason::Reported,
+        ),
+        (
+            "paused",
+            paused,
+            scale(),
+            40,
+            None,
+            false,
+            PredictiveReason::Raised,
+        ),
+        (
+            "below",
+            spec(),
+            scale(),
+            6,
+            None,
+            false,
+            PredictiveReason::BelowReactive,
+        ),
+    ] {
+        let (d, r) = raise_with(&spec, &settings, 7, 285, &predicting(predicted));
+        assert_eq!(
+            (d.desired_replicas, d.scale_to),
+            (7, None),
+            "{name}: {}",
+            d.reason
+        );
+        assert_eq!(
+            (r.scale_to, r.acting, r.reason),
+            (scale_to, acting, reason),
+            "{name}: {}",
+            r.message
+        );
+    }
+    let (_, r) = raise_with(&spec().max(10), &scale(), 7, 285, &predicting(40));
+    assert_eq!(
+        r.message,
+        "the load forecast for the next 900s needs 40 replicas; raises the reactive 7 to 10"
+    );
+}
+
+#[test]
+fn a_prediction_only_softens_a_reactive_scale_down() {
+    // 10 pods at 20 % of requests: the reactive path wants 4 (default stabilization has no
+    // earlier recommendation to hold it).
+    let (d, r) = raise_with(&spec(), &scale(), 10, 100, &predicting(6));
+    assert_eq!(d.scale_to, Some(4), "{}", d.reason);
+    assert_eq!(
+        (r.scale_to, r.desired_replicas, r.acting),
+        (Some(6), 6, true)
+    );
+    let (_, r) = raise_with(&spec(), &scale(), 10, 100, &predicting(10));
+    assert_eq!(
+        (r.scale_to, r.desired_replicas, r.acting),
+        (None, 10, true),
+        "holds"
+    );
+    // Above the current count it is a scale-up like any other: max(reactive, predicted).
+    let (_, r) = raise_with(&spec(), &scale(), 10, 100, &predicting(12));
+    assert_eq!((r.scale_to, r.desired_replicas), (Some(12), 12));
+}
+
+#[test]
+fn the_status_shows_forecast_error_and_whether_it_acted() {
+    let now = clock(7, 8, 40);
+    let f = forecast_at(&series(0, now, |t| rush(t) + 500), &scale(), now);
+    let r = Raise {
+        scale_to: Some(14),
+        desired_replicas: 14,
+        acting: true,
+        reason: PredictiveReason::Raised,
+        message: "raised".into(),
+    };
+    let status = predictive_status(&f, &r);
+    assert_eq!(status.forecast.as_deref(), Some("cpu: 12500m"));
+    assert_eq!(
+        (
+            status.forecast_replicas,
+            status.recent_error_percent,
+            status.acting
+        ),
+        (Some(42), Some(0), true)
+    );
+    assert_eq!(status.reason, "Raised");
+}
+
+proptest! {
+    /// Whatever the forecast, the replicas written are never below the reactive decision's,
+    /// never above `maxReplicas` unless the reactive path already was, and a forecast that needs
+    /// no more than the reactive decision changes nothing.
+    #[test]
+    fn a_prediction_never_lowers_the_reactive_replicas(
+        current in 1i32..40,
+        usage in 0i64..2_000,
+        predicted in 1i32..100,
+        max in 1i32..60,
+        report in any::<bool>(),
+    ) {
+        let spec = spec().min(1).max(max.max(current));
+        let settings = Predictive {
+            mode: if report { PredictiveMode::Report } else { PredictiveMode::Scale },
+            ..scale()
+        };
+        let (d, r) = raise_with(&spec, &settings, current, usage, &predicting(predicted));
+        let reactive = d.scale_to.unwrap_or(current);
+        let written = r.scale_to.unwrap_or(current);
+        prop_assert!(written >= reactive, "{reactive} -> {written}: {}", r.message);
+        prop_assert!(r.desired_replicas >= d.desired_replicas);
+        prop_assert!(written <= reactive.max(spec.max_replicas));
+        if report || predicted <= d.desired_replicas {
+            prop_assert_eq!((r.scale_to, r.desired_replicas, r.acting), (d.scale_to, d.desired_replicas, false));
+        }
+    }
+}
