@@ -5,6 +5,7 @@
 //! the reasons for it. The controllers, `replay` and the tests all call the same functions.
 
 pub mod api;
+pub mod conflict;
 pub mod horizontal;
 pub mod quantity;
 pub mod schedule;

@@ -36,6 +36,11 @@ pub trait ServedVpa {
     fn has_pod_selector(&self) -> bool;
     /// True when the resolved selector matches `labels` (false when unresolved).
     fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool;
+    /// A horizontal autoscaler that fights this VPA over the same requests, as the
+    /// `ConflictingAutoscaler` condition's message ([`crate::conflict`]); none by default.
+    fn conflict(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Each pod that belongs to a VPA, with that VPA's key, in the order of `pods`.

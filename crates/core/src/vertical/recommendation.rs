@@ -150,6 +150,9 @@ pub struct Observation {
     pub low_confidence: bool,
     /// Why the VPA cannot be served (unknown target kind, invalid spec), if it cannot.
     pub config_unsupported: Option<String>,
+    /// A horizontal autoscaler that fights this VPA over the same requests
+    /// ([`crate::conflict`]), as the condition's message.
+    pub conflict: Option<String>,
 }
 
 /// The conditions for `observed` (upstream `Vpa.UpdateConditions` plus `LowConfidence` and
@@ -195,6 +198,14 @@ pub fn conditions(
         set("RecommendationProvided", true, "", "");
     } else {
         set("RecommendationProvided", false, reason, message);
+    }
+    if let Some(message) = &observed.conflict {
+        set(
+            crate::conflict::CONDITION,
+            true,
+            crate::conflict::REASON,
+            message,
+        );
     }
     if observed.low_confidence {
         set(
@@ -424,7 +435,7 @@ mod tests {
         let unsupported = Observation {
             config_unsupported: Some("Cannot read targetRef".into()),
             low_confidence: true,
-            ..ok
+            ..ok.clone()
         };
         let types: Vec<String> = conditions(&provided, &unsupported, t2)
             .into_iter()
@@ -437,6 +448,22 @@ mod tests {
                 "LowConfidence",
                 "RecommendationProvided"
             ]
+        );
+        // A conflict is a condition of its own; the recommendation is still provided.
+        let fighting = Observation {
+            conflict: Some("HorizontalPodAutoscalerPlus/web scales on the cpu".into()),
+            ..ok
+        };
+        let got = conditions(&provided, &fighting, t2);
+        let conflict = got
+            .iter()
+            .find(|c| c.type_ == "ConflictingAutoscaler")
+            .expect("the condition");
+        assert_eq!(conflict.status, "True");
+        assert_eq!(conflict.reason.as_deref(), Some("BothControlRequests"));
+        assert!(
+            got.iter()
+                .any(|c| c.type_ == "RecommendationProvided" && c.status == "True")
         );
     }
 

@@ -39,7 +39,7 @@ use super::model::VpaModel;
 use super::oom::{clamp_amount, eviction_ooms, status_ooms};
 use super::ownership::{ServedVpa, VpaKey, key_of, owners};
 use super::recommendation::{Observation, RecommendationError, RecommendationReport};
-use super::status_change::{newly_unsupported, next_status, same_status};
+use super::status_change::{newly_true, newly_unsupported, next_status, same_status};
 use crate::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
 };
@@ -112,6 +112,9 @@ pub struct StatusUpdate {
     pub unsupported: Option<String>,
     /// The VPA has just become unsupported (a Warning Event reports the transition).
     pub newly_unsupported: bool,
+    /// A horizontal autoscaler has just started to fight this VPA: the condition's message (a
+    /// Warning Event reports the transition).
+    pub newly_conflicting: Option<String>,
 }
 
 /// What one loop decided.
@@ -488,6 +491,7 @@ impl Recommender {
             has_recommendation: !containers.is_empty(),
             low_confidence: containers.iter().any(|r| r.confidence < 1.0),
             config_unsupported: unsupported.as_ref().map(ToString::to_string),
+            conflict: input.conflict().map(str::to_owned),
         };
         let previous = vpa.status.as_ref();
         let status = next_status(previous, &containers, &observed, now);
@@ -496,6 +500,10 @@ impl Recommender {
             status,
             newly_unsupported: unsupported.is_some() && newly_unsupported(previous),
             unsupported: observed.config_unsupported.clone(),
+            newly_conflicting: observed
+                .conflict
+                .clone()
+                .filter(|_| newly_true(previous, crate::conflict::CONDITION)),
         });
         (
             VpaRecommendation {

@@ -54,6 +54,14 @@ pub fn newly_unsupported(previous: Option<&VerticalPodAutoscalerStatus>) -> bool
         .is_some_and(|c| c.iter().any(|c| c.type_ == "ConfigUnsupported"))
 }
 
+/// True when `previous` carries no `type_` condition with status `True`: a condition that holds
+/// now has just turned on, which a Warning Event reports once.
+pub fn newly_true(previous: Option<&VerticalPodAutoscalerStatus>, type_: &str) -> bool {
+    !previous
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == type_ && c.status == "True"))
+}
+
 /// Recommendations compare by value: every quantity is compared as its milli-value.
 pub fn same_recommendation(
     a: &VerticalPodAutoscalerStatus,
