@@ -19,9 +19,13 @@
 use std::collections::BTreeMap;
 
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
+use kube::ResourceExt;
+
 use crate::api::vpa::{
-    ContainerScalingMode, DEFAULT_CONTAINER_POLICY, UpdateMode, VerticalPodAutoscalerSpec,
+    ContainerScalingMode, DEFAULT_CONTAINER_POLICY, UpdateMode, VerticalPodAutoscaler,
+    VerticalPodAutoscalerSpec,
 };
+use crate::horizontal::conditions::Condition;
 
 /// The VPA annotation that turns on joint horizontal and vertical sizing.
 pub const HORIZONTAL_AWARE_ANNOTATION: &str = "plimsoll.dev/horizontal-aware";
@@ -121,6 +125,36 @@ pub fn conflicts(
     out.sort();
     out.dedup();
     out
+}
+
+/// The `ConflictingAutoscaler` condition of a horizontal autoscaler (`hpa`) given the VPAs
+/// aiming at its workload, in name order: `True` naming the first one that fights it, with the
+/// resources; `False` (`NoConflict`) when none does but `was_conflicting`, so the status says it
+/// is over; `None` when there is nothing to say.
+pub fn horizontal_condition<'a>(
+    hpa: &HorizontalPodAutoscalerPlusSpec,
+    vpas: impl IntoIterator<Item = &'a VerticalPodAutoscaler>,
+    was_conflicting: bool,
+) -> Option<Condition> {
+    let fight = vpas.into_iter().find_map(|v| {
+        let resources = conflicts(hpa, &v.spec, v.annotations());
+        (!resources.is_empty()).then_some((v, resources))
+    });
+    match fight {
+        Some((v, resources)) => Some(Condition::new(
+            CONDITION,
+            true,
+            REASON,
+            horizontal_message(&v.name_any(), &v.spec.update_mode(), &resources),
+        )),
+        None if was_conflicting => Some(Condition::new(
+            CONDITION,
+            false,
+            RESOLVED_REASON,
+            "no VerticalPodAutoscaler changes the requests this autoscaler scales on".to_owned(),
+        )),
+        None => None,
+    }
 }
 
 /// The condition message on the horizontal side: which VPA, which resources.
@@ -252,6 +286,32 @@ mod tests {
             {"containerName": "*", "mode": "Off"},
             {"containerName": "sidecar", "controlledResources": ["cpu"]}]}}));
         assert!(conflicts(&both, &sidecar_cpu, &none()).is_empty());
+    }
+
+    #[test]
+    fn the_horizontal_condition_names_the_first_fighting_vpa_and_says_when_it_is_over() {
+        let h = hpa(&cpu(
+            &json!({"type": "Utilization", "averageUtilization": 60}),
+        ));
+        let mut off = VerticalPodAutoscaler::new(
+            "a-off",
+            vpa(&json!({"updatePolicy": {"updateMode": "Off"}})),
+        );
+        off.metadata.namespace = Some("ns".into());
+        let mut auto = VerticalPodAutoscaler::new("b-auto", vpa(&json!({})));
+        auto.metadata.namespace = Some("ns".into());
+        let c = horizontal_condition(&h, [&off, &auto], false).expect("a condition");
+        assert!(c.status);
+        assert_eq!((c.type_, c.reason), (CONDITION, REASON));
+        assert!(
+            c.message.contains("b-auto") && c.message.contains("cpu"),
+            "{}",
+            c.message
+        );
+        assert!(horizontal_condition(&h, [&off], false).is_none());
+        let over = horizontal_condition(&h, [&off], true).expect("a resolved condition");
+        assert!(!over.status);
+        assert_eq!(over.reason, RESOLVED_REASON);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use kube::Client;
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::MinReplicasTuningStatus;
+use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::{ControllerConfig, History};
 use plimsoll_runtime::events::Events;
@@ -22,6 +23,7 @@ use plimsoll_runtime::leader::LeaderHandle;
 use plimsoll_runtime::metrics_api::MetricsSource;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
+use plimsoll_runtime::target_index::TargetIndex;
 
 use crate::metrics::Metrics;
 use crate::pods::PodIndex;
@@ -47,6 +49,8 @@ pub struct Memory {
     pub loads: LoadHistory,
     /// The `minReplicasTuning` status this process wrote last (`None` while tuning is off).
     pub tuning_status: Option<MinReplicasTuningStatus>,
+    /// `spec.predictive`'s load series and last status (`None` while prediction is off).
+    pub predictive: Option<crate::predict::Held>,
 }
 
 /// The selector each autoscaler's target reported, by namespace, for `AmbiguousSelector`.
@@ -76,6 +80,8 @@ pub struct Context {
     pub prometheus: PrometheusMetrics,
     /// `--min-replicas-tuning-exclude`.
     pub tuning_exclude: Option<Exclusion>,
+    /// VerticalPodAutoscalers by the workload they size (conflict detection).
+    pub vpas: TargetIndex<VerticalPodAutoscaler>,
     memory: Mutex<HashMap<String, Memory>>,
     selectors: Mutex<SelectorIndex>,
 }
@@ -108,6 +114,8 @@ pub struct ContextParts {
     pub prometheus: PrometheusMetrics,
     /// `--min-replicas-tuning-exclude`.
     pub tuning_exclude: Option<Exclusion>,
+    /// VerticalPodAutoscalers by the workload they size (conflict detection).
+    pub vpas: TargetIndex<VerticalPodAutoscaler>,
 }
 
 impl Context {
@@ -125,6 +133,7 @@ impl Context {
             leader,
             prometheus,
             tuning_exclude,
+            vpas,
         } = parts;
         Self {
             client,
@@ -138,6 +147,7 @@ impl Context {
             leader,
             prometheus,
             tuning_exclude,
+            vpas,
             memory: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
         }
@@ -163,6 +173,14 @@ impl Context {
         lock(&self.memory)
             .get(uid)
             .and_then(|m| m.tuning_status.clone())
+    }
+
+    /// What `spec.predictive` keeps for `uid`; `None` for an object seen for the first time,
+    /// or whose prediction was off until now (then it starts from what the object carries).
+    pub fn predictive(&self, uid: &str) -> Option<crate::predict::Held> {
+        lock(&self.memory)
+            .get(uid)
+            .and_then(|m| m.predictive.clone())
     }
 
     /// Stores the memory of `uid` after a reconcile.
@@ -266,6 +284,7 @@ mod tests {
             leader: LeaderHandle::always_leading(),
             prometheus: PrometheusMetrics::new(None, None),
             tuning_exclude: None,
+            vpas: crate::vpa_targets(),
         });
         (ctx, registry)
     }
@@ -329,6 +348,7 @@ mod tests {
                 native: false,
                 loads: LoadHistory::default(),
                 tuning_status: None,
+                predictive: None,
             },
         );
         assert_eq!(ctx.history("u1"), Some(history));
@@ -360,6 +380,7 @@ mod tests {
             native,
             loads: LoadHistory::default(),
             tuning_status: None,
+            predictive: None,
         };
         ctx.remember("plus-gone", memory(false));
         ctx.remember("plus-live", memory(false));

@@ -17,7 +17,8 @@
 //! while running, `run` returns an error.
 //!
 //! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`prometheus`]
-//! (`type: Prometheus` metrics), [`reconcile`], [`tuning`] (`minReplicasTuning`), [`status`],
+//! (`type: Prometheus` metrics), [`reconcile`], [`tuning`] (`minReplicasTuning`), [`predict`]
+//! (`spec.predictive`), [`status`],
 //! [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
 //! `replay`.
 
@@ -28,6 +29,7 @@ pub mod metrics;
 pub mod observe;
 pub mod plot;
 pub mod pods;
+pub mod predict;
 pub mod prometheus;
 pub mod reconcile;
 pub mod replay;
@@ -49,6 +51,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
@@ -58,6 +61,7 @@ use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::Service;
+use plimsoll_runtime::target_index::TargetIndex;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
@@ -118,6 +122,8 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     service.spawn(watch_pods(client.clone(), pods.clone()));
     let (crons, cron_writer) = reflector::store::<CronHorizontalPodAutoscaler>();
     service.spawn(watch_crons(client.clone(), cron_writer));
+    let vpas = vpa_targets();
+    service.spawn(watch_vpas(client.clone(), vpas.clone()));
 
     let kinds = KindResolver::new(client.clone());
     let ctx = Arc::new(Context::from_parts(ContextParts {
@@ -137,6 +143,7 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
             Some(client.clone()),
         ),
         tuning_exclude: config.tuning_exclude.clone(),
+        vpas: vpas.clone(),
     }));
     service.spawn(housekeeping(
         ctx.clone(),
@@ -160,6 +167,32 @@ async fn watch_pods(client: Client, pods: PodIndex) {
         match next {
             Ok(event) => pods.apply(&event),
             Err(e) => tracing::warn!(error = %watch_message(&e), "pod watch error"),
+        }
+    }
+}
+
+/// An empty index of VerticalPodAutoscalers by the workload they size (`spec.targetRef`).
+pub fn vpa_targets() -> TargetIndex<VerticalPodAutoscaler> {
+    TargetIndex::new(|v| {
+        Some((
+            v.spec.target_ref.kind.clone(),
+            v.spec.target_ref.name.clone(),
+        ))
+    })
+}
+
+/// Keeps the VPA index current, for conflict detection. A cluster without the VPA CRD only logs
+/// the watch's errors (and retries with backoff): nothing can conflict there.
+async fn watch_vpas(client: Client, vpas: TargetIndex<VerticalPodAutoscaler>) {
+    let api: Api<VerticalPodAutoscaler> = Api::all(client);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(next) = stream.next().await {
+        match next {
+            Ok(event) => vpas.apply(&event),
+            Err(e) => {
+                tracing::debug!(error = %watch_message(&e), "VerticalPodAutoscaler watch error");
+            }
         }
     }
 }
@@ -207,7 +240,9 @@ fn spec_or_annotations<K: Resource>(obj: &K) -> Option<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     obj.meta().generation.hash(&mut h);
     for (key, value) in obj.meta().annotations.iter().flatten() {
-        if key != plimsoll_core::horizontal::memory::ANNOTATION && key != tuning::STATUS_ANNOTATION
+        if key != plimsoll_core::horizontal::memory::ANNOTATION
+            && key != tuning::STATUS_ANNOTATION
+            && key != predict::STATUS_ANNOTATION
         {
             (key, value).hash(&mut h);
         }

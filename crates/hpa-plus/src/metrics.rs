@@ -4,7 +4,8 @@
 //! `value`, `target`, `low_watermark`, `high_watermark`, `proposal` (replicas one metric asks
 //! for), `effective_replicas` (the decided replicas), `restricted_scaling{reason}` (1 for the
 //! rule that limited the last decision, 0 for the others seen before),
-//! `transition_countdown_seconds{transition}`. Per-object series are removed when the object is
+//! `transition_countdown_seconds{transition}`, `predicted_replicas` and
+//! `predicted_load{metric}` (`spec.predictive`). Per-object series are removed when the object is
 //! deleted, so the cardinality follows the number of autoscalers.
 //!
 //! Controller-wide: `reconcile_runs_total`, `reconcile_failures_total{error}`,
@@ -80,6 +81,30 @@ pub struct TypeLabels {
     pub r#type: String,
 }
 
+/// The per-object series of `spec.predictive`.
+#[derive(Clone, Debug, Default)]
+struct PredictiveMetrics {
+    replicas: Family<ObjectLabels, Gauge>,
+    load: Family<MetricLabels, FloatGauge>,
+}
+
+impl PredictiveMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "predicted_replicas",
+            "Replicas the trusted load forecast of spec.predictive needs over the lead window; \
+             absent while prediction is off or not trusted",
+            self.replicas.clone(),
+        );
+        registry.register(
+            "predicted_load",
+            "The forecast peak of each metric's workload-wide load over the lead window (the \
+             metric's unit); absent while prediction is off or has no forecast",
+            self.load.clone(),
+        );
+    }
+}
+
 /// Every metric family hpa-plus exports.
 #[derive(Clone, Debug)]
 pub struct Metrics {
@@ -105,6 +130,8 @@ pub struct Metrics {
     tuning_proposal: Family<ObjectLabels, Gauge>,
     /// `minReplicas` lowered by tuning.
     pub min_replicas_lowered: Counter,
+    predictive: PredictiveMetrics,
+    conflicting: Family<ObjectLabels, Gauge>,
 }
 
 impl Metrics {
@@ -128,6 +155,8 @@ impl Metrics {
             low_load: Family::default(),
             tuning_proposal: Family::default(),
             min_replicas_lowered: Counter::default(),
+            predictive: PredictiveMetrics::default(),
+            conflicting: Family::default(),
         };
         registry.register(
             "value",
@@ -190,23 +219,90 @@ impl Metrics {
             "Status writes (only when the status changed)",
             m.status_writes.clone(),
         );
+        m.register_tuning_and_conflicts(registry);
+        m.predictive.register(registry);
+        m
+    }
+
+    /// The families of `minReplicasTuning` and of conflicts with VPAs.
+    fn register_tuning_and_conflicts(&self, registry: &mut Registry) {
         registry.register(
             "low_load",
             "1 while minReplicasTuning finds that the weighted daily peaks need fewer than half \
              of minReplicas",
-            m.low_load.clone(),
+            self.low_load.clone(),
         );
         registry.register(
             "min_replicas_tuning_proposal",
             "The minReplicas tuning proposes (Report) or set (Apply); absent without a proposal",
-            m.tuning_proposal.clone(),
+            self.tuning_proposal.clone(),
+        );
+        registry.register(
+            "conflicting_autoscaler",
+            "1 while a VerticalPodAutoscaler changes the CPU or memory requests this autoscaler \
+             scales on (sum for the number of conflicts)",
+            self.conflicting.clone(),
         );
         registry.register(
             "min_replicas_lowered",
             "minReplicas changes made by minReplicasTuning in Apply mode",
-            m.min_replicas_lowered.clone(),
+            self.min_replicas_lowered.clone(),
         );
-        m
+    }
+
+    /// Records whether `namespace/name` conflicts with a VPA.
+    pub fn conflicting(&self, namespace: &str, name: &str, conflicting: bool) {
+        self.conflicting
+            .get_or_create(&ObjectLabels {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            })
+            .set(i64::from(conflicting));
+    }
+
+    /// Records the forecast of `namespace/name` (`None`: prediction is off, and its series go;
+    /// `metrics` are the object's metric names).
+    pub fn predicted(
+        &self,
+        namespace: &str,
+        name: &str,
+        metrics: &[String],
+        forecast: Option<&plimsoll_core::horizontal::predictive::Forecast>,
+    ) {
+        let obj = ObjectLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        let labels = |metric: &str| MetricLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            metric: metric.to_owned(),
+        };
+        let Some(f) = forecast else {
+            self.predictive.replicas.remove(&obj);
+            for m in metrics {
+                self.predictive.load.remove(&labels(m));
+            }
+            return;
+        };
+        match f.replicas {
+            Some(r) => {
+                self.predictive
+                    .replicas
+                    .get_or_create(&obj)
+                    .set(i64::from(r));
+            }
+            None => {
+                self.predictive.replicas.remove(&obj);
+            }
+        }
+        for m in &f.metrics {
+            set_opt(
+                &self.predictive.load,
+                &labels(&m.metric),
+                m.load.map(|l| l as f64 / 1000.0),
+            );
+        }
     }
 
     /// Records what tuning found for `namespace/name`: the low-load flag and the proposal
@@ -316,6 +412,11 @@ impl Metrics {
             name: name.to_owned(),
         });
         self.tuned(namespace, name, None);
+        self.predicted(namespace, name, metrics, None);
+        self.conflicting.remove(&ObjectLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        });
         for metric in metrics {
             let labels = MetricLabels {
                 namespace: namespace.to_owned(),

@@ -526,6 +526,7 @@ mod tests {
             leader: LeaderHandle::always_leading(),
             prometheus: crate::prometheus::PrometheusMetrics::new(None, None),
             tuning_exclude: None,
+            vpas: crate::vpa_targets(),
         })
     }
 

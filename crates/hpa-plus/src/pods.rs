@@ -59,6 +59,8 @@ pub struct PodInfo {
     pub deleting: bool,
     /// `status.startTime`.
     pub start_time: Option<Timestamp>,
+    /// `metadata.creationTimestamp` (for the measured startup time of `predictive`).
+    pub created: Option<Timestamp>,
     /// Regular containers.
     pub containers: Vec<ContainerInfo>,
     /// Init containers in spec order (which of them count is decided in `plimsoll-core`).
@@ -144,6 +146,7 @@ impl PodInfo {
                 .map(|t| t.0),
             deleting: pod.metadata.deletion_timestamp.is_some(),
             start_time: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
+            created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
             containers: infos(spec.map(|s| &s.containers)),
             init_containers: infos(spec.and_then(|s| s.init_containers.as_ref())),
             pod_requests: pod_map(|r| r.requests.as_ref()),

@@ -194,6 +194,62 @@ impl PrometheusMetrics {
     }
 }
 
+impl PrometheusMetrics {
+    /// The peak of `query` in each bucket of `step_seconds` from bucket `from` up to (not
+    /// including) bucket `to`, buckets counted from the Unix epoch: `max_over_time((query)[15m:])`
+    /// (for 15-minute buckets) evaluated at the end of each bucket, milli, oldest first as
+    /// `(bucket, peak)`; non-finite samples are skipped. What `spec.predictive` starts from when
+    /// Prometheus holds the metric's past.
+    pub async fn bucket_peaks(
+        &self,
+        address: &str,
+        query: &str,
+        step_seconds: i64,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(i64, i64)>, PrometheusError> {
+        let client = self.client(address)?;
+        let step = step_seconds.max(1);
+        // The first sample closes bucket `from`, the last closes bucket `to - 1`.
+        let at = |bucket: i64| Timestamp::from_second(bucket.saturating_mul(step));
+        let (Ok(start), Ok(end)) = (at(from + 1), at(to.max(from + 1))) else {
+            return Ok(Vec::new());
+        };
+        let series = client
+            .query_range(
+                &peak_query(query, step),
+                start,
+                end,
+                Duration::from_secs(u64::try_from(step).unwrap_or(1)),
+            )
+            .await?;
+        let mut peaks: Vec<(i64, i64)> = series
+            .iter()
+            .flat_map(|s| &s.samples)
+            .filter_map(|sample| {
+                let closes = (sample.time as i64).div_euclid(step);
+                Some((closes - 1, to_milli(sample.value)?))
+            })
+            .filter(|(bucket, _)| (from..to).contains(bucket))
+            .collect();
+        peaks.sort_unstable();
+        Ok(peaks)
+    }
+}
+
+/// `max_over_time((query)[W:])` with the window `W` of one bucket, in Prometheus' duration
+/// units (`15m`, `1h`, `90s`).
+pub fn peak_query(query: &str, step_seconds: i64) -> String {
+    let window = if step_seconds % 3600 == 0 {
+        format!("{}h", step_seconds / 3600)
+    } else if step_seconds % 60 == 0 {
+        format!("{}m", step_seconds / 60)
+    } else {
+        format!("{step_seconds}s")
+    };
+    format!("max_over_time(({query})[{window}:])")
+}
+
 /// A finite value in milli-units, rounded; `None` beyond `i64`.
 fn to_milli(value: f64) -> Option<i64> {
     let milli = (value * 1000.0).round();
@@ -216,6 +272,13 @@ mod tests {
         let other = prom.client("http://attacker.example:9090").unwrap();
         assert!(same.has_credentials());
         assert!(!other.has_credentials());
+    }
+
+    #[test]
+    fn the_peak_query_spans_one_bucket() {
+        assert_eq!(peak_query("up", 900), "max_over_time((up)[15m:])");
+        assert_eq!(peak_query("up", 3600), "max_over_time((up)[1h:])");
+        assert_eq!(peak_query("up", 90), "max_over_time((up)[90s:])");
     }
 
     #[test]

@@ -35,7 +35,8 @@ use plimsoll_core::api::hpa_plus::{
     DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
     HorizontalPodAutoscalerPlusStatus, MinReplicasTuning, MinReplicasTuningStatus,
 };
-use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE};
+use plimsoll_core::conflict;
+use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE, merge};
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{Decision, DecisionInput, LimitedBy, Observation, decide};
@@ -47,6 +48,7 @@ use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
 use crate::observe::{now, observe};
 use crate::pods::PodInfo;
+use crate::predict::Predicted;
 use crate::status;
 use crate::tuning::{self, Tuned};
 
@@ -74,6 +76,8 @@ struct Subject {
     tuning: MinReplicasTuning,
     /// The tuning status the object carries (HPA+ status, or a native HPA's annotation).
     tuning_status: Option<MinReplicasTuningStatus>,
+    /// The predictive status the object carries (HPA+ status, or a native HPA's annotation).
+    predictive_status: Option<plimsoll_core::api::hpa_plus::PredictiveStatus>,
 }
 
 /// Reconciles a `HorizontalPodAutoscalerPlus`.
@@ -96,6 +100,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
             .status
             .as_ref()
             .and_then(|s| s.min_replicas_tuning.clone()),
+        predictive_status: obj.status.as_ref().and_then(|s| s.predictive.clone()),
     };
     match tuning {
         Ok(tuning) => {
@@ -123,6 +128,7 @@ pub async fn reconcile_native(
     let previous = status::from_native(&obj);
     let stored = memory::from_annotations(obj.annotations());
     let tuning_status = tuning::from_annotations(obj.annotations());
+    let predictive_status = crate::predict::from_annotations(obj.annotations());
     let labels = obj.labels().clone();
     let reference = obj.object_ref(&());
     let plus = match HorizontalPodAutoscalerPlus::from_native(&obj) {
@@ -143,6 +149,7 @@ pub async fn reconcile_native(
                 labels,
                 tuning: MinReplicasTuning::default(),
                 tuning_status,
+                predictive_status,
             };
             return invalid(&subject, &ctx, &e.to_string()).await;
         }
@@ -160,6 +167,7 @@ pub async fn reconcile_native(
         reference,
         labels,
         tuning_status,
+        predictive_status,
     };
     run(subject, &ctx).await
 }
@@ -581,6 +589,44 @@ async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) 
     }
 }
 
+/// The `ConflictingAutoscaler` condition ([`plimsoll_core::conflict`]) from the VPAs aiming at
+/// the same workload, merged into `new`; a Warning Event when it turns on (while leading), and
+/// the per-object metric.
+async fn conflict_with_vpas(
+    subject: &Subject,
+    ctx: &Context,
+    new: &mut HorizontalPodAutoscalerPlusStatus,
+    at: Timestamp,
+) {
+    let target = &subject.spec.scale_target_ref;
+    let vpas = ctx.vpas.get(&subject.namespace, &target.kind, &target.name);
+    let was = subject.previous.as_ref().is_some_and(|p| {
+        p.conditions
+            .iter()
+            .any(|c| c.type_ == conflict::CONDITION && c.status == "True")
+    });
+    let Some(condition) =
+        conflict::horizontal_condition(&subject.spec, vpas.iter().map(AsRef::as_ref), was)
+    else {
+        ctx.metrics
+            .conflicting(&subject.namespace, &subject.name, false);
+        return;
+    };
+    ctx.metrics
+        .conflicting(&subject.namespace, &subject.name, condition.status);
+    if condition.status && !was && ctx.leader.is_leader() {
+        ctx.events
+            .warning(
+                &subject.reference,
+                conflict::CONDITION,
+                "Evaluate",
+                &condition.message,
+            )
+            .await;
+    }
+    new.conditions = merge(&new.conditions, std::slice::from_ref(&condition), at);
+}
+
 /// `minReplicasTuning` for this evaluation ([`tuning`]): record, tune, and in Apply lower the
 /// minimum; the outcome, and the minimum the decision must use (`None`: the spec's own).
 async fn tune(
@@ -615,6 +661,68 @@ async fn tune(
     (tuned, min)
 }
 
+/// What `spec.predictive` reads of `subject`, with the spec the decision used.
+fn predict_subject<'a>(
+    subject: &'a Subject,
+    spec: &'a HorizontalPodAutoscalerPlusSpec,
+) -> crate::predict::Subject<'a> {
+    crate::predict::Subject {
+        namespace: &subject.namespace,
+        name: &subject.name,
+        spec,
+        previous: subject.predictive_status.as_ref(),
+    }
+}
+
+/// `spec.predictive` for this evaluation ([`crate::predict`]), right after the reactive
+/// decision: record, forecast, and in Scale raise the decision before it is written.
+async fn predict(
+    subject: &Subject,
+    ctx: &Context,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    pods: &[Arc<PodInfo>],
+    observed: &Observation,
+    decision: Decision,
+    at: Timestamp,
+) -> (Decision, Option<Predicted>) {
+    let held = ctx.predictive(&subject.uid);
+    let predicted = crate::predict::evaluate(
+        &predict_subject(subject, spec),
+        ctx,
+        held,
+        pods,
+        observed,
+        &decision,
+        at,
+    )
+    .await;
+    (
+        crate::predict::apply(decision, predicted.as_ref()),
+        predicted,
+    )
+}
+
+/// The prediction's metrics, Event (while leading) and a native HPA's annotation.
+async fn report_prediction(
+    subject: &Subject,
+    ctx: &Context,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    decision: &Decision,
+    predicted: Option<&Predicted>,
+) {
+    let native = subject.kind == Kind::Native;
+    let predictive = predict_subject(subject, spec);
+    crate::predict::report(
+        ctx,
+        &predictive,
+        &subject.reference,
+        native,
+        decision,
+        predicted,
+    )
+    .await;
+}
+
 /// Keeps what the next evaluation of `subject` starts from ([`Memory`]).
 fn remember(
     subject: &Subject,
@@ -622,6 +730,7 @@ fn remember(
     history: plimsoll_core::horizontal::History,
     decision: &Decision,
     tuned: Option<Tuned>,
+    predicted: Option<Predicted>,
     next: Duration,
 ) {
     ctx.remember(
@@ -639,6 +748,7 @@ fn remember(
             native: subject.kind == Kind::Native,
             tuning_status: tuned.as_ref().map(|t| t.status.clone()),
             loads: tuned.map(|t| t.loads).unwrap_or_default(),
+            predictive: predicted.map(|p| p.held),
         },
     );
 }
@@ -706,6 +816,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
         config: &ctx.config,
         now: at,
     });
+    let (decision, predicted) = predict(&subject, ctx, spec, &pods, &observed, decision, at).await;
     let mut history = decision.history.clone();
     let scaled = match write_scale(&subject, ctx, &target, scale.spec_replicas, &decision).await {
         Ok(Written::Nothing) => false,
@@ -731,8 +842,11 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     );
     new.memory = Some(stored);
     new.min_replicas_tuning = tuned.as_ref().map(|t| t.status.clone());
+    new.predictive = predicted.as_ref().map(|p| p.status.clone());
+    conflict_with_vpas(&subject, ctx, &mut new, at).await;
     write_status(&subject, ctx, &new).await?;
     report_tuning(&subject, ctx, tuned.as_ref()).await;
+    report_prediction(&subject, ctx, spec, &decision, predicted.as_ref()).await;
     if let Err(e) = write_native_memory(&subject, ctx, &new).await {
         // The decision is applied; without its memory a successor only starts over (seeded with
         // the current replicas), so this is not worth a retry of the whole evaluation.
@@ -742,7 +856,13 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     ctx.metrics
         .observe(&subject.namespace, &subject.name, &decision);
     let next = period(decision.next_sync_seconds);
-    remember(&subject, ctx, history, &decision, tuned, next);
+    remember(&subject, ctx, history, &decision, tuned, predicted, next);
+    log_decision(&subject, &decision, scaled);
+    Ok(Action::requeue(next))
+}
+
+/// The one log line per decision.
+fn log_decision(subject: &Subject, decision: &Decision, scaled: bool) {
     tracing::info!(
         namespace = %subject.namespace,
         name = %subject.name,
@@ -754,5 +874,4 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
         reason = %decision.reason,
         "decision"
     );
-    Ok(Action::requeue(next))
 }

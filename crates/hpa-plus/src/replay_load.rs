@@ -19,10 +19,24 @@
 //!    (`auto`: `podStartupSeconds` plus one step) is made from it.
 //! 5. The decision, with its history carried over and normalised as the controller keeps it;
 //!    in `Scale` a confident forecast then raises it ([`raise`]: scale-up only). A scale-up
-//!    creates pods at `t`; a scale-down removes the newest pods first.
+//!    creates pods at `t` with the CPU request the admission webhook would give them (the
+//!    VPA's current recommendation, else the template's); a scale-down removes the newest pods
+//!    first.
+//! 6. With a `vpa`, the recommender records what the step observed and recommends the pod's
+//!    CPU request ([`vertical`]: joint mode through
+//!    [`plimsoll_core::vertical::joint::size`] when the VPA carries
+//!    `plimsoll.dev/horizontal-aware: "true"`, else the plain recommender through
+//!    [`plimsoll_core::vertical::model::VpaModel`]). A new request is what new pods get from
+//!    then on; existing pods get it as the updater applies it, by `updateMode`:
+//!    `InPlaceOrRecreate` resizes every pod in place at this step (they stay Ready);
+//!    `Recreate` / `Auto` replace stale pods, oldest first, a few per step: at most half of
+//!    the replicas may be not Ready at once, and a replacement takes `podStartupSeconds` to be
+//!    Ready; `Initial` and `Off` (and `InPlace`, which the updater does not act on) leave
+//!    running pods alone. The HPA+ always computes utilization against the requests the pods
+//!    actually have, so mixed requests during a rollout count as they are.
 //!
-//! A `vpa` block is not supported yet, nor a top-level `predictive` key (FORMAT.md puts the
-//! settings in the autoscaler's spec): the file is rejected with a message saying so.
+//! A top-level `predictive` key is rejected (FORMAT.md puts the settings in the autoscaler's
+//! spec), with a message saying so.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -44,6 +58,8 @@ use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
 use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, record_loads, tune};
 use plimsoll_core::horizontal::{ControllerConfig, DecisionInput, History, decide};
+use plimsoll_core::vertical::joint::{JointRequest, utilization_target};
+use plimsoll_core::vertical::policy::UpdateMode;
 use plimsoll_replay::{Outcome, ReplayError};
 use serde::{Deserialize, Serialize};
 
@@ -113,7 +129,8 @@ pub struct LoadLine {
     pub utilization: Option<f64>,
     /// `minReplicas` in force at this step (after tuning).
     pub min_replicas: i32,
-    /// `null`, or what changed at this step: `replicas`.
+    /// `null`, or what changed at this step: `replicas`, `requests` (the CPU request new pods
+    /// get), or `both`.
     pub changed: Option<String>,
     /// With `spec.predictive` on: the forecast CPU peak over the lead window, cores (absent
     /// before a season of history).
@@ -132,6 +149,13 @@ pub struct LoadLine {
     /// What tuning decided at this step (not printed; for tests and the table).
     #[serde(skip)]
     pub tuning: Option<Tuning>,
+    /// With a joint-mode `vpa`: what the model decided at this step (not printed; for tests
+    /// and the table).
+    #[serde(skip)]
+    pub joint: Option<JointRequest>,
+    /// The HPA+'s CPU target utilization, percent (not printed; for the plot's band).
+    #[serde(skip)]
+    pub target: Option<i32>,
 }
 
 /// The outcome of a `LoadReplay`.
@@ -139,6 +163,8 @@ pub struct LoadLine {
 pub struct LoadReplay {
     /// One line per step.
     pub steps: Vec<LoadLine>,
+    /// The scenario has a `vpa`.
+    pub vertical: bool,
 }
 
 impl Outcome for LoadReplay {
@@ -157,16 +183,20 @@ impl Outcome for LoadReplay {
     }
 
     fn chart(&self) -> Option<plimsoll_replay::plot::Chart> {
-        Some(plot::chart(&self.steps))
+        Some(plot::chart(&self.steps, self.vertical))
     }
 }
 
 /// Renders the lines as an aligned table (the tuning reason in the last column).
 pub fn table(steps: &[LoadLine]) -> String {
     let predictive = steps.iter().any(|s| s.predictive.is_some());
+    let joint = steps.iter().any(|s| s.joint.is_some());
     let mut out = String::from("T        REPLICAS  READY  CPU REQ  UTIL   MIN  CHANGED   ");
     if predictive {
         out.push_str("FORECAST  PREDICTED  PREDICTION        ");
+    }
+    if joint {
+        out.push_str("JOINT               ");
     }
     out.push_str("TUNING\n");
     for s in steps {
@@ -190,6 +220,13 @@ pub fn table(steps: &[LoadLine]) -> String {
                 s.predicted_replicas
                     .map_or_else(|| "-".into(), |r| r.to_string()),
                 s.predictive.as_ref().map_or("-", |p| p.reason.as_str()),
+            );
+        }
+        if joint {
+            let _ = write!(
+                out,
+                "{:<19} ",
+                s.joint.as_ref().map_or("-", |j| j.reason.as_str())
             );
         }
         let _ = writeln!(
@@ -326,12 +363,6 @@ fn autoscaler(
     s: &Scenario,
     text: &str,
 ) -> Result<(HorizontalPodAutoscalerPlusSpec, MinReplicasTuning), ReplayError> {
-    if s.vpa.is_some() {
-        return Err(invalid(
-            "vpa",
-            "joint horizontal and vertical sizing is not supported yet (issue #18)",
-        ));
-    }
     if s.predictive.is_some() {
         return Err(invalid(
             "predictive",
@@ -374,31 +405,110 @@ fn autoscaler(
     Ok((plus.spec, tuning))
 }
 
-/// The workload as the replay models it: each pod's creation time, oldest first.
+/// One pod of the workload.
+#[derive(Clone, Debug)]
+struct Pod {
+    /// Unique over the replay (`pod-{id}`), so the recommender never mixes two pods.
+    id: usize,
+    born: Timestamp,
+    /// The pod's CPU request, millicores (the sum over its containers).
+    cpu: i64,
+}
+
+/// The workload as the replay models it: its pods, oldest first.
 struct Workload {
-    born: Vec<Timestamp>,
+    pods: Vec<Pod>,
     startup: SignedDuration,
+    /// The CPU request a new pod gets, millicores.
+    cpu_request: i64,
+    next_id: usize,
 }
 
 impl Workload {
-    fn ready(&self, now: Timestamp) -> usize {
-        self.born
-            .iter()
-            .filter(|b| now - self.startup >= **b)
-            .count()
+    fn is_ready(&self, pod: &Pod, now: Timestamp) -> bool {
+        now - self.startup >= pod.born
     }
 
-    /// Scales to `replicas`: new pods are created at `now`, the newest go first.
-    fn scale(&mut self, replicas: i32, now: Timestamp) {
-        let n = usize::try_from(replicas).unwrap_or(0);
-        self.born.truncate(n);
-        while self.born.len() < n {
-            self.born.push(now);
+    fn ready(&self, now: Timestamp) -> usize {
+        self.pods.iter().filter(|p| self.is_ready(p, now)).count()
+    }
+
+    fn replicas(&self) -> i32 {
+        i32::try_from(self.pods.len()).unwrap_or(i32::MAX)
+    }
+
+    fn create(&mut self, born: Timestamp) -> Pod {
+        self.next_id += 1;
+        Pod {
+            id: self.next_id - 1,
+            born,
+            cpu: self.cpu_request,
         }
     }
 
-    /// The pods at `now`, Ready ones sharing `load` evenly on their first container.
-    fn pods(
+    /// Scales to `replicas`: new pods are created at `now`, the newest go first. Returns the
+    /// names of the pods removed.
+    fn scale(&mut self, replicas: i32, now: Timestamp) -> Vec<String> {
+        let n = usize::try_from(replicas).unwrap_or(0);
+        let gone = self
+            .pods
+            .drain(n.min(self.pods.len())..)
+            .map(|p| format!("pod-{}", p.id))
+            .collect();
+        while self.pods.len() < n {
+            let pod = self.create(now);
+            self.pods.push(pod);
+        }
+        gone
+    }
+
+    /// Applies the recommendation to running pods as the updater does in `mode` (see the
+    /// module docs); `accepts(cpu, born)` says whether the updater takes a pod. Returns the
+    /// names of the pods replaced.
+    fn update(
+        &mut self,
+        mode: UpdateMode,
+        accepts: impl Fn(i64, Timestamp) -> bool,
+        now: Timestamp,
+    ) -> Vec<String> {
+        let request = self.cpu_request;
+        match mode {
+            UpdateMode::InPlaceOrRecreate => {
+                for p in &mut self.pods {
+                    if p.cpu != request && accepts(p.cpu, p.born) {
+                        p.cpu = request;
+                    }
+                }
+                Vec::new()
+            }
+            UpdateMode::Recreate | UpdateMode::Auto => {
+                // At most half of the replicas (rounded up) not Ready at once.
+                let budget = self.pods.len().div_ceil(2);
+                let not_ready = self.pods.len() - self.ready(now);
+                let mut evict = budget.saturating_sub(not_ready);
+                let mut gone = Vec::new();
+                for i in 0..self.pods.len() {
+                    if evict == 0 {
+                        break;
+                    }
+                    let p = &self.pods[i];
+                    if p.cpu != request && self.is_ready(p, now) && accepts(p.cpu, p.born) {
+                        gone.push(format!("pod-{}", p.id));
+                        self.pods[i] = self.create(now);
+                        evict -= 1;
+                    }
+                }
+                // Replacements go to the end: the newest are the first removed by a scale-down.
+                self.pods.sort_by_key(|p| p.born);
+                gone
+            }
+            UpdateMode::Initial | UpdateMode::Off => Vec::new(),
+        }
+    }
+
+    /// The pods at `now`, Ready ones sharing `load` evenly on their first container, each with
+    /// its own CPU request on the first container (the others keep the template's).
+    fn samples(
         &self,
         template: &PodSample,
         load: &Sample,
@@ -406,21 +516,35 @@ impl Workload {
         now: Timestamp,
     ) -> Vec<PodSample> {
         let ready = i64::try_from(self.ready(now)).unwrap_or(0).max(1);
-        let mut k = 0i64;
-        self.born
+        let others: i64 = template
+            .containers
             .iter()
-            .enumerate()
-            .map(|(i, &born)| {
-                let is_ready = now - self.startup >= born;
+            .skip(1)
+            .filter_map(|c| c.requests.get("cpu"))
+            .sum();
+        let mut k = 0i64;
+        self.pods
+            .iter()
+            .map(|p| {
+                let is_ready = self.is_ready(p, now);
                 let mut pod = PodSample {
-                    name: format!("pod-{i}"),
+                    name: format!("pod-{}", p.id),
                     phase: PodPhase::Running,
                     ready: Some(is_ready),
-                    start_time: Some(born),
-                    ready_transition_time: Some(if is_ready { born + self.startup } else { born }),
+                    start_time: Some(p.born),
+                    ready_transition_time: Some(if is_ready {
+                        p.born + self.startup
+                    } else {
+                        p.born
+                    }),
                     metrics_timestamp: Some(now),
                     ..template.clone()
                 };
+                if let Some(first) = pod.containers.first_mut()
+                    && (first.requests.contains_key("cpu") || p.cpu > 0)
+                {
+                    first.requests.insert("cpu".into(), (p.cpu - others).max(0));
+                }
                 if is_ready {
                     // An even split whose parts add up to the trace exactly.
                     let share = |total: i64| total / ready + i64::from(k < total % ready);
@@ -449,8 +573,8 @@ struct Run<'a> {
     settings: MinReplicasTuning,
     template: PodSample,
     memory_per_pod: Option<i64>,
-    cpu_request: i64,
     workload: Workload,
+    vertical: Option<Vertical>,
     history: History,
     loads: LoadHistory,
     last_applied: Option<Timestamp>,
@@ -547,20 +671,65 @@ impl Run<'_> {
             if to != replicas {
                 changed = Some("replicas".to_owned());
             }
-            self.workload.scale(to, now);
+            let gone = self.workload.scale(to, now);
+            self.forget(&gone);
         }
         // As the controller: keep what a successor would read back.
         self.history = memory::normalized(&self.history);
         (changed, status)
     }
 
+    /// Forgets pods that are gone in the recommender.
+    fn forget(&mut self, gone: &[String]) {
+        if let Some(v) = self.vertical.as_mut() {
+            for pod in gone {
+                v.forget(pod);
+            }
+        }
+    }
+
+    /// The VPA's step: records what was `observed`, recommends, and applies a new request as
+    /// the admission webhook and the updater would; `Some` with the model's answer in joint
+    /// mode, and whether the request new pods get changed.
+    fn size(&mut self, observed: &Observation, now: Timestamp) -> (Option<JointRequest>, bool) {
+        let Some(v) = self.vertical.as_mut() else {
+            return (None, false);
+        };
+        let Some(r) = v.recommend(&observed.pods, &self.spec, self.workload.cpu_request, now)
+        else {
+            return (None, false);
+        };
+        if v.mode() == UpdateMode::Off {
+            // Recommendations only: neither the webhook nor the updater acts.
+            return (r.joint, false);
+        }
+        let others = v.others();
+        let request = r.target + others;
+        let changed = request != self.workload.cpu_request;
+        self.workload.cpu_request = request;
+        let gone = self.workload.update(
+            v.mode(),
+            |cpu, born| v.accepts(cpu - others, born, &r, now),
+            now,
+        );
+        self.forget(&gone);
+        (r.joint, changed)
+    }
+
     /// One step of the trace.
     fn step(&mut self, sample: &Sample, now: Timestamp) -> LoadLine {
         let pods = self
             .workload
-            .pods(&self.template, sample, self.memory_per_pod, now);
+            .samples(&self.template, sample, self.memory_per_pod, now);
         let ready = self.workload.ready(now);
-        let replicas = i32::try_from(self.workload.born.len()).unwrap_or(i32::MAX);
+        let requested: i64 = self
+            .workload
+            .pods
+            .iter()
+            .filter(|p| self.workload.is_ready(p, now))
+            .map(|p| p.cpu)
+            .sum();
+        let replicas = self.workload.replicas();
         let observed = Observation {
             current_replicas: replicas,
             pods,
@@ -569,13 +738,19 @@ impl Run<'_> {
         };
         let tuning = self.tune(&observed, now);
         let forecast = self.forecast(&observed, now);
-        let (changed, predictive) = self.decide(&observed, forecast.as_ref(), now);
-        let requested = i64::try_from(ready).unwrap_or(0) * self.cpu_request;
+        let (scaled, predictive) = self.decide(&observed, forecast.as_ref(), now);
+        let (joint, resized) = self.size(&observed, now);
+        let changed = match (scaled.is_some(), resized) {
+            (true, true) => Some("both".to_owned()),
+            (true, false) => scaled,
+            (false, true) => Some("requests".to_owned()),
+            (false, false) => None,
+        };
         LoadLine {
             t: sample.t,
-            replicas: i32::try_from(self.workload.born.len()).unwrap_or(i32::MAX),
+            replicas: self.workload.replicas(),
             ready_replicas: i32::try_from(ready).unwrap_or(i32::MAX),
-            cpu_request: self.cpu_request,
+            cpu_request: self.workload.cpu_request,
             utilization: (requested > 0).then(|| {
                 // Two decimals: enough to read, stable to print.
                 (sample.cpu as f64 * 10_000.0 / requested as f64).round() / 100.0
@@ -590,6 +765,8 @@ impl Run<'_> {
             predictive,
             load: sample.cpu as f64 / 1000.0,
             tuning,
+            joint,
+            target: utilization_target(&self.spec, "cpu"),
         }
     }
 }
@@ -629,20 +806,33 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
     let initial = usize::try_from(spec.min_replicas.unwrap_or(1).max(1)).unwrap_or(1);
     let predictive = spec.predictive.clone().unwrap_or_default();
     // Buckets of one step: the replay observes the workload once per step.
-    let series = LoadSeries::new(scenario.step_seconds.round().max(1.0) as i64);
+    let step = scenario.step_seconds.round().max(1.0) as i64;
+    let series = LoadSeries::new(step);
     let startup_seconds = scenario.pod_startup_seconds.ceil() as i64;
+    let vertical = scenario
+        .vpa
+        .as_ref()
+        .map(|v| Vertical::new(v, &template, step))
+        .transpose()?;
+    let mut workload = Workload {
+        pods: Vec::new(),
+        startup,
+        cpu_request,
+        next_id: 0,
+    };
+    for _ in 0..initial {
+        // The starting pods are long Ready.
+        let pod = workload.create(epoch - startup - SignedDuration::from_hours(1));
+        workload.pods.push(pod);
+    }
     let mut run = Run {
         scenario: &scenario,
         spec,
         settings,
         template,
         memory_per_pod,
-        cpu_request,
-        workload: Workload {
-            // The starting pods are long Ready.
-            born: vec![epoch - startup - SignedDuration::from_hours(1); initial],
-            startup,
-        },
+        workload,
+        vertical,
         history: History::default(),
         loads: LoadHistory::default(),
         last_applied: None,
@@ -654,9 +844,15 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
         .iter()
         .map(|sample| run.step(sample, epoch + SignedDuration::from_secs_f64(sample.t)))
         .collect();
-    Ok(LoadReplay { steps })
+    Ok(LoadReplay {
+        steps,
+        vertical: scenario.vpa.is_some(),
+    })
 }
 
 mod plot;
 #[cfg(test)]
 mod tests;
+mod vertical;
+
+use vertical::Vertical;

@@ -593,3 +593,145 @@ fn predictive_replay_prints_forecast_and_predicted_replicas_and_plots_them() {
         "{text}"
     );
 }
+
+/// The joint scenarios' HPA+: CPU at 60 %, replicas 2..30.
+const JOINT_TARGET: f64 = 60.0;
+const JOINT_MIN: i32 = 2;
+const JOINT_MAX: i32 = 30;
+
+/// What issue 18 measures after the first simulated day of a joint scenario.
+#[derive(Debug)]
+struct JointMeasures {
+    /// Every step's replicas within [min, max].
+    in_bounds: bool,
+    /// Share of steps at maxReplicas, percent.
+    at_max: f64,
+    /// Share of steps whose utilization is within ±50 % of the target, percent.
+    in_band: f64,
+    /// Request changes on each simulated day after the first.
+    changes_per_day: Vec<usize>,
+}
+
+impl JointMeasures {
+    fn of(r: &plimsoll_hpa_plus::replay_load::LoadReplay) -> JointMeasures {
+        let after = &r.steps[DAY_STEPS..];
+        let share = |n: usize| n as f64 * 100.0 / after.len() as f64;
+        JointMeasures {
+            in_bounds: after
+                .iter()
+                .all(|s| (JOINT_MIN..=JOINT_MAX).contains(&s.replicas)),
+            at_max: share(after.iter().filter(|s| s.replicas == JOINT_MAX).count()),
+            in_band: share(
+                after
+                    .iter()
+                    .filter(|s| {
+                        s.utilization
+                            .is_some_and(|u| (JOINT_TARGET * 0.5..=JOINT_TARGET * 1.5).contains(&u))
+                    })
+                    .count(),
+            ),
+            changes_per_day: after
+                .chunks(DAY_STEPS)
+                .map(|day| {
+                    day.iter()
+                        .filter(|s| matches!(s.changed.as_deref(), Some("requests" | "both")))
+                        .count()
+                })
+                .collect(),
+        }
+    }
+
+    /// The acceptance of issue 18.
+    fn meets_the_acceptance(&self) -> bool {
+        self.in_bounds
+            && self.at_max <= 5.0
+            && self.in_band >= 80.0
+            && self.changes_per_day.iter().all(|&c| c <= 6)
+    }
+}
+
+#[test]
+fn joint_requests_too_small_are_raised_and_the_hpa_leaves_max() {
+    let r = load_replay("joint-requests-too-small.yaml");
+    assert_eq!(r.steps.len(), 3 * DAY_STEPS);
+    let m = JointMeasures::of(&r);
+    assert!(m.meets_the_acceptance(), "{m:?}");
+    // At 100m a plain HPA+ would need 34 pods for the 2-core trough: the request rises at once.
+    assert!(r.steps[0].cpu_request > 100, "{:?}", r.steps[0]);
+    assert!(r.steps.iter().all(|s| s.cpu_request >= 100));
+}
+
+#[test]
+fn joint_requests_too_large_are_lowered_and_the_hpa_leaves_min() {
+    let r = load_replay("joint-requests-too-large.yaml");
+    // The first day: 16 cores per pod, pinned at minReplicas, idle pods.
+    assert!(
+        r.steps[..DAY_STEPS - 1]
+            .iter()
+            .all(|s| s.replicas == JOINT_MIN)
+    );
+    let m = JointMeasures::of(&r);
+    assert!(m.meets_the_acceptance(), "{m:?}");
+    assert!(r.steps[DAY_STEPS..].iter().any(|s| s.replicas > 10));
+}
+
+#[test]
+fn joint_requests_right_do_not_flap_on_a_spike() {
+    let r = load_replay("joint-requests-right-with-spike.yaml");
+    let m = JointMeasures::of(&r);
+    assert!(m.meets_the_acceptance(), "{m:?}");
+    assert!(
+        r.steps.iter().all(|s| s.cpu_request == 1400),
+        "the request never changes"
+    );
+    // The HPA+ alone rides the half-hour spike at 28 cores (11:00 on the second day).
+    let spike = DAY_STEPS + 11 * 12;
+    assert!(
+        r.steps[spike..spike + 8]
+            .iter()
+            .any(|s| s.replicas == JOINT_MAX),
+        "{:?}",
+        &r.steps[spike..spike + 8]
+    );
+}
+
+#[test]
+fn without_the_annotation_the_vpa_and_the_hpa_fight() {
+    let fight = load_replay("joint-conflict.yaml");
+    let m = JointMeasures::of(&fight);
+    assert!(!m.meets_the_acceptance(), "{m:?}");
+    // Requests shrink toward the usage the HPA+ holds at its target, replicas climb to max.
+    assert!(m.at_max > 5.0, "{m:?}");
+    let day = |d: usize| &fight.steps[d * DAY_STEPS..(d + 1) * DAY_STEPS];
+    let last_request = |d: usize| day(d).last().unwrap().cpu_request;
+    assert!(last_request(2) < last_request(1) && last_request(1) < 1400);
+    let peak = |d: usize| day(d).iter().map(|s| s.replicas).max().unwrap();
+    assert!(peak(0) < JOINT_MAX && peak(2) == JOINT_MAX);
+    // The same day with the annotation never reaches max.
+    let joint = load_replay("joint-requests-right-with-spike.yaml");
+    assert!(
+        joint.steps[2 * DAY_STEPS..]
+            .iter()
+            .all(|s| s.replicas < JOINT_MAX)
+    );
+}
+
+#[test]
+fn joint_replay_prints_requests_and_plots_them() {
+    let (out, plot) = replay_plotting(
+        &path(OWN, "joint-requests-too-small.yaml"),
+        "joint.svg",
+        &["--output", "json"],
+    );
+    assert_success(&out);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first["changed"], "both", "{first}");
+    assert!(first["cpuRequest"].as_i64().unwrap() > 100, "{first}");
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.contains("per-pod CPU request") && svg.contains("CPU load") && svg.contains("±50 %"),
+        "{svg}"
+    );
+    std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
+}

@@ -88,6 +88,7 @@ pub mod scale;
 pub mod selector;
 pub mod service;
 pub mod shutdown;
+pub mod target_index;
 pub mod telemetry;
 
 #[cfg(test)]

@@ -462,3 +462,74 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }
+
+/// A file in the temp directory (named after the process, a counter and `name`), removed on
+/// drop.
+pub struct TempFile(pub PathBuf);
+
+impl TempFile {
+    /// Writes `contents` to a fresh file.
+    pub fn new(name: &str, contents: &str) -> anyhow::Result<TempFile> {
+        let path = std::env::temp_dir().join(format!("plimsoll-e2e-{}-{name}", unique_suffix()));
+        std::fs::write(&path, contents)?;
+        Ok(TempFile(path))
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// An HTTPS Prometheus stand-in that requires the bearer `token`, and a file with the CA that
+/// signed its certificate.
+pub async fn prometheus_stand_in(
+    token: &str,
+) -> anyhow::Result<(plimsoll_sim::PrometheusStandIn, TempFile)> {
+    let server = plimsoll_sim::PrometheusStandIn::start(plimsoll_sim::StandInOptions {
+        token: Some(token.to_owned()),
+        ..plimsoll_sim::StandInOptions::default()
+    })
+    .await?;
+    let ca = TempFile::new(
+        "prometheus-ca.pem",
+        server.ca_pem().context("the stand-in serves https")?,
+    )?;
+    Ok((server, ca))
+}
+
+/// An HPA+ `name` on Deployment `target`: `base` is the spec without the target, and `spec` is
+/// merged over it field by field.
+pub fn hpa_plus_fixture(
+    name: &str,
+    target: &str,
+    base: &serde_json::Value,
+    spec: &serde_json::Value,
+) -> anyhow::Result<plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus> {
+    let mut fields = serde_json::json!({
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+    });
+    for layer in [base, spec] {
+        if let (Some(dst), Some(src)) = (fields.as_object_mut(), layer.as_object()) {
+            for (k, v) in src {
+                dst.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Ok(serde_json::from_value(serde_json::json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+        "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": name},
+        "spec": fields,
+    }))?)
+}
+
+/// Runs hpa-plus with `config` until it is stopped; an error it ends with is printed.
+pub fn spawn_hpa_plus(config: plimsoll_hpa_plus::Config) -> Running<()> {
+    Running::spawn("hpa-plus", |token| async move {
+        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
+            eprintln!("hpa-plus ended with an error: {e}");
+        }
+    })
+}

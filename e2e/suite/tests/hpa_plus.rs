@@ -58,31 +58,16 @@ fn config(env: &Env, extra: &[&str]) -> plimsoll_hpa_plus::Config {
 
 /// Runs an instance until it is stopped.
 fn start(config: plimsoll_hpa_plus::Config) -> Running<()> {
-    Running::spawn("hpa-plus", |token| async move {
-        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
-            eprintln!("hpa-plus ended with an error: {e}");
-        }
-    })
+    plimsoll_e2e::spawn_hpa_plus(config)
 }
 
 /// An HPA+ on Deployment `target` with `spec` merged over the required fields.
 fn hpa_plus(name: &str, target: &str, spec: &serde_json::Value) -> HorizontalPodAutoscalerPlus {
-    let mut base = json!({
-        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-        "kind": "HorizontalPodAutoscalerPlus",
-        "metadata": {"name": name},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-            "minReplicas": 1,
-            "maxReplicas": 10,
-        }
+    let base = json!({
+        "minReplicas": 1,
+        "maxReplicas": 10,
     });
-    if let (Some(dst), Some(src)) = (base["spec"].as_object_mut(), spec.as_object()) {
-        for (k, v) in src {
-            dst.insert(k.clone(), v.clone());
-        }
-    }
-    serde_json::from_value(base).expect("hpa-plus fixture")
+    plimsoll_e2e::hpa_plus_fixture(name, target, &base, spec).expect("hpa-plus fixture")
 }
 
 /// A Pods metric: average `requests_per_second` per pod.

@@ -16,7 +16,6 @@
 //! cached for nine tenths of the object's period, so each evaluation asks once per query (three
 //! times for a query answered with a retried 503).
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,9 +30,9 @@ use plimsoll_core::api::hpa_plus::{
     HorizontalPodAutoscalerCondition, HorizontalPodAutoscalerPlus,
     HorizontalPodAutoscalerPlusStatus, MinReplicasTuningStatus,
 };
-use plimsoll_e2e::{Env, Running, eventually};
+use plimsoll_e2e::{Env, Running, TempFile, eventually, prometheus_stand_in};
 use plimsoll_hpa_plus::cli::Args;
-use plimsoll_sim::{PrometheusStandIn, StandInOptions, StandInSeries};
+use plimsoll_sim::{PrometheusStandIn, StandInSeries};
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(30);
@@ -41,41 +40,6 @@ const EVERY: Duration = Duration::from_millis(200);
 
 /// The query of the first tests, served verbatim by the stand-in.
 const REQUESTS: &str = r#"sum(rate(http_requests_total{app="web"}[1m]))"#;
-
-/// A file in the temp directory, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &str) -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "plimsoll-e2e-hpa-plus-prometheus-{}-{name}",
-            std::process::id()
-        ));
-        std::fs::write(&path, contents).expect("write temp file");
-        Self(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// An HTTPS stand-in requiring `token`, and a file with the CA that signed its certificate.
-async fn stand_in(token: &str) -> (PrometheusStandIn, TempFile) {
-    let server = PrometheusStandIn::start(StandInOptions {
-        token: Some(token.to_owned()),
-        ..StandInOptions::default()
-    })
-    .await
-    .expect("stand-in starts");
-    let ca = TempFile::new(
-        &format!("ca-{}", server.url().rsplit(':').next().unwrap_or("0")),
-        server.ca_pem().expect("https"),
-    );
-    (server, ca)
-}
 
 /// Serves the constant `value` for `query`.
 fn serve(server: &PrometheusStandIn, query: &str, value: f64) {
@@ -138,31 +102,16 @@ fn config(
 
 /// Runs an instance until it is stopped.
 fn start(config: plimsoll_hpa_plus::Config) -> Running<()> {
-    Running::spawn("hpa-plus", |token| async move {
-        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
-            eprintln!("hpa-plus ended with an error: {e}");
-        }
-    })
+    plimsoll_e2e::spawn_hpa_plus(config)
 }
 
 /// An HPA+ on Deployment `target` with `spec` merged over the required fields.
 fn hpa_plus(name: &str, target: &str, spec: &serde_json::Value) -> HorizontalPodAutoscalerPlus {
-    let mut base = json!({
-        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-        "kind": "HorizontalPodAutoscalerPlus",
-        "metadata": {"name": name},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-            "minReplicas": 1,
-            "maxReplicas": 10,
-        }
+    let base = json!({
+        "minReplicas": 1,
+        "maxReplicas": 10,
     });
-    if let (Some(dst), Some(src)) = (base["spec"].as_object_mut(), spec.as_object()) {
-        for (k, v) in src {
-            dst.insert(k.clone(), v.clone());
-        }
-    }
-    serde_json::from_value(base).expect("hpa-plus fixture")
+    plimsoll_e2e::hpa_plus_fixture(name, target, &base, spec).expect("hpa-plus fixture")
 }
 
 /// A `type: Prometheus` metric on `query` with an `AverageValue` target, named `name` if given.
@@ -322,7 +271,7 @@ async fn an_hpa_plus_scales_on_a_prometheus_query_over_tls_with_a_bearer_token()
 -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-prom-tls").await?;
     token_secret(&env, "prometheus-reader", "t0k3n").await?;
-    let (server, ca) = stand_in("t0k3n").await;
+    let (server, ca) = prometheus_stand_in("t0k3n").await.expect("stand-in starts");
     serve(&server, REQUESTS, 450.0);
     plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
     wait_ready(&env, "web", 1).await?;
@@ -374,7 +323,7 @@ async fn a_prometheus_server_that_goes_away_leaves_a_condition_and_no_scale_down
     const QUEUE: &str = r#"sum(queue_depth{app="web"})"#;
     let env = Env::start("hpa-plus-prom-gone").await?;
     token_secret(&env, "prometheus-reader", "t").await?;
-    let (server, ca) = stand_in("t").await;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
     serve(&server, REQUESTS, 450.0);
     serve(&server, QUEUE, 50.0);
     plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
@@ -482,7 +431,7 @@ async fn a_prometheus_server_that_goes_away_leaves_a_condition_and_no_scale_down
 async fn a_token_rotated_in_its_secret_is_picked_up_by_hpa_plus() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-prom-rotate").await?;
     token_secret(&env, "prometheus-reader", "first").await?;
-    let (server, ca) = stand_in("first").await;
+    let (server, ca) = prometheus_stand_in("first").await.expect("stand-in starts");
     serve(&server, REQUESTS, 250.0);
     plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
     wait_ready(&env, "web", 1).await?;
@@ -608,7 +557,7 @@ fn tuning_of(plus: &HorizontalPodAutoscalerPlus) -> Option<&MinReplicasTuningSta
 async fn minreplicas_tuning_applies_from_a_restored_week_of_history() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-tuning-apply").await?;
     token_secret(&env, "prometheus-reader", "t").await?;
-    let (server, ca) = stand_in("t").await;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
     tuned_workload(&env, &server, "Apply").await?;
     let (seen, watch) = watch_tuning_statuses(&env);
     let service = start(config(&env, &server, &ca, "prometheus-reader", &[]));
@@ -674,7 +623,7 @@ async fn minreplicas_tuning_applies_from_a_restored_week_of_history() -> anyhow:
 async fn minreplicas_tuning_reports_from_a_restored_week_of_history() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-tuning-report").await?;
     token_secret(&env, "prometheus-reader", "t").await?;
-    let (server, ca) = stand_in("t").await;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
     tuned_workload(&env, &server, "Report").await?;
     let service = start(config(&env, &server, &ca, "prometheus-reader", &[]));
 
@@ -741,7 +690,7 @@ fn a_seeded_week_spans_168_hours_ending_now() {
 async fn minreplicas_tuning_reads_the_past_week_from_prometheus() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-tuning-prometheus-past").await?;
     token_secret(&env, "prometheus-reader", "t").await?;
-    let (server, ca) = stand_in("t").await;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
     serve(&server, REQUESTS, 50.0);
     // Hourly peaks: 300 at noon (UTC) every day, 120 otherwise; they need 3 replicas of 100.
     server.set_series(

@@ -37,11 +37,7 @@ fn start(env: &Env) -> Running<()> {
         .expect("test flags parse")
         .into_config()
         .expect("test flags are valid");
-    Running::spawn("hpa-plus", |token| async move {
-        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
-            eprintln!("hpa-plus ended with an error: {e}");
-        }
-    })
+    plimsoll_e2e::spawn_hpa_plus(config)
 }
 
 /// An in-process cron-hpa on the test's cluster.
@@ -71,22 +67,11 @@ fn start_cron(env: &Env) -> Running<()> {
 
 /// An HPA+ `name` on Deployment `target` with `spec` merged over the required fields.
 fn hpa_plus(name: &str, target: &str, spec: &serde_json::Value) -> HorizontalPodAutoscalerPlus {
-    let mut base = json!({
-        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-        "kind": "HorizontalPodAutoscalerPlus",
-        "metadata": {"name": name},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-            "minReplicas": 1,
-            "maxReplicas": 5,
-        }
+    let base = json!({
+        "minReplicas": 1,
+        "maxReplicas": 5,
     });
-    if let (Some(dst), Some(src)) = (base["spec"].as_object_mut(), spec.as_object()) {
-        for (k, v) in src {
-            dst.insert(k.clone(), v.clone());
-        }
-    }
-    serde_json::from_value(base).expect("hpa-plus fixture")
+    plimsoll_e2e::hpa_plus_fixture(name, target, &base, spec).expect("hpa-plus fixture")
 }
 
 /// The condition `type_=False` with `reason` on HPA+ `name`, once the controller wrote it.

@@ -9,53 +9,18 @@
 //! stand-in always runs in this process.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams, PostParams};
-use plimsoll_e2e::Env;
+use plimsoll_e2e::{Env, TempFile, prometheus_stand_in};
 use plimsoll_runtime::prometheus::{
     Auth, PrometheusClient, PrometheusConfig, PrometheusError, QueryData, SecretKeyRef,
     SecretSource,
 };
 use plimsoll_sim::{PrometheusStandIn, StandInOptions, StandInSeries};
 use serde_json::json;
-
-/// A file in the temp directory, removed on drop.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &str) -> Self {
-        let path = std::env::temp_dir().join(format!(
-            "plimsoll-e2e-prometheus-{}-{name}",
-            std::process::id()
-        ));
-        std::fs::write(&path, contents).expect("write temp file");
-        Self(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-async fn stand_in(token: &str) -> (PrometheusStandIn, TempFile) {
-    let server = PrometheusStandIn::start(StandInOptions {
-        token: Some(token.to_owned()),
-        ..StandInOptions::default()
-    })
-    .await
-    .expect("stand-in starts");
-    let ca = TempFile::new(
-        &format!("ca-{}", server.url().rsplit(':').next().unwrap_or("0")),
-        server.ca_pem().expect("https"),
-    );
-    (server, ca)
-}
 
 fn config(server: &PrometheusStandIn, ca: &TempFile, auth: Auth) -> PrometheusConfig {
     let mut config = PrometheusConfig::new(server.url());
@@ -75,7 +40,7 @@ fn now() -> Timestamp {
 
 #[tokio::test]
 async fn instant_and_range_values_over_tls_with_a_bearer_token() {
-    let (server, ca) = stand_in("t0k3n").await;
+    let (server, ca) = prometheus_stand_in("t0k3n").await.expect("stand-in starts");
     let client =
         PrometheusClient::new(&config(&server, &ca, bearer("t0k3n")), None).expect("client");
     server.set_series(
@@ -141,7 +106,7 @@ async fn instant_and_range_values_over_tls_with_a_bearer_token() {
 
 #[tokio::test]
 async fn a_wrong_token_or_an_untrusted_certificate_is_refused_without_retries() {
-    let (server, ca) = stand_in("right").await;
+    let (server, ca) = prometheus_stand_in("right").await.expect("stand-in starts");
     server.set_series("up", vec![StandInSeries::function(&[], |_| 1.0)]);
     let client =
         PrometheusClient::new(&config(&server, &ca, bearer("wrong")), None).expect("client");
@@ -184,7 +149,7 @@ async fn a_token_rotated_in_its_secret_is_picked_up() {
         .create(&PostParams::default(), &secret)
         .await
         .expect("create secret");
-    let (server, ca) = stand_in("first").await;
+    let (server, ca) = prometheus_stand_in("first").await.expect("stand-in starts");
     server.set_series("up", vec![StandInSeries::function(&[], |_| 1.0)]);
     let mut config = config(
         &server,
@@ -230,7 +195,7 @@ async fn a_token_rotated_in_its_secret_is_picked_up() {
 
 #[tokio::test]
 async fn a_server_that_went_away_is_unreachable_within_the_timeout_and_used_again_once_back() {
-    let (server, ca) = stand_in("t").await;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
     server.set_series("up", vec![StandInSeries::function(&[], |_| 1.0)]);
     let mut config = config(&server, &ca, bearer("t"));
     config.timeout = Duration::from_secs(3);
@@ -254,7 +219,7 @@ async fn a_server_that_went_away_is_unreachable_within_the_timeout_and_used_agai
 
 #[tokio::test]
 async fn nan_no_series_and_a_rejected_query_are_reported_as_such() {
-    let (server, ca) = stand_in("t").await;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
     let client = PrometheusClient::new(&config(&server, &ca, bearer("t")), None).expect("client");
     server.set_series("nan", vec![StandInSeries::function(&[], |_| f64::NAN)]);
     let err = client.query_value("nan", now()).await.expect_err("NaN");
@@ -304,8 +269,10 @@ async fn nan_no_series_and_a_rejected_query_are_reported_as_such() {
 
 #[tokio::test]
 async fn the_recommender_loads_its_history_over_tls_with_its_flags() {
-    let (server, ca) = stand_in("recommender-token").await;
-    let token = TempFile::new("token", "recommender-token\n");
+    let (server, ca) = prometheus_stand_in("recommender-token")
+        .await
+        .expect("stand-in starts");
+    let token = TempFile::new("token", "recommender-token\n").expect("temp file");
     let selector = r#"job="kubernetes-cadvisor", pod=~".+", name!="POD", name!="""#;
     let labels = [("namespace", "shop"), ("pod", "web-1"), ("name", "app")];
     let end = 1_700_010_000.0;

@@ -51,34 +51,19 @@ fn config(env: &Env) -> plimsoll_hpa_plus::Config {
 /// Runs an instance until it is stopped.
 fn start(env: &Env) -> Running<()> {
     let config = config(env);
-    Running::spawn("hpa-plus", |token| async move {
-        if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
-            eprintln!("hpa-plus ended with an error: {e}");
-        }
-    })
+    plimsoll_e2e::spawn_hpa_plus(config)
 }
 
 /// An HPA+ on Deployment `target` (1–20 replicas, 1 s period, no scale-down stabilization)
 /// with `spec` merged over it.
 fn hpa_plus(name: &str, target: &str, spec: &serde_json::Value) -> HorizontalPodAutoscalerPlus {
-    let mut base = json!({
-        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-        "kind": "HorizontalPodAutoscalerPlus",
-        "metadata": {"name": name},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-            "minReplicas": 1,
-            "maxReplicas": 20,
-            "syncPeriodSeconds": 1,
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
-        }
+    let base = json!({
+        "minReplicas": 1,
+        "maxReplicas": 20,
+        "syncPeriodSeconds": 1,
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
     });
-    if let (Some(dst), Some(src)) = (base["spec"].as_object_mut(), spec.as_object()) {
-        for (k, v) in src {
-            dst.insert(k.clone(), v.clone());
-        }
-    }
-    serde_json::from_value(base).expect("hpa-plus fixture")
+    plimsoll_e2e::hpa_plus_fixture(name, target, &base, spec).expect("hpa-plus fixture")
 }
 
 async fn create_plus(env: &Env, plus: &HorizontalPodAutoscalerPlus) -> anyhow::Result<()> {

@@ -261,6 +261,18 @@ pub enum PredictiveMode {
     Scale,
 }
 
+impl PredictiveMode {
+    /// Reads an annotation's value: `off`, `report` or `scale` (any case).
+    pub fn parse(v: &str) -> Option<Self> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "off" | "" => Some(Self::Off),
+            "report" => Some(Self::Report),
+            "scale" => Some(Self::Scale),
+            _ => None,
+        }
+    }
+}
+
 /// The period a predictive load repeats with (`spec.predictive.season`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Season {
@@ -274,6 +286,15 @@ pub enum Season {
 }
 
 impl Season {
+    /// Reads an annotation's value: `24h` or `168h`.
+    pub fn parse(v: &str) -> Option<Self> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "24h" => Some(Self::Day),
+            "168h" => Some(Self::Week),
+            _ => None,
+        }
+    }
+
     /// The season's length in seconds.
     pub fn seconds(self) -> i64 {
         match self {
@@ -292,6 +313,17 @@ pub enum LeadSeconds {
     Auto,
     /// This many seconds (>= 0).
     Seconds(i64),
+}
+
+impl LeadSeconds {
+    /// Reads an annotation's value: `auto` (any case) or a whole number of seconds >= 0.
+    pub fn parse(v: &str) -> Option<Self> {
+        let v = v.trim();
+        if v.eq_ignore_ascii_case("auto") {
+            return Some(Self::Auto);
+        }
+        v.parse::<i64>().ok().filter(|n| *n >= 0).map(Self::Seconds)
+    }
 }
 
 impl Serialize for LeadSeconds {
@@ -763,6 +795,11 @@ pub struct PredictiveStatus {
     /// A sentence a person can read.
     #[serde(default)]
     pub message: String,
+    /// The load history the forecast reads (15-minute peaks per metric), kept here so that a
+    /// restarted controller continues from it (docs/hpa-plus.md gives the encoding and its
+    /// bound: under 20 KB per metric for 7 days, about 8 KB typically).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::horizontal::predictive::StoredLoadSeries>,
 }
 
 /// `status.minReplicasTuning`.

@@ -40,7 +40,7 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::config::ControllerConfig;
 use super::decision::Decision;
@@ -120,10 +120,145 @@ impl LoadSeries {
     }
 
     /// The oldest bucket of `metric`.
-    fn oldest(&self, metric: &str) -> Option<i64> {
+    pub fn oldest(&self, metric: &str) -> Option<i64> {
         self.metrics.get(metric)?.first().map(|(b, _)| *b)
     }
+
+    /// The newest bucket of `metric`.
+    pub fn newest(&self, metric: &str) -> Option<i64> {
+        self.metrics.get(metric)?.last().map(|(b, _)| *b)
+    }
+
+    /// The bucket `at` falls in (seconds since the Unix epoch over the step).
+    pub fn bucket_at(&self, at: Timestamp) -> i64 {
+        self.bucket_of(at.as_second())
+    }
+
+    /// The buckets recorded for `metric`, `(bucket, highest value in milli-units)`, oldest
+    /// first.
+    pub fn points(&self, metric: &str) -> &[(i64, i64)] {
+        self.metrics.get(metric).map_or(&[], Vec::as_slice)
+    }
+
+    /// The series without the bucket `now` falls in: only buckets that have ended. A bucket
+    /// still open holds the highest value *so far*; the controller, which records several
+    /// samples per bucket, forecasts from ended buckets so that a rush due later in the open
+    /// bucket is not counted as a forecast error before it had a chance to arrive. (The replay
+    /// records one sample per bucket, whose bucket is complete as soon as it is recorded.)
+    #[must_use]
+    pub fn ended(&self, now: Timestamp) -> Self {
+        let open = self.bucket_of(now.as_second());
+        Self {
+            step: self.step,
+            metrics: self
+                .metrics
+                .iter()
+                .map(|(name, list)| {
+                    let end = list.partition_point(|(b, _)| *b < open);
+                    (name.clone(), list[..end].to_vec())
+                })
+                .filter(|(_, list)| !list.is_empty())
+                .collect(),
+        }
+    }
+
+    /// The stored form (module docs of [`StoredLoadSeries`]).
+    pub fn store(&self) -> StoredLoadSeries {
+        let Some(base) = self
+            .metrics
+            .values()
+            .filter_map(|l| l.first())
+            .map(|e| e.0)
+            .min()
+        else {
+            return StoredLoadSeries {
+                step_seconds: self.step,
+                ..StoredLoadSeries::default()
+            };
+        };
+        let metrics = self
+            .metrics
+            .iter()
+            .filter(|(_, list)| !list.is_empty())
+            .map(|(name, list)| {
+                let mut previous = base;
+                let flat = list
+                    .iter()
+                    .flat_map(|&(bucket, value)| {
+                        let offset = bucket - previous;
+                        previous = bucket;
+                        [offset, value]
+                    })
+                    .collect();
+                (name.clone(), flat)
+            })
+            .collect();
+        StoredLoadSeries {
+            step_seconds: self.step,
+            base_bucket: Some(base),
+            metrics,
+        }
+    }
+
+    /// The series `stored` stands for, with buckets of `step_seconds`; `None` when it was
+    /// stored with another step (its buckets would mean other times). A trailing odd entry and
+    /// a non-increasing offset (a hand-edited status) are skipped.
+    pub fn restore(stored: &StoredLoadSeries, step_seconds: i64) -> Option<Self> {
+        let step = step_seconds.max(1);
+        if stored.step_seconds != step {
+            return None;
+        }
+        let mut series = Self::new(step);
+        let Some(base) = stored.base_bucket else {
+            return Some(series);
+        };
+        for (name, flat) in &stored.metrics {
+            let mut bucket = base;
+            let mut list: Vec<(i64, i64)> = Vec::with_capacity(flat.len() / 2);
+            for pair in flat.chunks_exact(2) {
+                bucket = bucket.saturating_add(pair[0]);
+                if list.last().is_none_or(|(b, _)| *b < bucket) {
+                    list.push((bucket, pair[1]));
+                }
+            }
+            if !list.is_empty() {
+                series.metrics.insert(name.clone(), list);
+            }
+        }
+        Some(series)
+    }
 }
+
+/// The stored form of a [`LoadSeries`] (`status.predictive.history`, or in a native HPA's
+/// `plimsoll.dev/predictive-status` annotation): per metric a flat
+/// `[offset, value, offset, value, …]` list, offsets in buckets from the previous entry (the
+/// first from `baseBucket`, buckets of `stepSeconds` since the Unix epoch), values the highest
+/// load of the bucket in milli-units. Consecutive buckets cost `1,` plus the value.
+///
+/// Bound: a metric keeps at most [`keep_seconds`] / `stepSeconds` + 1 buckets. With the
+/// controller's 15-minute buckets and the default 7 days of a daily season (8 days kept) that
+/// is 769 pairs of at most 4 (`769,`) + 21 (`-9223372036854775808,`) bytes:
+/// [`BOUND_BYTES_PER_METRIC_7_DAYS`] with brackets and a name of up to 253 bytes; a typical
+/// metric (consecutive buckets, values below 10⁷ milli) takes about 769 × 10 ≈ 7.7 KB.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredLoadSeries {
+    /// The bucket width, seconds.
+    #[serde(default)]
+    pub step_seconds: i64,
+    /// The bucket (since the Unix epoch) the first offset of every list counts from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_bucket: Option<i64>,
+    /// Per metric: `[buckets after the previous entry, highest milli, …]`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, Vec<i64>>,
+}
+
+/// The most JSON bytes one metric's stored list takes with 15-minute buckets and 8 days kept
+/// (the default 7-day lookback of a daily season, plus the season the error check reads):
+/// 769 pairs of at most 4 + 21 bytes, brackets, quotes, a colon, a name of up to 253 bytes and
+/// the separating comma.
+pub const BOUND_BYTES_PER_METRIC_7_DAYS: usize = 769 * (4 + 21) + 2 + 253 + 4;
 
 /// The 75th percentile by nearest rank (the value at rank ⌈0.75 n⌉ in ascending order): the
 /// only value of one, the higher of two, the second-highest of 5 to 8. `None` when empty.
@@ -560,6 +695,8 @@ pub fn predictive_status(forecast: &Forecast, raised: &Raise) -> PredictiveStatu
         acting: raised.acting,
         reason: raised.reason.as_str().to_owned(),
         message: raised.message.clone(),
+        // The controller adds the series it keeps; the replay keeps it in memory only.
+        history: None,
     }
 }
 

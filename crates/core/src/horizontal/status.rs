@@ -128,6 +128,7 @@ pub fn native_subset(
         last_decision: None,
         memory: None,
         min_replicas_tuning: None,
+        predictive: None,
         current_metrics: status
             .current_metrics
             .iter()

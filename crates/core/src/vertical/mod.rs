@@ -20,6 +20,9 @@
 //! with how much memory), [`status_change`] (which status to write, and whether it changed) and
 //! [`checkpoint_schedule`] (which checkpoints to write first, which to delete).
 //!
+//! Joint horizontal and vertical sizing (a VPA annotated `plimsoll.dev/horizontal-aware`): [`joint`],
+//! the per-pod request from the workload's total usage and the HPA+'s settings.
+//!
 //! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
@@ -36,6 +39,7 @@ pub mod estimator;
 pub mod eviction;
 pub mod explain;
 pub mod histogram;
+pub mod joint;
 pub mod limit_range;
 pub mod model;
 pub mod oom;

@@ -1,7 +1,9 @@
 //! `--plot` of a `LoadReplay`: replicas, Ready replicas and the `minReplicas` in force (top
-//! panel), and the utilization of the Ready pods' CPU requests (middle panel), over time. With
-//! `spec.predictive` on, the top panel adds the replicas a confident forecast needs, and a
-//! bottom panel shows the trace's CPU load with the forecast peak of the lead window.
+//! panel), and the utilization of the Ready pods' CPU requests against the HPA+'s target and a
+//! ±50 % band around it (middle panel), over time. With `spec.predictive` on, the top panel adds
+//! the replicas a confident forecast needs, and a panel shows the trace's CPU load with the
+//! forecast peak of the lead window. With a `vpa`, a panel shows the CPU load (unless the
+//! forecast panel already does) and a last one the CPU request new pods get.
 
 use plimsoll_replay::plot::{Chart, Colour, Stroke, step_points};
 
@@ -12,18 +14,18 @@ const READY: Colour = Colour::hex(0x2c_a0_2c);
 const MIN: Colour = Colour::hex(0xd6_27_28);
 const UTILIZATION: Colour = Colour::hex(0x1f_77_b4);
 const FORECAST: Colour = Colour::hex(0xff_7f_0e);
+const REQUEST: Colour = Colour::hex(0x94_67_bd);
+const BAND: Colour = Colour::hex(0x99_99_99);
 
 /// A value of a step, when it has one.
 type Field<'a> = &'a dyn Fn(&LoadLine) -> Option<f64>;
 
-/// The chart of a `LoadReplay`.
-pub fn chart(steps: &[LoadLine]) -> Chart {
+/// The chart of a `LoadReplay`; `vertical` when it has a `vpa`.
+pub fn chart(steps: &[LoadLine], vertical: bool) -> Chart {
     let predictive = steps.iter().any(|s| s.predictive.is_some());
-    let height = if predictive {
-        HEIGHT + PANEL + GAP
-    } else {
-        HEIGHT
-    };
+    let extra =
+        usize::from(predictive) + 2 * usize::from(vertical) - usize::from(vertical && predictive);
+    let height = HEIGHT + extra as f64 * (PANEL + GAP);
     let mut chart = Chart::new(WIDTH as u32, height as u32);
     let axis = Axis::spanning(steps.iter().map(|s| s.t));
     let series = |f: Field<'_>, hi: f64, top: f64| series(steps, &axis, f, hi, top);
@@ -74,30 +76,84 @@ pub fn chart(steps: &[LoadLine]) -> Chart {
         );
     }
     let middle = TOP + PANEL + GAP;
+    let target = steps.iter().find_map(|s| s.target).map(f64::from);
+    // Scaled to what the steps reach, but at most 3 × the target (300 % without one): a
+    // start far off the target would flatten the rest; higher values are drawn at the top.
+    let ceiling = target.map_or(300.0, |t| (t * 3.0).max(100.0));
     let hi = steps
         .iter()
         .filter_map(|s| s.utilization)
+        .chain(target.map(|t| t * 1.5))
         .fold(100.0, f64::max)
+        .min(ceiling)
         * 1.1;
-    frame(
-        &mut chart,
-        middle,
-        "utilization of the Ready pods' CPU requests (%)",
-        0.0,
-        hi,
-    );
+    let title = if target.is_some() {
+        "utilization of the Ready pods' CPU requests (%), target (dashed) and ±50 % (dotted)"
+    } else {
+        "utilization of the Ready pods' CPU requests (%)"
+    };
+    frame(&mut chart, middle, title, 0.0, hi);
+    if let Some(t) = target {
+        for (v, stroke) in [
+            (t, Stroke::dashed(BAND, 1.5, 6.0, 4.0)),
+            (t * 0.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
+            (t * 1.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
+        ] {
+            chart.polyline(series(&|_: &LoadLine| Some(v), hi, middle), stroke);
+        }
+    }
     chart.polyline(
-        series(&|s: &LoadLine| s.utilization, hi, middle),
+        series(&|s: &LoadLine| s.utilization.map(|u| u.min(hi)), hi, middle),
         Stroke::solid(UTILIZATION, 1.5),
     );
-    if !predictive {
-        axis.label(&mut chart, middle);
-        return chart;
+    let mut last = middle;
+    if predictive {
+        last += PANEL + GAP;
+        forecast_panel(&mut chart, steps, &axis, last);
     }
-    let bottom = middle + PANEL + GAP;
-    forecast_panel(&mut chart, steps, &axis, bottom);
-    axis.label(&mut chart, bottom);
+    if vertical {
+        if !predictive {
+            last += PANEL + GAP;
+            load_panel(&mut chart, steps, &axis, last);
+        }
+        last += PANEL + GAP;
+        request_panel(&mut chart, steps, &axis, last);
+    }
+    axis.label(&mut chart, last);
     chart
+}
+
+/// The panel of the trace's CPU load, at `top`.
+fn load_panel(chart: &mut Chart, steps: &[LoadLine], axis: &Axis, top: f64) {
+    let hi = steps.iter().map(|s| s.load).fold(1.0, f64::max) * 1.1;
+    frame(chart, top, "CPU load, all pods together (cores)", 0.0, hi);
+    chart.polyline(
+        series(steps, axis, &|s: &LoadLine| Some(s.load), hi, top),
+        Stroke::solid(Colour::BLACK, 1.0),
+    );
+}
+
+/// The panel of the CPU request new pods get (the VPA's), at `top`.
+fn request_panel(chart: &mut Chart, steps: &[LoadLine], axis: &Axis, top: f64) {
+    let hi = steps
+        .iter()
+        .map(|s| s.cpu_request as f64 / 1000.0)
+        .fold(0.1, f64::max)
+        * 1.1;
+    frame(chart, top, "per-pod CPU request (cores)", 0.0, hi);
+    chart.polyline(
+        step_points(
+            &series(
+                steps,
+                axis,
+                &|s: &LoadLine| Some(s.cpu_request as f64 / 1000.0),
+                hi,
+                top,
+            ),
+            Some(WIDTH - RIGHT),
+        ),
+        Stroke::solid(REQUEST, 2.0),
+    );
 }
 
 /// The points of field `f` of every step that has it, in a panel at `top` scaled to `hi`.

@@ -114,10 +114,9 @@ fn bad_input_names_the_field() {
         "1",
         "vpa: {kind: VerticalPodAutoscaler}\n",
     ));
-    assert!(
-        e.contains("vpa: ") && e.contains("not supported yet"),
-        "{e}"
-    );
+    assert!(e.contains("vpa: ") && e.contains("missing field"), "{e}");
+    let e = err(&scenario("off", 1, "1", &vpa("Recreate", "yes")));
+    assert!(e.contains("plimsoll.dev/horizontal-aware"), "{e}");
     let e = err(&scenario("off", 1, "1", "predictive: {}\n"));
     assert!(
         e.contains("predictive: ") && e.contains("not supported yet"),
@@ -211,4 +210,97 @@ fn bad_predictive_settings_name_the_field() {
     );
     let e = err("{mode: Scale, leadSeconds: soon}");
     assert!(e.contains("leadSeconds"), "{e}");
+}
+
+/// A `vpa` block in `mode`, with the joint-mode annotation set to `aware` (`""`: none).
+fn vpa(mode: &str, aware: &str) -> String {
+    let annotations = if aware.is_empty() {
+        String::new()
+    } else {
+        format!(", annotations: {{plimsoll.dev/horizontal-aware: '{aware}'}}")
+    };
+    format!(
+        "vpa:
+  apiVersion: autoscaling.k8s.io/v1
+  kind: VerticalPodAutoscaler
+  metadata: {{name: web{annotations}}}
+  spec:
+    targetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+    updatePolicy: {{updateMode: {mode}}}
+"
+    )
+}
+
+/// Two days of 5-minute steps at 8 cores (16 pods of 1 CPU at 50 %), pods of 100m: a plain
+/// HPA+ is pinned at 20.
+fn joint(mode: &str, aware: &str) -> LoadReplay {
+    let cpu = vec!["8"; 2 * 288].join(", ");
+    let text = scenario("off", 2, &cpu, &vpa(mode, aware))
+        .replace("stepSeconds: 3600", "stepSeconds: 300")
+        .replace("{cpu: '1'}", "{cpu: 100m}");
+    run(&text)
+}
+
+#[test]
+fn joint_in_place_resizes_every_pod_at_the_step_the_request_changes() {
+    let r = joint("InPlaceOrRecreate", "true");
+    let first = &r.steps[0];
+    // 8 cores within 16 replicas (0.8 × 20) at 50 % need 1000m: doubled past 1.2 × that.
+    assert_eq!(first.cpu_request, 1200);
+    assert_eq!(first.changed.as_deref(), Some("both"));
+    assert_eq!(
+        first.joint.as_ref().map(|j| j.reason.as_str()),
+        Some("LearningDailyCycle")
+    );
+    // The HPA+ doubled to 4 pods at step 0 and all 4 have 1200m (the 2 old ones resized in
+    // place, the 2 new ones created with it): step 1 sees 8 cores on 4 × 1200m.
+    assert_eq!(r.steps[1].ready_replicas, 4);
+    assert_eq!(r.steps[1].utilization, Some(166.67));
+    // Steady load: settled within the bounds, the request changes once more after a day (the
+    // trough bound: 8 cores on 2 replicas allows 6666m), then never.
+    let changes: Vec<f64> = r
+        .steps
+        .iter()
+        .filter(|s| matches!(s.changed.as_deref(), Some("requests" | "both")))
+        .map(|s| s.t)
+        .collect();
+    assert!(changes.len() <= 3, "{changes:?}");
+    assert!(r.steps[300..].iter().all(|s| s.changed.is_none()));
+    let last = r.steps.last().unwrap();
+    assert!(
+        (40.0..=60.0).contains(&last.utilization.unwrap()),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn recreate_replaces_stale_pods_half_at_a_time_and_off_changes_nothing() {
+    let r = joint("Recreate", "true");
+    // Step 0: the request changes; the updater replaces one of the 2 pods (half may be not
+    // Ready), which is Ready after 60 s; the HPA+ has already scaled up with old-request pods.
+    let s1 = &r.steps[1];
+    assert!(s1.ready_replicas <= s1.replicas);
+    // Utilization counts the requests each Ready pod has: mixed during the rollout.
+    let mixed = r.steps[1..6]
+        .iter()
+        .any(|s| s.utilization.is_some_and(|u| u > 100.0));
+    assert!(mixed, "{:?}", &r.steps[..6]);
+    let last = r.steps.last().unwrap();
+    assert!(
+        (40.0..=60.0).contains(&last.utilization.unwrap()),
+        "{last:?}"
+    );
+    let off = joint("\"Off\"", "true");
+    assert!(off.steps.iter().all(|s| s.cpu_request == 100));
+    assert!(off.steps[10..].iter().all(|s| s.replicas == 20));
+    assert!(off.steps.iter().all(|s| s.joint.is_some()));
+}
+
+#[test]
+fn without_the_annotation_the_plain_recommender_sizes_pods_to_their_usage() {
+    let r = joint("InPlaceOrRecreate", "");
+    assert!(r.steps.iter().all(|s| s.joint.is_none()));
+    // Pinned at 20 pods of 100m, each uses 400m: the recommender raises the request.
+    let last = r.steps.last().unwrap();
+    assert!(last.cpu_request > 400, "{last:?}");
 }

@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::validate::quantity_value;
 use super::{
     ExternalMetricStatus, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
-    MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MinReplicasTuning,
-    PrometheusMetricSource, TuningMode, UtilizationBase,
+    LeadSeconds, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MinReplicasTuning,
+    Predictive, PredictiveMode, PrometheusMetricSource, Season, TuningMode, UtilizationBase,
 };
 
 /// Annotation prefixes honoured in native mode, highest precedence first.
@@ -99,6 +99,7 @@ impl HorizontalPodAutoscalerPlus {
             });
         }
         plus.min_replicas_tuning = tuning_from_annotations(&annotations)?;
+        plus.predictive = predictive_from_annotations(&annotations)?;
         plus.metrics = plus
             .metrics
             .into_iter()
@@ -173,6 +174,78 @@ fn tuning_from_annotations(
         mode,
         lookback_days: number(TUNING_LOOKBACK_ANNOTATION_NAME, 1, 30)?,
         floor: number(TUNING_FLOOR_ANNOTATION_NAME, 1, i32::MAX)?,
+    }))
+}
+
+/// The annotation name (after a prefix of [`ANNOTATION_PREFIXES`]) that sets
+/// `predictive.mode` (`off`, `report`, `scale`).
+pub const PREDICTIVE_ANNOTATION_NAME: &str = "predictive";
+
+/// The annotation name (after a prefix) of `predictive.lookbackDays` (1–30; at least 7 with a
+/// `168h` season).
+pub const PREDICTIVE_LOOKBACK_ANNOTATION_NAME: &str = "predictive-lookback-days";
+
+/// The annotation name (after a prefix) of `predictive.season` (`24h` or `168h`).
+pub const PREDICTIVE_SEASON_ANNOTATION_NAME: &str = "predictive-season";
+
+/// The annotation name (after a prefix) of `predictive.leadSeconds` (`auto` or seconds >= 0).
+pub const PREDICTIVE_LEAD_ANNOTATION_NAME: &str = "predictive-lead-seconds";
+
+/// The predictive settings the annotations give: the mode, then lookback, season and lead;
+/// `None` without a mode annotation (the others alone turn nothing on). A weekly season with
+/// fewer than 7 days of lookback is refused here as the spec's rule refuses it.
+fn predictive_from_annotations(
+    annotations: &BTreeMap<String, String>,
+) -> Result<Option<Predictive>, NativeConversionError> {
+    let lookup = |name: &str| {
+        ANNOTATION_PREFIXES.iter().find_map(|prefix| {
+            let key = format!("{prefix}{name}");
+            annotations.get(&key).map(|v| (key, v.trim().to_owned()))
+        })
+    };
+    let Some((key, v)) = lookup(PREDICTIVE_ANNOTATION_NAME) else {
+        return Ok(None);
+    };
+    let bad = |key: String, message: String| NativeConversionError::Annotation { key, message };
+    let mode = PredictiveMode::parse(&v)
+        .ok_or_else(|| bad(key, format!("{v:?} is not off, report or scale")))?;
+    let lookback_days = lookup(PREDICTIVE_LOOKBACK_ANNOTATION_NAME)
+        .map(|(key, v)| {
+            v.parse::<i32>()
+                .ok()
+                .filter(|n| (1..=30).contains(n))
+                .ok_or_else(|| bad(key, format!("{v:?} is not a whole number from 1 to 30")))
+        })
+        .transpose()?;
+    let season = match lookup(PREDICTIVE_SEASON_ANNOTATION_NAME) {
+        None => Season::default(),
+        Some((key, v)) => {
+            Season::parse(&v).ok_or_else(|| bad(key, format!("{v:?} is not 24h or 168h")))?
+        }
+    };
+    let lead_seconds = match lookup(PREDICTIVE_LEAD_ANNOTATION_NAME) {
+        None => LeadSeconds::default(),
+        Some((key, v)) => LeadSeconds::parse(&v).ok_or_else(|| {
+            bad(
+                key,
+                format!("{v:?} is not auto or a whole number of seconds >= 0"),
+            )
+        })?,
+    };
+    if season == Season::Week && lookback_days.is_some_and(|d| d < 7) {
+        let key = lookup(PREDICTIVE_LOOKBACK_ANNOTATION_NAME)
+            .map(|(k, _)| k)
+            .unwrap_or_default();
+        return Err(bad(
+            key,
+            "a 168h season needs at least 7 days of lookback".into(),
+        ));
+    }
+    Ok(Some(Predictive {
+        mode,
+        lookback_days,
+        season,
+        lead_seconds,
     }))
 }
 
@@ -460,6 +533,88 @@ mod tests {
         let k8s: k8s_openapi::api::autoscaling::v2::MetricStatus =
             serde_json::from_value(json).unwrap();
         assert_eq!(k8s.type_, "External");
+    }
+
+    #[test]
+    fn predictive_mode_lookback_season_and_lead_from_annotations() {
+        let read = |annotations: &[(&str, &str)]| {
+            HorizontalPodAutoscalerPlus::from_native(&native(annotations))
+                .map(|p| p.spec.predictive)
+        };
+        assert_eq!(read(&[]).unwrap(), None);
+        // The other settings alone turn nothing on.
+        assert_eq!(
+            read(&[("plimsoll.dev/predictive-season", "168h")]).unwrap(),
+            None
+        );
+        let p = read(&[("plimsoll.dev/predictive", "report")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            p,
+            Predictive {
+                mode: PredictiveMode::Report,
+                ..Predictive::default()
+            }
+        );
+        let p = read(&[
+            ("platform.stke/predictive", "Scale"),
+            ("plimsoll.dev/predictive-lookback-days", "14"),
+            ("platform.stke/predictive-season", "168h"),
+            ("plimsoll.dev/predictive-lead-seconds", "900"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (p.mode, p.lookback_days, p.season, p.lead_seconds),
+            (
+                PredictiveMode::Scale,
+                Some(14),
+                Season::Week,
+                LeadSeconds::Seconds(900)
+            )
+        );
+        let p = read(&[
+            ("plimsoll.dev/predictive", "scale"),
+            ("plimsoll.dev/predictive-lead-seconds", "Auto"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.lead_seconds, LeadSeconds::Auto);
+        // The plimsoll.dev value wins.
+        let p = read(&[
+            ("plimsoll.dev/predictive", "off"),
+            ("platform.stke/predictive", "scale"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.mode, PredictiveMode::Off);
+        for (key, bad) in [
+            ("plimsoll.dev/predictive", "sometimes"),
+            ("plimsoll.dev/predictive-lookback-days", "0"),
+            ("plimsoll.dev/predictive-lookback-days", "a week"),
+            ("platform.stke/predictive-season", "12h"),
+            ("plimsoll.dev/predictive-lead-seconds", "-5"),
+            ("plimsoll.dev/predictive-lead-seconds", "soon"),
+        ] {
+            let mut annotations = vec![(key, bad)];
+            if key != "plimsoll.dev/predictive" {
+                annotations.push(("plimsoll.dev/predictive", "scale"));
+            }
+            let err = read(&annotations).unwrap_err();
+            assert!(err.to_string().contains(key), "{key}={bad}: {err}");
+        }
+        let err = read(&[
+            ("plimsoll.dev/predictive", "scale"),
+            ("plimsoll.dev/predictive-season", "168h"),
+            ("plimsoll.dev/predictive-lookback-days", "3"),
+        ])
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("plimsoll.dev/predictive-lookback-days"),
+            "{err}"
+        );
     }
 
     #[test]
