@@ -33,7 +33,6 @@ use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Api;
-use kube::api::{Patch, PatchParams};
 use plimsoll_core::api::hpa_plus::{
     HorizontalPodAutoscalerPlusSpec, Predictive, PredictiveMode, PredictiveStatus,
 };
@@ -44,10 +43,9 @@ use plimsoll_core::horizontal::predictive::{
 use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
 use plimsoll_core::horizontal::tuning::times_ready;
 use plimsoll_core::horizontal::{Decision, Observation};
-use serde_json::json;
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pods::PodInfo;
 
 /// A native HPA's `status.predictive` (its status has no field for it), as JSON.
@@ -310,21 +308,9 @@ pub async fn write_native_status(
     name: &str,
     status: &PredictiveStatus,
 ) -> Result<()> {
-    let value = serde_json::to_string(status).map_err(|source| Error::Encode {
-        what: "predictive status",
-        source,
-    })?;
-    let body = json!({"metadata": {"annotations": {STATUS_ANNOTATION: value}}});
     let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+    crate::status::write_native_json(&api, name, STATUS_ANNOTATION, status, "predictive status")
         .await
-        .map_err(|e| {
-            Error::kube(
-                format!("write the predictive status of HorizontalPodAutoscaler {name}"),
-                e,
-            )
-        })?;
-    Ok(())
 }
 
 /// Step 5 after the status write: the metrics, the Event (while leading), and a native HPA's

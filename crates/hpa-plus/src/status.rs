@@ -90,14 +90,43 @@ pub async fn write_native_memory(
     name: &str,
     stored: &DecisionMemory,
 ) -> Result<()> {
-    let body = json!({
-        "metadata": {"annotations": {memory::ANNOTATION: memory::annotation_value(stored)}},
-    });
+    write_native_annotation(
+        api,
+        name,
+        memory::ANNOTATION,
+        memory::annotation_value(stored),
+        "decision memory",
+    )
+    .await
+}
+
+/// Writes `value` as JSON into the annotation `key` of a native HPA: the place of a part of the
+/// status (`what`, for the error) that `autoscaling/v2` has no field for.
+pub async fn write_native_json<T: serde::Serialize>(
+    api: &Api<HorizontalPodAutoscaler>,
+    name: &str,
+    key: &str,
+    value: &T,
+    what: &'static str,
+) -> Result<()> {
+    let text = serde_json::to_string(value).map_err(|source| Error::Encode { what, source })?;
+    write_native_annotation(api, name, key, text, what).await
+}
+
+/// A merge patch of the one annotation `key` of a native HPA.
+async fn write_native_annotation(
+    api: &Api<HorizontalPodAutoscaler>,
+    name: &str,
+    key: &str,
+    value: String,
+    what: &str,
+) -> Result<()> {
+    let body = json!({"metadata": {"annotations": {key: value}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
         .await
         .map_err(|e| {
             Error::kube(
-                format!("write the decision memory of HorizontalPodAutoscaler {name}"),
+                format!("write the {what} of HorizontalPodAutoscaler {name}"),
                 e,
             )
         })?;

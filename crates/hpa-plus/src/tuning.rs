@@ -264,21 +264,15 @@ pub async fn write_native_status(
     name: &str,
     status: &MinReplicasTuningStatus,
 ) -> Result<()> {
-    let value = serde_json::to_string(status).map_err(|source| Error::Encode {
-        what: "minReplicasTuning status",
-        source,
-    })?;
-    let body = json!({"metadata": {"annotations": {STATUS_ANNOTATION: value}}});
     let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
-        .await
-        .map_err(|e| {
-            Error::kube(
-                format!("write the minReplicasTuning status of HorizontalPodAutoscaler {name}"),
-                e,
-            )
-        })?;
-    Ok(())
+    crate::status::write_native_json(
+        &api,
+        name,
+        STATUS_ANNOTATION,
+        status,
+        "minReplicasTuning status",
+    )
+    .await
 }
 
 /// The Events tuning owes the user after this evaluation, each `(warning, reason, note)`: a

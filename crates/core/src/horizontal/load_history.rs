@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::offsets::{flatten, unflatten};
+
 /// The longest lookback tuning accepts (`spec.minReplicasTuning.lookbackDays` ≤ 30).
 pub const MAX_DAYS: i32 = 30;
 
@@ -142,18 +144,7 @@ impl LoadHistory {
         let metrics = self
             .metrics
             .iter()
-            .map(|(name, list)| {
-                let mut previous = base;
-                let flat = list
-                    .iter()
-                    .flat_map(|&(hour, value)| {
-                        let offset = hour - previous;
-                        previous = hour;
-                        [offset, value]
-                    })
-                    .collect();
-                (name.clone(), flat)
-            })
+            .map(|(name, list)| (name.clone(), flatten(base, list.iter().copied())))
             .collect();
         StoredLoadHistory {
             base_hour: Some(base),
@@ -169,17 +160,7 @@ impl LoadHistory {
         let metrics = stored
             .metrics
             .iter()
-            .map(|(name, flat)| {
-                let mut hour = base;
-                let list = flat
-                    .chunks_exact(2)
-                    .map(|pair| {
-                        hour = hour.saturating_add(pair[0]);
-                        (hour, pair[1])
-                    })
-                    .collect();
-                (name.clone(), list)
-            })
+            .map(|(name, flat)| (name.clone(), unflatten(base, flat).collect()))
             .collect();
         Self { metrics }
     }

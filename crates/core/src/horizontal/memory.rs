@@ -194,30 +194,17 @@ fn millis(at: Timestamp) -> i64 {
 
 /// `[offset from the previous, value, …]`, the first offset from `base_ms`.
 fn pairs(base_ms: i64, entries: impl Iterator<Item = (Timestamp, i64)>) -> Vec<i64> {
-    let mut out = Vec::new();
-    let mut previous = base_ms;
-    for (at, value) in entries {
-        let ms = millis(at);
-        out.push(ms - previous);
-        out.push(value);
-        previous = ms;
-    }
-    out
+    super::offsets::flatten(base_ms, entries.map(|(at, value)| (millis(at), value)))
 }
 
 /// The readable `(instant, value)` pairs of a list made by [`pairs`].
 fn unpairs(base_ms: i64, list: &[i64]) -> impl Iterator<Item = (Timestamp, i32)> + '_ {
-    list.chunks_exact(2)
-        .scan(base_ms, |previous, pair| {
-            *previous = previous.saturating_add(pair[0]);
-            Some((*previous, pair[1]))
-        })
-        .filter_map(|(ms, value)| {
-            Some((
-                Timestamp::from_millisecond(ms).ok()?,
-                i32::try_from(value).ok()?,
-            ))
-        })
+    super::offsets::unflatten(base_ms, list).filter_map(|(ms, value)| {
+        Some((
+            Timestamp::from_millisecond(ms).ok()?,
+            i32::try_from(value).ok()?,
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub mod load_history;
 pub mod memory;
 pub mod metrics;
 pub mod observation;
+pub mod offsets;
 pub mod pod_requests;
 pub mod preconditions;
 pub mod predictive;

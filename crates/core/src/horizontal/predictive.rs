@@ -47,6 +47,7 @@ use super::decision::Decision;
 use super::gates::write_gate;
 use super::limits::{Bounds, LimitFactors, RateInput, forbidden_windows, rate_limit};
 use super::observation::{Observation, PodSample};
+use super::offsets::{flatten, unflatten};
 use super::proposals::{metric_name, metrics_of};
 use super::tuning::{observed_load, replicas_for_load};
 use crate::api::hpa_plus::{
@@ -180,18 +181,7 @@ impl LoadSeries {
             .metrics
             .iter()
             .filter(|(_, list)| !list.is_empty())
-            .map(|(name, list)| {
-                let mut previous = base;
-                let flat = list
-                    .iter()
-                    .flat_map(|&(bucket, value)| {
-                        let offset = bucket - previous;
-                        previous = bucket;
-                        [offset, value]
-                    })
-                    .collect();
-                (name.clone(), flat)
-            })
+            .map(|(name, list)| (name.clone(), flatten(base, list.iter().copied())))
             .collect();
         StoredLoadSeries {
             step_seconds: self.step,
@@ -213,12 +203,10 @@ impl LoadSeries {
             return Some(series);
         };
         for (name, flat) in &stored.metrics {
-            let mut bucket = base;
             let mut list: Vec<(i64, i64)> = Vec::with_capacity(flat.len() / 2);
-            for pair in flat.chunks_exact(2) {
-                bucket = bucket.saturating_add(pair[0]);
+            for (bucket, value) in unflatten(base, flat) {
                 if list.last().is_none_or(|(b, _)| *b < bucket) {
-                    list.push((bucket, pair[1]));
+                    list.push((bucket, value));
                 }
             }
             if !list.is_empty() {
