@@ -13,6 +13,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use jiff::SignedDuration;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
+use plimsoll_core::vertical::joint::JointSettings;
+use plimsoll_core::vertical::joint_sizing::JointConfig;
 use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
@@ -260,6 +262,27 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_CONFIDENCE_INTERVAL_MEMORY", value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
     pub confidence_interval_memory: Duration,
 
+    /// Joint mode (VPAs annotated `plimsoll.dev/horizontal-aware: "true"`): the daily cycle of
+    /// the workload's load. It is also the learning period: until the total usage spans one
+    /// cycle, the CPU request only rises (docs/vpa.md, "HPA and VPA together").
+    #[arg(long, env = "PLIMSOLL_JOINT_CYCLE", value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub joint_cycle: Duration,
+
+    /// Joint mode: how much total usage is kept; the peak and trough percentiles are taken
+    /// over it.
+    #[arg(long, env = "PLIMSOLL_JOINT_WINDOW", value_name = "DURATION", default_value = "168h", value_parser = parse_duration)]
+    pub joint_window: Duration,
+
+    /// Joint mode: the total usage keeps the highest value of each bucket this wide.
+    #[arg(long, env = "PLIMSOLL_JOINT_BUCKET", value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub joint_bucket: Duration,
+
+    /// Joint mode: the total usage is written to the VPA's `plimsoll.dev/total-usage`
+    /// annotation at most this often (and at the end of a leadership term), so a restart or a
+    /// new leader loses at most this much of it.
+    #[arg(long, env = "PLIMSOLL_JOINT_PERSIST_INTERVAL", value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    pub joint_persist_interval: Duration,
+
     /// Run something else than the controller.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -297,6 +320,11 @@ pub enum Command {
 
 fn signed(d: Duration) -> SignedDuration {
     SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)
+}
+
+/// Whole seconds of `d`, at least 1.
+fn seconds(d: Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX).max(1)
 }
 
 impl Args {
@@ -346,6 +374,15 @@ impl Args {
                 oom_bump_up_ratio: self.oom_bump_up_ratio,
                 oom_min_bump_up_bytes: self.oom_min_bump_up_bytes,
             },
+            joint: JointConfig {
+                settings: JointSettings {
+                    learning_seconds: seconds(self.joint_cycle),
+                    window_seconds: seconds(self.joint_window),
+                    ..JointSettings::default()
+                },
+                bucket_seconds: seconds(self.joint_bucket),
+            },
+            joint_persist_interval: self.joint_persist_interval,
             estimator: EstimatorConfig {
                 target_cpu_percentile: self.target_cpu_percentile,
                 lower_bound_cpu_percentile: self.recommendation_lower_bound_cpu_percentile,
@@ -378,8 +415,30 @@ mod tests {
         assert!(!c.answer_default);
         assert_eq!(c.aggregations, AggregationsConfig::default());
         assert_eq!(c.estimator, EstimatorConfig::default());
+        assert_eq!(c.joint, JointConfig::default());
+        assert_eq!(c.joint_persist_interval, Duration::from_secs(900));
         assert_eq!(c.common.metrics_address.port(), 8942);
         assert!(c.prometheus.is_none());
+    }
+
+    #[test]
+    fn joint_flags_compress_the_day() {
+        let args = Args::try_parse_from([
+            "vpa-recommender",
+            "--joint-cycle=90s",
+            "--joint-window=10m",
+            "--joint-bucket=3s",
+            "--joint-persist-interval=20s",
+        ])
+        .expect("parses");
+        let c = args.into_config();
+        assert_eq!(c.joint.settings.learning_seconds, 90);
+        assert_eq!(c.joint.settings.window_seconds, 600);
+        assert_eq!(c.joint.bucket_seconds, 3);
+        let defaults = JointSettings::default();
+        assert!((c.joint.settings.headroom - defaults.headroom).abs() < 1e-9);
+        assert!((c.joint.settings.band - defaults.band).abs() < 1e-9);
+        assert_eq!(c.joint_persist_interval, Duration::from_secs(20));
     }
 
     #[test]

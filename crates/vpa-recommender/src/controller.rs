@@ -13,22 +13,28 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::runtime::reflector::Store;
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
+use plimsoll_core::conflict;
+use plimsoll_core::vertical::joint_sizing::{self, HorizontalSettings, TOTAL_USAGE_ANNOTATION};
 use plimsoll_runtime::api_message;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::TargetRef;
 use plimsoll_runtime::metrics_api::{MetricsSource, PodMetrics};
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
+use plimsoll_runtime::target_index::TargetIndex;
 use serde_json::json;
 
 use crate::Config;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::recommender::{Recommender, VpaInput, VpaKey, key_of};
+use crate::recommender::{LoopOutcome, Recommender, VpaInput, VpaKey, key_of};
 
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "vpa-recommender";
@@ -51,6 +57,10 @@ pub struct Context {
     pub pods: Store<Pod>,
     /// `Evicted` Events (memory-pressure kills), from a watch with `reason=Evicted`.
     pub events: Store<Event>,
+    /// HorizontalPodAutoscalerPluses by the workload they scale (conflict detection).
+    pub autoscalers: TargetIndex<HorizontalPodAutoscalerPlus>,
+    /// autoscaling/v2 HorizontalPodAutoscalers by the workload they scale (conflict detection).
+    pub hpas: TargetIndex<HorizontalPodAutoscaler>,
     /// Settings.
     pub config: Config,
 }
@@ -111,7 +121,68 @@ async fn resolve(ctx: &Context, vpa: Arc<VerticalPodAutoscaler>) -> VpaInput {
             .await
             .map_err(|e| e.to_string())
     };
-    VpaInput { vpa, selector }
+    let conflict = conflict_of(ctx, &vpa);
+    let joint = joint_of(ctx, &vpa);
+    VpaInput {
+        vpa,
+        selector,
+        conflict,
+        joint,
+    }
+}
+
+/// The horizontal autoscalers of `vpa`'s workload, HPA+ first, then HPAs (read as HPA+), each
+/// in name order, as `(Kind/name, spec)`.
+fn horizontal_of(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+) -> Vec<(String, HorizontalPodAutoscalerPlusSpec)> {
+    let namespace = vpa.metadata.namespace.as_deref().unwrap_or_default();
+    let target = &vpa.spec.target_ref;
+    let plus = ctx
+        .autoscalers
+        .get(namespace, &target.kind, &target.name)
+        .into_iter()
+        .map(|p| {
+            (
+                format!("HorizontalPodAutoscalerPlus/{}", p.name_any()),
+                p.spec.clone(),
+            )
+        });
+    // A native HPA reads as an HPA+ (its annotations decide nothing here: only its metrics
+    // and bounds).
+    let native = ctx
+        .hpas
+        .get(namespace, &target.kind, &target.name)
+        .into_iter()
+        .filter_map(|h| {
+            let spec = HorizontalPodAutoscalerPlus::from_native(&h).ok()?.spec;
+            Some((format!("HorizontalPodAutoscaler/{}", h.name_any()), spec))
+        });
+    plus.chain(native).collect()
+}
+
+/// For a VPA in joint mode, the first horizontal autoscaler ([`horizontal_of`]'s order) that
+/// scales its workload on CPU utilization.
+fn joint_of(ctx: &Context, vpa: &VerticalPodAutoscaler) -> Option<HorizontalSettings> {
+    if !joint_sizing::annotated(vpa.metadata.annotations.as_ref()) {
+        return None;
+    }
+    horizontal_of(ctx, vpa)
+        .iter()
+        .find_map(|(name, spec)| HorizontalSettings::of(name, spec))
+}
+
+/// The first horizontal autoscaler (HPA+ first, then HPAs, each in name order) that fights
+/// `vpa` over the same requests ([`conflict::conflicts`]), as the condition's message.
+fn conflict_of(ctx: &Context, vpa: &VerticalPodAutoscaler) -> Option<String> {
+    let annotations = vpa.metadata.annotations.clone().unwrap_or_default();
+    horizontal_of(ctx, vpa)
+        .into_iter()
+        .find_map(|(name, spec)| {
+            let resources = conflict::conflicts(&spec, &vpa.spec, &annotations);
+            (!resources.is_empty()).then(|| conflict::vertical_message(&name, &resources))
+        })
 }
 
 async fn fetch_usage(ctx: &Context, namespaces: BTreeSet<String>) -> Vec<PodMetrics> {
@@ -156,6 +227,34 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
     let pods = ctx.pods.state();
     let events = ctx.events.state();
     let outcome = recommender.run_loop(&inputs, &pods, &usage, &events, now);
+    write_statuses(ctx, &inputs, &outcome).await;
+    write_checkpoints(ctx, recommender, now).await;
+    persist_totals(ctx, recommender, ctx.config.joint_persist_interval).await;
+    ctx.metrics.conflicting.set(
+        i64::try_from(inputs.iter().filter(|i| i.conflict.is_some()).count()).unwrap_or(i64::MAX),
+    );
+    ctx.metrics
+        .objects
+        .set(i64::try_from(outcome.vpas).unwrap_or(i64::MAX));
+    ctx.metrics
+        .containers
+        .set(i64::try_from(outcome.containers).unwrap_or(i64::MAX));
+    let elapsed = started.elapsed();
+    ctx.metrics.loop_duration.observe(elapsed.as_secs_f64());
+    tracing::info!(
+        vpas = outcome.vpas,
+        containers = outcome.containers,
+        samples = outcome.samples,
+        ooms = outcome.ooms,
+        status_updates = outcome.updates.len(),
+        seconds = elapsed.as_secs_f64(),
+        "recommender loop done"
+    );
+}
+
+/// Writes the statuses `outcome` changed, with a Warning Event for a conflict or an
+/// unsupported configuration that has just appeared.
+async fn write_statuses(ctx: &Context, inputs: &[VpaInput], outcome: &LoopOutcome) {
     let by_key: HashMap<VpaKey, &VpaInput> = inputs.iter().map(|i| (key_of(&i.vpa), i)).collect();
     for update in &outcome.updates {
         let (namespace, name) = &update.key;
@@ -178,9 +277,16 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
         {
             Ok(_) => {
                 ctx.metrics.status_writes.inc();
+                let joint = outcome
+                    .recommendations
+                    .iter()
+                    .find(|r| r.key == update.key)
+                    .and_then(|r| r.joint.as_ref());
                 tracing::info!(
                     namespace,
                     name,
+                    joint_reason = joint.map(|j| j.reason.as_str()),
+                    joint_request = joint.and_then(|j| j.request),
                     recommendation = ?update.status.recommendation,
                     unsupported = update.unsupported.as_deref(),
                     "recommendation written"
@@ -190,6 +296,17 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
                 ctx.metrics.error("status");
                 tracing::warn!(namespace, name, error = %api_message(&e), "cannot write VPA status");
             }
+        }
+        if let (Some(message), Some(input)) = (&update.newly_conflicting, by_key.get(&update.key)) {
+            use kube::Resource as _;
+            ctx.recorder
+                .warning(
+                    &input.vpa.object_ref(&()),
+                    conflict::CONDITION,
+                    "Recommend",
+                    message.clone(),
+                )
+                .await;
         }
         if let (Some(why), true, Some(input)) = (
             &update.unsupported,
@@ -207,24 +324,6 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
                 .await;
         }
     }
-    write_checkpoints(ctx, recommender, now).await;
-    ctx.metrics
-        .objects
-        .set(i64::try_from(outcome.vpas).unwrap_or(i64::MAX));
-    ctx.metrics
-        .containers
-        .set(i64::try_from(outcome.containers).unwrap_or(i64::MAX));
-    let elapsed = started.elapsed();
-    ctx.metrics.loop_duration.observe(elapsed.as_secs_f64());
-    tracing::info!(
-        vpas = outcome.vpas,
-        containers = outcome.containers,
-        samples = outcome.samples,
-        ooms = outcome.ooms,
-        status_updates = outcome.updates.len(),
-        seconds = elapsed.as_secs_f64(),
-        "recommender loop done"
-    );
 }
 
 async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Timestamp) {
@@ -264,6 +363,32 @@ async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Ti
             Err(e) => {
                 ctx.metrics.error("checkpoint");
                 tracing::warn!(namespace, name, error = %api_message(&e), "cannot write checkpoint");
+            }
+        }
+    }
+}
+
+/// Writes the total usage of joint VPAs to their `plimsoll.dev/total-usage` annotation: those
+/// that changed and were last written at least `every` ago (zero: every changed one, at the end
+/// of a leadership term). A failed write is retried next loop.
+pub async fn persist_totals(ctx: &Context, recommender: &mut Recommender, every: Duration) {
+    let now = Timestamp::now();
+    let every = jiff::SignedDuration::try_from(every).unwrap_or(jiff::SignedDuration::MAX);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    for ((namespace, name), value) in recommender.totals_due(now, every) {
+        let api: Api<VerticalPodAutoscaler> = Api::namespaced(ctx.client.clone(), &namespace);
+        let patch = json!({"metadata": {"annotations": {TOTAL_USAGE_ANNOTATION: value}}});
+        match api.patch(&name, &params, &Patch::Merge(&patch)).await {
+            Ok(_) => {
+                ctx.metrics.total_usage_writes.inc();
+                recommender.total_persisted(&(namespace, name), now);
+            }
+            Err(e) => {
+                ctx.metrics.error("total-usage");
+                tracing::warn!(namespace, name, error = %api_message(&e), "cannot write the total usage annotation");
             }
         }
     }

@@ -20,18 +20,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
+use plimsoll_core::vertical::joint_sizing::JointConfig;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::Service;
+use plimsoll_runtime::target_index::TargetIndex;
 use plimsoll_runtime::{CommonArgs, leader};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -69,6 +73,10 @@ pub struct Config {
     pub aggregations: AggregationsConfig,
     /// Estimator settings.
     pub estimator: EstimatorConfig,
+    /// Joint mode: `--joint-cycle`, `--joint-window`, `--joint-bucket`.
+    pub joint: JointConfig,
+    /// `--joint-persist-interval` (default 15 m).
+    pub joint_persist_interval: Duration,
 }
 
 fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
@@ -112,6 +120,23 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         watcher::Config::default().fields("reason=Evicted"),
     ));
 
+    let autoscalers = TargetIndex::new(|p: &HorizontalPodAutoscalerPlus| {
+        let t = &p.spec.scale_target_ref;
+        Some((t.kind.clone(), t.name.clone()))
+    });
+    service.spawn(watch_index(
+        autoscalers.clone(),
+        api::<HorizontalPodAutoscalerPlus>(&client, namespace.as_deref()),
+    ));
+    let hpas = TargetIndex::new(|h: &HorizontalPodAutoscaler| {
+        let t = &h.spec.as_ref()?.scale_target_ref;
+        Some((t.kind.clone(), t.name.clone()))
+    });
+    service.spawn(watch_index(
+        hpas.clone(),
+        api::<HorizontalPodAutoscaler>(&client, namespace.as_deref()),
+    ));
+
     let kinds = KindResolver::new(client.clone());
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -122,6 +147,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         vpas,
         pods,
         events,
+        autoscalers,
+        hpas,
         config,
     });
     let (synced_tx, synced) = watch::channel(None);
@@ -158,6 +185,28 @@ where
         .applied_objects()
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// Keeps a [`TargetIndex`] of horizontal autoscalers current, for conflict detection. A cluster
+/// without the HPA+ CRD only logs the watch's errors (and retries with backoff).
+async fn watch_index<K>(index: TargetIndex<K>, api: Api<K>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(next) = stream.next().await {
+        match next {
+            Ok(event) => index.apply(&event),
+            Err(e) => tracing::debug!(error = %e, "autoscaler watch error"),
+        }
+    }
 }
 
 /// Whether the VPA and pod caches have listed once: `None` until then, `Some(false)` when a
@@ -218,10 +267,13 @@ async fn recommend_while_leading(
             }
         }
         tokio::select! {
-            () = term.cancelled() => return Ok(()),
+            () = term.cancelled() => break,
             () = tokio::time::sleep(controller::until_next(started, ctx.config.interval)) => {}
         }
     }
+    // The next leader restores the joint VPAs' total usage from their annotations.
+    controller::persist_totals(&ctx, &mut recommender, std::time::Duration::ZERO).await;
+    Ok(())
 }
 
 /// First wait before retrying a failed restore; it doubles up to [`RESTORE_BACKOFF_MAX`].
@@ -253,6 +305,7 @@ async fn restore_until_done(
     let mut failures = 0u32;
     loop {
         let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
+        recommender.set_joint(ctx.config.joint);
         let attempt = tokio::select! {
             () = term.cancelled() => return None,
             r = controller::restore(ctx, &mut recommender) => r,

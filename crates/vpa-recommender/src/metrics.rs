@@ -33,6 +33,10 @@ pub struct Metrics {
     pub restore_failures: Counter,
     /// Errors by kind.
     pub errors: Family<ErrorLabels, Counter>,
+    /// Served VPAs that a horizontal autoscaler fights over the same requests, in the last loop.
+    pub conflicting: Gauge,
+    /// Writes of a joint VPA's total usage to its `plimsoll.dev/total-usage` annotation.
+    pub total_usage_writes: Counter,
 }
 
 impl Metrics {
@@ -49,6 +53,8 @@ impl Metrics {
             status_writes: Counter::default(),
             restore_failures: Counter::default(),
             errors: Family::default(),
+            conflicting: Gauge::default(),
+            total_usage_writes: Counter::default(),
         };
         registry.register(
             "loop_duration_seconds",
@@ -82,6 +88,16 @@ impl Metrics {
             m.restore_failures.clone(),
         );
         registry.register("errors", "Errors by kind", m.errors.clone());
+        registry.register(
+            "conflicting_vpas",
+            "Served VPAs whose requests a horizontal autoscaler scales on (ConflictingAutoscaler)",
+            m.conflicting.clone(),
+        );
+        registry.register(
+            "total_usage_writes",
+            "Writes of joint VPAs' total usage to their plimsoll.dev/total-usage annotation",
+            m.total_usage_writes.clone(),
+        );
         m
     }
 

@@ -16,6 +16,7 @@ use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 pub use plimsoll_core::vertical::checkpoint_schedule::{CheckpointWrite, checkpoint_object};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
+use plimsoll_core::vertical::joint_sizing::HorizontalSettings;
 pub use plimsoll_core::vertical::oom::{EvictionOom, eviction_ooms};
 pub use plimsoll_core::vertical::ownership::{ServedVpa, VpaKey, key_of};
 use plimsoll_core::vertical::recommender as core;
@@ -32,6 +33,12 @@ pub struct VpaInput {
     pub vpa: Arc<VerticalPodAutoscaler>,
     /// The pod selector of `spec.targetRef`, or why the target cannot be served.
     pub selector: Result<Selector, String>,
+    /// A horizontal autoscaler fighting this VPA over the same requests, as the
+    /// `ConflictingAutoscaler` condition's message.
+    pub conflict: Option<String>,
+    /// For a VPA in joint mode, the horizontal autoscaler scaling its workload on CPU
+    /// utilization, whose settings size its CPU request.
+    pub joint: Option<HorizontalSettings>,
 }
 
 impl ServedVpa for VpaInput {
@@ -49,6 +56,14 @@ impl ServedVpa for VpaInput {
 
     fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
         self.selector.as_ref().is_ok_and(|s| s.matches_opt(labels))
+    }
+
+    fn conflict(&self) -> Option<&str> {
+        self.conflict.as_deref()
+    }
+
+    fn joint(&self) -> Option<&HorizontalSettings> {
+        self.joint.as_ref()
     }
 }
 
@@ -157,6 +172,8 @@ mod tests {
         VpaInput {
             vpa: Arc::new(v),
             selector: Selector::parse(&format!("app={name}")).map_err(|e| e.to_string()),
+            conflict: None,
+            joint: None,
         }
     }
 
@@ -239,6 +256,8 @@ mod tests {
         VpaInput {
             vpa: Arc::new(v),
             selector: input.selector.clone(),
+            conflict: input.conflict.clone(),
+            joint: input.joint.clone(),
         }
     }
 

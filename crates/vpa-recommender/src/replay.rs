@@ -572,6 +572,8 @@ impl<'a> FakeCluster<'a> {
             vpa: VpaInput {
                 vpa: Arc::new(scenario.vpa.clone()),
                 selector,
+                conflict: None,
+                joint: None,
             },
             pods,
             next_sample: 0,
@@ -787,6 +789,7 @@ impl<'a> Replayer<'a> {
                         key: self.key.clone(),
                         containers: Vec::new(),
                         unsupported: None,
+                        joint: None,
                     });
             }
         }

@@ -40,6 +40,7 @@ pub mod eviction;
 pub mod explain;
 pub mod histogram;
 pub mod joint;
+pub mod joint_sizing;
 pub mod limit_range;
 pub mod model;
 pub mod oom;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::joint_sizing::HorizontalSettings;
 use crate::api::vpa::VerticalPodAutoscaler;
 
 /// `namespace/name` of a VPA.
@@ -39,6 +40,12 @@ pub trait ServedVpa {
     /// A horizontal autoscaler that fights this VPA over the same requests, as the
     /// `ConflictingAutoscaler` condition's message ([`crate::conflict`]); none by default.
     fn conflict(&self) -> Option<&str> {
+        None
+    }
+    /// For a VPA in joint mode ([`crate::conflict::HORIZONTAL_AWARE_ANNOTATION`]), the
+    /// horizontal autoscaler that scales its workload on CPU utilization, whose settings the
+    /// joint request is sized from ([`super::joint_sizing`]); none by default.
+    fn joint(&self) -> Option<&HorizontalSettings> {
         None
     }
 }

@@ -153,6 +153,20 @@ pub struct Observation {
     /// A horizontal autoscaler that fights this VPA over the same requests
     /// ([`crate::conflict`]), as the condition's message.
     pub conflict: Option<String>,
+    /// For a VPA in joint mode, its `JointSizing` condition ([`super::joint_sizing`]).
+    pub joint: Option<JointCondition>,
+}
+
+/// The `JointSizing` condition of a VPA in joint mode.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JointCondition {
+    /// True while the request is sized jointly; false when no horizontal autoscaler scales the
+    /// workload on CPU utilization.
+    pub status: bool,
+    /// A [`super::joint::JointReason`], or `NoHorizontalAutoscaler`.
+    pub reason: String,
+    /// Why, in a sentence.
+    pub message: String,
 }
 
 /// The conditions for `observed` (upstream `Vpa.UpdateConditions` plus `LowConfidence` and
@@ -205,6 +219,14 @@ pub fn conditions(
             true,
             crate::conflict::REASON,
             message,
+        );
+    }
+    if let Some(j) = &observed.joint {
+        set(
+            super::joint_sizing::CONDITION,
+            j.status,
+            &j.reason,
+            &j.message,
         );
     }
     if observed.low_confidence {

@@ -9,15 +9,19 @@
 //!
 //! 1. [`forget_deleted_vpas`](Recommender::forget_deleted_vpas);
 //! 2. [`ownership::owners`]: which pods belong to which VPA;
-//! 3. [`add_usage`](Recommender::add_usage): usage samples into the aggregates;
+//! 3. [`add_usage`](Recommender::add_usage): usage samples into the aggregates, and
+//!    [`record_totals`](Recommender::record_totals): the total CPU usage of each VPA in joint
+//!    mode ([`joint_sizing`]);
 //! 4. [`record_status_ooms`](Recommender::record_status_ooms) and
 //!    [`record_eviction_ooms`](Recommender::record_eviction_ooms): OOM kills, each once;
 //! 5. [`recommend_vpa`](Recommender::recommend_vpa) per VPA: forget pods that are gone, compute
-//!    the recommendation and conditions, and keep the status only when it changed
+//!    the recommendation and conditions (in joint mode, the CPU request sized with the
+//!    horizontal autoscaler, [`joint_sizing::apply`]), and keep the status only when it changed
 //!    ([`status_change`]).
 //!
-//! Checkpoint and garbage-collection decisions are methods here too ([`checkpoint_schedule`]); the
-//! service only moves the objects.
+//! Checkpoint and garbage-collection decisions are methods here too ([`checkpoint_schedule`]), as
+//! is when a joint VPA's total usage is persisted in its annotation
+//! ([`totals_due`](Recommender::totals_due)); the service only moves the objects.
 //!
 //! Invariants: one [`VpaModel`] per VPA (keyed `namespace/name`), aggregates keyed by container
 //! name inside it as upstream keys them (VPA, container name); a pod belongs to at most one VPA;
@@ -28,17 +32,21 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Event, Pod};
 
 use super::aggregate::AggregationsConfig;
 use super::checkpoint::CheckpointError;
 use super::checkpoint_schedule::{self, CheckpointWrite, checkpoint_object};
 use super::estimator::EstimatorConfig;
+use super::joint::JointRequest;
+use super::joint_sizing::{self, HorizontalSettings, JointConfig, JointState, annotated};
 use super::model::VpaModel;
 use super::oom::{clamp_amount, eviction_ooms, status_ooms};
 use super::ownership::{ServedVpa, VpaKey, key_of, owners};
-use super::recommendation::{Observation, RecommendationError, RecommendationReport};
+use super::recommendation::{
+    JointCondition, Observation, RecommendationError, RecommendationReport,
+};
 use super::status_change::{newly_true, newly_unsupported, next_status, same_status};
 use crate::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
@@ -99,6 +107,9 @@ pub struct VpaRecommendation {
     pub containers: Vec<RecommendationReport>,
     /// Why the VPA cannot be served, if it cannot.
     pub unsupported: Option<Unsupported>,
+    /// In joint mode with a horizontal autoscaler on CPU utilization, the model's answer (its
+    /// request is already in `containers`).
+    pub joint: Option<JointRequest>,
 }
 
 /// A status to write.
@@ -154,6 +165,8 @@ struct VpaState {
     model: VpaModel,
     pods: BTreeSet<String>,
     checkpoint_written: std::collections::BTreeMap<String, Timestamp>,
+    /// In joint mode: the total usage.
+    joint: Option<JointState>,
 }
 
 /// The identity of an OOM kill read from a pod status: (namespace, pod, container, finish time).
@@ -164,6 +177,7 @@ type OomId = (String, String, String, Timestamp);
 pub struct Recommender {
     aggregations: AggregationsConfig,
     estimator: EstimatorConfig,
+    joint: JointConfig,
     vpas: HashMap<VpaKey, VpaState>,
     seen_ooms: HashSet<OomId>,
     seen_events: HashSet<String>,
@@ -215,6 +229,17 @@ impl Recommender {
             estimator,
             ..Self::default()
         }
+    }
+
+    /// Sets the joint model's settings and the total usage's bucket width (defaults:
+    /// [`JointConfig::default`]).
+    pub fn set_joint(&mut self, joint: JointConfig) {
+        self.joint = joint;
+    }
+
+    /// The total usage of a VPA in joint mode, if it is in joint mode.
+    pub fn total_usage(&self, key: &VpaKey) -> Option<&joint_sizing::JointState> {
+        self.vpas.get(key).and_then(|v| v.joint.as_ref())
     }
 
     /// Aggregates held (VPA × container).
@@ -332,6 +357,7 @@ impl Recommender {
         self.forget_deleted_vpas(vpas);
         let assignment = Assignment::new(vpas, pods);
         let samples = self.add_usage(&assignment, usage);
+        self.record_totals(vpas, &assignment, usage, now);
         let ooms =
             self.record_status_ooms(&assignment) + self.record_eviction_ooms(&assignment, events);
         let mut outcome = LoopOutcome {
@@ -389,6 +415,55 @@ impl Recommender {
             }
         }
         accepted
+    }
+
+    /// Step 3b: for each VPA in joint mode, the total CPU usage of its pods in this loop (the
+    /// containers the autoscaler's utilization counts) into its [`JointState`], restored from
+    /// its annotation on first sight. Nothing is recorded for a VPA without a sample in this
+    /// loop; a VPA no longer in joint mode forgets its total.
+    fn record_totals<V: ServedVpa>(
+        &mut self,
+        vpas: &[V],
+        assignment: &Assignment<'_>,
+        usage: &[PodUsage],
+        now: Timestamp,
+    ) {
+        let mut scopes: HashMap<VpaKey, Option<&HorizontalSettings>> = HashMap::new();
+        for input in vpas {
+            let vpa = input.object();
+            let annotations = vpa.metadata.annotations.as_ref();
+            let key = key_of(vpa);
+            let state = self.vpas.entry(key.clone()).or_default();
+            if annotated(annotations) {
+                state
+                    .joint
+                    .get_or_insert_with(|| JointState::first_sight(annotations, &self.joint, now));
+                scopes.insert(key, input.joint());
+            } else {
+                state.joint = None;
+            }
+        }
+        let mut totals: HashMap<&VpaKey, i64> = HashMap::new();
+        for pm in usage {
+            let Some(key) = assignment.owner(&pm.namespace, &pm.pod) else {
+                continue;
+            };
+            let Some(scope) = scopes.get(key) else {
+                continue;
+            };
+            let pod: i64 = pm
+                .containers
+                .iter()
+                .filter(|c| scope.is_none_or(|h| h.in_scope(&c.container)))
+                .filter_map(|c| c.cpu.map(|q| clamp_amount(q.milli())))
+                .sum();
+            *totals.entry(key).or_default() += pod;
+        }
+        for (key, total) in totals {
+            if let Some(joint) = self.vpas.get_mut(key).and_then(|s| s.joint.as_mut()) {
+                joint.record(now, total, &self.joint);
+            }
+        }
     }
 
     /// Step 4a: records the OOM kills owned pods' statuses show, each once; returns how many the
@@ -484,14 +559,49 @@ impl Recommender {
         let key = key_of(vpa);
         let state = self.vpas.entry(key.clone()).or_default();
         let containers_per_pod = state.track_pods(pods, &self.aggregations, now);
-        let (containers, unsupported) =
+        let (mut containers, unsupported) =
             recommend_or_explain(input, &state.model, containers_per_pod, &self.estimator);
+        let annotations = vpa.metadata.annotations.as_ref();
+        let joint = match (input.joint(), &mut state.joint) {
+            (Some(horizontal), Some(js)) if annotated(annotations) => {
+                let request = joint_sizing::apply(
+                    vpa,
+                    horizontal,
+                    &js.usage,
+                    pods,
+                    js.last_request,
+                    &mut containers,
+                    &self.joint.settings,
+                );
+                js.last_request = request.request;
+                Some(request)
+            }
+            (_, Some(js)) => {
+                js.last_request = None;
+                None
+            }
+            _ => None,
+        };
+        let joint_condition = annotated(annotations).then(|| {
+            let target = &vpa.spec.target_ref;
+            let (status, reason, message) = joint_sizing::condition(
+                input.joint(),
+                joint.as_ref(),
+                &format!("{}/{}", target.kind, target.name),
+            );
+            JointCondition {
+                status,
+                reason,
+                message,
+            }
+        });
         let observed = Observation {
             pods_matched: !pods.is_empty(),
             has_recommendation: !containers.is_empty(),
             low_confidence: containers.iter().any(|r| r.confidence < 1.0),
             config_unsupported: unsupported.as_ref().map(ToString::to_string),
             conflict: input.conflict().map(str::to_owned),
+            joint: joint_condition,
         };
         let previous = vpa.status.as_ref();
         let status = next_status(previous, &containers, &observed, now);
@@ -510,6 +620,7 @@ impl Recommender {
                 key,
                 containers,
                 unsupported,
+                joint,
             },
             update,
         )
@@ -535,6 +646,32 @@ impl Recommender {
     pub fn checkpoint_written(&mut self, key: &VpaKey, container: &str, now: Timestamp) {
         if let Some(state) = self.vpas.get_mut(key) {
             state.checkpoint_written.insert(container.to_owned(), now);
+        }
+    }
+
+    /// The total usage of each VPA in joint mode to persist in its annotation
+    /// ([`joint_sizing::TOTAL_USAGE_ANNOTATION`]), as `(VPA, annotation value)` in key order:
+    /// those that changed since they were last persisted, at least `every` ago (zero: every
+    /// changed one, before the state is dropped at the end of a leadership term).
+    pub fn totals_due(&self, now: Timestamp, every: SignedDuration) -> Vec<(VpaKey, String)> {
+        let mut out: Vec<(VpaKey, String)> = self
+            .vpas
+            .iter()
+            .filter_map(|(key, state)| {
+                let joint = state.joint.as_ref()?;
+                (joint.dirty && now.duration_since(joint.persisted_at) >= every)
+                    .then(|| (key.clone(), joint_sizing::store(&joint.usage)))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Notes that the total usage of `key` was persisted at `now`.
+    pub fn total_persisted(&mut self, key: &VpaKey, now: Timestamp) {
+        if let Some(joint) = self.vpas.get_mut(key).and_then(|s| s.joint.as_mut()) {
+            joint.persisted_at = now;
+            joint.dirty = false;
         }
     }
 
@@ -620,3 +757,6 @@ fn recommend_or_explain<V: ServedVpa>(
         Err(e) => (Vec::new(), Some(Unsupported::Policy(e))),
     }
 }
+
+#[cfg(test)]
+mod tests;

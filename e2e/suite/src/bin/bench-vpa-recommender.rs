@@ -61,6 +61,8 @@ fn vpa(i: usize) -> VpaInput {
     VpaInput {
         vpa: Arc::new(v),
         selector: Selector::parse(&format!("app={name}")).map_err(|e| e.to_string()),
+        conflict: None,
+        joint: None,
     }
 }
 
