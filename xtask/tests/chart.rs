@@ -674,6 +674,30 @@ fn chart_args_parse_with_each_services_command_line() {
     }
 }
 
+#[test]
+fn hpa_plus_replicas_turn_sharding_on() {
+    let args = |values: Value| args_of(deployment(&render(&values), "hpa-plus"));
+    let shards = |values: Value| flag(&args(values), "--shards").map(str::to_owned);
+    assert_eq!(
+        shards(json!({})).as_deref(),
+        Some("8"),
+        "two replicas by default"
+    );
+    assert_eq!(shards(json!({"hpaPlus": {"replicas": 1}})), None);
+    assert_eq!(
+        shards(json!({"hpaPlus": {"replicas": 3, "shards": 12}})).as_deref(),
+        Some("12")
+    );
+    assert_eq!(
+        shards(json!({"hpaPlus": {"replicas": 3, "shards": 1}})),
+        None
+    );
+    assert_eq!(
+        shards(json!({"hpaPlus": {"replicas": 1, "shards": 4}})).as_deref(),
+        Some("4")
+    );
+}
+
 /// The volume of `d`'s pod that its container mounts at `dir`, read-only.
 fn volume_mounted_at<'a>(d: &'a Deployment, dir: &str) -> &'a k8s_openapi::api::core::v1::Volume {
     let pod = pod(d);

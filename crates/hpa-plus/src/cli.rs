@@ -119,6 +119,14 @@ pub struct Args {
     )]
     pub min_replicas_tuning_exclude: Option<String>,
 
+    /// Split the autoscalers into this many shards, each on its own Lease
+    /// (`plimsoll-hpa-plus-shard-<i>`): every replica evaluates the autoscalers of the shards it
+    /// holds, and shards move when replicas join or leave. 1 runs a single leader on the
+    /// `plimsoll-hpa-plus` Lease. Ignored with --leader-elect=false.
+    #[arg(long, env = "PLIMSOLL_SHARDS", default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: u32,
+
     /// The Prometheus server of `type: Prometheus` metrics (and native `prometheus-query`
     /// External metrics) without their own serverAddress: address, TLS, credentials, timeout.
     #[command(flatten)]
@@ -202,6 +210,7 @@ impl Args {
             identity: None,
             prometheus: self.prometheus.config(),
             tuning_exclude,
+            shards: self.shards,
         })
     }
 }
@@ -302,6 +311,20 @@ mod tests {
             .into_config()
             .unwrap();
         assert!(!off.decision.compute_resource_utilization_ratio_by_limits);
+    }
+
+    #[test]
+    fn shards_default_to_one_leader() {
+        assert_eq!(parse(&[]).unwrap().into_config().unwrap().shards, 1);
+        assert_eq!(
+            parse(&["--shards=6"])
+                .unwrap()
+                .into_config()
+                .unwrap()
+                .shards,
+            6
+        );
+        assert!(parse(&["--shards=0"]).is_err());
     }
 
     #[test]

@@ -20,6 +20,7 @@ use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::{ControllerConfig, History};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::leader::LeaderHandle;
+use plimsoll_runtime::leader::shards::ShardHandle;
 use plimsoll_runtime::metrics_api::MetricsSource;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
@@ -76,6 +77,9 @@ pub struct Context {
     pub config: ControllerConfig,
     /// The leader election; scale and status writes happen only while leading.
     pub leader: LeaderHandle,
+    /// The shards this replica acts on (`--shards`): an object is evaluated, and written, only
+    /// while its shard is held. Without sharding, one shard held while leading.
+    pub shards: ShardHandle,
     /// `type: Prometheus` metrics: clients and the value cache.
     pub prometheus: PrometheusMetrics,
     /// `--min-replicas-tuning-exclude`.
@@ -144,6 +148,7 @@ impl Context {
             pods,
             crons,
             config,
+            shards: ShardHandle::single(leader.clone()),
             leader,
             prometheus,
             tuning_exclude,
@@ -151,6 +156,12 @@ impl Context {
             memory: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same context gated on `shards` (the service's [`ShardHandle`] with `--shards`).
+    #[must_use]
+    pub fn with_shards(self, shards: ShardHandle) -> Self {
+        Self { shards, ..self }
     }
 
     /// The history this process holds for `uid` (`None` for an object seen for the first time).

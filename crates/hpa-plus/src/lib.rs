@@ -12,6 +12,11 @@
 //!   lease stops the controllers at once; a reconcile in flight checks the lease before each
 //!   write.
 //!
+//! With `--shards N` (N > 1) there is no single leader: every replica runs the controllers, and
+//! an object is evaluated only by the replica holding the Lease of its shard
+//! (`plimsoll_runtime::leader::shards`). The others requeue it after its period without a
+//! write, so a shard acquired from another replica is evaluated within one period.
+//!
 //! On shutdown (the token is cancelled) the controllers stop taking work and finish in-flight
 //! reconciles, then the Lease is released and `run` returns `Ok`. If the election task dies
 //! while running, `run` returns an error.
@@ -91,6 +96,9 @@ pub struct Config {
     pub prometheus: Option<plimsoll_runtime::prometheus::PrometheusConfig>,
     /// `--min-replicas-tuning-exclude`.
     pub tuning_exclude: Option<tuning::Exclusion>,
+    /// `--shards`: 1 runs one leader on `plimsoll-hpa-plus`; more splits the autoscalers
+    /// among the replicas by shard Leases.
+    pub shards: u32,
 }
 
 /// Hooks for tests and benchmarks: where the admin listener bound, and a metrics source
@@ -112,6 +120,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
 pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks) -> Result<()> {
     let mut service = Service::new(BINARY, &config.common)
         .identity(config.identity.clone())
+        .shards(config.shards)
         .report_admin_address(hooks.admin_address)
         .start()
         .await?;
@@ -126,25 +135,28 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     service.spawn(watch_vpas(client.clone(), vpas.clone()));
 
     let kinds = KindResolver::new(client.clone());
-    let ctx = Arc::new(Context::from_parts(ContextParts {
-        client: client.clone(),
-        scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), BINARY),
-        metrics_source: hooks
-            .metrics_source
-            .unwrap_or_else(|| Arc::new(ApiMetrics::new(client.clone(), kinds))),
-        events: Events::new(client.clone(), BINARY),
-        metrics,
-        pods,
-        crons,
-        config: config.decision.clone(),
-        leader: service.leader.clone(),
-        prometheus: prometheus::PrometheusMetrics::new(
-            config.prometheus.clone(),
-            Some(client.clone()),
-        ),
-        tuning_exclude: config.tuning_exclude.clone(),
-        vpas: vpas.clone(),
-    }));
+    let ctx = Arc::new(
+        Context::from_parts(ContextParts {
+            client: client.clone(),
+            scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), BINARY),
+            metrics_source: hooks
+                .metrics_source
+                .unwrap_or_else(|| Arc::new(ApiMetrics::new(client.clone(), kinds))),
+            events: Events::new(client.clone(), BINARY),
+            metrics,
+            pods,
+            crons,
+            config: config.decision.clone(),
+            leader: service.leader.clone(),
+            prometheus: prometheus::PrometheusMetrics::new(
+                config.prometheus.clone(),
+                Some(client.clone()),
+            ),
+            tuning_exclude: config.tuning_exclude.clone(),
+            vpas: vpas.clone(),
+        })
+        .with_shards(service.shards.clone()),
+    );
     service.spawn(housekeeping(
         ctx.clone(),
         service.liveness.clone(),

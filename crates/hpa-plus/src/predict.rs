@@ -109,6 +109,8 @@ pub struct Held {
 
 /// What one object's prediction needs from the reconcile.
 pub struct Subject<'a> {
+    /// The autoscaler's uid (the shard it belongs to).
+    pub uid: &'a str,
     /// Namespace of the autoscaler.
     pub namespace: &'a str,
     /// Its name.
@@ -336,7 +338,7 @@ pub async fn report(
         predicted.map(|p| &p.forecast),
     );
     let Some(predicted) = predicted else { return };
-    if !ctx.leader.is_leader() {
+    if !ctx.shards.holds(subject.uid) {
         return;
     }
     if let Some((reason, note)) = event(predicted) {

@@ -4,7 +4,8 @@
 //!
 //! Both kinds go through [`evaluate`]: an HPA+ as it is, a native `autoscaling/v2` HPA after
 //! the conversion in `plimsoll-core` (annotations → additions). Writes happen only while this
-//! instance leads; a reconcile that loses the lease mid-way writes nothing more.
+//! instance holds the object's shard (without `--shards`: while it leads); a reconcile that
+//! loses it mid-way writes nothing more.
 //!
 //! Failures and what they do:
 //! - invalid spec or annotations: `ScalingActive=False` (`InvalidSpec`), Warning Event, requeue
@@ -206,7 +207,7 @@ async fn write_status(
             &status::native_subset(new),
         ),
     };
-    if !changed || !ctx.leader.is_leader() {
+    if !changed || !ctx.shards.holds(&subject.uid) {
         return Ok(());
     }
     match subject.kind {
@@ -237,7 +238,7 @@ async fn write_native_memory(
     };
     if subject.kind != Kind::Native
         || subject.stored.as_ref() == Some(stored)
-        || !ctx.leader.is_leader()
+        || !ctx.shards.holds(&subject.uid)
     {
         return Ok(());
     }
@@ -305,7 +306,7 @@ async fn fail(subject: &Subject, ctx: &Context, failure: Failure) -> Result<Acti
         failure.at,
     );
     let report = !failure.event_once || status::changed(subject.previous.as_ref(), &new);
-    if report && ctx.leader.is_leader() {
+    if report && ctx.shards.holds(&subject.uid) {
         ctx.events
             .warning(
                 &subject.reference,
@@ -440,7 +441,7 @@ async fn write_scale(
     let Some(to) = decision.scale_to.filter(|to| *to != current) else {
         return Ok(Written::Nothing);
     };
-    if !ctx.leader.is_leader() {
+    if !ctx.shards.holds(&subject.uid) {
         return Ok(Written::NotLeading);
     }
     ctx.scale
@@ -531,7 +532,7 @@ async fn observe_target(
 async fn apply_tuning(subject: &Subject, ctx: &Context, tuned: Option<&mut Tuned>) -> Option<i32> {
     let tuned = tuned?;
     let to = tuned.tuning.proposed.filter(|_| tuned.tuning.apply)?;
-    if !ctx.leader.is_leader() {
+    if !ctx.shards.holds(&subject.uid) {
         return None;
     }
     let native = subject.kind == Kind::Native;
@@ -564,7 +565,7 @@ async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) 
         tuned.map(|t| (t.tuning.low_load, t.tuning.proposed)),
     );
     let Some(tuned) = tuned else { return };
-    if !ctx.leader.is_leader() {
+    if !ctx.shards.holds(&subject.uid) {
         return;
     }
     let previous = subject.tuning_status.as_ref();
@@ -614,7 +615,7 @@ async fn conflict_with_vpas(
     };
     ctx.metrics
         .conflicting(&subject.namespace, &subject.name, condition.status);
-    if condition.status && !was && ctx.leader.is_leader() {
+    if condition.status && !was && ctx.shards.holds(&subject.uid) {
         ctx.events
             .warning(
                 &subject.reference,
@@ -667,6 +668,7 @@ fn predict_subject<'a>(
     spec: &'a HorizontalPodAutoscalerPlusSpec,
 ) -> crate::predict::Subject<'a> {
     crate::predict::Subject {
+        uid: &subject.uid,
         namespace: &subject.namespace,
         name: &subject.name,
         spec,
@@ -766,12 +768,24 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     let span = Span::current();
     span.record("namespace", subject.namespace.as_str());
     span.record("name", subject.name.as_str());
-    let _timer = ctx.metrics.reconcile.start();
-    if !ctx.leader.is_leader() {
+    // This replica evaluates the object only while it holds the object's shard (without
+    // sharding: while leading). The guard keeps a shard being handed over from being released
+    // before this evaluation's last write.
+    let Some(_shard) = ctx.shards.enter(&subject.uid) else {
+        if ctx.shards.is_sharded() {
+            // Another replica's shard: drop what we knew (its holder moves the history on, and
+            // the object carries it), and look again after the period in case the shard moves
+            // here.
+            ctx.forget(&subject.uid);
+            return Ok(Action::requeue(period(
+                ctx.config.sync_period_seconds(&subject.spec),
+            )));
+        }
         // A follower never acts; the controller is stopped when the lease is lost, this covers
         // a reconcile that was already running.
         return Ok(Action::await_change());
-    }
+    };
+    let _timer = ctx.metrics.reconcile.start();
     if let Err(errors) = subject.spec.validate() {
         return invalid(&subject, ctx, &errors.to_string()).await;
     }

@@ -54,6 +54,27 @@ pub async fn client(args: &CommonArgs) -> Result<Client> {
     })
 }
 
+/// [`client`] whose requests carry `User-Agent: <binary>/<version> (<identity>)`, so that audit
+/// logs tell replicas apart.
+pub async fn client_with_user_agent(
+    args: &CommonArgs,
+    binary: &str,
+    identity: &str,
+) -> Result<Client> {
+    install_crypto_provider();
+    let mut config = config(args).await?;
+    let agent = format!("{binary}/{} ({identity})", env!("CARGO_PKG_VERSION"));
+    let value = http::HeaderValue::from_str(&agent).map_err(|e| Error::Config {
+        message: format!("User-Agent {agent:?}"),
+        source: Box::new(e),
+    })?;
+    config.headers.push((http::header::USER_AGENT, value));
+    Client::try_from(config).map_err(|e| Error::Config {
+        message: "building the HTTP client".into(),
+        source: Box::new(e),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,11 +36,15 @@
 //!   ends in [`LeaderState::Stopped`]. If the runner task ends for any reason, the handle reports
 //!   `Stopped`, never a stale `Leading`.
 //!
+//! Sharding ([`shards`]): with `N > 1` shards, each replica holds the Leases of a subset of
+//! shards instead, and acts only on the objects of those shards.
+//!
 //! Clock: the runner measures time with tokio's monotonic clock anchored at the wall clock when
 //! it starts, so wall-clock steps cannot extend a leadership, and tests can pause time.
 
 pub mod election;
 mod lease_store;
+pub mod shards;
 
 use std::time::Duration;
 

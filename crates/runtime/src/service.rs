@@ -59,6 +59,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::admin::{self, AdminState, Liveness, Readiness};
 use crate::args::CommonArgs;
 use crate::error::{Error, Result};
+use crate::leader::shards::{ShardConfig, ShardHandle};
 use crate::leader::{self, LeaderConfig, LeaderElection, LeaderHandle};
 use crate::{client, shutdown, telemetry};
 
@@ -78,6 +79,7 @@ pub struct Service {
     liveness_window: Duration,
     grace: Duration,
     admin_address: Option<oneshot::Sender<SocketAddr>>,
+    shards: u32,
 }
 
 impl Service {
@@ -91,7 +93,18 @@ impl Service {
             liveness_window: DEFAULT_LIVENESS_WINDOW,
             grace: DEFAULT_GRACE,
             admin_address: None,
+            shards: 1,
         }
+    }
+
+    /// Splits the work into `shards` shards, each on its own Lease (`plimsoll-<binary>-shard-<i>`,
+    /// see [`leader::shards`]), instead of one election: every replica runs the leading future
+    /// all along and acts on the objects of the shards it holds ([`Started::shards`]). 1 (the
+    /// default) keeps the single Lease; so does `--leader-elect=false`.
+    #[must_use]
+    pub fn shards(mut self, shards: u32) -> Self {
+        self.shards = shards.max(1);
+        self
     }
 
     /// The election identity; `None` keeps `$POD_NAME`, else the host name. Tests that run two
@@ -126,7 +139,15 @@ impl Service {
 
     /// Builds the client, binds the admin listener and starts the election.
     pub async fn start(self) -> Result<Started> {
-        let client = client::client(&self.common).await?;
+        let sharded = self.shards > 1 && self.common.leader_elect;
+        let client = if sharded {
+            // Each replica writes under its own User-Agent, so that an audit log tells which
+            // replica wrote what (`<binary>/<version> (<identity>)`).
+            let identity = self.identity.clone().unwrap_or_else(leader::identity);
+            client::client_with_user_agent(&self.common, self.binary, &identity).await?
+        } else {
+            client::client(&self.common).await?
+        };
         let listener = TcpListener::bind(self.common.metrics_address)
             .await
             .map_err(|source| Error::AdminServer {
@@ -137,20 +158,43 @@ impl Service {
             let _ = to.send(address);
         }
         let election_stop = CancellationToken::new();
-        let election = elect(
-            &client,
-            self.binary,
-            &self.common,
-            self.identity,
-            election_stop.clone(),
-        )?;
+        let (election, shards) = if sharded {
+            let mut lease =
+                LeaderConfig::from_args(self.binary, &self.common, client.default_namespace())?;
+            if let Some(identity) = self.identity {
+                lease.identity = identity;
+            }
+            let config = ShardConfig {
+                lease,
+                shards: self.shards,
+            };
+            config.validate()?;
+            let sharded = leader::shards::spawn(client.clone(), config, election_stop.clone());
+            let election = LeaderElection {
+                handle: sharded.leader,
+                task: sharded.task,
+            };
+            (election, sharded.handle)
+        } else {
+            let election = elect(
+                &client,
+                self.binary,
+                &self.common,
+                self.identity,
+                election_stop.clone(),
+            )?;
+            let shards = ShardHandle::single(election.handle.clone());
+            (election, shards)
+        };
         let mut registry = Registry::default();
         election
             .handle
             .register_metrics(telemetry::service_registry(&mut registry, self.binary));
+        shards.register_metrics(telemetry::service_registry(&mut registry, self.binary));
         Ok(Started {
             client,
             leader: election.handle,
+            shards,
             liveness: Liveness::new(self.liveness_window),
             readiness: Readiness::new(),
             binary: self.binary,
@@ -189,8 +233,11 @@ fn elect(
 pub struct Started {
     /// The kube client built from the common flags.
     pub client: Client,
-    /// The election: gate writes on [`LeaderHandle::is_leader`].
+    /// The election: gate writes on [`LeaderHandle::is_leader`]. With sharding it leads while
+    /// the shard assignment runs; gate each object's work on [`Started::shards`] instead.
     pub leader: LeaderHandle,
+    /// The shards this replica acts on (one shard, held while leading, without sharding).
+    pub shards: ShardHandle,
     /// Tick it whenever the service's loop makes progress.
     pub liveness: Liveness,
     /// Set it once the service's caches have synced.

@@ -130,7 +130,7 @@ fn from_spec(spec: Option<&LeaseSpec>) -> LeaseRecord {
     }
 }
 
-fn observed(lease: &Lease, context: &str) -> Result<ObservedLease> {
+pub(super) fn observed(lease: &Lease, context: &str) -> Result<ObservedLease> {
     let resource_version = lease.metadata.resource_version.clone().ok_or_else(|| {
         Error::LeaderConfig(format!(
             "{context}: the API server returned a Lease without resourceVersion"

@@ -1,0 +1,310 @@
+//! hpa-plus sharded across replicas (issue 20): three instances with `--shards 6` share 30
+//! autoscalers; one is killed mid-run. Every autoscaler keeps being evaluated (its
+//! `status.lastDecision.time` advances within one lease duration, a retry period and its own
+//! period of the kill), and the sim's audit log — where each instance writes under its own
+//! User-Agent — shows no object written by two instances in turn more often than its shard's
+//! Lease changed hands: no double writes, during the start-up rebalancing nor the takeover.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::ResourceExt;
+use kube::api::PostParams;
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_e2e::{Env, eventually};
+use plimsoll_hpa_plus::cli::Args;
+use plimsoll_runtime::leader::shards::shard_of;
+use plimsoll_sim::{LoadProfile, LoadSpec};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const WITHIN: Duration = Duration::from_secs(60);
+const EVERY: Duration = Duration::from_millis(250);
+const SHARDS: u32 = 6;
+const OBJECTS: usize = 30;
+/// `--lease-duration`.
+const LEASE: Duration = Duration::from_secs(4);
+
+fn config(env: &Env, identity: &str) -> plimsoll_hpa_plus::Config {
+    let args = [
+        "hpa-plus".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--sync-period=1s".to_owned(),
+        "--cpu-initialization-period=1s".to_owned(),
+        "--initial-readiness-delay=0s".to_owned(),
+        "--leader-elect=true".to_owned(),
+        format!("--lease-namespace={}", env.namespace),
+        format!("--lease-duration={}s", LEASE.as_secs()),
+        "--renew-deadline=3s".to_owned(),
+        "--retry-period=500ms".to_owned(),
+        format!("--shards={SHARDS}"),
+    ];
+    let mut config = Args::try_parse_from(args)
+        .expect("test flags parse")
+        .into_config()
+        .expect("test flags are valid");
+    config.identity = Some(identity.to_owned());
+    config
+}
+
+/// An instance on its own runtime, so that dropping it is a crash (no Lease released).
+struct Instance {
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: CancellationToken,
+    done: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl Instance {
+    fn start(config: plimsoll_hpa_plus::Config) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let stop = CancellationToken::new();
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let token = stop.clone();
+        runtime.spawn(async move {
+            if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
+                eprintln!("hpa-plus ended with an error: {e}");
+            }
+            let _ = tx.send(());
+        });
+        Self {
+            runtime: Some(runtime),
+            stop,
+            done: Some(done),
+        }
+    }
+
+    fn crash(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+
+    /// A graceful stop: finish in-flight work, release the Leases.
+    async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(done) = self.done.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(20), done).await;
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.crash();
+    }
+}
+
+fn sine(phase: f64) -> LoadSpec {
+    LoadSpec {
+        profile: LoadProfile::Sine {
+            base: 15.0,
+            amplitude: 10.0,
+            period_seconds: 20.0,
+            phase_seconds: phase,
+        },
+        ..LoadSpec::default()
+    }
+}
+
+/// The shard Leases' holders and transition counts, by shard.
+async fn shard_leases(env: &Env) -> anyhow::Result<Vec<(Option<String>, i32)>> {
+    let api = env.api::<Lease>();
+    let mut out = Vec::new();
+    for i in 0..SHARDS {
+        let spec = api
+            .get_opt(&format!("plimsoll-hpa-plus-shard-{i}"))
+            .await?
+            .and_then(|l| l.spec);
+        out.push((
+            spec.as_ref()
+                .and_then(|s| s.holder_identity.clone())
+                .filter(|h| !h.is_empty()),
+            spec.and_then(|s| s.lease_transitions).unwrap_or(0),
+        ));
+    }
+    Ok(out)
+}
+
+/// Each autoscaler's uid and `status.lastDecision.time`, by name.
+async fn decisions(
+    env: &Env,
+) -> anyhow::Result<BTreeMap<String, (String, Option<jiff::Timestamp>)>> {
+    let list = env
+        .api::<HorizontalPodAutoscalerPlus>()
+        .list(&kube::api::ListParams::default())
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|o| {
+            let time = o
+                .status
+                .as_ref()
+                .and_then(|s| s.last_decision.as_ref())
+                .and_then(|d| d.time.as_ref())
+                .map(|t| t.0);
+            (o.name_any(), (o.uid().unwrap_or_default(), time))
+        })
+        .collect())
+}
+
+/// The instance a User-Agent names (`hpa-plus/<version> (<identity>)`).
+fn writer(user_agent: &str) -> Option<&str> {
+    user_agent
+        .strip_prefix("hpa-plus/")?
+        .split_once(" (")?
+        .1
+        .strip_suffix(')')
+}
+
+/// The audit log: per object, the instances writing its status or its target's scale. The
+/// writer may change only when the object's shard changed hands, and the last writer holds it.
+async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
+    let shards = shard_leases(env).await?;
+    let uids = decisions(env).await?;
+    let audit = env.audit().expect("the sim's audit log");
+    let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut anonymous = 0;
+    for entry in &audit {
+        let object = match (entry.resource.as_str(), entry.subresource.as_str()) {
+            ("horizontalpodautoscalerplus" | "horizontalpodautoscalerpluses", "status") => {
+                entry.name.clone()
+            }
+            ("deployments", "scale") => entry.name.clone(),
+            _ => continue,
+        };
+        let Some(who) = writer(&entry.user_agent) else {
+            anonymous += 1;
+            continue;
+        };
+        let list = writers.entry(object).or_default();
+        if list.last().map(String::as_str) != Some(who) {
+            list.push(who.to_owned());
+        }
+    }
+    assert_eq!(anonymous, 0, "every write names its instance");
+    assert_eq!(writers.len(), OBJECTS, "{writers:?}");
+    let mut handovers = 0;
+    for (name, sequence) in &writers {
+        let (uid, _) = &uids[name];
+        let shard = shard_of(uid, SHARDS) as usize;
+        let (holder, transitions) = &shards[shard];
+        let switches = sequence.len() - 1;
+        handovers += switches;
+        assert!(
+            i32::try_from(switches)? <= *transitions,
+            "{name} (shard {shard}) written by {sequence:?}, its Lease changed hands {transitions} times"
+        );
+        assert_eq!(
+            sequence.last(),
+            holder.as_ref(),
+            "{name}'s last writer holds its shard"
+        );
+    }
+    eprintln!(
+        "{} writes audited; {handovers} writer changes, none more than its shard's Lease transitions",
+        audit.len()
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's load and the audit log"
+)]
+async fn three_sharded_instances_survive_a_kill_without_double_writes() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-shards").await?;
+    let sim = env.sim()?;
+    for k in 0..OBJECTS {
+        let name = format!("w{k}");
+        plimsoll_e2e::create_deployment(&env, &name, 1, "100m", "64Mi").await?;
+        #[allow(clippy::cast_precision_loss)]
+        sim.set_load(&env.namespace, "deployments", &name, sine(k as f64));
+    }
+    let mut instances: BTreeMap<&str, Instance> = ["instance-a", "instance-b", "instance-c"]
+        .into_iter()
+        .map(|id| (id, Instance::start(config(&env, id))))
+        .collect();
+    for k in 0..OBJECTS {
+        let name = format!("w{k}");
+        let object = plimsoll_e2e::hpa_plus_fixture(
+            &name,
+            &name,
+            &json!({"minReplicas": 1, "maxReplicas": 3}),
+            &json!({"syncPeriodSeconds": 1, "metrics": [{"type": "Pods", "pods": {
+                "metric": {"name": "requests_per_second"},
+                "target": {"type": "AverageValue", "averageValue": "10"}}}]}),
+        )?;
+        env.api::<HorizontalPodAutoscalerPlus>()
+            .create(&PostParams::default(), &object)
+            .await?;
+    }
+
+    // The shards spread: two each.
+    eventually("six shards, two per instance", WITHIN, EVERY, || async {
+        let leases = shard_leases(&env).await?;
+        let mut per: BTreeMap<String, usize> = BTreeMap::new();
+        for holder in leases.into_iter().filter_map(|(h, _)| h) {
+            *per.entry(holder).or_default() += 1;
+        }
+        Ok((per.len() == 3 && per.values().all(|c| *c == 2)).then_some(()))
+    })
+    .await?;
+    eventually("every autoscaler evaluated", WITHIN, EVERY, || async {
+        let d = decisions(&env).await?;
+        Ok((d.len() == OBJECTS && d.values().all(|(_, t)| t.is_some())).then_some(()))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // Kill c: no Lease released, its shards wait for expiry.
+    let killed_at = jiff::Timestamp::now();
+    let killed = Instant::now();
+    instances.get_mut("instance-c").expect("instance c").crash();
+    // Every autoscaler is evaluated again after the kill within the lease duration, one retry
+    // period and its own period (plus slack for a loaded machine).
+    let bound = LEASE + Duration::from_millis(500) + Duration::from_secs(1);
+    let evaluated = eventually(
+        "every autoscaler evaluated after the kill",
+        WITHIN,
+        EVERY,
+        || async {
+            let d = decisions(&env).await?;
+            Ok(d.values()
+                .all(|(_, t)| t.is_some_and(|t| t > killed_at))
+                .then(|| killed.elapsed()))
+        },
+    )
+    .await?;
+    eprintln!("every autoscaler evaluated {evaluated:?} after the kill (bound {bound:?})");
+    assert!(
+        evaluated < bound + Duration::from_secs(4),
+        "evaluation gap after the kill: {evaluated:?}"
+    );
+    eventually("six shards, three per survivor", WITHIN, EVERY, || async {
+        let leases = shard_leases(&env).await?;
+        let survivors = leases
+            .iter()
+            .filter(|(h, _)| matches!(h.as_deref(), Some("instance-a" | "instance-b")))
+            .count();
+        Ok((survivors == 6).then_some(()))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    assert_no_double_writes(&env).await?;
+
+    for (_, instance) in instances {
+        instance.stop().await;
+    }
+    env.cleanup().await;
+    Ok(())
+}
