@@ -1,17 +1,17 @@
-//! What the updater loop shares between loops: the client, Events, metrics, the rate limiter
-//! and the in-place resize requests it made.
+//! What the updater loop shares between loops: the client, Events, metrics, the rate limiter,
+//! the watch-fed cache, and what it did to pods the cache may not show yet (the in-place resize
+//! requests it made, the evictions it made).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
 use plimsoll_runtime::events::Events;
 
+use crate::cache::Cache;
 use crate::metrics::Metrics;
 use crate::rate_limit::TokenBucket;
-
-/// A pod as the updater remembers it across loops: namespace, name, uid.
-pub type PodKey = (String, String, String);
 
 /// Shared state of the updater.
 pub struct Context {
@@ -26,59 +26,95 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// The eviction (and resize) rate limiter.
     pub limiter: TokenBucket,
+    /// VPAs, pods, owners and LimitRanges, kept by watches.
+    pub cache: Cache,
+    /// Pods the updater acted on.
+    pub memory: Mutex<PodMemory>,
+}
+
+/// Where a remembered pod is: namespace and name (the map key is its uid).
+type PodRef = (String, String);
+
+/// What the updater remembers of pods it acted on, by uid; pods that disappear from the cache
+/// are forgotten.
+#[derive(Debug, Default)]
+pub struct PodMemory {
     /// When the updater asked for each pod's in-place resize, or first saw it resizing
-    /// (upstream `lastInPlaceAttemptTimeMap`); pods that disappear are forgotten.
-    pub in_place_attempts: Mutex<HashMap<PodKey, Timestamp>>,
+    /// (upstream `lastInPlaceAttemptTimeMap`).
+    in_place: HashMap<String, (PodRef, Timestamp)>,
+    /// Pods evicted: the next loop must not count them, even before the watch reports their
+    /// deletion.
+    evicted: HashMap<String, PodRef>,
+}
+
+fn pod_ref(pod: &Pod) -> (String, PodRef) {
+    (
+        pod.metadata.uid.clone().unwrap_or_default(),
+        (
+            pod.metadata.namespace.clone().unwrap_or_default(),
+            pod.metadata.name.clone().unwrap_or_default(),
+        ),
+    )
+}
+
+impl PodMemory {
+    /// The remembered resize attempt for `pod` (by uid); a pod seen resizing with none recorded
+    /// (the resize was asked before this process started) counts from `now`, as upstream does.
+    fn attempt(&mut self, pod: &Pod, resizing: bool, now: Timestamp) -> Option<Timestamp> {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        match self.in_place.get(uid) {
+            Some((_, t)) => Some(*t),
+            None if resizing => {
+                let (uid, at) = pod_ref(pod);
+                self.in_place.insert(uid, (at, now));
+                Some(now)
+            }
+            None => None,
+        }
+    }
+
+    /// Forgets the pods for which `live(namespace, name, uid)` is false.
+    fn forget(&mut self, live: impl Fn(&str, &str, &str) -> bool) {
+        self.in_place
+            .retain(|uid, ((ns, name), _)| live(ns, name, uid));
+        self.evicted.retain(|uid, (ns, name)| live(ns, name, uid));
+    }
 }
 
 impl Context {
-    /// The remembered attempt for `key`, recording `now` when the pod is seen resizing for the
-    /// first time.
-    pub fn in_place_attempt(
-        &self,
-        key: &PodKey,
-        resizing: bool,
-        now: Timestamp,
-    ) -> Option<Timestamp> {
-        let mut map = self
-            .in_place_attempts
+    fn memory(&self) -> MutexGuard<'_, PodMemory> {
+        self.memory
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        attempt_for(&mut map, key, resizing, now)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The remembered attempt for `pod`, recording `now` when the pod is seen resizing for the
+    /// first time.
+    pub fn in_place_attempt(&self, pod: &Pod, resizing: bool, now: Timestamp) -> Option<Timestamp> {
+        self.memory().attempt(pod, resizing, now)
     }
 
     /// Records a resize request made at `now`.
-    pub fn record_in_place_attempt(&self, key: PodKey, now: Timestamp) {
-        self.in_place_attempts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(key, now);
+    pub fn record_in_place_attempt(&self, pod: &Pod, now: Timestamp) {
+        let (uid, at) = pod_ref(pod);
+        self.memory().in_place.insert(uid, (at, now));
     }
 
-    /// Forgets pods not in `live`.
-    pub fn forget_other_pods(&self, live: &std::collections::HashSet<PodKey>) {
-        self.in_place_attempts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|k, _| live.contains(k));
+    /// Records an eviction.
+    pub fn record_eviction(&self, pod: &Pod) {
+        let (uid, at) = pod_ref(pod);
+        self.memory().evicted.insert(uid, at);
     }
-}
 
-/// The remembered attempt for `key`; a pod seen resizing with none recorded (the resize was
-/// asked before this process started) counts from `now`, as upstream does.
-fn attempt_for(
-    map: &mut HashMap<PodKey, Timestamp>,
-    key: &PodKey,
-    resizing: bool,
-    now: Timestamp,
-) -> Option<Timestamp> {
-    match map.get(key) {
-        Some(t) => Some(*t),
-        None if resizing => {
-            map.insert(key.clone(), now);
-            Some(now)
-        }
-        None => None,
+    /// Whether the pod with `uid` was evicted by this process (and may still be in the cache).
+    pub fn evicted(&self, uid: &str) -> bool {
+        self.memory().evicted.contains_key(uid)
+    }
+
+    /// Forgets the pods the cache no longer holds (deleted, or being deleted).
+    pub fn forget_gone_pods(&self) {
+        self.memory()
+            .forget(|ns, name, uid| self.cache.pod_uid(ns, name).is_some_and(|live| live == uid));
     }
 }
 
@@ -86,22 +122,47 @@ fn attempt_for(
 mod tests {
     use super::*;
 
-    fn key(name: &str) -> PodKey {
-        ("ns".into(), name.into(), format!("uid-{name}"))
+    fn pod(name: &str) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata.namespace = Some("ns".into());
+        pod.metadata.name = Some(name.into());
+        pod.metadata.uid = Some(format!("uid-{name}"));
+        pod
     }
 
     #[test]
     fn first_sighting_of_a_resize_is_remembered() {
-        let mut map = HashMap::new();
+        let mut memory = PodMemory::default();
         let t0 = Timestamp::from_second(1_800_000_000).unwrap();
         let t1 = t0 + jiff::SignedDuration::from_mins(10);
-        assert_eq!(attempt_for(&mut map, &key("a"), false, t0), None);
-        assert!(map.is_empty(), "a pod not resizing is not recorded");
-        assert_eq!(attempt_for(&mut map, &key("a"), true, t0), Some(t0));
+        assert_eq!(memory.attempt(&pod("a"), false, t0), None);
+        assert!(
+            memory.in_place.is_empty(),
+            "a pod not resizing is not recorded"
+        );
+        assert_eq!(memory.attempt(&pod("a"), true, t0), Some(t0));
         // Ten minutes later the first sighting still counts, so a Deferred resize times out.
-        assert_eq!(attempt_for(&mut map, &key("a"), true, t1), Some(t0));
+        assert_eq!(memory.attempt(&pod("a"), true, t1), Some(t0));
         // A recorded request is returned even once the pod stopped resizing.
-        assert_eq!(attempt_for(&mut map, &key("a"), false, t1), Some(t0));
-        assert_eq!(attempt_for(&mut map, &key("b"), true, t1), Some(t1));
+        assert_eq!(memory.attempt(&pod("a"), false, t1), Some(t0));
+        assert_eq!(memory.attempt(&pod("b"), true, t1), Some(t1));
+    }
+
+    #[test]
+    fn pods_gone_or_replaced_under_the_same_name_are_forgotten() {
+        let mut memory = PodMemory::default();
+        let t0 = Timestamp::from_second(1_800_000_000).unwrap();
+        memory.attempt(&pod("a"), true, t0);
+        memory.attempt(&pod("b"), true, t0);
+        let (uid, at) = pod_ref(&pod("c"));
+        memory.evicted.insert(uid, at);
+        // a is still there; b was recreated with a new uid (a StatefulSet pod); c is gone.
+        memory.forget(|_, name, uid| match name {
+            "a" => uid == "uid-a",
+            "b" => uid == "uid-b2",
+            _ => false,
+        });
+        assert_eq!(memory.in_place.keys().collect::<Vec<_>>(), ["uid-a"]);
+        assert!(memory.evicted.is_empty());
     }
 }

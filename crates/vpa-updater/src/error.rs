@@ -17,6 +17,9 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// A loop was asked to run before every watch had listed once.
+    #[error("the watch caches have not listed everything yet")]
+    NotSynced,
     /// A background task panicked or was cancelled.
     #[error("task failed: {0}")]
     Task(String),
@@ -36,6 +39,7 @@ impl Error {
         match self {
             Error::Runtime(e) => e.metric_label(),
             Error::Kube { .. } => "kube",
+            Error::NotSynced => "not_synced",
             Error::Task(_) => "task",
         }
     }

@@ -1,30 +1,22 @@
-//! What one updater loop reads from the cluster, and which pods belong to which VPA.
+//! Which pods belong to which VPA, read from the watch-fed [`Cache`] at the start of a loop
+//! (no request is made here).
 //!
-//! Every loop lists VPAs, pods, LimitRanges and the replica-creating owners (ReplicaSets,
-//! StatefulSets, ReplicationControllers, DaemonSets, Jobs) in the namespaces it watches, in
-//! pages of [`PAGE`]. A pod belongs to the VPA whose `targetRef` names the pod's controller or
-//! that controller's own controller (a Deployment above its ReplicaSet, a CronJob above its Job,
-//! or any custom kind that owns ReplicaSets, such as an Argo Rollout); when two VPAs name the
-//! same controller the older one wins (then the one whose name sorts first), so the choice is
-//! stable across loops.
+//! A pod belongs to the VPA whose `targetRef` names the pod's controller or that controller's
+//! own controller (a Deployment above its ReplicaSet, a CronJob above its Job, or any custom
+//! kind that owns ReplicaSets, such as an Argo Rollout); the upper one wins when both are
+//! targeted. When two VPAs name the same controller the older one wins (then the one whose
+//! namespace and name sort first), so the choice is stable across loops. The lookup goes from
+//! the VPA to its pods through the cache's controller indexes, never over every pod.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{LimitRange, Pod, ReplicationController};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
-use kube::api::{Api, ListParams};
+use k8s_openapi::api::core::v1::LimitRange;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::limit_range::{self, LimitRangeItem, LimitType};
 use plimsoll_core::vertical::priority::Owner;
-use serde::de::DeserializeOwned;
 
-use crate::error::{Error, Result};
-
-/// Items per list page.
-pub const PAGE: u32 = 500;
+use crate::cache::{Cache, CachedPod};
 
 /// Which namespaces the updater looks at.
 #[derive(Clone, Debug, Default)]
@@ -36,217 +28,124 @@ pub struct Scope {
 }
 
 impl Scope {
-    fn api<K>(&self, client: &kube::Client) -> Api<K>
-    where
-        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-        <K as Resource>::DynamicType: Default,
-    {
-        match &self.namespace {
-            Some(ns) => Api::namespaced(client.clone(), ns),
-            None => Api::all(client.clone()),
-        }
-    }
-
-    fn admits(&self, namespace: &str) -> bool {
-        !self.ignored.iter().any(|ns| ns == namespace)
+    /// Whether objects in `namespace` are looked at.
+    pub fn admits(&self, namespace: &str) -> bool {
+        self.namespace.as_deref().is_none_or(|ns| ns == namespace)
+            && !self.ignored.iter().any(|ns| ns == namespace)
     }
 }
 
-/// An owner's controller and desired replicas.
-#[derive(Clone, Debug, Default)]
-struct OwnerInfo {
-    controller: Option<Owner>,
-    replicas: Option<u32>,
+/// `(namespace, kind, name)` of a VPA's target.
+type TargetKey = (String, String, String);
+
+fn namespace(vpa: &VerticalPodAutoscaler) -> &str {
+    vpa.metadata.namespace.as_deref().unwrap_or_default()
 }
 
-/// Everything one loop reads, indexed.
-#[derive(Debug, Default)]
-pub struct Inventory {
+/// One loop's view: the VPAs to act on and, through the cache, their pods.
+pub struct Inventory<'c> {
+    cache: &'c Cache,
     /// VPAs, oldest first.
-    pub vpas: Vec<VerticalPodAutoscaler>,
-    /// Pods per VPA (index into `vpas`), in list order; pods being deleted are left out.
-    pub pods: BTreeMap<usize, Vec<Pod>>,
-    owners: HashMap<(String, Owner), OwnerInfo>,
+    pub vpas: Vec<Arc<VerticalPodAutoscaler>>,
+    /// Each target's VPA (index into `vpas`): the first one naming it.
+    targets: HashMap<TargetKey, usize>,
     limit_ranges: HashMap<String, Vec<(LimitType, LimitRangeItem)>>,
 }
 
-async fn list_all<K>(api: &Api<K>, what: &str) -> Result<Vec<K>>
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-{
-    let mut out = Vec::new();
-    let mut params = ListParams::default().limit(PAGE);
-    loop {
-        let page = api
-            .list(&params)
-            .await
-            .map_err(|e| Error::kube(format!("list {what}"), e))?;
-        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-        out.extend(page.items);
-        match next {
-            Some(token) => params = params.continue_token(&token),
-            None => return Ok(out),
-        }
-    }
-}
-
-/// Like [`list_all`], but a kind the API server does not serve (404) lists as empty: the
-/// owners only refine the eviction budget, and a group whose owner is unknown is left alone.
-async fn list_served<K>(api: &Api<K>, what: &str) -> Result<Vec<K>>
-where
-    K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
-{
-    match list_all(api, what).await {
-        Err(Error::Kube {
-            source: kube::Error::Api(status),
-            ..
-        }) if status.code == 404 => {
-            tracing::debug!(what, "not served by this API server; listing as empty");
-            Ok(Vec::new())
-        }
-        other => other,
-    }
-}
-
-fn namespace(meta: &ObjectMeta) -> String {
-    meta.namespace.clone().unwrap_or_default()
-}
-
-fn controller_of(meta: &ObjectMeta) -> Option<Owner> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true))
-        .map(|o| Owner {
-            kind: o.kind.clone(),
-            name: o.name.clone(),
-        })
-}
-
-fn replicas(n: Option<i32>) -> Option<u32> {
-    n.and_then(|n| u32::try_from(n).ok())
-}
-
-impl Inventory {
-    /// Lists the VPAs in scope, sorted oldest first.
-    pub async fn vpas(client: &kube::Client, scope: &Scope) -> Result<Vec<VerticalPodAutoscaler>> {
-        let mut vpas: Vec<VerticalPodAutoscaler> =
-            list_all(&scope.api(client), "verticalpodautoscalers").await?;
-        vpas.retain(|v| scope.admits(&namespace(&v.metadata)));
+impl<'c> Inventory<'c> {
+    /// The VPAs in scope, oldest first.
+    pub fn vpas(cache: &Cache, scope: &Scope) -> Vec<Arc<VerticalPodAutoscaler>> {
+        let mut vpas = cache.vpas(scope);
+        let created =
+            |v: &VerticalPodAutoscaler| v.metadata.creation_timestamp.as_ref().map(|t| t.0);
         vpas.sort_by(|a, b| {
-            let key = |v: &VerticalPodAutoscaler| {
-                (
-                    v.metadata.creation_timestamp.as_ref().map(|t| t.0),
-                    namespace(&v.metadata),
-                    v.metadata.name.clone(),
-                )
-            };
-            key(a).cmp(&key(b))
+            created(a)
+                .cmp(&created(b))
+                .then_with(|| namespace(a).cmp(namespace(b)))
+                .then_with(|| a.metadata.name.cmp(&b.metadata.name))
         });
-        Ok(vpas)
+        vpas
     }
 
-    /// Lists the rest for `vpas` and matches pods to them.
-    pub async fn load(
-        client: &kube::Client,
-        scope: &Scope,
-        vpas: Vec<VerticalPodAutoscaler>,
-    ) -> Result<Inventory> {
-        let mut inventory = Inventory {
-            vpas,
-            ..Inventory::default()
-        };
-        if inventory.vpas.is_empty() {
-            return Ok(inventory);
-        }
-        let mut owner = |meta: &ObjectMeta, kind: &str, replicas: Option<u32>| {
-            let key = (
-                namespace(meta),
-                Owner {
-                    kind: kind.to_owned(),
-                    name: meta.name.clone().unwrap_or_default(),
-                },
-            );
-            inventory.owners.insert(
-                key,
-                OwnerInfo {
-                    controller: controller_of(meta),
-                    replicas,
-                },
-            );
-        };
-        for rs in list_all::<ReplicaSet>(&scope.api(client), "replicasets").await? {
-            let n = replicas(rs.spec.as_ref().and_then(|s| s.replicas));
-            owner(&rs.metadata, "ReplicaSet", n);
-        }
-        for ss in list_served::<StatefulSet>(&scope.api(client), "statefulsets").await? {
-            let n = replicas(ss.spec.as_ref().and_then(|s| s.replicas));
-            owner(&ss.metadata, "StatefulSet", n);
-        }
-        for rc in list_served::<ReplicationController>(&scope.api(client), "replicationcontrollers")
-            .await?
-        {
-            let n = replicas(rc.spec.as_ref().and_then(|s| s.replicas));
-            owner(&rc.metadata, "ReplicationController", n);
-        }
-        for ds in list_served::<DaemonSet>(&scope.api(client), "daemonsets").await? {
-            let n = replicas(ds.status.as_ref().map(|s| s.number_ready));
-            owner(&ds.metadata, "DaemonSet", n);
-        }
-        for job in list_served::<Job>(&scope.api(client), "jobs").await? {
-            owner(&job.metadata, "Job", None);
+    /// The view of `vpas` (sorted as [`Inventory::vpas`] sorts them) over `cache`.
+    pub fn new(cache: &'c Cache, vpas: Vec<Arc<VerticalPodAutoscaler>>) -> Inventory<'c> {
+        let mut targets = HashMap::with_capacity(vpas.len());
+        for (i, vpa) in vpas.iter().enumerate() {
+            let r = &vpa.spec.target_ref;
+            targets
+                .entry((namespace(vpa).to_owned(), r.kind.clone(), r.name.clone()))
+                .or_insert(i);
         }
         let mut ranges: BTreeMap<String, Vec<LimitRange>> = BTreeMap::new();
-        for lr in list_served::<LimitRange>(&scope.api(client), "limitranges").await? {
-            ranges.entry(namespace(&lr.metadata)).or_default().push(lr);
+        if !vpas.is_empty() {
+            for lr in cache.limit_ranges() {
+                let ns = lr.metadata.namespace.clone().unwrap_or_default();
+                ranges.entry(ns).or_default().push((*lr).clone());
+            }
         }
+        let mut limit_ranges = HashMap::new();
         for (ns, mut list) in ranges {
             list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
             match limit_range::from_k8s(&list) {
                 Ok(items) => {
-                    inventory.limit_ranges.insert(ns, items);
+                    limit_ranges.insert(ns, items);
                 }
                 Err(e) => {
                     tracing::warn!(namespace = %ns, error = %e, "cannot read LimitRanges; capping without them");
                 }
             }
         }
+        Inventory {
+            cache,
+            vpas,
+            targets,
+            limit_ranges,
+        }
+    }
 
-        let mut targets: HashMap<(String, String, String), usize> = HashMap::new();
-        for (i, vpa) in inventory.vpas.iter().enumerate() {
-            let r = &vpa.spec.target_ref;
-            targets
-                .entry((namespace(&vpa.metadata), r.kind.clone(), r.name.clone()))
-                .or_insert(i);
+    fn targeted(&self, namespace: &str, owner: &Owner) -> bool {
+        self.targets
+            .contains_key(&(namespace.to_owned(), owner.kind.clone(), owner.name.clone()))
+    }
+
+    /// The live pods of the VPA `vpas[i]`, sorted by name.
+    pub fn pods(&self, i: usize) -> Vec<Arc<CachedPod>> {
+        let Some(vpa) = self.vpas.get(i) else {
+            return Vec::new();
+        };
+        let ns = namespace(vpa);
+        let r = &vpa.spec.target_ref;
+        if self
+            .targets
+            .get(&(ns.to_owned(), r.kind.clone(), r.name.clone()))
+            != Some(&i)
+        {
+            return Vec::new();
         }
-        for pod in list_all::<Pod>(&scope.api(client), "pods").await? {
-            if pod.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let ns = namespace(&pod.metadata);
-            let Some(direct) = controller_of(&pod.metadata) else {
-                continue;
-            };
-            let upper = inventory
-                .owners
-                .get(&(ns.clone(), direct.clone()))
-                .and_then(|o| o.controller.clone());
-            let vpa = upper
-                .iter()
-                .chain(std::iter::once(&direct))
-                .find_map(|o| targets.get(&(ns.clone(), o.kind.clone(), o.name.clone())));
-            if let Some(&i) = vpa {
-                inventory.pods.entry(i).or_default().push(pod);
-            }
+        let target = Owner {
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+        };
+        let mut pods = Vec::new();
+        // Pods the target controls directly, unless its own controller is targeted too.
+        let upper_targeted = self
+            .cache
+            .controller_of_owner(ns, &target)
+            .is_some_and(|upper| self.targeted(ns, &upper));
+        if !upper_targeted {
+            pods.extend(self.cache.pods_of(ns, &target));
         }
-        Ok(inventory)
+        // Pods of the owners the target controls (its ReplicaSets, its Jobs).
+        for child in self.cache.owned_by(ns, &target) {
+            pods.extend(self.cache.pods_of(ns, &child));
+        }
+        pods.sort_by(|a, b| a.name().cmp(b.name()));
+        pods
     }
 
     /// Desired replicas of `owner` in `namespace`, when known.
     pub fn replicas(&self, namespace: &str, owner: &Owner) -> Option<u32> {
-        self.owners
-            .get(&(namespace.to_owned(), owner.clone()))
-            .and_then(|o| o.replicas)
+        self.cache.replicas(namespace, owner)
     }
 
     /// The merged container and pod LimitRange items of `namespace`.
@@ -261,5 +160,139 @@ impl Inventory {
                 limit_range::merge(items, LimitType::Pod),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::apps::v1::ReplicaSet;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    use super::*;
+
+    fn controlled(kind: &str, owner: Option<&str>) -> serde_json::Value {
+        match owner {
+            Some(name) => json!([{"apiVersion": "apps/v1", "kind": kind, "name": name,
+                "uid": format!("uid-{name}"), "controller": true}]),
+            None => json!([]),
+        }
+    }
+
+    fn replica_set(name: &str, deployment: Option<&str>) -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns",
+                "ownerReferences": controlled("Deployment", deployment)},
+            "spec": {"replicas": 2, "selector": {}}
+        }))
+        .unwrap()
+    }
+
+    fn pod(name: &str, replica_set: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                "ownerReferences": controlled("ReplicaSet", Some(replica_set))},
+            "spec": {"containers": [{"name": "app"}]}
+        }))
+        .unwrap()
+    }
+
+    fn vpa(name: &str, created: &str, kind: &str, target: &str) -> VerticalPodAutoscaler {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "ns", "creationTimestamp": created},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": target}}
+        }))
+        .unwrap()
+    }
+
+    /// Pod names per VPA name.
+    fn assignment(cache: &Cache) -> Vec<(String, Vec<String>)> {
+        let vpas = Inventory::vpas(cache, &Scope::default());
+        let inventory = Inventory::new(cache, vpas);
+        (0..inventory.vpas.len())
+            .map(|i| {
+                let pods = inventory
+                    .pods(i)
+                    .iter()
+                    .map(|p| p.name().to_owned())
+                    .collect();
+                (
+                    inventory.vpas[i].metadata.name.clone().unwrap_or_default(),
+                    pods,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pods_go_to_the_upper_controllers_vpa_and_the_oldest_of_two() {
+        let (cache, mut vpas) = Cache::for_tests();
+        cache.apply_replica_set(Event::Apply(replica_set("web-1", Some("web"))));
+        cache.apply_replica_set(Event::Apply(replica_set("solo-1", None)));
+        for (name, rs) in [
+            ("web-1-b", "web-1"),
+            ("web-1-a", "web-1"),
+            ("solo-1-a", "solo-1"),
+        ] {
+            cache.apply_pod(Event::Apply(pod(name, rs)));
+        }
+        for v in [
+            vpa("on-rs", "2026-01-01T00:00:00Z", "ReplicaSet", "web-1"),
+            vpa("on-deploy", "2026-01-02T00:00:00Z", "Deployment", "web"),
+            vpa(
+                "newer-on-deploy",
+                "2026-01-03T00:00:00Z",
+                "Deployment",
+                "web",
+            ),
+            vpa("solo", "2026-01-04T00:00:00Z", "ReplicaSet", "solo-1"),
+        ] {
+            vpas.apply_watcher_event(&Event::Apply(v));
+        }
+        let strings = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            assignment(&cache),
+            [
+                // The Deployment above the ReplicaSet is targeted too: it wins.
+                ("on-rs".to_owned(), strings(&[])),
+                ("on-deploy".to_owned(), strings(&["web-1-a", "web-1-b"])),
+                // Two VPAs on one Deployment: the older one has the pods.
+                ("newer-on-deploy".to_owned(), strings(&[])),
+                // A ReplicaSet with no controller above it.
+                ("solo".to_owned(), strings(&["solo-1-a"])),
+            ]
+        );
+        // The Deployment's VPA goes away: its ReplicaSet's VPA takes the pods.
+        vpas.apply_watcher_event(&Event::Delete(vpa(
+            "on-deploy",
+            "2026-01-02T00:00:00Z",
+            "Deployment",
+            "web",
+        )));
+        vpas.apply_watcher_event(&Event::Delete(vpa(
+            "newer-on-deploy",
+            "2026-01-03T00:00:00Z",
+            "Deployment",
+            "web",
+        )));
+        assert_eq!(
+            assignment(&cache),
+            [
+                ("on-rs".to_owned(), strings(&["web-1-a", "web-1-b"])),
+                ("solo".to_owned(), strings(&["solo-1-a"])),
+            ]
+        );
+        assert_eq!(
+            cache.replicas(
+                "ns",
+                &Owner {
+                    kind: "ReplicaSet".into(),
+                    name: "web-1".into()
+                }
+            ),
+            Some(2)
+        );
     }
 }

@@ -7,11 +7,15 @@
 //! API) or resizes (`pods/{name}/resize`) the pods the plan names, within the eviction budget and
 //! the rate limiter. `vpa-updater replay` runs the same decisions over a scenario file.
 //!
+//! It reads the cluster from watches ([`cache`]), which every replica keeps from the start, so a
+//! follower that takes over acts at once; a replica is ready once every watch has listed.
+//!
 //! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, election
 //! on `plimsoll-vpa-updater`, shutdown after the action in flight). It has no global state and installs no signal handler or tracing subscriber, so tests
 //! and `plimsoll-sim demo` can run several services in one process.
 
 pub mod admission_status;
+pub mod cache;
 pub mod cli;
 pub mod context;
 pub mod error;
@@ -83,31 +87,35 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         .start()
         .await?;
     let metrics = Arc::new(metrics::Metrics::register(service.registry()));
-    let ctx = Arc::new(updater::context(
+    let (ctx, watches) = updater::context(
         service.client.clone(),
         write_client(&config.common).await?,
         metrics,
         &config,
-    ));
+    );
+    let ctx = Arc::new(ctx);
+    service.spawn(watches.run());
+    service.spawn(report_sync(ctx.cache.clone(), service.readiness.clone()));
     let settings = Arc::new(updater::Settings::from_config(&config));
     service.spawn(while_following(
         service.leader.clone(),
+        ctx.cache.clone(),
         service.liveness.clone(),
-        service.readiness.clone(),
         period,
     ));
-    let (liveness, readiness) = (service.liveness.clone(), service.readiness.clone());
+    let liveness = service.liveness.clone();
     service
         .run(shutdown, |term| {
-            update_while_leading(
-                ctx.clone(),
-                settings.clone(),
-                liveness.clone(),
-                readiness.clone(),
-                term,
-            )
+            update_while_leading(ctx.clone(), settings.clone(), liveness.clone(), term)
         })
         .await
+}
+
+/// Readiness: every watch has listed once.
+async fn report_sync(cache: cache::Cache, readiness: Readiness) {
+    cache.synced().await;
+    tracing::info!(pods = cache.pod_count(), "caches synced");
+    readiness.set_ready(true);
 }
 
 /// Evictions and resizes go through a client that does not retry 429: a PodDisruptionBudget's
@@ -124,33 +132,36 @@ async fn write_client(common: &CommonArgs) -> Result<kube::Client> {
     )
 }
 
-/// A follower is ready to take over at once (it only needs its client), and stays alive while
-/// it waits for the Lease; a leader's liveness is ticked by its loop.
+/// A follower stays alive while it waits for the Lease, and so does a leader while its caches
+/// first sync; after that a leader's liveness is ticked by its loop.
 async fn while_following(
     leader: leader::LeaderHandle,
+    cache: cache::Cache,
     liveness: Liveness,
-    readiness: Readiness,
     period: Duration,
 ) {
     let mut ticker = tokio::time::interval(period);
     loop {
         ticker.tick().await;
-        if !leader.is_leader() {
-            readiness.set_ready(true);
+        if !leader.is_leader() || !cache.is_synced() {
             liveness.tick();
         }
     }
 }
 
-/// One leadership term: a loop now, then one every `--updater-interval`, until `term` is
-/// cancelled; a loop stops before its next action when it is.
+/// One leadership term: once the caches have synced, a loop now, then one every
+/// `--updater-interval`, until `term` is cancelled; a loop stops before its next action when it
+/// is.
 async fn update_while_leading(
     ctx: Arc<context::Context>,
     settings: Arc<updater::Settings>,
     liveness: Liveness,
-    readiness: Readiness,
     term: CancellationToken,
 ) -> Result<()> {
+    tokio::select! {
+        () = ctx.cache.synced() => {}
+        () = term.cancelled() => return Ok(()),
+    }
     let period = settings.interval.max(Duration::from_millis(100));
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -163,7 +174,6 @@ async fn update_while_leading(
         let started = std::time::Instant::now();
         let outcome = match updater::run_once(&ctx, &settings, &term).await {
             Ok(report) => {
-                readiness.set_ready(true);
                 tracing::info!(
                     admission_valid = report.admission_valid,
                     vpas = report.vpas,

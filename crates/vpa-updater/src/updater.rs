@@ -1,7 +1,13 @@
-//! One updater loop (upstream `RunOnce`): check the webhook is alive, read the cluster, plan each
-//! VPA with the pure `plimsoll_core::vertical::eviction::plan_updates`, and carry the plan out.
+//! One updater loop (upstream `RunOnce`): check the webhook is alive, read the VPAs and their
+//! pods from the watch-fed [`crate::cache::Cache`], plan each VPA with the pure
+//! `plimsoll_core::vertical::eviction::plan_updates`, and carry the plan out.
 //!
 //! Invariants:
+//! * a loop reads the cluster only from the cache, and only once every watch has listed once;
+//!   its requests are the status Lease read, the evictions, resizes and Events (a loop with
+//!   nothing to do makes one request, or none without the status check);
+//! * a pod this process evicted is not counted again, even while the watch has not yet
+//!   reported its deletion;
 //! * nothing is evicted or resized while the webhook's status Lease is stale or missing (with
 //!   `--use-admission-controller-status`, the default);
 //! * pods are evicted only through the Eviction API, so PodDisruptionBudgets hold; a 429 is
@@ -15,7 +21,7 @@
 //! * a refused eviction still counts against the group's budget for this loop (the plan is made
 //!   up front): at most the budget is disrupted, possibly fewer.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
@@ -38,8 +44,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission_status::{self, Status};
-use crate::context::{Context, PodKey};
-use crate::error::Result;
+use crate::cache::{Cache, CachedPod, Watches};
+use crate::context::Context;
+use crate::error::{Error, Result};
 use crate::inventory::{Inventory, Scope};
 use crate::metrics::EvictionResult;
 use crate::{BINARY, Config};
@@ -111,6 +118,9 @@ pub async fn run_once(
 ) -> Result<LoopReport> {
     let deadline = Instant::now() + settings.interval;
     let mut report = LoopReport::default();
+    if !ctx.cache.is_synced() {
+        return Err(Error::NotSynced);
+    }
     if let Some(ns) = &settings.status_namespace {
         match admission_status::check(&ctx.client, ns, settings.status_timeout, Timestamp::now())
             .await?
@@ -131,11 +141,11 @@ pub async fn run_once(
     }
     report.admission_valid = true;
 
-    let mut vpas = Inventory::vpas(&ctx.client, &settings.scope).await?;
+    let mut vpas = Inventory::vpas(&ctx.cache, &settings.scope);
     vpas.retain(|v| UpdatePolicy::from_api(v).map_or(true, |p| p.mode.updater_acts()));
     report.vpas = vpas.len();
     ctx.metrics.acting_vpas(vpas.len());
-    let inventory = Inventory::load(&ctx.client, &settings.scope, vpas).await?;
+    let inventory = Inventory::new(&ctx.cache, vpas);
 
     let pass = Pass {
         ctx,
@@ -144,31 +154,20 @@ pub async fn run_once(
         deadline,
         cancel,
     };
-    let mut live: HashSet<PodKey> = HashSet::new();
     for (i, vpa) in inventory.vpas.iter().enumerate() {
         if cancel.is_cancelled() {
             break;
         }
-        let pods = inventory.pods.get(&i).map_or(&[][..], Vec::as_slice);
-        for pod in pods {
-            live.insert(pod_key(pod));
-        }
-        if !update_vpa(&pass, vpa, pods, &mut report).await {
+        let mut pods = inventory.pods(i);
+        pods.retain(|p| !ctx.evicted(p.uid()));
+        if !update_vpa(&pass, vpa, &pods, &mut report).await {
             break;
         }
     }
     if !cancel.is_cancelled() {
-        ctx.forget_other_pods(&live);
+        ctx.forget_gone_pods();
     }
     Ok(report)
-}
-
-fn pod_key(pod: &Pod) -> PodKey {
-    (
-        pod.metadata.namespace.clone().unwrap_or_default(),
-        pod.metadata.name.clone().unwrap_or_default(),
-        pod.metadata.uid.clone().unwrap_or_default(),
-    )
 }
 
 fn vpa_name(vpa: &VerticalPodAutoscaler) -> (String, String) {
@@ -183,7 +182,7 @@ fn vpa_name(vpa: &VerticalPodAutoscaler) -> (String, String) {
 struct Pass<'a> {
     ctx: &'a Context,
     settings: &'a Settings,
-    inventory: &'a Inventory,
+    inventory: &'a Inventory<'a>,
     /// The loop stops acting at this instant (one `--updater-interval` after it started).
     deadline: Instant,
     cancel: &'a CancellationToken,
@@ -194,7 +193,7 @@ struct Pass<'a> {
 async fn update_vpa(
     pass: &Pass<'_>,
     vpa: &VerticalPodAutoscaler,
-    pods: &[Pod],
+    pods: &[Arc<CachedPod>],
     report: &mut LoopReport,
 ) -> bool {
     let Pass {
@@ -265,7 +264,7 @@ async fn update_vpa(
     );
     let admission_vpa = AdmissionVpa::from_api(vpa).ok();
     for action in &plan {
-        let Some(pod) = by_name.get(&action.pod).copied() else {
+        let Some(pod) = by_name.get(action.pod.as_str()).copied() else {
             continue;
         };
         match action.action {
@@ -295,25 +294,26 @@ async fn update_vpa(
     true
 }
 
-/// The pods as the decision code sees them, with the resize attempts the updater remembers,
-/// and the pods by name.
+/// The pods as the decision code sees them (read when the watch delivered them), with the
+/// resize attempts the updater remembers, and the pods by name.
 fn snapshots<'p>(
     ctx: &Context,
-    pods: &'p [Pod],
+    pods: &'p [Arc<CachedPod>],
     now: Timestamp,
-) -> (Vec<PodSnapshot>, HashMap<String, &'p Pod>) {
+) -> (Vec<PodSnapshot>, HashMap<&'p str, &'p Pod>) {
     let mut snapshots = Vec::with_capacity(pods.len());
-    let mut by_name: HashMap<String, &Pod> = HashMap::with_capacity(pods.len());
-    for pod in pods {
-        match PodSnapshot::from_pod(pod) {
-            Ok(mut snapshot) => {
+    let mut by_name: HashMap<&str, &Pod> = HashMap::with_capacity(pods.len());
+    for cached in pods {
+        match &cached.snapshot {
+            Ok(snapshot) => {
+                let mut snapshot = snapshot.clone();
                 snapshot.last_in_place_attempt =
-                    ctx.in_place_attempt(&pod_key(pod), snapshot.resize != ResizeStatus::None, now);
-                by_name.insert(snapshot.name.clone(), pod);
+                    ctx.in_place_attempt(&cached.pod, snapshot.resize != ResizeStatus::None, now);
+                by_name.insert(cached.name(), &cached.pod);
                 snapshots.push(snapshot);
             }
             Err(e) => {
-                tracing::warn!(pod = ?pod.metadata.name, error = %e, "cannot read pod; left alone");
+                tracing::warn!(pod = cached.name(), error = %e, "cannot read pod; left alone");
             }
         }
     }
@@ -335,6 +335,7 @@ async fn evict(
     let result = match api.evict(&action.pod, &EvictParams::default()).await {
         Ok(_) => {
             report.evicted += 1;
+            ctx.record_eviction(pod);
             tracing::info!(pod = %action.pod, reason = %action.reason, resource_diff = action.priority.resource_diff, "evicted");
             ctx.events
                 .normal(&pod_ref, "EvictedByVPA", "Evict", format!("Pod was evicted by vpa-updater to apply the recommendation of VPA {vpa_name}: {}", action.reason))
@@ -426,7 +427,7 @@ async fn resize(
     {
         Ok(_) => {
             report.resized += 1;
-            ctx.record_in_place_attempt(pod_key(pod), now);
+            ctx.record_in_place_attempt(pod, now);
             ctx.metrics.resize("requested");
             tracing::info!(pod = %action.pod, reason = %action.reason, resource_diff = action.priority.resource_diff, "resize requested");
             ctx.events
@@ -519,14 +520,16 @@ pub fn strategic_resize_patch(
     Some(json!({"spec": {"containers": list}}))
 }
 
-/// Shared state for [`run_once`], built by [`crate::run`].
+/// Shared state for [`run_once`], built by [`crate::run`], and the watches that keep its cache
+/// current (the caller runs them).
 pub fn context(
     client: kube::Client,
     write_client: kube::Client,
     metrics: Arc<crate::metrics::Metrics>,
     config: &Config,
-) -> Context {
-    Context {
+) -> (Context, Watches) {
+    let (cache, watches) = Cache::new(&client, &Settings::from_config(config).scope);
+    let ctx = Context {
         events: plimsoll_runtime::events::Events::new(client.clone(), BINARY),
         client,
         write_client,
@@ -535,13 +538,16 @@ pub fn context(
             config.eviction_rate_limit,
             config.eviction_rate_burst,
         ),
-        in_place_attempts: std::sync::Mutex::new(HashMap::new()),
-    }
+        cache,
+        memory: std::sync::Mutex::default(),
+    };
+    (ctx, watches)
 }
 
 /// A [`Context`] whose metrics go to a registry nobody scrapes, for benchmarks and tools that
-/// drive [`run_once`] themselves. Evictions and resizes use `client` too.
-pub fn detached_context(client: kube::Client, config: &Config) -> Context {
+/// drive [`run_once`] themselves, with its watches (run them, then wait for
+/// `ctx.cache.synced()`). Evictions and resizes use `client` too.
+pub fn detached_context(client: kube::Client, config: &Config) -> (Context, Watches) {
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = Arc::new(crate::metrics::Metrics::register(&mut registry));
     context(client.clone(), client, metrics, config)

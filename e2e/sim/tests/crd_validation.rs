@@ -110,13 +110,17 @@ fn replica_cases() -> Vec<Case> {
             HPA_PLUS,
             hpa_plus,
             json!({"predictive": {"mode": "Scale", "season": "168h", "lookbackDays": 3}}),
-            vec!["spec.predictive.lookbackDays: Invalid value: \"object\": must be >= 7 with season 168h"],
+            vec![
+                "spec.predictive.lookbackDays: Invalid value: \"object\": must be >= 7 with season 168h",
+            ],
         ),
         (
             HPA_PLUS,
             hpa_plus,
             json!({"predictive": {"mode": "Scale", "leadSeconds": "soon"}}),
-            vec!["spec.predictive.leadSeconds: Invalid value: \"\": must be \"auto\" or a whole number of seconds >= 0"],
+            vec![
+                "spec.predictive.leadSeconds: Invalid value: \"\": must be \"auto\" or a whole number of seconds >= 0",
+            ],
         ),
         (
             HPA_PLUS,

@@ -16,7 +16,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, PredictiveStatus};
-use plimsoll_e2e::{Env, Running, eventually};
+use plimsoll_e2e::{Env, eventually};
 use plimsoll_hpa_plus::cli::Args;
 use plimsoll_hpa_plus::predict::BUCKET_SECONDS;
 use plimsoll_hpa_plus::prometheus::peak_query;
@@ -190,14 +190,7 @@ async fn scale_mode_is_ready_for_the_daily_rush_and_off_meets_it_overloaded() ->
         .await?;
     api.create(&PostParams::default(), &hpa_plus("behind", "Off")?)
         .await?;
-    let service = Running::spawn("hpa-plus", {
-        let config = config(&env, &server);
-        move |token| async move {
-            if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
-                eprintln!("hpa-plus ended with an error: {e}");
-            }
-        }
-    });
+    let service = plimsoll_e2e::spawn_hpa_plus(config(&env, &server));
 
     // Before the rush: the forecast from the past week raises `ahead` to the rush's 6 (600 at
     // 100 per pod) while its load is still 150; `behind` stays at the reactive 2.
@@ -212,43 +205,7 @@ async fn scale_mode_is_ready_for_the_daily_rush_and_off_meets_it_overloaded() ->
         },
     )
     .await?;
-    let early = rush - unix_now();
-    assert!(
-        early > 15.0,
-        "raised only {early:.1}s before the rush: {raised:?}"
-    );
-    assert_eq!(
-        (raised.reason.as_str(), raised.forecast_replicas),
-        ("Raised", Some(6)),
-        "{raised:?}"
-    );
-    assert_eq!(
-        raised.forecast.as_deref(),
-        Some("requests: 600"),
-        "{raised:?}"
-    );
-    assert_eq!(raised.recent_error_percent, Some(0), "{raised:?}");
-    // auto: the pods' measured startup (about 17 s) plus one 15-minute bucket.
-    let lead = lead_of(&raised.message).unwrap_or_default();
-    assert!(
-        (BUCKET_SECONDS + 12..=BUCKET_SECONDS + 40).contains(&lead),
-        "lead {lead}: {}",
-        raised.message
-    );
-    // The week read from Prometheus is the object's own history now: 8 days of buckets.
-    let history = raised.history.clone().unwrap_or_default();
-    let buckets = history.metrics.get("requests").map_or(0, Vec::len) / 2;
-    assert!((760..=769).contains(&buckets), "{buckets} buckets kept");
-    assert_eq!(history.step_seconds, BUCKET_SECONDS);
-    let on = events(&env, "ahead", "PredictionOn").await?;
-    assert_eq!(on.len(), 1, "{on:?}");
-    assert_eq!(on[0].type_.as_deref(), Some("Normal"));
-    assert_eq!(replicas(&env, "behind").await?.0, 2, "behind waits");
-    assert_eq!(
-        predictive(&env, "behind").await?,
-        None,
-        "Off reports nothing"
-    );
+    what_was_raised(&env, &raised, rush).await?;
 
     // Just before the rush `ahead` has its six pods Ready and `behind` is still at 2.
     sleep_until(rush - 1.5).await;
@@ -319,4 +276,46 @@ fn the_bucket_peak_sees_a_rush_anywhere_in_its_bucket() {
         lead_of("the load forecast for the next 917s needs 6"),
         Some(917)
     );
+}
+
+/// What `ahead`'s status and Events say once prediction raised it, and that `behind` waits.
+async fn what_was_raised(env: &Env, raised: &PredictiveStatus, rush: f64) -> anyhow::Result<()> {
+    let early = rush - unix_now();
+    assert!(
+        early > 15.0,
+        "raised only {early:.1}s before the rush: {raised:?}"
+    );
+    assert_eq!(
+        (raised.reason.as_str(), raised.forecast_replicas),
+        ("Raised", Some(6)),
+        "{raised:?}"
+    );
+    assert_eq!(
+        raised.forecast.as_deref(),
+        Some("requests: 600"),
+        "{raised:?}"
+    );
+    assert_eq!(raised.recent_error_percent, Some(0), "{raised:?}");
+    // auto: the pods' measured startup (about 17 s) plus one 15-minute bucket.
+    let lead = lead_of(&raised.message).unwrap_or_default();
+    assert!(
+        (BUCKET_SECONDS + 12..=BUCKET_SECONDS + 40).contains(&lead),
+        "lead {lead}: {}",
+        raised.message
+    );
+    // The week read from Prometheus is the object's own history now: 8 days of buckets.
+    let history = raised.history.clone().unwrap_or_default();
+    let buckets = history.metrics.get("requests").map_or(0, Vec::len) / 2;
+    assert!((760..=769).contains(&buckets), "{buckets} buckets kept");
+    assert_eq!(history.step_seconds, BUCKET_SECONDS);
+    let on = events(env, "ahead", "PredictionOn").await?;
+    assert_eq!(on.len(), 1, "{on:?}");
+    assert_eq!(on[0].type_.as_deref(), Some("Normal"));
+    assert_eq!(replicas(env, "behind").await?.0, 2, "behind waits");
+    assert_eq!(
+        predictive(env, "behind").await?,
+        None,
+        "Off reports nothing"
+    );
+    Ok(())
 }

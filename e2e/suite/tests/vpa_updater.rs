@@ -432,3 +432,115 @@ async fn with_the_real_webhook_recreated_pods_carry_the_recommendation() -> anyh
     env.cleanup().await;
     Ok(())
 }
+
+/// Writes `target` (with bounds at half and twice it) as the recommendation of VPA `name`.
+async fn recommend(env: &Env, name: &str, cpu_millis: u32) -> anyhow::Result<()> {
+    let (low, high) = (cpu_millis / 2, cpu_millis * 2);
+    let status = json!({"status": {"recommendation": {"containerRecommendations": [{
+        "containerName": "app",
+        "target": {"cpu": format!("{cpu_millis}m"), "memory": "10Mi"},
+        "lowerBound": {"cpu": format!("{low}m"), "memory": "5Mi"},
+        "upperBound": {"cpu": format!("{high}m"), "memory": "20Mi"}
+    }]}}});
+    env.api::<VerticalPodAutoscaler>()
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .context("write the recommendation")?;
+    Ok(())
+}
+
+/// The requests the updater sent through the tap from `from` on, other than Lease requests
+/// (leader election and the webhook status check), as `METHOD path`.
+fn requests_other_than_leases(tap: &plimsoll_e2e::tap::Tap, from: usize) -> Vec<String> {
+    tap.seen()
+        .into_iter()
+        .skip(from)
+        .filter(|s| !s.path.contains("/leases"))
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect()
+}
+
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the wiretap on its plain HTTP listener"
+)]
+async fn loops_read_pods_and_vpas_from_watches_not_from_lists() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-watch").await?;
+    deployment(&env, "web", 4).await?;
+    vpa(&env, "web", "Recreate").await?;
+    // Requests of 10m are inside 5m..20m: nothing to evict.
+    recommend(&env, "web", 10).await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    let upstream: SocketAddr = env
+        .sim()?
+        .http_url
+        .as_deref()
+        .and_then(|u| u.strip_prefix("http://"))
+        .context("the sim serves plain HTTP")?
+        .parse()?;
+    let tap = plimsoll_e2e::tap::Tap::start(upstream).await?;
+    let kubeconfig = env.kubeconfig.with_file_name("tap.kubeconfig");
+    std::fs::write(&kubeconfig, tap.kubeconfig())?;
+    let address = free_address()?;
+    let config = plimsoll_vpa_updater::cli::parse_config([
+        "vpa-updater".to_owned(),
+        format!("--kubeconfig={}", kubeconfig.display()),
+        format!("--metrics-address={address}"),
+        format!("--lease-namespace={}", env.namespace),
+        format!("--vpa-object-namespace={}", env.namespace),
+        format!("--admission-controller-status-namespace={}", env.namespace),
+        "--updater-interval=1s".to_owned(),
+        "--log-format=text".to_owned(),
+    ])?;
+    let updater = Updater::start_with(config, address);
+    updater.loops("completed", 1).await?;
+    let first = tap.seen().len();
+    let listed = requests_other_than_leases(&tap, 0);
+    assert!(
+        listed
+            .iter()
+            .any(|r| r.starts_with("GET ") && r.ends_with("/pods")),
+        "the pods were listed and watched once at start: {listed:?}"
+    );
+    updater.loops("completed", 4).await?;
+    // Steady loops: the status Lease read and nothing else.
+    let steady = requests_other_than_leases(&tap, first);
+    assert!(steady.is_empty(), "requests in steady loops: {steady:?}");
+    let status_reads = tap
+        .seen()
+        .iter()
+        .skip(first)
+        .filter(|s| s.method == "GET" && s.path.ends_with("/leases/vpa-admission-controller"))
+        .count();
+    assert!(
+        status_reads >= 3,
+        "one status Lease read per loop: {status_reads}"
+    );
+
+    // The recommendation moves far above the requests: the watch brings it, and a loop evicts
+    // within the budget, still without listing anything.
+    let before = tap.seen().len();
+    recommend(&env, "web", 500).await?;
+    eventually(
+        "evictions after the recommendation moved",
+        WAIT,
+        POLL,
+        || async { Ok((updater.evictions("evicted").await? >= 2).then_some(())) },
+    )
+    .await?;
+    let acting: Vec<String> = requests_other_than_leases(&tap, before)
+        .into_iter()
+        .filter(|r| !r.contains("/events"))
+        .collect();
+    assert!(
+        !acting.is_empty()
+            && acting
+                .iter()
+                .all(|r| r.starts_with("POST ") && r.ends_with("/eviction")),
+        "only evictions (and Events): {acting:?}"
+    );
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}

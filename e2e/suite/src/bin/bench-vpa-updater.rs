@@ -1,10 +1,11 @@
 //! `bench-vpa-updater`: one vpa-updater loop over 1,000 VPAs and 10,000 pods on an in-process
 //! plimsoll-sim; prints the loop time and the process RSS.
 //!
-//! Two kinds of loop are timed, calling `updater::run_once` directly (the loop the service runs
-//! every `--updater-interval`):
+//! The updater's watches list everything once (timed: "caches synced"); then two kinds of loop
+//! are timed, calling `updater::run_once` directly (the loop the service runs every
+//! `--updater-interval`):
 //! * steady: every pod's requests lie inside its VPA's recommended range, so the loop only
-//!   reads and decides;
+//!   reads its caches and decides (no request);
 //! * drift: every recommendation moves far above the requests, so each VPA evicts half of its
 //!   10 pods (tolerance 0.5): 5,000 evictions and 10,000 Events in one loop.
 //!
@@ -30,6 +31,7 @@ const DEFAULT_VPAS: usize = 1_000;
 const REPLICAS: usize = 10;
 const NS: &str = "bench";
 const CONCURRENCY: usize = 32;
+const STEADY_LOOPS: usize = 5;
 
 fn rss() -> String {
     let mib = |r: anyhow::Result<f64>| r.map_or_else(|_| "?".to_owned(), |v| format!("{v:.0} MiB"));
@@ -116,10 +118,20 @@ async fn main() -> anyhow::Result<()> {
         "--use-admission-controller-status=false".to_owned(),
         "--updater-interval=3m".to_owned(),
     ])?;
-    let ctx = updater::detached_context(sim.kube_client().await?, &config);
+    let (ctx, watches) = updater::detached_context(sim.kube_client().await?, &config);
+    let watching = tokio::spawn(watches.run());
+    let t = Instant::now();
+    tokio::time::timeout(Duration::from_secs(120), ctx.cache.synced())
+        .await
+        .context("caches not synced within 120 s")?;
+    println!(
+        "caches synced: {:.3} s ({} pods)",
+        t.elapsed().as_secs_f64(),
+        ctx.cache.pod_count()
+    );
     let settings = updater::Settings::from_config(&config);
     let cancel = CancellationToken::new();
-    for i in 1..=3 {
+    for i in 1..=STEADY_LOOPS {
         let t = Instant::now();
         let report = updater::run_once(&ctx, &settings, &cancel).await?;
         println!(
@@ -133,6 +145,7 @@ async fn main() -> anyhow::Result<()> {
 
     let drift = recommendation("1", "1Gi", ("800m", "800Mi"), ("2", "2Gi"));
     recommend(&vpas, vpas_n, &drift).await?;
+    wait_cached_recommendations(&ctx, &settings, vpas_n).await?;
     let t = Instant::now();
     let report = updater::run_once(&ctx, &settings, &cancel).await?;
     println!(
@@ -144,6 +157,7 @@ async fn main() -> anyhow::Result<()> {
     );
     println!("rss after the drift loop: {}", rss());
     println!("total {:.1} s", started.elapsed().as_secs_f64());
+    watching.abort();
     let _ = std::fs::remove_file(&kubeconfig);
     sim.shutdown().await;
     Ok(())
@@ -246,4 +260,38 @@ async fn recommend(
         .try_collect::<Vec<_>>()
         .await?;
     Ok(())
+}
+
+/// Waits (at most 60 s) until the updater's VPA cache holds the drift recommendation of all `n`
+/// VPAs, so that the drift loop is timed on what it acts on.
+async fn wait_cached_recommendations(
+    ctx: &plimsoll_vpa_updater::context::Context,
+    settings: &updater::Settings,
+    n: usize,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let moved = ctx
+            .cache
+            .vpas(&settings.scope)
+            .iter()
+            .filter(|v| {
+                v.status
+                    .as_ref()
+                    .and_then(|s| serde_json::to_value(s).ok())
+                    .and_then(|s| {
+                        s.pointer("/recommendation/containerRecommendations/0/target/cpu")
+                            .cloned()
+                    })
+                    == Some(json!("1"))
+            })
+            .count();
+        if moved >= n {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("only {moved} of {n} VPAs seen with the new recommendation after 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
