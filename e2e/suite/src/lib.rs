@@ -533,3 +533,31 @@ pub fn spawn_hpa_plus(config: plimsoll_hpa_plus::Config) -> Running<()> {
         }
     })
 }
+
+/// hpa-plus flags for an in-process instance: short periods (sync 2 s, CPU initialization 1 s,
+/// no readiness delay), admin on an ephemeral port, no election; a flag of `extra` replaces the
+/// default of the same name.
+pub fn hpa_plus_config(env: &Env, extra: &[&str]) -> plimsoll_hpa_plus::Config {
+    use clap::Parser as _;
+    let kubeconfig = env.kubeconfig.display().to_string();
+    let defaults = [
+        format!("--kubeconfig={kubeconfig}"),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--leader-elect=false".to_owned(),
+        "--sync-period=2s".to_owned(),
+        "--cpu-initialization-period=1s".to_owned(),
+        "--initial-readiness-delay=0s".to_owned(),
+    ];
+    let flag = |s: &str| s.split('=').next().unwrap_or_default().to_owned();
+    let mut args = vec!["hpa-plus".to_owned()];
+    args.extend(
+        defaults
+            .into_iter()
+            .filter(|d| !extra.iter().any(|e| flag(e) == flag(d))),
+    );
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    plimsoll_hpa_plus::cli::Args::try_parse_from(args)
+        .expect("test flags parse")
+        .into_config()
+        .expect("test flags are valid")
+}

@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use clap::Parser;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
@@ -18,16 +17,7 @@ const WITHIN: Duration = Duration::from_secs(45);
 const EVERY: Duration = Duration::from_millis(250);
 
 fn hpa_plus_config(env: &Env) -> plimsoll_hpa_plus::Config {
-    plimsoll_hpa_plus::cli::Args::try_parse_from([
-        "hpa-plus".to_owned(),
-        format!("--kubeconfig={}", env.kubeconfig.display()),
-        "--metrics-address=127.0.0.1:0".to_owned(),
-        "--leader-elect=false".to_owned(),
-        "--sync-period=1s".to_owned(),
-    ])
-    .expect("test flags parse")
-    .into_config()
-    .expect("test flags are valid")
+    plimsoll_e2e::hpa_plus_config(env, &["--sync-period=1s"])
 }
 
 async fn objects(env: &Env, vpa_annotations: serde_json::Value) -> anyhow::Result<()> {

@@ -12,7 +12,6 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use clap::Parser;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -21,7 +20,6 @@ use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_e2e::{Env, Running, eventually};
-use plimsoll_hpa_plus::cli::Args;
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec, SimConfig};
 use serde_json::json;
@@ -33,27 +31,7 @@ const EVERY: Duration = Duration::from_millis(250);
 
 /// Flags for an in-process instance: short periods, admin on an ephemeral port.
 fn config(env: &Env, extra: &[&str]) -> plimsoll_hpa_plus::Config {
-    let kubeconfig = env.kubeconfig.display().to_string();
-    let defaults = [
-        format!("--kubeconfig={kubeconfig}"),
-        "--metrics-address=127.0.0.1:0".to_owned(),
-        "--leader-elect=false".to_owned(),
-        "--sync-period=2s".to_owned(),
-        "--cpu-initialization-period=1s".to_owned(),
-        "--initial-readiness-delay=0s".to_owned(),
-    ];
-    let flag = |s: &str| s.split('=').next().unwrap_or_default().to_owned();
-    let mut args = vec!["hpa-plus".to_owned()];
-    args.extend(
-        defaults
-            .into_iter()
-            .filter(|d| !extra.iter().any(|e| flag(e) == flag(d))),
-    );
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
-    Args::try_parse_from(args)
-        .expect("test flags parse")
-        .into_config()
-        .expect("test flags are valid")
+    plimsoll_e2e::hpa_plus_config(env, extra)
 }
 
 /// Runs an instance until it is stopped.

@@ -19,7 +19,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clap::Parser;
 use futures::StreamExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
@@ -31,7 +30,6 @@ use plimsoll_core::api::hpa_plus::{
     HorizontalPodAutoscalerPlusStatus, MinReplicasTuningStatus,
 };
 use plimsoll_e2e::{Env, Running, TempFile, eventually, prometheus_stand_in};
-use plimsoll_hpa_plus::cli::Args;
 use plimsoll_sim::{PrometheusStandIn, StandInSeries};
 use serde_json::json;
 
@@ -78,14 +76,7 @@ fn config(
     secret: &str,
     extra: &[&str],
 ) -> plimsoll_hpa_plus::Config {
-    let mut args = vec![
-        "hpa-plus".to_owned(),
-        format!("--kubeconfig={}", env.kubeconfig.display()),
-        "--metrics-address=127.0.0.1:0".to_owned(),
-        "--leader-elect=false".to_owned(),
-        "--sync-period=2s".to_owned(),
-        "--cpu-initialization-period=1s".to_owned(),
-        "--initial-readiness-delay=0s".to_owned(),
+    let mut flags = vec![
         format!("--prometheus-address={}", server.url()),
         format!("--prometheus-ca-file={}", ca.0.display()),
         format!(
@@ -93,11 +84,9 @@ fn config(
             env.namespace
         ),
     ];
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
-    Args::try_parse_from(args)
-        .expect("test flags parse")
-        .into_config()
-        .expect("test flags are valid")
+    flags.extend(extra.iter().map(|s| (*s).to_owned()));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    plimsoll_e2e::hpa_plus_config(env, &flags)
 }
 
 /// Runs an instance until it is stopped.
