@@ -163,7 +163,7 @@ fn horizontal_of(
 }
 
 /// For a VPA in joint mode, the first horizontal autoscaler ([`horizontal_of`]'s order) that
-/// scales its workload on CPU utilization.
+/// scales its workload on CPU or memory utilization (each resource it scales on is sized).
 fn joint_of(ctx: &Context, vpa: &VerticalPodAutoscaler) -> Option<HorizontalSettings> {
     if !joint_sizing::annotated(vpa.metadata.annotations.as_ref()) {
         return None;
@@ -277,16 +277,16 @@ async fn write_statuses(ctx: &Context, inputs: &[VpaInput], outcome: &LoopOutcom
         {
             Ok(_) => {
                 ctx.metrics.status_writes.inc();
-                let joint = outcome
-                    .recommendations
-                    .iter()
-                    .find(|r| r.key == update.key)
-                    .and_then(|r| r.joint.as_ref());
+                let rec = outcome.recommendations.iter().find(|r| r.key == update.key);
+                let joint = rec.and_then(|r| r.joint.as_ref());
+                let joint_memory = rec.and_then(|r| r.joint_memory.as_ref());
                 tracing::info!(
                     namespace,
                     name,
                     joint_reason = joint.map(|j| j.reason.as_str()),
                     joint_request = joint.and_then(|j| j.request),
+                    joint_memory_reason = joint_memory.map(|j| j.reason.as_str()),
+                    joint_memory_request = joint_memory.and_then(|j| j.request),
                     recommendation = ?update.status.recommendation,
                     unsupported = update.unsupported.as_deref(),
                     "recommendation written"

@@ -36,8 +36,8 @@ pub struct VpaInput {
     /// A horizontal autoscaler fighting this VPA over the same requests, as the
     /// `ConflictingAutoscaler` condition's message.
     pub conflict: Option<String>,
-    /// For a VPA in joint mode, the horizontal autoscaler scaling its workload on CPU
-    /// utilization, whose settings size its CPU request.
+    /// For a VPA in joint mode, the horizontal autoscaler scaling its workload on CPU or memory
+    /// utilization, whose settings size its request of each resource it scales on.
     pub joint: Option<HorizontalSettings>,
 }
 

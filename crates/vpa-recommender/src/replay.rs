@@ -790,6 +790,7 @@ impl<'a> Replayer<'a> {
                         containers: Vec::new(),
                         unsupported: None,
                         joint: None,
+                        joint_memory: None,
                     });
             }
         }

@@ -36,7 +36,8 @@
 //!    to the larger of `(1 + band)` × the lower bound and twice the current request, so a
 //!    workload whose requests start far too small is unpinned from `max` within a few changes.
 //!
-//! Pure: no clock, no I/O. The recommender and `hpa-plus replay` call the same [`size`].
+//! Pure: no clock, no I/O. The recommender and `hpa-plus replay` call the same [`size`]
+//! ([`size_in`] only changes the unit the condition message writes amounts in).
 
 use std::fmt;
 
@@ -256,6 +257,26 @@ pub struct JointRequest {
     pub message: String,
 }
 
+/// The unit of a resource's amounts, for messages: the model itself only sees integers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unit {
+    /// CPU, millicores (`790m`).
+    #[default]
+    Millicores,
+    /// Memory, bytes (written in MiB, `512.0Mi`).
+    Bytes,
+}
+
+impl Unit {
+    /// `amount` in this unit, as a message writes it.
+    pub fn show(self, amount: i64) -> String {
+        match self {
+            Unit::Millicores => format!("{amount}m"),
+            Unit::Bytes => format!("{:.1}Mi", amount as f64 / 1_048_576.0),
+        }
+    }
+}
+
 /// The target utilization (percent) of the HPA+'s `Resource` metric on `resource`
 /// (`cpu` or `memory`), when it scales on one; `None` otherwise. Upstream's default metric (no
 /// metrics: CPU at 80 %) counts.
@@ -336,7 +357,13 @@ impl JointInput<'_> {
 }
 
 /// Before one daily cycle: only the peak bound, only upward (see the module docs).
-fn learning(input: &JointInput<'_>, peak: i64, lower: i64, n_peak: i64) -> JointRequest {
+fn learning(
+    input: &JointInput<'_>,
+    unit: Unit,
+    peak: i64,
+    lower: i64,
+    n_peak: i64,
+) -> JointRequest {
     let raise = |c: i64| {
         let grown = (lower as f64 * (1.0 + input.settings.band)).ceil() as i64;
         input.cap(grown.max(c.saturating_mul(2)))
@@ -358,13 +385,19 @@ fn learning(input: &JointInput<'_>, peak: i64, lower: i64, n_peak: i64) -> Joint
         reason: JointReason::LearningDailyCycle,
         message: format!(
             "less than one daily cycle of usage: the request only rises when the peak so far \
-             ({peak}m) needs more than {n_peak} replicas"
+             ({}) needs more than {n_peak} replicas",
+            unit.show(peak)
         ),
     }
 }
 
-/// The per-pod request for `input` (see the module docs).
+/// The per-pod request for `input` (see the module docs), amounts in millicores.
 pub fn size(input: &JointInput<'_>) -> JointRequest {
+    size_in(input, Unit::Millicores)
+}
+
+/// [`size`] for a resource whose amounts the message writes in `unit`.
+pub fn size_in(input: &JointInput<'_>, unit: Unit) -> JointRequest {
     let s = input.settings;
     let u = i128::from(input.target_utilization);
     let Some(peak) = input.usage.percentile(s.peak_percentile) else {
@@ -376,7 +409,7 @@ pub fn size(input: &JointInput<'_>) -> JointRequest {
     let n_peak = peak_replicas_allowed(input);
     let lower = to_i64(div_ceil(i128::from(peak) * 100, u * i128::from(n_peak))).max(1);
     if input.usage.span_seconds() < s.learning_seconds {
-        return learning(input, peak, lower, n_peak);
+        return learning(input, unit, peak, lower, n_peak);
     }
     let trough = input.usage.percentile(s.trough_percentile).unwrap_or(peak);
     let min = i128::from(input.min_replicas.max(1));
@@ -406,19 +439,21 @@ pub fn size(input: &JointInput<'_>) -> JointRequest {
     } else {
         JointReason::PeakPreferred
     };
+    let [model_, ideal_, peak_, trough_, lower_, upper_] =
+        [model, ideal, peak, trough, lower, upper].map(|v| unit.show(v));
     let message = match reason {
         JointReason::CappedByPolicy => format!(
-            "the model's request {model}m is outside the VPA's minAllowed/maxAllowed; {ideal}m \
-             recommended (peak {peak}m, trough {trough}m)"
+            "the model's request {model_} is outside the VPA's minAllowed/maxAllowed; {ideal_} \
+             recommended (peak {peak_}, trough {trough_})"
         ),
         JointReason::PeakPreferred => format!(
-            "no request keeps both the peak ({peak}m) within {n_peak} replicas and the trough \
-             ({trough}m) at the target on {min} replicas: sized for the peak ({lower}m); at the \
+            "no request keeps both the peak ({peak_}) within {n_peak} replicas and the trough \
+             ({trough_}) at the target on {min} replicas: sized for the peak ({lower_}); at the \
              trough the minReplicas pods run below the target"
         ),
         _ => format!(
-            "peak {peak}m within {n_peak} replicas needs at least {lower}m, trough {trough}m on \
-             {min} replicas allows at most {upper}m"
+            "peak {peak_} within {n_peak} replicas needs at least {lower_}, trough {trough_} on \
+             {min} replicas allows at most {upper_}"
         ),
     };
     JointRequest {

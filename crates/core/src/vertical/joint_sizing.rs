@@ -1,37 +1,45 @@
 //! Joint mode in the recommender's loop: what a VPA annotated
-//! [`HORIZONTAL_AWARE_ANNOTATION`]` = "true"` recommends for CPU, given the horizontal
-//! autoscaler the service found for its workload ([`HorizontalSettings`]), the workload's total
-//! usage ([`TotalUsage`], kept per VPA by [`super::recommender::Recommender`]) and its pods.
-//! The model itself is [`joint::size`]; this module only measures its inputs in the cluster's
-//! shapes and writes its answer into the normal recommendation.
+//! [`HORIZONTAL_AWARE_ANNOTATION`]` = "true"` recommends for CPU, and for memory when the
+//! horizontal autoscaler scales on memory utilization too, given the autoscaler the service found
+//! for its workload ([`HorizontalSettings`]), the workload's total usage of each resource
+//! ([`TotalUsage`], kept per VPA in a [`JointState`] by [`super::recommender::Recommender`]) and
+//! its pods. The model itself is [`joint::size`]; this module only measures its inputs in the
+//! cluster's shapes and writes its answer into the normal recommendation.
 //!
-//! * **Scope.** The containers the HPA+'s CPU utilization is computed over: every container of
-//!   the pod for a `Resource` metric, the named one for a `ContainerResource` metric. The total
-//!   usage, the per-pod request and the split below count only those.
+//! Everything below holds per resource, for each resource the autoscaler has a `Utilization`
+//! target on ([`HorizontalSettings::target`]); a resource it does not scale on keeps the normal
+//! recommendation (an autoscaler on CPU only: memory as without joint mode).
+//! * **Scope.** The containers the autoscaler's utilization of the resource is computed over:
+//!   every container of the pod for a `Resource` metric, the named one for a
+//!   `ContainerResource` metric. The total usage, the per-pod request and the split below count
+//!   only those.
 //! * **Per-pod request now.** The hysteresis compares the model's choice with the joint request
 //!   recommended last (remembered between loops, or read back from the VPA's status while its
 //!   `JointSizing` condition is true): the updater and the admission webhook bring the pods to
 //!   it, and pods in between (new pods with the template's request, pods mid-resize) must not
-//!   move it. Before any joint recommendation it is the pods' request: per pod, the CPU request
-//!   of the scope's containers, read from the pod's status (`containerStatuses[].resources`,
-//!   what an in-place resize actually applied) and else its spec; the pods' median (upper).
-//!   Containers the VPA
-//!   does not control for CPU (`mode: Off`, `controlledResources` without cpu) keep their
-//!   requests: the joint request is their sum plus the controlled containers' share, and the
-//!   policy's `minAllowed` / `maxAllowed` are summed over the controlled containers the same way.
+//!   move it. Before any joint recommendation it is the pods' request: per pod, the request of
+//!   the scope's containers, read from the pod's status (`containerStatuses[].resources`, what an
+//!   in-place resize actually applied) and else its spec; the pods' median (upper). Containers
+//!   the VPA does not control for the resource (`mode: Off`, `controlledResources` without it)
+//!   keep their requests: the joint request is their sum plus the controlled containers' share,
+//!   and the policy's `minAllowed` / `maxAllowed` are summed over the controlled containers the
+//!   same way.
 //! * **Split.** The controlled share goes to the controlled containers in proportion to their
-//!   normal CPU targets (equal parts when those are all zero; a single container gets it all),
-//!   each at least 1m. Target, lower bound, upper bound and uncapped target for CPU all become
-//!   that share, so the updater brings every pod to it at once and the admission webhook gives
-//!   it to new pods, as for any recommendation. Memory keeps the normal recommendation.
+//!   normal targets for the resource (equal parts when those are all zero; a single container
+//!   gets it all), each at least 1 (millicore or byte). Target, lower bound, upper bound and
+//!   uncapped target for the resource all become that share, so the updater brings every pod to
+//!   it at once and the admission webhook gives it to new pods, as for any recommendation.
 //! * **Persistence.** The total usage is kept in the VPA's annotation [`TOTAL_USAGE_ANNOTATION`]
 //!   (upstream's CRD prunes unknown status fields, an annotation survives): JSON
-//!   `{"bucketSeconds":300,"base":B,"values":[o1,v1,o2,v2,…]}`, offsets in buckets from the
-//!   previous entry (the first from `base`, buckets since the Unix epoch) and values in
-//!   millicores ([`store`], [`restore`]). Its size is bounded by the window: at most
-//!   `window / bucket` pairs (2 016 with the defaults), about 10 bytes each for loads below
-//!   10 000 cores (≈ 20 KB), at most 42 bytes each in the worst case (≈ 85 KB), below the
-//!   256 KiB Kubernetes allows for all annotations of an object.
+//!   `{"bucketSeconds":300,"base":B,"values":[o1,v1,o2,v2,…]}` for CPU, offsets in buckets from
+//!   the previous entry (the first from `base`, buckets since the Unix epoch) and values in
+//!   millicores, plus `"memory":{…}` in the same form with values in bytes once memory usage is
+//!   recorded (only while the autoscaler scales on memory) ([`store`], [`restore`]; an
+//!   annotation without `memory`, as written before memory was sized, reads as CPU only). Its
+//!   size is bounded by the window: at most `window / bucket` pairs per resource (2 016 with the
+//!   defaults), about 10 bytes each for CPU below 10 000 cores and 15 for memory below 1 TB
+//!   (≈ 50 KB for both), at most 42 bytes each in the worst case (≈ 170 KB), below the 256 KiB
+//!   Kubernetes allows for all annotations of an object.
 //!
 //! Pure: no clock, no I/O.
 
@@ -42,7 +50,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 
 use super::capping::PolicyBounds;
-use super::joint::{self, JointInput, JointReason, JointRequest, JointSettings, TotalUsage};
+use super::joint::{self, JointInput, JointReason, JointRequest, JointSettings, TotalUsage, Unit};
 use super::recommendation::RecommendationReport;
 use super::resources::Resource;
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
@@ -58,55 +66,98 @@ pub const TOTAL_USAGE_ANNOTATION: &str = "plimsoll.dev/total-usage";
 pub const CONDITION: &str = "JointSizing";
 
 /// The condition's reason when the VPA is annotated but no horizontal autoscaler scales its
-/// workload on CPU utilization.
+/// workload on CPU or memory utilization.
 pub const NO_AUTOSCALER_REASON: &str = "NoHorizontalAutoscaler";
 
-/// The horizontal autoscaler a VPA in joint mode sizes against: what [`joint::size`] needs of
-/// it.
+/// One `Utilization` target of the horizontal autoscaler.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HorizontalSettings {
-    /// `Kind/name` of the autoscaler, for messages.
-    pub autoscaler: String,
-    /// Its target CPU utilization, percent.
+pub struct UtilizationTarget {
+    /// The target utilization, percent.
     pub target_utilization: i32,
-    /// Its `minReplicas` (1 when unset).
-    pub min_replicas: i32,
-    /// Its `maxReplicas`.
-    pub max_replicas: i32,
     /// The container of a `ContainerResource` metric; `None` for a `Resource` metric (the
     /// whole pod).
     pub container: Option<String>,
 }
 
-impl HorizontalSettings {
-    /// The settings of `spec` (named `autoscaler` in messages) when it scales on CPU
-    /// utilization (its first such metric, as [`joint::utilization_target`] reads it); `None`
-    /// otherwise.
-    pub fn of(autoscaler: &str, spec: &HorizontalPodAutoscalerPlusSpec) -> Option<Self> {
-        metrics_of(spec).iter().find_map(|m| {
-            let (name, container) = match m.type_ {
-                MetricSourceType::Resource => (m.resource.as_ref()?.name.as_str(), None),
-                MetricSourceType::ContainerResource => {
-                    let c = m.container_resource.as_ref()?;
-                    (c.name.as_str(), Some(c.container.clone()))
-                }
-                _ => return None,
-            };
-            let t = m.target()?;
-            let target = t.average_utilization.filter(|u| *u > 0)?;
-            (name == "cpu" && t.type_ == MetricTargetType::Utilization).then(|| Self {
-                autoscaler: autoscaler.to_owned(),
+/// The horizontal autoscaler a VPA in joint mode sizes against: what [`joint::size`] needs of
+/// it, per resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HorizontalSettings {
+    /// `Kind/name` of the autoscaler, for messages.
+    pub autoscaler: String,
+    /// Its `minReplicas` (1 when unset).
+    pub min_replicas: i32,
+    /// Its `maxReplicas`.
+    pub max_replicas: i32,
+    /// Its target on CPU utilization, if it scales on one.
+    pub cpu: Option<UtilizationTarget>,
+    /// Its target on memory utilization, if it scales on one.
+    pub memory: Option<UtilizationTarget>,
+}
+
+/// The first `Utilization` target of `spec` on `resource`.
+fn utilization_target(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    resource: Resource,
+) -> Option<UtilizationTarget> {
+    metrics_of(spec).iter().find_map(|m| {
+        let (name, container) = match m.type_ {
+            MetricSourceType::Resource => (m.resource.as_ref()?.name.as_str(), None),
+            MetricSourceType::ContainerResource => {
+                let c = m.container_resource.as_ref()?;
+                (c.name.as_str(), Some(c.container.clone()))
+            }
+            _ => return None,
+        };
+        let t = m.target()?;
+        let target = t.average_utilization.filter(|u| *u > 0)?;
+        (name == resource.name() && t.type_ == MetricTargetType::Utilization).then_some(
+            UtilizationTarget {
                 target_utilization: target,
-                min_replicas: spec.min_replicas.unwrap_or(1).max(1),
-                max_replicas: spec.max_replicas,
                 container,
-            })
+            },
+        )
+    })
+}
+
+impl HorizontalSettings {
+    /// The settings of `spec` (named `autoscaler` in messages) when it scales on CPU or memory
+    /// utilization (for each, its first such metric, as [`joint::utilization_target`] reads
+    /// it); `None` otherwise.
+    pub fn of(autoscaler: &str, spec: &HorizontalPodAutoscalerPlusSpec) -> Option<Self> {
+        let cpu = utilization_target(spec, Resource::Cpu);
+        let memory = utilization_target(spec, Resource::Memory);
+        (cpu.is_some() || memory.is_some()).then(|| Self {
+            autoscaler: autoscaler.to_owned(),
+            min_replicas: spec.min_replicas.unwrap_or(1).max(1),
+            max_replicas: spec.max_replicas,
+            cpu,
+            memory,
         })
     }
 
-    /// Whether `container` counts for the autoscaler's utilization.
-    pub fn in_scope(&self, container: &str) -> bool {
-        self.container.as_deref().is_none_or(|c| c == container)
+    /// The target on `resource`, if the autoscaler scales on it.
+    pub fn target(&self, resource: Resource) -> Option<&UtilizationTarget> {
+        match resource {
+            Resource::Cpu => self.cpu.as_ref(),
+            Resource::Memory => self.memory.as_ref(),
+        }
+    }
+
+    /// Whether `container` counts for the autoscaler's utilization of `resource` (every
+    /// container when it has no target on it).
+    pub fn in_scope(&self, resource: Resource, container: &str) -> bool {
+        self.target(resource)
+            .and_then(|t| t.container.as_deref())
+            .is_none_or(|c| c == container)
+    }
+
+    /// The resources it scales on, `cpu` first.
+    pub fn resources(&self) -> Vec<Resource> {
+        Resource::ALL
+            .into_iter()
+            .filter(|r| self.target(*r).is_some())
+            .collect()
     }
 }
 
@@ -134,10 +185,10 @@ pub fn annotated(annotations: Option<&BTreeMap<String, String>>) -> bool {
     annotations.is_some_and(crate::conflict::horizontal_aware)
 }
 
-/// The stored form of a [`TotalUsage`] (see the module docs).
+/// The stored form of one resource's [`TotalUsage`] (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StoredTotalUsage {
+pub struct StoredSeries {
     /// Bucket width, seconds.
     pub bucket_seconds: i64,
     /// The bucket (since the Unix epoch) the first offset counts from.
@@ -146,45 +197,81 @@ pub struct StoredTotalUsage {
     pub values: Vec<i64>,
 }
 
-/// The annotation value for `usage`.
-pub fn store(usage: &TotalUsage) -> String {
-    let base = usage.buckets().first().map_or(0, |(b, _)| *b);
-    let mut previous = base;
-    let values = usage
-        .buckets()
-        .iter()
-        .flat_map(|&(bucket, value)| {
-            let offset = bucket - previous;
-            previous = bucket;
-            [offset, value]
-        })
-        .collect();
+/// The stored form of a joint VPA's total usage: CPU at the top level (the form written before
+/// memory was sized), memory under `memory` when recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredTotalUsage {
+    /// The total CPU usage, millicores.
+    #[serde(flatten)]
+    pub cpu: StoredSeries,
+    /// The total memory usage, bytes; absent when none was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<StoredSeries>,
+}
+
+impl StoredSeries {
+    fn of(usage: &TotalUsage) -> Self {
+        let base = usage.buckets().first().map_or(0, |(b, _)| *b);
+        let mut previous = base;
+        let values = usage
+            .buckets()
+            .iter()
+            .flat_map(|&(bucket, value)| {
+                let offset = bucket - previous;
+                previous = bucket;
+                [offset, value]
+            })
+            .collect();
+        Self {
+            bucket_seconds: usage.bucket_seconds(),
+            base,
+            values,
+        }
+    }
+
+    /// In buckets of `bucket_seconds` (see [`restore`]).
+    fn usage(&self, bucket_seconds: i64) -> TotalUsage {
+        let width = self.bucket_seconds.max(1);
+        let target = bucket_seconds.max(1);
+        let mut bucket = self.base;
+        let buckets = self
+            .values
+            .chunks_exact(2)
+            .map(|pair| {
+                bucket = bucket.saturating_add(pair[0]);
+                let start = bucket.saturating_mul(width);
+                (start.div_euclid(target), pair[1])
+            })
+            .collect();
+        TotalUsage::from_buckets(target, buckets)
+    }
+}
+
+/// The annotation value for the total CPU usage `cpu` and memory usage `memory` (left out when
+/// empty, so a CPU-only value reads as it did before memory was sized).
+pub fn store(cpu: &TotalUsage, memory: &TotalUsage) -> String {
     let stored = StoredTotalUsage {
-        bucket_seconds: usage.bucket_seconds(),
-        base,
-        values,
+        cpu: StoredSeries::of(cpu),
+        memory: (!memory.is_empty()).then(|| StoredSeries::of(memory)),
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
 
-/// The total usage an annotation value stands for, in buckets of `bucket_seconds` (stored
-/// buckets of another width are moved to the bucket their start falls in, keeping the highest
-/// value). A trailing odd entry is skipped.
-pub fn restore(text: &str, bucket_seconds: i64) -> Result<TotalUsage, serde_json::Error> {
+/// The total CPU and memory usage an annotation value stands for, in buckets of
+/// `bucket_seconds` (stored buckets of another width are moved to the bucket their start falls
+/// in, keeping the highest value); memory is empty when the value has none. A trailing odd
+/// entry is skipped.
+pub fn restore(
+    text: &str,
+    bucket_seconds: i64,
+) -> Result<(TotalUsage, TotalUsage), serde_json::Error> {
     let stored: StoredTotalUsage = serde_json::from_str(text)?;
-    let width = stored.bucket_seconds.max(1);
-    let target = bucket_seconds.max(1);
-    let mut bucket = stored.base;
-    let buckets = stored
-        .values
-        .chunks_exact(2)
-        .map(|pair| {
-            bucket = bucket.saturating_add(pair[0]);
-            let start = bucket.saturating_mul(width);
-            (start.div_euclid(target), pair[1])
-        })
-        .collect();
-    Ok(TotalUsage::from_buckets(target, buckets))
+    let memory = stored.memory.map_or_else(
+        || TotalUsage::new(bucket_seconds),
+        |m| m.usage(bucket_seconds),
+    );
+    Ok((stored.cpu.usage(bucket_seconds), memory))
 }
 
 /// A joint VPA's memory between loops: its total usage and when that was last persisted.
@@ -192,12 +279,17 @@ pub fn restore(text: &str, bucket_seconds: i64) -> Result<TotalUsage, serde_json
 pub struct JointState {
     /// The workload's total CPU usage, millicores.
     pub usage: TotalUsage,
-    /// When the annotation last held `usage` (or when the VPA was first seen).
+    /// The workload's total memory usage, bytes (recorded while the autoscaler scales on
+    /// memory).
+    pub memory_usage: TotalUsage,
+    /// When the annotation last held the usage (or when the VPA was first seen).
     pub persisted_at: Timestamp,
-    /// `usage` changed since.
+    /// The usage changed since.
     pub dirty: bool,
-    /// The per-pod request recommended last, millicores.
+    /// The per-pod CPU request recommended last, millicores.
     pub last_request: Option<i64>,
+    /// The per-pod memory request recommended last, bytes.
+    pub last_memory_request: Option<i64>,
 }
 
 impl JointState {
@@ -208,30 +300,83 @@ impl JointState {
         config: &JointConfig,
         now: Timestamp,
     ) -> Self {
-        let usage = annotations
+        let (usage, memory_usage) = annotations
             .and_then(|a| a.get(TOTAL_USAGE_ANNOTATION))
             .and_then(|text| restore(text, config.bucket_seconds).ok())
-            .unwrap_or_else(|| TotalUsage::new(config.bucket_seconds));
+            .unwrap_or_else(|| {
+                (
+                    TotalUsage::new(config.bucket_seconds),
+                    TotalUsage::new(config.bucket_seconds),
+                )
+            });
         Self {
             usage,
+            memory_usage,
             persisted_at: now,
             dirty: false,
             last_request: None,
+            last_memory_request: None,
         }
     }
 
-    /// Records the total `milli` at `now`.
-    pub fn record(&mut self, now: Timestamp, milli: i64, config: &JointConfig) {
-        let before = self.usage.buckets().last().copied();
-        self.usage
-            .record(now, milli, config.settings.window_seconds);
-        self.dirty |= self.usage.buckets().last().copied() != before;
+    /// The total usage of `resource`.
+    pub fn usage_of(&self, resource: Resource) -> &TotalUsage {
+        match resource {
+            Resource::Cpu => &self.usage,
+            Resource::Memory => &self.memory_usage,
+        }
+    }
+
+    /// Records the total `amount` of `resource` (millicores, bytes) at `now`.
+    pub fn record(
+        &mut self,
+        now: Timestamp,
+        resource: Resource,
+        amount: i64,
+        config: &JointConfig,
+    ) {
+        let usage = match resource {
+            Resource::Cpu => &mut self.usage,
+            Resource::Memory => &mut self.memory_usage,
+        };
+        let before = usage.buckets().last().copied();
+        usage.record(now, amount, config.settings.window_seconds);
+        self.dirty |= usage.buckets().last().copied() != before;
+    }
+
+    /// The annotation value for the usage ([`store`]).
+    pub fn stored(&self) -> String {
+        store(&self.usage, &self.memory_usage)
+    }
+
+    /// Forgets the requests recommended last (the VPA is no longer sized jointly).
+    pub fn forget_requests(&mut self) {
+        self.last_request = None;
+        self.last_memory_request = None;
+    }
+
+    fn last_mut(&mut self, resource: Resource) -> &mut Option<i64> {
+        match resource {
+            Resource::Cpu => &mut self.last_request,
+            Resource::Memory => &mut self.last_memory_request,
+        }
     }
 }
 
-/// The CPU request of `container` of `pod` in millicores: what its status says was applied (an
-/// in-place resize), else its spec; `None` without one.
-fn cpu_request(pod: &Pod, container: &str) -> Option<i64> {
+/// `q` as the model's integer amount of `resource` (millicores, bytes).
+fn amount(
+    resource: Resource,
+    q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+) -> Option<i64> {
+    match resource {
+        Resource::Cpu => quantity::cpu_milli(q).ok(),
+        Resource::Memory => quantity::memory_bytes(q).ok(),
+    }
+}
+
+/// The request of `resource` of `container` of `pod` (millicores, bytes): what its status says
+/// was applied (an in-place resize), else its spec; `None` without one.
+fn request_of(pod: &Pod, container: &str, resource: Resource) -> Option<i64> {
     let applied = pod
         .status
         .as_ref()
@@ -239,8 +384,8 @@ fn cpu_request(pod: &Pod, container: &str) -> Option<i64> {
         .and_then(|list| list.iter().find(|c| c.name == container))
         .and_then(|c| c.resources.as_ref())
         .and_then(|r| r.requests.as_ref())
-        .and_then(|r| r.get("cpu"))
-        .and_then(|q| quantity::cpu_milli(q).ok());
+        .and_then(|r| r.get(resource.name()))
+        .and_then(|q| amount(resource, q));
     applied.or_else(|| {
         pod.spec
             .as_ref()?
@@ -251,15 +396,17 @@ fn cpu_request(pod: &Pod, container: &str) -> Option<i64> {
             .as_ref()?
             .requests
             .as_ref()?
-            .get("cpu")
-            .and_then(|q| quantity::cpu_milli(q).ok())
+            .get(resource.name())
+            .and_then(|q| amount(resource, q))
     })
 }
 
-/// The pods' request now over the scope: `(per-pod request, of which uncontrolled)`, from the
-/// pod with the median (upper) request; `None` when no pod requests CPU in the scope.
+/// The pods' request of `resource` now over the scope: `(per-pod request, of which
+/// uncontrolled)`, from the pod with the median (upper) request; `None` when no pod requests
+/// the resource in the scope.
 fn current_request(
     pods: &[&Pod],
+    resource: Resource,
     horizontal: &HorizontalSettings,
     controlled: &dyn Fn(&str) -> bool,
 ) -> Option<(i64, i64)> {
@@ -268,8 +415,11 @@ fn current_request(
         .filter_map(|pod| {
             let containers = &pod.spec.as_ref()?.containers;
             let (mut total, mut others) = (0, 0);
-            for c in containers.iter().filter(|c| horizontal.in_scope(&c.name)) {
-                let r = cpu_request(pod, &c.name).unwrap_or(0);
+            for c in containers
+                .iter()
+                .filter(|c| horizontal.in_scope(resource, &c.name))
+            {
+                let r = request_of(pod, &c.name, resource).unwrap_or(0);
                 total += r;
                 if !controlled(&c.name) {
                     others += r;
@@ -307,9 +457,13 @@ pub fn split(total: i64, weights: &[i64]) -> Vec<i64> {
     parts.into_iter().map(|p| p.max(1)).collect()
 }
 
-/// The CPU target the VPA's status recommends for the containers `controlled` picks, summed,
-/// while its `JointSizing` condition is true (the recommendation is a joint one).
-fn status_request(vpa: &VerticalPodAutoscaler, controlled: &dyn Fn(&str) -> bool) -> Option<i64> {
+/// The target of `resource` the VPA's status recommends for the containers `controlled` picks,
+/// summed, while its `JointSizing` condition is true (the recommendation is a joint one).
+fn status_request(
+    vpa: &VerticalPodAutoscaler,
+    resource: Resource,
+    controlled: &dyn Fn(&str) -> bool,
+) -> Option<i64> {
     let status = vpa.status.as_ref()?;
     let joint = status
         .conditions
@@ -326,117 +480,215 @@ fn status_request(vpa: &VerticalPodAutoscaler, controlled: &dyn Fn(&str) -> bool
         .iter()
         .flatten()
         .filter(|c| c.container_name.as_deref().is_some_and(controlled))
-        .filter_map(|c| quantity::cpu_milli(c.target.get("cpu")?).ok())
+        .filter_map(|c| amount(resource, c.target.get(resource.name())?))
         .collect();
     (!targets.is_empty()).then(|| targets.iter().sum())
 }
 
-/// The joint request for `vpa` (its normal recommendation `reports`, its `pods`, and the
-/// per-pod request recommended `last`), written into `reports` (see the module docs); the
-/// model's answer, for the condition.
+/// The model's answers for a VPA in joint mode, one per resource the autoscaler scales on.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JointAnswer {
+    /// For CPU (millicores), when the autoscaler scales on CPU utilization.
+    pub cpu: Option<JointRequest>,
+    /// For memory (bytes), when the autoscaler scales on memory utilization.
+    pub memory: Option<JointRequest>,
+}
+
+impl JointAnswer {
+    /// The answers with their resource, `cpu` first.
+    pub fn sized(&self) -> Vec<(Resource, &JointRequest)> {
+        [(Resource::Cpu, &self.cpu), (Resource::Memory, &self.memory)]
+            .into_iter()
+            .filter_map(|(r, a)| Some((r, a.as_ref()?)))
+            .collect()
+    }
+}
+
+/// What sizing one VPA in one loop works from, whatever the resource.
+struct Sizing<'a> {
+    vpa: &'a VerticalPodAutoscaler,
+    horizontal: &'a HorizontalSettings,
+    pods: &'a [&'a Pod],
+    settings: &'a JointSettings,
+}
+
+impl Sizing<'_> {
+    /// The joint request of `resource` (the autoscaler's `target` on it, the workload's
+    /// `usage`, the per-pod request recommended `last`), written into the normal recommendation
+    /// `reports`.
+    fn resource(
+        &self,
+        resource: Resource,
+        target: &UtilizationTarget,
+        usage: &TotalUsage,
+        last: Option<i64>,
+        reports: &mut [RecommendationReport],
+    ) -> JointRequest {
+        let Sizing {
+            vpa,
+            horizontal,
+            pods,
+            settings,
+        } = *self;
+        let spec = &vpa.spec;
+        let controls = |r: &RecommendationReport| r.capped.target.contains_key(&resource);
+        let controlled = |name: &str| {
+            horizontal.in_scope(resource, name)
+                && reports.iter().any(|r| r.name == name && controls(r))
+        };
+        let in_pods = current_request(pods, resource, horizontal, &controlled);
+        let others = in_pods.map_or(0, |(_, o)| o);
+        let current = last
+            .or_else(|| status_request(vpa, resource, &controlled).map(|c| c + others))
+            .or(in_pods.map(|(c, _)| c));
+        let bounds: Vec<PolicyBounds> = reports
+            .iter()
+            .filter(|r| controlled(&r.name))
+            .filter_map(|r| PolicyBounds::from_policy(spec.container_policy(&r.name)).ok())
+            .collect();
+        let allowed = |of: &dyn Fn(&PolicyBounds) -> Option<i64>, all: bool| {
+            let values: Vec<Option<i64>> = bounds.iter().map(of).collect();
+            let present: Vec<i64> = values.iter().flatten().copied().collect();
+            let ok = if all {
+                !values.is_empty() && present.len() == values.len()
+            } else {
+                !present.is_empty()
+            };
+            ok.then(|| present.iter().sum::<i64>() + others)
+        };
+        let min_allowed = allowed(&|b| b.min_allowed.get(&resource).copied(), false);
+        let max_allowed = allowed(&|b| b.max_allowed.get(&resource).copied(), true);
+        let unit = match resource {
+            Resource::Cpu => Unit::Millicores,
+            Resource::Memory => Unit::Bytes,
+        };
+        let request = joint::size_in(
+            &JointInput {
+                usage,
+                target_utilization: target.target_utilization,
+                min_replicas: horizontal.min_replicas,
+                max_replicas: horizontal.max_replicas,
+                current,
+                min_allowed,
+                max_allowed,
+                settings,
+            },
+            unit,
+        );
+        let Some(per_pod) = request.request else {
+            return request;
+        };
+        let shared: Vec<usize> = (0..reports.len())
+            .filter(|&i| controlled(&reports[i].name))
+            .collect();
+        let weights: Vec<i64> = shared
+            .iter()
+            .map(|&i| {
+                reports[i]
+                    .capped
+                    .target
+                    .get(&resource)
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let count = i64::try_from(shared.len()).unwrap_or(i64::MAX);
+        let parts = split((per_pod - others).max(count), &weights);
+        for (&i, part) in shared.iter().zip(parts) {
+            let r = &mut reports[i];
+            for amounts in [
+                &mut r.capped.target,
+                &mut r.capped.lower_bound,
+                &mut r.capped.upper_bound,
+                &mut r.uncapped_target,
+            ] {
+                amounts.insert(resource, part);
+            }
+            r.capped_by
+                .retain(|note| !note.starts_with(resource.name()));
+            if request.reason == JointReason::CappedByPolicy {
+                r.capped_by.push(format!(
+                    "{resource} sized jointly, capped to minAllowed/maxAllowed"
+                ));
+            }
+        }
+        request
+    }
+}
+
+/// The joint requests for `vpa` (its normal recommendation `reports`, its `pods`, and its
+/// `state`: total usage and the requests recommended last, which this updates), written into
+/// `reports` for each resource `horizontal` scales on (see the module docs); the model's
+/// answers, for the condition.
 pub fn apply(
     vpa: &VerticalPodAutoscaler,
     horizontal: &HorizontalSettings,
-    usage: &TotalUsage,
+    state: &mut JointState,
     pods: &[&Pod],
-    last: Option<i64>,
     reports: &mut [RecommendationReport],
     settings: &JointSettings,
-) -> JointRequest {
-    let spec = &vpa.spec;
-    let controls_cpu = |r: &RecommendationReport| r.capped.target.contains_key(&Resource::Cpu);
-    let controlled = |name: &str| {
-        horizontal.in_scope(name) && reports.iter().any(|r| r.name == name && controls_cpu(r))
-    };
-    let in_pods = current_request(pods, horizontal, &controlled);
-    let others = in_pods.map_or(0, |(_, o)| o);
-    let current = last
-        .or_else(|| status_request(vpa, &controlled).map(|c| c + others))
-        .or(in_pods.map(|(c, _)| c));
-    let bounds: Vec<PolicyBounds> = reports
-        .iter()
-        .filter(|r| controlled(&r.name))
-        .filter_map(|r| PolicyBounds::from_policy(spec.container_policy(&r.name)).ok())
-        .collect();
-    let allowed = |of: fn(&PolicyBounds) -> Option<i64>, all: bool| {
-        let values: Vec<Option<i64>> = bounds.iter().map(of).collect();
-        let present: Vec<i64> = values.iter().flatten().copied().collect();
-        let ok = if all {
-            !values.is_empty() && present.len() == values.len()
-        } else {
-            !present.is_empty()
-        };
-        ok.then(|| present.iter().sum::<i64>() + others)
-    };
-    let min_allowed = allowed(|b| b.min_allowed.get(&Resource::Cpu).copied(), false);
-    let max_allowed = allowed(|b| b.max_allowed.get(&Resource::Cpu).copied(), true);
-    let request = joint::size(&JointInput {
-        usage,
-        target_utilization: horizontal.target_utilization,
-        min_replicas: horizontal.min_replicas,
-        max_replicas: horizontal.max_replicas,
-        current,
-        min_allowed,
-        max_allowed,
+) -> JointAnswer {
+    let sizing = Sizing {
+        vpa,
+        horizontal,
+        pods,
         settings,
-    });
-    let Some(per_pod) = request.request else {
-        return request;
     };
-    let shared: Vec<usize> = (0..reports.len())
-        .filter(|&i| controlled(&reports[i].name))
-        .collect();
-    let weights: Vec<i64> = shared
-        .iter()
-        .map(|&i| {
-            reports[i]
-                .capped
-                .target
-                .get(&Resource::Cpu)
-                .copied()
-                .unwrap_or(0)
-        })
-        .collect();
-    let count = i64::try_from(shared.len()).unwrap_or(i64::MAX);
-    let parts = split((per_pod - others).max(count), &weights);
-    for (&i, part) in shared.iter().zip(parts) {
-        let r = &mut reports[i];
-        for amounts in [
-            &mut r.capped.target,
-            &mut r.capped.lower_bound,
-            &mut r.capped.upper_bound,
-            &mut r.uncapped_target,
-        ] {
-            amounts.insert(Resource::Cpu, part);
-        }
-        r.capped_by.retain(|note| !note.starts_with("cpu"));
-        if request.reason == JointReason::CappedByPolicy {
-            r.capped_by
-                .push("cpu sized jointly, capped to minAllowed/maxAllowed".to_owned());
+    let mut answer = JointAnswer::default();
+    for resource in Resource::ALL {
+        let Some(target) = horizontal.target(resource) else {
+            *state.last_mut(resource) = None;
+            continue;
+        };
+        let last = *state.last_mut(resource);
+        let request = sizing.resource(resource, target, state.usage_of(resource), last, reports);
+        *state.last_mut(resource) = request.request;
+        match resource {
+            Resource::Cpu => answer.cpu = Some(request),
+            Resource::Memory => answer.memory = Some(request),
         }
     }
-    request
+    answer
 }
 
-/// The `JointSizing` condition for a VPA in joint mode: `(status, reason, message)`.
+/// The `JointSizing` condition for a VPA in joint mode: `(status, reason, message)`. With both
+/// resources sized, the reason is the first of them (`cpu` first) that is not `BothBoundsMet`.
 pub fn condition(
     horizontal: Option<&HorizontalSettings>,
-    request: Option<&JointRequest>,
+    answer: Option<&JointAnswer>,
     target: &str,
 ) -> (bool, String, String) {
-    match (horizontal, request) {
-        (Some(h), Some(r)) => (
-            true,
-            r.reason.as_str().to_owned(),
-            format!("{} (sized with {})", r.message, h.autoscaler),
-        ),
+    let sized = answer.map(JointAnswer::sized).unwrap_or_default();
+    match horizontal {
+        Some(h) if !sized.is_empty() => {
+            let reason = sized
+                .iter()
+                .map(|(_, r)| r.reason)
+                .find(|r| *r != JointReason::BothBoundsMet)
+                .unwrap_or(JointReason::BothBoundsMet);
+            let parts: Vec<String> = sized
+                .iter()
+                .map(|(resource, r)| format!("{resource}: {}", r.message))
+                .collect();
+            let names: Vec<&str> = sized.iter().map(|(r, _)| r.name()).collect();
+            (
+                true,
+                reason.as_str().to_owned(),
+                format!(
+                    "{} (sized {} with {})",
+                    parts.join("; "),
+                    names.join(" and "),
+                    h.autoscaler
+                ),
+            )
+        }
         _ => (
             false,
             NO_AUTOSCALER_REASON.to_owned(),
             format!(
                 "{HORIZONTAL_AWARE_ANNOTATION} is set but no HorizontalPodAutoscalerPlus or \
-                 HorizontalPodAutoscaler scales {target} on CPU utilization; the normal \
-                 recommendation applies"
+                 HorizontalPodAutoscaler scales {target} on CPU or memory utilization; the \
+                 normal recommendation applies"
             ),
         ),
     }
@@ -446,6 +698,289 @@ pub fn condition(
 mod tests {
     use super::*;
     use jiff::SignedDuration;
+    use serde_json::json;
+
+    use crate::vertical::capping::RecommendedResources;
+
+    const MI: i64 = 1 << 20;
+    const GI: i64 = 1 << 30;
+
+    fn t0() -> Timestamp {
+        "2026-01-01T00:00:00Z".parse().expect("ts")
+    }
+
+    /// 25 hours of 5-minute buckets: `low` for the first half, `high` for the second, so the
+    /// 5th percentile is `low` and the 95th `high`, past the learning period.
+    fn history(low: i64, high: i64) -> TotalUsage {
+        let mut usage = TotalUsage::new(300);
+        for i in 0..300 {
+            let v = if i < 150 { low } else { high };
+            usage.record(t0() + SignedDuration::from_mins(5 * i), v, 7 * 86_400);
+        }
+        usage
+    }
+
+    /// A joint VPA on Deployment `web`, default policies.
+    fn vpa() -> VerticalPodAutoscaler {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling.k8s.io/v1",
+            "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "ns",
+                         "annotations": {"plimsoll.dev/horizontal-aware": "true"}},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+        }))
+        .expect("a VPA")
+    }
+
+    /// A pod with one container `app` requesting 300m and 256Mi.
+    fn pod() -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "ns"},
+            "spec": {"containers": [{"name": "app",
+                "resources": {"requests": {"cpu": "300m", "memory": "256Mi"}}}]},
+        }))
+        .expect("a pod")
+    }
+
+    /// The normal recommendation for `app`: 250m / 200Mi, bounds around it.
+    fn reports() -> Vec<RecommendationReport> {
+        let amounts = |cpu: i64, memory: i64| {
+            BTreeMap::from([(Resource::Cpu, cpu), (Resource::Memory, memory)])
+        };
+        vec![RecommendationReport {
+            name: "app".into(),
+            capped: RecommendedResources {
+                target: amounts(250, 200 * MI),
+                lower_bound: amounts(200, 150 * MI),
+                upper_bound: amounts(400, 300 * MI),
+            },
+            uncapped_target: amounts(250, 200 * MI),
+            capped_by: Vec::new(),
+            confidence: 1.0,
+        }]
+    }
+
+    /// An HPA+ with replicas 2–10 and a 60 % target on each of `resources`.
+    fn hpa(resources: &[Resource]) -> HorizontalSettings {
+        let on = |r: Resource| {
+            resources.contains(&r).then_some(UtilizationTarget {
+                target_utilization: 60,
+                container: None,
+            })
+        };
+        HorizontalSettings {
+            autoscaler: "HorizontalPodAutoscalerPlus/web".into(),
+            min_replicas: 2,
+            max_replicas: 10,
+            cpu: on(Resource::Cpu),
+            memory: on(Resource::Memory),
+        }
+    }
+
+    /// A state with a day of CPU (1200m–3000m) and memory (2Gi–6Gi) totals.
+    fn state() -> JointState {
+        let mut state = JointState::first_sight(None, &JointConfig::default(), t0());
+        state.usage = history(1_200, 3_000);
+        state.memory_usage = history(2 * GI, 6 * GI);
+        state
+    }
+
+    fn of(report: &RecommendationReport, r: Resource) -> [i64; 4] {
+        [
+            report.capped.target[&r],
+            report.capped.lower_bound[&r],
+            report.capped.upper_bound[&r],
+            report.uncapped_target[&r],
+        ]
+    }
+
+    #[test]
+    fn settings_read_cpu_and_memory_utilization_targets() {
+        let spec = |metrics: serde_json::Value| -> HorizontalPodAutoscalerPlusSpec {
+            serde_json::from_value(json!({
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "maxReplicas": 10,
+                "metrics": metrics,
+            }))
+            .expect("a spec")
+        };
+        let resource = |name: &str, u: i32| {
+            json!({"type": "Resource", "resource": {"name": name,
+                "target": {"type": "Utilization", "averageUtilization": u}}})
+        };
+        let memory = HorizontalSettings::of(
+            "HorizontalPodAutoscalerPlus/web",
+            &spec(json!([resource("memory", 70)])),
+        )
+        .expect("scales on memory");
+        assert_eq!(memory.resources(), [Resource::Memory]);
+        assert_eq!(
+            memory.memory.as_ref().map(|t| t.target_utilization),
+            Some(70)
+        );
+        let both = HorizontalSettings::of(
+            "x",
+            &spec(json!([resource("cpu", 60), resource("memory", 70)])),
+        )
+        .expect("scales on both");
+        assert_eq!(both.resources(), [Resource::Cpu, Resource::Memory]);
+        let external = json!([{"type": "External", "external": {"metric": {"name": "q"},
+            "target": {"type": "Value", "value": "1"}}}]);
+        assert!(HorizontalSettings::of("x", &spec(external)).is_none());
+    }
+
+    #[test]
+    fn memory_is_sized_when_the_autoscaler_scales_on_memory() {
+        let (vpa, pod) = (vpa(), pod());
+        let mut state = state();
+        let mut reports = reports();
+        let h = hpa(&[Resource::Memory]);
+        let answer = apply(
+            &vpa,
+            &h,
+            &mut state,
+            &[&pod],
+            &mut reports,
+            &JointSettings::default(),
+        );
+        assert!(answer.cpu.is_none());
+        let memory = answer.memory.as_ref().expect("memory sized");
+        // Peak 6Gi within ⌊0.8 · 10⌋ = 8 pods at 60 % needs ≥ 1.25Gi; trough 2Gi on 2 pods
+        // allows ≤ 1.67Gi; the request is their geometric mean, and 256Mi is far below.
+        assert_eq!(memory.reason, JointReason::BothBoundsMet);
+        assert_eq!(memory.lower_bound, Some(1_342_177_280));
+        assert_eq!(memory.upper_bound, Some(1_789_569_706));
+        let request = memory.request.expect("a request");
+        assert!(
+            1_342_177_280 < request && request < 1_789_569_706,
+            "{request}"
+        );
+        assert_eq!(of(&reports[0], Resource::Memory), [request; 4]);
+        // CPU keeps the normal recommendation.
+        assert_eq!(of(&reports[0], Resource::Cpu), [250, 200, 400, 250]);
+        assert_eq!(
+            (state.last_request, state.last_memory_request),
+            (None, Some(request))
+        );
+        let (status, reason, message) = condition(Some(&h), Some(&answer), "Deployment/web");
+        assert!(status);
+        assert_eq!(reason, "BothBoundsMet");
+        assert!(message.starts_with("memory: peak 6144.0Mi"), "{message}");
+        assert!(
+            message.ends_with("(sized memory with HorizontalPodAutoscalerPlus/web)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn both_resources_are_sized_when_the_autoscaler_scales_on_both() {
+        let (vpa, pod) = (vpa(), pod());
+        let mut state = state();
+        let mut reports = reports();
+        let h = hpa(&[Resource::Cpu, Resource::Memory]);
+        let answer = apply(
+            &vpa,
+            &h,
+            &mut state,
+            &[&pod],
+            &mut reports,
+            &JointSettings::default(),
+        );
+        let cpu = answer
+            .cpu
+            .as_ref()
+            .and_then(|a| a.request)
+            .expect("cpu sized");
+        let memory = answer
+            .memory
+            .as_ref()
+            .and_then(|a| a.request)
+            .expect("memory sized");
+        // CPU as in the recommender's test: 625m ≤ 790m ≤ 1000m.
+        assert_eq!(cpu, 790);
+        assert_eq!(of(&reports[0], Resource::Cpu), [790; 4]);
+        assert_eq!(of(&reports[0], Resource::Memory), [memory; 4]);
+        assert_eq!(
+            (state.last_request, state.last_memory_request),
+            (Some(790), Some(memory))
+        );
+        let (_, reason, message) = condition(Some(&h), Some(&answer), "Deployment/web");
+        assert_eq!(reason, "BothBoundsMet");
+        assert!(message.starts_with("cpu: peak 3000m"), "{message}");
+        assert!(message.contains("; memory: peak 6144.0Mi"), "{message}");
+        assert!(message.contains("(sized cpu and memory with"), "{message}");
+    }
+
+    #[test]
+    fn cpu_only_leaves_memory_to_the_normal_recommendation() {
+        let (vpa, pod) = (vpa(), pod());
+        let mut state = state();
+        state.last_memory_request = Some(GI);
+        let mut reports = reports();
+        let h = hpa(&[Resource::Cpu]);
+        let answer = apply(
+            &vpa,
+            &h,
+            &mut state,
+            &[&pod],
+            &mut reports,
+            &JointSettings::default(),
+        );
+        assert!(answer.memory.is_none());
+        assert_eq!(answer.cpu.as_ref().and_then(|a| a.request), Some(790));
+        assert_eq!(of(&reports[0], Resource::Cpu), [790; 4]);
+        assert_eq!(
+            of(&reports[0], Resource::Memory),
+            [200 * MI, 150 * MI, 300 * MI, 200 * MI]
+        );
+        assert_eq!(
+            state.last_memory_request, None,
+            "forgotten once memory is not sized"
+        );
+        let (_, _, message) = condition(Some(&h), Some(&answer), "Deployment/web");
+        assert!(
+            message.ends_with("(sized cpu with HorizontalPodAutoscalerPlus/web)"),
+            "{message}"
+        );
+        let (status, reason, _) = condition(None, None, "Deployment/web");
+        assert_eq!((status, reason.as_str()), (false, NO_AUTOSCALER_REASON));
+    }
+
+    #[test]
+    fn memory_usage_is_stored_next_to_cpu_and_restored() {
+        let config = JointConfig::default();
+        let mut state = JointState::first_sight(None, &config, t0());
+        state.record(t0(), Resource::Cpu, 700, &config);
+        state.record(t0(), Resource::Memory, 3 * GI, &config);
+        let text = state.stored();
+        assert!(
+            text.ends_with(
+                r#""memory":{"bucketSeconds":300,"base":5890752,"values":[0,3221225472]}}"#
+            ),
+            "{text}"
+        );
+        let annotations = BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), text)]);
+        let again = JointState::first_sight(Some(&annotations), &config, t0());
+        assert_eq!(
+            (&again.usage, &again.memory_usage),
+            (&state.usage, &state.memory_usage)
+        );
+    }
+
+    #[test]
+    fn an_annotation_written_before_memory_was_sized_still_restores() {
+        // The form written by the CPU-only joint mode: no `memory` key.
+        let old = r#"{"bucketSeconds":300,"base":5890752,"values":[0,1200,1,1500]}"#;
+        let annotations = BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), old.to_owned())]);
+        let state = JointState::first_sight(Some(&annotations), &JointConfig::default(), t0());
+        assert_eq!(
+            state.usage.buckets(),
+            [(5_890_752, 1_200), (5_890_753, 1_500)]
+        );
+        assert!(state.memory_usage.is_empty());
+        // Without memory usage it is written back in the same form.
+        assert_eq!(state.stored(), old);
+    }
 
     #[test]
     fn split_keeps_the_total_and_the_proportions() {
@@ -464,7 +999,8 @@ mod tests {
         for (i, v) in [(0, 1200), (1, 1500), (7, 900), (30, 2000)] {
             usage.record(t0 + SignedDuration::from_mins(5 * i), v, 7 * 86_400);
         }
-        let text = store(&usage);
+        let empty = TotalUsage::new(300);
+        let text = store(&usage, &empty);
         assert!(
             text.starts_with(r#"{"bucketSeconds":300,"base":"#),
             "{text}"
@@ -473,14 +1009,14 @@ mod tests {
             text.ends_with(r#""values":[0,1200,1,1500,6,900,23,2000]}"#),
             "{text}"
         );
-        assert_eq!(restore(&text, 300).expect("parses"), usage);
+        assert_eq!(restore(&text, 300).expect("parses"), (usage.clone(), empty));
         // Into 10-minute buckets: 0 and 1 merge (highest kept).
-        let coarse = restore(&text, 600).expect("parses");
+        let (coarse, _) = restore(&text, 600).expect("parses");
         let values: Vec<i64> = coarse.buckets().iter().map(|(_, v)| *v).collect();
         assert_eq!(values, [1500, 900, 2000]);
         assert!(restore("not json", 300).is_err());
         assert_eq!(
-            store(&TotalUsage::new(60)),
+            store(&TotalUsage::new(60), &TotalUsage::new(60)),
             r#"{"bucketSeconds":60,"base":0,"values":[]}"#
         );
     }
@@ -491,10 +1027,9 @@ mod tests {
         let config = JointConfig::default();
         let mut state = JointState::first_sight(None, &config, t0);
         assert!(state.usage.is_empty() && !state.dirty);
-        state.record(t0, 700, &config);
+        state.record(t0, Resource::Cpu, 700, &config);
         assert!(state.dirty);
-        let annotations =
-            BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), store(&state.usage))]);
+        let annotations = BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), state.stored())]);
         let again = JointState::first_sight(Some(&annotations), &config, t0);
         assert_eq!(again.usage, state.usage);
         let broken = BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), "[".to_owned())]);

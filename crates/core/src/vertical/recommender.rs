@@ -11,12 +11,12 @@
 //! 2. [`ownership::owners`]: which pods belong to which VPA;
 //! 3. [`add_usage`](Recommender::add_usage): usage samples into the aggregates, and
 //!    [`record_totals`](Recommender::record_totals): the total CPU usage of each VPA in joint
-//!    mode ([`joint_sizing`]);
+//!    mode, and its memory usage when its autoscaler scales on memory ([`joint_sizing`]);
 //! 4. [`record_status_ooms`](Recommender::record_status_ooms) and
 //!    [`record_eviction_ooms`](Recommender::record_eviction_ooms): OOM kills, each once;
 //! 5. [`recommend_vpa`](Recommender::recommend_vpa) per VPA: forget pods that are gone, compute
-//!    the recommendation and conditions (in joint mode, the CPU request sized with the
-//!    horizontal autoscaler, [`joint_sizing::apply`]), and keep the status only when it changed
+//!    the recommendation and conditions (in joint mode, the CPU and/or memory request sized
+//!    with the horizontal autoscaler, [`joint_sizing::apply`]), and keep the status only when it changed
 //!    ([`status_change`]).
 //!
 //! Checkpoint and garbage-collection decisions are methods here too ([`checkpoint_schedule`]), as
@@ -47,6 +47,7 @@ use super::ownership::{ServedVpa, VpaKey, key_of, owners};
 use super::recommendation::{
     JointCondition, Observation, RecommendationError, RecommendationReport,
 };
+use super::resources::Resource;
 use super::status_change::{newly_true, newly_unsupported, next_status, same_status};
 use crate::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
@@ -107,9 +108,12 @@ pub struct VpaRecommendation {
     pub containers: Vec<RecommendationReport>,
     /// Why the VPA cannot be served, if it cannot.
     pub unsupported: Option<Unsupported>,
-    /// In joint mode with a horizontal autoscaler on CPU utilization, the model's answer (its
-    /// request is already in `containers`).
+    /// In joint mode with a horizontal autoscaler on CPU utilization, the model's answer for
+    /// CPU (its request is already in `containers`).
     pub joint: Option<JointRequest>,
+    /// In joint mode with a horizontal autoscaler on memory utilization, the model's answer for
+    /// memory (its request is already in `containers`).
+    pub joint_memory: Option<JointRequest>,
 }
 
 /// A status to write.
@@ -417,8 +421,9 @@ impl Recommender {
         accepted
     }
 
-    /// Step 3b: for each VPA in joint mode, the total CPU usage of its pods in this loop (the
-    /// containers the autoscaler's utilization counts) into its [`JointState`], restored from
+    /// Step 3b: for each VPA in joint mode, the total CPU usage of its pods in this loop, and
+    /// their total memory usage when the autoscaler scales on memory (the containers the
+    /// autoscaler's utilization of each counts) into its [`JointState`], restored from
     /// its annotation on first sight. Nothing is recorded for a VPA without a sample in this
     /// loop; a VPA no longer in joint mode forgets its total.
     fn record_totals<V: ServedVpa>(
@@ -443,7 +448,7 @@ impl Recommender {
                 state.joint = None;
             }
         }
-        let mut totals: HashMap<&VpaKey, i64> = HashMap::new();
+        let mut totals: HashMap<&VpaKey, (i64, Option<i64>)> = HashMap::new();
         for pm in usage {
             let Some(key) = assignment.owner(&pm.namespace, &pm.pod) else {
                 continue;
@@ -451,17 +456,34 @@ impl Recommender {
             let Some(scope) = scopes.get(key) else {
                 continue;
             };
-            let pod: i64 = pm
+            let in_scope = |resource: Resource, container: &str| {
+                scope.is_none_or(|h| h.in_scope(resource, container))
+            };
+            let cpu: i64 = pm
                 .containers
                 .iter()
-                .filter(|c| scope.is_none_or(|h| h.in_scope(&c.container)))
+                .filter(|c| in_scope(Resource::Cpu, &c.container))
                 .filter_map(|c| c.cpu.map(|q| clamp_amount(q.milli())))
                 .sum();
-            *totals.entry(key).or_default() += pod;
+            let memory = scope.is_some_and(|h| h.memory.is_some()).then(|| {
+                pm.containers
+                    .iter()
+                    .filter(|c| in_scope(Resource::Memory, &c.container))
+                    .filter_map(|c| c.memory.map(|q| clamp_amount(q.value())))
+                    .sum::<i64>()
+            });
+            let total = totals.entry(key).or_default();
+            total.0 += cpu;
+            if let Some(m) = memory {
+                *total.1.get_or_insert(0) += m;
+            }
         }
-        for (key, total) in totals {
+        for (key, (cpu, memory)) in totals {
             if let Some(joint) = self.vpas.get_mut(key).and_then(|s| s.joint.as_mut()) {
-                joint.record(now, total, &self.joint);
+                joint.record(now, Resource::Cpu, cpu, &self.joint);
+                if let Some(m) = memory {
+                    joint.record(now, Resource::Memory, m, &self.joint);
+                }
             }
         }
     }
@@ -563,21 +585,16 @@ impl Recommender {
             recommend_or_explain(input, &state.model, containers_per_pod, &self.estimator);
         let annotations = vpa.metadata.annotations.as_ref();
         let joint = match (input.joint(), &mut state.joint) {
-            (Some(horizontal), Some(js)) if annotated(annotations) => {
-                let request = joint_sizing::apply(
-                    vpa,
-                    horizontal,
-                    &js.usage,
-                    pods,
-                    js.last_request,
-                    &mut containers,
-                    &self.joint.settings,
-                );
-                js.last_request = request.request;
-                Some(request)
-            }
+            (Some(horizontal), Some(js)) if annotated(annotations) => Some(joint_sizing::apply(
+                vpa,
+                horizontal,
+                js,
+                pods,
+                &mut containers,
+                &self.joint.settings,
+            )),
             (_, Some(js)) => {
-                js.last_request = None;
+                js.forget_requests();
                 None
             }
             _ => None,
@@ -620,7 +637,8 @@ impl Recommender {
                 key,
                 containers,
                 unsupported,
-                joint,
+                joint: joint.as_ref().and_then(|j| j.cpu.clone()),
+                joint_memory: joint.and_then(|j| j.memory),
             },
             update,
         )
@@ -660,7 +678,7 @@ impl Recommender {
             .filter_map(|(key, state)| {
                 let joint = state.joint.as_ref()?;
                 (joint.dirty && now.duration_since(joint.persisted_at) >= every)
-                    .then(|| (key.clone(), joint_sizing::store(&joint.usage)))
+                    .then(|| (key.clone(), joint.stored()))
             })
             .collect();
         out.sort();

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::*;
 use crate::vertical::joint::{JointReason, JointSettings};
-use crate::vertical::joint_sizing::{JointConfig, TOTAL_USAGE_ANNOTATION};
+use crate::vertical::joint_sizing::{JointConfig, TOTAL_USAGE_ANNOTATION, UtilizationTarget};
 use crate::vertical::resources::Resource;
 
 /// A VPA on Deployment `web` selecting `app=web`, with the horizontal autoscaler the service
@@ -68,10 +68,13 @@ impl Fake {
     fn with_hpa(mut self) -> Self {
         self.joint = Some(HorizontalSettings {
             autoscaler: "HorizontalPodAutoscalerPlus/web".into(),
-            target_utilization: 60,
             min_replicas: 2,
             max_replicas: 10,
-            container: None,
+            cpu: Some(UtilizationTarget {
+                target_utilization: 60,
+                container: None,
+            }),
+            memory: None,
         });
         self
     }
