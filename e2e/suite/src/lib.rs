@@ -561,3 +561,33 @@ pub fn hpa_plus_config(env: &Env, extra: &[&str]) -> plimsoll_hpa_plus::Config {
         .into_config()
         .expect("test flags are valid")
 }
+
+/// Waits until Deployment `name` reports exactly `replicas` ready replicas (`status.readyReplicas`).
+pub async fn wait_deployment_ready(
+    env: &Env,
+    name: &str,
+    replicas: i32,
+    within: Duration,
+) -> anyhow::Result<()> {
+    let api = env.api::<Deployment>();
+    eventually(
+        &format!("{name} has {replicas} ready pods"),
+        within,
+        Duration::from_millis(250),
+        || {
+            let api = api.clone();
+            async move {
+                let d = api.get(name).await?;
+                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+                Ok((ready == replicas).then_some(()))
+            }
+        },
+    )
+    .await
+}
+
+/// `spec.replicas` of Deployment `name` (0 when unset).
+pub async fn deployment_replicas(env: &Env, name: &str) -> anyhow::Result<i32> {
+    let d = env.api::<Deployment>().get(name).await?;
+    Ok(d.spec.and_then(|s| s.replicas).unwrap_or(0))
+}

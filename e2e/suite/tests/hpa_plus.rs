@@ -68,26 +68,11 @@ async fn create_deployment(env: &Env, name: &str, replicas: i32, cpu: &str) -> a
 }
 
 async fn wait_ready(env: &Env, name: &str, replicas: i32, within: Duration) -> anyhow::Result<()> {
-    let api = env.api::<Deployment>();
-    eventually(
-        &format!("{name} has {replicas} ready pods"),
-        within,
-        EVERY,
-        || {
-            let api = api.clone();
-            async move {
-                let d = api.get(name).await?;
-                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(0);
-                Ok((ready == replicas).then_some(()))
-            }
-        },
-    )
-    .await
+    plimsoll_e2e::wait_deployment_ready(env, name, replicas, within).await
 }
 
 async fn spec_replicas(env: &Env, name: &str) -> anyhow::Result<i32> {
-    let d = env.api::<Deployment>().get(name).await?;
-    Ok(d.spec.and_then(|s| s.replicas).unwrap_or(0))
+    plimsoll_e2e::deployment_replicas(env, name).await
 }
 
 async fn wait_replicas(

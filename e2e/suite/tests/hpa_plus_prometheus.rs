@@ -20,7 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
@@ -123,26 +122,11 @@ async fn create_plus(env: &Env, plus: &HorizontalPodAutoscalerPlus) -> anyhow::R
 }
 
 async fn wait_ready(env: &Env, name: &str, replicas: i32) -> anyhow::Result<()> {
-    let api = env.api::<Deployment>();
-    eventually(
-        &format!("{name} has {replicas} ready pods"),
-        Duration::from_secs(60),
-        EVERY,
-        || {
-            let api = api.clone();
-            async move {
-                let d = api.get(name).await?;
-                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(0);
-                Ok((ready == replicas).then_some(()))
-            }
-        },
-    )
-    .await
+    plimsoll_e2e::wait_deployment_ready(env, name, replicas, Duration::from_secs(60)).await
 }
 
 async fn spec_replicas(env: &Env, name: &str) -> anyhow::Result<i32> {
-    let d = env.api::<Deployment>().get(name).await?;
-    Ok(d.spec.and_then(|s| s.replicas).unwrap_or(0))
+    plimsoll_e2e::deployment_replicas(env, name).await
 }
 
 async fn wait_replicas(env: &Env, name: &str, replicas: i32) -> anyhow::Result<()> {

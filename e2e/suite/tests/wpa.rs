@@ -17,7 +17,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser;
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::{
@@ -95,26 +94,11 @@ fn set_external(env: &Env, metric: &str, value: f64) -> anyhow::Result<()> {
 }
 
 async fn wait_ready(env: &Env, name: &str, replicas: i32) -> anyhow::Result<()> {
-    let api = env.api::<Deployment>();
-    eventually(
-        &format!("{name} has {replicas} ready pods"),
-        WITHIN,
-        EVERY,
-        || {
-            let api = api.clone();
-            async move {
-                let d = api.get(name).await?;
-                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(0);
-                Ok((ready == replicas).then_some(()))
-            }
-        },
-    )
-    .await
+    plimsoll_e2e::wait_deployment_ready(env, name, replicas, WITHIN).await
 }
 
 async fn spec_replicas(env: &Env, name: &str) -> anyhow::Result<i32> {
-    let d = env.api::<Deployment>().get(name).await?;
-    Ok(d.spec.and_then(|s| s.replicas).unwrap_or(0))
+    plimsoll_e2e::deployment_replicas(env, name).await
 }
 
 /// Waits until Deployment `name` no longer has `from` replicas and returns its new count.
