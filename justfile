@@ -48,7 +48,7 @@ demo:
     cargo run --release -p plimsoll-sim -- demo
 
 # Every benchmark; numbers go to docs/benchmarks.md.
-bench: bench-sim bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-updater bench-vpa-admission
+bench: bench-sim bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-recommender-api bench-vpa-updater bench-vpa-admission
 
 bench-sim:
     cargo test --profile dist -p plimsoll-sim --test bench -- --ignored --nocapture
@@ -61,6 +61,10 @@ bench-cron-hpa:
 
 bench-vpa-recommender:
     cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-recommender
+
+# The recommender through the sim's API at 5,000 VPAs, rate-limited (BENCH_QPS/BENCH_BURST) and not.
+bench-vpa-recommender-api:
+    cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-recommender-api
 
 bench-vpa-updater:
     cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-updater

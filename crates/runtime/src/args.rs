@@ -21,6 +21,7 @@ use std::time::Duration;
 use clap::{ArgAction, Args, ValueEnum};
 
 use crate::error::{Error, Result};
+use crate::rate_limit::RateLimit;
 
 /// How log lines are written to stderr.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -43,6 +44,28 @@ pub struct CommonArgs {
     /// Kubeconfig context to use instead of the file's current-context.
     #[arg(long, env = "PLIMSOLL_CONTEXT", value_name = "NAME")]
     pub context: Option<String>,
+
+    /// Client-side limit on requests to the API server, per second: a token bucket refilled at
+    /// this rate, one token per request (a watch takes one when it starts). 0, the default, is
+    /// no limit. Upstream's VPA components default to 5 (burst 10) and kube-controller-manager
+    /// to 20 (burst 30); Plimsoll defaults to none because the API server's own priority and
+    /// fairness already protects it, and any such limit would throttle hpa-plus, which at
+    /// 50,000 objects reads thousands of scales per second.
+    #[arg(
+        long,
+        env = "PLIMSOLL_KUBE_API_QPS",
+        value_name = "QPS",
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        value_parser = parse_qps
+    )]
+    pub kube_api_qps: f64,
+
+    /// Requests that may go out at once before --kube-api-qps paces them (the bucket's size).
+    /// Default: twice --kube-api-qps, at least 1. Ignored without --kube-api-qps; 0 with it is
+    /// rejected.
+    #[arg(long, env = "PLIMSOLL_KUBE_API_BURST", value_name = "N")]
+    pub kube_api_burst: Option<u32>,
 
     /// Address of the admin HTTP listener that serves /metrics (Prometheus/OpenMetrics text),
     /// /healthz (liveness) and /readyz (readiness). `:PORT` means all interfaces.
@@ -119,6 +142,12 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
+    /// The client-side rate limit of `--kube-api-qps` / `--kube-api-burst` (`None`: no limit);
+    /// an error names the flag that makes it unusable.
+    pub fn rate_limit(&self) -> Result<Option<RateLimit>> {
+        RateLimit::from_flags(self.kube_api_qps, self.kube_api_burst)
+    }
+
     /// The namespace for the leader-election Lease: the flag, else `$POD_NAMESPACE`, else
     /// `fallback` (pass `client.default_namespace()`).
     pub fn lease_namespace_or(&self, fallback: &str) -> String {
@@ -142,6 +171,19 @@ pub fn parse_address(input: &str) -> std::result::Result<SocketAddr, String> {
     };
     full.parse()
         .map_err(|_| format!("invalid address {input:?}: expected IP:PORT or :PORT"))
+}
+
+/// Parses `--kube-api-qps`: a finite, non-negative number of requests per second.
+pub fn parse_qps(input: &str) -> std::result::Result<f64, String> {
+    match input.trim().parse::<f64>() {
+        Ok(qps) if qps.is_finite() && qps >= 0.0 => Ok(qps),
+        Ok(_) => Err(format!(
+            "{input:?} must be a non-negative number of requests per second (0 = no limit)"
+        )),
+        Err(_) => Err(format!(
+            "{input:?} is not a number of requests per second (e.g. 5, 0.5; 0 = no limit)"
+        )),
+    }
 }
 
 /// Parses a Go-style duration (`15s`, `1m30s`, `500ms`, `1.5h`, `0`).
@@ -347,6 +389,7 @@ mod tests {
         assert_eq!(args.retry_period, Duration::from_secs(2));
         assert_eq!(args.kubeconfig, None);
         assert!(!args.lease_namespace_or("fallback-ns").is_empty());
+        assert_eq!(args.rate_limit().unwrap(), None);
     }
 
     #[test]
@@ -410,6 +453,36 @@ mod tests {
                 .contains("\"localhost:80\"")
         );
         assert!(parse_address(":").is_err());
+    }
+
+    #[test]
+    fn rate_limit_flags_parse_and_default_the_burst() {
+        let parse = |extra: &[&str]| {
+            PlainArgs::try_parse_from(std::iter::once("svc").chain(extra.iter().copied()))
+                .map(|a| a.common)
+        };
+        let args = parse(&["--kube-api-qps=50", "--kube-api-burst", "100"]).unwrap();
+        let limit = args.rate_limit().unwrap().unwrap();
+        assert!((limit.qps - 50.0).abs() < f64::EPSILON);
+        assert_eq!(limit.burst, 100);
+        let args = parse(&["--kube-api-qps", "2.5"]).unwrap();
+        assert_eq!(args.rate_limit().unwrap().unwrap().burst, 5);
+        for bad in [
+            "--kube-api-qps=-1",
+            "--kube-api-qps=abc",
+            "--kube-api-qps=inf",
+        ] {
+            let err = parse(&[bad]).unwrap_err().to_string();
+            assert!(err.contains("--kube-api-qps"), "{err}");
+        }
+        let err = parse(&["--kube-api-qps", "-1"]).unwrap_err().to_string();
+        assert!(err.contains("non-negative"), "{err}");
+        let args = parse(&["--kube-api-qps=5", "--kube-api-burst=0"]).unwrap();
+        let err = args.rate_limit().unwrap_err().to_string();
+        assert!(err.contains("--kube-api-burst=0"), "{err}");
+        assert!(parse(&["--kube-api-burst=-1"]).is_err());
+        let help = PlainArgs::command().render_long_help().to_string();
+        assert!(help.contains("VPA components default to 5"), "{help}");
     }
 
     #[test]

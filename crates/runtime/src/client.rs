@@ -3,12 +3,17 @@
 //! Resolution order: `--kubeconfig PATH` (with `--context` if given); else `--context` alone
 //! against the default kubeconfig (`$KUBECONFIG`, `~/.kube/config`); else kube's inference
 //! (`$KUBECONFIG`/`~/.kube/config`, then the in-cluster service account).
+//!
+//! Every client carries the client-side rate limit of `--kube-api-qps` / `--kube-api-burst`
+//! ([`crate::rate_limit`]) as the outermost layer of its service stack.
 
+use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::args::CommonArgs;
 use crate::error::{Error, Result};
+use crate::rate_limit::{ClientMetrics, RateLimitLayer};
 
 /// Installs rustls' `ring` crypto provider as the process default. Idempotent: call it first
 /// thing in every `main` (and in tests that use TLS); later calls are no-ops.
@@ -44,14 +49,10 @@ pub async fn config(args: &CommonArgs) -> Result<Config> {
         .map_err(|e| config_error("kubeconfig or in-cluster config".into(), Box::new(e)))
 }
 
-/// A kube client as selected by the common flags (installs the crypto provider first).
+/// A kube client as selected by the common flags (installs the crypto provider first), with
+/// the client-side rate limit of `--kube-api-qps` / `--kube-api-burst`.
 pub async fn client(args: &CommonArgs) -> Result<Client> {
-    install_crypto_provider();
-    let config = config(args).await?;
-    Client::try_from(config).map_err(|e| Error::Config {
-        message: "building the HTTP client".into(),
-        source: Box::new(e),
-    })
+    client_counted(args, None, &ClientMetrics::default()).await
 }
 
 /// [`client`] whose requests carry `User-Agent: <binary>/<version> (<identity>)`, so that audit
@@ -61,18 +62,39 @@ pub async fn client_with_user_agent(
     binary: &str,
     identity: &str,
 ) -> Result<Client> {
+    client_counted(args, Some((binary, identity)), &ClientMetrics::default()).await
+}
+
+/// [`client`] (with the User-Agent of [`client_with_user_agent`] when `user_agent` is
+/// `(binary, identity)`) counting its requests and rate-limit waits into `metrics`.
+pub async fn client_counted(
+    args: &CommonArgs,
+    user_agent: Option<(&str, &str)>,
+    metrics: &ClientMetrics,
+) -> Result<Client> {
     install_crypto_provider();
     let mut config = config(args).await?;
-    let agent = format!("{binary}/{} ({identity})", env!("CARGO_PKG_VERSION"));
-    let value = http::HeaderValue::from_str(&agent).map_err(|e| Error::Config {
-        message: format!("User-Agent {agent:?}"),
-        source: Box::new(e),
-    })?;
-    config.headers.push((http::header::USER_AGENT, value));
-    Client::try_from(config).map_err(|e| Error::Config {
+    if let Some((binary, identity)) = user_agent {
+        let agent = format!("{binary}/{} ({identity})", env!("CARGO_PKG_VERSION"));
+        let value = http::HeaderValue::from_str(&agent).map_err(|e| Error::Config {
+            message: format!("User-Agent {agent:?}"),
+            source: Box::new(e),
+        })?;
+        config.headers.push((http::header::USER_AGENT, value));
+    }
+    from_config(config, args, metrics)
+}
+
+/// A client for `config` (already loaded, perhaps adjusted, e.g. without retries) under the
+/// rate limit of `args`, counting into `metrics`. Every service client is built here, so none
+/// escapes the limit.
+pub fn from_config(config: Config, args: &CommonArgs, metrics: &ClientMetrics) -> Result<Client> {
+    let layer = RateLimitLayer::new(args.rate_limit()?, metrics.clone());
+    let builder = ClientBuilder::try_from(config).map_err(|e| Error::Config {
         message: "building the HTTP client".into(),
         source: Box::new(e),
-    })
+    })?;
+    Ok(builder.with_layer(&layer).build())
 }
 
 #[cfg(test)]
@@ -131,6 +153,32 @@ contexts:
         install_crypto_provider();
         install_crypto_provider();
         assert!(Client::try_from(config).is_ok());
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_bad_rate_limit_fails_the_client_and_names_the_flag() {
+        let path = kubeconfig_file("limit");
+        let p = path.to_str().unwrap();
+        let metrics = ClientMetrics::default();
+        let args = Args::try_parse_from(["svc", "--kubeconfig", p, "--kube-api-qps=5"])
+            .unwrap()
+            .common;
+        assert!(client_counted(&args, None, &metrics).await.is_ok());
+        let args = Args::try_parse_from([
+            "svc",
+            "--kubeconfig",
+            p,
+            "--kube-api-qps=5",
+            "--kube-api-burst=0",
+        ])
+        .unwrap()
+        .common;
+        let Err(err) = client_counted(&args, None, &metrics).await else {
+            panic!("burst 0 with a qps must be rejected");
+        };
+        let err = err.to_string();
+        assert!(err.contains("--kube-api-burst=0"), "{err}");
         std::fs::remove_file(path).unwrap();
     }
 

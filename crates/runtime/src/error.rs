@@ -87,6 +87,10 @@ pub enum Error {
     #[error("invalid leader election settings: {0}")]
     LeaderConfig(String),
 
+    /// `--kube-api-qps` / `--kube-api-burst` do not make a usable client-side rate limit.
+    #[error("invalid client rate limit: {0}")]
+    RateLimit(String),
+
     /// The admin HTTP listener could not be bound or failed while serving.
     #[error("admin server on {address}: {source}")]
     AdminServer {
@@ -123,6 +127,7 @@ impl Error {
             Error::Selector { .. } => "selector",
             Error::Duration { .. } => "duration",
             Error::LeaderConfig(_) => "leader_config",
+            Error::RateLimit(_) => "rate_limit",
             Error::AdminServer { .. } => "admin_server",
             Error::Telemetry(_) => "telemetry",
             Error::ElectionEnded => "leader_election",

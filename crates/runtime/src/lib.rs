@@ -5,6 +5,7 @@
 //! | [`service`] | the skeleton every service runs on: client, admin listener, election, leadership loop, ordered shutdown; [`service::block_on`] for `main` |
 //! | [`args`] | [`CommonArgs`], the flags every service flattens (`PLIMSOLL_<FLAG>` env vars); Go-style durations |
 //! | [`client`] | the kube `Client` from `--kubeconfig`/`--context` or in-cluster; the rustls `ring` provider |
+//! | [`rate_limit`] | the client-side limit `--kube-api-qps`/`--kube-api-burst` (a token bucket in the client's stack) and its counters |
 //! | [`telemetry`] | tracing (JSON or text), the `plimsoll_<binary>_` metrics sub-registry, reconcile metrics |
 //! | [`admin`] | one axum listener for `/metrics`, `/healthz` ([`admin::Liveness`]), `/readyz` ([`admin::Readiness`]) |
 //! | [`shutdown`] | a `CancellationToken` cancelled by SIGTERM/Ctrl-C; a grace-period helper |
@@ -83,6 +84,7 @@ pub mod kinds;
 pub mod leader;
 pub mod metrics_api;
 pub mod prometheus;
+pub mod rate_limit;
 pub mod rollout;
 pub mod scale;
 pub mod selector;

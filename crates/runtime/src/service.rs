@@ -7,7 +7,8 @@
 //! what to run while this replica holds the Lease. The skeleton owns the rest, in the shape of
 //! kube-runtime / controller-rs:
 //!
-//! - the kube client, the process `Registry` (with the `plimsoll_<binary>_leader` gauge) and the
+//! - the kube client (under `--kube-api-qps`; the election renews through a client with a
+//!   bucket of its own), the process `Registry` (with the `plimsoll_<binary>_leader` gauge) and the
 //!   admin listener (`/metrics`, `/healthz` from [`Liveness`], `/readyz` from [`Readiness`]);
 //! - the election on `plimsoll-<binary>` (or an always-leading handle with `--leader-elect=false`);
 //! - the leadership loop: the leading future is started each time this replica becomes leader,
@@ -61,6 +62,7 @@ use crate::args::CommonArgs;
 use crate::error::{Error, Result};
 use crate::leader::shards::{ShardConfig, ShardHandle};
 use crate::leader::{self, LeaderConfig, LeaderElection, LeaderHandle};
+use crate::rate_limit::ClientMetrics;
 use crate::{client, shutdown, telemetry};
 
 /// How long in-flight work may take after shutdown before it is dropped (15 s: the Lease
@@ -140,14 +142,17 @@ impl Service {
     /// Builds the client, binds the admin listener and starts the election.
     pub async fn start(self) -> Result<Started> {
         let sharded = self.shards > 1 && self.common.leader_elect;
-        let client = if sharded {
-            // Each replica writes under its own User-Agent, so that an audit log tells which
-            // replica wrote what (`<binary>/<version> (<identity>)`).
-            let identity = self.identity.clone().unwrap_or_else(leader::identity);
-            client::client_with_user_agent(&self.common, self.binary, &identity).await?
-        } else {
-            client::client(&self.common).await?
-        };
+        let client_metrics = ClientMetrics::default();
+        // Each replica of a sharded service writes under its own User-Agent, so that an audit
+        // log tells which replica wrote what (`<binary>/<version> (<identity>)`).
+        let identity = sharded.then(|| self.identity.clone().unwrap_or_else(leader::identity));
+        let user_agent = identity.as_deref().map(|id| (self.binary, id));
+        let client = client::client_counted(&self.common, user_agent, &client_metrics).await?;
+        // The election renews through a client of its own, with a bucket of its own (as
+        // kube-controller-manager's leader-election client): a renew queued behind a loop's
+        // rate-limited writes would miss the renew deadline and give up the Lease.
+        let election_client =
+            client::client_counted(&self.common, user_agent, &client_metrics).await?;
         let listener = TcpListener::bind(self.common.metrics_address)
             .await
             .map_err(|source| Error::AdminServer {
@@ -169,7 +174,7 @@ impl Service {
                 shards: self.shards,
             };
             config.validate()?;
-            let sharded = leader::shards::spawn(client.clone(), config, election_stop.clone());
+            let sharded = leader::shards::spawn(election_client, config, election_stop.clone());
             let election = LeaderElection {
                 handle: sharded.leader,
                 task: sharded.task,
@@ -177,7 +182,7 @@ impl Service {
             (election, sharded.handle)
         } else {
             let election = elect(
-                &client,
+                &election_client,
                 self.binary,
                 &self.common,
                 self.identity,
@@ -191,6 +196,7 @@ impl Service {
             .handle
             .register_metrics(telemetry::service_registry(&mut registry, self.binary));
         shards.register_metrics(telemetry::service_registry(&mut registry, self.binary));
+        client_metrics.register(telemetry::service_registry(&mut registry, self.binary));
         Ok(Started {
             client,
             leader: election.handle,

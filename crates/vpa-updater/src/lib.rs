@@ -124,12 +124,9 @@ async fn report_sync(cache: cache::Cache, readiness: Readiness) {
 async fn write_client(common: &CommonArgs) -> Result<kube::Client> {
     let mut write_config = client::config(common).await?;
     write_config.default_retry = false;
-    Ok(
-        kube::Client::try_from(write_config).map_err(|e| plimsoll_runtime::Error::Config {
-            message: "building the HTTP client for evictions".into(),
-            source: Box::new(e),
-        })?,
-    )
+    // Under --kube-api-qps like every client, with a bucket of its own.
+    let metrics = plimsoll_runtime::rate_limit::ClientMetrics::default();
+    Ok(client::from_config(write_config, common, &metrics)?)
 }
 
 /// A follower stays alive while it waits for the Lease, and so does a leader while its caches

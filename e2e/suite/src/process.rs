@@ -115,6 +115,24 @@ impl Child {
     /// Starts `serve ARGS…`. With `reports`, the child's stdout is piped for
     /// [`Child::first_line`]; otherwise it is inherited (a pipe nobody reads would fill up).
     pub fn serve(args: &[&std::ffi::OsStr], reports: bool) -> anyhow::Result<Child> {
+        Self::start(args, reports, std::process::Stdio::inherit())
+    }
+
+    /// [`Child::serve`] with the child's stderr (its log lines) written to `log`, for a
+    /// benchmark that reads the service's own account of its loops afterwards.
+    pub fn serve_logging_to(
+        args: &[&std::ffi::OsStr],
+        reports: bool,
+        log: std::fs::File,
+    ) -> anyhow::Result<Child> {
+        Self::start(args, reports, log.into())
+    }
+
+    fn start(
+        args: &[&std::ffi::OsStr],
+        reports: bool,
+        stderr: std::process::Stdio,
+    ) -> anyhow::Result<Child> {
         let child = std::process::Command::new(std::env::current_exe()?)
             .arg("serve")
             .args(args)
@@ -124,6 +142,7 @@ impl Child {
             } else {
                 std::process::Stdio::inherit()
             })
+            .stderr(stderr)
             .spawn()
             .context("start the service's process")?;
         let proc = Proc::Pid(child.id());

@@ -46,6 +46,8 @@ fn start_cron(env: &Env) -> Running<()> {
         common: CommonArgs {
             kubeconfig: Some(env.kubeconfig.clone()),
             context: None,
+            kube_api_qps: 0.0,
+            kube_api_burst: None,
             metrics_address: "127.0.0.1:0".parse().expect("an address"),
             log_format: LogFormat::Text,
             log_filter: "info".into(),

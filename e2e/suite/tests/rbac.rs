@@ -226,6 +226,8 @@ fn cron_config(kubeconfig: &std::path::Path) -> anyhow::Result<plimsoll_cron_hpa
         common: plimsoll_cron_hpa::CommonArgs {
             kubeconfig: Some(kubeconfig.to_path_buf()),
             context: None,
+            kube_api_qps: 0.0,
+            kube_api_burst: None,
             metrics_address: free_address()?,
             log_format: plimsoll_cron_hpa::LogFormat::Text,
             log_filter: "info".into(),

@@ -266,6 +266,14 @@ impl Model {
             .copied()
     }
 
+    /// Sets a pod's sample as the metrics APIs serve it, for a run with the workload model off
+    /// (`SimConfig::workload_model = false`): nothing else samples pods then, so a benchmark
+    /// can serve fixed usage for thousands of pods without the model's per-tick pass over every
+    /// workload. With the model on, its next tick replaces every sample.
+    pub fn set_pod_usage(&self, ns: &str, pod: &str, usage: PodUsage) {
+        self.lock().pods.insert((ns.into(), pod.into()), usage);
+    }
+
     /// The latest sample of a pod.
     pub fn pod_usage(&self, ns: &str, pod: &str) -> Option<PodUsage> {
         self.lock().pods.get(&(ns.into(), pod.into())).cloned()

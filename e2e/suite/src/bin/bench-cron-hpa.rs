@@ -56,6 +56,8 @@ async fn serve(
         common: CommonArgs {
             kubeconfig: Some(kubeconfig),
             context: None,
+            kube_api_qps: 0.0,
+            kube_api_burst: None,
             metrics_address,
             log_format: LogFormat::Text,
             log_filter: "warn".into(),
