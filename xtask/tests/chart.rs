@@ -698,6 +698,42 @@ fn hpa_plus_replicas_turn_sharding_on() {
     );
 }
 
+#[test]
+fn vpa_recommender_replicas_turn_sharding_on() {
+    let shards = |recommender: Value| {
+        let mut values = json!({"vpaRecommender": {"enabled": true}});
+        if let (Some(into), Some(from)) = (
+            values["vpaRecommender"].as_object_mut(),
+            recommender.as_object(),
+        ) {
+            into.extend(from.clone());
+        }
+        let args = args_of(deployment(&render(&values), "vpa-recommender"));
+        flag(&args, "--shards").map(str::to_owned)
+    };
+    assert_eq!(
+        shards(json!({})).as_deref(),
+        Some("8"),
+        "two replicas by default"
+    );
+    assert_eq!(shards(json!({"replicas": 1})), None);
+    assert_eq!(
+        shards(json!({"replicas": 3, "shards": 12})).as_deref(),
+        Some("12")
+    );
+    assert_eq!(shards(json!({"replicas": 3, "shards": 1})), None);
+    assert_eq!(
+        shards(json!({"replicas": 1, "shards": 4})).as_deref(),
+        Some("4")
+    );
+    // hpa-plus's setting is its own.
+    let args = args_of(deployment(
+        &render(&json!({"vpaRecommender": {"enabled": true}, "hpaPlus": {"shards": 1}})),
+        "vpa-recommender",
+    ));
+    assert_eq!(flag(&args, "--shards"), Some("8"));
+}
+
 /// The volume of `d`'s pod that its container mounts at `dir`, read-only.
 fn volume_mounted_at<'a>(d: &'a Deployment, dir: &str) -> &'a k8s_openapi::api::core::v1::Volume {
     let pod = pod(d);

@@ -283,6 +283,15 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_JOINT_PERSIST_INTERVAL", value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
     pub joint_persist_interval: Duration,
 
+    /// Split the VPAs into this many shards, each on its own Lease
+    /// (`plimsoll-vpa-recommender-shard-<i>`): every replica recommends for the VPAs of the
+    /// shards it holds, restoring their history from their checkpoints when it takes a shard,
+    /// and shards move when replicas join or leave. 1 runs a single leader on the
+    /// `plimsoll-vpa-recommender` Lease. Ignored with --leader-elect=false.
+    #[arg(long, env = "PLIMSOLL_SHARDS", default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub shards: u32,
+
     /// Run something else than the controller.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -383,6 +392,8 @@ impl Args {
                 bucket_seconds: seconds(self.joint_bucket),
             },
             joint_persist_interval: self.joint_persist_interval,
+            shards: self.shards,
+            identity: None,
             estimator: EstimatorConfig {
                 target_cpu_percentile: self.target_cpu_percentile,
                 lower_bound_cpu_percentile: self.recommendation_lower_bound_cpu_percentile,
@@ -481,6 +492,18 @@ mod tests {
             assert!(arg.get_env().is_some(), "{} has no env", arg.get_id());
             assert!(arg.get_help().is_some(), "{} has no help", arg.get_id());
         }
+    }
+
+    #[test]
+    fn shards_default_to_one_leader() {
+        let shards = |flags: &[&str]| {
+            Args::try_parse_from(std::iter::once("vpa-recommender").chain(flags.iter().copied()))
+                .map(|a| a.into_config().shards)
+        };
+        assert_eq!(shards(&[]).ok(), Some(1));
+        assert_eq!(shards(&["--shards=6"]).ok(), Some(6));
+        assert!(shards(&["--shards=0"]).is_err());
+        assert!(shards(&["--shards=1025"]).is_err());
     }
 
     #[test]

@@ -25,6 +25,7 @@ use plimsoll_core::vertical::joint_sizing::{self, HorizontalSettings, TOTAL_USAG
 use plimsoll_runtime::api_message;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::TargetRef;
+use plimsoll_runtime::leader::shards::ShardHandle;
 use plimsoll_runtime::metrics_api::{MetricsSource, PodMetrics};
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
@@ -32,6 +33,7 @@ use plimsoll_runtime::target_index::TargetIndex;
 use serde_json::json;
 
 use crate::Config;
+use crate::coverage;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::recommender::{LoopOutcome, Recommender, VpaInput, VpaKey, key_of};
@@ -61,8 +63,55 @@ pub struct Context {
     pub autoscalers: TargetIndex<HorizontalPodAutoscalerPlus>,
     /// autoscaling/v2 HorizontalPodAutoscalers by the workload they scale (conflict detection).
     pub hpas: TargetIndex<HorizontalPodAutoscaler>,
+    /// The shards this replica acts on (`--shards`); without sharding one shard, held while
+    /// leading. Every write for a VPA is gated on its shard being held.
+    pub shards: ShardHandle,
     /// Settings.
     pub config: Config,
+}
+
+/// The shard whose holder deletes the checkpoints of VPAs that no longer exist (a deleted VPA
+/// has no uid left to hash, and exactly one replica must collect them).
+pub const ORPHAN_SHARD: u32 = 0;
+
+/// Which VPAs a set of writes is for, and whether each may be written now: only while this
+/// replica holds the VPA's shard, checked right before each write (a shard can be lost at its
+/// renew deadline in the middle of a loop).
+pub struct Gate<'a> {
+    shards: &'a ShardHandle,
+    uids: HashMap<VpaKey, String>,
+}
+
+impl<'a> Gate<'a> {
+    /// Writes for `vpas` (and no other VPA), gated on `shards`.
+    pub fn new<'v>(
+        shards: &'a ShardHandle,
+        vpas: impl IntoIterator<Item = &'v VerticalPodAutoscaler>,
+    ) -> Self {
+        let uids = vpas
+            .into_iter()
+            .filter_map(|v| Some((key_of(v), v.metadata.uid.clone()?)))
+            .collect();
+        Self { shards, uids }
+    }
+
+    /// Whether writes for `key` are in this set.
+    pub fn covers(&self, key: &VpaKey) -> bool {
+        self.uids.contains_key(key)
+    }
+
+    /// Whether `key` may be written now: in this set, and its shard held.
+    pub fn allows(&self, key: &VpaKey) -> bool {
+        let held = self.uids.get(key).is_some_and(|uid| self.shards.holds(uid));
+        if !held {
+            tracing::debug!(
+                namespace = key.0,
+                name = key.1,
+                "shard not held: write skipped"
+            );
+        }
+        held
+    }
 }
 
 impl Context {
@@ -98,11 +147,6 @@ impl Context {
             .collect();
         vpas.sort_by_key(|v| key_of(v));
         vpas
-    }
-
-    /// Keys of every VPA, served or not.
-    pub fn all_vpa_keys(&self) -> HashSet<VpaKey> {
-        self.vpas.state().iter().map(|v| key_of(v)).collect()
     }
 }
 
@@ -208,28 +252,42 @@ async fn fetch_usage(ctx: &Context, namespaces: BTreeSet<String>) -> Vec<PodMetr
     out
 }
 
-/// One loop against the cluster.
-pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
-    let started = Instant::now();
-    let now = Timestamp::now();
-    let served = ctx.served_vpas();
-    let inputs: Vec<VpaInput> = futures::stream::iter(served)
+async fn resolve_all(ctx: &Context, vpas: Vec<Arc<VerticalPodAutoscaler>>) -> Vec<VpaInput> {
+    futures::stream::iter(vpas)
         .map(|v| resolve(ctx, v))
         .buffered(16)
         .collect()
-        .await;
+        .await
+}
+
+/// One loop against the cluster over the served VPAs of `shards` (the covered shards: held,
+/// and restored). Every write is gated on the VPA's shard still being held. Returns the loop's
+/// time, which the checkpoints it wrote carry.
+pub async fn run_once(
+    ctx: &Context,
+    recommender: &mut Recommender,
+    shards: &BTreeSet<u32>,
+) -> Timestamp {
+    let started = Instant::now();
+    let now = Timestamp::now();
+    let served = ctx.served_vpas();
+    let covered = coverage::in_shards(&served, |uid| ctx.shards.shard_of(uid), shards);
+    let context = coverage::ownership_context(&served, &covered);
+    let inputs = resolve_all(ctx, covered).await;
+    let context = resolve_all(ctx, context).await;
     let namespaces: BTreeSet<String> = inputs
         .iter()
         .filter(|i| i.selector.is_ok())
         .filter_map(|i| i.vpa.metadata.namespace.clone())
         .collect();
     let usage = fetch_usage(ctx, namespaces).await;
-    let pods = ctx.pods.state();
+    let pods = coverage::pods_for(&inputs, &context, ctx.pods.state());
     let events = ctx.events.state();
     let outcome = recommender.run_loop(&inputs, &pods, &usage, &events, now);
-    write_statuses(ctx, &inputs, &outcome).await;
-    write_checkpoints(ctx, recommender, now).await;
-    persist_totals(ctx, recommender, ctx.config.joint_persist_interval).await;
+    let gate = Gate::new(&ctx.shards, inputs.iter().map(|i| i.vpa.as_ref()));
+    write_statuses(ctx, &gate, &inputs, &outcome).await;
+    write_checkpoints(ctx, &gate, recommender, now, None).await;
+    persist_totals(ctx, &gate, recommender, ctx.config.joint_persist_interval).await;
     ctx.metrics.conflicting.set(
         i64::try_from(inputs.iter().filter(|i| i.conflict.is_some()).count()).unwrap_or(i64::MAX),
     );
@@ -250,13 +308,22 @@ pub async fn run_once(ctx: &Context, recommender: &mut Recommender) {
         seconds = elapsed.as_secs_f64(),
         "recommender loop done"
     );
+    now
 }
 
 /// Writes the statuses `outcome` changed, with a Warning Event for a conflict or an
 /// unsupported configuration that has just appeared.
-async fn write_statuses(ctx: &Context, inputs: &[VpaInput], outcome: &LoopOutcome) {
+async fn write_statuses(
+    ctx: &Context,
+    gate: &Gate<'_>,
+    inputs: &[VpaInput],
+    outcome: &LoopOutcome,
+) {
     let by_key: HashMap<VpaKey, &VpaInput> = inputs.iter().map(|i| (key_of(&i.vpa), i)).collect();
     for update in &outcome.updates {
+        if !gate.allows(&update.key) {
+            continue;
+        }
         let (namespace, name) = &update.key;
         let api: Api<VerticalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
         // Null removes a recommendation that is no longer valid; conditions replace the list.
@@ -326,10 +393,31 @@ async fn write_statuses(ctx: &Context, inputs: &[VpaInput], outcome: &LoopOutcom
     }
 }
 
-async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Timestamp) {
+/// Writes the due checkpoints of the VPAs `gate` covers, longest-ago first, within
+/// `--checkpoints-timeout` (at least `--min-checkpoints` of them). With `unless_written_at`, skips
+/// those last written at that time (by the loop that ran then: the model has not changed since).
+async fn write_checkpoints(
+    ctx: &Context,
+    gate: &Gate<'_>,
+    recommender: &mut Recommender,
+    now: Timestamp,
+    unless_written_at: Option<Timestamp>,
+) {
     let deadline = Instant::now() + ctx.config.checkpoints_timeout;
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let due = recommender.checkpoints_due(now);
+    let due: Vec<_> = recommender
+        .checkpoints_due(now)
+        .into_iter()
+        .filter(|d| {
+            let cp = &d.checkpoint;
+            let key = (
+                cp.metadata.namespace.clone().unwrap_or_default(),
+                cp.spec.vpa_object_name.clone().unwrap_or_default(),
+            );
+            gate.covers(&key)
+                && (unless_written_at.is_none() || d.last_written != unless_written_at)
+        })
+        .collect();
     let total = due.len();
     for (written, due) in due.into_iter().enumerate() {
         if written >= ctx.config.min_checkpoints && Instant::now() >= deadline {
@@ -343,6 +431,13 @@ async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Ti
         let cp = &due.checkpoint;
         let namespace = cp.metadata.namespace.clone().unwrap_or_default();
         let name = cp.metadata.name.clone().unwrap_or_default();
+        let key = (
+            namespace.clone(),
+            cp.spec.vpa_object_name.clone().unwrap_or_default(),
+        );
+        if !gate.allows(&key) {
+            continue;
+        }
         match ctx
             .checkpoint_api(&namespace)
             .patch(&name, &params, &Patch::Apply(cp))
@@ -350,10 +445,6 @@ async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Ti
         {
             Ok(_) => {
                 ctx.metrics.checkpoint_writes.inc();
-                let key = (
-                    namespace,
-                    cp.spec.vpa_object_name.clone().unwrap_or_default(),
-                );
                 recommender.checkpoint_written(
                     &key,
                     cp.spec.container_name.as_deref().unwrap_or_default(),
@@ -368,23 +459,33 @@ async fn write_checkpoints(ctx: &Context, recommender: &mut Recommender, now: Ti
     }
 }
 
-/// Writes the total usage of joint VPAs to their `plimsoll.dev/total-usage` annotation: those
-/// that changed and were last written at least `every` ago (zero: every changed one, at the end
-/// of a leadership term). A failed write is retried next loop.
-pub async fn persist_totals(ctx: &Context, recommender: &mut Recommender, every: Duration) {
+/// Writes the total usage of joint VPAs (those `gate` covers) to their
+/// `plimsoll.dev/total-usage` annotation: those that changed and were last written at least
+/// `every` ago (zero: every changed one, before their state is dropped). A failed write is
+/// retried next loop.
+pub async fn persist_totals(
+    ctx: &Context,
+    gate: &Gate<'_>,
+    recommender: &mut Recommender,
+    every: Duration,
+) {
     let now = Timestamp::now();
     let every = jiff::SignedDuration::try_from(every).unwrap_or(jiff::SignedDuration::MAX);
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     };
-    for ((namespace, name), value) in recommender.totals_due(now, every) {
-        let api: Api<VerticalPodAutoscaler> = Api::namespaced(ctx.client.clone(), &namespace);
+    for (key, value) in recommender.totals_due(now, every) {
+        if !gate.covers(&key) || !gate.allows(&key) {
+            continue;
+        }
+        let (namespace, name) = &key;
+        let api: Api<VerticalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
         let patch = json!({"metadata": {"annotations": {TOTAL_USAGE_ANNOTATION: value}}});
-        match api.patch(&name, &params, &Patch::Merge(&patch)).await {
+        match api.patch(name, &params, &Patch::Merge(&patch)).await {
             Ok(_) => {
                 ctx.metrics.total_usage_writes.inc();
-                recommender.total_persisted(&(namespace, name), now);
+                recommender.total_persisted(&key, now);
             }
             Err(e) => {
                 ctx.metrics.error("total-usage");
@@ -394,19 +495,71 @@ pub async fn persist_totals(ctx: &Context, recommender: &mut Recommender, every:
     }
 }
 
+/// Hands `vpas` over (their shards are no longer acting: given up, lost, or shutting down):
+/// writes, while their shards are still held, what their successor restores — the checkpoints
+/// the last loop (`last_loop`, its time) left for later within its time budget and the joint
+/// totals not persisted yet — then drops their models. Nothing is written for a shard already
+/// lost.
+pub async fn hand_over(
+    ctx: &Context,
+    recommender: &mut Recommender,
+    vpas: &[Arc<VerticalPodAutoscaler>],
+    last_loop: Option<Timestamp>,
+) {
+    let gate = Gate::new(&ctx.shards, vpas.iter().map(AsRef::as_ref));
+    // Before any loop the model holds what was restored, the newest on the server already.
+    if last_loop.is_some() {
+        write_checkpoints(ctx, &gate, recommender, Timestamp::now(), last_loop).await;
+    }
+    persist_totals(ctx, &gate, recommender, Duration::ZERO).await;
+    let dropped = recommender.forget(|key| gate.covers(key));
+    tracing::info!(vpas = dropped, "handed over");
+}
+
 /// Garbage collection: expired aggregates, then checkpoints of deleted VPAs and of containers
-/// without an aggregate.
-pub async fn garbage_collect(ctx: &Context, recommender: &mut Recommender) -> Result<()> {
+/// without an aggregate. Each stale checkpoint is deleted by one replica only: the holder of
+/// [`collector`]'s shard, which must be in `shards` (covered) and still held.
+pub async fn garbage_collect(
+    ctx: &Context,
+    recommender: &mut Recommender,
+    shards: &BTreeSet<u32>,
+) -> Result<()> {
     let dropped = recommender.garbage_collect(Timestamp::now());
     let checkpoints = ctx.list_checkpoints().await?;
-    let stale = recommender.stale_checkpoints(&checkpoints, &ctx.all_vpa_keys());
+    let uids: HashMap<VpaKey, Option<String>> = ctx
+        .vpas
+        .state()
+        .iter()
+        .map(|v| (key_of(v), v.metadata.uid.clone()))
+        .collect();
+    let all: HashSet<VpaKey> = uids.keys().cloned().collect();
+    let vpa_of: HashMap<(String, String), VpaKey> = checkpoints
+        .iter()
+        .map(|cp| {
+            let namespace = cp.metadata.namespace.clone().unwrap_or_default();
+            let name = cp.metadata.name.clone().unwrap_or_default();
+            let vpa = cp.spec.vpa_object_name.clone().unwrap_or_default();
+            ((namespace.clone(), name), (namespace, vpa))
+        })
+        .collect();
+    let stale = recommender.stale_checkpoints(&checkpoints, &all);
+    let mut deleted = 0;
     for (namespace, name) in &stale {
+        let uid = vpa_of
+            .get(&(namespace.clone(), name.clone()))
+            .and_then(|key| uids.get(key))
+            .map(Option::as_deref);
+        let shard = collector(uid, |uid| ctx.shards.shard_of(uid));
+        if !shards.contains(&shard) || !ctx.shards.holds_shard(shard) {
+            continue;
+        }
         match ctx
             .checkpoint_api(namespace)
             .delete(name, &DeleteParams::default())
             .await
         {
             Ok(_) => {
+                deleted += 1;
                 ctx.metrics.checkpoint_deletes.inc();
             }
             Err(kube::Error::Api(status)) if status.code == 404 => {}
@@ -418,28 +571,42 @@ pub async fn garbage_collect(ctx: &Context, recommender: &mut Recommender) -> Re
     }
     tracing::info!(
         aggregates_dropped = dropped,
-        checkpoints_deleted = stale.len(),
+        checkpoints_deleted = deleted,
         "garbage collection done"
     );
     Ok(())
 }
 
-/// Restores the state at start (or on becoming leader): from checkpoints, or from Prometheus.
-pub async fn restore(ctx: &Context, recommender: &mut Recommender) -> Result<()> {
+/// The shard whose holder deletes a stale checkpoint: its VPA's (`uid`: `None` when the VPA no
+/// longer exists, `Some(None)` when it has no uid) or, for a deleted one, [`ORPHAN_SHARD`].
+pub fn collector(uid: Option<Option<&str>>, shard_of: impl Fn(&str) -> u32) -> u32 {
+    match uid {
+        Some(Some(uid)) => shard_of(uid),
+        Some(None) | None => ORPHAN_SHARD,
+    }
+}
+
+/// Restores the history of the VPAs `keys` (those of newly covered shards): from their
+/// checkpoints, or from Prometheus. Nothing is changed when it fails. Returns how many
+/// containers were restored.
+pub(crate) async fn restore(
+    ctx: &Context,
+    recommender: &mut Recommender,
+    keys: &HashSet<VpaKey>,
+) -> Result<usize> {
     let now = Timestamp::now();
-    let served: HashSet<VpaKey> = ctx.served_vpas().iter().map(|v| key_of(v)).collect();
     if let Some(prom) = &ctx.config.prometheus {
         let history = crate::history::load_with(prom, Some(ctx.client.clone()), now).await?;
-        let inputs: Vec<VpaInput> = futures::stream::iter(ctx.served_vpas())
-            .map(|v| resolve(ctx, v))
-            .buffered(16)
-            .collect()
-            .await;
+        // Ownership over every served VPA, as the loop sees it; only `keys`' pods are loaded.
+        let inputs = resolve_all(ctx, ctx.served_vpas()).await;
         let pods = ctx.pods.state();
         let owner = recommender.pod_owners(&inputs, &pods);
         let mut loaded = 0;
         for ((namespace, pod, container), h) in &history {
-            let Some(key) = owner.get(&(namespace.clone(), pod.clone())) else {
+            let Some(key) = owner
+                .get(&(namespace.clone(), pod.clone()))
+                .filter(|k| keys.contains(*k))
+            else {
                 continue;
             };
             for (t, cpu) in &h.cpu {
@@ -451,19 +618,60 @@ pub async fn restore(ctx: &Context, recommender: &mut Recommender) -> Result<()>
             loaded += 1;
         }
         tracing::info!(containers = loaded, "history loaded from Prometheus");
-        return Ok(());
+        return Ok(loaded);
     }
     let checkpoints = ctx.list_checkpoints().await?;
-    let (restored, errors) = recommender.restore(&checkpoints, &served, now);
+    let (restored, errors) = recommender.restore(&checkpoints, keys, now);
     for e in &errors {
         ctx.metrics.error("checkpoint");
         tracing::warn!(error = %e, "checkpoint skipped");
     }
-    tracing::info!(restored, "state restored from checkpoints");
-    Ok(())
+    tracing::info!(
+        restored,
+        vpas = keys.len(),
+        "state restored from checkpoints"
+    );
+    Ok(restored)
 }
 
 /// How long to wait before the next loop so that loops start `interval` apart.
 pub fn until_next(started: Instant, interval: Duration) -> Duration {
     interval.saturating_sub(started.elapsed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plimsoll_runtime::leader::LeaderHandle;
+    use plimsoll_runtime::leader::shards::shard_of;
+
+    #[test]
+    fn each_stale_checkpoint_has_one_collector() {
+        let of = |uid: &str| shard_of(uid, 6);
+        // A live VPA's checkpoints are its shard's holder's to collect.
+        assert_eq!(collector(Some(Some("uid-7")), of), shard_of("uid-7", 6));
+        // A deleted VPA (or one without a uid) has none: the orphan shard's holder collects.
+        assert_eq!(collector(None, of), ORPHAN_SHARD);
+        assert_eq!(collector(Some(None), of), ORPHAN_SHARD);
+    }
+
+    #[test]
+    fn a_gate_covers_its_vpas_and_allows_them_while_held() {
+        let web: VerticalPodAutoscaler = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "ns", "uid": "uid-web"},
+            "spec": {"targetRef": {"kind": "Deployment", "name": "web"}},
+        }))
+        .expect("a VPA");
+        let mut anonymous = web.clone();
+        anonymous.metadata.name = Some("anonymous".into());
+        anonymous.metadata.uid = None;
+        let leading = ShardHandle::single(LeaderHandle::always_leading());
+        let gate = Gate::new(&leading, [&web, &anonymous]);
+        let key = ("ns".to_owned(), "web".to_owned());
+        assert!(gate.covers(&key) && gate.allows(&key));
+        let other = ("ns".to_owned(), "other".to_owned());
+        assert!(!gate.covers(&other) && !gate.allows(&other));
+        // Without a uid a VPA is in no shard: never written.
+        assert!(!gate.covers(&("ns".to_owned(), "anonymous".to_owned())));
+    }
 }

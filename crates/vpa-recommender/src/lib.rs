@@ -3,12 +3,19 @@
 //! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, Lease
 //! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods and
 //! eviction Events, and — while leading — the loop: restore state (checkpoints or Prometheus,
-//! retried with back-off until it succeeds; nothing is written before), then every `--recommender-interval` one [`controller::run_once`], and every
-//! `--checkpoints-gc-interval` one [`controller::garbage_collect`]. Cancelling the token lets
-//! the loop in flight finish its writes, then releases the Lease and returns `Ok`.
+//! retried with back-off until it succeeds; nothing is written before), then every
+//! `--recommender-interval` one [`controller::run_once`], and every `--checkpoints-gc-interval`
+//! one [`controller::garbage_collect`]. Cancelling the token lets the loop in flight finish its
+//! writes, then releases the Lease and returns `Ok`.
+//!
+//! With `--shards N` (N > 1) there is no single leader: every replica runs the loop over the
+//! VPAs of the shards whose Leases it holds (`plimsoll_runtime::leader::shards`), and the
+//! restore is per shard, when a shard is acquired ([`coverage`] has the rules). A single leader
+//! is the one-shard case of the same loop.
 
 pub mod cli;
 pub mod controller;
+pub mod coverage;
 pub mod error;
 pub mod history;
 pub mod metrics;
@@ -16,6 +23,7 @@ pub mod plot;
 pub mod recommender;
 pub mod replay;
 
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +40,7 @@ use plimsoll_core::vertical::joint_sizing::JointConfig;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
+use plimsoll_runtime::leader::shards::ShardGuard;
 use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::Service;
@@ -43,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 pub use error::{Error, Result};
 
 use crate::controller::Context;
-use crate::recommender::Recommender;
+use crate::recommender::{Recommender, VpaKey};
 
 /// The binary name: Lease `plimsoll-vpa-recommender`, metrics `plimsoll_vpa_recommender_`.
 pub const BINARY: &str = "vpa-recommender";
@@ -77,6 +86,12 @@ pub struct Config {
     pub joint: JointConfig,
     /// `--joint-persist-interval` (default 15 m).
     pub joint_persist_interval: Duration,
+    /// `--shards`: 1 runs one leader on `plimsoll-vpa-recommender`; more splits the VPAs among
+    /// the replicas by shard Leases.
+    pub shards: u32,
+    /// Leader-election identity; `None` = `$POD_NAME` or the host name. Tests running several
+    /// instances in one process set distinct ones.
+    pub identity: Option<String>,
 }
 
 fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
@@ -94,6 +109,8 @@ where
 /// the Lease is released and `run` returns `Ok`.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let mut service = Service::new(BINARY, &config.common)
+        .identity(config.identity.clone())
+        .shards(config.shards)
         .liveness_window((config.interval * 5).max(Duration::from_secs(60)))
         .start()
         .await?;
@@ -149,6 +166,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         events,
         autoscalers,
         hpas,
+        shards: service.shards.clone(),
         config,
     });
     let (synced_tx, synced) = watch::channel(None);
@@ -232,10 +250,15 @@ async fn while_following(leader: leader::LeaderHandle, liveness: Liveness, perio
     }
 }
 
-/// One leadership term: restore state (checkpoints or Prometheus, retried until it succeeds),
-/// then one
-/// [`controller::run_once`] every `--recommender-interval` and a garbage collection every
-/// `--checkpoints-gc-interval`, until `term` is cancelled. A loop in flight finishes its writes.
+/// How often the loop looks for shards it acquired or must give up between two loops.
+const SHARD_POLL: Duration = Duration::from_secs(1);
+
+/// One leadership term (with `--shards`, the whole run): follow the shards this replica acts
+/// on — restore the history of a shard's VPAs when it is acquired (retried with back-off; its
+/// VPAs are not recommended for until then), hand a shard's VPAs over when it is given up — and
+/// run one [`controller::run_once`] over the covered shards every `--recommender-interval`, a
+/// garbage collection every `--checkpoints-gc-interval`, until `term` is cancelled. Then every
+/// covered shard is handed over (a loop in flight finishes its writes first).
 async fn recommend_while_leading(
     ctx: Arc<Context>,
     mut synced: Synced,
@@ -251,29 +274,146 @@ async fn recommend_while_leading(
         }
     }
     liveness.tick();
-    let Some(mut recommender) = restore_until_done(&ctx, &liveness, &term).await else {
-        return Ok(());
-    };
+    let mut state = Term::new(&ctx);
+    let mut next_loop = Instant::now();
     let mut last_gc = Instant::now();
     loop {
-        let started = Instant::now();
-        controller::run_once(&ctx, &mut recommender).await;
-        liveness.tick();
-        if last_gc.elapsed() >= ctx.config.gc_interval {
-            last_gc = Instant::now();
-            if let Err(e) = controller::garbage_collect(&ctx, &mut recommender).await {
-                ctx.metrics.error(e.metric_label());
-                tracing::warn!(error = %e, "garbage collection failed");
+        state.follow_shards(&ctx, &liveness, &term).await;
+        if Instant::now() >= next_loop {
+            let started = Instant::now();
+            let covered = state.coverage.shards();
+            let at = controller::run_once(&ctx, &mut state.recommender, &covered).await;
+            state.last_loop = Some(at);
+            liveness.tick();
+            if last_gc.elapsed() >= ctx.config.gc_interval {
+                last_gc = Instant::now();
+                let gc = controller::garbage_collect(&ctx, &mut state.recommender, &covered);
+                if let Err(e) = gc.await {
+                    ctx.metrics.error(e.metric_label());
+                    tracing::warn!(error = %e, "garbage collection failed");
+                }
             }
+            next_loop = started + ctx.config.interval;
         }
+        let wake = next_loop.min(Instant::now() + SHARD_POLL);
         tokio::select! {
             () = term.cancelled() => break,
-            () = tokio::time::sleep(controller::until_next(started, ctx.config.interval)) => {}
+            () = tokio::time::sleep_until(wake.into()) => {}
         }
     }
-    // The next leader restores the joint VPAs' total usage from their annotations.
-    controller::persist_totals(&ctx, &mut recommender, std::time::Duration::ZERO).await;
+    // The successors restore from what this writes (and the joint totals from their
+    // annotations).
+    let covered = state.coverage.shards();
+    state.hand_over(&ctx, &covered).await;
     Ok(())
+}
+
+/// The loop's state across loops: the model, the shards it covers, the restore back-off.
+struct Term {
+    recommender: Recommender,
+    coverage: coverage::Coverage<ShardGuard>,
+    /// Restores failed in a row, and when the next may be tried.
+    failures: u32,
+    retry_at: Instant,
+    /// When the last loop started (its checkpoints were written at that time).
+    last_loop: Option<jiff::Timestamp>,
+}
+
+impl Term {
+    fn new(ctx: &Context) -> Self {
+        let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
+        recommender.set_joint(ctx.config.joint);
+        Self {
+            recommender,
+            coverage: coverage::Coverage::default(),
+            failures: 0,
+            retry_at: Instant::now(),
+            last_loop: None,
+        }
+    }
+
+    /// Brings the coverage in line with the shards acting now: hands over those no longer
+    /// acting, then restores and covers those newly acting (when the back-off allows).
+    async fn follow_shards(
+        &mut self,
+        ctx: &Context,
+        liveness: &Liveness,
+        term: &CancellationToken,
+    ) {
+        let changes = self.coverage.changes(&ctx.shards.acting());
+        if !changes.released.is_empty() {
+            self.hand_over(ctx, &changes.released).await;
+        }
+        if !changes.acquired.is_empty() && Instant::now() >= self.retry_at {
+            self.acquire(ctx, liveness, term, &changes.acquired).await;
+        }
+    }
+
+    /// Writes what the successors of `shards` restore from, drops their VPAs, and lets the
+    /// runtime release them (their guards are dropped last).
+    async fn hand_over(&mut self, ctx: &Context, shards: &BTreeSet<u32>) {
+        let vpas = coverage::in_shards(&ctx.served_vpas(), |uid| ctx.shards.shard_of(uid), shards);
+        controller::hand_over(ctx, &mut self.recommender, &vpas, self.last_loop).await;
+        for shard in shards {
+            drop(self.coverage.release(*shard));
+        }
+        tracing::info!(?shards, "shards handed over");
+    }
+
+    /// Restores the VPAs of `shards` (those still acting) and covers them; on failure, nothing
+    /// is covered and the next attempt waits [`restore_backoff`]. The loop must not cover a
+    /// shard on an empty model after a failed restore: its first checkpoint write would replace
+    /// the stored history with one loop's samples, and its recommendations would come from that
+    /// reset history.
+    async fn acquire(
+        &mut self,
+        ctx: &Context,
+        liveness: &Liveness,
+        term: &CancellationToken,
+        shards: &BTreeSet<u32>,
+    ) {
+        let guards: Vec<(u32, ShardGuard)> = shards
+            .iter()
+            .filter_map(|s| Some((*s, ctx.shards.enter_shard(*s)?)))
+            .collect();
+        let entered: BTreeSet<u32> = guards.iter().map(|(s, _)| *s).collect();
+        let keys: HashSet<VpaKey> =
+            coverage::in_shards(&ctx.served_vpas(), |uid| ctx.shards.shard_of(uid), &entered)
+                .iter()
+                .map(|v| recommender::key_of(v))
+                .collect();
+        // Whatever the model held for them is older than their checkpoints.
+        self.recommender.forget(|k| keys.contains(k));
+        let attempt = tokio::select! {
+            () = term.cancelled() => return,
+            r = controller::restore(ctx, &mut self.recommender, &keys) => r,
+        };
+        // Restoring is this replica's work: it is alive while it retries.
+        liveness.tick();
+        match attempt {
+            Ok(_) => {
+                self.failures = 0;
+                for (shard, guard) in guards {
+                    self.coverage.cover(shard, guard);
+                }
+                tracing::info!(shards = ?entered, vpas = keys.len(), "shards restored and covered");
+            }
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                ctx.metrics.error(e.metric_label());
+                ctx.metrics.restore_failures.inc();
+                let wait = restore_backoff(self.failures);
+                self.retry_at = Instant::now() + wait;
+                tracing::warn!(
+                    error = %e,
+                    failures = self.failures,
+                    retry_in = ?wait,
+                    shards = ?entered,
+                    "cannot restore history; not recommending for these shards until it is restored"
+                );
+            }
+        }
+    }
 }
 
 /// First wait before retrying a failed restore; it doubles up to [`RESTORE_BACKOFF_MAX`].
@@ -288,48 +428,6 @@ fn restore_backoff(failures: u32) -> Duration {
     RESTORE_BACKOFF_START
         .saturating_mul(1 << doublings)
         .min(RESTORE_BACKOFF_MAX)
-}
-
-/// Restores the model, retrying with back-off until it succeeds; `None` when `term` ends first.
-///
-/// The loop must not start on an empty model after a failed restore: its first checkpoint
-/// write would replace the stored history with one loop's samples, and its recommendations would
-/// come from that reset history. So no recommendation and no checkpoint is written by this term
-/// until a restore has succeeded. Each attempt starts from a fresh model, so a failure halfway
-/// cannot leave a partial one behind.
-async fn restore_until_done(
-    ctx: &Context,
-    liveness: &Liveness,
-    term: &CancellationToken,
-) -> Option<Recommender> {
-    let mut failures = 0u32;
-    loop {
-        let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
-        recommender.set_joint(ctx.config.joint);
-        let attempt = tokio::select! {
-            () = term.cancelled() => return None,
-            r = controller::restore(ctx, &mut recommender) => r,
-        };
-        // Retrying is this term's work: the replica is alive while it waits.
-        liveness.tick();
-        let Err(e) = attempt else {
-            return Some(recommender);
-        };
-        failures = failures.saturating_add(1);
-        ctx.metrics.error(e.metric_label());
-        ctx.metrics.restore_failures.inc();
-        let wait = restore_backoff(failures);
-        tracing::warn!(
-            error = %e,
-            failures,
-            retry_in = ?wait,
-            "cannot restore history; not recommending until it is restored"
-        );
-        tokio::select! {
-            () = term.cancelled() => return None,
-            () = tokio::time::sleep(wait) => {}
-        }
-    }
 }
 
 #[cfg(test)]

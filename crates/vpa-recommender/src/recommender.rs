@@ -582,6 +582,44 @@ mod tests {
     }
 
     #[test]
+    fn forgotten_vpas_are_restored_afresh_from_their_checkpoints() {
+        // A shard handed over and later taken back: the model drops its VPAs, then the restore
+        // brings back exactly what the checkpoints say, not a sum of old and restored history.
+        let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+        let (a, b) = (vpa("a"), vpa("b"));
+        let pods = vec![
+            Arc::new(pod("a-1", "a", "1Mi")),
+            Arc::new(pod("b-1", "b", "1Mi")),
+        ];
+        let at = t0();
+        r.run_loop(
+            &[a.clone(), b.clone()],
+            &pods,
+            &[
+                usage("a-1", "300m", "200Mi", at),
+                usage("b-1", "100m", "50Mi", at),
+            ],
+            &[],
+            at,
+        );
+        let saved: Vec<_> = r
+            .checkpoints_due(at)
+            .into_iter()
+            .map(|d| Arc::new(d.checkpoint))
+            .collect();
+        let before = r.model(&key_of(&a.vpa)).map(|m| m.checkpoints(at));
+        assert_eq!(r.forget(|k| k.1 == "a"), 1);
+        assert!(r.model(&key_of(&a.vpa)).is_none());
+        assert!(
+            r.model(&key_of(&b.vpa)).is_some(),
+            "other shards' VPAs stay"
+        );
+        let keys = HashSet::from([key_of(&a.vpa)]);
+        assert_eq!(r.restore(&saved, &keys, at).0, 1);
+        assert_eq!(r.model(&key_of(&a.vpa)).map(|m| m.checkpoints(at)), before);
+    }
+
+    #[test]
     fn pods_match_the_first_vpa_by_name_in_their_namespace() {
         let vpas = [vpa("b"), vpa("a")];
         let mut both = vpas[0].clone();

@@ -50,10 +50,32 @@ pub trait ServedVpa {
     }
 }
 
+/// A borrowed served VPA serves the same (ownership over VPAs gathered from several lists).
+impl<T: ServedVpa + ?Sized> ServedVpa for &T {
+    fn object(&self) -> &VerticalPodAutoscaler {
+        (**self).object()
+    }
+    fn target_error(&self) -> Option<&str> {
+        (**self).target_error()
+    }
+    fn has_pod_selector(&self) -> bool {
+        (**self).has_pod_selector()
+    }
+    fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        (**self).selects(labels)
+    }
+    fn conflict(&self) -> Option<&str> {
+        (**self).conflict()
+    }
+    fn joint(&self) -> Option<&HorizontalSettings> {
+        (**self).joint()
+    }
+}
+
 /// Each pod that belongs to a VPA, with that VPA's key, in the order of `pods`.
 pub fn owners<'p, V: ServedVpa>(vpas: &[V], pods: &'p [Arc<Pod>]) -> Vec<(VpaKey, &'p Pod)> {
     let mut by_namespace: HashMap<&str, Vec<&V>> = HashMap::new();
-    for v in vpas.iter().filter(|v| v.has_pod_selector()) {
+    for v in vpas.iter().filter(|v| V::has_pod_selector(v)) {
         by_namespace
             .entry(v.object().metadata.namespace.as_deref().unwrap_or_default())
             .or_default()

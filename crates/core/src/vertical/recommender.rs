@@ -380,6 +380,15 @@ impl Recommender {
         outcome
     }
 
+    /// Drops the models (aggregates, checkpoint times, joint totals) of the VPAs `gone`
+    /// selects, e.g. those of a shard another replica now serves from their checkpoints;
+    /// returns how many.
+    pub fn forget(&mut self, mut gone: impl FnMut(&VpaKey) -> bool) -> usize {
+        let before = self.vpas.len();
+        self.vpas.retain(|k, _| !gone(k));
+        before - self.vpas.len()
+    }
+
     /// Step 1: drops the models of VPAs that are no longer served.
     fn forget_deleted_vpas<V: ServedVpa>(&mut self, vpas: &[V]) {
         let live: HashSet<VpaKey> = vpas.iter().map(|v| key_of(v.object())).collect();

@@ -173,18 +173,25 @@ impl ShardHandle {
     /// given up), else `None`. Keep the guard until the work's last write: a shard is released
     /// only after its guards are dropped.
     pub fn enter(&self, uid: &str) -> Option<ShardGuard> {
+        self.enter_shard(self.shard_of(uid))
+    }
+
+    /// [`ShardHandle::enter`] by shard number: for work that spans a whole shard (a service
+    /// keeping per-shard state between passes holds this while the state is not persisted).
+    pub fn enter_shard(&self, shard: u32) -> Option<ShardGuard> {
         match &self.mode {
-            Mode::Single(leader) => leader.is_leader().then_some(ShardGuard { shard: None }),
-            Mode::Sharded(shared) => {
-                let which = self.shard_of(uid);
-                let mut state = shared.lock();
-                let i = which as usize;
+            Mode::Single(leader) => {
+                (shard == 0 && leader.is_leader()).then_some(ShardGuard { shard: None })
+            }
+            Mode::Sharded(inner) => {
+                let mut state = inner.lock();
+                let i = shard as usize;
                 if !state.acting.get(i).copied().unwrap_or(false) {
                     return None;
                 }
                 state.in_flight[i] += 1;
                 Some(ShardGuard {
-                    shard: Some((shared.clone(), which)),
+                    shard: Some((inner.clone(), shard)),
                 })
             }
         }
@@ -193,12 +200,17 @@ impl ShardHandle {
     /// Whether this replica may write for the object `uid` now: its shard is held (renewed
     /// within the renew deadline). Check it right before each write.
     pub fn holds(&self, uid: &str) -> bool {
+        self.holds_shard(self.shard_of(uid))
+    }
+
+    /// [`ShardHandle::holds`] by shard number.
+    pub fn holds_shard(&self, shard: u32) -> bool {
         match &self.mode {
-            Mode::Single(leader) => leader.is_leader(),
-            Mode::Sharded(shared) => shared
+            Mode::Single(leader) => shard == 0 && leader.is_leader(),
+            Mode::Sharded(inner) => inner
                 .lock()
                 .held
-                .get(self.shard_of(uid) as usize)
+                .get(shard as usize)
                 .copied()
                 .unwrap_or(false),
         }
@@ -844,5 +856,7 @@ mod tests {
         assert!(handle.enter("any").is_some());
         assert!(handle.holds("any"));
         assert_eq!(handle.acting(), BTreeSet::from([0]));
+        assert!(handle.enter_shard(0).is_some() && handle.holds_shard(0));
+        assert!(handle.enter_shard(1).is_none() && !handle.holds_shard(1));
     }
 }

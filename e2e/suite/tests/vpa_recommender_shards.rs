@@ -1,0 +1,340 @@
+//! vpa-recommender sharded across replicas (issue 20): three instances with `--shards 6` share
+//! 30 VPAs; one is killed mid-run. Every VPA keeps being recommended for (its checkpoint, written
+//! every loop, is written again within one lease duration, a retry period, the restore and one
+//! loop of the kill, and again after that), and the sim's audit log — where each instance writes
+//! under its own User-Agent — shows no VPA whose status or checkpoint was written by two
+//! instances in turn more often than its shard's Lease changed hands: no double writes, during
+//! the start-up rebalancing nor the takeover.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::ResourceExt;
+use kube::api::{ListParams, PostParams};
+use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
+use plimsoll_e2e::{Env, eventually};
+use plimsoll_runtime::leader::shards::shard_of;
+use plimsoll_sim::{LoadProfile, LoadSpec};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const WITHIN: Duration = Duration::from_secs(40);
+const EVERY: Duration = Duration::from_millis(250);
+const SHARDS: u32 = 6;
+const OBJECTS: usize = 30;
+/// `--lease-duration`.
+const LEASE: Duration = Duration::from_secs(4);
+/// `--retry-period`.
+const RETRY: Duration = Duration::from_millis(500);
+/// `--recommender-interval` (the harness's).
+const INTERVAL: Duration = Duration::from_secs(1);
+
+fn config(env: &Env, identity: &str) -> plimsoll_vpa_recommender::Config {
+    let flags = [
+        "--leader-elect=true".to_owned(),
+        format!("--lease-namespace={}", env.namespace),
+        format!("--lease-duration={}s", LEASE.as_secs()),
+        "--renew-deadline=3s".to_owned(),
+        format!("--retry-period={}ms", RETRY.as_millis()),
+        format!("--shards={SHARDS}"),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut config = env.recommender_config(&flags).expect("test flags parse");
+    config.identity = Some(identity.to_owned());
+    config
+}
+
+/// An instance on its own runtime, so that dropping it is a crash (no Lease released).
+struct Instance {
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: CancellationToken,
+    done: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl Instance {
+    fn start(config: plimsoll_vpa_recommender::Config) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let stop = CancellationToken::new();
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let token = stop.clone();
+        runtime.spawn(async move {
+            if let Err(e) = plimsoll_vpa_recommender::run(config, token).await {
+                eprintln!("vpa-recommender ended with an error: {e}");
+            }
+            let _ = tx.send(());
+        });
+        Self {
+            runtime: Some(runtime),
+            stop,
+            done: Some(done),
+        }
+    }
+
+    fn crash(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+
+    /// A graceful stop: finish in-flight work, release the Leases.
+    async fn stop(mut self) {
+        self.stop.cancel();
+        if let Some(done) = self.done.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(20), done).await;
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.crash();
+    }
+}
+
+async fn vpa(env: &Env, name: &str) -> anyhow::Result<()> {
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1",
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "recommenders": [{"name": "plimsoll"}],
+            "updatePolicy": {"updateMode": "Off"},
+        },
+    }))?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa)
+        .await?;
+    Ok(())
+}
+
+/// The shard Leases' holders and transition counts, by shard.
+async fn shard_leases(env: &Env) -> anyhow::Result<Vec<(Option<String>, i32)>> {
+    let api = env.api::<Lease>();
+    let mut out = Vec::new();
+    for i in 0..SHARDS {
+        let spec = api
+            .get_opt(&format!("plimsoll-vpa-recommender-shard-{i}"))
+            .await?
+            .and_then(|l| l.spec);
+        out.push((
+            spec.as_ref()
+                .and_then(|s| s.holder_identity.clone())
+                .filter(|h| !h.is_empty()),
+            spec.and_then(|s| s.lease_transitions).unwrap_or(0),
+        ));
+    }
+    Ok(out)
+}
+
+/// What the recommender wrote for one VPA: its uid, whether its status has a recommendation, and
+/// when its checkpoint was last written.
+struct Written {
+    uid: String,
+    recommended: bool,
+    checkpoint: Option<jiff::Timestamp>,
+}
+
+/// Each VPA's [`Written`], by name.
+async fn written(env: &Env) -> anyhow::Result<BTreeMap<String, Written>> {
+    let vpas = env
+        .api::<VerticalPodAutoscaler>()
+        .list(&ListParams::default())
+        .await?;
+    let checkpoints = env
+        .api::<VerticalPodAutoscalerCheckpoint>()
+        .list(&ListParams::default())
+        .await?;
+    let mut at: BTreeMap<String, jiff::Timestamp> = BTreeMap::new();
+    for cp in checkpoints.items {
+        if let (Some(vpa), Some(time)) = (
+            cp.spec.vpa_object_name.clone(),
+            cp.status.and_then(|s| s.last_update_time).map(|t| t.0),
+        ) {
+            at.insert(vpa, time);
+        }
+    }
+    Ok(vpas
+        .items
+        .into_iter()
+        .map(|v| {
+            let name = v.name_any();
+            let recommended = v
+                .status
+                .and_then(|s| s.recommendation)
+                .and_then(|r| r.container_recommendations)
+                .is_some_and(|c| !c.is_empty());
+            let written = Written {
+                uid: v.metadata.uid.clone().unwrap_or_default(),
+                recommended,
+                checkpoint: at.get(&name).copied(),
+            };
+            (name, written)
+        })
+        .collect())
+}
+
+/// Waits until every VPA has a recommendation and a checkpoint written after `since`; returns
+/// how long after `from` that was.
+async fn all_written_after(
+    env: &Env,
+    what: &str,
+    since: jiff::Timestamp,
+    from: Instant,
+) -> anyhow::Result<Duration> {
+    eventually(what, WITHIN, EVERY, || async {
+        let w = written(env).await?;
+        Ok((w.len() == OBJECTS
+            && w.values()
+                .all(|w| w.recommended && w.checkpoint.is_some_and(|t| t > since)))
+        .then(|| from.elapsed()))
+    })
+    .await
+}
+
+/// The instance a User-Agent names (`vpa-recommender/<version> (<identity>)`).
+fn writer(user_agent: &str) -> Option<&str> {
+    user_agent
+        .strip_prefix("vpa-recommender/")?
+        .split_once(" (")?
+        .1
+        .strip_suffix(')')
+}
+
+/// The audit log: per VPA, the instances writing its status or its checkpoints (`<vpa>-app`).
+/// The writer may change only when the VPA's shard changed hands, and the last writer holds it.
+async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
+    let shards = shard_leases(env).await?;
+    let vpas = written(env).await?;
+    let audit = env.audit().expect("the sim's audit log");
+    let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut anonymous = 0;
+    let mut audited = 0;
+    for entry in audit.iter().filter(|e| e.namespace == env.namespace) {
+        let vpa = match (entry.resource.as_str(), entry.subresource.as_str()) {
+            ("verticalpodautoscalers", "status") => entry.name.clone(),
+            ("verticalpodautoscalercheckpoints", "") => match entry.name.strip_suffix("-app") {
+                Some(vpa) => vpa.to_owned(),
+                None => continue,
+            },
+            _ => continue,
+        };
+        audited += 1;
+        let Some(who) = writer(&entry.user_agent) else {
+            anonymous += 1;
+            continue;
+        };
+        let list = writers.entry(vpa).or_default();
+        if list.last().map(String::as_str) != Some(who) {
+            list.push(who.to_owned());
+        }
+    }
+    assert_eq!(anonymous, 0, "every write names its instance");
+    assert_eq!(writers.len(), OBJECTS, "{writers:?}");
+    let mut handovers = 0;
+    for (name, sequence) in &writers {
+        let uid = &vpas[name].uid;
+        let shard = shard_of(uid, SHARDS) as usize;
+        let (holder, transitions) = &shards[shard];
+        let switches = sequence.len() - 1;
+        handovers += switches;
+        assert!(
+            i32::try_from(switches)? <= *transitions,
+            "{name} (shard {shard}) written by {sequence:?}, its Lease changed hands {transitions} times"
+        );
+        assert_eq!(
+            sequence.last(),
+            holder.as_ref(),
+            "{name}'s last writer holds its shard"
+        );
+    }
+    eprintln!(
+        "{audited} VPA status and checkpoint writes audited; {handovers} writer changes, none \
+         more than its shard's Lease transitions"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's load and the audit log"
+)]
+async fn three_sharded_recommenders_survive_a_kill_without_double_writes() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-shards").await?;
+    let sim = env.sim()?;
+    for k in 0..OBJECTS {
+        let name = format!("w{k}");
+        plimsoll_e2e::create_deployment(&env, &name, 1, "100m", "64Mi").await?;
+        #[allow(clippy::cast_precision_loss)]
+        let load = LoadSpec {
+            profile: LoadProfile::Constant {
+                value: 100.0 + 10.0 * k as f64,
+            },
+            ..LoadSpec::default()
+        };
+        sim.set_load(&env.namespace, "deployments", &name, load);
+        vpa(&env, &name).await?;
+    }
+    let started = Instant::now();
+    let mut instances: BTreeMap<&str, Instance> = ["instance-a", "instance-b", "instance-c"]
+        .into_iter()
+        .map(|id| (id, Instance::start(config(&env, id))))
+        .collect();
+
+    eventually("six shards, two per instance", WITHIN, EVERY, || async {
+        let leases = shard_leases(&env).await?;
+        let mut per: BTreeMap<String, usize> = BTreeMap::new();
+        for holder in leases.into_iter().filter_map(|(h, _)| h) {
+            *per.entry(holder).or_default() += 1;
+        }
+        Ok((per.len() == 3 && per.values().all(|c| *c == 2)).then_some(()))
+    })
+    .await?;
+    let settled = jiff::Timestamp::now();
+    let first = all_written_after(&env, "every VPA recommended", settled, started).await?;
+    eprintln!("every VPA recommended and checkpointed {first:?} after the start");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // Kill c: no Lease released, its shards wait for expiry.
+    let killed_at = jiff::Timestamp::now();
+    let killed = Instant::now();
+    instances.get_mut("instance-c").expect("instance c").crash();
+    // Every VPA is written again after the kill within the lease duration, one retry period,
+    // the restore from checkpoints and one loop (plus slack for a loaded machine).
+    let bound = LEASE + RETRY + INTERVAL + Duration::from_secs(1);
+    let after =
+        all_written_after(&env, "every VPA written after the kill", killed_at, killed).await?;
+    eprintln!("every VPA recommended and checkpointed {after:?} after the kill (bound {bound:?})");
+    assert!(
+        after < bound + Duration::from_secs(4),
+        "recommendation gap after the kill: {after:?}"
+    );
+    eventually("six shards, three per survivor", WITHIN, EVERY, || async {
+        let leases = shard_leases(&env).await?;
+        let survivors = leases
+            .iter()
+            .filter(|(h, _)| matches!(h.as_deref(), Some("instance-a" | "instance-b")))
+            .count();
+        Ok((survivors == 6).then_some(()))
+    })
+    .await?;
+    // And they keep being written.
+    let again = jiff::Timestamp::now();
+    let kept = Instant::now();
+    let kept = all_written_after(&env, "every VPA written again", again, kept).await?;
+    assert!(kept < INTERVAL * 4 + Duration::from_secs(2), "{kept:?}");
+
+    assert_no_double_writes(&env).await?;
+
+    for (_, instance) in instances {
+        instance.stop().await;
+    }
+    env.cleanup().await;
+    Ok(())
+}
