@@ -52,6 +52,8 @@ pub struct Memory {
     pub tuning_status: Option<MinReplicasTuningStatus>,
     /// `spec.predictive`'s load series and last status (`None` while prediction is off).
     pub predictive: Option<crate::predict::Held>,
+    /// The optional per-object metric series the last evaluation published.
+    pub published: crate::metrics::Published,
 }
 
 /// The selector each autoscaler's target reported, by namespace, for `AmbiguousSelector`.
@@ -192,6 +194,12 @@ impl Context {
         lock(&self.memory)
             .get(uid)
             .and_then(|m| m.predictive.clone())
+    }
+
+    /// The optional metric series the last evaluation of `uid` published (`None` on first
+    /// sight).
+    pub fn published(&self, uid: &str) -> Option<crate::metrics::Published> {
+        lock(&self.memory).get(uid).map(|m| m.published)
     }
 
     /// Stores the memory of `uid` after a reconcile.
@@ -360,6 +368,7 @@ mod tests {
                 loads: LoadHistory::default(),
                 tuning_status: None,
                 predictive: None,
+                published: crate::metrics::Published::default(),
             },
         );
         assert_eq!(ctx.history("u1"), Some(history));
@@ -392,6 +401,7 @@ mod tests {
             loads: LoadHistory::default(),
             tuning_status: None,
             predictive: None,
+            published: crate::metrics::Published::default(),
         };
         ctx.remember("plus-gone", memory(false));
         ctx.remember("plus-live", memory(false));

@@ -67,6 +67,7 @@ use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::Service;
 use plimsoll_runtime::target_index::TargetIndex;
+use plimsoll_runtime::watched_scales::WatchedScales;
 use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
@@ -133,12 +134,16 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     service.spawn(watch_crons(client.clone(), cron_writer));
     let vpas = vpa_targets();
     service.spawn(watch_vpas(client.clone(), vpas.clone()));
+    // Every evaluation reads its target's scale: from memory for the built-in workloads.
+    let scales = WatchedScales::new();
+    service.spawn(scales.clone().watch(client.clone(), None));
 
     let kinds = KindResolver::new(client.clone());
     let ctx = Arc::new(
         Context::from_parts(ContextParts {
             client: client.clone(),
-            scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), BINARY),
+            scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), BINARY)
+                .with_watched(scales),
             metrics_source: hooks
                 .metrics_source
                 .unwrap_or_else(|| Arc::new(ApiMetrics::new(client.clone(), kinds))),
@@ -293,6 +298,7 @@ async fn controllers(
         let live = reader.clone();
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
+            .modify(drop_managed_fields)
             .reflect(writer)
             .inspect_ok(move |event| on_event(&forget, &live, event, false))
             .applied_objects()
@@ -315,6 +321,7 @@ async fn controllers(
         let live = reader.clone();
         let stream = watcher(api, watcher::Config::default())
             .default_backoff()
+            .modify(drop_managed_fields)
             .reflect(writer)
             .inspect_ok(move |event| on_event(&forget, &live, event, true))
             .applied_objects()
@@ -330,6 +337,12 @@ async fn controllers(
             .for_each(|_| std::future::ready(()))
     };
     futures::future::join(plus, native).await;
+}
+
+/// Nothing reads `managedFields`, and at tens of thousands of autoscalers they are a large share
+/// of the cache.
+fn drop_managed_fields<K: Resource>(obj: &mut K) {
+    obj.meta_mut().managed_fields = None;
 }
 
 /// Drops the memory of deleted objects (and, after a relist, of objects no longer listed).

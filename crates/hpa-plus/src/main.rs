@@ -7,6 +7,11 @@ use plimsoll_hpa_plus::cli::{Args, Command};
 use plimsoll_hpa_plus::replay;
 use plimsoll_replay::Invocation;
 
+// glibc's allocator spent almost half of a busy controller's CPU merging and splitting freed
+// chunks; mimalloc's per-thread pages do not (docs/benchmarks.md, "hpa-plus").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let mut args = Args::parse();
     if let Some(Command::Replay {

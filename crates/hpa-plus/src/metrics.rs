@@ -325,8 +325,17 @@ impl Metrics {
         }
     }
 
-    /// Records the per-object series of one decision.
-    pub fn observe(&self, namespace: &str, name: &str, decision: &Decision) {
+    /// Records the per-object series of one decision. `previous` is what the last call
+    /// published for this object (`None` on first sight): the `restricted_scaling` and
+    /// countdown series are touched only where they change, so a steady evaluation does not
+    /// look up all 23 of them.
+    pub fn observe(
+        &self,
+        namespace: &str,
+        name: &str,
+        decision: &Decision,
+        previous: Option<Published>,
+    ) -> Published {
         let obj = ObjectLabels {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
@@ -360,24 +369,61 @@ impl Metrics {
                     .inc();
             }
         }
-        // Every rule, so that a rule which stops limiting is reset to 0.
-        for rule in LimitedBy::ALL {
-            let labels = ReasonLabels {
-                namespace: namespace.to_owned(),
-                name: name.to_owned(),
-                reason: rule.as_str().to_owned(),
-            };
-            if decision.limited_by == Some(rule) {
-                self.restricted_scaling.get_or_create(&labels).set(1);
-            } else {
-                // Only reset series that exist, so an object gets one series per rule it hit.
-                self.restricted_scaling.remove(&labels).then(|| {
-                    self.restricted_scaling.get_or_create(&labels).set(0);
-                });
+        let now = Published::of(decision);
+        self.restricted(
+            namespace,
+            name,
+            previous.map(|p| p.limited_by),
+            now.limited_by,
+        );
+        self.countdowns(namespace, name, decision, previous.map(|p| p.countdowns));
+        now
+    }
+
+    /// `restricted_scaling`: 1 for the rule that limits now, 0 for one that limited before.
+    /// Without `before` (first sight) every rule is reset that has a series, so an object gets
+    /// one series per rule it hit.
+    fn restricted(
+        &self,
+        namespace: &str,
+        name: &str,
+        before: Option<Option<LimitedBy>>,
+        now: Option<LimitedBy>,
+    ) {
+        let labels = |rule: LimitedBy| ReasonLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            reason: rule.as_str().to_owned(),
+        };
+        match before {
+            Some(before) if before == now => {}
+            Some(before) => {
+                if let Some(rule) = before {
+                    self.restricted_scaling.get_or_create(&labels(rule)).set(0);
+                }
+                if let Some(rule) = now {
+                    self.restricted_scaling.get_or_create(&labels(rule)).set(1);
+                }
+            }
+            None => {
+                for rule in LimitedBy::ALL {
+                    let labels = labels(rule);
+                    if now == Some(rule) {
+                        self.restricted_scaling.get_or_create(&labels).set(1);
+                    } else if self.restricted_scaling.remove(&labels) {
+                        self.restricted_scaling.get_or_create(&labels).set(0);
+                    }
+                }
             }
         }
-        for transition in Countdown::TRANSITIONS {
-            let labels = TransitionLabels {
+    }
+
+    /// `transition_countdown_seconds`: set for the transitions counting down, removed for
+    /// those that stopped (all of them without `before`, on first sight).
+    fn countdowns(&self, namespace: &str, name: &str, decision: &Decision, before: Option<u8>) {
+        let before = before.unwrap_or(u8::MAX);
+        for (i, transition) in Countdown::TRANSITIONS.into_iter().enumerate() {
+            let labels = || TransitionLabels {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
                 transition: transition.to_owned(),
@@ -388,11 +434,12 @@ impl Metrics {
                 .find(|c| c.transition == transition)
             {
                 Some(c) => {
-                    self.countdown.get_or_create(&labels).set(c.seconds_left);
+                    self.countdown.get_or_create(&labels()).set(c.seconds_left);
                 }
-                None => {
-                    self.countdown.remove(&labels);
+                None if before & (1 << i) != 0 => {
+                    self.countdown.remove(&labels());
                 }
+                None => {}
             }
         }
     }
@@ -442,6 +489,28 @@ impl Metrics {
                 name: name.to_owned(),
                 transition: transition.to_owned(),
             });
+        }
+    }
+}
+
+/// Which of an object's optional series the last [`Metrics::observe`] published.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Published {
+    limited_by: Option<LimitedBy>,
+    /// Bit `i`: [`Countdown::TRANSITIONS`]`[i]` has a series.
+    countdowns: u8,
+}
+
+impl Published {
+    fn of(decision: &Decision) -> Self {
+        let countdowns = Countdown::TRANSITIONS
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| decision.countdowns.iter().any(|c| c.transition == **t))
+            .fold(0u8, |bits, (i, _)| bits | (1 << i));
+        Self {
+            limited_by: decision.limited_by,
+            countdowns,
         }
     }
 }

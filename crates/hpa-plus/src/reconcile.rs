@@ -212,14 +212,10 @@ async fn write_status(
     }
     match subject.kind {
         Kind::Plus => {
-            let api: Api<HorizontalPodAutoscalerPlus> =
-                Api::namespaced(ctx.client.clone(), &subject.namespace);
-            status::write_plus(&api, &subject.name, new).await?;
+            status::write_plus(&ctx.client, &subject.namespace, &subject.name, new).await?;
         }
         Kind::Native => {
-            let api: Api<HorizontalPodAutoscaler> =
-                Api::namespaced(ctx.client.clone(), &subject.namespace);
-            status::write_native(&api, &subject.name, new).await?;
+            status::write_native(&ctx.client, &subject.namespace, &subject.name, new).await?;
         }
     }
     ctx.metrics.status_writes.inc();
@@ -237,7 +233,10 @@ async fn write_native_memory(
         return Ok(());
     };
     if subject.kind != Kind::Native
-        || subject.stored.as_ref() == Some(stored)
+        || subject
+            .stored
+            .as_ref()
+            .is_some_and(|old| memory::same_but_newest_time(old, stored))
         || !ctx.shards.holds(&subject.uid)
     {
         return Ok(());
@@ -725,16 +724,22 @@ async fn report_prediction(
     .await;
 }
 
-/// Keeps what the next evaluation of `subject` starts from ([`Memory`]).
-fn remember(
-    subject: &Subject,
-    ctx: &Context,
+/// What an evaluation leaves for the next one, besides the decision.
+struct Kept {
     history: plimsoll_core::horizontal::History,
-    decision: &Decision,
     tuned: Option<Tuned>,
     predicted: Option<Predicted>,
-    next: Duration,
-) {
+    published: crate::metrics::Published,
+}
+
+/// Keeps what the next evaluation of `subject` starts from ([`Memory`]).
+fn remember(subject: &Subject, ctx: &Context, kept: Kept, decision: &Decision, next: Duration) {
+    let Kept {
+        history,
+        tuned,
+        predicted,
+        published,
+    } = kept;
     ctx.remember(
         &subject.uid,
         Memory {
@@ -751,6 +756,7 @@ fn remember(
             tuning_status: tuned.as_ref().map(|t| t.status.clone()),
             loads: tuned.map(|t| t.loads).unwrap_or_default(),
             predictive: predicted.map(|p| p.held),
+            published,
         },
     );
 }
@@ -817,10 +823,12 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     };
     let spec = spec.as_ref();
     // On first sight (a restart, a new leader) the history is the one the object carries.
+    // Whoever wrote the object's memory may have evaluated until now (see `memory::resume`).
     let held = memory::resume(
         ctx.history(&subject.uid).as_ref(),
         subject.stored.as_ref(),
         observed.current_replicas,
+        at,
         at,
     );
     let decision = decide(&DecisionInput {
@@ -867,10 +875,20 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
         tracing::warn!(error = %e, "could not write the decision memory annotation");
     }
 
-    ctx.metrics
-        .observe(&subject.namespace, &subject.name, &decision);
+    let published = ctx.metrics.observe(
+        &subject.namespace,
+        &subject.name,
+        &decision,
+        ctx.published(&subject.uid),
+    );
     let next = period(decision.next_sync_seconds);
-    remember(&subject, ctx, history, &decision, tuned, predicted, next);
+    let kept = Kept {
+        history,
+        tuned,
+        predicted,
+        published,
+    };
+    remember(&subject, ctx, kept, &decision, next);
     log_decision(&subject, &decision, scaled);
     Ok(Action::requeue(next))
 }

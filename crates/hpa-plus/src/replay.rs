@@ -328,7 +328,8 @@ impl Written {
         }
     }
 
-    /// Keeps what the controller writes after decision `d`, whose memory is `stored`.
+    /// Keeps what the controller writes after decision `d`, whose memory is `stored`: as the
+    /// controller, nothing when nothing changed but times ([`crate::status::changed`]).
     fn write(
         &mut self,
         spec: &HorizontalPodAutoscalerPlusSpec,
@@ -341,13 +342,19 @@ impl Written {
                 let mut new =
                     status_after(spec, status.as_deref(), d, None, d.scale_to.is_some(), now);
                 new.memory = Some(stored);
-                *status = Some(Box::new(new));
+                if crate::status::changed(status.as_deref(), &new) {
+                    *status = Some(Box::new(new));
+                }
             }
             Self::Annotations(annotations) => {
-                annotations.insert(
-                    memory::ANNOTATION.to_owned(),
-                    memory::annotation_value(&stored),
-                );
+                let unchanged = memory::from_annotations(annotations)
+                    .is_some_and(|old| memory::same_but_newest_time(&old, &stored));
+                if !unchanged {
+                    annotations.insert(
+                        memory::ANNOTATION.to_owned(),
+                        memory::annotation_value(&stored),
+                    );
+                }
             }
         }
     }
@@ -524,6 +531,7 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
     let mut history = History::default();
     let mut replicas = scenario.initial_replicas;
     let mut last_t = f64::NEG_INFINITY;
+    let mut previous: Option<Timestamp> = None;
     let mut lines = Vec::new();
     let mut misses = Vec::new();
     for (i, step) in scenario.steps.iter().enumerate() {
@@ -539,8 +547,11 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
         }
         let now = epoch + SignedDuration::from_secs_f64(step.t);
         if step.restart {
-            history = memory::resume(None, written.stored().as_ref(), replicas, now);
+            // The controller before the restart evaluated last at the previous step.
+            let until = previous.unwrap_or(now);
+            history = memory::resume(None, written.stored().as_ref(), replicas, now, until);
         }
+        previous = Some(now);
         let obs = observation(step, i, replicas, now).map_err(ReplayError::Invalid)?;
         let d: Decision = decide(&DecisionInput {
             spec: &spec,

@@ -92,6 +92,7 @@ pub mod service;
 pub mod shutdown;
 pub mod target_index;
 pub mod telemetry;
+pub mod watched_scales;
 
 #[cfg(test)]
 mod fake_api;

@@ -33,6 +33,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use crate::error::{Error, Result};
 use crate::kinds::{KindResolver, ResolvedKind, TargetRef};
 use crate::selector::Selector;
+use crate::watched_scales::WatchedScales;
 
 /// What the scale subresource says about a target.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,6 +75,7 @@ pub struct ScaleClient {
     pub(crate) client: Client,
     kinds: KindResolver,
     field_manager: String,
+    watched: Option<WatchedScales>,
 }
 
 impl ScaleClient {
@@ -89,6 +91,17 @@ impl ScaleClient {
             client,
             kinds,
             field_manager: field_manager.to_owned(),
+            watched: None,
+        }
+    }
+
+    /// The same client answering [`ScaleClient::get`] from `watched` where it can (see
+    /// [`crate::watched_scales`]), and telling it of every scale write.
+    #[must_use]
+    pub fn with_watched(self, watched: WatchedScales) -> Self {
+        Self {
+            watched: Some(watched),
+            ..self
         }
     }
 
@@ -126,13 +139,18 @@ impl ScaleClient {
         Ok(self.api_for(namespace, &resolved))
     }
 
-    /// Reads the target's scale: desired and current replicas and its pod selector.
+    /// Reads the target's scale: desired and current replicas and its pod selector; from the
+    /// watches when the client has them ([`ScaleClient::with_watched`]) and they know the
+    /// target, else from `/scale`.
     pub async fn get<'t>(
         &self,
         namespace: &str,
         target: impl Into<TargetRef<'t>>,
     ) -> Result<TargetScale> {
         let target = target.into();
+        if let Some(scale) = self.watched.as_ref().and_then(|w| w.get(namespace, target)) {
+            return Ok(scale);
+        }
         let api = self.scalable_api(namespace, target).await?;
         let scale = api
             .get_scale(target.name)
@@ -164,7 +182,11 @@ impl ScaleClient {
                     e,
                 )
             })?;
-        TargetScale::from_scale(&scale)
+        let scale = TargetScale::from_scale(&scale)?;
+        if let Some(watched) = &self.watched {
+            watched.wrote(namespace, target, &scale);
+        }
+        Ok(scale)
     }
 
     /// The selector of the pods `target` manages, as the VPA and HPA find them:
@@ -178,6 +200,15 @@ impl ScaleClient {
         target: impl Into<TargetRef<'t>>,
     ) -> Result<Selector> {
         let target = target.into();
+        // A loop over thousands of VPAs would otherwise read every target on every loop.
+        if let Some(selector) = self
+            .watched
+            .as_ref()
+            .and_then(|w| w.get(namespace, target))
+            .and_then(|scale| scale.selector)
+        {
+            return Ok(selector);
+        }
         let context = || describe("get pod selector of", namespace, target);
         let no_selector = || Error::Selector {
             input: String::new(),

@@ -835,3 +835,107 @@ async fn pause_during_rollout_holds_a_custom_resource_while_it_rolls_out() -> an
     env.cleanup().await;
     Ok(())
 }
+
+/// Evaluations read a Deployment's scale from hpa-plus's watch, not from `/scale`: through a
+/// wiretap, steady evaluations of an HPA+ on a Deployment send no `GET …/scale`, a replica count
+/// changed by someone else still reaches the status, and an HPA+ on a custom resource (not
+/// watched) reads its `/scale` on every evaluation as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the wiretap on its plain HTTP listener; installs a CRD"
+)]
+async fn evaluations_read_a_deployments_scale_from_the_watch() -> anyhow::Result<()> {
+    let env = Env::start_with(
+        "hpa-plus-watched-scale",
+        SimConfig {
+            workload_model: false,
+            ..SimConfig::default()
+        },
+    )
+    .await?;
+    let upstream: std::net::SocketAddr = env
+        .sim()?
+        .http_url
+        .as_deref()
+        .and_then(|u| u.strip_prefix("http://"))
+        .context("the sim serves plain HTTP")?
+        .parse()?;
+    let tap = plimsoll_e2e::tap::Tap::start(upstream).await?;
+    let kubeconfig = env.kubeconfig.with_file_name("tap.kubeconfig");
+    std::fs::write(&kubeconfig, tap.kubeconfig())?;
+    create_deployment(&env, "web", 2, "10m").await?;
+    let webapps = kube::Api::<kube::api::DynamicObject>::namespaced_with(
+        env.client.clone(),
+        &env.namespace,
+        &install_webapp_crd(&env).await?,
+    );
+    create_webapp(&webapps, "shop", json!({"replicas": 2})).await?;
+    // 20 against an average of 10: 2 replicas, what both targets have.
+    let spec = json!({"syncPeriodSeconds": 1, "metrics": [{"type": "External",
+        "external": {"metric": {"name": "queue"},
+            "target": {"type": "AverageValue", "averageValue": "10"}}}]});
+    let mut on_webapp = hpa_plus("shop", "shop", &spec);
+    on_webapp.spec.scale_target_ref.api_version = Some("example.com/v1".into());
+    on_webapp.spec.scale_target_ref.kind = "WebApp".into();
+    let plus = env.api::<HorizontalPodAutoscalerPlus>();
+    for object in [hpa_plus("web", "web", &spec), on_webapp] {
+        plus.create(&PostParams::default(), &object).await?;
+    }
+    let hooks = plimsoll_hpa_plus::Hooks {
+        admin_address: None,
+        metrics_source: Some(Arc::new(FixedExternalMetrics::new(Quantity::from_units(
+            20,
+        )))),
+    };
+    let kubeconfig_flag = format!("--kubeconfig={}", kubeconfig.display());
+    let config = config(&env, &[&kubeconfig_flag]);
+    let service = Running::spawn("hpa-plus", |token| {
+        plimsoll_hpa_plus::run_with(config, token, hooks)
+    });
+
+    let scale_reads = |name: &str| {
+        let path = format!("/{name}/scale");
+        tap.seen()
+            .iter()
+            .filter(|s| s.method == "GET" && s.path.ends_with(&path))
+            .count()
+    };
+    // Three evaluations of each at a 1 s period.
+    eventually(
+        "three reads of the WebApp's /scale",
+        WITHIN,
+        EVERY,
+        || async { Ok((scale_reads("shop") >= 3).then_some(())) },
+    )
+    .await?;
+    assert_eq!(
+        scale_reads("web"),
+        0,
+        "the Deployment's scale comes from the watch"
+    );
+    let status = plus_status(&env, "web").await?.context("web's status")?;
+    assert_eq!((status.current_replicas, status.desired_replicas), (2, 2));
+
+    // Someone else scales the Deployment: the watch brings the new count to the next
+    // evaluation, which scales it back to the 2 the metric asks for (every recommendation in the
+    // stabilization window was 2).
+    env.api::<Deployment>()
+        .patch_scale(
+            "web",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await?;
+    wait_replicas(&env, "web", 2, WITHIN).await?;
+    assert_eq!(scale_writes(&env, "web")?, 1, "one write, from 3 back to 2");
+    assert_eq!(
+        scale_reads("web"),
+        0,
+        "still no read of the Deployment's /scale"
+    );
+
+    let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}

@@ -115,16 +115,24 @@ pub fn normalized(history: &History) -> History {
 /// carries a memory written later (another instance led meanwhile), the object's memory on first
 /// sight, and, when nothing was stored, upstream's `recordInitialRecommendation`: the current
 /// replicas as a recommendation at `now`.
+///
+/// A memory read from the object is [`extended`] to `until`, the latest instant its writer may
+/// have evaluated: a write that would only move the newest recommendation's time is skipped
+/// ([`same_but_newest_time`]), so the newest recommendation stood until the writer's last
+/// evaluation. The replay passes its previous step; a controller taking an object over passes
+/// `now`, since it cannot know when its predecessor stopped — a stabilization window may then
+/// last longer by the takeover's gap, never end sooner.
 pub fn resume(
     held: Option<&History>,
     stored: Option<&DecisionMemory>,
     current_replicas: i32,
     now: Timestamp,
+    until: Timestamp,
 ) -> History {
     match (held, stored.map(restore)) {
-        (Some(own), Some(read)) if latest(&read) > latest(own) => read,
+        (Some(own), Some(read)) if latest(&read) > latest(own) => extended(read, until),
         (Some(own), _) => own.clone(),
-        (None, Some(read)) => read,
+        (None, Some(read)) => extended(read, until),
         (None, None) => History {
             recommendations: vec![TimedReplicas {
                 at: now,
@@ -133,6 +141,41 @@ pub fn resume(
             ..History::default()
         },
     }
+}
+
+/// `history` with its newest recommendation standing until `until` (a recommendation of the
+/// same count at `until`), when that is later.
+pub fn extended(mut history: History, until: Timestamp) -> History {
+    if let Some(newest) = history.recommendations.last().copied()
+        && newest.at < until
+    {
+        history.recommendations.push(TimedReplicas {
+            at: until,
+            replicas: newest.replicas,
+        });
+    }
+    history
+}
+
+/// Whether `new` says nothing `old` does not, but a later time of the same newest
+/// recommendation. Such a memory is not written: at a steady count every evaluation would
+/// otherwise write the status only to move that time, and [`resume`] restores it.
+pub fn same_but_newest_time(old: &DecisionMemory, new: &DecisionMemory) -> bool {
+    let (old, new) = (restore(old), restore(new));
+    let (Some((old_newest, old_rest)), Some((new_newest, new_rest))) = (
+        old.recommendations.split_last(),
+        new.recommendations.split_last(),
+    ) else {
+        return old == new;
+    };
+    old_newest.replicas == new_newest.replicas
+        && old_newest.at <= new_newest.at
+        && old_rest == new_rest
+        && old.scale_up_events == new.scale_up_events
+        && old.scale_down_events == new.scale_down_events
+        && old.last_scale_time == new.last_scale_time
+        && old.above_high_since == new.above_high_since
+        && old.below_low_since == new.below_low_since
 }
 
 /// The memory in a native HPA's annotations, if there is a readable one.
@@ -309,7 +352,7 @@ mod tests {
 
     #[test]
     fn first_sight_without_memory_seeds_the_current_replicas() {
-        let h = resume(None, None, 7, t0());
+        let h = resume(None, None, 7, t0(), t0());
         assert_eq!(
             h.recommendations,
             vec![TimedReplicas {
@@ -322,9 +365,52 @@ mod tests {
             ..History::default()
         });
         assert_eq!(
-            resume(None, Some(&stored), 7, at(1000)).recommendations,
+            resume(None, Some(&stored), 7, at(1000), at(0)).recommendations,
             recs(&[(0, 9)])
         );
+    }
+
+    #[test]
+    fn only_a_later_time_of_the_same_newest_recommendation_is_not_worth_writing() {
+        let memory = |entries: &[(i64, i32)]| {
+            store(&History {
+                recommendations: recs(entries),
+                ..History::default()
+            })
+        };
+        let old = memory(&[(0, 8), (30_000, 2)]);
+        assert!(same_but_newest_time(&old, &memory(&[(0, 8), (45_000, 2)])));
+        assert!(same_but_newest_time(&old, &old));
+        assert!(!same_but_newest_time(&old, &memory(&[(0, 8), (45_000, 3)])), "another count");
+        assert!(!same_but_newest_time(&old, &memory(&[(15_000, 8), (45_000, 2)])), "older ones");
+        assert!(!same_but_newest_time(&old, &memory(&[(0, 8), (30_000, 2), (45_000, 5)])));
+        assert!(!same_but_newest_time(&old, &memory(&[(0, 8), (15_000, 2)])), "earlier");
+        let scaled = store(&History {
+            recommendations: recs(&[(0, 8), (45_000, 2)]),
+            last_scale_time: Some(at(45_000)),
+            ..History::default()
+        });
+        assert!(!same_but_newest_time(&old, &scaled), "a scale is news");
+    }
+
+    #[test]
+    fn a_memory_read_back_stands_until_its_writer_last_evaluated() {
+        // Written at 30 s (2 after 8); evaluations at 45 s and 60 s moved only the newest time
+        // and were not written. Read back at 75 s with the writer's last evaluation at 60 s,
+        // the history is what the writer held.
+        let held = History {
+            recommendations: recs(&[(0, 8), (60_000, 2)]),
+            ..History::default()
+        };
+        let written = store(&History {
+            recommendations: recs(&[(0, 8), (30_000, 2)]),
+            ..History::default()
+        });
+        let read = resume(None, Some(&written), 2, at(75_000), at(60_000));
+        assert_eq!(normalized(&read), normalized(&held));
+        // Nothing newer than the stored time: nothing is added.
+        let same = resume(None, Some(&written), 2, at(75_000), at(30_000));
+        assert_eq!(same.recommendations, recs(&[(0, 8), (30_000, 2)]));
     }
 
     #[test]
@@ -339,14 +425,14 @@ mod tests {
         };
         let later = store(&theirs);
         assert_eq!(
-            resume(Some(&own), Some(&later), 4, at(6000)),
+            resume(Some(&own), Some(&later), 4, at(6000), at(5000)),
             normalized(&theirs)
         );
         let stale = store(&History {
             recommendations: recs(&[(-5000, 2)]),
             ..History::default()
         });
-        assert_eq!(resume(Some(&own), Some(&stale), 4, at(6000)), own);
+        assert_eq!(resume(Some(&own), Some(&stale), 4, at(6000), at(6000)), own);
     }
 
     #[test]

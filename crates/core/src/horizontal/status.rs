@@ -102,20 +102,67 @@ pub fn reference(spec: &HorizontalPodAutoscalerPlusSpec) -> Option<String> {
     Some(format!("{}/{}", target.kind, target.name))
 }
 
-/// Whether `new` differs from `old` in anything but the decision's timestamp.
+/// Whether `new` differs from `old` in anything but the decision's timestamp and a later time of
+/// the memory's newest recommendation ([`super::memory::same_but_newest_time`]: at a steady
+/// count nothing else changes, and a successor restores it). Every field is named, so one added
+/// to the status cannot be left out; nothing is cloned (this runs on every evaluation).
 pub fn changed(
     old: Option<&HorizontalPodAutoscalerPlusStatus>,
     new: &HorizontalPodAutoscalerPlusStatus,
 ) -> bool {
     let Some(old) = old else { return true };
-    let strip = |s: &HorizontalPodAutoscalerPlusStatus| {
-        let mut s = s.clone();
-        if let Some(d) = s.last_decision.as_mut() {
-            d.time = None;
+    let HorizontalPodAutoscalerPlusStatus {
+        observed_generation,
+        last_scale_time,
+        current_replicas,
+        desired_replicas,
+        current_metrics,
+        conditions,
+        reference,
+        targets_summary,
+        last_decision,
+        memory,
+        min_replicas_tuning,
+        predictive,
+    } = old;
+    *observed_generation != new.observed_generation
+        || *last_scale_time != new.last_scale_time
+        || *current_replicas != new.current_replicas
+        || *desired_replicas != new.desired_replicas
+        || *current_metrics != new.current_metrics
+        || *conditions != new.conditions
+        || *reference != new.reference
+        || *targets_summary != new.targets_summary
+        || match (memory, &new.memory) {
+            (Some(a), Some(b)) => !super::memory::same_but_newest_time(a, b),
+            (a, b) => a != b,
         }
-        s
-    };
-    strip(old) != strip(new)
+        || *min_replicas_tuning != new.min_replicas_tuning
+        || *predictive != new.predictive
+        || match (last_decision, &new.last_decision) {
+            (Some(a), Some(b)) => decision_changed(a, b),
+            (None, None) => false,
+            _ => true,
+        }
+}
+
+/// [`changed`] for the last decision: anything but its time.
+fn decision_changed(old: &LastDecision, new: &LastDecision) -> bool {
+    let LastDecision {
+        time: _,
+        proposals,
+        recommended_replicas,
+        desired_replicas,
+        limited_by,
+        reason,
+        countdowns,
+    } = old;
+    *proposals != new.proposals
+        || *recommended_replicas != new.recommended_replicas
+        || *desired_replicas != new.desired_replicas
+        || *limited_by != new.limited_by
+        || *reason != new.reason
+        || *countdowns != new.countdowns
 }
 
 /// The part of an HPA+ status that `autoscaling/v2` has.
@@ -175,6 +222,62 @@ mod tests {
         assert!(!changed(Some(&status(1, 3)), &status(2, 3)));
         assert!(changed(Some(&status(1, 3)), &status(1, 4)));
         assert!(changed(None, &status(1, 3)));
+    }
+
+    #[test]
+    fn a_change_of_any_other_field_is_a_change() {
+        let base = status(1, 3);
+        let mutations: Vec<(&str, fn(&mut HorizontalPodAutoscalerPlusStatus))> = vec![
+            ("observedGeneration", |s| s.observed_generation = Some(2)),
+            ("lastScaleTime", |s| {
+                s.last_scale_time = Some(Time(Timestamp::UNIX_EPOCH));
+            }),
+            ("currentReplicas", |s| s.current_replicas = 9),
+            ("desiredReplicas", |s| s.desired_replicas = 9),
+            ("currentMetrics", |s| {
+                s.current_metrics.push(Default::default())
+            }),
+            ("conditions", |s| s.conditions.push(Default::default())),
+            ("reference", |s| s.reference = Some("Deployment/web".into())),
+            ("targetsSummary", |s| s.targets_summary = Some("1/2".into())),
+            ("memory", |s| s.memory = Some(Default::default())),
+            ("minReplicasTuning", |s| {
+                s.min_replicas_tuning = Some(Default::default());
+            }),
+            ("predictive", |s| s.predictive = Some(Default::default())),
+            ("lastDecision", |s| s.last_decision = None),
+            ("lastDecision.proposals", |s| {
+                if let Some(d) = s.last_decision.as_mut() {
+                    d.proposals.push(Default::default());
+                }
+            }),
+            ("lastDecision.recommendedReplicas", |s| {
+                if let Some(d) = s.last_decision.as_mut() {
+                    d.recommended_replicas = Some(4);
+                }
+            }),
+            ("lastDecision.limitedBy", |s| {
+                if let Some(d) = s.last_decision.as_mut() {
+                    d.limited_by = Some("maxReplicas".into());
+                }
+            }),
+            ("lastDecision.reason", |s| {
+                if let Some(d) = s.last_decision.as_mut() {
+                    d.reason = "why".into();
+                }
+            }),
+            ("lastDecision.countdowns", |s| {
+                if let Some(d) = s.last_decision.as_mut() {
+                    d.countdowns.push(Default::default());
+                }
+            }),
+        ];
+        for (field, mutate) in mutations {
+            let mut new = base.clone();
+            mutate(&mut new);
+            assert!(changed(Some(&base), &new), "{field}");
+            assert!(changed(Some(&new), &base), "{field}, the other way");
+        }
     }
 
     #[test]

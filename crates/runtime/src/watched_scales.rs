@@ -1,0 +1,403 @@
+//! The scale of the built-in workloads (`apps/v1` Deployment, StatefulSet, ReplicaSet) from one
+//! watch of each kind, so that a controller evaluating tens of thousands of targets every few
+//! seconds reads a target's replicas and selector from memory instead of a `GET …/scale` per
+//! evaluation (at 50,000 autoscalers on a 15 s period that is 3,333 requests a second, each
+//! decoded, for an answer that changes only when the workload does).
+//!
+//! An answer is what the scale subresource says for these kinds: `spec.replicas`,
+//! `status.replicas`, and the workload's `spec.selector` (the subresource's `status.selector`
+//! is that selector printed as a string). The watches decode only those fields.
+//!
+//! [`WatchedScales::get`] answers `None` — and the caller reads `/scale` as before — for any
+//! other kind, for a kind whose watch has not listed yet (or cannot: RBAC without `list`/`watch`
+//! on it leaves the controller exactly as it was, with a warning), and for a target the watch
+//! has not delivered (a workload created a moment ago, or one that does not exist, whose
+//! `404` the caller must report). A read lags a write by the watch's delivery, milliseconds,
+//! where evaluations are seconds apart; [`WatchedScales::wrote`] applies a controller's own
+//! scale write at once so that its next read does not precede it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::core::{ApiResource, Object};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
+use kube::{Api, Client, ResourceExt};
+use serde::Deserialize;
+
+use crate::kinds::TargetRef;
+use crate::scale::TargetScale;
+use crate::selector::Selector;
+
+/// The workload kinds whose scale is watched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Workload {
+    Deployment,
+    StatefulSet,
+    ReplicaSet,
+}
+
+impl Workload {
+    const ALL: [Workload; 3] = [
+        Workload::Deployment,
+        Workload::StatefulSet,
+        Workload::ReplicaSet,
+    ];
+
+    fn of(target: TargetRef<'_>) -> Option<Self> {
+        if target.api_version != "apps/v1" {
+            return None;
+        }
+        match target.kind {
+            "Deployment" => Some(Self::Deployment),
+            "StatefulSet" => Some(Self::StatefulSet),
+            "ReplicaSet" => Some(Self::ReplicaSet),
+            _ => None,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn resource(self) -> ApiResource {
+        let (kind, plural) = match self {
+            Self::Deployment => ("Deployment", "deployments"),
+            Self::StatefulSet => ("StatefulSet", "statefulsets"),
+            Self::ReplicaSet => ("ReplicaSet", "replicasets"),
+        };
+        ApiResource {
+            group: "apps".into(),
+            version: "v1".into(),
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        }
+    }
+}
+
+/// The fields of a workload's spec its scale is made of (the pod template is not decoded).
+#[derive(Clone, Debug, Default, Deserialize)]
+struct ScaleSpec {
+    replicas: Option<i32>,
+    selector: Option<LabelSelector>,
+}
+
+/// The field of a workload's status its scale is made of.
+#[derive(Clone, Debug, Default, Deserialize)]
+struct ScaleStatus {
+    #[serde(default)]
+    replicas: i32,
+}
+
+type Workloadish = Object<ScaleSpec, ScaleStatus>;
+
+/// `(namespace, name)` → scale, for one kind.
+type Scales = HashMap<(String, String), TargetScale>;
+
+#[derive(Debug, Default)]
+struct Kind {
+    synced: AtomicBool,
+    scales: RwLock<Scales>,
+}
+
+impl Kind {
+    fn read(&self) -> RwLockReadGuard<'_, Scales> {
+        self.scales
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Scales> {
+        self.scales
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Watch-fed scales of Deployments, StatefulSets and ReplicaSets (cheap to clone; the watches
+/// run in [`WatchedScales::watch`]).
+#[derive(Clone, Debug, Default)]
+pub struct WatchedScales {
+    kinds: Arc<[Kind; 3]>,
+}
+
+impl WatchedScales {
+    /// Empty: every read answers `None` until [`WatchedScales::watch`] has listed a kind.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The scale of `target` in `namespace`, when its kind is watched, listed, and the watch
+    /// has delivered it.
+    pub fn get(&self, namespace: &str, target: TargetRef<'_>) -> Option<TargetScale> {
+        let kind = &self.kinds[Workload::of(target)?.index()];
+        if !kind.synced.load(Ordering::Acquire) {
+            return None;
+        }
+        kind.read()
+            .get(&(namespace.to_owned(), target.name.to_owned()))
+            .cloned()
+    }
+
+    /// Applies a controller's own write of `spec.replicas`, so that its next read sees it
+    /// before the watch delivers it (a later watch event replaces it).
+    pub fn wrote(&self, namespace: &str, target: TargetRef<'_>, scale: &TargetScale) {
+        let Some(workload) = Workload::of(target) else {
+            return;
+        };
+        let kind = &self.kinds[workload.index()];
+        if let Some(held) = kind
+            .write()
+            .get_mut(&(namespace.to_owned(), target.name.to_owned()))
+        {
+            held.spec_replicas = scale.spec_replicas;
+        }
+    }
+
+    /// Keeps every kind current from its watch (all namespaces, or one), until dropped. Watch
+    /// errors are retried with backoff; a kind that never lists is never answered from here.
+    pub async fn watch(self, client: Client, namespace: Option<String>) {
+        let watches =
+            Workload::ALL.map(|w| self.watch_kind(client.clone(), namespace.as_deref(), w));
+        futures::future::join_all(watches).await;
+    }
+
+    async fn watch_kind(&self, client: Client, namespace: Option<&str>, workload: Workload) {
+        let resource = workload.resource();
+        let api: Api<Workloadish> = match namespace {
+            Some(ns) => Api::namespaced_with(client, ns, &resource),
+            None => Api::all_with(client, &resource),
+        };
+        let stream = watcher(api, watcher::Config::default()).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        let kind = &self.kinds[workload.index()];
+        let mut listing: Option<Scales> = None;
+        let mut warned = false;
+        while let Some(next) = stream.next().await {
+            match next {
+                Ok(event) => apply(kind, &mut listing, event),
+                Err(e) if !warned => {
+                    warned = true;
+                    tracing::warn!(
+                        kind = resource.kind,
+                        error = %crate::api_message::watch_message(&e),
+                        "cannot watch the workload's scale; reading /scale on every evaluation"
+                    );
+                }
+                Err(e) => tracing::debug!(kind = resource.kind, error = %e, "workload watch error"),
+            }
+        }
+    }
+}
+
+/// One watch event into `kind`: a (re)list is collected aside and replaces the map when done,
+/// so a relist never answers from a half-filled map.
+fn apply(kind: &Kind, listing: &mut Option<Scales>, event: Event<Workloadish>) {
+    match event {
+        Event::Init => *listing = Some(Scales::new()),
+        Event::InitApply(o) => {
+            if let (Some(listing), Some(entry)) = (listing.as_mut(), entry(&o)) {
+                listing.insert(entry.0, entry.1);
+            }
+        }
+        Event::InitDone => {
+            if let Some(listed) = listing.take() {
+                *kind.write() = listed;
+            }
+            kind.synced.store(true, Ordering::Release);
+        }
+        Event::Apply(o) => {
+            if let Some((key, scale)) = entry(&o) {
+                kind.write().insert(key, scale);
+            }
+        }
+        Event::Delete(o) => {
+            kind.write()
+                .remove(&(o.namespace().unwrap_or_default(), o.name_any()));
+        }
+    }
+}
+
+/// The scale the subresource would report for `o`; `None` for an object without a name.
+fn entry(o: &Workloadish) -> Option<((String, String), TargetScale)> {
+    let name = o.metadata.name.clone()?;
+    Some((
+        (o.namespace().unwrap_or_default(), name),
+        scale_of(
+            &o.spec,
+            o.status.as_ref(),
+            o.metadata.resource_version.clone(),
+        ),
+    ))
+}
+
+/// As the API server's scale subresource: a selector that does not convert (or an empty one)
+/// reports none, which the caller treats as it treats `/scale` without `status.selector`.
+fn scale_of(
+    spec: &ScaleSpec,
+    status: Option<&ScaleStatus>,
+    resource_version: Option<String>,
+) -> TargetScale {
+    let selector = spec
+        .selector
+        .as_ref()
+        .and_then(|s| Selector::from_label_selector(s).ok())
+        .filter(|s| *s != Selector::everything());
+    TargetScale {
+        spec_replicas: spec.replicas.unwrap_or(1),
+        status_replicas: status.map_or(0, |s| s.replicas),
+        selector,
+        resource_version,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn workload(name: &str, replicas: Option<i32>, status: Option<i32>) -> Workloadish {
+        let mut spec = json!({"selector": {"matchLabels": {"app": name}}});
+        if let Some(r) = replicas {
+            spec["replicas"] = json!(r);
+        }
+        let mut o = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "shop", "resourceVersion": "7"},
+            "spec": spec,
+        });
+        if let Some(r) = status {
+            o["status"] = json!({"replicas": r, "readyReplicas": r});
+        }
+        serde_json::from_value(o).unwrap()
+    }
+
+    fn web() -> TargetRef<'static> {
+        TargetRef::new("apps/v1", "Deployment", "web")
+    }
+
+    fn listed(scales: &WatchedScales, objects: Vec<Workloadish>) {
+        let kind = &scales.kinds[Workload::Deployment.index()];
+        let mut listing = None;
+        apply(kind, &mut listing, Event::Init);
+        for o in objects {
+            apply(kind, &mut listing, Event::InitApply(o));
+        }
+        apply(kind, &mut listing, Event::InitDone);
+    }
+
+    #[test]
+    fn answers_what_the_scale_subresource_would() {
+        let scales = WatchedScales::new();
+        listed(&scales, vec![workload("web", Some(3), Some(2))]);
+        let scale = scales.get("shop", web()).unwrap();
+        assert_eq!(scale.spec_replicas, 3);
+        assert_eq!(scale.status_replicas, 2);
+        assert_eq!(scale.selector, Some(Selector::parse("app=web").unwrap()));
+        assert_eq!(scale.resource_version.as_deref(), Some("7"));
+        // The API server defaults spec.replicas to 1; a new workload has no status yet.
+        listed(&scales, vec![workload("web", None, None)]);
+        let scale = scales.get("shop", web()).unwrap();
+        assert_eq!((scale.spec_replicas, scale.status_replicas), (1, 0));
+    }
+
+    #[test]
+    fn answers_nothing_before_the_list_or_for_what_it_does_not_watch() {
+        let scales = WatchedScales::new();
+        let kind = &scales.kinds[Workload::Deployment.index()];
+        let mut listing = None;
+        apply(kind, &mut listing, Event::Init);
+        apply(
+            kind,
+            &mut listing,
+            Event::InitApply(workload("web", Some(3), None)),
+        );
+        assert_eq!(scales.get("shop", web()), None, "listed halfway");
+        apply(kind, &mut listing, Event::InitDone);
+        assert!(scales.get("shop", web()).is_some());
+        assert_eq!(scales.get("other", web()), None, "another namespace");
+        for (api_version, kind) in [
+            ("apps/v1", "DaemonSet"),
+            ("apps/v1beta1", "Deployment"),
+            ("argoproj.io/v1alpha1", "Rollout"),
+        ] {
+            let target = TargetRef::new(api_version, kind, "web");
+            assert_eq!(scales.get("shop", target), None, "{api_version} {kind}");
+        }
+        let statefulset = TargetRef::new("apps/v1", "StatefulSet", "web");
+        assert_eq!(
+            scales.get("shop", statefulset),
+            None,
+            "its kind has not listed"
+        );
+    }
+
+    #[test]
+    fn follows_changes_deletes_and_relists() {
+        let scales = WatchedScales::new();
+        let kind = &scales.kinds[Workload::Deployment.index()];
+        listed(
+            &scales,
+            vec![
+                workload("web", Some(3), Some(3)),
+                workload("api", Some(1), Some(1)),
+            ],
+        );
+        let mut listing = None;
+        apply(
+            kind,
+            &mut listing,
+            Event::Apply(workload("web", Some(5), Some(3))),
+        );
+        assert_eq!(scales.get("shop", web()).unwrap().spec_replicas, 5);
+        apply(
+            kind,
+            &mut listing,
+            Event::Delete(workload("web", Some(5), Some(3))),
+        );
+        assert_eq!(scales.get("shop", web()), None);
+
+        // A relist answers from the old map until it is complete, then only what it listed.
+        let api = TargetRef::new("apps/v1", "Deployment", "api");
+        apply(kind, &mut listing, Event::Init);
+        apply(
+            kind,
+            &mut listing,
+            Event::InitApply(workload("web", Some(2), Some(2))),
+        );
+        assert!(scales.get("shop", api).is_some());
+        apply(kind, &mut listing, Event::InitDone);
+        assert_eq!(scales.get("shop", api), None);
+        assert_eq!(scales.get("shop", web()).unwrap().spec_replicas, 2);
+    }
+
+    #[test]
+    fn a_write_is_read_back_before_the_watch_delivers_it() {
+        let scales = WatchedScales::new();
+        listed(&scales, vec![workload("web", Some(3), Some(3))]);
+        let written = TargetScale {
+            spec_replicas: 6,
+            status_replicas: 3,
+            selector: None,
+            resource_version: Some("8".into()),
+        };
+        scales.wrote("shop", web(), &written);
+        let read = scales.get("shop", web()).unwrap();
+        assert_eq!((read.spec_replicas, read.status_replicas), (6, 3));
+        assert_eq!(read.selector, Some(Selector::parse("app=web").unwrap()));
+        // Nothing is made up for a target the watch does not know.
+        scales.wrote(
+            "shop",
+            TargetRef::new("apps/v1", "Deployment", "new"),
+            &written,
+        );
+        assert_eq!(
+            scales.get("shop", TargetRef::new("apps/v1", "Deployment", "new")),
+            None
+        );
+    }
+}
