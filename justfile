@@ -56,6 +56,12 @@ bench-sim:
 bench-hpa-plus:
     cargo run --profile dist -p plimsoll-e2e --bin bench-hpa-plus
 
+# hpa-plus sharded (issue 20): 4 processes over 100,000 objects, one killed mid-run; checks
+# evaluation gaps and double writes, exits non-zero when one fails. About 15 min, not in `bench`.
+bench-hpa-plus-shards:
+    BENCH_HPA_PLUS_OBJECTS=100000 BENCH_HPA_PLUS_PERIOD=15 BENCH_HPA_PLUS_PROCESSES=4 \
+        cargo run --profile dist -p plimsoll-e2e --bin bench-hpa-plus
+
 bench-cron-hpa:
     cargo run --profile dist -p plimsoll-e2e --bin bench-cron-hpa
 

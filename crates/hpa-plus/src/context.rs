@@ -255,7 +255,23 @@ impl Context {
         let distinct: std::collections::BTreeSet<_> = pod_labels.collect();
         let mut index = lock(&self.selectors);
         let ns = index.entry(namespace.to_owned()).or_default();
-        ns.insert(uid.to_owned(), (display.to_owned(), selector.clone()));
+        // Every evaluation claims again; most find their entry as they left it.
+        match ns.get_mut(uid) {
+            Some((name, claimed)) => {
+                if name != display {
+                    display.clone_into(name);
+                }
+                if claimed != selector {
+                    claimed.clone_from(selector);
+                }
+            }
+            None => {
+                ns.insert(uid.to_owned(), (display.to_owned(), selector.clone()));
+            }
+        }
+        if distinct.is_empty() {
+            return Vec::new();
+        }
         let mut others: Vec<String> = ns
             .iter()
             .filter(|(other, _)| other.as_str() != uid)

@@ -15,7 +15,8 @@
 //! With `--shards N` (N > 1) there is no single leader: every replica runs the controllers, and
 //! an object is evaluated only by the replica holding the Lease of its shard
 //! (`plimsoll_runtime::leader::shards`). The others requeue it after its period without a
-//! write, so a shard acquired from another replica is evaluated within one period.
+//! write or a read; the objects of a shard this replica takes are evaluated at once, within a
+//! second of taking it ([`taken_over`]).
 //!
 //! On shutdown (the token is cancelled) the controllers stop taking work and finish in-flight
 //! reconciles, then the Lease is released and `run` returns `Ok`. If the election task dies
@@ -42,15 +43,15 @@ pub mod replay_load;
 pub mod status;
 pub mod tuning;
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{FutureExt as _, StreamExt, TryStreamExt};
+use futures::{FutureExt as _, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Config as ControllerSettings, Controller};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -63,6 +64,7 @@ use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::api_message::watch_message;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
+use plimsoll_runtime::leader::shards::ShardHandle;
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::Service;
@@ -304,8 +306,10 @@ async fn controllers(
             .applied_objects()
             .predicate_filter(spec_or_annotations, PredicateConfig::default());
         let term = term.clone();
+        let taken = taken_over(ctx.shards.clone(), reader.clone());
         Controller::for_stream(stream, reader)
             .with_config(settings.clone())
+            .reconcile_on(taken)
             .graceful_shutdown_on(async move { term.cancelled().await })
             .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
             .for_each(|_| std::future::ready(()))
@@ -326,8 +330,10 @@ async fn controllers(
             .inspect_ok(move |event| on_event(&forget, &live, event, true))
             .applied_objects()
             .predicate_filter(spec_or_annotations, PredicateConfig::default());
+        let taken = taken_over(ctx.shards.clone(), reader.clone());
         Controller::for_stream(stream, reader)
             .with_config(settings)
+            .reconcile_on(taken)
             .graceful_shutdown_on(async move { term.cancelled().await })
             .run(
                 reconcile::reconcile_native,
@@ -337,6 +343,46 @@ async fn controllers(
             .for_each(|_| std::future::ready(()))
     };
     futures::future::join(plus, native).await;
+}
+
+/// With `--shards`, the objects of the shards this replica has just taken, once each, so that
+/// they are evaluated at once rather than at their next requeue (up to a period later, as an
+/// object of another replica's shard is requeued after its period). Compared every second; a
+/// shard lost and taken back within that second is not seen, and its objects come at their
+/// requeue. Without sharding nothing is sent: the controllers start with the leadership.
+fn taken_over<K>(shards: ShardHandle, store: Store<K>) -> impl Stream<Item = ObjectRef<K>> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    let sharded = shards.is_sharded();
+    futures::stream::unfold(BTreeSet::new(), move |before: BTreeSet<u32>| {
+        let (shards, store) = (shards.clone(), store.clone());
+        async move {
+            if !sharded {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let acting = shards.acting();
+            let gained: BTreeSet<u32> = acting.difference(&before).copied().collect();
+            let objects: Vec<ObjectRef<K>> = if gained.is_empty() {
+                Vec::new()
+            } else {
+                store
+                    .state()
+                    .iter()
+                    .filter(|o| {
+                        o.meta()
+                            .uid
+                            .as_deref()
+                            .is_some_and(|uid| gained.contains(&shards.shard_of(uid)))
+                    })
+                    .map(|o| ObjectRef::from_obj(o.as_ref()))
+                    .collect()
+            };
+            Some((futures::stream::iter(objects), acting))
+        }
+    })
+    .flatten()
 }
 
 /// Nothing reads `managedFields`, and at tens of thousands of autoscalers they are a large share

@@ -370,24 +370,19 @@ impl Metrics {
             }
         }
         let now = Published::of(decision);
-        self.restricted(
-            namespace,
-            name,
-            previous.map(|p| p.limited_by),
-            now.limited_by,
-        );
+        self.restricted(namespace, name, previous, now.limited_by);
         self.countdowns(namespace, name, decision, previous.map(|p| p.countdowns));
         now
     }
 
     /// `restricted_scaling`: 1 for the rule that limits now, 0 for one that limited before.
-    /// Without `before` (first sight) every rule is reset that has a series, so an object gets
+    /// Without `previous` (first sight) every rule is reset that has a series, so an object gets
     /// one series per rule it hit.
     fn restricted(
         &self,
         namespace: &str,
         name: &str,
-        before: Option<Option<LimitedBy>>,
+        previous: Option<Published>,
         now: Option<LimitedBy>,
     ) {
         let labels = |rule: LimitedBy| ReasonLabels {
@@ -395,10 +390,10 @@ impl Metrics {
             name: name.to_owned(),
             reason: rule.as_str().to_owned(),
         };
-        match before {
-            Some(before) if before == now => {}
+        match previous {
+            Some(before) if before.limited_by == now => {}
             Some(before) => {
-                if let Some(rule) = before {
+                if let Some(rule) = before.limited_by {
                     self.restricted_scaling.get_or_create(&labels(rule)).set(0);
                 }
                 if let Some(rule) = now {

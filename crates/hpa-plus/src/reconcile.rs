@@ -60,48 +60,55 @@ enum Kind {
     Native,
 }
 
-/// What [`evaluate`] needs of an object, whatever its kind.
-struct Subject {
+/// What [`evaluate`] needs of an object, whatever its kind: borrowed from an HPA+ as the cache
+/// holds it (an evaluation copies nothing it only reads), owned after a native HPA's conversion.
+struct Subject<'a> {
     kind: Kind,
     uid: String,
     namespace: String,
     name: String,
     generation: Option<i64>,
-    spec: HorizontalPodAutoscalerPlusSpec,
-    previous: Option<HorizontalPodAutoscalerPlusStatus>,
+    spec: Cow<'a, HorizontalPodAutoscalerPlusSpec>,
+    previous: Option<Cow<'a, HorizontalPodAutoscalerPlusStatus>>,
     /// The decision memory the object carries (HPA+ status, or a native HPA's annotation).
-    stored: Option<DecisionMemory>,
+    stored: Option<Cow<'a, DecisionMemory>>,
     reference: ObjectReference,
-    labels: BTreeMap<String, String>,
+    labels: Cow<'a, BTreeMap<String, String>>,
     /// `minReplicasTuning` in force (spec, else annotations).
     tuning: MinReplicasTuning,
     /// The tuning status the object carries (HPA+ status, or a native HPA's annotation).
-    tuning_status: Option<MinReplicasTuningStatus>,
+    tuning_status: Option<Cow<'a, MinReplicasTuningStatus>>,
     /// The predictive status the object carries (HPA+ status, or a native HPA's annotation).
-    predictive_status: Option<plimsoll_core::api::hpa_plus::PredictiveStatus>,
+    predictive_status: Option<Cow<'a, plimsoll_core::api::hpa_plus::PredictiveStatus>>,
 }
 
 /// Reconciles a `HorizontalPodAutoscalerPlus`.
 #[instrument(skip_all, fields(namespace, name))]
 pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>) -> Result<Action> {
+    let uid = obj.meta().uid.as_deref().unwrap_or_default();
+    if let Some(later) = elsewhere(&ctx, uid, ctx.config.sync_period_seconds(&obj.spec)) {
+        return Ok(later);
+    }
     let tuning = obj.min_replicas_tuning();
+    let status = obj.status.as_ref();
     let subject = Subject {
         kind: Kind::Plus,
-        uid: obj.uid().unwrap_or_default(),
+        uid: uid.to_owned(),
         namespace: obj.namespace().unwrap_or_default(),
         name: obj.name_any(),
         generation: obj.meta().generation,
-        spec: obj.spec.clone(),
-        previous: obj.status.clone(),
-        stored: obj.status.as_ref().and_then(|s| s.memory.clone()),
+        spec: Cow::Borrowed(&obj.spec),
+        previous: status.map(Cow::Borrowed),
+        stored: status.and_then(|s| s.memory.as_ref()).map(Cow::Borrowed),
         reference: obj.object_ref(&()),
-        labels: obj.labels().clone(),
+        labels: Cow::Borrowed(obj.labels()),
         tuning: MinReplicasTuning::default(),
-        tuning_status: obj
-            .status
-            .as_ref()
-            .and_then(|s| s.min_replicas_tuning.clone()),
-        predictive_status: obj.status.as_ref().and_then(|s| s.predictive.clone()),
+        tuning_status: status
+            .and_then(|s| s.min_replicas_tuning.as_ref())
+            .map(Cow::Borrowed),
+        predictive_status: status
+            .and_then(|s| s.predictive.as_ref())
+            .map(Cow::Borrowed),
     };
     match tuning {
         Ok(tuning) => {
@@ -124,13 +131,17 @@ pub async fn reconcile_native(
     obj: Arc<HorizontalPodAutoscaler>,
     ctx: Arc<Context>,
 ) -> Result<Action> {
+    let uid = obj.meta().uid.as_deref().unwrap_or_default();
+    if let Some(later) = elsewhere(&ctx, uid, ctx.config.sync_period_seconds) {
+        return Ok(later);
+    }
     let namespace = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let previous = status::from_native(&obj);
     let stored = memory::from_annotations(obj.annotations());
     let tuning_status = tuning::from_annotations(obj.annotations());
     let predictive_status = crate::predict::from_annotations(obj.annotations());
-    let labels = obj.labels().clone();
+    let labels = obj.labels();
     let reference = obj.object_ref(&());
     let plus = match HorizontalPodAutoscalerPlus::from_native(&obj) {
         Ok(plus) => plus,
@@ -143,14 +154,14 @@ pub async fn reconcile_native(
                 namespace,
                 name,
                 generation: obj.meta().generation,
-                spec: HorizontalPodAutoscalerPlusSpec::default(),
-                previous,
-                stored,
+                spec: Cow::Owned(HorizontalPodAutoscalerPlusSpec::default()),
+                previous: previous.map(Cow::Owned),
+                stored: stored.map(Cow::Owned),
                 reference,
-                labels,
+                labels: Cow::Borrowed(labels),
                 tuning: MinReplicasTuning::default(),
-                tuning_status,
-                predictive_status,
+                tuning_status: tuning_status.map(Cow::Owned),
+                predictive_status: predictive_status.map(Cow::Owned),
             };
             return invalid(&subject, &ctx, &e.to_string()).await;
         }
@@ -162,15 +173,27 @@ pub async fn reconcile_native(
         name,
         generation: obj.meta().generation,
         tuning: plus.spec.min_replicas_tuning.clone().unwrap_or_default(),
-        spec: plus.spec,
-        previous,
-        stored,
+        spec: Cow::Owned(plus.spec),
+        previous: previous.map(Cow::Owned),
+        stored: stored.map(Cow::Owned),
         reference,
-        labels,
-        tuning_status,
-        predictive_status,
+        labels: Cow::Borrowed(labels),
+        tuning_status: tuning_status.map(Cow::Owned),
+        predictive_status: predictive_status.map(Cow::Owned),
     };
     run(subject, &ctx).await
+}
+
+/// With `--shards`, an object of a shard this replica does not hold is requeued after
+/// `period_seconds` (in case its shard moves here) before anything is read or built for it: with
+/// four replicas, three objects in four take this path every period. What this replica knew of
+/// it is dropped (its holder moves the history on, and the object carries it).
+fn elsewhere(ctx: &Context, uid: &str, period_seconds: i64) -> Option<Action> {
+    if !ctx.shards.is_sharded() || ctx.shards.holds(uid) {
+        return None;
+    }
+    ctx.forget(uid);
+    Some(Action::requeue(period(period_seconds)))
 }
 
 /// What the controller does with a reconcile error: retry with a delay, counted by kind.
@@ -192,16 +215,16 @@ fn period(seconds: i64) -> Duration {
 }
 
 async fn write_status(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     new: &HorizontalPodAutoscalerPlusStatus,
 ) -> Result<()> {
     let changed = match subject.kind {
-        Kind::Plus => status::changed(subject.previous.as_ref(), new),
+        Kind::Plus => status::changed(subject.previous.as_deref(), new),
         Kind::Native => status::changed(
             subject
                 .previous
-                .as_ref()
+                .as_deref()
                 .map(status::native_subset)
                 .as_ref(),
             &status::native_subset(new),
@@ -225,7 +248,7 @@ async fn write_status(
 /// Writes a native HPA's decision memory into its annotation when it moved (an HPA+ carries it
 /// in the status [`write_status`] writes).
 async fn write_native_memory(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     new: &HorizontalPodAutoscalerPlusStatus,
 ) -> Result<()> {
@@ -297,14 +320,14 @@ impl Failure {
 
 /// The one failure path: condition into status, Warning Event (while leading), status write,
 /// then the failure's outcome.
-async fn fail(subject: &Subject, ctx: &Context, failure: Failure) -> Result<Action> {
+async fn fail(subject: &Subject<'_>, ctx: &Context, failure: Failure) -> Result<Action> {
     let new = status::with_conditions(
         &subject.spec,
-        subject.previous.as_ref(),
+        subject.previous.as_deref(),
         &failure.conditions,
         failure.at,
     );
-    let report = !failure.event_once || status::changed(subject.previous.as_ref(), &new);
+    let report = !failure.event_once || status::changed(subject.previous.as_deref(), &new);
     if report && ctx.shards.holds(&subject.uid) {
         ctx.events
             .warning(
@@ -320,7 +343,7 @@ async fn fail(subject: &Subject, ctx: &Context, failure: Failure) -> Result<Acti
 }
 
 /// A spec that cannot be evaluated: condition, Warning Event, wait for a change.
-async fn invalid(subject: &Subject, ctx: &Context, message: &str) -> Result<Action> {
+async fn invalid(subject: &Subject<'_>, ctx: &Context, message: &str) -> Result<Action> {
     tracing::warn!(namespace = %subject.namespace, name = %subject.name, error = message, "invalid autoscaler");
     let failure = Failure::condition(
         SCALING_ACTIVE,
@@ -431,7 +454,7 @@ enum Written {
 /// Writes the decided scale (only while leading; the gates are inside the decision), with its
 /// Event and counter.
 async fn write_scale(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     target: &K8sRef,
     current: i32,
@@ -464,7 +487,7 @@ async fn write_scale(
 }
 
 /// Warning Events for the failures the decision reports (failing metrics, ambiguous selector).
-async fn report_decision_failures(subject: &Subject, ctx: &Context, decision: &Decision) {
+async fn report_decision_failures(subject: &Subject<'_>, ctx: &Context, decision: &Decision) {
     for p in &decision.proposals {
         if let (Some(reason), Some(error)) = (p.failure_reason, p.error.as_ref()) {
             ctx.events
@@ -487,7 +510,7 @@ async fn report_decision_failures(subject: &Subject, ctx: &Context, decision: &D
 /// The observation of `subject`'s target: its pods (claimed against other autoscalers), their
 /// usage and the metrics.
 async fn observe_target(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     scale: &TargetScale,
     selector: &Selector,
@@ -528,7 +551,11 @@ async fn observe_target(
 /// `None` when nothing was written. A failed write is reported (Warning Event, and the status
 /// says it) and the evaluation goes on with the old minimum: tuning is an optimisation, and
 /// must not stop the autoscaler from scaling.
-async fn apply_tuning(subject: &Subject, ctx: &Context, tuned: Option<&mut Tuned>) -> Option<i32> {
+async fn apply_tuning(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    tuned: Option<&mut Tuned>,
+) -> Option<i32> {
     let tuned = tuned?;
     let to = tuned.tuning.proposed.filter(|_| tuned.tuning.apply)?;
     if !ctx.shards.holds(&subject.uid) {
@@ -547,7 +574,7 @@ async fn apply_tuning(subject: &Subject, ctx: &Context, tuned: Option<&mut Tuned
                 .warning(&subject.reference, "FailedTuneMinReplicas", "Tune", &note)
                 .await;
             tuned.tuning.apply = false;
-            let previous = subject.tuning_status.as_ref();
+            let previous = subject.tuning_status.as_deref();
             tuned.status.previous_min_replicas = previous.and_then(|p| p.previous_min_replicas);
             tuned.status.last_applied_time = previous.and_then(|p| p.last_applied_time.clone());
             tuned.status.message = format!("{}; {note}", tuned.status.message);
@@ -557,7 +584,7 @@ async fn apply_tuning(subject: &Subject, ctx: &Context, tuned: Option<&mut Tuned
 }
 
 /// Tuning's Event (while leading), its metrics, and a native HPA's tuning annotation.
-async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) {
+async fn report_tuning(subject: &Subject<'_>, ctx: &Context, tuned: Option<&Tuned>) {
     ctx.metrics.tuned(
         &subject.namespace,
         &subject.name,
@@ -567,7 +594,7 @@ async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) 
     if !ctx.shards.holds(&subject.uid) {
         return;
     }
-    let previous = subject.tuning_status.as_ref();
+    let previous = subject.tuning_status.as_deref();
     let min_before = subject.spec.min_replicas.unwrap_or(1);
     for (warning, reason, note) in tuning::events(tuned, previous, min_before) {
         if warning {
@@ -593,14 +620,14 @@ async fn report_tuning(subject: &Subject, ctx: &Context, tuned: Option<&Tuned>) 
 /// the same workload, merged into `new`; a Warning Event when it turns on (while leading), and
 /// the per-object metric.
 async fn conflict_with_vpas(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     new: &mut HorizontalPodAutoscalerPlusStatus,
     at: Timestamp,
 ) {
     let target = &subject.spec.scale_target_ref;
     let vpas = ctx.vpas.get(&subject.namespace, &target.kind, &target.name);
-    let was = subject.previous.as_ref().is_some_and(|p| {
+    let was = subject.previous.as_deref().is_some_and(|p| {
         p.conditions
             .iter()
             .any(|c| c.type_ == conflict::CONDITION && c.status == "True")
@@ -630,7 +657,7 @@ async fn conflict_with_vpas(
 /// `minReplicasTuning` for this evaluation ([`tuning`]): record, tune, and in Apply lower the
 /// minimum; the outcome, and the minimum the decision must use (`None`: the spec's own).
 async fn tune(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     pods: &[Arc<PodInfo>],
     observed: &Observation,
@@ -649,7 +676,7 @@ async fn tune(
             pod_labels: pods.iter().map(|p| &p.labels).collect(),
             spec: &subject.spec,
             settings: &subject.tuning,
-            previous: subject.tuning_status.as_ref(),
+            previous: subject.tuning_status.as_deref(),
         },
         ctx,
         ctx.loads(&subject.uid),
@@ -671,14 +698,14 @@ fn predict_subject<'a>(
         namespace: &subject.namespace,
         name: &subject.name,
         spec,
-        previous: subject.predictive_status.as_ref(),
+        previous: subject.predictive_status.as_deref(),
     }
 }
 
 /// `spec.predictive` for this evaluation ([`crate::predict`]), right after the reactive
 /// decision: record, forecast, and in Scale raise the decision before it is written.
 async fn predict(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     spec: &HorizontalPodAutoscalerPlusSpec,
     pods: &[Arc<PodInfo>],
@@ -705,7 +732,7 @@ async fn predict(
 
 /// The prediction's metrics, Event (while leading) and a native HPA's annotation.
 async fn report_prediction(
-    subject: &Subject,
+    subject: &Subject<'_>,
     ctx: &Context,
     spec: &HorizontalPodAutoscalerPlusSpec,
     decision: &Decision,
@@ -733,7 +760,7 @@ struct Kept {
 }
 
 /// Keeps what the next evaluation of `subject` starts from ([`Memory`]).
-fn remember(subject: &Subject, ctx: &Context, kept: Kept, decision: &Decision, next: Duration) {
+fn remember(subject: &Subject<'_>, ctx: &Context, kept: Kept, decision: &Decision, next: Duration) {
     let Kept {
         history,
         tuned,
@@ -761,16 +788,45 @@ fn remember(subject: &Subject, ctx: &Context, kept: Kept, decision: &Decision, n
     );
 }
 
+/// The scale target as the scale client takes it.
+fn target_of(spec: &HorizontalPodAutoscalerPlusSpec) -> K8sRef {
+    K8sRef {
+        api_version: spec.scale_target_ref.api_version.clone(),
+        kind: spec.scale_target_ref.kind.clone(),
+        name: spec.scale_target_ref.name.clone(),
+    }
+}
+
+/// `subject` with the tuning status this process wrote last, which is fresher than the
+/// object's: the evaluation that a lowered minReplicas triggers may read the new spec before the
+/// status written with it.
+fn with_remembered_tuning<'a>(subject: Subject<'a>, ctx: &Context) -> Subject<'a> {
+    match ctx.tuning_status(&subject.uid) {
+        Some(remembered) => Subject {
+            tuning_status: Some(Cow::Owned(remembered)),
+            ..subject
+        },
+        None => subject,
+    }
+}
+
+/// What becomes of an object whose shard this replica does not act on (any more, or yet).
+fn not_acting(subject: &Subject<'_>, ctx: &Context) -> Action {
+    if ctx.shards.is_sharded() {
+        // Another replica's shard (or one being handed over): drop what we knew (its holder
+        // moves the history on, and the object carries it), and look again after the period.
+        ctx.forget(&subject.uid);
+        return Action::requeue(period(ctx.config.sync_period_seconds(&subject.spec)));
+    }
+    // A follower never acts; the controller is stopped when the lease is lost, this covers a
+    // reconcile that was already running.
+    Action::await_change()
+}
+
 /// The steps of one evaluation, in order; each early return is one failure mode of the module
 /// doc.
-async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
-    // The status this process wrote last is fresher than the object's: the evaluation that a
-    // lowered minReplicas triggers may read the new spec before the status written with it.
-    let remembered = ctx.tuning_status(&subject.uid);
-    let subject = Subject {
-        tuning_status: remembered.or(subject.tuning_status),
-        ..subject
-    };
+async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
+    let subject = with_remembered_tuning(subject, ctx);
     let span = Span::current();
     span.record("namespace", subject.namespace.as_str());
     span.record("name", subject.name.as_str());
@@ -778,29 +834,14 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     // sharding: while leading). The guard keeps a shard being handed over from being released
     // before this evaluation's last write.
     let Some(_shard) = ctx.shards.enter(&subject.uid) else {
-        if ctx.shards.is_sharded() {
-            // Another replica's shard: drop what we knew (its holder moves the history on, and
-            // the object carries it), and look again after the period in case the shard moves
-            // here.
-            ctx.forget(&subject.uid);
-            return Ok(Action::requeue(period(
-                ctx.config.sync_period_seconds(&subject.spec),
-            )));
-        }
-        // A follower never acts; the controller is stopped when the lease is lost, this covers
-        // a reconcile that was already running.
-        return Ok(Action::await_change());
+        return Ok(not_acting(&subject, ctx));
     };
     let _timer = ctx.metrics.reconcile.start();
     if let Err(errors) = subject.spec.validate() {
         return invalid(&subject, ctx, &errors.to_string()).await;
     }
-    let spec = &subject.spec;
-    let target = K8sRef {
-        api_version: spec.scale_target_ref.api_version.clone(),
-        kind: spec.scale_target_ref.kind.clone(),
-        name: spec.scale_target_ref.name.clone(),
-    };
+    let spec: &HorizontalPodAutoscalerPlusSpec = &subject.spec;
+    let target = target_of(spec);
     let started = now();
     let scale = match ctx.scale.get(&subject.namespace, &target).await {
         Ok(scale) => scale,
@@ -826,7 +867,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     // Whoever wrote the object's memory may have evaluated until now (see `memory::resume`).
     let held = memory::resume(
         ctx.history(&subject.uid).as_ref(),
-        subject.stored.as_ref(),
+        subject.stored.as_deref(),
         observed.current_replicas,
         at,
         at,
@@ -856,7 +897,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
     let history = memory::restore(&stored);
     let mut new = status_after(
         spec,
-        subject.previous.as_ref(),
+        subject.previous.as_deref(),
         &decision,
         subject.generation,
         scaled,
@@ -894,7 +935,7 @@ async fn run(subject: Subject, ctx: &Context) -> Result<Action> {
 }
 
 /// The one log line per decision.
-fn log_decision(subject: &Subject, decision: &Decision, scaled: bool) {
+fn log_decision(subject: &Subject<'_>, decision: &Decision, scaled: bool) {
     tracing::info!(
         namespace = %subject.namespace,
         name = %subject.name,

@@ -45,6 +45,7 @@ use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::Service;
 use plimsoll_runtime::target_index::TargetIndex;
+use plimsoll_runtime::watched_scales::WatchedScales;
 use plimsoll_runtime::{CommonArgs, leader};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -154,11 +155,16 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         api::<HorizontalPodAutoscaler>(&client, namespace.as_deref()),
     ));
 
+    // Every loop resolves each VPA's target to its pods' selector: from memory for the
+    // built-in workloads, instead of one GET per VPA per loop.
+    let workloads = WatchedScales::new();
+    service.spawn(workloads.clone().watch(client.clone(), namespace.clone()));
     let kinds = KindResolver::new(client.clone());
     let ctx = Arc::new(Context {
         client: client.clone(),
         recorder: Events::new(client.clone(), BINARY),
-        scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), controller::FIELD_MANAGER),
+        scale: ScaleClient::with_resolver(client.clone(), kinds.clone(), controller::FIELD_MANAGER)
+            .with_watched(workloads),
         usage: Arc::new(ApiMetrics::new(client.clone(), kinds)),
         metrics,
         vpas,

@@ -162,6 +162,14 @@ impl Child {
         Ok(line.trim().to_owned())
     }
 
+    /// Kills the child with SIGKILL (a crash: nothing is flushed or released) and waits until
+    /// it is gone.
+    pub fn kill(mut self) -> anyhow::Result<()> {
+        self.child.kill().context("SIGKILL the service's process")?;
+        self.child.wait().context("reap the killed process")?;
+        Ok(())
+    }
+
     /// Closes the leash and waits for the child to exit.
     pub fn stop(mut self) {
         drop(self.child.stdin.take());

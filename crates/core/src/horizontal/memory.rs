@@ -381,10 +381,22 @@ mod tests {
         let old = memory(&[(0, 8), (30_000, 2)]);
         assert!(same_but_newest_time(&old, &memory(&[(0, 8), (45_000, 2)])));
         assert!(same_but_newest_time(&old, &old));
-        assert!(!same_but_newest_time(&old, &memory(&[(0, 8), (45_000, 3)])), "another count");
-        assert!(!same_but_newest_time(&old, &memory(&[(15_000, 8), (45_000, 2)])), "older ones");
-        assert!(!same_but_newest_time(&old, &memory(&[(0, 8), (30_000, 2), (45_000, 5)])));
-        assert!(!same_but_newest_time(&old, &memory(&[(0, 8), (15_000, 2)])), "earlier");
+        assert!(
+            !same_but_newest_time(&old, &memory(&[(0, 8), (45_000, 3)])),
+            "another count"
+        );
+        assert!(
+            !same_but_newest_time(&old, &memory(&[(15_000, 8), (45_000, 2)])),
+            "older ones"
+        );
+        assert!(!same_but_newest_time(
+            &old,
+            &memory(&[(0, 8), (30_000, 2), (45_000, 5)])
+        ));
+        assert!(
+            !same_but_newest_time(&old, &memory(&[(0, 8), (15_000, 2)])),
+            "earlier"
+        );
         let scaled = store(&History {
             recommendations: recs(&[(0, 8), (45_000, 2)]),
             last_scale_time: Some(at(45_000)),

@@ -224,10 +224,13 @@ mod tests {
         assert!(changed(None, &status(1, 3)));
     }
 
+    /// A field name and how to change it.
+    type Mutation = (&'static str, fn(&mut HorizontalPodAutoscalerPlusStatus));
+
     #[test]
     fn a_change_of_any_other_field_is_a_change() {
         let base = status(1, 3);
-        let mutations: Vec<(&str, fn(&mut HorizontalPodAutoscalerPlusStatus))> = vec![
+        let mutations: Vec<Mutation> = vec![
             ("observedGeneration", |s| s.observed_generation = Some(2)),
             ("lastScaleTime", |s| {
                 s.last_scale_time = Some(Time(Timestamp::UNIX_EPOCH));
@@ -235,20 +238,29 @@ mod tests {
             ("currentReplicas", |s| s.current_replicas = 9),
             ("desiredReplicas", |s| s.desired_replicas = 9),
             ("currentMetrics", |s| {
-                s.current_metrics.push(Default::default())
+                s.current_metrics
+                    .push(crate::api::hpa_plus::MetricStatus::default());
             }),
-            ("conditions", |s| s.conditions.push(Default::default())),
+            ("conditions", |s| {
+                s.conditions
+                    .push(HorizontalPodAutoscalerCondition::default());
+            }),
             ("reference", |s| s.reference = Some("Deployment/web".into())),
             ("targetsSummary", |s| s.targets_summary = Some("1/2".into())),
-            ("memory", |s| s.memory = Some(Default::default())),
-            ("minReplicasTuning", |s| {
-                s.min_replicas_tuning = Some(Default::default());
+            ("memory", |s| {
+                s.memory = Some(crate::api::hpa_plus::DecisionMemory::default());
             }),
-            ("predictive", |s| s.predictive = Some(Default::default())),
+            ("minReplicasTuning", |s| {
+                s.min_replicas_tuning =
+                    Some(crate::api::hpa_plus::MinReplicasTuningStatus::default());
+            }),
+            ("predictive", |s| {
+                s.predictive = Some(crate::api::hpa_plus::PredictiveStatus::default());
+            }),
             ("lastDecision", |s| s.last_decision = None),
             ("lastDecision.proposals", |s| {
                 if let Some(d) = s.last_decision.as_mut() {
-                    d.proposals.push(Default::default());
+                    d.proposals.push(MetricProposal::default());
                 }
             }),
             ("lastDecision.recommendedReplicas", |s| {
@@ -268,7 +280,7 @@ mod tests {
             }),
             ("lastDecision.countdowns", |s| {
                 if let Some(d) = s.last_decision.as_mut() {
-                    d.countdowns.push(Default::default());
+                    d.countdowns.push(Countdown::default());
                 }
             }),
         ];
