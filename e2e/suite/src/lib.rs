@@ -33,7 +33,7 @@ pub mod running;
 pub mod scrape;
 pub mod tap;
 
-pub use running::Running;
+pub use running::{Crashable, Running};
 
 /// The environment variable that points the suite at a real cluster.
 pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";

@@ -13,12 +13,11 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::PostParams;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Crashable, Env, eventually};
 use plimsoll_hpa_plus::cli::Args;
 use plimsoll_runtime::leader::shards::shard_of;
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const WITHIN: Duration = Duration::from_secs(60);
 const EVERY: Duration = Duration::from_millis(250);
@@ -48,57 +47,6 @@ fn config(env: &Env, identity: &str) -> plimsoll_hpa_plus::Config {
         .expect("test flags are valid");
     config.identity = Some(identity.to_owned());
     config
-}
-
-/// An instance on its own runtime, so that dropping it is a crash (no Lease released).
-struct Instance {
-    runtime: Option<tokio::runtime::Runtime>,
-    stop: CancellationToken,
-    done: Option<tokio::sync::oneshot::Receiver<()>>,
-}
-
-impl Instance {
-    fn start(config: plimsoll_hpa_plus::Config) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let stop = CancellationToken::new();
-        let (tx, done) = tokio::sync::oneshot::channel();
-        let token = stop.clone();
-        runtime.spawn(async move {
-            if let Err(e) = plimsoll_hpa_plus::run(config, token).await {
-                eprintln!("hpa-plus ended with an error: {e}");
-            }
-            let _ = tx.send(());
-        });
-        Self {
-            runtime: Some(runtime),
-            stop,
-            done: Some(done),
-        }
-    }
-
-    fn crash(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
-
-    /// A graceful stop: finish in-flight work, release the Leases.
-    async fn stop(mut self) {
-        self.stop.cancel();
-        if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(20), done).await;
-        }
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        self.crash();
-    }
 }
 
 fn sine(phase: f64) -> LoadSpec {
@@ -229,9 +177,15 @@ async fn three_sharded_instances_survive_a_kill_without_double_writes() -> anyho
         #[allow(clippy::cast_precision_loss)]
         sim.set_load(&env.namespace, "deployments", &name, sine(k as f64));
     }
-    let mut instances: BTreeMap<&str, Instance> = ["instance-a", "instance-b", "instance-c"]
+    let mut instances: BTreeMap<&str, Crashable> = ["instance-a", "instance-b", "instance-c"]
         .into_iter()
-        .map(|id| (id, Instance::start(config(&env, id))))
+        .map(|id| {
+            let config = config(&env, id);
+            (
+                id,
+                Crashable::start("hpa-plus", |token| plimsoll_hpa_plus::run(config, token)),
+            )
+        })
         .collect();
     for k in 0..OBJECTS {
         let name = format!("w{k}");

@@ -13,11 +13,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
-use plimsoll_e2e::{Env, eventually};
+use plimsoll_e2e::{Crashable, Env, eventually};
 use plimsoll_runtime::leader::shards::shard_of;
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const WITHIN: Duration = Duration::from_secs(40);
 const EVERY: Duration = Duration::from_millis(250);
@@ -43,57 +42,6 @@ fn config(env: &Env, identity: &str) -> plimsoll_vpa_recommender::Config {
     let mut config = env.recommender_config(&flags).expect("test flags parse");
     config.identity = Some(identity.to_owned());
     config
-}
-
-/// An instance on its own runtime, so that dropping it is a crash (no Lease released).
-struct Instance {
-    runtime: Option<tokio::runtime::Runtime>,
-    stop: CancellationToken,
-    done: Option<tokio::sync::oneshot::Receiver<()>>,
-}
-
-impl Instance {
-    fn start(config: plimsoll_vpa_recommender::Config) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let stop = CancellationToken::new();
-        let (tx, done) = tokio::sync::oneshot::channel();
-        let token = stop.clone();
-        runtime.spawn(async move {
-            if let Err(e) = plimsoll_vpa_recommender::run(config, token).await {
-                eprintln!("vpa-recommender ended with an error: {e}");
-            }
-            let _ = tx.send(());
-        });
-        Self {
-            runtime: Some(runtime),
-            stop,
-            done: Some(done),
-        }
-    }
-
-    fn crash(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
-
-    /// A graceful stop: finish in-flight work, release the Leases.
-    async fn stop(mut self) {
-        self.stop.cancel();
-        if let Some(done) = self.done.take() {
-            let _ = tokio::time::timeout(Duration::from_secs(20), done).await;
-        }
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        self.crash();
-    }
 }
 
 async fn vpa(env: &Env, name: &str) -> anyhow::Result<()> {
@@ -282,9 +230,17 @@ async fn three_sharded_recommenders_survive_a_kill_without_double_writes() -> an
         vpa(&env, &name).await?;
     }
     let started = Instant::now();
-    let mut instances: BTreeMap<&str, Instance> = ["instance-a", "instance-b", "instance-c"]
+    let mut instances: BTreeMap<&str, Crashable> = ["instance-a", "instance-b", "instance-c"]
         .into_iter()
-        .map(|id| (id, Instance::start(config(&env, id))))
+        .map(|id| {
+            let config = config(&env, id);
+            (
+                id,
+                Crashable::start("vpa-recommender", |token| {
+                    plimsoll_vpa_recommender::run(config, token)
+                }),
+            )
+        })
         .collect();
 
     eventually("six shards, two per instance", WITHIN, EVERY, || async {
