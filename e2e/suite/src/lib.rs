@@ -116,6 +116,22 @@ impl Env {
         })
     }
 
+    /// A wiretap in front of the sim's plain HTTP listener and a kubeconfig through it (beside
+    /// this test's own): a service given that kubeconfig has every request it sends recorded.
+    pub async fn tap(&self) -> anyhow::Result<(tap::Tap, PathBuf)> {
+        let upstream: std::net::SocketAddr = self
+            .sim()?
+            .http_url
+            .as_deref()
+            .and_then(|u| u.strip_prefix("http://"))
+            .context("the sim serves plain HTTP")?
+            .parse()?;
+        let tap = tap::Tap::start(upstream).await?;
+        let kubeconfig = self.kubeconfig.with_file_name("tap.kubeconfig");
+        std::fs::write(&kubeconfig, tap.kubeconfig())?;
+        Ok((tap, kubeconfig))
+    }
+
     /// The sim's audit log of writes in this test's namespace; `None` on a real cluster,
     /// which keeps no such log.
     pub fn audit(&self) -> Option<Vec<AuditEntry>> {

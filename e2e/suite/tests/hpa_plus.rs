@@ -854,16 +854,7 @@ async fn evaluations_read_a_deployments_scale_from_the_watch() -> anyhow::Result
         },
     )
     .await?;
-    let upstream: std::net::SocketAddr = env
-        .sim()?
-        .http_url
-        .as_deref()
-        .and_then(|u| u.strip_prefix("http://"))
-        .context("the sim serves plain HTTP")?
-        .parse()?;
-    let tap = plimsoll_e2e::tap::Tap::start(upstream).await?;
-    let kubeconfig = env.kubeconfig.with_file_name("tap.kubeconfig");
-    std::fs::write(&kubeconfig, tap.kubeconfig())?;
+    let (tap, kubeconfig) = env.tap().await?;
     create_deployment(&env, "web", 2, "10m").await?;
     let webapps = kube::Api::<kube::api::DynamicObject>::namespaced_with(
         env.client.clone(),

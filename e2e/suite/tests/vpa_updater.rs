@@ -472,16 +472,7 @@ async fn loops_read_pods_and_vpas_from_watches_not_from_lists() -> anyhow::Resul
     // Requests of 10m are inside 5m..20m: nothing to evict.
     recommend(&env, "web", 10).await?;
     renew_status_lease(&env, SignedDuration::ZERO).await?;
-    let upstream: SocketAddr = env
-        .sim()?
-        .http_url
-        .as_deref()
-        .and_then(|u| u.strip_prefix("http://"))
-        .context("the sim serves plain HTTP")?
-        .parse()?;
-    let tap = plimsoll_e2e::tap::Tap::start(upstream).await?;
-    let kubeconfig = env.kubeconfig.with_file_name("tap.kubeconfig");
-    std::fs::write(&kubeconfig, tap.kubeconfig())?;
+    let (tap, kubeconfig) = env.tap().await?;
     let address = free_address()?;
     let config = plimsoll_vpa_updater::cli::parse_config([
         "vpa-updater".to_owned(),
