@@ -132,6 +132,30 @@ impl Env {
         Ok((tap, kubeconfig))
     }
 
+    /// The holder and transition count of each shard Lease `<lease>-shard-<i>` (`i` below
+    /// `shards`) in this test's namespace.
+    pub async fn shard_leases(
+        &self,
+        lease: &str,
+        shards: u32,
+    ) -> anyhow::Result<Vec<(Option<String>, i32)>> {
+        let api = self.api::<k8s_openapi::api::coordination::v1::Lease>();
+        let mut out = Vec::new();
+        for i in 0..shards {
+            let spec = api
+                .get_opt(&format!("{lease}-shard-{i}"))
+                .await?
+                .and_then(|l| l.spec);
+            out.push((
+                spec.as_ref()
+                    .and_then(|s| s.holder_identity.clone())
+                    .filter(|h| !h.is_empty()),
+                spec.and_then(|s| s.lease_transitions).unwrap_or(0),
+            ));
+        }
+        Ok(out)
+    }
+
     /// The sim's audit log of writes in this test's namespace; `None` on a real cluster,
     /// which keeps no such log.
     pub fn audit(&self) -> Option<Vec<AuditEntry>> {

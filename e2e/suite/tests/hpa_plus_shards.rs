@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::PostParams;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
@@ -63,21 +62,7 @@ fn sine(phase: f64) -> LoadSpec {
 
 /// The shard Leases' holders and transition counts, by shard.
 async fn shard_leases(env: &Env) -> anyhow::Result<Vec<(Option<String>, i32)>> {
-    let api = env.api::<Lease>();
-    let mut out = Vec::new();
-    for i in 0..SHARDS {
-        let spec = api
-            .get_opt(&format!("plimsoll-hpa-plus-shard-{i}"))
-            .await?
-            .and_then(|l| l.spec);
-        out.push((
-            spec.as_ref()
-                .and_then(|s| s.holder_identity.clone())
-                .filter(|h| !h.is_empty()),
-            spec.and_then(|s| s.lease_transitions).unwrap_or(0),
-        ));
-    }
-    Ok(out)
+    env.shard_leases("plimsoll-hpa-plus", SHARDS).await
 }
 
 /// Each autoscaler's uid and `status.lastDecision.time`, by name.

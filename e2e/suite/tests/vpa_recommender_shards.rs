@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
@@ -63,21 +62,7 @@ async fn vpa(env: &Env, name: &str) -> anyhow::Result<()> {
 
 /// The shard Leases' holders and transition counts, by shard.
 async fn shard_leases(env: &Env) -> anyhow::Result<Vec<(Option<String>, i32)>> {
-    let api = env.api::<Lease>();
-    let mut out = Vec::new();
-    for i in 0..SHARDS {
-        let spec = api
-            .get_opt(&format!("plimsoll-vpa-recommender-shard-{i}"))
-            .await?
-            .and_then(|l| l.spec);
-        out.push((
-            spec.as_ref()
-                .and_then(|s| s.holder_identity.clone())
-                .filter(|h| !h.is_empty()),
-            spec.and_then(|s| s.lease_transitions).unwrap_or(0),
-        ));
-    }
-    Ok(out)
+    env.shard_leases("plimsoll-vpa-recommender", SHARDS).await
 }
 
 /// What the recommender wrote for one VPA: its uid, whether its status has a recommendation, and
