@@ -14,7 +14,7 @@ use std::time::Instant;
 use kube::Client;
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_core::api::hpa_plus::MinReplicasTuningStatus;
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusStatus, MinReplicasTuningStatus};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::{ControllerConfig, History};
@@ -56,6 +56,14 @@ pub struct Memory {
     pub published: crate::metrics::Published,
 }
 
+/// A status this replica wrote, and the `resourceVersion` of the object it was computed from.
+#[derive(Debug)]
+struct Written {
+    over: String,
+    status: HorizontalPodAutoscalerPlusStatus,
+    native: bool,
+}
+
 /// The selector each autoscaler's target reported, by namespace, for `AmbiguousSelector`.
 type SelectorIndex = HashMap<String, HashMap<String, (String, Selector)>>;
 
@@ -89,6 +97,7 @@ pub struct Context {
     /// VerticalPodAutoscalers by the workload they size (conflict detection).
     pub vpas: TargetIndex<VerticalPodAutoscaler>,
     memory: Mutex<HashMap<String, Memory>>,
+    written: Mutex<HashMap<String, Written>>,
     selectors: Mutex<SelectorIndex>,
 }
 
@@ -156,6 +165,7 @@ impl Context {
             tuning_exclude,
             vpas,
             memory: Mutex::new(HashMap::new()),
+            written: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
         }
     }
@@ -209,8 +219,57 @@ impl Context {
         self.metrics.objects.set(all.len() as i64);
     }
 
+    /// Records that this replica wrote `status` for `uid` (the whole HPA+ status as the server
+    /// now has it; for a native HPA, with the memory its annotation now carries), computed from
+    /// the object at `resourceVersion` `over`.
+    pub fn wrote(
+        &self,
+        uid: &str,
+        over: Option<&str>,
+        status: HorizontalPodAutoscalerPlusStatus,
+        native: bool,
+    ) {
+        let mut written = lock(&self.written);
+        match over {
+            Some(over) => {
+                written.insert(
+                    uid.to_owned(),
+                    Written {
+                        over: over.to_owned(),
+                        status,
+                        native,
+                    },
+                );
+            }
+            None => {
+                written.remove(uid);
+            }
+        }
+    }
+
+    /// The status this replica last wrote for `uid`, while the cached object is still the one
+    /// it was computed from (`version`): the watch has not delivered the write yet, so the cache
+    /// is older than the server. Comparing with the cache then would write the same status
+    /// again at every evaluation until the watch catches up, adding to the load that delays
+    /// it. Once the cache has moved on, the entry is dropped and the cache is the truth again
+    /// (whoever wrote last).
+    pub fn written_over(
+        &self,
+        uid: &str,
+        version: Option<&str>,
+    ) -> Option<HorizontalPodAutoscalerPlusStatus> {
+        let mut written = lock(&self.written);
+        let entry = written.get(uid)?;
+        if version == Some(entry.over.as_str()) {
+            return Some(entry.status.clone());
+        }
+        written.remove(uid);
+        None
+    }
+
     /// Drops everything remembered about `uid` (the object was deleted).
     pub fn forget(&self, uid: &str) {
+        lock(&self.written).remove(uid);
         let removed = {
             let mut all = lock(&self.memory);
             let removed = all.remove(uid);
@@ -236,6 +295,7 @@ impl Context {
         for uid in stale {
             self.forget(&uid);
         }
+        lock(&self.written).retain(|uid, w| w.native != native || live.contains(uid));
     }
 
     /// Records the selector of `uid`'s target and returns the other autoscalers in the same
@@ -402,6 +462,36 @@ mod tests {
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
         assert!(text.contains("plimsoll_hpa_plus_objects 0"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_written_status_stands_in_for_the_cache_until_the_cache_moves() {
+        let (ctx, _) = context();
+        let status = |replicas| HorizontalPodAutoscalerPlusStatus {
+            current_replicas: replicas,
+            ..HorizontalPodAutoscalerPlusStatus::default()
+        };
+        // Written from the object at version 5: while the cache still shows 5, what was
+        // written is what the server has.
+        ctx.wrote("u1", Some("5"), status(3), false);
+        assert_eq!(ctx.written_over("u1", Some("5")), Some(status(3)));
+        assert_eq!(ctx.written_over("u1", Some("5")), Some(status(3)));
+        // The cache moved (the write arrived, or someone else wrote): the cache is the truth,
+        // even if it goes back to showing 5 (it cannot; versions only grow).
+        assert_eq!(ctx.written_over("u1", Some("7")), None);
+        assert_eq!(ctx.written_over("u1", Some("5")), None);
+        // No version to compare with: nothing is kept.
+        ctx.wrote("u2", None, status(1), false);
+        assert_eq!(ctx.written_over("u2", None), None);
+        // Deleted, or gone from a relist of its kind.
+        ctx.wrote("u3", Some("1"), status(1), false);
+        ctx.forget("u3");
+        assert_eq!(ctx.written_over("u3", Some("1")), None);
+        ctx.wrote("plus", Some("1"), status(1), false);
+        ctx.wrote("native", Some("1"), status(1), true);
+        ctx.retain(&HashSet::new(), true);
+        assert_eq!(ctx.written_over("native", Some("1")), None);
+        assert_eq!(ctx.written_over("plus", Some("1")), Some(status(1)));
     }
 
     #[tokio::test]

@@ -15,8 +15,8 @@
 //! With `--shards N` (N > 1) there is no single leader: every replica runs the controllers, and
 //! an object is evaluated only by the replica holding the Lease of its shard
 //! (`plimsoll_runtime::leader::shards`). The others requeue it after its period without a
-//! write or a read; the objects of a shard this replica takes are evaluated at once, within a
-//! second of taking it ([`taken_over`]).
+//! write or a read; the objects of a shard this replica takes are evaluated as soon as it takes
+//! it ([`taken_over`]).
 //!
 //! On shutdown (the token is cancelled) the controllers stop taking work and finish in-flight
 //! reconciles, then the Lease is released and `run` returns `Ok`. If the election task dies
@@ -43,7 +43,7 @@ pub mod replay_load;
 pub mod status;
 pub mod tuning;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -347,23 +347,29 @@ async fn controllers(
 
 /// With `--shards`, the objects of the shards this replica has just taken, once each, so that
 /// they are evaluated at once rather than at their next requeue (up to a period later, as an
-/// object of another replica's shard is requeued after its period). Compared every second; a
-/// shard lost and taken back within that second is not seen, and its objects come at their
-/// requeue. Without sharding nothing is sent: the controllers start with the leadership.
+/// object of another replica's shard is requeued after its period). Woken by every take, a
+/// shard lost and taken back in between included. Without sharding nothing is sent: the
+/// controllers start with the leadership.
 fn taken_over<K>(shards: ShardHandle, store: Store<K>) -> impl Stream<Item = ObjectRef<K>> + Send
 where
     K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
-    let sharded = shards.is_sharded();
-    futures::stream::unfold(BTreeSet::new(), move |before: BTreeSet<u32>| {
+    let taken = shards.taken().map(|mut taken| {
+        // What was taken before this stream started counts as taken.
+        taken.mark_changed();
+        (taken, BTreeMap::new())
+    });
+    futures::stream::unfold(taken, move |state| {
         let (shards, store) = (shards.clone(), store.clone());
         async move {
-            if !sharded {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let acting = shards.acting();
-            let gained: BTreeSet<u32> = acting.difference(&before).copied().collect();
+            let (mut taken, before) = state?;
+            taken.changed().await.ok()?;
+            let acting = shards.acting_takes();
+            let gained: BTreeSet<u32> = acting
+                .iter()
+                .filter(|(shard, takes)| before.get(*shard) != Some(*takes))
+                .map(|(shard, _)| *shard)
+                .collect();
             let objects: Vec<ObjectRef<K>> = if gained.is_empty() {
                 Vec::new()
             } else {
@@ -379,7 +385,7 @@ where
                     .map(|o| ObjectRef::from_obj(o.as_ref()))
                     .collect()
             };
-            Some((futures::stream::iter(objects), acting))
+            Some((futures::stream::iter(objects), Some((taken, acting))))
         }
     })
     .flatten()

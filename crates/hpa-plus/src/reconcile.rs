@@ -68,6 +68,8 @@ struct Subject<'a> {
     namespace: String,
     name: String,
     generation: Option<i64>,
+    /// The cached object's `resourceVersion`.
+    version: Option<&'a str>,
     spec: Cow<'a, HorizontalPodAutoscalerPlusSpec>,
     previous: Option<Cow<'a, HorizontalPodAutoscalerPlusStatus>>,
     /// The decision memory the object carries (HPA+ status, or a native HPA's annotation).
@@ -97,6 +99,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
         namespace: obj.namespace().unwrap_or_default(),
         name: obj.name_any(),
         generation: obj.meta().generation,
+        version: obj.meta().resource_version.as_deref(),
         spec: Cow::Borrowed(&obj.spec),
         previous: status.map(Cow::Borrowed),
         stored: status.and_then(|s| s.memory.as_ref()).map(Cow::Borrowed),
@@ -110,6 +113,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
             .and_then(|s| s.predictive.as_ref())
             .map(Cow::Borrowed),
     };
+    let subject = with_written(subject, &ctx);
     match tuning {
         Ok(tuning) => {
             run(
@@ -154,6 +158,7 @@ pub async fn reconcile_native(
                 namespace,
                 name,
                 generation: obj.meta().generation,
+                version: obj.meta().resource_version.as_deref(),
                 spec: Cow::Owned(HorizontalPodAutoscalerPlusSpec::default()),
                 previous: previous.map(Cow::Owned),
                 stored: stored.map(Cow::Owned),
@@ -163,7 +168,7 @@ pub async fn reconcile_native(
                 tuning_status: tuning_status.map(Cow::Owned),
                 predictive_status: predictive_status.map(Cow::Owned),
             };
-            return invalid(&subject, &ctx, &e.to_string()).await;
+            return invalid(&with_written(subject, &ctx), &ctx, &e.to_string()).await;
         }
     };
     let subject = Subject {
@@ -172,6 +177,7 @@ pub async fn reconcile_native(
         namespace,
         name,
         generation: obj.meta().generation,
+        version: obj.meta().resource_version.as_deref(),
         tuning: plus.spec.min_replicas_tuning.clone().unwrap_or_default(),
         spec: Cow::Owned(plus.spec),
         previous: previous.map(Cow::Owned),
@@ -181,7 +187,7 @@ pub async fn reconcile_native(
         tuning_status: tuning_status.map(Cow::Owned),
         predictive_status: predictive_status.map(Cow::Owned),
     };
-    run(subject, &ctx).await
+    run(with_written(subject, &ctx), &ctx).await
 }
 
 /// With `--shards`, an object of a shard this replica does not hold is requeued after
@@ -214,11 +220,12 @@ fn period(seconds: i64) -> Duration {
     Duration::from_secs(u64::try_from(seconds).unwrap_or(5))
 }
 
+/// Writes `new` when it changed; whether it did.
 async fn write_status(
     subject: &Subject<'_>,
     ctx: &Context,
     new: &HorizontalPodAutoscalerPlusStatus,
-) -> Result<()> {
+) -> Result<bool> {
     let changed = match subject.kind {
         Kind::Plus => status::changed(subject.previous.as_deref(), new),
         Kind::Native => status::changed(
@@ -231,7 +238,7 @@ async fn write_status(
         ),
     };
     if !changed || !ctx.shards.holds(&subject.uid) {
-        return Ok(());
+        return Ok(false);
     }
     match subject.kind {
         Kind::Plus => {
@@ -242,18 +249,18 @@ async fn write_status(
         }
     }
     ctx.metrics.status_writes.inc();
-    Ok(())
+    Ok(true)
 }
 
 /// Writes a native HPA's decision memory into its annotation when it moved (an HPA+ carries it
-/// in the status [`write_status`] writes).
+/// in the status [`write_status`] writes); whether it did.
 async fn write_native_memory(
     subject: &Subject<'_>,
     ctx: &Context,
     new: &HorizontalPodAutoscalerPlusStatus,
-) -> Result<()> {
+) -> Result<bool> {
     let Some(stored) = new.memory.as_ref() else {
-        return Ok(());
+        return Ok(false);
     };
     if subject.kind != Kind::Native
         || subject
@@ -262,10 +269,82 @@ async fn write_native_memory(
             .is_some_and(|old| memory::same_but_newest_time(old, stored))
         || !ctx.shards.holds(&subject.uid)
     {
-        return Ok(());
+        return Ok(false);
     }
     let api: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), &subject.namespace);
-    status::write_native_memory(&api, &subject.name, stored).await
+    status::write_native_memory(&api, &subject.name, stored).await?;
+    Ok(true)
+}
+
+/// Writes the status and, for a native HPA, the memory annotation of a decision, and records
+/// what was written.
+async fn write_decision(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    new: &HorizontalPodAutoscalerPlusStatus,
+) -> Result<()> {
+    let status_written = write_status(subject, ctx, new).await?;
+    let memory_written = match write_native_memory(subject, ctx, new).await {
+        Ok(written) => written,
+        Err(e) => {
+            // The decision is applied; without its memory a successor only starts over (seeded
+            // with the current replicas), so this is not worth a retry of the whole evaluation.
+            tracing::warn!(error = %e, "could not write the decision memory annotation");
+            false
+        }
+    };
+    record_written(
+        subject,
+        ctx,
+        status_written.then_some(new),
+        memory_written.then_some(new.memory.as_ref()).flatten(),
+    );
+    Ok(())
+}
+
+/// Records what the server has after this evaluation's writes ([`Context::wrote`]): `status`
+/// if it was written, and for a native HPA `memory` if its annotation was.
+fn record_written(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    status: Option<&HorizontalPodAutoscalerPlusStatus>,
+    memory: Option<&DecisionMemory>,
+) {
+    if status.is_none() && memory.is_none() {
+        return;
+    }
+    let mut on_server = status
+        .or(subject.previous.as_deref())
+        .cloned()
+        .unwrap_or_default();
+    let native = subject.kind == Kind::Native;
+    if native {
+        on_server.memory = memory.or(subject.stored.as_deref()).cloned();
+    }
+    ctx.wrote(&subject.uid, subject.version, on_server, native);
+}
+
+/// `subject` with the status this replica wrote last in place of the cached one, while the
+/// cache has not caught up with that write ([`Context::written_over`]).
+fn with_written<'a>(subject: Subject<'a>, ctx: &Context) -> Subject<'a> {
+    let Some(status) = ctx.written_over(&subject.uid, subject.version) else {
+        return subject;
+    };
+    let (tuning_status, predictive_status) = match subject.kind {
+        Kind::Plus => (
+            status.min_replicas_tuning.clone().map(Cow::Owned),
+            status.predictive.clone().map(Cow::Owned),
+        ),
+        // A native HPA keeps them in annotations of their own.
+        Kind::Native => (subject.tuning_status, subject.predictive_status),
+    };
+    Subject {
+        stored: status.memory.clone().map(Cow::Owned),
+        previous: Some(Cow::Owned(status)),
+        tuning_status,
+        predictive_status,
+        ..subject
+    }
 }
 
 /// A reconcile that cannot finish: the conditions to merge into status, the Warning Event, and
@@ -338,7 +417,9 @@ async fn fail(subject: &Subject<'_>, ctx: &Context, failure: Failure) -> Result<
             )
             .await;
     }
-    write_status(subject, ctx, &new).await?;
+    if write_status(subject, ctx, &new).await? {
+        record_written(subject, ctx, Some(&new), None);
+    }
     failure.outcome
 }
 
@@ -907,14 +988,9 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     new.min_replicas_tuning = tuned.as_ref().map(|t| t.status.clone());
     new.predictive = predicted.as_ref().map(|p| p.status.clone());
     conflict_with_vpas(&subject, ctx, &mut new, at).await;
-    write_status(&subject, ctx, &new).await?;
+    write_decision(&subject, ctx, &new).await?;
     report_tuning(&subject, ctx, tuned.as_ref()).await;
     report_prediction(&subject, ctx, spec, &decision, predicted.as_ref()).await;
-    if let Err(e) = write_native_memory(&subject, ctx, &new).await {
-        // The decision is applied; without its memory a successor only starts over (seeded with
-        // the current replicas), so this is not worth a retry of the whole evaluation.
-        tracing::warn!(error = %e, "could not write the decision memory annotation");
-    }
 
     let published = ctx.metrics.observe(
         &subject.namespace,

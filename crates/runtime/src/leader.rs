@@ -377,7 +377,8 @@ impl Drop for Publisher {
     }
 }
 
-/// The election loop: one attempt per retry period until shutdown, then release.
+/// The election loop: one attempt per retry period (and one when a Lease seen held by another
+/// replica expires) until shutdown, then release.
 async fn run<S: LeaseStore>(
     store: &S,
     config: &LeaderConfig,
@@ -416,11 +417,21 @@ async fn run<S: LeaseStore>(
             }
         }
         publisher.publish(election.status(clock.now()));
-        while Instant::now() < next_tick {
+        // A Lease seen expiring before the next tick is tried at its expiry (the 1 ms puts the
+        // attempt past it on our clock): a standby takes over from a dead leader up to a retry
+        // period sooner.
+        let now = clock.now();
+        let next_attempt = election
+            .expiry_at()
+            .filter(|expiry| *expiry > now)
+            .map_or(next_tick, |expiry| {
+                next_tick.min(clock.instant_at(expiry) + Duration::from_millis(1))
+            });
+        while Instant::now() < next_attempt {
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break 'election,
-                () = tokio::time::sleep_until(cap(&election, next_tick)) => {}
+                () = tokio::time::sleep_until(cap(&election, next_attempt)) => {}
             }
             publisher.publish(election.status(clock.now()));
         }
@@ -668,6 +679,29 @@ mod tests {
         assert_eq!(lease.record.holder.as_deref(), Some("b"));
         assert_eq!(lease.record.transitions, 1);
         shutdown_b.cancel();
+        b.task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dead_leaders_lease_is_taken_at_its_expiry_not_the_next_tick() {
+        let store = FakeStore::default();
+        store.store(&LeaseRecord {
+            holder: Some("dead".into()),
+            lease_duration_seconds: 15,
+            acquire_time: Some(wall()),
+            renew_time: Some(wall()),
+            transitions: 0,
+        });
+        let mut config = config("b");
+        // Attempts at 0, 4, 8, 12, 16 s: the Lease seen at 0 expires at 15 s, between two.
+        config.retry_period = Duration::from_secs(4);
+        let shutdown = CancellationToken::new();
+        let b = spawn_with_store(store.clone(), config, shutdown.clone(), wall());
+        advance(14.9).await;
+        assert!(!b.handle.is_leader());
+        advance(0.2).await;
+        assert!(b.handle.is_leader(), "taken at 15 s");
+        shutdown.cancel();
         b.task.await.unwrap();
     }
 

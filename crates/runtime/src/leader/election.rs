@@ -193,6 +193,18 @@ impl Election {
             .is_ok_and(|expiry| expiry <= now)
     }
 
+    /// When the Lease as last observed expires on our clock, if someone else holds it: the
+    /// instant from which [`Election::plan`] would take it. `None` for our own Lease, a free
+    /// one, or one not read yet.
+    pub fn expiry_at(&self) -> Option<Timestamp> {
+        let (record, seen_at) = self.observed.as_ref()?;
+        if record.holder()? == self.identity {
+            return None;
+        }
+        let duration = SignedDuration::from_secs(i64::from(record.lease_duration_seconds.max(0)));
+        seen_at.checked_add(duration).ok()
+    }
+
     /// The write succeeded; `written` is the Lease the server returned.
     pub fn on_written(&mut self, written: &ObservedLease, now: Timestamp) {
         self.observed = Some((written.record.clone(), now));

@@ -24,9 +24,10 @@
 
 pub mod assignment;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -111,6 +112,9 @@ struct State {
     acting: Vec<bool>,
     held: Vec<bool>,
     in_flight: Vec<usize>,
+    /// How many times each shard has started acting: a shard lost and taken back between two
+    /// looks reads as taken.
+    takes: Vec<u64>,
 }
 
 #[derive(Debug)]
@@ -118,6 +122,8 @@ struct Shared {
     count: u32,
     state: Mutex<State>,
     handovers: Family<[(&'static str, &'static str); 1], Counter>,
+    /// Marked whenever a shard starts acting.
+    taken: watch::Sender<()>,
 }
 
 impl Shared {
@@ -234,6 +240,32 @@ impl ShardHandle {
         }
     }
 
+    /// The shards new work may start on now, each with the number of times it has started
+    /// acting: compare with an earlier answer to find the shards taken since, even one lost and
+    /// taken back in between.
+    pub fn acting_takes(&self) -> BTreeMap<u32, u64> {
+        match &self.mode {
+            Mode::Single(_) => self.acting().into_iter().map(|i| (i, 0)).collect(),
+            Mode::Sharded(shared) => {
+                let state = shared.lock();
+                (0..shared.count)
+                    .zip(state.acting.iter().zip(&state.takes))
+                    .filter(|(_, (acting, _))| **acting)
+                    .map(|(i, (_, takes))| (i, *takes))
+                    .collect()
+            }
+        }
+    }
+
+    /// With sharding, a receiver marked changed whenever this replica starts acting on a shard
+    /// (then read [`ShardHandle::acting_takes`]); `None` without sharding.
+    pub fn taken(&self) -> Option<watch::Receiver<()>> {
+        match &self.mode {
+            Mode::Single(_) => None,
+            Mode::Sharded(shared) => Some(shared.taken.subscribe()),
+        }
+    }
+
     /// Registers `shards_held` (gauge, read at scrape time) and `shard_handovers_total{change}`
     /// (`acquired`, `released` on purpose, `lost` at the renew deadline) in `registry` (the
     /// service's prefixed sub-registry). Nothing without sharding.
@@ -316,8 +348,10 @@ fn spawn_with_store<S: ShardStore + 'static>(
             acting: vec![false; n],
             held: vec![false; n],
             in_flight: vec![0; n],
+            takes: vec![0; n],
         }),
         handovers: Family::default(),
+        taken: watch::Sender::new(()),
     });
     let (tx, rx) = watch::channel(LeaderState::Leading);
     let clock = Clock::new(wall_now);
@@ -350,6 +384,7 @@ impl Publisher {
     fn publish(&self, acting: &BTreeSet<u32>, held: &BTreeSet<u32>) {
         let lease = &self.lease;
         let mut state = self.shared.lock();
+        let mut taken = false;
         for i in 0..self.shared.count {
             let k = i as usize;
             let (was_held, was_acting) = (state.held[k], state.acting[k]);
@@ -372,8 +407,16 @@ impl Publisher {
                     "giving up shard: stopped acting, releasing once idle"
                 );
             }
+            if !was_acting && now_acting {
+                state.takes[k] += 1;
+                taken = true;
+            }
             state.held[k] = now_held;
             state.acting[k] = now_acting;
+        }
+        drop(state);
+        if taken {
+            self.shared.taken.send_replace(());
         }
     }
 
@@ -440,11 +483,16 @@ async fn run<S: ShardStore>(
             }
         }
         publish(&mut assignment);
-        while Instant::now() < next_tick {
+        // A Lease that expires before the next tick is taken at its expiry (the 1 ms puts the
+        // round past it on our clock).
+        let next_round = assignment.next_expiry_at().map_or(next_tick, |expiry| {
+            next_tick.min(clock.instant_at(expiry) + Duration::from_millis(1))
+        });
+        while Instant::now() < next_round {
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break 'rounds,
-                () = tokio::time::sleep_until(cap(&assignment, next_tick)) => {}
+                () = tokio::time::sleep_until(cap(&assignment, next_round)) => {}
             }
             publish(&mut assignment);
         }
@@ -784,6 +832,38 @@ mod tests {
             assert_eq!(r.leader.state(), LeaderState::Stopped);
         }
         assert!((0..6).all(|i| store.holder(Target::Shard(i)).is_none()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dead_holders_shard_is_taken_at_its_expiry_and_announced() {
+        let store = FakeStore::new(2);
+        let dead = LeaseRecord {
+            holder: Some("dead".into()),
+            lease_duration_seconds: 4,
+            acquire_time: Some(wall()),
+            renew_time: Some(wall()),
+            transitions: 0,
+        };
+        store.put(Target::Shard(0), &dead);
+        let mut config = config("a", 2);
+        // Retry ticks at 0, 2.5 and 5 s: the Lease seen at 0 expires at 4 s, between two ticks.
+        config.lease.retry_period = Duration::from_millis(2_500);
+        let stop = CancellationToken::new();
+        let a = spawn_with_store(store.clone(), config, stop.clone(), wall());
+        let mut taken = a.handle.taken().expect("sharded");
+        advance(0.1).await;
+        assert_eq!(a.handle.acting_takes(), BTreeMap::from([(1, 1)]));
+        assert!(taken.has_changed().unwrap());
+        taken.mark_unchanged();
+        advance(3.8).await;
+        assert_eq!(store.holder(Target::Shard(0)).as_deref(), Some("dead"));
+        assert!(!taken.has_changed().unwrap());
+        advance(0.2).await;
+        assert_eq!(store.holder(Target::Shard(0)).as_deref(), Some("a"));
+        assert!(taken.has_changed().unwrap());
+        assert_eq!(a.handle.acting_takes(), BTreeMap::from([(0, 1), (1, 1)]));
+        stop.cancel();
+        a.task.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]

@@ -28,7 +28,8 @@
 //! third of the window. It checks, from the evaluation records and the audit log of the window:
 //! objects of shards that did not move are evaluated at least every period (plus a margin of
 //! max(2 s, period / 5)); the killed process's objects are evaluated by their new holder within
-//! one lease duration and one retry period of the kill; every object is evaluated after the
+//! one lease duration and one retry period of the kill, plus the same margin; every object is
+//! evaluated after the
 //! kill; an object's writers follow its shard Lease's holders (a writer changes only when the
 //! Lease did, never back to an earlier one), and the killed process writes nothing after the
 //! kill. It exits non-zero when a check fails. Setup and warm-up are bounded by 3 minutes plus
@@ -647,9 +648,12 @@ impl Plan {
         (self.period * 1000 / 5).max(2_000)
     }
 
-    /// Allowed time from the kill to a moved object's first evaluation by its new holder.
-    fn takeover_bound_ms() -> u64 {
-        (LEASE_DURATION + RETRY_PERIOD) * 1000
+    /// Allowed time from the kill to a moved object's first evaluation by its new holder: a
+    /// survivor sees the last renew within a retry period and takes the Lease one lease
+    /// duration later; then the same lateness as a kept shard's object, for evaluating the
+    /// shard's objects.
+    fn takeover_bound_ms(&self) -> u64 {
+        (LEASE_DURATION + RETRY_PERIOD) * 1000 + self.margin_ms()
     }
 }
 
@@ -916,6 +920,9 @@ struct Timeline {
     /// The audit log's entries of the window.
     audit: Vec<AuditEntry>,
     load: f64,
+    /// This process (the sim, the bench's Lease reads): CPU cores over the window, RSS MiB now.
+    sim_cores: f64,
+    sim_rss: f64,
 }
 
 /// Measures for `window`, SIGKILLs the last process at one third of it, and reads the shard
@@ -932,6 +939,7 @@ async fn run_window(
     let audit_start = sim.audit().len();
     let start_ms = unix_ms();
     let t0 = Instant::now();
+    let sim_cpu = Proc::This.cpu_seconds()?;
     let mut marks = Vec::new();
     for member in members.iter() {
         marks.push(mark(member).await?);
@@ -960,6 +968,7 @@ async fn run_window(
     }
     let end_ms = unix_ms();
     let elapsed = t0.elapsed().as_secs_f64();
+    let sim_cores = (Proc::This.cpu_seconds()? - sim_cpu) / elapsed;
     let audit: Vec<AuditEntry> = sim.audit().into_iter().skip(audit_start).collect();
     let (kill_ms, kill_at) = kill.context("the window ended before the kill")?;
     Ok(Timeline {
@@ -973,6 +982,8 @@ async fn run_window(
         holders: seen,
         audit,
         load: plimsoll_e2e::process::load_average(),
+        sim_cores,
+        sim_rss: Proc::This.rss_mib()?,
     })
 }
 
@@ -1014,19 +1025,25 @@ fn read_records(members: &[Member], objects: usize) -> anyhow::Result<Vec<Vec<(u
 }
 
 /// The longest time an object went without an evaluation during `[start, end]`: between two
-/// consecutive evaluations (the first may precede the window), or from its last one to `end`.
-fn largest_gap(evaluations: &[(u64, usize)], start: u64, end: u64) -> u64 {
+/// consecutive evaluations (the first may precede the window), or from its last one to `end`;
+/// and when that gap ended (Unix ms).
+fn largest_gap(evaluations: &[(u64, usize)], start: u64, end: u64) -> (u64, u64) {
     let mut previous: Option<u64> = None;
-    let mut largest = 0;
+    let mut largest = (0, start);
     for &(ms, _) in evaluations.iter().take_while(|(ms, _)| *ms <= end) {
         if let Some(p) = previous
             && ms >= start
+            && ms - p > largest.0
         {
-            largest = largest.max(ms - p);
+            largest = (ms - p, ms);
         }
         previous = Some(ms);
     }
-    largest.max(end.saturating_sub(previous.unwrap_or(start)))
+    let to_end = end.saturating_sub(previous.unwrap_or(start));
+    if to_end > largest.0 {
+        largest = (to_end, end);
+    }
+    largest
 }
 
 /// What happened to a shard's Lease over the window.
@@ -1085,16 +1102,31 @@ fn shard_histories(t: &Timeline, victim: &str, shards: usize) -> Vec<ShardHistor
 struct Gaps {
     objects: usize,
     largest_ms: u64,
-    /// The object with the largest gap.
+    /// The object with the largest gap, and when (Unix ms) that gap ended.
     worst: usize,
+    worst_end_ms: u64,
+    /// Objects whose largest gap was over `allowed_ms`.
+    over: usize,
+    allowed_ms: u64,
 }
 
 impl Gaps {
-    fn add(&mut self, object: usize, gap_ms: u64) {
+    fn allowing(allowed_ms: u64) -> Self {
+        Self {
+            allowed_ms,
+            ..Self::default()
+        }
+    }
+
+    fn add(&mut self, object: usize, (gap_ms, end_ms): (u64, u64)) {
         self.objects += 1;
+        if gap_ms > self.allowed_ms {
+            self.over += 1;
+        }
         if gap_ms >= self.largest_ms {
             self.largest_ms = gap_ms;
             self.worst = object;
+            self.worst_end_ms = end_ms;
         }
     }
 }
@@ -1232,6 +1264,7 @@ fn audit_writes(
 struct Outcome {
     histories: Vec<ShardHistory>,
     /// Largest gaps by the fate of the object's shard.
+    kill_ms: u64,
     kept: Gaps,
     killed: Gaps,
     moved: Gaps,
@@ -1255,13 +1288,13 @@ impl Outcome {
                 self.kept.largest_ms <= plan.period * 1000 + plan.margin_ms(),
             ),
             (
-                "the killed process's objects taken over within lease + retry",
+                "the killed process's objects taken over within lease + retry (+ margin)",
                 self.killed.objects > 0
                     && self.takeover.len() == self.killed.objects
                     && self
                         .takeover
                         .last()
-                        .is_some_and(|ms| *ms <= Plan::takeover_bound_ms()),
+                        .is_some_and(|ms| *ms <= plan.takeover_bound_ms()),
             ),
             (
                 "every object evaluated after the kill",
@@ -1296,7 +1329,12 @@ fn analyse(
         .iter()
         .map(|uid| plimsoll_runtime::leader::shards::shard_of(uid, plan.shards) as usize)
         .collect();
-    let mut gaps: [Gaps; 3] = Default::default();
+    let allowed = plan.period * 1000 + plan.margin_ms();
+    let mut gaps: [Gaps; 3] = [
+        Gaps::allowing(allowed),
+        Gaps::allowing(allowed),
+        Gaps::allowing(allowed),
+    ];
     let mut takeover = Vec::new();
     let mut not_after_kill = 0;
     let mut after_handover = 0;
@@ -1323,6 +1361,7 @@ fn analyse(
     let writes = audit_writes(t, victim, &shard_of, &histories);
     let [kept, killed, moved] = gaps;
     Outcome {
+        kill_ms: t.kill_ms,
         histories,
         kept,
         killed,
@@ -1374,6 +1413,10 @@ fn report_sharded(plan: &Plan, phases: &Phases, members: &[Member], t: &Timeline
         *objects as f64 / *period as f64
     );
     report_processes(members, t);
+    println!(
+        "  sim (bench process):     {:.2} cores, RSS {:.0} MiB",
+        t.sim_cores, t.sim_rss
+    );
     report_evaluations(plan, o, victim);
     report_writes(&o.writes);
     for (check, passed) in o.checks(plan) {
@@ -1428,11 +1471,14 @@ fn report_evaluations(plan: &Plan, o: &Outcome, victim: &str) {
     );
     let period_ms = plan.period * 1000;
     println!(
-        "  largest gap, kept shard: {:.1} s over {} objects (period + {:.1} s; allowed + {:.1} s)",
+        "  largest gap, kept shard: {:.1} s over {} objects (period + {:.1} s; allowed + {:.1} s); \
+         {} over; the longest ended {:+.1} s from the kill",
         seconds(o.kept.largest_ms),
         o.kept.objects,
         seconds(o.kept.largest_ms.saturating_sub(period_ms)),
-        seconds(plan.margin_ms())
+        seconds(plan.margin_ms()),
+        o.kept.over,
+        (o.kept.worst_end_ms as f64 - o.kill_ms as f64) / 1000.0
     );
     println!(
         "  largest gap, killed's:   {:.1} s over {} objects (w{})",
@@ -1450,21 +1496,20 @@ fn report_evaluations(plan: &Plan, o: &Outcome, victim: &str) {
     let p50 = o.takeover.get(o.takeover.len() / 2).copied().unwrap_or(0);
     println!(
         "  kill → new holder eval:  p50 {:.1} s, max {:.1} s over {} objects (bound lease + retry \
-         = {} s)",
+         + margin = {:.1} s)",
         seconds(p50),
         seconds(o.takeover.last().copied().unwrap_or(0)),
         o.takeover.len(),
-        LEASE_DURATION + RETRY_PERIOD
+        seconds(plan.takeover_bound_ms())
     );
-    // hpa-plus evaluates an object of a shard it just took at the object's next requeue, up to
-    // a period after taking the Lease (crates/hpa-plus/src/lib.rs).
+    // hpa-plus evaluates the objects of a shard as soon as it takes it
+    // (crates/hpa-plus/src/lib.rs, `taken_over`).
     let taken = o.histories.iter().filter_map(|h| h.taken_after).max();
     println!(
         "  … of which:              Lease handover {:.1} s (read every second), then up to {:.1} s \
-         to the object's next requeue (≤ period {period} s)",
+         to the object's evaluation",
         seconds(taken.unwrap_or(0)),
         seconds(o.after_handover),
-        period = plan.period
     );
     println!(
         "  unevaluated after kill:  {} of {} objects",

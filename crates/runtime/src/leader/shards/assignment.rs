@@ -85,6 +85,8 @@ pub struct Assignment {
     draining: BTreeSet<u32>,
     /// Where this replica starts looking for free shards (spreads contention).
     offset: u32,
+    /// The `now` of the last [`Assignment::plan`]: expiries up to it have been acted on.
+    planned_at: Option<Timestamp>,
 }
 
 impl Assignment {
@@ -105,6 +107,7 @@ impl Assignment {
             join: election(),
             single: election(),
             draining: BTreeSet::new(),
+            planned_at: None,
             identity,
         }
     }
@@ -127,6 +130,7 @@ impl Assignment {
         now: Timestamp,
         idle: impl Fn(u32) -> bool,
     ) -> Vec<(Target, Plan)> {
+        self.planned_at = Some(now);
         let n = self.count();
         // Every shard's election observes its Lease (this is what measures expiry), and says
         // what it would write.
@@ -295,6 +299,20 @@ impl Assignment {
         self.shards
             .iter()
             .filter_map(Election::renew_deadline_at)
+            .min()
+    }
+
+    /// The earliest instant after the last plan at which a Lease another replica holds expires
+    /// (a shard, the join Lease, or the single leader's). Planning again then, rather than at
+    /// the next retry tick, takes a dead replica's shards as soon as the rules allow: up to a
+    /// retry period sooner.
+    pub fn next_expiry_at(&self) -> Option<Timestamp> {
+        let after = self.planned_at?;
+        self.shards
+            .iter()
+            .chain([&self.join, &self.single])
+            .filter_map(Election::expiry_at)
+            .filter(|expiry| *expiry > after)
             .min()
     }
 
@@ -524,6 +542,39 @@ mod tests {
         }
         let now = run(&mut rs, &mut store, later, 3_000);
         assert_eq!(counts(&mut rs, t(now)), [3, 3]);
+    }
+
+    #[test]
+    fn the_next_expiry_is_a_lease_duration_after_the_last_renew_seen() {
+        let mut store = Store::new(2);
+        let mut rs = vec![replica("a", 2), replica("b", 2)];
+        let now = run(&mut rs, &mut store, 0, 10_000);
+        let ours: Vec<u32> = rs[0].acting(t(now)).into_iter().collect();
+        assert_eq!(ours.len(), 1);
+        // In the last round (at `now - 500`) a saw the renew b wrote in the round before.
+        assert_eq!(rs[0].next_expiry_at(), Some(t(now - 500 + 4_000)));
+        rs.pop();
+        // b is gone. a sees b's last renew (written after a's last round) when it next looks;
+        // the expiry counts from then, and stays there however often a looks again.
+        let seen = now + 1_200;
+        round(&mut rs[0], &mut store, t(seen));
+        assert_eq!(rs[0].next_expiry_at(), Some(t(seen + 4_000)));
+        round(&mut rs[0], &mut store, t(seen + 2_000));
+        assert_eq!(rs[0].next_expiry_at(), Some(t(seen + 4_000)));
+        // Just before the expiry the shard stays b's; planned at the expiry, a takes it, and no
+        // other replica's Lease is left to expire.
+        round(&mut rs[0], &mut store, t(seen + 3_999));
+        assert_eq!(counts(&mut rs, t(seen + 3_999)), [1]);
+        round(&mut rs[0], &mut store, t(seen + 4_000));
+        assert_eq!(counts(&mut rs, t(seen + 4_000)), [2]);
+        assert_eq!(rs[0].next_expiry_at(), None);
+        // A newcomer waits on a's Leases: their expiry moves with each renew it sees.
+        let mut c = replica("c", 2);
+        round(&mut c, &mut store, t(seen + 4_100));
+        assert_eq!(c.next_expiry_at(), Some(t(seen + 4_100 + 4_000)));
+        round(&mut rs[0], &mut store, t(seen + 5_000));
+        round(&mut c, &mut store, t(seen + 5_100));
+        assert_eq!(c.next_expiry_at(), Some(t(seen + 5_100 + 4_000)));
     }
 
     #[test]
