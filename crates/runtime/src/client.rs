@@ -75,7 +75,7 @@ pub async fn client_counted(
     install_crypto_provider();
     let mut config = config(args).await?;
     if let Some((binary, identity)) = user_agent {
-        let agent = format!("{binary}/{} ({identity})", env!("CARGO_PKG_VERSION"));
+        let agent = user_agent_of(binary, identity);
         let value = http::HeaderValue::from_str(&agent).map_err(|e| Error::Config {
             message: format!("User-Agent {agent:?}"),
             source: Box::new(e),
@@ -83,6 +83,22 @@ pub async fn client_counted(
         config.headers.push((http::header::USER_AGENT, value));
     }
     from_config(config, args, metrics)
+}
+
+/// `<binary>/<version> (<identity>)`: the User-Agent of [`client_with_user_agent`].
+fn user_agent_of(binary: &str, identity: &str) -> String {
+    format!("{binary}/{} ({identity})", env!("CARGO_PKG_VERSION"))
+}
+
+/// The identity in a User-Agent that [`client_with_user_agent`] set for `binary` (any version),
+/// e.g. to tell replicas apart in an audit log; `None` for any other User-Agent.
+pub fn identity_in_user_agent<'a>(user_agent: &'a str, binary: &str) -> Option<&'a str> {
+    user_agent
+        .strip_prefix(binary)?
+        .strip_prefix('/')?
+        .split_once(" (")?
+        .1
+        .strip_suffix(')')
 }
 
 /// A client for `config` (already loaded, perhaps adjusted, e.g. without retries) under the
@@ -101,6 +117,23 @@ pub fn from_config(config: Config, args: &CommonArgs, metrics: &ClientMetrics) -
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn the_identity_is_read_back_from_the_user_agent_of_its_binary_only() {
+        let agent = user_agent_of("hpa-plus", "hpa-plus-7d9f-x2");
+        assert_eq!(
+            identity_in_user_agent(&agent, "hpa-plus"),
+            Some("hpa-plus-7d9f-x2")
+        );
+        assert_eq!(
+            identity_in_user_agent("hpa-plus/0.9.0 (a (b))", "hpa-plus"),
+            Some("a (b)")
+        );
+        assert_eq!(identity_in_user_agent(&agent, "hpa"), None);
+        assert_eq!(identity_in_user_agent(&agent, "vpa-recommender"), None);
+        assert_eq!(identity_in_user_agent("hpa-plus/0.9.0", "hpa-plus"), None);
+        assert_eq!(identity_in_user_agent("kubectl/v1.31.0", "hpa-plus"), None);
+    }
 
     #[derive(Parser)]
     struct Args {

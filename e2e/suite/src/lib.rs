@@ -208,6 +208,20 @@ impl Env {
     }
 }
 
+/// A sim for a benchmark that makes every object itself: no workload model, the Plimsoll CRDs
+/// installed; with a client over plain HTTP.
+pub async fn bench_sim() -> anyhow::Result<(SimHandle, kube::Client)> {
+    let sim = Sim::start(SimConfig {
+        workload_model: false,
+        ..SimConfig::default()
+    })
+    .await
+    .context("start the sim")?;
+    let client = sim.http_kube_client()?;
+    install_crds(&client).await?;
+    Ok((sim, client))
+}
+
 /// Applies every Plimsoll CRD server-side and waits until each is served.
 pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());

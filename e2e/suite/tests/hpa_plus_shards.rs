@@ -14,6 +14,7 @@ use kube::api::PostParams;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_e2e::{Crashable, Env, eventually};
 use plimsoll_hpa_plus::cli::Args;
+use plimsoll_runtime::client::identity_in_user_agent;
 use plimsoll_runtime::leader::shards::shard_of;
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
@@ -88,15 +89,6 @@ async fn decisions(
         .collect())
 }
 
-/// The instance a User-Agent names (`hpa-plus/<version> (<identity>)`).
-fn writer(user_agent: &str) -> Option<&str> {
-    user_agent
-        .strip_prefix("hpa-plus/")?
-        .split_once(" (")?
-        .1
-        .strip_suffix(')')
-}
-
 /// The audit log: per object, the instances writing its status or its target's scale. The
 /// writer may change only when the object's shard changed hands, and the last writer holds it.
 async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
@@ -113,7 +105,7 @@ async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
             ("deployments", "scale") => entry.name.clone(),
             _ => continue,
         };
-        let Some(who) = writer(&entry.user_agent) else {
+        let Some(who) = identity_in_user_agent(&entry.user_agent, "hpa-plus") else {
             anonymous += 1;
             continue;
         };

@@ -13,6 +13,7 @@ use kube::ResourceExt;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_e2e::{Crashable, Env, eventually};
+use plimsoll_runtime::client::identity_in_user_agent;
 use plimsoll_runtime::leader::shards::shard_of;
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
@@ -130,15 +131,6 @@ async fn all_written_after(
     .await
 }
 
-/// The instance a User-Agent names (`vpa-recommender/<version> (<identity>)`).
-fn writer(user_agent: &str) -> Option<&str> {
-    user_agent
-        .strip_prefix("vpa-recommender/")?
-        .split_once(" (")?
-        .1
-        .strip_suffix(')')
-}
-
 /// The audit log: per VPA, the instances writing its status or its checkpoints (`<vpa>-app`).
 /// The writer may change only when the VPA's shard changed hands, and the last writer holds it.
 async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
@@ -158,7 +150,7 @@ async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
             _ => continue,
         };
         audited += 1;
-        let Some(who) = writer(&entry.user_agent) else {
+        let Some(who) = identity_in_user_agent(&entry.user_agent, "vpa-recommender") else {
             anonymous += 1;
             continue;
         };

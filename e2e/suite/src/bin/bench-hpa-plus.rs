@@ -53,12 +53,13 @@ use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_e2e::process::{Child, Proc};
 use plimsoll_e2e::scrape::quantile;
+use plimsoll_runtime::client::identity_in_user_agent;
 use plimsoll_runtime::kinds::TargetRef;
 use plimsoll_runtime::metrics_api::{
     ExternalMetricValue, FixedExternalMetrics, MetricValue, MetricsSource, PodMetrics,
 };
 use plimsoll_runtime::selector::{Requirement, Selector};
-use plimsoll_sim::{AuditEntry, Sim, SimConfig, SimHandle};
+use plimsoll_sim::{AuditEntry, SimHandle};
 use serde_json::json;
 
 // As the hpa-plus binary: the child measures the service as it ships.
@@ -349,14 +350,7 @@ async fn bench() -> anyhow::Result<()> {
     }
     let deadline = Instant::now() + Duration::from_secs(180 + 6 * objects as u64 / 1_000);
     let started = Instant::now();
-    let sim = Sim::start(SimConfig {
-        workload_model: false,
-        ..SimConfig::default()
-    })
-    .await
-    .context("start the sim")?;
-    let client = sim.http_kube_client()?;
-    plimsoll_e2e::install_crds(&client).await?;
+    let (sim, client) = plimsoll_e2e::bench_sim().await?;
     let (namespaces, _) = create_objects(&client, objects, false).await?;
     let created = started.elapsed();
     eprintln!("created {objects} Deployments and HPA+ in {created:.1?}");
@@ -682,14 +676,7 @@ struct Phases {
 async fn sharded(plan: Plan) -> anyhow::Result<()> {
     let started = Instant::now();
     let deadline = started + Duration::from_secs(180 + 5 * plan.objects as u64 / 1_000);
-    let sim = Sim::start(SimConfig {
-        workload_model: false,
-        ..SimConfig::default()
-    })
-    .await
-    .context("start the sim")?;
-    let client = sim.http_kube_client()?;
-    plimsoll_e2e::install_crds(&client).await?;
+    let (sim, client) = plimsoll_e2e::bench_sim().await?;
     create_namespace(&client, LEASE_NAMESPACE).await?;
     let (namespaces, uids) = create_objects(&client, plan.objects, true).await?;
     let created = started.elapsed();
@@ -1155,15 +1142,6 @@ struct WriteAudit {
     by_killed_after_takeover: usize,
 }
 
-/// The process a User-Agent names (`hpa-plus/<version> (<identity>)`).
-fn writer(user_agent: &str) -> Option<&str> {
-    user_agent
-        .strip_prefix("hpa-plus/")?
-        .split_once(" (")?
-        .1
-        .strip_suffix(')')
-}
-
 /// Counts a write by the killed process if the sim applied it after the kill (its audit time is
 /// the wall clock at a time scale of 1).
 fn killed_write(
@@ -1223,7 +1201,7 @@ fn audit_writes(
             continue;
         };
         out.writes += 1;
-        let Some(who) = writer(&entry.user_agent) else {
+        let Some(who) = identity_in_user_agent(&entry.user_agent, "hpa-plus") else {
             out.anonymous += 1;
             continue;
         };

@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -37,7 +37,6 @@ use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckp
 use plimsoll_e2e::process::{Child, Proc, load_average, machine};
 use plimsoll_e2e::scrape;
 use plimsoll_sim::workload::{ContainerUsage, PodUsage};
-use plimsoll_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
 const PODS_PER_VPA: usize = 5;
@@ -134,14 +133,7 @@ async fn bench() -> anyhow::Result<()> {
 async fn run_setting(vpas: usize, setting: Setting) -> anyhow::Result<()> {
     println!("\n== {} ==", setting.label());
     let started = Instant::now();
-    let sim = Sim::start(SimConfig {
-        workload_model: false,
-        ..SimConfig::default()
-    })
-    .await
-    .context("start the sim")?;
-    let client = sim.http_kube_client()?;
-    plimsoll_e2e::install_crds(&client).await?;
+    let (sim, client) = plimsoll_e2e::bench_sim().await?;
     create_objects(&client, vpas).await?;
     let cluster = sim.cluster.clone();
     publish_usage(&cluster, vpas, 0);
