@@ -12,10 +12,9 @@ use clap::Parser;
 use kube::ResourceExt;
 use kube::api::PostParams;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_e2e::handover::Sharded;
 use plimsoll_e2e::{Crashable, Env, eventually};
 use plimsoll_hpa_plus::cli::Args;
-use plimsoll_runtime::client::identity_in_user_agent;
-use plimsoll_runtime::leader::shards::shard_of;
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
 
@@ -89,53 +88,31 @@ async fn decisions(
         .collect())
 }
 
-/// The audit log: per object, the instances writing its status or its target's scale. The
-/// writer may change only when the object's shard changed hands, and the last writer holds it.
+/// The audit log: per autoscaler, its status and its target's scale were written by one replica
+/// at a time ([`Env::check_single_writer`]).
 async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
-    let shards = shard_leases(env).await?;
-    let uids = decisions(env).await?;
-    let audit = env.audit().expect("the sim's audit log");
-    let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut anonymous = 0;
-    for entry in &audit {
-        let object = match (entry.resource.as_str(), entry.subresource.as_str()) {
-            ("horizontalpodautoscalerplus" | "horizontalpodautoscalerpluses", "status") => {
-                entry.name.clone()
+    let uids = decisions(env)
+        .await?
+        .into_iter()
+        .map(|(name, (uid, _))| (name, uid))
+        .collect();
+    let service = Sharded {
+        lease: "plimsoll-hpa-plus",
+        shards: SHARDS,
+        binary: "hpa-plus",
+    };
+    let audited = env
+        .check_single_writer(&service, &uids, |entry| {
+            match (entry.resource.as_str(), entry.subresource.as_str()) {
+                ("horizontalpodautoscalerplus" | "horizontalpodautoscalerpluses", "status")
+                | ("deployments", "scale") => Some(entry.name.clone()),
+                _ => None,
             }
-            ("deployments", "scale") => entry.name.clone(),
-            _ => continue,
-        };
-        let Some(who) = identity_in_user_agent(&entry.user_agent, "hpa-plus") else {
-            anonymous += 1;
-            continue;
-        };
-        let list = writers.entry(object).or_default();
-        if list.last().map(String::as_str) != Some(who) {
-            list.push(who.to_owned());
-        }
-    }
-    assert_eq!(anonymous, 0, "every write names its instance");
-    assert_eq!(writers.len(), OBJECTS, "{writers:?}");
-    let mut handovers = 0;
-    for (name, sequence) in &writers {
-        let (uid, _) = &uids[name];
-        let shard = shard_of(uid, SHARDS) as usize;
-        let (holder, transitions) = &shards[shard];
-        let switches = sequence.len() - 1;
-        handovers += switches;
-        assert!(
-            i32::try_from(switches)? <= *transitions,
-            "{name} (shard {shard}) written by {sequence:?}, its Lease changed hands {transitions} times"
-        );
-        assert_eq!(
-            sequence.last(),
-            holder.as_ref(),
-            "{name}'s last writer holds its shard"
-        );
-    }
+        })
+        .await?;
     eprintln!(
-        "{} writes audited; {handovers} writer changes, none more than its shard's Lease transitions",
-        audit.len()
+        "{} writes audited; {} writer changes, none more than its shard's Lease transitions",
+        audited.writes, audited.writer_changes
     );
     Ok(())
 }

@@ -12,9 +12,8 @@ use std::time::{Duration, Instant};
 use kube::ResourceExt;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
+use plimsoll_e2e::handover::Sharded;
 use plimsoll_e2e::{Crashable, Env, eventually};
-use plimsoll_runtime::client::identity_in_user_agent;
-use plimsoll_runtime::leader::shards::shard_of;
 use plimsoll_sim::{LoadProfile, LoadSpec};
 use serde_json::json;
 
@@ -131,56 +130,34 @@ async fn all_written_after(
     .await
 }
 
-/// The audit log: per VPA, the instances writing its status or its checkpoints (`<vpa>-app`).
-/// The writer may change only when the VPA's shard changed hands, and the last writer holds it.
+/// The audit log: per VPA, its status and its checkpoints (`<vpa>-app`) were written by one
+/// replica at a time ([`Env::check_single_writer`]).
 async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
-    let shards = shard_leases(env).await?;
-    let vpas = written(env).await?;
-    let audit = env.audit().expect("the sim's audit log");
-    let mut writers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut anonymous = 0;
-    let mut audited = 0;
-    for entry in audit.iter().filter(|e| e.namespace == env.namespace) {
-        let vpa = match (entry.resource.as_str(), entry.subresource.as_str()) {
-            ("verticalpodautoscalers", "status") => entry.name.clone(),
-            ("verticalpodautoscalercheckpoints", "") => match entry.name.strip_suffix("-app") {
-                Some(vpa) => vpa.to_owned(),
-                None => continue,
-            },
-            _ => continue,
-        };
-        audited += 1;
-        let Some(who) = identity_in_user_agent(&entry.user_agent, "vpa-recommender") else {
-            anonymous += 1;
-            continue;
-        };
-        let list = writers.entry(vpa).or_default();
-        if list.last().map(String::as_str) != Some(who) {
-            list.push(who.to_owned());
-        }
-    }
-    assert_eq!(anonymous, 0, "every write names its instance");
-    assert_eq!(writers.len(), OBJECTS, "{writers:?}");
-    let mut handovers = 0;
-    for (name, sequence) in &writers {
-        let uid = &vpas[name].uid;
-        let shard = shard_of(uid, SHARDS) as usize;
-        let (holder, transitions) = &shards[shard];
-        let switches = sequence.len() - 1;
-        handovers += switches;
-        assert!(
-            i32::try_from(switches)? <= *transitions,
-            "{name} (shard {shard}) written by {sequence:?}, its Lease changed hands {transitions} times"
-        );
-        assert_eq!(
-            sequence.last(),
-            holder.as_ref(),
-            "{name}'s last writer holds its shard"
-        );
-    }
+    let uids = written(env)
+        .await?
+        .into_iter()
+        .map(|(name, w)| (name, w.uid))
+        .collect();
+    let service = Sharded {
+        lease: "plimsoll-vpa-recommender",
+        shards: SHARDS,
+        binary: "vpa-recommender",
+    };
+    let audited = env
+        .check_single_writer(&service, &uids, |entry| {
+            match (entry.resource.as_str(), entry.subresource.as_str()) {
+                ("verticalpodautoscalers", "status") => Some(entry.name.clone()),
+                ("verticalpodautoscalercheckpoints", "") => {
+                    entry.name.strip_suffix("-app").map(str::to_owned)
+                }
+                _ => None,
+            }
+        })
+        .await?;
     eprintln!(
-        "{audited} VPA status and checkpoint writes audited; {handovers} writer changes, none \
-         more than its shard's Lease transitions"
+        "{} VPA status and checkpoint writes audited; {} writer changes, none more than its \
+         shard's Lease transitions",
+        audited.writes, audited.writer_changes
     );
     Ok(())
 }
