@@ -21,6 +21,12 @@ use serde_json::json;
 const WITHIN: Duration = Duration::from_secs(60);
 const EVERY: Duration = Duration::from_millis(250);
 const SHARDS: u32 = 6;
+/// The service under test: its shard Leases, and the binary its User-Agent names.
+const SERVICE: Sharded<'static> = Sharded {
+    lease: "plimsoll-hpa-plus",
+    shards: SHARDS,
+    binary: "hpa-plus",
+};
 const OBJECTS: usize = 30;
 /// `--lease-duration`.
 const LEASE: Duration = Duration::from_secs(4);
@@ -62,7 +68,7 @@ fn sine(phase: f64) -> LoadSpec {
 
 /// The shard Leases' holders and transition counts, by shard.
 async fn shard_leases(env: &Env) -> anyhow::Result<Vec<(Option<String>, i32)>> {
-    env.shard_leases("plimsoll-hpa-plus", SHARDS).await
+    env.shard_leases(SERVICE.lease, SERVICE.shards).await
 }
 
 /// Each autoscaler's uid and `status.lastDecision.time`, by name.
@@ -95,14 +101,10 @@ async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
         .await?
         .into_iter()
         .map(|(name, (uid, _))| (name, uid))
-        .collect();
-    let service = Sharded {
-        lease: "plimsoll-hpa-plus",
-        shards: SHARDS,
-        binary: "hpa-plus",
-    };
+        .collect::<BTreeMap<_, _>>();
+    assert_eq!(uids.len(), OBJECTS, "every object is listed");
     let audited = env
-        .check_single_writer(&service, &uids, |entry| {
+        .check_single_writer(&SERVICE, &uids, |entry| {
             match (entry.resource.as_str(), entry.subresource.as_str()) {
                 ("horizontalpodautoscalerplus" | "horizontalpodautoscalerpluses", "status")
                 | ("deployments", "scale") => Some(entry.name.clone()),

@@ -20,6 +20,12 @@ use serde_json::json;
 const WITHIN: Duration = Duration::from_secs(40);
 const EVERY: Duration = Duration::from_millis(250);
 const SHARDS: u32 = 6;
+/// The service under test: its shard Leases, and the binary its User-Agent names.
+const SERVICE: Sharded<'static> = Sharded {
+    lease: "plimsoll-vpa-recommender",
+    shards: SHARDS,
+    binary: "vpa-recommender",
+};
 const OBJECTS: usize = 30;
 /// `--lease-duration`.
 const LEASE: Duration = Duration::from_secs(4);
@@ -62,7 +68,7 @@ async fn vpa(env: &Env, name: &str) -> anyhow::Result<()> {
 
 /// The shard Leases' holders and transition counts, by shard.
 async fn shard_leases(env: &Env) -> anyhow::Result<Vec<(Option<String>, i32)>> {
-    env.shard_leases("plimsoll-vpa-recommender", SHARDS).await
+    env.shard_leases(SERVICE.lease, SERVICE.shards).await
 }
 
 /// What the recommender wrote for one VPA: its uid, whether its status has a recommendation, and
@@ -137,14 +143,10 @@ async fn assert_no_double_writes(env: &Env) -> anyhow::Result<()> {
         .await?
         .into_iter()
         .map(|(name, w)| (name, w.uid))
-        .collect();
-    let service = Sharded {
-        lease: "plimsoll-vpa-recommender",
-        shards: SHARDS,
-        binary: "vpa-recommender",
-    };
+        .collect::<BTreeMap<_, _>>();
+    assert_eq!(uids.len(), OBJECTS, "every object is listed");
     let audited = env
-        .check_single_writer(&service, &uids, |entry| {
+        .check_single_writer(&SERVICE, &uids, |entry| {
             match (entry.resource.as_str(), entry.subresource.as_str()) {
                 ("verticalpodautoscalers", "status") => Some(entry.name.clone()),
                 ("verticalpodautoscalercheckpoints", "") => {
