@@ -36,6 +36,20 @@ pub struct Audited {
 }
 
 impl Env {
+    /// How many of the service's shard Leases each replica holds now (unheld shards are left out).
+    pub async fn shards_per_holder(
+        &self,
+        service: &Sharded<'_>,
+    ) -> anyhow::Result<BTreeMap<String, usize>> {
+        let mut per = BTreeMap::new();
+        for (holder, _) in self.shard_leases(service.lease, service.shards).await? {
+            if let Some(holder) = holder {
+                *per.entry(holder).or_default() += 1;
+            }
+        }
+        Ok(per)
+    }
+
     /// Checks that every object in `uids` (name → uid) was written, each write named its replica,
     /// and each object's writers changed only with its shard's Lease. `object_of` picks the writes
     /// to audit and names the object each one belongs to.
