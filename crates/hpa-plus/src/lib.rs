@@ -44,13 +44,14 @@ pub mod status;
 pub mod tuning;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt as _, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::controller::{Config as ControllerSettings, Controller};
+use kube::runtime::controller::{Action, Config as ControllerSettings, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -293,56 +294,69 @@ async fn controllers(
     term: CancellationToken,
 ) {
     let settings = ControllerSettings::default().concurrency(config.workers);
-    let plus = {
-        let (reader, writer) = reflector::store::<HorizontalPodAutoscalerPlus>();
-        let api: Api<HorizontalPodAutoscalerPlus> = Api::all(client.clone());
-        let forget = ctx.clone();
-        let live = reader.clone();
-        let stream = watcher(api, watcher::Config::default())
-            .default_backoff()
-            .modify(drop_managed_fields)
-            .reflect(writer)
-            .inspect_ok(move |event| on_event(&forget, &live, event, false))
-            .applied_objects()
-            .predicate_filter(spec_or_annotations, PredicateConfig::default());
-        let term = term.clone();
-        let taken = taken_over(ctx.shards.clone(), reader.clone());
-        Controller::for_stream(stream, reader)
-            .with_config(settings.clone())
-            .reconcile_on(taken)
-            .graceful_shutdown_on(async move { term.cancelled().await })
-            .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
-            .for_each(|_| std::future::ready(()))
-    };
+    let plus = controller::<HorizontalPodAutoscalerPlus, _, _>(
+        client,
+        ctx,
+        settings.clone(),
+        term.clone(),
+        false,
+        reconcile::reconcile,
+    );
     if !config.native_hpa {
         plus.await;
         return;
     }
-    let native = {
-        let (reader, writer) = reflector::store::<HorizontalPodAutoscaler>();
-        let api: Api<HorizontalPodAutoscaler> = Api::all(client.clone());
-        let forget = ctx.clone();
-        let live = reader.clone();
-        let stream = watcher(api, watcher::Config::default())
-            .default_backoff()
-            .modify(drop_managed_fields)
-            .reflect(writer)
-            .inspect_ok(move |event| on_event(&forget, &live, event, true))
-            .applied_objects()
-            .predicate_filter(spec_or_annotations, PredicateConfig::default());
-        let taken = taken_over(ctx.shards.clone(), reader.clone());
-        Controller::for_stream(stream, reader)
-            .with_config(settings)
-            .reconcile_on(taken)
-            .graceful_shutdown_on(async move { term.cancelled().await })
-            .run(
-                reconcile::reconcile_native,
-                reconcile::error_policy,
-                ctx.clone(),
-            )
-            .for_each(|_| std::future::ready(()))
-    };
+    let native = controller::<HorizontalPodAutoscaler, _, _>(
+        client,
+        ctx,
+        settings,
+        term,
+        true,
+        reconcile::reconcile_native,
+    );
     futures::future::join(plus, native).await;
+}
+
+/// The controller of one autoscaler kind (`native`: the `autoscaling/v2` HPA): a watch whose
+/// events also clean the per-object memory, and evaluations on changes of spec or annotations, on
+/// requeues and on shard takes.
+fn controller<K, R, F>(
+    client: &Client,
+    ctx: &Arc<Context>,
+    settings: ControllerSettings,
+    term: CancellationToken,
+    native: bool,
+    reconcile: R,
+) -> impl Future<Output = ()> + Send + use<K, R, F>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    R: FnMut(Arc<K>, Arc<Context>) -> F + Send + 'static,
+    F: Future<Output = Result<Action>> + Send + 'static,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let api: Api<K> = Api::all(client.clone());
+    let forget = ctx.clone();
+    let live = reader.clone();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(drop_managed_fields)
+        .reflect(writer)
+        .inspect_ok(move |event| on_event(&forget, &live, event, native))
+        .applied_objects()
+        .predicate_filter(spec_or_annotations, PredicateConfig::default());
+    let taken = taken_over(ctx.shards.clone(), reader.clone());
+    Controller::for_stream(stream, reader)
+        .with_config(settings)
+        .reconcile_on(taken)
+        .graceful_shutdown_on(async move { term.cancelled().await })
+        .run(reconcile, reconcile::error_policy, ctx.clone())
+        .for_each(|_| std::future::ready(()))
 }
 
 /// With `--shards`, the objects of the shards this replica has just taken, once each, so that
