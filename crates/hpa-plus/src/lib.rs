@@ -411,13 +411,19 @@ fn drop_managed_fields<K: Resource>(obj: &mut K) {
     obj.meta_mut().managed_fields = None;
 }
 
-/// Drops the memory of deleted objects (and, after a relist, of objects no longer listed).
+/// Drops the memory of deleted objects (and, after a relist, of objects no longer listed), and
+/// remembered writes once the cache shows them.
 fn on_event<K>(ctx: &Context, store: &Store<K>, event: &watcher::Event<K>, native: bool)
 where
     K: Resource + Clone + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone + Default,
 {
     match event {
+        watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => {
+            if let Some(uid) = obj.meta().uid.as_deref() {
+                ctx.cache_moved(uid, obj.meta().resource_version.as_deref());
+            }
+        }
         watcher::Event::Delete(obj) => {
             if let Some(uid) = obj.uid() {
                 ctx.forget(&uid);
@@ -427,6 +433,6 @@ where
             let live: HashSet<String> = store.state().iter().filter_map(|o| o.uid()).collect();
             ctx.retain(&live, native);
         }
-        _ => {}
+        watcher::Event::Init => {}
     }
 }
