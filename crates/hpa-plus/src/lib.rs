@@ -419,7 +419,10 @@ where
     K::DynamicType: Eq + std::hash::Hash + Clone + Default,
 {
     match event {
-        watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => {
+        // Only a live event: the reflector has stored it by now. A relist's objects reach the
+        // store all at once at `InitDone`; until then the cache still shows the old version, so
+        // their entries are left to the object's next evaluation.
+        watcher::Event::Apply(obj) => {
             if let Some(uid) = obj.meta().uid.as_deref() {
                 ctx.cache_moved(uid, obj.meta().resource_version.as_deref());
             }
@@ -433,6 +436,6 @@ where
             let live: HashSet<String> = store.state().iter().filter_map(|o| o.uid()).collect();
             ctx.retain(&live, native);
         }
-        watcher::Event::Init => {}
+        watcher::Event::Init | watcher::Event::InitApply(_) => {}
     }
 }
