@@ -330,3 +330,79 @@ async fn without_authorize_every_token_is_the_admin_and_the_rbac_api_is_served()
     );
     sim.shutdown().await;
 }
+
+/// The namespace `edit` role a tenant is usually given: aggregated from
+/// `system:aggregate-to-edit` and `-view` (Deployments and HPAs in its own namespace, nothing in
+/// another, no RBAC objects), and widened by any ClusterRole labelled
+/// `aggregate-to-edit` — the way a chart grants editors its custom resources.
+#[tokio::test]
+async fn the_edit_role_is_aggregated_and_widened_by_labelled_cluster_roles() {
+    let (sim, admin) = authorized().await;
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "tenant"}})).unwrap();
+    Api::<ServiceAccount>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &sa)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "tenant-edit"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": "default"}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), "default")
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let tenant = client_from(&sim.service_account_kubeconfig("default", "tenant").unwrap()).await;
+
+    let can = |verb: &str, group: &str, resource: &str, namespace: &str| {
+        let review: SelfSubjectAccessReview = serde_json::from_value(json!({
+            "spec": {"resourceAttributes": {"verb": verb, "group": group, "resource": resource,
+                "namespace": namespace}}
+        }))
+        .unwrap();
+        let tenant = tenant.clone();
+        async move {
+            Api::<SelfSubjectAccessReview>::all(tenant)
+                .create(&PostParams::default(), &review)
+                .await
+                .unwrap()
+                .status
+                .unwrap()
+                .allowed
+        }
+    };
+    assert!(can("create", "apps", "deployments", "default").await);
+    assert!(
+        can(
+            "patch",
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "default"
+        )
+        .await
+    );
+    assert!(
+        can("list", "", "pods", "default").await,
+        "view's rules reach edit"
+    );
+    assert!(!can("create", "apps", "deployments", "kube-system").await);
+    assert!(!can("create", "rbac.authorization.k8s.io", "roles", "default").await);
+    let crd = "horizontalpodautoscalerpluses";
+    assert!(!can("create", "autoscaling.plimsoll.dev", crd, "default").await);
+
+    let widen: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "plimsoll-edit",
+            "labels": {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}},
+        "rules": [{"apiGroups": ["autoscaling.plimsoll.dev"], "resources": [crd],
+            "verbs": ["create", "get", "list", "watch", "patch", "update", "delete"]}]
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &widen)
+        .await
+        .unwrap();
+    assert!(can("create", "autoscaling.plimsoll.dev", crd, "default").await);
+    assert!(!can("create", "autoscaling.plimsoll.dev", crd, "kube-system").await);
+}

@@ -7,7 +7,8 @@
 //! Rule matching follows upstream `RuleAllows`: verbs and API groups match exactly or by `*`;
 //! resources match `*`, the combined `resource/subresource`, or `*/subresource`; a rule with
 //! `resourceNames` admits only requests naming one of them; `nonResourceURLs` match exactly or
-//! by a trailing `*` prefix. Not modelled: ClusterRole aggregation (`aggregationRule`) and
+//! by a trailing `*` prefix. ClusterRole aggregation is resolved by the [`PolicySource`] (the store's
+//! fills in an aggregated role's rules). Not modelled:
 //! escalation checks on writes of roles and bindings.
 
 use std::sync::Arc;

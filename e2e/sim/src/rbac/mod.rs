@@ -30,6 +30,7 @@ use self::authorizer::{Admission, Attributes, PolicySource, UserInfo, authorize}
 use crate::Cluster;
 use crate::error::ApiError;
 use crate::rest::{Query, error_response, json_response};
+use crate::selector::LabelSelector;
 use crate::store::Store;
 
 /// The RBAC API group.
@@ -97,11 +98,80 @@ impl PolicySource for StorePolicy<'_> {
             .0
     }
     fn cluster_role(&self, name: &str) -> Option<Arc<Value>> {
-        self.0.get(&(GROUP.into(), "clusterroles".into()), "", name)
+        let role = self
+            .0
+            .get(&(GROUP.into(), "clusterroles".into()), "", name)?;
+        Some(aggregated(&role, || {
+            self.0.list(&(GROUP.into(), "clusterroles".into()), None).0
+        }))
     }
     fn role(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
         self.0.get(&(GROUP.into(), "roles".into()), ns, name)
     }
+}
+
+/// `role` with the rules of an `aggregationRule` filled in: the union, in name order, of the
+/// rules of every other ClusterRole whose labels match one of its `clusterRoleSelectors` (those
+/// aggregated themselves with theirs: `admin` takes `edit`'s, which takes `view`'s), as
+/// kube-controller-manager's clusterrole-aggregation-controller writes them. The sim computes
+/// them when a request is authorized instead of rewriting the stored object. A role without an
+/// aggregation rule is returned as it is.
+fn aggregated(role: &Arc<Value>, all: impl FnOnce() -> Vec<Arc<Value>>) -> Arc<Value> {
+    if role.get("aggregationRule").is_none() {
+        return role.clone();
+    }
+    let all = all();
+    let mut out = (**role).clone();
+    out["rules"] = Value::Array(aggregated_rules(role, &all, &mut Vec::new()));
+    Arc::new(out)
+}
+
+/// The rules of `role`, aggregated; `visiting` holds the names on the current path, so that a
+/// cycle of selectors ends instead of recursing.
+fn aggregated_rules(role: &Value, all: &[Arc<Value>], visiting: &mut Vec<String>) -> Vec<Value> {
+    let name = role
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let Some(selectors) = role
+        .pointer("/aggregationRule/clusterRoleSelectors")
+        .and_then(Value::as_array)
+    else {
+        return role
+            .get("rules")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+    };
+    if visiting.contains(&name) {
+        return Vec::new();
+    }
+    visiting.push(name.clone());
+    let selectors: Vec<LabelSelector> = selectors
+        .iter()
+        .filter_map(|s| LabelSelector::from_structured(s).ok().flatten())
+        .collect();
+    let mut sources: Vec<&Arc<Value>> = all
+        .iter()
+        .filter(|r| r.pointer("/metadata/name").and_then(Value::as_str) != Some(name.as_str()))
+        .filter(|r| selectors.iter().any(|s| s.matches_object(r)))
+        .collect();
+    sources.sort_by_key(|r| {
+        r.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let mut rules: Vec<Value> = Vec::new();
+    for source in sources {
+        for rule in aggregated_rules(source, all, visiting) {
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+    }
+    visiting.pop();
+    rules
 }
 
 /// A request as the gate sees it.
