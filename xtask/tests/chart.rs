@@ -1286,7 +1286,11 @@ fn the_admission_account_writes_only_its_own_webhook_and_secret_and_only_when_se
             .filter(|(_, r)| on(r, group, resource) && !names_of(r).is_empty())
             .collect();
         assert_eq!(named_rules.len(), 1, "{resource}: {named_rules:?}");
-        assert_eq!(names_of(&named_rules[0].1), [name.clone()], "{resource}");
+        assert_eq!(
+            &names_of(&named_rules[0].1),
+            std::slice::from_ref(name),
+            "{resource}"
+        );
         assert_eq!(named_rules[0].1.verbs, ["get", "update"], "{resource}");
         assert!(
             rules
@@ -1324,6 +1328,7 @@ fn the_admission_account_writes_only_its_own_webhook_and_secret_and_only_when_se
 
 #[test]
 fn hpa_plus_may_touch_plain_hpas_only_in_native_mode() {
+    use clap::Parser;
     let writes = |rules: &[(String, PolicyRule)]| -> Vec<String> {
         rules
             .iter()
@@ -1352,7 +1357,6 @@ fn hpa_plus_may_touch_plain_hpas_only_in_native_mode() {
         assert!(verbs.iter().any(|v| v == verb), "{verb} in {verbs:?}");
     }
     let args = args_of(deployment(&o, "hpa-plus"));
-    use clap::Parser;
     let config = plimsoll_hpa_plus::cli::Args::try_parse_from(
         std::iter::once("hpa-plus".to_owned()).chain(args.iter().cloned()),
     )
