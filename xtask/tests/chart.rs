@@ -46,7 +46,9 @@ fn all_on() -> Value {
         "global": {"priorityClassName": "plimsoll-high", "nodeSelector": {"kubernetes.io/os": "linux"},
                    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}],
                    "podAnnotations": {"example.com/team": "platform"}},
-        "hpaPlus": {"minReplicasTuningExclude": "plimsoll.dev/keep-min-replicas=true,tier in (quorum)"},
+        "hpaPlus": {"minReplicasTuningExclude": "plimsoll.dev/keep-min-replicas=true,tier in (quorum)",
+                    "nativeHpa": true},
+        "vpa": {"ignoredNamespaces": ["legacy"]},
         "vpaRecommender": {"enabled": true},
         "vpaUpdater": {"enabled": true},
         "prometheus": {"address": "https://prometheus.monitoring:9090", "timeout": "45s",
@@ -418,16 +420,23 @@ fn registered_by_code(args: &[String], namespace: &str) -> Value {
         std::iter::once("vpa-admission".to_owned()).chain(args.iter().cloned()),
     )
     .expect("vpa-admission args");
+    let (config_name, name, port, timeout_seconds) = (
+        a.webhook_config_name.clone(),
+        a.webhook_service_name.clone(),
+        a.webhook_service_port,
+        a.webhook_timeout_seconds,
+    );
+    let scope = a.into_config().scope(namespace);
     let config = configuration(&Registration {
-        config_name: a.webhook_config_name,
+        config_name,
         endpoint: Endpoint::Service {
             namespace: namespace.to_owned(),
-            name: a.webhook_service_name,
-            port: a.webhook_service_port,
+            name,
+            port,
         },
         ca_bundle: Vec::new(),
-        timeout_seconds: a.webhook_timeout_seconds,
-        own_namespace: namespace.to_owned(),
+        timeout_seconds,
+        scope,
     });
     comparable_webhooks(&config)
 }
@@ -470,12 +479,33 @@ fn webhook_registration_is_the_same_object_everywhere() {
     assert!(self_signed_args.contains(&"--register-webhook".to_owned()));
     let by_code = registered_by_code(&self_signed_args, NAMESPACE);
     assert_eq!(by_code[0]["timeoutSeconds"], 5, "values' timeoutSeconds");
+    assert_eq!(
+        by_code[0]["namespaceSelector"]["matchExpressions"][0]["values"],
+        json!(["kube-system", NAMESPACE])
+    );
 
-    // cert-manager: the chart's object is what the code would have registered.
+    // cert-manager: the chart's object is what the code would have registered with the chart's
+    // flags (vpa.ignoredNamespaces included).
     let o = render(&all_on());
     let chart_hook = &o.webhooks[0];
     assert_safe(chart_hook, NAMESPACE);
-    assert_eq!(comparable_webhooks(chart_hook), by_code);
+    let cert_manager_args = args_of(deployment(&o, "vpa-admission"));
+    assert_eq!(
+        comparable_webhooks(chart_hook),
+        registered_by_code(&cert_manager_args, NAMESPACE)
+    );
+    assert_eq!(
+        chart_hook.webhooks.as_ref().expect("webhooks")[0]
+            .namespace_selector
+            .as_ref()
+            .and_then(|s| s.match_expressions.as_ref())
+            .and_then(|e| e[0].values.clone()),
+        Some(vec![
+            "kube-system".to_owned(),
+            NAMESPACE.to_owned(),
+            "legacy".to_owned()
+        ])
+    );
     let annotations = chart_hook.metadata.annotations.clone().unwrap_or_default();
     let certificate = named(&o.certificates, "plimsoll-vpa-admission", |c| &c.metadata);
     assert_eq!(
@@ -498,7 +528,7 @@ fn webhook_registration_is_the_same_object_everywhere() {
     assert_safe(&deploy_hook, "plimsoll-system");
     assert_eq!(
         comparable_webhooks(&deploy_hook),
-        registered_by_code(&self_signed_args, "plimsoll-system")
+        registered_by_code(&deploy_args("vpa-admission"), "plimsoll-system")
     );
 }
 
@@ -1116,4 +1146,407 @@ fn renderer_reads_chart_files_and_fails_on_required_values() {
         .expect("required refuses an empty value");
     assert!(e.contains("name is required"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The args of deploy/<svc>/deployment.yaml.
+fn deploy_args(svc: &str) -> Vec<String> {
+    let path = xtask::repo_root().join(format!("deploy/{svc}/deployment.yaml"));
+    let text = std::fs::read_to_string(&path).expect("deploy deployment");
+    let docs = xtask::manifest::documents(&text).expect("yaml");
+    let d: Deployment = typed(&docs[0], &path.display().to_string());
+    args_of(&d)
+}
+
+/// The RBAC objects of a deploy/ file, typed.
+fn deploy_rbac(file: &str) -> (Vec<ClusterRole>, Vec<Role>) {
+    let path = xtask::repo_root().join("deploy").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let (mut cluster_roles, mut roles) = (Vec::new(), Vec::new());
+    for doc in xtask::manifest::documents(&text).expect("yaml") {
+        match doc["kind"].as_str().unwrap_or_default() {
+            "ClusterRole" => cluster_roles.push(typed(&doc, file)),
+            "Role" => roles.push(typed(&doc, file)),
+            _ => {}
+        }
+    }
+    (cluster_roles, roles)
+}
+
+type PolicyRule = k8s_openapi::api::rbac::v1::PolicyRule;
+
+/// (API group, resource) of Leases.
+const LEASES: (&str, &str) = ("coordination.k8s.io", "leases");
+
+/// Every rule of the ClusterRoles and Roles bound to `svc`'s ServiceAccount, with the role's name.
+fn rules_bound_to(o: &Objects, svc: &str) -> Vec<(String, PolicyRule)> {
+    let account = format!("plimsoll-{svc}");
+    let bound = |subjects: &Option<Vec<k8s_openapi::api::rbac::v1::Subject>>| {
+        subjects
+            .iter()
+            .flatten()
+            .any(|s| s.kind == "ServiceAccount" && s.name == account)
+    };
+    let mut out = Vec::new();
+    for b in o
+        .cluster_role_bindings
+        .iter()
+        .filter(|b| bound(&b.subjects))
+    {
+        let role = named(&o.cluster_roles, &b.role_ref.name, |r| &r.metadata);
+        out.extend(
+            role.rules
+                .iter()
+                .flatten()
+                .map(|r| (format!("ClusterRole/{}", b.role_ref.name), r.clone())),
+        );
+    }
+    for b in o.role_bindings.iter().filter(|b| bound(&b.subjects)) {
+        let role = o
+            .roles
+            .iter()
+            .find(|r| {
+                r.metadata.name.as_deref() == Some(b.role_ref.name.as_str())
+                    && r.metadata.namespace == b.metadata.namespace
+            })
+            .unwrap_or_else(|| panic!("no Role {}", b.role_ref.name));
+        out.extend(
+            role.rules
+                .iter()
+                .flatten()
+                .map(|r| (format!("Role/{}", b.role_ref.name), r.clone())),
+        );
+    }
+    out
+}
+
+/// Whether `rule` reaches `resource` (a plural, or `plural/subresource`) of API `group`,
+/// wildcards included.
+fn on(rule: &PolicyRule, group: &str, resource: &str) -> bool {
+    let group_ok = rule
+        .api_groups
+        .iter()
+        .flatten()
+        .any(|g| g == group || g == "*");
+    group_ok
+        && rule
+            .resources
+            .iter()
+            .flatten()
+            .any(|r| r == resource || r == "*")
+}
+
+fn names_of(rule: &PolicyRule) -> Vec<String> {
+    rule.resource_names.clone().unwrap_or_default()
+}
+
+/// A rule on `resource` either names its objects or grants only what the API cannot limit by
+/// name (`create`, and `list` where listed in `unnamed`).
+fn assert_named(rules: &[(String, PolicyRule)], group: &str, resource: &str, unnamed: &[&str]) {
+    for (role, rule) in rules.iter().filter(|(_, r)| on(r, group, resource)) {
+        if names_of(rule).is_empty() {
+            assert!(
+                rule.verbs.iter().all(|v| unnamed.contains(&v.as_str())),
+                "{role}: {resource} {:?} without resourceNames",
+                rule.verbs
+            );
+        }
+        assert!(
+            !rule.verbs.iter().any(|v| v == "*" || v == "delete"),
+            "{role}: {resource} {:?}",
+            rule.verbs
+        );
+    }
+}
+
+#[test]
+fn the_admission_account_writes_only_its_own_webhook_and_secret_and_only_when_self_signed() {
+    // Self-signed (the chart's default mode): its configuration and Secret, by the names the
+    // code uses with the chart's args.
+    let o = render(&json!({"vpaAdmission": {"enabled": true}}));
+    let rules = rules_bound_to(&o, "vpa-admission");
+    let args = {
+        use clap::Parser;
+        plimsoll_vpa_admission::cli::Args::try_parse_from(
+            std::iter::once("vpa-admission".to_owned())
+                .chain(args_of(deployment(&o, "vpa-admission"))),
+        )
+        .expect("args")
+    };
+    for (group, resource, name) in [
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            &args.webhook_config_name,
+        ),
+        ("", "secrets", &args.self_signed_secret),
+    ] {
+        assert_named(&rules, group, resource, &["create"]);
+        let named_rules: Vec<_> = rules
+            .iter()
+            .filter(|(_, r)| on(r, group, resource) && !names_of(r).is_empty())
+            .collect();
+        assert_eq!(named_rules.len(), 1, "{resource}: {named_rules:?}");
+        assert_eq!(
+            &names_of(&named_rules[0].1),
+            std::slice::from_ref(name),
+            "{resource}"
+        );
+        assert_eq!(named_rules[0].1.verbs, ["get", "update"], "{resource}");
+        assert!(
+            rules
+                .iter()
+                .any(|(_, r)| on(r, group, resource) && r.verbs == ["create"]),
+            "{resource}: created on first start"
+        );
+    }
+    // The same rules as deploy/'s self-signed file.
+    let (deploy_cluster_roles, deploy_roles) = deploy_rbac("vpa-admission/self-signed/rbac.yaml");
+    let chart_registration = named(
+        &o.cluster_roles,
+        "plimsoll-vpa-admission-registration",
+        |r| &r.metadata,
+    );
+    assert_eq!(chart_registration.rules, deploy_cluster_roles[0].rules);
+    let chart_certs = named(&o.roles, "plimsoll-vpa-admission-certs", |r| &r.metadata);
+    assert_eq!(chart_certs.rules, deploy_roles[0].rules);
+
+    // cert-manager: the chart owns the registration, cert-manager the Secret: no right on either.
+    let o = render(&all_on());
+    let rules = rules_bound_to(&o, "vpa-admission");
+    assert!(!rules.is_empty());
+    for (role, rule) in &rules {
+        assert!(
+            !on(
+                rule,
+                "admissionregistration.k8s.io",
+                "mutatingwebhookconfigurations"
+            ) && !on(rule, "", "secrets"),
+            "{role}: {rule:?}"
+        );
+    }
+}
+
+#[test]
+fn hpa_plus_may_touch_plain_hpas_only_in_native_mode() {
+    use clap::Parser;
+    let writes = |rules: &[(String, PolicyRule)]| -> Vec<String> {
+        rules
+            .iter()
+            .filter(|(_, r)| {
+                on(r, "autoscaling", "horizontalpodautoscalers")
+                    || on(r, "autoscaling", "horizontalpodautoscalers/status")
+            })
+            .flat_map(|(_, r)| r.verbs.clone())
+            .collect()
+    };
+    for values in [json!({}), json!({"hpaPlus": {"nativeHpa": false}})] {
+        let o = render(&values);
+        assert_eq!(
+            writes(&rules_bound_to(&o, "hpa-plus")),
+            Vec::<String>::new()
+        );
+        assert!(
+            !args_of(deployment(&o, "hpa-plus"))
+                .iter()
+                .any(|a| a.starts_with("--native-hpa"))
+        );
+    }
+    let o = render(&json!({"hpaPlus": {"nativeHpa": true}}));
+    let verbs = writes(&rules_bound_to(&o, "hpa-plus"));
+    for verb in ["watch", "patch", "update"] {
+        assert!(verbs.iter().any(|v| v == verb), "{verb} in {verbs:?}");
+    }
+    let args = args_of(deployment(&o, "hpa-plus"));
+    let config = plimsoll_hpa_plus::cli::Args::try_parse_from(
+        std::iter::once("hpa-plus".to_owned()).chain(args.iter().cloned()),
+    )
+    .expect("args")
+    .into_config()
+    .expect("config");
+    assert!(config.native_hpa, "{args:?}");
+    let (deploy_native, _) = deploy_rbac("hpa-plus/native-hpa/cluster-rbac.yaml");
+    let chart_native = named(&o.cluster_roles, "plimsoll-hpa-plus-native-hpa", |r| {
+        &r.metadata
+    });
+    assert_eq!(chart_native.rules, deploy_native[0].rules);
+    // deploy/ runs without native mode and binds no HPA rights by default.
+    let deploy_config = plimsoll_hpa_plus::cli::Args::try_parse_from(
+        std::iter::once("hpa-plus".to_owned()).chain(deploy_args("hpa-plus")),
+    )
+    .expect("deploy args")
+    .into_config()
+    .expect("deploy config");
+    assert!(!deploy_config.native_hpa);
+    let (deploy_main, _) = deploy_rbac("hpa-plus/cluster-rbac.yaml");
+    assert!(deploy_main[0].rules.iter().flatten().all(|r| {
+        !on(r, "autoscaling", "horizontalpodautoscalers")
+            && !on(r, "autoscaling", "horizontalpodautoscalers/status")
+    }));
+}
+
+/// The Lease names `svc` renews with these args, as crates/runtime/src/leader builds them.
+fn leases_by_code(svc: &str, common: &plimsoll_runtime::CommonArgs, shards: u32) -> Vec<String> {
+    use plimsoll_runtime::leader::LeaderConfig;
+    use plimsoll_runtime::leader::shards::ShardConfig;
+    use plimsoll_runtime::leader::shards::assignment::Target;
+    let lease = LeaderConfig::from_args(svc, common, NAMESPACE).expect("leader config");
+    let mut names = vec![lease.lease_name.clone()];
+    if shards > 1 {
+        let config = ShardConfig { lease, shards };
+        names.extend((0..shards).map(|i| config.lease_name(Target::Shard(i))));
+        names.push(config.lease_name(Target::Join));
+    }
+    names
+}
+
+#[test]
+fn each_account_renews_only_the_leases_its_service_holds() {
+    use clap::Parser;
+    for (replicas, shards) in [(1, 0), (2, 0), (3, 12), (2, 1)] {
+        let o = render(&json!({
+            "hpaPlus": {"replicas": replicas, "shards": shards},
+            "vpaRecommender": {"enabled": true, "replicas": replicas, "shards": shards},
+            "vpaUpdater": {"enabled": true}, "vpaAdmission": {"enabled": true},
+        }));
+        for svc in SERVICES {
+            let args = args_of(deployment(&o, svc));
+            let command_line = std::iter::once(svc.to_owned()).chain(args.iter().cloned());
+            let (common, sharded) = match svc {
+                "hpa-plus" => {
+                    let a =
+                        plimsoll_hpa_plus::cli::Args::try_parse_from(command_line).expect("args");
+                    (Some(a.common), a.shards)
+                }
+                "vpa-recommender" => {
+                    let a = plimsoll_vpa_recommender::cli::Args::try_parse_from(command_line)
+                        .expect("args");
+                    (Some(a.common.clone()), a.into_config().shards)
+                }
+                "cron-hpa" => {
+                    let a =
+                        plimsoll_cron_hpa::cli::Args::try_parse_from(command_line).expect("args");
+                    (Some(a.common), 1)
+                }
+                "vpa-updater" => {
+                    let a = plimsoll_vpa_updater::cli::Args::try_parse_from(command_line)
+                        .expect("args");
+                    (Some(a.common), 1)
+                }
+                _ => (None, 1),
+            };
+            let rules = rules_bound_to(&o, svc);
+            assert_named(
+                &rules,
+                LEASES.0,
+                LEASES.1,
+                if sharded > 1 {
+                    &["create", "list"]
+                } else {
+                    &["create"]
+                },
+            );
+            let renewed: Vec<String> = rules
+                .iter()
+                .filter(|(_, r)| on(r, LEASES.0, LEASES.1) && r.verbs.iter().any(|v| v == "update"))
+                .flat_map(|(_, r)| names_of(r))
+                .collect();
+            let want = match &common {
+                Some(common) => leases_by_code(svc, common, sharded),
+                None => vec!["vpa-admission-controller".to_owned()],
+            };
+            assert_eq!(renewed, want, "{svc} replicas={replicas} shards={shards}");
+            let lists = rules
+                .iter()
+                .any(|(_, r)| on(r, LEASES.0, LEASES.1) && r.verbs.iter().any(|v| v == "list"));
+            assert_eq!(lists, sharded > 1, "{svc}: list only to find shard holders");
+            // Only the webhook renews its status Lease; the updater reads it.
+            if svc != "vpa-admission" {
+                assert!(
+                    !renewed.contains(&"vpa-admission-controller".to_owned()),
+                    "{svc}"
+                );
+            }
+            if svc == "vpa-updater" {
+                assert!(rules.iter().any(|(_, r)| on(r, LEASES.0, LEASES.1)
+                    && r.verbs == ["get"]
+                    && names_of(r) == ["vpa-admission-controller"]));
+            }
+        }
+        // A single leader's Role is deploy/'s.
+        if replicas == 1 {
+            for svc in SERVICES {
+                let (_, deploy_roles) = deploy_rbac(&format!("{svc}/leader-election-rbac.yaml"));
+                let chart_role = named(&o.roles, &format!("plimsoll-{svc}-leader-election"), |r| {
+                    &r.metadata
+                });
+                assert_eq!(chart_role.rules, deploy_roles[0].rules, "{svc}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_updater_and_the_webhook_leave_the_same_namespaces_alone() {
+    use clap::Parser;
+    for extra in [json!([]), json!(["legacy", "kube-system", "batch"])] {
+        let o = render(
+            &json!({"vpaUpdater": {"enabled": true}, "vpaAdmission": {"enabled": true},
+                               "vpa": {"ignoredNamespaces": extra}}),
+        );
+        let updater = plimsoll_vpa_updater::cli::parse_config(
+            std::iter::once("vpa-updater".to_owned()).chain(args_of(deployment(&o, "vpa-updater"))),
+        )
+        .expect("updater args")
+        .scope;
+        let webhook = plimsoll_vpa_admission::cli::Args::try_parse_from(
+            std::iter::once("vpa-admission".to_owned())
+                .chain(args_of(deployment(&o, "vpa-admission"))),
+        )
+        .expect("admission args")
+        .into_config()
+        .scope(NAMESPACE);
+        assert_eq!(updater, webhook, "{extra}");
+        assert!(!updater.admits("kube-system") && !updater.admits(NAMESPACE));
+        assert!(updater.admits("shop"));
+        for ns in extra.as_array().expect("list") {
+            assert!(!updater.admits(ns.as_str().expect("string")), "{ns}");
+        }
+    }
+    // deploy/: both run with the default, which is the same rule in the same namespace.
+    let updater = plimsoll_vpa_updater::cli::parse_config(
+        std::iter::once("vpa-updater".to_owned()).chain(deploy_args("vpa-updater")),
+    )
+    .expect("updater args")
+    .scope;
+    assert!(!updater.admits("kube-system"));
+}
+
+#[test]
+fn flags_the_chart_derives_rbac_from_are_refused_in_args() {
+    let chart = helm::Chart::load(&chart_dir());
+    for (values, flag) in [
+        (json!({"hpaPlus": {"args": ["--shards=16"]}}), "--shards"),
+        (
+            json!({"hpaPlus": {"args": ["--native-hpa=true"]}}),
+            "--native-hpa",
+        ),
+        (
+            json!({"vpaUpdater": {"enabled": true, "args": ["--ignored-vpa-object-namespaces=a"]}}),
+            "--ignored-vpa-object-namespaces",
+        ),
+        (
+            json!({"vpaAdmission": {"enabled": true, "args": ["--vpa-object-namespace=a"]}}),
+            "--vpa-object-namespace",
+        ),
+    ] {
+        let e = chart
+            .render(&values, NAMESPACE)
+            .err()
+            .unwrap_or_else(|| panic!("{values} rendered"));
+        assert!(e.contains(flag), "{values}: {e}");
+    }
+    // Other args pass.
+    chart
+        .render(&json!({"hpaPlus": {"args": ["--workers=8"]}}), NAMESPACE)
+        .expect("renders");
 }

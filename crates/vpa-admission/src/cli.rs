@@ -5,7 +5,7 @@
 //! `--metrics-address` in every Plimsoll service), `--tls-cert-file`, `--tls-private-key`
 //! (alias of `--tls-key-file`), `--client-ca-file`, `--register-webhook`,
 //! `--webhook-timeout-seconds`, `--status-lease-name`, `--status-lease-namespace`,
-//! `--status-lease-update-interval`.
+//! `--status-lease-update-interval`, `--vpa-object-namespace`, `--ignored-vpa-object-namespaces`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -91,7 +91,8 @@ pub struct Args {
     pub self_signed_check_interval: Duration,
 
     /// Create or update the MutatingWebhookConfiguration at start-up (caBundle, failurePolicy
-    /// Ignore, sideEffects None, the namespaceSelector leaving out kube-system and this namespace).
+    /// Ignore, sideEffects None, the namespaceSelector of --ignored-vpa-object-namespaces or
+    /// --vpa-object-namespace).
     #[arg(long, env = "PLIMSOLL_REGISTER_WEBHOOK")]
     pub register_webhook: bool,
 
@@ -113,8 +114,8 @@ pub struct Args {
     )]
     pub webhook_service_name: String,
 
-    /// Namespace of that Service, which is also the namespace left out of admission and the home
-    /// of --self-signed-secret. Default: $POD_NAMESPACE, else the client's namespace.
+    /// Namespace of that Service, which is also the home of --self-signed-secret and, by
+    /// default, left out of admission. Default: $POD_NAMESPACE, else the client's namespace.
     #[arg(
         long,
         env = "PLIMSOLL_WEBHOOK_SERVICE_NAMESPACE",
@@ -145,6 +146,27 @@ pub struct Args {
     /// --admission-controller-status-lease-name (upstream and Plimsoll updaters alike).
     #[arg(long, env = "PLIMSOLL_STATUS_LEASE_NAME", value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
     pub status_lease_name: String,
+
+    /// Only mutate pods (and validate VPAs) in this namespace; it is also the registered
+    /// namespaceSelector. Empty means all namespaces (but the ignored ones). Give the updater
+    /// the same value.
+    #[arg(long, env = "PLIMSOLL_VPA_OBJECT_NAMESPACE", value_name = "NAMESPACE")]
+    pub vpa_object_namespace: Option<String>,
+
+    /// Comma-separated namespaces whose pods and VPAs are admitted unchanged, and which the
+    /// registered namespaceSelector leaves out. Default: kube-system and the webhook's own
+    /// namespace (its own pods must start while no replica is up). A list replaces that default
+    /// (include them to keep them out); an empty value ignores no namespace. The updater takes
+    /// the same flag with the same default; give both the same value. Cannot be combined with
+    /// --vpa-object-namespace.
+    #[arg(
+        long,
+        env = "PLIMSOLL_IGNORED_VPA_OBJECT_NAMESPACES",
+        value_name = "NS,NS",
+        value_delimiter = ',',
+        conflicts_with = "vpa_object_namespace"
+    )]
+    pub ignored_vpa_object_namespaces: Option<Vec<String>>,
 
     /// Namespace of the status Lease. Default: $NAMESPACE, else kube-system (as upstream).
     #[arg(
@@ -206,6 +228,8 @@ impl Args {
             }),
             service_name: self.webhook_service_name,
             url: self.webhook_url,
+            vpa_object_namespace: self.vpa_object_namespace,
+            ignored_vpa_object_namespaces: self.ignored_vpa_object_namespaces,
             status_lease_name: self.status_lease_name,
             status_lease_namespace: self
                 .status_lease_namespace
@@ -241,6 +265,28 @@ mod tests {
         assert!(matches!(c.tls, TlsSource::Files { .. }));
         assert!(c.registration.is_none());
         assert_eq!(c.status_lease_name, "vpa-admission-controller");
+    }
+
+    #[test]
+    fn the_scope_defaults_to_all_but_kube_system_and_the_own_namespace() {
+        let config = |flags: &[&str]| {
+            let mut args = vec!["vpa-admission", "--self-signed"];
+            args.extend_from_slice(flags);
+            Args::try_parse_from(args).map(Args::into_config)
+        };
+        let default = config(&[]).unwrap().scope("plimsoll-system");
+        assert_eq!(default.ignored(), ["kube-system", "plimsoll-system"]);
+        let listed = config(&["--ignored-vpa-object-namespaces=a,b"]).unwrap();
+        assert_eq!(listed.scope("plimsoll-system").ignored(), ["a", "b"]);
+        let only = config(&["--vpa-object-namespace=shop"]).unwrap();
+        assert_eq!(only.scope("plimsoll-system").only(), Some("shop"));
+        assert!(
+            config(&[
+                "--vpa-object-namespace=shop",
+                "--ignored-vpa-object-namespaces=a"
+            ])
+            .is_err()
+        );
     }
 
     #[test]

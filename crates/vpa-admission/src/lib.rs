@@ -37,6 +37,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
 use plimsoll_runtime::api_message::watch_message;
 use plimsoll_runtime::{CommonArgs, client, telemetry};
@@ -110,6 +111,10 @@ pub struct Config {
     pub service_name: String,
     /// Webhook URL (its host joins the self-signed certificate's names).
     pub url: Option<String>,
+    /// `--vpa-object-namespace`: act only in this namespace.
+    pub vpa_object_namespace: Option<String>,
+    /// `--ignored-vpa-object-namespaces` (`None`: the default list).
+    pub ignored_vpa_object_namespaces: Option<Vec<String>>,
     /// Status Lease name.
     pub status_lease_name: String,
     /// Status Lease namespace.
@@ -118,6 +123,18 @@ pub struct Config {
     pub status_lease_interval: Duration,
     /// `holderIdentity` of the status Lease.
     pub identity: String,
+}
+
+impl Config {
+    /// The namespaces the webhook acts in when `namespace` is its own: the rule the updater
+    /// follows too ([`NamespaceScope::from_flags`]).
+    pub fn scope(&self, namespace: &str) -> NamespaceScope {
+        NamespaceScope::from_flags(
+            self.vpa_object_namespace.as_deref(),
+            self.ignored_vpa_object_namespaces.as_deref(),
+            Some(namespace),
+        )
+    }
 }
 
 /// Binds `config.address` and `config.common.metrics_address`, then [`run_on`].
@@ -212,7 +229,9 @@ pub async fn run_on(
         jobs,
         limit_ranges,
     };
-    let webhook = Arc::new(Webhook::new(caches.clone(), metrics.clone()));
+    let scope = config.scope(&namespace);
+    tracing::info!(?scope, "acting on pods and VPAs in these namespaces");
+    let webhook = Arc::new(Webhook::new(caches.clone(), metrics.clone(), scope));
 
     let address = webhook_listener.local_addr().ok();
     tracing::info!(?address, "webhook listening (HTTPS, path /)");
@@ -403,10 +422,9 @@ async fn register_and_renew(
     metrics: &Metrics,
     shutdown: &CancellationToken,
 ) -> Result<Option<tokio::task::JoinHandle<()>>> {
-    let registration = config
-        .registration
-        .as_ref()
-        .map(|reg| webhook_registration(reg, namespace, ca_pem.into_bytes()));
+    let registration = config.registration.as_ref().map(|reg| {
+        webhook_registration(reg, namespace, config.scope(namespace), ca_pem.into_bytes())
+    });
     if let Some(reg) = &registration {
         register_with_retry(client, reg, shutdown).await?;
     }
@@ -427,6 +445,7 @@ async fn register_and_renew(
 fn webhook_registration(
     reg: &Registration,
     namespace: &str,
+    scope: NamespaceScope,
     ca_pem: Vec<u8>,
 ) -> registration::Registration {
     registration::Registration {
@@ -441,7 +460,7 @@ fn webhook_registration(
         },
         ca_bundle: ca_pem,
         timeout_seconds: reg.timeout_seconds,
-        own_namespace: namespace.to_owned(),
+        scope,
     }
 }
 

@@ -3,20 +3,20 @@
 //!
 //! The configuration: `failurePolicy: Ignore` (a pod never fails to start because the webhook
 //! is down), `sideEffects: None`, `admissionReviewVersions: [v1]`, `timeoutSeconds` (5 by
-//! default, upstream uses 30: see `--webhook-timeout-seconds`), and a namespaceSelector leaving out `kube-system` and the webhook's own namespace
-//! (its own pods must start even when no replica is up). Updates keep the object's
-//! metadata (labels, annotations) and replace `webhooks`.
+//! default, upstream uses 30: see `--webhook-timeout-seconds`), and the namespaceSelector of the
+//! webhook's [`NamespaceScope`] (by default leaving out `kube-system` and the webhook's own
+//! namespace, whose pods must start even when no replica is up; the updater acts in the same
+//! scope). Updates keep the object's metadata (labels, annotations) and replace `webhooks`.
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
     WebhookClientConfig,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta,
-};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::PostParams;
+use plimsoll_core::vertical::scope::NamespaceScope;
 
 use crate::error::{Error, Result};
 
@@ -47,8 +47,8 @@ pub struct Registration {
     pub ca_bundle: Vec<u8>,
     /// `timeoutSeconds`.
     pub timeout_seconds: i32,
-    /// Namespaces left out besides `kube-system` (the webhook's own).
-    pub own_namespace: String,
+    /// The namespaces sent to the webhook (its `namespaceSelector`).
+    pub scope: NamespaceScope,
 }
 
 /// The webhook's name inside the configuration.
@@ -84,10 +84,6 @@ pub fn configuration(r: &Registration) -> MutatingWebhookConfiguration {
         resources: Some(vec![resource.to_owned()]),
         scope: Some("Namespaced".to_owned()),
     };
-    let mut excluded = vec!["kube-system".to_owned()];
-    if !r.own_namespace.is_empty() && r.own_namespace != "kube-system" {
-        excluded.push(r.own_namespace.clone());
-    }
     MutatingWebhookConfiguration {
         metadata: ObjectMeta {
             name: Some(r.config_name.clone()),
@@ -118,14 +114,7 @@ pub fn configuration(r: &Registration) -> MutatingWebhookConfiguration {
                     "verticalpodautoscalers",
                 ),
             ]),
-            namespace_selector: Some(LabelSelector {
-                match_expressions: Some(vec![LabelSelectorRequirement {
-                    key: "kubernetes.io/metadata.name".to_owned(),
-                    operator: "NotIn".to_owned(),
-                    values: Some(excluded),
-                }]),
-                match_labels: None,
-            }),
+            namespace_selector: r.scope.namespace_selector(),
             match_policy: Some("Equivalent".to_owned()),
             reinvocation_policy: Some("Never".to_owned()),
             object_selector: None,
@@ -187,7 +176,7 @@ mod tests {
             },
             ca_bundle: b"PEM".to_vec(),
             timeout_seconds: 30,
-            own_namespace: "plimsoll-system".to_owned(),
+            scope: NamespaceScope::from_flags(None, None, Some("plimsoll-system")),
         };
         let v = serde_json::to_value(configuration(&r)).unwrap();
         let hook = &v["webhooks"][0];
@@ -219,7 +208,7 @@ mod tests {
             endpoint: Endpoint::Url("https://10.0.0.1:8000/".to_owned()),
             ca_bundle: Vec::new(),
             timeout_seconds: 10,
-            own_namespace: "kube-system".to_owned(),
+            scope: NamespaceScope::from_flags(None, None, Some("kube-system")),
         };
         let v = serde_json::to_value(configuration(&r)).unwrap();
         assert_eq!(

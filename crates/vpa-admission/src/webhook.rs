@@ -4,6 +4,10 @@
 //!   `plimsoll_core::vertical::admission::admission_patch`; its JSON Patch is the answer.
 //! * VerticalPodAutoscaler CREATE/UPDATE: denied, with the field path, when the spec does not
 //!   decode or `validate()` fails.
+//! * Objects in a namespace outside the [`NamespaceScope`] (by default kube-system and the
+//!   webhook's own) are admitted unchanged (`result="ignored"`), as the registered
+//!   namespaceSelector would have kept them away: a configuration written by hand or by the
+//!   chart cannot make the webhook touch pods the updater leaves alone.
 //! * Never the reason a pod cannot start: any failure while computing a pod's patch (object
 //!   that does not decode, unparseable quantity, cold caches) is answered allowed, unchanged,
 //!   with a warning, and counted under `result="error"` / `"cold_cache"`.
@@ -23,6 +27,7 @@ use axum::routing::post;
 use k8s_openapi::api::core::v1::Pod;
 use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
 use plimsoll_core::vertical::admission::{AdmissionVpa, admission_patch, admission_pod};
+use plimsoll_core::vertical::scope::NamespaceScope;
 use serde::Deserialize as _;
 
 use crate::matching::Caches;
@@ -43,15 +48,18 @@ pub struct Webhook {
     pub synced: AtomicBool,
     /// Metric handles.
     pub metrics: Metrics,
+    /// The namespaces whose pods and VPAs it acts on.
+    pub scope: NamespaceScope,
 }
 
 impl Webhook {
-    /// A webhook over `caches`, not yet synced.
-    pub fn new(caches: Caches, metrics: Metrics) -> Webhook {
+    /// A webhook over `caches` acting in `scope`, not yet synced.
+    pub fn new(caches: Caches, metrics: Metrics, scope: NamespaceScope) -> Webhook {
         Webhook {
             caches,
             synced: AtomicBool::new(false),
             metrics,
+            scope,
         }
     }
 
@@ -72,7 +80,14 @@ impl Webhook {
 
     fn decide(&self, request: &AdmissionRequest) -> (&'static str, Outcome, AdmissionResponse) {
         let kind = &request.kind;
+        let in_scope = self
+            .scope
+            .admits(request.namespace.as_deref().unwrap_or_default());
         match (kind.group.as_str(), kind.kind.as_str()) {
+            ("", "Pod") if !in_scope => ("pod", Outcome::Ignored, review::allow(request)),
+            ("autoscaling.k8s.io", "VerticalPodAutoscaler") if !in_scope => {
+                ("vpa", Outcome::Ignored, review::allow(request))
+            }
             ("", "Pod") if request.operation == Operation::Create => {
                 let (outcome, response) = self.pod(request);
                 ("pod", outcome, response)
@@ -240,7 +255,7 @@ pub fn fixture_webhook() -> Webhook {
     };
     // Readers keep the data; the writers are only needed for wait_until_ready.
     std::mem::forget((vpas, replica_sets, jobs, limit_ranges));
-    let w = Webhook::new(caches, Metrics::default());
+    let w = Webhook::new(caches, Metrics::default(), NamespaceScope::default());
     w.set_synced();
     w
 }
@@ -302,7 +317,11 @@ mod tests {
     }
 
     fn webhook(t: &TestCaches, synced: bool) -> Arc<Webhook> {
-        let w = Webhook::new(t.caches(), Metrics::default());
+        let w = Webhook::new(
+            t.caches(),
+            Metrics::default(),
+            NamespaceScope::from_flags(None, None, Some("plimsoll-system")),
+        );
         if synced {
             w.set_synced();
         }
@@ -356,6 +375,29 @@ mod tests {
         assert!(response.get("warnings").is_none());
         assert_eq!(patch_of(&response), fixture::<Value>(EXPECTED_PATCH));
         assert_eq!(w.metrics.count("pod", Outcome::Patched), 1);
+    }
+
+    #[tokio::test]
+    async fn pods_and_vpas_outside_the_scope_are_admitted_unchanged() {
+        let w = webhook(&shop(), true);
+        for ns in ["kube-system", "plimsoll-system"] {
+            let mut review: Value = fixture(REVIEW);
+            review["request"]["namespace"] = json!(ns);
+            let response = answer(&w, &review).await;
+            assert_eq!(response["allowed"], true, "{ns}");
+            assert!(response.get("patch").is_none(), "{ns}: {response}");
+        }
+        assert_eq!(w.metrics.count("pod", Outcome::Ignored), 2);
+        // An invalid VPA there is not judged either.
+        let mut review: Value = fixture(REVIEW);
+        review["request"]["kind"] = json!({"group": "autoscaling.k8s.io", "version": "v1", "kind": "VerticalPodAutoscaler"});
+        review["request"]["namespace"] = json!("kube-system");
+        review["request"]["object"] = json!({"spec": "not a VPA"});
+        assert_eq!(answer(&w, &review).await["allowed"], true);
+        assert_eq!(w.metrics.count("vpa", Outcome::Ignored), 1);
+        // The same pod in its own namespace is patched: the check above can fail.
+        let response = answer(&w, &fixture(REVIEW)).await;
+        assert_eq!(patch_of(&response), fixture::<Value>(EXPECTED_PATCH));
     }
 
     #[tokio::test]

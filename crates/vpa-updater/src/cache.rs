@@ -299,7 +299,7 @@ where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     <K as Resource>::DynamicType: Default,
 {
-    match &scope.namespace {
+    match scope.only() {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
     }
@@ -413,11 +413,9 @@ impl Cache {
 
         let owners: [(&'static str, ByController<OwnerInfo>); 5] =
             OWNER_KINDS.map(|kind| (kind, ByController::default()));
-        let ignored = Arc::new(scope.ignored.clone());
-        let admits = move |meta: &ObjectMeta| {
-            let ns = meta.namespace.as_deref().unwrap_or_default();
-            !ignored.iter().any(|i| i == ns)
-        };
+        let in_scope = Arc::new(scope.clone());
+        let admits =
+            move |meta: &ObjectMeta| in_scope.admits(meta.namespace.as_deref().unwrap_or_default());
         let mut owner_watch = |task: (BoxFuture<'static, ()>, watch::Receiver<bool>)| {
             tasks.push(task.0);
             synced.push(task.1);

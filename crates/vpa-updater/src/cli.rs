@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Parser, Subcommand};
+use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
@@ -127,11 +128,16 @@ pub struct Args {
     )]
     pub admission_controller_status_namespace: Option<String>,
 
-    /// Only look at VPAs (and pods) in this namespace. Empty means all namespaces.
+    /// Only look at VPAs (and pods) in this namespace. Empty means all namespaces (but the
+    /// ignored ones). The admission webhook takes the same flag; give both the same value.
     #[arg(long, env = "PLIMSOLL_VPA_OBJECT_NAMESPACE", value_name = "NAMESPACE")]
     pub vpa_object_namespace: Option<String>,
 
-    /// Comma-separated namespaces whose VPAs are ignored. Cannot be combined with
+    /// Comma-separated namespaces whose VPAs and pods are left alone. Default: kube-system and
+    /// this updater's own namespace ($POD_NAMESPACE, else $NAMESPACE), so control-plane and
+    /// Plimsoll pods are never evicted. A list replaces that default (include them to keep
+    /// them out); an empty value ignores no namespace. The admission webhook takes the same
+    /// flag with the same default; give both the same value. Cannot be combined with
     /// --vpa-object-namespace.
     #[arg(
         long,
@@ -140,7 +146,7 @@ pub struct Args {
         value_delimiter = ',',
         conflicts_with = "vpa_object_namespace"
     )]
-    pub ignored_vpa_object_namespaces: Vec<String>,
+    pub ignored_vpa_object_namespaces: Option<Vec<String>>,
 
     /// Run something else than the controller.
     #[command(subcommand)]
@@ -178,14 +184,17 @@ where
 }
 
 impl Args {
-    /// The service configuration these flags describe.
+    /// The service configuration these flags describe (reads `$NAMESPACE` and `$POD_NAMESPACE`
+    /// for the defaults).
     pub fn into_config(self) -> Config {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let status_namespace = self
             .admission_controller_status_namespace
             .clone()
             .filter(|ns| !ns.is_empty())
-            .or_else(|| std::env::var("NAMESPACE").ok().filter(|ns| !ns.is_empty()))
+            .or_else(|| env("NAMESPACE"))
             .unwrap_or_else(|| DEFAULT_STATUS_NAMESPACE.to_owned());
+        let own_namespace = env("POD_NAMESPACE").or_else(|| env("NAMESPACE"));
         Config {
             common: self.common.clone(),
             updater_interval: self.updater_interval,
@@ -200,16 +209,11 @@ impl Args {
             use_admission_controller_status: self.use_admission_controller_status,
             admission_controller_status_namespace: status_namespace,
             admission_status_timeout: crate::admission_status::STATUS_TIMEOUT.unsigned_abs(),
-            vpa_object_namespace: self
-                .vpa_object_namespace
-                .clone()
-                .filter(|ns| !ns.is_empty()),
-            ignored_vpa_object_namespaces: self
-                .ignored_vpa_object_namespaces
-                .iter()
-                .filter(|ns| !ns.is_empty())
-                .cloned()
-                .collect(),
+            scope: NamespaceScope::from_flags(
+                self.vpa_object_namespace.as_deref(),
+                self.ignored_vpa_object_namespaces.as_deref(),
+                own_namespace.as_deref(),
+            ),
         }
     }
 }
@@ -254,7 +258,7 @@ mod tests {
         assert_eq!(config.eviction_rate_burst, 3);
         assert!(!config.use_admission_controller_status);
         assert_eq!(config.admission_controller_status_namespace, "vpa");
-        assert_eq!(config.ignored_vpa_object_namespaces, ["a", "b"]);
+        assert_eq!(config.scope.ignored(), ["a", "b"]);
         assert!(
             Args::try_parse_from([
                 "vpa-updater",
@@ -263,6 +267,24 @@ mod tests {
             ])
             .is_err()
         );
+    }
+
+    #[test]
+    fn kube_system_is_left_alone_unless_the_flags_say_otherwise() {
+        let scope = |flags: &[&str]| {
+            let mut args = vec!["vpa-updater"];
+            args.extend_from_slice(flags);
+            Args::parse_from(args).into_config().scope
+        };
+        let default = scope(&[]);
+        assert!(!default.admits("kube-system"));
+        assert!(default.admits("shop"));
+        // A list replaces the default; an empty value ignores nothing.
+        let listed = scope(&["--ignored-vpa-object-namespaces=team-a"]);
+        assert!(listed.admits("kube-system") && !listed.admits("team-a"));
+        assert!(scope(&["--ignored-vpa-object-namespaces="]).admits("kube-system"));
+        let only = scope(&["--vpa-object-namespace=kube-system"]);
+        assert!(only.admits("kube-system") && !only.admits("shop"));
     }
 
     #[test]

@@ -18,22 +18,10 @@ use plimsoll_core::vertical::priority::Owner;
 
 use crate::cache::{Cache, CachedPod};
 
-/// Which namespaces the updater looks at.
-#[derive(Clone, Debug, Default)]
-pub struct Scope {
-    /// Only this namespace (`--vpa-object-namespace`).
-    pub namespace: Option<String>,
-    /// Never these (`--ignored-vpa-object-namespaces`).
-    pub ignored: Vec<String>,
-}
-
-impl Scope {
-    /// Whether objects in `namespace` are looked at.
-    pub fn admits(&self, namespace: &str) -> bool {
-        self.namespace.as_deref().is_none_or(|ns| ns == namespace)
-            && !self.ignored.iter().any(|ns| ns == namespace)
-    }
-}
+/// Which namespaces the updater looks at: the rule the admission webhook follows too
+/// (`--vpa-object-namespace`, `--ignored-vpa-object-namespaces`, by default all but kube-system
+/// and the updater's own namespace).
+pub use plimsoll_core::vertical::scope::NamespaceScope as Scope;
 
 /// `(namespace, kind, name)` of a VPA's target.
 type TargetKey = (String, String, String);
@@ -209,7 +197,7 @@ mod tests {
 
     /// Pod names per VPA name.
     fn assignment(cache: &Cache) -> Vec<(String, Vec<String>)> {
-        let vpas = Inventory::vpas(cache, &Scope::default());
+        let vpas = Inventory::vpas(cache, &Scope::AllBut(Vec::new()));
         let inventory = Inventory::new(cache, vpas);
         (0..inventory.vpas.len())
             .map(|i| {
@@ -224,6 +212,23 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn the_default_scope_leaves_kube_system_and_the_own_namespace_out() {
+        let (cache, mut vpas) = Cache::for_tests();
+        for ns in ["kube-system", "plimsoll-system", "shop"] {
+            let mut v = vpa("web", "2026-01-01T00:00:00Z", "Deployment", "web");
+            v.metadata.namespace = Some(ns.to_owned());
+            vpas.apply_watcher_event(&Event::Apply(v));
+        }
+        let scope = Scope::from_flags(None, None, Some("plimsoll-system"));
+        let namespaces: Vec<_> = Inventory::vpas(&cache, &scope)
+            .iter()
+            .filter_map(|v| v.metadata.namespace.clone())
+            .collect();
+        assert_eq!(namespaces, ["shop"]);
+        assert_eq!(Inventory::vpas(&cache, &Scope::AllBut(Vec::new())).len(), 3);
     }
 
     #[test]

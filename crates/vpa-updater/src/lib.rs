@@ -66,10 +66,9 @@ pub struct Config {
     /// How recently the status Lease must have been renewed (upstream's 1 min; not a flag, so
     /// that the contract with the webhook stays fixed; tests shorten it).
     pub admission_status_timeout: Duration,
-    /// `--vpa-object-namespace`: only this namespace.
-    pub vpa_object_namespace: Option<String>,
-    /// `--ignored-vpa-object-namespaces`.
-    pub ignored_vpa_object_namespaces: Vec<String>,
+    /// The namespaces whose VPAs and pods the updater acts on (`--vpa-object-namespace`,
+    /// `--ignored-vpa-object-namespaces`; by default all but kube-system and its own).
+    pub scope: plimsoll_core::vertical::scope::NamespaceScope,
 }
 
 /// Runs the service until `shutdown` is cancelled: admin listener, leader election and, while

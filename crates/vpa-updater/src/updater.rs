@@ -88,10 +88,7 @@ impl Settings {
         let duration =
             |d: std::time::Duration| SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
         Settings {
-            scope: Scope {
-                namespace: config.vpa_object_namespace.clone(),
-                ignored: config.ignored_vpa_object_namespaces.clone(),
-            },
+            scope: config.scope.clone(),
             update: UpdateConfig {
                 min_change_priority: config.pod_update_threshold,
                 pod_lifetime_update_threshold: duration(config.pod_lifetime_update_threshold),

@@ -2,7 +2,9 @@
 //! ServiceAccounts and RBAC from `deploy/`, give a service the kubeconfig of its own
 //! ServiceAccount, and read back from the sim's access log whether that identity was denied
 //! anything (the role is not enough) and which of its rules admitted nothing (the role is more
-//! than the service needs).
+//! than the service needs). A mode's optional RBAC (`deploy/<component>/<mode>/`: hpa-plus's
+//! `native-hpa`, vpa-admission's `self-signed`) is applied and judged with the base files when a
+//! test names the mode.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -31,17 +33,28 @@ pub fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
 }
 
-/// The manifests that give `component` its identity and permissions.
-pub fn rbac_files(component: &str) -> Vec<PathBuf> {
+/// The manifests that give `component` its identity and permissions in the given modes (each a
+/// directory under `deploy/<component>/` whose every file is added).
+pub fn rbac_files(component: &str, modes: &[&str]) -> anyhow::Result<Vec<PathBuf>> {
     let dir = deploy_dir().join(component);
-    [
+    let mut files: Vec<PathBuf> = [
         "service-account.yaml",
         "cluster-rbac.yaml",
         "leader-election-rbac.yaml",
     ]
     .iter()
     .map(|f| dir.join(f))
-    .collect()
+    .collect();
+    for mode in modes {
+        let mode_dir = dir.join(mode);
+        let mut extra: Vec<PathBuf> = std::fs::read_dir(&mode_dir)
+            .with_context(|| format!("read {}", mode_dir.display()))?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()?;
+        extra.sort();
+        files.extend(extra);
+    }
+    Ok(files)
 }
 
 /// Every YAML document of `path`, as JSON.
@@ -96,11 +109,20 @@ pub async fn apply(client: &kube::Client, obj: &Value) -> anyhow::Result<()> {
 
 /// Applies `deploy/namespace.yaml` and, for each of `components`, its ServiceAccount and RBAC.
 pub async fn install_rbac(client: &kube::Client, components: &[&str]) -> anyhow::Result<()> {
+    let with_modes: Vec<(&str, &[&str])> = components.iter().map(|c| (*c, &[][..])).collect();
+    install_rbac_with_modes(client, &with_modes).await
+}
+
+/// Like [`install_rbac`], each component with the RBAC of its `modes` too.
+pub async fn install_rbac_with_modes(
+    client: &kube::Client,
+    components: &[(&str, &[&str])],
+) -> anyhow::Result<()> {
     for doc in documents(&deploy_dir().join("namespace.yaml"))? {
         apply(client, &doc).await?;
     }
-    for component in components {
-        for file in rbac_files(component) {
+    for (component, modes) in components {
+        for file in rbac_files(component, modes)? {
             for doc in documents(&file)? {
                 apply(client, &doc).await?;
             }
@@ -126,6 +148,27 @@ pub fn kubeconfig_of(env: &Env, component: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// A client acting as `component`'s ServiceAccount.
+pub async fn client_of(env: &Env, component: &str) -> anyhow::Result<kube::Client> {
+    let path = kubeconfig_of(env, component)?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::read_from(&path)?,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// The HTTP status of a request's answer: 200 for a success, the API error's code otherwise
+/// (a transport error is an error).
+pub fn status_of<T>(result: Result<T, kube::Error>) -> anyhow::Result<u16> {
+    match result {
+        Ok(_) => Ok(200),
+        Err(kube::Error::Api(s)) => Ok(s.code),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// One rule of a component's roles: `ClusterRole/<name>` or `Role/<ns>/<name>`, its index and
 /// the rule itself.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -138,10 +181,10 @@ pub struct RuleRef {
     pub rule: String,
 }
 
-/// Every rule of the roles in `component`'s manifests.
-pub fn rules_of(component: &str) -> anyhow::Result<Vec<RuleRef>> {
+/// Every rule of the roles in `component`'s manifests, in `modes`.
+pub fn rules_of(component: &str, modes: &[&str]) -> anyhow::Result<Vec<RuleRef>> {
     let mut out = Vec::new();
-    for file in rbac_files(component) {
+    for file in rbac_files(component, modes)? {
         for doc in documents(&file)? {
             let name = doc
                 .pointer("/metadata/name")
@@ -221,9 +264,9 @@ pub fn report(log: &[AccessRecord], user: &str) -> Report {
     out
 }
 
-/// The rules of `component` that admitted nothing in `report`.
-pub fn unused(component: &str, report: &Report) -> anyhow::Result<Vec<RuleRef>> {
-    Ok(rules_of(component)?
+/// The rules of `component` (in `modes`) that admitted nothing in `report`.
+pub fn unused(component: &str, modes: &[&str], report: &Report) -> anyhow::Result<Vec<RuleRef>> {
+    Ok(rules_of(component, modes)?
         .into_iter()
         .filter(|r| !report.used.contains(&(r.role.clone(), r.index)))
         .collect())

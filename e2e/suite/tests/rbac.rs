@@ -3,7 +3,10 @@
 //! ServiceAccount with a workload that makes it do its job, and the sim's access log shows
 //! (1) the job done with no request denied, and (2) every rule of the component's ClusterRole and
 //! Roles admitting at least one request. A service whose binding is missing is refused with 403
-//! and reports it (not ready) instead of exiting.
+//! and reports it (not ready) instead of exiting. And no account reaches what is another's: each
+//! service's ServiceAccount is refused (403) on the other services' Leases, on the admission
+//! status Lease (read-only for the updater), on an unrelated MutatingWebhookConfiguration and on
+//! an unrelated Secret of its namespace, with the RBAC of every mode applied.
 
 use std::time::Duration;
 
@@ -30,10 +33,18 @@ use plimsoll_sim::{LoadProfile, LoadSpec, SimConfig};
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(60);
+/// The webhook configuration deploy/'s self-signed RBAC names (`--webhook-config-name`'s default).
+const WEBHOOK_CONFIG: &str = "plimsoll-vpa-admission";
 const EVERY: Duration = Duration::from_millis(250);
 
 /// A sim enforcing RBAC, with `components`' ServiceAccounts and RBAC applied from `deploy/`.
 async fn authorized(name: &str, components: &[&str]) -> anyhow::Result<Env> {
+    let with_modes: Vec<(&str, &[&str])> = components.iter().map(|c| (*c, &[][..])).collect();
+    authorized_with_modes(name, &with_modes).await
+}
+
+/// Like [`authorized`], each component with the RBAC of its modes (`deploy/<component>/<mode>/`).
+async fn authorized_with_modes(name: &str, components: &[(&str, &[&str])]) -> anyhow::Result<Env> {
     let env = Env::start_with(
         name,
         SimConfig {
@@ -42,12 +53,17 @@ async fn authorized(name: &str, components: &[&str]) -> anyhow::Result<Env> {
         },
     )
     .await?;
-    access::install_rbac(&env.client, components).await?;
+    access::install_rbac_with_modes(&env.client, components).await?;
     Ok(env)
 }
 
 /// Asserts that `component` was denied nothing and that each of its rules admitted something.
 fn assert_enough_and_no_more(env: &Env, component: &str) -> anyhow::Result<()> {
+    assert_enough_and_no_more_in(env, component, &[])
+}
+
+/// [`assert_enough_and_no_more`] with the RBAC of `modes` counted too.
+fn assert_enough_and_no_more_in(env: &Env, component: &str, modes: &[&str]) -> anyhow::Result<()> {
     let log = env.sim()?.access_log();
     let report = access::report(&log, &access::user_of(component));
     assert!(report.allowed > 0, "{component} made no request");
@@ -56,7 +72,7 @@ fn assert_enough_and_no_more(env: &Env, component: &str) -> anyhow::Result<()> {
         "{component} was denied: {:#?}",
         report.denied
     );
-    let unused = access::unused(component, &report)?;
+    let unused = access::unused(component, modes, &report)?;
     assert!(
         unused.is_empty(),
         "rules of {component} that admitted nothing: {unused:#?}"
@@ -103,7 +119,7 @@ fn run_hpa_plus(
     ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
 )]
 async fn hpa_plus_scales_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()> {
-    let env = authorized("rbac-hpa-plus", &["hpa-plus"]).await?;
+    let env = authorized_with_modes("rbac-hpa-plus", &[("hpa-plus", &["native-hpa"])]).await?;
     let sim = env.sim()?;
     // An HPA+ on CPU that holds off during rollouts (reads the Deployment), and in native mode a
     // plain HPA on a per-pod custom metric (the HPA rules and custom.metrics.k8s.io).
@@ -176,7 +192,7 @@ async fn hpa_plus_scales_under_its_own_role_and_uses_all_of_it() -> anyhow::Resu
     )
     .await?;
     service.stop().await??;
-    assert_enough_and_no_more(&env, "hpa-plus")?;
+    assert_enough_and_no_more_in(&env, "hpa-plus", &["native-hpa"])?;
     env.cleanup().await;
     Ok(())
 }
@@ -558,7 +574,8 @@ async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() 
     ignore = "needs the sim's control API: --authorize mode, ServiceAccount tokens and the access log"
 )]
 async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()> {
-    let env = authorized("rbac-vpa-admission", &["vpa-admission"]).await?;
+    let env =
+        authorized_with_modes("rbac-vpa-admission", &[("vpa-admission", &["self-signed"])]).await?;
     let kubeconfig = access::kubeconfig_of(&env, "vpa-admission")?;
     let webhook = free_address()?;
     let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
@@ -568,7 +585,8 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
         format!("--metrics-address={}", free_address()?),
         "--self-signed".to_owned(),
         "--register-webhook".to_owned(),
-        format!("--webhook-config-name={}", env.namespace),
+        // The names deploy/vpa-admission/self-signed/rbac.yaml allows (the defaults).
+        format!("--webhook-config-name={WEBHOOK_CONFIG}"),
         format!("--webhook-url=https://{webhook}/"),
         format!("--webhook-service-namespace={SYSTEM_NAMESPACE}"),
         format!("--status-lease-namespace={SYSTEM_NAMESPACE}"),
@@ -582,7 +600,7 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
     plimsoll_e2e::wait_webhook_ready(&env.client, SYSTEM_NAMESPACE, WITHIN).await?;
     let hooks = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
     eventually("the webhook is registered", WITHIN, EVERY, || async {
-        Ok(hooks.get_opt(&env.namespace).await?.map(|_| ()))
+        Ok(hooks.get_opt(WEBHOOK_CONFIG).await?.map(|_| ()))
     })
     .await?;
     // A VPA with a recommendation, then its pods: the webhook writes the recommended requests.
@@ -616,7 +634,175 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
     })
     .await?;
     service.stop().await??;
-    assert_enough_and_no_more(&env, "vpa-admission")?;
+    assert_enough_and_no_more_in(&env, "vpa-admission", &["self-signed"])?;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// The answers (HTTP status) to get, update, patch and delete of `name` through `api`;
+/// `current` is the object as the administrator read it (for the update).
+async fn answers<K>(api: &Api<K>, name: &str, current: &K) -> anyhow::Result<[u16; 4]>
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + k8s_openapi::serde::de::DeserializeOwned
+        + k8s_openapi::serde::Serialize,
+{
+    let marker = json!({"metadata": {"labels": {"plimsoll.dev/intruder": "true"}}});
+    Ok([
+        access::status_of(api.get(name).await)?,
+        access::status_of(api.replace(name, &PostParams::default(), current).await)?,
+        access::status_of(
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&marker))
+                .await,
+        )?,
+        access::status_of(api.delete(name, &DeleteParams::default()).await)?,
+    ])
+}
+
+const REFUSED: [u16; 4] = [403; 4];
+
+/// The Leases a component renews in deploy/ (the webhook: its status Lease).
+fn own_lease(component: &str) -> String {
+    match component {
+        "vpa-admission" => STATUS_LEASE.to_owned(),
+        c => format!("plimsoll-{c}"),
+    }
+}
+
+const STATUS_LEASE: &str = "vpa-admission-controller";
+const OTHERS_WEBHOOK: &str = "someone-elses-webhook";
+const UNRELATED_SECRET: &str = "unrelated";
+const CERTS_SECRET: &str = "plimsoll-vpa-admission-certs";
+
+/// What the services would have created, and what belongs to someone else, written by the
+/// administrator: every service's Lease (returned, sorted), the webhook's own configuration and
+/// an unrelated one, the webhook's certificate Secret and an unrelated one.
+async fn stage_others_objects(env: &Env) -> anyhow::Result<Vec<String>> {
+    use k8s_openapi::api::core::v1::Secret;
+    let leases = Api::<Lease>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
+    let mut lease_names: Vec<String> = access::COMPONENTS.iter().map(|c| own_lease(c)).collect();
+    lease_names.sort();
+    for name in &lease_names {
+        let lease: Lease = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"holderIdentity": format!("{name}-0"), "leaseDurationSeconds": 15}
+        }))?;
+        leases.create(&PostParams::default(), &lease).await?;
+    }
+    let hooks = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
+    for name in [OTHERS_WEBHOOK, WEBHOOK_CONFIG] {
+        let hook: MutatingWebhookConfiguration = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "webhooks": [{"name": "x.example.com", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore",
+                "clientConfig": {"url": "https://127.0.0.1:1/"},
+                "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["widgets"]}]}]
+        }))?;
+        hooks.create(&PostParams::default(), &hook).await?;
+    }
+    let secrets = Api::<Secret>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
+    for name in [UNRELATED_SECRET, CERTS_SECRET] {
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": name}, "stringData": {"k": "v"}
+        }))?;
+        secrets.create(&PostParams::default(), &secret).await?;
+    }
+    Ok(lease_names)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode and ServiceAccount tokens"
+)]
+async fn no_account_reaches_another_services_lease_an_unrelated_webhook_or_secret()
+-> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Secret;
+    // Every component with the RBAC of every mode: the most any account is ever given.
+    let env = authorized_with_modes(
+        "rbac-isolation",
+        &[
+            ("hpa-plus", &["native-hpa"]),
+            ("cron-hpa", &[]),
+            ("vpa-recommender", &[]),
+            ("vpa-updater", &[]),
+            ("vpa-admission", &["self-signed"]),
+        ],
+    )
+    .await?;
+    let lease_names = stage_others_objects(&env).await?;
+    let leases = Api::<Lease>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
+    let hooks = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
+    let secrets = Api::<Secret>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
+
+    for component in access::COMPONENTS {
+        let client = access::client_of(&env, component).await?;
+        let own = own_lease(component);
+        let as_component = Api::<Lease>::namespaced(client.clone(), SYSTEM_NAMESPACE);
+        // Its own Lease answers: the account and the objects are real, so a 403 below means RBAC.
+        assert_eq!(
+            access::status_of(as_component.get(&own).await)?,
+            200,
+            "{component} reads its own Lease {own}"
+        );
+        for name in lease_names.iter().filter(|n| **n != own) {
+            let current = leases.get(name).await?;
+            let got = answers(&as_component, name, &current).await?;
+            // The updater reads the webhook's status Lease, and may do nothing else with it.
+            let want = if component == "vpa-updater" && name == STATUS_LEASE {
+                [200, 403, 403, 403]
+            } else {
+                REFUSED
+            };
+            assert_eq!(
+                got, want,
+                "{component} on Lease {name} (get, update, patch, delete)"
+            );
+        }
+
+        let as_component = Api::<MutatingWebhookConfiguration>::all(client.clone());
+        let current = hooks.get(OTHERS_WEBHOOK).await?;
+        assert_eq!(
+            answers(&as_component, OTHERS_WEBHOOK, &current).await?,
+            REFUSED,
+            "{component} on MutatingWebhookConfiguration {OTHERS_WEBHOOK}"
+        );
+        let own_hook = access::status_of(as_component.get(WEBHOOK_CONFIG).await)?;
+        let want = if component == "vpa-admission" {
+            200
+        } else {
+            403
+        };
+        assert_eq!(own_hook, want, "{component} reads {WEBHOOK_CONFIG}");
+
+        let as_component = Api::<Secret>::namespaced(client.clone(), SYSTEM_NAMESPACE);
+        let current = secrets.get(UNRELATED_SECRET).await?;
+        assert_eq!(
+            answers(&as_component, UNRELATED_SECRET, &current).await?,
+            REFUSED,
+            "{component} on Secret {UNRELATED_SECRET}"
+        );
+        assert_eq!(
+            access::status_of(as_component.list(&ListParams::default()).await)?,
+            403,
+            "{component} lists Secrets"
+        );
+        let certs = access::status_of(as_component.get(CERTS_SECRET).await)?;
+        let want = if component == "vpa-admission" {
+            200
+        } else {
+            403
+        };
+        assert_eq!(certs, want, "{component} reads {CERTS_SECRET}");
+    }
+    // Nothing was changed behind the checks' back.
+    for name in &lease_names {
+        let labels = leases.get(name).await?.metadata.labels.unwrap_or_default();
+        assert!(!labels.contains_key("plimsoll.dev/intruder"), "{name}");
+    }
     env.cleanup().await;
     Ok(())
 }

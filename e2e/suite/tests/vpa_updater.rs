@@ -535,3 +535,90 @@ async fn loops_read_pods_and_vpas_from_watches_not_from_lists() -> anyhow::Resul
     env.cleanup().await;
     Ok(())
 }
+
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "creates a Deployment and a Recreate VPA in kube-system, and needs the sim's audit log"
+)]
+async fn a_recreate_vpa_in_kube_system_evicts_nothing_by_default_and_the_same_vpa_elsewhere_does()
+-> anyhow::Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let env = four_web_pods("vpa-upd-kube-system", "Recreate").await?;
+    let sim = env.sim()?;
+    // The same Deployment and VPA in kube-system: in Recreate mode, evicted pods come back with
+    // the old requests (kube-system is not admitted either) and are evicted again, forever.
+    let in_kube_system = |kind: &str| format!("{kind} kube-system/web");
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "kube-system"},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}}]}}}
+    }))?;
+    kube::Api::<Deployment>::namespaced(env.client.clone(), "kube-system")
+        .create(&PostParams::default(), &deployment)
+        .await
+        .with_context(|| in_kube_system("create Deployment"))?;
+    let pods = kube::Api::<Pod>::namespaced(env.client.clone(), "kube-system");
+    // Ready, as the test namespace's: evictable but for the scope.
+    plimsoll_e2e::eventually("4 ready pods in kube-system", WAIT, POLL, || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await?;
+        let ready = list
+            .items
+            .iter()
+            .filter(|p| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            })
+            .count();
+        Ok((ready == 4).then_some(()))
+    })
+    .await?;
+    let vpas = kube::Api::<VerticalPodAutoscaler>::namespaced(env.client.clone(), "kube-system");
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "kube-system"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "updatePolicy": {"updateMode": "Recreate"}}
+    }))?;
+    vpas.create(&PostParams::default(), &vpa).await?;
+    let status = json!({"status": {"recommendation": {"containerRecommendations": [{
+        "containerName": "app", "target": {"cpu": "500m", "memory": "500Mi"},
+        "lowerBound": {"cpu": "400m", "memory": "400Mi"},
+        "upperBound": {"cpu": "1", "memory": "1Gi"}}]}}});
+    vpas.patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .with_context(|| in_kube_system("write the recommendation of VPA"))?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+
+    // No namespace flag: the updater watches every namespace, with its default scope.
+    let address = free_address()?;
+    let config = plimsoll_vpa_updater::cli::parse_config([
+        "vpa-updater".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+        format!("--metrics-address={address}"),
+        format!("--lease-namespace={}", env.namespace),
+        format!("--admission-controller-status-namespace={}", env.namespace),
+        "--updater-interval=1h".to_owned(),
+        "--log-format=text".to_owned(),
+    ])?;
+    assert!(!config.scope.admits("kube-system"), "{:?}", config.scope);
+    let updater = Updater::start_with(config, address);
+    updater.loops("completed", 1).await?;
+    let evicted_in = |ns: &str| {
+        sim.audit()
+            .into_iter()
+            .filter(|e| e.subresource == "eviction" && e.namespace == ns)
+            .count()
+    };
+    // The test's namespace shows that the loop evicts at all: two of its four pods.
+    assert_eq!(evicted_in(&env.namespace), 2);
+    assert_eq!(updater.evictions("evicted").await?, 2);
+    assert_eq!(evicted_in("kube-system"), 0, "kube-system is left alone");
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}

@@ -232,6 +232,9 @@ const HELM_FUNCTIONS: &[(&str, Func)] = &[
     ("splitList", split_list),
     ("toString", to_string),
     ("int", int),
+    ("until", until),
+    ("append", append),
+    ("has", has),
 ];
 
 fn err(message: impl Into<String>) -> FuncError {
@@ -589,6 +592,39 @@ fn int(args: &[Value]) -> Result<Value, FuncError> {
         _ => None,
     };
     Ok(Value::Number(Number::signed(n.unwrap_or(0))))
+}
+
+/// Sprig's `append LIST ITEM`: a new list with ITEM at the end.
+fn append(args: &[Value]) -> Result<Value, FuncError> {
+    let Value::Array(items) = arg(args, 0, "append")? else {
+        return Err(err("append: a list expected"));
+    };
+    let mut items = items.clone();
+    items.push(arg(args, 1, "append")?.clone());
+    Ok(Value::Array(items))
+}
+
+/// Sprig's `has ITEM LIST`: whether LIST holds ITEM (compared as printed; the chart passes
+/// strings).
+fn has(args: &[Value]) -> Result<Value, FuncError> {
+    let wanted = as_string(arg(args, 0, "has")?);
+    let Value::Array(items) = arg(args, 1, "has")? else {
+        return Err(err("has: a list expected"));
+    };
+    Ok(Value::Bool(items.iter().any(|i| as_string(i) == wanted)))
+}
+
+/// Sprig's `until N`: the list 0, 1, …, N-1 (empty for N ≤ 0).
+fn until(args: &[Value]) -> Result<Value, FuncError> {
+    let n = match int(args)? {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        _ => 0,
+    };
+    Ok(Value::Array(
+        (0..n.max(0))
+            .map(|i| Value::Number(Number::signed(i)))
+            .collect(),
+    ))
 }
 
 /// JSON (from YAML) to the engine's values.

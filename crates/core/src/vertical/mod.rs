@@ -23,7 +23,8 @@
 //! Joint horizontal and vertical sizing (a VPA annotated `plimsoll.dev/horizontal-aware`): [`joint`],
 //! the per-pod request from the workload's total usage and the HPA+'s settings.
 //!
-//! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
+//! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`],
+//! and [`scope`], the namespaces both act in.
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
 //! amounts, the container recommendation) ← [`policy`] (update mode, container policies) ←
@@ -50,6 +51,7 @@ pub mod priority;
 pub mod recommendation;
 pub mod recommender;
 pub mod resources;
+pub mod scope;
 pub mod status_change;
 
 pub use resources::Resource;

@@ -256,11 +256,14 @@ pub fn gate(
         Err(e) if rbac.enforce => return Some(error_response(&e)),
         Err(_) => authn::admin(),
     };
-    let watch = incoming
-        .query
-        .get("watch")
-        .is_some_and(|v| v == "1" || v == "true");
-    let attrs = request::attributes(user, incoming.method, incoming.segs, watch);
+    let query = request::QueryInfo {
+        watch: incoming
+            .query
+            .get("watch")
+            .is_some_and(|v| v == "1" || v == "true"),
+        field_selector: incoming.query.get("fieldSelector").map(String::as_str),
+    };
+    let attrs = request::attributes(user, incoming.method, incoming.segs, query);
     if rbac.enforce && !attrs.user.in_group(authorizer::MASTERS_GROUP) {
         let decision = authorize(&StorePolicy(&cluster.store), &attrs);
         rbac.record(AccessRecord {

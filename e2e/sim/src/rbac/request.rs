@@ -4,13 +4,53 @@
 //! and whether a name is given); everything else (`/api`, `/apis/{group}/{version}`,
 //! `/version`, `/openapi/v3`, `/healthz`, `/sim/v1/...`) is a non-resource URL whose verb is
 //! the lower-case method.
+//!
+//! As upstream, a list or watch whose `fieldSelector` requires `metadata.name=<name>` (alone or
+//! ANDed with other terms) carries that name, so a rule with `resourceNames` can allow it; a
+//! POST to a collection (`create`) and a `deletecollection` never carry one, so such a rule
+//! never allows them. A GET of a named object is a `get` even with `watch=true` (upstream turns
+//! only unnamed GETs into `list` or `watch`).
 
 use http::Method;
 
 use super::authorizer::{Attributes, UserInfo};
 
+/// What the query string adds to a request's attributes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueryInfo<'a> {
+    /// `watch=true` (or `1`).
+    pub watch: bool,
+    /// The raw `fieldSelector`, if any.
+    pub field_selector: Option<&'a str>,
+}
+
+/// The name a field selector requires exactly (upstream `RequiresExactMatch("metadata.name")`:
+/// a `metadata.name=` or `==` term, ANDed with anything), when it is a valid path segment.
+fn selected_name(field_selector: &str) -> Option<&str> {
+    let name = field_selector.split(',').find_map(|term| {
+        let term = term.trim();
+        if term.contains("!=") {
+            return None;
+        }
+        let (field, value) = term.split_once("==").or_else(|| term.split_once('='))?;
+        (field.trim() == "metadata.name").then(|| value.trim())
+    })?;
+    // upstream path.IsValidPathSegmentName
+    let valid = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains('/')
+        && !name.contains('%');
+    valid.then_some(name)
+}
+
 /// The attributes of a request by `user` for `method` on the path `segs` (decoded segments).
-pub fn attributes(user: UserInfo, method: &Method, segs: &[&str], watch_param: bool) -> Attributes {
+pub fn attributes(
+    user: UserInfo,
+    method: &Method,
+    segs: &[&str],
+    query: QueryInfo<'_>,
+) -> Attributes {
     let path = format!("/{}", segs.join("/"));
     let rest = match segs {
         ["api", _version, rest @ ..] => Some(("", rest)),
@@ -31,11 +71,11 @@ pub fn attributes(user: UserInfo, method: &Method, segs: &[&str], watch_param: b
         ["namespaces", ns, resource, more @ ..] if !matches!(*resource, "status" | "finalize") => {
             let mut v = vec![*resource];
             v.extend_from_slice(more);
-            return finish(user, method, group, ns, &v, watch_param, path);
+            return finish(user, method, group, ns, &v, query, path);
         }
         other => ("", other),
     };
-    finish(user, method, group, namespace, parts, watch_param, path)
+    finish(user, method, group, namespace, parts, query, path)
 }
 
 fn finish(
@@ -44,15 +84,19 @@ fn finish(
     group: &str,
     namespace: &str,
     parts: &[&str],
-    watch_param: bool,
+    query: QueryInfo<'_>,
     path: String,
 ) -> Attributes {
     let resource = parts.first().copied().unwrap_or_default();
-    let name = parts.get(1).copied().unwrap_or_default();
+    let mut name = parts.get(1).copied().unwrap_or_default();
     let subresource = parts.get(2).copied().unwrap_or_default();
     let verb = match (method.as_str(), name.is_empty()) {
-        ("GET" | "HEAD", _) if watch_param => "watch",
-        ("GET" | "HEAD", true) => "list",
+        ("GET" | "HEAD", true) => {
+            if let Some(selected) = query.field_selector.and_then(selected_name) {
+                name = selected;
+            }
+            if query.watch { "watch" } else { "list" }
+        }
         ("GET" | "HEAD", false) => "get",
         ("POST", _) => "create",
         ("PUT", _) => "update",
@@ -91,8 +135,53 @@ mod tests {
     use super::*;
 
     fn attrs(method: &Method, path: &str, watch: bool) -> Attributes {
+        with_selector(method, path, watch, None)
+    }
+
+    fn with_selector(
+        method: &Method,
+        path: &str,
+        watch: bool,
+        field_selector: Option<&str>,
+    ) -> Attributes {
         let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        attributes(UserInfo::default(), method, &segs, watch)
+        let query = QueryInfo {
+            watch,
+            field_selector,
+        };
+        attributes(UserInfo::default(), method, &segs, query)
+    }
+
+    #[test]
+    fn a_name_in_the_field_selector_names_a_list_or_watch_only() {
+        let leases = "/apis/coordination.k8s.io/v1/namespaces/ns/leases";
+        for (selector, name) in [
+            ("metadata.name=mine", "mine"),
+            ("metadata.name==mine", "mine"),
+            ("spec.x=y,metadata.name=mine", "mine"),
+            ("metadata.name!=mine", ""),
+            ("metadata.namespace=ns", ""),
+            ("metadata.name=a/b", ""),
+            ("metadata.name=..", ""),
+        ] {
+            for watch in [false, true] {
+                let a = with_selector(&Method::GET, leases, watch, Some(selector));
+                assert_eq!(a.name, name, "{selector} watch={watch}");
+                assert_eq!(a.verb, if watch { "watch" } else { "list" });
+            }
+        }
+        // A POST to the collection is a create with no name, whatever the query says; a DELETE of
+        // the collection likewise.
+        for (method, verb) in [
+            (Method::POST, "create"),
+            (Method::DELETE, "deletecollection"),
+        ] {
+            let a = with_selector(&method, leases, false, Some("metadata.name=mine"));
+            assert_eq!((a.verb.as_str(), a.name.as_str()), (verb, ""));
+        }
+        // A named GET stays a get, also with watch=true.
+        let a = with_selector(&Method::GET, &format!("{leases}/mine"), true, None);
+        assert_eq!((a.verb.as_str(), a.name.as_str()), ("get", "mine"));
     }
 
     #[test]

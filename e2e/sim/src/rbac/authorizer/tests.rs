@@ -160,6 +160,31 @@ fn rule_matching_vectors() {
             req(&u, "list", "", "configmaps", "ns", ""),
             false,
         ),
+        // A list or watch naming the object in its field selector carries the name (see
+        // request.rs), and then a resourceNames rule allows it, as upstream.
+        (
+            rule(
+                json!({"verbs": ["list", "watch"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"]}),
+            ),
+            req(&u, "watch", "", "configmaps", "ns", "a"),
+            true,
+        ),
+        // A create never carries a name (a POST to the collection): resourceNames never allow it.
+        (
+            rule(
+                json!({"verbs": ["create"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"]}),
+            ),
+            req(&u, "create", "", "configmaps", "ns", ""),
+            false,
+        ),
+        // A create on a named object's subresource does (pods/eviction).
+        (
+            rule(
+                json!({"verbs": ["create"], "apiGroups": [""], "resources": ["pods/eviction"], "resourceNames": ["a"]}),
+            ),
+            req(&u, "create", "", "pods/eviction", "ns", "a"),
+            true,
+        ),
         // Non-resource URLs: exact and trailing-star prefix; never a resource request.
         (
             rule(json!({"verbs": ["get"], "nonResourceURLs": ["/apis/*"]})),
