@@ -4,7 +4,10 @@
 //! the cluster, with the same messages where the wording allows; the controller keeps its own
 //! validation for objects written before the CRD carried these rules.
 //!
-//! Quantities are `x-kubernetes-int-or-string`, so every rule reads them as `string(self)`.
+//! Quantities are `x-kubernetes-int-or-string`, so every rule reads them as `string(self)`. The
+//! quantity library's functions are called in the style Kubernetes declares them: `quantity()`,
+//! `isQuantity()` and `sign()` are global (`sign(quantity(x))`; `quantity(x).sign()` does not
+//! compile on a real API server), `compareTo`, `isLessThan` and `isGreaterThan` are members.
 
 use serde_json::{Value, json};
 
@@ -40,7 +43,7 @@ pub(super) fn quantity_non_negative() -> Value {
     json!([
         parses(),
         {
-            "rule": "!isQuantity(string(self)) || quantity(string(self)).sign() >= 0",
+            "rule": "!isQuantity(string(self)) || sign(quantity(string(self))) >= 0",
             "message": "must be >= 0",
         },
     ])
@@ -51,7 +54,7 @@ pub(super) fn quantity_positive() -> Value {
     json!([
         parses(),
         {
-            "rule": "!isQuantity(string(self)) || quantity(string(self)).sign() > 0",
+            "rule": "!isQuantity(string(self)) || sign(quantity(string(self))) > 0",
             "message": "must be positive",
         },
     ])
