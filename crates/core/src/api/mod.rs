@@ -6,10 +6,12 @@
 //! * [`vpa`]: the upstream `autoscaling.k8s.io/v1` `VerticalPodAutoscaler` and
 //!   `VerticalPodAutoscalerCheckpoint`, field-compatible with upstream.
 //! * [`validation`]: the field-path error every `validate()` returns.
+//! * [`limits`]: the size bounds of every list and free-form string a namespace user writes.
 
 pub mod convert;
 pub mod cron;
 pub mod hpa_plus;
+pub mod limits;
 pub mod validation;
 pub mod vpa;
 
