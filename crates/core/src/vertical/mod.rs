@@ -23,7 +23,9 @@
 //! Joint horizontal and vertical sizing (a VPA annotated `plimsoll.dev/horizontal-aware`): [`joint`],
 //! the per-pod request from the workload's total usage and the HPA+'s settings.
 //!
-//! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`].
+//! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`],
+//! and [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or
+//! resize may break).
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
 //! amounts, the container recommendation) ← [`policy`] (update mode, container policies) ←
@@ -45,6 +47,7 @@ pub mod limit_range;
 pub mod model;
 pub mod oom;
 pub mod ownership;
+pub mod pod_validity;
 pub mod policy;
 pub mod priority;
 pub mod recommendation;
