@@ -334,6 +334,10 @@ fn register_quantity_library(ctx: &mut Context<'_, '_>) {
     let _ = ctx.add_function("sub", sub_fn);
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
 fn quantity_fn(ftx: &FunctionContext, s: Arc<String>) -> Result<Cel, ExecutionError> {
     call_style(ftx, "quantity", false)?;
     Quantity::parse(&s)
@@ -341,6 +345,10 @@ fn quantity_fn(ftx: &FunctionContext, s: Arc<String>) -> Result<Cel, ExecutionEr
         .map_err(|e| ExecutionError::function_error("quantity", e.to_string()))
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
 fn is_quantity_fn(ftx: &FunctionContext, s: Arc<String>) -> Result<bool, ExecutionError> {
     call_style(ftx, "isQuantity", false)?;
     Ok(Quantity::parse(&s).is_ok())
@@ -351,6 +359,10 @@ fn sign_fn(ftx: &FunctionContext, This(a): This<Cel>) -> Result<Cel, ExecutionEr
     Ok(Cel::Int(quantity_of(&a, "sign")?.milli().signum() as i64))
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
 fn compare_to_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Cel, ExecutionError> {
     call_style(ftx, "compareTo", true)?;
     let a = quantity_of(&a, "compareTo")?;
@@ -358,6 +370,10 @@ fn compare_to_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Ce
     Ok(Cel::Int(a.cmp(&b) as i64))
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
 fn is_greater_than_fn(
     ftx: &FunctionContext,
     This(a): This<Cel>,
@@ -367,6 +383,10 @@ fn is_greater_than_fn(
     Ok(quantity_of(&a, "isGreaterThan")? > quantity_operand(&b, "isGreaterThan")?)
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
 fn is_less_than_fn(
     ftx: &FunctionContext,
     This(a): This<Cel>,
@@ -399,6 +419,10 @@ fn as_integer_fn(ftx: &FunctionContext, This(a): This<Cel>) -> Result<Cel, Execu
     i64::try_from(m / 1000).map(Cel::Int).map_err(|_| refused())
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
 fn add_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Cel, ExecutionError> {
     call_style(ftx, "add", true)?;
     let (a, b) = (quantity_of(&a, "add")?, quantity_of(&b, "add")?);
@@ -407,6 +431,10 @@ fn add_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Cel, Exec
         .ok_or_else(|| ExecutionError::function_error("add", "overflow"))
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
 fn sub_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Cel, ExecutionError> {
     call_style(ftx, "sub", true)?;
     let (a, b) = (quantity_of(&a, "sub")?, quantity_of(&b, "sub")?);
