@@ -195,7 +195,7 @@ fn quantity_cases() -> Vec<Case> {
             HPA_PLUS,
             hpa_plus,
             json!({"tolerance": "a lot"}),
-            vec!["spec.tolerance: Invalid value: \"\": invalid quantity \"a lot\""],
+            vec!["spec.tolerance: Invalid value: \"\": must be a quantity, such as 500m or 2Gi"],
         ),
         (
             HPA_PLUS,
@@ -233,9 +233,9 @@ fn quantity_cases() -> Vec<Case> {
             json!({"behavior": {"scaleDown": {"tolerance": "x"}},
                    "scaleUpLimitFactor": "y", "scaleDownLimitFactor": "z"}),
             vec![
-                "spec.behavior.scaleDown.tolerance: Invalid value: \"\": invalid quantity \"x\"",
-                "spec.scaleDownLimitFactor: Invalid value: \"\": invalid quantity \"z\"",
-                "spec.scaleUpLimitFactor: Invalid value: \"\": invalid quantity \"y\"",
+                "spec.behavior.scaleDown.tolerance: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.scaleDownLimitFactor: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.scaleUpLimitFactor: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
         (
@@ -250,10 +250,10 @@ fn quantity_cases() -> Vec<Case> {
                     "target": {"type": "AverageValue", "averageValue": "av"}}},
             ]}),
             vec![
-                "spec.metrics[0].external.target.highWatermark: Invalid value: \"\": invalid quantity \"high\"",
-                "spec.metrics[0].external.target.lowWatermark: Invalid value: \"\": invalid quantity \"low\"",
-                "spec.metrics[1].object.target.value: Invalid value: \"\": invalid quantity \"v\"",
-                "spec.metrics[2].pods.target.averageValue: Invalid value: \"\": invalid quantity \"av\"",
+                "spec.metrics[0].external.target.highWatermark: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.metrics[0].external.target.lowWatermark: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.metrics[1].object.target.value: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.metrics[2].pods.target.averageValue: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
     ]
@@ -654,7 +654,7 @@ fn vpa_bound_cases() -> Vec<Case> {
             vpa,
             vpa_policy(&json!({"minAllowed": {"cpu": "lots"}, "maxAllowed": {"cpu": "1"}})),
             vec![
-                "spec.resourcePolicy.containerPolicies[0].minAllowed[cpu]: Invalid value: \"\": invalid quantity \"lots\"",
+                "spec.resourcePolicy.containerPolicies[0].minAllowed[cpu]: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
         (
@@ -667,12 +667,12 @@ fn vpa_bound_cases() -> Vec<Case> {
                               "startupBoost": {"cpu": {"type": "Quantity", "quantity": "x"}}}),
             ),
             vec![
-                "spec.resourcePolicy.containerPolicies[0].maxAllowed[memory]: Invalid value: \"\": invalid quantity \"x\"",
-                "spec.resourcePolicy.containerPolicies[0].oomBumpUpRatio: Invalid value: \"\": invalid quantity \"x\"",
-                "spec.resourcePolicy.containerPolicies[0].oomMinBumpUp: Invalid value: \"\": invalid quantity \"x\"",
-                "spec.resourcePolicy.containerPolicies[0].startupBoost.cpu.quantity: Invalid value: \"\": invalid quantity \"x\"",
-                "spec.resourcePolicy.containerPolicies[0].targetCPUPercentile: Invalid value: \"\": invalid quantity \"x\"",
-                "spec.resourcePolicy.containerPolicies[0].targetMemoryPercentile: Invalid value: \"\": invalid quantity \"x\"",
+                "spec.resourcePolicy.containerPolicies[0].maxAllowed[memory]: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].oomBumpUpRatio: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].oomMinBumpUp: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].startupBoost.cpu.quantity: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].targetCPUPercentile: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].targetMemoryPercentile: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
         // Accepted neighbours: zero (no bound), integers, min == max, a huge maxAllowed.

@@ -3,68 +3,42 @@
 //! refused at write time so that a policy that cannot produce a valid pod is never stored.
 //!
 //! They restate checks of [`super::VerticalPodAutoscalerSpec::validate`], which the services keep
-//! for objects written before the CRD carried these rules. Quantities are
-//! `x-kubernetes-int-or-string`, so every rule reads them as `string(self)`, and only uses what
-//! Kubernetes' CEL quantity library declares, in its call style: `quantity()`, `isQuantity()` and
-//! `sign()` are global functions (`sign(quantity(x))`; `quantity(x).sign()` does not compile on a
-//! real API server), `compareTo` and `isGreaterThan` are members.
+//! for objects written before the CRD carried these rules. Quantities are read as
+//! [`crate::api::cel`] describes (no `string()` of an int-or-string, the quantity library in its
+//! declared call style), and every list and map a rule runs over is bounded
+//! ([`crate::api::limits`]), so that the API server's cost estimate of each rule stays far within
+//! its budget: the per-amount rules run at most 64 policies × 16 resources times.
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 use serde_json::{Value, json};
 
+use crate::api::cel::{as_quantity, is_quantity, quantity_rule};
 use crate::api::limits::MAX_RESOURCES;
-
-/// The rule that a quantity parses, with `validate()`'s wording.
-fn parses() -> Value {
-    json!({
-        "rule": "isQuantity(string(self))",
-        "messageExpression": "'invalid quantity \"' + string(self) + '\"'",
-    })
-}
 
 /// A quantity `>= 0`.
 pub(super) fn non_negative() -> Value {
-    json!([
-        parses(),
-        {
-            "rule": "!isQuantity(string(self)) || sign(quantity(string(self))) >= 0",
-            "message": "must be >= 0",
-        },
-    ])
+    quantity_rule(|q| format!("sign({q}) >= 0"), "must be >= 0")
 }
 
 /// A quantity `> 0`.
 pub(super) fn positive() -> Value {
-    json!([
-        parses(),
-        {
-            "rule": "!isQuantity(string(self)) || sign(quantity(string(self))) > 0",
-            "message": "must be > 0",
-        },
-    ])
+    quantity_rule(|q| format!("sign({q}) > 0"), "must be > 0")
 }
 
 /// A quantity `>= 1` (`oomBumpUpRatio`).
 pub(super) fn at_least_one() -> Value {
-    json!([
-        parses(),
-        {
-            "rule": "!isQuantity(string(self)) || quantity(string(self)).compareTo(quantity('1')) >= 0",
-            "message": "must be >= 1",
-        },
-    ])
+    quantity_rule(
+        |q| format!("{q}.compareTo(quantity('1')) >= 0"),
+        "must be >= 1",
+    )
 }
 
 /// A quantity in `(0, 1]` (the target percentiles).
 pub(super) fn percentile() -> Value {
-    json!([
-        parses(),
-        {
-            "rule": "!isQuantity(string(self)) || (sign(quantity(string(self))) > 0 \
-                     && quantity(string(self)).compareTo(quantity('1')) <= 0)",
-            "message": "must be in (0, 1]",
-        },
-    ])
+    quantity_rule(
+        |q| format!("(sign({q}) > 0 && {q}.compareTo(quantity('1')) <= 0)"),
+        "must be in (0, 1]",
+    )
 }
 
 /// `minAllowed` / `maxAllowed`: at most [`MAX_RESOURCES`] entries, each a quantity `>= 0`.
@@ -85,12 +59,17 @@ pub(super) fn resource_bounds(_: &mut SchemaGenerator) -> Schema {
 /// A container policy's cross-field rules: `minAllowed <= maxAllowed` for every resource both
 /// name (upstream's admission controller checks it too).
 pub(super) fn container_policy() -> Value {
+    let (min, max) = ("self.minAllowed[r]", "self.maxAllowed[r]");
     json!([
         {
-            "rule": "!has(self.minAllowed) || !has(self.maxAllowed) || self.minAllowed.all(r, \
-                     !(r in self.maxAllowed) || !isQuantity(string(self.minAllowed[r])) \
-                     || !isQuantity(string(self.maxAllowed[r])) \
-                     || !quantity(string(self.minAllowed[r])).isGreaterThan(quantity(string(self.maxAllowed[r]))))",
+            "rule": format!(
+                "!has(self.minAllowed) || !has(self.maxAllowed) || self.minAllowed.all(r, \
+                 !(r in self.maxAllowed) || !{} || !{} || !{}.isGreaterThan({}))",
+                is_quantity(min),
+                is_quantity(max),
+                as_quantity(min),
+                as_quantity(max),
+            ),
             "message": "must be <= maxAllowed for every resource",
             "fieldPath": ".minAllowed",
         },
