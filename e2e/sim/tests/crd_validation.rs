@@ -86,6 +86,11 @@ fn cases() -> Vec<Case> {
         metric_target_cases(),
         metric_source_cases(),
         cron_and_vpa_cases(),
+        vpa_bound_cases(),
+        vpa_policy_cases(),
+        vpa_startup_boost_cases(),
+        hpa_plus_size_cases(),
+        cron_and_vpa_size_cases(),
     ]
     .concat()
 }
@@ -190,7 +195,7 @@ fn quantity_cases() -> Vec<Case> {
             HPA_PLUS,
             hpa_plus,
             json!({"tolerance": "a lot"}),
-            vec!["spec.tolerance: Invalid value: \"\": invalid quantity \"a lot\""],
+            vec!["spec.tolerance: Invalid value: \"\": must be a quantity, such as 500m or 2Gi"],
         ),
         (
             HPA_PLUS,
@@ -228,9 +233,9 @@ fn quantity_cases() -> Vec<Case> {
             json!({"behavior": {"scaleDown": {"tolerance": "x"}},
                    "scaleUpLimitFactor": "y", "scaleDownLimitFactor": "z"}),
             vec![
-                "spec.behavior.scaleDown.tolerance: Invalid value: \"\": invalid quantity \"x\"",
-                "spec.scaleDownLimitFactor: Invalid value: \"\": invalid quantity \"z\"",
-                "spec.scaleUpLimitFactor: Invalid value: \"\": invalid quantity \"y\"",
+                "spec.behavior.scaleDown.tolerance: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.scaleDownLimitFactor: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.scaleUpLimitFactor: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
         (
@@ -245,10 +250,10 @@ fn quantity_cases() -> Vec<Case> {
                     "target": {"type": "AverageValue", "averageValue": "av"}}},
             ]}),
             vec![
-                "spec.metrics[0].external.target.highWatermark: Invalid value: \"\": invalid quantity \"high\"",
-                "spec.metrics[0].external.target.lowWatermark: Invalid value: \"\": invalid quantity \"low\"",
-                "spec.metrics[1].object.target.value: Invalid value: \"\": invalid quantity \"v\"",
-                "spec.metrics[2].pods.target.averageValue: Invalid value: \"\": invalid quantity \"av\"",
+                "spec.metrics[0].external.target.highWatermark: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.metrics[0].external.target.lowWatermark: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.metrics[1].object.target.value: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.metrics[2].pods.target.averageValue: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
     ]
@@ -592,7 +597,7 @@ fn cron_and_vpa_cases() -> Vec<Case> {
         (CRON, cron, json!({"timeZone": "Mars/Base"}), vec![]),
         (CRON, cron, json!({"timeZone": ""}), vec![]),
         (CRON, cron, json!({"timeZone": "Etc/GMT+5"}), vec![]),
-        // VPA: upstream's enums, nothing more.
+        // VPA: upstream's enums; Plimsoll's own rules are in vpa_policy_cases.
         (VPA, vpa, json!({}), vec![]),
         (
             VPA,
@@ -600,6 +605,353 @@ fn cron_and_vpa_cases() -> Vec<Case> {
             json!({"updatePolicy": {"updateMode": "Sometimes"}}),
             vec![
                 "spec.updatePolicy.updateMode: Unsupported value: \"Sometimes\": supported values: \"Off\", \"Initial\", \"Recreate\", \"InPlaceOrRecreate\", \"InPlace\", \"Auto\", \"null\"",
+            ],
+        ),
+    ]
+}
+
+/// A VPA spec patch with one container policy (`containerName: "*"` plus `policy`).
+fn vpa_policy(policy: &Value) -> Value {
+    let mut p = json!({"containerName": "*"});
+    json_patch::merge(&mut p, policy);
+    json!({"resourcePolicy": {"containerPolicies": [p]}})
+}
+
+fn vpa_bound_cases() -> Vec<Case> {
+    vec![
+        // Issue #28: a negative maxAllowed became a negative request, a huge minAllowed above it
+        // did not help.
+        (
+            VPA,
+            vpa,
+            vpa_policy(&json!({"maxAllowed": {"cpu": "-1"}})),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].maxAllowed[cpu]: Invalid value: \"\": must be >= 0",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(
+                &json!({"minAllowed": {"cpu": "1E", "memory": -5}, "maxAllowed": {"cpu": "-1"}}),
+            ),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].minAllowed: Invalid value: \"object\": must be <= maxAllowed for every resource",
+                "spec.resourcePolicy.containerPolicies[0].maxAllowed[cpu]: Invalid value: \"\": must be >= 0",
+                "spec.resourcePolicy.containerPolicies[0].minAllowed[memory]: Invalid value: \"\": must be >= 0",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(&json!({"minAllowed": {"memory": "2Gi"}, "maxAllowed": {"memory": "1Gi"}})),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].minAllowed: Invalid value: \"object\": must be <= maxAllowed for every resource",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(&json!({"minAllowed": {"cpu": "lots"}, "maxAllowed": {"cpu": "1"}})),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].minAllowed[cpu]: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(
+                &json!({"maxAllowed": {"memory": "x"}, "oomBumpUpRatio": "x",
+                              "oomMinBumpUp": "x", "targetCPUPercentile": "x",
+                              "targetMemoryPercentile": "x",
+                              "startupBoost": {"cpu": {"type": "Quantity", "quantity": "x"}}}),
+            ),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].maxAllowed[memory]: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].oomBumpUpRatio: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].oomMinBumpUp: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].startupBoost.cpu.quantity: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].targetCPUPercentile: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+                "spec.resourcePolicy.containerPolicies[0].targetMemoryPercentile: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
+            ],
+        ),
+        // Accepted neighbours: zero (no bound), integers, min == max, a huge maxAllowed.
+        (
+            VPA,
+            vpa,
+            vpa_policy(&json!({"minAllowed": {"cpu": 0, "memory": "100Mi"},
+                              "maxAllowed": {"cpu": "1E", "memory": "100Mi"}})),
+            vec![],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(
+                &json!({"minAllowed": {"cpu": "250m"}, "maxAllowed": {"cpu": 2, "memory": "8Gi"},
+                              "controlledResources": ["cpu", "memory"],
+                              "controlledValues": "RequestsOnly"}),
+            ),
+            vec![],
+        ),
+    ]
+}
+
+fn vpa_policy_cases() -> Vec<Case> {
+    vec![
+        // The other quantities of a policy.
+        (
+            VPA,
+            vpa,
+            vpa_policy(
+                &json!({"targetCPUPercentile": "1.5", "targetMemoryPercentile": 0,
+                              "oomBumpUpRatio": "0.5", "oomMinBumpUp": "-1Mi"}),
+            ),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].oomBumpUpRatio: Invalid value: \"\": must be >= 1",
+                "spec.resourcePolicy.containerPolicies[0].oomMinBumpUp: Invalid value: \"\": must be >= 0",
+                "spec.resourcePolicy.containerPolicies[0].targetCPUPercentile: Invalid value: \"\": must be in (0, 1]",
+                "spec.resourcePolicy.containerPolicies[0].targetMemoryPercentile: Invalid value: \"\": must be in (0, 1]",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(
+                &json!({"targetCPUPercentile": "0.9", "targetMemoryPercentile": 1,
+                              "oomBumpUpRatio": 1, "oomMinBumpUp": "0"}),
+            ),
+            vec![],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(&json!({"memoryAggregationIntervalSeconds": 0, "containerName": ""})),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].containerName: Invalid value: \"\": spec.resourcePolicy.containerPolicies[0].containerName in body should be at least 1 chars long",
+                "spec.resourcePolicy.containerPolicies[0].memoryAggregationIntervalSeconds: Invalid value: 0: spec.resourcePolicy.containerPolicies[0].memoryAggregationIntervalSeconds in body should be greater than or equal to 1",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"resourcePolicy": {"containerPolicies": [
+                {"containerName": "app"}, {"containerName": "*"}, {"containerName": "app"}]}}),
+            vec![
+                "spec.resourcePolicy.containerPolicies: Invalid value: \"array\": must name each container at most once",
+            ],
+        ),
+    ]
+}
+
+fn vpa_startup_boost_cases() -> Vec<Case> {
+    vec![
+        // Startup boosts that lower or do nothing.
+        (
+            VPA,
+            vpa,
+            json!({"startupBoost": {"cpu": {"type": "Factor", "factor": 0, "quantity": "1"}}}),
+            vec![
+                "spec.startupBoost.cpu.factor: Invalid value: 0: spec.startupBoost.cpu.factor in body should be greater than or equal to 1",
+                "spec.startupBoost.cpu.quantity: Invalid value: \"object\": is forbidden when type is Factor",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(
+                &json!({"startupBoost": {"cpu": {"type": "Quantity", "quantity": "-500m",
+                                                       "durationSeconds": -1}}}),
+            ),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].startupBoost.cpu.durationSeconds: Invalid value: -1: spec.resourcePolicy.containerPolicies[0].startupBoost.cpu.durationSeconds in body should be greater than or equal to 0",
+                "spec.resourcePolicy.containerPolicies[0].startupBoost.cpu.quantity: Invalid value: \"\": must be > 0",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"startupBoost": {"cpu": {"type": "Quantity"}}}),
+            vec![
+                "spec.startupBoost.cpu.quantity: Invalid value: \"object\": is required when type is Quantity",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"startupBoost": {"cpu": {"type": "Factor", "factor": 2}}}),
+            vec![],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"startupBoost": {"cpu": {"type": "Quantity", "quantity": "1", "factor": 2}}}),
+            vec![
+                "spec.startupBoost.cpu.factor: Invalid value: \"object\": is forbidden when type is Quantity",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"startupBoost": {"cpu": {"type": "Factor"}}}),
+            vec![
+                "spec.startupBoost.cpu.factor: Invalid value: \"object\": is required when type is Factor",
+            ],
+        ),
+        // Update policy bounds (upstream's admission controller refuses them too).
+        (
+            VPA,
+            vpa,
+            json!({"updatePolicy": {"minReplicas": 0, "evictAfterOOMSeconds": 0},
+                   "recommenders": [{"name": "plimsoll"}, {"name": ""}]}),
+            vec![
+                "spec.recommenders: Too many: 2: must have at most 1 items",
+                "spec.recommenders[1].name: Invalid value: \"\": spec.recommenders[1].name in body should be at least 1 chars long",
+                "spec.updatePolicy.evictAfterOOMSeconds: Invalid value: 0: spec.updatePolicy.evictAfterOOMSeconds in body should be greater than or equal to 1",
+                "spec.updatePolicy.minReplicas: Invalid value: 0: spec.updatePolicy.minReplicas in body should be greater than or equal to 1",
+            ],
+        ),
+    ]
+}
+
+/// `n` items made by `item(i)`.
+fn items(n: usize, item: impl Fn(usize) -> Value) -> Value {
+    Value::Array((0..n).map(item).collect())
+}
+
+fn external_metric(i: usize) -> Value {
+    json!({"type": "External", "external": {"metric": {"name": format!("queue-{i}")},
+        "target": {"type": "Value", "value": "10"}}})
+}
+
+fn resources(n: usize) -> Value {
+    Value::Object(
+        (0..n)
+            .map(|i| (format!("example.com/r{i}"), json!("1")))
+            .collect(),
+    )
+}
+
+/// Oversized objects: every list and free-form string has a bound (`plimsoll_core::api::limits`);
+/// the largest legitimate size passes.
+fn hpa_plus_size_cases() -> Vec<Case> {
+    let long = |n: usize| "x".repeat(n);
+    vec![
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"metrics": items(32, external_metric)}),
+            vec![],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"metrics": items(33, external_metric)}),
+            vec!["spec.metrics: Too many: 33: must have at most 32 items"],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"minReplicas": 1, "metrics": [{"type": "Prometheus", "prometheus": {
+                "query": long(4097), "name": long(1025), "serverAddress": format!("http://{}", long(2048)),
+                "target": {"type": "Value", "value": "1"}}}]}),
+            vec![
+                "spec.metrics[0].prometheus.name: Too long: may not be more than 1024 bytes",
+                "spec.metrics[0].prometheus.query: Too long: may not be more than 4096 bytes",
+                "spec.metrics[0].prometheus.serverAddress: Too long: may not be more than 2048 bytes",
+            ],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"minReplicas": 1, "metrics": [{"type": "Prometheus", "prometheus": {
+                "query": long(4096), "target": {"type": "Value", "value": "1"}}}]}),
+            vec![],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"scaleTargetRef": {"kind": long(64), "name": long(254)},
+                   "metrics": [{"type": "External", "external": {"metric": {"name": "q",
+                       "selector": {"matchLabels": Value::Object((0..65).map(|i| (format!("k{i}"), json!("v"))).collect()),
+                                    "matchExpressions": [{"key": "k", "operator": "In", "values": [long(64)]}]}},
+                       "target": {"type": "Value", "value": "1"}}}],
+                   "behavior": {"scaleUp": {"policies": items(17, |_| json!({"type": "Pods", "value": 1, "periodSeconds": 60}))}}}),
+            vec![
+                "spec.behavior.scaleUp.policies: Too many: 17: must have at most 16 items",
+                "spec.metrics[0].external.metric.selector.matchExpressions[0].values[0]: Too long: may not be more than 63 bytes",
+                "spec.metrics[0].external.metric.selector.matchLabels: Too many: 65: must have at most 64 items",
+                "spec.scaleTargetRef.kind: Too long: may not be more than 63 bytes",
+                "spec.scaleTargetRef.name: Too long: may not be more than 253 bytes",
+            ],
+        ),
+    ]
+}
+
+fn cron_and_vpa_size_cases() -> Vec<Case> {
+    let long = |n: usize| "x".repeat(n);
+    vec![
+        (
+            CRON,
+            cron,
+            json!({"excludeDates": items(367, |_| json!("* * * 25 12 *"))}),
+            vec!["spec.excludeDates: Too many: 367: must have at most 366 items"],
+        ),
+        (
+            CRON,
+            cron,
+            json!({"excludeDates": [format!("* * * 25 12 *{}", " ".repeat(250))],
+                   "scaleTargetRef": {"apiVersion": long(318), "kind": "Deployment", "name": "web"}}),
+            vec![
+                "spec.excludeDates[0]: Too long: may not be more than 256 bytes",
+                "spec.scaleTargetRef.apiVersion: Too long: may not be more than 317 bytes",
+            ],
+        ),
+        (
+            CRON,
+            cron,
+            json!({"excludeDates": items(366, |_| json!("* * * 25 12 *"))}),
+            vec![],
+        ),
+        (
+            CRON,
+            cron,
+            json!({"jobs": items(101, |i| json!({"name": format!("j{i}"), "schedule": "@daily", "targetSize": 1}))}),
+            vec!["spec.jobs: Too many: 101: must have at most 100 items"],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"resourcePolicy": {"containerPolicies": items(64, |i| json!({"containerName": format!("c{i}")}))}}),
+            vec![],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"resourcePolicy": {"containerPolicies": items(65, |i| json!({"containerName": format!("c{i}")}))}}),
+            vec!["spec.resourcePolicy.containerPolicies: Too many: 65: must have at most 64 items"],
+        ),
+        (
+            VPA,
+            vpa,
+            vpa_policy(
+                &json!({"minAllowed": resources(16), "maxAllowed": resources(17),
+                              "controlledResources": items(17, |_| json!("cpu"))}),
+            ),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].controlledResources: Too many: 17: must have at most 16 items",
+                "spec.resourcePolicy.containerPolicies[0].maxAllowed: Too many: 17: must have at most 16 items",
+            ],
+        ),
+        (
+            VPA,
+            vpa,
+            json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": long(254)},
+                   "resourcePolicy": {"containerPolicies": [{"containerName": long(64)}]},
+                   "updatePolicy": {"evictionRequirements": items(17, |_| json!({"resources": ["cpu"], "changeRequirement": "TargetHigherThanRequests"}))}}),
+            vec![
+                "spec.resourcePolicy.containerPolicies[0].containerName: Too long: may not be more than 63 bytes",
+                "spec.targetRef.name: Too long: may not be more than 253 bytes",
+                "spec.updatePolicy.evictionRequirements: Too many: 17: must have at most 16 items",
             ],
         ),
     ]
@@ -639,13 +991,17 @@ fn rules_of(schema: &Value, tail: &str, out: &mut Vec<(String, Value)>) {
     if schema["items"].is_object() {
         rules_of(&schema["items"], tail, out);
     }
+    // A map's values count as the map (`maxAllowed[cpu]` is refused at `maxAllowed`).
+    if schema["additionalProperties"].is_object() {
+        rules_of(&schema["additionalProperties"], tail, out);
+    }
 }
 
 /// Each rule of Plimsoll's own CRDs refuses at least one object of `cases()` at its field, with
 /// its message: a rule added without a case fails here.
 #[test]
 fn every_rule_has_a_case_that_it_refuses() {
-    for file in [HPA_PLUS, CRON] {
+    for file in [HPA_PLUS, CRON, VPA] {
         let mut rules = Vec::new();
         rules_of(&schema_of(file), "", &mut rules);
         assert!(!rules.is_empty(), "{file} has rules");
@@ -662,6 +1018,7 @@ fn every_rule_has_a_case_that_it_refuses() {
                 .to_string();
             let covered = refusals.iter().any(|r| {
                 let (path, body) = r.split_once(": ").unwrap();
+                // Without list indices and map keys (`minAllowed[cpu]` is at `minAllowed`).
                 let unindexed: String = path
                     .split('[')
                     .map(|s| s.split_once(']').map_or(s, |(_, rest)| rest))
@@ -744,6 +1101,60 @@ async fn kubectl_apply_of_an_invalid_hpa_plus_is_refused_naming_the_field() {
         }
         let (ok, out) = kubectl(kc, &["apply", "--validate=false", "-f", "-"], Some(&typo));
         assert!(ok, "without strict validation the field is pruned: {out}");
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    sim.shutdown().await;
+}
+
+/// Issue #28 through kubectl: a VPA whose `maxAllowed` is negative is refused with the rule's
+/// message, client-side and server-side apply alike; its valid neighbour applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_of_a_vpa_with_a_negative_max_allowed_is_refused() {
+    if !kubectl_available() {
+        println!(
+            "skipping kubectl_apply_of_a_vpa_with_a_negative_max_allowed_is_refused: kubectl is not installed"
+        );
+        return;
+    }
+    let (sim, _) = common::start().await;
+    let dir = common::kubectl::scratch_dir("crdval-vpa");
+    let kc = dir.join("kubeconfig");
+    std::fs::write(&kc, sim.kubeconfig()).unwrap();
+    let crds = crd_dir();
+    let kc2 = kc.clone();
+    tokio::task::spawn_blocking(move || {
+        let kc = kc2.as_path();
+        let (ok, out) = kubectl(
+            kc,
+            &["apply", "--server-side", "-f", crds.to_str().unwrap()],
+            None,
+        );
+        assert!(ok, "CRDs apply: {out}");
+        let manifest = |max_cpu: &str| {
+            let mut obj = vpa();
+            obj["metadata"]["name"] = json!("bad");
+            json_patch::merge(
+                &mut obj["spec"],
+                &vpa_policy(&json!({"maxAllowed": {"cpu": max_cpu}})),
+            );
+            obj.to_string()
+        };
+        for mode in [&["apply", "-f", "-"][..], &["apply", "--server-side", "-f", "-"]] {
+            let (ok, out) = kubectl(kc, mode, Some(&manifest("-1")));
+            assert!(!ok, "kubectl {mode:?} accepted maxAllowed -1: {out}");
+            assert!(
+                out.contains(
+                    "The VerticalPodAutoscaler \"bad\" is invalid: spec.resourcePolicy.containerPolicies[0].maxAllowed[cpu]: Invalid value: \"\": must be >= 0"
+                ),
+                "kubectl {mode:?}: {out}"
+            );
+        }
+        let (_, out) = kubectl(kc, &["get", "vpa", "bad"], None);
+        assert!(out.contains("NotFound"), "nothing stored: {out}");
+        let (ok, out) = kubectl(kc, &["apply", "-f", "-"], Some(&manifest("2")));
+        assert!(ok, "a VPA with maxAllowed 2 applies: {out}");
     })
     .await
     .unwrap();

@@ -17,6 +17,10 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::limits::{
+    self, MAX_EXCLUDE_DATES, MAX_JOBS, MAX_LABEL_LENGTH, MAX_NAME_LENGTH,
+    MAX_QUALIFIED_NAME_LENGTH, MAX_SCHEDULE_LENGTH, MAX_TIME_ZONE_LENGTH,
+};
 use super::validation::FieldErrors;
 use crate::schedule::{DaySchedule, Schedule, zone};
 
@@ -99,6 +103,7 @@ fn jobs_required(schema: &mut schemars::Schema) {
 pub struct CronHorizontalPodAutoscalerSpec {
     /// What the jobs scale: a workload with a scale subresource (replica mode), or a
     /// `HorizontalPodAutoscaler` / `HorizontalPodAutoscalerPlus` (min-replicas mode).
+    #[schemars(transform = limits::object_reference)]
     pub scale_target_ref: CrossVersionObjectReference,
 
     /// IANA time zone the schedules are read in (`Europe/Berlin`). Absent or empty: UTC.
@@ -107,8 +112,10 @@ pub struct CronHorizontalPodAutoscalerSpec {
     pub time_zone: Option<String>,
 
     /// Cron expressions of days on which no job fires (`* * * 25 12 *` skips Christmas). Only the
-    /// day fields (day of month, month, day of week) matter; the time fields are ignored.
+    /// day fields (day of month, month, day of week) matter; the time fields are ignored. At most
+    /// 366 expressions of at most 256 characters.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_EXCLUDE_DATES), inner(length(max = MAX_SCHEDULE_LENGTH)))]
     pub exclude_dates: Vec<String>,
 
     /// The jobs, in order; jobs due at the same instant run in this order (1 to 100, names unique).
@@ -201,6 +208,7 @@ impl CronHorizontalPodAutoscalerSpec {
         if self.scale_target_ref.name.is_empty() {
             errors.push("spec.scaleTargetRef.name", "must not be empty");
         }
+        self.validate_sizes(&mut errors);
         if let Some(name) = &self.time_zone
             && let Err(e) = zone::parse_time_zone(name)
         {
@@ -235,6 +243,40 @@ impl CronHorizontalPodAutoscalerSpec {
             }
         }
         errors.into_result()
+    }
+
+    /// The size limits the CRD states, for objects stored before it did.
+    fn validate_sizes(&self, errors: &mut FieldErrors) {
+        let target = &self.scale_target_ref;
+        if let Some(v) = &target.api_version {
+            errors.max_length(
+                "spec.scaleTargetRef.apiVersion",
+                v,
+                MAX_QUALIFIED_NAME_LENGTH,
+            );
+        }
+        errors.max_length("spec.scaleTargetRef.kind", &target.kind, MAX_LABEL_LENGTH);
+        errors.max_length("spec.scaleTargetRef.name", &target.name, MAX_NAME_LENGTH);
+        if let Some(zone) = &self.time_zone {
+            errors.max_length("spec.timeZone", zone, MAX_TIME_ZONE_LENGTH);
+        }
+        errors.max_items(
+            "spec.excludeDates",
+            self.exclude_dates.len(),
+            MAX_EXCLUDE_DATES,
+        );
+        for (i, expr) in self.exclude_dates.iter().enumerate() {
+            errors.max_length(format!("spec.excludeDates[{i}]"), expr, MAX_SCHEDULE_LENGTH);
+        }
+        errors.max_items("spec.jobs", self.jobs.len(), MAX_JOBS);
+        for (i, job) in self.jobs.iter().enumerate() {
+            errors.max_length(format!("spec.jobs[{i}].name"), &job.name, MAX_NAME_LENGTH);
+            errors.max_length(
+                format!("spec.jobs[{i}].schedule"),
+                &job.schedule,
+                MAX_SCHEDULE_LENGTH,
+            );
+        }
     }
 }
 
@@ -338,6 +380,43 @@ mod tests {
         assert!(text.contains(r#"spec.jobs[2].schedule: job "c""#), "{text}");
         assert!(text.contains("hour"), "{text}");
         assert_eq!(errors.0.len(), 6, "{text}");
+    }
+
+    #[test]
+    fn sizes_are_bounded_as_the_crd_bounds_them() {
+        let mut spec = CronHorizontalPodAutoscalerSpec::test().job("a", "@daily", 1);
+        spec.exclude_dates = vec!["* * * 25 12 *".into(); MAX_EXCLUDE_DATES];
+        assert_eq!(spec.validate(), Ok(()));
+        spec.exclude_dates
+            .push(format!("* * * 25 12 *{}", " ".repeat(250)));
+        spec.scale_target_ref.name = "w".repeat(254);
+        spec.jobs[0].name = "j".repeat(254);
+        for i in 0..MAX_JOBS {
+            spec = spec.job(&format!("j{i}"), "@hourly", 1);
+        }
+        let errors = spec.validate().unwrap_err();
+        let text = errors.to_string();
+        for (path, message) in [
+            ("spec.excludeDates", "must have at most 366 items, got 367"),
+            (
+                "spec.excludeDates[366]",
+                "may not be more than 256 characters",
+            ),
+            (
+                "spec.scaleTargetRef.name",
+                "may not be more than 253 characters",
+            ),
+            ("spec.jobs", "must have at most 100 items, got 101"),
+            ("spec.jobs[0].name", "may not be more than 253 characters"),
+        ] {
+            assert!(
+                errors
+                    .0
+                    .iter()
+                    .any(|e| e.path == path && e.message.contains(message)),
+                "{path}: {message} in {text}"
+            );
+        }
     }
 
     #[test]

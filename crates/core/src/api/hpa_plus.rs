@@ -30,6 +30,11 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::api::limits::{
+    self, MAX_ADDRESS_LENGTH, MAX_LABEL_LENGTH, MAX_METRIC_NAME_LENGTH, MAX_METRICS,
+    MAX_NAME_LENGTH, MAX_QUALIFIED_NAME_LENGTH, MAX_QUERY_LENGTH, MAX_SCALING_POLICIES,
+};
+
 /// Desired state of a `HorizontalPodAutoscalerPlus`.
 ///
 /// Fields up to `behavior` are upstream `autoscaling/v2`; the rest are Plimsoll additions
@@ -101,7 +106,10 @@ pub struct HorizontalPodAutoscalerPlusSpec {
     #[schemars(range(min = 1))]
     pub max_replicas: i32,
     /// The metrics whose proposals are combined (largest wins). Default: CPU utilization 80 %.
+    /// At most 32 (upstream has no limit; each metric is fetched every evaluation, and no
+    /// autoscaler needs more than a handful).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_METRICS))]
     pub metrics: Vec<MetricSpec>,
     /// Scale-up and scale-down behavior (stabilization windows, policies, tolerance).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -425,14 +433,15 @@ fn is_false(b: &bool) -> bool {
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossVersionObjectReference {
-    /// API version of the referent, e.g. `apps/v1`.
+    /// API version of the referent, e.g. `apps/v1` (at most 317 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_QUALIFIED_NAME_LENGTH))]
     pub api_version: Option<String>,
-    /// Kind of the referent, e.g. `Deployment`.
-    #[schemars(length(min = 1))]
+    /// Kind of the referent, e.g. `Deployment` (1 to 63 characters).
+    #[schemars(length(min = 1, max = MAX_LABEL_LENGTH))]
     pub kind: String,
-    /// Name of the referent, in the autoscaler's namespace.
-    #[schemars(length(min = 1))]
+    /// Name of the referent, in the autoscaler's namespace (1 to 253 characters).
+    #[schemars(length(min = 1, max = MAX_NAME_LENGTH))]
     pub name: String,
 }
 
@@ -519,8 +528,8 @@ pub struct MetricSpec {
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Utilization", "AverageValue", "Watermark"])))]
 pub struct ResourceMetricSource {
-    /// Resource name, e.g. `cpu` or `memory`.
-    #[schemars(length(min = 1))]
+    /// Resource name, e.g. `cpu` or `memory` (at most 317 characters).
+    #[schemars(length(min = 1, max = MAX_QUALIFIED_NAME_LENGTH))]
     pub name: String,
     /// The target value.
     pub target: MetricTarget,
@@ -530,11 +539,11 @@ pub struct ResourceMetricSource {
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 #[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Utilization", "AverageValue", "Watermark"])))]
 pub struct ContainerResourceMetricSource {
-    /// Resource name, e.g. `cpu`.
-    #[schemars(length(min = 1))]
+    /// Resource name, e.g. `cpu` (at most 317 characters).
+    #[schemars(length(min = 1, max = MAX_QUALIFIED_NAME_LENGTH))]
     pub name: String,
-    /// Container name in each pod.
-    #[schemars(length(min = 1))]
+    /// Container name in each pod (at most 63 characters).
+    #[schemars(length(min = 1, max = MAX_LABEL_LENGTH))]
     pub container: String,
     /// The target value.
     pub target: MetricTarget,
@@ -580,15 +589,20 @@ pub struct ExternalMetricSource {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Value", "AverageValue", "Watermark"])))]
 pub struct PrometheusMetricSource {
-    /// The PromQL instant query, e.g. `sum(rate(http_requests_total{app="web"}[1m]))`.
-    #[schemars(length(min = 1))]
+    /// The PromQL instant query, e.g. `sum(rate(http_requests_total{app="web"}[1m]))` (at most
+    /// 4096 characters).
+    #[schemars(length(min = 1, max = MAX_QUERY_LENGTH))]
     pub query: String,
-    /// The name status, Events and metrics give this metric (default: the query itself).
+    /// The name status, Events and metrics give this metric (default: the query itself; at most
+    /// 1024 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_METRIC_NAME_LENGTH))]
     pub name: Option<String>,
     /// The server, `http(s)://host[:port][/path]` (default: the controller's
-    /// `--prometheus-address`). TLS trust and credentials are the controller's flags.
+    /// `--prometheus-address`; at most 2048 characters). TLS trust and credentials are the
+    /// controller's flags.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_ADDRESS_LENGTH))]
     pub server_address: Option<String>,
     /// The target value (`Value`, `AverageValue` or `Watermark`).
     pub target: MetricTarget,
@@ -604,11 +618,13 @@ impl PrometheusMetricSource {
 /// A metric name and optional label selector (upstream `MetricIdentifier`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct MetricIdentifier {
-    /// The metric's name.
-    #[schemars(length(min = 1))]
+    /// The metric's name (at most 1024 characters).
+    #[schemars(length(min = 1, max = MAX_METRIC_NAME_LENGTH))]
     pub name: String,
-    /// Narrows the metric's series.
+    /// Narrows the metric's series (at most 64 labels or expressions, of at most 64 values;
+    /// values at most 63 characters, as upstream's HPA validation allows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = limits::label_selector)]
     pub selector: Option<LabelSelector>,
 }
 
@@ -679,8 +695,9 @@ pub struct HpaScalingRules {
     /// How policies combine (default `Max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub select_policy: Option<ScalingPolicySelect>,
-    /// Limits on the change per period.
+    /// Limits on the change per period (at most 16).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_SCALING_POLICIES))]
     pub policies: Vec<HpaScalingPolicy>,
     /// Tolerance for this direction (overrides `spec.tolerance` and the controller default).
     #[serde(default, skip_serializing_if = "Option::is_none")]

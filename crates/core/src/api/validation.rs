@@ -34,6 +34,25 @@ impl FieldErrors {
         });
     }
 
+    /// Records a list (or map) at `path` with more than `max` entries.
+    pub fn max_items(&mut self, path: impl Into<String>, len: usize, max: usize) {
+        if len > max {
+            self.push(path, format!("must have at most {max} items, got {len}"));
+        }
+    }
+
+    /// Records a string at `path` longer than `max` characters (counted as the API server counts
+    /// a schema's `maxLength`: Unicode code points).
+    pub fn max_length(&mut self, path: impl Into<String>, value: &str, max: usize) {
+        let len = value.chars().count();
+        if len > max {
+            self.push(
+                path,
+                format!("may not be more than {max} characters, got {len}"),
+            );
+        }
+    }
+
     /// `Ok(())` when nothing was recorded, else every problem.
     pub fn into_result(self) -> Result<(), FieldErrors> {
         if self.0.is_empty() { Ok(()) } else { Err(self) }

@@ -26,8 +26,14 @@ use kube::CustomResource;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::api::limits::{
+    self, MAX_CONTAINER_POLICIES, MAX_EVICTION_REQUIREMENTS, MAX_LABEL_LENGTH, MAX_NAME_LENGTH,
+    MAX_QUALIFIED_NAME_LENGTH, MAX_RECOMMENDERS, MAX_RESOURCES,
+};
 use crate::api::validation::FieldErrors;
 use crate::quantity;
+
+mod rules;
 
 /// API group of the upstream VPA kinds.
 pub const VPA_GROUP: &str = "autoscaling.k8s.io";
@@ -236,6 +242,7 @@ open_enum! {
 pub struct VerticalPodAutoscalerSpec {
     /// The controller whose pods this VPA sizes (`Deployment`, `StatefulSet`, … or any kind with a
     /// scale subresource).
+    #[schemars(transform = limits::object_reference)]
     pub target_ref: CrossVersionObjectReference,
     /// How recommendations are applied; absent means all defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -245,6 +252,7 @@ pub struct VerticalPodAutoscalerSpec {
     pub resource_policy: Option<PodResourcePolicy>,
     /// The recommender responsible for this object: empty (the default recommender) or one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_RECOMMENDERS))]
     pub recommenders: Option<Vec<RecommenderSelector>>,
     /// Pod-level startup boost policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,7 +262,8 @@ pub struct VerticalPodAutoscalerSpec {
 /// Names the recommender responsible for a VPA.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 pub struct RecommenderSelector {
-    /// Recommender name; Plimsoll's is `plimsoll`.
+    /// Recommender name; Plimsoll's is `plimsoll` (1 to 253 characters).
+    #[schemars(length(min = 1, max = MAX_NAME_LENGTH))]
     pub name: String,
 }
 
@@ -265,18 +274,22 @@ pub struct PodUpdatePolicy {
     /// When changes are applied; default `Recreate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_mode: Option<UpdateMode>,
-    /// Replicas that must stay alive for the updater to evict (overrides `--min-replicas`).
+    /// Replicas that must stay alive for the updater to evict (overrides `--min-replicas`; >= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub min_replicas: Option<i32>,
-    /// Conditions that must all hold for a pod to be evicted.
+    /// Conditions that must all hold for a pod to be evicted (at most 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_EVICTION_REQUIREMENTS))]
     pub eviction_requirements: Option<Vec<EvictionRequirement>>,
-    /// Seconds after an OOM kill before a pod that was OOM-killed soon after start is evicted.
+    /// Seconds after an OOM kill before a pod that was OOM-killed soon after start is evicted
+    /// (>= 1).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         rename = "evictAfterOOMSeconds"
     )]
+    #[schemars(range(min = 1))]
     pub evict_after_oom_seconds: Option<i32>,
 }
 
@@ -284,7 +297,8 @@ pub struct PodUpdatePolicy {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvictionRequirement {
-    /// Resource names the requirement looks at.
+    /// Resource names the requirement looks at (`cpu`, `memory`; at most 16).
+    #[schemars(length(max = MAX_RESOURCES), inner(length(max = MAX_QUALIFIED_NAME_LENGTH)))]
     pub resources: Vec<String>,
     /// The direction of change that allows an eviction.
     pub change_requirement: EvictionChangeRequirement,
@@ -294,52 +308,67 @@ pub struct EvictionRequirement {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodResourcePolicy {
-    /// At most one policy per container name, plus optionally the `*` default.
+    /// At most one policy per container name, plus optionally the `*` default (at most 64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = MAX_CONTAINER_POLICIES),
+        extend("x-kubernetes-validations" = rules::unique_container_names())
+    )]
     pub container_policies: Option<Vec<ContainerResourcePolicy>>,
 }
 
 /// How the recommendation for one container (or `*`) is computed and bounded.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = rules::container_policy()))]
 pub struct ContainerResourcePolicy {
-    /// Container name, or `*` for containers without a policy of their own.
+    /// Container name, or `*` for containers without a policy of their own (1 to 63 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_LABEL_LENGTH))]
     pub container_name: Option<String>,
     /// `Auto` (default) or `Off`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<ContainerScalingMode>,
-    /// Lowest recommendation per resource; default none.
+    /// Lowest recommendation per resource; default none. Each amount is a quantity >= 0 and
+    /// <= the same resource's `maxAllowed`; at most 16 resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "rules::resource_bounds")]
     pub min_allowed: Option<ResourceList>,
-    /// Highest recommendation per resource; default none.
+    /// Highest recommendation per resource; default none. Each amount is a quantity >= 0 (0 is
+    /// no bound, as upstream); at most 16 resources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "rules::resource_bounds")]
     pub max_allowed: Option<ResourceList>,
-    /// Resources recommended for; default `[cpu, memory]`.
+    /// Resources recommended for; default `[cpu, memory]` (at most 16 entries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = MAX_RESOURCES), inner(length(max = MAX_QUALIFIED_NAME_LENGTH)))]
     pub controlled_resources: Option<Vec<String>>,
     /// `RequestsAndLimits` (default) or `RequestsOnly`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controlled_values: Option<ControlledValues>,
-    /// Length of one memory peak interval in seconds (overrides the recommender's flag).
+    /// Length of one memory peak interval in seconds (overrides the recommender's flag; >= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub memory_aggregation_interval_seconds: Option<i32>,
-    /// Number of memory peak intervals in the window (overrides the recommender's flag).
+    /// Number of memory peak intervals in the window (overrides the recommender's flag; >= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub memory_aggregation_interval_count: Option<i64>,
-    /// Memory multiplier applied after an OOM kill (upstream default 1.2).
+    /// Memory multiplier applied after an OOM kill (upstream default 1.2; >= 1).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         rename = "oomBumpUpRatio"
     )]
+    #[schemars(extend("x-kubernetes-validations" = rules::at_least_one()))]
     pub oom_bump_up_ratio: Option<Quantity>,
-    /// Minimum memory increase after an OOM kill (upstream default 100Mi).
+    /// Minimum memory increase after an OOM kill (upstream default 100Mi; >= 0).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         rename = "oomMinBumpUp"
     )]
+    #[schemars(extend("x-kubernetes-validations" = rules::non_negative()))]
     pub oom_min_bump_up: Option<Quantity>,
     /// CPU percentile for the target in (0, 1] (overrides `--target-cpu-percentile`).
     #[serde(
@@ -347,9 +376,11 @@ pub struct ContainerResourcePolicy {
         skip_serializing_if = "Option::is_none",
         rename = "targetCPUPercentile"
     )]
+    #[schemars(extend("x-kubernetes-validations" = rules::percentile()))]
     pub target_cpu_percentile: Option<Quantity>,
     /// Memory percentile for the target in (0, 1] (overrides `--target-memory-percentile`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::percentile()))]
     pub target_memory_percentile: Option<Quantity>,
     /// Container-level startup boost; overrides the pod-level one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -367,18 +398,22 @@ pub struct StartupBoost {
 /// The boost for one resource.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = rules::startup_boost()))]
 pub struct GenericStartupBoost {
     /// `Factor` or `Quantity`.
     #[serde(rename = "type")]
     pub type_: StartupBoostType,
-    /// Multiplier when `type` is `Factor`.
+    /// Multiplier when `type` is `Factor` (>= 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub factor: Option<i32>,
-    /// Absolute amount when `type` is `Quantity`.
+    /// Absolute amount when `type` is `Quantity` (> 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-validations" = rules::positive()))]
     pub quantity: Option<Quantity>,
-    /// Seconds to keep the boost after the pod becomes Ready; default 0.
+    /// Seconds to keep the boost after the pod becomes Ready; default 0 (>= 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
     pub duration_seconds: Option<i32>,
 }
 
@@ -490,10 +525,14 @@ impl VerticalPodAutoscalerSpec {
 
     /// Every problem with this spec, each with its field path.
     ///
-    /// Checks what upstream's CRD schema and admission controller check: enumerations,
+    /// Checks what upstream's CRD schema and admission controller check (enumerations,
     /// `minAllowed <= maxAllowed`, parseable quantities, known `controlledResources`, one policy
     /// per container name, at most one recommender, positive `minReplicas`, percentiles in
-    /// (0, 1], and the startup boost union.
+    /// (0, 1], the startup boost union), and what Plimsoll's CRD adds: every amount of
+    /// `minAllowed`/`maxAllowed` and every other quantity >= 0, startup boosts that raise
+    /// (`factor >= 1`, `quantity > 0`), and the size limits of [`crate::api::limits`]. A policy
+    /// that passes cannot by itself make the webhook or the updater write a request the API server
+    /// refuses.
     pub fn validate(&self) -> Result<(), FieldErrors> {
         let mut errs = FieldErrors::default();
         if self.target_ref.kind.is_empty() {
@@ -502,19 +541,37 @@ impl VerticalPodAutoscalerSpec {
         if self.target_ref.name.is_empty() {
             errs.push("spec.targetRef.name", "must not be empty");
         }
+        errs.max_length(
+            "spec.targetRef.apiVersion",
+            self.target_ref.api_version.as_deref().unwrap_or_default(),
+            MAX_QUALIFIED_NAME_LENGTH,
+        );
+        errs.max_length(
+            "spec.targetRef.kind",
+            &self.target_ref.kind,
+            MAX_LABEL_LENGTH,
+        );
+        errs.max_length(
+            "spec.targetRef.name",
+            &self.target_ref.name,
+            MAX_NAME_LENGTH,
+        );
         if let Some(policy) = &self.update_policy {
             validate_update_policy(policy, &mut errs);
         }
         if let Some(recs) = &self.recommenders {
-            if recs.len() > 1 {
+            if recs.len() > MAX_RECOMMENDERS {
                 errs.push(
                     "spec.recommenders",
                     format!("must name at most one recommender, got {}", recs.len()),
                 );
             }
             for (i, r) in recs.iter().enumerate() {
+                let path = format!("spec.recommenders[{i}].name");
                 if r.name.is_empty() {
-                    errs.push(format!("spec.recommenders[{i}].name"), "must not be empty");
+                    errs.push(path, "must not be empty");
+                } else {
+                    errs.max_length(path, &r.name, MAX_NAME_LENGTH);
                 }
             }
         }
@@ -523,6 +580,11 @@ impl VerticalPodAutoscalerSpec {
             .as_ref()
             .and_then(|p| p.container_policies.as_ref())
         {
+            errs.max_items(
+                "spec.resourcePolicy.containerPolicies",
+                policies.len(),
+                MAX_CONTAINER_POLICIES,
+            );
             let mut seen = std::collections::BTreeSet::new();
             for (i, p) in policies.iter().enumerate() {
                 let path = format!("spec.resourcePolicy.containerPolicies[{i}]");
@@ -569,6 +631,13 @@ fn validate_update_policy(policy: &PodUpdatePolicy, errs: &mut FieldErrors) {
             format!("must be >= 1, got {n}"),
         );
     }
+    if let Some(reqs) = &policy.eviction_requirements {
+        errs.max_items(
+            "spec.updatePolicy.evictionRequirements",
+            reqs.len(),
+            MAX_EVICTION_REQUIREMENTS,
+        );
+    }
     for (i, req) in policy.eviction_requirements.iter().flatten().enumerate() {
         let path = format!("spec.updatePolicy.evictionRequirements[{i}]");
         if req.resources.is_empty() {
@@ -577,6 +646,11 @@ fn validate_update_policy(policy: &PodUpdatePolicy, errs: &mut FieldErrors) {
                 "must name at least one resource",
             );
         }
+        errs.max_items(
+            format!("{path}.resources"),
+            req.resources.len(),
+            MAX_RESOURCES,
+        );
         for (j, r) in req.resources.iter().enumerate() {
             if !DEFAULT_CONTROLLED_RESOURCES.contains(&r.as_str()) {
                 errs.push(
@@ -598,11 +672,12 @@ fn validate_update_policy(policy: &PodUpdatePolicy, errs: &mut FieldErrors) {
 }
 
 fn validate_container_policy(p: &ContainerResourcePolicy, path: &str, errs: &mut FieldErrors) {
-    if p.container_name.as_deref().is_none_or(str::is_empty) {
-        errs.push(
+    match p.container_name.as_deref() {
+        None | Some("") => errs.push(
             format!("{path}.containerName"),
             "must name a container or be \"*\"",
-        );
+        ),
+        Some(name) => errs.max_length(format!("{path}.containerName"), name, MAX_LABEL_LENGTH),
     }
     if let Some(mode) = &p.mode
         && !mode.is_known()
@@ -620,6 +695,13 @@ fn validate_container_policy(p: &ContainerResourcePolicy, path: &str, errs: &mut
             unknown_value(cv.as_str(), ControlledValues::KNOWN),
         );
     }
+    if let Some(list) = &p.controlled_resources {
+        errs.max_items(
+            format!("{path}.controlledResources"),
+            list.len(),
+            MAX_RESOURCES,
+        );
+    }
     for (j, r) in p.controlled_resources.iter().flatten().enumerate() {
         if !DEFAULT_CONTROLLED_RESOURCES.contains(&r.as_str()) {
             errs.push(
@@ -628,8 +710,8 @@ fn validate_container_policy(p: &ContainerResourcePolicy, path: &str, errs: &mut
             );
         }
     }
-    let min = parse_list(p.min_allowed.as_ref(), &format!("{path}.minAllowed"), errs);
-    let max = parse_list(p.max_allowed.as_ref(), &format!("{path}.maxAllowed"), errs);
+    let min = parse_amounts(p.min_allowed.as_ref(), &format!("{path}.minAllowed"), errs);
+    let max = parse_amounts(p.max_allowed.as_ref(), &format!("{path}.maxAllowed"), errs);
     for (name, lo) in &min {
         if let Some(hi) = max.get(name)
             && lo > hi
@@ -640,6 +722,14 @@ fn validate_container_policy(p: &ContainerResourcePolicy, path: &str, errs: &mut
             );
         }
     }
+    validate_policy_tuning(p, path, errs);
+    if let Some(boost) = &p.startup_boost {
+        validate_startup_boost(boost, &format!("{path}.startupBoost"), errs);
+    }
+}
+
+/// The recommender settings of a container policy: OOM bumps, percentiles, aggregation.
+fn validate_policy_tuning(p: &ContainerResourcePolicy, path: &str, errs: &mut FieldErrors) {
     if let Some(r) = &p.oom_bump_up_ratio {
         match quantity::Quantity::try_from(r) {
             Ok(q) if q.milli() < 1000 => errs.push(
@@ -691,14 +781,36 @@ fn validate_container_policy(p: &ContainerResourcePolicy, path: &str, errs: &mut
             format!("must be >= 1, got {n}"),
         );
     }
-    if let Some(boost) = &p.startup_boost {
-        validate_startup_boost(boost, &format!("{path}.startupBoost"), errs);
-    }
 }
 
 fn validate_startup_boost(boost: &StartupBoost, path: &str, errs: &mut FieldErrors) {
     let Some(cpu) = &boost.cpu else { return };
     let path = format!("{path}.cpu");
+    if let Some(f) = cpu.factor
+        && f < 1
+    {
+        errs.push(format!("{path}.factor"), format!("must be >= 1, got {f}"));
+    }
+    if let Some(q) = &cpu.quantity {
+        match quantity::Quantity::try_from(q) {
+            Ok(v) if v.milli() <= 0 => {
+                errs.push(
+                    format!("{path}.quantity"),
+                    format!("must be > 0, got {}", q.0),
+                );
+            }
+            Ok(_) => {}
+            Err(e) => errs.push(format!("{path}.quantity"), e.to_string()),
+        }
+    }
+    if let Some(d) = cpu.duration_seconds
+        && d < 0
+    {
+        errs.push(
+            format!("{path}.durationSeconds"),
+            format!("must be >= 0, got {d}"),
+        );
+    }
     match cpu.type_ {
         StartupBoostType::Factor => {
             if cpu.factor.is_none() {
@@ -732,15 +844,26 @@ fn validate_startup_boost(boost: &StartupBoost, path: &str, errs: &mut FieldErro
     }
 }
 
-/// Parses every amount of a resource list, recording the ones that do not parse.
-fn parse_list(
+/// Parses every amount of `minAllowed` or `maxAllowed`, recording the ones that do not parse or
+/// are negative (a negative bound would become a negative request), and a list of more than
+/// [`MAX_RESOURCES`] entries.
+fn parse_amounts(
     list: Option<&ResourceList>,
     path: &str,
     errs: &mut FieldErrors,
 ) -> BTreeMap<String, quantity::Quantity> {
+    if let Some(list) = list {
+        errs.max_items(path, list.len(), MAX_RESOURCES);
+    }
     let mut out = BTreeMap::new();
     for (name, q) in list.into_iter().flatten() {
         match quantity::Quantity::try_from(q) {
+            Ok(v) if v.milli() < 0 => {
+                errs.push(
+                    format!("{path}.{name}"),
+                    format!("must be >= 0, got {}", q.0),
+                );
+            }
             Ok(v) => {
                 out.insert(name.clone(), v);
             }

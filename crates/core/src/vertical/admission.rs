@@ -8,6 +8,17 @@
 //!   policy's `minAllowed`/`maxAllowed`, then (`controlledValues: RequestsOnly`) capped at the
 //!   container's existing limit. Resources outside `controlledResources` and containers with
 //!   `mode: Off` get nothing. Pod `LimitRange`s scale all containers together first.
+//! * Beyond upstream, defensively (a policy is written by a namespace user, and objects stored
+//!   before the CRD refused bad policies still exist): a `minAllowed`/`maxAllowed` amount <= 0 is
+//!   no bound (upstream's rule for 0); a negative recommended target leaves the resource alone
+//!   and a negative bound counts as 0; the container `LimitRange` is applied again after the
+//!   policy, so that it wins over `minAllowed`/`maxAllowed`.
+//! * The guarantee, last: the requests and limits the patch (or an in-place resize) gives a
+//!   container break no rule of [`super::pod_validity`] (amounts >= 0, request <= limit, the
+//!   container and pod `LimitRange`) that the container, or the pod, met before. A resource whose
+//!   new values would is left as it is, for that container (for every container, when a pod
+//!   `LimitRange` sum is at stake), with a note; the updater reads the same processed
+//!   recommendation, so it does not evict for a change the webhook would not make.
 //! * Requests become the processed target; with `RequestsAndLimits` (the default) limits scale in
 //!   proportion (`limit × newRequest / request`, falling back to the `LimitRange` default limit).
 //! * Beyond upstream, `maxLimitRequestRatio` holds: `RequestsOnly` raises requests to
@@ -24,12 +35,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::api::vpa::VerticalPodAutoscaler;
-use crate::quantity::QuantityError;
+use crate::quantity::{Quantity, QuantityError};
 
 use super::limit_range::{
     LimitRangeItem, PodLimitInput, cap_to_container_limit_range, cap_to_pod_limit_range,
     proportional_limit, ratio_ceiling_limit, ratio_floor_request,
 };
+use super::pod_validity::{Amounts, container_violations, pod_violations};
 use super::policy::{
     ContainerMode, ContainerPolicy, ControlledValues, UpdateMode, container_policies_from_api,
     container_policy,
@@ -71,12 +83,18 @@ pub fn process_recommendation(
                 return None;
             }
             let mut rec = rec.clone();
-            if let Some(policy) = policy {
-                for r in Resource::ALL {
-                    if !policy.controls(r) {
-                        rec.target.set(r, None);
-                        rec.lower_bound.set(r, None);
-                        rec.upper_bound.set(r, None);
+            for r in Resource::ALL {
+                let uncontrolled = policy.is_some_and(|p| !p.controls(r));
+                // A negative target (no recommender writes one) sets nothing.
+                let negative = rec.target.get(r).is_some_and(|q| q.milli() < 0);
+                if uncontrolled || negative {
+                    rec.target.set(r, None);
+                    rec.lower_bound.set(r, None);
+                    rec.upper_bound.set(r, None);
+                }
+                for bound in [&mut rec.lower_bound, &mut rec.upper_bound] {
+                    if bound.get(r).is_some_and(|q| q.milli() < 0) {
+                        bound.set(r, Some(Quantity::ZERO));
                     }
                 }
             }
@@ -126,10 +144,148 @@ pub fn process_recommendation(
             notes.insert(rec.container.clone(), container_notes);
         }
     }
+    keep_api_valid(
+        &mut recs,
+        containers,
+        policies,
+        container_range,
+        pod_range,
+        &mut notes,
+    );
     ProcessedRecommendation {
         containers: recs,
         notes,
     }
+}
+
+/// The last step of [`process_recommendation`]: leaves alone every resource whose new request
+/// and limit would break a rule of [`super::pod_validity`] that the container (or, for a pod
+/// `LimitRange`, the pod) meets now. See the module docs.
+fn keep_api_valid(
+    recs: &mut [ContainerRecommendation],
+    containers: &[PodContainer],
+    policies: &[ContainerPolicy],
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+    notes: &mut BTreeMap<String, Vec<String>>,
+) {
+    let mut leave = |rec: &mut ContainerRecommendation, r: Resource, why: String| {
+        rec.target.set(r, None);
+        rec.lower_bound.set(r, None);
+        rec.upper_bound.set(r, None);
+        notes
+            .entry(rec.container.clone())
+            .or_default()
+            .push(format!(
+                "{r} left unchanged: the new values would break {why}"
+            ));
+    };
+    for rec in recs.iter_mut() {
+        let Some(container) = containers.iter().find(|c| c.name == rec.container) else {
+            continue;
+        };
+        let (limits, _) = new_limits(
+            container,
+            &rec.target,
+            controlled_values(policies, &rec.container),
+            container_range,
+        );
+        for r in Resource::ALL {
+            let Some(request) = rec.target.get(r) else {
+                continue;
+            };
+            let after = Amounts {
+                request: Some(request),
+                limit: limits.get(r).or(container.limits.get(r)),
+            };
+            let fresh = container_violations(r, after, container_range).new_since(
+                container_violations(r, amounts_of(container, r), container_range),
+            );
+            if !fresh.is_empty() {
+                leave(rec, r, fresh.to_string());
+            }
+        }
+    }
+    let Some(pod_range) = pod_range else { return };
+    for r in Resource::ALL {
+        let before = pod_violations(r, containers.iter().map(|c| amounts_of(c, r)), pod_range);
+        let after = containers.iter().map(|c| {
+            let Some(rec) = recs.iter().find(|rec| rec.container == c.name) else {
+                return amounts_of(c, r);
+            };
+            let Some(request) = rec.target.get(r) else {
+                return amounts_of(c, r);
+            };
+            let (limits, _) = new_limits(
+                c,
+                &rec.target,
+                controlled_values(policies, &rec.container),
+                container_range,
+            );
+            Amounts {
+                request: Some(request),
+                limit: limits.get(r).or(c.limits.get(r)),
+            }
+        });
+        let fresh = pod_violations(r, after.collect::<Vec<_>>(), pod_range).new_since(before);
+        if !fresh.is_empty() {
+            for rec in recs.iter_mut().filter(|rec| rec.target.get(r).is_some()) {
+                leave(rec, r, format!("{fresh} of the pod"));
+            }
+        }
+    }
+}
+
+fn amounts_of(container: &PodContainer, r: Resource) -> Amounts {
+    Amounts {
+        request: container.requests.get(r),
+        limit: container.limits.get(r),
+    }
+}
+
+fn controlled_values(policies: &[ContainerPolicy], container: &str) -> ControlledValues {
+    container_policy(policies, container)
+        .map_or(ControlledValues::RequestsAndLimits, |p| p.controlled_values)
+}
+
+/// The limits the webhook sets for `container` with new `requests`: with `RequestsAndLimits`,
+/// each keeps the container's limit-to-request proportion (from the `LimitRange` default limit
+/// when the container has none), lowered to fit `maxLimitRequestRatio`; with `RequestsOnly`,
+/// none. With the notes for `vpaUpdates`.
+fn new_limits(
+    container: &PodContainer,
+    requests: &Resources,
+    values: ControlledValues,
+    container_range: Option<&LimitRangeItem>,
+) -> (Resources, Vec<String>) {
+    let mut limits = Resources::default();
+    let mut notes = Vec::new();
+    if values != ControlledValues::RequestsAndLimits {
+        return (limits, notes);
+    }
+    let default = container_range.map(|r| r.default).unwrap_or_default();
+    for r in Resource::ALL {
+        let (limit, note) = proportional_limit(
+            r,
+            container.limits.get(r),
+            container.requests.get(r),
+            requests.get(r),
+            default.get(r),
+        );
+        limits.set(r, limit);
+        notes.extend(note);
+        // Beyond upstream: keep limit / request within maxLimitRequestRatio.
+        let ratio = container_range.and_then(|lr| lr.max_limit_request_ratio.get(r));
+        if let (Some(req), Some(lim)) = (requests.get(r), limit)
+            && let Some(lowered) = ratio_ceiling_limit(req, lim, ratio)
+        {
+            limits.set(r, Some(lowered));
+            notes.push(format!(
+                "{r} limit lowered to fit maxLimitRequestRatio in container LimitRange"
+            ));
+        }
+    }
+    (limits, notes)
 }
 
 fn cap_one(
@@ -152,19 +308,29 @@ fn cap_one(
             let Some(mut value) = amounts.get(r) else {
                 continue;
             };
-            if let Some(min) = policy.min_allowed.get(r).filter(|m| m.milli() != 0)
+            // Upstream: a zero bound is no bound. Beyond upstream: so is a negative one.
+            if let Some(min) = policy.min_allowed.get(r).filter(|m| m.milli() > 0)
                 && value < min
             {
                 value = min;
                 notes.push(format!("{r} capped to minAllowed"));
             }
-            if let Some(max) = policy.max_allowed.get(r).filter(|m| m.milli() != 0)
+            if let Some(max) = policy.max_allowed.get(r).filter(|m| m.milli() > 0)
                 && value > max
             {
                 value = max;
                 notes.push(format!("{r} capped to maxAllowed"));
             }
             amounts.set(r, Some(value));
+        }
+        // Beyond upstream: the LimitRange wins over the policy (a pod outside it is refused).
+        if let Some(range) = range {
+            notes.extend(cap_to_container_limit_range(
+                amounts,
+                &container.requests,
+                &container.limits,
+                range,
+            ));
         }
         if policy.controlled_values == ControlledValues::RequestsOnly {
             for r in Resource::ALL {
@@ -309,38 +475,14 @@ pub fn admission_patch(
             .cloned()
             .unwrap_or_default();
         let requests = rec.target;
-        let mut limits = Resources::default();
-        let values = container_policy(policies, &c.container.name)
-            .map_or(ControlledValues::RequestsAndLimits, |p| p.controlled_values);
-        if values == ControlledValues::RequestsAndLimits {
-            let default = container_range.map(|r| r.default).unwrap_or_default();
-            let mut limit_notes = Vec::new();
-            for r in Resource::ALL {
-                let (limit, note) = proportional_limit(
-                    r,
-                    c.container.limits.get(r),
-                    c.container.requests.get(r),
-                    requests.get(r),
-                    default.get(r),
-                );
-                limits.set(r, limit);
-                limit_notes.extend(note);
-                // Beyond upstream: keep limit / request within maxLimitRequestRatio.
-                let ratio = container_range.and_then(|lr| lr.max_limit_request_ratio.get(r));
-                if let (Some(req), Some(lim)) = (requests.get(r), limit)
-                    && let Some(lowered) = ratio_ceiling_limit(req, lim, ratio)
-                {
-                    limits.set(r, Some(lowered));
-                    limit_notes.push(format!(
-                        "{r} limit lowered to fit maxLimitRequestRatio in container LimitRange"
-                    ));
-                }
-            }
-            if limits.is_empty() {
-                limits = Resources::default();
-            } else {
-                notes.extend(limit_notes);
-            }
+        let (limits, limit_notes) = new_limits(
+            &c.container,
+            &requests,
+            controlled_values(policies, &c.container.name),
+            container_range,
+        );
+        if !limits.is_empty() {
+            notes.extend(limit_notes);
         }
         let (ops, summary) = container_ops(i, c, &requests, &limits, notes);
         if !ops.is_empty() {
@@ -478,9 +620,11 @@ pub fn admission_pod(pod: &k8s_openapi::api::core::v1::Pod) -> Result<AdmissionP
 }
 
 #[cfg(test)]
+mod api_validity;
+
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::quantity::Quantity;
     use crate::vertical::limit_range::Ratios;
 
     fn q(s: &str) -> Quantity {
@@ -671,19 +815,22 @@ mod tests {
                     "memory capped to container limit",
                 ],
             },
+            // Upstream sets both; its CPU limit (capped at 2^63-1 millicores) is below the 1Ei
+            // request, which the API server refuses. Here CPU is left as it is; memory's capped
+            // limit (2^63-1 bytes) is still above its request.
             Row {
                 name: "limit over int64",
                 pod: AdmissionPod::test().container(c, res("1", "100Mi"), res("10", "1000Mi")),
                 vpa: AdmissionVpa::test(c, res("1Ei", "1Ei"))
                     .policy(min_max(none, res("1Ei", "1Ei"))),
                 range: None,
-                requests: res("1Ei", "1Ei"),
+                requests: res("", "1Ei"),
                 limits: Resources {
-                    cpu: Some(Quantity::from_milli(i128::from(i64::MAX))),
+                    cpu: None,
                     memory: Some(Quantity::from_milli(i128::from(i64::MAX) * 1000)),
                 },
                 notes: &[
-                    "cpu: failed to keep limit to request ratio; capping limit to int64",
+                    "cpu left unchanged: the new values would break request <= limit",
                     "memory: failed to keep limit to request ratio; capping limit to int64",
                 ],
             },

@@ -3,8 +3,9 @@
 //!
 //! * [`apply_policy`]: what the recommender does before writing status — drop resources not in
 //!   `controlledResourceAmounts`, then clamp target, lower and upper bound to
-//!   `minAllowed`/`maxAllowed` (a zero or absent bound is no bound). `uncappedTarget` is the
-//!   target before this step. Containers with `mode: Off` get no recommendation at all.
+//!   `minAllowed`/`maxAllowed` (a zero or absent bound is no bound, as upstream; beyond upstream,
+//!   so is a negative one, which would otherwise write a negative recommendation). `uncappedTarget`
+//!   is the target before this step. Containers with `mode: Off` get no recommendation at all.
 //!
 //! What admission and the updater do with a recommendation for one concrete container
 //! (`LimitRange` items, limit proportions, `RequestsOnly` capping to the current limit) lives in
@@ -70,14 +71,14 @@ impl PolicyBounds {
 
 fn cap_to_min(value: ResourceAmount, min: Option<&ResourceAmount>) -> (ResourceAmount, bool) {
     match min {
-        Some(&m) if m != 0 && value < m => (m, true),
+        Some(&m) if m > 0 && value < m => (m, true),
         _ => (value, false),
     }
 }
 
 fn cap_to_max(value: ResourceAmount, max: Option<&ResourceAmount>) -> (ResourceAmount, bool) {
     match max {
-        Some(&m) if m != 0 && value > m => (m, true),
+        Some(&m) if m > 0 && value > m => (m, true),
         _ => (value, false),
     }
 }
@@ -170,6 +171,16 @@ mod tests {
     fn zero_bounds_are_no_bounds() {
         let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
         let (out, notes) = apply_policy(&r, &policy((0, 0), (0, 0))).expect("on");
+        assert_eq!(out, r);
+        assert!(notes.is_empty());
+    }
+
+    // Beyond upstream (issue #28): a negative bound, which `validate()` refuses but a VPA stored
+    // before that may hold, is no bound; the recommendation never goes below zero.
+    #[test]
+    fn negative_bounds_are_no_bounds() {
+        let r = rec((50, 10_000), (30, 5_000), (5_000, 90_000));
+        let (out, notes) = apply_policy(&r, &policy((-10, -1), (-1, -5))).expect("on");
         assert_eq!(out, r);
         assert!(notes.is_empty());
     }

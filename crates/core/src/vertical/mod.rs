@@ -24,7 +24,8 @@
 //! the per-pod request from the workload's total usage and the HPA+'s settings.
 //!
 //! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`],
-//! and [`scope`], the namespaces both act in.
+//! [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or resize
+//! may break) and [`scope`], the namespaces both act in.
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
 //! amounts, the container recommendation) ← [`policy`] (update mode, container policies) ←
@@ -46,6 +47,7 @@ pub mod limit_range;
 pub mod model;
 pub mod oom;
 pub mod ownership;
+pub mod pod_validity;
 pub mod policy;
 pub mod priority;
 pub mod recommendation;

@@ -10,15 +10,20 @@
 //!
 //! Besides standard CEL and its macros (`has`, `all`, `exists`, `exists_one`, `map`, `filter`,
 //! `matches`), the environment has the cel-go string extensions (`lowerAscii`, `split`, `join`,
-//! `indexOf`, `substring`, `trim`, …) and Kubernetes' quantity library: `quantity()`,
-//! `isQuantity()`, and on a quantity `compareTo`, `isGreaterThan`, `isLessThan`,
-//! `asApproximateFloat`, `asInteger`, `isInteger`, `sign`, `add`, `sub`.
+//! `indexOf`, `substring`, `trim`, …) and Kubernetes' quantity library in the call style it
+//! declares (`cel.Overload` or `cel.MemberOverload` in `quantity.go`): the global functions
+//! `quantity()`, `isQuantity()` and `sign()`, and on a quantity the members `compareTo`,
+//! `isGreaterThan`, `isLessThan` (a quantity operand only), `asApproximateFloat`, `asInteger`,
+//! `isInteger`, `add`, `sub` (a quantity or an int operand). A call in the other style
+//! (`quantity(x).sign()`, `compareTo(a, b)`) fails as it fails to compile on a real API server,
+//! so a rule that only works here is caught by the sim's tests. The library's newest members
+//! (`mul`, `div`, `divInt`) are left out: older servers refuse them.
 
 use std::sync::Arc;
 
 use cel::extractors::This;
 use cel::objects::{Key, Map as CelMap, Opaque};
-use cel::{Context, Env, ExecutionError, Program, Value as Cel};
+use cel::{Context, Env, ExecutionError, FunctionContext, Program, Value as Cel};
 use plimsoll_core::quantity::Quantity;
 use serde_json::Value;
 
@@ -275,63 +280,165 @@ fn quantity_of(v: &Cel, function: &str) -> Result<Quantity, ExecutionError> {
     }
 }
 
+/// The operand of `compareTo`, `isGreaterThan` and `isLessThan`: their only overload takes a
+/// quantity (an int is refused, as the type checker refuses it).
+fn quantity_operand(v: &Cel, function: &str) -> Result<Quantity, ExecutionError> {
+    match v {
+        Cel::Opaque(_) => quantity_of(v, function),
+        _ => Err(ExecutionError::function_error(
+            function,
+            format!("found no matching overload for '{function}' applied to a {v:?} operand"),
+        )),
+    }
+}
+
 fn wrap(q: Quantity) -> Cel {
     Cel::Opaque(Arc::new(KubeQuantity(q)))
 }
 
+/// Refuses a call in the style the library does not declare `function` in: `member` functions
+/// need a receiver (`q.compareTo(r)`), the others must not have one (`sign(q)`). cel-go reports
+/// it when the rule compiles, as "found no matching overload".
+fn call_style(ftx: &FunctionContext, function: &str, member: bool) -> Result<(), ExecutionError> {
+    match (ftx.this.is_some(), member) {
+        (true, false) => Err(ExecutionError::function_error(
+            function,
+            format!(
+                "found no matching overload for '{function}' applied to a receiver: it is a \
+                 global function, call it as {function}(...)"
+            ),
+        )),
+        (false, true) => Err(ExecutionError::function_error(
+            function,
+            format!(
+                "found no matching overload for '{function}' without a receiver: it is a member \
+                 function, call it as <quantity>.{function}(...)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Registers Kubernetes' quantity library (`k8s.io/apiserver/pkg/cel/library/quantity.go`).
 fn register_quantity_library(ctx: &mut Context<'_, '_>) {
-    let _ = ctx.add_function("quantity", |s: Arc<String>| {
-        Quantity::parse(&s)
-            .map(wrap)
-            .map_err(|e| ExecutionError::function_error("quantity", e.to_string()))
-    });
-    let _ = ctx.add_function("isQuantity", |s: Arc<String>| Quantity::parse(&s).is_ok());
-    let _ = ctx.add_function("compareTo", |This(a): This<Cel>, b: Cel| {
-        let (a, b) = (quantity_of(&a, "compareTo")?, quantity_of(&b, "compareTo")?);
-        Ok::<_, ExecutionError>(Cel::Int(a.cmp(&b) as i64))
-    });
-    let _ = ctx.add_function("isGreaterThan", |This(a): This<Cel>, b: Cel| {
-        Ok::<_, ExecutionError>(Cel::Bool(
-            quantity_of(&a, "isGreaterThan")? > quantity_of(&b, "isGreaterThan")?,
-        ))
-    });
-    let _ = ctx.add_function("isLessThan", |This(a): This<Cel>, b: Cel| {
-        Ok::<_, ExecutionError>(Cel::Bool(
-            quantity_of(&a, "isLessThan")? < quantity_of(&b, "isLessThan")?,
-        ))
-    });
-    let _ = ctx.add_function("asApproximateFloat", |This(a): This<Cel>| {
-        Ok::<_, ExecutionError>(Cel::Float(quantity_of(&a, "asApproximateFloat")?.as_f64()))
-    });
-    let _ = ctx.add_function("isInteger", |This(a): This<Cel>| {
-        Ok::<_, ExecutionError>(Cel::Bool(quantity_of(&a, "isInteger")?.milli() % 1000 == 0))
-    });
-    let _ = ctx.add_function("asInteger", |This(a): This<Cel>| {
-        let m = quantity_of(&a, "asInteger")?.milli();
-        if m % 1000 != 0 {
-            return Err(ExecutionError::function_error(
-                "asInteger",
-                "cannot convert value to integer",
-            ));
-        }
-        i64::try_from(m / 1000).map(Cel::Int).map_err(|_| {
-            ExecutionError::function_error("asInteger", "cannot convert value to integer")
-        })
-    });
-    let _ = ctx.add_function("sign", |This(a): This<Cel>| {
-        Ok::<_, ExecutionError>(Cel::Int(quantity_of(&a, "sign")?.milli().signum() as i64))
-    });
-    let _ = ctx.add_function("add", |This(a): This<Cel>, b: Cel| {
-        let (a, b) = (quantity_of(&a, "add")?, quantity_of(&b, "add")?);
-        a.checked_add(b)
-            .map(wrap)
-            .ok_or_else(|| ExecutionError::function_error("add", "overflow"))
-    });
-    let _ = ctx.add_function("sub", |This(a): This<Cel>, b: Cel| {
-        let (a, b) = (quantity_of(&a, "sub")?, quantity_of(&b, "sub")?);
-        a.checked_sub(b)
-            .map(wrap)
-            .ok_or_else(|| ExecutionError::function_error("sub", "overflow"))
-    });
+    let _ = ctx.add_function("quantity", quantity_fn);
+    let _ = ctx.add_function("isQuantity", is_quantity_fn);
+    let _ = ctx.add_function("sign", sign_fn);
+    let _ = ctx.add_function("compareTo", compare_to_fn);
+    let _ = ctx.add_function("isGreaterThan", is_greater_than_fn);
+    let _ = ctx.add_function("isLessThan", is_less_than_fn);
+    let _ = ctx.add_function("asApproximateFloat", as_approximate_float_fn);
+    let _ = ctx.add_function("isInteger", is_integer_fn);
+    let _ = ctx.add_function("asInteger", as_integer_fn);
+    let _ = ctx.add_function("add", add_fn);
+    let _ = ctx.add_function("sub", sub_fn);
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn quantity_fn(ftx: &FunctionContext, s: Arc<String>) -> Result<Cel, ExecutionError> {
+    call_style(ftx, "quantity", false)?;
+    Quantity::parse(&s)
+        .map(wrap)
+        .map_err(|e| ExecutionError::function_error("quantity", e.to_string()))
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn is_quantity_fn(ftx: &FunctionContext, s: Arc<String>) -> Result<bool, ExecutionError> {
+    call_style(ftx, "isQuantity", false)?;
+    Ok(Quantity::parse(&s).is_ok())
+}
+
+fn sign_fn(ftx: &FunctionContext, This(a): This<Cel>) -> Result<Cel, ExecutionError> {
+    call_style(ftx, "sign", false)?;
+    Ok(Cel::Int(quantity_of(&a, "sign")?.milli().signum() as i64))
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn compare_to_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Cel, ExecutionError> {
+    call_style(ftx, "compareTo", true)?;
+    let a = quantity_of(&a, "compareTo")?;
+    let b = quantity_operand(&b, "compareTo")?;
+    Ok(Cel::Int(a.cmp(&b) as i64))
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn is_greater_than_fn(
+    ftx: &FunctionContext,
+    This(a): This<Cel>,
+    b: Cel,
+) -> Result<bool, ExecutionError> {
+    call_style(ftx, "isGreaterThan", true)?;
+    Ok(quantity_of(&a, "isGreaterThan")? > quantity_operand(&b, "isGreaterThan")?)
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn is_less_than_fn(
+    ftx: &FunctionContext,
+    This(a): This<Cel>,
+    b: Cel,
+) -> Result<bool, ExecutionError> {
+    call_style(ftx, "isLessThan", true)?;
+    Ok(quantity_of(&a, "isLessThan")? < quantity_operand(&b, "isLessThan")?)
+}
+
+fn as_approximate_float_fn(
+    ftx: &FunctionContext,
+    This(a): This<Cel>,
+) -> Result<f64, ExecutionError> {
+    call_style(ftx, "asApproximateFloat", true)?;
+    Ok(quantity_of(&a, "asApproximateFloat")?.as_f64())
+}
+
+fn is_integer_fn(ftx: &FunctionContext, This(a): This<Cel>) -> Result<bool, ExecutionError> {
+    call_style(ftx, "isInteger", true)?;
+    Ok(quantity_of(&a, "isInteger")?.milli() % 1000 == 0)
+}
+
+fn as_integer_fn(ftx: &FunctionContext, This(a): This<Cel>) -> Result<Cel, ExecutionError> {
+    call_style(ftx, "asInteger", true)?;
+    let m = quantity_of(&a, "asInteger")?.milli();
+    let refused = || ExecutionError::function_error("asInteger", "cannot convert value to integer");
+    if m % 1000 != 0 {
+        return Err(refused());
+    }
+    i64::try_from(m / 1000).map(Cel::Int).map_err(|_| refused())
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn add_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Cel, ExecutionError> {
+    call_style(ftx, "add", true)?;
+    let (a, b) = (quantity_of(&a, "add")?, quantity_of(&b, "add")?);
+    a.checked_add(b)
+        .map(wrap)
+        .ok_or_else(|| ExecutionError::function_error("add", "overflow"))
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn sub_fn(ftx: &FunctionContext, This(a): This<Cel>, b: Cel) -> Result<Cel, ExecutionError> {
+    call_style(ftx, "sub", true)?;
+    let (a, b) = (quantity_of(&a, "sub")?, quantity_of(&b, "sub")?);
+    a.checked_sub(b)
+        .map(wrap)
+        .ok_or_else(|| ExecutionError::function_error("sub", "overflow"))
 }

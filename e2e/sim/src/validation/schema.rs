@@ -1,7 +1,7 @@
 //! The structural-schema half of CRD validation: pruning of fields the schema does not declare,
 //! and the OpenAPI v3 checks kube-apiserver runs through kube-openapi's validator (`type`,
 //! `x-kubernetes-int-or-string`, `nullable`, `enum`, `required`, numeric bounds, string length,
-//! `pattern`, `format: date-time`, item counts), worded as it words them
+//! `pattern`, `format: date-time`, item and property counts), worded as it words them
 //! (`spec.minReplicas in body should be greater than or equal to 0`).
 //!
 //! Invariants: the root's `apiVersion`, `kind` and `metadata` (and those of embedded resources)
@@ -200,6 +200,18 @@ fn validate_object(
                 ));
             }
         }
+    }
+    // `maxProperties` (kube-openapi's TooManyProperties, answered as `field.TooMany`).
+    let len = map.len() as u64;
+    if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64)
+        && len > max
+    {
+        errors.push(FieldError::new(
+            ErrorKind::TooMany,
+            path.clone(),
+            Some(Value::from(len)),
+            format!("must have at most {max} items"),
+        ));
     }
     let props = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties").filter(|a| a.is_object());

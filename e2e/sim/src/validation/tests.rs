@@ -262,7 +262,7 @@ fn cel_quantity_library() {
         (
             json!({"type": "object", "properties": {"q": {"type": "string"}}}),
             doc(
-                "quantity(self.q).add(quantity('100m')).isGreaterThan(quantity('1')) && quantity(self.q).sub(1).sign() == -1",
+                "quantity(self.q).add(quantity('100m')).isGreaterThan(quantity('1')) && sign(quantity(self.q).sub(1)) == -1",
             ),
             json!({"q": "950m"}),
             true,
@@ -273,10 +273,61 @@ fn cel_quantity_library() {
             json!({"q": "1.5 Gi"}),
             true,
         ),
+        // The call styles `quantity.go` declares: `sign` is a global function (`cel.Overload`),
+        // `compareTo` a member (`cel.MemberOverload`) whose operand is a quantity; the other
+        // style does not compile on a real API server.
+        (
+            json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            doc("sign(quantity(self.q)) == -1"),
+            json!({"q": "-1"}),
+            true,
+        ),
+        (
+            json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            doc("quantity(self.q).sign() == -1"),
+            json!({"q": "-1"}),
+            false,
+        ),
+        (
+            json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            doc("compareTo(quantity(self.q), quantity('1')) < 0"),
+            json!({"q": "-1"}),
+            false,
+        ),
+        (
+            json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            doc("quantity(self.q).compareTo(1) < 0"),
+            json!({"q": "-1"}),
+            false,
+        ),
+        (
+            json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            doc("self.q.isQuantity()"),
+            json!({"q": "1"}),
+            false,
+        ),
     ];
     for (s, r, value, want) in cases {
         let got = holds(s, &r, &value);
         assert_eq!(got.is_ok(), want, "rule {r} on {value}: {got:?}");
+    }
+}
+
+#[test]
+fn a_quantity_function_called_in_the_wrong_style_is_refused_as_a_real_server_refuses_it() {
+    let s = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    for (r, function) in [
+        ("quantity(self.q).sign() == -1", "sign"),
+        (
+            "compareTo(quantity(self.q), quantity('1')) < 0",
+            "compareTo",
+        ),
+    ] {
+        let err = holds(s.clone(), r, &json!({"q": "-1"})).unwrap_err();
+        assert!(
+            err.contains(&format!("found no matching overload for '{function}'")),
+            "{r}: {err}"
+        );
     }
 }
 

@@ -4,17 +4,13 @@
 //! the cluster, with the same messages where the wording allows; the controller keeps its own
 //! validation for objects written before the CRD carried these rules.
 //!
-//! Quantities are `x-kubernetes-int-or-string`, so every rule reads them as `string(self)`.
+//! Quantities are read as [`crate::api::cel`] describes (no `string()` of an int-or-string, the
+//! quantity library in its declared call style), so that the API server's cost estimate of
+//! every rule stays within its budget.
 
 use serde_json::{Value, json};
 
-/// The rule that a quantity parses, with the controller's wording.
-fn parses() -> Value {
-    json!({
-        "rule": "isQuantity(string(self))",
-        "messageExpression": "'invalid quantity \"' + string(self) + '\"'",
-    })
-}
+use crate::api::cel::{as_quantity, is_quantity, quantity_rule};
 
 /// A quantity in `[lo, hi)` (or `[lo, hi]` when `hi_inclusive`), as `check_quantity_range`.
 pub(super) fn quantity_range(lo: &str, hi: &str, hi_inclusive: bool) -> Value {
@@ -23,38 +19,24 @@ pub(super) fn quantity_range(lo: &str, hi: &str, hi_inclusive: bool) -> Value {
     } else {
         ("< 0", ")")
     };
-    json!([
-        parses(),
-        {
-            "rule": format!(
-                "!isQuantity(string(self)) || (quantity(string(self)).compareTo(quantity('{lo}')) >= 0 \
-                 && quantity(string(self)).compareTo(quantity('{hi}')) {upper})"
-            ),
-            "message": format!("must be in [{lo}, {hi}{bracket}"),
+    quantity_rule(
+        |q| {
+            format!(
+                "({q}.compareTo(quantity('{lo}')) >= 0 && {q}.compareTo(quantity('{hi}')) {upper})"
+            )
         },
-    ])
+        &format!("must be in [{lo}, {hi}{bracket}"),
+    )
 }
 
 /// A quantity `>= 0` (a direction's tolerance, a watermark).
 pub(super) fn quantity_non_negative() -> Value {
-    json!([
-        parses(),
-        {
-            "rule": "!isQuantity(string(self)) || quantity(string(self)).sign() >= 0",
-            "message": "must be >= 0",
-        },
-    ])
+    quantity_rule(|q| format!("sign({q}) >= 0"), "must be >= 0")
 }
 
 /// A quantity `> 0` (a `value` or `averageValue` target).
 pub(super) fn quantity_positive() -> Value {
-    json!([
-        parses(),
-        {
-            "rule": "!isQuantity(string(self)) || quantity(string(self)).sign() > 0",
-            "message": "must be positive",
-        },
-    ])
+    quantity_rule(|q| format!("sign({q}) > 0"), "must be positive")
 }
 
 /// The member a metric source `type` names is set, and no other (`validate_metric`).
@@ -125,9 +107,13 @@ pub(super) fn target() -> Value {
             "fieldPath": ".highWatermark",
         },
         {
-            "rule": "!has(self.lowWatermark) || !has(self.highWatermark) \
-                     || !isQuantity(string(self.lowWatermark)) || !isQuantity(string(self.highWatermark)) \
-                     || !quantity(string(self.highWatermark)).isLessThan(quantity(string(self.lowWatermark)))",
+            "rule": format!(
+                "!has(self.lowWatermark) || !has(self.highWatermark) || !{} || !{} || !{}.isLessThan({})",
+                is_quantity("self.lowWatermark"),
+                is_quantity("self.highWatermark"),
+                as_quantity("self.highWatermark"),
+                as_quantity("self.lowWatermark"),
+            ),
             "message": "must be >= lowWatermark",
             "fieldPath": ".highWatermark",
         },

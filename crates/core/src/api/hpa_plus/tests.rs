@@ -632,3 +632,85 @@ spec: {scaleTargetRef: {kind: Deployment, name: web}, maxReplicas: 10}",
         "{err}"
     );
 }
+
+/// The CRD's size limits (`api::limits`), mirrored by `validate()` for objects stored before the
+/// CRD had them and for native HPAs: each oversized field is named; the largest legitimate size
+/// passes.
+#[test]
+fn sizes_are_bounded_as_the_crd_bounds_them() {
+    use crate::api::limits::{MAX_METRICS, MAX_QUERY_LENGTH, MAX_SELECTOR_TERMS};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    let queue = |i: usize| MetricSpec::external(&format!("q{i}"), MetricTarget::value("10"));
+    let mut spec = HorizontalPodAutoscalerPlusSpec::test();
+    spec.metrics = (0..MAX_METRICS).map(queue).collect();
+    spec.validate().unwrap();
+    spec.metrics.push(queue(MAX_METRICS));
+    assert_error(&spec, "spec.metrics", "must have at most 32 items, got 33");
+
+    let long = |n: usize| "x".repeat(n);
+    let mut prom = MetricSpec::prometheus("p", &long(MAX_QUERY_LENGTH), MetricTarget::value("1"));
+    HorizontalPodAutoscalerPlusSpec::test()
+        .metric(prom.clone())
+        .validate()
+        .unwrap();
+    if let Some(p) = prom.prometheus.as_mut() {
+        p.query.push('x');
+        p.name = Some(long(1025));
+        p.server_address = Some(format!("http://{}", long(2048)));
+    }
+    let mut external = MetricSpec::external("q", MetricTarget::value("1"));
+    if let Some(e) = external.external.as_mut() {
+        e.metric.selector = Some(LabelSelector {
+            match_labels: Some(
+                (0..=MAX_SELECTOR_TERMS)
+                    .map(|i| (format!("k{i}"), "v".to_owned()))
+                    .collect(),
+            ),
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "k".into(),
+                operator: "In".into(),
+                values: Some(vec![long(64)]),
+            }]),
+        });
+    }
+    let mut spec = HorizontalPodAutoscalerPlusSpec::test()
+        .metric(prom)
+        .metric(external)
+        .scale_up(HpaScalingRules::window(0).pods(1, 60));
+    spec.scale_target_ref.name = long(254);
+    if let Some(up) = spec.behavior.as_mut().and_then(|b| b.scale_up.as_mut()) {
+        up.policies = vec![up.policies.first().cloned().unwrap_or_default(); 17];
+    }
+    for (path, message) in [
+        (
+            "spec.scaleTargetRef.name",
+            "may not be more than 253 characters, got 254",
+        ),
+        (
+            "spec.metrics[0].prometheus.query",
+            "may not be more than 4096 characters",
+        ),
+        (
+            "spec.metrics[0].prometheus.name",
+            "may not be more than 1024 characters",
+        ),
+        (
+            "spec.metrics[0].prometheus.serverAddress",
+            "may not be more than 2048 characters",
+        ),
+        (
+            "spec.metrics[1].external.metric.selector.matchLabels",
+            "must have at most 64 items, got 65",
+        ),
+        (
+            "spec.metrics[1].external.metric.selector.matchExpressions[0].values[0]",
+            "may not be more than 63 characters",
+        ),
+        (
+            "spec.behavior.scaleUp.policies",
+            "must have at most 16 items, got 17",
+        ),
+    ] {
+        assert_error(&spec, path, message);
+    }
+}

@@ -5,9 +5,15 @@
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
 use super::{
-    HorizontalPodAutoscalerPlusSpec, HpaScalingRules, MetricSourceType, MetricSpec, MetricTarget,
-    MetricTargetType,
+    CrossVersionObjectReference, HorizontalPodAutoscalerPlusSpec, HpaScalingRules,
+    MetricIdentifier, MetricSourceType, MetricSpec, MetricTarget, MetricTargetType,
+};
+use crate::api::limits::{
+    MAX_ADDRESS_LENGTH, MAX_LABEL_LENGTH, MAX_METRIC_NAME_LENGTH, MAX_METRICS, MAX_NAME_LENGTH,
+    MAX_QUALIFIED_NAME_LENGTH, MAX_QUERY_LENGTH, MAX_SCALING_POLICIES, MAX_SELECTOR_TERMS,
 };
 use crate::api::validation::FieldErrors;
 
@@ -76,7 +82,82 @@ impl HorizontalPodAutoscalerPlusSpec {
             }
         }
         self.validate_additions(&mut errs);
+        self.validate_sizes(&mut errs);
         errs.into_result()
+    }
+
+    /// The size limits the CRD states (`maxItems`, `maxLength`, `maxProperties`), for objects
+    /// stored before it did and for native HPAs, whose annotations no schema bounds.
+    fn validate_sizes(&self, errs: &mut FieldErrors) {
+        reference_sizes(&self.scale_target_ref, "spec.scaleTargetRef", errs);
+        errs.max_items("spec.metrics", self.metrics.len(), MAX_METRICS);
+        for (i, m) in self.metrics.iter().enumerate() {
+            let path = format!("spec.metrics[{i}]");
+            if let Some(r) = &m.resource {
+                errs.max_length(
+                    format!("{path}.resource.name"),
+                    &r.name,
+                    MAX_QUALIFIED_NAME_LENGTH,
+                );
+            }
+            if let Some(r) = &m.container_resource {
+                errs.max_length(
+                    format!("{path}.containerResource.name"),
+                    &r.name,
+                    MAX_QUALIFIED_NAME_LENGTH,
+                );
+                errs.max_length(
+                    format!("{path}.containerResource.container"),
+                    &r.container,
+                    MAX_LABEL_LENGTH,
+                );
+            }
+            if let Some(p) = &m.pods {
+                identifier_sizes(&p.metric, &format!("{path}.pods.metric"), errs);
+            }
+            if let Some(o) = &m.object {
+                reference_sizes(
+                    &o.described_object,
+                    &format!("{path}.object.describedObject"),
+                    errs,
+                );
+                identifier_sizes(&o.metric, &format!("{path}.object.metric"), errs);
+            }
+            if let Some(e) = &m.external {
+                identifier_sizes(&e.metric, &format!("{path}.external.metric"), errs);
+            }
+            if let Some(p) = &m.prometheus {
+                errs.max_length(
+                    format!("{path}.prometheus.query"),
+                    &p.query,
+                    MAX_QUERY_LENGTH,
+                );
+                if let Some(name) = &p.name {
+                    errs.max_length(
+                        format!("{path}.prometheus.name"),
+                        name,
+                        MAX_METRIC_NAME_LENGTH,
+                    );
+                }
+                if let Some(address) = &p.server_address {
+                    errs.max_length(
+                        format!("{path}.prometheus.serverAddress"),
+                        address,
+                        MAX_ADDRESS_LENGTH,
+                    );
+                }
+            }
+        }
+        if let Some(behavior) = &self.behavior {
+            for (rules, path) in [
+                (&behavior.scale_up, "spec.behavior.scaleUp.policies"),
+                (&behavior.scale_down, "spec.behavior.scaleDown.policies"),
+            ] {
+                if let Some(rules) = rules {
+                    errs.max_items(path, rules.policies.len(), MAX_SCALING_POLICIES);
+                }
+            }
+        }
     }
 
     fn validate_additions(&self, errs: &mut FieldErrors) {
@@ -165,6 +246,52 @@ impl HorizontalPodAutoscalerPlusSpec {
                 errs.push("spec.minReplicasTuning.floor", "must be >= 1");
             } else if floor > self.max_replicas {
                 errs.push("spec.minReplicasTuning.floor", "must be <= maxReplicas");
+            }
+        }
+    }
+}
+
+fn reference_sizes(r: &CrossVersionObjectReference, path: &str, errs: &mut FieldErrors) {
+    if let Some(v) = &r.api_version {
+        errs.max_length(format!("{path}.apiVersion"), v, MAX_QUALIFIED_NAME_LENGTH);
+    }
+    errs.max_length(format!("{path}.kind"), &r.kind, MAX_LABEL_LENGTH);
+    errs.max_length(format!("{path}.name"), &r.name, MAX_NAME_LENGTH);
+}
+
+fn identifier_sizes(m: &MetricIdentifier, path: &str, errs: &mut FieldErrors) {
+    errs.max_length(format!("{path}.name"), &m.name, MAX_METRIC_NAME_LENGTH);
+    if let Some(s) = &m.selector {
+        selector_sizes(s, &format!("{path}.selector"), errs);
+    }
+}
+
+fn selector_sizes(s: &LabelSelector, path: &str, errs: &mut FieldErrors) {
+    if let Some(labels) = &s.match_labels {
+        errs.max_items(
+            format!("{path}.matchLabels"),
+            labels.len(),
+            MAX_SELECTOR_TERMS,
+        );
+        for (k, v) in labels {
+            errs.max_length(format!("{path}.matchLabels.{k}"), v, MAX_LABEL_LENGTH);
+        }
+    }
+    if let Some(exprs) = &s.match_expressions {
+        errs.max_items(
+            format!("{path}.matchExpressions"),
+            exprs.len(),
+            MAX_SELECTOR_TERMS,
+        );
+        for (i, e) in exprs.iter().enumerate() {
+            let at = format!("{path}.matchExpressions[{i}]");
+            errs.max_length(format!("{at}.key"), &e.key, MAX_QUALIFIED_NAME_LENGTH);
+            errs.max_length(format!("{at}.operator"), &e.operator, MAX_LABEL_LENGTH);
+            if let Some(values) = &e.values {
+                errs.max_items(format!("{at}.values"), values.len(), MAX_SELECTOR_TERMS);
+                for (j, v) in values.iter().enumerate() {
+                    errs.max_length(format!("{at}.values[{j}]"), v, MAX_LABEL_LENGTH);
+                }
             }
         }
     }

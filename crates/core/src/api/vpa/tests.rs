@@ -237,6 +237,91 @@ fn validation_reports_every_problem_with_its_path() {
                 }),
             });
         }),
+        // Issue #28: a negative bound became a negative request.
+        (
+            "spec.resourcePolicy.containerPolicies[0].maxAllowed.cpu",
+            |s| {
+                policy(s)
+                    .max_allowed
+                    .as_mut()
+                    .expect("max")
+                    .insert("cpu".into(), Quantity("-1".into()));
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[0].minAllowed.memory",
+            |s| {
+                policy(s)
+                    .min_allowed
+                    .as_mut()
+                    .expect("min")
+                    .insert("memory".into(), Quantity("-1Mi".into()));
+            },
+        ),
+        // Startup boosts that lower, or last a negative time.
+        ("spec.startupBoost.cpu.factor", |s| {
+            s.startup_boost = Some(boost(StartupBoostType::Factor, Some(0), None, None));
+        }),
+        ("spec.startupBoost.cpu.quantity", |s| {
+            s.startup_boost = Some(boost(StartupBoostType::Quantity, None, Some("-1"), None));
+        }),
+        (
+            "spec.resourcePolicy.containerPolicies[0].startupBoost.cpu.durationSeconds",
+            |s| {
+                policy(s).startup_boost = Some(boost(
+                    StartupBoostType::Quantity,
+                    None,
+                    Some("500m"),
+                    Some(-1),
+                ));
+            },
+        ),
+        // The size limits of the CRD.
+        ("spec.resourcePolicy.containerPolicies", |s| {
+            let named = |i: usize| ContainerResourcePolicy {
+                container_name: Some(format!("c{i}")),
+                ..ContainerResourcePolicy::default()
+            };
+            s.resource_policy = Some(PodResourcePolicy {
+                container_policies: Some((0..65).map(named).collect()),
+            });
+        }),
+        ("spec.resourcePolicy.containerPolicies[0].maxAllowed", |s| {
+            policy(s).max_allowed = Some(
+                (0..17)
+                    .map(|i| (format!("example.com/r{i}"), Quantity("1".into())))
+                    .collect(),
+            );
+        }),
+        (
+            "spec.resourcePolicy.containerPolicies[0].controlledResources",
+            |s| {
+                policy(s).controlled_resources = Some(vec!["cpu".into(); 17]);
+            },
+        ),
+        (
+            "spec.resourcePolicy.containerPolicies[0].containerName",
+            |s| {
+                policy(s).container_name = Some("c".repeat(64));
+            },
+        ),
+        ("spec.targetRef.name", |s| {
+            s.target_ref.name = "w".repeat(254);
+        }),
+        ("spec.recommenders[0].name", |s| {
+            s.recommenders = Some(vec![RecommenderSelector {
+                name: "r".repeat(254),
+            }]);
+        }),
+        ("spec.updatePolicy.evictionRequirements", |s| {
+            s.update_policy.as_mut().expect("up").eviction_requirements = Some(vec![
+                    EvictionRequirement {
+                        resources: vec!["cpu".into()],
+                        change_requirement: EvictionChangeRequirement::TargetHigherThanRequests,
+                    };
+                    17
+                ]);
+        }),
     ];
     for (path, breaker) in cases {
         let mut s = spec();
@@ -244,6 +329,43 @@ fn validation_reports_every_problem_with_its_path() {
         let errs = s.validate().expect_err(path);
         assert!(errs.has_path(path), "expected {path}, got {errs}");
     }
+}
+
+fn boost(
+    type_: StartupBoostType,
+    factor: Option<i32>,
+    quantity: Option<&str>,
+    duration_seconds: Option<i32>,
+) -> StartupBoost {
+    StartupBoost {
+        cpu: Some(GenericStartupBoost {
+            type_,
+            factor,
+            quantity: quantity.map(|q| Quantity(q.into())),
+            duration_seconds,
+        }),
+    }
+}
+
+/// A negative bound is reported once, as negative (not also as above `maxAllowed`), and its
+/// neighbours (0, which is no bound, and a huge amount) pass.
+#[test]
+fn negative_bounds_are_refused_and_their_neighbours_accepted() {
+    let mut s = spec();
+    let p = policy(&mut s);
+    p.min_allowed = Some(ResourceList::from([("cpu".into(), Quantity("-5".into()))]));
+    p.max_allowed = Some(ResourceList::from([("cpu".into(), Quantity("-1".into()))]));
+    let errs = s.validate().expect_err("negative");
+    assert_eq!(
+        errs.to_string(),
+        "spec.resourcePolicy.containerPolicies[0].minAllowed.cpu: must be >= 0, got -5; \
+         spec.resourcePolicy.containerPolicies[0].maxAllowed.cpu: must be >= 0, got -1"
+    );
+    let p = policy(&mut s);
+    p.min_allowed = Some(ResourceList::from([("cpu".into(), Quantity("0".into()))]));
+    p.max_allowed = Some(ResourceList::from([("cpu".into(), Quantity("1E".into()))]));
+    s.startup_boost = Some(boost(StartupBoostType::Factor, Some(1), None, Some(0)));
+    assert_eq!(s.validate(), Ok(()));
 }
 
 #[test]
