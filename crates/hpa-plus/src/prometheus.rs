@@ -268,11 +268,14 @@ impl PrometheusMetrics {
     }
 
     /// `query` to `server`, or [`PrometheusError::Canceled`] as soon as the process shuts down.
+    /// The query (a connection, TLS, HTTP and the body) lives on the heap: only objects with
+    /// Prometheus metrics pay for it, and the evaluation's future stays small for the others.
     async fn until_shutdown<T>(
         &self,
         server: &str,
         query: impl Future<Output = Result<T, PrometheusError>>,
     ) -> Result<T, PrometheusError> {
+        let query = Box::pin(query);
         tokio::select! {
             biased;
             () = self.shutdown.cancelled() => Err(PrometheusError::Canceled {

@@ -589,14 +589,18 @@ async fn report_decision_failures(subject: &Subject<'_>, ctx: &Context, decision
 }
 
 /// The observation of `subject`'s target: its pods (claimed against other autoscalers), their
-/// usage and the metrics (Prometheus' by `prometheus_deadline`).
+/// usage and the metrics; and when this evaluation's Prometheus queries must have ended. That
+/// one budget covers every Prometheus query of the evaluation: the metrics here, and tuning's
+/// and prediction's history on first sight.
 async fn observe_target(
     subject: &Subject<'_>,
     ctx: &Context,
     (scale, selector): (&TargetScale, &Selector),
     pods: &[Arc<PodInfo>],
-    prometheus_deadline: tokio::time::Instant,
-) -> Observation {
+) -> (Observation, tokio::time::Instant) {
+    let prometheus_deadline = ctx
+        .prometheus
+        .deadline(period(ctx.config.sync_period_seconds(&subject.spec)));
     let display = format!(
         "{}/{}",
         match subject.kind {
@@ -622,10 +626,11 @@ async fn observe_target(
         prometheus_deadline,
     )
     .await;
-    Observation {
+    let observed = Observation {
         conflicting_autoscalers: conflicting,
         ..observed
-    }
+    };
+    (observed, prometheus_deadline)
 }
 
 /// Lowers `spec.minReplicas` when tuning says to (Apply, while leading); the new minimum, or
@@ -909,6 +914,69 @@ fn not_acting(subject: &Subject<'_>, ctx: &Context) -> Action {
     Action::await_change()
 }
 
+/// What the decision steps came to: the spec they used (with a tuned `minReplicas`), when,
+/// tuning's outcome, and the decision with prediction's raise.
+struct Decided<'a> {
+    spec: Cow<'a, HorizontalPodAutoscalerPlusSpec>,
+    at: Timestamp,
+    tuned: Option<Tuned>,
+    decision: Decision,
+    predicted: Option<Predicted>,
+}
+
+/// Tuning, the reactive decision and prediction, in that order, for what was observed.
+async fn decide_all<'a>(
+    subject: &'a Subject<'_>,
+    ctx: &Context,
+    pods: &[Arc<PodInfo>],
+    observed: &Observation,
+    prometheus_deadline: tokio::time::Instant,
+) -> Decided<'a> {
+    let at = now();
+    let (tuned, tuned_min) = tune(subject, ctx, pods, observed, (at, prometheus_deadline)).await;
+    let spec: &HorizontalPodAutoscalerPlusSpec = &subject.spec;
+    let spec = match tuned_min {
+        Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
+            min_replicas: Some(min),
+            ..spec.clone()
+        }),
+        None => Cow::Borrowed(spec),
+    };
+    // On first sight (a restart, a new leader) the history is the one the object carries.
+    // Whoever wrote the object's memory may have evaluated until now (see `memory::resume`).
+    let held = memory::resume(
+        ctx.history(&subject.uid).as_ref(),
+        subject.stored.as_deref(),
+        observed.current_replicas,
+        at,
+        at,
+    );
+    let decision = decide(&DecisionInput {
+        spec: &spec,
+        observed,
+        history: &held,
+        config: &ctx.config,
+        now: at,
+    });
+    let (decision, predicted) = predict(
+        subject,
+        ctx,
+        &spec,
+        pods,
+        observed,
+        decision,
+        (at, prometheus_deadline),
+    )
+    .await;
+    Decided {
+        spec,
+        at,
+        tuned,
+        decision,
+        predicted,
+    }
+}
+
 /// The steps of one evaluation, in order; each early return is one failure mode of the module
 /// doc.
 async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
@@ -937,62 +1005,23 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         return fail(&subject, ctx, invalid_selector(&target, ctx, spec, started)).await;
     };
     let pods = ctx.pods.select(&subject.namespace, &selector);
-    // One budget for every Prometheus query of this evaluation: the metrics, and tuning's and
-    // prediction's history on first sight.
-    let prometheus_deadline = ctx
-        .prometheus
-        .deadline(period(ctx.config.sync_period_seconds(spec)));
-    let observed = observe_target(
-        &subject,
-        ctx,
-        (&scale, &selector),
-        &pods,
-        prometheus_deadline,
-    )
-    .await;
+    let (observed, prometheus_deadline) =
+        observe_target(&subject, ctx, (&scale, &selector), &pods).await;
     if abandoned(ctx, &observed) {
         return Ok(Action::await_change());
     }
 
-    let at = now();
-    let (tuned, tuned_min) = tune(&subject, ctx, &pods, &observed, (at, prometheus_deadline)).await;
-    let spec = match tuned_min {
-        Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
-            min_replicas: Some(min),
-            ..spec.clone()
-        }),
-        None => Cow::Borrowed(spec),
-    };
-    let spec = spec.as_ref();
-    // On first sight (a restart, a new leader) the history is the one the object carries.
-    // Whoever wrote the object's memory may have evaluated until now (see `memory::resume`).
-    let held = memory::resume(
-        ctx.history(&subject.uid).as_ref(),
-        subject.stored.as_deref(),
-        observed.current_replicas,
-        at,
-        at,
-    );
-    let decision = decide(&DecisionInput {
+    let Decided {
         spec,
-        observed: &observed,
-        history: &held,
-        config: &ctx.config,
-        now: at,
-    });
-    let (decision, predicted) = predict(
-        &subject,
-        ctx,
-        spec,
-        &pods,
-        &observed,
+        at,
+        tuned,
         decision,
-        (at, prometheus_deadline),
-    )
-    .await;
+        predicted,
+    } = decide_all(&subject, ctx, &pods, &observed, prometheus_deadline).await;
     if abandoned(ctx, &observed) {
         return Ok(Action::await_change());
     }
+    let spec = spec.as_ref();
     let series = crate::metrics::series_names(spec, &decision);
     let mut history = decision.history.clone();
     let scaled = match write_scale(&subject, ctx, &target, scale.spec_replicas, &decision).await {
