@@ -21,7 +21,6 @@
 use std::sync::atomic::AtomicU64;
 
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType};
-use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::{Countdown, Decision, LimitedBy};
 use plimsoll_runtime::telemetry::ReconcileMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -45,12 +44,14 @@ pub struct ObjectLabels {
 /// or `prometheus-<i>` for the `i`-th metric of the spec when it is a Prometheus metric without
 /// `name` (whose name is its query).
 pub fn series_names(spec: &HorizontalPodAutoscalerPlusSpec, decision: &Decision) -> Vec<String> {
-    let metrics = metrics_of(spec);
+    // `spec.metrics`, not `metrics_of`: a spec without metrics is evaluated on the default CPU
+    // metric, which is no Prometheus one, and building it here would cost every such object an
+    // allocation per evaluation.
     decision
         .proposals
         .iter()
         .enumerate()
-        .map(|(i, p)| match metrics.get(i) {
+        .map(|(i, p)| match spec.metrics.get(i) {
             Some(m)
                 if m.type_ == MetricSourceType::Prometheus
                     && m.prometheus.as_ref().is_some_and(|p| p.name.is_none()) =>

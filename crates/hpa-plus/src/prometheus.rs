@@ -478,13 +478,23 @@ impl PrometheusMetrics {
 /// with the bounded detail for the operator.
 fn failed(address: &str, e: &PrometheusError) -> String {
     log_failure(address, e, "prometheus query failed");
-    format!("{}: {e}", e.reason())
+    match e {
+        // The operator's settings (a CA file, credentials) could not be used: their error text
+        // (a path, an OS error) is for the log, not for whoever wrote the autoscaler.
+        PrometheusError::Config(_) => format!(
+            "{}: prometheus {address}: hpa-plus's Prometheus settings are unusable (see its log)",
+            e.reason()
+        ),
+        _ => format!("{}: {e}", e.reason()),
+    }
 }
 
 /// Logs a failed query with what the message users read leaves out: at `warn` when the
 /// server said or did something worth a look (the detail), else at `debug`.
 pub fn log_failure(address: &str, e: &PrometheusError, what: &str) {
-    if e.detail().is_empty() {
+    if let PrometheusError::Config(detail) = e {
+        tracing::warn!(server = %address, reason = e.reason(), detail = %plimsoll_runtime::prometheus::error::bounded(detail), "{what}");
+    } else if e.detail().is_empty() {
         tracing::debug!(server = %address, reason = e.reason(), error = %e, "{what}");
     } else {
         tracing::warn!(server = %address, reason = e.reason(), error = %e, detail = e.detail(), "{what}");
@@ -662,6 +672,25 @@ mod tests {
         let err = values["up"].clone().unwrap_err();
         assert!(err.starts_with("PrometheusCanceled"), "{err}");
         assert!(prom.stopping());
+    }
+
+    #[tokio::test]
+    async fn the_operators_configuration_errors_are_not_shown_to_the_author() {
+        let mut settings = allowing("https://prom:9090", &[]);
+        settings.others.ca_file = Some("/nonexistent/operator-ca.pem".into());
+        settings.allowed = AllowedServers::new(["https://prom:9090", "https://team:9090"]);
+        let prom = PrometheusMetrics::new(settings, None);
+        let values = prom
+            .values(
+                &[metric("up", Some("https://team:9090"))],
+                Duration::from_secs(5),
+                Timestamp::UNIX_EPOCH,
+                Instant::now() + Duration::from_secs(5),
+            )
+            .await;
+        let err = values["up"].clone().unwrap_err();
+        assert!(err.starts_with("PrometheusUnreachable: "), "{err}");
+        assert!(!err.contains("operator-ca.pem"), "{err}");
     }
 
     #[test]
