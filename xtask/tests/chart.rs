@@ -52,6 +52,8 @@ fn all_on() -> Value {
         "vpaRecommender": {"enabled": true},
         "vpaUpdater": {"enabled": true},
         "prometheus": {"address": "https://prometheus.monitoring:9090", "timeout": "45s",
+                       "allowedServers": ["http://prometheus.team-a.svc:9090", "https://thanos:10902/team-b"],
+                       "maxResponseBytes": 8_388_608,
                        "ca": {"configMap": "prometheus-ca"},
                        "bearerToken": {"secretName": "prometheus-reader", "secretNamespace": "monitoring"}},
         "vpaAdmission": {"enabled": true, "priorityClassName": "plimsoll-webhook",
@@ -802,6 +804,11 @@ fn prometheus_values_give_both_readers_flags_mounts_and_one_secret() {
         );
         assert_eq!(flag(&args, "--prometheus-timeout"), Some("45s"), "{svc}");
         assert_eq!(
+            flag(&args, "--prometheus-max-response-bytes"),
+            Some("8388608"),
+            "{svc}"
+        );
+        assert_eq!(
             flag(&args, "--prometheus-bearer-token-secret"),
             Some("monitoring/prometheus-reader:token"),
             "{svc}"
@@ -824,8 +831,18 @@ fn prometheus_values_give_both_readers_flags_mounts_and_one_secret() {
             "{svc}: {args:?}"
         );
     }
-    // The exclusion selector reaches hpa-plus and is a selector it accepts.
+    // The servers an autoscaler may name: hpa-plus's concern alone.
     let hpa_args = args_of(deployment(&o, "hpa-plus"));
+    assert_eq!(
+        flag(&hpa_args, "--prometheus-allowed-servers"),
+        Some("http://prometheus.team-a.svc:9090,https://thanos:10902/team-b")
+    );
+    let recommender_args = args_of(deployment(&o, "vpa-recommender"));
+    assert_eq!(
+        flag(&recommender_args, "--prometheus-allowed-servers"),
+        None
+    );
+    // The exclusion selector reaches hpa-plus and is a selector it accepts.
     assert_eq!(
         flag(&hpa_args, "--min-replicas-tuning-exclude"),
         Some("plimsoll.dev/keep-min-replicas=true,tier in (quorum)")
@@ -914,6 +931,31 @@ fn a_ca_from_a_secret_and_a_token_file_mount_read_only_with_no_secret_rbac() {
         o.role_bindings
             .iter()
             .all(|b| b.role_ref.name != "plimsoll-prometheus-credentials")
+    );
+}
+
+#[test]
+fn allowed_servers_without_an_address_reach_hpa_plus_alone() {
+    let o = render(&json!({
+        "vpaRecommender": {"enabled": true},
+        "prometheus": {"allowedServers": ["http://prometheus.team-a.svc:9090"]},
+    }));
+    let args = args_of(deployment(&o, "hpa-plus"));
+    service_args::parse("hpa-plus", &args).expect("args parse");
+    assert_eq!(
+        flag(&args, "--prometheus-allowed-servers"),
+        Some("http://prometheus.team-a.svc:9090")
+    );
+    assert_eq!(flag(&args, "--prometheus-address"), None);
+    assert_eq!(
+        flag(&args, "--prometheus-max-response-bytes"),
+        None,
+        "the service's default"
+    );
+    assert!(
+        !args_of(deployment(&o, "vpa-recommender"))
+            .iter()
+            .any(|a| a.starts_with("--prometheus"))
     );
 }
 
@@ -1054,6 +1096,14 @@ fn values_validate_against_the_schema_and_typos_do_not() {
         (
             json!({"hpaPlus": {"minReplicasTuningExclude": ["a=b"]}}),
             "/hpaPlus/minReplicasTuningExclude",
+        ),
+        (
+            json!({"prometheus": {"allowedServers": ["prom:9090"]}}),
+            "/prometheus/allowedServers/0",
+        ),
+        (
+            json!({"prometheus": {"allowedServers": "http://prom:9090"}}),
+            "/prometheus/allowedServers",
         ),
     ];
     for (overrides, what) in refused {

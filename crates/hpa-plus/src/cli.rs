@@ -128,9 +128,19 @@ pub struct Args {
     pub shards: u32,
 
     /// The Prometheus server of `type: Prometheus` metrics (and native `prometheus-query`
-    /// External metrics) without their own serverAddress: address, TLS, credentials, timeout.
+    /// External metrics) without their own serverAddress: address, TLS, credentials, timeout;
+    /// the other servers an autoscaler may name, and the size cap of an answer.
     #[command(flatten)]
     pub prometheus: PrometheusArgs,
+
+    /// The time all Prometheus queries of one evaluation of one autoscaler may take together,
+    /// retries included (its metrics, read at most 4 at a time, and on first sight
+    /// minReplicasTuning's and spec.predictive's history). Default: the autoscaler's own sync
+    /// period, so a server that never answers holds a worker for at most one period and delays
+    /// only the autoscalers that name it. Each query also ends within --prometheus-timeout.
+    #[arg(long, env = "PLIMSOLL_PROMETHEUS_OBJECT_BUDGET", value_name = "DURATION",
+          value_parser = parse_duration)]
+    pub prometheus_object_budget: Option<Duration>,
 
     /// An offline subcommand; without one, hpa-plus runs the controller.
     #[command(subcommand)]
@@ -208,7 +218,12 @@ impl Args {
             native_hpa: self.native_hpa,
             decision,
             identity: None,
-            prometheus: self.prometheus.config(),
+            prometheus: crate::prometheus::PrometheusSettings {
+                server: self.prometheus.config(),
+                others: self.prometheus.anonymous(),
+                allowed: self.prometheus.allowed_servers(),
+                object_budget: self.prometheus_object_budget.filter(|b| !b.is_zero()),
+            },
             tuning_exclude,
             shards: self.shards,
         })

@@ -212,11 +212,24 @@ impl Context {
         lock(&self.memory).get(uid).map(|m| m.published)
     }
 
-    /// Stores the memory of `uid` after a reconcile.
+    /// Stores the memory of `uid` after a reconcile. The per-metric series of metrics the last
+    /// evaluation had and this one does not (removed from the spec, or renamed) go.
     pub fn remember(&self, uid: &str, memory: Memory) {
         let mut all = lock(&self.memory);
-        all.insert(uid.to_owned(), memory);
+        let before = all.insert(uid.to_owned(), memory);
         self.metrics.objects.set(all.len() as i64);
+        let Some(before) = before else { return };
+        let Some(now) = all.get(uid) else { return };
+        if before.metric_names != now.metric_names {
+            self.metrics.forget_metrics(
+                &before.namespace,
+                &before.name,
+                before
+                    .metric_names
+                    .iter()
+                    .filter(|m| !now.metric_names.contains(m)),
+            );
+        }
     }
 
     /// Records that this replica wrote `status` for `uid` (the whole HPA+ status as the server
@@ -392,7 +405,10 @@ mod tests {
             crons,
             config: ControllerConfig::default(),
             leader: LeaderHandle::always_leading(),
-            prometheus: PrometheusMetrics::new(None, None),
+            prometheus: PrometheusMetrics::new(
+                crate::prometheus::PrometheusSettings::default(),
+                None,
+            ),
             tuning_exclude: None,
             vpas: crate::vpa_targets(),
         });
@@ -477,6 +493,99 @@ mod tests {
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
         assert!(text.contains("plimsoll_hpa_plus_objects 0"), "{text}");
+    }
+
+    /// One evaluation of `metrics` (a spec's `metrics` list) as the reconcile records it: the
+    /// per-metric series, then the memory; returns the exposition text.
+    fn evaluate_metrics(ctx: &Context, registry: &Registry, metrics: &serde_json::Value) -> String {
+        use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlusSpec;
+        use plimsoll_core::horizontal::{DecisionInput, Observation, decide};
+        let spec: HorizontalPodAutoscalerPlusSpec = serde_json::from_value(serde_json::json!({
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 10,
+            "metrics": metrics,
+        }))
+        .unwrap();
+        let ready = plimsoll_core::horizontal::PodSample {
+            name: "web-1".into(),
+            phase: plimsoll_core::horizontal::PodPhase::Running,
+            ready: Some(true),
+            ..plimsoll_core::horizontal::PodSample::default()
+        };
+        let observed = Observation {
+            current_replicas: 2,
+            pods: vec![ready],
+            prometheus_metrics: [
+                (QUERY.to_owned(), Ok(3000)),
+                ("rps".to_owned(), Ok(3000)),
+                ("other".to_owned(), Ok(1000)),
+            ]
+            .into(),
+            ..Observation::default()
+        };
+        let decision = decide(&DecisionInput {
+            spec: &spec,
+            observed: &observed,
+            history: &History::default(),
+            config: &ControllerConfig::default(),
+            now: jiff::Timestamp::UNIX_EPOCH,
+        });
+        let series = crate::metrics::series_names(&spec, &decision);
+        let published = ctx
+            .metrics
+            .observe("ns", "web", (&decision, &series), ctx.published("u1"));
+        ctx.remember(
+            "u1",
+            Memory {
+                namespace: "ns".into(),
+                name: "web".into(),
+                history: History::default(),
+                metric_names: series,
+                next_due: None,
+                native: false,
+                loads: LoadHistory::default(),
+                tuning_status: None,
+                predictive: None,
+                published,
+            },
+        );
+        let mut text = String::new();
+        encode(&mut text, registry).unwrap();
+        text
+    }
+
+    const QUERY: &str = "sum(rate(http_requests_total{app=\"web\"}[1m]))";
+
+    fn prometheus(name: Option<&str>) -> serde_json::Value {
+        serde_json::json!({"type": "Prometheus", "prometheus": {
+            "query": QUERY, "name": name, "target": {"type": "Value", "value": "1"}}})
+    }
+
+    #[tokio::test]
+    async fn series_never_carry_a_query_and_go_with_a_renamed_or_removed_metric() {
+        let (ctx, registry) = context();
+        let other = serde_json::json!({"type": "Prometheus", "prometheus": {
+            "query": "up", "name": "other", "target": {"type": "Value", "value": "1"}}});
+        // Unnamed: labelled by its position in spec.metrics, never by its query.
+        let text = evaluate_metrics(
+            &ctx,
+            &registry,
+            &serde_json::json!([other, prometheus(None)]),
+        );
+        assert!(text.contains("metric=\"prometheus-1\""), "{text}");
+        assert!(!text.contains("http_requests_total"), "{text}");
+        // Named: its name; the old label's series go.
+        let text = evaluate_metrics(
+            &ctx,
+            &registry,
+            &serde_json::json!([other, prometheus(Some("rps"))]),
+        );
+        assert!(text.contains("metric=\"rps\""), "{text}");
+        assert!(!text.contains("prometheus-1"), "{text}");
+        // Removed: its series go, the others stay.
+        let text = evaluate_metrics(&ctx, &registry, &serde_json::json!([other]));
+        assert!(!text.contains("metric=\"rps\""), "{text}");
+        assert!(text.contains("metric=\"other\""), "{text}");
     }
 
     #[tokio::test]

@@ -19,7 +19,8 @@
 //! it ([`taken_over`]).
 //!
 //! On shutdown (the token is cancelled) the controllers stop taking work and finish in-flight
-//! reconciles, then the Lease is released and `run` returns `Ok`. If the election task dies
+//! reconciles, then the Lease is released and `run` returns `Ok`. A Prometheus query in flight
+//! does not hold that up: it races the same token, and its evaluation ends without writing. If the election task dies
 //! while running, `run` returns an error.
 //!
 //! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`prometheus`]
@@ -96,8 +97,9 @@ pub struct Config {
     /// Leader-election identity; `None` = `$POD_NAME` or the host name. Tests running two
     /// instances in one process set distinct identities.
     pub identity: Option<String>,
-    /// The default Prometheus server of `type: Prometheus` metrics (`--prometheus-*`).
-    pub prometheus: Option<plimsoll_runtime::prometheus::PrometheusConfig>,
+    /// The Prometheus servers of `type: Prometheus` metrics: the default one, what others get,
+    /// which are allowed, and the per-object budget (`--prometheus-*`).
+    pub prometheus: prometheus::PrometheusSettings,
     /// `--min-replicas-tuning-exclude`.
     pub tuning_exclude: Option<tuning::Exclusion>,
     /// `--shards`: 1 runs one leader on `plimsoll-hpa-plus`; more splits the autoscalers
@@ -156,10 +158,12 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
             crons,
             config: config.decision.clone(),
             leader: service.leader.clone(),
+            // A query in flight when SIGTERM comes is abandoned at once, not waited for.
             prometheus: prometheus::PrometheusMetrics::new(
                 config.prometheus.clone(),
                 Some(client.clone()),
-            ),
+            )
+            .with_shutdown(shutdown.clone()),
             tuning_exclude: config.tuning_exclude.clone(),
             vpas: vpas.clone(),
         })

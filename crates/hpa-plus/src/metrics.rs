@@ -6,7 +6,12 @@
 //! rule that limited the last decision, 0 for the others seen before),
 //! `transition_countdown_seconds{transition}`, `predicted_replicas` and
 //! `predicted_load{metric}` (`spec.predictive`). Per-object series are removed when the object is
-//! deleted, so the cardinality follows the number of autoscalers.
+//! deleted, and a metric's series when it leaves the spec or is renamed, so the cardinality
+//! follows the number of autoscalers and their metrics.
+//!
+//! The `metric` label is the metric's name as the decision reports it ([`series_names`]),
+//! except for a `type: Prometheus` metric without `name`: its name would be the query, text of
+//! any length, so its label is `prometheus-<i>`, `i` its position in `spec.metrics` (from 0).
 //!
 //! Controller-wide: `reconcile_runs_total`, `reconcile_failures_total{error}`,
 //! `reconcile_duration_seconds` (from `plimsoll-runtime`), `queue_depth` (objects whose
@@ -15,6 +20,7 @@
 
 use std::sync::atomic::AtomicU64;
 
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType};
 use plimsoll_core::horizontal::{Countdown, Decision, LimitedBy};
 use plimsoll_runtime::telemetry::ReconcileMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -32,6 +38,29 @@ pub struct ObjectLabels {
     pub namespace: String,
     /// Name of the autoscaler.
     pub name: String,
+}
+
+/// The `metric` label of each of `decision`'s proposals, in order: the proposal's metric name,
+/// or `prometheus-<i>` for the `i`-th metric of the spec when it is a Prometheus metric without
+/// `name` (whose name is its query).
+pub fn series_names(spec: &HorizontalPodAutoscalerPlusSpec, decision: &Decision) -> Vec<String> {
+    // `spec.metrics`, not `metrics_of`: a spec without metrics is evaluated on the default CPU
+    // metric, which is no Prometheus one, and building it here would cost every such object an
+    // allocation per evaluation.
+    decision
+        .proposals
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match spec.metrics.get(i) {
+            Some(m)
+                if m.type_ == MetricSourceType::Prometheus
+                    && m.prometheus.as_ref().is_some_and(|p| p.name.is_none()) =>
+            {
+                format!("prometheus-{i}")
+            }
+            _ => p.metric.clone(),
+        })
+        .collect()
 }
 
 /// Labels of a per-metric series.
@@ -260,13 +289,13 @@ impl Metrics {
             .set(i64::from(conflicting));
     }
 
-    /// Records the forecast of `namespace/name` (`None`: prediction is off, and its series go;
-    /// `metrics` are the object's metric names).
+    /// Records the forecast of `namespace/name` (`None`: prediction is off, and its series go).
+    /// `series` are the `metric` labels of `decision`'s proposals ([`series_names`]).
     pub fn predicted(
         &self,
         namespace: &str,
         name: &str,
-        metrics: &[String],
+        (decision, series): (&Decision, &[String]),
         forecast: Option<&plimsoll_core::horizontal::predictive::Forecast>,
     ) {
         let obj = ObjectLabels {
@@ -280,7 +309,7 @@ impl Metrics {
         };
         let Some(f) = forecast else {
             self.predictive.replicas.remove(&obj);
-            for m in metrics {
+            for m in series {
                 self.predictive.load.remove(&labels(m));
             }
             return;
@@ -297,9 +326,18 @@ impl Metrics {
             }
         }
         for m in &f.metrics {
+            // The forecast names a metric as its proposal does; the series as `series` does.
+            let Some(label) = decision
+                .proposals
+                .iter()
+                .position(|p| p.metric == m.metric)
+                .and_then(|i| series.get(i))
+            else {
+                continue;
+            };
             set_opt(
                 &self.predictive.load,
-                &labels(&m.metric),
+                &labels(label),
                 m.load.map(|l| l as f64 / 1000.0),
             );
         }
@@ -325,15 +363,15 @@ impl Metrics {
         }
     }
 
-    /// Records the per-object series of one decision. `previous` is what the last call
-    /// published for this object (`None` on first sight): the `restricted_scaling` and
-    /// countdown series are touched only where they change, so a steady evaluation does not
-    /// look up all 23 of them.
+    /// Records the per-object series of one decision; `series` are the `metric` labels of its
+    /// proposals ([`series_names`]). `previous` is what the last call published for this object
+    /// (`None` on first sight): the `restricted_scaling` and countdown series are touched only
+    /// where they change, so a steady evaluation does not look up all 23 of them.
     pub fn observe(
         &self,
         namespace: &str,
         name: &str,
-        decision: &Decision,
+        (decision, series): (&Decision, &[String]),
         previous: Option<Published>,
     ) -> Published {
         let obj = ObjectLabels {
@@ -343,11 +381,11 @@ impl Metrics {
         self.effective_replicas
             .get_or_create(&obj)
             .set(i64::from(decision.desired_replicas));
-        for p in &decision.proposals {
+        for (p, metric) in decision.proposals.iter().zip(series) {
             let labels = MetricLabels {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
-                metric: p.metric.clone(),
+                metric: metric.clone(),
             };
             set_opt(&self.value, &labels, p.value);
             set_opt(&self.target, &labels, p.target);
@@ -447,18 +485,14 @@ impl Metrics {
             .inc();
     }
 
-    /// Removes every per-object series of `namespace/name` (`metrics` = the metric names it had).
-    pub fn forget(&self, namespace: &str, name: &str, metrics: &[String]) {
-        self.effective_replicas.remove(&ObjectLabels {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        });
-        self.tuned(namespace, name, None);
-        self.predicted(namespace, name, metrics, None);
-        self.conflicting.remove(&ObjectLabels {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        });
+    /// Removes the per-metric series of `namespace/name` labelled with one of `metrics`: the
+    /// object is gone, or those metrics left its spec (or were renamed).
+    pub fn forget_metrics<'a>(
+        &self,
+        namespace: &str,
+        name: &str,
+        metrics: impl IntoIterator<Item = &'a String>,
+    ) {
         for metric in metrics {
             let labels = MetricLabels {
                 namespace: namespace.to_owned(),
@@ -470,7 +504,22 @@ impl Metrics {
             self.low_watermark.remove(&labels);
             self.high_watermark.remove(&labels);
             self.proposal.remove(&labels);
+            self.predictive.load.remove(&labels);
         }
+    }
+
+    /// Removes every per-object series of `namespace/name` (`metrics` = the `metric` labels it
+    /// had).
+    pub fn forget(&self, namespace: &str, name: &str, metrics: &[String]) {
+        let obj = ObjectLabels {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        self.effective_replicas.remove(&obj);
+        self.tuned(namespace, name, None);
+        self.predictive.replicas.remove(&obj);
+        self.conflicting.remove(&obj);
+        self.forget_metrics(namespace, name, metrics);
         for rule in LimitedBy::ALL {
             self.restricted_scaling.remove(&ReasonLabels {
                 namespace: namespace.to_owned(),

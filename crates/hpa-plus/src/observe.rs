@@ -61,15 +61,16 @@ fn milli(q: plimsoll_core::quantity::Quantity) -> Result<i64, String> {
     i64::try_from(q.milli()).map_err(|_| format!("value {q} is out of range"))
 }
 
-/// Builds the observation. `pods` are the pods the target's selector matches.
+/// Builds the observation. `pods` are the pods the target's selector matches; the Prometheus
+/// queries end by `prometheus_deadline` (the object's budget).
 pub async fn observe(
     ctx: &Context,
     namespace: &str,
     spec: &HorizontalPodAutoscalerPlusSpec,
-    current_replicas: i32,
-    status_replicas: i32,
+    (current_replicas, status_replicas): (i32, i32),
     selector: &Selector,
     pods: &[Arc<PodInfo>],
+    prometheus_deadline: tokio::time::Instant,
 ) -> Observation {
     let metrics = metrics_of(spec);
     let samples = pods.iter().map(|p| sample(p)).collect();
@@ -89,6 +90,7 @@ pub async fn observe(
                     u64::try_from(ctx.config.sync_period_seconds(spec)).unwrap_or(5),
                 ),
                 now(),
+                prometheus_deadline,
             )
             .await,
         conflicting_autoscalers: Vec::new(),
@@ -524,7 +526,10 @@ mod tests {
             crons,
             config: ControllerConfig::default(),
             leader: LeaderHandle::always_leading(),
-            prometheus: crate::prometheus::PrometheusMetrics::new(None, None),
+            prometheus: crate::prometheus::PrometheusMetrics::new(
+                crate::prometheus::PrometheusSettings::default(),
+                None,
+            ),
             tuning_exclude: None,
             vpas: crate::vpa_targets(),
         })
@@ -542,7 +547,16 @@ mod tests {
     async fn run(ctx: &Context, spec: &HorizontalPodAutoscalerPlusSpec) -> Observation {
         let selector = Selector::parse("app=web").unwrap();
         let pods = ctx.pods.select("ns", &selector);
-        observe(ctx, "ns", spec, 2, 2, &selector, &pods).await
+        observe(
+            ctx,
+            "ns",
+            spec,
+            (2, 2),
+            &selector,
+            &pods,
+            tokio::time::Instant::now() + std::time::Duration::from_secs(5),
+        )
+        .await
     }
 
     fn cpu_metric() -> serde_json::Value {

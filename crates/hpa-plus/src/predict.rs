@@ -119,6 +119,8 @@ pub struct Subject<'a> {
     pub spec: &'a HorizontalPodAutoscalerPlusSpec,
     /// The predictive status the object carries.
     pub previous: Option<&'a PredictiveStatus>,
+    /// When this evaluation's Prometheus queries must have ended (the object's budget).
+    pub prometheus_deadline: tokio::time::Instant,
 }
 
 /// What prediction came to at one evaluation.
@@ -141,13 +143,15 @@ pub struct Predicted {
 /// bucket is younger than the window's start, else the buckets since its newest. Only metrics
 /// whose recorded load is the query's value itself are read (not `Value` targets or absolute
 /// watermarks, which record the value times the ready pods). A failure is logged and
-/// prediction goes on from what it has (it waits for a season of its own history).
+/// prediction goes on from what it has (it waits for a season of its own history). The
+/// queries end by `deadline`, the object's Prometheus budget.
 pub async fn seed_from_prometheus(
     ctx: &Context,
     spec: &HorizontalPodAutoscalerPlusSpec,
     settings: &Predictive,
     series: &mut LoadSeries,
     now: Timestamp,
+    deadline: tokio::time::Instant,
 ) {
     let step = series.step_seconds();
     let keep = keep_seconds(settings);
@@ -173,7 +177,7 @@ pub async fn seed_from_prometheus(
         };
         match ctx
             .prometheus
-            .bucket_peaks(&address, &p.query, step, from, open)
+            .bucket_peaks(&address, &p.query, step, from, open, deadline)
             .await
         {
             Ok(peaks) => {
@@ -184,7 +188,11 @@ pub async fn seed_from_prometheus(
                 }
             }
             Err(e) => {
-                tracing::warn!(metric = %name, error = %e, "could not read the metric's history from Prometheus; prediction records its own");
+                crate::prometheus::log_failure(
+                    &address,
+                    &e,
+                    "could not read the metric's history from Prometheus; prediction records its own",
+                );
             }
         }
     }
@@ -215,7 +223,15 @@ pub async fn evaluate(
             .and_then(|p| p.history.as_ref())
             .and_then(|h| LoadSeries::restore(h, BUCKET_SECONDS))
             .unwrap_or_else(|| LoadSeries::new(BUCKET_SECONDS));
-        seed_from_prometheus(ctx, subject.spec, settings, &mut series, now).await;
+        seed_from_prometheus(
+            ctx,
+            subject.spec,
+            settings,
+            &mut series,
+            now,
+            subject.prometheus_deadline,
+        )
+        .await;
         (series, None, subject.previous.cloned())
     };
     record_loads(&mut series, subject.spec, settings, observed, now);
@@ -316,25 +332,21 @@ pub async fn write_native_status(
 }
 
 /// Step 5 after the status write: the metrics, the Event (while leading), and a native HPA's
-/// annotation when it changed. `decision` names the object's metrics (to drop their forecast
-/// series when prediction is off).
+/// annotation when it changed. `decision` and `series` (its proposals' `metric` labels, in
+/// order) name the object's metrics (to label the forecast series, and drop them when
+/// prediction is off).
 pub async fn report(
     ctx: &Context,
     subject: &Subject<'_>,
     reference: &ObjectReference,
     native: bool,
-    decision: &Decision,
+    (decision, series): (&Decision, &[String]),
     predicted: Option<&Predicted>,
 ) {
-    let metric_names: Vec<String> = decision
-        .proposals
-        .iter()
-        .map(|p| p.metric.clone())
-        .collect();
     ctx.metrics.predicted(
         subject.namespace,
         subject.name,
-        &metric_names,
+        (decision, series),
         predicted.map(|p| &p.forecast),
     );
     let Some(predicted) = predicted else { return };

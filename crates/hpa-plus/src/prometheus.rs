@@ -1,40 +1,199 @@
 //! Values of `type: Prometheus` metrics: one instant query per metric through the shared
-//! [`PrometheusClient`], with results cached per server and query.
+//! [`PrometheusClient`], with results cached per server and query; and the range queries of
+//! `minReplicasTuning` and `spec.predictive` seeding.
 //!
 //! - The server is the metric's `serverAddress`, else `--prometheus-address`; a metric with
-//!   neither fails with a message naming both. A `serverAddress` other than
-//!   `--prometheus-address` gets its own client with the controller's TLS trust and timeout but
-//!   no credentials (clients are kept, one per address): credentials go only to the server the
-//!   operator configured, never to one an autoscaler's author names.
+//!   neither fails with a message naming both. A server is queried only when it is under
+//!   `--prometheus-allowed-servers` (the `--prometheus-address` always is): any other fails the
+//!   metric with `PrometheusServerNotAllowed` before a client exists, so no name is resolved
+//!   and no connection made. Whoever may write an autoscaler must not be able to make the
+//!   controller connect wherever they like.
+//! - A `serverAddress` other than `--prometheus-address` gets its own client with the
+//!   controller's TLS trust, timeout and size cap but no credentials: credentials go only to the
+//!   server the operator configured, never to one an autoscaler's author names. At most
+//!   [`MAX_CLIENTS`] clients are kept; the least recently used one goes (the configured
+//!   server's never does).
+//! - Budget: all Prometheus queries of one evaluation of one object share one deadline,
+//!   [`PrometheusMetrics::deadline`] (`--prometheus-object-budget`, else the object's sync
+//!   period), retries included, and its metrics are read at most [`QUERIES_PER_OBJECT`] at a
+//!   time; so a server that never answers holds a worker for at most that long, and delays only
+//!   the objects that name it. Every query also races the shutdown token: on SIGTERM a stuck
+//!   query ends at once ([`PrometheusMetrics::stopping`] tells the evaluation not to write).
 //! - A value is reused for (nine tenths of) the period of the object that asked for it: objects
 //!   sharing a query within a period send it once, and an object evaluated early (its spec
-//!   changed) does not query again. A failure is never cached, so the next evaluation tries again.
-//! - A failure (unreachable, refused, rejected, no series or `NaN`) is the metric's
-//!   `Err(message)`, starting with the client's condition reason (`PrometheusUnreachable: …`):
-//!   the decision treats it as a failed fetch, so nothing scales down on it.
+//!   changed) does not query again. A failure is never cached, so the next evaluation tries
+//!   again. The cache holds at most [`MAX_CACHED`] values and [`MAX_CACHED_KEY_BYTES`] of
+//!   addresses and queries; past that a value is simply not kept.
+//! - A failure is the metric's `Err(message)`, starting with the client's condition reason
+//!   (`PrometheusUnreachable: …`), in the client's own classification (no remote text; the
+//!   detail goes to the log): the decision treats it as a failed fetch, so nothing scales down
+//!   on it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use jiff::Timestamp;
-use plimsoll_core::api::hpa_plus::{MetricSourceType, MetricSpec};
+use plimsoll_core::api::hpa_plus::{MetricSourceType, MetricSpec, PrometheusMetricSource};
 use plimsoll_core::horizontal::observation::Fetched;
 use plimsoll_core::horizontal::proposals::metric_name;
-use plimsoll_runtime::prometheus::{PrometheusClient, PrometheusConfig, PrometheusError};
+use plimsoll_runtime::prometheus::{
+    AllowedServers, Auth, PrometheusClient, PrometheusConfig, PrometheusError,
+};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Most clients kept (distinct server addresses); the least recently used goes first.
+pub const MAX_CLIENTS: usize = 64;
+
+/// Most queries of one object in flight at once.
+pub const QUERIES_PER_OBJECT: usize = 4;
+
+/// Most values cached.
+pub const MAX_CACHED: usize = 65_536;
+
+/// Most bytes of addresses and queries the value cache holds as keys.
+pub const MAX_CACHED_KEY_BYTES: usize = 16 * 1024 * 1024;
+
+/// How often the value cache drops stale entries (not at every insert: that is a walk over all
+/// of them).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// A cached value: milli-units, and until when it may be reused.
 type Cached = (i64, Instant);
 
-/// The Prometheus side of the controller: configuration, clients, and the value cache.
+/// What the `--prometheus-*` flags say for hpa-plus.
+#[derive(Clone, Debug)]
+pub struct PrometheusSettings {
+    /// `--prometheus-address` with its credentials; `None` without it.
+    pub server: Option<PrometheusConfig>,
+    /// What every other server is queried with (TLS trust, timeout, retries, size cap; no
+    /// credentials; the address is set per server).
+    pub others: PrometheusConfig,
+    /// `--prometheus-address` and `--prometheus-allowed-servers`.
+    pub allowed: AllowedServers,
+    /// `--prometheus-object-budget`: the time all of one object's queries may take in one
+    /// evaluation; `None`: the object's sync period.
+    pub object_budget: Option<Duration>,
+}
+
+impl Default for PrometheusSettings {
+    /// No server, nothing allowed.
+    fn default() -> Self {
+        Self {
+            server: None,
+            others: PrometheusConfig::new(""),
+            allowed: AllowedServers::none(),
+            object_budget: None,
+        }
+    }
+}
+
+impl PrometheusSettings {
+    /// `server` as `--prometheus-address`, the only server allowed; others would get its
+    /// settings without credentials.
+    pub fn with_server(server: PrometheusConfig) -> Self {
+        Self {
+            allowed: AllowedServers::new([server.address.as_str()]),
+            others: PrometheusConfig {
+                address: String::new(),
+                auth: Auth::None,
+                ..server.clone()
+            },
+            server: Some(server),
+            object_budget: None,
+        }
+    }
+}
+
+/// The clients by address, with when each was last used.
+#[derive(Default)]
+struct Clients {
+    by_address: HashMap<String, (Arc<PrometheusClient>, u64)>,
+    tick: u64,
+}
+
+impl Clients {
+    fn get(&mut self, address: &str) -> Option<Arc<PrometheusClient>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.by_address.get_mut(address).map(|(client, used)| {
+            *used = tick;
+            client.clone()
+        })
+    }
+
+    /// Keeps `client`, making room by dropping the least recently used other than `keep` (the
+    /// configured server's). A dropped client lives on in the queries still using it.
+    fn insert(&mut self, address: &str, client: Arc<PrometheusClient>, keep: Option<&str>) {
+        if self.by_address.len() >= MAX_CLIENTS
+            && let Some(oldest) = self
+                .by_address
+                .iter()
+                .filter(|(a, _)| Some(a.as_str()) != keep)
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(a, _)| a.clone())
+        {
+            self.by_address.remove(&oldest);
+        }
+        self.tick += 1;
+        self.by_address
+            .insert(address.to_owned(), (client, self.tick));
+    }
+}
+
+/// Values by (address, query), bounded in entries and key bytes.
+struct ValueCache {
+    entries: HashMap<(String, String), Cached>,
+    key_bytes: usize,
+    next_sweep: Instant,
+}
+
+impl ValueCache {
+    fn new() -> Self {
+        Self {
+            entries: HashMap::new(),
+            key_bytes: 0,
+            next_sweep: Instant::now(),
+        }
+    }
+
+    fn get(&self, key: &(String, String), at: Instant) -> Option<i64> {
+        self.entries
+            .get(key)
+            .and_then(|&(value, until)| (at < until).then_some(value))
+    }
+
+    fn insert(&mut self, key: (String, String), value: i64, until: Instant, at: Instant) {
+        if at >= self.next_sweep {
+            // Entries of queries nobody asks for any more go once they are stale.
+            self.entries.retain(|_, (_, until)| *until > at);
+            self.key_bytes = self.entries.keys().map(|(a, q)| a.len() + q.len()).sum();
+            self.next_sweep = at + SWEEP_EVERY;
+        }
+        let size = key.0.len() + key.1.len();
+        if !self.entries.contains_key(&key)
+            && (self.entries.len() >= MAX_CACHED || self.key_bytes + size > MAX_CACHED_KEY_BYTES)
+        {
+            // Full of fresh values: this one is read again next time instead.
+            return;
+        }
+        if self.entries.insert(key, (value, until)).is_none() {
+            self.key_bytes += size;
+        }
+    }
+}
+
+/// The Prometheus side of the controller: settings, clients, and the value cache.
 pub struct PrometheusMetrics {
-    /// `--prometheus-*` flags; `None` without `--prometheus-address`.
-    config: Option<PrometheusConfig>,
+    settings: PrometheusSettings,
     /// Reads credentials kept in a Secret.
     kube: Option<kube::Client>,
-    clients: Mutex<HashMap<String, Arc<PrometheusClient>>>,
-    cache: Mutex<HashMap<(String, String), Cached>>,
+    /// Cancelled on shutdown: every query in flight ends at once.
+    shutdown: CancellationToken,
+    clients: Mutex<Clients>,
+    cache: Mutex<ValueCache>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -42,80 +201,160 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl PrometheusMetrics {
-    /// Queries through clients built from `config` (`None`: only metrics with their own
-    /// `serverAddress` can be read, without credentials).
-    pub fn new(config: Option<PrometheusConfig>, kube: Option<kube::Client>) -> Self {
+    /// Queries as `settings` say; `kube` reads credentials kept in a Secret.
+    pub fn new(settings: PrometheusSettings, kube: Option<kube::Client>) -> Self {
         Self {
-            config,
+            settings,
             kube,
-            clients: Mutex::new(HashMap::new()),
-            cache: Mutex::new(HashMap::new()),
+            shutdown: CancellationToken::new(),
+            clients: Mutex::new(Clients::default()),
+            cache: Mutex::new(ValueCache::new()),
         }
+    }
+
+    /// The same, with queries abandoned once `shutdown` is cancelled.
+    #[must_use]
+    pub fn with_shutdown(self, shutdown: CancellationToken) -> Self {
+        Self { shutdown, ..self }
     }
 
     /// The configured default server, if any.
     pub fn default_address(&self) -> Option<&str> {
-        self.config.as_ref().map(|c| c.address.as_str())
+        self.settings.server.as_ref().map(|c| c.address.as_str())
     }
 
-    /// The client for `address`, built once with the controller's TLS and credentials.
+    /// The server of metric source `p`: its own, else the default.
+    pub fn address_of<'a>(&'a self, p: &'a PrometheusMetricSource) -> Option<&'a str> {
+        p.server_address.as_deref().or(self.default_address())
+    }
+
+    /// When all Prometheus queries of an evaluation starting now must have ended, for an
+    /// object whose sync period is `period`.
+    pub fn deadline(&self, period: Duration) -> Instant {
+        Instant::now() + self.settings.object_budget.unwrap_or(period)
+    }
+
+    /// Whether the process is shutting down: queries in flight were abandoned, and an
+    /// evaluation that read Prometheus must not write what it made of that.
+    pub fn stopping(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+
+    /// The client for `address`: refused unless the address is allowed; built once (with the
+    /// controller's credentials for the configured server only) and kept.
     fn client(&self, address: &str) -> Result<Arc<PrometheusClient>, PrometheusError> {
-        if let Some(c) = lock(&self.clients).get(address) {
-            return Ok(c.clone());
+        if !self.settings.allowed.allows(address) {
+            return Err(PrometheusError::NotAllowed {
+                server: address.to_owned(),
+            });
         }
-        let config = match &self.config {
+        if let Some(c) = lock(&self.clients).get(address) {
+            return Ok(c);
+        }
+        let config = match &self.settings.server {
             Some(c) if c.address == address => c.clone(),
             // Another server gets the controller's TLS trust but never its credentials: whoever
             // may write an autoscaler must not be able to collect them with a serverAddress of
             // their own.
-            Some(c) => PrometheusConfig {
+            _ => PrometheusConfig {
                 address: address.to_owned(),
-                auth: plimsoll_runtime::prometheus::Auth::None,
-                ..c.clone()
+                auth: Auth::None,
+                ..self.settings.others.clone()
             },
-            None => PrometheusConfig::new(address),
         };
         let client = Arc::new(PrometheusClient::new(&config, self.kube.clone())?);
-        lock(&self.clients).insert(address.to_owned(), client.clone());
+        lock(&self.clients).insert(address, client.clone(), self.default_address());
         Ok(client)
     }
 
+    /// `query` to `server`, or [`PrometheusError::Canceled`] as soon as the process shuts down.
+    /// The query (a connection, TLS, HTTP and the body) lives on the heap: only objects with
+    /// Prometheus metrics pay for it, and the evaluation's future stays small for the others.
+    async fn until_shutdown<T>(
+        &self,
+        server: &str,
+        query: impl Future<Output = Result<T, PrometheusError>>,
+    ) -> Result<T, PrometheusError> {
+        let query = Box::pin(query);
+        tokio::select! {
+            biased;
+            () = self.shutdown.cancelled() => Err(PrometheusError::Canceled {
+                server: server.to_owned(),
+            }),
+            result = query => result,
+        }
+    }
+
     /// The value of every Prometheus metric among `metrics`, keyed by metric name, each reused
-    /// for `period` after it was read.
+    /// for `period` after it was read; all of them read by `deadline`, at most
+    /// [`QUERIES_PER_OBJECT`] at a time. Empty, without allocating, for metrics that include no
+    /// Prometheus one.
     pub async fn values(
         &self,
         metrics: &[MetricSpec],
         period: Duration,
         now: Timestamp,
+        deadline: Instant,
     ) -> BTreeMap<String, Fetched<i64>> {
-        let mut out = BTreeMap::new();
-        for m in metrics
+        if !metrics
+            .iter()
+            .any(|m| m.type_ == MetricSourceType::Prometheus)
+        {
+            return BTreeMap::new();
+        }
+        let sources: Vec<(&MetricSpec, &PrometheusMetricSource)> = metrics
             .iter()
             .filter(|m| m.type_ == MetricSourceType::Prometheus)
-        {
-            let Some(p) = &m.prometheus else { continue };
-            let Some(address) = p
-                .server_address
-                .as_deref()
-                .or(self.default_address())
-                .map(str::to_owned)
-            else {
-                out.insert(
-                    metric_name(m),
-                    Err(
-                        "PrometheusUnreachable: no server: set prometheus.serverAddress on the \
-                         metric or --prometheus-address on hpa-plus"
-                            .to_owned(),
-                    ),
-                );
-                continue;
-            };
-            out.insert(
-                metric_name(m),
-                self.value(&address, &p.query, period, now).await,
-            );
+            .filter_map(|m| Some((m, m.prometheus.as_ref()?)))
+            .collect();
+        // In the spec's order, so that of two metrics with one name the last wins as it did
+        // when they were read one after another; at most QUERIES_PER_OBJECT in flight.
+        let mut waiting = sources.into_iter();
+        let mut reading = futures::stream::FuturesOrdered::new();
+        for (m, p) in waiting.by_ref().take(QUERIES_PER_OBJECT) {
+            reading.push_back(self.named_value(m, p, period, now, deadline));
+        }
+        let mut out = BTreeMap::new();
+        while let Some((name, value)) = reading.next().await {
+            out.insert(name, value);
+            if let Some((m, p)) = waiting.next() {
+                reading.push_back(self.named_value(m, p, period, now, deadline));
+            }
         }
         out
+    }
+
+    /// One metric's name and value.
+    async fn named_value(
+        &self,
+        m: &MetricSpec,
+        p: &PrometheusMetricSource,
+        period: Duration,
+        now: Timestamp,
+        deadline: Instant,
+    ) -> (String, Fetched<i64>) {
+        (
+            metric_name(m),
+            self.metric_value(p, period, now, deadline).await,
+        )
+    }
+
+    /// One metric's value.
+    async fn metric_value(
+        &self,
+        p: &PrometheusMetricSource,
+        period: Duration,
+        now: Timestamp,
+        deadline: Instant,
+    ) -> Fetched<i64> {
+        let Some(address) = self.address_of(p) else {
+            return Err(
+                "PrometheusUnreachable: no server: set prometheus.serverAddress on the \
+                        metric or --prometheus-address on hpa-plus"
+                    .to_owned(),
+            );
+        };
+        self.value(address, &p.query, period, now, deadline).await
     }
 
     /// One query's value (milli), from the cache while fresh.
@@ -125,60 +364,55 @@ impl PrometheusMetrics {
         query: &str,
         period: Duration,
         now: Timestamp,
+        deadline: Instant,
     ) -> Fetched<i64> {
         let key = (address.to_owned(), query.to_owned());
         let at = Instant::now();
-        if let Some(&(value, until)) = lock(&self.cache).get(&key)
-            && at < until
-        {
+        if let Some(value) = lock(&self.cache).get(&key, at) {
             return Ok(value);
         }
         let read = match self.client(address) {
-            Ok(client) => client.query_value(query, now).await,
+            Ok(client) => {
+                self.until_shutdown(address, client.query_value_before(query, now, deadline))
+                    .await
+            }
             Err(e) => Err(e),
         };
-        let value = read.map_err(|e| format!("{}: {e}", e.reason()))?;
+        let value = read.map_err(|e| failed(address, &e))?;
         let milli = to_milli(value).ok_or_else(|| {
             format!("PrometheusEmptyResult: {value} is out of range for a metric value")
         })?;
-        let mut cache = lock(&self.cache);
-        // Entries of queries nobody asks for any more go once they are stale.
-        cache.retain(|_, (_, until)| *until > at);
         // A tenth of the period short, so that the object's own next evaluation (requeued one
         // period later, give or take the timer's jitter) reads a fresh value.
-        cache.insert(key, (milli, at + period.mul_f64(0.9)));
+        lock(&self.cache).insert(key, milli, at + period.mul_f64(0.9), at);
         Ok(milli)
-    }
-}
-
-impl PrometheusMetrics {
-    /// The server of metric source `p`: its own, else the default.
-    pub fn address_of<'a>(
-        &'a self,
-        p: &'a plimsoll_core::api::hpa_plus::PrometheusMetricSource,
-    ) -> Option<&'a str> {
-        p.server_address.as_deref().or(self.default_address())
     }
 
     /// The hourly peaks of `query` over the `days` days before `now`
     /// (`max_over_time((query)[1h:])` every hour), milli, oldest first; non-finite samples are
     /// skipped. What `minReplicasTuning` starts from when Prometheus holds the metric's past.
+    /// Ends by `deadline` (the object's budget).
     pub async fn hourly_peaks(
         &self,
         address: &str,
         query: &str,
         days: i32,
         now: Timestamp,
+        deadline: Instant,
     ) -> Result<Vec<(Timestamp, i64)>, PrometheusError> {
         let client = self.client(address)?;
         let hours = i64::from(days.max(1)) * 24;
         let start = now - jiff::SignedDuration::from_hours(hours - 1);
-        let series = client
-            .query_range(
-                &format!("max_over_time(({query})[1h:])"),
-                start,
-                now,
-                Duration::from_secs(3600),
+        let series = self
+            .until_shutdown(
+                address,
+                client.query_range_before(
+                    &format!("max_over_time(({query})[1h:])"),
+                    start,
+                    now,
+                    Duration::from_secs(3600),
+                    deadline,
+                ),
             )
             .await?;
         let mut peaks: Vec<(Timestamp, i64)> = series
@@ -192,14 +426,12 @@ impl PrometheusMetrics {
         peaks.sort_by_key(|p| p.0);
         Ok(peaks)
     }
-}
 
-impl PrometheusMetrics {
     /// The peak of `query` in each bucket of `step_seconds` from bucket `from` up to (not
     /// including) bucket `to`, buckets counted from the Unix epoch: `max_over_time((query)[15m:])`
     /// (for 15-minute buckets) evaluated at the end of each bucket, milli, oldest first as
     /// `(bucket, peak)`; non-finite samples are skipped. What `spec.predictive` starts from when
-    /// Prometheus holds the metric's past.
+    /// Prometheus holds the metric's past. Ends by `deadline` (the object's budget).
     pub async fn bucket_peaks(
         &self,
         address: &str,
@@ -207,6 +439,7 @@ impl PrometheusMetrics {
         step_seconds: i64,
         from: i64,
         to: i64,
+        deadline: Instant,
     ) -> Result<Vec<(i64, i64)>, PrometheusError> {
         let client = self.client(address)?;
         let step = step_seconds.max(1);
@@ -215,12 +448,16 @@ impl PrometheusMetrics {
         let (Ok(start), Ok(end)) = (at(from + 1), at(to.max(from + 1))) else {
             return Ok(Vec::new());
         };
-        let series = client
-            .query_range(
-                &peak_query(query, step),
-                start,
-                end,
-                Duration::from_secs(u64::try_from(step).unwrap_or(1)),
+        let series = self
+            .until_shutdown(
+                address,
+                client.query_range_before(
+                    &peak_query(query, step),
+                    start,
+                    end,
+                    Duration::from_secs(u64::try_from(step).unwrap_or(1)),
+                    deadline,
+                ),
             )
             .await?;
         let mut peaks: Vec<(i64, i64)> = series
@@ -234,6 +471,33 @@ impl PrometheusMetrics {
             .collect();
         peaks.sort_unstable();
         Ok(peaks)
+    }
+}
+
+/// The metric's error text (reason first, then the client's classification), and a log line
+/// with the bounded detail for the operator.
+fn failed(address: &str, e: &PrometheusError) -> String {
+    log_failure(address, e, "prometheus query failed");
+    match e {
+        // The operator's settings (a CA file, credentials) could not be used: their error text
+        // (a path, an OS error) is for the log, not for whoever wrote the autoscaler.
+        PrometheusError::Config(_) => format!(
+            "{}: prometheus {address}: hpa-plus's Prometheus settings are unusable (see its log)",
+            e.reason()
+        ),
+        _ => format!("{}: {e}", e.reason()),
+    }
+}
+
+/// Logs a failed query with what the message users read leaves out: at `warn` when the
+/// server said or did something worth a look (the detail), else at `debug`.
+pub fn log_failure(address: &str, e: &PrometheusError, what: &str) {
+    if let PrometheusError::Config(detail) = e {
+        tracing::warn!(server = %address, reason = e.reason(), detail = %plimsoll_runtime::prometheus::error::bounded(detail), "{what}");
+    } else if e.detail().is_empty() {
+        tracing::debug!(server = %address, reason = e.reason(), error = %e, "{what}");
+    } else {
+        tracing::warn!(server = %address, reason = e.reason(), error = %e, detail = e.detail(), "{what}");
     }
 }
 
@@ -260,18 +524,228 @@ fn to_milli(value: f64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn metric(query: &str, server: Option<&str>) -> MetricSpec {
+        serde_json::from_value(serde_json::json!({
+            "type": "Prometheus",
+            "prometheus": {"query": query, "serverAddress": server,
+                           "target": {"type": "Value", "value": "1"}}
+        }))
+        .unwrap()
+    }
+
+    /// A listener that accepts connections and never answers, counting them.
+    async fn silent() -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let count = Arc::new(AtomicUsize::new(0));
+        let counter = count.clone();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                held.push(stream);
+            }
+        });
+        (address, count)
+    }
+
+    fn allowing(default: &str, others: &[&str]) -> PrometheusSettings {
+        let mut settings = PrometheusSettings::with_server(PrometheusConfig::new(default));
+        settings.allowed =
+            AllowedServers::new(std::iter::once(default).chain(others.iter().copied()));
+        settings
+    }
 
     #[test]
     fn credentials_go_only_to_the_configured_server() {
         let mut config = PrometheusConfig::new("http://prom.monitoring:9090");
-        config.auth = plimsoll_runtime::prometheus::Auth::Bearer(
-            plimsoll_runtime::prometheus::SecretSource::Literal("s3cret".into()),
-        );
-        let prom = PrometheusMetrics::new(Some(config), None);
+        config.auth = Auth::Bearer(plimsoll_runtime::prometheus::SecretSource::Literal(
+            "s3cret".into(),
+        ));
+        let mut settings = PrometheusSettings::with_server(config);
+        settings.allowed =
+            AllowedServers::new(["http://prom.monitoring:9090", "http://team.example:9090"]);
+        let prom = PrometheusMetrics::new(settings, None);
         let same = prom.client("http://prom.monitoring:9090").unwrap();
-        let other = prom.client("http://attacker.example:9090").unwrap();
+        let other = prom.client("http://team.example:9090").unwrap();
         assert!(same.has_credentials());
         assert!(!other.has_credentials());
+    }
+
+    #[tokio::test]
+    async fn a_server_not_allowed_gets_no_connection_from_any_query() {
+        let (address, connections) = silent().await;
+        // Same host, another port: not under the prefix.
+        let prom = PrometheusMetrics::new(allowing("http://127.0.0.1:1", &[]), None);
+        let values = prom
+            .values(
+                &[metric("up", Some(&address))],
+                Duration::from_secs(5),
+                Timestamp::UNIX_EPOCH,
+                Instant::now() + Duration::from_secs(5),
+            )
+            .await;
+        let err = values["up"].clone().unwrap_err();
+        assert!(err.starts_with("PrometheusServerNotAllowed: "), "{err}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let tuning = prom
+            .hourly_peaks(&address, "up", 7, Timestamp::UNIX_EPOCH, deadline)
+            .await
+            .unwrap_err();
+        let predictive = prom
+            .bucket_peaks(&address, "up", 900, 0, 10, deadline)
+            .await
+            .unwrap_err();
+        for e in [tuning, predictive] {
+            assert_eq!(e.reason(), "PrometheusServerNotAllowed", "{e}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            connections.load(Ordering::SeqCst),
+            0,
+            "a connection was made"
+        );
+        assert!(
+            lock(&prom.clients).by_address.is_empty(),
+            "a client was built"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_silent_server_holds_an_object_no_longer_than_its_budget() {
+        let (address, connections) = silent().await;
+        let prom = PrometheusMetrics::new(allowing(&address, &[]), None);
+        // Six metrics, read four at a time, with the client's 30 s timeout and 3 attempts: one
+        // after another that would be minutes; all of them share the object's budget.
+        let metrics: Vec<MetricSpec> = (0..6).map(|i| metric(&format!("q{i}"), None)).collect();
+        let started = std::time::Instant::now();
+        let values = prom
+            .values(
+                &metrics,
+                Duration::from_secs(5),
+                Timestamp::UNIX_EPOCH,
+                prom.deadline(Duration::from_millis(500)),
+            )
+            .await;
+        let took = started.elapsed();
+        assert_eq!(values.len(), 6);
+        for v in values.values() {
+            let err = v.clone().unwrap_err();
+            assert!(err.starts_with("PrometheusUnreachable: "), "{err}");
+            assert!(err.contains("timed out"), "{err}");
+        }
+        // Generous for a loaded machine; sequential reads would take 6 × 30 s.
+        assert!(took < Duration::from_secs(10), "{took:?}");
+        assert!(connections.load(Ordering::SeqCst) >= 4);
+    }
+
+    #[tokio::test]
+    async fn shutdown_ends_a_stuck_query_at_once() {
+        let (address, _) = silent().await;
+        let shutdown = CancellationToken::new();
+        let prom = Arc::new(
+            PrometheusMetrics::new(allowing(&address, &[]), None).with_shutdown(shutdown.clone()),
+        );
+        let reading = {
+            let prom = prom.clone();
+            tokio::spawn(async move {
+                prom.values(
+                    &[metric("up", None)],
+                    Duration::from_secs(60),
+                    Timestamp::UNIX_EPOCH,
+                    Instant::now() + Duration::from_secs(60),
+                )
+                .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!prom.stopping());
+        let cancelled = std::time::Instant::now();
+        shutdown.cancel();
+        let values = tokio::time::timeout(Duration::from_secs(5), reading)
+            .await
+            .expect("the query ended on shutdown")
+            .unwrap();
+        assert!(cancelled.elapsed() < Duration::from_secs(5));
+        let err = values["up"].clone().unwrap_err();
+        assert!(err.starts_with("PrometheusCanceled"), "{err}");
+        assert!(prom.stopping());
+    }
+
+    #[tokio::test]
+    async fn the_operators_configuration_errors_are_not_shown_to_the_author() {
+        let mut settings = allowing("https://prom:9090", &[]);
+        settings.others.ca_file = Some("/nonexistent/operator-ca.pem".into());
+        settings.allowed = AllowedServers::new(["https://prom:9090", "https://team:9090"]);
+        let prom = PrometheusMetrics::new(settings, None);
+        let values = prom
+            .values(
+                &[metric("up", Some("https://team:9090"))],
+                Duration::from_secs(5),
+                Timestamp::UNIX_EPOCH,
+                Instant::now() + Duration::from_secs(5),
+            )
+            .await;
+        let err = values["up"].clone().unwrap_err();
+        assert!(err.starts_with("PrometheusUnreachable: "), "{err}");
+        assert!(!err.contains("operator-ca.pem"), "{err}");
+    }
+
+    #[test]
+    fn the_client_map_is_bounded_and_keeps_the_configured_server() {
+        let prom = PrometheusMetrics::new(allowing("http://prom:9090", &[]), None);
+        prom.client("http://prom:9090").unwrap();
+        for i in 0..(MAX_CLIENTS * 2) {
+            prom.client(&format!("http://prom:9090/tenant-{i}"))
+                .unwrap();
+        }
+        let clients = lock(&prom.clients);
+        assert_eq!(clients.by_address.len(), MAX_CLIENTS);
+        assert!(clients.by_address.contains_key("http://prom:9090"));
+        // The most recent ones stay.
+        assert!(
+            clients
+                .by_address
+                .contains_key(&format!("http://prom:9090/tenant-{}", MAX_CLIENTS * 2 - 1))
+        );
+        assert!(!clients.by_address.contains_key("http://prom:9090/tenant-0"));
+    }
+
+    #[test]
+    fn the_value_cache_is_bounded() {
+        let at = Instant::now();
+        let until = at + Duration::from_secs(60);
+        let mut cache = ValueCache::new();
+        for i in 0..(MAX_CACHED + 100) {
+            cache.insert(("s".into(), format!("q{i}")), 1, until, at);
+        }
+        assert_eq!(cache.entries.len(), MAX_CACHED);
+        // A known key is still refreshed when full.
+        cache.insert(("s".into(), "q0".into()), 2, until, at);
+        assert_eq!(cache.get(&("s".into(), "q0".into()), at), Some(2));
+        // Key bytes: a few huge queries fill it.
+        let mut cache = ValueCache::new();
+        let huge = "x".repeat(MAX_CACHED_KEY_BYTES / 4);
+        for i in 0..8 {
+            cache.insert(("s".into(), format!("{huge}{i}")), 1, until, at);
+        }
+        assert!(
+            cache.key_bytes <= MAX_CACHED_KEY_BYTES,
+            "{}",
+            cache.key_bytes
+        );
+        assert!(cache.entries.len() < 8);
+        // Stale entries go at the next sweep.
+        let later = at + Duration::from_secs(120);
+        cache.insert(
+            ("s".into(), "fresh".into()),
+            1,
+            later + Duration::from_secs(1),
+            later,
+        );
+        assert_eq!(cache.entries.len(), 1);
     }
 
     #[test]
@@ -292,14 +766,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_metric_without_any_server_fails_naming_both_settings() {
-        let prom = PrometheusMetrics::new(None, None);
-        let metric: MetricSpec = serde_json::from_value(serde_json::json!({
-            "type": "Prometheus",
-            "prometheus": {"query": "up", "target": {"type": "Value", "value": "1"}}
-        }))
-        .unwrap();
+        let prom = PrometheusMetrics::new(PrometheusSettings::default(), None);
         let values = prom
-            .values(&[metric], Duration::from_secs(5), Timestamp::UNIX_EPOCH)
+            .values(
+                &[metric("up", None)],
+                Duration::from_secs(5),
+                Timestamp::UNIX_EPOCH,
+                Instant::now() + Duration::from_secs(5),
+            )
             .await;
         let err = values["up"].clone().unwrap_err();
         assert!(err.starts_with("PrometheusUnreachable"), "{err}");
@@ -307,5 +781,20 @@ mod tests {
             err.contains("serverAddress") && err.contains("--prometheus-address"),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn objects_without_prometheus_metrics_read_nothing() {
+        let prom = PrometheusMetrics::new(PrometheusSettings::default(), None);
+        let cpu = MetricSpec::resource_default_cpu();
+        let values = prom
+            .values(
+                &[cpu],
+                Duration::from_secs(5),
+                Timestamp::UNIX_EPOCH,
+                Instant::now(),
+            )
+            .await;
+        assert!(values.is_empty());
     }
 }

@@ -589,14 +589,18 @@ async fn report_decision_failures(subject: &Subject<'_>, ctx: &Context, decision
 }
 
 /// The observation of `subject`'s target: its pods (claimed against other autoscalers), their
-/// usage and the metrics.
+/// usage and the metrics; and when this evaluation's Prometheus queries must have ended. That
+/// one budget covers every Prometheus query of the evaluation: the metrics here, and tuning's
+/// and prediction's history on first sight.
 async fn observe_target(
     subject: &Subject<'_>,
     ctx: &Context,
-    scale: &TargetScale,
-    selector: &Selector,
+    (scale, selector): (&TargetScale, &Selector),
     pods: &[Arc<PodInfo>],
-) -> Observation {
+) -> (Observation, tokio::time::Instant) {
+    let prometheus_deadline = ctx
+        .prometheus
+        .deadline(period(ctx.config.sync_period_seconds(&subject.spec)));
     let display = format!(
         "{}/{}",
         match subject.kind {
@@ -616,16 +620,17 @@ async fn observe_target(
         ctx,
         &subject.namespace,
         &subject.spec,
-        scale.spec_replicas,
-        scale.status_replicas,
+        (scale.spec_replicas, scale.status_replicas),
         selector,
         pods,
+        prometheus_deadline,
     )
     .await;
-    Observation {
+    let observed = Observation {
         conflicting_autoscalers: conflicting,
         ..observed
-    }
+    };
+    (observed, prometheus_deadline)
 }
 
 /// Lowers `spec.minReplicas` when tuning says to (Apply, while leading); the new minimum, or
@@ -742,7 +747,7 @@ async fn tune(
     ctx: &Context,
     pods: &[Arc<PodInfo>],
     observed: &Observation,
-    at: Timestamp,
+    (at, prometheus_deadline): (Timestamp, tokio::time::Instant),
 ) -> (Option<Tuned>, Option<i32>) {
     let kind = match subject.kind {
         Kind::Plus => "HorizontalPodAutoscalerPlus",
@@ -758,6 +763,7 @@ async fn tune(
             spec: &subject.spec,
             settings: &subject.tuning,
             previous: subject.tuning_status.as_deref(),
+            prometheus_deadline,
         },
         ctx,
         ctx.loads(&subject.uid),
@@ -769,10 +775,12 @@ async fn tune(
     (tuned, min)
 }
 
-/// What `spec.predictive` reads of `subject`, with the spec the decision used.
+/// What `spec.predictive` reads of `subject`, with the spec the decision used and the end of
+/// the object's Prometheus budget.
 fn predict_subject<'a>(
     subject: &'a Subject,
     spec: &'a HorizontalPodAutoscalerPlusSpec,
+    prometheus_deadline: tokio::time::Instant,
 ) -> crate::predict::Subject<'a> {
     crate::predict::Subject {
         uid: &subject.uid,
@@ -780,6 +788,7 @@ fn predict_subject<'a>(
         name: &subject.name,
         spec,
         previous: subject.predictive_status.as_deref(),
+        prometheus_deadline,
     }
 }
 
@@ -792,11 +801,11 @@ async fn predict(
     pods: &[Arc<PodInfo>],
     observed: &Observation,
     decision: Decision,
-    at: Timestamp,
+    (at, prometheus_deadline): (Timestamp, tokio::time::Instant),
 ) -> (Decision, Option<Predicted>) {
     let held = ctx.predictive(&subject.uid);
     let predicted = crate::predict::evaluate(
-        &predict_subject(subject, spec),
+        &predict_subject(subject, spec, prometheus_deadline),
         ctx,
         held,
         pods,
@@ -811,22 +820,24 @@ async fn predict(
     )
 }
 
-/// The prediction's metrics, Event (while leading) and a native HPA's annotation.
+/// The prediction's metrics, Event (while leading) and a native HPA's annotation; `series`
+/// names the decision's metrics as the per-metric series do.
 async fn report_prediction(
     subject: &Subject<'_>,
     ctx: &Context,
     spec: &HorizontalPodAutoscalerPlusSpec,
-    decision: &Decision,
+    (decision, series): (&Decision, &[String]),
     predicted: Option<&Predicted>,
 ) {
     let native = subject.kind == Kind::Native;
-    let predictive = predict_subject(subject, spec);
+    // Nothing is read from Prometheus by the report.
+    let predictive = predict_subject(subject, spec, tokio::time::Instant::now());
     crate::predict::report(
         ctx,
         &predictive,
         &subject.reference,
         native,
-        decision,
+        (decision, series),
         predicted,
     )
     .await;
@@ -838,15 +849,18 @@ struct Kept {
     tuned: Option<Tuned>,
     predicted: Option<Predicted>,
     published: crate::metrics::Published,
+    /// The `metric` label of each proposal ([`crate::metrics::series_names`]).
+    series: Vec<String>,
 }
 
 /// Keeps what the next evaluation of `subject` starts from ([`Memory`]).
-fn remember(subject: &Subject<'_>, ctx: &Context, kept: Kept, decision: &Decision, next: Duration) {
+fn remember(subject: &Subject<'_>, ctx: &Context, kept: Kept, next: Duration) {
     let Kept {
         history,
         tuned,
         predicted,
         published,
+        series,
     } = kept;
     ctx.remember(
         &subject.uid,
@@ -854,11 +868,7 @@ fn remember(subject: &Subject<'_>, ctx: &Context, kept: Kept, decision: &Decisio
             namespace: subject.namespace.clone(),
             name: subject.name.clone(),
             history,
-            metric_names: decision
-                .proposals
-                .iter()
-                .map(|p| p.metric.clone())
-                .collect(),
+            metric_names: series,
             next_due: Some(Instant::now() + next),
             native: subject.kind == Kind::Native,
             tuning_status: tuned.as_ref().map(|t| t.status.clone()),
@@ -904,6 +914,69 @@ fn not_acting(subject: &Subject<'_>, ctx: &Context) -> Action {
     Action::await_change()
 }
 
+/// What the decision steps came to: the spec they used (with a tuned `minReplicas`), when,
+/// tuning's outcome, and the decision with prediction's raise.
+struct Decided<'a> {
+    spec: Cow<'a, HorizontalPodAutoscalerPlusSpec>,
+    at: Timestamp,
+    tuned: Option<Tuned>,
+    decision: Decision,
+    predicted: Option<Predicted>,
+}
+
+/// Tuning, the reactive decision and prediction, in that order, for what was observed.
+async fn decide_all<'a>(
+    subject: &'a Subject<'_>,
+    ctx: &Context,
+    pods: &[Arc<PodInfo>],
+    observed: &Observation,
+    prometheus_deadline: tokio::time::Instant,
+) -> Decided<'a> {
+    let at = now();
+    let (tuned, tuned_min) = tune(subject, ctx, pods, observed, (at, prometheus_deadline)).await;
+    let spec: &HorizontalPodAutoscalerPlusSpec = &subject.spec;
+    let spec = match tuned_min {
+        Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
+            min_replicas: Some(min),
+            ..spec.clone()
+        }),
+        None => Cow::Borrowed(spec),
+    };
+    // On first sight (a restart, a new leader) the history is the one the object carries.
+    // Whoever wrote the object's memory may have evaluated until now (see `memory::resume`).
+    let held = memory::resume(
+        ctx.history(&subject.uid).as_ref(),
+        subject.stored.as_deref(),
+        observed.current_replicas,
+        at,
+        at,
+    );
+    let decision = decide(&DecisionInput {
+        spec: &spec,
+        observed,
+        history: &held,
+        config: &ctx.config,
+        now: at,
+    });
+    let (decision, predicted) = predict(
+        subject,
+        ctx,
+        &spec,
+        pods,
+        observed,
+        decision,
+        (at, prometheus_deadline),
+    )
+    .await;
+    Decided {
+        spec,
+        at,
+        tuned,
+        decision,
+        predicted,
+    }
+}
+
 /// The steps of one evaluation, in order; each early return is one failure mode of the module
 /// doc.
 async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
@@ -932,35 +1005,24 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         return fail(&subject, ctx, invalid_selector(&target, ctx, spec, started)).await;
     };
     let pods = ctx.pods.select(&subject.namespace, &selector);
-    let observed = observe_target(&subject, ctx, &scale, &selector, &pods).await;
+    let (observed, prometheus_deadline) =
+        observe_target(&subject, ctx, (&scale, &selector), &pods).await;
+    if abandoned(ctx, &observed) {
+        return Ok(Action::await_change());
+    }
 
-    let at = now();
-    let (tuned, tuned_min) = tune(&subject, ctx, &pods, &observed, at).await;
-    let spec = match tuned_min {
-        Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
-            min_replicas: Some(min),
-            ..spec.clone()
-        }),
-        None => Cow::Borrowed(spec),
-    };
-    let spec = spec.as_ref();
-    // On first sight (a restart, a new leader) the history is the one the object carries.
-    // Whoever wrote the object's memory may have evaluated until now (see `memory::resume`).
-    let held = memory::resume(
-        ctx.history(&subject.uid).as_ref(),
-        subject.stored.as_deref(),
-        observed.current_replicas,
-        at,
-        at,
-    );
-    let decision = decide(&DecisionInput {
+    let Decided {
         spec,
-        observed: &observed,
-        history: &held,
-        config: &ctx.config,
-        now: at,
-    });
-    let (decision, predicted) = predict(&subject, ctx, spec, &pods, &observed, decision, at).await;
+        at,
+        tuned,
+        decision,
+        predicted,
+    } = decide_all(&subject, ctx, &pods, &observed, prometheus_deadline).await;
+    if abandoned(ctx, &observed) {
+        return Ok(Action::await_change());
+    }
+    let spec = spec.as_ref();
+    let series = crate::metrics::series_names(spec, &decision);
     let mut history = decision.history.clone();
     let scaled = match write_scale(&subject, ctx, &target, scale.spec_replicas, &decision).await {
         Ok(Written::Nothing) => false,
@@ -990,12 +1052,19 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     conflict_with_vpas(&subject, ctx, &mut new, at).await;
     write_decision(&subject, ctx, &new).await?;
     report_tuning(&subject, ctx, tuned.as_ref()).await;
-    report_prediction(&subject, ctx, spec, &decision, predicted.as_ref()).await;
+    report_prediction(
+        &subject,
+        ctx,
+        spec,
+        (&decision, &series),
+        predicted.as_ref(),
+    )
+    .await;
 
     let published = ctx.metrics.observe(
         &subject.namespace,
         &subject.name,
-        &decision,
+        (&decision, &series),
         ctx.published(&subject.uid),
     );
     let next = period(decision.next_sync_seconds);
@@ -1004,10 +1073,18 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         tuned,
         predicted,
         published,
+        series,
     };
-    remember(&subject, ctx, kept, &decision, next);
+    remember(&subject, ctx, kept, next);
     log_decision(&subject, &decision, scaled);
     Ok(Action::requeue(next))
+}
+
+/// Whether the process began shutting down while this evaluation read Prometheus: its queries
+/// were abandoned, so what it would decide and write rests on values it never got. Another
+/// replica (or this one, restarted) evaluates the object again.
+fn abandoned(ctx: &Context, observed: &Observation) -> bool {
+    !observed.prometheus_metrics.is_empty() && ctx.prometheus.stopping()
 }
 
 /// The one log line per decision.

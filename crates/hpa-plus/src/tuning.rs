@@ -99,6 +99,8 @@ pub struct Subject<'a> {
     pub settings: &'a MinReplicasTuning,
     /// The tuning status the object carries.
     pub previous: Option<&'a MinReplicasTuningStatus>,
+    /// When this evaluation's Prometheus queries must have ended (the object's budget).
+    pub prometheus_deadline: tokio::time::Instant,
 }
 
 /// Seeds `loads` from Prometheus for every `type: Prometheus` metric of `spec` whose history
@@ -106,13 +108,15 @@ pub struct Subject<'a> {
 /// need not wait a week after the autoscaler is created (or the controller upgraded). Only
 /// metrics whose recorded load is the query's value itself are seeded (not `Value` targets or
 /// absolute watermarks, which record the value times the ready pods, a count Prometheus does
-/// not hold). A failure is logged and tuning goes on from what it has.
+/// not hold). A failure is logged and tuning goes on from what it has. The queries end by
+/// `deadline`, the object's Prometheus budget.
 pub async fn seed_from_prometheus(
     ctx: &Context,
     spec: &HorizontalPodAutoscalerPlusSpec,
     settings: &MinReplicasTuning,
     loads: &mut LoadHistory,
     now: Timestamp,
+    deadline: tokio::time::Instant,
 ) {
     if settings.mode == TuningMode::Off {
         return;
@@ -131,7 +135,7 @@ pub async fn seed_from_prometheus(
         };
         match ctx
             .prometheus
-            .hourly_peaks(&address, &p.query, days, now)
+            .hourly_peaks(&address, &p.query, days, now, deadline)
             .await
         {
             Ok(peaks) => {
@@ -140,7 +144,11 @@ pub async fn seed_from_prometheus(
                 }
             }
             Err(e) => {
-                tracing::warn!(metric = %name, error = %e, "could not read the metric's history from Prometheus; tuning records its own");
+                crate::prometheus::log_failure(
+                    &address,
+                    &e,
+                    "could not read the metric's history from Prometheus; tuning records its own",
+                );
             }
         }
     }
@@ -178,7 +186,15 @@ pub async fn evaluate(
             .and_then(|p| p.load_history.as_ref())
             .map(LoadHistory::restore)
             .unwrap_or_default();
-        seed_from_prometheus(ctx, subject.spec, settings, &mut loads, now).await;
+        seed_from_prometheus(
+            ctx,
+            subject.spec,
+            settings,
+            &mut loads,
+            now,
+            subject.prometheus_deadline,
+        )
+        .await;
         loads
     };
     record_loads(

@@ -31,6 +31,10 @@ use crate::Config;
 // `--password` for basic auth.
 #[command(mut_arg("prometheus_address", |a| a.default_value("http://prometheus.monitoring.svc")))]
 #[command(mut_arg("prometheus_timeout", |a| a.default_value("5m")))]
+// One answer holds the whole cluster's history (every container's samples of
+// --history-length at --history-resolution: 192 samples of about 48 bytes, some 10 KB a
+// container at the defaults): 256 MiB is about 25,000 containers.
+#[command(mut_arg("prometheus_max_response_bytes", |a| a.default_value("268435456")))]
 #[command(mut_arg("prometheus_username", |a| a.alias("username")))]
 #[command(mut_arg("prometheus_password", |a| a.alias("password")))]
 pub struct Args {
@@ -481,6 +485,8 @@ mod tests {
         let prom = args.into_config().prometheus.expect("prometheus storage");
         assert_eq!(prom.server.address, "http://prometheus.monitoring.svc");
         assert_eq!(prom.server.timeout, Duration::from_secs(300));
+        // A whole cluster's history in one answer: a larger cap than an autoscaler's.
+        assert_eq!(prom.server.max_response_bytes, 256 * 1024 * 1024);
     }
 
     #[test]

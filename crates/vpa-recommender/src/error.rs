@@ -18,7 +18,8 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] plimsoll_runtime::Error),
     /// The Prometheus history server failed; the message starts with the reason
-    /// (`PrometheusUnauthorized`, …) and names the server and the query.
+    /// (`PrometheusUnauthorized`, …), names the server and the query, and classifies the
+    /// failure ([`Error::detail`] has what the server said, for the log).
     #[error("{reason}: {0}", reason = .0.reason())]
     Prometheus(#[from] plimsoll_runtime::prometheus::PrometheusError),
     /// A watch cache stopped before it was ever filled.
@@ -27,6 +28,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// What a Prometheus failure saw beyond its classification (bounded; for the log), else
+    /// empty.
+    pub fn detail(&self) -> &str {
+        match self {
+            Error::Prometheus(e) => e.detail(),
+            _ => "",
+        }
+    }
+
     /// Low-cardinality label for the errors metric.
     pub fn metric_label(&self) -> &'static str {
         match self {

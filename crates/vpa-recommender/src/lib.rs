@@ -412,6 +412,7 @@ impl Term {
                 self.retry_at = Instant::now() + wait;
                 tracing::warn!(
                     error = %e,
+                    detail = e.detail(),
                     failures = self.failures,
                     retry_in = ?wait,
                     shards = ?entered,

@@ -7,6 +7,9 @@
 //!   down; once the server answers again the object scales both ways;
 //! - a token rotated in its Secret is picked up on the first refusal, without a failed
 //!   evaluation when the Secret is updated first;
+//! - a metric naming a server outside `--prometheus-allowed-servers` fails with
+//!   `PrometheusServerNotAllowed` and not one connection reaches that address; one naming an
+//!   allowed server that never answers does not hold up shutdown;
 //! - a week of hourly load peaks restored from `status.minReplicasTuning.loadHistory` lowers
 //!   `minReplicas` in `Apply` and only proposes it in `Report`.
 //!
@@ -451,6 +454,110 @@ async fn a_token_rotated_in_its_secret_is_picked_up_by_hpa_plus() -> anyhow::Res
     serve(&server, REQUESTS, 650.0);
     wait_replicas(&env, "web", 7).await?;
     let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// A listener that accepts connections and never answers them, counting them.
+async fn silent_listener() -> anyhow::Result<(String, Arc<std::sync::atomic::AtomicUsize>)> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = format!("http://{}", listener.local_addr()?);
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = count.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(stream);
+        }
+    });
+    Ok((address, count))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_not_allowed_gets_no_connection_and_a_condition() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-prom-not-allowed").await?;
+    token_secret(&env, "prometheus-reader", "t").await?;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
+    serve(&server, REQUESTS, 250.0);
+    let (elsewhere, connections) = silent_listener().await?;
+    plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
+    wait_ready(&env, "web", 1).await?;
+    // Only the configured server is allowed (the default).
+    let service = start(config(&env, &server, &ca, "prometheus-reader", &[]));
+    let mut metric = prometheus_metric(REQUESTS, Some("requests"), "100");
+    metric["prometheus"]["serverAddress"] = json!(elsewhere);
+    let spec = json!({"syncPeriodSeconds": 1, "metrics": [metric]});
+    create_plus(&env, &hpa_plus("web", "web", &spec)).await?;
+    let condition = eventually("ScalingActive=False", WITHIN, EVERY, || {
+        scaling_active(&env, "web", "False")
+    })
+    .await?;
+    assert_eq!(
+        condition.reason.as_deref(),
+        Some("PrometheusServerNotAllowed")
+    );
+    let message = condition.message.unwrap_or_default();
+    assert!(
+        message.contains("--prometheus-allowed-servers"),
+        "{message}"
+    );
+    let event = wait_event(&env, "web", "PrometheusServerNotAllowed").await?;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    // A few more evaluations, and still not one connection.
+    let before = server.requests();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "hpa-plus connected to a server that is not allowed"
+    );
+    assert_eq!(
+        server.requests(),
+        before,
+        "nor did it ask the default server"
+    );
+    assert_eq!(spec_replicas(&env, "web").await?, 1);
+    let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_that_never_answers_does_not_hold_up_shutdown() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-prom-stuck").await?;
+    token_secret(&env, "prometheus-reader", "t").await?;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
+    let (stuck, connections) = silent_listener().await?;
+    plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
+    wait_ready(&env, "web", 1).await?;
+    // A long period, budget and timeout: only shutdown can end the query early.
+    let allowed = format!("--prometheus-allowed-servers={stuck}");
+    let service = start(config(
+        &env,
+        &server,
+        &ca,
+        "prometheus-reader",
+        &[&allowed, "--prometheus-timeout=5m"],
+    ));
+    let mut metric = prometheus_metric(REQUESTS, Some("requests"), "100");
+    metric["prometheus"]["serverAddress"] = json!(stuck);
+    let spec = json!({"syncPeriodSeconds": 600, "metrics": [metric]});
+    create_plus(&env, &hpa_plus("web", "web", &spec)).await?;
+    eventually(
+        "a connection to the silent server",
+        WITHIN,
+        EVERY,
+        || async { Ok((connections.load(std::sync::atomic::Ordering::SeqCst) > 0).then_some(())) },
+    )
+    .await?;
+    let stopping = std::time::Instant::now();
+    service.stop().await?;
+    let took = stopping.elapsed();
+    // Without the cancellation this waits out the grace period (15 s) or the query (5 m).
+    assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
+    // The abandoned evaluation wrote nothing.
+    assert!(scaling_active(&env, "web", "False").await?.is_none());
     env.cleanup().await;
     Ok(())
 }

@@ -332,6 +332,28 @@ pub fn object_key(o: &crate::api::hpa_plus::ObjectMetricSource) -> String {
     )
 }
 
+/// The condition reason of a `Prometheus` metric whose server is not among the controller's
+/// allowed servers: its value's error starts with it (`PrometheusServerNotAllowed: …`), and
+/// the metric fails with it instead of `FailedGetPrometheusMetric`, so that `ScalingActive`
+/// says what to fix when that is what stops scaling.
+pub const PROMETHEUS_SERVER_NOT_ALLOWED: &str = "PrometheusServerNotAllowed";
+
+/// The reason a metric that could not be fetched fails with: its source's
+/// ([`failure_reason`]), or [`PROMETHEUS_SERVER_NOT_ALLOWED`] for a Prometheus metric whose
+/// server was refused.
+fn fetch_failure_reason(m: &MetricSpec, name: &str, obs: &Observation) -> &'static str {
+    let refused = m.type_ == MetricSourceType::Prometheus
+        && matches!(
+            obs.prometheus_metrics.get(name),
+            Some(Err(e)) if e.starts_with(PROMETHEUS_SERVER_NOT_ALLOWED)
+        );
+    if refused {
+        PROMETHEUS_SERVER_NOT_ALLOWED
+    } else {
+        failure_reason(m.type_)
+    }
+}
+
 fn failure_reason(t: MetricSourceType) -> &'static str {
     match t {
         MetricSourceType::Resource => "FailedGetResourceMetric",
@@ -372,7 +394,10 @@ pub(crate) fn evaluate(
     };
     let seen = match fetch(m, ctx, obs) {
         Ok(s) => s,
-        Err(e) => return failed(name, reason, e),
+        Err(e) => {
+            let reason = fetch_failure_reason(m, &name, obs);
+            return failed(name, reason, e);
+        }
     };
     let result = match (target.type_, seen) {
         (MetricTargetType::Utilization, Seen::PerPod { cpu: _, .. }) => {

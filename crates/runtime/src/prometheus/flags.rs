@@ -6,6 +6,10 @@
 //! its `--prometheus-insecure` and `--prometheus-query-timeout` are accepted as aliases; the
 //! recommender also accepts upstream's `--username` / `--password`.
 //!
+//! Limits: `--prometheus-allowed-servers` (the URL prefixes a query may go to; the
+//! `--prometheus-address` is always one) and `--prometheus-max-response-bytes` (the most bytes
+//! of one answer read; [`DEFAULT_MAX_RESPONSE_BYTES`] says how its default is sized).
+//!
 //! Credentials: at most one bearer source (`--prometheus-bearer-token`, `-file`, `-secret`), or
 //! basic auth with `--prometheus-username` and one password source (`--prometheus-password`,
 //! `-file`, `-secret`); not both.
@@ -15,9 +19,21 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args};
 
+use super::allow::{AllowedServers, parse_allowed_server};
 use super::auth::{Auth, SecretKeyRef, SecretSource};
 use super::retry::RetryPolicy;
 use crate::args::parse_duration;
+
+/// Default of `--prometheus-max-response-bytes`: 4 MiB, sized from the largest answer an
+/// autoscaler legitimately asks for. The longest range query is `spec.predictive`'s seeding:
+/// `lookbackDays` is at most 30 (the CRD's bound), which with a `168h` season keeps 4 + 1
+/// seasons = 840 h = 3,360 buckets of 15 minutes (a `24h` season keeps 31 days = 2,976;
+/// `minReplicasTuning` reads 30 × 24 = 720 hourly peaks). One sample is at most about 48 bytes
+/// of JSON (`[1700000000.123,"<up to 24 characters>"],`), so one series is 3,360 × 48 ≈
+/// 158 KiB with its labels; 16 series of margin (a query that is not aggregated to one) make
+/// about 2.5 MiB, rounded up to 4 MiB. An instant query's answer is one sample per series. The
+/// recommender reads a whole cluster's history in one answer and sets its own default.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Where the Prometheus server is and how to reach it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +53,9 @@ pub struct PrometheusConfig {
     /// How long a credential read from a Secret is used before it is read again (a 401 re-reads
     /// it at once). Default 1 m.
     pub secret_refresh: Duration,
+    /// The most bytes of one answer that are read; a larger one fails as too large. Default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`].
+    pub max_response_bytes: u64,
 }
 
 impl PrometheusConfig {
@@ -51,6 +70,7 @@ impl PrometheusConfig {
             timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),
             secret_refresh: Duration::from_secs(60),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -169,6 +189,38 @@ pub struct PrometheusArgs {
         value_parser = parse_duration
     )]
     pub prometheus_secret_refresh: Duration,
+
+    /// URL prefixes, comma-separated, of the other Prometheus servers an autoscaler may name
+    /// (`prometheus.serverAddress`, the native `prometheus-server` annotation); the
+    /// --prometheus-address is always allowed, and without this flag it is the only one. A
+    /// metric naming any other server fails with PrometheusServerNotAllowed and no request is
+    /// sent. Prefixes match on the parsed URL: the same scheme, host and port (80/443 when not
+    /// written), then whole path segments, so `http://prom.team-a:9090` allows
+    /// `http://prom.team-a:9090/x` but not `http://prom.team-a.evil.com`, and
+    /// `http://prom:9090/a` does not allow `http://prom:9090/ab`. Other servers never get the
+    /// credentials.
+    #[arg(
+        long,
+        env = "PLIMSOLL_PROMETHEUS_ALLOWED_SERVERS",
+        value_name = "URL,...",
+        value_delimiter = ',',
+        value_parser = parse_allowed_server
+    )]
+    pub prometheus_allowed_servers: Vec<String>,
+
+    /// The most bytes of one answer that are read: a larger one (by its Content-Length, or
+    /// as it arrives) fails the query as too large before it is parsed, so one query holds at
+    /// most this much. The default, 4 MiB, fits the longest range query an autoscaler makes:
+    /// 30 days (the largest lookbackDays) of a 168h season keep 3,360 buckets of 15 minutes, at
+    /// about 48 bytes of JSON each about 158 KiB per series, with room for 16 series.
+    #[arg(
+        long,
+        env = "PLIMSOLL_PROMETHEUS_MAX_RESPONSE_BYTES",
+        value_name = "BYTES",
+        default_value_t = DEFAULT_MAX_RESPONSE_BYTES,
+        value_parser = clap::value_parser!(u64).range(1024..)
+    )]
+    pub prometheus_max_response_bytes: u64,
 }
 
 impl PrometheusArgs {
@@ -204,8 +256,36 @@ impl PrometheusArgs {
                 ..RetryPolicy::default()
             },
             secret_refresh: self.prometheus_secret_refresh,
+            max_response_bytes: self.prometheus_max_response_bytes,
             ..PrometheusConfig::new(address)
         })
+    }
+
+    /// What a server other than --prometheus-address is queried with: the same TLS trust,
+    /// timeout, retries and size cap, no credentials, and the address left empty (the caller
+    /// sets it per server).
+    pub fn anonymous(&self) -> PrometheusConfig {
+        PrometheusConfig {
+            ca_file: self.prometheus_ca_file.clone(),
+            insecure_skip_verify: self.prometheus_insecure_skip_verify,
+            timeout: self.prometheus_timeout,
+            retry: RetryPolicy {
+                attempts: self.prometheus_attempts.max(1),
+                ..RetryPolicy::default()
+            },
+            max_response_bytes: self.prometheus_max_response_bytes,
+            ..PrometheusConfig::new("")
+        }
+    }
+
+    /// The servers queries may go to: --prometheus-address and --prometheus-allowed-servers.
+    pub fn allowed_servers(&self) -> AllowedServers {
+        AllowedServers::new(
+            self.prometheus_address
+                .iter()
+                .filter(|a| !a.is_empty())
+                .chain(&self.prometheus_allowed_servers),
+        )
     }
 }
 
@@ -259,6 +339,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.timeout, Duration::from_secs(30));
         assert_eq!(c.retry.attempts, 3);
+        assert_eq!(c.max_response_bytes, 4 * 1024 * 1024);
         assert_eq!(c.ca_file, Some(PathBuf::from("/etc/prom/ca.crt")));
         assert_eq!(
             c.auth,
@@ -293,6 +374,50 @@ mod tests {
                 password: SecretSource::File("/run/pw".into())
             }
         );
+    }
+
+    #[test]
+    fn only_the_address_is_allowed_by_default() {
+        let args = parse(&["--prometheus-address", "http://prom.monitoring:9090"]).unwrap();
+        let allowed = args.allowed_servers();
+        assert!(allowed.allows("http://prom.monitoring:9090"));
+        assert!(allowed.allows("http://prom.monitoring:9090/sub"));
+        assert!(!allowed.allows("http://prom.team-a:9090"));
+        assert!(parse(&[]).unwrap().allowed_servers().is_empty());
+    }
+
+    #[test]
+    fn allowed_servers_and_the_size_cap_from_flags() {
+        let args = parse(&[
+            "--prometheus-address",
+            "https://prom:9090",
+            "--prometheus-allowed-servers",
+            "http://prom.team-a:9090,http://thanos:10902/team-b",
+            "--prometheus-max-response-bytes",
+            "65536",
+            "--prometheus-timeout",
+            "7s",
+            "--prometheus-bearer-token",
+            "t",
+        ])
+        .unwrap();
+        let allowed = args.allowed_servers();
+        assert!(allowed.allows("https://prom:9090"));
+        assert!(allowed.allows("http://prom.team-a:9090"));
+        assert!(allowed.allows("http://thanos:10902/team-b/x"));
+        assert!(!allowed.allows("http://thanos:10902/team-c"));
+        assert_eq!(args.config().unwrap().max_response_bytes, 65536);
+        let other = args.anonymous();
+        assert_eq!(other.auth, Auth::None);
+        assert_eq!(other.timeout, Duration::from_secs(7));
+        assert_eq!(other.max_response_bytes, 65536);
+        for bad in [
+            &["--prometheus-allowed-servers", "prom:9090"][..],
+            &["--prometheus-allowed-servers", "http://u@prom"],
+            &["--prometheus-max-response-bytes", "10"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

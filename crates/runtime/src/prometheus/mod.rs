@@ -5,14 +5,20 @@
 //! | part | what it decides |
 //! |---|---|
 //! | [`flags`] | the `--prometheus-*` flags and [`PrometheusConfig`] |
+//! | [`allow`] | which servers may be queried at all (`--prometheus-allowed-servers`) |
 //! | [`auth`] | the `Authorization` header: bearer or basic, literal, file or Secret; rotation |
 //! | [`retry`] | which failures are tried again, and the backoff between attempts |
 //! | [`response`] | reading the API's JSON (vector, matrix, scalar; `NaN`, `±Inf`; errors) |
-//! | `transport` | one GET over TCP or rustls with the configured trust |
+//! | [`error`] | the failure classes users read, and the bounded detail operators log |
+//! | `transport` | one GET over TCP or rustls with the configured trust, the body capped |
 //!
-//! Every query answers or fails within the configured timeout, retries included, and a failure
-//! is a [`PrometheusError`] whose [`PrometheusError::reason`] is a condition reason.
+//! Every query answers or fails by its deadline, retries included: `--prometheus-timeout`
+//! from its start, or an earlier deadline the caller gives (`*_before`, an autoscaler's
+//! budget for all its queries). An answer is read up to `--prometheus-max-response-bytes` and
+//! no further. A failure is a [`PrometheusError`] whose [`PrometheusError::reason`] is a
+//! condition reason and whose message carries no remote text.
 
+pub mod allow;
 pub mod auth;
 pub mod error;
 pub mod flags;
@@ -26,13 +32,15 @@ use std::time::Duration;
 use jiff::Timestamp;
 use tokio::time::Instant;
 
+pub use allow::{AllowedServers, parse_allowed_server};
 pub use auth::{Auth, SecretKeyRef, SecretSource};
-pub use error::{PrometheusError, Result};
-pub use flags::{PrometheusArgs, PrometheusConfig};
+pub use error::{PrometheusError, Rejection, Result, Unreachable};
+pub use flags::{DEFAULT_MAX_RESPONSE_BYTES, PrometheusArgs, PrometheusConfig};
 pub use response::{QueryData, Sample, Series};
 pub use retry::RetryPolicy;
 
 use auth::Credentials;
+use error::bounded;
 use response::BodyError;
 use transport::{Target, TransportError};
 
@@ -48,6 +56,7 @@ pub struct PrometheusClient {
     credentials: Credentials,
     timeout: Duration,
     retry: RetryPolicy,
+    max_response_bytes: u64,
 }
 
 impl std::fmt::Debug for PrometheusClient {
@@ -82,6 +91,7 @@ impl PrometheusClient {
             credentials: Credentials::new(config.auth.clone(), kube, config.secret_refresh),
             timeout: config.timeout,
             retry: config.retry,
+            max_response_bytes: config.max_response_bytes,
         })
     }
 
@@ -95,13 +105,24 @@ impl PrometheusClient {
         self.credentials.configured()
     }
 
-    /// An instant query (`/api/v1/query`) evaluated at `at`.
+    /// An instant query (`/api/v1/query`) evaluated at `at`, within `--prometheus-timeout`.
     pub async fn query(&self, promql: &str, at: Timestamp) -> Result<QueryData> {
+        self.query_before(promql, at, self.default_deadline()).await
+    }
+
+    /// [`Self::query`] that also ends by `deadline`.
+    pub async fn query_before(
+        &self,
+        promql: &str,
+        at: Timestamp,
+        deadline: Instant,
+    ) -> Result<QueryData> {
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("query", promql)
             .append_pair("time", &format_time(at))
             .finish();
-        self.call(promql, &format!("/api/v1/query?{form}")).await
+        self.call(promql, &format!("/api/v1/query?{form}"), deadline)
+            .await
     }
 
     /// A range query (`/api/v1/query_range`) from `start` to `end` every `step`; the series of
@@ -113,6 +134,19 @@ impl PrometheusClient {
         end: Timestamp,
         step: Duration,
     ) -> Result<Vec<Series>> {
+        self.query_range_before(promql, start, end, step, self.default_deadline())
+            .await
+    }
+
+    /// [`Self::query_range`] that also ends by `deadline`.
+    pub async fn query_range_before(
+        &self,
+        promql: &str,
+        start: Timestamp,
+        end: Timestamp,
+        step: Duration,
+        deadline: Instant,
+    ) -> Result<Vec<Series>> {
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("query", promql)
             .append_pair("start", &format_time(start))
@@ -120,7 +154,7 @@ impl PrometheusClient {
             .append_pair("step", &format_step(step))
             .finish();
         match self
-            .call(promql, &format!("/api/v1/query_range?{form}"))
+            .call(promql, &format!("/api/v1/query_range?{form}"), deadline)
             .await?
         {
             QueryData::Matrix(series) => Ok(series),
@@ -132,7 +166,18 @@ impl PrometheusClient {
     /// one series). No series, NaN or ±Inf is [`PrometheusError::EmptyResult`]; several series is
     /// a [`PrometheusError::Query`] error (the query should aggregate them).
     pub async fn query_value(&self, promql: &str, at: Timestamp) -> Result<f64> {
-        let value = match self.query(promql, at).await? {
+        self.query_value_before(promql, at, self.default_deadline())
+            .await
+    }
+
+    /// [`Self::query_value`] that also ends by `deadline`.
+    pub async fn query_value_before(
+        &self,
+        promql: &str,
+        at: Timestamp,
+        deadline: Instant,
+    ) -> Result<f64> {
+        let value = match self.query_before(promql, at, deadline).await? {
             QueryData::Scalar(sample) => sample.value,
             QueryData::Vector(series) => match series.as_slice() {
                 [] => return Err(self.empty(promql, "no series")),
@@ -145,8 +190,8 @@ impl PrometheusClient {
                     return Err(PrometheusError::Query {
                         server: self.address.clone(),
                         query: promql.to_owned(),
-                        error_type: "multiple_series".into(),
-                        error: format!("{} series where one number was expected", many.len()),
+                        rejection: Rejection::MultipleSeries(many.len()),
+                        detail: String::new(),
                     });
                 }
             },
@@ -159,56 +204,102 @@ impl PrometheusClient {
         }
     }
 
-    /// Sends one API request, retrying as [`retry`] decides, within the timeout.
-    async fn call(&self, promql: &str, path_and_query: &str) -> Result<QueryData> {
-        let deadline = Instant::now() + self.timeout;
+    fn default_deadline(&self) -> Instant {
+        Instant::now() + self.timeout
+    }
+
+    /// Sends one API request, retrying as [`retry`] decides, until the earlier of `deadline`
+    /// and the timeout.
+    async fn call(
+        &self,
+        promql: &str,
+        path_and_query: &str,
+        deadline: Instant,
+    ) -> Result<QueryData> {
+        let started = Instant::now();
+        let deadline = deadline.min(started + self.timeout);
+        let timed_out = |attempts: u32, last: &str| {
+            let within = Duration::from_millis(
+                u64::try_from(deadline.saturating_duration_since(started).as_millis())
+                    .unwrap_or(u64::MAX),
+            );
+            let mut detail = format!("no answer within {}", crate::args::format_duration(within));
+            if !last.is_empty() {
+                detail = format!("{detail}; before: {last}");
+            }
+            PrometheusError::Unreachable {
+                server: self.address.clone(),
+                query: promql.to_owned(),
+                cause: Unreachable::TimedOut,
+                attempts,
+                detail: bounded(&detail),
+            }
+        };
         let mut failed = 0;
         let mut reread = false;
+        let mut last = String::new();
         loop {
-            let authorization = self
-                .credentials
-                .header()
+            // A Secret read goes to the API server: it counts against the deadline too.
+            let authorization = match tokio::time::timeout_at(deadline, self.credentials.header())
                 .await
-                .map_err(|reason| self.unauthorized(promql, reason))?;
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let attempt = tokio::time::timeout(
-                remaining,
+            {
+                Err(_) => return Err(timed_out(failed + 1, "reading the credentials")),
+                Ok(header) => header.map_err(|reason| self.unauthorized(promql, true, &reason))?,
+            };
+            let attempt = tokio::time::timeout_at(
+                deadline,
                 transport::get(
                     &self.target,
                     self.tls.as_ref(),
                     path_and_query,
                     authorization.as_deref(),
+                    self.max_response_bytes,
                 ),
             )
             .await;
-            let reason = match attempt {
-                Err(_) => {
-                    return Err(self.unreachable(
-                        promql,
-                        format!(
-                            "no answer within {} ({} attempts)",
-                            crate::args::format_duration(self.timeout),
-                            failed + 1
-                        ),
-                    ));
-                }
+            let (cause, detail) = match attempt {
+                Err(_) => return Err(timed_out(failed + 1, &last)),
                 Ok(Err(TransportError::Certificate(reason))) => {
-                    return Err(self.unreachable(promql, reason));
+                    return Err(self.unreachable(promql, Unreachable::Tls, failed + 1, &reason));
                 }
-                Ok(Err(TransportError::Connection(reason))) => reason,
+                Ok(Err(TransportError::TooLarge)) => {
+                    return Err(PrometheusError::TooLarge {
+                        server: self.address.clone(),
+                        query: promql.to_owned(),
+                        limit: self.max_response_bytes,
+                    });
+                }
+                Ok(Err(TransportError::Refused(reason))) => (Unreachable::Refused, reason),
+                Ok(Err(TransportError::Connection(reason))) => (Unreachable::Connection, reason),
                 Ok(Ok(answer)) if matches!(answer.status, 401 | 403) => {
                     // A rotated credential: read it again, and send once more if it changed.
                     if !reread && self.credentials.forget().await {
                         reread = true;
-                        let fresh = self.credentials.header().await.ok().flatten();
+                        let fresh = tokio::time::timeout_at(deadline, self.credentials.header())
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                            .flatten();
                         if fresh.is_some() && fresh != authorization {
                             continue;
                         }
                     }
-                    return Err(self.unauthorized(promql, format!("HTTP {}", answer.status)));
+                    return Err(self.unauthorized(
+                        promql,
+                        false,
+                        &format!("HTTP {}", answer.status),
+                    ));
                 }
                 Ok(Ok(answer)) if retry::is_retryable_status(answer.status) => {
-                    format!("HTTP {}{}", answer.status, rejection(&answer.body))
+                    let cause = if answer.status == 429 {
+                        Unreachable::Throttled
+                    } else {
+                        Unreachable::ServerError
+                    };
+                    (
+                        cause,
+                        format!("HTTP {}{}", answer.status, rejection(&answer.body)),
+                    )
                 }
                 Ok(Ok(answer)) => return self.read_answer(promql, answer.status, &answer.body),
             };
@@ -218,47 +309,60 @@ impl PrometheusClient {
                 self.retry
                     .next_delay(failed, retry::jitter(), remaining, MIN_ATTEMPT)
             else {
-                return Err(self.unreachable(promql, format!("{reason} ({failed} attempts)")));
+                return Err(self.unreachable(promql, cause, failed, &detail));
             };
-            tracing::debug!(server = %self.address, %reason, ?delay, "prometheus request failed; retrying");
+            tracing::debug!(server = %self.address, %cause, detail = %bounded(&detail), ?delay, "prometheus request failed; retrying");
+            last = detail;
             tokio::time::sleep(delay).await;
         }
     }
 
     fn read_answer(&self, promql: &str, status: u16, body: &[u8]) -> Result<QueryData> {
-        let query_error = |error_type: String, error: String| PrometheusError::Query {
+        let query_error = |rejection: Rejection, detail: String| PrometheusError::Query {
             server: self.address.clone(),
             query: promql.to_owned(),
-            error_type,
-            error,
+            rejection,
+            detail: bounded(&detail),
         };
         match response::parse_body(body) {
             Ok(data) if (200..300).contains(&status) => Ok(data),
             Ok(_) => Err(query_error(
-                "bad_response".into(),
+                Rejection::NotTheApi(status_class(status)),
                 format!("HTTP {status} with a success body"),
             )),
-            Err(BodyError::Rejected { error_type, error }) => Err(query_error(error_type, error)),
+            Err(BodyError::Rejected { error_type, error }) => Err(query_error(
+                Rejection::Rejected(error::error_type(&error_type)),
+                format!("{error_type}: {error}"),
+            )),
             Err(BodyError::Malformed(reason)) => Err(query_error(
-                "bad_response".into(),
+                Rejection::NotTheApi(status_class(status)),
                 format!("HTTP {status}: {reason}"),
             )),
         }
     }
 
-    fn unreachable(&self, promql: &str, reason: String) -> PrometheusError {
+    fn unreachable(
+        &self,
+        promql: &str,
+        cause: Unreachable,
+        attempts: u32,
+        detail: &str,
+    ) -> PrometheusError {
         PrometheusError::Unreachable {
             server: self.address.clone(),
             query: promql.to_owned(),
-            reason,
+            cause,
+            attempts,
+            detail: bounded(detail),
         }
     }
 
-    fn unauthorized(&self, promql: &str, reason: String) -> PrometheusError {
+    fn unauthorized(&self, promql: &str, unreadable: bool, detail: &str) -> PrometheusError {
         PrometheusError::Unauthorized {
             server: self.address.clone(),
             query: promql.to_owned(),
-            reason,
+            unreadable,
+            detail: bounded(detail),
         }
     }
 
@@ -270,7 +374,7 @@ impl PrometheusClient {
         }
     }
 
-    fn unexpected(&self, promql: &str, data: &QueryData, wanted: &str) -> PrometheusError {
+    fn unexpected(&self, promql: &str, data: &QueryData, wanted: &'static str) -> PrometheusError {
         let got = match data {
             QueryData::Vector(_) => "vector",
             QueryData::Matrix(_) => "matrix",
@@ -280,13 +384,25 @@ impl PrometheusClient {
         PrometheusError::Query {
             server: self.address.clone(),
             query: promql.to_owned(),
-            error_type: "bad_response".into(),
-            error: format!("a {got} where a {wanted} was expected"),
+            rejection: Rejection::WrongType { got, wanted },
+            detail: String::new(),
         }
     }
 }
 
-/// `: <errorType>: <error>` when a failed answer carries Prometheus' error envelope.
+/// An HTTP status as its class (`2xx`, `4xx`, …): all a message users read says of it.
+fn status_class(status: u16) -> &'static str {
+    match status / 100 {
+        1 => "1xx",
+        2 => "2xx",
+        3 => "3xx",
+        4 => "4xx",
+        5 => "5xx",
+        _ => "status",
+    }
+}
+
+/// `: <errorType>: <error>` when a failed answer carries Prometheus' error envelope (log detail).
 fn rejection(body: &[u8]) -> String {
     match response::parse_body(body) {
         Err(BodyError::Rejected { error_type, error }) => format!(": {error_type}: {error}"),
@@ -436,7 +552,10 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.reason(), "PrometheusQueryError", "{err}");
-        assert!(err.to_string().contains("parse error"), "{err}");
+        assert!(err.to_string().ends_with(": bad_data"), "{err}");
+        // The server's own words go to the log detail only.
+        assert!(!err.to_string().contains("parse error"), "{err}");
+        assert!(err.detail().contains("parse error"), "{}", err.detail());
         assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
 
         let (address, count) = canned(
@@ -449,8 +568,13 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.reason(), "PrometheusUnreachable", "{err}");
-        assert!(err.to_string().contains("(3 attempts)"), "{err}");
-        assert!(err.to_string().contains("starting"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("server error (HTTP 5xx) (3 attempts)"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("starting"), "{err}");
+        assert!(err.detail().contains("starting"), "{}", err.detail());
         assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
 
@@ -501,7 +625,166 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.reason(), "PrometheusUnreachable");
         assert!(err.to_string().contains(&address), "{err}");
-        assert!(err.to_string().contains("(3 attempts)"), "{err}");
+        assert!(
+            err.to_string().contains("connection refused (3 attempts)"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("os error"), "{err}");
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn remote_text_never_reaches_the_message() {
+        let (address, _) = canned(
+            400,
+            r#"{"status":"error","errorType":"see http://evil.example","error":"<a href=x>click</a>"}"#,
+        )
+        .await;
+        let err = client(&address)
+            .query("up", Timestamp::UNIX_EPOCH)
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.ends_with(": unknown"), "{text}");
+        assert!(!text.contains("evil") && !text.contains("click"), "{text}");
+        let (address, _) = canned(
+            404,
+            "<html><body>Not Found: secret-internal-page</body></html>",
+        )
+        .await;
+        let err = client(&address)
+            .query("up", Timestamp::UNIX_EPOCH)
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("(HTTP 4xx) is not the Prometheus HTTP API"),
+            "{text}"
+        );
+        assert!(!text.contains("secret-internal-page"), "{text}");
+        assert!(
+            err.detail().contains("secret-internal-page"),
+            "{}",
+            err.detail()
+        );
+        assert!(err.detail().len() <= error::MAX_DETAIL + 3);
+    }
+
+    /// A server that answers with `head` and then `body_bytes` bytes of a JSON vector, sent in
+    /// chunks of 64 KiB; returns its address and how many bytes it managed to write.
+    async fn big(
+        head: &'static str,
+        body_bytes: usize,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = written.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let _ = stream.read(&mut buf).await;
+                    let head = head.replace("{len}", &body_bytes.to_string());
+                    if stream.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = vec![b' '; 64 * 1024];
+                    let chunked = head.contains("chunked");
+                    let mut sent = 0;
+                    while sent < body_bytes {
+                        let n = chunk.len().min(body_bytes - sent);
+                        let frame = if chunked {
+                            [format!("{n:x}\r\n").as_bytes(), &chunk[..n], b"\r\n"].concat()
+                        } else {
+                            chunk[..n].to_vec()
+                        };
+                        if stream.write_all(&frame).await.is_err() {
+                            return;
+                        }
+                        sent += n;
+                        counter.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        (address, written)
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_the_cap_is_too_large_and_not_read_on() {
+        let mut config = PrometheusConfig::new("");
+        config.max_response_bytes = 1024 * 1024;
+        // Declared: refused before the body is read.
+        let (address, written) = big(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n",
+            300 * 1024 * 1024,
+        )
+        .await;
+        config.address = address;
+        let err = PrometheusClient::new(&config, None)
+            .unwrap()
+            .query("up", Timestamp::UNIX_EPOCH)
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason(), "PrometheusResponseTooLarge", "{err}");
+        assert!(
+            err.to_string().contains("too large (over 1048576 bytes)"),
+            "{err}"
+        );
+        // Chunked, no length: cut once the cap is passed, long before the 300 MB.
+        let (address, written_chunked) = big(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+            300 * 1024 * 1024,
+        )
+        .await;
+        config.address = address;
+        let err = PrometheusClient::new(&config, None)
+            .unwrap()
+            .query("up", Timestamp::UNIX_EPOCH)
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason(), "PrometheusResponseTooLarge", "{err}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The server could only write what the socket buffers took after the cut.
+        for w in [&written, &written_chunked] {
+            let w = w.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(w < 64 * 1024 * 1024, "{w} bytes written");
+        }
+        // Not retried: a bigger answer will not get smaller.
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_fails_by_the_callers_deadline() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                held.push(stream);
+            }
+        });
+        let started = std::time::Instant::now();
+        let err = client(&address)
+            .query_value_before(
+                "up",
+                Timestamp::UNIX_EPOCH,
+                Instant::now() + Duration::from_millis(300),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.reason(), "PrometheusUnreachable", "{err}");
+        assert!(err.to_string().contains("timed out (1 attempt)"), "{err}");
+        assert!(
+            err.detail().starts_with("no answer within "),
+            "{}",
+            err.detail()
+        );
+        // The client's own timeout is 30 s: the earlier deadline is the one kept.
+        assert!(started.elapsed() < Duration::from_secs(10));
     }
 }

@@ -110,16 +110,18 @@ pub fn parse_body(body: &[u8]) -> Result<QueryData, BodyError> {
             error: envelope.error.unwrap_or_default(),
         });
     }
-    let data = envelope
+    let RawData {
+        result_type,
+        result,
+    } = envelope
         .data
         .ok_or_else(|| BodyError::Malformed("`data` is missing".into()))?;
-    let malformed = |e: serde_json::Error| {
-        BodyError::Malformed(format!("bad {} result: {e}", data.result_type))
-    };
-    match data.result_type.as_str() {
+    let malformed =
+        |e: serde_json::Error| BodyError::Malformed(format!("bad {result_type} result: {e}"));
+    // `result` is moved into its type, not copied: the answer is held once at a time.
+    match result_type.as_str() {
         "vector" | "matrix" => {
-            let raw: Vec<RawSeries> =
-                serde_json::from_value(data.result.clone()).map_err(malformed)?;
+            let raw: Vec<RawSeries> = serde_json::from_value(result).map_err(malformed)?;
             let series = raw
                 .into_iter()
                 .map(|s| {
@@ -135,20 +137,18 @@ pub fn parse_body(body: &[u8]) -> Result<QueryData, BodyError> {
                     })
                 })
                 .collect::<Result<Vec<_>, BodyError>>()?;
-            Ok(if data.result_type == "vector" {
+            Ok(if result_type == "vector" {
                 QueryData::Vector(series)
             } else {
                 QueryData::Matrix(series)
             })
         }
         "scalar" => {
-            let (time, v): (f64, String) =
-                serde_json::from_value(data.result.clone()).map_err(malformed)?;
+            let (time, v): (f64, String) = serde_json::from_value(result).map_err(malformed)?;
             Ok(QueryData::Scalar(sample(time, &v)?))
         }
         "string" => {
-            let (time, v): (f64, String) =
-                serde_json::from_value(data.result.clone()).map_err(malformed)?;
+            let (time, v): (f64, String) = serde_json::from_value(result).map_err(malformed)?;
             Ok(QueryData::String(time, v))
         }
         other => Err(BodyError::Malformed(format!(
@@ -166,7 +166,7 @@ fn sample(time: f64, value: &str) -> Result<Sample, BodyError> {
     Ok(Sample { time, value })
 }
 
-/// The start of a body for an error message (a proxy's HTML page should not fill a condition).
+/// The start of a body for the log detail of an error (never for a message users read).
 fn excerpt(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let mut out: String = text.chars().take(120).collect();

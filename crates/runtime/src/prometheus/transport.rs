@@ -5,11 +5,17 @@
 //! a new certificate is simply used by the next request. Trust: the `--prometheus-ca-file` bundle
 //! when given, else the system's roots; `--prometheus-insecure-skip-verify` still checks the
 //! handshake signatures but accepts any certificate.
+//!
+//! The body is read through a cap (`--prometheus-max-response-bytes`): a `Content-Length` above
+//! it fails before a byte of the body is read, and a body without one (chunked) fails as soon
+//! as the bytes read pass the cap, so the memory one answer takes is bounded by the cap whatever
+//! the server sends. The connection's task is aborted when the request ends or is dropped (a
+//! timeout, a shutdown), so a server that never answers holds nothing afterwards.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Empty, Limited};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -59,13 +65,17 @@ impl Target {
     }
 }
 
-/// A request that got no HTTP answer.
+/// A request that got no usable HTTP answer. The strings are details for logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TransportError {
+    /// The TCP connection was refused; worth another attempt.
+    Refused(String),
     /// TCP, DNS or HTTP framing failed; worth another attempt.
     Connection(String),
     /// The TLS handshake rejected the server (certificate, name); another attempt would too.
     Certificate(String),
+    /// The answer is larger than the cap; another attempt would be too.
+    TooLarge,
 }
 
 /// An answer: status and body.
@@ -108,17 +118,25 @@ pub(crate) fn tls_config(
     Ok(Arc::new(config))
 }
 
-/// Sends `GET path_and_query` with an optional `Authorization` header and reads the answer.
+/// Sends `GET path_and_query` with an optional `Authorization` header and reads the answer, at
+/// most `max_body` bytes of it.
 pub(crate) async fn get(
     target: &Target,
     tls: Option<&Arc<rustls::ClientConfig>>,
     path_and_query: &str,
     authorization: Option<&str>,
+    max_body: u64,
 ) -> Result<Answer, TransportError> {
     let connection = |e: &dyn std::fmt::Display| TransportError::Connection(e.to_string());
     let tcp = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
         .await
-        .map_err(|e| connection(&e))?;
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                TransportError::Refused(e.to_string())
+            } else {
+                connection(&e)
+            }
+        })?;
     let _ = tcp.set_nodelay(true);
     let mut request = hyper::Request::get(format!("{}{path_and_query}", target.base_path))
         .header(hyper::header::HOST, &target.authority)
@@ -130,7 +148,7 @@ pub(crate) async fn get(
         .body(Empty::<Bytes>::new())
         .map_err(|e| connection(&e))?;
     match tls {
-        None => exchange(TokioIo::new(tcp), request).await,
+        None => exchange(TokioIo::new(tcp), request, max_body).await,
         Some(config) => {
             let name = ServerName::try_from(target.host.clone())
                 .map_err(|e| TransportError::Certificate(e.to_string()))?;
@@ -148,14 +166,24 @@ pub(crate) async fn get(
                         TransportError::Connection(format!("TLS: {e}"))
                     }
                 })?;
-            exchange(TokioIo::new(stream), request).await
+            exchange(TokioIo::new(stream), request, max_body).await
         }
+    }
+}
+
+/// Aborts the connection's task when dropped: with the request done, or abandoned.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
 async fn exchange<S>(
     io: TokioIo<S>,
     request: hyper::Request<Empty<Bytes>>,
+    max_body: u64,
 ) -> Result<Answer, TransportError>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -164,17 +192,34 @@ where
     let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| connection(&e))?;
-    tokio::spawn(conn);
+    let _conn = AbortOnDrop(tokio::spawn(async move {
+        let _ = conn.await;
+    }));
     let response = sender
         .send_request(request)
         .await
         .map_err(|e| connection(&e))?;
     let status = response.status().as_u16();
-    let body = response
-        .into_body()
+    // Early, when the server says; the limit below holds whatever it says.
+    let declared = response
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max_body) {
+        return Err(TransportError::TooLarge);
+    }
+    let limit = usize::try_from(max_body).unwrap_or(usize::MAX);
+    let body = Limited::new(response.into_body(), limit)
         .collect()
         .await
-        .map_err(|e| connection(&e))?
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                TransportError::TooLarge
+            } else {
+                TransportError::Connection(e.to_string())
+            }
+        })?
         .to_bytes();
     Ok(Answer { status, body })
 }

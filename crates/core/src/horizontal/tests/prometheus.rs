@@ -105,3 +105,42 @@ fn a_missing_value_is_a_failed_metric_too() {
     assert_eq!(o.replicas, None);
     assert_eq!(o.failure_reason, Some("FailedGetPrometheusMetric"));
 }
+
+#[test]
+fn a_server_that_is_not_allowed_is_the_reason_scaling_stopped() {
+    let spec = HorizontalPodAutoscalerPlusSpec::test()
+        .min(1)
+        .max(20)
+        .metric(MetricSpec::prometheus(
+            "rps",
+            QUERY,
+            MetricTarget::average("100"),
+        ));
+    let obs = Observation::test(4, pods(4, |p| p.cpu(1000, Some(500)))).prometheus(
+        "rps",
+        Err("PrometheusServerNotAllowed: prometheus server http://10.0.0.1:22 is not allowed"),
+    );
+    let d = run(&spec, &obs, &History::default(), 0);
+    assert_eq!(d.scale_to, None);
+    assert_eq!(
+        d.proposals[0].failure_reason,
+        Some(crate::horizontal::proposals::PROMETHEUS_SERVER_NOT_ALLOWED)
+    );
+    let active = d
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ScalingActive")
+        .expect("ScalingActive");
+    assert!(!active.status, "{}", active.message);
+    assert_eq!(active.reason, "PrometheusServerNotAllowed");
+    // Any other failure keeps upstream's reason, even if its text mentions the words.
+    let obs = Observation::test(4, pods(4, |p| p.cpu(1000, Some(500)))).prometheus(
+        "rps",
+        Err("PrometheusUnreachable: PrometheusServerNotAllowed"),
+    );
+    let d = run(&spec, &obs, &History::default(), 0);
+    assert_eq!(
+        d.proposals[0].failure_reason,
+        Some("FailedGetPrometheusMetric")
+    );
+}
