@@ -312,7 +312,8 @@ fn default_values_render_the_two_horizontal_controllers_and_nothing_optional() {
         );
     }
     assert_eq!(o.pdbs.len(), 2);
-    assert_eq!(o.cluster_roles.len(), 2);
+    // hpa-plus', cron-hpa's, and plimsoll-edit/-view for namespace users.
+    assert_eq!(o.cluster_roles.len(), 4);
     assert!(o.network_policies.is_empty());
     assert!(o.service_monitors.is_empty());
     assert!(o.certificates.is_empty() && o.issuers.is_empty());
@@ -1599,4 +1600,51 @@ fn flags_the_chart_derives_rbac_from_are_refused_in_args() {
     chart
         .render(&json!({"hpaPlus": {"args": ["--workers=8"]}}), NAMESPACE)
         .expect("renders");
+}
+
+/// The roles aggregated into admin/edit/view: the same in the chart and in deploy/, labelled for
+/// aggregation, no `/status` write for anybody, and no VPA rule when no VPA service is installed.
+#[test]
+fn user_roles_widen_the_built_in_roles_and_match_deploy() {
+    let o = render(&all_on());
+    let (deploy, _) = deploy_rbac("user-roles.yaml");
+    for name in ["plimsoll-edit", "plimsoll-view"] {
+        let chart = named(&o.cluster_roles, name, |r| &r.metadata);
+        let file = named(&deploy, name, |r| &r.metadata);
+        assert_eq!(chart.rules, file.rules, "{name}");
+        let labels = chart.metadata.labels.clone().unwrap_or_default();
+        let aggregate = if name == "plimsoll-edit" { "edit" } else { "view" };
+        assert_eq!(
+            labels
+                .get(&format!("rbac.authorization.k8s.io/aggregate-to-{aggregate}"))
+                .map(String::as_str),
+            Some("true"),
+            "{name}"
+        );
+        for rule in chart.rules.iter().flatten() {
+            let writes = rule
+                .verbs
+                .iter()
+                .any(|v| !["get", "list", "watch"].contains(&v.as_str()));
+            let status = rule
+                .resources
+                .iter()
+                .flatten()
+                .any(|r| r.ends_with("/status") || r.contains("checkpoint"));
+            assert!(!(writes && status), "{name} writes status or checkpoints: {rule:?}");
+        }
+    }
+    let horizontal_only = render(&json!({
+        "vpaRecommender": {"enabled": false}, "vpaUpdater": {"enabled": false},
+        "vpaAdmission": {"enabled": false}}));
+    let edit = named(&horizontal_only.cluster_roles, "plimsoll-edit", |r| &r.metadata);
+    assert!(
+        edit.rules
+            .iter()
+            .flatten()
+            .all(|r| !r.api_groups.iter().flatten().any(|g| g == "autoscaling.k8s.io")),
+        "no VPA rights without a VPA service"
+    );
+    let off = render(&json!({"userRoles": {"enabled": false}}));
+    assert!(off.cluster_roles.iter().all(|r| r.metadata.name.as_deref() != Some("plimsoll-edit")));
 }
