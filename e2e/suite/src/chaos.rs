@@ -280,6 +280,18 @@ impl Process {
         })
     }
 
+    /// The process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
     /// SIGKILL: the process dies at once, whatever it was doing.
     pub fn kill(&mut self) -> anyhow::Result<()> {
         if let Some(mut child) = self.child.take() {

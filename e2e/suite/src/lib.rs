@@ -29,6 +29,7 @@ use plimsoll_sim::{AuditEntry, Sim, SimConfig, SimHandle};
 pub mod access;
 pub mod chaos;
 pub mod handover;
+pub mod hostile;
 pub mod process;
 pub mod running;
 pub mod scrape;
