@@ -1,0 +1,233 @@
+//! The one HTTP server every Plimsoll listener runs on (the admin listener of every service, and
+//! vpa-admission's TLS webhook): an accept loop with a connection cap, and per connection the
+//! deadlines that keep a slow or silent client from holding memory and file descriptors.
+//!
+//! # What a connection is allowed
+//!
+//! The clocks follow Go's `net/http` server (what the API server, kubelet and Prometheus are
+//! written against), with the TLS handshake counted as part of the first request's headers:
+//!
+//! - **Header read** ([`ListenerConfig::header_read_timeout`]): from the accept, the TLS
+//!   handshake and the first request's headers must be complete within it. On a kept-alive
+//!   HTTP/1.1 connection, the next request's headers must be complete within it of its first
+//!   byte. A client that connects and sends nothing, stops in the ClientHello or in the middle of
+//!   a request line is closed when it runs out.
+//! - **Body read** ([`ListenerConfig::body_read_timeout`]): from the end of a request's headers,
+//!   its body must be received within it, else the body reads fail (the handler answers 4xx and
+//!   an HTTP/1.1 connection is closed, its body being unfinished).
+//! - **Write** ([`ListenerConfig::write_timeout`]): from the handler's answer, the response must
+//!   be handed over within it; a client that does not read its response is closed.
+//! - **Idle** ([`ListenerConfig::idle_timeout`]): a connection with no request in flight and
+//!   nothing received is closed gracefully (HTTP/2: GOAWAY) after it. The default is above the
+//!   90 s `IdleConnTimeout` of Go's transport, so an API server closes its idle connections
+//!   first and never sends a request on a connection this side is closing.
+//! - **Sizes**: request headers up to [`ListenerConfig::max_header_bytes`] (HTTP/1.1: the read
+//!   buffer, at least 8 KiB; HTTP/2: `SETTINGS_MAX_HEADER_LIST_SIZE`); request bodies up to
+//!   [`ListenerConfig::max_request_body_bytes`] (413, before reading a body whose declared length
+//!   is over); and at most [`ListenerConfig::max_inflight_body_bytes`] of request bodies being
+//!   received at once over all connections (a request past it fails), so memory stays bounded
+//!   whatever the number of connections.
+//! - **HTTP/2** (only where [`ListenerConfig::http2_max_concurrent_streams`] is set; otherwise
+//!   the listener speaks HTTP/1.1 only): at most that many streams per connection. No PINGs:
+//!   a dead peer is closed by the idle or write clock anyway.
+//!
+//! # The connection cap
+//!
+//! At most [`ListenerConfig::max_connections`] connections are open at once. Past it the loop
+//! stops accepting: new connections wait in the kernel's accept queue (the listen backlog, 1024
+//! or `net.core.somaxconn`), where they cost this process neither memory nor a descriptor, and
+//! are accepted, oldest first, as slots free up (each slow client frees one within a header-read
+//! timeout). Closing them at accept instead would not serve anyone sooner, would turn the accept
+//! loop into a busy close loop under a flood, and would fail a legitimate client that a slot
+//! would have freed up for a moment later.
+//!
+//! On shutdown the loop stops accepting, every connection is asked to finish (HTTP/1.1: after
+//! the request in flight; HTTP/2: GOAWAY), and whatever is still open after [`DRAIN`] is dropped.
+
+mod body;
+mod connection;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::TokioExecutor;
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use body::BodyError;
+
+/// How long connections may finish their requests after shutdown starts (10 s: well inside the
+/// pod's default 30 s `terminationGracePeriodSeconds`).
+pub const DRAIN: Duration = Duration::from_secs(10);
+
+/// The smallest HTTP/1.1 read buffer hyper accepts; request headers always get at least this.
+const MIN_HTTP1_BUFFER: usize = 8 * 1024;
+
+/// How often a full listener says so in the log, at most.
+const FULL_WARNING_EVERY: Duration = Duration::from_secs(60);
+
+/// What a listener allows its clients. Services build it from their flags.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerConfig {
+    /// Connections open at once; more wait in the kernel's accept queue.
+    pub max_connections: usize,
+    /// TLS handshake and first request headers, from the accept; later request headers, from
+    /// their first byte.
+    pub header_read_timeout: Duration,
+    /// A request body, from the end of its headers.
+    pub body_read_timeout: Duration,
+    /// A response, from the handler's answer.
+    pub write_timeout: Duration,
+    /// A connection with nothing in flight and nothing received.
+    pub idle_timeout: Duration,
+    /// Request headers, in bytes.
+    pub max_header_bytes: usize,
+    /// One request body, in bytes.
+    pub max_request_body_bytes: usize,
+    /// Request bodies being received at once, over all connections, in bytes.
+    pub max_inflight_body_bytes: usize,
+    /// Streams per HTTP/2 connection; `None` serves HTTP/1.1 only.
+    pub http2_max_concurrent_streams: Option<u32>,
+}
+
+/// How connections arrive.
+#[derive(Clone)]
+pub enum Transport {
+    /// Plain TCP (the admin listener).
+    Plain,
+    /// TLS; the handshake runs under the header-read timeout. ALPN decides HTTP/2 or HTTP/1.1.
+    Tls(tokio_rustls::TlsAcceptor),
+}
+
+impl Transport {
+    /// TLS with this rustls configuration.
+    pub fn tls(config: Arc<rustls::ServerConfig>) -> Self {
+        Transport::Tls(tokio_rustls::TlsAcceptor::from(config))
+    }
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Plain => "Plain",
+            Transport::Tls(_) => "Tls",
+        })
+    }
+}
+
+/// What every connection of one listener shares.
+struct Shared {
+    router: Router,
+    config: ListenerConfig,
+    transport: Transport,
+    builder: auto::Builder<TokioExecutor>,
+    /// Permits are bytes of request bodies being received ([`ListenerConfig::max_inflight_body_bytes`]).
+    body_budget: Arc<Semaphore>,
+}
+
+/// The hyper connection builder for `config`.
+fn builder(config: &ListenerConfig) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .keep_alive(true)
+        // The header clock is this module's (it must not run while a kept-alive connection
+        // waits for its next request); hyper's would need a timer and starts at once.
+        .header_read_timeout(None)
+        .max_buf_size(config.max_header_bytes.max(MIN_HTTP1_BUFFER));
+    match config.http2_max_concurrent_streams {
+        Some(streams) => {
+            builder
+                .http2()
+                .max_concurrent_streams(streams)
+                .max_header_list_size(u32::try_from(config.max_header_bytes).unwrap_or(u32::MAX));
+            builder
+        }
+        None => builder.http1_only(),
+    }
+}
+
+/// Serves `router` on `listener` under `config` until `shutdown` is cancelled, then drains (at
+/// most [`DRAIN`]). Connection errors are logged at debug level; nothing here fails the caller.
+pub async fn serve(
+    listener: TcpListener,
+    transport: Transport,
+    router: Router,
+    config: ListenerConfig,
+    shutdown: CancellationToken,
+) {
+    let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let shared = Arc::new(Shared {
+        router,
+        builder: builder(&config),
+        body_budget: Arc::new(Semaphore::new(
+            config.max_inflight_body_bytes.min(Semaphore::MAX_PERMITS),
+        )),
+        config,
+        transport,
+    });
+    let mut connections = JoinSet::new();
+    let mut warned_full: Option<Instant> = None;
+    loop {
+        while connections.try_join_next().is_some() {}
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if warned_full.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
+                    warned_full = Some(Instant::now());
+                    tracing::warn!(
+                        max_connections = shared.config.max_connections,
+                        "connection cap reached: new connections wait in the accept queue"
+                    );
+                }
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
+        let (tcp, peer) = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // EMFILE and friends: back off briefly instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let accepted_at = Instant::now();
+        connections.spawn(connection::serve(
+            tcp,
+            peer,
+            accepted_at,
+            shared.clone(),
+            shutdown.clone(),
+            slot,
+        ));
+    }
+    let drained = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = connections.len(),
+            "connections still open after the drain period; closing them"
+        );
+        connections.abort_all();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,379 @@
+//! One connection: the TLS handshake under the header clock, then hyper driven next to the
+//! connection's clocks (see the parent module for what each allows).
+//!
+//! The clocks need two facts hyper does not expose, so they are gathered around it: the
+//! [`Tracker`] counts requests from the moment hyper hands one to the service (its headers are
+//! complete) until hyper drops its response body (written out), and [`Watched`] notes the first
+//! byte that arrives while nothing is in flight (a kept-alive HTTP/1.1 connection's next request
+//! has begun). From those the driver computes one deadline at a time and sleeps until it, woken
+//! early whenever the tracker changes.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use axum::body::Body as AxumBody;
+use axum::http::{Request, Response, StatusCode};
+use http_body_util::Limited;
+use hyper::body::{Body as _, Incoming};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use super::body::{RequestBody, ResponseBody};
+use super::{DRAIN, ListenerConfig, Shared, Transport};
+
+/// Serves one accepted connection until it ends or one of its clocks runs out; `_slot` is its
+/// place under the connection cap, freed when this returns.
+pub(super) async fn serve(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    accepted: Instant,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+    _slot: OwnedSemaphorePermit,
+) {
+    let _ = tcp.set_nodelay(true);
+    match &shared.transport {
+        Transport::Plain => drive(tcp, false, peer, accepted, &shared, &shutdown).await,
+        Transport::Tls(acceptor) => {
+            let deadline = accepted + shared.config.header_read_timeout;
+            let handshake = tokio::select! {
+                () = shutdown.cancelled() => return,
+                handshake = tokio::time::timeout_at(deadline, acceptor.accept(tcp)) => handshake,
+            };
+            let stream = match handshake {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake not done within the header-read timeout; closed");
+                    return;
+                }
+            };
+            let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+            drive(stream, h2, peer, accepted, &shared, &shutdown).await;
+        }
+    }
+}
+
+/// What the driver does when a deadline passes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expiry {
+    /// Close at once, for this reason.
+    Close(&'static str),
+    /// Ask the connection to finish (idle): HTTP/1.1 closes, HTTP/2 sends GOAWAY.
+    Idle,
+}
+
+/// Runs hyper on `io` until the connection ends or a clock runs out. `h2`: the connection speaks
+/// HTTP/2 (ALPN), where bytes on an idle connection are frames (PING, WINDOW_UPDATE), not the
+/// start of a request, and do not start the header clock.
+async fn drive<S>(
+    io: S,
+    h2: bool,
+    peer: SocketAddr,
+    accepted: Instant,
+    shared: &Arc<Shared>,
+    shutdown: &CancellationToken,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let config = &shared.config;
+    let tracker = Arc::new(Tracker::new(accepted));
+    let service = ConnectionService {
+        shared: shared.clone(),
+        tracker: tracker.clone(),
+    };
+    let io = TokioIo::new(Watched {
+        inner: io,
+        tracker: tracker.clone(),
+    });
+    let conn = shared.builder.serve_connection(io, service);
+    let mut conn = std::pin::pin!(conn);
+    // Set once the connection was asked to finish: when it must be gone.
+    let mut closing: Option<Instant> = None;
+    loop {
+        let (deadline, expiry) = match closing {
+            Some(at) => (
+                Some(at),
+                Expiry::Close("did not finish after being asked to"),
+            ),
+            None => tracker.deadline(config, h2),
+        };
+        tokio::select! {
+            biased;
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = tracker.changed.notified() => {}
+            () = sleep_until(deadline) => {
+                // Act only on a deadline that still holds: the tracker may have moved on.
+                let still = match closing {
+                    Some(_) => (deadline, expiry),
+                    None => tracker.deadline(config, h2),
+                };
+                if still.0.is_some_and(|at| at <= Instant::now()) {
+                    match still.1 {
+                        Expiry::Close(reason) => {
+                            tracing::debug!(%peer, reason, "connection closed");
+                            return;
+                        }
+                        Expiry::Idle => {
+                            conn.as_mut().graceful_shutdown();
+                            closing = Some(Instant::now() + config.write_timeout);
+                        }
+                    }
+                }
+            }
+            () = shutdown.cancelled(), if closing.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                closing = Some(Instant::now() + DRAIN);
+            }
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The state the clocks read, shared by the service, the I/O wrapper and the driver.
+pub(super) struct Tracker {
+    state: Mutex<State>,
+    /// Signalled on every change that moves the next deadline.
+    changed: Notify,
+}
+
+struct State {
+    accepted: Instant,
+    /// Requests whose headers arrived and whose response is not yet written.
+    in_flight: usize,
+    /// Requests ever started on this connection.
+    started: u64,
+    /// Answered requests whose response is being written, with the time it must be done by.
+    writing: Vec<(u64, Instant)>,
+    /// When the last request in flight finished (or the first one started).
+    idle_since: Instant,
+    /// The first byte received while nothing was in flight (HTTP/1.1: a request has begun).
+    read_while_idle: Option<Instant>,
+}
+
+impl Tracker {
+    pub(super) fn new(accepted: Instant) -> Self {
+        Self {
+            state: Mutex::new(State {
+                accepted,
+                in_flight: 0,
+                started: 0,
+                writing: Vec::new(),
+                idle_since: accepted,
+                read_while_idle: None,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next deadline and what happens at it; `None`: no clock runs (a handler is working).
+    fn deadline(&self, config: &ListenerConfig, h2: bool) -> (Option<Instant>, Expiry) {
+        let state = self.lock();
+        if state.in_flight > 0 {
+            let writing = state.writing.iter().map(|(_, at)| *at).min();
+            return (
+                writing,
+                Expiry::Close("response not written within the write timeout"),
+            );
+        }
+        if state.started == 0 {
+            return (
+                Some(state.accepted + config.header_read_timeout),
+                Expiry::Close("no complete request headers within the header-read timeout"),
+            );
+        }
+        if let Some(first_byte) = state.read_while_idle.filter(|_| !h2) {
+            return (
+                Some(first_byte + config.header_read_timeout),
+                Expiry::Close("request headers not complete within the header-read timeout"),
+            );
+        }
+        (Some(state.idle_since + config.idle_timeout), Expiry::Idle)
+    }
+
+    /// A request's headers arrived.
+    pub(super) fn start(self: &Arc<Self>) -> InFlight {
+        let id = {
+            let mut state = self.lock();
+            state.in_flight += 1;
+            state.started += 1;
+            state.read_while_idle = None;
+            state.started
+        };
+        self.changed.notify_one();
+        InFlight {
+            tracker: self.clone(),
+            id,
+        }
+    }
+
+    /// Bytes arrived.
+    fn read(&self) {
+        let mut state = self.lock();
+        if state.in_flight == 0 && state.started > 0 && state.read_while_idle.is_none() {
+            state.read_while_idle = Some(Instant::now());
+            drop(state);
+            self.changed.notify_one();
+        }
+    }
+}
+
+/// A request in flight; dropped with its response body (or with the request, when it never got
+/// one).
+pub(super) struct InFlight {
+    tracker: Arc<Tracker>,
+    id: u64,
+}
+
+impl InFlight {
+    /// The handler answered: the response must be written by `deadline`.
+    fn answered(&self, deadline: Instant) {
+        self.tracker.lock().writing.push((self.id, deadline));
+        self.tracker.changed.notify_one();
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        {
+            let mut state = self.tracker.lock();
+            state.writing.retain(|(id, _)| *id != self.id);
+            state.in_flight = state.in_flight.saturating_sub(1);
+            if state.in_flight == 0 {
+                state.idle_since = Instant::now();
+                state.read_while_idle = None;
+            }
+        }
+        self.tracker.changed.notify_one();
+    }
+}
+
+/// The connection's I/O, reporting reads to the tracker.
+struct Watched<S> {
+    inner: S,
+    tracker: Arc<Tracker>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.tracker.read();
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The hyper service of one connection: the router, with each request tracked, its body under
+/// the body clock, the budget and the size cap.
+#[derive(Clone)]
+struct ConnectionService {
+    shared: Arc<Shared>,
+    tracker: Arc<Tracker>,
+}
+
+type ResponseFuture =
+    Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+
+impl hyper::service::Service<Request<Incoming>> for ConnectionService {
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn call(&self, request: Request<Incoming>) -> ResponseFuture {
+        let in_flight = self.tracker.start();
+        let config = &self.shared.config;
+        let limit = config.max_request_body_bytes;
+        if request.body().size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+            // Declared too large: answer before reading any of it.
+            let mut response =
+                Response::new(AxumBody::from(format!("request body over {limit} bytes\n")));
+            *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+            in_flight.answered(Instant::now() + config.write_timeout);
+            return Box::pin(std::future::ready(Ok(
+                response.map(|inner| ResponseBody::new(inner, in_flight))
+            )));
+        }
+        let request = request.map(|body| {
+            let timed = RequestBody::new(
+                body,
+                config.body_read_timeout,
+                self.shared.body_budget.clone(),
+            );
+            AxumBody::new(Limited::new(timed, limit))
+        });
+        let router = self.shared.router.clone();
+        let write_timeout = config.write_timeout;
+        Box::pin(async move {
+            let response = match router.oneshot(request).await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            };
+            in_flight.answered(Instant::now() + write_timeout);
+            Ok(response.map(|inner| ResponseBody::new(inner, in_flight)))
+        })
+    }
+}
