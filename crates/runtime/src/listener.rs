@@ -33,13 +33,16 @@
 //!
 //! # The connection cap
 //!
-//! At most [`ListenerConfig::max_connections`] connections are open at once. Past it the loop
-//! stops accepting: new connections wait in the kernel's accept queue (the listen backlog, 1024
-//! or `net.core.somaxconn`), where they cost this process neither memory nor a descriptor, and
-//! are accepted, oldest first, as slots free up (each slow client frees one within a header-read
-//! timeout). Closing them at accept instead would not serve anyone sooner, would turn the accept
-//! loop into a busy close loop under a flood, and would fail a legitimate client that a slot
-//! would have freed up for a moment later.
+//! At most [`ListenerConfig::max_connections`] connections are open at once. A connection
+//! accepted past it first **displaces the oldest connection that has not sent a complete request
+//! yet** (a client that connected and stalls; a real client, such as the API server, sends its
+//! request within milliseconds of connecting and is never the oldest such connection for long).
+//! Only when every open connection has sent a request (real load, or slow bodies) does the loop
+//! stop accepting: new connections then wait in the kernel's accept queue (the listen backlog,
+//! 1024 or `net.core.somaxconn`), where they cost this process neither memory nor a descriptor,
+//! and are accepted oldest first as slots free up (within a body-read or write timeout). Closing
+//! them at accept instead would serve nobody sooner, and would turn the accept loop into a busy
+//! close loop under a flood.
 //!
 //! On shutdown the loop stops accepting, every connection is asked to finish (HTTP/1.1: after
 //! the request in flight; HTTP/2: GOAWAY), and whatever is still open after [`DRAIN`] is dropped.
@@ -47,7 +50,8 @@
 mod body;
 mod connection;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::Router;
@@ -74,7 +78,8 @@ const FULL_WARNING_EVERY: Duration = Duration::from_secs(60);
 /// What a listener allows its clients. Services build it from their flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListenerConfig {
-    /// Connections open at once; more wait in the kernel's accept queue.
+    /// Connections open at once. Past it a new connection displaces the oldest one that has
+    /// sent no request yet; when every one has, new connections wait in the kernel's accept queue.
     pub max_connections: usize,
     /// TLS handshake and first request headers, from the accept; later request headers, from
     /// their first byte.
@@ -128,6 +133,65 @@ struct Shared {
     builder: auto::Builder<TokioExecutor>,
     /// Permits are bytes of request bodies being received ([`ListenerConfig::max_inflight_body_bytes`]).
     body_budget: Arc<Semaphore>,
+    /// Open connections that have not sent a complete request yet, oldest first: what a
+    /// connection accepted past the cap displaces.
+    unproven: Mutex<Unproven>,
+}
+
+#[derive(Default)]
+struct Unproven {
+    next: u64,
+    connections: BTreeMap<u64, CancellationToken>,
+}
+
+impl Shared {
+    /// Registers a new connection as unproven; it leaves the register with its first request,
+    /// or when it ends (the [`Registration`] is dropped).
+    fn register(self: &Arc<Self>) -> (Registration, CancellationToken) {
+        let displace = CancellationToken::new();
+        let mut unproven = self.unproven.lock().unwrap_or_else(PoisonError::into_inner);
+        unproven.next += 1;
+        let id = unproven.next;
+        unproven.connections.insert(id, displace.clone());
+        (
+            Registration {
+                shared: self.clone(),
+                id,
+            },
+            displace,
+        )
+    }
+
+    /// Asks the oldest unproven connection to close; false when there is none.
+    fn displace_oldest(&self) -> bool {
+        let oldest = self
+            .unproven
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .connections
+            .pop_first();
+        oldest.is_some_and(|(_, displace)| {
+            displace.cancel();
+            true
+        })
+    }
+}
+
+/// A connection's place in the register of unproven connections; dropping it takes it out.
+struct Registration {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.shared
+            .unproven
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .connections
+            .remove(&self.id);
+    }
 }
 
 /// The hyper connection builder for `config`.
@@ -170,30 +234,12 @@ pub async fn serve(
         )),
         config,
         transport,
+        unproven: Mutex::new(Unproven::default()),
     });
     let mut connections = JoinSet::new();
     let mut warned_full: Option<Instant> = None;
     loop {
         while connections.try_join_next().is_some() {}
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                if warned_full.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
-                    warned_full = Some(Instant::now());
-                    tracing::warn!(
-                        max_connections = shared.config.max_connections,
-                        "connection cap reached: new connections wait in the accept queue"
-                    );
-                }
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    slot = slots.clone().acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        Err(_) => break,
-                    },
-                }
-            }
-        };
         let (tcp, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
@@ -207,13 +253,47 @@ pub async fn serve(
             },
         };
         let accepted_at = Instant::now();
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                let displaced = shared.displace_oldest();
+                if warned_full.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
+                    warned_full = Some(Instant::now());
+                    if displaced {
+                        tracing::warn!(
+                            max_connections = shared.config.max_connections,
+                            "connection cap reached: closing the oldest connections that sent no request"
+                        );
+                    } else {
+                        tracing::warn!(
+                            max_connections = shared.config.max_connections,
+                            "connection cap reached: new connections wait in the accept queue"
+                        );
+                    }
+                }
+                // The displaced connection frees its slot at once; otherwise this connection
+                // (its header clock running) waits for one, and later ones in the kernel's queue.
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
+        let (registration, displace) = shared.register();
         connections.spawn(connection::serve(
-            tcp,
-            peer,
-            accepted_at,
+            connection::Accepted {
+                tcp,
+                peer,
+                at: accepted_at,
+                slot,
+                registration,
+                displace,
+            },
             shared.clone(),
             shutdown.clone(),
-            slot,
         ));
     }
     let drained = tokio::time::timeout(DRAIN, async {

@@ -29,25 +29,52 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::body::{RequestBody, ResponseBody};
-use super::{DRAIN, ListenerConfig, Shared, Transport};
+use super::{DRAIN, ListenerConfig, Registration, Shared, Transport};
 
-/// Serves one accepted connection until it ends or one of its clocks runs out; `_slot` is its
-/// place under the connection cap, freed when this returns.
-pub(super) async fn serve(
-    tcp: TcpStream,
-    peer: SocketAddr,
-    accepted: Instant,
-    shared: Arc<Shared>,
-    shutdown: CancellationToken,
-    _slot: OwnedSemaphorePermit,
-) {
+/// A connection the accept loop hands over.
+pub(super) struct Accepted {
+    pub(super) tcp: TcpStream,
+    pub(super) peer: SocketAddr,
+    /// When it was accepted: the header clock starts here.
+    pub(super) at: Instant,
+    /// Its place under the connection cap, freed when it ends.
+    pub(super) slot: OwnedSemaphorePermit,
+    /// Its place among the unproven connections, left at its first request.
+    pub(super) registration: Registration,
+    /// Cancelled when a connection accepted past the cap displaces this one.
+    pub(super) displace: CancellationToken,
+}
+
+/// Serves one accepted connection until it ends, one of its clocks runs out, or (before its
+/// first request) a newer connection displaces it.
+pub(super) async fn serve(accepted: Accepted, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let Accepted {
+        tcp,
+        peer,
+        at,
+        slot: _slot,
+        registration,
+        displace,
+    } = accepted;
     let _ = tcp.set_nodelay(true);
+    let tracker = Arc::new(Tracker::new(at, Some(registration)));
+    let connection = Connection {
+        peer,
+        tracker,
+        shared: &shared,
+        shutdown: &shutdown,
+        displace: &displace,
+    };
     match &shared.transport {
-        Transport::Plain => drive(tcp, false, peer, accepted, &shared, &shutdown).await,
+        Transport::Plain => connection.drive(tcp, false).await,
         Transport::Tls(acceptor) => {
-            let deadline = accepted + shared.config.header_read_timeout;
+            let deadline = at + shared.config.header_read_timeout;
             let handshake = tokio::select! {
                 () = shutdown.cancelled() => return,
+                () = displace.cancelled() => {
+                    tracing::debug!(%peer, "displaced during the TLS handshake by a newer connection at the cap");
+                    return;
+                }
                 handshake = tokio::time::timeout_at(deadline, acceptor.accept(tcp)) => handshake,
             };
             let stream = match handshake {
@@ -62,7 +89,7 @@ pub(super) async fn serve(
                 }
             };
             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-            drive(stream, h2, peer, accepted, &shared, &shutdown).await;
+            connection.drive(stream, h2).await;
         }
     }
 }
@@ -76,72 +103,92 @@ enum Expiry {
     Idle,
 }
 
-/// Runs hyper on `io` until the connection ends or a clock runs out. `h2`: the connection speaks
-/// HTTP/2 (ALPN), where bytes on an idle connection are frames (PING, WINDOW_UPDATE), not the
-/// start of a request, and do not start the header clock.
-async fn drive<S>(
-    io: S,
-    h2: bool,
+/// One connection's driver.
+struct Connection<'a> {
     peer: SocketAddr,
-    accepted: Instant,
-    shared: &Arc<Shared>,
-    shutdown: &CancellationToken,
-) where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let config = &shared.config;
-    let tracker = Arc::new(Tracker::new(accepted));
-    let service = ConnectionService {
-        shared: shared.clone(),
-        tracker: tracker.clone(),
-    };
-    let io = TokioIo::new(Watched {
-        inner: io,
-        tracker: tracker.clone(),
-    });
-    let conn = shared.builder.serve_connection(io, service);
-    let mut conn = std::pin::pin!(conn);
-    // Set once the connection was asked to finish: when it must be gone.
-    let mut closing: Option<Instant> = None;
-    loop {
-        let (deadline, expiry) = match closing {
-            Some(at) => (
-                Some(at),
-                Expiry::Close("did not finish after being asked to"),
-            ),
-            None => tracker.deadline(config, h2),
+    tracker: Arc<Tracker>,
+    shared: &'a Arc<Shared>,
+    shutdown: &'a CancellationToken,
+    displace: &'a CancellationToken,
+}
+
+impl Connection<'_> {
+    /// Runs hyper on `io` until the connection ends or a clock runs out. `h2`: the connection
+    /// speaks HTTP/2 (ALPN), where bytes on an idle connection are frames (PING, WINDOW_UPDATE),
+    /// not the start of a request, and do not start the header clock.
+    async fn drive<S>(self, io: S, h2: bool)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let Connection {
+            peer,
+            tracker,
+            shared,
+            shutdown,
+            displace,
+        } = self;
+        let config = &shared.config;
+        let service = ConnectionService {
+            shared: shared.clone(),
+            tracker: tracker.clone(),
         };
-        tokio::select! {
-            biased;
-            result = conn.as_mut() => {
-                if let Err(e) = result {
-                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+        let io = TokioIo::new(Watched {
+            inner: io,
+            tracker: tracker.clone(),
+        });
+        let conn = shared.builder.serve_connection(io, service);
+        let mut conn = std::pin::pin!(conn);
+        // Set once the connection was asked to finish: when it must be gone.
+        let mut closing: Option<Instant> = None;
+        // Displacement applies only until the first request (it may race with it).
+        let mut displaceable = true;
+        loop {
+            let (deadline, expiry) = match closing {
+                Some(at) => (
+                    Some(at),
+                    Expiry::Close("did not finish after being asked to"),
+                ),
+                None => tracker.deadline(config, h2),
+            };
+            tokio::select! {
+                biased;
+                result = conn.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                    return;
                 }
-                return;
-            }
-            () = tracker.changed.notified() => {}
-            () = sleep_until(deadline) => {
-                // Act only on a deadline that still holds: the tracker may have moved on.
-                let still = match closing {
-                    Some(_) => (deadline, expiry),
-                    None => tracker.deadline(config, h2),
-                };
-                if still.0.is_some_and(|at| at <= Instant::now()) {
-                    match still.1 {
-                        Expiry::Close(reason) => {
-                            tracing::debug!(%peer, reason, "connection closed");
-                            return;
-                        }
-                        Expiry::Idle => {
-                            conn.as_mut().graceful_shutdown();
-                            closing = Some(Instant::now() + config.write_timeout);
+                () = tracker.changed.notified() => {}
+                () = sleep_until(deadline) => {
+                    // Act only on a deadline that still holds: the tracker may have moved on.
+                    let still = match closing {
+                        Some(_) => (deadline, expiry),
+                        None => tracker.deadline(config, h2),
+                    };
+                    if still.0.is_some_and(|at| at <= Instant::now()) {
+                        match still.1 {
+                            Expiry::Close(reason) => {
+                                tracing::debug!(%peer, reason, "connection closed");
+                                return;
+                            }
+                            Expiry::Idle => {
+                                conn.as_mut().graceful_shutdown();
+                                closing = Some(Instant::now() + config.write_timeout);
+                            }
                         }
                     }
                 }
-            }
-            () = shutdown.cancelled(), if closing.is_none() => {
-                conn.as_mut().graceful_shutdown();
-                closing = Some(Instant::now() + DRAIN);
+                () = displace.cancelled(), if displaceable => {
+                    if tracker.started() == 0 {
+                        tracing::debug!(%peer, "displaced by a newer connection at the cap (no request yet)");
+                        return;
+                    }
+                    displaceable = false;
+                }
+                () = shutdown.cancelled(), if closing.is_none() => {
+                    conn.as_mut().graceful_shutdown();
+                    closing = Some(Instant::now() + DRAIN);
+                }
             }
         }
     }
@@ -163,6 +210,8 @@ pub(super) struct Tracker {
 
 struct State {
     accepted: Instant,
+    /// The connection's place among the unproven ones, until its first request.
+    registration: Option<Registration>,
     /// Requests whose headers arrived and whose response is not yet written.
     in_flight: usize,
     /// Requests ever started on this connection.
@@ -176,10 +225,11 @@ struct State {
 }
 
 impl Tracker {
-    pub(super) fn new(accepted: Instant) -> Self {
+    pub(super) fn new(accepted: Instant, registration: Option<Registration>) -> Self {
         Self {
             state: Mutex::new(State {
                 accepted,
+                registration,
                 in_flight: 0,
                 started: 0,
                 writing: Vec::new(),
@@ -221,18 +271,25 @@ impl Tracker {
 
     /// A request's headers arrived.
     pub(super) fn start(self: &Arc<Self>) -> InFlight {
-        let id = {
+        let (id, registration) = {
             let mut state = self.lock();
             state.in_flight += 1;
             state.started += 1;
             state.read_while_idle = None;
-            state.started
+            (state.started, state.registration.take())
         };
+        // Proven: no longer displaced by newer connections (taken out outside the lock).
+        drop(registration);
         self.changed.notify_one();
         InFlight {
             tracker: self.clone(),
             id,
         }
+    }
+
+    /// Requests ever started.
+    fn started(&self) -> u64 {
+        self.lock().started
     }
 
     /// Bytes arrived.

@@ -271,21 +271,31 @@ async fn a_client_that_does_not_read_its_response_is_closed_after_the_write_time
     server.stop().await;
 }
 
-#[tokio::test]
-async fn the_connection_cap_holds() {
-    let server = Server::start(ListenerConfig {
-        max_connections: 2,
-        // Long enough that nothing here is closed by a clock.
+/// Long clocks: nothing in the cap tests is closed by a clock.
+fn capped(max_connections: usize) -> ListenerConfig {
+    ListenerConfig {
+        max_connections,
         header_read_timeout: Duration::from_secs(60),
         body_read_timeout: Duration::from_secs(60),
         write_timeout: Duration::from_secs(60),
         idle_timeout: Duration::from_secs(60),
         ..config()
-    })
-    .await;
-    // Two silent clients take both places.
-    let first = server.connect().await;
-    let _second = server.connect().await;
+    }
+}
+
+#[tokio::test]
+async fn the_connection_cap_holds() {
+    let server = Server::start(capped(2)).await;
+    // Two clients take both places with a request each whose body is still coming.
+    let mut busy = Vec::new();
+    for _ in 0..2 {
+        let mut stream = server.connect().await;
+        stream
+            .write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: 4\r\n\r\nab")
+            .await
+            .unwrap();
+        busy.push(stream);
+    }
     // Three more with a request each: none is served while the two hold their places.
     let mut waiting = Vec::new();
     for _ in 0..3 {
@@ -299,13 +309,46 @@ async fn the_connection_cap_holds() {
     let mut byte = [0; 1];
     let early = tokio::time::timeout(Duration::from_secs(1), waiting[0].read(&mut byte)).await;
     assert!(early.is_err(), "served past the cap: {early:?}");
-    // One place frees up: the waiting clients are served, one at a time, through it.
-    drop(first);
+    // One request completes and its connection closes: the waiting clients are served, one at
+    // a time, through the place it frees.
+    let mut first = busy.remove(0);
+    first.write_all(b"cd").await.unwrap();
+    let (received, _) = until_closed(&mut first, Instant::now()).await;
+    assert!(String::from_utf8_lossy(&received).ends_with("\r\n\r\n4\n"));
     for mut stream in waiting {
         let (received, _) = until_closed(&mut stream, Instant::now()).await;
         let text = String::from_utf8_lossy(&received);
         assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     }
+    // (The other body is never finished: hang up rather than wait for the drain.)
+    drop(busy);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn at_the_cap_a_new_connection_displaces_the_oldest_silent_one() {
+    let server = Server::start(capped(2)).await;
+    // Two silent clients take both places, the first one first.
+    let mut oldest = server.connect().await;
+    let mut younger = server.connect().await;
+    // A real client is served at once: the oldest silent connection makes room for it.
+    let mut client = server.connect().await;
+    let response = exchange(
+        &mut client,
+        "GET /ok HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let (received, took) = until_closed(&mut oldest, Instant::now()).await;
+    assert!(received.is_empty());
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    // The younger one keeps its place (its header clock, 60 s, is far away).
+    let mut byte = [0; 1];
+    let kept = tokio::time::timeout(Duration::from_millis(500), younger.read(&mut byte)).await;
+    assert!(
+        kept.is_err(),
+        "the younger silent connection was closed too: {kept:?}"
+    );
     server.stop().await;
 }
 
