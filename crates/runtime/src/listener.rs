@@ -253,33 +253,32 @@ pub async fn serve(
             },
         };
         let accepted_at = Instant::now();
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                let displaced = shared.displace_oldest();
-                if warned_full.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
-                    warned_full = Some(Instant::now());
-                    if displaced {
-                        tracing::warn!(
-                            max_connections = shared.config.max_connections,
-                            "connection cap reached: closing the oldest connections that sent no request"
-                        );
-                    } else {
-                        tracing::warn!(
-                            max_connections = shared.config.max_connections,
-                            "connection cap reached: new connections wait in the accept queue"
-                        );
-                    }
+        let slot = if let Ok(slot) = slots.clone().try_acquire_owned() {
+            slot
+        } else {
+            let displaced = shared.displace_oldest();
+            if warned_full.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
+                warned_full = Some(Instant::now());
+                if displaced {
+                    tracing::warn!(
+                        max_connections = shared.config.max_connections,
+                        "connection cap reached: closing the oldest connections that sent no request"
+                    );
+                } else {
+                    tracing::warn!(
+                        max_connections = shared.config.max_connections,
+                        "connection cap reached: new connections wait in the accept queue"
+                    );
                 }
-                // The displaced connection frees its slot at once; otherwise this connection
-                // (its header clock running) waits for one, and later ones in the kernel's queue.
-                tokio::select! {
-                    () = shutdown.cancelled() => break,
-                    slot = slots.clone().acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        Err(_) => break,
-                    },
-                }
+            }
+            // The displaced connection frees its slot at once; otherwise this connection
+            // (its header clock running) waits for one, and later ones in the kernel's queue.
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                slot = slots.clone().acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => break,
+                },
             }
         };
         let (registration, displace) = shared.register();
