@@ -152,9 +152,9 @@ pub struct CommonArgs {
 /// the listener speaks HTTP/1.1 only.
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct AdminListenerArgs {
-    /// Connections the admin listener keeps open at once. Past it, a new connection closes the
-    /// oldest one that has not sent a request yet; when every one has, new connections wait in
-    /// the kernel's accept queue until one closes.
+    /// Connections the admin listener keeps open at once. Past it, a new connection closes one
+    /// with no request in flight (the oldest that sent none yet, else the one idle longest); when
+    /// every one has a request in flight, new connections wait in the kernel's accept queue.
     #[arg(
         long,
         env = "PLIMSOLL_METRICS_MAX_CONNECTIONS",

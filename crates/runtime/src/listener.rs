@@ -34,15 +34,16 @@
 //! # The connection cap
 //!
 //! At most [`ListenerConfig::max_connections`] connections are open at once. A connection
-//! accepted past it first **displaces the oldest connection that has not sent a complete request
-//! yet** (a client that connected and stalls; a real client, such as the API server, sends its
-//! request within milliseconds of connecting and is never the oldest such connection for long).
-//! Only when every open connection has sent a request (real load, or slow bodies) does the loop
-//! stop accepting: new connections then wait in the kernel's accept queue (the listen backlog,
-//! 1024 or `net.core.somaxconn`), where they cost this process neither memory nor a descriptor,
-//! and are accepted oldest first as slots free up (within a body-read or write timeout). Closing
-//! them at accept instead would serve nobody sooner, and would turn the accept loop into a busy
-//! close loop under a flood.
+//! accepted past it first **displaces a connection with no request in flight**: the oldest
+//! that has not sent a complete request yet (a client that connected and stalls; a real client,
+//! such as the API server, sends its request within milliseconds of connecting), else the one
+//! kept alive idle the longest (gracefully: a real client reconnects when it needs to). Only
+//! when every open connection has a request in flight (real load, or bodies trickling in) does
+//! the loop stop accepting: new connections then wait in the kernel's accept queue (the listen
+//! backlog, 1024 or `net.core.somaxconn`), where they cost this process neither memory nor a
+//! descriptor, and are accepted oldest first as slots free up (each within a body-read plus a
+//! write timeout). Closing them at accept instead would serve nobody sooner, and would turn the
+//! accept loop into a busy close loop under a flood.
 //!
 //! On shutdown the loop stops accepting, every connection is asked to finish (HTTP/1.1: after
 //! the request in flight; HTTP/2: GOAWAY), and whatever is still open after [`DRAIN`] is dropped.
@@ -51,7 +52,7 @@ mod body;
 mod connection;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use axum::Router;
@@ -64,6 +65,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use body::BodyError;
+use connection::Tracker;
 
 /// How long connections may finish their requests after shutdown starts (10 s: well inside the
 /// pod's default 30 s `terminationGracePeriodSeconds`).
@@ -78,8 +80,9 @@ const FULL_WARNING_EVERY: Duration = Duration::from_secs(60);
 /// What a listener allows its clients. Services build it from their flags.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ListenerConfig {
-    /// Connections open at once. Past it a new connection displaces the oldest one that has
-    /// sent no request yet; when every one has, new connections wait in the kernel's accept queue.
+    /// Connections open at once. Past it a new connection displaces one with no request in
+    /// flight; when every one has a request in flight, new connections wait in the kernel's
+    /// accept queue.
     pub max_connections: usize,
     /// TLS handshake and first request headers, from the accept; later request headers, from
     /// their first byte.
@@ -133,64 +136,82 @@ struct Shared {
     builder: auto::Builder<TokioExecutor>,
     /// Permits are bytes of request bodies being received ([`ListenerConfig::max_inflight_body_bytes`]).
     body_budget: Arc<Semaphore>,
-    /// Open connections that have not sent a complete request yet, oldest first: what a
-    /// connection accepted past the cap displaces.
-    unproven: Mutex<Unproven>,
+    /// Open connections with nothing in flight, in the order a connection accepted past the cap
+    /// displaces them.
+    displaceable: Mutex<Displaceable>,
 }
 
+/// Why a connection may be displaced; the first ones go first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Standing {
+    /// No complete request yet (a client that connected and stalls; real clients send theirs
+    /// within milliseconds).
+    Unproven,
+    /// Kept alive between requests (a real client reconnects when it needs to).
+    Idle,
+}
+
+/// The register of displaceable connections: by standing, then oldest first (the sequence
+/// number of enlisting; for idle connections, the one idle longest).
 #[derive(Default)]
-struct Unproven {
+struct Displaceable {
     next: u64,
-    connections: BTreeMap<u64, CancellationToken>,
+    connections: BTreeMap<(Standing, u64), Weak<Tracker>>,
 }
 
 impl Shared {
-    /// Registers a new connection as unproven; it leaves the register with its first request,
-    /// or when it ends (the [`Registration`] is dropped).
-    fn register(self: &Arc<Self>) -> (Registration, CancellationToken) {
-        let displace = CancellationToken::new();
-        let mut unproven = self.unproven.lock().unwrap_or_else(PoisonError::into_inner);
-        unproven.next += 1;
-        let id = unproven.next;
-        unproven.connections.insert(id, displace.clone());
-        (
-            Registration {
-                shared: self.clone(),
-                id,
-            },
-            displace,
-        )
+    /// Enlists `tracker`'s connection as displaceable; it stays on the register as long as the
+    /// returned [`Registration`] lives.
+    fn enlist(self: &Arc<Self>, standing: Standing, tracker: Weak<Tracker>) -> Registration {
+        let mut register = self
+            .displaceable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        register.next += 1;
+        let key = (standing, register.next);
+        register.connections.insert(key, tracker);
+        Registration {
+            shared: self.clone(),
+            key,
+        }
     }
 
-    /// Asks the oldest unproven connection to close; false when there is none.
-    fn displace_oldest(&self) -> bool {
-        let oldest = self
-            .unproven
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .connections
-            .pop_first();
-        oldest.is_some_and(|(_, displace)| {
-            displace.cancel();
-            true
-        })
+    /// Asks the first displaceable connection to close; false when there is none.
+    fn displace_first(&self) -> bool {
+        loop {
+            let first = self
+                .displaceable
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .connections
+                .pop_first();
+            match first {
+                None => return false,
+                Some((_, tracker)) => {
+                    if let Some(tracker) = tracker.upgrade() {
+                        tracker.displace();
+                        return true;
+                    }
+                }
+            }
+        }
     }
 }
 
-/// A connection's place in the register of unproven connections; dropping it takes it out.
+/// A connection's place on the register of displaceable ones; dropping it takes it off.
 struct Registration {
     shared: Arc<Shared>,
-    id: u64,
+    key: (Standing, u64),
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
         self.shared
-            .unproven
+            .displaceable
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .connections
-            .remove(&self.id);
+            .remove(&self.key);
     }
 }
 
@@ -234,7 +255,7 @@ pub async fn serve(
         )),
         config,
         transport,
-        unproven: Mutex::new(Unproven::default()),
+        displaceable: Mutex::new(Displaceable::default()),
     });
     let mut connections = JoinSet::new();
     let mut warned_full: Option<Instant> = None;
@@ -256,13 +277,13 @@ pub async fn serve(
         let slot = if let Ok(slot) = slots.clone().try_acquire_owned() {
             slot
         } else {
-            let displaced = shared.displace_oldest();
+            let displaced = shared.displace_first();
             if warned_full.is_none_or(|at| at.elapsed() >= FULL_WARNING_EVERY) {
                 warned_full = Some(Instant::now());
                 if displaced {
                     tracing::warn!(
                         max_connections = shared.config.max_connections,
-                        "connection cap reached: closing the oldest connections that sent no request"
+                        "connection cap reached: closing connections that have no request in flight"
                     );
                 } else {
                     tracing::warn!(
@@ -271,8 +292,9 @@ pub async fn serve(
                     );
                 }
             }
-            // The displaced connection frees its slot at once; otherwise this connection
-            // (its header clock running) waits for one, and later ones in the kernel's queue.
+            // A displaced connection frees its slot at once (an idle HTTP/2 one after its
+            // GOAWAY); otherwise this connection (its header clock running since the accept)
+            // waits for a slot, and later ones wait in the kernel's queue.
             tokio::select! {
                 () = shutdown.cancelled() => break,
                 slot = slots.clone().acquire_owned() => match slot {
@@ -281,15 +303,14 @@ pub async fn serve(
                 },
             }
         };
-        let (registration, displace) = shared.register();
+        // Enlisted here, in accept order, as the oldest unproven connection goes first.
+        let tracker = Tracker::new(accepted_at, Some(shared.clone()));
         connections.spawn(connection::serve(
             connection::Accepted {
                 tcp,
                 peer,
-                at: accepted_at,
+                tracker,
                 slot,
-                registration,
-                displace,
             },
             shared.clone(),
             shutdown.clone(),

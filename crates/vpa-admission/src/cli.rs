@@ -171,9 +171,10 @@ pub struct Args {
 /// over few kept-alive connections (usually one HTTP/2 connection per API server).
 #[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct WebhookListenerArgs {
-    /// Connections kept open at once. Past it, a new connection closes the oldest one that has
-    /// not sent a request yet (a stalled client; the API server sends its request at once); when
-    /// every one has, new connections wait in the kernel's accept queue until one closes.
+    /// Connections kept open at once. Past it, a new connection closes one with no request in
+    /// flight: the oldest that sent none yet (a stalled client; the API server sends its review at
+    /// once), else the one idle longest. When every one has a request in flight, new connections
+    /// wait in the kernel's accept queue.
     #[arg(long, env = "PLIMSOLL_MAX_CONNECTIONS", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
 

@@ -266,7 +266,7 @@ mod tests {
 
     #[tokio::test]
     async fn large_responses_are_handed_over_in_bounded_frames() {
-        let tracker = Arc::new(Tracker::new(Instant::now(), None));
+        let tracker = Tracker::new(Instant::now(), None);
         let whole = vec![b'x'; 3 * RESPONSE_FRAME_BYTES + 5];
         let mut body = ResponseBody::new(axum::body::Body::from(whole.clone()), tracker.start());
         assert_eq!(body.size_hint().exact(), Some(whole.len() as u64));

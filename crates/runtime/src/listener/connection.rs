@@ -6,7 +6,11 @@
 //! complete) until hyper drops its response body (written out), and [`Watched`] notes the first
 //! byte that arrives while nothing is in flight (a kept-alive HTTP/1.1 connection's next request
 //! has begun). From those the driver computes one deadline at a time and sleeps until it, woken
-//! early whenever the tracker changes.
+//! early whenever the tracker changes. The tracker also keeps the connection on the listener's
+//! register of displaceable connections whenever nothing is in flight.
+//!
+//! Lock order: a tracker's lock, then the register's; the register never calls into a tracker
+//! while holding its own.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -29,64 +33,40 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::body::{RequestBody, ResponseBody};
-use super::{DRAIN, ListenerConfig, Registration, Shared, Transport};
+use super::{DRAIN, ListenerConfig, Registration, Shared, Standing, Transport};
 
 /// A connection the accept loop hands over.
 pub(super) struct Accepted {
     pub(super) tcp: TcpStream,
     pub(super) peer: SocketAddr,
-    /// When it was accepted: the header clock starts here.
-    pub(super) at: Instant,
+    /// Its clocks, started at the accept, and its place on the register of displaceable
+    /// connections.
+    pub(super) tracker: Arc<Tracker>,
     /// Its place under the connection cap, freed when it ends.
     pub(super) slot: OwnedSemaphorePermit,
-    /// Its place among the unproven connections, left at its first request.
-    pub(super) registration: Registration,
-    /// Cancelled when a connection accepted past the cap displaces this one.
-    pub(super) displace: CancellationToken,
 }
 
-/// Serves one accepted connection until it ends, one of its clocks runs out, or (before its
-/// first request) a newer connection displaces it.
+/// Serves one accepted connection until it ends, one of its clocks runs out, or a connection
+/// accepted past the cap displaces it.
 pub(super) async fn serve(accepted: Accepted, shared: Arc<Shared>, shutdown: CancellationToken) {
     let Accepted {
         tcp,
         peer,
-        at,
+        tracker,
         slot: _slot,
-        registration,
-        displace,
     } = accepted;
     let _ = tcp.set_nodelay(true);
-    let tracker = Arc::new(Tracker::new(at, Some(registration)));
     let connection = Connection {
         peer,
         tracker,
         shared: &shared,
         shutdown: &shutdown,
-        displace: &displace,
     };
     match &shared.transport {
         Transport::Plain => connection.drive(tcp, false).await,
         Transport::Tls(acceptor) => {
-            let deadline = at + shared.config.header_read_timeout;
-            let handshake = tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = displace.cancelled() => {
-                    tracing::debug!(%peer, "displaced during the TLS handshake by a newer connection at the cap");
-                    return;
-                }
-                handshake = tokio::time::timeout_at(deadline, acceptor.accept(tcp)) => handshake,
-            };
-            let stream = match handshake {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake not done within the header-read timeout; closed");
-                    return;
-                }
+            let Some(stream) = connection.handshake(acceptor, tcp).await else {
+                return;
             };
             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
             connection.drive(stream, h2).await;
@@ -99,8 +79,9 @@ pub(super) async fn serve(accepted: Accepted, shared: Arc<Shared>, shutdown: Can
 enum Expiry {
     /// Close at once, for this reason.
     Close(&'static str),
-    /// Ask the connection to finish (idle): HTTP/1.1 closes, HTTP/2 sends GOAWAY.
-    Idle,
+    /// Ask the connection to finish (idle, or displaced while idle): HTTP/1.1 closes, HTTP/2
+    /// sends GOAWAY.
+    Finish,
 }
 
 /// One connection's driver.
@@ -109,10 +90,44 @@ struct Connection<'a> {
     tracker: Arc<Tracker>,
     shared: &'a Arc<Shared>,
     shutdown: &'a CancellationToken,
-    displace: &'a CancellationToken,
 }
 
 impl Connection<'_> {
+    /// The TLS handshake, under the header clock; `None` when it failed, ran out of time, or the
+    /// connection was displaced or the listener shut down meanwhile.
+    async fn handshake(
+        &self,
+        acceptor: &tokio_rustls::TlsAcceptor,
+        tcp: TcpStream,
+    ) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+        let peer = self.peer;
+        let deadline = self.tracker.accepted() + self.shared.config.header_read_timeout;
+        let handshake = tokio::time::timeout_at(deadline, acceptor.accept(tcp));
+        let mut handshake = std::pin::pin!(handshake);
+        loop {
+            tokio::select! {
+                () = self.shutdown.cancelled() => return None,
+                () = self.tracker.changed.notified() => {
+                    if self.tracker.is_displaced() {
+                        tracing::debug!(%peer, "displaced during the TLS handshake by a connection accepted past the cap");
+                        return None;
+                    }
+                }
+                handshake = &mut handshake => match handshake {
+                    Ok(Ok(stream)) => return Some(stream),
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                        return None;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "TLS handshake not done within the header-read timeout; closed");
+                        return None;
+                    }
+                },
+            }
+        }
+    }
+
     /// Runs hyper on `io` until the connection ends or a clock runs out. `h2`: the connection
     /// speaks HTTP/2 (ALPN), where bytes on an idle connection are frames (PING, WINDOW_UPDATE),
     /// not the start of a request, and do not start the header clock.
@@ -125,7 +140,6 @@ impl Connection<'_> {
             tracker,
             shared,
             shutdown,
-            displace,
         } = self;
         let config = &shared.config;
         let service = ConnectionService {
@@ -140,8 +154,6 @@ impl Connection<'_> {
         let mut conn = std::pin::pin!(conn);
         // Set once the connection was asked to finish: when it must be gone.
         let mut closing: Option<Instant> = None;
-        // Displacement applies only until the first request (it may race with it).
-        let mut displaceable = true;
         loop {
             let (deadline, expiry) = match closing {
                 Some(at) => (
@@ -171,19 +183,12 @@ impl Connection<'_> {
                                 tracing::debug!(%peer, reason, "connection closed");
                                 return;
                             }
-                            Expiry::Idle => {
+                            Expiry::Finish => {
                                 conn.as_mut().graceful_shutdown();
                                 closing = Some(Instant::now() + config.write_timeout);
                             }
                         }
                     }
-                }
-                () = displace.cancelled(), if displaceable => {
-                    if tracker.started() == 0 {
-                        tracing::debug!(%peer, "displaced by a newer connection at the cap (no request yet)");
-                        return;
-                    }
-                    displaceable = false;
                 }
                 () = shutdown.cancelled(), if closing.is_none() => {
                     conn.as_mut().graceful_shutdown();
@@ -201,17 +206,19 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// The state the clocks read, shared by the service, the I/O wrapper and the driver.
+/// The state the clocks read, shared by the service, the I/O wrapper and the driver; it also
+/// keeps the connection on the listener's register of displaceable connections while nothing is
+/// in flight.
 pub(super) struct Tracker {
     state: Mutex<State>,
+    /// The listener, to enlist on its register (`None` in unit tests of the bodies).
+    shared: Option<Arc<Shared>>,
     /// Signalled on every change that moves the next deadline.
-    changed: Notify,
+    pub(super) changed: Notify,
 }
 
 struct State {
     accepted: Instant,
-    /// The connection's place among the unproven ones, until its first request.
-    registration: Option<Registration>,
     /// Requests whose headers arrived and whose response is not yet written.
     in_flight: usize,
     /// Requests ever started on this connection.
@@ -222,26 +229,62 @@ struct State {
     idle_since: Instant,
     /// The first byte received while nothing was in flight (HTTP/1.1: a request has begun).
     read_while_idle: Option<Instant>,
+    /// The connection's place on the register, while nothing is in flight.
+    registration: Option<Registration>,
+    /// A connection accepted past the cap asked this one to make room.
+    displaced: bool,
 }
 
 impl Tracker {
-    pub(super) fn new(accepted: Instant, registration: Option<Registration>) -> Self {
-        Self {
+    /// The tracker of a connection accepted at `accepted`, enlisted as unproven on `shared`'s
+    /// register.
+    pub(super) fn new(accepted: Instant, shared: Option<Arc<Shared>>) -> Arc<Self> {
+        let tracker = Arc::new(Self {
             state: Mutex::new(State {
                 accepted,
-                registration,
                 in_flight: 0,
                 started: 0,
                 writing: Vec::new(),
                 idle_since: accepted,
                 read_while_idle: None,
+                registration: None,
+                displaced: false,
             }),
+            shared,
             changed: Notify::new(),
+        });
+        tracker.enlist(&mut tracker.lock(), Standing::Unproven);
+        tracker
+    }
+
+    fn enlist(self: &Arc<Self>, state: &mut State, standing: Standing) {
+        if let Some(shared) = &self.shared {
+            state.registration = Some(shared.enlist(standing, Arc::downgrade(self)));
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn accepted(&self) -> Instant {
+        self.lock().accepted
+    }
+
+    fn is_displaced(&self) -> bool {
+        self.lock().displaced
+    }
+
+    /// Asked by a connection accepted past the cap: close if nothing is in flight.
+    pub(super) fn displace(&self) {
+        {
+            let mut state = self.lock();
+            if state.in_flight > 0 {
+                return;
+            }
+            state.displaced = true;
+        }
+        self.changed.notify_one();
     }
 
     /// The next deadline and what happens at it; `None`: no clock runs (a handler is working).
@@ -253,6 +296,19 @@ impl Tracker {
                 writing,
                 Expiry::Close("response not written within the write timeout"),
             );
+        }
+        if state.displaced {
+            // Already due: `accepted` is in the past.
+            return if state.started == 0 {
+                (
+                    Some(state.accepted),
+                    Expiry::Close(
+                        "displaced by a connection accepted past the cap (no request yet)",
+                    ),
+                )
+            } else {
+                (Some(state.accepted), Expiry::Finish)
+            };
         }
         if state.started == 0 {
             return (
@@ -266,7 +322,7 @@ impl Tracker {
                 Expiry::Close("request headers not complete within the header-read timeout"),
             );
         }
-        (Some(state.idle_since + config.idle_timeout), Expiry::Idle)
+        (Some(state.idle_since + config.idle_timeout), Expiry::Finish)
     }
 
     /// A request's headers arrived.
@@ -276,20 +332,17 @@ impl Tracker {
             state.in_flight += 1;
             state.started += 1;
             state.read_while_idle = None;
+            // A request in flight is never displaced (a displacement racing it is void).
+            state.displaced = false;
             (state.started, state.registration.take())
         };
-        // Proven: no longer displaced by newer connections (taken out outside the lock).
+        // Off the register, outside this lock (the register's lock is taken after this one).
         drop(registration);
         self.changed.notify_one();
         InFlight {
             tracker: self.clone(),
             id,
         }
-    }
-
-    /// Requests ever started.
-    fn started(&self) -> u64 {
-        self.lock().started
     }
 
     /// Bytes arrived.
@@ -327,6 +380,7 @@ impl Drop for InFlight {
             if state.in_flight == 0 {
                 state.idle_since = Instant::now();
                 state.read_while_idle = None;
+                self.tracker.enlist(&mut state, Standing::Idle);
             }
         }
         self.tracker.changed.notify_one();

@@ -353,6 +353,42 @@ async fn at_the_cap_a_new_connection_displaces_the_oldest_silent_one() {
 }
 
 #[tokio::test]
+async fn at_the_cap_a_new_connection_displaces_the_longest_idle_one() {
+    let server = Server::start(capped(2)).await;
+    let request = "GET /ok HTTP/1.1\r\nhost: x\r\n\r\n";
+    // Two kept-alive clients, each after one request, take both places; the first one has been
+    // idle longer.
+    let mut longest = server.connect().await;
+    assert!(
+        exchange(&mut longest, request)
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let mut shorter = server.connect().await;
+    assert!(
+        exchange(&mut shorter, request)
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    // A third client is served at once: the connection idle longest makes room.
+    let mut client = server.connect().await;
+    assert!(
+        exchange(&mut client, request)
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    let (received, _) = until_closed(&mut longest, Instant::now()).await;
+    assert!(received.is_empty());
+    // The other one is still served on its connection.
+    assert!(
+        exchange(&mut shorter, request)
+            .await
+            .starts_with("HTTP/1.1 200")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn shutdown_closes_idle_connections_and_returns() {
     let server = Server::start(ListenerConfig {
         idle_timeout: Duration::from_secs(60),
