@@ -7,7 +7,8 @@
 //!   synced, or for the webhook the TLS listener bound), 503 before.
 //!
 //! [`router`] builds the axum `Router` (tests call it with `tower::ServiceExt::oneshot`);
-//! [`serve`] binds it and runs until the shutdown token is cancelled.
+//! [`serve`] binds it and runs it on the [`crate::listener`] (HTTP/1.1, under the limits of the
+//! `--metrics-*` flags, [`crate::args::AdminListenerArgs`]) until the shutdown token is cancelled.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +26,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
+use crate::listener::{self, ListenerConfig, Transport};
 
 /// `Content-Type` of `/metrics`.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -143,18 +145,24 @@ async fn readyz(State(state): State<AdminState>) -> Response {
     }
 }
 
-/// Binds `address` and serves `router` until `shutdown` is cancelled.
-pub async fn serve(address: SocketAddr, router: Router, shutdown: CancellationToken) -> Result<()> {
+/// Binds `address` and serves `router` under `limits` until `shutdown` is cancelled.
+pub async fn serve(
+    address: SocketAddr,
+    router: Router,
+    limits: ListenerConfig,
+    shutdown: CancellationToken,
+) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(address)
         .await
         .map_err(|source| Error::AdminServer { address, source })?;
-    serve_on(listener, router, shutdown).await
+    serve_on(listener, router, limits, shutdown).await
 }
 
 /// Serves `router` on an already bound listener (lets tests bind `127.0.0.1:0`).
 pub async fn serve_on(
     listener: tokio::net::TcpListener,
     router: Router,
+    limits: ListenerConfig,
     shutdown: CancellationToken,
 ) -> Result<()> {
     let address = listener.local_addr().map_err(|source| Error::AdminServer {
@@ -162,15 +170,14 @@ pub async fn serve_on(
         source,
     })?;
     tracing::info!(%address, "admin server listening (/metrics, /healthz, /readyz)");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|source| Error::AdminServer { address, source })
+    listener::serve(listener, Transport::Plain, router, limits, shutdown).await;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::AdminListenerArgs;
     use crate::telemetry::{ReconcileMetrics, service_registry};
     use axum::body::Body;
     use http_body_util::BodyExt;
@@ -271,7 +278,12 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(serve_on(listener, router(state), shutdown.clone()));
+        let server = tokio::spawn(serve_on(
+            listener,
+            router(state),
+            AdminListenerArgs::default().config(),
+            shutdown.clone(),
+        ));
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
         stream
             .write_all(b"GET /readyz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
@@ -289,9 +301,14 @@ mod tests {
         let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = taken.local_addr().unwrap();
         let (state, _) = state();
-        let err = serve(address, router(state), CancellationToken::new())
-            .await
-            .unwrap_err();
+        let err = serve(
+            address,
+            router(state),
+            AdminListenerArgs::default().config(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains(&address.to_string()), "{err}");
     }
 }

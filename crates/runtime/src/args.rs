@@ -21,6 +21,7 @@ use std::time::Duration;
 use clap::{ArgAction, Args, ValueEnum};
 
 use crate::error::{Error, Result};
+use crate::listener::ListenerConfig;
 use crate::rate_limit::RateLimit;
 
 /// How log lines are written to stderr.
@@ -139,6 +140,108 @@ pub struct CommonArgs {
     /// default namespace (the service account's namespace in a cluster, else `default`).
     #[arg(long, env = "PLIMSOLL_LEASE_NAMESPACE", value_name = "NAMESPACE")]
     pub lease_namespace: Option<String>,
+
+    /// Limits of the admin listener (--metrics-address).
+    #[command(flatten, next_help_heading = "Admin listener (--metrics-address)")]
+    pub admin_listener: AdminListenerArgs,
+}
+
+/// Limits of the admin listener, which anyone who can reach the pod can connect to. Its clients
+/// (kubelet probes, Prometheus) send small GETs, so the defaults are tight; the endpoints read no
+/// request body (a body is capped at 64 KiB and must arrive within the header-read timeout) and
+/// the listener speaks HTTP/1.1 only.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct AdminListenerArgs {
+    /// Connections the admin listener keeps open at once. Past it, a new connection closes one
+    /// with no request in flight (the oldest that sent none yet, else the one idle longest); when
+    /// every one has a request in flight, new connections wait in the kernel's accept queue.
+    #[arg(
+        long,
+        env = "PLIMSOLL_METRICS_MAX_CONNECTIONS",
+        value_name = "N",
+        default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub metrics_max_connections: u32,
+
+    /// A new connection must send its first request's headers within this; a kept-alive one,
+    /// the rest of a request's headers within this of their first byte. Slower clients are
+    /// closed.
+    #[arg(
+        long,
+        env = "PLIMSOLL_METRICS_HEADER_READ_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_timeout
+    )]
+    pub metrics_header_read_timeout: Duration,
+
+    /// A response must be written within this of the answer; a client that does not read it
+    /// is closed.
+    #[arg(
+        long,
+        env = "PLIMSOLL_METRICS_WRITE_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_timeout
+    )]
+    pub metrics_write_timeout: Duration,
+
+    /// A kept-alive connection with no request for this long is closed. Above the 90 s idle
+    /// timeout of Go clients (Prometheus), so the client closes first.
+    #[arg(
+        long,
+        env = "PLIMSOLL_METRICS_IDLE_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "2m",
+        value_parser = parse_timeout
+    )]
+    pub metrics_idle_timeout: Duration,
+
+    /// Largest request headers accepted (bytes, or a quantity such as `16Ki`); larger get 431.
+    /// At least 8 KiB is always accepted.
+    #[arg(
+        long,
+        env = "PLIMSOLL_METRICS_MAX_HEADER_BYTES",
+        value_name = "BYTES",
+        default_value = "16Ki",
+        value_parser = parse_byte_size
+    )]
+    pub metrics_max_header_bytes: usize,
+}
+
+/// The admin listener's cap on a request body it never reads.
+const ADMIN_MAX_BODY_BYTES: usize = 64 * 1024;
+
+impl Default for AdminListenerArgs {
+    /// The flags' defaults (a test checks they agree).
+    fn default() -> Self {
+        Self {
+            metrics_max_connections: 64,
+            metrics_header_read_timeout: Duration::from_secs(10),
+            metrics_write_timeout: Duration::from_secs(10),
+            metrics_idle_timeout: Duration::from_secs(120),
+            metrics_max_header_bytes: 16 * 1024,
+        }
+    }
+}
+
+impl AdminListenerArgs {
+    /// The listener configuration these flags describe (HTTP/1.1 only).
+    pub fn config(&self) -> ListenerConfig {
+        let max_connections = usize::try_from(self.metrics_max_connections).unwrap_or(usize::MAX);
+        ListenerConfig {
+            max_connections,
+            header_read_timeout: self.metrics_header_read_timeout,
+            body_read_timeout: self.metrics_header_read_timeout,
+            write_timeout: self.metrics_write_timeout,
+            idle_timeout: self.metrics_idle_timeout,
+            max_header_bytes: self.metrics_max_header_bytes,
+            max_request_body_bytes: ADMIN_MAX_BODY_BYTES,
+            max_inflight_body_bytes: ADMIN_MAX_BODY_BYTES.saturating_mul(max_connections),
+            http2_max_concurrent_streams: None,
+        }
+    }
 }
 
 impl CommonArgs {
@@ -171,6 +274,30 @@ pub fn parse_address(input: &str) -> std::result::Result<SocketAddr, String> {
     };
     full.parse()
         .map_err(|_| format!("invalid address {input:?}: expected IP:PORT or :PORT"))
+}
+
+/// Parses a timeout: a Go-style duration ([`parse_duration`]) greater than zero.
+pub fn parse_timeout(input: &str) -> Result<Duration> {
+    let duration = parse_duration(input)?;
+    if duration.is_zero() {
+        return Err(Error::Duration {
+            input: input.to_owned(),
+            reason: "must be greater than zero".to_owned(),
+        });
+    }
+    Ok(duration)
+}
+
+/// Parses a size in bytes: a whole number or a Kubernetes quantity (`16Ki`, `3Mi`, `1M`),
+/// greater than zero.
+pub fn parse_byte_size(input: &str) -> std::result::Result<usize, String> {
+    let quantity = plimsoll_core::quantity::Quantity::parse(input.trim())
+        .map_err(|e| format!("{input:?} is not a size in bytes (e.g. 65536, 16Ki, 3Mi): {e}"))?;
+    let bytes = quantity.value();
+    if bytes <= 0 {
+        return Err(format!("{input:?} must be greater than zero"));
+    }
+    usize::try_from(bytes).map_err(|_| format!("{input:?} is too large"))
 }
 
 /// Parses `--kube-api-qps`: a finite, non-negative number of requests per second.
@@ -507,6 +634,68 @@ mod tests {
             let want = format!("PLIMSOLL_{}", arg.get_id().as_str().to_uppercase());
             assert_eq!(env, want);
             assert!(arg.get_help().is_some(), "{} has no help", arg.get_id());
+        }
+    }
+
+    #[test]
+    fn admin_listener_defaults_are_the_flags_defaults() {
+        let args = PlainArgs::try_parse_from(["svc"]).unwrap().common;
+        assert_eq!(args.admin_listener, AdminListenerArgs::default());
+        let config = args.admin_listener.config();
+        assert_eq!(config.max_connections, 64);
+        assert_eq!(config.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(config.body_read_timeout, Duration::from_secs(10));
+        assert_eq!(config.write_timeout, Duration::from_secs(10));
+        assert_eq!(config.idle_timeout, Duration::from_secs(120));
+        assert_eq!(config.max_header_bytes, 16 * 1024);
+        assert_eq!(config.http2_max_concurrent_streams, None);
+        let help = PlainArgs::command().render_long_help().to_string();
+        assert!(
+            help.contains("Admin listener (--metrics-address)"),
+            "{help}"
+        );
+        assert!(help.contains("PLIMSOLL_METRICS_MAX_CONNECTIONS"), "{help}");
+    }
+
+    #[test]
+    fn admin_listener_flags_parse() {
+        let parse = |extra: &[&str]| {
+            PlainArgs::try_parse_from(std::iter::once("svc").chain(extra.iter().copied()))
+                .map(|a| a.common.admin_listener)
+        };
+        let args = parse(&[
+            "--metrics-max-connections=8",
+            "--metrics-header-read-timeout=2s",
+            "--metrics-write-timeout=3s",
+            "--metrics-idle-timeout=1m",
+            "--metrics-max-header-bytes=32Ki",
+        ])
+        .unwrap();
+        assert_eq!(args.metrics_max_connections, 8);
+        assert_eq!(args.metrics_header_read_timeout, Duration::from_secs(2));
+        assert_eq!(args.metrics_write_timeout, Duration::from_secs(3));
+        assert_eq!(args.metrics_idle_timeout, Duration::from_secs(60));
+        assert_eq!(args.metrics_max_header_bytes, 32 * 1024);
+        for bad in [
+            "--metrics-max-connections=0",
+            "--metrics-header-read-timeout=0",
+            "--metrics-idle-timeout=-1s",
+            "--metrics-max-header-bytes=0",
+            "--metrics-max-header-bytes=lots",
+        ] {
+            assert!(parse(&[bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn byte_sizes_parse() {
+        assert_eq!(parse_byte_size("65536").unwrap(), 65536);
+        assert_eq!(parse_byte_size("16Ki").unwrap(), 16 * 1024);
+        assert_eq!(parse_byte_size("3Mi").unwrap(), 3 * 1024 * 1024);
+        assert_eq!(parse_byte_size("1M").unwrap(), 1_000_000);
+        for bad in ["0", "-1", "", "x", "1.5.1"] {
+            let err = parse_byte_size(bad).unwrap_err();
+            assert!(err.contains(&format!("{bad:?}")), "{err}");
         }
     }
 }

@@ -8,6 +8,7 @@
 //! | [`rate_limit`] | the client-side limit `--kube-api-qps`/`--kube-api-burst` (a token bucket in the client's stack) and its counters |
 //! | [`telemetry`] | tracing (JSON or text), the `plimsoll_<binary>_` metrics sub-registry, reconcile metrics |
 //! | [`admin`] | one axum listener for `/metrics`, `/healthz` ([`admin::Liveness`]), `/readyz` ([`admin::Readiness`]) |
+//! | [`listener`] | the HTTP server under every listener (admin, webhook): connection cap, header/body/write/idle clocks, size caps, TLS |
 //! | [`shutdown`] | a `CancellationToken` cancelled by SIGTERM/Ctrl-C; a grace-period helper |
 //! | [`leader`] | Lease leader election (`plimsoll-<binary>`) and the [`leader::LeaderHandle`] to gate work on |
 //! | [`scale`] | the scale subresource of any scalable kind, its pod [`selector::Selector`], rollout state |
@@ -82,6 +83,7 @@ pub mod error;
 pub mod events;
 pub mod kinds;
 pub mod leader;
+pub mod listener;
 pub mod metrics_api;
 pub mod prometheus;
 pub mod rate_limit;
@@ -98,5 +100,5 @@ pub mod watched_scales;
 mod fake_api;
 
 pub use api_message::api_message;
-pub use args::{CommonArgs, LogFormat};
+pub use args::{AdminListenerArgs, CommonArgs, LogFormat};
 pub use error::{Error, Result};

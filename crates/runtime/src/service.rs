@@ -62,6 +62,7 @@ use crate::args::CommonArgs;
 use crate::error::{Error, Result};
 use crate::leader::shards::{ShardConfig, ShardHandle};
 use crate::leader::{self, LeaderConfig, LeaderElection, LeaderHandle};
+use crate::listener::ListenerConfig;
 use crate::rate_limit::ClientMetrics;
 use crate::{client, shutdown, telemetry};
 
@@ -207,6 +208,7 @@ impl Service {
             grace: self.grace,
             registry,
             listener,
+            admin_limits: self.common.admin_listener.config(),
             election: election.task,
             election_stop: election_stop.drop_guard(),
             helpers: Vec::new(),
@@ -252,6 +254,7 @@ pub struct Started {
     grace: Duration,
     registry: Registry,
     listener: TcpListener,
+    admin_limits: ListenerConfig,
     election: JoinHandle<()>,
     election_stop: DropGuard,
     helpers: Vec<JoinHandle<()>>,
@@ -296,6 +299,7 @@ impl Started {
             grace,
             registry,
             listener,
+            admin_limits,
             mut election,
             election_stop,
             helpers,
@@ -308,7 +312,12 @@ impl Started {
             liveness,
             readiness,
         });
-        let admin = tokio::spawn(admin::serve_on(listener, router, admin_stop.clone()));
+        let admin = tokio::spawn(admin::serve_on(
+            listener,
+            router,
+            admin_limits,
+            admin_stop.clone(),
+        ));
 
         let result = lead(&leader, &mut election, &shutdown, grace, leading).await;
 

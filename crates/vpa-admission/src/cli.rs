@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use plimsoll_runtime::CommonArgs;
-use plimsoll_runtime::args::{parse_address, parse_duration};
+use plimsoll_runtime::args::{parse_address, parse_byte_size, parse_duration, parse_timeout};
+use plimsoll_runtime::listener::ListenerConfig;
 
 use crate::certs::Lifetimes;
 use crate::status::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
@@ -180,6 +181,101 @@ pub struct Args {
     /// the updater's status timeout (1 minute upstream).
     #[arg(long, env = "PLIMSOLL_STATUS_LEASE_UPDATE_INTERVAL", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub status_lease_update_interval: Duration,
+
+    /// Limits of the webhook listener (--address).
+    #[command(flatten, next_help_heading = "Webhook listener (--address)")]
+    pub listener: WebhookListenerArgs,
+}
+
+/// Limits of the webhook listener. Any pod in the cluster that can reach the webhook's port can
+/// connect to it, and with `failurePolicy: Ignore` a webhook that slow clients have exhausted
+/// admits pods without recommendations; the API server itself sends small requests, at once,
+/// over few kept-alive connections (usually one HTTP/2 connection per API server).
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+pub struct WebhookListenerArgs {
+    /// Connections kept open at once. Past it, a new connection closes one with no request in
+    /// flight: the oldest that sent none yet (a stalled client; the API server sends its review at
+    /// once), else the one idle longest. When every one has a request in flight, new connections
+    /// wait in the kernel's accept queue.
+    #[arg(long, env = "PLIMSOLL_MAX_CONNECTIONS", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// A new connection must finish its TLS handshake and send its first request's headers
+    /// within this; a kept-alive one, the rest of a request's headers within this of their
+    /// first byte. Slower clients are closed.
+    #[arg(long, env = "PLIMSOLL_HEADER_READ_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
+    pub header_read_timeout: Duration,
+
+    /// A request body must arrive within this of its headers; a slower one is answered 400 and
+    /// its connection closed. The API server gives up after --webhook-timeout-seconds anyway.
+    #[arg(long, env = "PLIMSOLL_BODY_READ_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
+    pub body_read_timeout: Duration,
+
+    /// A response must be written within this of the answer; a client that does not read it is
+    /// closed.
+    #[arg(long, env = "PLIMSOLL_WRITE_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = parse_timeout)]
+    pub write_timeout: Duration,
+
+    /// A kept-alive connection with no request for this long is closed (HTTP/2: GOAWAY). Above
+    /// the API server's 90 s idle-connection timeout, so the API server closes first and never
+    /// sends a review on a connection being closed.
+    #[arg(long, env = "PLIMSOLL_IDLE_TIMEOUT", value_name = "DURATION", default_value = "2m", value_parser = parse_timeout)]
+    pub idle_timeout: Duration,
+
+    /// Largest request headers accepted (bytes, or a quantity such as `16Ki`): the HTTP/1.1
+    /// header buffer (at least 8 KiB) and HTTP/2's SETTINGS_MAX_HEADER_LIST_SIZE.
+    #[arg(long, env = "PLIMSOLL_MAX_HEADER_BYTES", value_name = "BYTES", default_value = "16Ki", value_parser = parse_byte_size)]
+    pub max_header_bytes: usize,
+
+    /// Largest AdmissionReview accepted; larger get 413 (and the API server's failurePolicy,
+    /// Ignore). 3 MiB holds every review of a pod: the API server refuses larger request bodies.
+    #[arg(long, env = "PLIMSOLL_MAX_REQUEST_BODY_BYTES", value_name = "BYTES", default_value = "3Mi", value_parser = parse_byte_size)]
+    pub max_request_body_bytes: usize,
+
+    /// Request bodies being received at once, summed over all connections; a request that would
+    /// pass it fails (400) at once. Bounds the memory slow or large uploads can take whatever
+    /// the number of connections (--max-connections × --max-request-body-bytes would be 1.5 GiB).
+    #[arg(long, env = "PLIMSOLL_MAX_INFLIGHT_BODY_BYTES", value_name = "BYTES", default_value = "64Mi", value_parser = parse_byte_size)]
+    pub max_inflight_body_bytes: usize,
+
+    /// Concurrent streams (reviews) per HTTP/2 connection; the API server opens another
+    /// connection past it.
+    #[arg(long, env = "PLIMSOLL_HTTP2_MAX_CONCURRENT_STREAMS", value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub http2_max_concurrent_streams: u32,
+}
+
+impl Default for WebhookListenerArgs {
+    /// The flags' defaults (a test checks they agree).
+    fn default() -> Self {
+        Self {
+            max_connections: 512,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            max_header_bytes: 16 * 1024,
+            max_request_body_bytes: crate::webhook::MAX_BODY_BYTES,
+            max_inflight_body_bytes: 64 * 1024 * 1024,
+            http2_max_concurrent_streams: 100,
+        }
+    }
+}
+
+impl WebhookListenerArgs {
+    /// The listener configuration these flags describe (HTTP/2 and HTTP/1.1, by ALPN).
+    pub fn config(&self) -> ListenerConfig {
+        ListenerConfig {
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
+            write_timeout: self.write_timeout,
+            idle_timeout: self.idle_timeout,
+            max_header_bytes: self.max_header_bytes,
+            max_request_body_bytes: self.max_request_body_bytes,
+            max_inflight_body_bytes: self.max_inflight_body_bytes,
+            http2_max_concurrent_streams: Some(self.http2_max_concurrent_streams),
+        }
+    }
 }
 
 impl Args {
@@ -237,6 +333,7 @@ impl Args {
                 .unwrap_or_else(|| DEFAULT_LEASE_NAMESPACE.to_owned()),
             status_lease_interval: self.status_lease_update_interval,
             identity: plimsoll_runtime::leader::identity(),
+            listener: self.listener.config(),
         }
     }
 }
@@ -265,6 +362,69 @@ mod tests {
         assert!(matches!(c.tls, TlsSource::Files { .. }));
         assert!(c.registration.is_none());
         assert_eq!(c.status_lease_name, "vpa-admission-controller");
+        assert_eq!(c.listener, WebhookListenerArgs::default().config());
+        assert_eq!(
+            c.listener,
+            ListenerConfig {
+                max_connections: 512,
+                header_read_timeout: Duration::from_secs(10),
+                body_read_timeout: Duration::from_secs(10),
+                write_timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(120),
+                max_header_bytes: 16 * 1024,
+                max_request_body_bytes: crate::webhook::MAX_BODY_BYTES,
+                max_inflight_body_bytes: 64 * 1024 * 1024,
+                http2_max_concurrent_streams: Some(100),
+            }
+        );
+    }
+
+    #[test]
+    fn listener_flags_parse() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["vpa-admission", "--self-signed"];
+            args.extend_from_slice(extra);
+            Args::try_parse_from(args).map(|a| a.listener.config())
+        };
+        let c = parse(&[
+            "--max-connections=10",
+            "--header-read-timeout=2s",
+            "--body-read-timeout=3s",
+            "--write-timeout=4s",
+            "--idle-timeout=5m",
+            "--max-header-bytes=32Ki",
+            "--max-request-body-bytes=8Mi",
+            "--max-inflight-body-bytes=1Gi",
+            "--http2-max-concurrent-streams=7",
+        ])
+        .unwrap();
+        assert_eq!(c.max_connections, 10);
+        assert_eq!(c.header_read_timeout, Duration::from_secs(2));
+        assert_eq!(c.body_read_timeout, Duration::from_secs(3));
+        assert_eq!(c.write_timeout, Duration::from_secs(4));
+        assert_eq!(c.idle_timeout, Duration::from_secs(300));
+        assert_eq!(c.max_header_bytes, 32 * 1024);
+        assert_eq!(c.max_request_body_bytes, 8 * 1024 * 1024);
+        assert_eq!(c.max_inflight_body_bytes, 1024 * 1024 * 1024);
+        assert_eq!(c.http2_max_concurrent_streams, Some(7));
+        for bad in [
+            "--max-connections=0",
+            "--header-read-timeout=0s",
+            "--body-read-timeout=soon",
+            "--max-request-body-bytes=0",
+            "--http2-max-concurrent-streams=0",
+        ] {
+            assert!(parse(&[bad]).is_err(), "{bad}");
+        }
+        // The admin listener has its own flags.
+        let a = Args::try_parse_from([
+            "vpa-admission",
+            "--self-signed",
+            "--metrics-max-connections=3",
+        ])
+        .unwrap();
+        assert_eq!(a.common.admin_listener.config().max_connections, 3);
+        assert_eq!(a.listener.config().max_connections, 512);
     }
 
     #[test]

@@ -40,6 +40,7 @@ use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
 use plimsoll_runtime::api_message::watch_message;
+use plimsoll_runtime::listener::ListenerConfig;
 use plimsoll_runtime::{CommonArgs, client, telemetry};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
@@ -123,6 +124,8 @@ pub struct Config {
     pub status_lease_interval: Duration,
     /// `holderIdentity` of the status Lease.
     pub identity: String,
+    /// Limits of the webhook listener.
+    pub listener: ListenerConfig,
 }
 
 impl Config {
@@ -212,6 +215,7 @@ pub async fn run_on(
     let admin_task = tokio::spawn(admin::serve_on(
         admin_listener,
         admin_router,
+        config.common.admin_listener.config(),
         shutdown.clone(),
     ));
 
@@ -239,9 +243,10 @@ pub async fn run_on(
     let server_task = {
         let serving = serving.clone();
         let router = webhook::router(webhook.clone());
+        let limits = config.listener.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            tls::serve(webhook_listener, server_config, router, shutdown).await;
+            tls::serve(webhook_listener, server_config, router, limits, shutdown).await;
             serving.store(false, Ordering::Release);
         })
     };

@@ -1,6 +1,8 @@
 //! TLS serving: the rustls configuration (ring, TLS 1.2 and 1.3 only, ALPN h2 and http/1.1),
 //! a certificate resolver that picks up rewritten certificate files on the next handshake, and
-//! the accept loop that serves the webhook router.
+//! [`serve`], which runs the webhook router on the shared listener
+//! ([`plimsoll_runtime::listener`]: connection cap, handshake and header/body/write/idle clocks,
+//! size caps).
 //!
 //! Reloading (cert-manager style): on every handshake the resolver `stat`s the certificate and
 //! key files; when their modification time or size changed it loads them and swaps the
@@ -13,12 +15,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
+use plimsoll_runtime::listener::{self, ListenerConfig, Transport};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -27,9 +27,6 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
-
-/// How long in-flight requests may run after shutdown starts.
-const DRAIN: Duration = Duration::from_secs(10);
 
 /// Parses a PEM certificate chain and private key into a rustls `CertifiedKey` (ring).
 pub fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey> {
@@ -172,65 +169,23 @@ pub fn server_config(resolver: Arc<CertResolver>) -> Result<Arc<rustls::ServerCo
     Ok(Arc::new(config))
 }
 
-/// Serves `router` over TLS on `listener` until `shutdown` is cancelled, then lets in-flight
-/// requests finish (at most 10 s).
+/// Serves `router` over TLS on `listener` under `limits` until `shutdown` is cancelled, then lets
+/// in-flight requests finish (at most [`listener::DRAIN`]).
 pub async fn serve(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     router: Router,
+    limits: ListenerConfig,
     shutdown: CancellationToken,
 ) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    let graceful = GracefulShutdown::new();
-    loop {
-        let (tcp, peer) = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(c) => c,
-                Err(e) => {
-                    // EMFILE and friends: back off briefly instead of spinning.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(router.clone());
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let stream =
-                match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(s)) => s,
-                    Ok(Err(e)) => {
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%peer, "TLS handshake timed out");
-                        return;
-                    }
-                };
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            if let Err(e) = watcher.watch(conn.into_owned()).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
-    }
-    if tokio::time::timeout(DRAIN, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("in-flight webhook requests did not finish within the drain period");
-    }
+    listener::serve(listener, Transport::tls(config), router, limits, shutdown).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::certs::{self, Lifetimes};
+    use std::time::Duration;
 
     fn write_pair(dir: &Path, days: u64) -> SystemTime {
         let lifetimes = Lifetimes {

@@ -28,6 +28,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use plimsoll_e2e::process::{Child, Proc};
+use plimsoll_vpa_admission::cli::WebhookListenerArgs;
 use plimsoll_vpa_admission::{certs, tls, webhook};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -214,6 +215,7 @@ fn serve(ca_file: &str) -> anyhow::Result<()> {
             listener,
             server_config,
             webhook::router(Arc::new(webhook::fixture_webhook())),
+            WebhookListenerArgs::default().config(),
             shutdown,
         )
         .await;
