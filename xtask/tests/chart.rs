@@ -1613,10 +1613,16 @@ fn user_roles_widen_the_built_in_roles_and_match_deploy() {
         let file = named(&deploy, name, |r| &r.metadata);
         assert_eq!(chart.rules, file.rules, "{name}");
         let labels = chart.metadata.labels.clone().unwrap_or_default();
-        let aggregate = if name == "plimsoll-edit" { "edit" } else { "view" };
+        let aggregate = if name == "plimsoll-edit" {
+            "edit"
+        } else {
+            "view"
+        };
         assert_eq!(
             labels
-                .get(&format!("rbac.authorization.k8s.io/aggregate-to-{aggregate}"))
+                .get(&format!(
+                    "rbac.authorization.k8s.io/aggregate-to-{aggregate}"
+                ))
                 .map(String::as_str),
             Some("true"),
             "{name}"
@@ -1631,20 +1637,30 @@ fn user_roles_widen_the_built_in_roles_and_match_deploy() {
                 .iter()
                 .flatten()
                 .any(|r| r.ends_with("/status") || r.contains("checkpoint"));
-            assert!(!(writes && status), "{name} writes status or checkpoints: {rule:?}");
+            assert!(
+                !(writes && status),
+                "{name} writes status or checkpoints: {rule:?}"
+            );
         }
     }
     let horizontal_only = render(&json!({
         "vpaRecommender": {"enabled": false}, "vpaUpdater": {"enabled": false},
         "vpaAdmission": {"enabled": false}}));
-    let edit = named(&horizontal_only.cluster_roles, "plimsoll-edit", |r| &r.metadata);
+    let edit = named(&horizontal_only.cluster_roles, "plimsoll-edit", |r| {
+        &r.metadata
+    });
     assert!(
-        edit.rules
+        edit.rules.iter().flatten().all(|r| !r
+            .api_groups
             .iter()
             .flatten()
-            .all(|r| !r.api_groups.iter().flatten().any(|g| g == "autoscaling.k8s.io")),
+            .any(|g| g == "autoscaling.k8s.io")),
         "no VPA rights without a VPA service"
     );
     let off = render(&json!({"userRoles": {"enabled": false}}));
-    assert!(off.cluster_roles.iter().all(|r| r.metadata.name.as_deref() != Some("plimsoll-edit")));
+    assert!(
+        off.cluster_roles
+            .iter()
+            .all(|r| r.metadata.name.as_deref() != Some("plimsoll-edit"))
+    );
 }

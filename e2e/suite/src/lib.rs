@@ -34,6 +34,7 @@ pub mod process;
 pub mod running;
 pub mod scrape;
 pub mod tap;
+pub mod webhook;
 
 pub use running::{Crashable, Running};
 
