@@ -11,4 +11,5 @@ pub mod quantity;
 pub mod schedule;
 pub mod selector;
 pub mod service_health;
+pub mod stored;
 pub mod vertical;

@@ -4,8 +4,9 @@
 //!
 //! The schedule logic is [`plimsoll_core::schedule::plan::evaluate`]; the writes a job makes are
 //! [`plimsoll_core::schedule::effect::decide`]. This module gathers their input and applies
-//! their output. A spec that does not validate gets `Failed` conditions and a Warning Event and
-//! waits for a change; it never makes the controller retry in a loop.
+//! their output. A spec that does not validate gets `status.invalidSpec` and a Warning Event and
+//! waits for a change; it never makes the controller retry in a loop, and it leaves the job
+//! conditions (the jobs' history) as they are ([`plimsoll_core::schedule::history`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,8 @@ use plimsoll_core::api::cron::{
     CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
 };
 use plimsoll_core::schedule::effect::decide;
-use plimsoll_core::schedule::plan::{CompiledSpec, Evaluation, evaluate};
+use plimsoll_core::schedule::history;
+use plimsoll_core::schedule::plan::{Evaluation, evaluate};
 use plimsoll_core::schedule::retry::retry_at;
 use tracing::{Span, field, info, instrument, warn};
 
@@ -28,9 +30,6 @@ use crate::error::{Error, Result};
 use crate::metrics::RunResult;
 use crate::status;
 use crate::target;
-
-/// How the message of a condition written for an invalid spec starts.
-const INVALID_PREFIX: &str = "invalid spec: ";
 
 /// Reconciles one object (see the module docs).
 #[instrument(skip(cron, ctx), fields(namespace = field::Empty, name = field::Empty))]
@@ -52,28 +51,17 @@ pub async fn reconcile(
     }
     let spec = &cron.spec;
 
-    let compiled = match spec
-        .validate()
-        .map_err(|e| e.to_string())
-        .and_then(|()| CompiledSpec::compile(spec).map_err(|e| e.to_string()))
-    {
+    let compiled = match history::check(spec) {
         Ok(compiled) => compiled,
-        Err(message) => {
-            return invalid(&cron, &ctx, &namespace, &name, &uid, memory, &message).await;
+        Err(problems) => {
+            return invalid(&cron, &ctx, &namespace, &name, &uid, memory, &problems).await;
         }
     };
 
-    let mut known = status::known_conditions(&uid, spec, cron.status.as_ref(), memory.as_ref());
-    // A job that only ever failed validation starts afresh now that the spec is valid.
-    for slot in &mut known {
-        if slot
-            .as_ref()
-            .is_some_and(|c| c.message.starts_with(INVALID_PREFIX))
-        {
-            *slot = None;
-        }
-    }
-    let progress = status::progress(&uid, spec, &known, now);
+    // The history survives an invalid edit untouched, so after its fix every unchanged job
+    // resumes from its own condition (a runOnce job that ran stays done).
+    let known = status::known_conditions(&uid, spec, cron.status.as_ref(), memory.as_ref());
+    let progress = history::progress(spec, &known, now);
     let last_evaluated = status::last_evaluated(memory.as_ref(), &known, now);
     let evaluation = evaluate(
         &compiled,
@@ -120,6 +108,7 @@ pub async fn reconcile(
         scale_up_keep_window: keep_window,
         job_count: Some(i32::try_from(spec.jobs.len()).unwrap_or(i32::MAX)),
         observed_generation: cron.metadata.generation,
+        invalid_spec: None,
     };
     let (last_evaluated, next_wake, failures) =
         resume(ran.retry, evaluation.next_wake, now, failures);
@@ -206,7 +195,7 @@ fn submit_new(
                 status::next_run_text(evaluation.next_runs[index])
             );
             info!(job = %job.name, "job submitted");
-            *slot = Some(status::condition(
+            *slot = Some(history::condition(
                 uid,
                 job,
                 JobState::Submitted,
@@ -292,7 +281,7 @@ fn report_missed(
         {
             continue;
         }
-        conditions[missed.job_index] = Some(status::condition(
+        conditions[missed.job_index] = Some(history::condition(
             uid,
             job,
             JobState::Failed,
@@ -386,7 +375,7 @@ async fn run_due(
                     reason: "JobSucceeded",
                     note: format!("job {}: {message}", job.name),
                 });
-                status::condition(uid, job, JobState::Succeed, firing.at, message)
+                history::condition(uid, job, JobState::Succeed, firing.at, message)
             }
             Err(error) => {
                 let again = error
@@ -424,7 +413,7 @@ async fn run_due(
                     reason: "JobFailed",
                     note: format!("job {}: {message}", job.name),
                 });
-                status::condition(uid, job, JobState::Failed, firing.at, message)
+                history::condition(uid, job, JobState::Failed, firing.at, message)
             }
         };
         conditions[firing.job_index] = Some(condition);
@@ -483,8 +472,12 @@ async fn run_job(
     Ok((effect.reason, effect.keep_window))
 }
 
-/// A spec that does not validate: every job `Failed` with the problems, one Warning Event when
-/// the status changes, and no requeue until the object changes.
+/// A spec that does not validate: `status.invalidSpec` names the problems, one Warning Event
+/// when the status changes, no job runs, and no requeue until the object changes. The job
+/// conditions stay exactly as they were (the freshest known: this replica's memory, else the
+/// cache), and so does the memory of where evaluation resumes: once the spec is fixed, a firing
+/// that fell meanwhile is treated like one during an outage (run when it is within
+/// `--missed-job-grace`, else reported as missed).
 async fn invalid(
     cron: &CronHorizontalPodAutoscaler,
     ctx: &Context,
@@ -494,45 +487,49 @@ async fn invalid(
     memory: Option<Memory>,
     problems: &str,
 ) -> Result<Action> {
-    let now = Timestamp::now();
     warn!(problems, "invalid spec");
     for job in memory.iter().flat_map(|m| m.jobs.iter()) {
         ctx.metrics.set_next_run(namespace, name, job, None);
     }
-    let message = format!("{INVALID_PREFIX}{problems}");
-    let current = cron.status.clone().unwrap_or_default();
-    let conditions: Vec<JobCondition> = cron
-        .spec
-        .jobs
-        .iter()
-        .map(|job| {
-            // Keep the probe time of an identical failure so an unchanged object is not rewritten.
-            let previous = current
-                .conditions
-                .iter()
-                .find(|c| c.name == job.name && c.state == JobState::Failed && c.message == message)
-                .and_then(|c| c.last_probe_time.as_ref().map(|t| t.0));
-            status::condition(
-                uid,
-                job,
-                JobState::Failed,
-                previous.unwrap_or(now),
-                message.clone(),
-            )
-        })
-        .collect();
-    let desired = CronHorizontalPodAutoscalerStatus {
-        conditions,
-        scale_up_keep_window: current.scale_up_keep_window,
-        job_count: Some(i32::try_from(cron.spec.jobs.len()).unwrap_or(i32::MAX)),
-        observed_generation: cron.metadata.generation,
-    };
-    ctx.forget(namespace, name);
-    if let Some(new_status) = status::changed(cron.status.as_ref(), desired) {
+    let current = memory
+        .as_ref()
+        .and_then(|m| m.written.clone())
+        .or_else(|| cron.status.clone());
+    let desired = history::invalid_status(
+        current.as_ref(),
+        status::freshest_conditions(cron.status.as_ref(), memory.as_ref()),
+        cron.spec.jobs.len(),
+        cron.metadata.generation,
+        problems,
+        Timestamp::now(),
+    );
+    // Keep what evaluation resumes from; nothing is due until the spec changes.
+    let kept = memory.unwrap_or_else(|| Memory {
+        uid: uid.to_owned(),
+        ..Memory::default()
+    });
+    ctx.remember(
+        namespace,
+        name,
+        Memory {
+            jobs: Vec::new(),
+            generation: cron.metadata.generation,
+            annotations: cron.metadata.annotations.clone(),
+            next_wake: None,
+            ..kept
+        },
+    );
+    if let Some(new_status) = status::changed(current.as_ref(), desired) {
         ctx.events
-            .warning(&cron.object_ref(&()), "InvalidSpec", "Validate", message)
+            .warning(
+                &cron.object_ref(&()),
+                "InvalidSpec",
+                "Validate",
+                format!("invalid spec: {problems}"),
+            )
             .await;
         write_status(ctx, namespace, name, &new_status).await?;
+        ctx.mark_written(namespace, name, new_status);
     }
     Ok(Action::await_change())
 }
@@ -543,13 +540,14 @@ async fn write_status(
     name: &str,
     status: &CronHorizontalPodAutoscalerStatus,
 ) -> Result<()> {
-    patch_status(
-        ctx,
-        namespace,
-        name,
-        &serde_json::json!({ "status": status }),
-    )
-    .await
+    let mut body = serde_json::json!({ "status": status });
+    if status.invalid_spec.is_none()
+        && let Some(fields) = body.get_mut("status").and_then(|s| s.as_object_mut())
+    {
+        // A merge patch keeps a field it leaves out: clear a problem that was fixed.
+        fields.insert("invalidSpec".to_owned(), serde_json::Value::Null);
+    }
+    patch_status(ctx, namespace, name, &body).await
 }
 
 /// A merge patch on `/status` under the field manager `cron-hpa`.

@@ -1,20 +1,15 @@
 //! Status of a `CronHorizontalPodAutoscaler`: one condition per job, built from what the
 //! controller observed, remembered and just did.
 //!
-//! Conventions (shared with [`plimsoll_core::schedule::plan::progress_from_status`]):
-//! * a condition belongs to the job version whose [`job_id`] it carries; a job with no such
-//!   condition is new or changed and is (re)submitted now;
-//! * `lastProbeTime` is the submission time while `Submitted`, and the instant of the firing
-//!   that ran (or the last one missed) once `Succeed` / `Failed`;
-//! * the message holds the sizes before and after, and the next run.
+//! The job history conventions (which condition is whose, what `lastProbeTime` means, and that
+//! an invalid spec never rewrites a condition) are [`plimsoll_core::schedule::history`]'s; this
+//! module adds what only the controller has: its memory and the messages.
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use plimsoll_core::api::cron::{
-    CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
-    ScalingJob,
+    CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobCondition,
 };
-use plimsoll_core::schedule::plan::{JobProgress, job_id, progress_from_status};
+use plimsoll_core::schedule::history;
 
 use crate::context::Memory;
 
@@ -26,45 +21,24 @@ pub fn known_conditions(
     observed: Option<&CronHorizontalPodAutoscalerStatus>,
     memory: Option<&Memory>,
 ) -> Vec<Option<JobCondition>> {
-    spec.jobs
-        .iter()
-        .map(|job| {
-            let id = job_id(uid, job);
-            let matches = |c: &&JobCondition| c.job_id == id && c.name == job.name;
-            memory
-                .and_then(|m| m.conditions.iter().find(matches))
-                .or_else(|| observed.and_then(|s| s.conditions.iter().find(matches)))
-                .cloned()
-        })
-        .collect()
+    let remembered = memory.map(|m| m.conditions.as_slice()).unwrap_or_default();
+    let cached = observed
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    history::known_conditions(uid, spec, &[remembered, cached])
 }
 
-/// Each job's progress; a job without a condition counts as submitted at `now`, so none of its
-/// earlier firings run.
-pub fn progress(
-    uid: &str,
-    spec: &CronHorizontalPodAutoscalerSpec,
-    known: &[Option<JobCondition>],
-    now: Timestamp,
-) -> Vec<JobProgress> {
-    let status = CronHorizontalPodAutoscalerStatus {
-        conditions: known.iter().flatten().cloned().collect(),
-        ..CronHorizontalPodAutoscalerStatus::default()
-    };
-    progress_from_status(uid, spec, Some(&status))
-        .into_iter()
-        .zip(known)
-        .map(|(p, k)| {
-            if k.is_some() {
-                p
-            } else {
-                JobProgress {
-                    submitted: Some(now),
-                    ..p
-                }
-            }
-        })
-        .collect()
+/// The freshest job conditions as a whole: what this replica remembers (the conditions of the
+/// last valid spec it evaluated), else the cached status's. What an invalid spec keeps.
+pub fn freshest_conditions(
+    observed: Option<&CronHorizontalPodAutoscalerStatus>,
+    memory: Option<&Memory>,
+) -> Vec<JobCondition> {
+    memory
+        .filter(|m| m.last_evaluated.is_some())
+        .map(|m| m.conditions.clone())
+        .or_else(|| observed.map(|s| s.conditions.clone()))
+        .unwrap_or_default()
 }
 
 /// Where evaluation resumes: what this replica remembers, else (after a restart or a leader
@@ -92,24 +66,6 @@ pub fn next_run_text(next: Option<Timestamp>) -> String {
     match next {
         Some(at) => format!("next run at {at}"),
         None => "no further runs".to_owned(),
-    }
-}
-
-/// A condition for `job`.
-pub fn condition(
-    uid: &str,
-    job: &ScalingJob,
-    state: JobState,
-    at: Timestamp,
-    message: String,
-) -> JobCondition {
-    JobCondition {
-        job_id: job_id(uid, job),
-        name: job.name.clone(),
-        schedule: job.schedule.clone(),
-        state,
-        last_probe_time: Some(Time(at)),
-        message,
     }
 }
 
@@ -142,7 +98,7 @@ pub fn missed_message(
     let runs = if count == 1 { "run" } else { "runs" };
     format!(
         "missed {count} {runs}, the last at {last}, more than --missed-job-grace {grace:#} ago \
-         (the controller was not running); {}",
+         (the controller was not running, or the spec was invalid); {}",
         next_run_text(next)
     )
 }
@@ -158,6 +114,8 @@ pub fn changed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plimsoll_core::api::cron::{JobState, ScalingJob};
+    use plimsoll_core::schedule::history::{condition, progress};
     use plimsoll_core::schedule::plan::job_id;
 
     fn ts(s: &str) -> Timestamp {
@@ -216,6 +174,42 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_spec_keeps_the_freshest_conditions_whole() {
+        let spec = spec();
+        let ran = condition(
+            "u",
+            &spec.jobs[0],
+            JobState::Succeed,
+            ts("2026-01-02T08:00:00Z"),
+            "ran".into(),
+        );
+        let cached = CronHorizontalPodAutoscalerStatus {
+            conditions: vec![condition(
+                "u",
+                &spec.jobs[0],
+                JobState::Submitted,
+                ts("2026-01-01T00:00:00Z"),
+                String::new(),
+            )],
+            ..Default::default()
+        };
+        // This replica's last evaluation is newer than the cache.
+        let memory = Memory {
+            last_evaluated: Some(ts("2026-01-02T08:00:00Z")),
+            conditions: vec![ran.clone()],
+            ..Memory::default()
+        };
+        assert_eq!(freshest_conditions(Some(&cached), Some(&memory)), [ran]);
+        // A memory that never evaluated (the spec was invalid from the start) has none.
+        let unevaluated = Memory::default();
+        assert_eq!(
+            freshest_conditions(Some(&cached), Some(&unevaluated)),
+            cached.conditions
+        );
+        assert!(freshest_conditions(None, None).is_empty());
+    }
+
+    #[test]
     fn new_jobs_are_submitted_now_and_resume_from_the_oldest_probe() {
         let spec = spec();
         let now = ts("2026-01-03T08:00:30Z");
@@ -227,7 +221,7 @@ mod tests {
             String::new(),
         );
         let known = vec![Some(ran), None];
-        let p = progress("u", &spec, &known, now);
+        let p = progress(&spec, &known, now);
         assert_eq!(p[0].last_run, Some(ts("2026-01-02T08:00:00Z")));
         assert_eq!(p[1].submitted, Some(now));
         assert_eq!(

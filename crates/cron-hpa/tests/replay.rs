@@ -133,7 +133,7 @@ fn a_missed_expectation_exits_one_and_names_the_steps() {
         "{err}"
     );
     assert!(
-        err.contains("step 2: expected no firing, got {at: 2026-01-01T00:04:00Z"),
+        err.contains("step 2: expected no line, got {at: 2026-01-01T00:04:00Z"),
         "{err}"
     );
 }

@@ -43,6 +43,7 @@ use plimsoll_core::horizontal::predictive::{
 use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
 use plimsoll_core::horizontal::tuning::times_ready;
 use plimsoll_core::horizontal::{Decision, Observation};
+use plimsoll_core::stored::StoredStateError;
 
 use crate::context::Context;
 use crate::error::Result;
@@ -66,10 +67,20 @@ pub const STARTUP_SAMPLES: usize = 10;
 /// transition is a readiness flap long after the start, not the start.
 pub const MAX_STARTUP_SECONDS: i64 = 3600;
 
-/// The predictive status a native HPA carries in its [`STATUS_ANNOTATION`]; `None` when absent
-/// or unreadable (prediction then starts over, as with no history).
-pub fn from_annotations(annotations: &BTreeMap<String, String>) -> Option<PredictiveStatus> {
-    serde_json::from_str(annotations.get(STATUS_ANNOTATION)?).ok()
+/// The predictive status a native HPA carries in its [`STATUS_ANNOTATION`]: `Ok(None)` when
+/// absent, an error when unreadable (prediction then starts over, as with no history, and says
+/// so).
+pub fn from_annotations(
+    annotations: &BTreeMap<String, String>,
+) -> std::result::Result<Option<PredictiveStatus>, StoredStateError> {
+    annotations
+        .get(STATUS_ANNOTATION)
+        .map(|text| {
+            serde_json::from_str(text).map_err(|_| StoredStateError::Unreadable {
+                field: STATUS_ANNOTATION,
+            })
+        })
+        .transpose()
 }
 
 /// The workload's measured startup time, seconds: the median (the higher middle of an even
@@ -136,6 +147,8 @@ pub struct Predicted {
     pub held: Held,
     /// The status before this evaluation (this process's, else the object's).
     pub previous: Option<PredictiveStatus>,
+    /// Why the load series the object carries was ignored on first sight, if it was.
+    pub ignored: Option<StoredStateError>,
 }
 
 /// Reads from Prometheus, for every `type: Prometheus` metric of `spec`, the buckets of the
@@ -215,14 +228,22 @@ pub async fn evaluate(
         .predictive
         .as_ref()
         .filter(|p| p.mode != PredictiveMode::Off)?;
+    let mut ignored = None;
     let (mut series, remembered, previous) = if let Some(h) = held {
         (h.series, h.startup_seconds, Some(h.status))
     } else {
-        let mut series = subject
+        let mut series = match subject
             .previous
             .and_then(|p| p.history.as_ref())
-            .and_then(|h| LoadSeries::restore(h, BUCKET_SECONDS))
-            .unwrap_or_else(|| LoadSeries::new(BUCKET_SECONDS));
+            .map(|h| LoadSeries::try_restore(h, BUCKET_SECONDS))
+        {
+            Some(Ok(series)) => series,
+            Some(Err(why)) => {
+                ignored = Some(why);
+                LoadSeries::new(BUCKET_SECONDS)
+            }
+            None => LoadSeries::new(BUCKET_SECONDS),
+        };
         seed_from_prometheus(
             ctx,
             subject.spec,
@@ -269,6 +290,7 @@ pub async fn evaluate(
         raised,
         status,
         previous,
+        ignored,
     })
 }
 
@@ -439,6 +461,7 @@ mod tests {
                 status: status(now),
             },
             previous: previous.map(|r| status((r > 0).then_some(r))),
+            ignored: None,
         }
     }
 
@@ -499,8 +522,14 @@ mod tests {
             serde_json::to_string(&status).unwrap(),
         )]
         .into();
-        assert_eq!(from_annotations(&annotations), Some(status));
+        assert_eq!(from_annotations(&annotations), Ok(Some(status)));
+        assert_eq!(from_annotations(&BTreeMap::new()), Ok(None));
         let garbled: BTreeMap<String, String> = [(STATUS_ANNOTATION.to_owned(), "{".into())].into();
-        assert_eq!(from_annotations(&garbled), None);
+        assert_eq!(
+            from_annotations(&garbled),
+            Err(StoredStateError::Unreadable {
+                field: STATUS_ANNOTATION
+            })
+        );
     }
 }

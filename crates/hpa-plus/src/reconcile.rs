@@ -41,6 +41,7 @@ use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_AC
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{Decision, DecisionInput, LimitedBy, Observation, decide};
+use plimsoll_core::stored::{self, Ignored, StoredStateError};
 use plimsoll_runtime::scale::TargetScale;
 use plimsoll_runtime::selector::Selector;
 use tracing::{Span, instrument};
@@ -82,6 +83,36 @@ struct Subject<'a> {
     tuning_status: Option<Cow<'a, MinReplicasTuningStatus>>,
     /// The predictive status the object carries (HPA+ status, or a native HPA's annotation).
     predictive_status: Option<Cow<'a, plimsoll_core::api::hpa_plus::PredictiveStatus>>,
+    /// A native HPA's stored-state annotations that are not JSON of their form: the decision
+    /// memory, the tuning status, the predictive status (each then read as absent).
+    unreadable: Unreadable,
+}
+
+/// Which of a native HPA's stored-state annotations did not parse, and why.
+#[derive(Clone, Debug, Default)]
+struct Unreadable {
+    memory: Option<StoredStateError>,
+    tuning: Option<StoredStateError>,
+    predictive: Option<StoredStateError>,
+}
+
+impl Kind {
+    /// Where this kind keeps the decision memory, the tuning status and the predictive status,
+    /// as a condition names them.
+    fn stored_fields(self) -> [&'static str; 3] {
+        match self {
+            Self::Plus => [
+                "status.memory",
+                "status.minReplicasTuning.loadHistory",
+                "status.predictive.history",
+            ],
+            Self::Native => [
+                "annotation plimsoll.dev/decision-memory",
+                "annotation plimsoll.dev/min-replicas-tuning-status",
+                "annotation plimsoll.dev/predictive-status",
+            ],
+        }
+    }
 }
 
 /// Reconciles a `HorizontalPodAutoscalerPlus`.
@@ -112,6 +143,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
         predictive_status: status
             .and_then(|s| s.predictive.as_ref())
             .map(Cow::Borrowed),
+        unreadable: Unreadable::default(),
     };
     let subject = with_written(subject, &ctx);
     match tuning {
@@ -142,9 +174,16 @@ pub async fn reconcile_native(
     let namespace = obj.namespace().unwrap_or_default();
     let name = obj.name_any();
     let previous = status::from_native(&obj);
-    let stored = memory::from_annotations(obj.annotations());
-    let tuning_status = tuning::from_annotations(obj.annotations());
-    let predictive_status = crate::predict::from_annotations(obj.annotations());
+    // An annotation that does not parse reads as absent; the evaluation says it was ignored.
+    let (stored, memory_unreadable) = split(memory::from_annotations(obj.annotations()));
+    let (tuning_status, tuning_unreadable) = split(tuning::from_annotations(obj.annotations()));
+    let (predictive_status, predictive_unreadable) =
+        split(crate::predict::from_annotations(obj.annotations()));
+    let unreadable = Unreadable {
+        memory: memory_unreadable,
+        tuning: tuning_unreadable,
+        predictive: predictive_unreadable,
+    };
     let labels = obj.labels();
     let reference = obj.object_ref(&());
     let plus = match HorizontalPodAutoscalerPlus::from_native(&obj) {
@@ -167,6 +206,7 @@ pub async fn reconcile_native(
                 tuning: MinReplicasTuning::default(),
                 tuning_status: tuning_status.map(Cow::Owned),
                 predictive_status: predictive_status.map(Cow::Owned),
+                unreadable,
             };
             return invalid(&with_written(subject, &ctx), &ctx, &e.to_string()).await;
         }
@@ -186,8 +226,19 @@ pub async fn reconcile_native(
         labels: Cow::Borrowed(labels),
         tuning_status: tuning_status.map(Cow::Owned),
         predictive_status: predictive_status.map(Cow::Owned),
+        unreadable,
     };
     run(with_written(subject, &ctx), &ctx).await
+}
+
+/// A read annotation as (its value, why it did not parse).
+fn split<T>(
+    read: std::result::Result<Option<T>, StoredStateError>,
+) -> (Option<T>, Option<StoredStateError>) {
+    match read {
+        Ok(value) => (value, None),
+        Err(why) => (None, Some(why)),
+    }
 }
 
 /// With `--shards`, an object of a shard this replica does not hold is requeued after
@@ -740,6 +791,102 @@ async fn conflict_with_vpas(
     new.conditions = merge(&new.conditions, std::slice::from_ref(&condition), at);
 }
 
+/// How the history of an evaluation was resumed ([`memory::resume`]).
+struct Restored {
+    /// This process held no history of the object: it read the object's.
+    first_sight: bool,
+    /// Why the object's decision memory was ignored, if it was.
+    memory: Option<StoredStateError>,
+}
+
+/// The history an evaluation at `at` starts from: this process's own, or on first sight (a
+/// restart, a new leader) the one the object carries. Whoever wrote the object's memory may
+/// have evaluated until now (see [`memory::resume`]).
+fn resume(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    current_replicas: i32,
+    at: Timestamp,
+) -> (plimsoll_core::horizontal::History, Restored) {
+    let own = ctx.history(&subject.uid);
+    let resumed = memory::resume(
+        own.as_ref(),
+        subject.stored.as_deref(),
+        current_replicas,
+        at,
+        at,
+    );
+    let restored = Restored {
+        first_sight: own.is_none(),
+        memory: resumed.ignored,
+    };
+    (resumed.history, restored)
+}
+
+/// What this evaluation ignored of the stored state `subject` carries ([`plimsoll_core::stored`]):
+/// the decision memory (an annotation that did not parse, or a memory that did not read back),
+/// and while tuning or prediction is on, their annotation or history.
+fn ignored_state(
+    subject: &Subject<'_>,
+    memory: Option<StoredStateError>,
+    tuned: Option<&Tuned>,
+    predicted: Option<&Predicted>,
+) -> Vec<Ignored> {
+    let [memory_field, tuning_field, predictive_field] = subject.kind.stored_fields();
+    let unreadable = &subject.unreadable;
+    let parts = [
+        (memory_field, unreadable.memory.clone().or(memory)),
+        (
+            tuning_field,
+            tuned.and_then(|t| unreadable.tuning.clone().or_else(|| t.ignored.clone())),
+        ),
+        (
+            predictive_field,
+            predicted.and_then(|p| unreadable.predictive.clone().or_else(|| p.ignored.clone())),
+        ),
+    ];
+    parts
+        .into_iter()
+        .filter_map(|(what, why)| Some(Ignored { what, why: why? }))
+        .collect()
+}
+
+/// The `StoredStateIgnored` condition ([`stored::horizontal_condition`]) merged into `new`; a
+/// log line, and a Warning Event when it turns on or says something new (while leading).
+async fn stored_state(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    new: &mut HorizontalPodAutoscalerPlusStatus,
+    ignored: &[Ignored],
+    first_sight: bool,
+    at: Timestamp,
+) {
+    let before = subject.previous.as_deref().and_then(|p| {
+        p.conditions
+            .iter()
+            .find(|c| c.type_ == stored::IGNORED_CONDITION && c.status == "True")
+    });
+    let Some(condition) = stored::horizontal_condition(ignored, before.is_some(), first_sight)
+    else {
+        return;
+    };
+    if condition.status {
+        tracing::warn!(namespace = %subject.namespace, name = %subject.name, why = %condition.message, "stored state ignored");
+        let news = before.is_none_or(|c| c.message.as_deref() != Some(condition.message.as_str()));
+        if news && ctx.shards.holds(&subject.uid) {
+            ctx.events
+                .warning(
+                    &subject.reference,
+                    stored::IGNORED_EVENT,
+                    "Restore",
+                    &condition.message,
+                )
+                .await;
+        }
+    }
+    new.conditions = merge(&new.conditions, std::slice::from_ref(&condition), at);
+}
+
 /// `minReplicasTuning` for this evaluation ([`tuning`]): record, tune, and in Apply lower the
 /// minimum; the outcome, and the minimum the decision must use (`None`: the spec's own).
 async fn tune(
@@ -922,6 +1069,7 @@ struct Decided<'a> {
     tuned: Option<Tuned>,
     decision: Decision,
     predicted: Option<Predicted>,
+    restored: Restored,
 }
 
 /// Tuning, the reactive decision and prediction, in that order, for what was observed.
@@ -942,15 +1090,7 @@ async fn decide_all<'a>(
         }),
         None => Cow::Borrowed(spec),
     };
-    // On first sight (a restart, a new leader) the history is the one the object carries.
-    // Whoever wrote the object's memory may have evaluated until now (see `memory::resume`).
-    let held = memory::resume(
-        ctx.history(&subject.uid).as_ref(),
-        subject.stored.as_deref(),
-        observed.current_replicas,
-        at,
-        at,
-    );
+    let (held, restored) = resume(subject, ctx, observed.current_replicas, at);
     let decision = decide(&DecisionInput {
         spec: &spec,
         observed,
@@ -974,6 +1114,7 @@ async fn decide_all<'a>(
         tuned,
         decision,
         predicted,
+        restored,
     }
 }
 
@@ -1017,6 +1158,7 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         tuned,
         decision,
         predicted,
+        restored,
     } = decide_all(&subject, ctx, &pods, &observed, prometheus_deadline).await;
     if abandoned(ctx, &observed) {
         return Ok(Action::await_change());
@@ -1050,6 +1192,13 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     new.min_replicas_tuning = tuned.as_ref().map(|t| t.status.clone());
     new.predictive = predicted.as_ref().map(|p| p.status.clone());
     conflict_with_vpas(&subject, ctx, &mut new, at).await;
+    let ignored = ignored_state(
+        &subject,
+        restored.memory,
+        tuned.as_ref(),
+        predicted.as_ref(),
+    );
+    stored_state(&subject, ctx, &mut new, &ignored, restored.first_sight, at).await;
     write_decision(&subject, ctx, &new).await?;
     report_tuning(&subject, ctx, tuned.as_ref()).await;
     report_prediction(

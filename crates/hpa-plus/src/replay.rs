@@ -324,7 +324,7 @@ impl Written {
     fn stored(&self) -> Option<DecisionMemory> {
         match self {
             Self::Status(status) => status.as_ref().and_then(|s| s.memory.clone()),
-            Self::Annotations(annotations) => memory::from_annotations(annotations),
+            Self::Annotations(annotations) => memory::from_annotations(annotations).ok().flatten(),
         }
     }
 
@@ -348,6 +348,8 @@ impl Written {
             }
             Self::Annotations(annotations) => {
                 let unchanged = memory::from_annotations(annotations)
+                    .ok()
+                    .flatten()
                     .is_some_and(|old| memory::same_but_newest_time(&old, &stored));
                 if !unchanged {
                     annotations.insert(
@@ -549,7 +551,7 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
         if step.restart {
             // The controller before the restart evaluated last at the previous step.
             let until = previous.unwrap_or(now);
-            history = memory::resume(None, written.stored().as_ref(), replicas, now, until);
+            history = memory::resume(None, written.stored().as_ref(), replicas, now, until).history;
         }
         previous = Some(now);
         let obs = observation(step, i, replicas, now).map_err(ReplayError::Invalid)?;

@@ -35,6 +35,7 @@ use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
 use plimsoll_core::horizontal::tuning::{
     Tuning, TuningInput, record_loads, times_ready, tune, tuning_status,
 };
+use plimsoll_core::stored::StoredStateError;
 use plimsoll_runtime::selector::Selector;
 use serde_json::json;
 
@@ -45,10 +46,19 @@ use crate::status::FIELD_MANAGER;
 /// A native HPA's `status.minReplicasTuning` (its status has no field for it), as JSON.
 pub const STATUS_ANNOTATION: &str = "plimsoll.dev/min-replicas-tuning-status";
 
-/// The tuning status a native HPA carries in its [`STATUS_ANNOTATION`]; `None` when absent or
-/// unreadable (tuning then starts over, as with no history).
-pub fn from_annotations(annotations: &BTreeMap<String, String>) -> Option<MinReplicasTuningStatus> {
-    serde_json::from_str(annotations.get(STATUS_ANNOTATION)?).ok()
+/// The tuning status a native HPA carries in its [`STATUS_ANNOTATION`]: `Ok(None)` when absent,
+/// an error when unreadable (tuning then starts over, as with no history, and says so).
+pub fn from_annotations(
+    annotations: &BTreeMap<String, String>,
+) -> std::result::Result<Option<MinReplicasTuningStatus>, StoredStateError> {
+    annotations
+        .get(STATUS_ANNOTATION)
+        .map(|text| {
+            serde_json::from_str(text).map_err(|_| StoredStateError::Unreadable {
+                field: STATUS_ANNOTATION,
+            })
+        })
+        .transpose()
 }
 
 /// The controller's exclusion selector (`--min-replicas-tuning-exclude`) with its text.
@@ -162,6 +172,8 @@ pub struct Tuned {
     pub loads: LoadHistory,
     /// `status.minReplicasTuning`.
     pub status: MinReplicasTuningStatus,
+    /// Why the load history the object carries was ignored on first sight, if it was.
+    pub ignored: Option<StoredStateError>,
 }
 
 /// Records the load and tunes (steps 1 and 2 of the module docs); `None` when tuning is off.
@@ -178,14 +190,22 @@ pub async fn evaluate(
     if settings.mode == TuningMode::Off {
         return None;
     }
+    let mut ignored = None;
     let mut loads = if let Some(loads) = held {
         loads
     } else {
-        let mut loads = subject
+        let mut loads = match subject
             .previous
             .and_then(|p| p.load_history.as_ref())
-            .map(LoadHistory::restore)
-            .unwrap_or_default();
+            .map(LoadHistory::try_restore)
+        {
+            Some(Ok(loads)) => loads,
+            Some(Err(why)) => {
+                ignored = Some(why);
+                LoadHistory::default()
+            }
+            None => LoadHistory::default(),
+        };
         seed_from_prometheus(
             ctx,
             subject.spec,
@@ -242,6 +262,7 @@ pub async fn evaluate(
         tuning,
         loads,
         status,
+        ignored,
     })
 }
 
@@ -354,6 +375,7 @@ mod tests {
             tuning,
             loads: LoadHistory::default(),
             status,
+            ignored: None,
         }
     }
 

@@ -115,7 +115,7 @@ pub async fn explain(
                 .flatten()
                 .and_then(|v| serde_json::from_value(v).ok());
             let annotations = hpa.metadata.annotations.clone().unwrap_or_default();
-            let memory = memory::from_annotations(&annotations);
+            let memory = memory::from_annotations(&annotations).ok().flatten();
             let e = explain_horizontal(&ExplainInput {
                 kind: "HorizontalPodAutoscaler",
                 name: &format!("{namespace}/{name}"),

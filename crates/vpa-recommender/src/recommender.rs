@@ -582,6 +582,49 @@ mod tests {
     }
 
     #[test]
+    fn an_ignored_checkpoint_is_reported_on_its_vpa() {
+        let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+        let v = vpa("web");
+        let keys = HashSet::from([key_of(&v.vpa)]);
+        let hostile = Arc::new(checkpoint_object(
+            "ns",
+            "web",
+            "app",
+            VerticalPodAutoscalerCheckpointStatus {
+                version: Some("v3".into()),
+                total_samples_count: Some(-1),
+                ..VerticalPodAutoscalerCheckpointStatus::default()
+            },
+        ));
+        let (restored, errors) = r.restore(&[hostile], &keys, t0());
+        assert_eq!((restored, errors.len()), (0, 1));
+        let pods = vec![Arc::new(pod("web-1", "web", "100Mi"))];
+        let out = r.run_loop(
+            std::slice::from_ref(&v),
+            &pods,
+            &[usage("web-1", "300m", "200Mi", t0())],
+            &[],
+            t0(),
+        );
+        let web = out.updates.iter().find(|u| u.key.1 == "web").expect("web");
+        let condition = web
+            .status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "StoredStateIgnored")
+            .expect("the condition");
+        assert_eq!(condition.status, "True");
+        assert_eq!(
+            condition.message.as_deref(),
+            Some(
+                "checkpoint web-app was ignored: totalSamplesCount -1 is negative; the \
+                 recommender started that history afresh"
+            )
+        );
+    }
+
+    #[test]
     fn forgotten_vpas_are_restored_afresh_from_their_checkpoints() {
         // A shard handed over and later taken back: the model drops its VPAs, then the restore
         // brings back exactly what the checkpoints say, not a sum of old and restored history.

@@ -440,23 +440,46 @@ async fn changes_take_effect_at_once_and_deleting_cancels_the_jobs() -> anyhow::
     Ok(())
 }
 
+/// An invalid edit is reported in `status.invalidSpec` (naming the field and the job) and an
+/// `InvalidSpec` Event, without touching the job conditions: a `runOnce` job that ran keeps its
+/// `Succeed` condition and last run through the edit and its fix (issue #28).
 #[tokio::test]
-async fn an_invalid_schedule_fails_the_job_with_a_message_naming_it() -> anyhow::Result<()> {
+async fn an_invalid_edit_is_reported_and_keeps_the_history() -> anyhow::Result<()> {
     let (env, service) = one_replica("cron-invalid", "web", Duration::from_secs(300)).await?;
-    create_cron(
-        &env,
+    let fire = whole_second_in(Duration::from_secs(4));
+    let once = ScalingJob {
+        run_once: true,
+        ..job("once", at_second(fire), 3)
+    };
+    create_cron(&env, "web", target("Deployment", "web"), vec![once.clone()]).await?;
+    let ran = condition(&env, "web", "once", LONG, |c| c.state == JobState::Succeed).await?;
+    assert_eq!(ran.last_probe_time.as_ref().map(|t| t.0), Some(fire));
+
+    let api = env.api::<CronHorizontalPodAutoscaler>();
+    let broken = job("broken", "0 0 25 * * *".into(), 3);
+    let jobs = |list: Vec<ScalingJob>| serde_json::json!({"spec": {"jobs": list}});
+    api.patch(
         "web",
-        target("Deployment", "web"),
-        vec![job("broken", "0 0 25 * * *".into(), 3)],
+        &PatchParams::default(),
+        &Patch::Merge(&jobs(vec![once.clone(), broken])),
     )
     .await?;
-    let failed = condition(&env, "web", "broken", LONG, |c| c.state == JobState::Failed).await?;
+    let invalid = eventually("status.invalidSpec", LONG, POLL, || async {
+        Ok(api.get("web").await?.status.and_then(|s| s.invalid_spec))
+    })
+    .await?;
     assert!(
-        failed.message.contains("spec.jobs[0].schedule")
-            && failed.message.contains("job \"broken\"")
-            && failed.message.contains("hour"),
+        invalid.message.contains("spec.jobs[1].schedule")
+            && invalid.message.contains("job \"broken\"")
+            && invalid.message.contains("hour"),
         "{}",
-        failed.message
+        invalid.message
+    );
+    let status = api.get("web").await?.status.unwrap_or_default();
+    assert_eq!(
+        status.conditions,
+        std::slice::from_ref(&ran),
+        "the history is untouched"
     );
     eventually("InvalidSpec event", LONG, POLL, || async {
         let list = env.api::<Event>().list(&ListParams::default()).await?;
@@ -466,6 +489,20 @@ async fn an_invalid_schedule_fails_the_job_with_a_message_naming_it() -> anyhow:
             .find(|e| e.reason.as_deref() == Some("InvalidSpec")))
     })
     .await?;
+
+    api.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(&jobs(vec![once])),
+    )
+    .await?;
+    let fixed = eventually("invalidSpec cleared", LONG, POLL, || async {
+        let status = api.get("web").await?.status.unwrap_or_default();
+        Ok((status.invalid_spec.is_none() && status.job_count == Some(1)).then_some(status))
+    })
+    .await?;
+    assert_eq!(fixed.conditions, [ran], "the runOnce job is still done");
+    assert_eq!(replicas(&env, "web").await?, 3);
     service.finish(env).await;
     Ok(())
 }

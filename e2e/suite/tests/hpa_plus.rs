@@ -637,6 +637,82 @@ async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result
     Ok(())
 }
 
+/// A native HPA carrying a hostile decision memory (instants that would overflow the arithmetic
+/// that compares them): the memory is ignored whole, the HPA says so in the
+/// `StoredStateIgnored` condition and a Warning Event (naming the annotation and the rule,
+/// not repeating its text), and the controller writes a memory of its own in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_decision_memory_is_ignored_and_reported() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-stored-state").await?;
+    create_deployment(&env, "web", 1, "100m").await?;
+    let service = start(config(&env, &["--native-hpa"]));
+    let hostile = json!({"base": "2026-01-01T00:00:00Z",
+                         "scaleUps": [i64::MAX, 1, i64::MAX, 1]})
+    .to_string();
+    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "annotations": {
+            "plimsoll.dev/decision-memory": hostile,
+            "plimsoll.dev/resync-period": "1s",
+        }},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80}}}],
+        }
+    }))?;
+    let api = env.api::<HorizontalPodAutoscaler>();
+    api.create(&PostParams::default(), &hpa).await?;
+    let condition = eventually("StoredStateIgnored=True", WITHIN, EVERY, || {
+        let api = api.clone();
+        async move {
+            let h = api.get("web").await?;
+            Ok(h.status
+                .and_then(|s| s.conditions)
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == "StoredStateIgnored" && c.status == "True"))
+        }
+    })
+    .await?;
+    let message = condition.message.unwrap_or_default();
+    assert_eq!(condition.reason.as_deref(), Some("InvalidStoredState"));
+    assert_eq!(
+        message,
+        "annotation plimsoll.dev/decision-memory was ignored: scaleUps has an offset out of \
+         order or a time out of range; the controller started that history afresh"
+    );
+    let note = eventually("StoredStateIgnored event", WITHIN, EVERY, || async {
+        let list = env.api::<Event>().list(&ListParams::default()).await?;
+        Ok(list
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("StoredStateIgnored"))
+            .and_then(|e| e.note))
+    })
+    .await?;
+    assert_eq!(note, message);
+    // The controller's own memory replaces it, and reads back.
+    eventually("a readable memory", WITHIN, EVERY, || {
+        let api = api.clone();
+        async move {
+            let h = api.get("web").await?;
+            let annotations = h.metadata.annotations.unwrap_or_default();
+            Ok(
+                plimsoll_core::horizontal::memory::from_annotations(&annotations)
+                    .ok()
+                    .flatten()
+                    .filter(|m| plimsoll_core::horizontal::memory::try_restore(m).is_ok()),
+            )
+        }
+    })
+    .await?;
+    let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
 /// (f) dryRun computes and reports, and never writes the scale.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(

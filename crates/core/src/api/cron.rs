@@ -163,6 +163,23 @@ pub struct CronHorizontalPodAutoscalerStatus {
     /// `metadata.generation` the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Set while the spec does not validate: no job runs, and `conditions` keep every job's
+    /// history (its last run, a `runOnce` job's completion) for when the spec is fixed.
+    /// Absent while the spec is valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_spec: Option<InvalidSpec>,
+}
+
+/// Why the spec of a `CronHorizontalPodAutoscaler` cannot be scheduled.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InvalidSpec {
+    /// Every problem with its field path, separated by `; `
+    /// (`spec.jobs[0].schedule: job "peak": invalid schedule "0 0 25 * * *": hour field …`).
+    pub message: String,
+    /// When the spec became invalid (kept while it stays invalid, whatever the edits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
 }
 
 /// State of one job.

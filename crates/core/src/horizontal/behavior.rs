@@ -203,12 +203,15 @@ pub fn stabilize_default(desired: i32, history: &History, window: i64, now: Time
         .fold(desired, i32::max)
 }
 
+/// The replicas `events` added (or removed) within `period` seconds before `now`, saturating at
+/// the `i32` range (a history read back from an object may hold any count).
 fn change_in_period(events: &[ScaleEvent], period: i64, now: Timestamp) -> i32 {
-    events
+    let sum: i64 = events
         .iter()
         .filter(|e| seconds_between(e.at, now) < period as f64)
-        .map(|e| e.change)
-        .sum()
+        .map(|e| i64::from(e.change))
+        .sum();
+    i32::try_from(sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX))).unwrap_or_default()
 }
 
 /// Upstream `calculateScaleUpLimitWithScalingRules`: the most replicas the policies allow.
@@ -222,7 +225,7 @@ pub fn scale_up_limit(current: i32, history: &History, rules: &Rules, now: Times
     for p in &rules.policies {
         let added = change_in_period(&history.scale_up_events, p.period_seconds, now);
         let removed = change_in_period(&history.scale_down_events, p.period_seconds, now);
-        let start = current - added + removed;
+        let start = current.saturating_sub(added).saturating_add(removed);
         let proposed = match p.kind {
             HpaScalingPolicyType::Pods => start.saturating_add(p.value),
             HpaScalingPolicyType::Percent => {
@@ -246,9 +249,9 @@ pub fn scale_down_limit(current: i32, history: &History, rules: &Rules, now: Tim
     for p in &rules.policies {
         let added = change_in_period(&history.scale_up_events, p.period_seconds, now);
         let removed = change_in_period(&history.scale_down_events, p.period_seconds, now);
-        let start = current - added + removed;
+        let start = current.saturating_sub(added).saturating_add(removed);
         let proposed = match p.kind {
-            HpaScalingPolicyType::Pods => start - p.value,
+            HpaScalingPolicyType::Pods => start.saturating_sub(p.value),
             // Upstream truncates toward zero here (int32 conversion), not floor of a negative.
             HpaScalingPolicyType::Percent => {
                 (f64::from(start) * (1.0 - f64::from(p.value) / 100.0)) as i32

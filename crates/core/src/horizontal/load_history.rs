@@ -20,7 +20,8 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use super::offsets::{flatten, unflatten};
+use super::offsets::flatten;
+use crate::stored::{self, MAX_METRICS, Order, PairRules, StoredStateError};
 
 /// The longest lookback tuning accepts (`spec.minReplicasTuning.lookbackDays` ≤ 30).
 pub const MAX_DAYS: i32 = 30;
@@ -152,17 +153,43 @@ impl LoadHistory {
         }
     }
 
-    /// The history `stored` stands for; a trailing odd entry is skipped.
-    pub fn restore(stored: &StoredLoadHistory) -> Self {
+    /// The history `stored` stands for, or why it cannot be read back ([`crate::stored`]'s
+    /// rules): at most [`MAX_METRICS`] metrics of at most `24 ×` [`MAX_DAYS`] hourly peaks each
+    /// (what [`Self::record`] keeps), hours strictly increasing from `baseHour` and inside the
+    /// time range, any `i64` peak (the loads the controller records are any `i64`).
+    pub fn try_restore(stored: &StoredLoadHistory) -> Result<Self, StoredStateError> {
+        if stored.metrics.len() > MAX_METRICS {
+            return Err(StoredStateError::TooLong {
+                field: "loadHistory.metrics",
+                len: stored.metrics.len(),
+                max: MAX_METRICS,
+            });
+        }
         let Some(base) = stored.base_hour else {
-            return Self::default();
+            return if stored.metrics.values().all(Vec::is_empty) {
+                Ok(Self::default())
+            } else {
+                Err(StoredStateError::Missing {
+                    field: "loadHistory.baseHour",
+                })
+            };
         };
-        let metrics = stored
-            .metrics
-            .iter()
-            .map(|(name, flat)| (name.clone(), unflatten(base, flat).collect()))
-            .collect();
-        Self { metrics }
+        let rules = PairRules {
+            field: "loadHistory.metrics",
+            max_pairs: usize::try_from(i64::from(MAX_DAYS) * HOURS_PER_DAY).unwrap_or(usize::MAX),
+            positions: stored::buckets_range(HOUR_SECONDS),
+            values: i64::MIN..=i64::MAX,
+            order: Order::Increasing,
+        };
+        let mut metrics = BTreeMap::new();
+        for (name, flat) in &stored.metrics {
+            let list = stored::pairs(base, flat, &rules)?;
+            // The controller never keeps an empty list (a metric has its newest hour).
+            if !list.is_empty() {
+                metrics.insert(name.clone(), list);
+            }
+        }
+        Ok(Self { metrics })
     }
 }
 
@@ -219,7 +246,60 @@ mod tests {
         let stored = h.store();
         assert_eq!(stored.metrics["cpu"], [0, 1200, 2, 1300]);
         assert_eq!(stored.metrics["requests"], [1, -5]);
-        assert_eq!(LoadHistory::restore(&stored), h);
+        assert_eq!(LoadHistory::try_restore(&stored), Ok(h));
+    }
+
+    #[test]
+    fn a_hostile_history_is_ignored_whole() {
+        let history = |base_hour, list: Vec<i64>| StoredLoadHistory {
+            base_hour,
+            metrics: BTreeMap::from([("cpu".to_owned(), list)]),
+        };
+        let field = "loadHistory.metrics";
+        let cases = [
+            (
+                history(None, vec![0, 1]),
+                StoredStateError::Missing {
+                    field: "loadHistory.baseHour",
+                },
+            ),
+            (
+                history(Some(i64::MAX), vec![1, 1]),
+                StoredStateError::BadPosition { field },
+            ),
+            (
+                history(Some(0), vec![0, 1, 0, 2]),
+                StoredStateError::BadPosition { field },
+            ),
+            (
+                history(Some(0), [1, 1].repeat(721)),
+                StoredStateError::TooLong {
+                    field,
+                    len: 1442,
+                    max: 1440,
+                },
+            ),
+            (
+                StoredLoadHistory {
+                    base_hour: Some(0),
+                    metrics: (0..=MAX_METRICS).map(|i| (i.to_string(), vec![])).collect(),
+                },
+                StoredStateError::TooLong {
+                    field,
+                    len: MAX_METRICS + 1,
+                    max: MAX_METRICS,
+                },
+            ),
+        ];
+        for (stored, why) in cases {
+            assert_eq!(LoadHistory::try_restore(&stored), Err(why));
+        }
+        // Extreme peaks are loads the controller may record: they read back, and the
+        // arithmetic on them holds.
+        let extreme = history(Some(hour_of(at(0, 0))), vec![0, i64::MIN, 1, i64::MAX]);
+        let mut h = LoadHistory::try_restore(&extreme).unwrap();
+        h.record("cpu", at(2, 0), i64::MAX, 7);
+        assert_eq!(h.daily_peaks("cpu", at(2, 0), 1), [Some(i64::MAX)]);
     }
 
     proptest! {
@@ -238,7 +318,7 @@ mod tests {
             prop_assert!(h.hours("cpu").len() <= 168);
             let json = serde_json::to_string(&h.store().metrics).unwrap();
             prop_assert!(json.len() <= BOUND_BYTES_PER_METRIC_7_DAYS, "{}", json.len());
-            prop_assert_eq!(LoadHistory::restore(&h.store()), h);
+            prop_assert_eq!(LoadHistory::try_restore(&h.store()), Ok(h));
         }
     }
 }

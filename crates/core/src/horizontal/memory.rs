@@ -19,6 +19,9 @@
 //! - The stored form is bounded: at most [`MAX_ENTRIES`] pairs per list (the oldest are dropped
 //!   beyond that); for a one-hour window at a 5 s period it serializes to at most
 //!   [`BOUND_BYTES_HOUR_AT_5S`] bytes of JSON.
+//! - Reading back checks what anyone who may edit the object could have written instead
+//!   ([`try_restore`], [`crate::stored`]): a longer list, an instant out of range or a count out
+//!   of range makes the whole memory ignored, and [`resume`] says so.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +30,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::history::{History, ScaleEvent, TimedReplicas};
 use crate::api::hpa_plus::DecisionMemory;
+use crate::stored::{self, Order, PairRules, StoredStateError};
 
 /// The annotation that carries the memory of a native `autoscaling/v2` HPA (compact JSON of
 /// [`DecisionMemory`]).
@@ -77,33 +81,81 @@ pub fn store(history: &History) -> DecisionMemory {
     }
 }
 
-/// The history `memory` stands for. Pairs that cannot be read (an odd length, an instant or a
-/// count out of range) are skipped; an entry that is not there only makes a window forget.
+/// The history `memory` stands for; an empty history when it does not read back
+/// ([`try_restore`]: the memory is then ignored as a whole).
 pub fn restore(memory: &DecisionMemory) -> History {
+    try_restore(memory).unwrap_or_default()
+}
+
+/// The history `memory` stands for, or why it cannot be read back (crate::stored's rules): at
+/// most [`MAX_ENTRIES`] pairs per list (what [`store`] keeps), every instant inside the time
+/// range (checked arithmetic from `base`), recommendations any `i32`, scale events 1 to
+/// `i32::MAX` replicas, and without a `base` nothing else. The instants may come in any
+/// order: a controller whose clock stepped back stores them so.
+pub fn try_restore(memory: &DecisionMemory) -> Result<History, StoredStateError> {
     let Some(base) = &memory.base else {
-        return History::default();
+        let empty = memory.recommendations.is_empty()
+            && memory.scale_ups.is_empty()
+            && memory.scale_downs.is_empty()
+            && memory.last_scale.is_none()
+            && memory.above_high_since.is_none()
+            && memory.below_low_since.is_none();
+        return if empty {
+            Ok(History::default())
+        } else {
+            Err(StoredStateError::Missing { field: "base" })
+        };
     };
     let base_ms = millis(base.0);
-    let at = |offset: i64| {
-        base_ms
-            .checked_add(offset)
-            .and_then(|ms| Timestamp::from_millisecond(ms).ok())
+    let list = |field: &'static str, flat: &[i64], values| {
+        let rules = PairRules {
+            field,
+            max_pairs: MAX_ENTRIES,
+            positions: stored::millis_range(),
+            values,
+            order: Order::Any,
+        };
+        stored::pairs(base_ms, flat, &rules)?
+            .into_iter()
+            .map(|(ms, value)| {
+                let at = Timestamp::from_millisecond(ms)
+                    .map_err(|_| StoredStateError::BadPosition { field })?;
+                let value =
+                    i32::try_from(value).map_err(|_| StoredStateError::BadValue { field })?;
+                Ok((at, value))
+            })
+            .collect::<Result<Vec<_>, StoredStateError>>()
     };
-    let events = |list: &[i64]| -> Vec<ScaleEvent> {
-        unpairs(base_ms, list)
+    let replicas = i64::from(i32::MIN)..=i64::from(i32::MAX);
+    let changes = 1..=i64::from(i32::MAX);
+    let events = |field, flat: &[i64]| -> Result<Vec<ScaleEvent>, StoredStateError> {
+        Ok(list(field, flat, changes.clone())?
+            .into_iter()
             .map(|(at, change)| ScaleEvent { at, change })
-            .collect()
+            .collect())
     };
-    History {
-        recommendations: unpairs(base_ms, &memory.recommendations)
+    let instant = |field: &'static str, offset: Option<i64>| {
+        offset
+            .map(|offset| {
+                base_ms
+                    .checked_add(offset)
+                    .filter(|_| offset >= 0)
+                    .and_then(|ms| Timestamp::from_millisecond(ms).ok())
+                    .ok_or(StoredStateError::BadPosition { field })
+            })
+            .transpose()
+    };
+    Ok(History {
+        recommendations: list("recommendations", &memory.recommendations, replicas)?
+            .into_iter()
             .map(|(at, replicas)| TimedReplicas { at, replicas })
             .collect(),
-        scale_up_events: events(&memory.scale_ups),
-        scale_down_events: events(&memory.scale_downs),
-        last_scale_time: memory.last_scale.and_then(at),
-        above_high_since: memory.above_high_since.and_then(at),
-        below_low_since: memory.below_low_since.and_then(at),
-    }
+        scale_up_events: events("scaleUps", &memory.scale_ups)?,
+        scale_down_events: events("scaleDowns", &memory.scale_downs)?,
+        last_scale_time: instant("lastScale", memory.last_scale)?,
+        above_high_since: instant("aboveHighSince", memory.above_high_since)?,
+        below_low_since: instant("belowLowSince", memory.below_low_since)?,
+    })
 }
 
 /// `history` as a successor would read it back: what the controller keeps after each decision.
@@ -128,8 +180,13 @@ pub fn resume(
     current_replicas: i32,
     now: Timestamp,
     until: Timestamp,
-) -> History {
-    match (held, stored.map(restore)) {
+) -> Resumed {
+    let (read, ignored) = match stored.map(try_restore) {
+        Some(Ok(read)) => (Some(read), None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
+    let history = match (held, read) {
         (Some(own), Some(read)) if latest(&read) > latest(own) => extended(read, until),
         (Some(own), _) => own.clone(),
         (None, Some(read)) => extended(read, until),
@@ -140,7 +197,18 @@ pub fn resume(
             }],
             ..History::default()
         },
-    }
+    };
+    Resumed { history, ignored }
+}
+
+/// What [`resume`] starts from, and why the object's memory was ignored, if it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resumed {
+    /// The history the decision starts from.
+    pub history: History,
+    /// Why the stored memory was not read ([`try_restore`]); `None` when it was, or there was
+    /// none.
+    pub ignored: Option<StoredStateError>,
 }
 
 /// `history` with its newest recommendation standing until `until` (a recommendation of the
@@ -178,11 +246,18 @@ pub fn same_but_newest_time(old: &DecisionMemory, new: &DecisionMemory) -> bool 
         && old.below_low_since == new.below_low_since
 }
 
-/// The memory in a native HPA's annotations, if there is a readable one.
-pub fn from_annotations(annotations: &BTreeMap<String, String>) -> Option<DecisionMemory> {
+/// The memory in a native HPA's annotations: `Ok(None)` without the annotation, an error when
+/// it is not the JSON [`annotation_value`] writes.
+pub fn from_annotations(
+    annotations: &BTreeMap<String, String>,
+) -> Result<Option<DecisionMemory>, StoredStateError> {
     annotations
         .get(ANNOTATION)
-        .and_then(|text| serde_json::from_str(text).ok())
+        .map(|text| {
+            serde_json::from_str(text)
+                .map_err(|_| StoredStateError::Unreadable { field: ANNOTATION })
+        })
+        .transpose()
 }
 
 /// The annotation value for `memory` (compact JSON).
@@ -238,16 +313,6 @@ fn millis(at: Timestamp) -> i64 {
 /// `[offset from the previous, value, …]`, the first offset from `base_ms`.
 fn pairs(base_ms: i64, entries: impl Iterator<Item = (Timestamp, i64)>) -> Vec<i64> {
     super::offsets::flatten(base_ms, entries.map(|(at, value)| (millis(at), value)))
-}
-
-/// The readable `(instant, value)` pairs of a list made by [`pairs`].
-fn unpairs(base_ms: i64, list: &[i64]) -> impl Iterator<Item = (Timestamp, i32)> + '_ {
-    super::offsets::unflatten(base_ms, list).filter_map(|(ms, value)| {
-        Some((
-            Timestamp::from_millisecond(ms).ok()?,
-            i32::try_from(value).ok()?,
-        ))
-    })
 }
 
 #[cfg(test)]
@@ -352,7 +417,7 @@ mod tests {
 
     #[test]
     fn first_sight_without_memory_seeds_the_current_replicas() {
-        let h = resume(None, None, 7, t0(), t0());
+        let h = resume(None, None, 7, t0(), t0()).history;
         assert_eq!(
             h.recommendations,
             vec![TimedReplicas {
@@ -365,7 +430,9 @@ mod tests {
             ..History::default()
         });
         assert_eq!(
-            resume(None, Some(&stored), 7, at(1000), at(0)).recommendations,
+            resume(None, Some(&stored), 7, at(1000), at(0))
+                .history
+                .recommendations,
             recs(&[(0, 9)])
         );
     }
@@ -418,10 +485,10 @@ mod tests {
             recommendations: recs(&[(0, 8), (30_000, 2)]),
             ..History::default()
         });
-        let read = resume(None, Some(&written), 2, at(75_000), at(60_000));
+        let read = resume(None, Some(&written), 2, at(75_000), at(60_000)).history;
         assert_eq!(normalized(&read), normalized(&held));
         // Nothing newer than the stored time: nothing is added.
-        let same = resume(None, Some(&written), 2, at(75_000), at(30_000));
+        let same = resume(None, Some(&written), 2, at(75_000), at(30_000)).history;
         assert_eq!(same.recommendations, recs(&[(0, 8), (30_000, 2)]));
     }
 
@@ -437,14 +504,17 @@ mod tests {
         };
         let later = store(&theirs);
         assert_eq!(
-            resume(Some(&own), Some(&later), 4, at(6000), at(5000)),
+            resume(Some(&own), Some(&later), 4, at(6000), at(5000)).history,
             normalized(&theirs)
         );
         let stale = store(&History {
             recommendations: recs(&[(-5000, 2)]),
             ..History::default()
         });
-        assert_eq!(resume(Some(&own), Some(&stale), 4, at(6000), at(6000)), own);
+        assert_eq!(
+            resume(Some(&own), Some(&stale), 4, at(6000), at(6000)).history,
+            own
+        );
     }
 
     #[test]
@@ -454,9 +524,84 @@ mod tests {
             ..History::default()
         });
         let annotations = BTreeMap::from([(ANNOTATION.to_owned(), annotation_value(&m))]);
-        assert_eq!(from_annotations(&annotations), Some(m));
+        assert_eq!(from_annotations(&annotations), Ok(Some(m)));
+        assert_eq!(from_annotations(&BTreeMap::new()), Ok(None));
         let broken = BTreeMap::from([(ANNOTATION.to_owned(), "{".to_owned())]);
-        assert_eq!(from_annotations(&broken), None);
+        assert_eq!(
+            from_annotations(&broken),
+            Err(StoredStateError::Unreadable { field: ANNOTATION })
+        );
+    }
+
+    #[test]
+    fn a_hostile_memory_is_ignored_whole_and_resume_says_why() {
+        let good = store(&History {
+            recommendations: recs(&[(0, 3), (5000, 4)]),
+            ..History::default()
+        });
+        let cases = [
+            (
+                DecisionMemory {
+                    recommendations: vec![1, 1],
+                    ..DecisionMemory::default()
+                },
+                StoredStateError::Missing { field: "base" },
+            ),
+            (
+                DecisionMemory {
+                    recommendations: [0, 1].repeat(MAX_ENTRIES + 1),
+                    ..good.clone()
+                },
+                StoredStateError::TooLong {
+                    field: "recommendations",
+                    len: 2 * MAX_ENTRIES + 2,
+                    max: 2 * MAX_ENTRIES,
+                },
+            ),
+            (
+                DecisionMemory {
+                    scale_ups: vec![i64::MAX, 1],
+                    ..good.clone()
+                },
+                StoredStateError::BadPosition { field: "scaleUps" },
+            ),
+            (
+                DecisionMemory {
+                    scale_downs: vec![0, 0],
+                    ..good.clone()
+                },
+                StoredStateError::BadValue {
+                    field: "scaleDowns",
+                },
+            ),
+            (
+                DecisionMemory {
+                    recommendations: vec![0, i64::from(i32::MAX) + 1],
+                    ..good.clone()
+                },
+                StoredStateError::BadValue {
+                    field: "recommendations",
+                },
+            ),
+            (
+                DecisionMemory {
+                    last_scale: Some(-1),
+                    ..good.clone()
+                },
+                StoredStateError::BadPosition { field: "lastScale" },
+            ),
+        ];
+        for (memory, why) in cases {
+            assert_eq!(try_restore(&memory), Err(why.clone()), "{memory:?}");
+            assert_eq!(restore(&memory), History::default());
+            let resumed = resume(None, Some(&memory), 6, t0(), t0());
+            assert_eq!(resumed.ignored, Some(why));
+            assert_eq!(resumed.history, resume(None, None, 6, t0(), t0()).history);
+        }
+        assert_eq!(
+            resume(None, Some(&good), 6, at(9000), at(9000)).ignored,
+            None
+        );
     }
 
     /// A history as the controller builds it: one evaluation every `period_ms` (jittered),

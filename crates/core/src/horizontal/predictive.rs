@@ -47,12 +47,13 @@ use super::decision::Decision;
 use super::gates::write_gate;
 use super::limits::{Bounds, LimitFactors, RateInput, forbidden_windows, rate_limit};
 use super::observation::{Observation, PodSample};
-use super::offsets::{flatten, unflatten};
+use super::offsets::flatten;
 use super::proposals::{metric_name, metrics_of};
 use super::tuning::{observed_load, replicas_for_load};
 use crate::api::hpa_plus::{
     HorizontalPodAutoscalerPlusSpec, LeadSeconds, Predictive, PredictiveMode, PredictiveStatus,
 };
+use crate::stored::{self, MAX_METRICS, Order, PairRules, StoredStateError};
 
 /// How many of the latest buckets the recent forecast error averages over.
 pub const ERROR_STEPS: usize = 12;
@@ -190,31 +191,66 @@ impl LoadSeries {
         }
     }
 
-    /// The series `stored` stands for, with buckets of `step_seconds`; `None` when it was
-    /// stored with another step (its buckets would mean other times). A trailing odd entry and
-    /// a non-increasing offset (a hand-edited status) are skipped.
-    pub fn restore(stored: &StoredLoadSeries, step_seconds: i64) -> Option<Self> {
+    /// The series `stored` stands for, with buckets of `step_seconds`, or why it cannot be read
+    /// back ([`crate::stored`]'s rules): the same step (buckets of another width would mean
+    /// other times), at most [`MAX_METRICS`] metrics of at most [`max_buckets`]`(step)` buckets
+    /// each (what [`Self::record`] keeps for the longest settings), buckets strictly
+    /// increasing from `baseBucket` and inside the time range, any `i64` value (the loads the
+    /// controller records are any `i64`).
+    pub fn try_restore(
+        stored: &StoredLoadSeries,
+        step_seconds: i64,
+    ) -> Result<Self, StoredStateError> {
         let step = step_seconds.max(1);
         if stored.step_seconds != step {
-            return None;
+            return Err(StoredStateError::OtherStep {
+                field: "history.stepSeconds",
+                stored: stored.step_seconds,
+                expected: step,
+            });
+        }
+        if stored.metrics.len() > MAX_METRICS {
+            return Err(StoredStateError::TooLong {
+                field: "history.metrics",
+                len: stored.metrics.len(),
+                max: MAX_METRICS,
+            });
         }
         let mut series = Self::new(step);
         let Some(base) = stored.base_bucket else {
-            return Some(series);
+            return if stored.metrics.values().all(Vec::is_empty) {
+                Ok(series)
+            } else {
+                Err(StoredStateError::Missing {
+                    field: "history.baseBucket",
+                })
+            };
+        };
+        let rules = PairRules {
+            field: "history.metrics",
+            max_pairs: max_buckets(step),
+            positions: stored::buckets_range(step),
+            values: i64::MIN..=i64::MAX,
+            order: Order::Increasing,
         };
         for (name, flat) in &stored.metrics {
-            let mut list: Vec<(i64, i64)> = Vec::with_capacity(flat.len() / 2);
-            for (bucket, value) in unflatten(base, flat) {
-                if list.last().is_none_or(|(b, _)| *b < bucket) {
-                    list.push((bucket, value));
-                }
-            }
+            let list = stored::pairs(base, flat, &rules)?;
             if !list.is_empty() {
                 series.metrics.insert(name.clone(), list);
             }
         }
-        Some(series)
+        Ok(series)
     }
+}
+
+/// The longest [`keep_seconds`] of any settings: a weekly season with the longest lookback
+/// (30 days: 4 seasons, plus the one the error check reads).
+pub const MAX_KEEP_SECONDS: i64 = 7 * 24 * 3600 * (30 / 7 + 1);
+
+/// The most buckets of `step_seconds` a metric of a [`LoadSeries`] keeps
+/// ([`MAX_KEEP_SECONDS`] / step, plus the newest bucket): 3361 with 15-minute buckets.
+pub fn max_buckets(step_seconds: i64) -> usize {
+    usize::try_from(MAX_KEEP_SECONDS / step_seconds.max(1) + 1).unwrap_or(usize::MAX)
 }
 
 /// The stored form of a [`LoadSeries`] (`status.predictive.history`, or in a native HPA's
@@ -313,7 +349,11 @@ pub fn recent_error_percent(
             let bucket = last - i64::try_from(i).ok()?;
             let actual = series.at(metric, bucket).filter(|a| *a > 0)?;
             let predicted = seasonal_peak(series, metric, bucket, bucket, season, n)?;
-            Some((predicted - actual).unsigned_abs() as f64 * 100.0 / actual as f64)
+            // Stored loads may be any i64: the difference is taken wide.
+            Some(
+                (i128::from(predicted) - i128::from(actual)).unsigned_abs() as f64 * 100.0
+                    / actual as f64,
+            )
         })
         .collect();
     (!errors.is_empty()).then(|| errors.iter().sum::<f64>() / errors.len() as f64)
@@ -438,7 +478,13 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
     }
     let (season, n) = seasons(settings);
     let from = input.series.bucket_of(input.now.as_second());
-    let to = input.series.bucket_of(input.now.as_second() + lead + step);
+    let to = input.series.bucket_of(
+        input
+            .now
+            .as_second()
+            .saturating_add(lead)
+            .saturating_add(step),
+    );
     let metrics: Vec<MetricForecast> = metrics_of(input.spec)
         .iter()
         .map(|m| {

@@ -8,12 +8,14 @@
 //! * [`effect`]: what a firing job does to its target (replica mode or min-replicas mode) and
 //!   the keep-window rule.
 //! * [`retry`]: when a firing whose write failed transiently runs again.
+//! * [`history`]: the job history in status, and why an invalid spec leaves it alone.
 //! * [`target`]: which autoscaler a min-replicas job adjusts when the object targets a workload.
 //!
 //! Nothing here reads the clock: every function takes the instants it needs.
 
 pub mod cron;
 pub mod effect;
+pub mod history;
 pub mod next;
 pub mod plan;
 pub mod retry;

@@ -21,7 +21,8 @@ use serde::Serialize;
 use super::cron::{DaySchedule, Schedule};
 use super::{Error, Result, next, zone};
 use crate::api::cron::{
-    CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobState, ScalingJob,
+    CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
+    ScalingJob,
 };
 
 /// Most firings one [`plan`] lists; a wider window is an error rather than a huge allocation.
@@ -67,6 +68,19 @@ pub struct JobProgress {
 }
 
 impl JobProgress {
+    /// What `condition`, the condition of `job`'s current version, records: its
+    /// `lastProbeTime` is the last run when the state is `Succeed` or `Failed`, the submission
+    /// time when it is `Submitted`; a `runOnce` job is done once it `Succeed`ed.
+    pub fn from_condition(job: &ScalingJob, condition: &JobCondition) -> Self {
+        let probed = condition.last_probe_time.as_ref().map(|t| t.0);
+        let ran = condition.state != JobState::Submitted;
+        Self {
+            run_once_done: job.run_once && condition.state == JobState::Succeed,
+            last_run: if ran { probed } else { None },
+            submitted: if ran { None } else { probed },
+        }
+    }
+
     /// The instant up to which this job's firings are settled, given an overall lower bound.
     fn settled_until(self, floor: Timestamp) -> Timestamp {
         [self.last_run, self.submitted]
@@ -116,16 +130,9 @@ pub fn progress_from_status(
                 .into_iter()
                 .flat_map(|s| s.conditions.iter())
                 .find(|c| c.job_id == id && c.name == job.name);
-            let Some(condition) = condition else {
-                return JobProgress::default();
-            };
-            let probed = condition.last_probe_time.as_ref().map(|t| t.0);
-            let ran = condition.state != JobState::Submitted;
-            JobProgress {
-                run_once_done: job.run_once && condition.state == JobState::Succeed,
-                last_run: if ran { probed } else { None },
-                submitted: if ran { None } else { probed },
-            }
+            condition.map_or_else(JobProgress::default, |c| {
+                JobProgress::from_condition(job, c)
+            })
         })
         .collect()
 }

@@ -144,7 +144,8 @@ impl AggregateContainerState {
         if self.first_sample_start.is_none_or(|first| start < first) {
             self.first_sample_start = Some(start);
         }
-        self.total_samples_count += 1;
+        // Saturating: the count may come from a checkpoint anyone could write.
+        self.total_samples_count = self.total_samples_count.saturating_add(1);
     }
 
     /// Adds a memory peak of `bytes` for the interval ending at `window_end`.
@@ -174,7 +175,9 @@ impl AggregateContainerState {
         {
             self.last_sample_start = other.last_sample_start;
         }
-        self.total_samples_count += other.total_samples_count;
+        self.total_samples_count = self
+            .total_samples_count
+            .saturating_add(other.total_samples_count);
     }
 
     /// True when no sample arrived for a whole memory window (or, without samples, the

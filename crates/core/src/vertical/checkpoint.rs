@@ -7,7 +7,10 @@
 //! is lossy by design but a fixed point: save → load → save gives the same checkpoint.
 //!
 //! Invariants: only format version `v3` is read (upstream refuses others too); bucket indices
-//! outside the scheme, negative totals and malformed keys are errors, never panics.
+//! outside the scheme, negative or infinite totals, a negative sample count and malformed keys
+//! are errors, never panics (a checkpoint is an object anyone allowed to write it may edit:
+//! `crate::stored`). Its size needs no cap of its own: at most one weight per bucket of the
+//! scheme is kept, and later counts saturate.
 
 use std::collections::BTreeMap;
 
@@ -35,6 +38,9 @@ pub enum CheckpointError {
         /// The key as written.
         key: String,
     },
+    /// `totalSamplesCount` is negative.
+    #[error("totalSamplesCount {0} is negative")]
+    NegativeSampleCount(i64),
     /// The histogram data is inconsistent.
     #[error("{histogram} histogram: {source}")]
     Histogram {
@@ -85,7 +91,11 @@ pub fn load(
         return Err(CheckpointError::UnsupportedVersion(status.version.clone()));
     }
     let mut aggregate = AggregateContainerState::new(config, now);
-    aggregate.total_samples_count = status.total_samples_count.unwrap_or(0);
+    let samples = status.total_samples_count.unwrap_or(0);
+    if samples < 0 {
+        return Err(CheckpointError::NegativeSampleCount(samples));
+    }
+    aggregate.total_samples_count = samples;
     aggregate.first_sample_start = status.first_sample_start.as_ref().map(|t| t.0);
     aggregate.last_sample_start = status.last_sample_start.as_ref().map(|t| t.0);
     load_histogram(

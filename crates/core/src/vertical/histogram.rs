@@ -26,8 +26,8 @@ pub enum HistogramError {
         /// How many buckets the histogram has.
         buckets: usize,
     },
-    /// A checkpoint's total weight is negative or not a number.
-    #[error("checkpoint total weight {0} is not a non-negative number")]
+    /// A checkpoint's total weight is negative, infinite or not a number.
+    #[error("checkpoint total weight {0} is not a finite non-negative number")]
     BadTotalWeight(f64),
 }
 
@@ -347,7 +347,7 @@ impl Histogram {
         weights: &BTreeMap<usize, u32>,
         total_weight: f64,
     ) -> Result<(), HistogramError> {
-        if total_weight.is_nan() || total_weight < 0.0 {
+        if !total_weight.is_finite() || total_weight < 0.0 {
             return Err(HistogramError::BadTotalWeight(total_weight));
         }
         let mut sum: i64 = 0;

@@ -58,6 +58,7 @@ use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
 use crate::horizontal::proposals::metrics_of;
 use crate::quantity;
+use crate::stored::{self, Order, PairRules, StoredStateError};
 
 /// The VPA annotation that keeps a joint VPA's total usage across restarts.
 pub const TOTAL_USAGE_ANNOTATION: &str = "plimsoll.dev/total-usage";
@@ -230,21 +231,35 @@ impl StoredSeries {
         }
     }
 
-    /// In buckets of `bucket_seconds` (see [`restore`]).
-    fn usage(&self, bucket_seconds: i64) -> TotalUsage {
-        let width = self.bucket_seconds.max(1);
+    /// In buckets of `bucket_seconds` (see [`restore`]), checked by `crate::stored`'s rules:
+    /// a stored width from 1 second to the window, at most the buckets [`TotalUsage::record`]
+    /// keeps for `window_seconds` at that width, buckets strictly increasing from `base` and
+    /// inside the time range, values from 0 (record keeps no negative total).
+    fn usage(
+        &self,
+        bucket_seconds: i64,
+        window_seconds: i64,
+        (width_field, field): (&'static str, &'static str),
+    ) -> Result<TotalUsage, StoredStateError> {
+        let window = window_seconds.max(1);
+        let width = self.bucket_seconds;
+        if !(1..=window).contains(&width) {
+            return Err(StoredStateError::BadValue { field: width_field });
+        }
         let target = bucket_seconds.max(1);
-        let mut bucket = self.base;
-        let buckets = self
-            .values
-            .chunks_exact(2)
-            .map(|pair| {
-                bucket = bucket.saturating_add(pair[0]);
-                let start = bucket.saturating_mul(width);
-                (start.div_euclid(target), pair[1])
-            })
+        let rules = PairRules {
+            field,
+            max_pairs: usize::try_from(window / width + 1).unwrap_or(usize::MAX),
+            positions: stored::buckets_range(width),
+            values: 0..=i64::MAX,
+            order: Order::Increasing,
+        };
+        let buckets = stored::pairs(self.base, &self.values, &rules)?
+            .into_iter()
+            // In range: the start of each bucket is a representable second.
+            .map(|(bucket, value)| ((bucket * width).div_euclid(target), value))
             .collect();
-        TotalUsage::from_buckets(target, buckets)
+        Ok(TotalUsage::from_buckets(target, buckets))
     }
 }
 
@@ -259,19 +274,29 @@ pub fn store(cpu: &TotalUsage, memory: &TotalUsage) -> String {
 }
 
 /// The total CPU and memory usage an annotation value stands for, in buckets of
-/// `bucket_seconds` (stored buckets of another width are moved to the bucket their start falls
-/// in, keeping the highest value); memory is empty when the value has none. A trailing odd
-/// entry is skipped.
+/// `config.bucket_seconds` (stored buckets of another width are moved to the bucket their
+/// start falls in, keeping the highest value); memory is empty when the value has none. An
+/// annotation that is not the JSON [`store`] writes, or breaks a rule of [`StoredSeries`]'s
+/// checks, is refused as a whole.
 pub fn restore(
     text: &str,
-    bucket_seconds: i64,
-) -> Result<(TotalUsage, TotalUsage), serde_json::Error> {
-    let stored: StoredTotalUsage = serde_json::from_str(text)?;
-    let memory = stored.memory.map_or_else(
-        || TotalUsage::new(bucket_seconds),
-        |m| m.usage(bucket_seconds),
-    );
-    Ok((stored.cpu.usage(bucket_seconds), memory))
+    config: &JointConfig,
+) -> Result<(TotalUsage, TotalUsage), StoredStateError> {
+    let stored: StoredTotalUsage =
+        serde_json::from_str(text).map_err(|_| StoredStateError::Unreadable {
+            field: TOTAL_USAGE_ANNOTATION,
+        })?;
+    let (bucket, window) = (config.bucket_seconds, config.settings.window_seconds);
+    let memory = match stored.memory {
+        None => TotalUsage::new(bucket),
+        Some(m) => m.usage(bucket, window, ("memory.bucketSeconds", "memory.values"))?,
+    };
+    Ok((
+        stored
+            .cpu
+            .usage(bucket, window, ("bucketSeconds", "values"))?,
+        memory,
+    ))
 }
 
 /// A joint VPA's memory between loops: its total usage and when that was last persisted.
@@ -290,25 +315,34 @@ pub struct JointState {
     pub last_request: Option<i64>,
     /// The per-pod memory request recommended last, bytes.
     pub last_memory_request: Option<i64>,
+    /// Why the annotation was ignored on first sight, if it was (the usage then started
+    /// afresh; the VPA says so while this state lives).
+    pub ignored: Option<StoredStateError>,
 }
 
 impl JointState {
     /// The state on first sight of a joint VPA: the history in its annotation (empty when there
-    /// is none or it does not parse), counted as persisted at `now`.
+    /// is none, or when it is ignored: [`restore`]; then [`Self::ignored`] says why), counted as
+    /// persisted at `now`.
     pub fn first_sight(
         annotations: Option<&BTreeMap<String, String>>,
         config: &JointConfig,
         now: Timestamp,
     ) -> Self {
-        let (usage, memory_usage) = annotations
+        let empty = || {
+            (
+                TotalUsage::new(config.bucket_seconds),
+                TotalUsage::new(config.bucket_seconds),
+            )
+        };
+        let ((usage, memory_usage), ignored) = match annotations
             .and_then(|a| a.get(TOTAL_USAGE_ANNOTATION))
-            .and_then(|text| restore(text, config.bucket_seconds).ok())
-            .unwrap_or_else(|| {
-                (
-                    TotalUsage::new(config.bucket_seconds),
-                    TotalUsage::new(config.bucket_seconds),
-                )
-            });
+            .map(|text| restore(text, config))
+        {
+            None => (empty(), None),
+            Some(Ok(read)) => (read, None),
+            Some(Err(why)) => (empty(), Some(why)),
+        };
         Self {
             usage,
             memory_usage,
@@ -316,6 +350,7 @@ impl JointState {
             dirty: false,
             last_request: None,
             last_memory_request: None,
+            ignored,
         }
     }
 
@@ -1009,12 +1044,24 @@ mod tests {
             text.ends_with(r#""values":[0,1200,1,1500,6,900,23,2000]}"#),
             "{text}"
         );
-        assert_eq!(restore(&text, 300).expect("parses"), (usage.clone(), empty));
+        let config = |bucket_seconds| JointConfig {
+            bucket_seconds,
+            ..JointConfig::default()
+        };
+        assert_eq!(
+            restore(&text, &config(300)).expect("parses"),
+            (usage.clone(), empty)
+        );
         // Into 10-minute buckets: 0 and 1 merge (highest kept).
-        let (coarse, _) = restore(&text, 600).expect("parses");
+        let (coarse, _) = restore(&text, &config(600)).expect("parses");
         let values: Vec<i64> = coarse.buckets().iter().map(|(_, v)| *v).collect();
         assert_eq!(values, [1500, 900, 2000]);
-        assert!(restore("not json", 300).is_err());
+        assert_eq!(
+            restore("not json", &config(300)),
+            Err(StoredStateError::Unreadable {
+                field: TOTAL_USAGE_ANNOTATION
+            })
+        );
         assert_eq!(
             store(&TotalUsage::new(60), &TotalUsage::new(60)),
             r#"{"bucketSeconds":60,"base":0,"values":[]}"#
@@ -1032,11 +1079,50 @@ mod tests {
         let annotations = BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), state.stored())]);
         let again = JointState::first_sight(Some(&annotations), &config, t0);
         assert_eq!(again.usage, state.usage);
+        assert_eq!(again.ignored, None);
         let broken = BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), "[".to_owned())]);
-        assert!(
-            JointState::first_sight(Some(&broken), &config, t0)
-                .usage
-                .is_empty()
+        let state = JointState::first_sight(Some(&broken), &config, t0);
+        assert!(state.usage.is_empty());
+        assert_eq!(
+            state.ignored,
+            Some(StoredStateError::Unreadable {
+                field: TOTAL_USAGE_ANNOTATION
+            })
         );
+    }
+
+    #[test]
+    fn a_hostile_annotation_is_ignored_whole() {
+        let config = JointConfig::default();
+        let cases = [
+            (
+                r#"{"bucketSeconds":0,"base":0,"values":[]}"#.to_owned(),
+                StoredStateError::BadValue {
+                    field: "bucketSeconds",
+                },
+            ),
+            (
+                r#"{"bucketSeconds":300,"base":9223372036854775807,"values":[1,1]}"#.to_owned(),
+                StoredStateError::BadPosition { field: "values" },
+            ),
+            (
+                r#"{"bucketSeconds":300,"base":5890752,"values":[0,-1]}"#.to_owned(),
+                StoredStateError::BadValue { field: "values" },
+            ),
+            (
+                format!(
+                    r#"{{"bucketSeconds":300,"base":5890752,"values":[0,1],"memory":{{"bucketSeconds":1,"base":0,"values":{:?}}}}}"#,
+                    vec![1; 2 * 604_802]
+                ),
+                StoredStateError::TooLong {
+                    field: "memory.values",
+                    len: 2 * 604_802,
+                    max: 2 * 604_801,
+                },
+            ),
+        ];
+        for (text, why) in cases {
+            assert_eq!(restore(&text, &config), Err(why));
+        }
     }
 }

@@ -155,6 +155,10 @@ pub struct Observation {
     pub conflict: Option<String>,
     /// For a VPA in joint mode, its `JointSizing` condition ([`super::joint_sizing`]).
     pub joint: Option<JointCondition>,
+    /// Stored state this process ignored for the VPA (its `plimsoll.dev/total-usage`
+    /// annotation, a checkpoint), as the `StoredStateIgnored` condition's message
+    /// ([`crate::stored`]); the condition stands while the history descends from it.
+    pub stored_state_ignored: Option<String>,
 }
 
 /// The `JointSizing` condition of a VPA in joint mode.
@@ -227,6 +231,14 @@ pub fn conditions(
             j.status,
             &j.reason,
             &j.message,
+        );
+    }
+    if let Some(message) = &observed.stored_state_ignored {
+        set(
+            crate::stored::IGNORED_CONDITION,
+            true,
+            crate::stored::IGNORED_REASON,
+            message,
         );
     }
     if observed.low_confidence {

@@ -53,6 +53,7 @@ use crate::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
 };
 use crate::quantity::Quantity;
+use crate::stored::Ignored;
 
 /// Usage of one pod's containers over one sampling window (what `metrics.k8s.io` reports).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,6 +172,28 @@ struct VpaState {
     checkpoint_written: std::collections::BTreeMap<String, Timestamp>,
     /// In joint mode: the total usage.
     joint: Option<JointState>,
+    /// Checkpoints of this VPA that were ignored when restored (at most
+    /// [`MAX_IGNORED_NOTES`]), each as `checkpoint NAME was ignored: why`.
+    ignored_checkpoints: Vec<String>,
+}
+
+/// The most ignored checkpoints a VPA's `StoredStateIgnored` condition names.
+const MAX_IGNORED_NOTES: usize = 4;
+
+/// The longest text of a checkpoint's restore error a condition repeats (its bucket keys and
+/// version are written by whoever wrote the checkpoint).
+const MAX_NOTE_BYTES: usize = 200;
+
+/// `text` cut to at most `max` bytes at a character boundary, with `…` when cut.
+fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// The identity of an OOM kill read from a pod status: (namespace, pod, container, finish time).
@@ -293,12 +316,22 @@ impl Recommender {
                         .checkpoint_written
                         .insert(container.to_owned(), written);
                 }
-                Err(source) => errors.push(RestoreError {
-                    index,
-                    namespace: key.0,
-                    name: cp.metadata.name.clone().unwrap_or_default(),
-                    source,
-                }),
+                Err(source) => {
+                    let name = cp.metadata.name.clone().unwrap_or_default();
+                    if state.ignored_checkpoints.len() < MAX_IGNORED_NOTES {
+                        state.ignored_checkpoints.push(format!(
+                            "checkpoint {} was ignored: {}",
+                            bounded(&name, MAX_NOTE_BYTES),
+                            bounded(&source.to_string(), MAX_NOTE_BYTES)
+                        ));
+                    }
+                    errors.push(RestoreError {
+                        index,
+                        namespace: key.0,
+                        name,
+                        source,
+                    });
+                }
             }
         }
         (restored, errors)
@@ -621,7 +654,28 @@ impl Recommender {
                 message,
             }
         });
+        let joint_ignored = state
+            .joint
+            .as_ref()
+            .filter(|_| annotated(annotations))
+            .and_then(|js| js.ignored.clone())
+            .map(|why| Ignored {
+                what: "annotation plimsoll.dev/total-usage",
+                why,
+            });
+        let notes: Vec<String> = state
+            .ignored_checkpoints
+            .iter()
+            .cloned()
+            .chain(joint_ignored.map(|i| i.to_string()))
+            .collect();
         let observed = Observation {
+            stored_state_ignored: (!notes.is_empty()).then(|| {
+                format!(
+                    "{}; the recommender started that history afresh",
+                    notes.join("; ")
+                )
+            }),
             pods_matched: !pods.is_empty(),
             has_recommendation: !containers.is_empty(),
             low_confidence: containers.iter().any(|r| r.confidence < 1.0),

@@ -531,12 +531,71 @@ fn store_then_restore_is_the_same_series() {
     assert_eq!((stored.step_seconds, stored.base_bucket), (900, Some(base)));
     assert_eq!(stored.metrics["rps"], [0, 1_200, 2, 1_300]);
     assert_eq!(stored.metrics["cpu"], [1, -5]);
-    assert_eq!(LoadSeries::restore(&stored, 900), Some(s.clone()));
+    assert_eq!(LoadSeries::try_restore(&stored, 900), Ok(s.clone()));
     // Stored with another step, the buckets would mean other times: nothing is restored.
-    assert_eq!(LoadSeries::restore(&stored, 300), None);
+    assert_eq!(
+        LoadSeries::try_restore(&stored, 300),
+        Err(StoredStateError::OtherStep {
+            field: "history.stepSeconds",
+            stored: 900,
+            expected: 300
+        })
+    );
     // An empty series stores and restores as empty.
     let empty = LoadSeries::new(900);
-    assert_eq!(LoadSeries::restore(&empty.store(), 900), Some(empty));
+    assert_eq!(LoadSeries::try_restore(&empty.store(), 900), Ok(empty));
+}
+
+#[test]
+fn a_hostile_series_is_ignored_whole() {
+    let series = |base_bucket, list: Vec<i64>| StoredLoadSeries {
+        step_seconds: 900,
+        base_bucket,
+        metrics: BTreeMap::from([("rps".to_owned(), list)]),
+    };
+    let field = "history.metrics";
+    // The example: `newest - bucket` of a hand-written series overflowed.
+    let overflow = series(Some(i64::MIN / 2), vec![0, 1, i64::MAX, 1]);
+    assert_eq!(
+        LoadSeries::try_restore(&overflow, 900),
+        Err(StoredStateError::BadPosition { field })
+    );
+    let claims = series(Some(0), [1, 1].repeat(max_buckets(900) + 1));
+    assert!(matches!(
+        LoadSeries::try_restore(&claims, 900),
+        Err(StoredStateError::TooLong { .. })
+    ));
+    assert_eq!(
+        LoadSeries::try_restore(&series(Some(0), vec![5, 1, -1, 2]), 900),
+        Err(StoredStateError::BadPosition { field })
+    );
+    assert_eq!(
+        LoadSeries::try_restore(&series(None, vec![5, 1]), 900),
+        Err(StoredStateError::Missing {
+            field: "history.baseBucket"
+        })
+    );
+    // Extreme loads read back, and recording and forecasting over them does not overflow.
+    let base = DAY0 / 900;
+    let mut s =
+        LoadSeries::try_restore(&series(Some(base), vec![0, i64::MIN, 96, i64::MAX]), 900).unwrap();
+    s.record("rps", at(DAY), i64::MIN, 8 * DAY);
+    let settings = Predictive::default();
+    let _ = recent_error_percent(&s, "rps", &settings, at(DAY));
+}
+
+#[test]
+fn the_longest_settings_keep_at_most_max_buckets() {
+    for lookback_days in 1..=30 {
+        for season in [Season::Day, Season::Week] {
+            let settings = Predictive {
+                lookback_days: Some(lookback_days),
+                season,
+                ..Predictive::default()
+            };
+            assert!(keep_seconds(&settings) <= MAX_KEEP_SECONDS, "{settings:?}");
+        }
+    }
 }
 
 #[test]
@@ -588,6 +647,6 @@ proptest! {
         prop_assert!(s.points("cpu").len() <= 769);
         let json = serde_json::to_string(&s.store().metrics).unwrap();
         prop_assert!(json.len() <= BOUND_BYTES_PER_METRIC_7_DAYS, "{}", json.len());
-        prop_assert_eq!(LoadSeries::restore(&s.store(), 900), Some(s));
+        prop_assert_eq!(LoadSeries::try_restore(&s.store(), 900), Ok(s));
     }
 }

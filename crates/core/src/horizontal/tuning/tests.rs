@@ -187,7 +187,7 @@ fn the_status_keeps_what_was_replaced_until_tuning_lowers_again() {
     assert_eq!(first.reason, "Lowered");
     // The history it read is stored, and reads back as the same history.
     let stored = first.load_history.clone().expect("history stored");
-    assert_eq!(LoadHistory::restore(&stored), case.history);
+    assert_eq!(LoadHistory::try_restore(&stored), Ok(case.history.clone()));
     // A later evaluation that does not apply keeps the replaced value and its time.
     let mut later = Case::new(applied.proposed.unwrap(), &WEEK_AT_1500M);
     later.last_applied = Some(now());

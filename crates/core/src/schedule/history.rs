@@ -1,0 +1,241 @@
+//! A `CronHorizontalPodAutoscaler`'s job history as its status keeps it: which condition
+//! belongs to which job, what it says about the job's past ([`progress`]), and what a spec that
+//! does not validate does to it ([`invalid_status`]: nothing). The controller and
+//! `cron-hpa replay` both build their status with these functions.
+//!
+//! Conventions:
+//! * a condition belongs to the job version whose [`job_id`] and name it carries; a job with no
+//!   such condition is new or changed and is (re)submitted now;
+//! * `lastProbeTime` is the submission time while `Submitted`, and the instant of the firing
+//!   that ran (or the last one missed) once `Succeed` / `Failed`
+//!   ([`JobProgress::from_condition`]);
+//! * the validity of the spec is a separate field, `status.invalidSpec`: the job conditions are
+//!   the jobs' history and only a firing (run, failed or missed) or a changed job rewrites one.
+//!   So a `runOnce` job that ran stays done, and every job keeps its last run, across an invalid
+//!   edit and its fix; a job the fix changed is a new version and starts afresh, as any change
+//!   does.
+//!
+//! Invariant: [`invalid_status`] returns the conditions it is given, untouched.
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::plan::{CompiledSpec, JobProgress, job_id};
+use crate::api::cron::{
+    CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, InvalidSpec, JobCondition,
+    JobState, ScalingJob,
+};
+
+/// The spec ready to evaluate, or every problem with its field path (`spec.timeZone: …`;
+/// `spec.jobs[2].schedule: …`): what `status.invalidSpec` says while the spec is invalid.
+pub fn check(spec: &CronHorizontalPodAutoscalerSpec) -> Result<CompiledSpec, String> {
+    spec.validate()
+        .map_err(|e| e.to_string())
+        .and_then(|()| CompiledSpec::compile(spec).map_err(|e| e.to_string()))
+}
+
+/// Per job (spec order): the condition of its current version, from the first of `sources`
+/// that has one (put the freshest first: what the controller last wrote before the cached
+/// status).
+pub fn known_conditions(
+    uid: &str,
+    spec: &CronHorizontalPodAutoscalerSpec,
+    sources: &[&[JobCondition]],
+) -> Vec<Option<JobCondition>> {
+    spec.jobs
+        .iter()
+        .map(|job| {
+            let id = job_id(uid, job);
+            sources
+                .iter()
+                .find_map(|list| list.iter().find(|c| c.job_id == id && c.name == job.name))
+                .cloned()
+        })
+        .collect()
+}
+
+/// Each job's progress (spec order) from its known condition; a job without one counts as
+/// submitted at `now`, so none of its earlier firings run.
+pub fn progress(
+    spec: &CronHorizontalPodAutoscalerSpec,
+    known: &[Option<JobCondition>],
+    now: Timestamp,
+) -> Vec<JobProgress> {
+    spec.jobs
+        .iter()
+        .enumerate()
+        .map(
+            |(index, job)| match known.get(index).and_then(Option::as_ref) {
+                Some(c) => JobProgress::from_condition(job, c),
+                None => JobProgress {
+                    submitted: Some(now),
+                    ..JobProgress::default()
+                },
+            },
+        )
+        .collect()
+}
+
+/// A condition for `job` of the object with `uid`.
+pub fn condition(
+    uid: &str,
+    job: &ScalingJob,
+    state: JobState,
+    at: Timestamp,
+    message: String,
+) -> JobCondition {
+    JobCondition {
+        job_id: job_id(uid, job),
+        name: job.name.clone(),
+        schedule: job.schedule.clone(),
+        state,
+        last_probe_time: Some(Time(at)),
+        message,
+    }
+}
+
+/// The status while the spec does not validate: `conditions` (the freshest known, as they
+/// are), the keep window of `previous`, the job count and generation of the invalid spec, and
+/// `invalidSpec` with `problems`, its `lastTransitionTime` kept from `previous` when the spec
+/// was already invalid (so an unchanged object is not rewritten).
+pub fn invalid_status(
+    previous: Option<&CronHorizontalPodAutoscalerStatus>,
+    conditions: Vec<JobCondition>,
+    job_count: usize,
+    generation: Option<i64>,
+    problems: &str,
+    now: Timestamp,
+) -> CronHorizontalPodAutoscalerStatus {
+    let since = previous
+        .and_then(|p| p.invalid_spec.as_ref())
+        .and_then(|i| i.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    CronHorizontalPodAutoscalerStatus {
+        conditions,
+        scale_up_keep_window: previous.is_some_and(|p| p.scale_up_keep_window),
+        job_count: Some(i32::try_from(job_count).unwrap_or(i32::MAX)),
+        observed_generation: generation,
+        invalid_spec: Some(InvalidSpec {
+            message: problems.to_owned(),
+            last_transition_time: Some(since),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn spec() -> CronHorizontalPodAutoscalerSpec {
+        CronHorizontalPodAutoscalerSpec::test()
+            .job_once("sale", "0 0 20 11 11 *", 50)
+            .job("daily", "0 0 8 * * *", 3)
+    }
+
+    #[test]
+    fn the_freshest_source_wins_and_stale_versions_do_not_count() {
+        let spec = spec();
+        let old = condition(
+            "u",
+            &spec.jobs[0],
+            JobState::Submitted,
+            ts("2026-01-01T00:00:00Z"),
+            String::new(),
+        );
+        let ran = condition(
+            "u",
+            &spec.jobs[0],
+            JobState::Succeed,
+            ts("2026-11-11T12:00:00Z"),
+            String::new(),
+        );
+        let mut renamed = ran.clone();
+        renamed.name = "daily".into();
+        let known = known_conditions("u", &spec, &[std::slice::from_ref(&ran), &[old, renamed]]);
+        assert_eq!(known, [Some(ran), None]);
+    }
+
+    #[test]
+    fn a_job_without_a_condition_is_submitted_now() {
+        let spec = spec();
+        let now = ts("2026-11-12T00:00:00Z");
+        let ran = condition(
+            "u",
+            &spec.jobs[0],
+            JobState::Succeed,
+            ts("2026-11-11T12:00:00Z"),
+            String::new(),
+        );
+        let p = progress(&spec, &[Some(ran), None], now);
+        assert!(p[0].run_once_done);
+        assert_eq!(p[0].last_run, Some(ts("2026-11-11T12:00:00Z")));
+        assert_eq!(p[1].submitted, Some(now));
+        assert_eq!(p[1].last_run, None);
+    }
+
+    #[test]
+    fn an_invalid_spec_keeps_every_condition_and_the_time_it_became_invalid() {
+        let spec = spec();
+        let ran = condition(
+            "u",
+            &spec.jobs[0],
+            JobState::Succeed,
+            ts("2026-11-11T12:00:00Z"),
+            "ran".into(),
+        );
+        let daily = condition(
+            "u",
+            &spec.jobs[1],
+            JobState::Failed,
+            ts("2026-11-12T08:00:00Z"),
+            "failed".into(),
+        );
+        let previous = CronHorizontalPodAutoscalerStatus {
+            conditions: vec![ran.clone(), daily.clone()],
+            scale_up_keep_window: true,
+            ..CronHorizontalPodAutoscalerStatus::default()
+        };
+        let first = invalid_status(
+            Some(&previous),
+            previous.conditions.clone(),
+            2,
+            Some(4),
+            "spec.timeZone: unknown time zone \"Mars/Base\"",
+            ts("2026-11-13T00:00:00Z"),
+        );
+        assert_eq!(first.conditions, [ran, daily], "history untouched");
+        assert!(first.scale_up_keep_window);
+        assert_eq!(first.observed_generation, Some(4));
+        let invalid = first.invalid_spec.clone().unwrap();
+        assert!(invalid.message.starts_with("spec.timeZone"));
+        // A second invalid edit keeps the transition time.
+        let second = invalid_status(
+            Some(&first),
+            first.conditions.clone(),
+            2,
+            Some(5),
+            "spec.jobs[0].schedule: …",
+            ts("2026-11-14T00:00:00Z"),
+        );
+        assert_eq!(
+            second.invalid_spec.unwrap().last_transition_time,
+            Some(Time(ts("2026-11-13T00:00:00Z")))
+        );
+    }
+
+    #[test]
+    fn check_names_every_problem() {
+        let bad =
+            CronHorizontalPodAutoscalerSpec::test()
+                .tz("Mars/Base")
+                .job("a", "0 0 25 * * *", 1);
+        let problems = check(&bad).unwrap_err();
+        assert!(problems.contains("spec.timeZone"), "{problems}");
+        assert!(problems.contains("spec.jobs[0].schedule"), "{problems}");
+        assert!(check(&spec()).is_ok());
+    }
+}
