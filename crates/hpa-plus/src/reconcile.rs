@@ -1163,8 +1163,7 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     if abandoned(ctx, &observed) {
         return Ok(Action::await_change());
     }
-    let spec = spec.as_ref();
-    let series = crate::metrics::series_names(spec, &decision);
+    let series = crate::metrics::series_names(&spec, &decision);
     let mut history = decision.history.clone();
     let scaled = match write_scale(&subject, ctx, &target, scale.spec_replicas, &decision).await {
         Ok(Written::Nothing) => false,
@@ -1181,7 +1180,7 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     let stored = memory::store(&history);
     let history = memory::restore(&stored);
     let mut new = status_after(
-        spec,
+        &spec,
         subject.previous.as_deref(),
         &decision,
         subject.generation,
@@ -1204,7 +1203,7 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     report_prediction(
         &subject,
         ctx,
-        spec,
+        &spec,
         (&decision, &series),
         predicted.as_ref(),
     )

@@ -268,7 +268,10 @@ impl Process {
             .arg("--retry-period=1s")
             .arg(format!("--lease-namespace={lease_namespace}"))
             .arg("--log-format=text")
-            .arg("--log-filter=warn,plimsoll_runtime=info")
+            .args(
+                (!extra.iter().any(|a| a.starts_with("--log-filter")))
+                    .then_some("--log-filter=warn,plimsoll_runtime=info"),
+            )
             .args(extra)
             .env("POD_NAME", identity)
             .stdin(Stdio::null())
