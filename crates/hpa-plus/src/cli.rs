@@ -144,11 +144,12 @@ pub struct Args {
 
     /// The most Prometheus queries in flight at once to one server other than
     /// --prometheus-address (one --prometheus-allowed-servers entry: the addresses under it
-    /// share it). One more fails at once as busy rather than wait, so that a server that stops
-    /// answering holds at most this many workers (--workers) until its circuit breaker opens,
-    /// and autoscalers that never name it keep theirs. Keep it times the number of allowed
-    /// servers that could fail together well below --workers; raise it for a team server that
-    /// answers slowly but surely.
+    /// share it). One more waits up to 1 s for a slot while the server answers, and fails as
+    /// busy once a query to it timed out, so that a server that stops answering holds about
+    /// this many workers (--workers) until its circuit breaker opens, and autoscalers that
+    /// never name it keep theirs. Keep it times the number of allowed servers that could fail
+    /// together well below --workers; raise it for a team server that answers slowly but
+    /// surely.
     #[arg(long, env = "PLIMSOLL_PROMETHEUS_SERVER_CONCURRENCY", value_name = "N",
           default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub prometheus_server_concurrency: u16,

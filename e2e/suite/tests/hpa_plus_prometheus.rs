@@ -572,23 +572,20 @@ fn gaps(times: &[std::time::Instant]) -> Vec<Duration> {
     gaps
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_never_answers_delays_only_the_autoscalers_that_name_it()
--> anyhow::Result<()> {
-    const BAD: usize = 20;
-    const GOOD: usize = 2;
-    // Every object's period, and so its Prometheus budget.
-    const PERIOD: Duration = Duration::from_secs(2);
-    // How long the good objects' evaluations are watched.
-    const WATCH: Duration = Duration::from_secs(20);
-    let env = Env::start("hpa-plus-prom-blackhole").await?;
-    token_secret(&env, "prometheus-reader", "t").await?;
-    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
-    let (dead, connections) = silent_listener().await?;
-    // When the stand-in was asked each good object's query: when the object was evaluated
-    // (a value is cached for nine tenths of the period, so once per evaluation).
-    let asked: Vec<Arc<Mutex<Vec<std::time::Instant>>>> =
-        (0..GOOD).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
+/// `good` autoscalers reading the stand-in and `bad` naming the `dead` server, each with one
+/// `type: Prometheus` metric, a Deployment of its own and `period`; for each good one, when the
+/// stand-in was asked its query: when it was evaluated (a value is cached for nine tenths of
+/// the period, so once per evaluation).
+async fn good_and_bad(
+    env: &Env,
+    server: &PrometheusStandIn,
+    dead: &str,
+    (good, bad): (usize, usize),
+    period: Duration,
+) -> anyhow::Result<Vec<Arc<Mutex<Vec<std::time::Instant>>>>> {
+    let asked: Vec<Arc<Mutex<Vec<std::time::Instant>>>> = (0..good)
+        .map(|_| Arc::new(Mutex::new(Vec::new())))
+        .collect();
     for (i, times) in asked.iter().enumerate() {
         let times = times.clone();
         server.set_series(
@@ -599,25 +596,43 @@ async fn a_server_that_never_answers_delays_only_the_autoscalers_that_name_it()
             })],
         );
     }
-    let period = PERIOD.as_secs();
-    for i in 0..BAD {
+    let period = period.as_secs();
+    for i in 0..bad {
         let name = format!("bad-{i}");
-        plimsoll_e2e::create_deployment(&env, &name, 1, "10m", "16Mi").await?;
+        plimsoll_e2e::create_deployment(env, &name, 1, "10m", "16Mi").await?;
         let mut metric = prometheus_metric(&format!("sum(bad_{i})"), Some("bad"), "100");
         metric["prometheus"]["serverAddress"] = json!(dead);
         let spec = json!({"syncPeriodSeconds": period, "metrics": [metric]});
-        create_plus(&env, &hpa_plus(&name, &name, &spec)).await?;
+        create_plus(env, &hpa_plus(&name, &name, &spec)).await?;
     }
-    for i in 0..GOOD {
+    for i in 0..good {
         let name = format!("good-{i}");
-        plimsoll_e2e::create_deployment(&env, &name, 1, "10m", "16Mi").await?;
+        plimsoll_e2e::create_deployment(env, &name, 1, "10m", "16Mi").await?;
         let metric = prometheus_metric(&format!("sum(good_{i})"), Some("good"), "100");
         let spec = json!({"syncPeriodSeconds": period, "metrics": [metric]});
-        create_plus(&env, &hpa_plus(&name, &name, &spec)).await?;
+        create_plus(env, &hpa_plus(&name, &name, &spec)).await?;
     }
+    Ok(asked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_delays_only_the_autoscalers_that_name_it() -> anyhow::Result<()>
+{
+    const BAD: usize = 20;
+    const GOOD: usize = 2;
+    // Every object's period, and so its Prometheus budget.
+    const PERIOD: Duration = Duration::from_secs(2);
+    // How long the good objects' evaluations are watched.
+    const WATCH: Duration = Duration::from_secs(20);
+    let env = Env::start("hpa-plus-prom-blackhole").await?;
+    token_secret(&env, "prometheus-reader", "t").await?;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
+    let (dead, connections) = silent_listener().await?;
+    let asked = good_and_bad(&env, &server, &dead, (GOOD, BAD), PERIOD).await?;
     // All 22 are due at once when hpa-plus starts, with four workers between them. Without a
     // cap on the silent server's queries in flight, and no breaker, each bad evaluation holds a
-    // worker for its whole budget and the good objects wait behind them, about 10 s a round.
+    // worker for its whole budget and the good objects wait behind them (tried: one of them
+    // was evaluated once in the 20 s).
     let allowed = format!("--prometheus-allowed-servers={dead}");
     let service = start(config(
         &env,
@@ -627,24 +642,22 @@ async fn a_server_that_never_answers_delays_only_the_autoscalers_that_name_it()
         &[&allowed, "--workers=4", "--prometheus-server-concurrency=2"],
     ));
     let started = std::time::Instant::now();
-    eventually(
-        "both good objects evaluated",
-        WITHIN,
-        EVERY,
-        || async {
-            Ok(asked
-                .iter()
-                .all(|t| !t.lock().expect("lock").is_empty())
-                .then_some(()))
-        },
-    )
+    eventually("both good objects evaluated", WITHIN, EVERY, || async {
+        Ok(asked
+            .iter()
+            .all(|t| !t.lock().expect("lock").is_empty())
+            .then_some(()))
+    })
     .await?;
     let first = started.elapsed();
     tokio::time::sleep(WATCH).await;
 
     // Generous for a loaded machine: a period late at most, plus two seconds.
     let late = PERIOD * 2 + Duration::from_secs(2);
-    assert!(first < late + PERIOD, "first good evaluation after {first:?}");
+    assert!(
+        first < late + PERIOD,
+        "first good evaluation after {first:?}"
+    );
     for (i, times) in asked.iter().enumerate() {
         let times = times.lock().expect("lock").clone();
         let gaps = gaps(&times);

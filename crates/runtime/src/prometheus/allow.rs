@@ -90,8 +90,12 @@ impl Prefix {
         } else {
             format!(":{}", self.port)
         };
-        let path: String = self.segments.iter().map(|s| format!("/{s}")).collect();
-        format!("{scheme}://{host}{port}{path}")
+        let mut canonical = format!("{scheme}://{host}{port}");
+        for segment in &self.segments {
+            canonical.push('/');
+            canonical.push_str(segment);
+        }
+        canonical
     }
 }
 
@@ -248,7 +252,10 @@ mod tests {
             a.entry_of("http://PROM:9090/team-b").as_deref(),
             Some("http://prom:9090")
         );
-        assert_eq!(a.entry_of("https://[::1]/q").as_deref(), Some("https://[::1]"));
+        assert_eq!(
+            a.entry_of("https://[::1]/q").as_deref(),
+            Some("https://[::1]")
+        );
         assert_eq!(
             a.entry_of("http://thanos/x/y").as_deref(),
             Some("http://thanos/x")

@@ -6,7 +6,8 @@
 //! [`ServerGate::finish`] (exactly once per admitted query, also when the query was abandoned).
 //! The gate decides nothing about a query's content; it exists so that a server that does not
 //! answer costs its callers nothing once that is known, and so that, before it is known, it
-//! cannot hold more than [`ServerGate`]'s limit of them waiting.
+//! cannot keep more of them waiting than its limit (plus, for a moment, those waiting for a
+//! slot while nothing was known against it).
 //!
 //! Rules:
 //! - Only *unresponsiveness* counts against a server ([`Outcome::of`]): a timeout, a refused
@@ -25,8 +26,11 @@
 //!   again for twice the last cooldown, at most [`BreakerPolicy::max_cooldown`]. A probe that
 //!   ended without a verdict (abandoned) lets the next query probe.
 //! - The cap: with a limit, at most that many admitted queries are in flight; one more is
-//!   refused at once ([`Refusal::Busy`]), never queued, because waiting for a slot would hold
-//!   the caller as long as the query it waits for.
+//!   refused ([`Refusal::Busy`]). The refusal says whether a slot is worth waiting for a moment:
+//!   only while the breaker is closed and the server's last query was answered (or it has had
+//!   none yet), so that a burst of queries to a server that answers is smoothed rather than
+//!   failed. Once a query timed out, a caller waiting for a slot would be held as long as the
+//!   query it waits for: the refusal is final.
 
 use std::time::Duration;
 
@@ -115,6 +119,9 @@ pub enum Refusal {
     Busy {
         /// The cap.
         limit: usize,
+        /// The server answered its last query (or has had none): a slot is likely to free
+        /// soon, and a caller may wait a moment for one. Otherwise it should not wait.
+        wait: bool,
     },
 }
 
@@ -142,9 +149,13 @@ pub enum Transition {
 enum State {
     Closed,
     /// Refusing until `until`; from then on the next query probes.
-    Open { until: Timestamp },
+    Open {
+        until: Timestamp,
+    },
     /// One probe in flight after the cooldown that ended at `until`.
-    Probing { until: Timestamp },
+    Probing {
+        until: Timestamp,
+    },
 }
 
 /// One server's breaker and its queries in flight.
@@ -192,7 +203,10 @@ impl ServerGate {
         {
             // Checked before a probe starts, so that a refused one leaves the probe to the
             // next caller.
-            return Err(Refusal::Busy { limit });
+            return Err(Refusal::Busy {
+                limit,
+                wait: self.state == State::Closed && self.failures == 0,
+            });
         }
         if let State::Open { until } = self.state {
             self.state = State::Probing { until };
@@ -229,8 +243,9 @@ impl ServerGate {
                     self.state == State::Closed
                         && self.failures >= self.policy.threshold
                         && self.last_answer.is_none_or(|at| {
-                            now.duration_since(at) >= SignedDuration::try_from(self.policy.quiet)
-                                .unwrap_or(SignedDuration::MAX)
+                            now.duration_since(at)
+                                >= SignedDuration::try_from(self.policy.quiet)
+                                    .unwrap_or(SignedDuration::MAX)
                         })
                 };
                 open.then(|| self.open(now))
@@ -337,7 +352,10 @@ mod tests {
         let mut g = gate(None);
         query(&mut g, 0.0, Outcome::Answered);
         for i in 0..10 {
-            assert_eq!(query(&mut g, 1.0 + f64::from(i), Outcome::Unresponsive), None);
+            assert_eq!(
+                query(&mut g, 1.0 + f64::from(i), Outcome::Unresponsive),
+                None
+            );
         }
         assert!(!g.is_open());
         // Nothing answered for the quiet period: the next one opens it.
@@ -444,24 +462,41 @@ mod tests {
         assert!(g.admit(t(9.0)).is_ok());
     }
 
+    fn busy(wait: bool) -> Result<Admitted, Refusal> {
+        Err(Refusal::Busy { limit: 2, wait })
+    }
+
     #[test]
-    fn the_cap_refuses_at_once_and_frees_a_slot_per_finished_query() {
-        let mut g = gate(Some(2));
-        let a = g.admit(t(0.0)).unwrap();
-        let b = g.admit(t(0.0)).unwrap();
-        assert_eq!(g.admit(t(0.0)), Err(Refusal::Busy { limit: 2 }));
-        assert_eq!(g.in_flight(), 2);
-        g.finish(a, Outcome::Answered, t(1.0));
-        let c = g.admit(t(1.0)).expect("a slot again");
-        g.finish(b, Outcome::Answered, t(1.0));
-        g.finish(c, Outcome::Answered, t(1.0));
-        assert_eq!(g.in_flight(), 0);
-        // Without a limit, any number.
-        let mut g = gate(None);
+    fn the_cap_refuses_one_more_and_says_whether_a_slot_is_worth_waiting_for() {
+        let mut gate = gate(Some(2));
+        let first = gate.admit(t(0.0)).unwrap();
+        let second = gate.admit(t(0.0)).unwrap();
+        // Nothing known against the server yet: worth waiting for a slot.
+        assert_eq!(gate.admit(t(0.0)), busy(true));
+        assert_eq!(gate.in_flight(), 2);
+        gate.finish(first, Outcome::Answered, t(1.0));
+        let third = gate.admit(t(1.0)).expect("a slot again");
+        assert_eq!(gate.admit(t(1.0)), busy(true));
+        // A timeout: the queries in flight may well hang too, so nobody waits for them.
+        gate.finish(second, Outcome::Unresponsive, t(1.0));
+        let fourth = gate.admit(t(1.0)).unwrap();
+        assert_eq!(gate.admit(t(1.0)), busy(false));
+        // An answer makes a slot worth waiting for again.
+        gate.finish(third, Outcome::Answered, t(2.0));
+        let fifth = gate.admit(t(2.0)).unwrap();
+        assert_eq!(gate.admit(t(2.0)), busy(true));
+        gate.finish(fourth, Outcome::Answered, t(2.0));
+        gate.finish(fifth, Outcome::Answered, t(2.0));
+        assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[test]
+    fn without_a_limit_any_number_is_admitted() {
+        let mut gate = gate(None);
         for _ in 0..1000 {
-            let _ = g.admit(t(0.0)).unwrap();
+            let _ = gate.admit(t(0.0)).unwrap();
         }
-        assert_eq!(g.in_flight(), 1000);
+        assert_eq!(gate.in_flight(), 1000);
     }
 
     #[test]
@@ -484,7 +519,10 @@ mod tests {
             detail: String::new(),
         };
         let of = |e: PrometheusError| Outcome::of::<()>(&Err(e));
-        assert_eq!(Outcome::of(&Ok::<_, PrometheusError>(1.0)), Outcome::Answered);
+        assert_eq!(
+            Outcome::of(&Ok::<_, PrometheusError>(1.0)),
+            Outcome::Answered
+        );
         for cause in [
             Unreachable::TimedOut,
             Unreachable::Refused,
@@ -520,7 +558,7 @@ mod tests {
         assert_eq!(
             of(PrometheusError::Busy {
                 server: server(),
-                limit: 8
+                limit: 8,
             }),
             Outcome::Neither
         );
