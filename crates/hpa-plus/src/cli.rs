@@ -142,6 +142,18 @@ pub struct Args {
           value_parser = parse_duration)]
     pub prometheus_object_budget: Option<Duration>,
 
+    /// The most Prometheus queries in flight at once to one server other than
+    /// --prometheus-address (one --prometheus-allowed-servers entry: the addresses under it
+    /// share it). One more waits up to 1 s for a slot while the server answers, and fails as
+    /// busy once a query to it timed out, so that a server that stops answering holds about
+    /// this many workers (--workers) until its circuit breaker opens, and autoscalers that
+    /// never name it keep theirs. Keep it times the number of allowed servers that could fail
+    /// together well below --workers; raise it for a team server that answers slowly but
+    /// surely.
+    #[arg(long, env = "PLIMSOLL_PROMETHEUS_SERVER_CONCURRENCY", value_name = "N",
+          default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub prometheus_server_concurrency: u16,
+
     /// An offline subcommand; without one, hpa-plus runs the controller.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -223,6 +235,8 @@ impl Args {
                 others: self.prometheus.anonymous(),
                 allowed: self.prometheus.allowed_servers(),
                 object_budget: self.prometheus_object_budget.filter(|b| !b.is_zero()),
+                server_concurrency: usize::from(self.prometheus_server_concurrency),
+                breaker: plimsoll_runtime::prometheus::BreakerPolicy::default(),
             },
             tuning_exclude,
             shards: self.shards,
@@ -340,6 +354,21 @@ mod tests {
             6
         );
         assert!(parse(&["--shards=0"]).is_err());
+    }
+
+    #[test]
+    fn the_server_concurrency_has_its_default_and_is_at_least_one() {
+        let config = parse(&[]).unwrap().into_config().unwrap();
+        assert_eq!(
+            config.prometheus.server_concurrency,
+            crate::prometheus::DEFAULT_SERVER_CONCURRENCY
+        );
+        let config = parse(&["--prometheus-server-concurrency=2"])
+            .unwrap()
+            .into_config()
+            .unwrap();
+        assert_eq!(config.prometheus.server_concurrency, 2);
+        assert!(parse(&["--prometheus-server-concurrency=0"]).is_err());
     }
 
     #[test]

@@ -144,6 +144,7 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     service.spawn(scales.clone().watch(client.clone(), None));
 
     let kinds = KindResolver::new(client.clone());
+    let server_metrics = metrics.prometheus_servers.clone();
     let ctx = Arc::new(
         Context::from_parts(ContextParts {
             client: client.clone(),
@@ -163,7 +164,8 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
                 config.prometheus.clone(),
                 Some(client.clone()),
             )
-            .with_shutdown(shutdown.clone()),
+            .with_shutdown(shutdown.clone())
+            .with_metrics(server_metrics),
             tuning_exclude: config.tuning_exclude.clone(),
             vpas: vpas.clone(),
         })

@@ -17,6 +17,12 @@
 //! `reconcile_duration_seconds` (from `plimsoll-runtime`), `queue_depth` (objects whose
 //! re-evaluation is due and not started), `objects`, `rescales_total{direction}`,
 //! `metric_failures_total{type}`, `status_writes_total`.
+//!
+//! Per Prometheus server ([`ServerMetrics`]), labelled `server` with the
+//! `--prometheus-allowed-servers` entry (or `--prometheus-address`) a query's address falls
+//! under, in one canonical spelling: `prometheus_server_open` and
+//! `prometheus_queries_refused_total{reason}`. The operator writes that list, so these series
+//! are as many as its entries however many addresses autoscalers name.
 
 use std::sync::atomic::AtomicU64;
 
@@ -110,6 +116,51 @@ pub struct TypeLabels {
     pub r#type: String,
 }
 
+/// Labels of a per-server series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServerLabels {
+    /// The allowed-servers entry, canonical (`http://prom.team-a:9090`).
+    pub server: String,
+}
+
+/// Labels of `prometheus_queries_refused_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusedLabels {
+    /// The allowed-servers entry, canonical.
+    pub server: String,
+    /// `unresponsive` (its circuit breaker is open) or `busy` (its cap on queries in flight).
+    pub reason: &'static str,
+}
+
+/// The per-server series of the Prometheus client's circuit breakers and caps
+/// (`crate::prometheus`); unregistered families by default (tests).
+#[derive(Clone, Debug, Default)]
+pub struct ServerMetrics {
+    /// 1 while the server's breaker is open (queries fail at once) or probing it; 0 once it
+    /// answers again.
+    pub open: Family<ServerLabels, Gauge>,
+    /// Queries failed without being sent.
+    pub refused: Family<RefusedLabels, Counter>,
+}
+
+impl ServerMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "prometheus_server_open",
+            "1 while a Prometheus server did not answer several queries in a row and is not \
+             queried until its cooldown ends (then one query probes it); 0 once it answers",
+            self.open.clone(),
+        );
+        registry.register(
+            "prometheus_queries_refused",
+            "Prometheus queries failed without being sent: reason unresponsive (the server's \
+             circuit breaker is open) or busy (--prometheus-server-concurrency queries to it \
+             in flight)",
+            self.refused.clone(),
+        );
+    }
+}
+
 /// The per-object series of `spec.predictive`.
 #[derive(Clone, Debug, Default)]
 struct PredictiveMetrics {
@@ -161,6 +212,8 @@ pub struct Metrics {
     pub min_replicas_lowered: Counter,
     predictive: PredictiveMetrics,
     conflicting: Family<ObjectLabels, Gauge>,
+    /// Circuit breakers and caps of the Prometheus servers.
+    pub prometheus_servers: ServerMetrics,
 }
 
 impl Metrics {
@@ -186,6 +239,7 @@ impl Metrics {
             min_replicas_lowered: Counter::default(),
             predictive: PredictiveMetrics::default(),
             conflicting: Family::default(),
+            prometheus_servers: ServerMetrics::default(),
         };
         registry.register(
             "value",
@@ -250,6 +304,7 @@ impl Metrics {
         );
         m.register_tuning_and_conflicts(registry);
         m.predictive.register(registry);
+        m.prometheus_servers.register(registry);
         m
     }
 

@@ -16,9 +16,29 @@
 //! - Budget: all Prometheus queries of one evaluation of one object share one deadline,
 //!   [`PrometheusMetrics::deadline`] (`--prometheus-object-budget`, else the object's sync
 //!   period), retries included, and its metrics are read at most [`QUERIES_PER_OBJECT`] at a
-//!   time; so a server that never answers holds a worker for at most that long, and delays only
-//!   the objects that name it. Every query also races the shutdown token: on SIGTERM a stuck
-//!   query ends at once ([`PrometheusMetrics::stopping`] tells the evaluation not to write).
+//!   time; so a server that never answers holds a worker for at most that long. Every query
+//!   also races the shutdown token: on SIGTERM a stuck query ends at once
+//!   ([`PrometheusMetrics::stopping`] tells the evaluation not to write).
+//! - Servers that do not answer: a worker is held by the evaluation awaiting a query, so the
+//!   budget alone lets enough objects naming a dead server hold every worker (`--workers`) and
+//!   delay objects that never name it. Each server therefore has a gate
+//!   (`plimsoll_runtime::prometheus::breaker`): at most `--prometheus-server-concurrency`
+//!   queries in flight (one more waits up to [`SLOT_WAIT`] for a slot while the server
+//!   answers, so a burst is smoothed; once a query to it timed out it fails at once, `busy`,
+//!   since waiting would hold the worker as long as the query it waits for), and a circuit
+//!   breaker that, after [`BreakerPolicy::threshold`] timeouts or failed connections in a row
+//!   with no answer for its quiet period, fails every query to it at once (`unresponsive; not
+//!   queried until …`, no connection) for 30 s, then lets one query probe it (the cooldown
+//!   doubles up to 5 min while probes fail). So a dead server holds about that many workers
+//!   before its breaker opens, and about none after. The `--prometheus-address` server has no cap: it carries
+//!   most objects' queries, so a cap would throttle healthy reading and let one tenant's slow
+//!   queries fill it for everyone; its breaker stays closed while anyone's queries to it are
+//!   answered.
+//! - A "server" for the gate is the `--prometheus-allowed-servers` entry (or
+//!   `--prometheus-address`) the address falls under, the most specific one: addresses under one
+//!   prefix share its gate, so naming many paths under a dead server multiplies neither its cap
+//!   nor the timeouts it takes to open; and gates are as many as the operator's entries, kept
+//!   for the life of the process (an evicted client does not reset its server's breaker).
 //! - A value is reused for (nine tenths of) the period of the object that asked for it: objects
 //!   sharing a query within a period send it once, and an object evaluated early (its spec
 //!   changed) does not query again. A failure is never cached, so the next evaluation tries
@@ -38,17 +58,35 @@ use jiff::Timestamp;
 use plimsoll_core::api::hpa_plus::{MetricSourceType, MetricSpec, PrometheusMetricSource};
 use plimsoll_core::horizontal::observation::Fetched;
 use plimsoll_core::horizontal::proposals::metric_name;
+use plimsoll_runtime::prometheus::breaker::Admitted;
 use plimsoll_runtime::prometheus::{
-    AllowedServers, Auth, PrometheusClient, PrometheusConfig, PrometheusError,
+    AllowedServers, Auth, BreakerPolicy, Outcome, PrometheusClient, PrometheusConfig,
+    PrometheusError, Refusal, ServerGate, Transition,
 };
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{RefusedLabels, ServerLabels, ServerMetrics};
 
 /// Most clients kept (distinct server addresses); the least recently used goes first.
 pub const MAX_CLIENTS: usize = 64;
 
 /// Most queries of one object in flight at once.
 pub const QUERIES_PER_OBJECT: usize = 4;
+
+/// Default of `--prometheus-server-concurrency`: most queries in flight to one server other
+/// than `--prometheus-address`. Eight of the 64 default workers: seven dead servers at once
+/// still leave workers for everyone else before their breakers open.
+pub const DEFAULT_SERVER_CONCURRENCY: usize = 8;
+
+/// How long a query waits for one of its server's slots while the server answers: a burst of
+/// evaluations (all objects are due at once after a start) is smoothed rather than failed.
+/// A server that answers in 100 ms serves 80 queries in that time with the default cap. Not
+/// waited while the server's last query timed out: the slots are held by queries that may
+/// hang as long.
+pub const SLOT_WAIT: Duration = Duration::from_secs(1);
 
 /// Most values cached.
 pub const MAX_CACHED: usize = 65_536;
@@ -76,6 +114,11 @@ pub struct PrometheusSettings {
     /// `--prometheus-object-budget`: the time all of one object's queries may take in one
     /// evaluation; `None`: the object's sync period.
     pub object_budget: Option<Duration>,
+    /// `--prometheus-server-concurrency`: most queries in flight to one server other than
+    /// `--prometheus-address` (at least 1).
+    pub server_concurrency: usize,
+    /// When a server's circuit breaker opens and for how long (not a flag: tests shorten it).
+    pub breaker: BreakerPolicy,
 }
 
 impl Default for PrometheusSettings {
@@ -86,6 +129,8 @@ impl Default for PrometheusSettings {
             others: PrometheusConfig::new(""),
             allowed: AllowedServers::none(),
             object_budget: None,
+            server_concurrency: DEFAULT_SERVER_CONCURRENCY,
+            breaker: BreakerPolicy::default(),
         }
     }
 }
@@ -103,6 +148,8 @@ impl PrometheusSettings {
             },
             server: Some(server),
             object_budget: None,
+            server_concurrency: DEFAULT_SERVER_CONCURRENCY,
+            breaker: BreakerPolicy::default(),
         }
     }
 }
@@ -185,14 +232,145 @@ impl ValueCache {
     }
 }
 
-/// The Prometheus side of the controller: settings, clients, and the value cache.
+/// One server's gate, with its series.
+struct Gate {
+    /// The allowed-servers entry (the `server` label).
+    entry: String,
+    state: Mutex<ServerGate>,
+    /// Woken whenever a query finishes: a slot is free.
+    freed: tokio::sync::Notify,
+    open: Gauge,
+    refused_unresponsive: Counter,
+    refused_busy: Counter,
+}
+
+impl Gate {
+    fn new(
+        entry: &str,
+        (policy, limit): (BreakerPolicy, Option<usize>),
+        metrics: &ServerMetrics,
+    ) -> Self {
+        let server = ServerLabels {
+            server: entry.to_owned(),
+        };
+        let refused = |reason| {
+            metrics
+                .refused
+                .get_or_create(&RefusedLabels {
+                    server: entry.to_owned(),
+                    reason,
+                })
+                .clone()
+        };
+        let open = metrics.open.get_or_create(&server).clone();
+        open.set(0);
+        Self {
+            entry: entry.to_owned(),
+            state: Mutex::new(ServerGate::new(policy, limit)),
+            freed: tokio::sync::Notify::new(),
+            open,
+            refused_unresponsive: refused("unresponsive"),
+            refused_busy: refused("busy"),
+        }
+    }
+
+    /// A pass for one query to `address`, or the reason none is sent. With every slot taken,
+    /// waits for one until [`SLOT_WAIT`] has passed or `deadline` comes, but only while the
+    /// gate says a slot is worth waiting for (the server answers).
+    async fn admit(
+        self: &Arc<Self>,
+        address: &str,
+        deadline: Instant,
+    ) -> Result<Pass, PrometheusError> {
+        let wait_until = deadline.min(Instant::now() + SLOT_WAIT);
+        loop {
+            // Registered before the gate is asked, so that a slot freed in between wakes it.
+            let freed = self.freed.notified();
+            let mut freed = std::pin::pin!(freed);
+            freed.as_mut().enable();
+            let admitted = lock(&self.state).admit(Timestamp::now());
+            match admitted {
+                Ok(admitted) => {
+                    return Ok(Pass {
+                        gate: self.clone(),
+                        admitted: Some(admitted),
+                    });
+                }
+                Err(Refusal::Busy { wait: true, .. }) if Instant::now() < wait_until => {
+                    // Woken by a finished query, or at the end of the wait for a last look.
+                    let _ = tokio::time::timeout_at(wait_until, freed).await;
+                }
+                Err(Refusal::Unresponsive { until }) => {
+                    self.refused_unresponsive.inc();
+                    return Err(PrometheusError::Unresponsive {
+                        server: address.to_owned(),
+                        until,
+                    });
+                }
+                Err(Refusal::Busy { limit, .. }) => {
+                    self.refused_busy.inc();
+                    return Err(PrometheusError::Busy {
+                        server: address.to_owned(),
+                        limit,
+                    });
+                }
+            }
+        }
+    }
+
+    fn finish(&self, admitted: Admitted, outcome: Outcome) {
+        let transition = lock(&self.state).finish(admitted, outcome, Timestamp::now());
+        self.freed.notify_waiters();
+        match transition {
+            Some(Transition::Opened { until }) => {
+                self.open.set(1);
+                tracing::warn!(server = %self.entry, until = %until, "prometheus server does not answer: not queried until then, when one query probes it");
+            }
+            Some(Transition::Closed) => {
+                self.open.set(0);
+                tracing::info!(server = %self.entry, "prometheus server answers again");
+            }
+            None => {}
+        }
+    }
+}
+
+/// One admitted query; dropped unfinished (the query abandoned), it counts as telling
+/// nothing, so a probe that was abandoned lets the next query probe.
+struct Pass {
+    gate: Arc<Gate>,
+    admitted: Option<Admitted>,
+}
+
+impl Pass {
+    fn finish<T>(mut self, result: &Result<T, PrometheusError>) {
+        if let Some(admitted) = self.admitted.take() {
+            self.gate.finish(admitted, Outcome::of(result));
+        }
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        if let Some(admitted) = self.admitted.take() {
+            self.gate.finish(admitted, Outcome::Neither);
+        }
+    }
+}
+
+/// The Prometheus side of the controller: settings, clients, server gates and the value cache.
 pub struct PrometheusMetrics {
     settings: PrometheusSettings,
+    /// The allowed-servers entry of `--prometheus-address`: its gate has no cap.
+    configured_entry: Option<String>,
     /// Reads credentials kept in a Secret.
     kube: Option<kube::Client>,
     /// Cancelled on shutdown: every query in flight ends at once.
     shutdown: CancellationToken,
     clients: Mutex<Clients>,
+    /// By allowed-servers entry: at most one per entry.
+    gates: Mutex<HashMap<String, Arc<Gate>>>,
+    server_metrics: ServerMetrics,
     cache: Mutex<ValueCache>,
 }
 
@@ -204,10 +382,16 @@ impl PrometheusMetrics {
     /// Queries as `settings` say; `kube` reads credentials kept in a Secret.
     pub fn new(settings: PrometheusSettings, kube: Option<kube::Client>) -> Self {
         Self {
+            configured_entry: settings
+                .server
+                .as_ref()
+                .and_then(|s| settings.allowed.entry_of(&s.address)),
             settings,
             kube,
             shutdown: CancellationToken::new(),
             clients: Mutex::new(Clients::default()),
+            gates: Mutex::new(HashMap::new()),
+            server_metrics: ServerMetrics::default(),
             cache: Mutex::new(ValueCache::new()),
         }
     }
@@ -216,6 +400,15 @@ impl PrometheusMetrics {
     #[must_use]
     pub fn with_shutdown(self, shutdown: CancellationToken) -> Self {
         Self { shutdown, ..self }
+    }
+
+    /// The same, with the servers' breakers and refusals counted in `metrics`.
+    #[must_use]
+    pub fn with_metrics(self, metrics: ServerMetrics) -> Self {
+        Self {
+            server_metrics: metrics,
+            ..self
+        }
     }
 
     /// The configured default server, if any.
@@ -267,19 +460,56 @@ impl PrometheusMetrics {
         Ok(client)
     }
 
-    /// `query` to `server`, or [`PrometheusError::Canceled`] as soon as the process shuts down.
-    /// The query (a connection, TLS, HTTP and the body) lives on the heap: only objects with
-    /// Prometheus metrics pay for it, and the evaluation's future stays small for the others.
-    async fn until_shutdown<T>(
+    /// The gate of allowed-servers `entry`, made on first use.
+    fn gate(&self, entry: String) -> Arc<Gate> {
+        let mut gates = lock(&self.gates);
+        if let Some(gate) = gates.get(&entry) {
+            return gate.clone();
+        }
+        let limit = (self.configured_entry.as_ref() != Some(&entry))
+            .then_some(self.settings.server_concurrency.max(1));
+        let gate = Arc::new(Gate::new(
+            &entry,
+            (self.settings.breaker, limit),
+            &self.server_metrics,
+        ));
+        gates.insert(entry, gate.clone());
+        gate
+    }
+
+    /// What `send` asks `address` with its client: refused unless the address is allowed, and
+    /// unless its server's gate admits it (else failing, nothing sent); abandoned with
+    /// [`PrometheusError::Canceled`] as soon as the process shuts down, a wait for a slot
+    /// included; how it ended goes to the gate. The query (a connection, TLS, HTTP and the body) lives on the heap: only
+    /// objects with Prometheus metrics pay for it, and the evaluation's future stays small for
+    /// the others.
+    async fn ask<T, F>(
         &self,
-        server: &str,
-        query: impl Future<Output = Result<T, PrometheusError>>,
-    ) -> Result<T, PrometheusError> {
-        let query = Box::pin(query);
+        address: &str,
+        deadline: Instant,
+        send: impl FnOnce(Arc<PrometheusClient>) -> F,
+    ) -> Result<T, PrometheusError>
+    where
+        F: Future<Output = Result<T, PrometheusError>>,
+    {
+        let Some(entry) = self.settings.allowed.entry_of(address) else {
+            return Err(PrometheusError::NotAllowed {
+                server: address.to_owned(),
+            });
+        };
+        let client = self.client(address)?;
+        let gate = self.gate(entry);
+        let query = Box::pin(async move {
+            let pass = gate.admit(address, deadline).await?;
+            let result = send(client).await;
+            pass.finish(&result);
+            result
+        });
+        // Abandoned, the query drops its pass: it tells the gate nothing.
         tokio::select! {
             biased;
             () = self.shutdown.cancelled() => Err(PrometheusError::Canceled {
-                server: server.to_owned(),
+                server: address.to_owned(),
             }),
             result = query => result,
         }
@@ -371,14 +601,12 @@ impl PrometheusMetrics {
         if let Some(value) = lock(&self.cache).get(&key, at) {
             return Ok(value);
         }
-        let read = match self.client(address) {
-            Ok(client) => {
-                self.until_shutdown(address, client.query_value_before(query, now, deadline))
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        let value = read.map_err(|e| failed(address, &e))?;
+        let value = self
+            .ask(address, deadline, |client| async move {
+                client.query_value_before(query, now, deadline).await
+            })
+            .await
+            .map_err(|e| failed(address, &e))?;
         let milli = to_milli(value).ok_or_else(|| {
             format!("PrometheusEmptyResult: {value} is out of range for a metric value")
         })?;
@@ -400,20 +628,15 @@ impl PrometheusMetrics {
         now: Timestamp,
         deadline: Instant,
     ) -> Result<Vec<(Timestamp, i64)>, PrometheusError> {
-        let client = self.client(address)?;
         let hours = i64::from(days.max(1)) * 24;
         let start = now - jiff::SignedDuration::from_hours(hours - 1);
+        let peak = format!("max_over_time(({query})[1h:])");
         let series = self
-            .until_shutdown(
-                address,
-                client.query_range_before(
-                    &format!("max_over_time(({query})[1h:])"),
-                    start,
-                    now,
-                    Duration::from_secs(3600),
-                    deadline,
-                ),
-            )
+            .ask(address, deadline, |client| async move {
+                client
+                    .query_range_before(&peak, start, now, Duration::from_secs(3600), deadline)
+                    .await
+            })
             .await?;
         let mut peaks: Vec<(Timestamp, i64)> = series
             .iter()
@@ -441,24 +664,26 @@ impl PrometheusMetrics {
         to: i64,
         deadline: Instant,
     ) -> Result<Vec<(i64, i64)>, PrometheusError> {
-        let client = self.client(address)?;
+        if !self.settings.allowed.allows(address) {
+            // Before anything else, as every other query: not even a time range is worked out.
+            return Err(PrometheusError::NotAllowed {
+                server: address.to_owned(),
+            });
+        }
         let step = step_seconds.max(1);
         // The first sample closes bucket `from`, the last closes bucket `to - 1`.
         let at = |bucket: i64| Timestamp::from_second(bucket.saturating_mul(step));
         let (Ok(start), Ok(end)) = (at(from + 1), at(to.max(from + 1))) else {
             return Ok(Vec::new());
         };
+        let peak = peak_query(query, step);
+        let every = Duration::from_secs(u64::try_from(step).unwrap_or(1));
         let series = self
-            .until_shutdown(
-                address,
-                client.query_range_before(
-                    &peak_query(query, step),
-                    start,
-                    end,
-                    Duration::from_secs(u64::try_from(step).unwrap_or(1)),
-                    deadline,
-                ),
-            )
+            .ask(address, deadline, |client| async move {
+                client
+                    .query_range_before(&peak, start, end, every, deadline)
+                    .await
+            })
             .await?;
         let mut peaks: Vec<(i64, i64)> = series
             .iter()
@@ -524,7 +749,7 @@ fn to_milli(value: f64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     fn metric(query: &str, server: Option<&str>) -> MetricSpec {
         serde_json::from_value(serde_json::json!({
@@ -634,11 +859,280 @@ mod tests {
         for v in values.values() {
             let err = v.clone().unwrap_err();
             assert!(err.starts_with("PrometheusUnreachable: "), "{err}");
-            assert!(err.contains("timed out"), "{err}");
+            // The last two start once the first four timed out: by then the server's breaker
+            // may be open.
+            assert!(
+                err.contains("timed out") || err.contains("unresponsive; not queried until"),
+                "{err}"
+            );
         }
         // Generous for a loaded machine; sequential reads would take 6 × 30 s.
         assert!(took < Duration::from_secs(10), "{took:?}");
         assert!(connections.load(Ordering::SeqCst) >= 4);
+    }
+
+    /// A server that holds every connection while `answering` is false, and answers each
+    /// request with the scalar 42 while it is true; counting connections.
+    async fn switchable() -> (String, Arc<AtomicBool>, Arc<AtomicUsize>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let answering = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicUsize::new(0));
+        let (on, counter) = (answering.clone(), count.clone());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                if !on.load(Ordering::SeqCst) {
+                    held.push(stream);
+                    continue;
+                }
+                tokio::spawn(async move {
+                    let body =
+                        r#"{"status":"success","data":{"resultType":"scalar","result":[1,"42"]}}"#;
+                    let mut buf = [0u8; 4096];
+                    let _ = stream.read(&mut buf).await;
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        (address, answering, count)
+    }
+
+    /// One evaluation's values of `metrics` with a budget of `budget`.
+    async fn read(
+        prom: &PrometheusMetrics,
+        metrics: &[MetricSpec],
+        budget: Duration,
+    ) -> BTreeMap<String, Fetched<i64>> {
+        prom.values(
+            metrics,
+            Duration::from_secs(5),
+            Timestamp::UNIX_EPOCH,
+            Instant::now() + budget,
+        )
+        .await
+    }
+
+    fn error_of(values: &BTreeMap<String, Fetched<i64>>, name: &str) -> String {
+        values[name].clone().unwrap_err()
+    }
+
+    /// The text exposition of `metrics`.
+    fn exposition(registry: &prometheus_client::registry::Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
+    }
+
+    #[tokio::test]
+    async fn a_dead_server_is_not_queried_once_three_queries_in_a_row_timed_out() {
+        let (dead, connections) = silent().await;
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = crate::metrics::Metrics::register(&mut registry);
+        let prom = PrometheusMetrics::new(allowing("http://127.0.0.1:1", &[&dead]), None)
+            .with_metrics(metrics.prometheus_servers.clone());
+        // Three objects, each naming another address under the one allowed entry: they share
+        // its breaker.
+        for path in ["a", "b", "c"] {
+            let values = read(
+                &prom,
+                &[metric("up", Some(&format!("{dead}/{path}")))],
+                Duration::from_millis(200),
+            )
+            .await;
+            let err = error_of(&values, "up");
+            assert!(err.contains("timed out"), "{err}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let before = connections.load(Ordering::SeqCst);
+        assert_eq!(before, 3);
+        // Open: the next query fails at once, long before its budget, without a connection.
+        let started = std::time::Instant::now();
+        let values = read(
+            &prom,
+            &[metric("up", Some(&format!("{dead}/d")))],
+            Duration::from_secs(10),
+        )
+        .await;
+        assert!(started.elapsed() < Duration::from_secs(2));
+        let err = error_of(&values, "up");
+        assert!(
+            err.starts_with("PrometheusUnreachable: prometheus "),
+            "{err}"
+        );
+        assert!(err.contains("/d unresponsive; not queried until "), "{err}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            connections.load(Ordering::SeqCst),
+            before,
+            "a query was sent"
+        );
+        // Range queries (tuning's, prediction's history) are refused alike.
+        let err = prom
+            .hourly_peaks(&dead, "up", 7, Timestamp::UNIX_EPOCH, Instant::now())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, PrometheusError::Unresponsive { .. }), "{err}");
+        // One gate for the entry, whatever the paths; its series say so.
+        assert_eq!(lock(&prom.gates).len(), 1);
+        let text = exposition(&registry);
+        let entry = dead.clone();
+        assert!(
+            text.contains(&format!("prometheus_server_open{{server=\"{entry}\"}} 1")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "prometheus_queries_refused_total{{server=\"{entry}\",reason=\"unresponsive\"}} 2"
+            )),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn after_the_cooldown_one_query_probes_and_an_answer_closes_the_breaker() {
+        let (address, answering, connections) = switchable().await;
+        let mut settings = allowing("http://127.0.0.1:1", &[&address]);
+        settings.breaker.cooldown = Duration::from_millis(300);
+        let prom = PrometheusMetrics::new(settings, None);
+        let up = [metric("up", Some(&address))];
+        for _ in 0..3 {
+            read(&prom, &up, Duration::from_millis(100)).await;
+        }
+        let err = error_of(&read(&prom, &up, Duration::from_secs(5)).await, "up");
+        assert!(err.contains("unresponsive"), "{err}");
+        // Still silent at the end of the cooldown (0.3 s, up to the whole second): the probe
+        // times out, and the next cooldown is twice as long.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let before = connections.load(Ordering::SeqCst);
+        let err = error_of(&read(&prom, &up, Duration::from_millis(100)).await, "up");
+        assert!(err.contains("timed out"), "the probe: {err}");
+        let err = error_of(&read(&prom, &up, Duration::from_secs(5)).await, "up");
+        assert!(err.contains("unresponsive"), "{err}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(connections.load(Ordering::SeqCst), before + 1, "one probe");
+        // It answers again: the next probe reads the value and closes the breaker.
+        answering.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(1800)).await;
+        assert_eq!(
+            read(&prom, &up, Duration::from_secs(5)).await["up"],
+            Ok(42_000)
+        );
+        let more = [metric("q2", Some(&address)), metric("q3", Some(&address))];
+        let values = read(&prom, &more, Duration::from_secs(5)).await;
+        assert_eq!(values["q2"], Ok(42_000));
+        assert_eq!(values["q3"], Ok(42_000));
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_probe_leaves_the_probe_to_the_next_query() {
+        let (address, _, connections) = switchable().await;
+        let mut settings = allowing("http://127.0.0.1:1", &[&address]);
+        settings.breaker.cooldown = Duration::from_millis(200);
+        let prom = PrometheusMetrics::new(settings, None);
+        let up = [metric("up", Some(&address))];
+        for _ in 0..3 {
+            read(&prom, &up, Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // The probe's evaluation is dropped midway (its future is not polled to the end).
+        let abandoned = tokio::time::timeout(
+            Duration::from_millis(200),
+            read(&prom, &up, Duration::from_secs(30)),
+        )
+        .await;
+        assert!(abandoned.is_err(), "the probe was still waiting");
+        let before = connections.load(Ordering::SeqCst);
+        let err = error_of(&read(&prom, &up, Duration::from_millis(100)).await, "up");
+        assert!(err.contains("timed out"), "another probe was sent: {err}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(connections.load(Ordering::SeqCst), before + 1);
+    }
+
+    #[tokio::test]
+    async fn a_burst_to_a_server_that_answers_waits_for_its_slots() {
+        let (address, answering, _) = switchable().await;
+        answering.store(true, Ordering::SeqCst);
+        let mut settings = allowing("http://127.0.0.1:1", &[&address]);
+        settings.server_concurrency = 1;
+        let prom = PrometheusMetrics::new(settings, None);
+        // Four queries at once, one slot: the others wait their turn instead of failing.
+        let metrics: Vec<MetricSpec> = (0..4)
+            .map(|i| metric(&format!("q{i}"), Some(&address)))
+            .collect();
+        let values = read(&prom, &metrics, Duration::from_secs(10)).await;
+        for (name, value) in &values {
+            assert_eq!(*value, Ok(42_000), "{name}");
+        }
+    }
+
+    #[tokio::test]
+    async fn once_a_query_timed_out_a_full_server_refuses_one_more_at_once() {
+        let (slow, connections) = silent().await;
+        let mut settings = allowing("http://127.0.0.1:1", &[&slow]);
+        settings.server_concurrency = 2;
+        let prom = Arc::new(PrometheusMetrics::new(settings, None));
+        let err = error_of(
+            &read(
+                &prom,
+                &[metric("q", Some(&slow))],
+                Duration::from_millis(200),
+            )
+            .await,
+            "q",
+        );
+        assert!(err.contains("timed out"), "{err}");
+        // Two queries hang in its two slots...
+        let hanging: Vec<_> = (0..2)
+            .map(|i| {
+                let prom = prom.clone();
+                let m = metric(&format!("h{i}"), Some(&slow));
+                tokio::spawn(async move { read(&prom, &[m], Duration::from_secs(3)).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // ...so a third fails at once, nothing sent, not waiting for either.
+        let started = std::time::Instant::now();
+        let err = error_of(
+            &read(&prom, &[metric("q3", Some(&slow))], Duration::from_secs(3)).await,
+            "q3",
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(err.starts_with("PrometheusUnreachable: "), "{err}");
+        assert!(
+            err.contains("busy: 2 queries to it in flight already; not sent"),
+            "{err}"
+        );
+        assert_eq!(connections.load(Ordering::SeqCst), 3);
+        for h in hanging {
+            let values = h.await.unwrap();
+            let err = values.values().next().unwrap().clone().unwrap_err();
+            assert!(err.contains("timed out"), "{err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_configured_server_has_no_cap() {
+        let (slow, _) = silent().await;
+        let mut settings = allowing(&slow, &[]);
+        settings.server_concurrency = 1;
+        let prom = PrometheusMetrics::new(settings, None);
+        let metrics: Vec<MetricSpec> = (0..3).map(|i| metric(&format!("q{i}"), None)).collect();
+        let values = read(&prom, &metrics, Duration::from_millis(300)).await;
+        for v in values.values() {
+            let err = v.clone().unwrap_err();
+            assert!(err.contains("timed out"), "{err}");
+        }
     }
 
     #[tokio::test]

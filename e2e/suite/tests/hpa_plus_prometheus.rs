@@ -10,6 +10,9 @@
 //! - a metric naming a server outside `--prometheus-allowed-servers` fails with
 //!   `PrometheusServerNotAllowed` and not one connection reaches that address; one naming an
 //!   allowed server that never answers does not hold up shutdown;
+//! - with `--workers=4`, twenty autoscalers naming a server that never answers do not delay
+//!   two that read the configured server: those are evaluated every period all along, while
+//!   the silent server gets a handful of connections (its cap, then its circuit breaker);
 //! - a week of hourly load peaks restored from `status.minReplicasTuning.loadHistory` lowers
 //!   `minReplicas` in `Apply` and only proposes it in `Report`.
 //!
@@ -558,6 +561,155 @@ async fn a_query_that_never_answers_does_not_hold_up_shutdown() -> anyhow::Resul
     assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
     // The abandoned evaluation wrote nothing.
     assert!(scaling_active(&env, "web", "False").await?.is_none());
+    env.cleanup().await;
+    Ok(())
+}
+
+/// The gaps between successive times, longest first.
+fn gaps(times: &[std::time::Instant]) -> Vec<Duration> {
+    let mut gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable_by(|a, b| b.cmp(a));
+    gaps
+}
+
+/// `good` autoscalers reading the stand-in and `bad` naming the `dead` server, each with one
+/// `type: Prometheus` metric, a Deployment of its own and `period`; for each good one, when the
+/// stand-in was asked its query: when it was evaluated (a value is cached for nine tenths of
+/// the period, so once per evaluation).
+async fn good_and_bad(
+    env: &Env,
+    server: &PrometheusStandIn,
+    dead: &str,
+    (good, bad): (usize, usize),
+    period: Duration,
+) -> anyhow::Result<Vec<Arc<Mutex<Vec<std::time::Instant>>>>> {
+    let asked: Vec<Arc<Mutex<Vec<std::time::Instant>>>> = (0..good)
+        .map(|_| Arc::new(Mutex::new(Vec::new())))
+        .collect();
+    for (i, times) in asked.iter().enumerate() {
+        let times = times.clone();
+        server.set_series(
+            &format!("sum(good_{i})"),
+            vec![StandInSeries::function(&[], move |_| {
+                times.lock().expect("lock").push(std::time::Instant::now());
+                50.0
+            })],
+        );
+    }
+    let period = period.as_secs();
+    for i in 0..bad {
+        let name = format!("bad-{i}");
+        plimsoll_e2e::create_deployment(env, &name, 1, "10m", "16Mi").await?;
+        let mut metric = prometheus_metric(&format!("sum(bad_{i})"), Some("bad"), "100");
+        metric["prometheus"]["serverAddress"] = json!(dead);
+        let spec = json!({"syncPeriodSeconds": period, "metrics": [metric]});
+        create_plus(env, &hpa_plus(&name, &name, &spec)).await?;
+    }
+    for i in 0..good {
+        let name = format!("good-{i}");
+        plimsoll_e2e::create_deployment(env, &name, 1, "10m", "16Mi").await?;
+        let metric = prometheus_metric(&format!("sum(good_{i})"), Some("good"), "100");
+        let spec = json!({"syncPeriodSeconds": period, "metrics": [metric]});
+        create_plus(env, &hpa_plus(&name, &name, &spec)).await?;
+    }
+    Ok(asked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_delays_only_the_autoscalers_that_name_it() -> anyhow::Result<()>
+{
+    const BAD: usize = 20;
+    const GOOD: usize = 2;
+    // Every object's period, and so its Prometheus budget.
+    const PERIOD: Duration = Duration::from_secs(2);
+    // How long the good objects' evaluations are watched.
+    const WATCH: Duration = Duration::from_secs(20);
+    let env = Env::start("hpa-plus-prom-blackhole").await?;
+    token_secret(&env, "prometheus-reader", "t").await?;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
+    let (dead, connections) = silent_listener().await?;
+    let asked = good_and_bad(&env, &server, &dead, (GOOD, BAD), PERIOD).await?;
+    // All 22 are due at once when hpa-plus starts, with four workers between them. Without a
+    // cap on the silent server's queries in flight, and no breaker, each bad evaluation holds a
+    // worker for its whole budget and the good objects wait behind them (tried: one of them
+    // was evaluated once in the 20 s).
+    let allowed = format!("--prometheus-allowed-servers={dead}");
+    let service = start(config(
+        &env,
+        &server,
+        &ca,
+        "prometheus-reader",
+        &[&allowed, "--workers=4", "--prometheus-server-concurrency=2"],
+    ));
+    let started = std::time::Instant::now();
+    eventually("both good objects evaluated", WITHIN, EVERY, || async {
+        Ok(asked
+            .iter()
+            .all(|t| !t.lock().expect("lock").is_empty())
+            .then_some(()))
+    })
+    .await?;
+    let first = started.elapsed();
+    tokio::time::sleep(WATCH).await;
+
+    // Generous for a loaded machine: a period late at most, plus two seconds.
+    let late = PERIOD * 2 + Duration::from_secs(2);
+    assert!(
+        first < late + PERIOD,
+        "first good evaluation after {first:?}"
+    );
+    for (i, times) in asked.iter().enumerate() {
+        let times = times.lock().expect("lock").clone();
+        let gaps = gaps(&times);
+        assert!(
+            times.len() >= 5,
+            "good-{i} evaluated {} times in {WATCH:?}: {gaps:?}",
+            times.len()
+        );
+        assert!(
+            gaps.first().is_some_and(|g| *g <= late),
+            "good-{i} waited {:?} between evaluations (period {PERIOD:?}): {gaps:?}",
+            gaps.first()
+        );
+    }
+    // The bad objects fail, and their server is no longer asked: a few queries while the cap
+    // let two at a time through, then its breaker opened (30 s, so no probe yet).
+    let opened = eventually(
+        "a bad object's condition says its server is not queried",
+        WITHIN,
+        EVERY,
+        || async {
+            for i in 0..BAD {
+                if let Some(c) = scaling_active(&env, &format!("bad-{i}"), "False").await?
+                    && c.message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("unresponsive; not queried until"))
+                {
+                    return Ok(Some(c));
+                }
+            }
+            Ok(None)
+        },
+    )
+    .await?;
+    assert_eq!(
+        opened.reason.as_deref(),
+        Some("FailedGetPrometheusMetric"),
+        "{opened:?}"
+    );
+    let message = opened.message.unwrap_or_default();
+    assert!(message.contains("PrometheusUnreachable: "), "{message}");
+    assert!(message.contains(&dead), "{message}");
+    let sent = connections.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (1..=6).contains(&sent),
+        "{sent} connections to the silent server"
+    );
+    for i in 0..GOOD {
+        let active = scaling_active(&env, &format!("good-{i}"), "True").await?;
+        assert!(active.is_some(), "good-{i} is ScalingActive");
+    }
+    let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
 }

@@ -75,6 +75,28 @@ impl Prefix {
             && self.port == address.port
             && address.segments.starts_with(&self.segments)
     }
+
+    /// One spelling per prefix: `scheme://host[:port][/segments]`, the host in lower case (IPv6
+    /// in brackets), the port only when it is not the scheme's default, no trailing slash.
+    fn canonical(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let port = if self.port == if self.https { 443 } else { 80 } {
+            String::new()
+        } else {
+            format!(":{}", self.port)
+        };
+        let mut canonical = format!("{scheme}://{host}{port}");
+        for segment in &self.segments {
+            canonical.push('/');
+            canonical.push_str(segment);
+        }
+        canonical
+    }
 }
 
 /// A path segment that means itself: not `.` or `..`, and no percent-encoded `.`, `/` or `\`
@@ -119,6 +141,20 @@ impl AllowedServers {
             return false;
         }
         Prefix::parse(address).is_some_and(|a| self.prefixes.iter().any(|p| p.covers(&a)))
+    }
+
+    /// The entry that lets `address` be queried: the most specific prefix covering it (the
+    /// most path segments), spelt canonically (`scheme://host[:port][/path]`, the default port
+    /// left out); `None` when none does. What a server's circuit breaker and cap on queries in
+    /// flight are kept by: an operator-written list, so their number is bounded by it however
+    /// many addresses autoscalers name under one prefix.
+    pub fn entry_of(&self, address: &str) -> Option<String> {
+        let address = Prefix::parse(address)?;
+        self.prefixes
+            .iter()
+            .filter(|p| p.covers(&address))
+            .max_by_key(|p| p.segments.len())
+            .map(Prefix::canonical)
     }
 
     /// Whether no address is allowed.
@@ -198,6 +234,34 @@ mod tests {
         assert!(!a.allows("http://[::1]"));
         assert!(a.allows("http://prom.monitoring.svc:9090/tenant-a/prometheus"));
         assert!(!a.allows("http://prom.monitoring.svc:9090/tenant-b"));
+    }
+
+    #[test]
+    fn an_address_belongs_to_its_most_specific_entry() {
+        let a = allowed(&[
+            "http://Prom:9090",
+            "http://prom:9090/team-a/",
+            "https://[::1]:443",
+            "http://thanos:80/x",
+        ]);
+        assert_eq!(
+            a.entry_of("http://prom:9090/team-a/p1").as_deref(),
+            Some("http://prom:9090/team-a")
+        );
+        assert_eq!(
+            a.entry_of("http://PROM:9090/team-b").as_deref(),
+            Some("http://prom:9090")
+        );
+        assert_eq!(
+            a.entry_of("https://[::1]/q").as_deref(),
+            Some("https://[::1]")
+        );
+        assert_eq!(
+            a.entry_of("http://thanos/x/y").as_deref(),
+            Some("http://thanos/x")
+        );
+        assert_eq!(a.entry_of("http://thanos/y"), None);
+        assert_eq!(a.entry_of("not a url"), None);
     }
 
     #[test]

@@ -18,7 +18,9 @@
 //! NaN or ±Inf where one number was asked for), `PrometheusResponseTooLarge` (the answer is
 //! larger than `--prometheus-max-response-bytes`), `PrometheusServerNotAllowed` (the address is
 //! not under `--prometheus-allowed-servers`; nothing was sent) and `PrometheusCanceled` (the
-//! process is shutting down). A bad flag value is [`PrometheusError::Config`].
+//! process is shutting down). A server whose circuit breaker is open, or that has as many
+//! queries in flight as it may ([`super::breaker`]), is `PrometheusUnreachable` too, and
+//! nothing is sent to it. A bad flag value is [`PrometheusError::Config`].
 
 use std::fmt;
 
@@ -206,6 +208,25 @@ pub enum PrometheusError {
         /// The server's base URL.
         server: String,
     },
+
+    /// Not sent: the server did not answer several queries in a row, and its circuit breaker
+    /// is open ([`super::breaker`]).
+    #[error("prometheus {server} unresponsive; not queried until {until:.0}")]
+    Unresponsive {
+        /// The server's base URL.
+        server: String,
+        /// When the breaker lets a query probe the server again (whole seconds).
+        until: jiff::Timestamp,
+    },
+
+    /// Not sent: `limit` queries to the server are in flight already.
+    #[error("prometheus {server} busy: {limit} queries to it in flight already; not sent")]
+    Busy {
+        /// The server's base URL.
+        server: String,
+        /// The cap on queries in flight to one server.
+        limit: usize,
+    },
 }
 
 /// `1 attempt`, `3 attempts`.
@@ -221,12 +242,13 @@ impl PrometheusError {
     /// The condition reason: `PrometheusUnreachable`, `PrometheusUnauthorized`,
     /// `PrometheusQueryError`, `PrometheusEmptyResult`, `PrometheusResponseTooLarge`,
     /// `PrometheusServerNotAllowed` or `PrometheusCanceled` (configuration errors count as
-    /// unreachable: no query can be sent).
+    /// unreachable: no query can be sent; so do a server's open breaker and its full cap).
     pub fn reason(&self) -> &'static str {
         match self {
-            PrometheusError::Config(_) | PrometheusError::Unreachable { .. } => {
-                "PrometheusUnreachable"
-            }
+            PrometheusError::Config(_)
+            | PrometheusError::Unreachable { .. }
+            | PrometheusError::Unresponsive { .. }
+            | PrometheusError::Busy { .. } => "PrometheusUnreachable",
             PrometheusError::NotAllowed { .. } => SERVER_NOT_ALLOWED,
             PrometheusError::Unauthorized { .. } => "PrometheusUnauthorized",
             PrometheusError::TooLarge { .. } => "PrometheusResponseTooLarge",
@@ -247,6 +269,8 @@ impl PrometheusError {
             PrometheusError::Query { .. } => "prometheus_query",
             PrometheusError::EmptyResult { .. } => "prometheus_empty_result",
             PrometheusError::Canceled { .. } => "prometheus_canceled",
+            PrometheusError::Unresponsive { .. } => "prometheus_unresponsive",
+            PrometheusError::Busy { .. } => "prometheus_busy",
         }
     }
 
@@ -328,6 +352,27 @@ mod tests {
         assert!(cut.len() <= MAX_DETAIL + '…'.len_utf8(), "{}", cut.len());
         assert!(cut.ends_with('…'));
         assert_eq!(bounded("short"), "short");
+    }
+
+    #[test]
+    fn refusals_of_the_breaker_and_the_cap_read_as_unreachable() {
+        let err = PrometheusError::Unresponsive {
+            server: "http://team:9090".into(),
+            until: jiff::Timestamp::from_second(1_700_000_030).unwrap(),
+        };
+        assert_eq!(err.reason(), "PrometheusUnreachable");
+        assert_eq!(
+            err.to_string(),
+            "prometheus http://team:9090 unresponsive; not queried until 2023-11-14T22:13:50Z"
+        );
+        assert_eq!(err.metric_label(), "prometheus_unresponsive");
+        let err = PrometheusError::Busy {
+            server: "http://team:9090".into(),
+            limit: 8,
+        };
+        assert_eq!(err.reason(), "PrometheusUnreachable");
+        assert!(err.to_string().contains("busy: 8 queries"), "{err}");
+        assert_eq!(err.detail(), "");
     }
 
     #[test]

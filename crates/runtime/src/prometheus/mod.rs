@@ -8,6 +8,7 @@
 //! | [`allow`] | which servers may be queried at all (`--prometheus-allowed-servers`) |
 //! | [`auth`] | the `Authorization` header: bearer or basic, literal, file or Secret; rotation |
 //! | [`retry`] | which failures are tried again, and the backoff between attempts |
+//! | [`breaker`] | when a server that does not answer is no longer queried, and the cap on its queries in flight |
 //! | [`response`] | reading the API's JSON (vector, matrix, scalar; `NaN`, `±Inf`; errors) |
 //! | [`error`] | the failure classes users read, and the bounded detail operators log |
 //! | `transport` | one GET over TCP or rustls with the configured trust, the body capped |
@@ -20,6 +21,7 @@
 
 pub mod allow;
 pub mod auth;
+pub mod breaker;
 pub mod error;
 pub mod flags;
 pub mod response;
@@ -34,6 +36,7 @@ use tokio::time::Instant;
 
 pub use allow::{AllowedServers, parse_allowed_server};
 pub use auth::{Auth, SecretKeyRef, SecretSource};
+pub use breaker::{BreakerPolicy, Outcome, Refusal, ServerGate, Transition};
 pub use error::{PrometheusError, Rejection, Result, Unreachable};
 pub use flags::{DEFAULT_MAX_RESPONSE_BYTES, PrometheusArgs, PrometheusConfig};
 pub use response::{QueryData, Sample, Series};
