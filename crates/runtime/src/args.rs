@@ -83,14 +83,11 @@ pub struct CommonArgs {
     #[arg(long, env = "PLIMSOLL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Json)]
     pub log_format: LogFormat,
 
-    /// Which log lines to keep, in tracing-subscriber `EnvFilter` syntax, e.g. `info,plimsoll=debug,kube=warn`.
-    #[arg(
-        long,
-        env = "PLIMSOLL_LOG_FILTER",
-        value_name = "FILTER",
-        default_value = "info,kube=warn"
-    )]
-    pub log_filter: String,
+    /// Which log lines to keep, in tracing-subscriber `EnvFilter` syntax, e.g.
+    /// `info,plimsoll=debug,kube=warn`. Default: `$RUST_LOG` when it is set and not empty, else
+    /// `info,kube=warn`.
+    #[arg(long, env = "PLIMSOLL_LOG_FILTER", value_name = "FILTER")]
+    pub log_filter: Option<String>,
 
     /// Run leader election on a coordination.k8s.io/v1 Lease named `plimsoll-<binary>` so that
     /// only one replica acts at a time. Set to false when running a single replica.
@@ -144,6 +141,15 @@ pub struct CommonArgs {
     /// Limits of the admin listener (--metrics-address).
     #[command(flatten, next_help_heading = "Admin listener (--metrics-address)")]
     pub admin_listener: AdminListenerArgs,
+}
+
+impl CommonArgs {
+    /// The log filter to install: `--log-filter`, else `$RUST_LOG`, else the default.
+    #[must_use]
+    pub fn effective_log_filter(&self) -> String {
+        let rust_log = std::env::var("RUST_LOG").ok();
+        crate::telemetry::log_filter(self.log_filter.as_deref(), rust_log.as_deref()).to_owned()
+    }
 }
 
 /// Limits of the admin listener, which anyone who can reach the pod can connect to. Its clients
@@ -509,7 +515,11 @@ mod tests {
         let args = PlainArgs::try_parse_from(["svc"]).unwrap().common;
         assert_eq!(args.metrics_address, "0.0.0.0:8080".parse().unwrap());
         assert_eq!(args.log_format, LogFormat::Json);
-        assert_eq!(args.log_filter, "info,kube=warn");
+        assert_eq!(args.log_filter, None);
+        assert_eq!(
+            crate::telemetry::log_filter(None, None),
+            crate::telemetry::DEFAULT_LOG_FILTER
+        );
         assert!(args.leader_elect);
         assert_eq!(args.lease_duration, Duration::from_secs(15));
         assert_eq!(args.renew_deadline, Duration::from_secs(10));

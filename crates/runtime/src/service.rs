@@ -402,7 +402,7 @@ where
     Fut: Future<Output = Result<(), E>>,
 {
     client::install_crypto_provider();
-    telemetry::init_tracing(common.log_format, &common.log_filter)?;
+    telemetry::init_tracing(common.log_format, &common.effective_log_filter())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,8 +1,8 @@
 //! Logging and metrics setup.
 //!
 //! - [`init_tracing`]: one `tracing` subscriber for the process, JSON lines (default) or compact
-//!   text, filtered by an `EnvFilter` (`--log-filter`, default `info,kube=warn`). Logs go to
-//!   stderr.
+//!   text, filtered by an `EnvFilter` (`--log-filter`, else `$RUST_LOG` as every Rust program
+//!   and upstream's guides expect, else [`DEFAULT_LOG_FILTER`]). Logs go to stderr.
 //! - [`service_registry`]: the `prometheus-client` sub-registry whose metrics are all named
 //!   `plimsoll_<binary>_…` (with `-` as `_`). One root `Registry` per process; the admin server
 //!   serves the root.
@@ -19,6 +19,17 @@ use tracing_subscriber::EnvFilter;
 
 use crate::args::LogFormat;
 use crate::error::{Error, Result};
+
+/// The filter when neither `--log-filter` nor `$RUST_LOG` says one.
+pub const DEFAULT_LOG_FILTER: &str = "info,kube=warn";
+
+/// Which filter wins: the flag (or its `PLIMSOLL_LOG_FILTER`), else a non-empty `$RUST_LOG`,
+/// else [`DEFAULT_LOG_FILTER`].
+#[must_use]
+pub fn log_filter<'a>(flag: Option<&'a str>, rust_log: Option<&'a str>) -> &'a str {
+    flag.or(rust_log.filter(|r| !r.trim().is_empty()))
+        .unwrap_or(DEFAULT_LOG_FILTER)
+}
 
 /// Installs the global tracing subscriber. Errors on a malformed filter or when a subscriber is
 /// already installed.
@@ -149,6 +160,14 @@ mod tests {
             text.contains("plimsoll_cron_hpa_reconcile_duration_seconds_count 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_flag_wins_over_rust_log_which_wins_over_the_default() {
+        assert_eq!(log_filter(Some("warn"), Some("debug")), "warn");
+        assert_eq!(log_filter(None, Some("debug")), "debug");
+        assert_eq!(log_filter(None, Some("  ")), DEFAULT_LOG_FILTER);
+        assert_eq!(log_filter(None, None), DEFAULT_LOG_FILTER);
     }
 
     #[test]

@@ -46,7 +46,7 @@ impl Service {
                 kube_api_burst: None,
                 metrics_address: "127.0.0.1:0".parse().expect("an address"),
                 log_format: LogFormat::Text,
-                log_filter: "info".into(),
+                log_filter: Some("info".into()),
                 leader_elect: true,
                 lease_duration: Duration::from_secs(15),
                 renew_deadline: Duration::from_secs(10),

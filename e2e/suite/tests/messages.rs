@@ -50,7 +50,7 @@ fn start_cron(env: &Env) -> Running<()> {
             kube_api_burst: None,
             metrics_address: "127.0.0.1:0".parse().expect("an address"),
             log_format: LogFormat::Text,
-            log_filter: "info".into(),
+            log_filter: Some("info".into()),
             leader_elect: false,
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),

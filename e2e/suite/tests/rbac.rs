@@ -246,7 +246,7 @@ fn cron_config(kubeconfig: &std::path::Path) -> anyhow::Result<plimsoll_cron_hpa
             kube_api_burst: None,
             metrics_address: free_address()?,
             log_format: plimsoll_cron_hpa::LogFormat::Text,
-            log_filter: "info".into(),
+            log_filter: Some("info".into()),
             leader_elect: true,
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),

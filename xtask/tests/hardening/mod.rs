@@ -91,7 +91,11 @@ pub fn assert_highly_available(d: &Deployment, pdb: &PodDisruptionBudget) {
     let pdb_spec = pdb.spec.as_ref().expect("pdb spec");
     // maxUnavailable, not minAvailable: the same with two replicas, and a drain still proceeds
     // where an operator ran one.
-    assert_eq!(pdb_spec.max_unavailable, Some(IntOrString::Int(1)), "{name}");
+    assert_eq!(
+        pdb_spec.max_unavailable,
+        Some(IntOrString::Int(1)),
+        "{name}"
+    );
     assert_eq!(pdb_spec.min_available, None, "{name}");
     assert!(
         selects(pdb_spec.selector.as_ref(), &labels),

@@ -60,7 +60,7 @@ async fn serve(
             kube_api_burst: None,
             metrics_address,
             log_format: LogFormat::Text,
-            log_filter: "warn".into(),
+            log_filter: Some("warn".into()),
             leader_elect: false,
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),

@@ -77,7 +77,10 @@ fn serve(flags: &[String]) -> anyhow::Result<()> {
     let config =
         <plimsoll_vpa_recommender::cli::Args as clap::Parser>::try_parse_from(argv)?.into_config();
     plimsoll_runtime::client::install_crypto_provider();
-    plimsoll_runtime::telemetry::init_tracing(config.common.log_format, &config.common.log_filter)?;
+    plimsoll_runtime::telemetry::init_tracing(
+        config.common.log_format,
+        &config.common.effective_log_filter(),
+    )?;
     let token = plimsoll_e2e::process::parent_gone();
     // As the real binary: a multi-threaded runtime with one worker per core.
     let runtime = tokio::runtime::Runtime::new()?;
