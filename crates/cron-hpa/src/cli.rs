@@ -52,7 +52,7 @@ pub enum Command {
     /// Exit status: 0 when every `expect` held, 1 when one did not (each miss on stderr),
     /// 2 when the file is invalid.
     Replay {
-        /// The scenario file (YAML or JSON), see scenarios/FORMAT.md.
+        /// The scenario file (YAML or JSON), format: docs/replay.md.
         scenario: PathBuf,
         /// Output format: one JSON object per firing, or a table.
         #[arg(long, value_enum, default_value_t = Output::Table, env = "PLIMSOLL_OUTPUT")]

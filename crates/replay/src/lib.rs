@@ -1,5 +1,5 @@
 //! The replay harness: what every controller's `replay SCENARIO [--output json|table]
-//! [--plot FILE.svg|FILE.png]` subcommand shares (docs/replay.md, scenarios/FORMAT.md).
+//! [--plot FILE.svg|FILE.png]` subcommand shares (docs/replay.md).
 //!
 //! A service supplies only its decision: a function from the scenario text to an [`Outcome`]
 //! (its step lines, its table, its missed expectations, optionally a chart). The harness reads

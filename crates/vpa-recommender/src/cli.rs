@@ -313,7 +313,7 @@ pub enum Storage {
 /// Subcommands.
 #[derive(Clone, Debug, Subcommand)]
 pub enum Command {
-    /// Run the recommender over a scenario file with no cluster (see scenarios/FORMAT.md).
+    /// Run the recommender over a scenario file with no cluster (format: docs/replay.md).
     /// Exit 0 when every `expect` held, 1 when one did not, 2 when the file is invalid.
     Replay {
         /// The scenario (YAML or JSON, `kind: VerticalReplay`).

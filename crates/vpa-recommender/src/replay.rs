@@ -1,5 +1,5 @@
 //! `vpa-recommender replay`: runs the recommender's loop over a scenario file with no cluster
-//! (see `scenarios/FORMAT.md`, section vpa-recommender).
+//! (see docs/replay.md, "vpa-recommender").
 //!
 //! The replay runs [`Recommender::run_loop`], the loop `controller::run_once` runs, over a fake
 //! cluster built from the scenario: the VPA with its target resolved to a selector, one pod per
