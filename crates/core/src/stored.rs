@@ -116,6 +116,21 @@ impl std::fmt::Display for Ignored {
     }
 }
 
+/// The stored form an annotation `key` holds: `Ok(None)` when absent,
+/// [`StoredStateError::Unreadable`] (naming the key, never the text) when it is not JSON of that
+/// form. The caller checks the form's rules before building anything from it.
+pub fn annotation<T: serde::de::DeserializeOwned>(
+    annotations: &std::collections::BTreeMap<String, String>,
+    key: &'static str,
+) -> Result<Option<T>, StoredStateError> {
+    annotations
+        .get(key)
+        .map(|text| {
+            serde_json::from_str(text).map_err(|_| StoredStateError::Unreadable { field: key })
+        })
+        .transpose()
+}
+
 /// The message of the condition and Event for `ignored` (one sentence per part).
 pub fn message(ignored: &[Ignored]) -> String {
     let parts: Vec<String> = ignored.iter().map(ToString::to_string).collect();

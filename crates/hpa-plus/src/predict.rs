@@ -73,14 +73,7 @@ pub const MAX_STARTUP_SECONDS: i64 = 3600;
 pub fn from_annotations(
     annotations: &BTreeMap<String, String>,
 ) -> std::result::Result<Option<PredictiveStatus>, StoredStateError> {
-    annotations
-        .get(STATUS_ANNOTATION)
-        .map(|text| {
-            serde_json::from_str(text).map_err(|_| StoredStateError::Unreadable {
-                field: STATUS_ANNOTATION,
-            })
-        })
-        .transpose()
+    plimsoll_core::stored::annotation(annotations, STATUS_ANNOTATION)
 }
 
 /// The workload's measured startup time, seconds: the median (the higher middle of an even

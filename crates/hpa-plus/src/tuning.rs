@@ -51,14 +51,7 @@ pub const STATUS_ANNOTATION: &str = "plimsoll.dev/min-replicas-tuning-status";
 pub fn from_annotations(
     annotations: &BTreeMap<String, String>,
 ) -> std::result::Result<Option<MinReplicasTuningStatus>, StoredStateError> {
-    annotations
-        .get(STATUS_ANNOTATION)
-        .map(|text| {
-            serde_json::from_str(text).map_err(|_| StoredStateError::Unreadable {
-                field: STATUS_ANNOTATION,
-            })
-        })
-        .transpose()
+    plimsoll_core::stored::annotation(annotations, STATUS_ANNOTATION)
 }
 
 /// The controller's exclusion selector (`--min-replicas-tuning-exclude`) with its text.

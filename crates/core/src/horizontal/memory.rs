@@ -251,13 +251,7 @@ pub fn same_but_newest_time(old: &DecisionMemory, new: &DecisionMemory) -> bool 
 pub fn from_annotations(
     annotations: &BTreeMap<String, String>,
 ) -> Result<Option<DecisionMemory>, StoredStateError> {
-    annotations
-        .get(ANNOTATION)
-        .map(|text| {
-            serde_json::from_str(text)
-                .map_err(|_| StoredStateError::Unreadable { field: ANNOTATION })
-        })
-        .transpose()
+    crate::stored::annotation(annotations, ANNOTATION)
 }
 
 /// The annotation value for `memory` (compact JSON).
