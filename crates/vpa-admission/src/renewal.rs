@@ -163,8 +163,9 @@ impl SecretKeeper {
                     secret.metadata.resource_version = old.metadata.resource_version;
                     secret.metadata.labels = old.metadata.labels.or(secret.metadata.labels);
                     secret.metadata.annotations = old.metadata.annotations;
-                    // The chart's empty Secret is Opaque, and a type cannot change.
-                    secret.type_ = old.type_.or(secret.type_);
+                    // The chart's empty Secret is Opaque (or has no type, which means Opaque),
+                    // and a type cannot change.
+                    secret.type_ = old.type_;
                     self.api
                         .replace(&self.name, &PostParams::default(), &secret)
                         .await
