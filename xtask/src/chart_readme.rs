@@ -125,6 +125,8 @@ pub fn render(root: &Path) -> anyhow::Result<String> {
             row.kind,
             row.default,
             cell(&row.description)
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
         );
     }
     Ok(out)

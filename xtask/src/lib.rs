@@ -10,6 +10,7 @@
 //! enabled"), carries the chart's labels, and `helm.sh/resource-policy: keep` with `crds.keep`,
 //! so that uninstalling leaves the CRDs and with them every object users wrote.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -91,7 +92,7 @@ pub fn render_chart(crd: &CustomResourceDefinition) -> anyhow::Result<String> {
     meta.push_str(&name);
     meta.push_str("\n  labels:\n");
     for (k, v) in metadata.labels.iter().flatten() {
-        meta.push_str(&format!("    {k}: {}\n", quoted(v)));
+        let _ = writeln!(meta, "    {k}: {}", quoted(v));
     }
     meta.push_str("    {{- include \"plimsoll.labels\" (list . \"crds\") | nindent 4 }}\n");
     // crds.keep: `helm uninstall` leaves the CRD, and so every object of its kind. No empty
@@ -102,7 +103,7 @@ pub fn render_chart(crd: &CustomResourceDefinition) -> anyhow::Result<String> {
     } else {
         meta.push_str("  annotations:\n");
         for (k, v) in own {
-            meta.push_str(&format!("    {k}: {}\n", quoted(v)));
+            let _ = writeln!(meta, "    {k}: {}", quoted(v));
         }
         meta.push_str("    {{- if .Values.crds.keep }}\n");
     }

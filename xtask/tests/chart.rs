@@ -1572,7 +1572,7 @@ fn helm_merge(base: &mut Value, over: &Value) {
             for (k, v) in o {
                 match b.get_mut(k) {
                     Some(existing) if existing.is_object() && v.is_object() => {
-                        helm_merge(existing, v)
+                        helm_merge(existing, v);
                     }
                     _ => {
                         b.insert(k.clone(), v.clone());
