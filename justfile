@@ -39,9 +39,13 @@ images *ARGS:
 plugin:
     cargo build --profile dist -p kubectl-plimsoll
 
-# Regenerate deploy/crds/ and charts/plimsoll/crds/ from the Rust types.
+# Regenerate deploy/crds/ and the chart's templates/crds/ from the Rust types.
 crds:
     cargo run -q -p xtask -- crds
+
+# Regenerate charts/plimsoll/README.md (its values table) from values.schema.json and values.yaml.
+chart-readme:
+    cargo run -q -p xtask -- chart-readme
 
 # The simulated cluster with every service and a demo workload.
 demo:

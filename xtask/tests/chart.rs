@@ -16,10 +16,11 @@ use std::path::PathBuf;
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, PodSpec, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, PodSpec, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::{Deserialize, Serialize};
@@ -202,6 +203,8 @@ struct Objects {
     cluster_roles: Vec<ClusterRole>,
     cluster_role_bindings: Vec<ClusterRoleBinding>,
     webhooks: Vec<MutatingWebhookConfiguration>,
+    secrets: Vec<Secret>,
+    crds: Vec<CustomResourceDefinition>,
     network_policies: Vec<NetworkPolicy>,
     config_maps: Vec<ConfigMap>,
     service_monitors: Vec<Custom<ServiceMonitorSpec>>,
@@ -242,6 +245,8 @@ fn render(overrides: &Value) -> Objects {
                 "ClusterRole" => o.cluster_roles.push(typed(doc, &origin)),
                 "ClusterRoleBinding" => o.cluster_role_bindings.push(typed(doc, &origin)),
                 "MutatingWebhookConfiguration" => o.webhooks.push(typed(doc, &origin)),
+                "Secret" => o.secrets.push(typed(doc, &origin)),
+                "CustomResourceDefinition" => o.crds.push(typed(doc, &origin)),
                 "NetworkPolicy" => o.network_policies.push(typed(doc, &origin)),
                 "ConfigMap" => o.config_maps.push(typed(doc, &origin)),
                 "ServiceMonitor" => o.service_monitors.push(typed(doc, &origin)),
@@ -319,6 +324,13 @@ fn default_values_render_the_two_horizontal_controllers_and_nothing_optional() {
     assert!(o.certificates.is_empty() && o.issuers.is_empty());
     assert!(o.config_maps.is_empty() && o.prometheus_rules.is_empty());
     assert!(o.webhooks.is_empty(), "the webhook is off by default");
+    assert!(o.secrets.is_empty());
+    let crds: Vec<_> = o.crds.iter().map(|c| c.spec.group.as_str()).collect();
+    assert_eq!(
+        crds,
+        ["autoscaling.plimsoll.dev", "autoscaling.plimsoll.dev"],
+        "HPA+ and CronHPA; no VPA CRD without a VPA service"
+    );
     assert!(o.notes.contains("hpa-plus") && !o.notes.contains("vpa-updater"));
 }
 
@@ -475,23 +487,69 @@ fn assert_safe(config: &MutatingWebhookConfiguration, namespace: &str) {
 
 #[test]
 fn webhook_registration_is_the_same_object_everywhere() {
-    // Self-signed (the default): the webhook registers itself; the chart's flags decide what.
+    // Self-signed (the default): the chart ships the configuration (without caBundle, which the
+    // webhook patches in) and an empty Secret; the webhook never registers itself.
     let o = render(&json!({"vpaAdmission": {"enabled": true}}));
-    assert!(o.webhooks.is_empty(), "self-registration: no chart object");
+    let chart_hook = named(&o.webhooks, "plimsoll-vpa-admission", |w| &w.metadata);
+    assert_safe(chart_hook, NAMESPACE);
     let self_signed_args = args_of(deployment(&o, "vpa-admission"));
-    assert!(self_signed_args.contains(&"--register-webhook".to_owned()));
+    assert!(self_signed_args.contains(&"--self-signed".to_owned()));
+    assert!(!self_signed_args.contains(&"--register-webhook".to_owned()));
     let by_code = registered_by_code(&self_signed_args, NAMESPACE);
+    assert_eq!(comparable_webhooks(chart_hook), by_code);
     assert_eq!(by_code[0]["timeoutSeconds"], 5, "values' timeoutSeconds");
     assert_eq!(
         by_code[0]["namespaceSelector"]["matchExpressions"][0]["values"],
         json!(["kube-system", NAMESPACE])
     );
+    for hook in chart_hook.webhooks.iter().flatten() {
+        // A caBundle here would overwrite the webhook's at every upgrade.
+        assert_eq!(
+            hook.client_config.ca_bundle, None,
+            "no caBundle in the chart"
+        );
+    }
+    assert_eq!(chart_hook.metadata.annotations, None, "no CA injector");
+    let config = {
+        use clap::Parser;
+        plimsoll_vpa_admission::cli::Args::try_parse_from(
+            std::iter::once("vpa-admission".to_owned()).chain(self_signed_args.iter().cloned()),
+        )
+        .expect("args")
+        .into_config()
+    };
+    assert_eq!(
+        config.ca_bundle_config.as_deref(),
+        chart_hook.metadata.name.as_deref(),
+        "the webhook patches the chart's configuration"
+    );
+    // The Secret the webhook fills in: the name it uses, and no data (nor a type that requires
+    // data, nor one the webhook's update could not keep).
+    let secret = named(&o.secrets, "plimsoll-vpa-admission-tls", |s| &s.metadata);
+    assert!(
+        matches!(&config.tls, plimsoll_vpa_admission::TlsSource::SelfSigned { secret: name, .. }
+            if Some(name) == secret.metadata.name.as_ref())
+    );
+    assert_eq!(secret.metadata.namespace.as_deref(), Some(NAMESPACE));
+    assert!(
+        secret.data.is_none() && secret.string_data.is_none(),
+        "no data in the chart"
+    );
+    assert_eq!(secret.type_, None, "Opaque");
+    assert_eq!(o.secrets.len(), 1);
+    let template = std::fs::read_to_string(chart_dir().join("templates/webhook.yaml"))
+        .expect("webhook template");
+    assert!(
+        template.contains("three-way merge"),
+        "the template says why caBundle and data stay out of it"
+    );
 
-    // cert-manager: the chart's object is what the code would have registered with the chart's
-    // flags (vpa.ignoredNamespaces included).
+    // cert-manager: the same object, with the CA injector's annotation, and no Secret of the
+    // chart's (cert-manager creates it).
     let o = render(&all_on());
     let chart_hook = &o.webhooks[0];
     assert_safe(chart_hook, NAMESPACE);
+    assert!(o.secrets.is_empty(), "cert-manager writes the Secret");
     let cert_manager_args = args_of(deployment(&o, "vpa-admission"));
     assert_eq!(
         comparable_webhooks(chart_hook),
@@ -1311,8 +1369,9 @@ fn assert_named(rules: &[(String, PolicyRule)], group: &str, resource: &str, unn
 
 #[test]
 fn the_admission_account_writes_only_its_own_webhook_and_secret_and_only_when_self_signed() {
-    // Self-signed (the chart's default mode): its configuration and Secret, by the names the
-    // code uses with the chart's args.
+    // Self-signed (the chart's default mode): the configuration and the Secret the chart ships,
+    // by the names the code uses with the chart's args; it may fill them in (patch caBundle,
+    // update the Secret's data), never create or delete one.
     let o = render(&json!({"vpaAdmission": {"enabled": true}}));
     let rules = rules_bound_to(&o, "vpa-admission");
     let args = {
@@ -1323,43 +1382,31 @@ fn the_admission_account_writes_only_its_own_webhook_and_secret_and_only_when_se
         )
         .expect("args")
     };
-    for (group, resource, name) in [
+    for (group, resource, name, verbs) in [
         (
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations",
             &args.webhook_config_name,
+            ["get", "patch"],
         ),
-        ("", "secrets", &args.self_signed_secret),
+        ("", "secrets", &args.self_signed_secret, ["get", "update"]),
     ] {
-        assert_named(&rules, group, resource, &["create"]);
-        let named_rules: Vec<_> = rules
+        assert_named(&rules, group, resource, &[]);
+        let on_resource: Vec<_> = rules
             .iter()
-            .filter(|(_, r)| on(r, group, resource) && !names_of(r).is_empty())
+            .filter(|(_, r)| on(r, group, resource))
             .collect();
-        assert_eq!(named_rules.len(), 1, "{resource}: {named_rules:?}");
+        assert_eq!(on_resource.len(), 1, "{resource}: {on_resource:?}");
         assert_eq!(
-            &names_of(&named_rules[0].1),
+            &names_of(&on_resource[0].1),
             std::slice::from_ref(name),
             "{resource}"
         );
-        assert_eq!(named_rules[0].1.verbs, ["get", "update"], "{resource}");
-        assert!(
-            rules
-                .iter()
-                .any(|(_, r)| on(r, group, resource) && r.verbs == ["create"]),
-            "{resource}: created on first start"
-        );
+        assert_eq!(on_resource[0].1.verbs, verbs, "{resource}");
     }
-    // The same rules as deploy/'s self-signed file.
-    let (deploy_cluster_roles, deploy_roles) = deploy_rbac("vpa-admission/self-signed/rbac.yaml");
-    let chart_registration = named(
-        &o.cluster_roles,
-        "plimsoll-vpa-admission-registration",
-        |r| &r.metadata,
-    );
-    assert_eq!(chart_registration.rules, deploy_cluster_roles[0].rules);
-    let chart_certs = named(&o.roles, "plimsoll-vpa-admission-certs", |r| &r.metadata);
-    assert_eq!(chart_certs.rules, deploy_roles[0].rules);
+    // The objects those rules name are the chart's own.
+    named(&o.webhooks, &args.webhook_config_name, |w| &w.metadata);
+    named(&o.secrets, &args.self_signed_secret, |s| &s.metadata);
 
     // cert-manager: the chart owns the registration, cert-manager the Secret: no right on either.
     let o = render(&all_on());
@@ -1375,6 +1422,219 @@ fn the_admission_account_writes_only_its_own_webhook_and_secret_and_only_when_se
             "{role}: {rule:?}"
         );
     }
+}
+
+#[test]
+fn crds_are_templates_with_install_and_keep_switches() {
+    let groups = |o: &Objects| -> Vec<String> {
+        o.crds
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap_or_default())
+            .collect()
+    };
+    // Every CRD the Rust types generate, with a VPA service; the same objects as deploy/crds
+    // but for the chart's labels and the keep policy.
+    for vpa in ["vpaRecommender", "vpaUpdater", "vpaAdmission"] {
+        let o = render(&json!({vpa: {"enabled": true}}));
+        assert_eq!(o.crds.len(), plimsoll_core::api::crds().len(), "{vpa}");
+    }
+    let o = render(&json!({"vpaRecommender": {"enabled": true}}));
+    for generated in plimsoll_core::api::crds() {
+        let name = generated.metadata.name.clone().expect("name");
+        let chart = named(&o.crds, &name, |c| &c.metadata);
+        assert_eq!(chart.spec, generated.spec, "{name}");
+        let annotations = chart.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(
+            annotations
+                .get("helm.sh/resource-policy")
+                .map(String::as_str),
+            Some("keep"),
+            "{name}: kept on uninstall by default"
+        );
+        for (k, v) in generated.metadata.annotations.iter().flatten() {
+            assert_eq!(annotations.get(k), Some(v), "{name}: {k}");
+        }
+        let labels = chart.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(
+            labels
+                .get("app.kubernetes.io/managed-by")
+                .map(String::as_str),
+            Some("Helm")
+        );
+    }
+    // No VPA service: no VPA CRD (an upstream VPA may own them).
+    let o = render(&json!({}));
+    assert!(
+        groups(&o)
+            .iter()
+            .all(|n| n.ends_with(".autoscaling.plimsoll.dev")),
+        "{:?}",
+        groups(&o)
+    );
+    // crds.keep off: no policy; crds.install off: no CRD at all.
+    let o = render(&json!({"vpaUpdater": {"enabled": true}, "crds": {"keep": false}}));
+    assert_eq!(o.crds.len(), 4);
+    for crd in &o.crds {
+        let annotations = crd.metadata.annotations.clone().unwrap_or_default();
+        assert!(
+            !annotations.contains_key("helm.sh/resource-policy"),
+            "{:?}",
+            crd.metadata.name
+        );
+    }
+    let o = render(&json!({"vpaUpdater": {"enabled": true}, "crds": {"install": false}}));
+    assert!(o.crds.is_empty());
+    assert!(
+        !chart_dir().join("crds").exists(),
+        "Helm installs, and never upgrades, the chart's crds/"
+    );
+}
+
+#[test]
+fn one_global_registry_and_tag_for_every_image() {
+    let images = |values: &Value| -> BTreeMap<String, String> {
+        let mut all = all_on();
+        helm_merge(&mut all, values);
+        let o = render(&all);
+        o.deployments
+            .iter()
+            .map(|d| {
+                (
+                    d.metadata.name.clone().unwrap_or_default(),
+                    pod(d).containers[0].image.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let app_version = helm::yaml(
+        &std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("Chart.yaml"),
+        "Chart.yaml",
+    )["appVersion"]
+        .as_str()
+        .expect("appVersion")
+        .to_owned();
+    let defaults = images(&json!({}));
+    assert_eq!(defaults.len(), 5);
+    for svc in SERVICES {
+        assert_eq!(
+            defaults[&format!("plimsoll-{svc}")],
+            format!("ghcr.io/plimsoll-dev/{svc}:{app_version}")
+        );
+    }
+    // One registry and one tag move all five.
+    let mirrored = images(
+        &json!({"global": {"image": {"registry": "registry.example.com/mirror/", "tag": "0.2.0-rc.1"}}}),
+    );
+    for svc in SERVICES {
+        assert_eq!(
+            mirrored[&format!("plimsoll-{svc}")],
+            format!("registry.example.com/mirror/{svc}:0.2.0-rc.1")
+        );
+    }
+    // A service's own repository and tag win.
+    let one = images(&json!({
+        "global": {"image": {"registry": "registry.example.com/mirror", "tag": "0.2.0"}},
+        "hpaPlus": {"image": {"repository": "other.example.com/team/hpa-plus", "tag": "debug"}},
+        "cronHpa": {"image": {"tag": "0.1.9"}},
+    }));
+    assert_eq!(
+        one["plimsoll-hpa-plus"],
+        "other.example.com/team/hpa-plus:debug"
+    );
+    assert_eq!(
+        one["plimsoll-cron-hpa"],
+        "registry.example.com/mirror/cron-hpa:0.1.9"
+    );
+    assert_eq!(
+        one["plimsoll-vpa-updater"],
+        "registry.example.com/mirror/vpa-updater:0.2.0"
+    );
+    // The schema takes them, and refuses a tag or registry that cannot be an image reference.
+    let chart = helm::Chart::load(&chart_dir());
+    let errors = |o: Value| schema_errors(&chart.values(&o));
+    let ok = errors(
+        json!({"global": {"image": {"registry": "r.example.com:5000/x", "tag": "1.0"}},
+                           "hpaPlus": {"image": {"repository": "r.example.com/hpa-plus"}}}),
+    );
+    assert_eq!(ok, None);
+    assert!(
+        errors(json!({"global": {"image": {"registry": "r.example.com/x", "tag": "a b"}}}))
+            .is_some()
+    );
+    assert!(errors(json!({"global": {"image": {"registry": ""}}})).is_some());
+    assert!(errors(json!({"global": {"image": {"registrY": "x"}}})).is_some());
+}
+
+/// Helm's merge of values (maps merge, anything else replaces), for composing test values.
+fn helm_merge(base: &mut Value, over: &Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(k) {
+                    Some(existing) if existing.is_object() && v.is_object() => {
+                        helm_merge(existing, v);
+                    }
+                    _ => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}
+
+#[test]
+fn chart_readme_is_current_and_describes_every_value() {
+    let root = xtask::repo_root();
+    let want = xtask::chart_readme::render(&root).expect("render README");
+    let on_disk =
+        std::fs::read_to_string(root.join(xtask::chart_readme::README)).unwrap_or_default();
+    assert!(
+        on_disk == want,
+        "{} is stale: run `cargo run -q -p xtask -- chart-readme` (or `just chart-readme`)",
+        xtask::chart_readme::README
+    );
+    let rows = xtask::chart_readme::rows(&root).expect("rows");
+    let undescribed: Vec<_> = rows
+        .iter()
+        .filter(|r| r.description.is_empty())
+        .map(|r| r.key.as_str())
+        .collect();
+    assert!(
+        undescribed.is_empty(),
+        "values.schema.json has no description for {undescribed:?}"
+    );
+    for key in [
+        "crds.install",
+        "crds.keep",
+        "global.image.registry",
+        "global.image.tag",
+        "hpaPlus.image",
+        "vpaAdmission.certManager.enabled",
+    ] {
+        assert!(rows.iter().any(|r| r.key == key), "{key} not in the README");
+    }
+    for needed in [
+        ">=1.33",
+        "metrics-server",
+        "cert-manager",
+        "helm uninstall",
+        "helm upgrade",
+        "invalid ownership metadata",
+        "resource-policy",
+    ] {
+        assert!(
+            want.contains(needed),
+            "the README does not mention {needed}"
+        );
+    }
+    // Defaults come from values.yaml.
+    let keep = rows
+        .iter()
+        .find(|r| r.key == "crds.keep")
+        .expect("crds.keep");
+    assert_eq!(keep.default, "`true`");
 }
 
 #[test]

@@ -7,18 +7,23 @@ use std::collections::BTreeSet;
 #[test]
 fn checked_in_crds_are_up_to_date() {
     let root = xtask::repo_root();
-    let rendered = xtask::render_all().expect("render CRDs");
+    let rendered = xtask::render_files().expect("render CRDs");
+    for (dir, name, text) in &rendered {
+        let path = root.join(dir).join(name);
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == *text,
+            "{} is stale or missing: run `cargo run -p xtask -- crds`",
+            path.display()
+        );
+    }
     for dir in xtask::CRD_DIRS {
-        for (name, text) in &rendered {
-            let path = root.join(dir).join(name);
-            let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-            assert!(
-                on_disk == *text,
-                "{} is stale or missing: run `cargo run -p xtask -- crds`",
-                path.display()
-            );
-        }
-        let expected: BTreeSet<&str> = rendered.iter().map(|(n, _)| n.as_str()).collect();
+        let expected: BTreeSet<&str> = rendered
+            .iter()
+            .filter(|(d, _, _)| *d == dir)
+            .map(|(_, n, _)| n.as_str())
+            .collect();
+        assert!(!expected.is_empty(), "{dir}: no CRD rendered for it");
         let present: BTreeSet<String> = std::fs::read_dir(root.join(dir))
             .expect("read CRD dir")
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -35,6 +40,12 @@ fn checked_in_crds_are_up_to_date() {
             );
         }
     }
+    // Helm installs (and never upgrades) whatever is in a chart's crds/: nothing may be left there.
+    assert!(
+        !root.join(xtask::OLD_CHART_CRD_DIR).exists(),
+        "{} must not exist: the CRDs are templates now (run `cargo run -p xtask -- crds`)",
+        xtask::OLD_CHART_CRD_DIR
+    );
 }
 
 #[test]

@@ -298,7 +298,7 @@ fn webhook_points_at_the_admission_service_and_port() {
         let named = named.expect("targetPort names a container port");
         let args = container.args.clone().unwrap_or_default();
         assert!(
-            args.contains(&format!("--address=0.0.0.0:{}", named.container_port)),
+            args.contains(&format!("--port={}", named.container_port)),
             "the webhook listens on the port the Service targets: {args:?}"
         );
         let excluded = w

@@ -1,37 +1,52 @@
 //! Command-line flags (each also settable as `PLIMSOLL_<FLAG>`), converted to [`Config`].
 //!
-//! Upstream's flag names are kept where the concept is the same: `--address` is the webhook
-//! listener here (upstream's `--port`; upstream's `--address` is its metrics listener, which is
-//! `--metrics-address` in every Plimsoll service), `--tls-cert-file`, `--tls-private-key`
-//! (alias of `--tls-key-file`), `--client-ca-file`, `--register-webhook`,
+//! Upstream's flag names are kept with upstream's meaning: `--port` is the webhook's HTTPS port
+//! (all interfaces) and `--address` the metrics listener (`HOST:PORT`; `--metrics-address`, its
+//! name in every other Plimsoll service, is accepted as a synonym), `--tls-cert-file`,
+//! `--tls-private-key` (alias of `--tls-key-file`), `--client-ca-file`, `--register-webhook`,
 //! `--webhook-timeout-seconds`, `--status-lease-name`, `--status-lease-namespace`,
 //! `--status-lease-update-interval`, `--vpa-object-namespace`, `--ignored-vpa-object-namespaces`.
+//!
+//! Until 0.2 `--address` was the webhook listener; a command line still written that way names
+//! one port twice, and [`Config::check_ports`] refuses it with a message saying what changed.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
 use plimsoll_runtime::CommonArgs;
-use plimsoll_runtime::args::{parse_address, parse_byte_size, parse_duration, parse_timeout};
+use plimsoll_runtime::args::{parse_byte_size, parse_duration, parse_timeout};
 use plimsoll_runtime::listener::ListenerConfig;
 
 use crate::certs::Lifetimes;
 use crate::status::{DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE};
 use crate::{Config, Registration, TlsSource};
 
+/// The webhook's default port (`--port`), upstream's.
+pub const DEFAULT_PORT: u16 = 8000;
+
 /// vpa-admission: the TLS mutating webhook that gives new pods their VPA's recommended
 /// requests and limits, and rejects invalid VerticalPodAutoscalers.
 #[derive(Clone, Debug, Parser)]
 #[command(name = "vpa-admission", version)]
-#[command(mut_arg("metrics_address", |a| a.default_value("0.0.0.0:8944")))]
+// Upstream's `--address` is the metrics listener: the common `--metrics-address` under that
+// name, the Plimsoll name kept as a synonym (and for the PLIMSOLL_METRICS_ADDRESS variable).
+#[command(mut_arg("metrics_address", |a| a
+    .long("address")
+    .visible_alias("metrics-address")
+    .default_value("0.0.0.0:8944")
+    .help("Address of the admin HTTP listener that serves /metrics, /healthz and /readyz \
+(upstream's --address; --metrics-address is a synonym). `:PORT` means all interfaces. Before 0.2 \
+--address was the webhook listener, now --port.")))]
 pub struct Args {
     #[command(flatten)]
     pub common: CommonArgs,
 
-    /// HTTPS address of the webhook (path `/`). `:PORT` means all interfaces.
-    #[arg(long, env = "PLIMSOLL_ADDRESS", value_name = "HOST:PORT", default_value = "0.0.0.0:8000", value_parser = parse_address)]
-    pub address: SocketAddr,
+    /// HTTPS port of the webhook (path `/`), on all interfaces, as upstream's --port. The
+    /// webhook Service's targetPort.
+    #[arg(long, env = "PLIMSOLL_PORT", value_name = "PORT", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
 
     /// Serving certificate (PEM, chain allowed). Re-read on the next TLS handshake after the file
     /// changes, so cert-manager rotations need no restart. Required unless --self-signed.
@@ -62,16 +77,20 @@ pub struct Args {
     pub client_ca_file: Option<PathBuf>,
 
     /// Generate a CA and a serving certificate (for the webhook Service's DNS names) and keep
-    /// them in the Secret --self-signed-secret, so all replicas serve the same pair.
+    /// them in the Secret --self-signed-secret, so all replicas serve the same pair. The CA goes
+    /// into the caBundle of each webhook of --webhook-config-name, which must exist (the chart
+    /// and deploy/ install it) unless --register-webhook creates it.
     #[arg(long, env = "PLIMSOLL_SELF_SIGNED")]
     pub self_signed: bool,
 
-    /// Secret (in the webhook's namespace) holding the --self-signed CA and certificate.
+    /// Secret (in the webhook's namespace) holding the --self-signed CA and certificate. When
+    /// it exists (the chart and deploy/ install it empty) only its data is written; else it is
+    /// created.
     #[arg(
         long,
         env = "PLIMSOLL_SELF_SIGNED_SECRET",
         value_name = "NAME",
-        default_value = "plimsoll-vpa-admission-certs"
+        default_value = "plimsoll-vpa-admission-tls"
     )]
     pub self_signed_secret: String,
 
@@ -91,13 +110,16 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_SELF_SIGNED_CHECK_INTERVAL", value_name = "DURATION", default_value = "1m", value_parser = parse_duration)]
     pub self_signed_check_interval: Duration,
 
-    /// Create or update the MutatingWebhookConfiguration at start-up (caBundle, failurePolicy
-    /// Ignore, sideEffects None, the namespaceSelector of --ignored-vpa-object-namespaces or
-    /// --vpa-object-namespace).
+    /// Create the MutatingWebhookConfiguration --webhook-config-name, or replace its webhooks,
+    /// at start-up and on CA rotation (caBundle, failurePolicy Ignore, sideEffects None, the
+    /// namespaceSelector of --ignored-vpa-object-namespaces or --vpa-object-namespace). For
+    /// installs without the chart or deploy/, which ship the configuration themselves; an object
+    /// created here is not removed by anything.
     #[arg(long, env = "PLIMSOLL_REGISTER_WEBHOOK")]
     pub register_webhook: bool,
 
-    /// Name of the MutatingWebhookConfiguration --register-webhook writes.
+    /// Name of the MutatingWebhookConfiguration: --self-signed patches the caBundle of each of
+    /// its webhooks, --register-webhook writes it.
     #[arg(
         long,
         env = "PLIMSOLL_WEBHOOK_CONFIG_NAME",
@@ -143,8 +165,9 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_WEBHOOK_TIMEOUT_SECONDS", value_name = "SECONDS", default_value_t = 5, value_parser = clap::value_parser!(i32).range(1..=30))]
     pub webhook_timeout_seconds: i32,
 
-    /// Name of the status Lease renewed while healthy; must match the updater's
-    /// --admission-controller-status-lease-name (upstream and Plimsoll updaters alike).
+    /// Name of the status Lease renewed while healthy. Updaters (upstream's and Plimsoll's) read
+    /// the Lease `vpa-admission-controller` and have no flag to name another: change it only
+    /// without an updater that checks it (--use-admission-controller-status=false).
     #[arg(long, env = "PLIMSOLL_STATUS_LEASE_NAME", value_name = "NAME", default_value = DEFAULT_LEASE_NAME)]
     pub status_lease_name: String,
 
@@ -169,7 +192,8 @@ pub struct Args {
     )]
     pub ignored_vpa_object_namespaces: Option<Vec<String>>,
 
-    /// Namespace of the status Lease. Default: $NAMESPACE, else kube-system (as upstream).
+    /// Namespace of the status Lease. Default: $NAMESPACE, else kube-system (as upstream). Give
+    /// the updater's --admission-controller-status-namespace the same value.
     #[arg(
         long,
         env = "PLIMSOLL_STATUS_LEASE_NAMESPACE",
@@ -182,8 +206,8 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_STATUS_LEASE_UPDATE_INTERVAL", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub status_lease_update_interval: Duration,
 
-    /// Limits of the webhook listener (--address).
-    #[command(flatten, next_help_heading = "Webhook listener (--address)")]
+    /// Limits of the webhook listener (--port).
+    #[command(flatten, next_help_heading = "Webhook listener (--port)")]
     pub listener: WebhookListenerArgs,
 }
 
@@ -310,11 +334,13 @@ impl Args {
         };
         Config {
             common: self.common,
-            address: self.address,
+            address: SocketAddr::from((Ipv4Addr::UNSPECIFIED, self.port)),
             tls,
             namespace: self
                 .webhook_service_namespace
                 .or_else(|| env("POD_NAMESPACE")),
+            ca_bundle_config: (self.self_signed && !self.register_webhook)
+                .then(|| self.webhook_config_name.clone()),
             registration: self.register_webhook.then(|| Registration {
                 config_name: self.webhook_config_name,
                 service_name: self.webhook_service_name.clone(),
@@ -354,11 +380,13 @@ mod tests {
             "--tls-private-key=/k",
         ])
         .unwrap();
-        assert_eq!(a.address, "0.0.0.0:8000".parse().unwrap());
+        assert_eq!(a.port, 8000);
         assert_eq!(a.common.metrics_address, "0.0.0.0:8944".parse().unwrap());
         assert_eq!(a.webhook_timeout_seconds, 5);
         assert_eq!(a.status_lease_update_interval, Duration::from_secs(10));
         let c = a.into_config();
+        assert_eq!(c.address, "0.0.0.0:8000".parse().unwrap());
+        c.check_ports().unwrap();
         assert!(matches!(c.tls, TlsSource::Files { .. }));
         assert!(c.registration.is_none());
         assert_eq!(c.status_lease_name, "vpa-admission-controller");
@@ -377,6 +405,70 @@ mod tests {
                 http2_max_concurrent_streams: Some(100),
             }
         );
+    }
+
+    #[test]
+    fn port_and_address_have_upstreams_meaning() {
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["vpa-admission", "--self-signed"];
+            args.extend_from_slice(extra);
+            Args::try_parse_from(args).map(Args::into_config)
+        };
+        // Upstream's command line: --port is the webhook, --address the metrics listener.
+        let c = parse(&["--port=9443", "--address=127.0.0.1:8945"]).unwrap();
+        assert_eq!(c.address, "0.0.0.0:9443".parse().unwrap());
+        assert_eq!(c.common.metrics_address, "127.0.0.1:8945".parse().unwrap());
+        c.check_ports().unwrap();
+        // --metrics-address, as in every other Plimsoll service, is the same flag.
+        let c = parse(&["--metrics-address=:9000"]).unwrap();
+        assert_eq!(c.common.metrics_address, "0.0.0.0:9000".parse().unwrap());
+        assert!(parse(&["--address=:9000", "--metrics-address=:9001"]).is_err());
+        assert!(parse(&["--port=0"]).is_err());
+        assert!(parse(&["--port=0.0.0.0:8000"]).is_err());
+        // A pre-0.2 command line (--address was the webhook) names port 8000 twice: refused,
+        // and the message says what changed.
+        let old = parse(&["--address=0.0.0.0:8000"]).unwrap();
+        let message = old.check_ports().unwrap_err().to_string();
+        assert!(
+            message.contains("--address is the metrics listener") && message.contains("--port"),
+            "{message}"
+        );
+        let help = <Args as clap::CommandFactory>::command()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains("--port <PORT>"), "{help}");
+        assert!(help.contains("--address <HOST:PORT>"), "{help}");
+        assert!(help.contains("metrics-address"), "{help}");
+        // The updater has no flag for the status Lease's name.
+        assert!(!help.contains("status-lease-name`"), "{help}");
+        assert!(
+            !help.contains("--admission-controller-status-lease"),
+            "{help}"
+        );
+    }
+
+    #[test]
+    fn self_signed_patches_the_installed_configuration_unless_it_registers() {
+        let config = |flags: &[&str]| {
+            let mut args = vec!["vpa-admission"];
+            args.extend_from_slice(flags);
+            Args::try_parse_from(args).unwrap().into_config()
+        };
+        let c = config(&["--self-signed"]);
+        assert_eq!(
+            c.ca_bundle_config.as_deref(),
+            Some("plimsoll-vpa-admission")
+        );
+        assert!(c.registration.is_none(), "never creates the configuration");
+        assert!(
+            matches!(&c.tls, TlsSource::SelfSigned { secret, .. } if secret == "plimsoll-vpa-admission-tls")
+        );
+        let c = config(&["--self-signed", "--register-webhook"]);
+        assert_eq!(c.ca_bundle_config, None);
+        assert!(c.registration.is_some());
+        // Certificate files: cert-manager's CA injector (or the operator) owns caBundle.
+        let c = config(&["--tls-cert-file=/c", "--tls-key-file=/k"]);
+        assert_eq!(c.ca_bundle_config, None);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! [`run`] starts: the admin listener (`/metrics`, `/healthz`, `/readyz`), reflectors of VPAs,
 //! ReplicaSets, Jobs and LimitRanges, the HTTPS webhook ([`webhook`] over [`tls`]), optionally
 //! the webhook registration ([`registration`]), the status Lease renewal ([`status`]) and, with
-//! `--self-signed`, the certificate renewal ([`renewal`]).
+//! `--self-signed`, the certificate renewal ([`renewal`]), which keeps the `caBundle` of the
+//! webhook configuration current: by patching only that field of the configuration the chart or
+//! deploy/ installed, or with `--register-webhook` by writing the whole configuration.
 //! Every replica serves; there is no leader election (`--leader-elect` is accepted and ignored:
 //! admission must answer on every replica the Service routes to).
 //!
@@ -49,7 +51,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::error::{Error, Result};
 use crate::matching::Caches;
 use crate::metrics::Metrics;
-use crate::registration::Endpoint;
+use crate::registration::{Endpoint, Publish};
 use crate::status::StatusLease;
 use crate::tls::CertResolver;
 use crate::webhook::Webhook;
@@ -100,7 +102,7 @@ pub struct Registration {
 pub struct Config {
     /// Client, admin listener and logging flags.
     pub common: CommonArgs,
-    /// Webhook HTTPS address.
+    /// Webhook HTTPS address (`--port` on all interfaces).
     pub address: SocketAddr,
     /// Serving certificate.
     pub tls: TlsSource,
@@ -108,6 +110,9 @@ pub struct Config {
     pub namespace: Option<String>,
     /// Register the webhook at start-up.
     pub registration: Option<Registration>,
+    /// `--self-signed` without `--register-webhook`: the installed MutatingWebhookConfiguration
+    /// whose webhooks' `caBundle` the CA bundle is patched into.
+    pub ca_bundle_config: Option<String>,
     /// Service name (DNS names of the self-signed certificate).
     pub service_name: String,
     /// Webhook URL (its host joins the self-signed certificate's names).
@@ -129,6 +134,23 @@ pub struct Config {
 }
 
 impl Config {
+    /// Refuses a webhook listener and a metrics listener on one port. That is what a command
+    /// line written for Plimsoll before 0.2 gives (`--address=0.0.0.0:8000`, then the webhook):
+    /// `--address` now has upstream's meaning, so the message says what to write instead.
+    pub fn check_ports(&self) -> Result<()> {
+        let metrics = self.common.metrics_address;
+        if metrics.port() == self.address.port() {
+            return Err(Error::Config(format!(
+                "--address {metrics} and the webhook port --port {} are the same port: since \
+                 Plimsoll 0.2 --address is the metrics listener (upstream's meaning, formerly \
+                 --metrics-address, default 0.0.0.0:8944) and the webhook listens on --port \
+                 (default 8000); replace --address=HOST:PORT by --port=PORT for the webhook",
+                self.address.port()
+            )));
+        }
+        Ok(())
+    }
+
     /// The namespaces the webhook acts in when `namespace` is its own: the rule the updater
     /// follows too ([`NamespaceScope::from_flags`]).
     pub fn scope(&self, namespace: &str) -> NamespaceScope {
@@ -140,8 +162,10 @@ impl Config {
     }
 }
 
-/// Binds `config.address` and `config.common.metrics_address`, then [`run_on`].
+/// Checks the ports ([`Config::check_ports`]), binds `config.address` and
+/// `config.common.metrics_address`, then [`run_on`].
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
+    config.check_ports()?;
     let bind = |address: SocketAddr| async move {
         TcpListener::bind(address)
             .await
@@ -376,10 +400,10 @@ async fn serving_certs(
                 names: certificate_names(config, namespace),
                 lifetimes: *lifetimes,
             };
-            // Nothing is registered yet: a due serving certificate is renewed by the loop,
-            // after registration.
-            let registering = config.registration.is_some();
-            let bundle = keeper.sync(|_| !registering).await?;
+            // Nothing is published yet: a due serving certificate is renewed by the loop, after
+            // its CA bundle is in the webhook configuration.
+            let publishing = config.registration.is_some() || config.ca_bundle_config.is_some();
+            let bundle = keeper.sync(|_| !publishing).await?;
             tracing::info!(secret = %secret, %namespace, "serving the shared self-signed certificate");
             let key = tls::certified_key(bundle.cert_pem.as_bytes(), bundle.key_pem.as_bytes())?;
             let ca_pem = bundle.ca_pem.clone();
@@ -417,8 +441,9 @@ fn url_host(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_owned())
 }
 
-/// Registers the webhook (`--register-webhook`) with `ca_pem`, then starts the `--self-signed`
-/// renewal loop, which keeps that registration's caBundle current.
+/// Registers the webhook (`--register-webhook`) with `ca_pem`, or patches `ca_pem` into the
+/// installed configuration's caBundle (`--self-signed` alone), then starts the `--self-signed`
+/// renewal loop, which keeps that caBundle current.
 async fn register_and_renew(
     config: &Config,
     client: &kube::Client,
@@ -428,16 +453,34 @@ async fn register_and_renew(
     shutdown: &CancellationToken,
 ) -> Result<Option<tokio::task::JoinHandle<()>>> {
     let registration = config.registration.as_ref().map(|reg| {
-        webhook_registration(reg, namespace, config.scope(namespace), ca_pem.into_bytes())
+        webhook_registration(
+            reg,
+            namespace,
+            config.scope(namespace),
+            ca_pem.clone().into_bytes(),
+        )
     });
-    if let Some(reg) = &registration {
-        register_with_retry(client, reg, shutdown).await?;
-    }
+    let mut published = true;
+    let publish = if let Some(reg) = registration {
+        register_with_retry(client, &reg, shutdown).await?;
+        Some(Publish::Register(reg))
+    } else if let (Some(name), Some(_)) = (&config.ca_bundle_config, &self_signed) {
+        let publish = Publish::CaBundle {
+            config_name: name.clone(),
+        };
+        // Not fatal: the configuration may be applied after the pod starts (failurePolicy
+        // Ignore admits pods unchanged meanwhile); the renewal loop retries every check.
+        published = publish_with_retry(client, &publish, ca_pem.as_bytes(), shutdown).await;
+        Some(publish)
+    } else {
+        None
+    };
     Ok(self_signed.map(|(keeper, current, interval)| {
         let renewal = renewal::Renewal {
             keeper,
             resolver,
-            registration,
+            publish,
+            published,
             current,
             interval,
             metrics: metrics.clone(),
@@ -467,6 +510,30 @@ fn webhook_registration(
         timeout_seconds: reg.timeout_seconds,
         scope,
     }
+}
+
+/// Publishes `ca_pem` a few times over about 15 s; false when it did not succeed.
+async fn publish_with_retry(
+    client: &kube::Client,
+    publish: &Publish,
+    ca_pem: &[u8],
+    shutdown: &CancellationToken,
+) -> bool {
+    let mut delay = Duration::from_millis(500);
+    for attempt in 1..=6 {
+        match publish.publish(client.clone(), ca_pem).await {
+            Ok(()) => return true,
+            Err(e) => {
+                tracing::warn!(error = %e, attempt, "setting the webhook's caBundle failed; retrying");
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return false,
+            () = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(10));
+    }
+    false
 }
 
 async fn register_with_retry(

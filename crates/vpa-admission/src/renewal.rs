@@ -10,9 +10,14 @@
 //! - The CA is kept while it is valid (the registered `caBundle` stays valid). Its rotation has
 //!   two steps: first the new CA joins the bundle in front of the old one (the serving
 //!   certificate is unchanged), and a replica renews the serving certificate with the new CA
-//!   only once it has itself registered a bundle carrying that CA (with `--register-webhook`).
+//!   only once it has itself published a bundle carrying that CA into the webhook configuration
+//!   (its `caBundle`, [`Publish`]).
 //!   The old CA leaves the bundle when it expires; the serving certificates it signed expire no
 //!   later than it.
+//! - The Secret may exist before the first replica starts: the chart and deploy/ install it
+//!   empty (type Opaque, no data), so that uninstalling removes it. An existing Secret keeps its
+//!   type (immutable in the API), labels and annotations; only `data` is written. A Secret that
+//!   is absent is created (`kubernetes.io/tls`).
 //! - A new pair reaches the TLS listener through [`CertResolver::install`], the same swap the
 //!   certificate-file mode's reload uses: the next handshake presents it, no restart.
 
@@ -27,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::certs::{self, CertBundle, Lifetimes};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::registration::{self, Registration};
+use crate::registration::Publish;
 use crate::tls::{self, CertResolver};
 
 /// True when a certificate expiring at `not_after` should be renewed at `now`: it expires within
@@ -158,6 +163,9 @@ impl SecretKeeper {
                     secret.metadata.resource_version = old.metadata.resource_version;
                     secret.metadata.labels = old.metadata.labels.or(secret.metadata.labels);
                     secret.metadata.annotations = old.metadata.annotations;
+                    // The chart's empty Secret is Opaque (or has no type, which means Opaque),
+                    // and a type cannot change.
+                    secret.type_ = old.type_;
                     self.api
                         .replace(&self.name, &PostParams::default(), &secret)
                         .await
@@ -182,16 +190,18 @@ impl SecretKeeper {
     }
 }
 
-/// What the renewal loop started from: the bundle served and (with `--register-webhook`)
-/// registered at start-up.
+/// What the renewal loop started from: the bundle served and (when publishing) published at
+/// start-up.
 pub struct Renewal {
     /// The Secret.
     pub keeper: SecretKeeper,
     /// Where the serving certificate is swapped.
     pub resolver: Arc<CertResolver>,
-    /// The webhook registration to update when the CA bundle changes.
-    pub registration: Option<Registration>,
-    /// The bundle serving and registered now.
+    /// Where the CA bundle goes when it changes.
+    pub publish: Option<Publish>,
+    /// Whether `current`'s CA bundle is published (false when publishing at start-up failed).
+    pub published: bool,
+    /// The bundle serving now.
     pub current: CertBundle,
     /// Time between checks.
     pub interval: Duration,
@@ -203,10 +213,8 @@ impl Renewal {
     /// Checks now and then every `interval` until `shutdown`; errors are logged and retried at
     /// the next check (the certificate in use stays valid for the whole renewal window).
     pub async fn run(mut self, shutdown: CancellationToken) {
-        let mut registered = self
-            .registration
-            .as_ref()
-            .map(|_| self.current.ca_pem.clone());
+        let mut registered =
+            (self.publish.is_some() && self.published).then(|| self.current.ca_pem.clone());
         loop {
             let checked = self.check(&mut registered).await;
             if let Err(e) = &checked {
@@ -224,21 +232,20 @@ impl Renewal {
     }
 
     async fn check(&mut self, registered: &mut Option<String>) -> Result<()> {
-        let has_registration = self.registration.is_some();
+        let has_registration = self.publish.is_some();
         let bundle = {
             let known = registered.clone();
             self.keeper
                 .sync(move |ca| !has_registration || known.as_deref() == Some(ca))
                 .await?
         };
-        if let Some(reg) = &self.registration
+        if let Some(publish) = &self.publish
             && registered.as_deref() != Some(bundle.ca_pem.as_str())
         {
-            // The bundle goes into the registration before a certificate it verifies is
+            // The bundle goes into the configuration before a certificate it verifies is
             // served; on failure the previous (still valid) certificate stays.
-            let mut reg = reg.clone();
-            reg.ca_bundle = bundle.ca_pem.clone().into_bytes();
-            registration::register(self.keeper.api.clone().into_client(), &reg).await?;
+            let client = self.keeper.api.clone().into_client();
+            publish.publish(client, bundle.ca_pem.as_bytes()).await?;
             tracing::info!(cas = bundle.ca_count(), "webhook caBundle updated");
             *registered = Some(bundle.ca_pem.clone());
         }

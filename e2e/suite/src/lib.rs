@@ -470,7 +470,7 @@ impl Env {
         let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
             "vpa-admission".to_owned(),
             format!("--kubeconfig={}", self.kubeconfig.display()),
-            format!("--address={webhook}"),
+            format!("--port={}", webhook.port()),
             format!("--metrics-address={admin}"),
             "--self-signed".to_owned(),
             "--register-webhook".to_owned(),

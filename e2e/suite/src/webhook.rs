@@ -41,8 +41,20 @@ impl Webhook {
     }
 }
 
-/// Starts vpa-admission on loopback, reachable through Service `<system>/plimsoll-vpa-admission`.
+/// Starts vpa-admission on loopback, reachable through Service `<system>/plimsoll-vpa-admission`,
+/// registering itself (`--register-webhook`).
 pub async fn start(env: &Env, system: &str, extra_args: &[String]) -> anyhow::Result<Webhook> {
+    start_with(env, system, extra_args, true).await
+}
+
+/// [`start`], with `--register-webhook` only when `register`: without it the webhook expects
+/// the MutatingWebhookConfiguration `plimsoll-vpa-admission` installed, as the chart does.
+pub async fn start_with(
+    env: &Env,
+    system: &str,
+    extra_args: &[String],
+    register: bool,
+) -> anyhow::Result<Webhook> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let admin = TcpListener::bind("127.0.0.1:0").await?;
     let address: SocketAddr = listener.local_addr()?;
@@ -58,12 +70,14 @@ pub async fn start(env: &Env, system: &str, extra_args: &[String]) -> anyhow::Re
         "--metrics-address=127.0.0.1:0".to_owned(),
         "--log-format=text".to_owned(),
         "--leader-elect=false".to_owned(),
-        "--register-webhook".to_owned(),
         format!("--webhook-service-namespace={system}"),
         format!("--status-lease-namespace={system}"),
         "--status-lease-update-interval=1s".to_owned(),
         "--webhook-timeout-seconds=10".to_owned(),
     ];
+    if register {
+        args.push("--register-webhook".to_owned());
+    }
     args.extend(extra_args.iter().cloned());
     let config = Args::parse_from_args(args)?.into_config();
     let shutdown = CancellationToken::new();

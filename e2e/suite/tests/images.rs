@@ -400,7 +400,7 @@ fn serve(s: &Serve<'_>) -> anyhow::Result<Running> {
         ])
         .args([
             "--kubeconfig=/plimsoll/kubeconfig".to_owned(),
-            format!("--address={}", s.address),
+            format!("--port={}", s.address.port()),
             format!("--metrics-address={}", s.admin),
             "--tls-cert-file=/plimsoll/tls.crt".to_owned(),
             "--tls-key-file=/plimsoll/tls.key".to_owned(),

@@ -489,7 +489,7 @@ async fn start_all(env: &Env) -> anyhow::Result<Vec<Scraped>> {
     let config = plimsoll_vpa_admission::cli::Args::try_parse_from([
         "vpa-admission".to_owned(),
         kubeconfig.clone(),
-        format!("--address={webhook}"),
+        format!("--port={}", webhook.port()),
         format!("--metrics-address={admin}"),
         "--self-signed".to_owned(),
         "--register-webhook".to_owned(),

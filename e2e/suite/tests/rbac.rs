@@ -582,12 +582,13 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
     let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
         "vpa-admission".to_owned(),
         format!("--kubeconfig={}", kubeconfig.display()),
-        format!("--address={webhook}"),
+        format!("--port={}", webhook.port()),
         format!("--metrics-address={}", free_address()?),
         "--self-signed".to_owned(),
         "--register-webhook".to_owned(),
-        // The names deploy/vpa-admission/self-signed/rbac.yaml allows (the defaults).
+        // The names deploy/vpa-admission/self-signed/rbac.yaml allows.
         format!("--webhook-config-name={WEBHOOK_CONFIG}"),
+        format!("--self-signed-secret={CERTS_SECRET}"),
         format!("--webhook-url=https://{webhook}/"),
         format!("--webhook-service-namespace={SYSTEM_NAMESPACE}"),
         format!("--status-lease-namespace={SYSTEM_NAMESPACE}"),

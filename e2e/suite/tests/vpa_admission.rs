@@ -3,7 +3,9 @@
 //! the webhook stopped pods are still created, unchanged (failurePolicy Ignore); a rotated
 //! certificate (with a new CA injected into the caBundle) is used without a restart; with
 //! `--self-signed` and short lifetimes, renewed serving certificates and a CA rotation are
-//! served without a restart while pods keep being patched.
+//! served without a restart while pods keep being patched; with the configuration and the empty
+//! Secret installed as the chart installs them, `--self-signed` fills in only their `caBundle`
+//! and data.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -13,11 +15,12 @@ use anyhow::Context as _;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret};
+use kube::ResourceExt as _;
 use kube::api::{Api, ListParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_e2e::webhook::{
     EVERY, SERVICE, WAIT, containers, limit, recommend, replica_pod, request, sim_env, start,
-    teardown, vpa, wait_for_recommendation,
+    start_with, teardown, vpa, wait_for_recommendation,
 };
 use plimsoll_e2e::{Env, eventually};
 use rustls::pki_types::pem::PemObject;
@@ -181,6 +184,88 @@ async fn rotated_certificate_files_are_served_without_restart() -> anyhow::Resul
     Ok(())
 }
 
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: routing the webhook Service to loopback"
+)]
+async fn self_signed_fills_in_the_charts_configuration_and_secret_only() -> anyhow::Result<()> {
+    let (env, system) = sim_env("vpa-admission-installed").await?;
+    // What the chart installs: the configuration without caBundle, the Secret empty and Opaque,
+    // both with Helm's metadata.
+    let helm = json!({"labels": {"app.kubernetes.io/managed-by": "Helm"},
+                      "annotations": {"meta.helm.sh/release-name": "plimsoll"}});
+    let config: MutatingWebhookConfiguration = serde_json::from_value(json!({
+        "metadata": {"name": SERVICE, "labels": helm["labels"], "annotations": helm["annotations"]},
+        "webhooks": [{
+            "name": "vpa.plimsoll.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "failurePolicy": "Ignore", "timeoutSeconds": 7,
+            "clientConfig": {"service": {"name": SERVICE, "namespace": system, "port": 443, "path": "/"}},
+            "rules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"},
+                {"apiGroups": ["autoscaling.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["verticalpodautoscalers"], "scope": "Namespaced"}
+            ],
+            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", system]}]}
+        }]
+    }))?;
+    let configs = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
+    configs.create(&PostParams::default(), &config).await?;
+    let secrets = Api::<Secret>::namespaced(env.client.clone(), &system);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "plimsoll-vpa-admission-tls", "labels": helm["labels"], "annotations": helm["annotations"]}
+    }))?;
+    secrets.create(&PostParams::default(), &secret).await?;
+
+    let webhook = start_with(&env, &system, &["--self-signed".to_owned()], false).await?;
+    let ca = eventually("caBundle set", WAIT, EVERY, || async {
+        let ca = registered_ca(&env).await.ok();
+        Ok(ca.filter(|c| !c.is_empty()))
+    })
+    .await?;
+    let stored = secrets.get("plimsoll-vpa-admission-tls").await?;
+    assert_eq!(
+        stored.type_.as_deref().unwrap_or("Opaque"),
+        "Opaque",
+        "the type stays"
+    );
+    assert_eq!(
+        stored
+            .annotations()
+            .get("meta.helm.sh/release-name")
+            .map(String::as_str),
+        Some("plimsoll")
+    );
+    let data = stored.data.clone().unwrap_or_default();
+    assert_eq!(data.get("ca.crt").map(|b| b.0.clone()), Some(ca.clone()));
+    assert!(data.contains_key("tls.crt") && data.contains_key("tls.key"));
+    // Nothing but caBundle changed.
+    let mut live = serde_json::to_value(configs.get(SERVICE).await?)?;
+    live["webhooks"][0]["clientConfig"]
+        .as_object_mut()
+        .context("clientConfig")?
+        .remove("caBundle");
+    let mut want = serde_json::to_value(&config)?;
+    for v in [&mut live, &mut want] {
+        let meta = v["metadata"].as_object_mut().context("metadata")?;
+        meta.retain(|k, _| k == "name" || k == "labels" || k == "annotations");
+    }
+    assert_eq!(live, want);
+
+    // The API server calls the webhook with that caBundle: an invalid VPA is denied.
+    let denied = env
+        .api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa("web", "Sometimes")?)
+        .await
+        .expect_err("invalid VPA admitted");
+    assert!(
+        denied.to_string().contains("spec.updatePolicy.updateMode"),
+        "{denied}"
+    );
+    webhook.stop().await?;
+    teardown(env, &system).await;
+    Ok(())
+}
+
 /// The certificates of a PEM bundle, DER.
 fn pem_certs(pem: &[u8]) -> anyhow::Result<Vec<Vec<u8>>> {
     CertificateDer::pem_slice_iter(pem)
@@ -202,7 +287,7 @@ async fn registered_ca(env: &Env) -> anyhow::Result<Vec<u8>> {
 
 /// The serving certificate in the shared Secret, DER.
 async fn stored_certificate(secrets: &Api<Secret>) -> anyhow::Result<Vec<u8>> {
-    let secret = secrets.get("plimsoll-vpa-admission-certs").await?;
+    let secret = secrets.get("plimsoll-vpa-admission-tls").await?;
     let pem = secret
         .data
         .and_then(|d| d.get("tls.crt").cloned())

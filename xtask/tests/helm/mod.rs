@@ -4,7 +4,8 @@
 //!
 //! What is Helm's and reproduced: `.Values` is values.yaml deep-merged with the overrides
 //! (maps merge, `null` deletes, anything else replaces), `.Release`, `.Chart` from Chart.yaml,
-//! every file under `templates/` is loaded into one template set (so `define`s are shared),
+//! every file under `templates/`, subdirectories included (`templates/crds/`), is loaded into one
+//! template set named by its path below `templates/` (so `define`s are shared),
 //! files starting with `_` render nothing (NOTES.txt renders, but is no manifest), `<no value>`
 //! renders as nothing, and `include` renders a named template to a string. `.Files.Get "path"`
 //! and `.Files.Glob "pattern"` read files relative to the chart directory: the engine cannot call
@@ -57,14 +58,9 @@ impl Chart {
         };
         let metadata = yaml(&read(&dir.join("Chart.yaml")), "Chart.yaml");
         let default_values = yaml(&read(&dir.join("values.yaml")), "values.yaml");
-        let mut templates: Vec<(String, String)> = std::fs::read_dir(dir.join("templates"))
-            .expect("templates dir")
-            .map(|e| e.expect("dir entry").path())
-            .filter(|p| p.is_file())
-            .map(|p| {
-                let name = p.file_name().expect("name").to_string_lossy().into_owned();
-                (name, rewrite_files_calls(&read(&p)))
-            })
+        let mut templates: Vec<(String, String)> = template_files(&dir.join("templates"), "")
+            .into_iter()
+            .map(|(name, path)| (name, rewrite_files_calls(&read(&path))))
             .collect();
         templates.sort();
         Chart {
@@ -106,7 +102,12 @@ impl Chart {
         let context = to_template_value(&root);
         let mut out = Vec::new();
         for (file, _) in &self.templates {
-            if file.starts_with('_') {
+            // Helm renders no partial (`_*`), in whatever directory.
+            if file
+                .rsplit('/')
+                .next()
+                .is_some_and(|base| base.starts_with('_'))
+            {
                 continue;
             }
             let text = render_named(&self.templates, file, &context)
@@ -118,6 +119,25 @@ impl Chart {
         }
         Ok(out)
     }
+}
+
+/// Every file under `dir`, subdirectories included (as Helm loads `templates/crds/*.yaml`), as
+/// (path relative to `templates/` with `/`, path on disk).
+fn template_files(dir: &Path, prefix: &str) -> Vec<(String, PathBuf)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("templates dir") {
+        let path = entry.expect("dir entry").path();
+        let name = format!(
+            "{prefix}{}",
+            path.file_name().expect("name").to_string_lossy()
+        );
+        if path.is_dir() {
+            files.extend(template_files(&path, &format!("{name}/")));
+        } else {
+            files.push((name, path));
+        }
+    }
+    files
 }
 
 /// Parses YAML into JSON values (the shape templates and schemas work on).
