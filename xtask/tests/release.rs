@@ -379,6 +379,19 @@ fn chart_package_is_laid_out_as_helm_package() {
     );
 }
 
+/// Every file under `dir`, as `plimsoll/<path relative to root>`.
+fn walk(dir: &Path, root: &Path, files: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            walk(&path, root, files);
+        } else {
+            let rel = path.strip_prefix(root).unwrap().to_str().unwrap();
+            files.insert(format!("plimsoll/{rel}"));
+        }
+    }
+}
+
 /// Every file of the real chart, whatever it holds today, is in its package under `plimsoll/`.
 #[test]
 fn real_chart_packages_every_file() {
@@ -396,17 +409,6 @@ fn real_chart_packages_every_file() {
     let archive = scratch.0.join("plimsoll-9.8.7.tgz");
     let names: BTreeSet<String> = entries(&archive).into_iter().collect();
 
-    fn walk(dir: &Path, root: &Path, files: &mut BTreeSet<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, root, files);
-            } else {
-                let rel = path.strip_prefix(root).unwrap().to_str().unwrap();
-                files.insert(format!("plimsoll/{rel}"));
-            }
-        }
-    }
     let mut expected = BTreeSet::new();
     walk(&chart, &chart, &mut expected);
     if chart.join(".helmignore").exists() {
