@@ -34,6 +34,12 @@ faults:
 images *ARGS:
     scripts/images {{ARGS}}
 
+# A release into dist/VERSION/: images (OCI archives) and SBOMs for amd64 and arm64, the chart
+# package, plugin tarballs and krew manifest, with sha256 sums; docs/release.md. Same as
+# `scripts/release VERSION` (`scripts/release --help` for the options).
+release VERSION *ARGS:
+    scripts/release {{ARGS}} {{VERSION}}
+
 # The kubectl plugin (`kubectl plimsoll explain|convert|status`), optimised; copy
 # target/dist/kubectl-plimsoll onto the PATH (docs/kubectl-plimsoll.md).
 plugin:
