@@ -705,6 +705,17 @@ async fn status_shows_each_shard_of_a_sharded_hpa_plus() -> anyhow::Result<()> {
         health.problems
     );
 
+    let text = kubectl_plimsoll::status::status(
+        &env.client,
+        &env.namespace,
+        Output::Text,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    println!("{text}");
+    assert!(text.contains("0/4 shards, 0 holders"), "{text}");
+    assert_eq!(text.matches("EXPIRED (holder gone)").count(), 4, "{text}");
+
     // The binary says the same in JSON.
     let exe = env!("CARGO_BIN_EXE_kubectl-plimsoll");
     let args = [
