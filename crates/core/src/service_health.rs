@@ -697,8 +697,8 @@ fn shards_text(out: &mut String, service: &str, sharded: &ShardsState) {
     let _ = writeln!(out, "\n{service}: {} shards ({from})", sharded.count);
     let _ = writeln!(
         out,
-        "  {:<6} {:<40} {:<28} {:<9} {}",
-        "SHARD", "LEASE", "HOLDER", "RENEWED", "STATE"
+        "  {:<6} {:<40} {:<28} {:<9} STATE",
+        "SHARD", "LEASE", "HOLDER", "RENEWED"
     );
     let row = |out: &mut String, shard: &str, name: &str, l: Option<&LeaseState>, state: &str| {
         let holder = l

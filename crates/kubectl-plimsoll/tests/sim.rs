@@ -586,10 +586,9 @@ async fn hpa_plus_health(
         .context("status lists hpa-plus first")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_shows_each_shard_of_a_sharded_hpa_plus() -> anyhow::Result<()> {
-    let env = Env::start_sim("plugin-status-shards").await?;
-    // The Deployment as the chart renders it for two replicas: the shard count is its --shards.
+/// The hpa-plus Deployment as the chart renders it for two replicas: the shard count is its
+/// `--shards`. The sim runs its pods.
+async fn create_sharded_deployment(env: &Env) -> anyhow::Result<()> {
     let d: Deployment = serde_json::from_value(json!({
         "metadata": {"name": "plimsoll-hpa-plus"},
         "spec": {"replicas": 2,
@@ -602,6 +601,69 @@ async fn status_shows_each_shard_of_a_sharded_hpa_plus() -> anyhow::Result<()> {
     env.api::<Deployment>()
         .create(&PostParams::default(), &d)
         .await?;
+    Ok(())
+}
+
+/// `kubectl plimsoll status -o json`, run as the binary with the test's kubeconfig.
+async fn status_json(env: &Env) -> anyhow::Result<serde_json::Value> {
+    let exe = env!("CARGO_BIN_EXE_kubectl-plimsoll");
+    let args = [
+        "status".to_owned(),
+        "-n".to_owned(),
+        env.namespace.clone(),
+        "-o".to_owned(),
+        "json".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+    ];
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(exe).args(args).output())
+            .await??;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// Every shard of `health` expired, its Lease still naming `holder` and renewed at least a lease
+/// duration ago; the service down and each shard named as a problem.
+fn assert_expired_naming(
+    health: &plimsoll_core::service_health::ServiceHealth,
+    holder: &str,
+) -> anyhow::Result<()> {
+    let sharded = health.shards.as_ref().context("sharded")?;
+    for s in &sharded.shards {
+        let lease = s.lease.as_ref().context("the Lease stays")?;
+        assert_eq!(lease.holder.as_deref(), Some(holder), "shard {}", s.shard);
+        assert!(
+            lease.renewed_seconds_ago.unwrap_or_default() >= i64::try_from(SHARD_LEASE.as_secs())?,
+            "shard {}: {lease:?}",
+            s.shard
+        );
+    }
+    assert!(sharded.holders.is_empty());
+    assert_eq!(
+        health.verdict,
+        plimsoll_core::service_health::Verdict::Down,
+        "{:?}",
+        health.problems
+    );
+    let named = format!(
+        "shard 3 not held: Lease plimsoll-hpa-plus-shard-3 has expired: its holder {holder}"
+    );
+    assert!(
+        health.problems.iter().any(|p| p.starts_with(&named)),
+        "{:?}",
+        health.problems
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_each_shard_of_a_sharded_hpa_plus() -> anyhow::Result<()> {
+    let env = Env::start_sim("plugin-status-shards").await?;
+    create_sharded_deployment(&env).await?;
     let config_a = sharded_hpa_plus(&env, "hpa-plus-a");
     let config_b = sharded_hpa_plus(&env, "hpa-plus-b");
     let a = Crashable::start("hpa-plus-a", |token| {
@@ -675,36 +737,7 @@ async fn status_shows_each_shard_of_a_sharded_hpa_plus() -> anyhow::Result<()> {
         Ok(expired.then_some(h))
     })
     .await?;
-    let sharded = health.shards.as_ref().context("sharded")?;
-    for s in &sharded.shards {
-        let lease = s.lease.as_ref().context("the Lease stays")?;
-        assert_eq!(
-            lease.holder.as_deref(),
-            Some("hpa-plus-b"),
-            "shard {}",
-            s.shard
-        );
-        assert!(
-            lease.renewed_seconds_ago.unwrap_or_default() >= i64::try_from(SHARD_LEASE.as_secs())?,
-            "shard {}: {lease:?}",
-            s.shard
-        );
-    }
-    assert!(sharded.holders.is_empty());
-    assert_eq!(
-        health.verdict,
-        plimsoll_core::service_health::Verdict::Down,
-        "{:?}",
-        health.problems
-    );
-    assert!(
-        health.problems.iter().any(|p| p.starts_with(
-            "shard 3 not held: Lease plimsoll-hpa-plus-shard-3 has expired: its holder hpa-plus-b"
-        )),
-        "{:?}",
-        health.problems
-    );
-
+    assert_expired_naming(&health, "hpa-plus-b")?;
     let text = kubectl_plimsoll::status::status(
         &env.client,
         &env.namespace,
@@ -717,25 +750,7 @@ async fn status_shows_each_shard_of_a_sharded_hpa_plus() -> anyhow::Result<()> {
     assert_eq!(text.matches("EXPIRED (holder gone)").count(), 4, "{text}");
 
     // The binary says the same in JSON.
-    let exe = env!("CARGO_BIN_EXE_kubectl-plimsoll");
-    let args = [
-        "status".to_owned(),
-        "-n".to_owned(),
-        env.namespace.clone(),
-        "-o".to_owned(),
-        "json".to_owned(),
-        format!("--kubeconfig={}", env.kubeconfig.display()),
-    ];
-    let out =
-        tokio::task::spawn_blocking(move || std::process::Command::new(exe).args(args).output())
-            .await??;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    println!("{}", String::from_utf8_lossy(&out.stdout));
+    let v = status_json(&env).await?;
     assert_eq!(v[0]["service"], "hpa-plus");
     assert_eq!(v[0]["shards"]["count"], 4);
     for i in 0..4 {

@@ -212,7 +212,7 @@ fn a_sharded_service_lists_each_shards_holder() {
         sharded.holders,
         [("hpa-plus-a".to_owned(), 2), ("hpa-plus-b".to_owned(), 2)].into()
     );
-    let text = to_text("plimsoll-system", &[h.clone()]);
+    let text = to_text("plimsoll-system", std::slice::from_ref(&h));
     assert!(
         text.contains("hpa-plus         Healthy      4/4 shards, 2 holders        4s ago"),
         "{text}"
@@ -233,11 +233,19 @@ fn a_sharded_service_lists_each_shards_holder() {
     assert_eq!(json["shards"]["shards"][3]["status"], "Held");
 }
 
+/// (case, leases of shards 0..4, expected states, verdict, a problem it names)
+type Case = (
+    &'static str,
+    Vec<Lease>,
+    [ShardStatus; 4],
+    Verdict,
+    &'static str,
+);
+
 #[test]
 fn unheld_shards_are_flagged_by_what_became_of_their_lease() {
     let held = |i| shard(i, Some("hpa-plus-a"), 1);
-    // (case, leases of shards 0..4, expected states, verdict, a problem it names)
-    let cases: Vec<(&str, Vec<Lease>, [ShardStatus; 4], Verdict, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "a killed holder's shard, not renewed for its duration",
             vec![held(0), held(1), shard(2, Some("hpa-plus-c"), 15), held(3)],
@@ -317,7 +325,7 @@ fn the_shard_count_comes_from_the_deployment_else_the_leases() {
         lease("plimsoll-hpa-plus-shards-2", Some("a"), 1, 15),
     ];
     let d = |args: &[&str], env: &[(&str, &str)]| Some(sharded_deployment(2, args, env));
-    let cases = [
+    let cases = vec![
         (
             "--shards=8",
             d(&["--shards=8"], &[]),
