@@ -9,6 +9,20 @@
 //! Deployment `plimsoll-<binary>`, Lease `plimsoll-<binary>` for the four controllers (the webhook
 //! elects no leader; every replica renews the upstream-named status Lease
 //! `vpa-admission-controller`), metrics Service `plimsoll-<binary>-metrics`.
+//!
+//! **Sharded services.** `hpa-plus` and `vpa-recommender` with `--shards N` (N > 1, the chart's
+//! default with more than one replica) hold no `plimsoll-<binary>` Lease: shard `i` is guarded by
+//! the Lease `plimsoll-<binary>-shard-<i>`, and a replica waiting for room holds
+//! `plimsoll-<binary>-shard-join` (the names `plimsoll_runtime::leader::shards` gives them). The
+//! shard count is read from the Deployment (its `--shards` argument, else `PLIMSOLL_SHARDS`), as
+//! the replicas read it; without a readable Deployment it is inferred from the shard Leases found
+//! (the highest index, plus one). Each shard is then held (a holder, not expired), expired (the
+//! holder stopped renewing: it died or lost the API server), released or not created yet; only a
+//! held shard's objects are evaluated. A live single-leader Lease beside the shards is a replica
+//! without `--shards`: it acts on every object, and the sharded replicas take no shard meanwhile.
+//!
+//! Everything here is a pure function of the objects listed and `now`; the plugin lists the
+//! namespace's Leases once and passes them all.
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -29,6 +43,8 @@ pub struct Service {
     pub lease: &'static str,
     /// Whether the Lease elects a leader (false: every replica renews it as a heartbeat).
     pub elects_leader: bool,
+    /// Whether it can run sharded (`--shards N`), on the Leases `<lease>-shard-<i>`.
+    pub shardable: bool,
 }
 
 /// The five services, in the order `status` lists them.
@@ -37,26 +53,31 @@ pub const SERVICES: [Service; 5] = [
         binary: "hpa-plus",
         lease: "plimsoll-hpa-plus",
         elects_leader: true,
+        shardable: true,
     },
     Service {
         binary: "cron-hpa",
         lease: "plimsoll-cron-hpa",
         elects_leader: true,
+        shardable: false,
     },
     Service {
         binary: "vpa-recommender",
         lease: "plimsoll-vpa-recommender",
         elects_leader: true,
+        shardable: true,
     },
     Service {
         binary: "vpa-updater",
         lease: "plimsoll-vpa-updater",
         elects_leader: true,
+        shardable: false,
     },
     Service {
         binary: "vpa-admission",
         lease: "vpa-admission-controller",
         elects_leader: false,
+        shardable: false,
     },
 ];
 
@@ -78,13 +99,35 @@ impl Service {
             self.binary
         )
     }
+
+    /// The name of shard `i`'s Lease: `<lease>-shard-<i>`.
+    pub fn shard_lease(&self, i: u32) -> String {
+        format!("{}-shard-{i}", self.lease)
+    }
+
+    /// The name of the Lease a replica waiting for a shard holds: `<lease>-shard-join`.
+    pub fn join_lease(&self) -> String {
+        format!("{}-shard-join", self.lease)
+    }
+
+    /// The shard index a Lease named `name` guards, if it is one of this service's shard Leases
+    /// (the index written as the runtime writes it: decimal, no leading zeros).
+    fn shard_of_lease(&self, name: &str) -> Option<u32> {
+        if !self.shardable {
+            return None;
+        }
+        let rest = name.strip_prefix(self.lease)?.strip_prefix("-shard-")?;
+        let i: u32 = rest.parse().ok()?;
+        (rest == i.to_string()).then_some(i)
+    }
 }
 
 /// What was found of one service.
 #[derive(Clone, Debug, Default)]
 pub struct Observed {
-    /// Its Lease, if it exists.
-    pub lease: Option<Lease>,
+    /// The Leases of the install namespace (all of them: the service's own — its single Lease,
+    /// its shard Leases — are picked by name).
+    pub leases: Vec<Lease>,
     /// Its Deployment, if it exists.
     pub deployment: Option<Deployment>,
     /// Its pods.
@@ -111,6 +154,72 @@ pub struct LeaseState {
     pub transitions: Option<i32>,
 }
 
+/// Where a shard stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ShardStatus {
+    /// A holder renews it: its objects are evaluated.
+    Held,
+    /// A holder is named but `renewTime + leaseDurationSeconds` has passed: it died or lost the
+    /// API server; a live replica takes the shard over.
+    Expired,
+    /// No holder (given up on shutdown or to a joining replica): any replica may take it.
+    Released,
+    /// The Lease does not exist: no replica has taken the shard yet.
+    Missing,
+}
+
+/// One shard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardState {
+    /// The shard's index, `0 ≤ shard < count`.
+    pub shard: u32,
+    /// The name of its Lease, `plimsoll-<binary>-shard-<shard>`.
+    pub lease_name: String,
+    /// Where it stands.
+    pub status: ShardStatus,
+    /// Its Lease (`None` when it does not exist); `holder` is the last one named, also when
+    /// expired.
+    pub lease: Option<LeaseState>,
+}
+
+/// Where the shard count came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ShardCountSource {
+    /// The Deployment's `--shards` argument or `PLIMSOLL_SHARDS`.
+    Deployment,
+    /// No readable count in a Deployment: the highest shard Lease found, plus one.
+    Leases,
+}
+
+/// The shards of a sharded service.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardsState {
+    /// The number of shards.
+    pub count: u32,
+    /// Where `count` came from.
+    pub count_from: ShardCountSource,
+    /// Every shard, by index.
+    pub shards: Vec<ShardState>,
+    /// Held shards per holder, by holder.
+    pub holders: std::collections::BTreeMap<String, u32>,
+    /// The join Lease, while a replica waits for a shard (held and fresh).
+    pub waiting: Option<LeaseState>,
+    /// Shard Leases beyond `count` (left from a larger `--shards`), by name.
+    pub beyond_count: Vec<LeaseState>,
+}
+
+impl ShardsState {
+    /// How many shards are held.
+    pub fn held(&self) -> usize {
+        self.shards
+            .iter()
+            .filter(|s| s.status == ShardStatus::Held)
+            .count()
+    }
+}
+
 /// How one service is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Verdict {
@@ -132,8 +241,12 @@ pub struct ServiceHealth {
     pub service: String,
     /// The verdict.
     pub verdict: Verdict,
-    /// The Lease.
+    /// The single Lease (`plimsoll-<binary>`; for a sharded service only if one exists beside
+    /// the shards).
     pub lease: Option<LeaseState>,
+    /// The shards, when the service runs sharded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsState>,
     /// Replicas the Deployment wants.
     pub desired_replicas: Option<i32>,
     /// Pods ready.
@@ -151,10 +264,9 @@ pub struct ServiceHealth {
 /// Assesses `service` from what was `observed` at `now`.
 pub fn assess(service: &Service, observed: &Observed, now: Timestamp) -> ServiceHealth {
     let mut problems = Vec::new();
-    let lease = observed
-        .lease
-        .as_ref()
-        .map(|l| lease_state(service, l, now));
+    let single = find_lease(&observed.leases, service.lease);
+    let lease = single.map(|l| lease_state(service, l, now));
+    let shards = shards_state(service, observed, now);
     let ready_pods = observed.pods.iter().filter(|p| pod_ready(p)).count();
     let desired_replicas = observed
         .deployment
@@ -174,15 +286,34 @@ pub fn assess(service: &Service, observed: &Observed, now: Timestamp) -> Service
     }
     versions.sort();
     versions.dedup();
-    match &lease {
-        None => problems.push(format!("Lease {} not found", service.lease)),
-        Some(l) if l.expired => problems.push(if service.elects_leader {
-            format!("no leader: Lease {} has expired or was released", l.name)
-        } else {
-            format!("Lease {} is not renewed: no replica is serving", l.name)
-        }),
-        Some(_) => {}
-    }
+    let single_live = lease.as_ref().is_some_and(|l| !l.expired);
+    let fresh = match &shards {
+        None => {
+            match &lease {
+                None => problems.push(format!("Lease {} not found", service.lease)),
+                Some(l) if l.expired => problems.push(if service.elects_leader {
+                    format!("no leader: Lease {} has expired or was released", l.name)
+                } else {
+                    format!("Lease {} is not renewed: no replica is serving", l.name)
+                }),
+                Some(_) => {}
+            }
+            problems.extend(unexpected_shard_holders(service, observed, now));
+            single_live
+        }
+        Some(sharded) => {
+            if let Some(l) = lease.as_ref().filter(|_| single_live) {
+                problems.push(format!(
+                    "Lease {} is held by {}: a replica without --shards acts on every object, \
+                     and the sharded replicas take no shard until it expires or is released",
+                    l.name,
+                    l.holder.as_deref().unwrap_or("?")
+                ));
+            }
+            problems.extend(sharded.shards.iter().filter_map(unheld));
+            sharded.held() > 0 || single_live
+        }
+    };
     if observed.deployment.is_none() {
         problems.push(format!("Deployment {} not found", service.deployment()));
     }
@@ -197,21 +328,24 @@ pub fn assess(service: &Service, observed: &Observed, now: Timestamp) -> Service
             service.metrics_service()
         ));
     }
-    let fresh = lease.as_ref().is_some_and(|l| !l.expired);
-    let verdict =
-        if observed.lease.is_none() && observed.deployment.is_none() && observed.pods.is_empty() {
-            Verdict::NotInstalled
-        } else if !fresh || (desired_replicas.is_some() && ready_pods == 0) {
-            Verdict::Down
-        } else if problems.is_empty() {
-            Verdict::Healthy
-        } else {
-            Verdict::Degraded
-        };
+    let nothing_of_it = lease.is_none()
+        && shards.is_none()
+        && observed.deployment.is_none()
+        && observed.pods.is_empty();
+    let verdict = if nothing_of_it {
+        Verdict::NotInstalled
+    } else if !fresh || (desired_replicas.is_some() && ready_pods == 0) {
+        Verdict::Down
+    } else if problems.is_empty() {
+        Verdict::Healthy
+    } else {
+        Verdict::Degraded
+    };
     ServiceHealth {
         service: service.binary.to_owned(),
         verdict,
         lease,
+        shards,
         desired_replicas,
         ready_pods,
         pods: observed.pods.len(),
@@ -219,6 +353,189 @@ pub fn assess(service: &Service, observed: &Observed, now: Timestamp) -> Service
         versions,
         problems,
     }
+}
+
+fn find_lease<'a>(leases: &'a [Lease], name: &str) -> Option<&'a Lease> {
+    leases
+        .iter()
+        .find(|l| l.metadata.name.as_deref() == Some(name))
+}
+
+/// The shard count the service runs with, and where it came from: the Deployment's
+/// `--shards` (else `PLIMSOLL_SHARDS`, else 1), or — without a Deployment, or with a count in it
+/// that is not a number (`$(VAR)`) — the highest shard Lease found plus one (1 when none).
+pub fn shard_count(
+    service: &Service,
+    deployment: Option<&Deployment>,
+    leases: &[Lease],
+) -> (u32, ShardCountSource) {
+    if !service.shardable {
+        return (1, ShardCountSource::Deployment);
+    }
+    if let Some(count) = deployment.and_then(|d| deployment_shards(service, d)) {
+        return (count.max(1), ShardCountSource::Deployment);
+    }
+    let highest = leases
+        .iter()
+        .filter_map(|l| service.shard_of_lease(l.metadata.name.as_deref()?))
+        .max();
+    (
+        highest.map_or(1, |i| i.saturating_add(1)),
+        ShardCountSource::Leases,
+    )
+}
+
+/// `--shards` as the service's container in `d` is told it: the last `--shards=N` or
+/// `--shards N` of its command and args (clap takes the last), else its `PLIMSOLL_SHARDS`
+/// value, else 1. `None` when the value is not a number.
+fn deployment_shards(service: &Service, d: &Deployment) -> Option<u32> {
+    let pod = d.spec.as_ref()?.template.spec.as_ref()?;
+    let container = pod
+        .containers
+        .iter()
+        .find(|c| c.name == service.binary)
+        .or_else(|| pod.containers.first())?;
+    let words: Vec<&str> = container
+        .command
+        .iter()
+        .flatten()
+        .chain(container.args.iter().flatten())
+        .map(String::as_str)
+        .collect();
+    let mut flag = None;
+    for (i, word) in words.iter().enumerate() {
+        if let Some(value) = word.strip_prefix("--shards=") {
+            flag = Some(value);
+        } else if *word == "--shards" {
+            flag = words.get(i + 1).copied();
+        }
+    }
+    let env = || {
+        container
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == "PLIMSOLL_SHARDS")
+            .and_then(|e| e.value.as_deref())
+            .filter(|v| !v.is_empty())
+    };
+    match flag.or_else(env) {
+        Some(value) => value.trim().parse().ok(),
+        None => Some(1),
+    }
+}
+
+/// The shards of `service` when it runs with more than one, else `None`.
+fn shards_state(service: &Service, observed: &Observed, now: Timestamp) -> Option<ShardsState> {
+    let (count, count_from) = shard_count(service, observed.deployment.as_ref(), &observed.leases);
+    if count <= 1 {
+        return None;
+    }
+    let shards: Vec<ShardState> = (0..count)
+        .map(|i| {
+            let lease_name = service.shard_lease(i);
+            let lease =
+                find_lease(&observed.leases, &lease_name).map(|l| lease_state(service, l, now));
+            let status = match &lease {
+                None => ShardStatus::Missing,
+                Some(l) if l.holder.is_none() => ShardStatus::Released,
+                Some(l) if l.expired => ShardStatus::Expired,
+                Some(_) => ShardStatus::Held,
+            };
+            ShardState {
+                shard: i,
+                lease_name,
+                status,
+                lease,
+            }
+        })
+        .collect();
+    let mut holders = std::collections::BTreeMap::new();
+    for s in shards.iter().filter(|s| s.status == ShardStatus::Held) {
+        if let Some(holder) = s.lease.as_ref().and_then(|l| l.holder.clone()) {
+            *holders.entry(holder).or_insert(0) += 1;
+        }
+    }
+    let waiting = find_lease(&observed.leases, &service.join_lease())
+        .map(|l| lease_state(service, l, now))
+        .filter(|l| !l.expired);
+    let mut beyond_count: Vec<LeaseState> = observed
+        .leases
+        .iter()
+        .filter(|l| {
+            l.metadata
+                .name
+                .as_deref()
+                .and_then(|n| service.shard_of_lease(n))
+                .is_some_and(|i| i >= count)
+        })
+        .map(|l| lease_state(service, l, now))
+        .collect();
+    beyond_count.sort_by(|a, b| a.name.cmp(&b.name));
+    Some(ShardsState {
+        count,
+        count_from,
+        shards,
+        holders,
+        waiting,
+        beyond_count,
+    })
+}
+
+/// The problem with a shard nobody holds, in words.
+fn unheld(shard: &ShardState) -> Option<String> {
+    let name = &shard.lease_name;
+    let why = match (&shard.status, &shard.lease) {
+        (ShardStatus::Held, _) => return None,
+        (ShardStatus::Missing, _) | (_, None) => format!("Lease {name} does not exist"),
+        (ShardStatus::Released, Some(_)) => format!("Lease {name} was released"),
+        (ShardStatus::Expired, Some(l)) => format!(
+            "Lease {name} has expired: its holder {} last renewed it {} ago (lease {})",
+            l.holder.as_deref().unwrap_or("?"),
+            l.renewed_seconds_ago
+                .map_or_else(|| "?".to_owned(), |s| format!("{s}s")),
+            l.duration_seconds
+                .map_or_else(|| "?".to_owned(), |s| format!("{s}s")),
+        ),
+    };
+    Some(format!(
+        "shard {} not held: {why}; its objects are not evaluated until a replica takes it",
+        shard.shard
+    ))
+}
+
+/// Fresh shard Leases of a service that runs unsharded by its Deployment: replicas of another
+/// configuration (a rollout from `--shards` in progress) still act on part of the objects.
+fn unexpected_shard_holders(service: &Service, observed: &Observed, now: Timestamp) -> Vec<String> {
+    if observed.deployment.is_none() {
+        return Vec::new();
+    }
+    let mut fresh: Vec<LeaseState> = observed
+        .leases
+        .iter()
+        .filter(|l| {
+            l.metadata
+                .name
+                .as_deref()
+                .and_then(|n| service.shard_of_lease(n))
+                .is_some()
+        })
+        .map(|l| lease_state(service, l, now))
+        .filter(|l| !l.expired)
+        .collect();
+    fresh.sort_by(|a, b| a.name.cmp(&b.name));
+    fresh
+        .into_iter()
+        .map(|l| {
+            format!(
+                "Lease {} is held by {} although Deployment {} runs without --shards \
+                 (a rollout in progress?)",
+                l.name,
+                l.holder.as_deref().unwrap_or("?"),
+                service.deployment()
+            )
+        })
+        .collect()
 }
 
 fn lease_state(service: &Service, lease: &Lease, now: Timestamp) -> LeaseState {
@@ -296,15 +613,33 @@ pub fn to_text(namespace: &str, all: &[ServiceHealth]) -> String {
         "SERVICE", "STATE", "LEADER/LEASE", "RENEWED", "READY", "ENDPOINTS", "VERSION"
     );
     for h in all {
-        let lease = match &h.lease {
-            Some(l) => l.holder.clone().unwrap_or_else(|| "(released)".to_owned()),
-            None => "-".to_owned(),
+        let (lease, renewed) = match &h.shards {
+            // The shards at a glance; each one is listed under the table.
+            Some(sharded) => (
+                format!(
+                    "{}/{} shards, {} holder{}",
+                    sharded.held(),
+                    sharded.count,
+                    sharded.holders.len(),
+                    if sharded.holders.len() == 1 { "" } else { "s" }
+                ),
+                // The stalest renewal of a held shard.
+                sharded
+                    .shards
+                    .iter()
+                    .filter(|s| s.status == ShardStatus::Held)
+                    .filter_map(|s| s.lease.as_ref()?.renewed_seconds_ago)
+                    .max(),
+            ),
+            None => (
+                match &h.lease {
+                    Some(l) => l.holder.clone().unwrap_or_else(|| "(released)".to_owned()),
+                    None => "-".to_owned(),
+                },
+                h.lease.as_ref().and_then(|l| l.renewed_seconds_ago),
+            ),
         };
-        let renewed = h
-            .lease
-            .as_ref()
-            .and_then(|l| l.renewed_seconds_ago)
-            .map_or_else(|| "-".to_owned(), |s| format!("{s}s ago"));
+        let renewed = renewed.map_or_else(|| "-".to_owned(), |s| format!("{s}s ago"));
         let ready = match h.desired_replicas {
             Some(want) => format!("{}/{want}", h.ready_pods),
             None => format!("{}/-", h.ready_pods),
@@ -343,8 +678,72 @@ pub fn to_text(namespace: &str, all: &[ServiceHealth]) -> String {
             );
         }
     }
+    for h in all.iter().filter(|h| h.verdict != Verdict::NotInstalled) {
+        if let Some(sharded) = &h.shards {
+            shards_text(&mut out, &h.service, sharded);
+        }
+    }
     let _ = writeln!(out, "(namespace {namespace})");
     out
+}
+
+/// The shards of one service, one line each.
+fn shards_text(out: &mut String, service: &str, sharded: &ShardsState) {
+    use std::fmt::Write as _;
+    let from = match sharded.count_from {
+        ShardCountSource::Deployment => "--shards of its Deployment",
+        ShardCountSource::Leases => "inferred from the shard Leases: no Deployment says",
+    };
+    let _ = writeln!(out, "\n{service}: {} shards ({from})", sharded.count);
+    let _ = writeln!(
+        out,
+        "  {:<6} {:<40} {:<28} {:<9} STATE",
+        "SHARD", "LEASE", "HOLDER", "RENEWED"
+    );
+    let row = |out: &mut String, shard: &str, name: &str, l: Option<&LeaseState>, state: &str| {
+        let holder = l
+            .and_then(|l| l.holder.clone())
+            .unwrap_or_else(|| "-".to_owned());
+        let renewed = l
+            .and_then(|l| l.renewed_seconds_ago)
+            .map_or_else(|| "-".to_owned(), |s| format!("{s}s ago"));
+        let _ = writeln!(
+            out,
+            "  {shard:<6} {name:<40} {holder:<28} {renewed:<9} {state}"
+        );
+    };
+    for s in &sharded.shards {
+        let state = match s.status {
+            ShardStatus::Held => "held",
+            ShardStatus::Expired => "EXPIRED (holder gone)",
+            ShardStatus::Released => "RELEASED (no holder)",
+            ShardStatus::Missing => "MISSING (never taken)",
+        };
+        row(
+            out,
+            &s.shard.to_string(),
+            &s.lease_name,
+            s.lease.as_ref(),
+            state,
+        );
+    }
+    if let Some(l) = &sharded.waiting {
+        row(
+            out,
+            "join",
+            &l.name,
+            Some(l),
+            "a replica waiting for a shard",
+        );
+    }
+    for l in &sharded.beyond_count {
+        let state = if l.expired {
+            "beyond the shard count (stale)"
+        } else {
+            "beyond the shard count, still renewed"
+        };
+        row(out, "-", &l.name, Some(l), state);
+    }
 }
 
 #[cfg(test)]

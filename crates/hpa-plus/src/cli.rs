@@ -14,6 +14,7 @@ use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
 use plimsoll_runtime::prometheus::PrometheusArgs;
+use plimsoll_runtime::selector::Selector;
 
 use crate::Config;
 use crate::error::{Error, Result};
@@ -107,6 +108,17 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_NATIVE_HPA", action = ArgAction::Set, default_value_t = false,
           value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub native_hpa: bool,
+
+    /// With --native-hpa, take over only the HPAs whose labels match this label selector
+    /// (`kubectl -l` syntax; sent to the API server with the watch, so other HPAs are never
+    /// read). The default leaves out the HPAs KEDA generates for its ScaledObjects: they carry
+    /// the ScaledObject's label `scaledobject.keda.sh/name` and KEDA's
+    /// `app.kubernetes.io/managed-by=keda-operator`. An HPA that stops matching is released: no
+    /// longer evaluated or written, its status left as last written. The empty string takes
+    /// every HPA.
+    #[arg(long, env = "PLIMSOLL_NATIVE_HPA_SELECTOR", value_name = "SELECTOR",
+          default_value = crate::NATIVE_HPA_SELECTOR_DEFAULT)]
+    pub native_hpa_selector: String,
 
     /// Never tune minReplicas (spec.minReplicasTuning or its annotation) of an autoscaler whose
     /// labels, or whose workload's pods' labels, match this label selector: workloads that
@@ -224,10 +236,17 @@ impl Args {
             .filter(|s| !s.trim().is_empty())
             .map(crate::tuning::Exclusion::parse)
             .transpose()?;
+        let native_hpa_selector = Selector::parse(&self.native_hpa_selector).map_err(|e| {
+            Error::Config(format!(
+                "--native-hpa-selector {:?}: {e}",
+                self.native_hpa_selector
+            ))
+        })?;
         Ok(Config {
             common: self.common,
             workers: self.workers,
             native_hpa: self.native_hpa,
+            native_hpa_selector,
             decision,
             identity: None,
             prometheus: crate::prometheus::PrometheusSettings {
@@ -247,6 +266,7 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
         Args::try_parse_from(std::iter::once("hpa-plus").chain(args.iter().copied()))
@@ -300,6 +320,92 @@ mod tests {
         assert!(parse(&["--native-hpa"]).unwrap().native_hpa);
         assert!(!parse(&["--native-hpa=false"]).unwrap().native_hpa);
         assert!(parse(&["--workers=0"]).is_err());
+    }
+
+    /// The labels KEDA puts on the HPA of ScaledObject `orders` (kedacore/keda
+    /// `controllers/keda/hpa.go` newHPAForScaledObject), then the ScaledObject's own labels
+    /// copied over them.
+    fn keda_hpa_labels(scaled_object_labels: &[(&str, &str)]) -> BTreeMap<String, String> {
+        let mut labels: BTreeMap<String, String> = [
+            ("app.kubernetes.io/name", "keda-hpa-orders"),
+            ("app.kubernetes.io/version", "2.17.0"),
+            ("app.kubernetes.io/part-of", "orders"),
+            ("app.kubernetes.io/managed-by", "keda-operator"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        for (k, v) in scaled_object_labels {
+            labels.insert((*k).to_owned(), (*v).to_owned());
+        }
+        labels
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_default_native_selector_leaves_out_kedas_hpas() {
+        let selector = parse(&[])
+            .unwrap()
+            .into_config()
+            .unwrap()
+            .native_hpa_selector;
+        let so = ("scaledobject.keda.sh/name", "orders");
+        // (labels, selected): KEDA's HPAs in every shape, plain HPAs, one carrying Helm's labels.
+        let cases = [
+            (keda_hpa_labels(&[so]), false),
+            // A ScaledObject installed by Helm overwrites KEDA's managed-by.
+            (
+                keda_hpa_labels(&[so, ("app.kubernetes.io/managed-by", "Helm")]),
+                false,
+            ),
+            // Old KEDA (no label copy), or the label excluded by hpa-excluded-labels.
+            (keda_hpa_labels(&[]), false),
+            (labels(&[]), true),
+            (labels(&[("app", "web")]), true),
+            (labels(&[("app.kubernetes.io/managed-by", "Helm")]), true),
+        ];
+        for (labels, selected) in cases {
+            assert_eq!(selector.matches(&labels), selected, "{labels:?}");
+        }
+        // What the watch sends: the same requirements, in the API server's syntax.
+        let sent = crate::native_watch(&selector).label_selector;
+        assert_eq!(
+            sent.as_deref(),
+            Some("app.kubernetes.io/managed-by!=keda-operator,!scaledobject.keda.sh/name")
+        );
+        assert_eq!(Selector::parse(sent.as_deref().unwrap()).unwrap(), selector);
+    }
+
+    #[test]
+    fn the_native_selector_can_take_every_hpa_or_a_chosen_few() {
+        let everything = parse(&["--native-hpa-selector="])
+            .unwrap()
+            .into_config()
+            .unwrap()
+            .native_hpa_selector;
+        assert!(everything.is_empty());
+        assert!(everything.matches(&keda_hpa_labels(&[])));
+        // No selector at all on the watch, not an empty one.
+        assert_eq!(crate::native_watch(&everything).label_selector, None);
+        let chosen = parse(&["--native-hpa-selector", "plimsoll.dev/native in (true)"])
+            .unwrap()
+            .into_config()
+            .unwrap()
+            .native_hpa_selector;
+        assert!(chosen.matches(&labels(&[("plimsoll.dev/native", "true")])));
+        assert!(!chosen.matches(&labels(&[])));
+        let bad = parse(&["--native-hpa-selector=app in ("])
+            .unwrap()
+            .into_config()
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("--native-hpa-selector"), "{bad}");
     }
 
     #[test]

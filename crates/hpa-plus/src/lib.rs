@@ -6,7 +6,8 @@
 //! - what to watch: every pod (one watch, indexed by namespace) and every
 //!   CronHorizontalPodAutoscaler; ready once both caches have synced;
 //! - how to reconcile while leading: a kube-runtime `Controller` over HorizontalPodAutoscalerPlus
-//!   (and, with `--native-hpa`, one over autoscaling/v2 HorizontalPodAutoscalers) with
+//!   (and, with `--native-hpa`, one over the autoscaling/v2 HorizontalPodAutoscalers that
+//!   `--native-hpa-selector` selects, by default all but KEDA's) with
 //!   `--workers` concurrent reconciles. Each object is requeued after its own period and
 //!   reconciled at once when its spec (or, for native HPAs, its annotations) changes. Losing the
 //!   lease stops the controllers at once; a reconcile in flight checks the lease before each
@@ -69,6 +70,7 @@ use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::leader::shards::ShardHandle;
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
 use plimsoll_runtime::scale::ScaleClient;
+use plimsoll_runtime::selector::Selector;
 use plimsoll_runtime::service::Service;
 use plimsoll_runtime::target_index::TargetIndex;
 use plimsoll_runtime::watched_scales::WatchedScales;
@@ -83,6 +85,22 @@ use pods::PodIndex;
 /// The binary name: Lease `plimsoll-hpa-plus`, field manager, Event reporter, metric prefix.
 pub const BINARY: &str = "hpa-plus";
 
+/// The default of `--native-hpa-selector`: every HPA but those KEDA generates.
+///
+/// KEDA builds the HPA of a ScaledObject in `newHPAForScaledObject`
+/// (kedacore/keda, `controllers/keda/hpa.go`) with the labels
+/// `app.kubernetes.io/managed-by: keda-operator`, `app.kubernetes.io/part-of: <ScaledObject>`,
+/// `app.kubernetes.io/name`, `app.kubernetes.io/version`, and then copies every label of the
+/// ScaledObject over them. The ScaledObject always has `scaledobject.keda.sh/name: <name>`
+/// (`ensureScaledObjectLabel` in `controllers/keda/scaledobject_controller.go`, set before the HPA
+/// is built; the constant `ScaledObjectOwnerAnnotation` in `apis/keda/v1alpha1`), so the HPA has
+/// it too, unless the ScaledObject lists it in its `scaledobject.keda.sh/hpa-excluded-labels`
+/// annotation. Either requirement alone misses some: a ScaledObject labelled
+/// `app.kubernetes.io/managed-by: Helm` (as most charts label what they install) overwrites
+/// KEDA's `managed-by`, and KEDA versions before the label copy set only `managed-by`.
+pub const NATIVE_HPA_SELECTOR_DEFAULT: &str =
+    "!scaledobject.keda.sh/name,app.kubernetes.io/managed-by!=keda-operator";
+
 /// Everything `run` needs; plain data, so tests build it without clap.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -92,6 +110,9 @@ pub struct Config {
     pub workers: u16,
     /// Also reconcile autoscaling/v2 HPAs (`--native-hpa`).
     pub native_hpa: bool,
+    /// `--native-hpa-selector`: the HPAs native mode takes over, by label (everything when
+    /// empty). Sent to the API server with the watch.
+    pub native_hpa_selector: Selector,
     /// Decision settings (tolerance, periods, limit factors, …).
     pub decision: ControllerConfig,
     /// Leader-election identity; `None` = `$POD_NAME` or the host name. Tests running two
@@ -305,6 +326,7 @@ async fn controllers(
         ctx,
         settings.clone(),
         term.clone(),
+        watcher::Config::default(),
         false,
         reconcile::reconcile,
     );
@@ -317,20 +339,39 @@ async fn controllers(
         ctx,
         settings,
         term,
+        native_watch(&config.native_hpa_selector),
         true,
         reconcile::reconcile_native,
     );
     futures::future::join(plus, native).await;
 }
 
-/// The controller of one autoscaler kind (`native`: the `autoscaling/v2` HPA): a watch whose
-/// events also clean the per-object memory, and evaluations on changes of spec or annotations, on
-/// requeues and on shard takes.
+/// The watch of native HPAs: only those `selector` selects, filtered by the API server.
+///
+/// An HPA whose labels stop matching leaves the watch as a deletion (the API server sends
+/// `DELETED` for an object that leaves a watch's label selector), so it is released like a
+/// deleted one: its memory is dropped, it leaves the cache, and a requeue already scheduled for
+/// it finds nothing to evaluate. Nothing is written to it on the way out (the evaluation in
+/// flight at that moment, if any, finishes). One that starts matching arrives as an addition.
+pub(crate) fn native_watch(selector: &Selector) -> watcher::Config {
+    if selector.is_empty() {
+        watcher::Config::default()
+    } else {
+        // The parsed form, printed back: it means the same to the API server (see
+        // `plimsoll_core::selector`) and was validated at start.
+        watcher::Config::default().labels(&selector.to_string())
+    }
+}
+
+/// The controller of one autoscaler kind (`native`: the `autoscaling/v2` HPA): a watch (with
+/// `watch_config`'s selectors) whose events also clean the per-object memory, and evaluations
+/// on changes of spec or annotations, on requeues and on shard takes.
 fn controller<K, R, F>(
     client: &Client,
     ctx: &Arc<Context>,
     settings: ControllerSettings,
     term: CancellationToken,
+    watch_config: watcher::Config,
     native: bool,
     reconcile: R,
 ) -> impl Future<Output = ()> + Send + use<K, R, F>
@@ -349,7 +390,7 @@ where
     let api: Api<K> = Api::all(client.clone());
     let forget = ctx.clone();
     let live = reader.clone();
-    let stream = watcher(api, watcher::Config::default())
+    let stream = watcher(api, watch_config)
         .default_backoff()
         .modify(drop_managed_fields)
         .reflect(writer)

@@ -1,5 +1,7 @@
-//! `kubectl plimsoll status`: reads each service's Lease, Deployment, pods and EndpointSlices in
-//! the install namespace and prints what `plimsoll_core::service_health` makes of them.
+//! `kubectl plimsoll status`: reads the Leases of the install namespace (one List: a sharded
+//! service has one Lease per shard, named by the shard count its Deployment gives), each
+//! service's Deployment, pods and EndpointSlices, and prints what `plimsoll_core::service_health`
+//! makes of them.
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -29,23 +31,29 @@ pub async fn assess_all(
     namespace: &str,
     now: Timestamp,
 ) -> Result<Vec<ServiceHealth>> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    let leases = leases
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| Error::kube(format!("list leases in {namespace}"), e))?
+        .items;
     let mut out = Vec::new();
     for service in &SERVICES {
-        let observed = observe(client, namespace, service).await?;
+        let observed = observe(client, namespace, service, leases.clone()).await?;
         out.push(assess(service, &observed, now));
     }
     Ok(out)
 }
 
-async fn observe(client: &Client, namespace: &str, service: &Service) -> Result<Observed> {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+async fn observe(
+    client: &Client,
+    namespace: &str,
+    service: &Service,
+    leases: Vec<Lease>,
+) -> Result<Observed> {
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
-    let lease = leases
-        .get_opt(service.lease)
-        .await
-        .map_err(|e| Error::kube(format!("get lease {}", service.lease), e))?;
     let deployment = deployments
         .get_opt(&service.deployment())
         .await
@@ -63,7 +71,7 @@ async fn observe(client: &Client, namespace: &str, service: &Service) -> Result<
         Err(e) => return Err(Error::kube("list endpointslices", e)),
     };
     Ok(Observed {
-        lease,
+        leases,
         deployment,
         pods,
         endpoint_slices,

@@ -7,7 +7,8 @@
 //! - `explain hpaplus/NAME` after hpa-plus decided names the metric, its value, the limiting rule
 //!   and the forbidden window left; `explain hpa/NAME` in native mode reads the memory annotation;
 //! - `explain vpa/NAME` on the upstream checkpoint of the shared fixtures;
-//! - `status` shows the leaders of the services that run, through the library and the binary.
+//! - `status` shows the leaders of the services that run, through the library and the binary;
+//!   for a sharded hpa-plus, each shard's holder, and a killed holder's shards as expired.
 //!
 //! Each test prints the command's output, which docs/kubectl-plimsoll.md quotes.
 
@@ -17,6 +18,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::Parser as _;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::PostParams;
 use kubectl_plimsoll::Output;
 use kubectl_plimsoll::convert::convert_text;
@@ -25,7 +27,8 @@ use plimsoll_core::api::convert::Converted;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
-use plimsoll_e2e::{Env, Running, create_deployment, eventually};
+use plimsoll_core::service_health::ShardStatus;
+use plimsoll_e2e::{Crashable, Env, Running, create_deployment, eventually};
 use serde_json::json;
 
 const WITHIN: Duration = Duration::from_secs(60);
@@ -541,5 +544,223 @@ fn the_binary_converts_from_stdin_and_reports_on_stderr() -> anyhow::Result<()> 
         stderr.contains("not carried over: spec.jobs[0].schedule"),
         "{stderr}"
     );
+    Ok(())
+}
+
+/// `--lease-duration` of the sharded replicas: a killed holder's shards expire this long after
+/// its last renewal.
+const SHARD_LEASE: Duration = Duration::from_secs(4);
+
+/// hpa-plus flags for one replica of a sharded run (`--shards 4`) as `identity`.
+fn sharded_hpa_plus(env: &Env, identity: &str) -> plimsoll_hpa_plus::Config {
+    let args = [
+        "hpa-plus".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+        "--metrics-address=127.0.0.1:0".to_owned(),
+        "--sync-period=1s".to_owned(),
+        "--leader-elect=true".to_owned(),
+        format!("--lease-namespace={}", env.namespace),
+        format!("--lease-duration={}s", SHARD_LEASE.as_secs()),
+        "--renew-deadline=3s".to_owned(),
+        "--retry-period=500ms".to_owned(),
+        "--shards=4".to_owned(),
+        "--log-filter=warn".to_owned(),
+    ];
+    let mut config = plimsoll_hpa_plus::cli::Args::try_parse_from(args)
+        .expect("hpa-plus flags parse")
+        .into_config()
+        .expect("hpa-plus flags are valid");
+    config.identity = Some(identity.to_owned());
+    config
+}
+
+/// The health of hpa-plus (the first service) as `status` assesses it now.
+async fn hpa_plus_health(
+    env: &Env,
+) -> anyhow::Result<plimsoll_core::service_health::ServiceHealth> {
+    let all =
+        kubectl_plimsoll::status::assess_all(&env.client, &env.namespace, jiff::Timestamp::now())
+            .await?;
+    all.into_iter()
+        .next()
+        .context("status lists hpa-plus first")
+}
+
+/// The hpa-plus Deployment as the chart renders it for two replicas: the shard count is its
+/// `--shards`. The sim runs its pods.
+async fn create_sharded_deployment(env: &Env) -> anyhow::Result<()> {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "plimsoll-hpa-plus"},
+        "spec": {"replicas": 2,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "plimsoll", "app.kubernetes.io/component": "hpa-plus"}},
+            "template": {"metadata": {"labels": {"app.kubernetes.io/name": "plimsoll", "app.kubernetes.io/component": "hpa-plus"}},
+                "spec": {"containers": [{"name": "hpa-plus", "image": "ghcr.io/plimsoll-dev/hpa-plus:0.1.0",
+                    "args": ["--leader-elect=true", "--shards=4"],
+                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}}]}}}
+    }))?;
+    env.api::<Deployment>()
+        .create(&PostParams::default(), &d)
+        .await?;
+    Ok(())
+}
+
+/// `kubectl plimsoll status -o json`, run as the binary with the test's kubeconfig.
+async fn status_json(env: &Env) -> anyhow::Result<serde_json::Value> {
+    let exe = env!("CARGO_BIN_EXE_kubectl-plimsoll");
+    let args = [
+        "status".to_owned(),
+        "-n".to_owned(),
+        env.namespace.clone(),
+        "-o".to_owned(),
+        "json".to_owned(),
+        format!("--kubeconfig={}", env.kubeconfig.display()),
+    ];
+    let out =
+        tokio::task::spawn_blocking(move || std::process::Command::new(exe).args(args).output())
+            .await??;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// Every shard of `health` expired, its Lease still naming `holder` and renewed at least a lease
+/// duration ago; the service down and each shard named as a problem.
+fn assert_expired_naming(
+    health: &plimsoll_core::service_health::ServiceHealth,
+    holder: &str,
+) -> anyhow::Result<()> {
+    let sharded = health.shards.as_ref().context("sharded")?;
+    for s in &sharded.shards {
+        let lease = s.lease.as_ref().context("the Lease stays")?;
+        assert_eq!(lease.holder.as_deref(), Some(holder), "shard {}", s.shard);
+        assert!(
+            lease.renewed_seconds_ago.unwrap_or_default() >= i64::try_from(SHARD_LEASE.as_secs())?,
+            "shard {}: {lease:?}",
+            s.shard
+        );
+    }
+    assert!(sharded.holders.is_empty());
+    assert_eq!(
+        health.verdict,
+        plimsoll_core::service_health::Verdict::Down,
+        "{:?}",
+        health.problems
+    );
+    let named = format!(
+        "shard 3 not held: Lease plimsoll-hpa-plus-shard-3 has expired: its holder {holder}"
+    );
+    assert!(
+        health.problems.iter().any(|p| p.starts_with(&named)),
+        "{:?}",
+        health.problems
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_each_shard_of_a_sharded_hpa_plus() -> anyhow::Result<()> {
+    let env = Env::start_sim("plugin-status-shards").await?;
+    create_sharded_deployment(&env).await?;
+    let config_a = sharded_hpa_plus(&env, "hpa-plus-a");
+    let config_b = sharded_hpa_plus(&env, "hpa-plus-b");
+    let a = Crashable::start("hpa-plus-a", |token| {
+        plimsoll_hpa_plus::run(config_a, token)
+    });
+    let mut b = Crashable::start("hpa-plus-b", |token| {
+        plimsoll_hpa_plus::run(config_b, token)
+    });
+
+    // Both replicas hold two shards each.
+    let health = eventually("four shards, two per replica", WITHIN, EVERY, || async {
+        let h = hpa_plus_health(&env).await?;
+        let spread = h.shards.as_ref().is_some_and(|s| {
+            s.held() == 4 && s.holders.len() == 2 && s.holders.values().all(|n| *n == 2)
+        });
+        Ok((spread && h.ready_pods == 2).then_some(h))
+    })
+    .await?;
+    let sharded = health.shards.as_ref().context("sharded")?;
+    assert_eq!(sharded.count, 4, "the Deployment's --shards");
+    assert_eq!(health.lease, None, "no single Lease");
+    // Each shard's holder is the one its Lease names, read on its own.
+    let leases = env.api::<Lease>();
+    for s in &sharded.shards {
+        let lease = leases.get(&s.lease_name).await?;
+        let named = lease.spec.and_then(|spec| spec.holder_identity);
+        let shown = s.lease.as_ref().and_then(|l| l.holder.clone());
+        // Balanced and both alive, no shard moves between the two reads.
+        assert_eq!(shown, named, "shard {}", s.shard);
+        assert!(
+            matches!(shown.as_deref(), Some("hpa-plus-a" | "hpa-plus-b")),
+            "shard {}: {shown:?}",
+            s.shard
+        );
+    }
+    let text = kubectl_plimsoll::status::status(
+        &env.client,
+        &env.namespace,
+        Output::Text,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    println!("{text}");
+    assert!(text.contains("4/4 shards, 2 holders"), "{text}");
+    assert!(
+        text.contains("hpa-plus: 4 shards (--shards of its Deployment)"),
+        "{text}"
+    );
+
+    // a stops gracefully: it releases its shards, and b takes them.
+    a.stop().await;
+    eventually("b holds every shard", WITHIN, EVERY, || async {
+        let h = hpa_plus_health(&env).await?;
+        let all_b = h
+            .shards
+            .as_ref()
+            .is_some_and(|s| s.held() == 4 && s.holders.get("hpa-plus-b") == Some(&4));
+        Ok(all_b.then_some(()))
+    })
+    .await?;
+
+    // b is killed: nothing is released, and nobody is left to take its shards over, so once its
+    // Leases have run out every shard shows as expired, naming b.
+    b.crash();
+    let health = eventually("every shard expired, naming b", WITHIN, EVERY, || async {
+        let h = hpa_plus_health(&env).await?;
+        let expired = h
+            .shards
+            .as_ref()
+            .is_some_and(|s| s.shards.iter().all(|s| s.status == ShardStatus::Expired));
+        Ok(expired.then_some(h))
+    })
+    .await?;
+    assert_expired_naming(&health, "hpa-plus-b")?;
+    let text = kubectl_plimsoll::status::status(
+        &env.client,
+        &env.namespace,
+        Output::Text,
+        jiff::Timestamp::now(),
+    )
+    .await?;
+    println!("{text}");
+    assert!(text.contains("0/4 shards, 0 holders"), "{text}");
+    assert_eq!(text.matches("EXPIRED (holder gone)").count(), 4, "{text}");
+
+    // The binary says the same in JSON.
+    let v = status_json(&env).await?;
+    assert_eq!(v[0]["service"], "hpa-plus");
+    assert_eq!(v[0]["shards"]["count"], 4);
+    for i in 0..4 {
+        assert_eq!(
+            v[0]["shards"]["shards"][i]["status"], "Expired",
+            "shard {i}"
+        );
+        assert_eq!(v[0]["shards"]["shards"][i]["lease"]["holder"], "hpa-plus-b");
+    }
+    drop(b);
+    env.cleanup().await;
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! ScalingActive=False with a Warning Event and changes nothing; (d) two instances: the
 //! leader's death hands over within the lease duration and no decision is written twice, and
 //! a standby that takes over mid-stabilization continues the leader's window (d');
-//! (e) native mode on a plain autoscaling/v2 HPA with annotations; (f) dryRun never writes.
+//! (e) native mode on a plain autoscaling/v2 HPA with annotations, and `--native-hpa-selector`
+//! leaving KEDA's HPAs alone; (f) dryRun never writes.
 //!
 //! The service runs in-process through `run(config, token)`; workloads get their load from the
 //! sim's workload model. Tests poll with `eventually` and generous deadlines.
@@ -632,6 +633,113 @@ async fn native_mode_reconciles_a_plain_hpa_with_annotations() -> anyhow::Result
         "autoscale-disabled never writes"
     );
     assert_eq!(scale_writes(&env, "off")?, 0);
+    let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// Writes by hpa-plus (any resource, any subresource) on objects named `name`, from the audit
+/// log: the HPA's status and annotations and its Deployment's scale share the name.
+fn writes_on(env: &Env, name: &str) -> anyhow::Result<usize> {
+    let audit = env.audit().context("needs the sim's audit log")?;
+    Ok(audit
+        .iter()
+        .filter(|e| e.name == name)
+        .filter(|e| {
+            e.field_manager.as_deref() == Some("hpa-plus") || e.user_agent.starts_with("hpa-plus")
+        })
+        .count())
+}
+
+/// Native mode with the default `--native-hpa-selector`: an HPA labelled as KEDA labels the
+/// HPAs it generates is left alone (never written, its workload never scaled) while a plain one
+/// is scaled; a plain one that KEDA adopts (it gains the label) is released: no write after, its
+/// status left as last written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's request load and the audit log"
+)]
+async fn native_mode_leaves_kedas_hpas_alone_and_releases_one_that_stops_matching()
+-> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-native-keda").await?;
+    let sim = env.sim()?;
+    for name in ["web", "orders"] {
+        create_deployment(&env, name, 1, "100m").await?;
+        wait_ready(&env, name, 1, WITHIN).await?;
+        sim.set_load(&env.namespace, "deployments", name, constant(30.0));
+    }
+    let service = start(config(&env, &["--native-hpa", "--sync-period=1s"]));
+    let hpa = |name: &str, labels: serde_json::Value| -> HorizontalPodAutoscaler {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                "minReplicas": 1, "maxReplicas": 10,
+                "metrics": rps_per_pod("10"),
+            }
+        }))
+        .expect("hpa fixture")
+    };
+    let api = env.api::<HorizontalPodAutoscaler>();
+    // The labels KEDA gives the HPA of ScaledObject `orders` (kedacore/keda
+    // controllers/keda/hpa.go), here with a Helm-installed ScaledObject's managed-by copied over
+    // KEDA's own: the ScaledObject's scaledobject.keda.sh/name still marks it.
+    api.create(
+        &PostParams::default(),
+        &hpa(
+            "orders",
+            json!({"app.kubernetes.io/name": "keda-hpa-orders",
+                   "app.kubernetes.io/part-of": "orders",
+                   "app.kubernetes.io/managed-by": "Helm",
+                   "scaledobject.keda.sh/name": "orders"}),
+        ),
+    )
+    .await?;
+    api.create(&PostParams::default(), &hpa("web", json!({"app": "web"})))
+        .await?;
+    wait_replicas(&env, "web", 3, WITHIN).await?;
+    let web = eventually("web's status written", WITHIN, EVERY, || {
+        let api = api.clone();
+        async move {
+            Ok(api
+                .get("web")
+                .await?
+                .status
+                .filter(|s| s.desired_replicas == 3))
+        }
+    })
+    .await?;
+    assert_eq!(web.desired_replicas, 3);
+    // Several periods of orders at the same load as web: never evaluated.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(spec_replicas(&env, "orders").await?, 1);
+    assert_eq!(writes_on(&env, "orders")?, 0, "KEDA's HPA is never written");
+    assert!(api.get("orders").await?.status.is_none());
+
+    // KEDA adopts web (transfer-hpa-ownership labels it): it leaves hpa-plus's watch.
+    let patch = json!({"metadata": {"labels": {"scaledobject.keda.sh/name": "web"}}});
+    api.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    // Generous: the watch delivers the change within milliseconds in-process.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = writes_on(&env, "web")?;
+    // Twice the load: an evaluation would scale web to 6 within a period or two.
+    sim.set_load(&env.namespace, "deployments", "web", constant(60.0));
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        writes_on(&env, "web")?,
+        before,
+        "no write after the release"
+    );
+    assert_eq!(spec_replicas(&env, "web").await?, 3);
+    let status = api.get("web").await?.status.context("status stays")?;
+    assert_eq!(status.desired_replicas, 3, "left as last written");
     let _ = service.stop().await;
     env.cleanup().await;
     Ok(())
