@@ -135,7 +135,7 @@ pub async fn reconcile(
         resume(ran.retry, evaluation.next_wake, now, failures);
     if matches!(readiness, Readiness::TargetUnresolved(_)) {
         // Look again soon: the target may be created after the CronHPA.
-        let again = now + UNRESOLVED_RECHECK;
+        let again = now.checked_add(UNRESOLVED_RECHECK).unwrap_or(now);
         next_wake = Some(next_wake.map_or(again, |at| at.min(again)));
     }
     // Remember before writing: the runs happened whether or not the status write succeeds.

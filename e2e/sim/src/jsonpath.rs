@@ -69,7 +69,6 @@ fn cell_for(type_: &str, v: &Value, now: Timestamp) -> Value {
         (_, Value::Null) => Value::Null,
         ("integer", Value::Number(n)) => n.as_i64().map_or_else(
             // Go's int64(float64) truncates toward zero.
-            #[allow(clippy::cast_possible_truncation)]
             || n.as_f64().map_or(Value::Null, |f| json!(f.trunc() as i64)),
             |i| json!(i),
         ),

@@ -179,7 +179,7 @@ pub struct CronHorizontalPodAutoscalerStatus {
 
 /// The `Ready` condition of a `CronHorizontalPodAutoscaler`: `True` when the spec validates
 /// and the target resolves (see `docs/cron-hpa.md`, "Status").
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReadyCondition {
     /// Whether the object is ready.
     pub status: bool,
@@ -196,8 +196,9 @@ pub struct ReadyCondition {
 /// The type of the top-level condition in `status.conditions`.
 pub const READY_CONDITION: &str = "Ready";
 
-/// `status` as it is stored: [`CronHorizontalPodAutoscalerStatus`] with the job conditions and
-/// the `Ready` condition in one list. This is the schema the CRD publishes.
+// `status` as it is stored: [`CronHorizontalPodAutoscalerStatus`] with the job conditions and
+// the `Ready` condition in one list. This is the schema the CRD publishes.
+/// Observed state of a `CronHorizontalPodAutoscaler`.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "CronHorizontalPodAutoscalerStatus")]
