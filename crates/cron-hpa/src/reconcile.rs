@@ -597,11 +597,15 @@ async fn write_status(
     status: &CronHorizontalPodAutoscalerStatus,
 ) -> Result<()> {
     let mut body = serde_json::json!({ "status": status });
-    if status.invalid_spec.is_none()
-        && let Some(fields) = body.get_mut("status").and_then(|s| s.as_object_mut())
-    {
-        // A merge patch keeps a field it leaves out: clear a problem that was fixed.
-        fields.insert("invalidSpec".to_owned(), serde_json::Value::Null);
+    if let Some(fields) = body.get_mut("status").and_then(|s| s.as_object_mut()) {
+        // A merge patch keeps a field it leaves out: clear a problem that was fixed, and a next
+        // run there is no more (an invalid spec, every runOnce job done).
+        if status.invalid_spec.is_none() {
+            fields.insert("invalidSpec".to_owned(), serde_json::Value::Null);
+        }
+        if status.next_run.is_none() {
+            fields.insert("nextRun".to_owned(), serde_json::Value::Null);
+        }
     }
     patch_status(ctx, namespace, name, &body).await
 }
