@@ -111,12 +111,9 @@ pub async fn reconcile(
     // Compare with what this replica last wrote: the cache may not have caught up with it.
     let written = memory.as_ref().and_then(|m| m.written.clone());
     let current = written.clone().or_else(|| cron.status.clone());
-    let previous_ready = current.as_ref().and_then(|s| s.ready.as_ref());
     let next_run = evaluation.next_runs.iter().flatten().min().copied();
-    let readiness = match resolves(&ctx, &namespace, &cron, ran.target, previous_ready).await {
-        Ok(()) => Readiness::Scheduled { next_run },
-        Err(error) => Readiness::TargetUnresolved(error),
-    };
+    let previous_ready = current.as_ref().and_then(|s| s.ready.as_ref());
+    let readiness = readiness(&ctx, &cron, ran.target, previous_ready, next_run).await;
     let desired = CronHorizontalPodAutoscalerStatus {
         conditions: conditions.clone(),
         ready: Some(history::ready_condition(
@@ -131,13 +128,9 @@ pub async fn reconcile(
         observed_generation: cron.metadata.generation,
         invalid_spec: None,
     };
-    let (last_evaluated, mut next_wake, failures) =
+    let (last_evaluated, next_wake, failures) =
         resume(ran.retry, evaluation.next_wake, now, failures);
-    if matches!(readiness, Readiness::TargetUnresolved(_)) {
-        // Look again soon: the target may be created after the CronHPA.
-        let again = now.checked_add(UNRESOLVED_RECHECK).unwrap_or(now);
-        next_wake = Some(next_wake.map_or(again, |at| at.min(again)));
-    }
+    let next_wake = recheck(next_wake, &readiness, now);
     // Remember before writing: the runs happened whether or not the status write succeeds.
     ctx.remember(
         &namespace,
@@ -166,21 +159,39 @@ pub async fn reconcile(
 /// that succeeded resolved it; else the last definite failure), or, when no job ran, one read
 /// of the target. A transient error leaves a `Ready` object ready: one failed read of an
 /// overloaded API server is no reason to flip the condition.
-async fn resolves(
+async fn readiness(
     ctx: &Context,
-    namespace: &str,
     cron: &CronHorizontalPodAutoscaler,
     ran: Option<Result<(), String>>,
     previous: Option<&plimsoll_core::api::cron::ReadyCondition>,
-) -> Result<(), String> {
-    if let Some(outcome) = ran {
-        return outcome;
+    next_run: Option<Timestamp>,
+) -> Readiness {
+    let resolved = match ran {
+        Some(outcome) => outcome,
+        None => match target::observe(ctx, &cron.namespace().unwrap_or_default(), cron).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_transient() && previous.is_some_and(|p| p.status) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        },
+    };
+    match resolved {
+        Ok(()) => Readiness::Scheduled { next_run },
+        Err(error) => Readiness::TargetUnresolved(error),
     }
-    match target::observe(ctx, namespace, cron).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.is_transient() && previous.is_some_and(|p| p.status) => Ok(()),
-        Err(e) => Err(e.to_string()),
+}
+
+/// The wake-up, brought forward to [`UNRESOLVED_RECHECK`] from now while the target does not
+/// resolve: it may be created after the CronHPA.
+fn recheck(
+    next_wake: Option<Timestamp>,
+    readiness: &Readiness,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    if !matches!(readiness, Readiness::TargetUnresolved(_)) {
+        return next_wake;
     }
+    let again = now.checked_add(UNRESOLVED_RECHECK).unwrap_or(now);
+    Some(next_wake.map_or(again, |at| at.min(again)))
 }
 
 /// The next wake-up of the last evaluation, when nothing that evaluation depended on has

@@ -22,7 +22,7 @@
 use jiff::Timestamp;
 use jsonpath_rust::parser::model::JpQuery;
 use jsonpath_rust::parser::parse_json_path;
-use jsonpath_rust::query::js_path_process;
+use jsonpath_rust::query::{QueryRef, js_path_process};
 use serde_json::{Value, json};
 
 use crate::clock::{human_age, parse_time};
@@ -48,7 +48,7 @@ impl ColumnPath {
             .ok()?
             .into_iter()
             .next()
-            .map(|r| r.val())
+            .map(QueryRef::val)
     }
 
     /// The table cell of a column of type `type_` for `obj` (see the module docs).
@@ -66,7 +66,6 @@ fn cell_for(type_: &str, v: &Value, now: Timestamp) -> Value {
         ("string", Value::Number(n)) => json!(go_number(n)),
         ("string", Value::Bool(b)) => json!(b.to_string()),
         ("string", other) => json!(other.to_string()),
-        (_, Value::Null) => Value::Null,
         ("integer", Value::Number(n)) => n.as_i64().map_or_else(
             // Go's int64(float64) truncates toward zero.
             || n.as_f64().map_or(Value::Null, |f| json!(f.trunc() as i64)),
@@ -85,19 +84,23 @@ fn go_number(n: &serde_json::Number) -> String {
     if n.is_i64() || n.is_u64() {
         return n.to_string();
     }
-    let f = n.as_f64().unwrap_or_default();
-    if f.fract() == 0.0 && f.abs() < 1e21 {
-        format!("{f:.0}")
-    } else if f.abs() >= 1e21 || (f != 0.0 && f.abs() < 1e-4) {
+    let value = n.as_f64().unwrap_or_default();
+    if value.fract() == 0.0 && value.abs() < 1e21 {
+        format!("{value:.0}")
+    } else if value.abs() >= 1e21 || (value != 0.0 && value.abs() < 1e-4) {
         // Go switches to an exponent outside [1e-4, 1e21) and always signs it.
-        let e = format!("{f:e}");
-        match e.split_once('e') {
-            Some((m, x)) if !x.starts_with('-') => format!("{m}e+{x:0>2}"),
-            Some((m, x)) => format!("{m}e-{:0>2}", x.trim_start_matches('-')),
-            None => e,
+        let scientific = format!("{value:e}");
+        match scientific.split_once('e') {
+            Some((mantissa, power)) if !power.starts_with('-') => {
+                format!("{mantissa}e+{power:0>2}")
+            }
+            Some((mantissa, power)) => {
+                format!("{mantissa}e-{:0>2}", power.trim_start_matches('-'))
+            }
+            None => scientific,
         }
     } else {
-        f.to_string()
+        value.to_string()
     }
 }
 
@@ -228,7 +231,6 @@ fn closing_bracket(chars: &[char], open: usize) -> Option<usize> {
         match (quote, c) {
             (Some(_), '\\') => i += 1,
             (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
             (None, '\'' | '"') => quote = Some(c),
             (None, '[') => depth += 1,
             (None, ']') => {

@@ -918,111 +918,121 @@ async fn kubectl_get_shows_printer_columns_of_the_repository_crds() {
             ],
         );
 
-        let vpa = dir.join("vpa.yaml");
-        std::fs::write(&vpa, VPA).unwrap();
-        ok(kc, &["apply", "-f", vpa.to_str().unwrap()]);
-        ok(
-            kc,
-            &[
-                "patch",
-                "vpa",
-                "web",
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                VPA_STATUS,
-            ],
-        );
-        let table = ok(kc, &["get", "vpa", "web"]);
-        let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
-        assert_eq!(
-            header,
-            ["NAME", "MODE", "CPU", "MEM", "PROVIDED", "AGE"],
-            "{table}"
-        );
-        let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(
-            &row[..5],
-            ["web", "Initial", "250m", "262144k", "True"],
-            "{table}"
-        );
-
-        let cron = dir.join("cronhpa.yaml");
-        std::fs::write(&cron, CRONHPA).unwrap();
-        ok(kc, &["apply", "-f", cron.to_str().unwrap()]);
-        let waited = ok(
-            kc,
-            &[
-                "wait",
-                "--for=condition=Ready",
-                "cronhpa/web",
-                "--timeout=60s",
-            ],
-        );
-        assert!(waited.contains("condition met"), "{waited}");
-        let next = ok(
-            kc,
-            &["get", "cronhpa", "web", "-o", "jsonpath={.status.nextRun}"],
-        );
-        let next: jiff::Timestamp = next.trim().parse().expect("status.nextRun is a time");
-        let time = next.to_zoned(jiff::tz::TimeZone::UTC);
-        assert_eq!(
-            (time.hour(), time.minute(), time.second()),
-            (8, 0, 0),
-            "{next}"
-        );
-        assert!(next > jiff::Timestamp::now(), "{next}");
-        let table = ok(kc, &["get", "cronhpa"]);
-        let header: Vec<&str> = table
-            .lines()
-            .next()
-            .unwrap()
-            .split("  ")
-            .filter(|s| !s.is_empty())
-            .map(str::trim)
-            .collect();
-        assert_eq!(
-            header,
-            ["NAME", "TARGET", "JOBS", "READY", "NEXT RUN", "AGE"],
-            "{table}"
-        );
-        let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!(
-            &row[..5],
-            ["web", "web", "1", "True", next.to_string().as_str()],
-            "{table}"
-        );
-
-        // A CronHPA whose target does not exist is not ready, and says why.
-        let missing = CRONHPA.replace("{name: web}", "{name: lost}").replace(
-            "kind: Deployment, name: web}",
-            "kind: Deployment, name: nowhere}",
-        );
-        std::fs::write(&cron, missing).unwrap();
-        ok(kc, &["apply", "-f", cron.to_str().unwrap()]);
-        ok(
-            kc,
-            &[
-                "wait",
-                "--for=condition=Ready=false",
-                "cronhpa/lost",
-                "--timeout=60s",
-            ],
-        );
-        let reason = ok(
-            kc,
-            &[
-                "get",
-                "cronhpa",
-                "lost",
-                "-o",
-                "jsonpath={.status.conditions[?(@.type==\"Ready\")].reason}",
-            ],
-        );
-        assert_eq!(reason.trim(), "TargetUnresolved");
+        vpa_columns_show_the_target(kc, dir);
+        cronhpa_shows_the_next_run_and_waits_for_ready(kc, dir);
     })
     .await;
     shutdown.cancel();
     let _ = cron_hpa.await;
     ks.stop().await;
+}
+
+/// `kubectl get vpa` on a VPA with a recommendation: the `[0]` and `[?(@.type==…)]` columns.
+fn vpa_columns_show_the_target(kc: &Path, dir: &Path) {
+    let vpa = dir.join("vpa.yaml");
+    std::fs::write(&vpa, VPA).unwrap();
+    ok(kc, &["apply", "-f", vpa.to_str().unwrap()]);
+    ok(
+        kc,
+        &[
+            "patch",
+            "vpa",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            VPA_STATUS,
+        ],
+    );
+    let table = ok(kc, &["get", "vpa", "web"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "MODE", "CPU", "MEM", "PROVIDED", "AGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        &row[..5],
+        ["web", "Initial", "250m", "262144k", "True"],
+        "{table}"
+    );
+}
+
+/// With cron-hpa running: `kubectl wait --for=condition=Ready`, the NEXT RUN column, and a
+/// CronHPA whose target does not exist is not ready.
+fn cronhpa_shows_the_next_run_and_waits_for_ready(kc: &Path, dir: &Path) {
+    let cron = dir.join("cronhpa.yaml");
+    std::fs::write(&cron, CRONHPA).unwrap();
+    ok(kc, &["apply", "-f", cron.to_str().unwrap()]);
+    let waited = ok(
+        kc,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "cronhpa/web",
+            "--timeout=60s",
+        ],
+    );
+    assert!(waited.contains("condition met"), "{waited}");
+    let next = ok(
+        kc,
+        &["get", "cronhpa", "web", "-o", "jsonpath={.status.nextRun}"],
+    );
+    let next: jiff::Timestamp = next.trim().parse().expect("status.nextRun is a time");
+    let time = next.to_zoned(jiff::tz::TimeZone::UTC);
+    assert_eq!(
+        (time.hour(), time.minute(), time.second()),
+        (8, 0, 0),
+        "{next}"
+    );
+    assert!(next > jiff::Timestamp::now(), "{next}");
+    let table = ok(kc, &["get", "cronhpa"]);
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap()
+        .split("  ")
+        .filter(|s| !s.is_empty())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "TARGET", "JOBS", "READY", "NEXT RUN", "AGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        &row[..5],
+        ["web", "web", "1", "True", next.to_string().as_str()],
+        "{table}"
+    );
+
+    // A CronHPA whose target does not exist is not ready, and says why.
+    let missing = CRONHPA.replace("{name: web}", "{name: lost}").replace(
+        "kind: Deployment, name: web}",
+        "kind: Deployment, name: nowhere}",
+    );
+    std::fs::write(&cron, missing).unwrap();
+    ok(kc, &["apply", "-f", cron.to_str().unwrap()]);
+    ok(
+        kc,
+        &[
+            "wait",
+            "--for=condition=Ready=false",
+            "cronhpa/lost",
+            "--timeout=60s",
+        ],
+    );
+    let reason = ok(
+        kc,
+        &[
+            "get",
+            "cronhpa",
+            "lost",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].reason}",
+        ],
+    );
+    assert_eq!(reason.trim(), "TargetUnresolved");
 }
