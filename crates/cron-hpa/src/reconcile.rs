@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -20,7 +21,7 @@ use plimsoll_core::api::cron::{
     CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
 };
 use plimsoll_core::schedule::effect::decide;
-use plimsoll_core::schedule::history;
+use plimsoll_core::schedule::history::{self, Readiness};
 use plimsoll_core::schedule::plan::{Evaluation, evaluate};
 use plimsoll_core::schedule::retry::retry_at;
 use tracing::{Span, field, info, instrument, warn};
@@ -30,6 +31,10 @@ use crate::error::{Error, Result};
 use crate::metrics::RunResult;
 use crate::status;
 use crate::target;
+
+/// How often an object whose target does not resolve is evaluated again (besides its firings
+/// and its changes), so that `Ready` turns true soon after the target appears.
+const UNRESOLVED_RECHECK: SignedDuration = SignedDuration::from_secs(30);
 
 /// Reconciles one object (see the module docs).
 #[instrument(skip(cron, ctx), fields(namespace = field::Empty, name = field::Empty))]
@@ -103,17 +108,30 @@ pub async fn reconcile(
     let jobs: Vec<String> = spec.jobs.iter().map(|j| j.name.clone()).collect();
     publish_next_runs(&ctx, &namespace, &name, &jobs, &evaluation, memory.as_ref());
 
+    // Compare with what this replica last wrote: the cache may not have caught up with it.
+    let written = memory.as_ref().and_then(|m| m.written.clone());
+    let current = written.clone().or_else(|| cron.status.clone());
+    let next_run = evaluation.next_runs.iter().flatten().min().copied();
+    let previous_ready = current.as_ref().and_then(|s| s.ready.as_ref());
+    let readiness = readiness(&ctx, &cron, ran.target, previous_ready, next_run).await;
     let desired = CronHorizontalPodAutoscalerStatus {
         conditions: conditions.clone(),
+        ready: Some(history::ready_condition(
+            previous_ready,
+            &readiness,
+            cron.metadata.generation,
+            now,
+        )),
         scale_up_keep_window: keep_window,
         job_count: Some(i32::try_from(spec.jobs.len()).unwrap_or(i32::MAX)),
+        next_run: next_run.map(Time),
         observed_generation: cron.metadata.generation,
         invalid_spec: None,
     };
     let (last_evaluated, next_wake, failures) =
         resume(ran.retry, evaluation.next_wake, now, failures);
+    let next_wake = recheck(next_wake, &readiness, now);
     // Remember before writing: the runs happened whether or not the status write succeeds.
-    let written = memory.as_ref().and_then(|m| m.written.clone());
     ctx.remember(
         &namespace,
         &name,
@@ -122,21 +140,58 @@ pub async fn reconcile(
             last_evaluated: Some(last_evaluated),
             conditions,
             jobs,
-            written: written.clone(),
+            written,
             generation: cron.metadata.generation,
             annotations: cron.metadata.annotations.clone(),
             next_wake,
             failures,
         },
     );
-    // Compare with what this replica last wrote: the cache may not have caught up with it.
-    let current = written.or_else(|| cron.status.clone());
     persist(&ctx, &cron, current.as_ref(), desired, events).await?;
 
     Ok(match next_wake {
         Some(at) => Action::requeue(until(at)),
         None => Action::await_change(),
     })
+}
+
+/// Whether the target resolves, for the `Ready` condition: what this pass's runs showed (one
+/// that succeeded resolved it; else the last definite failure), or, when no job ran, one read
+/// of the target. A transient error leaves a `Ready` object ready: one failed read of an
+/// overloaded API server is no reason to flip the condition.
+async fn readiness(
+    ctx: &Context,
+    cron: &CronHorizontalPodAutoscaler,
+    ran: Option<Result<(), String>>,
+    previous: Option<&plimsoll_core::api::cron::ReadyCondition>,
+    next_run: Option<Timestamp>,
+) -> Readiness {
+    let resolved = match ran {
+        Some(outcome) => outcome,
+        None => match target::observe(ctx, &cron.namespace().unwrap_or_default(), cron).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_transient() && previous.is_some_and(|p| p.status) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        },
+    };
+    match resolved {
+        Ok(()) => Readiness::Scheduled { next_run },
+        Err(error) => Readiness::TargetUnresolved(error),
+    }
+}
+
+/// The wake-up, brought forward to [`UNRESOLVED_RECHECK`] from now while the target does not
+/// resolve: it may be created after the CronHPA.
+fn recheck(
+    next_wake: Option<Timestamp>,
+    readiness: &Readiness,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    if !matches!(readiness, Readiness::TargetUnresolved(_)) {
+        return next_wake;
+    }
+    let again = now.checked_add(UNRESOLVED_RECHECK).unwrap_or(now);
+    Some(next_wake.map_or(again, |at| at.min(again)))
 }
 
 /// The next wake-up of the last evaluation, when nothing that evaluation depended on has
@@ -317,6 +372,9 @@ struct Ran {
     keep_window: bool,
     /// The earliest firing that failed transiently and is to run again, if any.
     retry: Option<Retry>,
+    /// Whether the runs resolved the target: `None` when no run settled (none was due, or each
+    /// is to be retried), `Ok` when one succeeded, else the last failure.
+    target: Option<Result<(), String>>,
 }
 
 /// A firing to run again.
@@ -345,6 +403,7 @@ async fn run_due(
         failures,
     } = pass;
     let mut retry: Option<Retry> = None;
+    let mut target: Option<Result<(), String>> = None;
     let spec = &cron.spec;
     let namespace = cron.namespace().unwrap_or_default();
     // Due jobs run in order (instant, then spec order); each sees the keep window the
@@ -360,6 +419,7 @@ async fn run_due(
         let condition = match outcome {
             Ok((reason, keep)) => {
                 keep_window = keep;
+                target = Some(Ok(()));
                 info!(
                     job = %job.name,
                     at = %firing.at,
@@ -405,6 +465,9 @@ async fn run_due(
                     continue;
                 }
                 warn!(job = %job.name, at = %firing.at, error = %error, "job failed");
+                if !target.as_ref().is_some_and(Result::is_ok) {
+                    target = Some(Err(error.to_string()));
+                }
                 ctx.metrics.count(RunResult::Failed, 1);
                 ctx.metrics.reconcile.failure(error.metric_label());
                 let message = status::failed_message(&error.to_string(), firing.at, next);
@@ -419,7 +482,11 @@ async fn run_due(
         conditions[firing.job_index] = Some(condition);
     }
 
-    Ran { keep_window, retry }
+    Ran {
+        keep_window,
+        retry,
+        target,
+    }
 }
 
 /// Next-run series: set for the current jobs, removed for jobs that went away.
@@ -541,11 +608,15 @@ async fn write_status(
     status: &CronHorizontalPodAutoscalerStatus,
 ) -> Result<()> {
     let mut body = serde_json::json!({ "status": status });
-    if status.invalid_spec.is_none()
-        && let Some(fields) = body.get_mut("status").and_then(|s| s.as_object_mut())
-    {
-        // A merge patch keeps a field it leaves out: clear a problem that was fixed.
-        fields.insert("invalidSpec".to_owned(), serde_json::Value::Null);
+    if let Some(fields) = body.get_mut("status").and_then(|s| s.as_object_mut()) {
+        // A merge patch keeps a field it leaves out: clear a problem that was fixed, and a next
+        // run there is no more (an invalid spec, every runOnce job done).
+        if status.invalid_spec.is_none() {
+            fields.insert("invalidSpec".to_owned(), serde_json::Value::Null);
+        }
+        if status.next_run.is_none() {
+            fields.insert("nextRun".to_owned(), serde_json::Value::Null);
+        }
     }
     patch_status(ctx, namespace, name, &body).await
 }

@@ -538,6 +538,9 @@ impl Controller {
             job_count: Some(i32::try_from(spec.jobs.len()).unwrap_or(i32::MAX)),
             observed_generation: None,
             invalid_spec: None,
+            // The replay models the jobs, not the cluster: no target to resolve, no Ready.
+            ready: None,
+            next_run: None,
         };
         self.push(self.edit_line(number, edit.at))?;
         for line in evaluation_lines(spec, &evaluation, edit.at) {

@@ -17,6 +17,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod eviction;
+pub mod jsonpath;
 pub mod kubeconfig;
 pub mod managed_fields;
 pub mod metrics_api;

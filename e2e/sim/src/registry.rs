@@ -30,7 +30,7 @@ pub struct PrinterColumn {
     pub name: String,
     /// `string`, `integer`, `number`, `boolean`, `date`.
     pub type_: String,
-    /// Simple JSON path (`.status.replicas`).
+    /// JSON path as a CRD states it (`.status.replicas`, `.status.conditions[?(@.type=="Ready")].status`).
     pub json_path: String,
     /// Shown only with `-o wide` when > 0.
     pub priority: i64,

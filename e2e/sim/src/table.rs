@@ -5,7 +5,8 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::clock::{human_age, parse_time};
-use crate::registry::{ResourceDef, json_path};
+use crate::jsonpath::ColumnPath;
+use crate::registry::ResourceDef;
 
 fn col(name: &str, type_: &str, priority: i64) -> Value {
     let format = if name == "Name" { "name" } else { "" };
@@ -389,22 +390,18 @@ fn event_row(obj: &Value, name: Value, now: Timestamp) -> Row {
     )
 }
 
-/// Name, then the printer columns a CRD declares (`date` columns as ages).
+/// Name, then the printer columns a CRD declares, evaluated as the API server evaluates them
+/// ([`crate::jsonpath`]).
 fn crd_row(def: &ResourceDef, obj: &Value, name: Value, now: Timestamp) -> Row {
     let mut cols = vec![col("Name", "string", 0)];
     let mut cells = vec![name];
     for pc in &def.printer_columns {
-        cols.push(json!({"name": pc.name, "type": pc.type_, "format": "", "description": "", "priority": pc.priority}));
-        let v = json_path(obj, &pc.json_path)
-            .cloned()
-            .unwrap_or(Value::Null);
-        cells.push(if pc.type_ == "date" {
-            v.as_str().and_then(parse_time).map_or(Value::Null, |t| {
-                json!(human_age(now.duration_since(t).as_secs()))
-            })
-        } else {
-            v
-        });
+        let description = format!(
+            "Custom resource definition column (in JSONPath format): {}",
+            pc.json_path
+        );
+        cols.push(json!({"name": pc.name, "type": pc.type_, "format": "", "description": description, "priority": pc.priority}));
+        cells.push(ColumnPath::parse(&pc.json_path).cell(&pc.type_, obj, now));
     }
     (cols, cells)
 }

@@ -851,3 +851,188 @@ async fn kubectl_apply_invalid_hpaplus_is_refused() {
     .await;
     ks.stop().await;
 }
+
+/// A VPA with a recommendation, for `kubectl get vpa`.
+const VPA: &str = "apiVersion: autoscaling.k8s.io/v1
+kind: VerticalPodAutoscaler
+metadata: {name: web}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  updatePolicy: {updateMode: Initial}
+";
+
+/// What a recommender writes: two containers' targets and the upstream conditions.
+const VPA_STATUS: &str = r#"{"status": {
+  "recommendation": {"containerRecommendations": [
+    {"containerName": "app", "target": {"cpu": "250m", "memory": "262144k"},
+     "lowerBound": {"cpu": "100m", "memory": "100Mi"}, "upperBound": {"cpu": "1", "memory": "1Gi"}},
+    {"containerName": "sidecar", "target": {"cpu": "15m", "memory": "10Mi"}}]},
+  "conditions": [
+    {"type": "LowConfidence", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+    {"type": "RecommendationProvided", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}"#;
+
+/// A CronHPA on Deployment `web` with one daily job.
+const CRONHPA: &str = "apiVersion: autoscaling.plimsoll.dev/v1alpha1
+kind: CronHorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  jobs:
+  - {name: morning, schedule: '0 0 8 * * *', targetSize: 3}
+";
+
+/// The printer columns of the repository's CRDs are the API server's: `kubectl get vpa` shows
+/// the recommendation (JSONPath with `[0]` and a `[?(@.type==…)]` filter), and with cron-hpa
+/// running in-process `kubectl get cronhpa` shows the next run and `kubectl wait
+/// --for=condition=Ready` returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_shows_printer_columns_of_the_repository_crds() {
+    let Some(ks) = KubectlSim::start("kubectl_get_shows_printer_columns").await else {
+        return;
+    };
+    let kubeconfig = ks.kubeconfig.clone();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let cron_hpa = {
+        use clap::Parser as _;
+        let args = [
+            "cron-hpa".to_owned(),
+            format!("--kubeconfig={}", kubeconfig.display()),
+            "--metrics-address=127.0.0.1:0".to_owned(),
+            "--log-filter=warn".to_owned(),
+            "--lease-namespace=default".to_owned(),
+        ];
+        let config = plimsoll_cron_hpa::cli::Args::try_parse_from(args)
+            .unwrap()
+            .into_config();
+        tokio::spawn(plimsoll_cron_hpa::run(config, shutdown.clone()))
+    };
+    ks.run(|kc, dir| {
+        apply_repo_crds(kc);
+        ok(
+            kc,
+            &[
+                "create",
+                "deployment",
+                "web",
+                "--image=registry.example/web:1",
+            ],
+        );
+
+        vpa_columns_show_the_target(kc, dir);
+        cronhpa_shows_the_next_run_and_waits_for_ready(kc, dir);
+    })
+    .await;
+    shutdown.cancel();
+    let _ = cron_hpa.await;
+    ks.stop().await;
+}
+
+/// `kubectl get vpa` on a VPA with a recommendation: the `[0]` and `[?(@.type==…)]` columns.
+fn vpa_columns_show_the_target(kc: &Path, dir: &Path) {
+    let vpa = dir.join("vpa.yaml");
+    std::fs::write(&vpa, VPA).unwrap();
+    ok(kc, &["apply", "-f", vpa.to_str().unwrap()]);
+    ok(
+        kc,
+        &[
+            "patch",
+            "vpa",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            VPA_STATUS,
+        ],
+    );
+    let table = ok(kc, &["get", "vpa", "web"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "MODE", "CPU", "MEM", "PROVIDED", "AGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        &row[..5],
+        ["web", "Initial", "250m", "262144k", "True"],
+        "{table}"
+    );
+}
+
+/// With cron-hpa running: `kubectl wait --for=condition=Ready`, the NEXT RUN column, and a
+/// CronHPA whose target does not exist is not ready.
+fn cronhpa_shows_the_next_run_and_waits_for_ready(kc: &Path, dir: &Path) {
+    let cron = dir.join("cronhpa.yaml");
+    std::fs::write(&cron, CRONHPA).unwrap();
+    ok(kc, &["apply", "-f", cron.to_str().unwrap()]);
+    let waited = ok(
+        kc,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "cronhpa/web",
+            "--timeout=60s",
+        ],
+    );
+    assert!(waited.contains("condition met"), "{waited}");
+    let next = ok(
+        kc,
+        &["get", "cronhpa", "web", "-o", "jsonpath={.status.nextRun}"],
+    );
+    let next: jiff::Timestamp = next.trim().parse().expect("status.nextRun is a time");
+    let time = next.to_zoned(jiff::tz::TimeZone::UTC);
+    assert_eq!(
+        (time.hour(), time.minute(), time.second()),
+        (8, 0, 0),
+        "{next}"
+    );
+    assert!(next > jiff::Timestamp::now(), "{next}");
+    let table = ok(kc, &["get", "cronhpa"]);
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap()
+        .split("  ")
+        .filter(|s| !s.is_empty())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "TARGET", "JOBS", "READY", "NEXT RUN", "AGE"],
+        "{table}"
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        &row[..5],
+        ["web", "web", "1", "True", next.to_string().as_str()],
+        "{table}"
+    );
+
+    // A CronHPA whose target does not exist is not ready, and says why.
+    let missing = CRONHPA.replace("{name: web}", "{name: lost}").replace(
+        "kind: Deployment, name: web}",
+        "kind: Deployment, name: nowhere}",
+    );
+    std::fs::write(&cron, missing).unwrap();
+    ok(kc, &["apply", "-f", cron.to_str().unwrap()]);
+    ok(
+        kc,
+        &[
+            "wait",
+            "--for=condition=Ready=false",
+            "cronhpa/lost",
+            "--timeout=60s",
+        ],
+    );
+    let reason = ok(
+        kc,
+        &[
+            "get",
+            "cronhpa",
+            "lost",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Ready\")].reason}",
+        ],
+    );
+    assert_eq!(reason.trim(), "TargetUnresolved");
+}

@@ -222,6 +222,19 @@ async fn a_job_fires_within_a_second_and_sets_the_replicas() -> anyhow::Result<(
         "{}",
         submitted.message
     );
+    // The same write gives the next run and the Ready condition (`kubectl get`, `kubectl wait`).
+    let status = env
+        .api::<CronHorizontalPodAutoscaler>()
+        .get("web")
+        .await?
+        .status
+        .unwrap_or_default();
+    assert_eq!(status.next_run.map(|t| t.0), Some(fire));
+    let ready = status.ready.expect("a Ready condition");
+    assert!(ready.status, "{ready:?}");
+    assert_eq!(ready.reason, "Scheduled");
+    assert_eq!(ready.message, format!("next run at {fire}"));
+    assert_eq!(ready.observed_generation, status.observed_generation);
     // Watch the replicas from the test side as well: the write must land within a second of
     // the firing (plus the test's own polling on a loaded machine).
     let seen = eventually("replicas 4", LONG, Duration::from_millis(20), || async {
@@ -481,6 +494,13 @@ async fn an_invalid_edit_is_reported_and_keeps_the_history() -> anyhow::Result<(
         std::slice::from_ref(&ran),
         "the history is untouched"
     );
+    let ready = status.ready.expect("a Ready condition");
+    assert!(!ready.status, "{ready:?}");
+    assert_eq!(ready.reason, "InvalidSpec");
+    assert_eq!(
+        status.next_run, None,
+        "no job runs while the spec is invalid"
+    );
     eventually("InvalidSpec event", LONG, POLL, || async {
         let list = env.api::<Event>().list(&ListParams::default()).await?;
         Ok(list
@@ -502,7 +522,68 @@ async fn an_invalid_edit_is_reported_and_keeps_the_history() -> anyhow::Result<(
     })
     .await?;
     assert_eq!(fixed.conditions, [ran], "the runOnce job is still done");
+    let ready = fixed.ready.expect("a Ready condition");
+    assert!(ready.status, "{ready:?}");
+    assert_eq!(ready.message, "no job runs again", "the runOnce job ran");
+    assert_eq!(fixed.next_run, None);
     assert_eq!(replicas(&env, "web").await?, 3);
+    service.finish(env).await;
+    Ok(())
+}
+
+/// A CronHPA created before its Deployment is not `Ready` (`TargetUnresolved`), and turns
+/// ready once the Deployment exists (re-checked every 30 s while unresolved).
+#[tokio::test]
+async fn ready_waits_for_the_target_to_resolve() -> anyhow::Result<()> {
+    let env = Env::start("cron-ready").await?;
+    let service = Service::start(&env, Duration::from_secs(300));
+    create_cron(
+        &env,
+        "late",
+        target("Deployment", "late"),
+        vec![job("daily", "0 0 8 * * *".into(), 2)],
+    )
+    .await?;
+    let api = env.api::<CronHorizontalPodAutoscaler>();
+    let ready = |want: bool| {
+        let api = api.clone();
+        async move {
+            eventually(
+                &format!("Ready={want}"),
+                Duration::from_secs(90),
+                POLL,
+                || {
+                    let api = api.clone();
+                    async move {
+                        let status = api.get("late").await?.status.unwrap_or_default();
+                        Ok(status
+                            .ready
+                            .filter(|r| r.status == want)
+                            .map(|r| (r, status.next_run)))
+                    }
+                },
+            )
+            .await
+        }
+    };
+    let (unresolved, next_run) = ready(false).await?;
+    assert_eq!(unresolved.reason, "TargetUnresolved");
+    assert!(
+        unresolved.message.contains("late"),
+        "{}",
+        unresolved.message
+    );
+    assert!(
+        next_run.is_some(),
+        "the schedule is known even without a target"
+    );
+    deployment(&env, "late", 1).await?;
+    let (resolved, _) = ready(true).await?;
+    assert_eq!(resolved.reason, "Scheduled");
+    assert!(
+        resolved.last_transition_time > unresolved.last_transition_time,
+        "the flip moved the transition time"
+    );
     service.finish(env).await;
     Ok(())
 }

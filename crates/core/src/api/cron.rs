@@ -95,6 +95,8 @@ fn jobs_required(schema: &mut schemars::Schema) {
     printcolumn = r#"{"name":"Target","type":"string","description":"name of the scaled workload or autoscaler","jsonPath":".spec.scaleTargetRef.name"}"#,
     printcolumn = r#"{"name":"Kind","type":"string","description":"kind of the scaled workload or autoscaler","jsonPath":".spec.scaleTargetRef.kind","priority":1}"#,
     printcolumn = r#"{"name":"Jobs","type":"integer","description":"number of jobs","jsonPath":".status.jobCount"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","description":"whether the spec validates and the target resolves","jsonPath":".status.conditions[?(@.type=='Ready')].status"}"#,
+    printcolumn = r#"{"name":"Next Run","type":"string","description":"the earliest next run of any job","jsonPath":".status.nextRun"}"#,
     printcolumn = r#"{"name":"KeepWindow","type":"boolean","description":"a scale-up job holds the replica count","jsonPath":".status.scaleUpKeepWindow","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -147,12 +149,65 @@ pub struct ScalingJob {
 }
 
 /// Observed state of a `CronHorizontalPodAutoscaler`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
-#[serde(rename_all = "camelCase")]
+///
+/// On the wire the job conditions and the [`ReadyCondition`] share `status.conditions` (the
+/// jobs first, in spec order, then `Ready`), so the per-job state stays where it always was
+/// and `kubectl wait --for=condition=Ready` finds an entry with `type` and `status`. Here they
+/// are two fields; [`StatusWire`] joins and splits them.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(try_from = "StatusWire", into = "StatusWire")]
 pub struct CronHorizontalPodAutoscalerStatus {
     /// One entry per job in `spec.jobs`, in spec order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<JobCondition>,
+    /// Whether the object can run its jobs; absent until the controller first evaluated it.
+    pub ready: Option<ReadyCondition>,
+    /// True from the start of a scale-up job until a later job lowers the size; `hpa-plus` does
+    /// not scale a replica-mode target down while it is true.
+    pub scale_up_keep_window: bool,
+    /// Number of jobs in the spec (for `kubectl get`).
+    pub job_count: Option<i32>,
+    /// The earliest next run of any job (for `kubectl get`); absent when no job runs again or
+    /// the spec is invalid.
+    pub next_run: Option<Time>,
+    /// `metadata.generation` the status describes.
+    pub observed_generation: Option<i64>,
+    /// Set while the spec does not validate: no job runs, and `conditions` keep every job's
+    /// history (its last run, a `runOnce` job's completion) for when the spec is fixed.
+    /// Absent while the spec is valid.
+    pub invalid_spec: Option<InvalidSpec>,
+}
+
+/// The `Ready` condition of a `CronHorizontalPodAutoscaler`: `True` when the spec validates
+/// and the target resolves (see `docs/cron-hpa.md`, "Status").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReadyCondition {
+    /// Whether the object is ready.
+    pub status: bool,
+    /// `Scheduled`, `InvalidSpec` or `TargetUnresolved`.
+    pub reason: String,
+    /// The next run, the spec's problems, or why the target does not resolve.
+    pub message: String,
+    /// When `status` last changed.
+    pub last_transition_time: Option<Time>,
+    /// `metadata.generation` the condition describes.
+    pub observed_generation: Option<i64>,
+}
+
+/// The type of the top-level condition in `status.conditions`.
+pub const READY_CONDITION: &str = "Ready";
+
+// `status` as it is stored: [`CronHorizontalPodAutoscalerStatus`] with the job conditions and
+// the `Ready` condition in one list. This is the schema the CRD publishes.
+/// Observed state of a `CronHorizontalPodAutoscaler`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "CronHorizontalPodAutoscalerStatus")]
+pub struct StatusWire {
+    /// One entry per job in `spec.jobs`, in spec order (`jobId`, `name`, `schedule`, `state`,
+    /// `lastProbeTime`, `message`), then the condition `type: Ready` (`status`, `reason`,
+    /// `message`, `lastTransitionTime`, `observedGeneration`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<StatusCondition>,
     /// True from the start of a scale-up job until a later job lowers the size; `hpa-plus` does
     /// not scale a replica-mode target down while it is true.
     #[serde(default)]
@@ -160,6 +215,10 @@ pub struct CronHorizontalPodAutoscalerStatus {
     /// Number of jobs in the spec (for `kubectl get`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_count: Option<i32>,
+    /// The earliest next run of any job (for `kubectl get`); absent when no job runs again or
+    /// the spec is invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_run: Option<Time>,
     /// `metadata.generation` the status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -168,6 +227,139 @@ pub struct CronHorizontalPodAutoscalerStatus {
     /// Absent while the spec is valid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_spec: Option<InvalidSpec>,
+}
+
+/// One entry of `status.conditions`: a job's state (no `type`) or the `Ready` condition.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCondition {
+    /// `Ready` for the top-level condition; absent on a job's entry.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// `True` or `False` (the `Ready` condition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Why, in one word (the `Ready` condition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When `status` last changed (the `Ready` condition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// `metadata.generation` the condition describes (the `Ready` condition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// A job's identity: a new id whenever the job is added or changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The job's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The job's schedule as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// Where the job is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<JobState>,
+    /// When the job last ran or was last (re)submitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_probe_time: Option<Time>,
+    /// A job's sizes before and after its last run and its next run time, or why it failed;
+    /// the `Ready` condition's explanation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl From<CronHorizontalPodAutoscalerStatus> for StatusWire {
+    fn from(s: CronHorizontalPodAutoscalerStatus) -> Self {
+        let jobs = s.conditions.into_iter().map(|c| StatusCondition {
+            job_id: Some(c.job_id),
+            name: Some(c.name),
+            schedule: Some(c.schedule),
+            state: Some(c.state),
+            last_probe_time: c.last_probe_time,
+            message: Some(c.message),
+            ..StatusCondition::default()
+        });
+        let ready = s.ready.map(|r| StatusCondition {
+            type_: Some(READY_CONDITION.to_owned()),
+            status: Some(if r.status { "True" } else { "False" }.to_owned()),
+            reason: Some(r.reason),
+            message: Some(r.message),
+            last_transition_time: r.last_transition_time,
+            observed_generation: r.observed_generation,
+            ..StatusCondition::default()
+        });
+        Self {
+            conditions: jobs.chain(ready).collect(),
+            scale_up_keep_window: s.scale_up_keep_window,
+            job_count: s.job_count,
+            next_run: s.next_run,
+            observed_generation: s.observed_generation,
+            invalid_spec: s.invalid_spec,
+        }
+    }
+}
+
+impl TryFrom<StatusWire> for CronHorizontalPodAutoscalerStatus {
+    type Error = String;
+
+    /// Splits the conditions; a job entry without its identity is refused (as it was when the
+    /// list held only jobs). Conditions of other types are not this controller's and are
+    /// dropped.
+    fn try_from(w: StatusWire) -> Result<Self, String> {
+        let mut conditions = Vec::new();
+        let mut ready = None;
+        for (i, c) in w.conditions.into_iter().enumerate() {
+            match c.type_.as_deref() {
+                Some(READY_CONDITION) => {
+                    ready = Some(ReadyCondition {
+                        status: c.status.as_deref() == Some("True"),
+                        reason: c.reason.unwrap_or_default(),
+                        message: c.message.unwrap_or_default(),
+                        last_transition_time: c.last_transition_time,
+                        observed_generation: c.observed_generation,
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    let (Some(job_id), Some(name), Some(schedule), Some(state)) =
+                        (c.job_id, c.name, c.schedule, c.state)
+                    else {
+                        return Err(format!(
+                            "status.conditions[{i}]: a job's entry needs jobId, name, schedule and state"
+                        ));
+                    };
+                    conditions.push(JobCondition {
+                        job_id,
+                        name,
+                        schedule,
+                        state,
+                        last_probe_time: c.last_probe_time,
+                        message: c.message.unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        Ok(Self {
+            conditions,
+            ready,
+            scale_up_keep_window: w.scale_up_keep_window,
+            job_count: w.job_count,
+            next_run: w.next_run,
+            observed_generation: w.observed_generation,
+            invalid_spec: w.invalid_spec,
+        })
+    }
+}
+
+impl JsonSchema for CronHorizontalPodAutoscalerStatus {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        StatusWire::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        StatusWire::json_schema(generator)
+    }
 }
 
 /// Why the spec of a `CronHorizontalPodAutoscaler` cannot be scheduled.
@@ -460,7 +652,91 @@ mod tests {
             .iter()
             .map(|c| c.name.as_str())
             .collect();
-        assert_eq!(columns, ["Target", "Kind", "Jobs", "KeepWindow", "Age"]);
+        assert_eq!(
+            columns,
+            [
+                "Target",
+                "Kind",
+                "Jobs",
+                "Ready",
+                "Next Run",
+                "KeepWindow",
+                "Age"
+            ]
+        );
+    }
+
+    #[test]
+    fn ready_follows_the_job_conditions_in_one_list_and_splits_back() {
+        let status = CronHorizontalPodAutoscalerStatus {
+            conditions: vec![JobCondition {
+                job_id: "id".into(),
+                name: "up".into(),
+                schedule: "@daily".into(),
+                state: JobState::Succeed,
+                last_probe_time: None,
+                message: String::new(),
+            }],
+            ready: Some(ReadyCondition {
+                status: true,
+                reason: "Scheduled".into(),
+                message: "next run at 2026-01-02T00:00:00Z".into(),
+                last_transition_time: Some(Time("2026-01-01T00:00:00Z".parse().unwrap())),
+                observed_generation: Some(3),
+            }),
+            next_run: Some(Time("2026-01-02T00:00:00Z".parse().unwrap())),
+            job_count: Some(1),
+            ..CronHorizontalPodAutoscalerStatus::default()
+        };
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(
+            json["conditions"],
+            serde_json::json!([
+                {"jobId": "id", "name": "up", "schedule": "@daily", "state": "Succeed", "message": ""},
+                {"type": "Ready", "status": "True", "reason": "Scheduled",
+                 "message": "next run at 2026-01-02T00:00:00Z",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 3},
+            ])
+        );
+        assert_eq!(json["nextRun"], "2026-01-02T00:00:00Z");
+        let back: CronHorizontalPodAutoscalerStatus = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back, status);
+        // A status written before the Ready condition existed still reads.
+        let old = serde_json::json!({"conditions": [json["conditions"][0].clone()], "jobCount": 1});
+        let old: CronHorizontalPodAutoscalerStatus = serde_json::from_value(old).unwrap();
+        assert_eq!(old.conditions, status.conditions);
+        assert_eq!(old.ready, None);
+        // Another controller's condition is not ours; a job entry without its identity is refused.
+        let mut other = json.clone();
+        other["conditions"][1]["type"] = "Other".into();
+        let other: CronHorizontalPodAutoscalerStatus = serde_json::from_value(other).unwrap();
+        assert_eq!(other.ready, None);
+        let mut broken = json;
+        broken["conditions"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("jobId");
+        let err = serde_json::from_value::<CronHorizontalPodAutoscalerStatus>(broken).unwrap_err();
+        assert!(err.to_string().contains("status.conditions[0]"), "{err}");
+    }
+
+    #[test]
+    fn the_status_schema_takes_both_kinds_of_condition() {
+        let crd = serde_json::to_value(CronHorizontalPodAutoscaler::crd()).unwrap();
+        let item = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+            ["properties"]["conditions"]["items"];
+        for field in [
+            "type",
+            "status",
+            "reason",
+            "lastTransitionTime",
+            "jobId",
+            "name",
+            "state",
+        ] {
+            assert!(item["properties"][field].is_object(), "{field} in {item}");
+        }
+        assert!(item.get("required").is_none(), "{item}");
     }
 
     #[test]

@@ -15,6 +15,11 @@
 //!   edit and its fix; a job the fix changed is a new version and starts afresh, as any change
 //!   does.
 //!
+//! * the top-level `Ready` condition ([`ready_condition`]) says whether the object can run its
+//!   jobs: `True` (`Scheduled`) when the spec validates and the target resolves, `False`
+//!   (`InvalidSpec`, `TargetUnresolved`) otherwise. Its `lastTransitionTime` moves only when
+//!   its status flips, and its message is bounded (the spec's problems are in `invalidSpec`).
+//!
 //! Invariant: [`invalid_status`] returns the conditions it is given, untouched.
 
 use jiff::Timestamp;
@@ -23,7 +28,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::plan::{CompiledSpec, JobProgress, job_id};
 use crate::api::cron::{
     CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, InvalidSpec, JobCondition,
-    JobState, ScalingJob,
+    JobState, ReadyCondition, ScalingJob,
 };
 
 /// The spec ready to evaluate, or every problem with its field path (`spec.timeZone: …`;
@@ -112,14 +117,93 @@ pub fn invalid_status(
         .unwrap_or(Time(now));
     CronHorizontalPodAutoscalerStatus {
         conditions,
+        ready: Some(ready_condition(
+            previous.and_then(|p| p.ready.as_ref()),
+            &Readiness::InvalidSpec,
+            generation,
+            now,
+        )),
         scale_up_keep_window: previous.is_some_and(|p| p.scale_up_keep_window),
         job_count: Some(i32::try_from(job_count).unwrap_or(i32::MAX)),
+        next_run: None,
         observed_generation: generation,
         invalid_spec: Some(InvalidSpec {
             message: problems.to_owned(),
             last_transition_time: Some(since),
         }),
     }
+}
+
+/// What the `Ready` condition reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// The spec validates and the target resolves; the earliest next run of any job.
+    Scheduled {
+        /// `None`: no job runs again (every `runOnce` job ran).
+        next_run: Option<Timestamp>,
+    },
+    /// The spec does not validate (`status.invalidSpec` says why).
+    InvalidSpec,
+    /// The target does not resolve (not found, no scale subresource, no autoscaler for an
+    /// annotated workload): the error.
+    TargetUnresolved(String),
+}
+
+/// Longest `Ready` message kept: an error text is the API server's and may be long.
+pub const MAX_READY_MESSAGE: usize = 1024;
+
+/// The `Ready` condition for `readiness`, its `lastTransitionTime` kept from `previous` while
+/// the status stays the same.
+pub fn ready_condition(
+    previous: Option<&ReadyCondition>,
+    readiness: &Readiness,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> ReadyCondition {
+    let (status, reason, message) = match readiness {
+        Readiness::Scheduled { next_run } => (
+            true,
+            "Scheduled",
+            next_run.map_or_else(
+                || "no job runs again".to_owned(),
+                |at| format!("next run at {at}"),
+            ),
+        ),
+        Readiness::InvalidSpec => (
+            false,
+            "InvalidSpec",
+            "the spec does not validate; status.invalidSpec names every problem".to_owned(),
+        ),
+        Readiness::TargetUnresolved(error) => (
+            false,
+            "TargetUnresolved",
+            format!("the target does not resolve: {error}"),
+        ),
+    };
+    let since = previous
+        .filter(|p| p.status == status)
+        .and_then(|p| p.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    ReadyCondition {
+        status,
+        reason: reason.to_owned(),
+        message: truncate(message, MAX_READY_MESSAGE),
+        last_transition_time: Some(since),
+        observed_generation: generation,
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, marked with `…` when cut.
+fn truncate(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max - '…'.len_utf8();
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 #[cfg(test)]
@@ -225,6 +309,87 @@ mod tests {
             second.invalid_spec.unwrap().last_transition_time,
             Some(Time(ts("2026-11-13T00:00:00Z")))
         );
+    }
+
+    #[test]
+    fn ready_says_why_and_keeps_its_transition_time_while_the_status_holds() {
+        let t0 = ts("2026-11-13T00:00:00Z");
+        let t1 = ts("2026-11-13T01:00:00Z");
+        let next = ts("2026-11-14T08:00:00Z");
+        let ready = ready_condition(
+            None,
+            &Readiness::Scheduled {
+                next_run: Some(next),
+            },
+            Some(1),
+            t0,
+        );
+        assert!(ready.status);
+        assert_eq!(ready.reason, "Scheduled");
+        assert_eq!(ready.message, "next run at 2026-11-14T08:00:00Z");
+        assert_eq!(ready.last_transition_time, Some(Time(t0)));
+        assert_eq!(ready.observed_generation, Some(1));
+        // Still ready later, with another next run: the transition time stays.
+        let later = ready_condition(
+            Some(&ready),
+            &Readiness::Scheduled { next_run: None },
+            Some(2),
+            t1,
+        );
+        assert_eq!(later.last_transition_time, Some(Time(t0)));
+        assert_eq!(later.message, "no job runs again");
+        // Flipping to not ready moves it.
+        let lost = ready_condition(
+            Some(&later),
+            &Readiness::TargetUnresolved("deployments \"web\" not found".into()),
+            Some(2),
+            t1,
+        );
+        assert!(!lost.status);
+        assert_eq!(lost.reason, "TargetUnresolved");
+        assert!(lost.message.contains("not found"), "{}", lost.message);
+        assert_eq!(lost.last_transition_time, Some(Time(t1)));
+        let invalid = ready_condition(
+            Some(&lost),
+            &Readiness::InvalidSpec,
+            Some(3),
+            ts("2026-11-13T02:00:00Z"),
+        );
+        assert_eq!(invalid.reason, "InvalidSpec");
+        assert_eq!(invalid.last_transition_time, Some(Time(t1)));
+        // A long error is cut: the status stays bounded whatever the API server says.
+        let long = ready_condition(
+            None,
+            &Readiness::TargetUnresolved("é".repeat(4000)),
+            None,
+            t0,
+        );
+        assert!(
+            long.message.len() <= MAX_READY_MESSAGE,
+            "{}",
+            long.message.len()
+        );
+        assert!(long.message.ends_with('…'));
+    }
+
+    #[test]
+    fn an_invalid_spec_is_not_ready_and_has_no_next_run() {
+        let previous = CronHorizontalPodAutoscalerStatus {
+            next_run: Some(Time(ts("2026-11-14T08:00:00Z"))),
+            ..CronHorizontalPodAutoscalerStatus::default()
+        };
+        let status = invalid_status(
+            Some(&previous),
+            Vec::new(),
+            1,
+            Some(2),
+            "bad",
+            ts("2026-11-13T00:00:00Z"),
+        );
+        let ready = status.ready.unwrap();
+        assert!(!ready.status);
+        assert_eq!(ready.reason, "InvalidSpec");
+        assert_eq!(status.next_run, None);
     }
 
     #[test]
