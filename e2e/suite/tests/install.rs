@@ -8,6 +8,15 @@
 //! issue 29: a webhook pod stuck in ContainerCreating), and no PodDisruptionBudget uses
 //! `minAvailable` (a one-replica service would block every drain of its node).
 //!
+//! The chart's lifecycle as Helm runs it (helm itself cannot be installed here): the chart
+//! rendered by the test renderer of `xtask/tests/helm/mod.rs` (the real templates), for the
+//! default values and with every switch on, created in Helm's install order with Helm's
+//! ownership annotations and label; upgraded to a changed chart (a printer column added to a CRD,
+//! a feature switched off) by patching what changed and deleting what is no longer rendered;
+//! uninstalled by deleting every rendered object but those annotated
+//! `helm.sh/resource-policy: keep`. What remains must be only those kept CRDs: no webhook
+//! configuration, no Secret, no Lease.
+//!
 //! Skipped, with a printed reason, when kubectl is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // integration tests: fail loudly
 
@@ -24,6 +33,11 @@ use plimsoll_e2e::access::{self, SYSTEM_NAMESPACE};
 use plimsoll_e2e::{Env, eventually, free_address};
 use plimsoll_sim::SimConfig;
 use serde_json::Value;
+
+/// The renderer of the chart tests, shared rather than copied.
+#[path = "../../../xtask/tests/helm/mod.rs"]
+#[allow(dead_code)]
+mod helm;
 
 const WITHIN: Duration = Duration::from_secs(60);
 const EVERY: Duration = Duration::from_millis(250);
@@ -110,7 +124,19 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// The objects `kubectl kustomize dir` builds.
 fn build(dir: &Path) -> Vec<Value> {
-    let text = ok(None, &["kustomize", dir.to_str().unwrap()]);
+    // stdout alone: kustomize's warnings on stderr are no YAML.
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
     let file = dir.join("built.yaml.out");
     std::fs::write(&file, text).unwrap();
     let docs = access::documents(&file).unwrap();
@@ -494,4 +520,324 @@ async fn start_admission(
     Ok((token, async move {
         let _ = task.await;
     }))
+}
+
+/// Helm's install order (`releaseutil.InstallOrder`); kinds not listed come last, uninstall runs
+/// it backwards.
+const HELM_INSTALL_ORDER: &[&str] = &[
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+const RELEASE: &str = "plimsoll";
+const RELEASE_NAMESPACE: &str = "plimsoll-system";
+
+fn install_rank(kind: &str) -> usize {
+    HELM_INSTALL_ORDER
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(HELM_INSTALL_ORDER.len())
+}
+
+/// The manifests of the chart rendered with `values`, as Helm sends them: Helm's ownership
+/// annotations and label added, in install order.
+fn render_chart(values: &Value) -> Vec<Value> {
+    let chart_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../charts/plimsoll");
+    let chart = helm::Chart::load(&chart_dir);
+    let rendered = chart
+        .render(values, RELEASE_NAMESPACE)
+        .unwrap_or_else(|e| panic!("render {values}: {e}"));
+    let mut objects = Vec::new();
+    for file in rendered.iter().filter(|r| r.file.ends_with(".yaml")) {
+        for doc in file.text.split("\n---") {
+            if doc
+                .lines()
+                .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+            {
+                continue;
+            }
+            let mut o = helm::yaml(doc, &file.file);
+            if o.is_null() {
+                continue;
+            }
+            let meta = o["metadata"].as_object_mut().expect("metadata");
+            let annotations = meta
+                .entry("annotations")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            annotations["meta.helm.sh/release-name"] = RELEASE.into();
+            annotations["meta.helm.sh/release-namespace"] = RELEASE_NAMESPACE.into();
+            let labels = meta
+                .entry("labels")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            labels["app.kubernetes.io/managed-by"] = "Helm".into();
+            objects.push(o);
+        }
+    }
+    objects.sort_by_key(|o| install_rank(str_at(o, "/kind")));
+    objects
+}
+
+/// kind/namespace/name of an object, to compare renders.
+fn key(o: &Value) -> (String, String, String) {
+    (
+        str_at(o, "/kind").to_owned(),
+        str_at(o, "/metadata/namespace").to_owned(),
+        str_at(o, "/metadata/name").to_owned(),
+    )
+}
+
+fn kept(o: &Value) -> bool {
+    o.pointer("/metadata/annotations/helm.sh~1resource-policy")
+        .and_then(Value::as_str)
+        == Some("keep")
+}
+
+/// Runs kubectl with `objects` as one YAML stream on stdin (JSON is YAML).
+fn kubectl_objects(kc: &Path, args: &[&str], objects: &[Value]) -> String {
+    let stream: String = objects.iter().map(|o| format!("---\n{o}\n")).collect();
+    let file = kc.with_file_name(format!("objects-{}.yaml", std::process::id()));
+    std::fs::write(&file, stream).unwrap();
+    let mut all = args.to_vec();
+    all.extend(["-f", file.to_str().unwrap()]);
+    let out = ok(Some(kc), &all);
+    std::fs::remove_file(&file).unwrap();
+    out
+}
+
+/// Stand-ins for the CRDs of the projects the every-switch values use (cert-manager, the
+/// Prometheus Operator): an operator enabling those switches has them installed.
+fn third_party_crds() -> Vec<Value> {
+    [
+        ("cert-manager.io", "Certificate", "certificates"),
+        ("cert-manager.io", "Issuer", "issuers"),
+        ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+        ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+    ]
+    .iter()
+    .map(|(group, kind, plural)| {
+        serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}]
+            }
+        })
+    })
+    .collect()
+}
+
+/// The upgrade's chart: a printer column added to the first CRD the chart renders.
+fn with_crd_change(objects: &[Value]) -> Vec<Value> {
+    let mut objects = objects.to_vec();
+    let crd = objects
+        .iter_mut()
+        .find(|o| o["kind"] == "CustomResourceDefinition")
+        .expect("the chart renders its CRDs as templates (helm upgrade updates them)");
+    for version in crd["spec"]["versions"].as_array_mut().expect("versions") {
+        let columns = version
+            .as_object_mut()
+            .expect("a version")
+            .entry("additionalPrinterColumns")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        columns
+            .as_array_mut()
+            .expect("columns")
+            .push(serde_json::json!(
+                {"name": "Upgraded", "type": "string", "jsonPath": ".metadata.uid"}
+            ));
+    }
+    objects
+}
+
+async fn chart_lifecycle(name: &str, install: &Value, upgrade: &Value) -> anyhow::Result<()> {
+    let env = Env::start_with(
+        name,
+        SimConfig {
+            authorize: true,
+            ..SimConfig::default()
+        },
+    )
+    .await?;
+    let kc = env.kubeconfig.clone();
+    for ns in [RELEASE_NAMESPACE, "monitoring"] {
+        ok(Some(&kc), &["create", "namespace", ns]);
+    }
+    kubectl_objects(&kc, &["create"], &third_party_crds());
+
+    // helm install: create in order.
+    let first = render_chart(install);
+    kubectl_objects(&kc, &["create"], &first);
+
+    // helm upgrade to a changed chart: patch every object still rendered (a server-side apply
+    // changes only what changed), delete those no longer rendered.
+    let second = with_crd_change(&render_chart(upgrade));
+    kubectl_objects(
+        &kc,
+        &[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=helm",
+        ],
+        &second,
+    );
+    let still: BTreeSet<_> = second.iter().map(key).collect();
+    let mut gone: Vec<Value> = first
+        .iter()
+        .filter(|o| !still.contains(&key(o)))
+        .cloned()
+        .collect();
+    gone.reverse();
+    if !gone.is_empty() {
+        kubectl_objects(&kc, &["delete", "--wait=false"], &gone);
+    }
+    let crd = second
+        .iter()
+        .find(|o| o["kind"] == "CustomResourceDefinition")
+        .expect("a CRD");
+    let columns = ok(
+        Some(&kc),
+        &[
+            "get",
+            "crd",
+            str_at(crd, "/metadata/name"),
+            "-o",
+            "jsonpath={.spec.versions[*].additionalPrinterColumns[*].name}",
+        ],
+    );
+    assert!(
+        columns.contains("Upgraded"),
+        "the upgrade updated the CRD: {columns}"
+    );
+
+    // helm uninstall: every rendered object but those kept, in reverse install order.
+    let mut doomed: Vec<Value> = second.iter().filter(|o| !kept(o)).cloned().collect();
+    doomed.reverse();
+    kubectl_objects(
+        &kc,
+        &["delete", "--wait=false", "--ignore-not-found"],
+        &doomed,
+    );
+    let ever: Vec<Value> = first.iter().chain(&second).cloned().collect();
+    let want: BTreeSet<String> = second
+        .iter()
+        .filter(|o| kept(o))
+        .map(|o| format!("{}/{}", str_at(o, "/kind"), str_at(o, "/metadata/name")))
+        .collect();
+    assert!(
+        second
+            .iter()
+            .filter(|o| kept(o))
+            .all(|o| o["kind"] == "CustomResourceDefinition"),
+        "only CRDs are kept (docs/install.md)"
+    );
+    eventually("only the kept CRDs remain", WITHIN, EVERY, || {
+        let (kc, ever) = (kc.clone(), ever.clone());
+        async move {
+            let left: BTreeSet<String> = leftovers(&kc, &ever)
+                .iter()
+                .map(|l| {
+                    // kubectl's `-o name`: <resource>.<group>/<name>; compare kind/name.
+                    let (_, name) = l.rsplit_once('/').unwrap_or(("", l));
+                    ever.iter()
+                        .find(|o| {
+                            str_at(o, "/metadata/name") == name
+                                && l.contains(&str_at(o, "/kind").to_lowercase())
+                        })
+                        .map_or_else(|| l.clone(), |o| format!("{}/{name}", str_at(o, "/kind")))
+                })
+                .collect();
+            anyhow::Ok((left == want).then_some(()))
+        }
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}; left: {:?}, want {want:?}", leftovers(&kc, &ever)))?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(real_cluster, ignore = "needs the sim: --authorize mode")]
+async fn chart_install_upgrade_uninstall_with_the_defaults() -> anyhow::Result<()> {
+    if !kubectl_available() {
+        println!("skipped: kubectl is not installed");
+        return Ok(());
+    }
+    // Upgrade: cron-hpa switched off (its objects are deleted).
+    chart_lifecycle(
+        "chart-defaults",
+        &serde_json::json!({}),
+        &serde_json::json!({"cronHpa": {"enabled": false}}),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(real_cluster, ignore = "needs the sim: --authorize mode")]
+async fn chart_install_upgrade_uninstall_with_every_switch() -> anyhow::Result<()> {
+    if !kubectl_available() {
+        println!("skipped: kubectl is not installed");
+        return Ok(());
+    }
+    let all_on = serde_json::json!({
+        "hpaPlus": {"nativeHpa": true},
+        "vpa": {"ignoredNamespaces": ["legacy"]},
+        "vpaRecommender": {"enabled": true},
+        "vpaUpdater": {"enabled": true},
+        "prometheus": {"address": "https://prometheus.monitoring:9090",
+                       "bearerToken": {"secretName": "prometheus-reader", "secretNamespace": "monitoring"}},
+        "vpaAdmission": {"enabled": true, "certManager": {"enabled": true}},
+        "networkPolicy": {"enabled": true},
+        "serviceMonitor": {"enabled": true},
+        "grafana": {"dashboards": {"enabled": true}},
+        "prometheusRule": {"enabled": true},
+    });
+    // Upgrade: cert-manager and the monitoring objects switched off.
+    let mut upgrade = all_on.clone();
+    upgrade["vpaAdmission"]["certManager"]["enabled"] = false.into();
+    upgrade["serviceMonitor"]["enabled"] = false.into();
+    upgrade["prometheusRule"]["enabled"] = false.into();
+    chart_lifecycle("chart-all-on", &all_on, &upgrade).await
 }
