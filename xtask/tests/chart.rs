@@ -1540,7 +1540,7 @@ fn each_account_renews_only_the_leases_its_service_holds() {
                 .collect();
             assert_eq!(reads.len(), 1, "{svc}: {reads:?}");
             assert_eq!(reads[0].1.verbs, ["get"], "{svc}");
-            assert_eq!(names_of(&reads[0].1), [own.clone()], "{svc}");
+            assert_eq!(names_of(&reads[0].1), std::slice::from_ref(&own), "{svc}");
         }
         // The default's Role (two replicas: hpa-plus and vpa-recommender with eight shards) is
         // deploy/'s.

@@ -327,7 +327,7 @@ async fn apply_k_installs_everything_and_delete_k_leaves_what_the_docs_say() -> 
 
     // The webhook in its default mode, as deployed: its ServiceAccount, its RBAC, its args.
     let admission = if admission_takes_deploy_flags() {
-        Some(start_admission(&env, &built).await?)
+        Some(start_admission(&env, &built)?)
     } else {
         println!(
             "vpa-admission does not take --port yet (contract 1 of issue 29): not started; \
@@ -473,7 +473,7 @@ fn leftovers(kc: &Path, built: &[Value]) -> Vec<String> {
 
 /// Starts vpa-admission in-process as the Deployment of `built` would: its args (the admin and
 /// webhook ports made free ones), as its ServiceAccount. Returns its stop token and task.
-async fn start_admission(
+fn start_admission(
     env: &Env,
     built: &[Value],
 ) -> anyhow::Result<(
@@ -584,7 +584,8 @@ fn render_chart(values: &Value) -> Vec<Value> {
         .render(values, RELEASE_NAMESPACE)
         .unwrap_or_else(|e| panic!("render {values}: {e}"));
     let mut objects = Vec::new();
-    for file in rendered.iter().filter(|r| r.file.ends_with(".yaml")) {
+    // Manifests only: NOTES.txt is text for the user.
+    for file in rendered.iter().filter(|r| r.file != "NOTES.txt") {
         for doc in file.text.split("\n---") {
             if doc
                 .lines()
@@ -630,7 +631,11 @@ fn kept(o: &Value) -> bool {
 
 /// Runs kubectl with `objects` as one YAML stream on stdin (JSON is YAML).
 fn kubectl_objects(kc: &Path, args: &[&str], objects: &[Value]) -> String {
-    let stream: String = objects.iter().map(|o| format!("---\n{o}\n")).collect();
+    let stream = objects.iter().fold(String::new(), |mut s, o| {
+        use std::fmt::Write as _;
+        let _ = writeln!(s, "---\n{o}");
+        s
+    });
     let file = kc.with_file_name(format!("objects-{}.yaml", std::process::id()));
     std::fs::write(&file, stream).unwrap();
     let mut all = args.to_vec();
