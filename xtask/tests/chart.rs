@@ -1782,9 +1782,29 @@ fn each_account_renews_only_the_leases_its_service_holds() {
                     && r.verbs == ["get"]
                     && names_of(r) == ["vpa-admission-controller"]));
             }
+            // The Leases' owner (--lease-owner-deployment) is the service's own Deployment, and
+            // the account may read that one Deployment and no other.
+            let own = deployment(&o, svc).metadata.name.clone().expect("name");
+            let owner: Vec<&str> = args
+                .iter()
+                .filter_map(|a| a.strip_prefix("--lease-owner-deployment="))
+                .collect();
+            assert_eq!(owner, [own.as_str()], "{svc}");
+            if let Some(common) = &common {
+                assert_eq!(common.lease_owner_deployment.as_deref(), Some(own.as_str()));
+            }
+            // (A ClusterRole may read Deployments as targets; the rule by name is the owner's.)
+            let reads: Vec<_> = rules
+                .iter()
+                .filter(|(_, r)| on(r, "apps", "deployments") && !names_of(r).is_empty())
+                .collect();
+            assert_eq!(reads.len(), 1, "{svc}: {reads:?}");
+            assert_eq!(reads[0].1.verbs, ["get"], "{svc}");
+            assert_eq!(names_of(&reads[0].1), std::slice::from_ref(&own), "{svc}");
         }
-        // A single leader's Role is deploy/'s.
-        if replicas == 1 {
+        // The default's Role (two replicas: hpa-plus and vpa-recommender with eight shards) is
+        // deploy/'s.
+        if (replicas, shards) == (2, 0) {
             for svc in SERVICES {
                 let (_, deploy_roles) = deploy_rbac(&format!("{svc}/leader-election-rbac.yaml"));
                 let chart_role = named(&o.roles, &format!("plimsoll-{svc}-leader-election"), |r| {

@@ -1,5 +1,9 @@
 //! Every manifest in `deploy/` is a valid typed Kubernetes object, and the objects agree with each
 //! other: service accounts exist, selectors select the pods, ports and webhook paths line up.
+//!
+//! The files are those `deploy/kustomization.yaml` lists (what `kubectl apply -k deploy/`
+//! creates) and the resources of its components; every YAML file under deploy/ is one of them or a
+//! kustomization. `e2e/suite/tests/install.rs` builds the same with kubectl and applies it.
 
 // A test binary: a failed check panics with the reason, including in its helper functions.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -31,32 +35,81 @@ struct Manifests {
     cluster_roles: Vec<ClusterRole>,
     cluster_role_bindings: Vec<ClusterRoleBinding>,
     webhooks: Vec<MutatingWebhookConfiguration>,
+    secrets: Vec<Secret>,
 }
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read deploy dir") {
         let path = entry.expect("dir entry").path();
         if path.is_dir() {
-            // CRDs are generated and checked by crds.rs.
-            if path.file_name().is_some_and(|n| n != "crds") {
-                yaml_files(&path, out);
-            }
+            yaml_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "yaml") {
             out.push(path);
         }
     }
 }
 
+fn deploy_dir() -> PathBuf {
+    xtask::repo_root().join("deploy")
+}
+
+/// The `resources` (files or directories, relative to it) and `components` of a kustomization.
+fn kustomization(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let path = dir.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let docs = xtask::manifest::documents(&text).expect("kustomization YAML");
+    let list = |key: &str| -> Vec<PathBuf> {
+        docs[0][key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| dir.join(v.as_str().expect("a path")))
+            .collect()
+    };
+    (list("resources"), list("components"))
+}
+
+/// The component directories shipped in deploy/ (each with `kind: Component`).
+fn component_dirs() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    yaml_files(&deploy_dir(), &mut files);
+    files
+        .into_iter()
+        .filter(|f| f.file_name().is_some_and(|n| n == "kustomization.yaml"))
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("\nkind: Component\n")))
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .collect()
+}
+
+/// The files `kubectl apply -k deploy/` creates objects from, and those the components add.
+fn resource_files() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (base, _) = kustomization(&deploy_dir());
+    let added = component_dirs()
+        .iter()
+        .flat_map(|d| kustomization(d).0)
+        .collect();
+    (base, added)
+}
+
 fn typed<T: DeserializeOwned + serde::Serialize>(doc: &Value, origin: &str) -> T {
     xtask::manifest::typed(doc).unwrap_or_else(|e| panic!("{origin}: {e}"))
 }
 
+/// The objects of `kubectl apply -k deploy/` (CRDs left out: generated, checked by crds.rs) and
+/// the Kubernetes objects its components add (cert-manager's kinds left out).
 fn load() -> Manifests {
-    let mut files = Vec::new();
-    yaml_files(&xtask::repo_root().join("deploy"), &mut files);
-    assert!(!files.is_empty(), "no manifests found");
+    let (base, added) = resource_files();
+    assert!(!base.is_empty(), "no manifests found");
     let mut m = Manifests::default();
-    for file in files {
+    for file in base.into_iter().chain(added) {
+        assert!(
+            file.is_file(),
+            "{}: list files, not directories",
+            file.display()
+        );
+        if file.parent().is_some_and(|d| d.ends_with("crds")) {
+            continue;
+        }
         let text = std::fs::read_to_string(&file).expect("read manifest");
         let docs = xtask::manifest::documents(&text)
             .unwrap_or_else(|e| panic!("{}: invalid YAML: {e}", file.display()));
@@ -73,11 +126,92 @@ fn load() -> Manifests {
                 "ClusterRole" => m.cluster_roles.push(typed(&doc, &origin)),
                 "ClusterRoleBinding" => m.cluster_role_bindings.push(typed(&doc, &origin)),
                 "MutatingWebhookConfiguration" => m.webhooks.push(typed(&doc, &origin)),
+                "Secret" => m.secrets.push(typed(&doc, &origin)),
+                "Certificate" | "Issuer"
+                    if doc["apiVersion"]
+                        .as_str()
+                        .is_some_and(|v| v.starts_with("cert-manager.io/")) => {}
                 other => panic!("{origin}: unexpected kind {other:?}"),
             }
         }
     }
     m
+}
+
+#[test]
+fn every_file_in_deploy_is_applied_by_the_kustomization_or_a_component() {
+    let (base, added) = resource_files();
+    let mut files = Vec::new();
+    yaml_files(&deploy_dir(), &mut files);
+    for file in files {
+        let listed = base.contains(&file) || added.contains(&file);
+        let kustomization = file.file_name().is_some_and(|n| n == "kustomization.yaml");
+        assert!(
+            listed || kustomization,
+            "{} is in no kustomization: `kubectl apply -k deploy/` would not apply it",
+            file.display()
+        );
+    }
+    // Every component is named in deploy/kustomization.yaml's comment, where users enable it.
+    let top = std::fs::read_to_string(deploy_dir().join("kustomization.yaml")).expect("read");
+    let components = component_dirs();
+    assert_eq!(components.len(), 3, "{components:?}");
+    for dir in components {
+        let rel = dir.strip_prefix(deploy_dir()).expect("under deploy/");
+        assert!(
+            top.contains(&format!("#   - {}\n", rel.display())),
+            "{} not offered in deploy/kustomization.yaml",
+            rel.display()
+        );
+    }
+}
+
+#[test]
+fn no_pdb_blocks_a_drain_and_no_pod_waits_for_a_secret_nobody_creates() {
+    let m = load();
+    for p in &m.pdbs {
+        let spec = p.spec.as_ref().expect("PDB spec");
+        assert!(
+            spec.min_available.is_none(),
+            "{:?}: minAvailable",
+            p.metadata.name
+        );
+        assert_eq!(spec.max_unavailable, Some(IntOrString::Int(1)));
+    }
+    // The base alone: in its mode no Deployment mounts a Secret (the webhook reads its own
+    // through the API), and the Secret it fills is shipped.
+    let (base, _) = resource_files();
+    let base_text: String = base
+        .iter()
+        .map(|f| std::fs::read_to_string(f).expect("read"))
+        .collect();
+    for d in &m.deployments {
+        let volumes = d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.volumes.clone())
+            .unwrap_or_default();
+        for v in volumes {
+            if let Some(secret) = v.secret {
+                let name = secret.secret_name.unwrap_or_default();
+                assert!(
+                    base_text.contains(&format!("kind: Secret\nmetadata:\n  name: {name}\n")),
+                    "{:?} mounts Secret {name}, which deploy/ does not create",
+                    d.metadata.name
+                );
+            }
+        }
+    }
+    let secret = m
+        .secrets
+        .iter()
+        .find(|s| s.metadata.name.as_deref() == Some("plimsoll-vpa-admission-tls"))
+        .expect("the webhook's Secret is shipped");
+    assert!(
+        secret.data.iter().flatten().all(|(_, v)| v.0.is_empty()),
+        "shipped empty: the pods fill it"
+    );
 }
 
 fn name_ns(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
@@ -301,6 +435,8 @@ fn webhook_points_at_the_admission_service_and_port() {
             args.contains(&format!("--port={}", named.container_port)),
             "the webhook listens on the port the Service targets: {args:?}"
         );
+        // The default mode: the pods fill caBundle, so the shipped registration has none.
+        assert!(w.client_config.ca_bundle.is_none());
         let excluded = w
             .namespace_selector
             .as_ref()

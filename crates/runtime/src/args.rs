@@ -138,6 +138,15 @@ pub struct CommonArgs {
     #[arg(long, env = "PLIMSOLL_LEASE_NAMESPACE", value_name = "NAMESPACE")]
     pub lease_namespace: Option<String>,
 
+    /// The Deployment of this service, in the Lease namespace: every Lease the service creates or
+    /// renews (its election Lease, each shard's, the webhook's status Lease) names it as a
+    /// (non-controller) owner, so the garbage collector deletes the Leases once the Deployment is
+    /// gone (`helm uninstall`, `kubectl delete -k`). Read once at start; if it cannot be read (no
+    /// `get` on it, not found), the service logs a warning and writes the Leases without owner.
+    /// Existing Leases gain the reference at their next write.
+    #[arg(long, env = "PLIMSOLL_LEASE_OWNER_DEPLOYMENT", value_name = "NAME")]
+    pub lease_owner_deployment: Option<String>,
+
     /// Limits of the admin listener (--metrics-address).
     #[command(flatten, next_help_heading = "Admin listener (--metrics-address)")]
     pub admin_listener: AdminListenerArgs,

@@ -62,7 +62,8 @@ use tokio_util::sync::CancellationToken;
 use crate::args::CommonArgs;
 use crate::error::{Error, Result};
 use election::{Election, ObservedLease, Plan, Status};
-use lease_store::{KubeLeaseStore, LeaseStore};
+pub use lease_store::owner_reference;
+use lease_store::{KubeLeaseStore, LeaseOwner, LeaseStore};
 
 /// Leader-election settings for one service.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,6 +82,8 @@ pub struct LeaderConfig {
     pub renew_deadline: Duration,
     /// Interval between acquire/renew attempts (default 2 s).
     pub retry_period: Duration,
+    /// The Deployment, in `namespace`, every Lease names as its owner (`--lease-owner-deployment`).
+    pub owner_deployment: Option<String>,
 }
 
 impl LeaderConfig {
@@ -95,6 +98,7 @@ impl LeaderConfig {
             lease_duration: args.lease_duration,
             renew_deadline: args.renew_deadline,
             retry_period: args.retry_period,
+            owner_deployment: args.lease_owner_deployment.clone(),
         };
         config.validate()?;
         Ok(config)
@@ -268,11 +272,17 @@ pub fn start(
 
 /// Runs leader election with explicit settings (see [`start`]).
 pub fn spawn(client: Client, config: LeaderConfig, shutdown: CancellationToken) -> LeaderElection {
+    let owner = LeaseOwner::new(
+        client.clone(),
+        &config.namespace,
+        config.owner_deployment.clone(),
+    );
     let store = KubeLeaseStore::new(
         client,
         &config.namespace,
         &config.lease_name,
         &config.field_manager,
+        owner,
     );
     spawn_with_store(store, config, shutdown, Timestamp::now())
 }
@@ -595,6 +605,7 @@ mod tests {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            owner_deployment: None,
         }
     }
 

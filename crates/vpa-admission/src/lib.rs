@@ -286,11 +286,20 @@ pub async fn run_on(
     let renewal_task =
         register_and_renew(&config, &client, &namespace, certs, &metrics, &shutdown).await?;
 
+    // --lease-owner-deployment: read once; unreadable, the Lease is written without owner.
+    let owner = match &config.common.lease_owner_deployment {
+        Some(name) => {
+            plimsoll_runtime::leader::owner_reference(&client, &config.status_lease_namespace, name)
+                .await
+        }
+        None => None,
+    };
     let lease = StatusLease {
         name: config.status_lease_name.clone(),
         namespace: config.status_lease_namespace.clone(),
         interval: config.status_lease_interval,
         identity: config.identity.clone(),
+        owner,
     };
     let lease_task = {
         let webhook = webhook.clone();

@@ -6,11 +6,15 @@
 //! in `--status-lease-namespace` (default `$NAMESPACE`, else `kube-system`), `holderIdentity` =
 //! this replica, `renewTime` = now, `leaseDurationSeconds` = the interval. Every replica renews
 //! it; a 409 means another replica just did, which is as good. Created when missing.
+//!
+//! With `--lease-owner-deployment`, the Lease names the webhook's Deployment as a (non-controller)
+//! owner, added at the next renewal to a Lease written without it, so the garbage collector
+//! deletes it after an uninstall.
 
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, OwnerReference};
 use kube::Api;
 use kube::api::PostParams;
 use tokio_util::sync::CancellationToken;
@@ -24,7 +28,7 @@ pub const DEFAULT_LEASE_NAME: &str = "vpa-admission-controller";
 pub const DEFAULT_LEASE_NAMESPACE: &str = "kube-system";
 
 /// Which Lease, renewed how often, by whom.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StatusLease {
     /// Lease name.
     pub name: String,
@@ -34,6 +38,8 @@ pub struct StatusLease {
     pub interval: Duration,
     /// `holderIdentity`.
     pub identity: String,
+    /// The owner to name (`--lease-owner-deployment`, resolved at start).
+    pub owner: Option<OwnerReference>,
 }
 
 /// Renews the Lease once (creating it if missing).
@@ -50,6 +56,15 @@ pub async fn renew(client: kube::Client, lease: &StatusLease) -> Result<()> {
             let spec = current.spec.get_or_insert_with(LeaseSpec::default);
             spec.renew_time = Some(now);
             spec.holder_identity = Some(lease.identity.clone());
+            if let Some(owner) = &lease.owner {
+                let owners = current
+                    .metadata
+                    .owner_references
+                    .get_or_insert_with(Vec::new);
+                if !owners.iter().any(|o| o.uid == owner.uid) {
+                    owners.push(owner.clone());
+                }
+            }
             api.replace(&lease.name, &PostParams::default(), &current)
                 .await
                 .map(|_| ())
@@ -60,6 +75,7 @@ pub async fn renew(client: kube::Client, lease: &StatusLease) -> Result<()> {
                 metadata: ObjectMeta {
                     name: Some(lease.name.clone()),
                     namespace: Some(lease.namespace.clone()),
+                    owner_references: lease.owner.clone().map(|o| vec![o]),
                     ..ObjectMeta::default()
                 },
                 spec: Some(LeaseSpec {

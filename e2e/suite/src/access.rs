@@ -50,7 +50,11 @@ pub fn rbac_files(component: &str, modes: &[&str]) -> anyhow::Result<Vec<PathBuf
         let mut extra: Vec<PathBuf> = std::fs::read_dir(&mode_dir)
             .with_context(|| format!("read {}", mode_dir.display()))?
             .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            // A mode directory may be a kustomize component: its kustomization is no object.
+            .filter(|p| p.file_name().is_some_and(|n| n != "kustomization.yaml"))
+            .collect();
         extra.sort();
         files.extend(extra);
     }

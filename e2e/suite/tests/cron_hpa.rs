@@ -52,6 +52,7 @@ impl Service {
                 renew_deadline: Duration::from_secs(10),
                 retry_period: Duration::from_secs(2),
                 lease_namespace: Some(env.namespace.clone()),
+                lease_owner_deployment: None,
                 admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
             },
             missed_job_grace: grace,

@@ -56,6 +56,7 @@ fn start_cron(env: &Env) -> Running<()> {
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
             lease_namespace: Some(env.namespace.clone()),
+            lease_owner_deployment: None,
             admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
         },
         missed_job_grace: Duration::from_secs(300),

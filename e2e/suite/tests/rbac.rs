@@ -252,6 +252,7 @@ fn cron_config(kubeconfig: &std::path::Path) -> anyhow::Result<plimsoll_cron_hpa
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(1),
             lease_namespace: Some(SYSTEM_NAMESPACE.into()),
+            lease_owner_deployment: None,
             admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
         },
         missed_job_grace: Duration::from_secs(300),

@@ -45,7 +45,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::election::{LeaseRecord, ObservedLease, Plan};
-use super::lease_store::{KubeLeaseStore, LeaseStore};
+use super::lease_store::{KubeLeaseStore, LeaseOwner, LeaseStore};
 use super::{Clock, LeaderConfig, LeaderHandle, LeaderState};
 use crate::error::{Error, Result};
 use assignment::{Assignment, Observed, Target};
@@ -609,12 +609,19 @@ struct KubeShardStore {
 impl KubeShardStore {
     fn new(client: Client, config: &ShardConfig) -> Self {
         let lease = &config.lease;
+        // One read of the owner for all the shards' Leases.
+        let owner = LeaseOwner::new(
+            client.clone(),
+            &lease.namespace,
+            lease.owner_deployment.clone(),
+        );
         let store = |target| {
             KubeLeaseStore::new(
                 client.clone(),
                 &lease.namespace,
                 &config.lease_name(target),
                 &lease.field_manager,
+                owner.clone(),
             )
         };
         let shards = (0..config.shards)
@@ -765,6 +772,7 @@ mod tests {
                 lease_duration: Duration::from_secs(4),
                 renew_deadline: Duration::from_secs(3),
                 retry_period: Duration::from_millis(500),
+                owner_deployment: None,
             },
             shards,
         }

@@ -66,6 +66,7 @@ async fn serve(
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
             lease_namespace: None,
+            lease_owner_deployment: None,
             admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
         },
         missed_job_grace: Duration::from_secs(300),
