@@ -54,7 +54,32 @@ async fn authorized_with_modes(name: &str, components: &[(&str, &[&str])]) -> an
     )
     .await?;
     access::install_rbac_with_modes(&env.client, components).await?;
+    // Each service's Deployment, as deploy/ ships it (no pods needed): the services own their
+    // Leases through it (--lease-owner-deployment), and reading it is a rule of their Role.
+    for (component, _) in components {
+        owner_deployment(&env, component).await?;
+    }
     Ok(env)
+}
+
+/// An empty Deployment `plimsoll-<component>` in the system namespace, written by the administrator.
+async fn owner_deployment(env: &Env, component: &str) -> anyhow::Result<()> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let labels =
+        json!({"app.kubernetes.io/name": "plimsoll", "app.kubernetes.io/component": component});
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": format!("plimsoll-{component}"), "namespace": SYSTEM_NAMESPACE},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": component, "image": component}]}}
+        }
+    }))?;
+    Api::<Deployment>::namespaced(env.client.clone(), SYSTEM_NAMESPACE)
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    Ok(())
 }
 
 /// Asserts that `component` was denied nothing and that each of its rules admitted something.
@@ -97,6 +122,7 @@ fn hpa_plus_config(
         format!("--kubeconfig={}", kubeconfig.display()),
         format!("--metrics-address={admin}"),
         format!("--lease-namespace={SYSTEM_NAMESPACE}"),
+        "--lease-owner-deployment=plimsoll-hpa-plus".to_owned(),
         "--retry-period=1s".to_owned(),
         "--sync-period=2s".to_owned(),
         "--cpu-initialization-period=1s".to_owned(),
@@ -252,7 +278,7 @@ fn cron_config(kubeconfig: &std::path::Path) -> anyhow::Result<plimsoll_cron_hpa
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(1),
             lease_namespace: Some(SYSTEM_NAMESPACE.into()),
-            lease_owner_deployment: None,
+            lease_owner_deployment: Some("plimsoll-cron-hpa".into()),
             admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
         },
         missed_job_grace: Duration::from_secs(300),
@@ -384,6 +410,7 @@ async fn vpa_recommender_recommends_under_its_own_role_and_uses_all_of_it() -> a
         "--metrics-address=127.0.0.1:0",
         "--lease-namespace",
         SYSTEM_NAMESPACE,
+        "--lease-owner-deployment=plimsoll-vpa-recommender",
         "--retry-period=1s",
         "--recommender-interval=1s",
         "--checkpoints-timeout=5s",
@@ -549,6 +576,7 @@ async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() 
         format!("--kubeconfig={}", kubeconfig.display()),
         "--metrics-address=127.0.0.1:0".to_owned(),
         format!("--lease-namespace={SYSTEM_NAMESPACE}"),
+        "--lease-owner-deployment=plimsoll-vpa-updater".to_owned(),
         "--retry-period=1s".to_owned(),
         format!("--vpa-object-namespace={}", env.namespace),
         format!("--admission-controller-status-namespace={SYSTEM_NAMESPACE}"),
@@ -580,17 +608,18 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
         authorized_with_modes("rbac-vpa-admission", &[("vpa-admission", &["self-signed"])]).await?;
     let kubeconfig = access::kubeconfig_of(&env, "vpa-admission")?;
     let webhook = free_address()?;
+    shipped_webhook_objects(&env, webhook).await?;
     let args = plimsoll_vpa_admission::cli::Args::try_parse_from([
         "vpa-admission".to_owned(),
         format!("--kubeconfig={}", kubeconfig.display()),
         format!("--port={}", webhook.port()),
         format!("--metrics-address={}", free_address()?),
         "--self-signed".to_owned(),
-        "--register-webhook".to_owned(),
-        // The names deploy/vpa-admission/self-signed/rbac.yaml allows.
+        // The names deploy/vpa-admission/self-signed/rbac.yaml allows; no --register-webhook:
+        // deploy/ ships the configuration and the Secret, the webhook only fills them in.
         format!("--webhook-config-name={WEBHOOK_CONFIG}"),
         format!("--self-signed-secret={CERTS_SECRET}"),
-        format!("--webhook-url=https://{webhook}/"),
+        "--lease-owner-deployment=plimsoll-vpa-admission".to_owned(),
         format!("--webhook-service-namespace={SYSTEM_NAMESPACE}"),
         format!("--status-lease-namespace={SYSTEM_NAMESPACE}"),
         "--status-lease-update-interval=1s".to_owned(),
@@ -602,9 +631,21 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
     });
     plimsoll_e2e::wait_webhook_ready(&env.client, SYSTEM_NAMESPACE, WITHIN).await?;
     let hooks = Api::<MutatingWebhookConfiguration>::all(env.client.clone());
-    eventually("the webhook is registered", WITHIN, EVERY, || async {
-        Ok(hooks.get_opt(WEBHOOK_CONFIG).await?.map(|_| ()))
-    })
+    eventually(
+        "the webhook filled in its caBundle",
+        WITHIN,
+        EVERY,
+        || async {
+            let config = hooks.get(WEBHOOK_CONFIG).await?;
+            let filled = config.webhooks.iter().flatten().all(|w| {
+                w.client_config
+                    .ca_bundle
+                    .as_ref()
+                    .is_some_and(|b| !b.0.is_empty())
+            });
+            Ok(filled.then_some(()))
+        },
+    )
     .await?;
     // A VPA with a recommendation, then its pods: the webhook writes the recommended requests.
     create_vpa(&env, "web", "Recreate").await?;
@@ -677,7 +718,29 @@ fn own_lease(component: &str) -> String {
 const STATUS_LEASE: &str = "vpa-admission-controller";
 const OTHERS_WEBHOOK: &str = "someone-elses-webhook";
 const UNRELATED_SECRET: &str = "unrelated";
-const CERTS_SECRET: &str = "plimsoll-vpa-admission-certs";
+const CERTS_SECRET: &str = "plimsoll-vpa-admission-tls";
+
+/// deploy/'s webhook configuration and empty certificate Secret, applied by the administrator
+/// as `kubectl apply -k deploy/` would, the configuration pointed at the in-process webhook
+/// (the sim reaches no Service).
+async fn shipped_webhook_objects(env: &Env, webhook: std::net::SocketAddr) -> anyhow::Result<()> {
+    let dir = access::deploy_dir().join("vpa-admission");
+    let mut docs = access::documents(&dir.join("webhook.yaml"))?;
+    docs.extend(access::documents(&dir.join("tls-secret.yaml"))?);
+    for mut doc in docs {
+        match doc.get("kind").and_then(serde_json::Value::as_str) {
+            Some("MutatingWebhookConfiguration") => {
+                for hook in doc["webhooks"].as_array_mut().into_iter().flatten() {
+                    hook["clientConfig"] = json!({"url": format!("https://{webhook}/")});
+                }
+            }
+            Some("Secret") => {}
+            _ => continue,
+        }
+        access::apply(&env.client, &doc).await?;
+    }
+    Ok(())
+}
 
 /// What the services would have created, and what belongs to someone else, written by the
 /// administrator: every service's Lease (returned, sorted), the webhook's own configuration and
