@@ -639,8 +639,12 @@ fn kubectl_objects(kc: &Path, args: &[&str], objects: &[Value]) -> String {
     let file = kc.with_file_name(format!("objects-{}.yaml", std::process::id()));
     std::fs::write(&file, stream).unwrap();
     let mut all = args.to_vec();
-    // The sim serves no OpenAPI document for client-side validation (the server validates).
-    all.extend(["--validate=false", "-f", file.to_str().unwrap()]);
+    // The sim serves no OpenAPI document for client-side validation (the server validates);
+    // `delete` validates nothing and has no such flag.
+    if args.first() != Some(&"delete") {
+        all.push("--validate=false");
+    }
+    all.extend(["-f", file.to_str().unwrap()]);
     let out = ok(Some(kc), &all);
     std::fs::remove_file(&file).unwrap();
     out
