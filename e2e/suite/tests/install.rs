@@ -286,13 +286,6 @@ fn every_mode_of_deploy_mounts_only_secrets_it_creates() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Whether vpa-admission takes contract 1's flags (`--port` for the webhook). Until it does,
-/// deploy/'s args cannot start it and that part of the lifecycle is skipped, saying so.
-fn admission_takes_deploy_flags() -> bool {
-    use clap::Parser as _;
-    plimsoll_vpa_admission::cli::Args::try_parse_from(["vpa-admission", "--port=8000"]).is_ok()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     real_cluster,
@@ -326,16 +319,8 @@ async fn apply_k_installs_everything_and_delete_k_leaves_what_the_docs_say() -> 
     );
 
     // The webhook in its default mode, as deployed: its ServiceAccount, its RBAC, its args.
-    let admission = if admission_takes_deploy_flags() {
-        Some(start_admission(&env, &built)?)
-    } else {
-        println!(
-            "vpa-admission does not take --port yet (contract 1 of issue 29): not started; \
-             caBundle and Secret checks skipped"
-        );
-        None
-    };
-    if let Some((token, task)) = admission {
+    let (token, task) = start_admission(&env, &built)?;
+    {
         let client = env.client.clone();
         eventually(
             "the pod fills caBundle of the shipped configuration",
