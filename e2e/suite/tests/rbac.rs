@@ -123,6 +123,8 @@ fn hpa_plus_config(
         format!("--metrics-address={admin}"),
         format!("--lease-namespace={SYSTEM_NAMESPACE}"),
         "--lease-owner-deployment=plimsoll-hpa-plus".to_owned(),
+        // Sharded, as deploy/ runs it (its Role lists the shard Leases).
+        "--shards=8".to_owned(),
         "--retry-period=1s".to_owned(),
         "--sync-period=2s".to_owned(),
         "--cpu-initialization-period=1s".to_owned(),
@@ -411,6 +413,7 @@ async fn vpa_recommender_recommends_under_its_own_role_and_uses_all_of_it() -> a
         "--lease-namespace",
         SYSTEM_NAMESPACE,
         "--lease-owner-deployment=plimsoll-vpa-recommender",
+        "--shards=8",
         "--retry-period=1s",
         "--recommender-interval=1s",
         "--checkpoints-timeout=5s",
@@ -620,6 +623,8 @@ async fn vpa_admission_mutates_pods_under_its_own_role_and_uses_all_of_it() -> a
         format!("--webhook-config-name={WEBHOOK_CONFIG}"),
         format!("--self-signed-secret={CERTS_SECRET}"),
         "--lease-owner-deployment=plimsoll-vpa-admission".to_owned(),
+        // Its host joins the self-signed certificate's names: the sim calls this URL.
+        format!("--webhook-url=https://{webhook}/"),
         format!("--webhook-service-namespace={SYSTEM_NAMESPACE}"),
         format!("--status-lease-namespace={SYSTEM_NAMESPACE}"),
         "--status-lease-update-interval=1s".to_owned(),
