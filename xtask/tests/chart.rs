@@ -1710,6 +1710,31 @@ fn leases_by_code(svc: &str, common: &plimsoll_runtime::CommonArgs, shards: u32)
     names
 }
 
+/// The one rule by name that lets `svc` read its own Deployment (`own`), the Leases' owner; none
+/// for the services whose ClusterRole reads every Deployment.
+fn assert_owner_rule(svc: &str, rules: &[(String, PolicyRule)], own: &str) {
+    // (A ClusterRole may read Deployments as targets; the rule by name is the owner's.)
+    let reads: Vec<_> = rules
+        .iter()
+        .filter(|(_, r)| on(r, "apps", "deployments") && !names_of(r).is_empty())
+        .collect();
+    if matches!(svc, "hpa-plus" | "vpa-recommender") {
+        // Their ClusterRole reads every Deployment (targets); a rule by name would be
+        // dead weight.
+        assert!(reads.is_empty(), "{svc}: {reads:?}");
+        assert!(
+            rules.iter().any(|(_, r)| on(r, "apps", "deployments")
+                && names_of(r).is_empty()
+                && r.verbs.iter().any(|v| v == "get")),
+            "{svc} reads its own Deployment through its ClusterRole"
+        );
+    } else {
+        assert_eq!(reads.len(), 1, "{svc}: {reads:?}");
+        assert_eq!(reads[0].1.verbs, ["get"], "{svc}");
+        assert_eq!(names_of(&reads[0].1), [own], "{svc}");
+    }
+}
+
 #[test]
 fn each_account_renews_only_the_leases_its_service_holds() {
     use clap::Parser;
@@ -1793,26 +1818,7 @@ fn each_account_renews_only_the_leases_its_service_holds() {
             if let Some(common) = &common {
                 assert_eq!(common.lease_owner_deployment.as_deref(), Some(own.as_str()));
             }
-            // (A ClusterRole may read Deployments as targets; the rule by name is the owner's.)
-            let reads: Vec<_> = rules
-                .iter()
-                .filter(|(_, r)| on(r, "apps", "deployments") && !names_of(r).is_empty())
-                .collect();
-            if matches!(svc, "hpa-plus" | "vpa-recommender") {
-                // Their ClusterRole reads every Deployment (targets); a rule by name would be
-                // dead weight.
-                assert!(reads.is_empty(), "{svc}: {reads:?}");
-                assert!(
-                    rules.iter().any(|(_, r)| on(r, "apps", "deployments")
-                        && names_of(r).is_empty()
-                        && r.verbs.iter().any(|v| v == "get")),
-                    "{svc} reads its own Deployment through its ClusterRole"
-                );
-            } else {
-                assert_eq!(reads.len(), 1, "{svc}: {reads:?}");
-                assert_eq!(reads[0].1.verbs, ["get"], "{svc}");
-                assert_eq!(names_of(&reads[0].1), std::slice::from_ref(&own), "{svc}");
-            }
+            assert_owner_rule(svc, &rules, &own);
         }
         // The default's Role (two replicas: hpa-plus and vpa-recommender with eight shards) is
         // deploy/'s.

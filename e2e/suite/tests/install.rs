@@ -686,6 +686,18 @@ fn with_crd_change(objects: &[Value]) -> Vec<Value> {
     objects
 }
 
+/// The harness installs Plimsoll's CRDs into every sim; a cluster Helm installs into has none,
+/// and Helm creates them (as templates of the release).
+fn delete_harness_crds(kc: &Path) {
+    let ours: Vec<String> = plimsoll_core::api::crds()
+        .into_iter()
+        .filter_map(|crd| crd.metadata.name)
+        .collect();
+    let mut delete = vec!["delete", "crd"];
+    delete.extend(ours.iter().map(String::as_str));
+    ok(Some(kc), &delete);
+}
+
 async fn chart_lifecycle(name: &str, install: &Value, upgrade: &Value) -> anyhow::Result<()> {
     let env = Env::start_with(
         name,
@@ -700,15 +712,7 @@ async fn chart_lifecycle(name: &str, install: &Value, upgrade: &Value) -> anyhow
         ok(Some(&kc), &["create", "namespace", ns]);
     }
     kubectl_objects(&kc, &["create"], &third_party_crds());
-    // The harness installs Plimsoll's CRDs into every sim; a cluster Helm installs into has
-    // none, and Helm creates them (as templates of the release).
-    let ours: Vec<String> = plimsoll_core::api::crds()
-        .into_iter()
-        .filter_map(|crd| crd.metadata.name)
-        .collect();
-    let mut delete = vec!["delete", "crd"];
-    delete.extend(ours.iter().map(String::as_str));
-    ok(Some(&kc), &delete);
+    delete_harness_crds(&kc);
 
     // helm install: create in order.
     let first = render_chart(install);
