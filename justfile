@@ -90,3 +90,9 @@ bench-vpa-updater:
 bench-vpa-admission:
     command -v wrk >/dev/null && command -v hey >/dev/null || apt-get install -y wrk hey || true
     cargo run --profile dist -p plimsoll-e2e --bin bench-vpa-admission
+
+# Off against Scale on every real trace (scenarios/trace-*-off.yaml and -scale.yaml) and what
+# minReplicasTuning would have done: the tables of docs/hpa-plus.md, "Predictive scaling".
+# Further directories of *-off.yaml / *-scale.yaml pairs may follow.
+predictive-report *DIRS:
+    cargo run --release -q -p xtask -- predictive-report {{DIRS}}

@@ -37,7 +37,7 @@ use plimsoll_core::api::hpa_plus::{
     HorizontalPodAutoscalerPlusSpec, Predictive, PredictiveMode, PredictiveStatus,
 };
 use plimsoll_core::horizontal::predictive::{
-    Forecast, ForecastInput, LoadSeries, Raise, RaiseInput, forecast, keep_seconds,
+    Fit, Forecast, ForecastInput, LoadSeries, Raise, RaiseInput, fit, forecast, keep_seconds,
     predictive_status, raise, record_loads,
 };
 use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
@@ -109,6 +109,8 @@ pub struct Held {
     pub startup_seconds: Option<i64>,
     /// The status this process wrote last (fresher than the object's copy in the cache).
     pub status: PredictiveStatus,
+    /// The season chosen per metric; redone when a bucket ends ([`Fit::through`]).
+    pub fit: Option<Fit>,
 }
 
 /// What one object's prediction needs from the reconcile.
@@ -222,14 +224,18 @@ pub async fn evaluate(
         .as_ref()
         .filter(|p| p.mode != PredictiveMode::Off)?;
     let mut ignored = None;
-    let (mut series, remembered, previous) = if let Some(h) = held {
-        (h.series, h.startup_seconds, Some(h.status))
+    let (mut series, remembered, previous, fitted) = if let Some(h) = held {
+        (h.series, h.startup_seconds, Some(h.status), h.fit)
     } else {
         let mut series = match subject
             .previous
             .and_then(|p| p.history.as_ref())
-            .map(|h| LoadSeries::try_restore(h, BUCKET_SECONDS))
-        {
+            .map(|h| {
+                LoadSeries::try_restore(h, BUCKET_SECONDS).map(|mut series| {
+                    series.restore_means(h);
+                    series
+                })
+            }) {
             Some(Ok(series)) => series,
             Some(Err(why)) => {
                 ignored = Some(why);
@@ -246,13 +252,14 @@ pub async fn evaluate(
             subject.prometheus_deadline,
         )
         .await;
-        (series, None, subject.previous.cloned())
+        (series, None, subject.previous.cloned(), None)
     };
     record_loads(&mut series, subject.spec, settings, observed, now);
     let measured = startup_seconds(pods).or(remembered);
     // One pod of the workload stands for its requests (utilization targets), as in tuning.
     let pod = observed.pods.first().cloned().unwrap_or_default();
     let ended = series.ended(now);
+    let fitted = refit(fitted, &ended, settings, now);
     let fc = forecast(&ForecastInput {
         spec: subject.spec,
         settings,
@@ -261,6 +268,7 @@ pub async fn evaluate(
         config: &ctx.config,
         startup_seconds: measured.unwrap_or(FALLBACK_STARTUP_SECONDS),
         now,
+        fit: Some(&fitted),
     });
     let raised = raise(&RaiseInput {
         spec: subject.spec,
@@ -278,6 +286,7 @@ pub async fn evaluate(
             series,
             startup_seconds: measured,
             status: status.clone(),
+            fit: Some(fitted),
         },
         forecast: fc,
         raised,
@@ -285,6 +294,15 @@ pub async fn evaluate(
         previous,
         ignored,
     })
+}
+
+/// `fitted` while it was made through the newest ended bucket of `ended`, else a new [`fit`]:
+/// the season is chosen again once per bucket, not at every evaluation.
+pub fn refit(fitted: Option<Fit>, ended: &LoadSeries, settings: &Predictive, now: Timestamp) -> Fit {
+    match fitted {
+        Some(f) if f.through == ended.newest_ended(now) => f,
+        _ => fit(ended, settings, now),
+    }
 }
 
 /// The decision to write: the reactive one, or as [`raise`] changed it (the prediction's
@@ -452,6 +470,7 @@ mod tests {
                 series: LoadSeries::new(BUCKET_SECONDS),
                 startup_seconds: None,
                 status: status(now),
+                fit: None,
             },
             previous: previous.map(|r| status((r > 0).then_some(r))),
             ignored: None,

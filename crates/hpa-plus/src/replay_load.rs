@@ -50,9 +50,11 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::memory;
-use plimsoll_core::horizontal::observation::{ContainerSample, Observation, PodPhase, PodSample};
+use plimsoll_core::horizontal::observation::{
+    ContainerSample, Fetched, Observation, PodPhase, PodSample,
+};
 use plimsoll_core::horizontal::predictive::{
-    Forecast, ForecastInput, LoadSeries, RaiseInput, forecast, predictive_status, raise,
+    Fit, Forecast, ForecastInput, LoadSeries, RaiseInput, forecast, predictive_status, raise,
 };
 use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
@@ -74,13 +76,17 @@ struct Scenario {
     vpa: Option<serde_json::Value>,
     #[serde(default)]
     predictive: Option<serde_json::Value>,
+    /// The controller's flags (`ControllerConfig`), read in [`controller`]: a LoadReplay's
+    /// default sync period differs from the flag's.
     #[serde(default)]
-    controller: ControllerConfig,
+    controller: Option<serde_json::Value>,
     containers: Vec<ContainerSpec>,
     #[serde(default)]
     pod_startup_seconds: f64,
     step_seconds: f64,
     load: Load,
+    #[serde(default)]
+    expect: Option<summary::Expect>,
 }
 
 #[derive(Deserialize)]
@@ -102,7 +108,26 @@ struct Load {
     csv: Option<String>,
     #[serde(default)]
     memory_per_pod: Option<Amount>,
+    #[serde(default)]
+    interpolation: Interpolation,
 }
+
+/// How the load moves between two trace points (`load.interpolation`).
+#[derive(Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Interpolation {
+    /// A straight line from one point to the next (default): a 5-minute counter's rise is
+    /// spread over its 5 minutes, not a wall at the step's first second.
+    #[default]
+    Linear,
+    /// The point's value until the next point.
+    Hold,
+}
+
+/// The sync period a `LoadReplay` evaluates at when neither the autoscaler's
+/// `syncPeriodSeconds` nor the scenario's `controller.syncPeriodSeconds` says: upstream's
+/// `--horizontal-pod-autoscaler-sync-period`, the period most clusters run.
+pub const DEFAULT_SYNC_PERIOD_SECONDS: i64 = 15;
 
 /// One step's load: seconds since the start, total CPU millicores, total memory milli-bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -129,9 +154,14 @@ pub struct LoadLine {
     pub utilization: Option<f64>,
     /// `minReplicas` in force at this step (after tuning).
     pub min_replicas: i32,
-    /// `null`, or what changed at this step: `replicas`, `requests` (the CPU request new pods
-    /// get), or `both`.
+    /// `null`, or what changed during this step (at any of its evaluations): `replicas`,
+    /// `requests` (the CPU request new pods get), or `both`.
     pub changed: Option<String>,
+    /// The highest utilization an evaluation within the step saw, percent; `null` while no pod
+    /// was Ready at any.
+    pub peak_utilization: Option<f64>,
+    /// How many times the autoscaler was evaluated within the step (one per sync period).
+    pub reconciles: u32,
     /// With `spec.predictive` on: the forecast CPU peak over the lead window, cores (absent
     /// before a season of history).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -156,6 +186,18 @@ pub struct LoadLine {
     /// The HPA+'s CPU target utilization, percent (not printed; for the plot's band).
     #[serde(skip)]
     pub target: Option<i32>,
+    /// The step's length, seconds (not printed; for the report).
+    #[serde(skip)]
+    pub seconds: f64,
+    /// Replicas (Ready or not: each costs) integrated over the step, replica-seconds (not
+    /// printed; for the report).
+    #[serde(skip)]
+    pub replica_seconds: f64,
+    /// What the load strictly needed at the CPU target, `ceil(load / (request × target))`
+    /// integrated over the step, replica-seconds; `None` without a CPU utilization target (not
+    /// printed; for the report).
+    #[serde(skip)]
+    pub needed_seconds: Option<f64>,
 }
 
 /// The outcome of a `LoadReplay`.
@@ -165,6 +207,8 @@ pub struct LoadReplay {
     pub steps: Vec<LoadLine>,
     /// The scenario has a `vpa`.
     pub vertical: bool,
+    /// Each `expect` that did not hold.
+    pub misses: Vec<String>,
 }
 
 impl Outcome for LoadReplay {
@@ -179,7 +223,7 @@ impl Outcome for LoadReplay {
     }
 
     fn misses(&self) -> &[String] {
-        &[]
+        &self.misses
     }
 
     fn chart(&self) -> Option<plimsoll_replay::plot::Chart> {
@@ -411,6 +455,8 @@ struct Pod {
     /// Unique over the replay (`pod-{id}`), so the recommender never mixes two pods.
     id: usize,
     born: Timestamp,
+    /// `born` + the startup time: from then on the pod is Ready.
+    ready_at: Timestamp,
     /// The pod's CPU request, millicores (the sum over its containers).
     cpu: i64,
 }
@@ -426,7 +472,7 @@ struct Workload {
 
 impl Workload {
     fn is_ready(&self, pod: &Pod, now: Timestamp) -> bool {
-        now - self.startup >= pod.born
+        now >= pod.ready_at
     }
 
     fn ready(&self, now: Timestamp) -> usize {
@@ -442,6 +488,7 @@ impl Workload {
         Pod {
             id: self.next_id - 1,
             born,
+            ready_at: born + self.startup,
             cpu: self.cpu_request,
         }
     }
@@ -506,15 +553,20 @@ impl Workload {
         }
     }
 
-    /// The pods at `now`, Ready ones sharing `load` evenly on their first container, each with
-    /// its own CPU request on the first container (the others keep the template's).
-    fn samples(
+    /// Brings `observed` (the pods as last observed, index for index with `self.pods`) to
+    /// `now`: Ready ones share `load` evenly on their first container, each with its own CPU
+    /// request on the first container (the others keep the template's). A pod's sample is
+    /// rebuilt from `template` only when it is new or its request changed: the replay
+    /// evaluates every sync period, and rebuilding every pod each time would be most of its
+    /// cost.
+    fn refresh(
         &self,
+        observed: &mut Observed,
         template: &PodSample,
         load: &Sample,
         memory_per_pod: Option<i64>,
         now: Timestamp,
-    ) -> Vec<PodSample> {
+    ) {
         let ready = i64::try_from(self.ready(now)).unwrap_or(0).max(1);
         let others: i64 = template
             .containers
@@ -522,22 +574,15 @@ impl Workload {
             .skip(1)
             .filter_map(|c| c.requests.get("cpu"))
             .sum();
+        observed.pods.truncate(self.pods.len());
+        observed.keys.truncate(self.pods.len());
         let mut k = 0i64;
-        self.pods
-            .iter()
-            .map(|p| {
-                let is_ready = self.is_ready(p, now);
+        for (i, p) in self.pods.iter().enumerate() {
+            if observed.keys.get(i) != Some(&(p.id, p.cpu)) {
                 let mut pod = PodSample {
                     name: format!("pod-{}", p.id),
                     phase: PodPhase::Running,
-                    ready: Some(is_ready),
                     start_time: Some(p.born),
-                    ready_transition_time: Some(if is_ready {
-                        p.born + self.startup
-                    } else {
-                        p.born
-                    }),
-                    metrics_timestamp: Some(now),
                     ..template.clone()
                 };
                 if let Some(first) = pod.containers.first_mut()
@@ -545,30 +590,65 @@ impl Workload {
                 {
                     first.requests.insert("cpu".into(), (p.cpu - others).max(0));
                 }
-                if is_ready {
-                    // An even split whose parts add up to the trace exactly.
-                    let share = |total: i64| total / ready + i64::from(k < total % ready);
-                    let memory = load.memory.map(share).or(memory_per_pod);
-                    for (j, c) in pod.containers.iter_mut().enumerate() {
-                        let first = j == 0;
-                        c.usage
-                            .insert("cpu".into(), Ok(if first { share(load.cpu) } else { 0 }));
-                        if let Some(m) = memory {
-                            c.usage
-                                .insert("memory".into(), Ok(if first { m } else { 0 }));
-                        }
-                    }
-                    k += 1;
+                if i < observed.pods.len() {
+                    observed.pods[i] = pod;
+                    observed.keys[i] = (p.id, p.cpu);
+                } else {
+                    observed.pods.push(pod);
+                    observed.keys.push((p.id, p.cpu));
                 }
-                pod
-            })
-            .collect()
+            }
+            let is_ready = self.is_ready(p, now);
+            let pod = &mut observed.pods[i];
+            pod.ready = Some(is_ready);
+            pod.ready_transition_time = Some(if is_ready {
+                p.ready_at
+            } else {
+                p.born
+            });
+            pod.metrics_timestamp = Some(now);
+            if is_ready {
+                // An even split whose parts add up to the trace exactly.
+                let share = |total: i64| total / ready + i64::from(k < total % ready);
+                let memory = load.memory.map(share).or(memory_per_pod);
+                for (j, c) in pod.containers.iter_mut().enumerate() {
+                    let first = j == 0;
+                    set(&mut c.usage, "cpu", if first { share(load.cpu) } else { 0 });
+                    if let Some(m) = memory {
+                        set(&mut c.usage, "memory", if first { m } else { 0 });
+                    }
+                }
+                k += 1;
+            } else {
+                for c in &mut pod.containers {
+                    c.usage.clear();
+                }
+            }
+        }
     }
 }
 
-/// The replay's state between steps: what the controller keeps, and the workload.
-struct Run<'a> {
-    scenario: &'a Scenario,
+/// Sets `key` of `usage` to `value` (no new key string when it is there already).
+fn set(usage: &mut BTreeMap<String, Fetched<i64>>, key: &str, value: i64) {
+    match usage.get_mut(key) {
+        Some(v) => *v = Ok(value),
+        None => {
+            usage.insert(key.to_owned(), Ok(value));
+        }
+    }
+}
+
+/// The workload's pods as the last evaluation observed them, kept between evaluations.
+#[derive(Default)]
+struct Observed {
+    pods: Vec<PodSample>,
+    /// Per pod: the id and CPU request its sample was built for.
+    keys: Vec<(usize, i64)>,
+}
+
+/// What the replay keeps between evaluations: what the controller keeps, and the workload.
+struct Run {
+    config: ControllerConfig,
     spec: HorizontalPodAutoscalerPlusSpec,
     settings: MinReplicasTuning,
     template: PodSample,
@@ -581,10 +661,23 @@ struct Run<'a> {
     predictive: Predictive,
     series: LoadSeries,
     startup_seconds: i64,
+    observed: Observed,
+    /// The season chosen per metric, as the controller keeps it.
+    fit: Option<Fit>,
 }
 
-impl Run<'_> {
-    /// Records the step's loads and tunes, as the controller does when tuning is on; a
+/// What one evaluation saw and did.
+struct Reconciled {
+    ready: usize,
+    utilization: Option<f64>,
+    scaled: bool,
+    tuning: Option<Tuning>,
+    forecast: Option<Forecast>,
+    predictive: Option<PredictiveStatus>,
+}
+
+impl Run {
+    /// Records the evaluation's loads and tunes, as the controller does when tuning is on; a
     /// proposal to apply lowers the spec's `minReplicas` at once.
     fn tune(&mut self, observed: &Observation, now: Timestamp) -> Option<Tuning> {
         if self.settings.mode == TuningMode::Off {
@@ -597,7 +690,7 @@ impl Run<'_> {
             settings: &self.settings,
             history: &self.loads,
             pod: &self.template,
-            config: &self.scenario.controller,
+            config: &self.config,
             last_applied: self.last_applied,
             held_by: None,
             excluded_by: None,
@@ -610,7 +703,8 @@ impl Run<'_> {
         Some(t)
     }
 
-    /// Records the step's loads and forecasts, as the controller does when prediction is on.
+    /// Records the evaluation's loads and forecasts from the ended buckets, as the controller
+    /// does when prediction is on (`crate::predict::evaluate`).
     fn forecast(&mut self, observed: &Observation, now: Timestamp) -> Option<Forecast> {
         if self.predictive.mode == PredictiveMode::Off {
             return None;
@@ -622,31 +716,36 @@ impl Run<'_> {
             observed,
             now,
         );
-        Some(forecast(&ForecastInput {
+        let ended = self.series.ended(now);
+        let fitted = crate::predict::refit(self.fit.take(), &ended, &self.predictive, now);
+        let fc = forecast(&ForecastInput {
             spec: &self.spec,
             settings: &self.predictive,
-            series: &self.series,
+            series: &ended,
             pod: &self.template,
-            config: &self.scenario.controller,
+            config: &self.config,
             startup_seconds: self.startup_seconds,
             now,
-        }))
+            fit: Some(&fitted),
+        });
+        self.fit = Some(fitted);
+        Some(fc)
     }
 
     /// Decides with the controller's function, raised by a forecast when there is one, and
-    /// scales the workload; `changed` when the replicas moved.
+    /// scales the workload; `true` when the replicas moved.
     fn decide(
         &mut self,
         observed: &Observation,
         forecast: Option<&Forecast>,
         now: Timestamp,
-    ) -> (Option<String>, Option<PredictiveStatus>) {
+    ) -> (bool, Option<PredictiveStatus>) {
         let replicas = observed.current_replicas;
         let d = decide(&DecisionInput {
             spec: &self.spec,
             observed,
             history: &self.history,
-            config: &self.scenario.controller,
+            config: &self.config,
             now,
         });
         let raised = forecast.map(|f| {
@@ -654,7 +753,7 @@ impl Run<'_> {
                 spec: &self.spec,
                 settings: &self.predictive,
                 observed,
-                config: &self.scenario.controller,
+                config: &self.config,
                 decision: &d,
                 forecast: f,
                 now,
@@ -665,12 +764,10 @@ impl Run<'_> {
             .map(|(f, r)| predictive_status(f, r));
         let scale_to = raised.map_or(d.scale_to, |r| r.scale_to);
         self.history = d.history;
-        let mut changed = None;
+        let mut changed = false;
         if let Some(to) = scale_to {
             self.history.record_scale(now, replicas, to);
-            if to != replicas {
-                changed = Some("replicas".to_owned());
-            }
+            changed = to != replicas;
             let gone = self.workload.scale(to, now);
             self.forget(&gone);
         }
@@ -716,58 +813,88 @@ impl Run<'_> {
         (r.joint, changed)
     }
 
-    /// One step of the trace.
-    fn step(&mut self, sample: &Sample, now: Timestamp) -> LoadLine {
-        let pods = self
-            .workload
-            .samples(&self.template, sample, self.memory_per_pod, now);
-        let ready = self.workload.ready(now);
-        let requested: i64 = self
-            .workload
+    /// What the Ready pods request at `now`, millicores.
+    fn requested(&self, now: Timestamp) -> i64 {
+        self.workload
             .pods
             .iter()
             .filter(|p| self.workload.is_ready(p, now))
             .map(|p| p.cpu)
-            .sum();
+            .sum()
+    }
+
+    /// The observation of the workload carrying `load` at `now` (its pods taken from
+    /// `self.observed`; [`Run::reconcile`] puts them back).
+    fn observe(&mut self, load: &Sample, now: Timestamp) -> Observation {
+        self.workload.refresh(
+            &mut self.observed,
+            &self.template,
+            load,
+            self.memory_per_pod,
+            now,
+        );
         let replicas = self.workload.replicas();
-        let observed = Observation {
+        Observation {
             current_replicas: replicas,
-            pods,
+            pods: std::mem::take(&mut self.observed.pods),
             rollout: Rollout::Settled.state(replicas),
             ..Observation::default()
-        };
+        }
+    }
+
+    /// One evaluation at `now` with the workload carrying `load`: tuning, forecast and
+    /// decision, in the controller's order; with `vpa`, the VPA's step after the decision.
+    fn reconcile(
+        &mut self,
+        load: &Sample,
+        now: Timestamp,
+        vpa: bool,
+    ) -> (Reconciled, Option<JointRequest>, bool) {
+        let observed = self.observe(load, now);
+        let ready = self.workload.ready(now);
+        let requested = self.requested(now);
         let tuning = self.tune(&observed, now);
         let forecast = self.forecast(&observed, now);
         let (scaled, predictive) = self.decide(&observed, forecast.as_ref(), now);
-        let (joint, resized) = self.size(&observed, now);
-        let changed = match (scaled.is_some(), resized) {
-            (true, true) => Some("both".to_owned()),
-            (true, false) => scaled,
-            (false, true) => Some("requests".to_owned()),
-            (false, false) => None,
+        let (joint, resized) = if vpa {
+            self.size(&observed, now)
+        } else {
+            (None, false)
         };
-        LoadLine {
-            t: sample.t,
-            replicas: self.workload.replicas(),
-            ready_replicas: i32::try_from(ready).unwrap_or(i32::MAX),
-            cpu_request: self.workload.cpu_request,
+        self.observed.pods = observed.pods;
+        let out = Reconciled {
+            ready,
             utilization: (requested > 0).then(|| {
                 // Two decimals: enough to read, stable to print.
-                (sample.cpu as f64 * 10_000.0 / requested as f64).round() / 100.0
+                (load.cpu as f64 * 10_000.0 / requested as f64).round() / 100.0
             }),
-            min_replicas: self.spec.min_replicas.unwrap_or(1),
-            changed,
-            forecast: forecast
-                .as_ref()
-                .and_then(cpu_forecast)
-                .map(|milli| milli as f64 / 1000.0),
-            predicted_replicas: forecast.as_ref().and_then(|f| f.replicas),
-            predictive,
-            load: sample.cpu as f64 / 1000.0,
+            scaled,
             tuning,
-            joint,
-            target: utilization_target(&self.spec, "cpu"),
-        }
+            forecast,
+            predictive,
+        };
+        (out, joint, resized)
+    }
+
+    /// The replicas the load strictly needs at the CPU target with the request new pods get,
+    /// `ceil(load / (request × target))`; `None` without a CPU utilization target.
+    fn needed(&self, cpu: i64, target: Option<i32>) -> Option<i64> {
+        let per_pod = self.workload.cpu_request * i64::from(target?) / 100;
+        (per_pod > 0).then(|| (cpu + per_pod - 1).div_euclid(per_pod))
+    }
+}
+
+/// The load at `t` seconds within the step from `a` to `b` (`b` `None` for the last step).
+fn load_at(a: &Sample, b: Option<&Sample>, t: f64, how: Interpolation) -> Sample {
+    let Some(b) = b.filter(|_| how == Interpolation::Linear) else {
+        return Sample { t, ..*a };
+    };
+    let f = ((t - a.t) / (b.t - a.t)).clamp(0.0, 1.0);
+    let mix = |x: i64, y: i64| (x as f64 + (y - x) as f64 * f).round() as i64;
+    Sample {
+        t,
+        cpu: mix(a.cpu, b.cpu),
+        memory: a.memory.zip(b.memory).map(|(x, y)| mix(x, y)).or(a.memory),
     }
 }
 
@@ -779,13 +906,85 @@ fn cpu_forecast(f: &Forecast) -> Option<i64> {
         .and_then(|m| m.load)
 }
 
-/// Replays `LoadReplay` text; files it names are relative to `dir`.
+/// The scenario's controller flags, and the sync period it evaluates at: the autoscaler's
+/// `syncPeriodSeconds`, else `controller.syncPeriodSeconds`, else
+/// [`DEFAULT_SYNC_PERIOD_SECONDS`] (never below `controller.minSyncPeriodSeconds`).
+fn controller(
+    s: &Scenario,
+    spec: &HorizontalPodAutoscalerPlusSpec,
+) -> Result<(ControllerConfig, i64), ReplayError> {
+    let value = s
+        .controller
+        .clone()
+        .unwrap_or_else(|| serde_json::json!({}));
+    let given = value.get("syncPeriodSeconds").is_some();
+    let mut config: ControllerConfig =
+        serde_json::from_value(value).map_err(|e| invalid("controller", e))?;
+    if !given {
+        config.sync_period_seconds = DEFAULT_SYNC_PERIOD_SECONDS;
+    }
+    let period = config.sync_period_seconds(spec);
+    Ok((config, period))
+}
+
+/// Accumulates one trace step's evaluations into its line.
+struct StepLine {
+    line: LoadLine,
+    /// The last evaluation's time and the replicas and need it left, for the integrals.
+    mark: f64,
+    replicas: i32,
+    needed: Option<i64>,
+}
+
+impl StepLine {
+    /// Adds `replicas` and `needed` from the mark to `t` to the integrals, and moves the mark.
+    fn account(&mut self, t: f64) {
+        let dt = (t - self.mark).max(0.0);
+        self.line.replica_seconds += f64::from(self.replicas) * dt;
+        if let (Some(n), Some(sum)) = (self.needed, self.line.needed_seconds.as_mut()) {
+            *sum += n as f64 * dt;
+        }
+        self.mark = t;
+    }
+}
+
+/// Replays `LoadReplay` text and checks its `expect`; files it names (the trace, a baseline
+/// scenario) are relative to `dir`.
 pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError> {
     let scenario: Scenario = plimsoll_replay::parse(text)?;
     plimsoll_replay::expect_kind(&scenario.kind, "LoadReplay")?;
-    let (spec, settings) = autoscaler(&scenario, text)?;
-    let trace = samples(&scenario, dir)?;
-    let template = template(&scenario)?;
+    let mut replay = run_scenario(&scenario, text, dir)?;
+    if let Some(expect) = &scenario.expect {
+        let this = summary::summarize(&replay.steps, expect.from);
+        let baseline = expect
+            .baseline
+            .as_ref()
+            .map(|file| {
+                let path = dir.join(file);
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    invalid(
+                        "expect.baseline",
+                        format!("cannot read {}: {e}", path.display()),
+                    )
+                })?;
+                let base: Scenario = plimsoll_replay::parse(&text)?;
+                plimsoll_replay::expect_kind(&base.kind, "LoadReplay")?;
+                // The baseline's own expect is not checked (nor its baseline followed).
+                let steps = run_scenario(&base, &text, path.parent().unwrap_or(dir))?.steps;
+                Ok::<_, ReplayError>(summary::summarize(&steps, expect.from))
+            })
+            .transpose()?;
+        replay.misses = summary::check(expect, &this, baseline.as_ref());
+    }
+    Ok(replay)
+}
+
+/// Replays a parsed `LoadReplay` (its `expect` aside).
+fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadReplay, ReplayError> {
+    let (spec, settings) = autoscaler(scenario, text)?;
+    let (config, period) = controller(scenario, &spec)?;
+    let trace = samples(scenario, dir)?;
+    let template = template(scenario)?;
     let memory_per_pod = scenario
         .load
         .memory_per_pod
@@ -805,9 +1004,7 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
         .sum();
     let initial = usize::try_from(spec.min_replicas.unwrap_or(1).max(1)).unwrap_or(1);
     let predictive = spec.predictive.clone().unwrap_or_default();
-    // Buckets of one step: the replay observes the workload once per step.
     let step = scenario.step_seconds.round().max(1.0) as i64;
-    let series = LoadSeries::new(step);
     let startup_seconds = scenario.pod_startup_seconds.ceil() as i64;
     let vertical = scenario
         .vpa
@@ -825,8 +1022,9 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
         let pod = workload.create(epoch - startup - SignedDuration::from_hours(1));
         workload.pods.push(pod);
     }
+    let target = utilization_target(&spec, "cpu");
     let mut run = Run {
-        scenario: &scenario,
+        config,
         spec,
         settings,
         template,
@@ -837,20 +1035,110 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
         loads: LoadHistory::default(),
         last_applied: None,
         predictive,
-        series,
+        // The controller's buckets: the replay evaluates as often as the controller does.
+        series: LoadSeries::new(crate::predict::BUCKET_SECONDS),
         startup_seconds,
+        observed: Observed::default(),
+        fit: None,
     };
-    let steps = trace
-        .iter()
-        .map(|sample| run.step(sample, epoch + SignedDuration::from_secs_f64(sample.t)))
-        .collect();
+    let how = scenario.load.interpolation;
+    let period = period as f64;
+    let t0 = trace.first().map_or(0.0, |s| s.t);
+    // Evaluations at t0 + k × period, as a controller requeued every period.
+    let mut k: u64 = 0;
+    let mut steps = Vec::with_capacity(trace.len());
+    for (i, sample) in trace.iter().enumerate() {
+        let next = trace.get(i + 1);
+        let end = next.map_or(sample.t + scenario.step_seconds, |n| n.t);
+        let at = |t: f64| epoch + SignedDuration::from_secs_f64(t);
+        let replicas = run.workload.replicas();
+        let mut acc = StepLine {
+            line: LoadLine {
+                t: sample.t,
+                replicas,
+                ready_replicas: i32::try_from(run.workload.ready(at(sample.t))).unwrap_or(i32::MAX),
+                cpu_request: run.workload.cpu_request,
+                utilization: None,
+                min_replicas: run.spec.min_replicas.unwrap_or(1),
+                changed: None,
+                peak_utilization: None,
+                reconciles: 0,
+                forecast: None,
+                predicted_replicas: None,
+                predictive: None,
+                load: sample.cpu as f64 / 1000.0,
+                tuning: None,
+                joint: None,
+                target,
+                seconds: end - sample.t,
+                replica_seconds: 0.0,
+                needed_seconds: target.map(|_| 0.0),
+            },
+            mark: sample.t,
+            replicas,
+            needed: run.needed(sample.cpu, target),
+        };
+        let (mut scaled, mut resized) = (false, false);
+        loop {
+            let t = t0 + k as f64 * period;
+            if t >= end {
+                break;
+            }
+            k += 1;
+            if t < sample.t {
+                continue;
+            }
+            let load = load_at(sample, next, t, how);
+            acc.account(t);
+            let first = acc.line.reconciles == 0;
+            let (r, joint, changed) = run.reconcile(&load, at(t), first);
+            scaled |= r.scaled;
+            resized |= changed;
+            let line = &mut acc.line;
+            line.reconciles += 1;
+            line.peak_utilization = match (line.peak_utilization, r.utilization) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            if first {
+                line.replicas = run.workload.replicas();
+                line.ready_replicas = i32::try_from(r.ready).unwrap_or(i32::MAX);
+                line.utilization = r.utilization;
+                line.tuning = r.tuning;
+                line.forecast = r.forecast.as_ref().and_then(cpu_forecast).map(|m| m as f64 / 1000.0);
+                line.predicted_replicas = r.forecast.as_ref().and_then(|f| f.replicas);
+                line.predictive = r.predictive;
+                line.joint = joint;
+            } else if r.predictive.as_ref().is_some_and(|p| p.acting)
+                && !line.predictive.as_ref().is_some_and(|p| p.acting)
+            {
+                // The step shows the first evaluation the forecast acted at, if one did.
+                line.predictive = r.predictive;
+            }
+            acc.replicas = run.workload.replicas();
+            acc.needed = run.needed(load.cpu, target);
+        }
+        acc.account(end);
+        let mut line = acc.line;
+        line.cpu_request = run.workload.cpu_request;
+        line.min_replicas = run.spec.min_replicas.unwrap_or(1);
+        line.changed = match (scaled, resized) {
+            (true, true) => Some("both".to_owned()),
+            (true, false) => Some("replicas".to_owned()),
+            (false, true) => Some("requests".to_owned()),
+            (false, false) => None,
+        };
+        steps.push(line);
+    }
     Ok(LoadReplay {
         steps,
         vertical: scenario.vpa.is_some(),
+        misses: Vec::new(),
     })
 }
 
 mod plot;
+pub mod summary;
 #[cfg(test)]
 mod tests;
 mod vertical;

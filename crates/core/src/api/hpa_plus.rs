@@ -239,7 +239,8 @@ pub struct Predictive {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 30))]
     pub lookback_days: Option<i32>,
-    /// The period the load repeats with: `24h` (default) or `168h`.
+    /// The period the load repeats with: `auto` (default: the day or the week, whichever
+    /// forecast the history better), `24h` or `168h`.
     #[serde(default)]
     pub season: Season,
     /// How far ahead the forecast looks: `auto` (default: the time the workload's pods take to
@@ -284,8 +285,12 @@ impl PredictiveMode {
 /// The period a predictive load repeats with (`spec.predictive.season`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Season {
-    /// A day: the same time yesterday, the day before, …
+    /// Chosen per metric from the history (default): the week when its forecasts of the last
+    /// days were closer than the day's (the history must span two weeks), else the day.
     #[default]
+    #[serde(rename = "auto")]
+    Auto,
+    /// A day: the same time yesterday, the day before, …
     #[serde(rename = "24h")]
     Day,
     /// A week: the same time and weekday last week, …
@@ -294,20 +299,13 @@ pub enum Season {
 }
 
 impl Season {
-    /// Reads an annotation's value: `24h` or `168h`.
+    /// Reads an annotation's value: `auto`, `24h` or `168h`.
     pub fn parse(v: &str) -> Option<Self> {
         match v.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(Self::Auto),
             "24h" => Some(Self::Day),
             "168h" => Some(Self::Week),
             _ => None,
-        }
-    }
-
-    /// The season's length in seconds.
-    pub fn seconds(self) -> i64 {
-        match self {
-            Self::Day => 24 * 3600,
-            Self::Week => 7 * 24 * 3600,
         }
     }
 }

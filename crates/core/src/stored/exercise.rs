@@ -28,9 +28,7 @@ use crate::horizontal::behavior::{
 };
 use crate::horizontal::load_history::{LoadHistory, MAX_DAYS, StoredLoadHistory};
 use crate::horizontal::memory;
-use crate::horizontal::predictive::{
-    LoadSeries, StoredLoadSeries, max_buckets, recent_error_percent,
-};
+use crate::horizontal::predictive::{LoadSeries, StoredLoadSeries, fit, max_buckets};
 use crate::schedule::{history, plan};
 use crate::vertical::aggregate::AggregationsConfig;
 use crate::vertical::checkpoint;
@@ -185,8 +183,8 @@ pub fn load_series(stored: &StoredLoadSeries, now: Timestamp) {
                 Ok(s.clone())
             );
             let settings = crate::api::hpa_plus::Predictive::default();
+            let _ = fit(&s, &settings, now);
             for name in &names {
-                let _ = recent_error_percent(&s, name, &settings, now);
                 let _ = s.ended(now);
                 s.record(name, now, i64::MIN, i64::MAX);
                 s.record(name, now, i64::MAX, 0);

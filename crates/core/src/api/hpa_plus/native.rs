@@ -185,7 +185,7 @@ pub const PREDICTIVE_ANNOTATION_NAME: &str = "predictive";
 /// `168h` season).
 pub const PREDICTIVE_LOOKBACK_ANNOTATION_NAME: &str = "predictive-lookback-days";
 
-/// The annotation name (after a prefix) of `predictive.season` (`24h` or `168h`).
+/// The annotation name (after a prefix) of `predictive.season` (`auto`, `24h` or `168h`).
 pub const PREDICTIVE_SEASON_ANNOTATION_NAME: &str = "predictive-season";
 
 /// The annotation name (after a prefix) of `predictive.leadSeconds` (`auto` or seconds >= 0).
@@ -220,7 +220,7 @@ fn predictive_from_annotations(
     let season = match lookup(PREDICTIVE_SEASON_ANNOTATION_NAME) {
         None => Season::default(),
         Some((key, v)) => {
-            Season::parse(&v).ok_or_else(|| bad(key, format!("{v:?} is not 24h or 168h")))?
+            Season::parse(&v).ok_or_else(|| bad(key, format!("{v:?} is not auto, 24h or 168h")))?
         }
     };
     let lead_seconds = match lookup(PREDICTIVE_LEAD_ANNOTATION_NAME) {

@@ -1,0 +1,131 @@
+//! `cargo run -p xtask -- predictive-report [DIR…]` (`just predictive-report`): for every
+//! trace with an `*-off.yaml` and an `*-scale.yaml` `LoadReplay` in each DIR (default
+//! `scenarios/`), the table of docs/hpa-plus.md "Predictive scaling" (Off against Scale:
+//! overloaded steps, longest overload, replica-hours against what the load needed, from the
+//! second week on) and what `minReplicasTuning` would have proposed and cost on the same
+//! trace. Every number comes from `hpa-plus`'s own replay
+//! (`plimsoll_hpa_plus::replay_load`), so the report shows what the controller would do.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use plimsoll_hpa_plus::replay_load::summary::{HEADER, Summary, row, summarize};
+use plimsoll_hpa_plus::replay_load::{LoadReplay, replay_load_str};
+
+/// The report counts steps from the second week on: before it a 7-day lookback has not seen
+/// a week (and Scale decides as Off on the first days).
+const FROM: f64 = 7.0 * 86_400.0;
+
+/// The `(name, off, scale)` scenario pairs of `dir`, by name.
+fn pairs(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf, PathBuf)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix("-off.yaml"))
+        else {
+            continue;
+        };
+        let scale = dir.join(format!("{name}-scale.yaml"));
+        if scale.exists() {
+            out.push((name.to_owned(), path.clone(), scale));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn replay(path: &Path, text: &str) -> anyhow::Result<LoadReplay> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    replay_load_str(text, dir).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The scenario at `path` as JSON with `edit` applied to its autoscaler.
+fn edited(
+    path: &Path,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    let mut value: serde_json::Value = serde_saphyr::from_str(&text)
+        .with_context(|| format!("{} is not YAML", path.display()))?;
+    edit(&mut value["autoscaler"]);
+    Ok(serde_json::to_string(&value)?)
+}
+
+/// minReplicasTuning on the trace: the static `minReplicas` that covers the Off replay's
+/// highest replicas, against the same with `minReplicasTuning: {mode: Apply}` from it.
+fn tuning(name: &str, off_path: &Path, off: &LoadReplay) -> anyhow::Result<String> {
+    let peak = off.steps.iter().map(|s| s.replicas).max().unwrap_or(1);
+    let with = |apply: bool| {
+        edited(off_path, |a| {
+            a["spec"]["minReplicas"] = peak.into();
+            if apply {
+                a["spec"]["minReplicasTuning"] = serde_json::json!({"mode": "Apply"});
+            }
+        })
+    };
+    let fixed = replay(off_path, &with(false)?)?;
+    let tuned = replay(off_path, &with(true)?)?;
+    let proposals: Vec<String> = tuned
+        .steps
+        .iter()
+        .filter(|s| s.tuning.as_ref().is_some_and(|t| t.apply))
+        .map(|s| format!("{} on day {:.1}", s.min_replicas, s.t / 86_400.0))
+        .collect();
+    let (a, b) = (summarize(&fixed.steps, FROM), summarize(&tuned.steps, FROM));
+    Ok(format!(
+        "| {name} | {peak} | {} | {:.0} → {:.0} ({:+.1} %) | {} → {} |",
+        if proposals.is_empty() {
+            "none".to_owned()
+        } else {
+            proposals.join(", ")
+        },
+        a.replica_hours,
+        b.replica_hours,
+        (b.replica_hours / a.replica_hours.max(f64::MIN_POSITIVE) - 1.0) * 100.0,
+        a.overloaded_steps,
+        b.overloaded_steps,
+    ))
+}
+
+/// Prints the report for the pairs in `dirs`.
+pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    let mut tunings = Vec::new();
+    let mut timings = Vec::new();
+    for dir in dirs {
+        let found = pairs(dir)?;
+        if found.is_empty() {
+            bail!("no *-off.yaml with a *-scale.yaml twin in {}", dir.display());
+        }
+        for (name, off_path, scale_path) in found {
+            let started = Instant::now();
+            let off = replay(&off_path, &std::fs::read_to_string(&off_path)?)?;
+            timings.push((name.clone(), off.steps.len(), started.elapsed()));
+            let scale = replay(&scale_path, &std::fs::read_to_string(&scale_path)?)?;
+            let (a, b): (Summary, Summary) = (summarize(&off.steps, FROM), summarize(&scale.steps, FROM));
+            rows.push(row(&name, &a, &b));
+            tunings.push(tuning(&name, &off_path, &off)?);
+        }
+    }
+    println!("Off against Scale, steps from day 7 on (overloaded: an evaluation above 1.5 × the CPU target):\n");
+    println!("{HEADER}");
+    for r in rows {
+        println!("{r}");
+    }
+    println!(
+        "\nminReplicasTuning (Apply, 7 days) from a static minReplicas that covers the Off replay's highest replicas, from day 7 on:\n"
+    );
+    println!("| trace | static minReplicas | lowered to | replica-hours, static → tuned | overloaded steps, static → tuned |\n|---|---|---|---|---|");
+    for t in tunings {
+        println!("{t}");
+    }
+    println!("\nOff replay time (this build):\n");
+    for (name, steps, took) in timings {
+        println!("- {name}: {steps} steps in {:.2} s", took.as_secs_f64());
+    }
+    Ok(())
+}
