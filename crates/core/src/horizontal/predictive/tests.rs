@@ -44,9 +44,11 @@ fn series(from: i64, to: i64, load: impl Fn(i64) -> i64) -> LoadSeries {
     s
 }
 
+/// `Scale` with a daily season (the vectors below are days).
 fn scale() -> Predictive {
     Predictive {
         mode: PredictiveMode::Scale,
+        season: Season::Day,
         ..Predictive::default()
     }
 }
@@ -80,6 +82,7 @@ fn forecast_at(series: &LoadSeries, settings: &Predictive, now: i64) -> Forecast
         config: &ControllerConfig::default(),
         startup_seconds: 600,
         now: at(now),
+        fit: None,
     })
 }
 
@@ -89,7 +92,7 @@ fn settings_read_auto_or_whole_seconds_and_a_weekly_season_needs_a_week() {
     let p = read(serde_json::json!({"mode": "Scale"})).unwrap();
     assert_eq!(
         (p.mode, p.lookback_days(), p.season, p.lead_seconds),
-        (PredictiveMode::Scale, 7, Season::Day, LeadSeconds::Auto)
+        (PredictiveMode::Scale, 7, Season::Auto, LeadSeconds::Auto)
     );
     for (lead, expected) in [
         (serde_json::json!("auto"), LeadSeconds::Auto),
@@ -121,30 +124,35 @@ fn settings_read_auto_or_whole_seconds_and_a_weekly_season_needs_a_week() {
 }
 
 #[test]
-fn the_high_percentile_is_the_nearest_rank_75th() {
+fn the_median_is_the_middle_value() {
     for (values, expected) in [
         (&[][..], None),
         (&[5][..], Some(5)),
-        (&[9, 1][..], Some(9)),
-        (&[3, 1, 2][..], Some(3)),
-        (&[4, 1, 3, 2][..], Some(3)),
-        (&[7, 1, 6, 2, 5, 3, 4][..], Some(6)),
+        (&[9, 1][..], Some(5)),
+        (&[3, 1, 2][..], Some(2)),
+        (&[4, 1, 3, 2][..], Some(2)),
+        (&[7, 1, 6, 2, 5, 3, 4][..], Some(4)),
         (&[12, 12, 30, 12, 12, 2, 12][..], Some(12)),
+        (&[i64::MAX, i64::MAX][..], Some(i64::MAX)),
     ] {
-        assert_eq!(high_percentile(values), expected, "{values:?}");
+        assert_eq!(median(values), expected, "{values:?}");
     }
 }
 
 #[test]
-fn seasons_lead_and_retention() {
+fn candidate_seasons_lead_and_retention() {
     let mut p = scale();
-    assert_eq!(seasons(&p), (DAY, 7));
+    assert_eq!(candidates(&p), [(DAY, 7)]);
     p.season = Season::Week;
     p.lookback_days = Some(14);
-    assert_eq!(seasons(&p), (7 * DAY, 2));
+    assert_eq!(candidates(&p), [(7 * DAY, 2)]);
     p.lookback_days = Some(3);
-    assert_eq!(seasons(&p), (7 * DAY, 1), "never fewer than one season");
+    assert_eq!(candidates(&p), [(7 * DAY, 1)], "never fewer than one season");
+    p.season = Season::Auto;
+    p.lookback_days = None;
+    assert_eq!(candidates(&p), [(DAY, 7), (7 * DAY, 1)]);
     assert_eq!(keep_seconds(&scale()), 8 * DAY);
+    assert_eq!(keep_seconds(&p), 14 * DAY, "auto: a week to forecast from, one to check");
     assert_eq!(
         lead_seconds(&scale(), 600, 300),
         900,
@@ -156,12 +164,12 @@ fn seasons_lead_and_retention() {
 
 #[test]
 fn the_forecast_meets_the_rush_before_it_arrives() {
-    // A week of rushes; on day 7 the lead is 900 s and the window [now, now + 1200 s].
+    // A week of rushes; on day 7 the lead is 900 s and the window [now, now + 900 s].
     for (hh, mm, load, replicas) in [
         (8, 0, 2_000, 7),
-        (8, 35, 2_000, 7),
-        // 08:40 + 1200 s = 09:00: the window reaches the rush's first bucket.
-        (8, 40, 12_000, 40),
+        (8, 40, 2_000, 7),
+        // 08:45 + 900 s = 09:00: the window reaches the rush's first bucket.
+        (8, 45, 12_000, 40),
         (10, 0, 12_000, 40),
         (11, 55, 12_000, 40),
         (12, 0, 2_000, 7),
@@ -182,7 +190,7 @@ fn the_forecast_meets_the_rush_before_it_arrives() {
 
 #[test]
 fn one_unusual_day_neither_adds_nor_hides_a_rush() {
-    let now = clock(7, 8, 40);
+    let now = clock(7, 8, 45);
     // Day 3 had a rush three times as high, day 5 none at all.
     let odd = |t: i64| match t / DAY {
         3 if rush(t) > 2_000 => 36_000,
@@ -198,71 +206,115 @@ fn one_unusual_day_neither_adds_nor_hides_a_rush() {
 }
 
 #[test]
-fn no_prediction_before_one_season_of_history() {
-    let s = series(0, DAY - STEP, rush);
-    let f = forecast_at(&s, &scale(), DAY - STEP);
+fn no_prediction_before_a_past_season_can_be_checked() {
+    // One day of history: a forecast exists (yesterday), but nothing it can be checked on.
+    let s = series(0, DAY, rush);
+    let f = forecast_at(&s, &scale(), DAY);
     assert_eq!(
         (f.replicas, f.reason, f.metrics[0].load),
-        (None, PredictiveReason::NotEnoughHistory, None)
+        (None, PredictiveReason::NotEnoughHistory, Some(2_000))
     );
     assert!(
-        f.message.contains("less than one season (24h)"),
+        f.message.contains("less than two daily seasons"),
         "{}",
         f.message
     );
-    // From the season's end on, one past season forecasts.
-    let s = series(0, DAY, rush);
-    let f = forecast_at(&s, &scale(), DAY);
+    // Two days: yesterday's window, forecast from the day before, is checked.
+    let s = series(0, 2 * DAY, rush);
+    let f = forecast_at(&s, &scale(), 2 * DAY);
     assert_eq!(
         (f.replicas, f.metrics[0].error_percent),
         (Some(7), Some(0.0))
     );
-    // A weekly season waits for a week.
+    // A weekly season waits for two weeks.
     let weekly = Predictive {
         season: Season::Week,
         ..scale()
     };
-    let s = series(0, 6 * DAY, rush);
+    let s = series(0, 13 * DAY, rush);
     assert_eq!(
-        forecast_at(&s, &weekly, 6 * DAY).reason,
+        forecast_at(&s, &weekly, 13 * DAY).reason,
         PredictiveReason::NotEnoughHistory
     );
 }
 
 #[test]
-fn the_recent_error_decides_whether_the_forecast_counts() {
-    // A flat week at 2 cores; the last `recent` buckets (of the 12 checked) at `level`.
-    let now = clock(7, 8, 0);
-    for (recent, level, error, confident) in [
-        (0, 2_000, 0.0, true),
-        // |2000 − 8000| / 8000 = 75 % on 4 buckets of 12: 25 %.
-        (4, 8_000, 25.0, true),
-        // 50 % on every bucket: at the threshold still counts.
-        (12, 4_000, 50.0, true),
-        (12, 8_000, 75.0, false),
+fn the_error_at_this_time_of_past_seasons_decides_whether_the_forecast_counts() {
+    // 2 cores, and from 09:00 to 10:00 a rush of `rush[d]` on day d; at 08:45 on day 7 the
+    // window holds 09:00. Each past day's window is forecast from the days before it.
+    let now = clock(7, 8, 45);
+    for (rushes, confident) in [
+        // Every day the same: exact.
+        ([12_000; 7], true),
+        // Two days of a different height: the median holds, the error stays small.
+        ([12_000, 12_000, 6_000, 12_000, 12_000, 18_000, 12_000], true),
+        // A rush of a different height each day: each forecast far off.
+        ([2_000, 30_000, 2_000, 30_000, 2_000, 30_000, 2_000], false),
     ] {
         let load = |t: i64| {
-            if t > now - recent * STEP {
-                level
+            let of_day = t.rem_euclid(DAY);
+            let day = usize::try_from(t / DAY).unwrap();
+            if (9 * 3600..10 * 3600).contains(&of_day) {
+                rushes.get(day).copied().unwrap_or(12_000)
             } else {
                 2_000
             }
         };
         let s = series(0, now, load);
-        let p = scale();
-        assert_eq!(
-            recent_error_percent(&s, "cpu", &p, at(now)),
-            Some(error),
-            "{recent} at {level}"
-        );
-        let f = forecast_at(&s, &p, now);
-        assert_eq!(f.metrics[0].confident, confident, "{recent} at {level}");
+        let f = forecast_at(&s, &scale(), now);
+        let m = &f.metrics[0];
+        assert_eq!(m.confident, confident, "{rushes:?}: {:?}", m.error_percent);
         assert_eq!(f.replicas.is_some(), confident);
         if !confident {
             assert_eq!(f.reason, PredictiveReason::LargeError);
-            assert!(f.message.contains("75% off"), "{}", f.message);
+            assert!(f.message.contains("for this time of past seasons"), "{}", f.message);
         }
     }
+    // The hours before the window do not count: a quiet night at a tenth of the usual load
+    // leaves a morning rush that repeats exactly trusted (the old rule, the last 12 buckets,
+    // switched it off here).
+    let quiet = |t: i64| {
+        if t > now - 3 * 3600 { 200 } else { rush(t) }
+    };
+    let f = forecast_at(&series(0, now, quiet), &scale(), now);
+    assert!(f.metrics[0].confident, "{:?}", f.metrics[0]);
+    assert_eq!(f.metrics[0].load, Some(12_000));
+}
+
+#[test]
+fn auto_finds_a_weekly_season_from_the_history() {
+    // Weekdays: 1 core at night, 12 from 05:30 to 07:00; weekends (days 5 and 6 of each week)
+    // 4 cores at night and no rush. A daily median built from weekend nights over-forecasts
+    // weekday nights; a week of history ago is exact.
+    let commute = |t: i64| {
+        let of_day = t.rem_euclid(DAY);
+        let weekend = t.div_euclid(DAY).rem_euclid(7) >= 5;
+        match (weekend, (5 * 3600 + 1800..7 * 3600).contains(&of_day)) {
+            (true, _) => 4_000,
+            (false, true) => 12_000,
+            (false, false) => 1_000,
+        }
+    };
+    let auto = Predictive {
+        season: Season::Auto,
+        ..scale()
+    };
+    // Monday of the third week, 05:15: the window reaches 05:30.
+    let now = clock(14, 5, 15);
+    let s = series(0, now, commute);
+    let fitted = fit(&s, &auto, at(now));
+    let chosen = &fitted.metrics["cpu"];
+    assert_eq!(chosen.season_seconds, 7 * DAY, "{chosen:?}");
+    assert_eq!(chosen.error_percent, Some(0.0));
+    let f = forecast_at(&s, &auto, now);
+    assert_eq!((f.metrics[0].load, f.replicas), (Some(12_000), Some(40)));
+    assert!(f.message.contains("weekly"), "{}", f.message);
+    // Before two weeks of history the week is not a candidate: daily.
+    let early = series(0, clock(9, 5, 15), commute);
+    assert_eq!(
+        fit(&early, &auto, at(clock(9, 5, 15))).metrics["cpu"].season_seconds,
+        DAY
+    );
 }
 
 #[test]
@@ -279,7 +331,22 @@ fn the_series_keeps_the_highest_value_per_bucket_and_drops_old_ones() {
         None,
         "more than 600 s before the newest"
     );
-    assert_eq!(s.peak("cpu", 0, i64::MAX), Some(1));
+    assert_eq!(s.level("cpu", (DAY0 + 1200) / STEP), Some(1));
+}
+
+#[test]
+fn a_bucket_level_is_its_mean_and_without_one_its_peak() {
+    let mut s = LoadSeries::new(STEP);
+    for v in [1_000, 3_000, 2_000] {
+        s.record("cpu", at(0), v, DAY);
+    }
+    let bucket = DAY0 / STEP;
+    assert_eq!((s.at("cpu", bucket), s.level("cpu", bucket)), (Some(3_000), Some(2_000)));
+    // A status written before means were kept: the peaks stand in.
+    let mut stored = s.store();
+    stored.means.clear();
+    let old = LoadSeries::restore(&stored, STEP).unwrap();
+    assert_eq!(old.level("cpu", bucket), Some(3_000));
 }
 
 #[test]
@@ -469,7 +536,7 @@ fn a_prediction_only_softens_a_reactive_scale_down() {
 
 #[test]
 fn the_status_shows_forecast_error_and_whether_it_acted() {
-    let now = clock(7, 8, 40);
+    let now = clock(7, 8, 45);
     let f = forecast_at(&series(0, now, |t| rush(t) + 500), &scale(), now);
     let r = Raise {
         scale_to: Some(14),
@@ -531,7 +598,10 @@ fn store_then_restore_is_the_same_series() {
     assert_eq!((stored.step_seconds, stored.base_bucket), (900, Some(base)));
     assert_eq!(stored.metrics["rps"], [0, 1_200, 2, 1_300]);
     assert_eq!(stored.metrics["cpu"], [1, -5]);
-    assert_eq!(LoadSeries::try_restore(&stored, 900), Ok(s.clone()));
+    assert_eq!(stored.means["rps"], [0, 1_200, 2, 1_300]);
+    let mut restored = LoadSeries::try_restore(&stored, 900).unwrap();
+    restored.restore_means(&stored);
+    assert_eq!(restored, s);
     // Stored with another step, the buckets would mean other times: nothing is restored.
     assert_eq!(
         LoadSeries::try_restore(&stored, 300),
@@ -552,6 +622,7 @@ fn a_hostile_series_is_ignored_whole() {
         step_seconds: 900,
         base_bucket,
         metrics: BTreeMap::from([("rps".to_owned(), list)]),
+        ..StoredLoadSeries::default()
     };
     let field = "history.metrics";
     // The example: `newest - bucket` of a hand-written series overflowed.
@@ -581,13 +652,13 @@ fn a_hostile_series_is_ignored_whole() {
         LoadSeries::try_restore(&series(Some(base), vec![0, i64::MIN, 96, i64::MAX]), 900).unwrap();
     s.record("rps", at(DAY), i64::MIN, 8 * DAY);
     let settings = Predictive::default();
-    let _ = recent_error_percent(&s, "rps", &settings, at(DAY));
+    let _ = fit(&s, &settings, at(DAY));
 }
 
 #[test]
 fn the_longest_settings_keep_at_most_max_buckets() {
     for lookback_days in 1..=30 {
-        for season in [Season::Day, Season::Week] {
+        for season in [Season::Day, Season::Week, Season::Auto] {
             let settings = Predictive {
                 lookback_days: Some(lookback_days),
                 season,
@@ -611,25 +682,6 @@ fn the_ended_series_leaves_out_the_open_bucket_only() {
     assert_eq!(s.bucket_at(at(1_799)), DAY0 / 900 + 1);
 }
 
-#[test]
-fn an_open_bucket_below_its_forecast_is_not_an_error_yet() {
-    // A week of rushes from 09:00 in 15-minute buckets. At 09:05 the 09:00 bucket is open
-    // with 2 cores so far (the rush arrives at 09:10 today): checked, that bucket alone would
-    // be 500 % off; the ended buckets before it match their forecasts exactly.
-    let step = 900;
-    let mut s = LoadSeries::new(step);
-    let now = clock(7, 9, 5);
-    for t in (0..clock(7, 9, 0)).step_by(step as usize) {
-        s.record("cpu", at(t), rush(t), 8 * DAY);
-    }
-    s.record("cpu", at(now), 2_000, 8 * DAY);
-    let p = scale();
-    let open = recent_error_percent(&s, "cpu", &p, at(now)).unwrap();
-    assert!(open > 5.0, "{open}");
-    let ended = recent_error_percent(&s.ended(at(now)), "cpu", &p, at(now)).unwrap();
-    assert!(ended.abs() < 1e-9, "{ended}");
-}
-
 proptest! {
     /// However many samples arrive, a metric keeps at most 769 buckets of 15 minutes with the
     /// default settings, and its stored JSON stays within the documented bound.
@@ -647,6 +699,7 @@ proptest! {
         prop_assert!(s.points("cpu").len() <= 769);
         let json = serde_json::to_string(&s.store().metrics).unwrap();
         prop_assert!(json.len() <= BOUND_BYTES_PER_METRIC_7_DAYS, "{}", json.len());
-        prop_assert_eq!(LoadSeries::try_restore(&s.store(), 900), Ok(s));
+        let restored = LoadSeries::try_restore(&s.store(), 900).unwrap();
+        prop_assert_eq!(restored.points("cpu"), s.points("cpu"));
     }
 }
