@@ -44,13 +44,10 @@ fn replay(path: &Path, text: &str) -> anyhow::Result<LoadReplay> {
 }
 
 /// The scenario at `path` as JSON with `edit` applied to its autoscaler.
-fn edited(
-    path: &Path,
-    edit: impl FnOnce(&mut serde_json::Value),
-) -> anyhow::Result<String> {
+fn edited(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)?;
-    let mut value: serde_json::Value = serde_saphyr::from_str(&text)
-        .with_context(|| format!("{} is not YAML", path.display()))?;
+    let mut value: serde_json::Value =
+        serde_saphyr::from_str(&text).with_context(|| format!("{} is not YAML", path.display()))?;
     edit(&mut value["autoscaler"]);
     Ok(serde_json::to_string(&value)?)
 }
@@ -99,19 +96,25 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
     for dir in dirs {
         let found = pairs(dir)?;
         if found.is_empty() {
-            bail!("no *-off.yaml with a *-scale.yaml twin in {}", dir.display());
+            bail!(
+                "no *-off.yaml with a *-scale.yaml twin in {}",
+                dir.display()
+            );
         }
         for (name, off_path, scale_path) in found {
             let started = Instant::now();
             let off = replay(&off_path, &std::fs::read_to_string(&off_path)?)?;
             timings.push((name.clone(), off.steps.len(), started.elapsed()));
             let scale = replay(&scale_path, &std::fs::read_to_string(&scale_path)?)?;
-            let (a, b): (Summary, Summary) = (summarize(&off.steps, FROM), summarize(&scale.steps, FROM));
+            let (a, b): (Summary, Summary) =
+                (summarize(&off.steps, FROM), summarize(&scale.steps, FROM));
             rows.push(row(&name, &a, &b));
             tunings.push(tuning(&name, &off_path, &off)?);
         }
     }
-    println!("Off against Scale, steps from day 7 on (overloaded: an evaluation above 1.5 × the CPU target):\n");
+    println!(
+        "Off against Scale, steps from day 7 on (overloaded: an evaluation above 1.5 × the CPU target):\n"
+    );
     println!("{HEADER}");
     for r in rows {
         println!("{r}");
@@ -119,7 +122,9 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
     println!(
         "\nminReplicasTuning (Apply, 7 days) from a static minReplicas that covers the Off replay's highest replicas, from day 7 on:\n"
     );
-    println!("| trace | static minReplicas | lowered to | replica-hours, static → tuned | overloaded steps, static → tuned |\n|---|---|---|---|---|");
+    println!(
+        "| trace | static minReplicas | lowered to | replica-hours, static → tuned | overloaded steps, static → tuned |\n|---|---|---|---|---|"
+    );
     for t in tunings {
         println!("{t}");
     }

@@ -298,7 +298,12 @@ pub async fn evaluate(
 
 /// `fitted` while it was made through the newest ended bucket of `ended`, else a new [`fit`]:
 /// the season is chosen again once per bucket, not at every evaluation.
-pub fn refit(fitted: Option<Fit>, ended: &LoadSeries, settings: &Predictive, now: Timestamp) -> Fit {
+pub fn refit(
+    fitted: Option<Fit>,
+    ended: &LoadSeries,
+    settings: &Predictive,
+    now: Timestamp,
+) -> Fit {
     match fitted {
         Some(f) if f.through == ended.newest_ended(now) => f,
         _ => fit(ended, settings, now),

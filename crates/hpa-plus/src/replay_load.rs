@@ -54,7 +54,8 @@ use plimsoll_core::horizontal::observation::{
     ContainerSample, Fetched, Observation, PodPhase, PodSample,
 };
 use plimsoll_core::horizontal::predictive::{
-    Fit, Forecast, ForecastInput, LoadSeries, RaiseInput, forecast, predictive_status, raise,
+    Fit, Forecast, ForecastInput, LoadSeries, RaiseInput, forecast, lead_seconds,
+    predictive_status, raise,
 };
 use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
@@ -601,11 +602,7 @@ impl Workload {
             let is_ready = self.is_ready(p, now);
             let pod = &mut observed.pods[i];
             pod.ready = Some(is_ready);
-            pod.ready_transition_time = Some(if is_ready {
-                p.ready_at
-            } else {
-                p.born
-            });
+            pod.ready_transition_time = Some(if is_ready { p.ready_at } else { p.born });
             pod.metrics_timestamp = Some(now);
             if is_ready {
                 // An even split whose parts add up to the trace exactly.
@@ -664,6 +661,11 @@ struct Run {
     observed: Observed,
     /// The season chosen per metric, as the controller keeps it.
     fit: Option<Fit>,
+    /// `series` without its open bucket, and that bucket: the same until a bucket ends.
+    ended: Option<(i64, LoadSeries)>,
+    /// The last forecast and what it was made for: the open bucket, the lead window's last
+    /// bucket and `minReplicas`.
+    last_forecast: Option<((i64, i64, Option<i32>), Forecast)>,
 }
 
 /// What one evaluation saw and did.
@@ -716,12 +718,37 @@ impl Run {
             observed,
             now,
         );
-        let ended = self.series.ended(now);
-        let fitted = crate::predict::refit(self.fit.take(), &ended, &self.predictive, now);
+        // The ended buckets change once a bucket: a copy per evaluation would be most of the
+        // replay's cost on a long trace. The forecast is a pure function of them, the window
+        // (the lead is fixed here: the scenario's startup) and the spec, so it is made again
+        // only when one of those changed.
+        let open = self.series.bucket_at(now);
+        let lead = lead_seconds(
+            &self.predictive,
+            self.startup_seconds,
+            self.series.step_seconds(),
+        );
+        let key = (
+            open,
+            self.series.bucket_at(now + SignedDuration::from_secs(lead)),
+            self.spec.min_replicas,
+        );
+        if let Some((k, f)) = &self.last_forecast
+            && *k == key
+        {
+            return Some(f.clone());
+        }
+        if self.ended.as_ref().is_none_or(|(b, _)| *b != open) {
+            self.ended = Some((open, self.series.ended(now)));
+        }
+        let Some((_, ended)) = self.ended.as_ref() else {
+            return None;
+        };
+        let fitted = crate::predict::refit(self.fit.take(), ended, &self.predictive, now);
         let fc = forecast(&ForecastInput {
             spec: &self.spec,
             settings: &self.predictive,
-            series: &ended,
+            series: ended,
             pod: &self.template,
             config: &self.config,
             startup_seconds: self.startup_seconds,
@@ -729,6 +756,7 @@ impl Run {
             fit: Some(&fitted),
         });
         self.fit = Some(fitted);
+        self.last_forecast = Some((key, fc.clone()));
         Some(fc)
     }
 
@@ -1040,6 +1068,8 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
         startup_seconds,
         observed: Observed::default(),
         fit: None,
+        ended: None,
+        last_forecast: None,
     };
     let how = scenario.load.interpolation;
     let period = period as f64;
@@ -1105,7 +1135,11 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
                 line.ready_replicas = i32::try_from(r.ready).unwrap_or(i32::MAX);
                 line.utilization = r.utilization;
                 line.tuning = r.tuning;
-                line.forecast = r.forecast.as_ref().and_then(cpu_forecast).map(|m| m as f64 / 1000.0);
+                line.forecast = r
+                    .forecast
+                    .as_ref()
+                    .and_then(cpu_forecast)
+                    .map(|m| m as f64 / 1000.0);
                 line.predicted_replicas = r.forecast.as_ref().and_then(|f| f.replicas);
                 line.predictive = r.predictive;
                 line.joint = joint;

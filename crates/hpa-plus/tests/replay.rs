@@ -379,7 +379,9 @@ fn load_replay_prints_the_format_fields_as_json_lines() {
             "changed",
             "cpuRequest",
             "minReplicas",
+            "peakUtilization",
             "readyReplicas",
+            "reconciles",
             "replicas",
             "t",
             "utilization"
@@ -431,11 +433,18 @@ fn rush_trace() -> Vec<i64> {
         .collect()
 }
 
-/// The longest run of consecutive steps whose utilization is above the target.
+/// The controller's default tolerance: within it of the target nothing scales.
+const TOLERANCE: f64 = 0.1;
+
+/// The longest run of consecutive steps whose utilization is above the target by more than the
+/// tolerance (where the controller would act).
 fn longest_run_above_target(steps: &[plimsoll_hpa_plus::replay_load::LoadLine]) -> usize {
     let (mut run, mut longest) = (0, 0);
     for s in steps {
-        run = if s.utilization.is_some_and(|u| u > TARGET) {
+        run = if s
+            .utilization
+            .is_some_and(|u| u > TARGET * (1.0 + TOLERANCE))
+        {
             run + 1
         } else {
             0
@@ -508,9 +517,18 @@ fn predictive_off_overloads_at_every_rush() {
     let loads = rush_trace();
     for day in 0..8 {
         let rush = day * DAY_STEPS + 9 * 12;
+        // Evaluated every 15 s, the reactive path scales up as the load ramps from 08:55 to
+        // 09:00, and its pods are Ready 10 minutes later: the steps from 08:55 to 09:05 peak
+        // far above the target.
         let first_hour = &r.steps[rush..rush + 12];
         let longest = longest_run_above_target(first_hour);
-        assert!(longest > 2, "day {day}: {longest} steps above the target");
+        assert!(longest >= 2, "day {day}: {longest} steps above the target");
+        assert!(
+            r.steps[rush - 1..rush + 2]
+                .iter()
+                .all(|s| s.peak_utilization.unwrap() > 4.0 * TARGET),
+            "day {day}"
+        );
         assert!(
             r.steps[rush].utilization.unwrap() > 2.0 * TARGET,
             "day {day}"
@@ -523,7 +541,7 @@ fn predictive_off_overloads_at_every_rush() {
     );
     let range = 7 * DAY_STEPS..8 * DAY_STEPS;
     let (_, longest, _) = day_numbers(&r.steps[range.clone()], &loads[range]);
-    assert!(longest > 2, "{longest}");
+    assert!(longest >= 2, "{longest}");
 }
 
 #[test]
@@ -549,9 +567,14 @@ fn predictive_first_day_equals_the_reactive_output() {
             Some("NotEnoughHistory")
         );
     }
-    // From the second day on, the second rush is met before it arrives.
-    let second_rush = DAY_STEPS + 9 * 12;
-    assert!(scale.steps[second_rush].ready_replicas > off.steps[second_rush].ready_replicas);
+    // A forecast counts once a past day's rush can be checked: the third rush is met before
+    // it arrives, the second is not.
+    let rush = |day: usize| day * DAY_STEPS + 9 * 12;
+    assert_eq!(
+        scale.steps[rush(1)].ready_replicas,
+        off.steps[rush(1)].ready_replicas
+    );
+    assert!(scale.steps[rush(2)].ready_replicas > off.steps[rush(2)].ready_replicas);
 }
 
 #[test]

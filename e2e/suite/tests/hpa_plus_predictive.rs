@@ -15,7 +15,8 @@ use clap::Parser;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, PostParams};
-use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, PredictiveStatus};
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, Predictive, PredictiveStatus};
+use plimsoll_core::horizontal::predictive::keep_seconds;
 use plimsoll_e2e::{Env, eventually};
 use plimsoll_hpa_plus::cli::Args;
 use plimsoll_hpa_plus::predict::BUCKET_SECONDS;
@@ -303,10 +304,16 @@ async fn what_was_raised(env: &Env, raised: &PredictiveStatus, rush: f64) -> any
         "lead {lead}: {}",
         raised.message
     );
-    // The week read from Prometheus is the object's own history now: 8 days of buckets.
+    // What was read from Prometheus is the object's own history now: with the default
+    // `season: auto`, two weeks of buckets (a week to forecast from, one to check it on).
     let history = raised.history.clone().unwrap_or_default();
     let buckets = history.metrics.get("requests").map_or(0, Vec::len) / 2;
-    assert!((760..=769).contains(&buckets), "{buckets} buckets kept");
+    let kept = usize::try_from(keep_seconds(&Predictive::default()) / BUCKET_SECONDS + 1)?;
+    assert_eq!(kept, 14 * 96 + 1);
+    assert!(
+        (kept - 9..=kept).contains(&buckets),
+        "{buckets} buckets kept"
+    );
     assert_eq!(history.step_seconds, BUCKET_SECONDS);
     let on = events(env, "ahead", "PredictionOn").await?;
     assert_eq!(on.len(), 1, "{on:?}");

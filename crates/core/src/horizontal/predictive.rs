@@ -111,7 +111,12 @@ impl LoadSeries {
         }
         let newest = list.last().map_or(bucket, |(b, _)| *b);
         let keep = keep_seconds.max(0) / self.step;
-        list.retain(|(b, _)| newest.saturating_sub(*b) <= keep);
+        // Oldest first: only when the oldest bucket is out is there anything to drop (a pass
+        // over the whole list at every sample would cost more than the rest of the record).
+        let stale = |b: i64| newest.saturating_sub(b) > keep;
+        if list.first().is_some_and(|(b, _)| stale(*b)) {
+            list.retain(|(b, _)| !stale(*b));
+        }
         let sums = self.sums.entry(metric.to_owned()).or_default();
         let i = sums.partition_point(|(b, _, _)| *b < bucket);
         match sums.get_mut(i) {
@@ -121,7 +126,9 @@ impl LoadSeries {
             }
             _ => sums.insert(i, (bucket, value, 1)),
         }
-        sums.retain(|(b, _, _)| newest.saturating_sub(*b) <= keep);
+        if sums.first().is_some_and(|(b, _, _)| stale(*b)) {
+            sums.retain(|(b, _, _)| !stale(*b));
+        }
     }
 
     /// The level of `metric` in `bucket`: the mean of the values recorded in it, else (no
@@ -419,7 +426,9 @@ pub const WEEK_SECONDS: i64 = 7 * DAY_SECONDS;
 /// the forecast reads)`: a day over `lookbackDays` days, a week over `lookbackDays / 7` weeks
 /// (at least one), or with `season: auto` both (the fit picks one per metric).
 pub fn candidates(settings: &Predictive) -> Vec<(i64, usize)> {
-    let days = usize::try_from(settings.lookback_days()).unwrap_or(7).max(1);
+    let days = usize::try_from(settings.lookback_days())
+        .unwrap_or(7)
+        .max(1);
     let daily = (DAY_SECONDS, days);
     let weekly = (WEEK_SECONDS, (days / 7).max(1));
     match settings.season {
@@ -451,7 +460,9 @@ pub fn keep_seconds(settings: &Predictive) -> i64 {
 
 /// The seasonal forecast of the level of `metric` in buckets `from..=to`, `shift` buckets
 /// (one season) apart: the median, over the up to `n` seasons before the window that the
-/// series holds, of the window's highest level in that season. `None` when none does.
+/// series holds whole, of the window's highest level in that season. `None` when none does.
+/// A season whose window begins before the oldest bucket is left out: the part it holds
+/// would understate the window's peak.
 fn seasonal_level(
     series: &LoadSeries,
     metric: &str,
@@ -459,10 +470,15 @@ fn seasonal_level(
     shift: i64,
     n: usize,
 ) -> Option<i64> {
+    let oldest = series.oldest(metric)?;
     let levels: Vec<i64> = (1..=i64::try_from(n).unwrap_or(1))
         .filter_map(|k| {
             let back = k.checked_mul(shift)?;
-            series.level_peak(metric, from.checked_sub(back)?, to.checked_sub(back)?)
+            let start = from.checked_sub(back)?;
+            if start < oldest {
+                return None;
+            }
+            series.level_peak(metric, start, to.checked_sub(back)?)
         })
         .collect();
     median(&levels)
@@ -736,9 +752,8 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
             let load = season.and_then(|(season, n)| {
                 seasonal_level(input.series, &name, window, season / step, n)
             });
-            let error_percent = season.and_then(|season| {
-                phase_error_percent(input.series, &name, window, season)
-            });
+            let error_percent =
+                season.and_then(|season| phase_error_percent(input.series, &name, window, season));
             let replicas = load.and_then(|l| {
                 replicas_for_load(m, l, input.spec, input.pod, input.config, input.now).ok()
             });
@@ -778,7 +793,11 @@ fn season_name(seconds: i64) -> String {
 }
 
 /// The reason and sentence of a forecast: the first metric's trouble when none is confident.
-fn explain(metrics: &[MetricForecast], replicas: Option<i32>, lead: i64) -> (PredictiveReason, String) {
+fn explain(
+    metrics: &[MetricForecast],
+    replicas: Option<i32>,
+    lead: i64,
+) -> (PredictiveReason, String) {
     if let Some(r) = replicas {
         let basis: Vec<String> = metrics
             .iter()

@@ -159,32 +159,56 @@ fn predictive(settings: &str, peak: f64) -> String {
     )
 }
 
+/// [`predictive`] over three days, each point held until the next.
+fn predictive_days(settings: &str) -> String {
+    let cpu: Vec<String> = (0..72)
+        .map(|h| {
+            if h % 24 == 14 {
+                "4".into()
+            } else {
+                "0.5".to_owned()
+            }
+        })
+        .collect();
+    predictive(settings, 4.0)
+        .replace(&hourly(4.0), &cpu.join(", "))
+        .replace("load:\n", "load:\n  interpolation: hold\n")
+}
+
 #[test]
-fn spec_predictive_scale_raises_before_the_second_peak_and_off_does_not() {
-    // 4 cores at 14:00 need 8 pods at 50 % of 1 CPU. The lead is 60 s + one hourly step, the
-    // window two steps: from 12:00 on day 2 the forecast sees the peak.
-    let scale = replay_load_str(&predictive("{mode: Scale}", 4.0), Path::new(".")).unwrap();
-    let off = replay_load_str(&predictive("{mode: \"Off\"}", 4.0), Path::new(".")).unwrap();
+fn spec_predictive_scale_raises_before_the_third_peak_and_off_does_not() {
+    // 4 cores at 14:00 need 8 pods at 50 % of 1 CPU. A forecast counts once a past day's
+    // window can be checked (from the third day); the lead is 60 s + one 15-minute bucket, so
+    // the 14:00 bucket enters the window at 13:44, within the 13:00 step.
+    let scale = replay_load_str(&predictive_days("{mode: Scale}"), Path::new(".")).unwrap();
+    let off = replay_load_str(&predictive_days("{mode: \"Off\"}"), Path::new(".")).unwrap();
     let replicas = |r: &LoadReplay, h: usize| r.steps[h].replicas;
-    for h in 0..36 {
+    for h in 0..61 {
         assert_eq!(replicas(&scale, h), replicas(&off, h), "hour {h}");
     }
-    // The default scale-up limit doubles: 1 -> 4 -> 8, Ready by 14:00.
-    assert_eq!((replicas(&scale, 36), replicas(&scale, 37)), (4, 8));
-    assert_eq!(scale.steps[38].utilization, Some(50.0));
-    assert_eq!(scale.steps[37].predicted_replicas, Some(8));
-    assert_eq!(scale.steps[37].forecast, Some(4.0));
-    let p = scale.steps[37].predictive.clone().unwrap();
+    // 120 evaluations an hour; the default scale-up limit takes 1 -> 4 -> 8, Ready by 14:00.
+    let before = &scale.steps[61];
+    assert_eq!(
+        (before.reconciles, before.changed.as_deref()),
+        (240, Some("replicas"))
+    );
+    let p = before.predictive.clone().unwrap();
     assert_eq!(
         (p.reason.as_str(), p.acting),
         ("Raised", true),
         "{}",
         p.message
     );
-    assert_eq!(off.steps[38].utilization, Some(400.0));
+    assert_eq!(
+        (scale.steps[62].ready_replicas, scale.steps[62].utilization),
+        (8, Some(50.0))
+    );
+    assert_eq!(scale.steps[62].predicted_replicas, Some(8));
+    assert_eq!(scale.steps[62].forecast, Some(4.0));
+    assert_eq!(off.steps[62].utilization, Some(400.0));
     assert!(off.steps.iter().all(|s| s.forecast.is_none()));
     // Report forecasts the same, and changes nothing.
-    let report = replay_load_str(&predictive("{mode: Report}", 4.0), Path::new(".")).unwrap();
+    let report = replay_load_str(&predictive_days("{mode: Report}"), Path::new(".")).unwrap();
     assert!(
         report
             .steps
@@ -192,7 +216,7 @@ fn spec_predictive_scale_raises_before_the_second_peak_and_off_does_not() {
             .zip(&off.steps)
             .all(|(a, b)| a.replicas == b.replicas)
     );
-    let p = report.steps[37].predictive.clone().unwrap();
+    let p = report.steps[62].predictive.clone().unwrap();
     assert_eq!((p.reason.as_str(), p.acting), ("Reported", false));
 }
 
@@ -252,10 +276,14 @@ fn joint_in_place_resizes_every_pod_at_the_step_the_request_changes() {
         first.joint.as_ref().map(|j| j.reason.as_str()),
         Some("LearningDailyCycle")
     );
-    // The HPA+ doubled to 4 pods at step 0 and all 4 have 1200m (the 2 old ones resized in
-    // place, the 2 new ones created with it): step 1 sees 8 cores on 4 × 1200m.
-    assert_eq!(r.steps[1].ready_replicas, 4);
-    assert_eq!(r.steps[1].utilization, Some(166.67));
+    // The HPA+ doubled to 4 pods at step 0's first evaluation, all with 1200m (the 2 old ones
+    // resized in place, the 2 new ones created with it), and kept scaling every 15 s while
+    // the new pods started: by step 1 it reached maxReplicas, and once the 300 s
+    // stabilization let go it settled at the 14 pods 8 cores need at 50 % of 1200m.
+    assert_eq!((r.steps[0].replicas, r.steps[0].reconciles), (4, 20));
+    assert_eq!(r.steps[1].ready_replicas, 20);
+    assert_eq!(r.steps[3].replicas, 14);
+    assert_eq!(r.steps[3].utilization, Some(47.62));
     // Steady load: settled within the bounds, the request changes once more after a day (the
     // trough bound: 8 cores on 2 replicas allows 6666m), then never.
     let changes: Vec<f64> = r
@@ -276,14 +304,18 @@ fn joint_in_place_resizes_every_pod_at_the_step_the_request_changes() {
 #[test]
 fn recreate_replaces_stale_pods_half_at_a_time_and_off_changes_nothing() {
     let r = joint("Recreate", "true");
-    // Step 0: the request changes; the updater replaces one of the 2 pods (half may be not
-    // Ready), which is Ready after 60 s; the HPA+ has already scaled up with old-request pods.
+    // Step 0: the HPA+ doubles to 4 pods of 100m, then the request changes to 1200m; with 2
+    // pods not Ready (half of 4) the updater replaces none yet, and the HPA+ keeps scaling
+    // with 1200m pods. Step 1's first evaluation still sees 4 pods of 100m beside 16 of 1200m.
     let s1 = &r.steps[1];
     assert!(s1.ready_replicas <= s1.replicas);
-    // Utilization counts the requests each Ready pod has: mixed during the rollout.
+    // Utilization counts the requests each Ready pod has: mixed during the rollout, so it is
+    // not what one request for every Ready pod would give.
+    let uniform =
+        |s: &LoadLine| 8000.0 * 100.0 / (f64::from(s.ready_replicas) * s.cpu_request as f64);
     let mixed = r.steps[1..6]
         .iter()
-        .any(|s| s.utilization.is_some_and(|u| u > 100.0));
+        .any(|s| s.utilization.is_some_and(|u| (u - uniform(s)).abs() > 1.0));
     assert!(mixed, "{:?}", &r.steps[..6]);
     let last = r.steps.last().unwrap();
     assert!(
@@ -303,4 +335,52 @@ fn without_the_annotation_the_plain_recommender_sizes_pods_to_their_usage() {
     // Pinned at 20 pods of 100m, each uses 400m: the recommender raises the request.
     let last = r.steps.last().unwrap();
     assert!(last.cpu_request > 400, "{last:?}");
+}
+
+/// [`scenario`] at 5-minute steps with the load held from point to point.
+fn five_minutes(cpu: &str) -> String {
+    scenario("off", 2, cpu, "")
+        .replace("stepSeconds: 3600", "stepSeconds: 300")
+        .replace("load:\n", "load:\n  interpolation: hold\n")
+}
+
+#[test]
+fn the_default_scale_down_stabilization_holds_over_a_five_minute_step() {
+    // 6.5 cores need 13 pods at 50 % of 1 CPU; from 900 s 0.5 core needs 1 (minReplicas 2).
+    // The controller, evaluating every 15 s, keeps the highest recommendation of the last
+    // 300 s: the last one for 13 was made at 885 s, so the 13 are held until 1185 s, the
+    // step's last evaluation. (Deciding once per step, the previous recommendation was exactly
+    // 300 s old at 900 s and the replicas fell 13 -> 2 at once.)
+    let r = run(&five_minutes("6.5, 6.5, 6.5, 0.5, 0.5, 0.5"));
+    assert_eq!(r.steps[2].replicas, 13, "{:?}", r.steps[2]);
+    let drop = &r.steps[3];
+    assert_eq!((drop.replicas, drop.reconciles), (13, 20));
+    assert_eq!(drop.utilization, Some(3.85));
+    assert_eq!(drop.changed.as_deref(), Some("replicas"));
+    assert_eq!(drop.replica_seconds, 13.0 * 285.0 + 2.0 * 15.0, "{drop:?}");
+    assert_eq!(
+        (r.steps[4].replicas, r.steps[4].changed.as_deref()),
+        (2, None)
+    );
+}
+
+#[test]
+fn the_load_is_interpolated_between_trace_points_unless_held() {
+    // 1 core then 5: linear reaches 5 only at the second point, held jumps at it. Each step
+    // shows the highest utilization any of its 20 evaluations saw.
+    let held = run(&five_minutes("1, 5, 5"));
+    let linear = run(&five_minutes("1, 5, 5").replace("  interpolation: hold\n", ""));
+    // The first step: 2 pods of 1 CPU carry 1 core (50 %) all along when held; on the line
+    // the load rises toward 5 cores within the step, and the HPA+ scales while it does.
+    assert_eq!(held.steps[0].peak_utilization, Some(50.0));
+    assert!(
+        linear.steps[0].peak_utilization.unwrap() > 60.0,
+        "{:?}",
+        linear.steps[0]
+    );
+    assert_eq!(linear.steps[0].changed.as_deref(), Some("replicas"));
+    assert!(held.steps[0].changed.is_none());
+    // Held, 5 cores arrive at once at 2 pods: 250 %.
+    assert_eq!(held.steps[1].utilization, Some(250.0));
+    assert!(held.steps.iter().all(|s| s.reconciles == 20));
 }

@@ -147,12 +147,20 @@ fn candidate_seasons_lead_and_retention() {
     p.lookback_days = Some(14);
     assert_eq!(candidates(&p), [(7 * DAY, 2)]);
     p.lookback_days = Some(3);
-    assert_eq!(candidates(&p), [(7 * DAY, 1)], "never fewer than one season");
+    assert_eq!(
+        candidates(&p),
+        [(7 * DAY, 1)],
+        "never fewer than one season"
+    );
     p.season = Season::Auto;
     p.lookback_days = None;
     assert_eq!(candidates(&p), [(DAY, 7), (7 * DAY, 1)]);
     assert_eq!(keep_seconds(&scale()), 8 * DAY);
-    assert_eq!(keep_seconds(&p), 14 * DAY, "auto: a week to forecast from, one to check");
+    assert_eq!(
+        keep_seconds(&p),
+        14 * DAY,
+        "auto: a week to forecast from, one to check"
+    );
     assert_eq!(
         lead_seconds(&scale(), 600, 300),
         900,
@@ -247,7 +255,10 @@ fn the_error_at_this_time_of_past_seasons_decides_whether_the_forecast_counts() 
         // Every day the same: exact.
         ([12_000; 7], true),
         // Two days of a different height: the median holds, the error stays small.
-        ([12_000, 12_000, 6_000, 12_000, 12_000, 18_000, 12_000], true),
+        (
+            [12_000, 12_000, 6_000, 12_000, 12_000, 18_000, 12_000],
+            true,
+        ),
         // A rush of a different height each day: each forecast far off.
         ([2_000, 30_000, 2_000, 30_000, 2_000, 30_000, 2_000], false),
     ] {
@@ -267,7 +278,11 @@ fn the_error_at_this_time_of_past_seasons_decides_whether_the_forecast_counts() 
         assert_eq!(f.replicas.is_some(), confident);
         if !confident {
             assert_eq!(f.reason, PredictiveReason::LargeError);
-            assert!(f.message.contains("for this time of past seasons"), "{}", f.message);
+            assert!(
+                f.message.contains("for this time of past seasons"),
+                "{}",
+                f.message
+            );
         }
     }
     // The hours before the window do not count: a quiet night at a tenth of the usual load
@@ -341,7 +356,10 @@ fn a_bucket_level_is_its_mean_and_without_one_its_peak() {
         s.record("cpu", at(0), v, DAY);
     }
     let bucket = DAY0 / STEP;
-    assert_eq!((s.at("cpu", bucket), s.level("cpu", bucket)), (Some(3_000), Some(2_000)));
+    assert_eq!(
+        (s.at("cpu", bucket), s.level("cpu", bucket)),
+        (Some(3_000), Some(2_000))
+    );
     // A status written before means were kept: the peaks stand in.
     let mut stored = s.store();
     stored.means.clear();
