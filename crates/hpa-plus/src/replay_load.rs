@@ -471,13 +471,15 @@ struct Workload {
     next_id: usize,
 }
 
-impl Workload {
-    fn is_ready(&self, pod: &Pod, now: Timestamp) -> bool {
-        now >= pod.ready_at
+impl Pod {
+    fn is_ready(&self, now: Timestamp) -> bool {
+        now >= self.ready_at
     }
+}
 
+impl Workload {
     fn ready(&self, now: Timestamp) -> usize {
-        self.pods.iter().filter(|p| self.is_ready(p, now)).count()
+        self.pods.iter().filter(|p| p.is_ready(now)).count()
     }
 
     fn replicas(&self) -> i32 {
@@ -540,7 +542,7 @@ impl Workload {
                         break;
                     }
                     let p = &self.pods[i];
-                    if p.cpu != request && self.is_ready(p, now) && accepts(p.cpu, p.born) {
+                    if p.cpu != request && p.is_ready(now) && accepts(p.cpu, p.born) {
                         gone.push(format!("pod-{}", p.id));
                         self.pods[i] = self.create(now);
                         evict -= 1;
@@ -599,7 +601,7 @@ impl Workload {
                     observed.keys.push((p.id, p.cpu));
                 }
             }
-            let is_ready = self.is_ready(p, now);
+            let is_ready = p.is_ready(now);
             let pod = &mut observed.pods[i];
             pod.ready = Some(is_ready);
             pod.ready_transition_time = Some(if is_ready { p.ready_at } else { p.born });
@@ -643,6 +645,10 @@ struct Observed {
     keys: Vec<(usize, i64)>,
 }
 
+/// What a forecast of the replay is made for: the open bucket, the lead window's last bucket
+/// and `minReplicas`.
+type ForecastKey = (i64, i64, Option<i32>);
+
 /// What the replay keeps between evaluations: what the controller keeps, and the workload.
 struct Run {
     config: ControllerConfig,
@@ -665,7 +671,7 @@ struct Run {
     ended: Option<(i64, LoadSeries)>,
     /// The last forecast and what it was made for: the open bucket, the lead window's last
     /// bucket and `minReplicas`.
-    last_forecast: Option<((i64, i64, Option<i32>), Forecast)>,
+    last_forecast: Option<(ForecastKey, Forecast)>,
 }
 
 /// What one evaluation saw and did.
@@ -741,9 +747,7 @@ impl Run {
         if self.ended.as_ref().is_none_or(|(b, _)| *b != open) {
             self.ended = Some((open, self.series.ended(now)));
         }
-        let Some((_, ended)) = self.ended.as_ref() else {
-            return None;
-        };
+        let (_, ended) = self.ended.as_ref()?;
         let fitted = crate::predict::refit(self.fit.take(), ended, &self.predictive, now);
         let fc = forecast(&ForecastInput {
             spec: &self.spec,
@@ -846,7 +850,7 @@ impl Run {
         self.workload
             .pods
             .iter()
-            .filter(|p| self.workload.is_ready(p, now))
+            .filter(|p| p.is_ready(now))
             .map(|p| p.cpu)
             .sum()
     }
@@ -1007,8 +1011,13 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
     Ok(replay)
 }
 
-/// Replays a parsed `LoadReplay` (its `expect` aside).
-fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadReplay, ReplayError> {
+/// The start of a replay: what the replay keeps, the trace, the sync period (seconds) and the
+/// CPU target (percent), from a parsed `LoadReplay`.
+fn start(
+    scenario: &Scenario,
+    text: &str,
+    dir: &Path,
+) -> Result<(Run, Vec<Sample>, i64, Option<i32>), ReplayError> {
     let (spec, settings) = autoscaler(scenario, text)?;
     let (config, period) = controller(scenario, &spec)?;
     let trace = samples(scenario, dir)?;
@@ -1023,7 +1032,7 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
     if !(scenario.pod_startup_seconds.is_finite() && scenario.pod_startup_seconds >= 0.0) {
         return Err(invalid("podStartupSeconds", "must be a number >= 0"));
     }
-    let epoch: Timestamp = EPOCH.parse().map_err(|e| invalid("internal epoch", e))?;
+    let epoch = epoch()?;
     let startup = SignedDuration::from_secs_f64(scenario.pod_startup_seconds);
     let cpu_request = template
         .containers
@@ -1051,7 +1060,7 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
         workload.pods.push(pod);
     }
     let target = utilization_target(&spec, "cpu");
-    let mut run = Run {
+    let run = Run {
         config,
         spec,
         settings,
@@ -1071,14 +1080,26 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
         ended: None,
         last_forecast: None,
     };
+    Ok((run, trace, period, target))
+}
+
+/// The time a replay starts at.
+fn epoch() -> Result<Timestamp, ReplayError> {
+    EPOCH.parse().map_err(|e| invalid("internal epoch", e))
+}
+
+/// Replays a parsed `LoadReplay` (its `expect` aside).
+fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadReplay, ReplayError> {
+    let (mut run, trace, period, target) = start(scenario, text, dir)?;
+    let epoch = epoch()?;
     let how = scenario.load.interpolation;
     let period = period as f64;
     let t0 = trace.first().map_or(0.0, |s| s.t);
     // Evaluations at t0 + k × period, as a controller requeued every period.
-    let mut k: u64 = 0;
+    let mut tick: u64 = 0;
     let mut steps = Vec::with_capacity(trace.len());
-    for (i, sample) in trace.iter().enumerate() {
-        let next = trace.get(i + 1);
+    for (index, sample) in trace.iter().enumerate() {
+        let next = trace.get(index + 1);
         let end = next.map_or(sample.t + scenario.step_seconds, |n| n.t);
         let at = |t: f64| epoch + SignedDuration::from_secs_f64(t);
         let replicas = run.workload.replicas();
@@ -1110,11 +1131,11 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
         };
         let (mut scaled, mut resized) = (false, false);
         loop {
-            let t = t0 + k as f64 * period;
+            let t = t0 + tick as f64 * period;
             if t >= end {
                 break;
             }
-            k += 1;
+            tick += 1;
             if t < sample.t {
                 continue;
             }

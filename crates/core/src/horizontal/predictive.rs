@@ -412,8 +412,8 @@ pub fn median(values: &[i64]) -> Option<i64> {
     if n % 2 == 1 {
         return Some(hi);
     }
-    let lo = i128::from(sorted[n / 2 - 1]);
-    i64::try_from((lo + i128::from(hi)) / 2).ok()
+    // Rounded toward zero, without overflow.
+    Some(i64::midpoint(sorted[n / 2 - 1], hi))
 }
 
 /// A day, seconds.
@@ -720,28 +720,27 @@ pub fn record_loads(
 pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
     let settings = input.settings;
     let step = input.series.step_seconds();
-    let lead = lead_seconds(settings, input.startup_seconds, step);
+    let ahead = lead_seconds(settings, input.startup_seconds, step);
     if settings.mode == PredictiveMode::Off {
         return Forecast {
             metrics: Vec::new(),
             replicas: None,
-            lead_seconds: lead,
+            lead_seconds: ahead,
             reason: PredictiveReason::Off,
             message: "predictive scaling is off".into(),
         };
     }
     let fitted;
-    let fit = match input.fit {
-        Some(f) => f,
-        None => {
-            fitted = fit(input.series, settings, input.now);
-            &fitted
-        }
+    let fit = if let Some(f) = input.fit {
+        f
+    } else {
+        fitted = fit(input.series, settings, input.now);
+        &fitted
     };
     let now = input.now.as_second();
     let window = (
         input.series.bucket_of(now),
-        input.series.bucket_of(now.saturating_add(lead)),
+        input.series.bucket_of(now.saturating_add(ahead)),
     );
     let metrics: Vec<MetricForecast> = metrics_of(input.spec)
         .iter()
@@ -773,11 +772,11 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
         .filter(|m| m.confident)
         .filter_map(|m| m.replicas)
         .max();
-    let (reason, message) = explain(&metrics, replicas, lead);
+    let (reason, message) = explain(&metrics, replicas, ahead);
     Forecast {
         metrics,
         replicas,
-        lead_seconds: lead,
+        lead_seconds: ahead,
         reason,
         message,
     }
