@@ -363,7 +363,7 @@ fn a_bucket_level_is_its_mean_and_without_one_its_peak() {
     // A status written before means were kept: the peaks stand in.
     let mut stored = s.store();
     stored.means.clear();
-    let old = LoadSeries::restore(&stored, STEP).unwrap();
+    let old = LoadSeries::try_restore(&stored, STEP).unwrap();
     assert_eq!(old.level("cpu", bucket), Some(3_000));
 }
 
