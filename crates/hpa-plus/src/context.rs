@@ -14,10 +14,10 @@ use std::time::Instant;
 use kube::Client;
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusStatus, MinReplicasTuningStatus};
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlusStatus;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
-use plimsoll_core::horizontal::load_history::LoadHistory;
-use plimsoll_core::horizontal::{ControllerConfig, History};
+use plimsoll_core::horizontal::ControllerConfig;
+use plimsoll_core::horizontal::evaluate::Held;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::leader::LeaderHandle;
 use plimsoll_runtime::leader::shards::ShardHandle;
@@ -38,20 +38,15 @@ pub struct Memory {
     pub namespace: String,
     /// Name of the object.
     pub name: String,
-    /// The decision history.
-    pub history: History,
+    /// What the next evaluation starts from: the decision history, and tuning's and
+    /// prediction's state while they are on.
+    pub held: Held,
     /// Metric names of the last decision (to remove their series on delete).
     pub metric_names: Vec<String>,
     /// When the next evaluation is due (for `queue_depth`).
     pub next_due: Option<Instant>,
     /// A native `autoscaling/v2` HPA (else an HPA+).
     pub native: bool,
-    /// The hourly load peaks `minReplicasTuning` reads (empty while tuning is off).
-    pub loads: LoadHistory,
-    /// The `minReplicasTuning` status this process wrote last (`None` while tuning is off).
-    pub tuning_status: Option<MinReplicasTuningStatus>,
-    /// `spec.predictive`'s load series and last status (`None` while prediction is off).
-    pub predictive: Option<crate::predict::Held>,
     /// The optional per-object metric series the last evaluation published.
     pub published: crate::metrics::Published,
 }
@@ -176,34 +171,9 @@ impl Context {
         Self { shards, ..self }
     }
 
-    /// The history this process holds for `uid` (`None` for an object seen for the first time).
-    pub fn history(&self, uid: &str) -> Option<History> {
-        lock(&self.memory).get(uid).map(|m| m.history.clone())
-    }
-
-    /// The load history this process holds for `uid`; `None` for an object seen for the first
-    /// time, or whose history is empty (tuning was off until now): then the caller starts from
-    /// what the object carries.
-    pub fn loads(&self, uid: &str) -> Option<LoadHistory> {
-        lock(&self.memory)
-            .get(uid)
-            .filter(|m| m.loads.metrics().next().is_some())
-            .map(|m| m.loads.clone())
-    }
-
-    /// The `minReplicasTuning` status this process wrote last for `uid`.
-    pub fn tuning_status(&self, uid: &str) -> Option<MinReplicasTuningStatus> {
-        lock(&self.memory)
-            .get(uid)
-            .and_then(|m| m.tuning_status.clone())
-    }
-
-    /// What `spec.predictive` keeps for `uid`; `None` for an object seen for the first time,
-    /// or whose prediction was off until now (then it starts from what the object carries).
-    pub fn predictive(&self, uid: &str) -> Option<crate::predict::Held> {
-        lock(&self.memory)
-            .get(uid)
-            .and_then(|m| m.predictive.clone())
+    /// What this process holds for `uid` (`None` for an object seen for the first time).
+    pub fn held(&self, uid: &str) -> Option<Held> {
+        lock(&self.memory).get(uid).map(|m| m.held.clone())
     }
 
     /// The optional metric series the last evaluation of `uid` published (`None` on first
@@ -382,6 +352,7 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plimsoll_core::horizontal::History;
     use prometheus_client::encoding::text::encode;
     use prometheus_client::registry::Registry;
     use std::collections::BTreeMap;
@@ -468,21 +439,21 @@ mod tests {
             Memory {
                 namespace: decision_labels.namespace.clone(),
                 name: decision_labels.name.clone(),
-                history: history.clone(),
+                held: Held {
+                    history: Some(history.clone()),
+                    ..Held::default()
+                },
                 metric_names: vec!["cpu".into()],
                 next_due: Some(Instant::now()),
                 native: false,
-                loads: LoadHistory::default(),
-                tuning_status: None,
-                predictive: None,
                 published: crate::metrics::Published::default(),
             },
         );
-        assert_eq!(ctx.history("u1"), Some(history));
+        assert_eq!(ctx.held("u1").and_then(|h| h.history), Some(history));
         std::thread::sleep(std::time::Duration::from_millis(5));
         assert_eq!(ctx.overdue(Instant::now()), 1);
         ctx.forget("u1");
-        assert_eq!(ctx.history("u1"), None);
+        assert!(ctx.held("u1").is_none());
         assert_eq!(ctx.overdue(Instant::now()), 0);
         // Nobody else claims web's pods any more.
         let all = Selector::everything();
@@ -539,13 +510,10 @@ mod tests {
             Memory {
                 namespace: "ns".into(),
                 name: "web".into(),
-                history: History::default(),
+                held: Held::default(),
                 metric_names: series,
                 next_due: None,
                 native: false,
-                loads: LoadHistory::default(),
-                tuning_status: None,
-                predictive: None,
                 published,
             },
         );
@@ -633,13 +601,10 @@ mod tests {
         let memory = |native| Memory {
             namespace: "ns".into(),
             name: "x".into(),
-            history: History::default(),
+            held: Held::default(),
             metric_names: Vec::new(),
             next_due: None,
             native,
-            loads: LoadHistory::default(),
-            tuning_status: None,
-            predictive: None,
             published: crate::metrics::Published::default(),
         };
         ctx.remember("plus-gone", memory(false));

@@ -1,8 +1,9 @@
-//! One evaluation of one autoscaler: read the target's scale, observe pods and metrics, call
-//! the pure [`decide`], write the scale when the decision says so, write status when it
-//! changed, publish Events, and requeue after the object's own period.
+//! One evaluation of one autoscaler, its I/O: read the target's scale, observe pods and
+//! metrics, call the pure [`evaluate`] (tuning, the decision, prediction: the same function
+//! both replays call), write what it decided (a tuned `minReplicas`, the scale, the status),
+//! publish the Events it owes, and requeue after the object's own period.
 //!
-//! Both kinds go through [`evaluate`]: an HPA+ as it is, a native `autoscaling/v2` HPA after
+//! Both kinds go through [`run`]: an HPA+ as it is, a native `autoscaling/v2` HPA after
 //! the conversion in `plimsoll-core` (annotations → additions). Writes happen only while this
 //! instance holds the object's shard (without `--shards`: while it leads); a reconcile that
 //! loses it mid-way writes nothing more.
@@ -34,13 +35,17 @@ use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use plimsoll_core::api::hpa_plus::{
     DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
-    HorizontalPodAutoscalerPlusStatus, MinReplicasTuning, MinReplicasTuningStatus,
+    HorizontalPodAutoscalerPlusStatus, MinReplicasTuning, MinReplicasTuningStatus, TuningMode,
 };
 use plimsoll_core::conflict;
 use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE, merge};
+use plimsoll_core::horizontal::cron_hold::tuning_hold;
+use plimsoll_core::horizontal::evaluate::{
+    self, Evaluation, EvaluationInput, Held, OwedEvent, Restored, Stored, TuningWrite, evaluate,
+};
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::status::status_after;
-use plimsoll_core::horizontal::{Decision, DecisionInput, LimitedBy, Observation, decide};
+use plimsoll_core::horizontal::{Decision, LimitedBy, Observation};
 use plimsoll_core::stored::{self, Ignored, StoredStateError};
 use plimsoll_runtime::scale::TargetScale;
 use plimsoll_runtime::selector::Selector;
@@ -50,9 +55,8 @@ use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
 use crate::observe::{now, observe};
 use crate::pods::PodInfo;
-use crate::predict::Predicted;
 use crate::status;
-use crate::tuning::{self, Tuned};
+use crate::tuning;
 
 /// Which API the object came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +65,7 @@ enum Kind {
     Native,
 }
 
-/// What [`evaluate`] needs of an object, whatever its kind: borrowed from an HPA+ as the cache
+/// What [`run`] needs of an object, whatever its kind: borrowed from an HPA+ as the cache
 /// holds it (an evaluation copies nothing it only reads), owned after a native HPA's conversion.
 struct Subject<'a> {
     kind: Kind,
@@ -97,6 +101,14 @@ struct Unreadable {
 }
 
 impl Kind {
+    /// The kind as a message names it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Plus => "HorizontalPodAutoscalerPlus",
+            Self::Native => "HorizontalPodAutoscaler",
+        }
+    }
+
     /// Where this kind keeps the decision memory, the tuning status and the predictive status,
     /// as a condition names them.
     fn stored_fields(self) -> [&'static str; 3] {
@@ -684,72 +696,87 @@ async fn observe_target(
     (observed, prometheus_deadline)
 }
 
-/// Lowers `spec.minReplicas` when tuning says to (Apply, while leading); the new minimum, or
-/// `None` when nothing was written. A failed write is reported (Warning Event, and the status
-/// says it) and the evaluation goes on with the old minimum: tuning is an optimisation, and
-/// must not stop the autoscaler from scaling.
-async fn apply_tuning(
-    subject: &Subject<'_>,
-    ctx: &Context,
-    tuned: Option<&mut Tuned>,
-) -> Option<i32> {
-    let tuned = tuned?;
-    let to = tuned.tuning.proposed.filter(|_| tuned.tuning.apply)?;
+/// Writes the minimum tuning lowered the spec to (Apply, while leading), with its counter; the
+/// reason the write did not happen, if it did not. Tuning is an optimisation: a failed write is
+/// said (status, Warning Event) and the evaluation goes on with the old minimum.
+async fn write_min_replicas(subject: &Subject<'_>, ctx: &Context, to: i32) -> Option<String> {
     if !ctx.shards.holds(&subject.uid) {
-        return None;
+        return Some("this replica no longer holds the object's shard".into());
     }
     let native = subject.kind == Kind::Native;
-    match tuning::write_min_replicas(ctx, native, &subject.namespace, &subject.name, to).await {
+    match tuning::write_min_replicas(&ctx.client, native, &subject.namespace, &subject.name, to)
+        .await
+    {
         Ok(()) => {
             ctx.metrics.min_replicas_lowered.inc();
-            Some(to)
+            None
         }
         Err(e) => {
-            let note = format!("could not lower minReplicas to {to}: {e}");
             tracing::warn!(namespace = %subject.namespace, name = %subject.name, error = %e, "minReplicas tuning write failed");
-            ctx.events
-                .warning(&subject.reference, "FailedTuneMinReplicas", "Tune", &note)
-                .await;
-            tuned.tuning.apply = false;
-            let previous = subject.tuning_status.as_deref();
-            tuned.status.previous_min_replicas = previous.and_then(|p| p.previous_min_replicas);
-            tuned.status.last_applied_time = previous.and_then(|p| p.last_applied_time.clone());
-            tuned.status.message = format!("{}; {note}", tuned.status.message);
-            None
+            Some(e.to_string())
         }
     }
 }
 
-/// Tuning's Event (while leading), its metrics, and a native HPA's tuning annotation.
-async fn report_tuning(subject: &Subject<'_>, ctx: &Context, tuned: Option<&Tuned>) {
+/// Tuning's and prediction's metrics, and a native HPA's annotations when their status
+/// changed; `series` names the decision's metrics as the per-metric series do.
+async fn report_tuning_and_prediction(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    evaluation: &Evaluation,
+    series: &[String],
+) {
+    let tuned = evaluation.tuned.as_ref();
+    let predicted = evaluation.predicted.as_ref();
     ctx.metrics.tuned(
         &subject.namespace,
         &subject.name,
         tuned.map(|t| (t.tuning.low_load, t.tuning.proposed)),
     );
-    let Some(tuned) = tuned else { return };
+    ctx.metrics.predicted(
+        &subject.namespace,
+        &subject.name,
+        (&evaluation.decision, series),
+        predicted.map(|p| &p.forecast),
+    );
+    if subject.kind != Kind::Native || !ctx.shards.holds(&subject.uid) {
+        return;
+    }
+    if let Some(t) = tuned.filter(|t| t.changed)
+        && let Err(e) =
+            tuning::write_native_status(&ctx.client, &subject.namespace, &subject.name, &t.status)
+                .await
+    {
+        tracing::warn!(error = %e, "could not write the minReplicasTuning status annotation");
+    }
+    if let Some(p) = predicted.filter(|p| p.changed)
+        && let Err(e) = crate::predict::write_native_status(
+            &ctx.client,
+            &subject.namespace,
+            &subject.name,
+            &p.status,
+        )
+        .await
+    {
+        tracing::warn!(error = %e, "could not write the predictive status annotation");
+    }
+}
+
+/// The Events the evaluation owes (tuning's, prediction's), while leading.
+async fn emit_owed(subject: &Subject<'_>, ctx: &Context, events: &[OwedEvent]) {
     if !ctx.shards.holds(&subject.uid) {
         return;
     }
-    let previous = subject.tuning_status.as_deref();
-    let min_before = subject.spec.min_replicas.unwrap_or(1);
-    for (warning, reason, note) in tuning::events(tuned, previous, min_before) {
-        if warning {
+    for e in events {
+        if e.warning {
             ctx.events
-                .warning(&subject.reference, reason, "Tune", &note)
+                .warning(&subject.reference, e.reason, e.action, &e.note)
                 .await;
         } else {
             ctx.events
-                .normal(&subject.reference, reason, "Tune", note)
+                .normal(&subject.reference, e.reason, e.action, e.note.clone())
                 .await;
         }
-    }
-    if subject.kind == Kind::Native
-        && previous != Some(&tuned.status)
-        && let Err(e) =
-            tuning::write_native_status(ctx, &subject.namespace, &subject.name, &tuned.status).await
-    {
-        tracing::warn!(error = %e, "could not write the minReplicasTuning status annotation");
     }
 }
 
@@ -791,58 +818,41 @@ async fn conflict_with_vpas(
     new.conditions = merge(&new.conditions, std::slice::from_ref(&condition), at);
 }
 
-/// How the history of an evaluation was resumed ([`memory::resume`]).
-struct Restored {
-    /// This process held no history of the object: it read the object's.
-    first_sight: bool,
-    /// Why the object's decision memory was ignored, if it was.
-    memory: Option<StoredStateError>,
-}
-
-/// The history an evaluation at `at` starts from: this process's own, or on first sight (a
-/// restart, a new leader) the one the object carries. Whoever wrote the object's memory may
-/// have evaluated until now (see [`memory::resume`]).
-fn resume(
-    subject: &Subject<'_>,
-    ctx: &Context,
-    current_replicas: i32,
-    at: Timestamp,
-) -> (plimsoll_core::horizontal::History, Restored) {
-    let own = ctx.history(&subject.uid);
-    let resumed = memory::resume(
-        own.as_ref(),
-        subject.stored.as_deref(),
-        current_replicas,
-        at,
-        at,
-    );
-    let restored = Restored {
-        first_sight: own.is_none(),
-        memory: resumed.ignored,
-    };
-    (resumed.history, restored)
-}
-
 /// What this evaluation ignored of the stored state `subject` carries ([`plimsoll_core::stored`]):
 /// the decision memory (an annotation that did not parse, or a memory that did not read back),
 /// and while tuning or prediction is on, their annotation or history.
 fn ignored_state(
     subject: &Subject<'_>,
-    memory: Option<StoredStateError>,
-    tuned: Option<&Tuned>,
-    predicted: Option<&Predicted>,
+    evaluation: &Evaluation,
+    restored: &Restored,
 ) -> Vec<Ignored> {
     let [memory_field, tuning_field, predictive_field] = subject.kind.stored_fields();
     let unreadable = &subject.unreadable;
     let parts = [
-        (memory_field, unreadable.memory.clone().or(memory)),
+        (
+            memory_field,
+            unreadable
+                .memory
+                .clone()
+                .or_else(|| evaluation.memory_ignored.clone()),
+        ),
         (
             tuning_field,
-            tuned.and_then(|t| unreadable.tuning.clone().or_else(|| t.ignored.clone())),
+            evaluation.tuned.as_ref().and_then(|_| {
+                unreadable
+                    .tuning
+                    .clone()
+                    .or_else(|| restored.tuning_ignored.clone())
+            }),
         ),
         (
             predictive_field,
-            predicted.and_then(|p| unreadable.predictive.clone().or_else(|| p.ignored.clone())),
+            evaluation.predicted.as_ref().and_then(|_| {
+                unreadable
+                    .predictive
+                    .clone()
+                    .or_else(|| restored.predictive_ignored.clone())
+            }),
         ),
     ];
     parts
@@ -887,140 +897,121 @@ async fn stored_state(
     new.conditions = merge(&new.conditions, std::slice::from_ref(&condition), at);
 }
 
-/// `minReplicasTuning` for this evaluation ([`tuning`]): record, tune, and in Apply lower the
-/// minimum; the outcome, and the minimum the decision must use (`None`: the spec's own).
-async fn tune(
+/// What this process holds of `subject` for an evaluation at `at`: its own, with the parts
+/// turned on since (or everything, on first sight) restored from the object and topped up from
+/// Prometheus within the object's budget.
+async fn held_for(
     subject: &Subject<'_>,
     ctx: &Context,
-    pods: &[Arc<PodInfo>],
-    observed: &Observation,
     (at, prometheus_deadline): (Timestamp, tokio::time::Instant),
-) -> (Option<Tuned>, Option<i32>) {
-    let kind = match subject.kind {
-        Kind::Plus => "HorizontalPodAutoscalerPlus",
-        Kind::Native => "HorizontalPodAutoscaler",
-    };
-    let mut tuned = tuning::evaluate(
-        &tuning::Subject {
-            namespace: &subject.namespace,
-            kind,
-            name: &subject.name,
-            labels: &subject.labels,
-            pod_labels: pods.iter().map(|p| &p.labels).collect(),
-            spec: &subject.spec,
-            settings: &subject.tuning,
-            previous: subject.tuning_status.as_deref(),
-            prometheus_deadline,
+) -> (Held, Restored) {
+    let mut held = ctx.held(&subject.uid).unwrap_or_default();
+    let restored = held.restore_missing(
+        &subject.spec,
+        &subject.tuning,
+        Stored {
+            tuning: subject.tuning_status.as_deref(),
+            predictive: subject.predictive_status.as_deref(),
         },
-        ctx,
-        ctx.loads(&subject.uid),
-        observed,
-        at,
-    )
-    .await;
-    let min = apply_tuning(subject, ctx, tuned.as_mut()).await;
-    (tuned, min)
-}
-
-/// What `spec.predictive` reads of `subject`, with the spec the decision used and the end of
-/// the object's Prometheus budget.
-fn predict_subject<'a>(
-    subject: &'a Subject,
-    spec: &'a HorizontalPodAutoscalerPlusSpec,
-    prometheus_deadline: tokio::time::Instant,
-) -> crate::predict::Subject<'a> {
-    crate::predict::Subject {
-        uid: &subject.uid,
-        namespace: &subject.namespace,
-        name: &subject.name,
-        spec,
-        previous: subject.predictive_status.as_deref(),
-        prometheus_deadline,
+    );
+    if restored.tuning
+        && let Some(t) = held.tuning.as_mut()
+    {
+        tuning::seed_from_prometheus(
+            &ctx.prometheus,
+            &subject.spec,
+            &subject.tuning,
+            &mut t.loads,
+            at,
+            prometheus_deadline,
+        )
+        .await;
     }
+    if restored.predictive
+        && let (Some(p), Some(settings)) = (
+            held.predictive.as_mut(),
+            evaluate::predictive_settings(&subject.spec),
+        )
+    {
+        crate::predict::seed_from_prometheus(
+            &ctx.prometheus,
+            &subject.spec,
+            settings,
+            &mut p.series,
+            at,
+            prometheus_deadline,
+        )
+        .await;
+    }
+    (held, restored)
 }
 
-/// `spec.predictive` for this evaluation ([`crate::predict`]), right after the reactive
-/// decision: record, forecast, and in Scale raise the decision before it is written.
-async fn predict(
+/// Tuning, the reactive decision and prediction for what was observed ([`evaluate`]), with
+/// tuning's write of a lowered minimum in between: when it fails, the evaluation is made again
+/// from the same held state with the old minimum.
+async fn evaluate_subject(
     subject: &Subject<'_>,
     ctx: &Context,
-    spec: &HorizontalPodAutoscalerPlusSpec,
     pods: &[Arc<PodInfo>],
     observed: &Observation,
-    decision: Decision,
-    (at, prometheus_deadline): (Timestamp, tokio::time::Instant),
-) -> (Decision, Option<Predicted>) {
-    let held = ctx.predictive(&subject.uid);
-    let predicted = crate::predict::evaluate(
-        &predict_subject(subject, spec, prometheus_deadline),
-        ctx,
-        held,
-        pods,
+    prometheus_deadline: tokio::time::Instant,
+) -> (Evaluation, Restored, Timestamp) {
+    let at = now();
+    let (held, restored) = held_for(subject, ctx, (at, prometheus_deadline)).await;
+    let held_by = tuning_hold(
+        ctx.crons.state().iter().map(AsRef::as_ref),
+        &subject.namespace,
+        (subject.kind.name(), &subject.name),
+        &subject.spec.scale_target_ref,
+    );
+    let excluded = ctx
+        .tuning_exclude
+        .as_ref()
+        .filter(|e| e.matches(&subject.labels, pods.iter().map(|p| &p.labels)));
+    let input = EvaluationInput {
+        spec: &subject.spec,
         observed,
-        &decision,
-        at,
-    )
-    .await;
-    (
-        crate::predict::apply(decision, predicted.as_ref()),
-        predicted,
-    )
-}
-
-/// The prediction's metrics, Event (while leading) and a native HPA's annotation; `series`
-/// names the decision's metrics as the per-metric series do.
-async fn report_prediction(
-    subject: &Subject<'_>,
-    ctx: &Context,
-    spec: &HorizontalPodAutoscalerPlusSpec,
-    (decision, series): (&Decision, &[String]),
-    predicted: Option<&Predicted>,
-) {
-    let native = subject.kind == Kind::Native;
-    // Nothing is read from Prometheus by the report.
-    let predictive = predict_subject(subject, spec, tokio::time::Instant::now());
-    crate::predict::report(
-        ctx,
-        &predictive,
-        &subject.reference,
-        native,
-        (decision, series),
-        predicted,
-    )
-    .await;
-}
-
-/// What an evaluation leaves for the next one, besides the decision.
-struct Kept {
-    history: plimsoll_core::horizontal::History,
-    tuned: Option<Tuned>,
-    predicted: Option<Predicted>,
-    published: crate::metrics::Published,
-    /// The `metric` label of each proposal ([`crate::metrics::series_names`]).
-    series: Vec<String>,
+        stored_memory: subject.stored.as_deref(),
+        config: &ctx.config,
+        tuning: &subject.tuning,
+        held_by: held_by.as_deref(),
+        excluded_by: excluded.map(|e| e.text.as_str()),
+        tuning_write: TuningWrite::Allowed,
+        startup_seconds: crate::predict::measured_startup(pods),
+        now: at,
+    };
+    // Only an object whose tuning may write needs the held state twice.
+    let again = (subject.tuning.mode == TuningMode::Apply).then(|| held.clone());
+    let evaluation = evaluate(&input, held);
+    let Some(to) = evaluation.lowered_min_replicas else {
+        return (evaluation, restored, at);
+    };
+    let Some(why) = write_min_replicas(subject, ctx, to).await else {
+        return (evaluation, restored, at);
+    };
+    let input = EvaluationInput {
+        tuning_write: TuningWrite::Failed(&why),
+        ..input
+    };
+    (evaluate(&input, again.unwrap_or_default()), restored, at)
 }
 
 /// Keeps what the next evaluation of `subject` starts from ([`Memory`]).
-fn remember(subject: &Subject<'_>, ctx: &Context, kept: Kept, next: Duration) {
-    let Kept {
-        history,
-        tuned,
-        predicted,
-        published,
-        series,
-    } = kept;
+fn remember(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    (held, published, series): (Held, crate::metrics::Published, Vec<String>),
+    next: Duration,
+) {
     ctx.remember(
         &subject.uid,
         Memory {
             namespace: subject.namespace.clone(),
             name: subject.name.clone(),
-            history,
+            held,
             metric_names: series,
             next_due: Some(Instant::now() + next),
             native: subject.kind == Kind::Native,
-            tuning_status: tuned.as_ref().map(|t| t.status.clone()),
-            loads: tuned.map(|t| t.loads).unwrap_or_default(),
-            predictive: predicted.map(|p| p.held),
             published,
         },
     );
@@ -1032,19 +1023,6 @@ fn target_of(spec: &HorizontalPodAutoscalerPlusSpec) -> K8sRef {
         api_version: spec.scale_target_ref.api_version.clone(),
         kind: spec.scale_target_ref.kind.clone(),
         name: spec.scale_target_ref.name.clone(),
-    }
-}
-
-/// `subject` with the tuning status this process wrote last, which is fresher than the
-/// object's: the evaluation that a lowered minReplicas triggers may read the new spec before the
-/// status written with it.
-fn with_remembered_tuning<'a>(subject: Subject<'a>, ctx: &Context) -> Subject<'a> {
-    match ctx.tuning_status(&subject.uid) {
-        Some(remembered) => Subject {
-            tuning_status: Some(Cow::Owned(remembered)),
-            ..subject
-        },
-        None => subject,
     }
 }
 
@@ -1061,67 +1039,9 @@ fn not_acting(subject: &Subject<'_>, ctx: &Context) -> Action {
     Action::await_change()
 }
 
-/// What the decision steps came to: the spec they used (with a tuned `minReplicas`), when,
-/// tuning's outcome, and the decision with prediction's raise.
-struct Decided<'a> {
-    spec: Cow<'a, HorizontalPodAutoscalerPlusSpec>,
-    at: Timestamp,
-    tuned: Option<Tuned>,
-    decision: Decision,
-    predicted: Option<Predicted>,
-    restored: Restored,
-}
-
-/// Tuning, the reactive decision and prediction, in that order, for what was observed.
-async fn decide_all<'a>(
-    subject: &'a Subject<'_>,
-    ctx: &Context,
-    pods: &[Arc<PodInfo>],
-    observed: &Observation,
-    prometheus_deadline: tokio::time::Instant,
-) -> Decided<'a> {
-    let at = now();
-    let (tuned, tuned_min) = tune(subject, ctx, pods, observed, (at, prometheus_deadline)).await;
-    let spec: &HorizontalPodAutoscalerPlusSpec = &subject.spec;
-    let spec = match tuned_min {
-        Some(min) => Cow::Owned(HorizontalPodAutoscalerPlusSpec {
-            min_replicas: Some(min),
-            ..spec.clone()
-        }),
-        None => Cow::Borrowed(spec),
-    };
-    let (held, restored) = resume(subject, ctx, observed.current_replicas, at);
-    let decision = decide(&DecisionInput {
-        spec: &spec,
-        observed,
-        history: &held,
-        config: &ctx.config,
-        now: at,
-    });
-    let (decision, predicted) = predict(
-        subject,
-        ctx,
-        &spec,
-        pods,
-        observed,
-        decision,
-        (at, prometheus_deadline),
-    )
-    .await;
-    Decided {
-        spec,
-        at,
-        tuned,
-        decision,
-        predicted,
-        restored,
-    }
-}
-
 /// The steps of one evaluation, in order; each early return is one failure mode of the module
 /// doc.
 async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
-    let subject = with_remembered_tuning(subject, ctx);
     let span = Span::current();
     span.record("namespace", subject.namespace.as_str());
     span.record("name", subject.name.as_str());
@@ -1152,23 +1072,18 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         return Ok(Action::await_change());
     }
 
-    let Decided {
-        spec,
-        at,
-        tuned,
-        decision,
-        predicted,
-        restored,
-    } = decide_all(&subject, ctx, &pods, &observed, prometheus_deadline).await;
+    let (mut evaluation, restored, at) =
+        evaluate_subject(&subject, ctx, &pods, &observed, prometheus_deadline).await;
     if abandoned(ctx, &observed) {
         return Ok(Action::await_change());
     }
+    let spec = evaluation.spec(&subject.spec);
+    let decision = evaluation.decision.clone();
     let series = crate::metrics::series_names(&spec, &decision);
-    let mut history = decision.history.clone();
     let scaled = match write_scale(&subject, ctx, &target, scale.spec_replicas, &decision).await {
         Ok(Written::Nothing) => false,
         Ok(Written::Scaled { from, to }) => {
-            history.record_scale(at, from, to);
+            evaluation.scaled(at, from, to);
             true
         }
         Ok(Written::NotLeading) => return Ok(Action::await_change()),
@@ -1176,9 +1091,6 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     };
     report_decision_failures(&subject, ctx, &decision).await;
 
-    // Keep exactly what a successor will read back.
-    let stored = memory::store(&history);
-    let history = memory::restore(&stored);
     let mut new = status_after(
         &spec,
         subject.previous.as_deref(),
@@ -1187,27 +1099,16 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         scaled,
         at,
     );
-    new.memory = Some(stored);
-    new.min_replicas_tuning = tuned.as_ref().map(|t| t.status.clone());
-    new.predictive = predicted.as_ref().map(|p| p.status.clone());
+    // Keep exactly what a successor will read back.
+    new.memory = Some(evaluation.store_memory());
+    new.min_replicas_tuning = evaluation.tuned.as_ref().map(|t| t.status.clone());
+    new.predictive = evaluation.predicted.as_ref().map(|p| p.status.clone());
     conflict_with_vpas(&subject, ctx, &mut new, at).await;
-    let ignored = ignored_state(
-        &subject,
-        restored.memory,
-        tuned.as_ref(),
-        predicted.as_ref(),
-    );
+    let ignored = ignored_state(&subject, &evaluation, &restored);
     stored_state(&subject, ctx, &mut new, &ignored, restored.first_sight, at).await;
     write_decision(&subject, ctx, &new).await?;
-    report_tuning(&subject, ctx, tuned.as_ref()).await;
-    report_prediction(
-        &subject,
-        ctx,
-        &spec,
-        (&decision, &series),
-        predicted.as_ref(),
-    )
-    .await;
+    report_tuning_and_prediction(&subject, ctx, &evaluation, &series).await;
+    emit_owed(&subject, ctx, &evaluation.events).await;
 
     let published = ctx.metrics.observe(
         &subject.namespace,
@@ -1216,14 +1117,8 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         ctx.published(&subject.uid),
     );
     let next = period(decision.next_sync_seconds);
-    let kept = Kept {
-        history,
-        tuned,
-        predicted,
-        published,
-        series,
-    };
-    remember(&subject, ctx, kept, next);
+    let held = std::mem::take(&mut evaluation.held);
+    remember(&subject, ctx, (held, published, series), next);
     log_decision(&subject, &decision, scaled);
     Ok(Action::requeue(next))
 }

@@ -1,5 +1,5 @@
 //! `hpa-plus replay`: runs a `HorizontalReplay` scenario (docs/replay.md) through the same
-//! [`plimsoll_core::horizontal::decide`] the controller calls, with no cluster.
+//! [`evaluate`] the controller calls, with no cluster.
 //!
 //! Each step is one reconcile at `t` seconds after the scenario start. The workload's replicas
 //! become the previous step's write (none under `dryRun`, `paused`, …) unless a step sets
@@ -24,13 +24,14 @@ use plimsoll_core::api::hpa_plus::{
     HorizontalPodAutoscalerPlusStatus,
 };
 use plimsoll_core::horizontal::conditions::ABLE_TO_SCALE;
+use plimsoll_core::horizontal::evaluate::{EvaluationInput, Held, TuningWrite, evaluate};
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{
     ContainerSample, DEFAULT_METRICS_WINDOW_SECONDS, Fetched, Observation, PodPhase, PodSample,
 };
 use plimsoll_core::horizontal::rollout::Rollout;
 use plimsoll_core::horizontal::status::status_after;
-use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History, decide};
+use plimsoll_core::horizontal::{ControllerConfig, Decision, History};
 use plimsoll_core::quantity::Quantity;
 use plimsoll_replay::plot::Chart;
 use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
@@ -530,7 +531,13 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
     let epoch: Timestamp = EPOCH
         .parse()
         .map_err(|e| ReplayError::Invalid(format!("internal epoch: {e}")))?;
-    let mut history = History::default();
+    // The scenario starts from an empty history (not the controller's first-sight
+    // recommendation of the current count): the upstream vectors it replays do.
+    let mut held = Held {
+        history: Some(History::default()),
+        ..Held::default()
+    };
+    let tuning = spec.min_replicas_tuning.clone().unwrap_or_default();
     let mut replicas = scenario.initial_replicas;
     let mut last_t = f64::NEG_INFINITY;
     let mut previous: Option<Timestamp> = None;
@@ -549,30 +556,45 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
         }
         let now = epoch + SignedDuration::from_secs_f64(step.t);
         if step.restart {
-            // The controller before the restart evaluated last at the previous step.
+            // A restarted controller holds nothing; the one before it evaluated last at the
+            // previous step, so the object's memory stood until then.
             let until = previous.unwrap_or(now);
-            history = memory::resume(None, written.stored().as_ref(), replicas, now, until).history;
+            let resumed = memory::resume(None, written.stored().as_ref(), replicas, now, until);
+            held = Held {
+                history: Some(resumed.history),
+                ..Held::default()
+            };
         }
         previous = Some(now);
         let obs = observation(step, i, replicas, now).map_err(ReplayError::Invalid)?;
-        let d: Decision = decide(&DecisionInput {
-            spec: &spec,
-            observed: &obs,
-            history: &history,
-            config: &scenario.controller,
-            now,
-        });
-        history = d.history.clone();
-        let after = if let Some(to) = d.scale_to {
-            history.record_scale(now, replicas, to);
-            to
-        } else {
-            replicas
+        let mut evaluation = evaluate(
+            &EvaluationInput {
+                spec: &spec,
+                observed: &obs,
+                stored_memory: None,
+                config: &scenario.controller,
+                tuning: &tuning,
+                held_by: None,
+                excluded_by: None,
+                tuning_write: TuningWrite::Allowed,
+                startup_seconds: None,
+                now,
+            },
+            std::mem::take(&mut held),
+        );
+        let after = match evaluation.decision.scale_to {
+            Some(to) => {
+                evaluation.scaled(now, replicas, to);
+                to
+            }
+            None => replicas,
         };
         // As the controller: keep what a successor would read back, and write it.
-        let stored = memory::store(&history);
-        history = memory::restore(&stored);
-        written.write(&spec, &d, stored, now);
+        let stored = evaluation.store_memory();
+        let used = evaluation.spec(&spec);
+        let d = evaluation.decision;
+        written.write(&used, &d, stored, now);
+        held = evaluation.held;
         let line = StepLine {
             t: step.t,
             current_replicas: d.current_replicas,

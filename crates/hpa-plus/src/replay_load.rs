@@ -1,10 +1,8 @@
 //! `hpa-plus replay` of a `LoadReplay` (scenarios/FORMAT.md, "A workload driven by a load
 //! trace"): one workload whose total CPU usage comes from a trace, pods that take
-//! `podStartupSeconds` to become Ready, and the HPA+ deciding through the same
-//! [`plimsoll_core::horizontal::decide`] the controller calls, with `minReplicasTuning` through
-//! the same [`plimsoll_core::horizontal::tuning::tune`], and `spec.predictive` through the same
-//! [`plimsoll_core::horizontal::predictive::forecast`] and
-//! [`plimsoll_core::horizontal::predictive::raise`].
+//! `podStartupSeconds` to become Ready, and the HPA+ evaluated at every sync period through the
+//! same [`evaluate`] the controller calls (`minReplicasTuning`, the decision, `spec.predictive`),
+//! holding between evaluations what the controller holds.
 //!
 //! Each step at `t`:
 //! 1. The pods are the workload's replicas; a pod created less than `podStartupSeconds` ago is
@@ -46,21 +44,17 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use plimsoll_core::api::hpa_plus::{
     HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, MetricSourceType,
-    MinReplicasTuning, Predictive, PredictiveMode, PredictiveStatus, TuningMode,
+    MinReplicasTuning, PredictiveStatus,
 };
-use plimsoll_core::horizontal::load_history::LoadHistory;
-use plimsoll_core::horizontal::memory;
+use plimsoll_core::horizontal::ControllerConfig;
+use plimsoll_core::horizontal::evaluate::{EvaluationInput, Held, TuningWrite, evaluate};
 use plimsoll_core::horizontal::observation::{
     ContainerSample, Fetched, Observation, PodPhase, PodSample,
 };
-use plimsoll_core::horizontal::predictive::{
-    Fit, Forecast, ForecastInput, LoadSeries, RaiseInput, forecast, lead_seconds,
-    predictive_status, raise,
-};
+use plimsoll_core::horizontal::predictive::Forecast;
 use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
-use plimsoll_core::horizontal::tuning::{Tuning, TuningInput, record_loads, tune};
-use plimsoll_core::horizontal::{ControllerConfig, DecisionInput, History, decide};
+use plimsoll_core::horizontal::tuning::Tuning;
 use plimsoll_core::vertical::joint::{JointRequest, utilization_target};
 use plimsoll_core::vertical::policy::UpdateMode;
 use plimsoll_replay::{Outcome, ReplayError};
@@ -645,10 +639,6 @@ struct Observed {
     keys: Vec<(usize, i64)>,
 }
 
-/// What a forecast of the replay is made for: the open bucket, the lead window's last bucket
-/// and `minReplicas`.
-type ForecastKey = (i64, i64, Option<i32>);
-
 /// What the replay keeps between evaluations: what the controller keeps, and the workload.
 struct Run {
     config: ControllerConfig,
@@ -658,20 +648,11 @@ struct Run {
     memory_per_pod: Option<i64>,
     workload: Workload,
     vertical: Option<Vertical>,
-    history: History,
-    loads: LoadHistory,
-    last_applied: Option<Timestamp>,
-    predictive: Predictive,
-    series: LoadSeries,
+    /// What the controller holds of the object.
+    held: Held,
+    /// The pods' startup time the scenario states, seconds (the controller measures it).
     startup_seconds: i64,
     observed: Observed,
-    /// The season chosen per metric, as the controller keeps it.
-    fit: Option<Fit>,
-    /// `series` without its open bucket, and that bucket: the same until a bucket ends.
-    ended: Option<(i64, LoadSeries)>,
-    /// The last forecast and what it was made for: the open bucket, the lead window's last
-    /// bucket and `minReplicas`.
-    last_forecast: Option<(ForecastKey, Forecast)>,
 }
 
 /// What one evaluation saw and did.
@@ -685,127 +666,65 @@ struct Reconciled {
 }
 
 impl Run {
-    /// Records the evaluation's loads and tunes, as the controller does when tuning is on; a
-    /// proposal to apply lowers the spec's `minReplicas` at once.
-    fn tune(&mut self, observed: &Observation, now: Timestamp) -> Option<Tuning> {
-        if self.settings.mode == TuningMode::Off {
-            return None;
-        }
-        let days = self.settings.lookback_days();
-        record_loads(&mut self.loads, &self.spec, observed, now, days);
-        let t = tune(&TuningInput {
-            spec: &self.spec,
-            settings: &self.settings,
-            history: &self.loads,
-            pod: &self.template,
-            config: &self.config,
-            last_applied: self.last_applied,
-            held_by: None,
-            excluded_by: None,
-            now,
-        });
-        if t.apply {
-            self.spec.min_replicas = t.proposed;
-            self.last_applied = Some(now);
-        }
-        Some(t)
-    }
-
-    /// Records the evaluation's loads and forecasts from the ended buckets, as the controller
-    /// does when prediction is on (`crate::predict::evaluate`).
-    fn forecast(&mut self, observed: &Observation, now: Timestamp) -> Option<Forecast> {
-        if self.predictive.mode == PredictiveMode::Off {
-            return None;
-        }
-        plimsoll_core::horizontal::predictive::record_loads(
-            &mut self.series,
-            &self.spec,
-            &self.predictive,
-            observed,
-            now,
-        );
-        // The ended buckets change once a bucket: a copy per evaluation would be most of the
-        // replay's cost on a long trace. The forecast is a pure function of them, the window
-        // (the lead is fixed here: the scenario's startup) and the spec, so it is made again
-        // only when one of those changed.
-        let open = self.series.bucket_at(now);
-        let lead = lead_seconds(
-            &self.predictive,
-            self.startup_seconds,
-            self.series.step_seconds(),
-        );
-        let key = (
-            open,
-            self.series.bucket_at(now + SignedDuration::from_secs(lead)),
-            self.spec.min_replicas,
-        );
-        if let Some((k, f)) = &self.last_forecast
-            && *k == key
-        {
-            return Some(f.clone());
-        }
-        if self.ended.as_ref().is_none_or(|(b, _)| *b != open) {
-            self.ended = Some((open, self.series.ended(now)));
-        }
-        let (_, ended) = self.ended.as_ref()?;
-        let fitted = crate::predict::refit(self.fit.take(), ended, &self.predictive, now);
-        let fc = forecast(&ForecastInput {
-            spec: &self.spec,
-            settings: &self.predictive,
-            series: ended,
-            pod: &self.template,
-            config: &self.config,
-            startup_seconds: self.startup_seconds,
-            now,
-            fit: Some(&fitted),
-        });
-        self.fit = Some(fitted);
-        self.last_forecast = Some((key, fc.clone()));
-        Some(fc)
-    }
-
-    /// Decides with the controller's function, raised by a forecast when there is one, and
-    /// scales the workload; `true` when the replicas moved.
-    fn decide(
+    /// The controller's evaluation ([`evaluate`]: tuning, decision, prediction) and its
+    /// writes: a lowered `minReplicas` goes into the spec, the scale into the workload; `true`
+    /// when the replicas moved.
+    fn evaluate(
         &mut self,
         observed: &Observation,
-        forecast: Option<&Forecast>,
         now: Timestamp,
-    ) -> (bool, Option<PredictiveStatus>) {
-        let replicas = observed.current_replicas;
-        let d = decide(&DecisionInput {
-            spec: &self.spec,
-            observed,
-            history: &self.history,
-            config: &self.config,
-            now,
-        });
-        let raised = forecast.map(|f| {
-            raise(&RaiseInput {
+    ) -> (
+        bool,
+        Option<Tuning>,
+        Option<Forecast>,
+        Option<PredictiveStatus>,
+    ) {
+        let mut evaluation = evaluate(
+            &EvaluationInput {
                 spec: &self.spec,
-                settings: &self.predictive,
                 observed,
+                stored_memory: None,
                 config: &self.config,
-                decision: &d,
-                forecast: f,
+                tuning: &self.settings,
+                held_by: None,
+                excluded_by: None,
+                tuning_write: TuningWrite::Allowed,
+                startup_seconds: Some(self.startup_seconds),
                 now,
-            })
-        });
-        let status = forecast
-            .zip(raised.as_ref())
-            .map(|(f, r)| predictive_status(f, r));
-        let scale_to = raised.map_or(d.scale_to, |r| r.scale_to);
-        self.history = d.history;
+            },
+            std::mem::take(&mut self.held),
+        );
+        if let Some(min) = evaluation.lowered_min_replicas {
+            self.spec.min_replicas = Some(min);
+        }
+        let replicas = observed.current_replicas;
         let mut changed = false;
-        if let Some(to) = scale_to {
-            self.history.record_scale(now, replicas, to);
+        if let Some(to) = evaluation.decision.scale_to {
+            evaluation.scaled(now, replicas, to);
             changed = to != replicas;
             let gone = self.workload.scale(to, now);
             self.forget(&gone);
         }
         // As the controller: keep what a successor would read back.
-        self.history = memory::normalized(&self.history);
-        (changed, status)
+        let _ = evaluation.store_memory();
+        self.held = evaluation.held;
+        let (forecast, status) = evaluation
+            .predicted
+            .map(|p| {
+                // The step keeps what it prints; the history is the controller's to store.
+                let status = PredictiveStatus {
+                    history: None,
+                    ..p.status
+                };
+                (p.forecast, status)
+            })
+            .unzip();
+        (
+            changed,
+            evaluation.tuned.map(|t| t.tuning),
+            forecast,
+            status,
+        )
     }
 
     /// Forgets pods that are gone in the recommender.
@@ -885,9 +804,7 @@ impl Run {
         let observed = self.observe(load, now);
         let ready = self.workload.ready(now);
         let requested = self.requested(now);
-        let tuning = self.tune(&observed, now);
-        let forecast = self.forecast(&observed, now);
-        let (scaled, predictive) = self.decide(&observed, forecast.as_ref(), now);
+        let (scaled, tuning, forecast, predictive) = self.evaluate(&observed, now);
         let (joint, resized) = if vpa {
             self.size(&observed, now)
         } else {
@@ -1040,7 +957,6 @@ fn start(
         .filter_map(|c| c.requests.get("cpu"))
         .sum();
     let initial = usize::try_from(spec.min_replicas.unwrap_or(1).max(1)).unwrap_or(1);
-    let predictive = spec.predictive.clone().unwrap_or_default();
     let step = scenario.step_seconds.round().max(1.0) as i64;
     let startup_seconds = scenario.pod_startup_seconds.ceil() as i64;
     let vertical = scenario
@@ -1068,17 +984,9 @@ fn start(
         memory_per_pod,
         workload,
         vertical,
-        history: History::default(),
-        loads: LoadHistory::default(),
-        last_applied: None,
-        predictive,
-        // The controller's buckets: the replay evaluates as often as the controller does.
-        series: LoadSeries::new(crate::predict::BUCKET_SECONDS),
+        held: Held::default(),
         startup_seconds,
         observed: Observed::default(),
-        fit: None,
-        ended: None,
-        last_forecast: None,
     };
     Ok((run, trace, period, target))
 }

@@ -22,6 +22,7 @@ pub mod conditions;
 pub mod config;
 pub mod cron_hold;
 pub mod decision;
+pub mod evaluate;
 pub mod explain;
 pub mod gates;
 pub mod history;

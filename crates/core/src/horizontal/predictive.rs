@@ -438,6 +438,66 @@ pub fn candidates(settings: &Predictive) -> Vec<(i64, usize)> {
     }
 }
 
+/// The width of the controller's load buckets, seconds: fine enough to place a rush within a
+/// quarter of an hour, coarse enough that a week of history stays small in status.
+pub const BUCKET_SECONDS: i64 = 900;
+
+/// The startup time assumed while no pod of the workload has been seen becoming Ready,
+/// seconds.
+pub const FALLBACK_STARTUP_SECONDS: i64 = 120;
+
+/// How many of the most recently Ready pods the measured startup time reads.
+pub const STARTUP_SAMPLES: usize = 10;
+
+/// A pod Ready later than this after its creation is left out of the startup time: its Ready
+/// transition is a readiness flap long after the start, not the start.
+pub const MAX_STARTUP_SECONDS: i64 = 3600;
+
+/// When one pod started and became Ready, for [`startup_seconds`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PodStart {
+    /// `metadata.creationTimestamp`, else `status.startTime`.
+    pub started: Option<Timestamp>,
+    /// The Ready condition's last transition, for a pod that is Ready and not being deleted;
+    /// `None` otherwise.
+    pub ready_at: Option<Timestamp>,
+}
+
+/// The workload's measured startup time, seconds: the median (the higher middle of an even
+/// count, the longer lead) of start to Ready over the [`STARTUP_SAMPLES`] pods that became
+/// Ready most recently; `None` when no pod can be measured.
+pub fn startup_seconds(pods: impl IntoIterator<Item = PodStart>) -> Option<i64> {
+    let mut measured: Vec<(Timestamp, i64)> = pods
+        .into_iter()
+        .filter_map(|p| {
+            let ready = p.ready_at?;
+            let seconds = ready.as_second().checked_sub(p.started?.as_second())?;
+            (0..=MAX_STARTUP_SECONDS)
+                .contains(&seconds)
+                .then_some((ready, seconds))
+        })
+        .collect();
+    measured.sort_by_key(|m| std::cmp::Reverse(m.0));
+    measured.truncate(STARTUP_SAMPLES);
+    let mut seconds: Vec<i64> = measured.into_iter().map(|m| m.1).collect();
+    seconds.sort_unstable();
+    seconds.get(seconds.len() / 2).copied()
+}
+
+/// `fitted` while it was made through the newest ended bucket of `ended`, else a new [`fit`]:
+/// the season is chosen again once per bucket, not at every evaluation.
+pub fn refit(
+    fitted: Option<Fit>,
+    ended: &LoadSeries,
+    settings: &Predictive,
+    now: Timestamp,
+) -> Fit {
+    match fitted {
+        Some(f) if f.through == ended.newest_ended(now) => f,
+        _ => fit(ended, settings, now),
+    }
+}
+
 /// The look-ahead in seconds: `leadSeconds`, or with `auto` the pods' measured startup time
 /// (creation to Ready, seconds) plus one step.
 pub fn lead_seconds(settings: &Predictive, startup_seconds: i64, step_seconds: i64) -> i64 {

@@ -721,3 +721,24 @@ proptest! {
         prop_assert_eq!(restored.points("cpu"), s.points("cpu"));
     }
 }
+
+#[test]
+fn the_startup_time_is_the_median_of_the_most_recently_ready_pods() {
+    let pod = |created: i64, ready_at: Option<i64>| PodStart {
+        started: Some(at(created)),
+        ready_at: ready_at.map(at),
+    };
+    assert_eq!(startup_seconds([]), None);
+    // Not Ready yet: nothing measured.
+    assert_eq!(startup_seconds([pod(0, None)]), None);
+    // 30, 40 and one slow start of 300: the median ignores it.
+    let pods = [pod(0, Some(30)), pod(100, Some(140)), pod(200, Some(500))];
+    assert_eq!(startup_seconds(pods), Some(40));
+    // A Ready transition hours after creation is a readiness flap, not a start.
+    let flapped = [pod(0, Some(30)), pod(0, Some(30 + MAX_STARTUP_SECONDS))];
+    assert_eq!(startup_seconds(flapped), Some(30));
+    // Only the most recent STARTUP_SAMPLES count: twelve old 10 s starts, then ten of 60 s.
+    let mut many: Vec<PodStart> = (0..12).map(|i| pod(i, Some(i + 10))).collect();
+    many.extend((0..10).map(|i| pod(1_000 + i, Some(1_060 + i))));
+    assert_eq!(startup_seconds(many), Some(60));
+}
