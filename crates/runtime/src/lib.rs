@@ -100,5 +100,6 @@ pub mod watched_scales;
 mod fake_api;
 
 pub use api_message::api_message;
-pub use args::{AdminListenerArgs, CommonArgs, LogFormat};
+pub use args::{AdminListenerArgs, CommonArgs};
 pub use error::{Error, Result};
+pub use telemetry::LogFormat;
