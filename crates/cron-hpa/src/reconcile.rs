@@ -20,12 +20,13 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use plimsoll_core::api::cron::{
-    CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
+    CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec,
+    CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
 };
 use plimsoll_core::schedule::effect::decide;
 use plimsoll_core::schedule::history::{self, Readiness};
 use plimsoll_core::schedule::plan::{Evaluation, evaluate};
-use plimsoll_core::schedule::resume::{self, Memory, Resume};
+use plimsoll_core::schedule::resume::{self, Memory, unchanged_until};
 use plimsoll_core::schedule::retry::{Retry, retry_at};
 use tracing::{Span, field, info, instrument, warn};
 
@@ -49,10 +50,7 @@ pub async fn reconcile(
     let uid = cron.uid().unwrap_or_default();
     let now = Timestamp::now();
     let memory = ctx.recall(&namespace, &name, &uid);
-    if let Some(at) = memory
-        .as_ref()
-        .and_then(|m| resume::unchanged_until(m, &cron, now))
-    {
+    if let Some(at) = memory.as_ref().and_then(|m| unchanged_until(m, &cron, now)) {
         return Ok(Action::requeue(until(at)));
     }
     let spec = &cron.spec;
@@ -102,11 +100,7 @@ pub async fn reconcile(
     let keep_window = ran.keep_window;
     report_missed(&ctx, &cron, &uid, &evaluation, &mut conditions, &mut events);
 
-    // New or changed jobs start as Submitted now.
-    for index in resume::submit_new(&uid, spec, &evaluation.next_runs, now, &mut conditions) {
-        info!(job = %spec.jobs[index].name, "job submitted");
-    }
-    let conditions: Vec<JobCondition> = conditions.into_iter().flatten().collect();
+    let conditions = submit_new(&uid, spec, &evaluation, now, conditions);
 
     let jobs: Vec<String> = spec.jobs.iter().map(|j| j.name.clone()).collect();
     publish_next_runs(&ctx, &namespace, &name, &jobs, &evaluation, memory.as_ref());
@@ -131,26 +125,22 @@ pub async fn reconcile(
         observed_generation: cron.metadata.generation,
         invalid_spec: None,
     };
-    let Resume {
-        last_evaluated,
-        next_wake,
-        failures,
-    } = resume::resume(ran.retry, evaluation.next_wake, now, failures);
-    let next_wake = resume::recheck(next_wake, &readiness, now);
+    let resumed = resume::resume(ran.retry, evaluation.next_wake, now, failures);
+    let next_wake = resume::recheck(resumed.next_wake, &readiness, now);
     // Remember before writing: the runs happened whether or not the status write succeeds.
     ctx.remember(
         &namespace,
         &name,
         Memory {
             uid: uid.clone(),
-            last_evaluated: Some(last_evaluated),
+            last_evaluated: Some(resumed.last_evaluated),
             conditions,
             jobs,
             written,
             generation: cron.metadata.generation,
             annotations: cron.metadata.annotations.clone(),
             next_wake,
-            failures,
+            failures: resumed.failures,
         },
     );
     persist(&ctx, &cron, current.as_ref(), desired, events).await?;
@@ -184,6 +174,21 @@ async fn readiness(
         Ok(()) => Readiness::Scheduled { next_run },
         Err(error) => Readiness::TargetUnresolved(error),
     }
+}
+
+/// The conditions with every new or changed job `Submitted` now ([`resume::submit_new`]),
+/// each submission logged.
+fn submit_new(
+    uid: &str,
+    spec: &CronHorizontalPodAutoscalerSpec,
+    evaluation: &Evaluation,
+    now: Timestamp,
+    mut conditions: Vec<Option<JobCondition>>,
+) -> Vec<JobCondition> {
+    for index in resume::submit_new(uid, spec, &evaluation.next_runs, now, &mut conditions) {
+        info!(job = %spec.jobs[index].name, "job submitted");
+    }
+    conditions.into_iter().flatten().collect()
 }
 
 /// Writes the status when it differs from `current`, then publishes the Events (the status

@@ -336,8 +336,8 @@ mod tests {
             "observedGeneration": 2
         });
         let status: CronHorizontalPodAutoscalerStatus = serde_json::from_value(stored).unwrap();
-        let states: Vec<JobState> = status.conditions.iter().map(|c| c.state).collect();
-        assert_eq!(states, [JobState::Succeed, JobState::Failed]);
+        let read: Vec<JobState> = status.conditions.iter().map(|c| c.state).collect();
+        assert_eq!(read, [JobState::Succeed, JobState::Failed]);
         assert!(status.ready.as_ref().is_some_and(|r| r.status));
         let known = known_conditions("u", &spec, &[&status.conditions]);
         let p = progress(&spec, &known, ts("2026-11-12T09:00:00Z"));
