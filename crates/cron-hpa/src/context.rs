@@ -1,17 +1,17 @@
 //! What every reconcile shares: the client, Events, metrics, the scale client, settings, and
 //! the controller's memory of what it wrote.
 //!
-//! The memory exists because the reflector cache lags behind our own status writes: right
-//! after a run, the watch event for our status patch may not have arrived, and a reconcile that
-//! trusted the cache alone could run the same firing twice. Entries are per object (keyed by
+//! The memory ([`Memory`], whose use is [`plimsoll_core::schedule::resume`]'s) exists because the
+//! reflector cache lags behind our own status writes. Entries are per object (keyed by
 //! namespace/name, checked against the UID) and are cleared whenever this replica becomes
 //! leader, so after a leader change the status written by the previous leader is the truth.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use jiff::{SignedDuration, Timestamp};
-use plimsoll_core::api::cron::{CronHorizontalPodAutoscalerStatus, JobCondition};
+use jiff::SignedDuration;
+use plimsoll_core::api::cron::CronHorizontalPodAutoscalerStatus;
+use plimsoll_core::schedule::resume::Memory;
 use plimsoll_runtime::admin::Liveness;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::scale::ScaleClient;
@@ -20,31 +20,6 @@ use crate::metrics::Metrics;
 
 /// The field manager of every write, and the Events' reporting controller: the binary name.
 pub const FIELD_MANAGER: &str = "cron-hpa";
-
-/// What the controller last decided for one object.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Memory {
-    /// The object's UID (a recreated object of the same name starts afresh).
-    pub uid: String,
-    /// Every firing at or before this instant has been handled.
-    pub last_evaluated: Option<Timestamp>,
-    /// The conditions last written (or about to be), newer than the cache.
-    pub conditions: Vec<JobCondition>,
-    /// Job names with a next-run series, to remove the series of jobs that went away.
-    pub jobs: Vec<String>,
-    /// The status this replica last wrote successfully.
-    pub written: Option<CronHorizontalPodAutoscalerStatus>,
-    /// `metadata.generation` at the last evaluation (changes with the spec).
-    pub generation: Option<i64>,
-    /// The annotations at the last evaluation (they choose the mode).
-    pub annotations: Option<std::collections::BTreeMap<String, String>>,
-    /// When the last evaluation asked to be woken: no firing is due before it (or a firing
-    /// whose write failed transiently is retried then).
-    pub next_wake: Option<Timestamp>,
-    /// Consecutive evaluations in which a due job failed transiently (0 when none is waiting
-    /// for a retry); sets the back-off.
-    pub failures: u32,
-}
 
 /// Shared state of the controller (cheap to clone).
 #[derive(Clone)]

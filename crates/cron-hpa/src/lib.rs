@@ -16,7 +16,6 @@ pub mod error;
 pub mod metrics;
 pub mod reconcile;
 pub mod replay;
-pub mod status;
 pub mod target;
 
 use std::sync::Arc;

@@ -3,8 +3,10 @@
 //! exact instant of the next firing.
 //!
 //! The schedule logic is [`plimsoll_core::schedule::plan::evaluate`]; the writes a job makes are
-//! [`plimsoll_core::schedule::effect::decide`]. This module gathers their input and applies
-//! their output. A spec that does not validate gets `status.invalidSpec` and a Warning Event and
+//! [`plimsoll_core::schedule::effect::decide`]; where evaluation resumes, which jobs are
+//! submitted and when to wake are [`plimsoll_core::schedule::resume`]'s; the conditions and
+//! their messages are [`plimsoll_core::schedule::history`]'s. This module gathers their input,
+//! does the I/O and applies their output. A spec that does not validate gets `status.invalidSpec` and a Warning Event and
 //! waits for a change; it never makes the controller retry in a loop, and it leaves the job
 //! conditions (the jobs' history) as they are ([`plimsoll_core::schedule::history`]).
 
@@ -18,23 +20,20 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use plimsoll_core::api::cron::{
-    CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
+    CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec,
+    CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
 };
 use plimsoll_core::schedule::effect::decide;
 use plimsoll_core::schedule::history::{self, Readiness};
 use plimsoll_core::schedule::plan::{Evaluation, evaluate};
-use plimsoll_core::schedule::retry::retry_at;
+use plimsoll_core::schedule::resume::{self, Memory, unchanged_until};
+use plimsoll_core::schedule::retry::{Retry, retry_at};
 use tracing::{Span, field, info, instrument, warn};
 
-use crate::context::{Context, FIELD_MANAGER, Memory};
+use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 use crate::metrics::RunResult;
-use crate::status;
 use crate::target;
-
-/// How often an object whose target does not resolve is evaluated again (besides its firings
-/// and its changes), so that `Ready` turns true soon after the target appears.
-const UNRESOLVED_RECHECK: SignedDuration = SignedDuration::from_secs(30);
 
 /// Reconciles one object (see the module docs).
 #[instrument(skip(cron, ctx), fields(namespace = field::Empty, name = field::Empty))]
@@ -65,9 +64,9 @@ pub async fn reconcile(
 
     // The history survives an invalid edit untouched, so after its fix every unchanged job
     // resumes from its own condition (a runOnce job that ran stays done).
-    let known = status::known_conditions(&uid, spec, cron.status.as_ref(), memory.as_ref());
+    let known = resume::known_conditions(&uid, spec, cron.status.as_ref(), memory.as_ref());
     let progress = history::progress(spec, &known, now);
-    let last_evaluated = status::last_evaluated(memory.as_ref(), &known, now);
+    let last_evaluated = resume::last_evaluated(memory.as_ref(), &known, now);
     let evaluation = evaluate(
         &compiled,
         &progress,
@@ -101,9 +100,7 @@ pub async fn reconcile(
     let keep_window = ran.keep_window;
     report_missed(&ctx, &cron, &uid, &evaluation, &mut conditions, &mut events);
 
-    // New or changed jobs start as Submitted now.
-    submit_new(&uid, spec, &evaluation, now, &mut conditions);
-    let conditions: Vec<JobCondition> = conditions.into_iter().flatten().collect();
+    let conditions = submit_new(&uid, spec, &evaluation, now, conditions);
 
     let jobs: Vec<String> = spec.jobs.iter().map(|j| j.name.clone()).collect();
     publish_next_runs(&ctx, &namespace, &name, &jobs, &evaluation, memory.as_ref());
@@ -128,23 +125,22 @@ pub async fn reconcile(
         observed_generation: cron.metadata.generation,
         invalid_spec: None,
     };
-    let (last_evaluated, next_wake, failures) =
-        resume(ran.retry, evaluation.next_wake, now, failures);
-    let next_wake = recheck(next_wake, &readiness, now);
+    let resumed = resume::resume(ran.retry, evaluation.next_wake, now, failures);
+    let next_wake = resume::recheck(resumed.next_wake, &readiness, now);
     // Remember before writing: the runs happened whether or not the status write succeeds.
     ctx.remember(
         &namespace,
         &name,
         Memory {
             uid: uid.clone(),
-            last_evaluated: Some(last_evaluated),
+            last_evaluated: Some(resumed.last_evaluated),
             conditions,
             jobs,
             written,
             generation: cron.metadata.generation,
             annotations: cron.metadata.annotations.clone(),
             next_wake,
-            failures,
+            failures: resumed.failures,
         },
     );
     persist(&ctx, &cron, current.as_ref(), desired, events).await?;
@@ -180,85 +176,19 @@ async fn readiness(
     }
 }
 
-/// The wake-up, brought forward to [`UNRESOLVED_RECHECK`] from now while the target does not
-/// resolve: it may be created after the CronHPA.
-fn recheck(
-    next_wake: Option<Timestamp>,
-    readiness: &Readiness,
-    now: Timestamp,
-) -> Option<Timestamp> {
-    if !matches!(readiness, Readiness::TargetUnresolved(_)) {
-        return next_wake;
-    }
-    let again = now.checked_add(UNRESOLVED_RECHECK).unwrap_or(now);
-    Some(next_wake.map_or(again, |at| at.min(again)))
-}
-
-/// The next wake-up of the last evaluation, when nothing that evaluation depended on has
-/// changed since and no firing is due yet: the spec (generation) and the annotations are as
-/// they were. The watch event of this controller's own status write is such a change, one per
-/// run; skipping its evaluation keeps the instant many jobs share free for their writes.
-fn unchanged_until(
-    memory: &Memory,
-    cron: &CronHorizontalPodAutoscaler,
-    now: Timestamp,
-) -> Option<Timestamp> {
-    let next = memory.next_wake?;
-    (memory.last_evaluated.is_some()
-        && memory.generation == cron.metadata.generation
-        && memory.annotations == cron.metadata.annotations
-        && now < next)
-        .then_some(next)
-}
-
-/// Where the next evaluation resumes, when it wakes, and the count of consecutive failed
-/// passes. A firing to retry is evaluated again: resume just before it (the jobs that ran
-/// have their firings settled by their conditions) and wake at the retry instant.
-fn resume(
-    retry: Option<Retry>,
-    next_wake: Option<Timestamp>,
-    now: Timestamp,
-    failures: u32,
-) -> (Timestamp, Option<Timestamp>, u32) {
-    match retry {
-        Some(retry) => (
-            retry
-                .firing
-                .checked_sub(SignedDuration::from_nanos(1))
-                .unwrap_or(retry.firing)
-                .min(now),
-            Some(next_wake.map_or(retry.at, |at| at.min(retry.at))),
-            failures.saturating_add(1),
-        ),
-        None => (now, next_wake, 0),
-    }
-}
-
-/// Gives every job without a condition (new or changed) a `Submitted` one, stamped `now`.
+/// The conditions with every new or changed job `Submitted` now ([`resume::submit_new`]),
+/// each submission logged.
 fn submit_new(
     uid: &str,
-    spec: &plimsoll_core::api::cron::CronHorizontalPodAutoscalerSpec,
+    spec: &CronHorizontalPodAutoscalerSpec,
     evaluation: &Evaluation,
     now: Timestamp,
-    conditions: &mut [Option<JobCondition>],
-) {
-    for (index, slot) in conditions.iter_mut().enumerate() {
-        if slot.is_none() {
-            let job = &spec.jobs[index];
-            let message = format!(
-                "submitted; {}",
-                status::next_run_text(evaluation.next_runs[index])
-            );
-            info!(job = %job.name, "job submitted");
-            *slot = Some(history::condition(
-                uid,
-                job,
-                JobState::Submitted,
-                now,
-                message,
-            ));
-        }
+    mut conditions: Vec<Option<JobCondition>>,
+) -> Vec<JobCondition> {
+    for index in resume::submit_new(uid, spec, &evaluation.next_runs, now, &mut conditions) {
+        info!(job = %spec.jobs[index].name, "job submitted");
     }
+    conditions.into_iter().flatten().collect()
 }
 
 /// Writes the status when it differs from `current`, then publishes the Events (the status
@@ -273,7 +203,7 @@ async fn persist(
 ) -> Result<()> {
     let namespace = cron.namespace().unwrap_or_default();
     let name = cron.name_any();
-    let written = match status::changed(current, desired) {
+    let written = match history::changed(current, desired) {
         Some(new_status) => write_status(ctx, &namespace, &name, &new_status)
             .await
             .map(|()| ctx.mark_written(&namespace, &name, new_status)),
@@ -321,7 +251,8 @@ fn report_missed(
     for missed in &evaluation.missed {
         let job = &spec.jobs[missed.job_index];
         let next = evaluation.next_runs[missed.job_index];
-        let message = status::missed_message(missed.count, missed.last, ctx.missed_job_grace, next);
+        let message =
+            history::missed_message(missed.count, missed.last, ctx.missed_job_grace, next);
         warn!(job = %job.name, count = missed.count, last = %missed.last, "missed job runs");
         ctx.metrics.count(RunResult::Missed, missed.count as u64);
         events.push(PendingEvent {
@@ -377,15 +308,6 @@ struct Ran {
     target: Option<Result<(), String>>,
 }
 
-/// A firing to run again.
-#[derive(Clone, Copy)]
-struct Retry {
-    /// The instant the job fired.
-    firing: Timestamp,
-    /// When to try again.
-    at: Timestamp,
-}
-
 /// Runs the due jobs in order. A job whose write fails transiently keeps its condition and is
 /// retried (see [`plimsoll_core::schedule::retry`]) while its firing is within the missed-job
 /// grace; any other failure, or one past the grace, marks it `Failed`.
@@ -429,7 +351,7 @@ async fn run_due(
                     "job ran"
                 );
                 ctx.metrics.count(RunResult::Succeeded, 1);
-                let message = status::succeeded_message(&reason, firing.at, late, next);
+                let message = history::succeeded_message(&reason, firing.at, late, next);
                 events.push(PendingEvent {
                     warning: false,
                     reason: "JobSucceeded",
@@ -452,16 +374,11 @@ async fn run_due(
                 if let Some(at) = again {
                     warn!(job = %job.name, at = %firing.at, error = %error, retry_at = %at, "job failed; retrying");
                     ctx.metrics.reconcile.failure(error.metric_label());
-                    retry = Some(retry.map_or(
-                        Retry {
-                            firing: firing.at,
-                            at,
-                        },
-                        |r| Retry {
-                            firing: r.firing.min(firing.at),
-                            at: r.at.min(at),
-                        },
-                    ));
+                    let this = Retry {
+                        firing: firing.at,
+                        at,
+                    };
+                    retry = Some(retry.map_or(this, |r| r.earliest(this)));
                     continue;
                 }
                 warn!(job = %job.name, at = %firing.at, error = %error, "job failed");
@@ -470,7 +387,7 @@ async fn run_due(
                 }
                 ctx.metrics.count(RunResult::Failed, 1);
                 ctx.metrics.reconcile.failure(error.metric_label());
-                let message = status::failed_message(&error.to_string(), firing.at, next);
+                let message = history::failed_message(&error.to_string(), firing.at, next);
                 events.push(PendingEvent {
                     warning: true,
                     reason: "JobFailed",
@@ -564,7 +481,7 @@ async fn invalid(
         .or_else(|| cron.status.clone());
     let desired = history::invalid_status(
         current.as_ref(),
-        status::freshest_conditions(cron.status.as_ref(), memory.as_ref()),
+        resume::freshest_conditions(cron.status.as_ref(), memory.as_ref()),
         cron.spec.jobs.len(),
         cron.metadata.generation,
         problems,
@@ -586,7 +503,7 @@ async fn invalid(
             ..kept
         },
     );
-    if let Some(new_status) = status::changed(current.as_ref(), desired) {
+    if let Some(new_status) = history::changed(current.as_ref(), desired) {
         ctx.events
             .warning(
                 &cron.object_ref(&()),
@@ -652,95 +569,4 @@ pub fn error_policy(
     warn!(error = %error, "reconcile failed; retrying");
     ctx.metrics.reconcile.failure(error.metric_label());
     Action::requeue(Duration::from_secs(5))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use plimsoll_core::api::cron::CronHorizontalPodAutoscalerSpec;
-
-    fn ts(s: &str) -> Timestamp {
-        s.parse().unwrap()
-    }
-
-    fn cron(generation: i64, mode: Option<&str>) -> CronHorizontalPodAutoscaler {
-        let mut c =
-            CronHorizontalPodAutoscaler::new("web", CronHorizontalPodAutoscalerSpec::default());
-        c.metadata.generation = Some(generation);
-        c.metadata.annotations =
-            mode.map(|m| [("plimsoll.dev/adjust-hpa-min".to_owned(), m.to_owned())].into());
-        c
-    }
-
-    fn memory_of(c: &CronHorizontalPodAutoscaler, next: &str) -> Memory {
-        Memory {
-            last_evaluated: Some(ts("2026-11-22T08:00:00Z")),
-            generation: c.metadata.generation,
-            annotations: c.metadata.annotations.clone(),
-            next_wake: Some(ts(next)),
-            ..Memory::default()
-        }
-    }
-
-    #[test]
-    fn a_status_only_event_before_the_next_firing_is_skipped() {
-        let c = cron(3, None);
-        let m = memory_of(&c, "2026-11-22T09:00:00Z");
-        assert_eq!(
-            unchanged_until(&m, &c, ts("2026-11-22T08:30:00Z")),
-            Some(ts("2026-11-22T09:00:00Z"))
-        );
-    }
-
-    #[test]
-    fn a_due_firing_a_new_spec_or_new_annotations_are_evaluated() {
-        let c = cron(3, None);
-        let m = memory_of(&c, "2026-11-22T09:00:00Z");
-        // The firing is due.
-        assert_eq!(unchanged_until(&m, &c, ts("2026-11-22T09:00:00Z")), None);
-        // The spec changed.
-        assert_eq!(
-            unchanged_until(&m, &cron(4, None), ts("2026-11-22T08:30:00Z")),
-            None
-        );
-        // The mode annotation appeared.
-        assert_eq!(
-            unchanged_until(&m, &cron(3, Some("true")), ts("2026-11-22T08:30:00Z")),
-            None
-        );
-        // Nothing to wake for: evaluate (cheap, and it keeps the status current).
-        let idle = Memory {
-            next_wake: None,
-            ..m
-        };
-        assert_eq!(unchanged_until(&idle, &c, ts("2026-11-22T08:30:00Z")), None);
-    }
-
-    #[test]
-    fn a_firing_to_retry_is_evaluated_again_at_the_retry_instant() {
-        let now = ts("2026-11-22T09:00:01Z");
-        let next = Some(ts("2026-11-23T09:00:00Z"));
-        let retry = Retry {
-            firing: ts("2026-11-22T09:00:00Z"),
-            at: ts("2026-11-22T09:00:02Z"),
-        };
-        let (resume_at, wake, failures) = resume(Some(retry), next, now, 2);
-        assert!(resume_at < retry.firing);
-        assert_eq!(wake, Some(retry.at));
-        assert_eq!(failures, 3);
-        // Nothing to retry: resume at now, wake at the next firing, no failures counted.
-        assert_eq!(resume(None, next, now, 3), (now, next, 0));
-    }
-
-    #[test]
-    fn a_failed_status_write_wakes_the_next_reconcile() {
-        // After a failed status write the memory has no wake-up, so the error policy's requeue
-        // evaluates (and writes) instead of sleeping until the next firing.
-        let c = cron(3, None);
-        let m = Memory {
-            next_wake: None,
-            ..memory_of(&c, "2026-11-23T09:00:00Z")
-        };
-        assert_eq!(unchanged_until(&m, &c, ts("2026-11-22T08:30:00Z")), None);
-    }
 }

@@ -18,21 +18,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, ValueEnum};
+use clap::{ArgAction, Args};
 
 use crate::error::{Error, Result};
 use crate::listener::ListenerConfig;
 use crate::rate_limit::RateLimit;
-
-/// How log lines are written to stderr.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// One JSON object per line (for log collectors). The default.
-    #[default]
-    Json,
-    /// Human-readable compact text (for a terminal).
-    Text,
-}
+use crate::telemetry::{self, LogFormat};
 
 /// Flags shared by every Plimsoll service; flatten it with `#[command(flatten)]`.
 #[derive(Clone, Debug, Args)]
@@ -157,7 +148,7 @@ impl CommonArgs {
     #[must_use]
     pub fn effective_log_filter(&self) -> String {
         let rust_log = std::env::var("RUST_LOG").ok();
-        crate::telemetry::log_filter(self.log_filter.as_deref(), rust_log.as_deref()).to_owned()
+        telemetry::log_filter(self.log_filter.as_deref(), rust_log.as_deref()).to_owned()
     }
 }
 

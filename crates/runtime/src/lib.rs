@@ -11,7 +11,7 @@
 //! | [`listener`] | the HTTP server under every listener (admin, webhook): connection cap, header/body/write/idle clocks, size caps, TLS |
 //! | [`shutdown`] | a `CancellationToken` cancelled by SIGTERM/Ctrl-C; a grace-period helper |
 //! | [`leader`] | Lease leader election (`plimsoll-<binary>`) and the [`leader::LeaderHandle`] to gate work on |
-//! | [`scale`] | the scale subresource of any scalable kind, its pod [`selector::Selector`], rollout state |
+//! | [`scale`] | the scale subresource of any scalable kind ([`target_scale::TargetScale`]), its pod [`selector::Selector`], rollout state |
 //! | [`metrics_api`] | `metrics.k8s.io`, `custom.metrics.k8s.io`, `external.metrics.k8s.io` behind [`metrics_api::MetricsSource`] |
 //! | [`prometheus`] | the Prometheus HTTP API (`query`, `query_range`) over TLS with bearer or basic auth, retries and timeouts |
 //! | [`events`] | Kubernetes Events reported as the binary |
@@ -93,6 +93,7 @@ pub mod selector;
 pub mod service;
 pub mod shutdown;
 pub mod target_index;
+pub mod target_scale;
 pub mod telemetry;
 pub mod watched_scales;
 
@@ -100,5 +101,6 @@ pub mod watched_scales;
 mod fake_api;
 
 pub use api_message::api_message;
-pub use args::{AdminListenerArgs, CommonArgs, LogFormat};
+pub use args::{AdminListenerArgs, CommonArgs};
 pub use error::{Error, Result};
+pub use telemetry::LogFormat;

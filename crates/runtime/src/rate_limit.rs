@@ -5,6 +5,8 @@
 //! Split as the leader election is: [`TokenBucket`] is pure (the clock is an argument) and
 //! decides how long a request waits; [`RateLimitLayer`] is the tower layer in the kube client's
 //! service stack that sleeps that long, and counts requests and waits in [`ClientMetrics`].
+//! [`SharedBucket`] is the same bucket for callers that wait for their own token, with a
+//! deadline past which they would rather not (vpa-updater's `--eviction-rate-limit`).
 //!
 //! The bucket hands out *reservations*, as `golang.org/x/time/rate` does for client-go: a
 //! request that finds the bucket empty takes a token from the future and waits until it is
@@ -17,12 +19,14 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 
@@ -98,6 +102,61 @@ impl TokenBucket {
             Duration::ZERO
         } else {
             Duration::from_secs_f64(-self.tokens / self.limit.qps)
+        }
+    }
+
+    /// As [`TokenBucket::reserve`], unless the wait would end after `deadline`: then nothing is
+    /// taken (the next caller waits as long) and the answer is `None`.
+    pub fn reserve_by(&mut self, now: Instant, deadline: Instant) -> Option<Duration> {
+        let mut after = self.clone();
+        let wait = after.reserve(now);
+        let in_time = now.checked_add(wait).is_some_and(|end| end <= deadline);
+        in_time.then(|| {
+            *self = after;
+            wait
+        })
+    }
+}
+
+/// A [`TokenBucket`] shared by concurrent callers that each wait for their own token (the
+/// updater's evictions and resizes); no limit lets everyone through at once. The bucket starts
+/// full.
+#[derive(Debug, Default)]
+pub struct SharedBucket {
+    bucket: Option<Mutex<TokenBucket>>,
+}
+
+impl SharedBucket {
+    /// A full bucket of `limit`, or no limit.
+    pub fn new(limit: Option<RateLimit>) -> Self {
+        Self {
+            bucket: limit.map(|limit| Mutex::new(TokenBucket::new(limit, Instant::now()))),
+        }
+    }
+
+    /// Reserves one token at `now` unless the wait for it would end after `deadline`; returns
+    /// how long to wait, or `None` (nothing reserved).
+    pub fn reserve(&self, now: Instant, deadline: Instant) -> Option<Duration> {
+        let Some(bucket) = &self.bucket else {
+            return Some(Duration::ZERO);
+        };
+        bucket
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .reserve_by(now, deadline)
+    }
+
+    /// Waits for a token. False when it would not come before `deadline` or `cancel` fired.
+    pub async fn acquire(&self, deadline: Instant, cancel: &CancellationToken) -> bool {
+        let Some(wait) = self.reserve(Instant::now(), deadline) else {
+            return false;
+        };
+        if wait.is_zero() {
+            return true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => true,
+            () = cancel.cancelled() => false,
         }
     }
 }
@@ -373,5 +432,50 @@ mod tests {
         assert_eq!(metrics.requests(), 6);
         // The queue was held 4 × 500 ms; the time callers spent queued behind it is not added.
         assert!((metrics.wait_seconds() - 2.0).abs() < 1e-6);
+    }
+
+    fn secs(s: f64) -> Duration {
+        Duration::from_secs_f64(s)
+    }
+
+    #[tokio::test]
+    async fn a_shared_bucket_gives_a_burst_then_the_rate_within_the_deadline() {
+        let bucket = SharedBucket::new(Some(limit(2.0, 3)));
+        let t0 = Instant::now();
+        let far = t0 + secs(100.0);
+        for _ in 0..3 {
+            assert_eq!(bucket.reserve(t0, far), Some(Duration::ZERO));
+        }
+        // Fourth and fifth: 0.5 s and 1 s of refill at 2 per second.
+        assert_eq!(bucket.reserve(t0, far), Some(secs(0.5)));
+        assert_eq!(bucket.reserve(t0, far), Some(secs(1.0)));
+        // A deadline before the token comes: nothing reserved, so the next caller waits as long.
+        assert_eq!(bucket.reserve(t0, t0 + secs(1.0)), None);
+        assert_eq!(bucket.reserve(t0, far), Some(secs(1.5)));
+        // Ten seconds later the bucket is full again, but never fuller than the burst.
+        let later = t0 + secs(10.0);
+        for _ in 0..3 {
+            assert_eq!(bucket.reserve(later, far), Some(Duration::ZERO));
+        }
+        assert_eq!(bucket.reserve(later, far), Some(secs(0.5)));
+    }
+
+    #[tokio::test]
+    async fn a_shared_bucket_without_a_limit_lets_everyone_through() {
+        let bucket = SharedBucket::new(None);
+        let t0 = Instant::now();
+        for _ in 0..100 {
+            assert_eq!(bucket.reserve(t0, t0), Some(Duration::ZERO));
+        }
+    }
+
+    #[tokio::test]
+    async fn acquire_gives_up_on_cancel() {
+        let bucket = SharedBucket::new(Some(limit(0.001, 1)));
+        let cancel = CancellationToken::new();
+        let far = Instant::now() + secs(1e6);
+        assert!(bucket.acquire(far, &cancel).await);
+        cancel.cancel();
+        assert!(!bucket.acquire(far, &cancel).await);
     }
 }

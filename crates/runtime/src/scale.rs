@@ -25,7 +25,6 @@
 //! # Ok(()) }
 //! ```
 
-use k8s_openapi::api::autoscaling::v1::Scale;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -33,40 +32,10 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use crate::error::{Error, Result};
 use crate::kinds::{KindResolver, ResolvedKind, TargetRef};
 use crate::selector::Selector;
+// Re-exported where callers have always found it; it lives lower, in its own module, so that
+// `watched_scales` (below this module) can hold values of it.
+pub use crate::target_scale::TargetScale;
 use crate::watched_scales::WatchedScales;
-
-/// What the scale subresource says about a target.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TargetScale {
-    /// `spec.replicas`: the desired count.
-    pub spec_replicas: i32,
-    /// `status.replicas`: the count the workload controller currently has.
-    pub status_replicas: i32,
-    /// The parsed `status.selector`; `None` when the target reports no selector (a custom
-    /// resource without `labelSelectorPath`), which autoscalers must treat as an error.
-    pub selector: Option<Selector>,
-    /// `metadata.resourceVersion` of the scale (for conditional writes).
-    pub resource_version: Option<String>,
-}
-
-impl TargetScale {
-    /// Reads a Scale object. Errors when its selector string does not parse.
-    pub fn from_scale(scale: &Scale) -> Result<Self> {
-        let selector = scale
-            .status
-            .as_ref()
-            .and_then(|s| s.selector.as_deref())
-            .filter(|s| !s.trim().is_empty())
-            .map(Selector::parse)
-            .transpose()?;
-        Ok(Self {
-            spec_replicas: scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0),
-            status_replicas: scale.status.as_ref().map_or(0, |s| s.replicas),
-            selector,
-            resource_version: scale.metadata.resource_version.clone(),
-        })
-    }
-}
 
 /// Reads and writes the scale subresource of targets, and finds their pods' selector
 /// (cheap to clone).
@@ -554,18 +523,6 @@ mod tests {
                 .unwrap()
                 .to_string(),
             "controller-uid=u1"
-        );
-    }
-
-    #[test]
-    fn a_bad_selector_string_is_an_error() {
-        let scale: Scale = serde_json::from_str(
-            r#"{"metadata":{},"spec":{"replicas":1},"status":{"replicas":1,"selector":"app in (a"}}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            TargetScale::from_scale(&scale).unwrap_err().metric_label(),
-            "selector"
         );
     }
 }

@@ -11,14 +11,24 @@
 
 use std::time::Instant;
 
+use clap::ValueEnum;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tracing_subscriber::EnvFilter;
 
-use crate::args::LogFormat;
 use crate::error::{Error, Result};
+
+/// How log lines are written to stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One JSON object per line (for log collectors). The default.
+    #[default]
+    Json,
+    /// Human-readable compact text (for a terminal).
+    Text,
+}
 
 /// The filter when neither `--log-filter` nor `$RUST_LOG` says one.
 pub const DEFAULT_LOG_FILTER: &str = "info,kube=warn";

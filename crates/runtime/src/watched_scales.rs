@@ -29,8 +29,8 @@ use kube::{Api, Client, ResourceExt};
 use serde::Deserialize;
 
 use crate::kinds::TargetRef;
-use crate::scale::TargetScale;
 use crate::selector::Selector;
+use crate::target_scale::TargetScale;
 
 /// The workload kinds whose scale is watched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use plimsoll_runtime::events::Events;
+use plimsoll_runtime::rate_limit::SharedBucket;
 
 use crate::cache::Cache;
 use crate::metrics::Metrics;
-use crate::rate_limit::TokenBucket;
 
 /// Shared state of the updater.
 pub struct Context {
@@ -25,7 +25,7 @@ pub struct Context {
     /// Metric families.
     pub metrics: Arc<Metrics>,
     /// The eviction (and resize) rate limiter.
-    pub limiter: TokenBucket,
+    pub limiter: SharedBucket,
     /// VPAs, pods, owners and LimitRanges, kept by watches.
     pub cache: Cache,
     /// Pods the updater acted on.

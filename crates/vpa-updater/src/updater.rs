@@ -531,7 +531,7 @@ pub fn context(
         client,
         write_client,
         metrics,
-        limiter: crate::rate_limit::TokenBucket::new(
+        limiter: crate::rate_limit::eviction_limiter(
             config.eviction_rate_limit,
             config.eviction_rate_burst,
         ),

@@ -17,7 +17,7 @@ use crate::clock::rfc3339;
 use crate::control::{AuditEntry, Caller};
 use crate::error::ApiError;
 use crate::selector::LabelSelector;
-use crate::workload::int_or_percent;
+use crate::values::int_or_percent;
 
 fn is_ready(p: &Value) -> bool {
     p.pointer("/status/conditions")

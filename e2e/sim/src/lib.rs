@@ -35,6 +35,8 @@ pub mod store;
 pub mod table;
 pub mod tls;
 pub mod validation;
+pub mod values;
+pub mod wire;
 pub mod workload;
 
 use std::net::SocketAddr;

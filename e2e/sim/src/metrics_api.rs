@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use crate::Cluster;
 use crate::clock::rfc3339;
 use crate::error::ApiError;
-use crate::rest::Query;
 use crate::selector::LabelSelector;
+use crate::wire::Query;
 
 /// Whether `group` is one of the metrics API groups.
 pub fn is_metrics_group(group: &str) -> bool {
@@ -22,12 +22,6 @@ pub fn is_metrics_group(group: &str) -> bool {
         group,
         "metrics.k8s.io" | "custom.metrics.k8s.io" | "external.metrics.k8s.io"
     )
-}
-
-/// Parses a Kubernetes quantity (`500m`, `1Gi`, `2k`, `1e3`, `12345n`) into a float, keeping
-/// precision finer than a milli-unit (core's parser; surrounding white space is ignored).
-pub fn parse_quantity(q: &str) -> Option<f64> {
-    plimsoll_core::quantity::parse_f64(q.trim()).ok()
 }
 
 /// Formats a value as a quantity with milli precision (`1500m`, `3`).
@@ -315,18 +309,6 @@ mod tests {
         assert_eq!(go_duration(std::time::Duration::from_secs(30)), "30s");
         assert_eq!(go_duration(std::time::Duration::from_millis(417)), "417ms");
         assert_eq!(go_duration(std::time::Duration::from_micros(10)), "1ms");
-    }
-
-    #[test]
-    fn quantities_parse() {
-        // upstream: staging/src/k8s.io/apimachinery/pkg/api/resource/quantity_test.go TestQuantityParse
-        assert_eq!(parse_quantity("500m"), Some(0.5));
-        assert_eq!(parse_quantity("1Gi"), Some(1024.0 * 1024.0 * 1024.0));
-        assert_eq!(parse_quantity("2"), Some(2.0));
-        assert_eq!(parse_quantity("1500000n"), Some(0.0015));
-        assert_eq!(parse_quantity("3k"), Some(3000.0));
-        assert_eq!(parse_quantity("x"), None);
-        assert_eq!(parse_quantity(""), None);
     }
 
     #[test]

@@ -7,7 +7,6 @@
 //! Authentication and authorization happen in `rbac::gate` before routing: without
 //! `--authorize` any bearer token (or none) is the admin and everything is allowed.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -16,7 +15,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
-use http::{HeaderValue, Method, StatusCode, header};
+use http::{HeaderValue, Method, header};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
@@ -28,52 +27,16 @@ use crate::protobuf::{self, Encoding};
 use crate::registry::ResourceDef;
 use crate::selector::Selectors;
 use crate::store::{EventType, StoredEvent};
+use crate::wire::{
+    Query, bytes_response, encoded_response, error_response, error_response_in, json_response,
+    parse_query, percent_decode,
+};
 use crate::workload::LoadSpec;
 use crate::{Cluster, base64, events, eviction, metrics_api, table};
 
 /// The router serving the whole API.
 pub fn router(cluster: Arc<Cluster>) -> Router {
     Router::new().fallback(handle).with_state(cluster)
-}
-
-/// Parsed query parameters (last value wins).
-pub type Query = HashMap<String, String>;
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..(i + 3).min(bytes.len())])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                if let Some(b) = hex {
-                    out.push(b);
-                    i += 2;
-                } else {
-                    out.push(b'%');
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Parses a query string.
-pub fn parse_query(q: Option<&str>) -> Query {
-    q.unwrap_or_default()
-        .split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
 }
 
 /// A boolean query parameter as Go's `strconv.ParseBool` reads it (`True` from Python too).
@@ -84,63 +47,6 @@ fn parse_bool(q: &Query, k: &str) -> bool {
 
 fn is_true(q: &Query, k: &str) -> bool {
     q.get(k).is_some_and(|v| v == "1" || v == "true")
-}
-
-/// A JSON response.
-pub fn json_response(code: u16, body: &Value) -> Response {
-    bytes_response(
-        code,
-        Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
-    )
-}
-
-fn bytes_response(code: u16, body: Bytes) -> Response {
-    let mut resp = Response::new(Body::from(body));
-    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
-}
-
-/// A response in the negotiated encoding; an object with no protobuf form falls back to JSON.
-fn encoded_response(code: u16, body: &Value, encoding: Encoding) -> Response {
-    if encoding == Encoding::Protobuf {
-        match protobuf::encode(body) {
-            Ok(bytes) => {
-                let mut resp = bytes_response(code, Bytes::from(bytes));
-                resp.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static(protobuf::PROTOBUF),
-                );
-                return resp;
-            }
-            Err(e) => tracing::warn!(error = %e, "protobuf encoding failed; answering JSON"),
-        }
-    }
-    json_response(code, body)
-}
-
-/// A `metav1.Status` error response.
-pub fn error_response(e: &ApiError) -> Response {
-    error_response_in(e, Encoding::Json)
-}
-
-/// A `metav1.Status` error response in `encoding`.
-fn error_response_in(e: &ApiError, encoding: Encoding) -> Response {
-    let mut resp = encoded_response(e.code, &e.to_status(), encoding);
-    // Priority-and-fairness throttling says when to retry; a PDB refusal does not.
-    if let Some(secs) = e
-        .details
-        .as_ref()
-        .and_then(|d| d.get("retryAfterSeconds"))
-        .and_then(Value::as_u64)
-        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-    {
-        resp.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    resp
 }
 
 /// The request as the resource handlers see it.

@@ -20,9 +20,13 @@
 //!   (`InvalidSpec`, `TargetUnresolved`) otherwise. Its `lastTransitionTime` moves only when
 //!   its status flips, and its message is bounded (the spec's problems are in `invalidSpec`).
 //!
+//! * a job condition's message says what happened and ends with the job's next run
+//!   ([`submitted_message`], [`succeeded_message`], [`failed_message`], [`missed_message`]);
+//!   it is for people: the job's state is the typed `state` field, never read from the message.
+//!
 //! Invariant: [`invalid_status`] returns the conditions it is given, untouched.
 
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::plan::{CompiledSpec, JobProgress, job_id};
@@ -97,6 +101,62 @@ pub fn condition(
         last_probe_time: Some(Time(at)),
         message,
     }
+}
+
+/// "next run at …" (or that there is none): how a job condition's message ends.
+pub fn next_run_text(next: Option<Timestamp>) -> String {
+    match next {
+        Some(at) => format!("next run at {at}"),
+        None => "no further runs".to_owned(),
+    }
+}
+
+/// The message of a job (re)submitted: its next run.
+pub fn submitted_message(next: Option<Timestamp>) -> String {
+    format!("submitted; {}", next_run_text(next))
+}
+
+/// The message of a successful run: when it ran, how late, what it did (`reason`), the next
+/// run.
+pub fn succeeded_message(
+    reason: &str,
+    at: Timestamp,
+    late: SignedDuration,
+    next: Option<Timestamp>,
+) -> String {
+    format!(
+        "ran at {at} ({}ms late): {reason}; {}",
+        late.as_millis().max(0),
+        next_run_text(next)
+    )
+}
+
+/// The message of a failed run.
+pub fn failed_message(error: &str, at: Timestamp, next: Option<Timestamp>) -> String {
+    format!("run at {at} failed: {error}; {}", next_run_text(next))
+}
+
+/// The message of `count` firings missed by more than `grace`, the last at `last`.
+pub fn missed_message(
+    count: usize,
+    last: Timestamp,
+    grace: SignedDuration,
+    next: Option<Timestamp>,
+) -> String {
+    let runs = if count == 1 { "run" } else { "runs" };
+    format!(
+        "missed {count} {runs}, the last at {last}, more than --missed-job-grace {grace:#} ago \
+         (the controller was not running, or the spec was invalid); {}",
+        next_run_text(next)
+    )
+}
+
+/// The status to write, or `None` when it equals `current` (status is written only on change).
+pub fn changed(
+    current: Option<&CronHorizontalPodAutoscalerStatus>,
+    desired: CronHorizontalPodAutoscalerStatus,
+) -> Option<CronHorizontalPodAutoscalerStatus> {
+    (current != Some(&desired)).then_some(desired)
 }
 
 /// The status while the spec does not validate: `conditions` (the freshest known, as they
@@ -220,23 +280,21 @@ mod tests {
             .job("daily", "0 0 8 * * *", 3)
     }
 
+    /// The condition of `job` of object `u` in `state` at `at`, with `message`.
+    fn probed(job: &ScalingJob, state: JobState, at: &str, message: &str) -> JobCondition {
+        condition("u", job, state, ts(at), message.into())
+    }
+
     #[test]
     fn the_freshest_source_wins_and_stale_versions_do_not_count() {
         let spec = spec();
-        let old = condition(
-            "u",
+        let old = probed(
             &spec.jobs[0],
             JobState::Submitted,
-            ts("2026-01-01T00:00:00Z"),
-            String::new(),
+            "2026-01-01T00:00:00Z",
+            "",
         );
-        let ran = condition(
-            "u",
-            &spec.jobs[0],
-            JobState::Succeed,
-            ts("2026-11-11T12:00:00Z"),
-            String::new(),
-        );
+        let ran = probed(&spec.jobs[0], JobState::Succeed, "2026-11-11T12:00:00Z", "");
         let mut renamed = ran.clone();
         renamed.name = "daily".into();
         let known = known_conditions("u", &spec, &[std::slice::from_ref(&ran), &[old, renamed]]);
@@ -247,13 +305,7 @@ mod tests {
     fn a_job_without_a_condition_is_submitted_now() {
         let spec = spec();
         let now = ts("2026-11-12T00:00:00Z");
-        let ran = condition(
-            "u",
-            &spec.jobs[0],
-            JobState::Succeed,
-            ts("2026-11-11T12:00:00Z"),
-            String::new(),
-        );
+        let ran = probed(&spec.jobs[0], JobState::Succeed, "2026-11-11T12:00:00Z", "");
         let p = progress(&spec, &[Some(ran), None], now);
         assert!(p[0].run_once_done);
         assert_eq!(p[0].last_run, Some(ts("2026-11-11T12:00:00Z")));
@@ -262,21 +314,100 @@ mod tests {
     }
 
     #[test]
+    fn a_status_as_0_2_0_stored_it_is_understood() {
+        // Written by the 0.2.0 controller: the job's state is its own field, whatever the
+        // message says (a "missed" run is `Failed`, a run is `Succeed`).
+        let spec = spec();
+        let stored = serde_json::json!({
+            "conditions": [
+                {"jobId": job_id("u", &spec.jobs[0]), "name": "sale", "schedule": "0 0 20 11 11 *",
+                 "state": "Succeed", "lastProbeTime": "2026-11-11T12:00:00Z",
+                 "message": "ran at 2026-11-11T12:00:00Z (3ms late): replicas 2 -> 50; no further runs"},
+                {"jobId": job_id("u", &spec.jobs[1]), "name": "daily", "schedule": "0 0 8 * * *",
+                 "state": "Failed", "lastProbeTime": "2026-11-12T08:00:00Z",
+                 "message": "missed 1 run, the last at 2026-11-12T08:00:00Z, more than --missed-job-grace 5m ago (the controller was not running, or the spec was invalid); next run at 2026-11-13T08:00:00Z"},
+                {"type": "Ready", "status": "True", "reason": "Scheduled",
+                 "message": "next run at 2026-11-13T08:00:00Z",
+                 "lastTransitionTime": "2026-11-01T00:00:00Z", "observedGeneration": 2}
+            ],
+            "scaleUpKeepWindow": true,
+            "jobCount": 2,
+            "nextRun": "2026-11-13T08:00:00Z",
+            "observedGeneration": 2
+        });
+        let status: CronHorizontalPodAutoscalerStatus = serde_json::from_value(stored).unwrap();
+        let read: Vec<JobState> = status.conditions.iter().map(|c| c.state).collect();
+        assert_eq!(read, [JobState::Succeed, JobState::Failed]);
+        assert!(status.ready.as_ref().is_some_and(|r| r.status));
+        let known = known_conditions("u", &spec, &[&status.conditions]);
+        let p = progress(&spec, &known, ts("2026-11-12T09:00:00Z"));
+        assert!(p[0].run_once_done, "the runOnce job that ran stays done");
+        assert_eq!(p[1].last_run, Some(ts("2026-11-12T08:00:00Z")));
+        assert_eq!(p[1].submitted, None);
+        // Written back unchanged, it is the same status: no write.
+        assert_eq!(changed(Some(&status), status.clone()), None);
+    }
+
+    #[test]
+    fn messages_say_what_happened_and_end_with_the_next_run() {
+        let at = ts("2026-01-02T08:00:00Z");
+        let next = Some(ts("2026-01-03T08:00:00Z"));
+        assert_eq!(
+            succeeded_message(
+                "replicas 2 -> 10",
+                at,
+                SignedDuration::from_millis(12),
+                next
+            ),
+            "ran at 2026-01-02T08:00:00Z (12ms late): replicas 2 -> 10; next run at 2026-01-03T08:00:00Z"
+        );
+        assert_eq!(
+            failed_message("forbidden", at, None),
+            "run at 2026-01-02T08:00:00Z failed: forbidden; no further runs"
+        );
+        assert_eq!(
+            submitted_message(next),
+            "submitted; next run at 2026-01-03T08:00:00Z"
+        );
+        let m = missed_message(3, at, SignedDuration::from_mins(5), None);
+        assert!(
+            m.starts_with("missed 3 runs, the last at 2026-01-02T08:00:00Z"),
+            "{m}"
+        );
+        assert!(m.contains("5m"), "{m}");
+        assert!(m.ends_with("no further runs"), "{m}");
+        assert!(
+            missed_message(1, at, SignedDuration::from_mins(5), next).starts_with("missed 1 run,")
+        );
+    }
+
+    #[test]
+    fn status_is_written_only_when_it_changed() {
+        let s = CronHorizontalPodAutoscalerStatus {
+            job_count: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(changed(Some(&s), s.clone()), None);
+        assert_eq!(changed(None, s.clone()), Some(s.clone()));
+        let mut other = s.clone();
+        other.scale_up_keep_window = true;
+        assert_eq!(changed(Some(&s), other.clone()), Some(other));
+    }
+
+    #[test]
     fn an_invalid_spec_keeps_every_condition_and_the_time_it_became_invalid() {
         let spec = spec();
-        let ran = condition(
-            "u",
+        let ran = probed(
             &spec.jobs[0],
             JobState::Succeed,
-            ts("2026-11-11T12:00:00Z"),
-            "ran".into(),
+            "2026-11-11T12:00:00Z",
+            "ran",
         );
-        let daily = condition(
-            "u",
+        let daily = probed(
             &spec.jobs[1],
             JobState::Failed,
-            ts("2026-11-12T08:00:00Z"),
-            "failed".into(),
+            "2026-11-12T08:00:00Z",
+            "failed",
         );
         let previous = CronHorizontalPodAutoscalerStatus {
             conditions: vec![ran.clone(), daily.clone()],

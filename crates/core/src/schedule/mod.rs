@@ -8,8 +8,11 @@
 //! * [`effect`]: what a firing job does to its target (replica mode or min-replicas mode) and
 //!   the keep-window rule.
 //! * [`retry`]: when a firing whose write failed transiently runs again.
+//! * [`resume`]: where a controller's next evaluation resumes, from what it remembers of the
+//!   last one and the cached status; which jobs are (re)submitted.
 //! * [`history`]: the job history in status, and why an invalid spec leaves it alone.
 //! * [`target`]: which autoscaler a min-replicas job adjusts when the object targets a workload.
+//! * [`validity`]: whether a spec can be scheduled (`CronHorizontalPodAutoscalerSpec::validate`).
 //!
 //! Nothing here reads the clock: every function takes the instants it needs.
 
@@ -18,8 +21,10 @@ pub mod effect;
 pub mod history;
 pub mod next;
 pub mod plan;
+pub mod resume;
 pub mod retry;
 pub mod target;
+pub mod validity;
 pub mod zone;
 
 pub use cron::{DaySchedule, Fields, Schedule};

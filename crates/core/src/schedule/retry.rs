@@ -35,6 +35,27 @@ pub fn retry_at(
     (at <= deadline).then_some(at)
 }
 
+/// A firing whose write failed transiently, to run again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    /// The instant the job fired.
+    pub firing: Timestamp,
+    /// When to try again ([`retry_at`]).
+    pub at: Timestamp,
+}
+
+impl Retry {
+    /// One retry for two: evaluation must resume before the earlier firing and wake at the
+    /// earlier retry instant.
+    #[must_use]
+    pub fn earliest(self, other: Retry) -> Retry {
+        Retry {
+            firing: self.firing.min(other.firing),
+            at: self.at.min(other.at),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +88,23 @@ mod tests {
         assert_eq!(retry_at(fired, ts("2026-11-22T08:04:51Z"), 9, grace), None);
         // No grace, no retry.
         assert_eq!(retry_at(fired, fired, 1, SignedDuration::ZERO), None);
+    }
+
+    #[test]
+    fn two_retries_resume_before_the_earlier_firing_and_wake_at_the_earlier_retry() {
+        let a = Retry {
+            firing: ts("2026-01-01T08:00:00Z"),
+            at: ts("2026-01-01T08:00:04Z"),
+        };
+        let b = Retry {
+            firing: ts("2026-01-01T08:00:01Z"),
+            at: ts("2026-01-01T08:00:02Z"),
+        };
+        let both = Retry {
+            firing: a.firing,
+            at: b.at,
+        };
+        assert_eq!(a.earliest(b), both);
+        assert_eq!(b.earliest(a), both);
     }
 }

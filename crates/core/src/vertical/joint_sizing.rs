@@ -51,7 +51,7 @@ use serde::{Deserialize, Serialize};
 
 use super::capping::PolicyBounds;
 use super::joint::{self, JointInput, JointReason, JointRequest, JointSettings, TotalUsage, Unit};
-use super::recommendation::RecommendationReport;
+use super::recommendation::{JointCondition, RecommendationReport};
 use super::resources::Resource;
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
 use crate::api::vpa::VerticalPodAutoscaler;
@@ -62,9 +62,6 @@ use crate::stored::{self, Order, PairRules, StoredStateError};
 
 /// The VPA annotation that keeps a joint VPA's total usage across restarts.
 pub const TOTAL_USAGE_ANNOTATION: &str = "plimsoll.dev/total-usage";
-
-/// The condition type of a VPA in joint mode.
-pub const CONDITION: &str = "JointSizing";
 
 /// The condition's reason when the VPA is annotated but no horizontal autoscaler scales its
 /// workload on CPU or memory utilization.
@@ -504,7 +501,7 @@ fn status_request(
         .conditions
         .iter()
         .flatten()
-        .any(|c| c.type_ == CONDITION && c.status == "True");
+        .any(|c| c.type_ == JointCondition::TYPE && c.status == "True");
     if !joint {
         return None;
     }

@@ -173,6 +173,12 @@ pub struct JointCondition {
     pub message: String,
 }
 
+impl JointCondition {
+    /// The condition's type. It lives here, with the condition, because the conditions of a
+    /// VPA are written here; [`super::joint_sizing`] reads it back to tell a VPA in joint mode.
+    pub const TYPE: &'static str = "JointSizing";
+}
+
 /// The conditions for `observed` (upstream `Vpa.UpdateConditions` plus `LowConfidence` and
 /// `ConfigUnsupported`), sorted by type. A condition whose status did not change keeps its
 /// `lastTransitionTime` from `previous`, so writing status only when it changed stays quiet.
@@ -226,12 +232,7 @@ pub fn conditions(
         );
     }
     if let Some(j) = &observed.joint {
-        set(
-            super::joint_sizing::CONDITION,
-            j.status,
-            &j.reason,
-            &j.message,
-        );
+        set(JointCondition::TYPE, j.status, &j.reason, &j.message);
     }
     if let Some(message) = &observed.stored_state_ignored {
         set(

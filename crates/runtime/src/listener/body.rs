@@ -1,5 +1,5 @@
 //! Request bodies under the body-read clock and the listener's byte budget, and response bodies
-//! that tell the connection when they are done.
+//! that tell the connection when they are done (by dropping the guard they carry).
 //!
 //! [`RequestBody`] fails its reads once the deadline has passed ([`BodyError::Timeout`]) and
 //! charges every data frame to the listener's budget of bytes being received
@@ -17,8 +17,6 @@ use axum::body::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
-
-use super::connection::InFlight;
 
 /// Why a request body could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -127,21 +125,23 @@ where
 /// request counted as done while it still sat unwritten in hyper's queue.
 const RESPONSE_FRAME_BYTES: usize = 64 * 1024;
 
-/// A response body that keeps its request counted as in flight until hyper has taken its last
-/// frame, handed over in frames of at most [`RESPONSE_FRAME_BYTES`].
-pub(super) struct ResponseBody {
+/// A response body that holds `guard` until hyper has taken its last frame (and drops the body),
+/// handed over in frames of at most [`RESPONSE_FRAME_BYTES`]. The connection's guard is its
+/// request's in-flight mark, so the request counts as in flight until then; this module needs
+/// to know nothing of it but that dropping it is the signal.
+pub(super) struct ResponseBody<G> {
     inner: axum::body::Body,
     /// The rest of a frame larger than [`RESPONSE_FRAME_BYTES`].
     rest: Bytes,
-    _in_flight: InFlight,
+    _guard: G,
 }
 
-impl ResponseBody {
-    pub(super) fn new(inner: axum::body::Body, in_flight: InFlight) -> Self {
+impl<G> ResponseBody<G> {
+    pub(super) fn new(inner: axum::body::Body, guard: G) -> Self {
         Self {
             inner,
             rest: Bytes::new(),
-            _in_flight: in_flight,
+            _guard: guard,
         }
     }
 
@@ -151,7 +151,7 @@ impl ResponseBody {
     }
 }
 
-impl Body for ResponseBody {
+impl<G: Unpin> Body for ResponseBody<G> {
     type Data = Bytes;
     type Error = axum::Error;
 
@@ -194,7 +194,6 @@ impl Body for ResponseBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::listener::connection::Tracker;
     use http_body_util::{BodyExt, StreamBody};
     use tokio::sync::mpsc;
 
@@ -266,9 +265,9 @@ mod tests {
 
     #[tokio::test]
     async fn large_responses_are_handed_over_in_bounded_frames() {
-        let tracker = Tracker::new(Instant::now(), None);
         let whole = vec![b'x'; 3 * RESPONSE_FRAME_BYTES + 5];
-        let mut body = ResponseBody::new(axum::body::Body::from(whole.clone()), tracker.start());
+        let guard = Arc::new(());
+        let mut body = ResponseBody::new(axum::body::Body::from(whole.clone()), guard.clone());
         assert_eq!(body.size_hint().exact(), Some(whole.len() as u64));
         let mut sizes = Vec::new();
         let mut collected = Vec::new();
@@ -292,5 +291,9 @@ mod tests {
         );
         assert_eq!(collected, whole);
         assert!(body.is_end_stream());
+        // The guard lives exactly as long as the body.
+        assert_eq!(Arc::strong_count(&guard), 2);
+        drop(body);
+        assert_eq!(Arc::strong_count(&guard), 1);
     }
 }

@@ -447,10 +447,10 @@ struct ConnectionService {
 }
 
 type ResponseFuture =
-    Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<Response<ResponseBody<InFlight>>, Infallible>> + Send>>;
 
 impl hyper::service::Service<Request<Incoming>> for ConnectionService {
-    type Response = Response<ResponseBody>;
+    type Response = Response<ResponseBody<InFlight>>;
     type Error = Infallible;
     type Future = ResponseFuture;
 

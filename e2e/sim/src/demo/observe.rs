@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::Cluster;
 use crate::demo::objects::WORKLOAD;
-use crate::metrics_api::parse_quantity;
+use crate::values::parse_quantity;
 
 /// One row of the table / point of the plot.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -29,9 +29,9 @@ use serde_json::{Value, json};
 use self::authorizer::{Admission, Attributes, PolicySource, UserInfo, authorize};
 use crate::Cluster;
 use crate::error::ApiError;
-use crate::rest::{Query, error_response, json_response};
 use crate::selector::LabelSelector;
 use crate::store::Store;
+use crate::wire::{Query, error_response, json_response};
 
 /// The RBAC API group.
 pub const GROUP: &str = "rbac.authorization.k8s.io";

@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{
-    Ctx, by_namespace, deleting, i, int_or_percent, key, owned_by, owner_ref, s, template_hash,
-};
+use super::{Ctx, by_namespace, deleting, i, key, owned_by, owner_ref, s, template_hash};
 use crate::clock::rfc3339;
+use crate::values::int_or_percent;
 
 fn condition(
     old: Option<&Value>,

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Ctx, deleting, key, kubelet, pod_ready, s};
-use crate::metrics_api::parse_quantity;
 use crate::random::{fnv1a, mix};
+use crate::values::parse_quantity;
 
 /// Offered load over time; `t` is sim seconds since the load was set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

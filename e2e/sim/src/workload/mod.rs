@@ -118,24 +118,6 @@ pub fn template_hash(template: &Value) -> String {
         .collect()
 }
 
-/// An intOrString (`3` or `"25%"`) resolved against `total`, rounding up or down.
-pub fn int_or_percent(v: Option<&Value>, total: i64, round_up: bool, default: i64) -> i64 {
-    match v {
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
-        Some(Value::String(s)) if s.ends_with('%') => {
-            let p: f64 = s.trim_end_matches('%').parse().unwrap_or(0.0);
-            let x = p * total as f64 / 100.0;
-            if round_up {
-                x.ceil() as i64
-            } else {
-                x.floor() as i64
-            }
-        }
-        Some(Value::String(s)) => s.parse().unwrap_or(default),
-        _ => default,
-    }
-}
-
 fn owned_by<'a>(items: &'a [Arc<Value>], owner: &Value) -> Vec<&'a Arc<Value>> {
     let uid = s(owner, "/metadata/uid");
     items
@@ -344,15 +326,6 @@ async fn pdbs(ctx: &Ctx<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn int_or_percent_rounding() {
-        // upstream: pkg/controller/deployment/util/deployment_util_test.go TestResolveFenceposts
-        assert_eq!(int_or_percent(Some(&json!("25%")), 10, true, 0), 3);
-        assert_eq!(int_or_percent(Some(&json!("25%")), 10, false, 0), 2);
-        assert_eq!(int_or_percent(Some(&json!(2)), 10, false, 0), 2);
-        assert_eq!(int_or_percent(None, 10, false, 7), 7);
-    }
 
     #[test]
     fn template_hash_ignores_its_own_label() {
