@@ -310,17 +310,18 @@ mod tests {
         let axes = Axes::new(PANEL, Scale::new(100.0, 500.0), Scale::to(10.0));
         assert_eq!(axes.point(100.0, 0.0), (70.0, 280.0), "bottom left");
         assert_eq!(axes.point(500.0, 10.0), (870.0, 40.0), "top right");
-        assert_eq!(axes.x(300.0), 470.0);
-        assert_eq!(axes.y(20.0), -200.0, "unclamped beyond the top");
-        assert_eq!(axes.y_clamped(20.0), 40.0);
-        assert_eq!(axes.y_clamped(-5.0), 280.0);
+        assert_eq!(
+            [axes.x(300.0), axes.y(20.0)],
+            [470.0, -200.0],
+            "unclamped beyond the top"
+        );
+        assert_eq!([axes.y_clamped(20.0), axes.y_clamped(-5.0)], [40.0, 280.0]);
     }
 
     #[test]
     fn an_empty_range_maps_to_the_start_instead_of_dividing_by_zero() {
         let axes = Axes::new(PANEL, Scale::new(5.0, 5.0), Scale::new(0.0, 0.0));
-        assert_eq!(axes.x(5.0), 70.0);
-        assert_eq!(axes.y(0.0), 280.0);
+        assert_eq!(axes.point(5.0, 0.0), (70.0, 280.0));
         assert!(axes.x(6.0).is_finite());
     }
 
@@ -336,13 +337,13 @@ mod tests {
             column_gap: 100.0,
             row_gap: 100.0,
         };
-        assert_eq!(grid.panel(1, 1).left, 610.0);
-        assert_eq!(grid.panel(1, 1).top, 370.0);
+        let p = grid.panel(1, 1);
+        assert_eq!([p.left, p.top], [610.0, 370.0]);
         let chart = grid.chart(2, 2);
         assert_eq!((chart.width(), chart.height()), (1120, 640));
         assert_eq!(
-            grid.canvas_height(0),
-            grid.canvas_height(1),
+            [grid.canvas_height(0)],
+            [grid.canvas_height(1)],
             "room for one row at least"
         );
     }

@@ -243,7 +243,7 @@ pub async fn run_on(
                 let listener = listener.ok_or_else(|| {
                     Error::Task("the webhook was started twice without election".to_owned())
                 })?;
-                serve(&config, plumbing, listener, term).await
+                serve(&config, plumbing, listener, &term).await
             }
         })
         .await
@@ -264,7 +264,7 @@ async fn serve(
     config: &Config,
     plumbing: Plumbing,
     webhook_listener: TcpListener,
-    term: CancellationToken,
+    term: &CancellationToken,
 ) -> Result<()> {
     let Plumbing {
         client,
