@@ -144,19 +144,21 @@ fn just_dependencies(justfile: &str, recipe: &str) -> BTreeSet<String> {
 
 /// Everything missing for `s`, one message per place.
 fn missing(s: &Names) -> Vec<String> {
-    let root = repo();
-    let Names {
-        kebab,
-        camel,
-        pascal,
-        snake,
-    } = s;
     let mut out = Vec::new();
     let mut want = |ok: bool, place: &str, what: String| {
         if !ok {
-            out.push(format!("{kebab}: {place}: {what}"));
+            out.push(format!("{}: {place}: {what}", s.kebab));
         }
     };
+    shipping(s, &mut want);
+    operating(s, &mut want);
+    out
+}
+
+/// The image, the chart and deploy/: what builds and installs the service.
+fn shipping(s: &Names, want: &mut impl FnMut(bool, &str, String)) {
+    let root = repo();
+    let Names { kebab, camel, .. } = s;
 
     // 1. The image.
     let containerfile = read(&root.join("Containerfile"));
@@ -213,6 +215,19 @@ fn missing(s: &Names) -> Vec<String> {
              list its files in deploy/kustomization.yaml's resources"
         ),
     );
+}
+
+/// The dashboard, the alerts, the justfile and the release lists: what watches, measures and
+/// releases the service.
+fn operating(s: &Names, want: &mut impl FnMut(bool, &str, String)) {
+    let root = repo();
+    let chart = root.join("charts/plimsoll");
+    let Names {
+        kebab,
+        pascal,
+        snake,
+        ..
+    } = s;
 
     // 4. The dashboard.
     let dashboard = chart.join(format!("dashboards/{kebab}.json"));
@@ -261,7 +276,6 @@ fn missing(s: &Names) -> Vec<String> {
         "scripts/images",
         format!("add {kebab} to `all=(…)` and a `{kebab}) echo \"…\"` line to describe()"),
     );
-    out
 }
 
 #[test]

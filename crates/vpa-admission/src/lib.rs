@@ -5,7 +5,7 @@
 //! every replica serves (`--leader-elect` is accepted and ignored: admission must answer on every
 //! replica the Service routes to). The skeleton owns the kube client, the registry and the admin
 //! listener (`/metrics`, `/healthz`, `/readyz`) and the shutdown order; the webhook's work
-//! ([`serve`]) is its one leading future: reflectors of VPAs, ReplicaSets, Jobs and LimitRanges,
+//! (`serve`) is its one leading future: reflectors of VPAs, ReplicaSets, Jobs and LimitRanges,
 //! the HTTPS webhook ([`webhook`] over [`tls`]), optionally the webhook registration
 //! ([`registration`]), the status Lease renewal ([`status`]) and, with `--self-signed`, the
 //! certificate renewal ([`renewal`]), which keeps the `caBundle` of the webhook configuration
@@ -215,7 +215,7 @@ where
 
 /// Runs the service with the webhook on the already bound `webhook_listener` until `shutdown`
 /// is cancelled: the skeleton without election (client, registry, admin listener on
-/// `--address`), and [`serve`] as its leading future.
+/// `--address`), and `serve` as its leading future.
 pub async fn run_on(
     config: Config,
     webhook_listener: TcpListener,
