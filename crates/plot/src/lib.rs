@@ -3,7 +3,9 @@
 //! anchored text) rendered either as SVG ([`Chart::to_svg`]) or as PNG ([`Chart::to_png`]).
 //!
 //! Every caller builds its scene once and lets the file extension pick the renderer
-//! ([`Format::from_path`]), so the two pictures cannot drift apart.
+//! ([`Format::from_path`]), so the two pictures cannot drift apart. Every chart layout places its
+//! panels and draws their axes (scales, frames, titles, tick labels, grid lines) through
+//! [`axes`], so the charts share one set of conventions.
 //!
 //! The PNG side has no image library: `raster` draws into an RGB buffer with anti-aliased
 //! coverage (lines as distance-to-segment, rectangles as area overlap), text comes from the
@@ -11,8 +13,11 @@
 //! proportional spacing, and the maintained `png` crate encodes the pixels (adaptive row
 //! filters; its default deflate level).
 
+pub mod axes;
 mod font;
 mod raster;
+
+pub use axes::{Axes, Grid, Panel, Scale, Side, nice_max};
 
 use std::fmt::Write as _;
 use std::path::Path;

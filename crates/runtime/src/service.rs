@@ -22,6 +22,12 @@
 //! - one error for an election that ended before shutdown: [`Error::ElectionEnded`] (returned after
 //!   the same clean-up).
 //!
+//! **No election** ([`Service::without_election`]) is for a service every replica of which does the
+//! same work, the admission webhook: no Lease and no election client, no `plimsoll_<binary>_leader`
+//! gauge (an alert on "no leader" would fire for ever), `--leader-elect` and `--shards` ignored.
+//! The leading future starts once, right after the admin listener, and has one term that only
+//! shutdown ends; shutdown keeps the order above without the Lease step.
+//!
 //! [`block_on`] is the other half: it owns a binary's tokio runtime, so every `main` starts the
 //! same way (ring provider, tracing from the flags, the SIGTERM/Ctrl-C token).
 //!
@@ -83,6 +89,7 @@ pub struct Service {
     grace: Duration,
     admin_address: Option<oneshot::Sender<SocketAddr>>,
     shards: u32,
+    elect: bool,
 }
 
 impl Service {
@@ -97,7 +104,16 @@ impl Service {
             grace: DEFAULT_GRACE,
             admin_address: None,
             shards: 1,
+            elect: true,
         }
+    }
+
+    /// Runs without leader election: every replica serves (see the module documentation). The
+    /// leading future runs once, from start-up until shutdown.
+    #[must_use]
+    pub fn without_election(mut self) -> Self {
+        self.elect = false;
+        self
     }
 
     /// Splits the work into `shards` shards, each on its own Lease (`plimsoll-<binary>-shard-<i>`,
@@ -140,20 +156,16 @@ impl Service {
         self
     }
 
-    /// Builds the client, binds the admin listener and starts the election.
+    /// Builds the client, binds the admin listener and starts the election (unless
+    /// [`Service::without_election`]).
     pub async fn start(self) -> Result<Started> {
-        let sharded = self.shards > 1 && self.common.leader_elect;
+        let sharded = self.elect && self.shards > 1 && self.common.leader_elect;
         let client_metrics = ClientMetrics::default();
         // Each replica of a sharded service writes under its own User-Agent, so that an audit
         // log tells which replica wrote what (`<binary>/<version> (<identity>)`).
         let identity = sharded.then(|| self.identity.clone().unwrap_or_else(leader::identity));
         let user_agent = identity.as_deref().map(|id| (self.binary, id));
         let client = client::client_counted(&self.common, user_agent, &client_metrics).await?;
-        // The election renews through a client of its own, with a bucket of its own (as
-        // kube-controller-manager's leader-election client): a renew queued behind a loop's
-        // rate-limited writes would miss the renew deadline and give up the Lease.
-        let election_client =
-            client::client_counted(&self.common, user_agent, &client_metrics).await?;
         let listener = TcpListener::bind(self.common.metrics_address)
             .await
             .map_err(|source| Error::AdminServer {
@@ -164,7 +176,13 @@ impl Service {
             let _ = to.send(address);
         }
         let election_stop = CancellationToken::new();
-        let (election, shards) = if sharded {
+        let (election, shards) = if !self.elect {
+            let election = unelected(election_stop.clone());
+            let shards = ShardHandle::single(election.handle.clone());
+            (election, shards)
+        } else if sharded {
+            let election_client =
+                election_client(&self.common, user_agent, &client_metrics).await?;
             let mut lease =
                 LeaderConfig::from_args(self.binary, &self.common, client.default_namespace())?;
             if let Some(identity) = self.identity {
@@ -182,6 +200,8 @@ impl Service {
             };
             (election, sharded.handle)
         } else {
+            let election_client =
+                election_client(&self.common, user_agent, &client_metrics).await?;
             let election = elect(
                 &election_client,
                 self.binary,
@@ -193,9 +213,11 @@ impl Service {
             (election, shards)
         };
         let mut registry = Registry::default();
-        election
-            .handle
-            .register_metrics(telemetry::service_registry(&mut registry, self.binary));
+        if self.elect {
+            election
+                .handle
+                .register_metrics(telemetry::service_registry(&mut registry, self.binary));
+        }
         shards.register_metrics(telemetry::service_registry(&mut registry, self.binary));
         client_metrics.register(telemetry::service_registry(&mut registry, self.binary));
         Ok(Started {
@@ -214,6 +236,27 @@ impl Service {
             helpers: Vec::new(),
             helpers_stop: CancellationToken::new().drop_guard(),
         })
+    }
+}
+
+/// The election's client: one of its own, with a bucket of its own (as kube-controller-manager's
+/// leader-election client): a renew queued behind a loop's rate-limited writes would miss the
+/// renew deadline and give up the Lease.
+async fn election_client(
+    common: &CommonArgs,
+    user_agent: Option<(&str, &str)>,
+    metrics: &ClientMetrics,
+) -> Result<Client> {
+    client::client_counted(common, user_agent, metrics).await
+}
+
+/// No election ([`Service::without_election`]): a handle that always leads and a task that ends
+/// only when `stop` is cancelled (after the leading future), so the leadership loop runs one
+/// term that only shutdown ends and never sees the election end early.
+fn unelected(stop: CancellationToken) -> LeaderElection {
+    LeaderElection {
+        handle: LeaderHandle::always_leading(),
+        task: tokio::spawn(async move { stop.cancelled().await }),
     }
 }
 
@@ -510,6 +553,92 @@ mod tests {
         )
         .await;
         assert!(matches!(result, Err(Error::ElectionEnded)), "{result:?}");
+    }
+
+    #[derive(clap::Parser)]
+    struct Args {
+        #[command(flatten)]
+        common: CommonArgs,
+    }
+
+    /// `GET path` on the admin listener at `address`: the status line.
+    async fn get(address: SocketAddr, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response.lines().next().unwrap_or_default().to_owned()
+    }
+
+    #[tokio::test]
+    async fn without_election_the_work_runs_at_once_until_shutdown_and_no_leader_is_exported() {
+        // A client is built but never used: nothing listens at the kubeconfig's server.
+        let kubeconfig =
+            std::env::temp_dir().join(format!("plimsoll-runtime-service-{}", std::process::id()));
+        std::fs::write(
+            &kubeconfig,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+             clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n\
+             users: [{name: u, user: {token: t}}]\n\
+             contexts: [{name: c, context: {cluster: k, user: u}}]\n",
+        )
+        .unwrap();
+        // --leader-elect=true (the default) is ignored: no Lease is ever asked for.
+        let args = <Args as clap::Parser>::try_parse_from([
+            "svc",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--metrics-address=127.0.0.1:0",
+            "--leader-elect=true",
+        ])
+        .unwrap();
+        let (to, address) = oneshot::channel();
+        let started = Service::new("webhook", &args.common)
+            .without_election()
+            .report_admin_address(Some(to))
+            .start()
+            .await
+            .unwrap();
+        std::fs::remove_file(&kubeconfig).unwrap();
+        let address = address.await.unwrap();
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &started.registry).unwrap();
+        assert!(!text.contains("leader"), "{text}");
+        assert!(
+            text.contains("plimsoll_webhook_kube_client_requests"),
+            "{text}"
+        );
+        assert!(started.leader.is_leader());
+
+        let shutdown = CancellationToken::new();
+        let log = Log::default();
+        let run = {
+            let log = log.clone();
+            started.run::<Error, _, _>(shutdown.clone(), move |term| {
+                let log = log.clone();
+                async move {
+                    log.push("started");
+                    term.cancelled().await;
+                    log.push("term ended");
+                    Ok(())
+                }
+            })
+        };
+        let probe = async {
+            // The admin listener answers while the work runs; the work has started and waits.
+            let status = get(address, "/healthz").await;
+            assert!(status.contains(" 200 "), "{status}");
+            while log.entries().is_empty() {
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(log.entries(), ["started"]);
+            shutdown.cancel();
+        };
+        let (result, ()) = tokio::join!(run, probe);
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(log.entries(), ["started", "term ended"]);
     }
 
     #[tokio::test]

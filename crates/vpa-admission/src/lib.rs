@@ -1,14 +1,20 @@
 //! vpa-admission: the TLS mutating webhook that applies VPA recommendations to new pods and
 //! rejects invalid VerticalPodAutoscalers (a drop-in for upstream's VPA admission controller).
 //!
-//! [`run`] starts: the admin listener (`/metrics`, `/healthz`, `/readyz`), reflectors of VPAs,
-//! ReplicaSets, Jobs and LimitRanges, the HTTPS webhook ([`webhook`] over [`tls`]), optionally
-//! the webhook registration ([`registration`]), the status Lease renewal ([`status`]) and, with
-//! `--self-signed`, the certificate renewal ([`renewal`]), which keeps the `caBundle` of the
-//! webhook configuration current: by patching only that field of the configuration the chart or
-//! deploy/ installed, or with `--register-webhook` by writing the whole configuration.
-//! Every replica serves; there is no leader election (`--leader-elect` is accepted and ignored:
-//! admission must answer on every replica the Service routes to).
+//! [`run`] runs on the service skeleton ([`plimsoll_runtime::service`]) in its no-election mode:
+//! every replica serves (`--leader-elect` is accepted and ignored: admission must answer on every
+//! replica the Service routes to). The skeleton owns the kube client, the registry and the admin
+//! listener (`/metrics`, `/healthz`, `/readyz`) and the shutdown order; the webhook's work
+//! (`serve`) is its one leading future: reflectors of VPAs, ReplicaSets, Jobs and LimitRanges,
+//! the HTTPS webhook ([`webhook`] over [`tls`]), optionally the webhook registration
+//! ([`registration`]), the status Lease renewal ([`status`]) and, with `--self-signed`, the
+//! certificate renewal ([`renewal`]), which keeps the `caBundle` of the webhook configuration
+//! current: by patching only that field of the configuration the chart or deploy/ installed, or
+//! with `--register-webhook` by writing the whole configuration.
+//!
+//! Shutdown: the webhook stops taking connections and drains (at most the listener's drain
+//! period), the tasks stop, then the skeleton stops the admin listener; all within the
+//! skeleton's grace period.
 //!
 //! Readiness: the TLS listener is bound and every reflector has listed once. Before that, pods
 //! are admitted unchanged with a warning (the answer never waits for a cache).
@@ -40,11 +46,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::scope::NamespaceScope;
-use plimsoll_runtime::admin::{self, AdminState, Liveness, Readiness};
+use plimsoll_runtime::CommonArgs;
+use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::api_message::watch_message;
 use plimsoll_runtime::listener::ListenerConfig;
-use plimsoll_runtime::{CommonArgs, client, telemetry};
-use prometheus_client::registry::Registry;
+use plimsoll_runtime::service::Service;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -162,21 +168,17 @@ impl Config {
     }
 }
 
-/// Checks the ports ([`Config::check_ports`]), binds `config.address` and
-/// `config.common.metrics_address`, then [`run_on`].
+/// Checks the ports ([`Config::check_ports`]), binds `config.address`, then [`run_on`].
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     config.check_ports()?;
-    let bind = |address: SocketAddr| async move {
-        TcpListener::bind(address)
-            .await
-            .map_err(|source| Error::Io {
-                context: format!("binding {address}"),
-                source,
-            })
-    };
-    let webhook = bind(config.address).await?;
-    let admin = bind(config.common.metrics_address).await?;
-    run_on(config, webhook, admin, shutdown).await
+    let address = config.address;
+    let webhook = TcpListener::bind(address)
+        .await
+        .map_err(|source| Error::Io {
+            context: format!("binding {address}"),
+            source,
+        })?;
+    run_on(config, webhook, shutdown).await
 }
 
 fn spawn_reflector<K>(
@@ -211,40 +213,75 @@ where
     (reader, task)
 }
 
-/// Runs the service on already bound listeners until `shutdown` is cancelled.
+/// Runs the service with the webhook on the already bound `webhook_listener` until `shutdown`
+/// is cancelled: the skeleton without election (client, registry, admin listener on
+/// `--address`), and `serve` as its leading future.
 pub async fn run_on(
     config: Config,
     webhook_listener: TcpListener,
-    admin_listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    // Every task stops when run_on returns, also on an early error (e.g. registration failed).
-    let shutdown = shutdown.child_token();
+    let mut service = Service::new(BINARY, &config.common)
+        .without_election()
+        .start()
+        .await?;
+    let metrics = Metrics::register(service.registry());
+    let plumbing = Plumbing {
+        client: service.client.clone(),
+        metrics,
+        liveness: service.liveness.clone(),
+        readiness: service.readiness.clone(),
+    };
+    let config = Arc::new(config);
+    // Without election the leading future runs once; the listener is handed to that run.
+    let mut webhook_listener = Some(webhook_listener);
+    service
+        .run(shutdown, move |term| {
+            let listener = webhook_listener.take();
+            let (config, plumbing) = (config.clone(), plumbing.clone());
+            async move {
+                let listener = listener.ok_or_else(|| {
+                    Error::Task("the webhook was started twice without election".to_owned())
+                })?;
+                serve(&config, plumbing, listener, &term).await
+            }
+        })
+        .await
+}
+
+/// What [`serve`] takes from the service skeleton.
+#[derive(Clone)]
+struct Plumbing {
+    client: kube::Client,
+    metrics: Metrics,
+    liveness: Liveness,
+    readiness: Readiness,
+}
+
+/// The webhook's work, until `term` is cancelled (shutdown) or the webhook server stops (an
+/// error): certificates, caches, the HTTPS server, registration and renewal, the status Lease.
+async fn serve(
+    config: &Config,
+    plumbing: Plumbing,
+    webhook_listener: TcpListener,
+    term: &CancellationToken,
+) -> Result<()> {
+    let Plumbing {
+        client,
+        metrics,
+        liveness,
+        readiness,
+    } = plumbing;
+    // Every task stops when serve returns, also on an early error (e.g. registration failed).
+    let shutdown = term.child_token();
     let _stop_tasks = shutdown.clone().drop_guard();
-    let client = client::client(&config.common).await?;
     let namespace = config
         .namespace
         .clone()
         .unwrap_or_else(|| client.default_namespace().to_owned());
 
-    let mut registry = Registry::default();
-    let metrics = Metrics::register(telemetry::service_registry(&mut registry, BINARY));
-    let liveness = Liveness::new(Duration::from_secs(60));
-    let readiness = Readiness::new();
-    let admin_router = admin::router(AdminState {
-        registry: Arc::new(registry),
-        liveness: liveness.clone(),
-        readiness: readiness.clone(),
-    });
-    let admin_task = tokio::spawn(admin::serve_on(
-        admin_listener,
-        admin_router,
-        config.common.admin_listener.config(),
-        shutdown.clone(),
-    ));
-
     // Certificates first: without them there is nothing to serve.
-    let certs = serving_certs(&config, &client, &namespace).await?;
+    let certs = serving_certs(config, &client, &namespace).await?;
     let server_config = tls::server_config(certs.0.clone())?;
 
     let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(&client, &shutdown);
@@ -284,7 +321,7 @@ pub async fn run_on(
 
     let resolver = certs.0.clone();
     let renewal_task =
-        register_and_renew(&config, &client, &namespace, certs, &metrics, &shutdown).await?;
+        register_and_renew(config, &client, &namespace, certs, &metrics, &shutdown).await?;
 
     // --lease-owner-deployment: read once; unreadable, the Lease is written without owner.
     let owner = match &config.common.lease_owner_deployment {
@@ -321,11 +358,6 @@ pub async fn run_on(
     let _ = lease_task.await;
     for t in [t1, t2, t3, t4].into_iter().chain(renewal_task) {
         let _ = t.await;
-    }
-    match admin_task.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(e.into()),
-        Err(e) => return Err(Error::Task(format!("admin server: {e}"))),
     }
     result
 }

@@ -5,21 +5,56 @@
 //! The scene is built once as a [`Chart`] and rendered by the file's extension. Upper bounds
 //! with little history are huge (upstream multiplies them by 1 + 1/confidence), so the y axis is
 //! limited to 1.5 × the largest target or usage and lines are clipped at the top.
+//!
+//! The plot's input ([`ResourceTrace`]) is defined here and filled by the replay: the replay
+//! imports the plot, never the reverse. Panels, scales and labels are `plimsoll_plot`'s axes.
 
 use plimsoll_core::vertical::aggregate::Resource;
-use plimsoll_replay::plot::{Anchor, Chart, Colour, Stroke, Text};
+use plimsoll_replay::plot::{Anchor, Axes, Chart, Colour, Grid, Panel, Scale, Side, Stroke, Text};
 
-use crate::replay::ResourceTrace;
-
-const PANEL_W: f64 = 460.0;
-const PANEL_H: f64 = 220.0;
-const MARGIN: f64 = 50.0;
-const ROW_H: f64 = PANEL_H + 2.0 * MARGIN;
-const WIDTH: f64 = 2.0 * (PANEL_W + 2.0 * MARGIN);
+/// One row per container and resource: the histogram left, the timeline right.
+const LAYOUT: Grid = Grid {
+    left: 50.0,
+    top: 50.0,
+    right: 50.0,
+    bottom: 50.0,
+    width: 460.0,
+    height: 220.0,
+    column_gap: 100.0,
+    row_gap: 100.0,
+};
 const BAR: Colour = Colour::hex(0x4a_7e_bb);
 const USAGE: Colour = Colour::hex(0xe0_8a_2c);
 const BOUND: Colour = Colour::hex(0x99_99_99);
 const FRAME: Colour = Colour::hex(0xcc_cc_cc);
+
+/// One point of a container's recommendation over time (for plots).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeriesPoint {
+    /// Seconds since start.
+    pub t: f64,
+    /// Target (millicores / bytes).
+    pub target: i64,
+    /// Lower bound.
+    pub lower: i64,
+    /// Upper bound.
+    pub upper: i64,
+}
+
+/// What a plot shows for one container and one resource (the replay collects it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceTrace {
+    /// Container name.
+    pub container: String,
+    /// Which resource.
+    pub resource: Resource,
+    /// `(t, usage)` of every sample.
+    pub usage: Vec<(f64, i64)>,
+    /// Recommendation over time.
+    pub series: Vec<SeriesPoint>,
+    /// Final histogram: `(bucket start, bucket end, weight)` of non-empty buckets (cores or bytes).
+    pub histogram: Vec<(f64, f64, f64)>,
+}
 
 fn human(resource: Resource, v: f64) -> String {
     match resource {
@@ -30,15 +65,13 @@ fn human(resource: Resource, v: f64) -> String {
 
 /// The chart for `traces` (one row per container and resource), ready to render to SVG or PNG.
 pub fn chart(traces: &[ResourceTrace]) -> Chart {
-    let height = ROW_H * traces.len().max(1) as f64;
-    let mut chart = Chart::new(WIDTH as u32, height as u32);
+    let mut chart = LAYOUT.chart(traces.len().max(1), 2);
     if traces.is_empty() {
         chart.text(Text::new(20.0, 30.0, "no containers to plot"));
     }
     for (row, trace) in traces.iter().enumerate() {
-        let y0 = row as f64 * ROW_H + MARGIN;
-        histogram_panel(&mut chart, trace, MARGIN, y0);
-        timeline_panel(&mut chart, trace, PANEL_W + 3.0 * MARGIN, y0);
+        histogram_panel(&mut chart, trace, LAYOUT.panel(row, 0));
+        timeline_panel(&mut chart, trace, LAYOUT.panel(row, 1));
     }
     chart
 }
@@ -51,13 +84,12 @@ fn unit_scale(resource: Resource) -> f64 {
     }
 }
 
-fn histogram_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
+fn histogram_panel(chart: &mut Chart, trace: &ResourceTrace, panel: Panel) {
     let title = format!(
         "{} {}: usage distribution (decayed weights)",
         trace.container,
         trace.resource.name()
     );
-    frame(chart, x0, y0, title);
     let scale = unit_scale(trace.resource);
     let max_x = trace
         .histogram
@@ -70,32 +102,28 @@ fn histogram_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
         .iter()
         .map(|(_, _, w)| *w)
         .fold(0.0_f64, f64::max);
+    let axes = Axes::new(panel, Scale::to(max_x), Scale::to(max_w));
+    frame(chart, &axes, title);
     if max_w <= 0.0 {
-        chart.text(Text::new(x0 + 10.0, y0 + 20.0, "no samples"));
+        chart.text(Text::new(panel.left + 10.0, panel.top + 20.0, "no samples"));
         return;
     }
     for (start, end, w) in &trace.histogram {
-        let x = x0 + start * scale / max_x * PANEL_W;
-        let bw = ((end - start) * scale / max_x * PANEL_W).max(1.0);
-        let h = w / max_w * PANEL_H;
-        chart.fill_rect(x, y0 + PANEL_H - h, bw, h, BAR);
+        let x = axes.x(start * scale);
+        let bw = (axes.x(end * scale) - x).max(1.0);
+        let top = axes.y(*w);
+        chart.fill_rect(x, top, bw, panel.bottom() - top, BAR);
     }
-    axis_labels(
-        chart,
-        x0,
-        y0,
-        human(trace.resource, 0.0),
-        human(trace.resource, max_x),
-    );
+    chart.text(axes.under(Anchor::Start, human(trace.resource, 0.0)));
+    chart.text(axes.under(Anchor::End, human(trace.resource, max_x)));
 }
 
-fn timeline_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
+fn timeline_panel(chart: &mut Chart, trace: &ResourceTrace, panel: Panel) {
     let title = format!(
         "{} {}: target (black), bounds (grey), usage (dots)",
         trace.container,
         trace.resource.name()
     );
-    frame(chart, x0, y0, title);
     let t_max = trace
         .series
         .iter()
@@ -111,10 +139,13 @@ fn timeline_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
         .fold(0.0_f64, f64::max)
         .max(1.0)
         * 1.5;
-    let px = |t: f64| x0 + t / t_max * PANEL_W;
-    let py = |v: f64| y0 + PANEL_H - (v.min(y_max) / y_max) * PANEL_H;
+    // Upper bounds with little history run far off the top: clipped there.
+    let axes = Axes::new(panel, Scale::to(t_max), Scale::to(y_max));
+    frame(chart, &axes, title);
+    let point = |t: f64, v: f64| (axes.x(t), axes.y_clamped(v));
     for (t, v) in &trace.usage {
-        chart.circle(px(*t), py(*v as f64), 1.5, USAGE, None);
+        let (x, y) = point(*t, *v as f64);
+        chart.circle(x, y, 1.5, USAGE, None);
     }
     // Bounds first so the target is drawn over them.
     for (pick, stroke) in [
@@ -125,7 +156,7 @@ fn timeline_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
         let points: Vec<(f64, f64)> = trace
             .series
             .iter()
-            .map(|p| (px(p.t), py([p.lower, p.target, p.upper][pick] as f64)))
+            .map(|p| point(p.t, [p.lower, p.target, p.upper][pick] as f64))
             .collect();
         // One evaluation (a replay with a single `at`) has no line to draw: mark the point.
         if let [(x, y)] = points[..] {
@@ -133,25 +164,20 @@ fn timeline_panel(chart: &mut Chart, trace: &ResourceTrace, x0: f64, y0: f64) {
         }
         chart.polyline(points, stroke);
     }
-    axis_labels(chart, x0, y0, "0 s".to_owned(), format!("{t_max:.0} s"));
-    chart.text(Text::new(x0 - 4.0, y0 + 10.0, human(trace.resource, y_max)).anchor(Anchor::End));
+    chart.text(axes.under(Anchor::Start, "0 s"));
+    chart.text(axes.under(Anchor::End, format!("{t_max:.0} s")));
+    chart.text(axes.y_label(Side::Left, y_max, human(trace.resource, y_max)));
 }
 
-fn frame(chart: &mut Chart, x0: f64, y0: f64, title: String) {
-    chart.stroke_rect(x0, y0, PANEL_W, PANEL_H, Stroke::solid(FRAME, 1.0));
-    chart.text(Text::new(x0, y0 - 8.0, title).bold());
-}
-
-fn axis_labels(chart: &mut Chart, x0: f64, y0: f64, left: String, right: String) {
-    let y = y0 + PANEL_H + 14.0;
-    chart.text(Text::new(x0, y, left));
-    chart.text(Text::new(x0 + PANEL_W, y, right).anchor(Anchor::End));
+/// A panel's outline and its title above.
+fn frame(chart: &mut Chart, axes: &Axes, title: String) {
+    axes.frame(chart, FRAME);
+    chart.text(axes.title(Anchor::Start, title).bold());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::SeriesPoint;
 
     #[test]
     fn svg_has_bars_lines_and_dots() {

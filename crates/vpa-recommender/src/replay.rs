@@ -36,6 +36,7 @@ use plimsoll_replay::plot::Chart;
 use plimsoll_replay::{ExtraFile, Invocation, ReplayError, Status};
 use serde::de::DeserializeOwned;
 
+use crate::plot::{ResourceTrace, SeriesPoint};
 use crate::recommender::{
     ContainerMetrics, PodMetrics, Recommender, Selector, Unsupported, VpaInput, VpaKey,
     VpaRecommendation, checkpoint_object, key_of,
@@ -481,34 +482,6 @@ pub struct OutputLine {
     pub confidence: f64,
     /// Caps applied to the target.
     pub capped_by: Vec<String>,
-}
-
-/// One point of a container's recommendation over time (for plots).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SeriesPoint {
-    /// Seconds since start.
-    pub t: f64,
-    /// Target (millicores / bytes).
-    pub target: i64,
-    /// Lower bound.
-    pub lower: i64,
-    /// Upper bound.
-    pub upper: i64,
-}
-
-/// What a plot shows for one container and one resource.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ResourceTrace {
-    /// Container name.
-    pub container: String,
-    /// Which resource.
-    pub resource: Resource,
-    /// `(t, usage)` of every sample.
-    pub usage: Vec<(f64, i64)>,
-    /// Recommendation over time.
-    pub series: Vec<SeriesPoint>,
-    /// Final histogram: `(bucket start, bucket end, weight)` of non-empty buckets (cores or bytes).
-    pub histogram: Vec<(f64, f64, f64)>,
 }
 
 /// Everything a replay produced.

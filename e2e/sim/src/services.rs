@@ -74,7 +74,7 @@ pub fn all() -> Vec<Service> {
 }
 
 /// vpa-admission on a loopback port bound here (so the registration can name it), registered by
-/// URL; the admin listener binds `--metrics-address` as in a cluster.
+/// URL; the service skeleton binds the admin listener on `--metrics-address` as in a cluster.
 fn start_admission(args: &[String], shutdown: CancellationToken) -> Result<Running, String> {
     let webhook = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     webhook.set_nonblocking(true).map_err(|e| e.to_string())?;
@@ -88,10 +88,7 @@ fn start_admission(args: &[String], shutdown: CancellationToken) -> Result<Runni
         .into_config();
     Ok(async move {
         let webhook = TcpListener::from_std(webhook).map_err(|e| e.to_string())?;
-        let admin = TcpListener::bind(config.common.metrics_address)
-            .await
-            .map_err(|e| e.to_string())?;
-        plimsoll_vpa_admission::run_on(config, webhook, admin, shutdown)
+        plimsoll_vpa_admission::run_on(config, webhook, shutdown)
             .await
             .map_err(|e| e.to_string())
     }

@@ -56,7 +56,6 @@ pub async fn start_with(
     register: bool,
 ) -> anyhow::Result<Webhook> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let admin = TcpListener::bind("127.0.0.1:0").await?;
     let address: SocketAddr = listener.local_addr()?;
     env.sim()?.register_webhook_service(ServiceAddress {
         namespace: system.to_owned(),
@@ -84,7 +83,6 @@ pub async fn start_with(
     let task = tokio::spawn(plimsoll_vpa_admission::run_on(
         config,
         listener,
-        admin,
         shutdown.clone(),
     ));
     // Ready: the status Lease is renewed only once the caches synced and TLS is bound.

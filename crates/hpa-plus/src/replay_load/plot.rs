@@ -5,10 +5,10 @@
 //! forecast peak of the lead window. With a `vpa`, a panel shows the CPU load (unless the
 //! forecast panel already does) and a last one the CPU request new pods get.
 
-use plimsoll_replay::plot::{Chart, Colour, Stroke, step_points};
+use plimsoll_replay::plot::{Axes, Chart, Colour, Stroke, step_points};
 
 use super::LoadLine;
-use crate::plot::{Axis, GAP, HEIGHT, PANEL, RIGHT, TOP, WIDTH, frame, y};
+use crate::plot::{LAYOUT, Time, axes, frame};
 
 const READY: Colour = Colour::hex(0x2c_a0_2c);
 const MIN: Colour = Colour::hex(0xd6_27_28);
@@ -25,10 +25,8 @@ pub fn chart(steps: &[LoadLine], vertical: bool) -> Chart {
     let predictive = steps.iter().any(|s| s.predictive.is_some());
     let extra =
         usize::from(predictive) + 2 * usize::from(vertical) - usize::from(vertical && predictive);
-    let height = HEIGHT + extra as f64 * (PANEL + GAP);
-    let mut chart = Chart::new(WIDTH as u32, height as u32);
-    let axis = Axis::spanning(steps.iter().map(|s| s.t));
-    let series = |f: Field<'_>, hi: f64, top: f64| series(steps, &axis, f, hi, top);
+    let mut chart = LAYOUT.chart(2 + extra, 1);
+    let time = Time::spanning(steps.iter().map(|s| s.t));
     let most = steps
         .iter()
         .flat_map(|s| {
@@ -42,13 +40,13 @@ pub fn chart(steps: &[LoadLine], vertical: bool) -> Chart {
         .max()
         .unwrap_or(1)
         .max(1);
-    let hi = f64::from(most) * 1.1;
+    let top = axes(0, &time, 0.0, f64::from(most) * 1.1);
     let title = if predictive {
         "replicas (black), ready (green), minReplicas (red), predicted (orange)"
     } else {
         "replicas (black), ready (green), minReplicas (red)"
     };
-    frame(&mut chart, TOP, title, 0.0, hi);
+    frame(&mut chart, &top, title);
     let mut lines: Vec<(Field<'_>, Stroke)> = vec![
         (
             &|s: &LoadLine| Some(f64::from(s.replicas)),
@@ -71,11 +69,10 @@ pub fn chart(steps: &[LoadLine], vertical: bool) -> Chart {
     }
     for (f, stroke) in lines {
         chart.polyline(
-            step_points(&series(f, hi, TOP), Some(WIDTH - RIGHT)),
+            step_points(&series(steps, &top, f), Some(top.panel.right())),
             stroke,
         );
     }
-    let middle = TOP + PANEL + GAP;
     let target = steps.iter().find_map(|s| s.target).map(f64::from);
     // Scaled to what the steps reach, but at most 3 × the target (300 % without one): a
     // start far off the target would flatten the rest; higher values are drawn at the top.
@@ -92,102 +89,105 @@ pub fn chart(steps: &[LoadLine], vertical: bool) -> Chart {
     } else {
         "utilization of the Ready pods' CPU requests (%)"
     };
-    frame(&mut chart, middle, title, 0.0, hi);
+    let middle = axes(1, &time, 0.0, hi);
+    frame(&mut chart, &middle, title);
     if let Some(t) = target {
         for (v, stroke) in [
             (t, Stroke::dashed(BAND, 1.5, 6.0, 4.0)),
             (t * 0.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
             (t * 1.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
         ] {
-            chart.polyline(series(&|_: &LoadLine| Some(v), hi, middle), stroke);
+            chart.polyline(series(steps, &middle, &|_: &LoadLine| Some(v)), stroke);
         }
     }
     chart.polyline(
-        series(&|s: &LoadLine| s.utilization.map(|u| u.min(hi)), hi, middle),
+        series(steps, &middle, &|s: &LoadLine| {
+            s.utilization.map(|u| u.min(hi))
+        }),
         Stroke::solid(UTILIZATION, 1.5),
     );
     let mut last = middle;
+    let mut row = 1;
     if predictive {
-        last += PANEL + GAP;
-        forecast_panel(&mut chart, steps, &axis, last);
+        row += 1;
+        last = forecast_panel(&mut chart, steps, &time, row);
     }
     if vertical {
         if !predictive {
-            last += PANEL + GAP;
-            load_panel(&mut chart, steps, &axis, last);
+            row += 1;
+            load_panel(&mut chart, steps, &time, row);
         }
-        last += PANEL + GAP;
-        request_panel(&mut chart, steps, &axis, last);
+        row += 1;
+        last = request_panel(&mut chart, steps, &time, row);
     }
-    axis.label(&mut chart, last);
+    time.label(&mut chart, &last);
     chart
 }
 
-/// The panel of the trace's CPU load, at `top`.
-fn load_panel(chart: &mut Chart, steps: &[LoadLine], axis: &Axis, top: f64) {
+/// The panel of the trace's CPU load, in row `row` (never the last: the request panel follows).
+fn load_panel(chart: &mut Chart, steps: &[LoadLine], time: &Time, row: usize) {
     let hi = steps.iter().map(|s| s.load).fold(1.0, f64::max) * 1.1;
-    frame(chart, top, "CPU load, all pods together (cores)", 0.0, hi);
+    let axes = axes(row, time, 0.0, hi);
+    frame(chart, &axes, "CPU load, all pods together (cores)");
     chart.polyline(
-        series(steps, axis, &|s: &LoadLine| Some(s.load), hi, top),
+        series(steps, &axes, &|s: &LoadLine| Some(s.load)),
         Stroke::solid(Colour::BLACK, 1.0),
     );
 }
 
-/// The panel of the CPU request new pods get (the VPA's), at `top`.
-fn request_panel(chart: &mut Chart, steps: &[LoadLine], axis: &Axis, top: f64) {
+/// The panel of the CPU request new pods get (the VPA's), in row `row`; its axes.
+fn request_panel(chart: &mut Chart, steps: &[LoadLine], time: &Time, row: usize) -> Axes {
     let hi = steps
         .iter()
         .map(|s| s.cpu_request as f64 / 1000.0)
         .fold(0.1, f64::max)
         * 1.1;
-    frame(chart, top, "per-pod CPU request (cores)", 0.0, hi);
+    let axes = axes(row, time, 0.0, hi);
+    frame(chart, &axes, "per-pod CPU request (cores)");
     chart.polyline(
         step_points(
-            &series(
-                steps,
-                axis,
-                &|s: &LoadLine| Some(s.cpu_request as f64 / 1000.0),
-                hi,
-                top,
-            ),
-            Some(WIDTH - RIGHT),
+            &series(steps, &axes, &|s: &LoadLine| {
+                Some(s.cpu_request as f64 / 1000.0)
+            }),
+            Some(axes.panel.right()),
         ),
         Stroke::solid(REQUEST, 2.0),
     );
+    axes
 }
 
-/// The points of field `f` of every step that has it, in a panel at `top` scaled to `hi`.
-fn series(steps: &[LoadLine], axis: &Axis, f: Field<'_>, hi: f64, top: f64) -> Vec<(f64, f64)> {
+/// The points of field `f` of every step that has it, on `axes`.
+fn series(steps: &[LoadLine], axes: &Axes, f: Field<'_>) -> Vec<(f64, f64)> {
     steps
         .iter()
-        .filter_map(|s| f(s).map(|v| (axis.x(s.t), y(v, 0.0, hi, top))))
+        .filter_map(|s| f(s).map(|v| axes.point(s.t, v)))
         .collect()
 }
 
-/// The panel of the load and the forecast peak of the lead window, at `top`.
-fn forecast_panel(chart: &mut Chart, steps: &[LoadLine], axis: &Axis, top: f64) {
+/// The panel of the load and the forecast peak of the lead window, in row `row`; its axes.
+fn forecast_panel(chart: &mut Chart, steps: &[LoadLine], time: &Time, row: usize) -> Axes {
     let hi = steps
         .iter()
         .flat_map(|s| [Some(s.load), s.forecast])
         .flatten()
         .fold(1.0, f64::max)
         * 1.1;
+    let axes = axes(row, time, 0.0, hi);
     frame(
         chart,
-        top,
+        &axes,
         "CPU load (black) and forecast peak of the lead window (orange), cores",
-        0.0,
-        hi,
     );
     chart.polyline(
-        series(steps, axis, &|s: &LoadLine| Some(s.load), hi, top),
+        series(steps, &axes, &|s: &LoadLine| Some(s.load)),
         Stroke::solid(Colour::BLACK, 1.0),
     );
     chart.polyline(
         step_points(
-            &series(steps, axis, &|s: &LoadLine| s.forecast, hi, top),
-            Some(WIDTH - RIGHT),
+            &series(steps, &axes, &|s: &LoadLine| s.forecast),
+            Some(axes.panel.right()),
         ),
         Stroke::solid(FORECAST, 1.5),
     );
+    axes
 }

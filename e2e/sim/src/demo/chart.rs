@@ -3,7 +3,9 @@
 //! of Ready pods against the target and its ±50 % band. Replicas following load and CPU staying
 //! in the band is what a reader should see at a glance.
 
-use plimsoll_plot::{Anchor, Chart, Colour, Stroke, Text, step_points};
+use plimsoll_plot::{
+    Anchor, Axes, Chart, Colour, Panel, Scale, Side, Stroke, Text, nice_max, step_points,
+};
 
 use crate::demo::observe::Sample;
 
@@ -17,97 +19,45 @@ const FRAME: Colour = Colour::hex(0x33_33_33);
 
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 560;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 70.0;
+/// Room for a y axis on each side.
+const MARGIN: f64 = 70.0;
 
-/// A panel's frame on the canvas and the time axis it shares with the other.
-#[derive(Clone, Copy)]
-struct Panel {
-    top: f64,
-    height: f64,
-    t_max: f64,
-}
-
-impl Panel {
-    fn width() -> f64 {
-        f64::from(WIDTH) - LEFT - RIGHT
-    }
-
-    fn x(&self, t: f64) -> f64 {
-        LEFT + Self::width() * t / self.t_max
-    }
-
-    /// `v` on an axis from 0 to `max`.
-    fn y(&self, v: f64, max: f64) -> f64 {
-        self.top + self.height * (1.0 - (v / max).clamp(0.0, 1.0))
-    }
-
-    fn frame(&self, c: &mut Chart) {
-        c.stroke_rect(
-            LEFT,
-            self.top,
-            Self::width(),
-            self.height,
-            Stroke::solid(FRAME, 1.0),
-        );
-    }
-
-    /// Horizontal grid lines with labels for the left axis and, when given, the right one.
-    fn grid(&self, c: &mut Chart, left: (f64, Colour), right: Option<(f64, Colour)>, ticks: u32) {
-        for i in 0..=ticks {
-            let f = f64::from(i) / f64::from(ticks);
-            let y = self.top + self.height * (1.0 - f);
-            c.polyline(
-                vec![(LEFT, y), (LEFT + Self::width(), y)],
-                Stroke::solid(GRID, 1.0),
-            );
-            c.text(
-                Text::new(LEFT - 6.0, y + 4.0, format!("{:.0}", left.0 * f))
-                    .anchor(Anchor::End)
-                    .colour(left.1),
-            );
-            if let Some((max, colour)) = right {
-                c.text(
-                    Text::new(
-                        LEFT + Self::width() + 6.0,
-                        y + 4.0,
-                        format!("{:.0}", max * f),
-                    )
-                    .colour(colour),
-                );
-            }
-        }
-    }
-
-    /// Hour labels under the panel, every 2 h of a day (fewer on longer runs).
-    fn hours(&self, c: &mut Chart) {
-        let hours = (self.t_max / 3600.0).floor().max(1.0) as u64;
-        let step = (hours / 12).max(1);
-        for hr in (0..=hours).step_by(step as usize) {
-            c.text(
-                Text::new(
-                    self.x(hr as f64 * 3600.0),
-                    self.top + self.height + 16.0,
-                    format!("{hr}h"),
-                )
-                .anchor(Anchor::Middle),
-            );
-        }
+/// A panel across the canvas between the side margins.
+fn panel(top: f64, height: f64) -> Panel {
+    Panel {
+        left: MARGIN,
+        top,
+        width: f64::from(WIDTH) - 2.0 * MARGIN,
+        height,
     }
 }
 
-/// Rounds `v` up to 1, 2, 2.5 or 5 times a power of ten.
-pub fn nice_max(v: f64) -> f64 {
-    let mag = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if v <= m * mag {
-            return m * mag;
-        }
+/// `intervals` grid lines' worth of labels on the left axis and, when given, the right one,
+/// then the frame over the grid.
+fn grid(c: &mut Chart, left: (&Axes, Colour), right: Option<(&Axes, Colour)>, intervals: u32) {
+    let (axes, colour) = left;
+    let ticks = axes.y.ticks(intervals);
+    axes.y_grid(c, &ticks, GRID);
+    axes.y_labels(c, Side::Left, &ticks, |v| format!("{v:.0}"), colour);
+    if let Some((axes, colour)) = right {
+        let ticks = axes.y.ticks(intervals);
+        axes.y_labels(c, Side::Right, &ticks, |v| format!("{v:.0}"), colour);
     }
-    10.0 * mag
+    axes.frame(c, FRAME);
 }
 
-fn scaling_panel(c: &mut Chart, samples: &[Sample], p: Panel) {
+/// Hour labels under the panel, every 2 h of a day (fewer on longer runs).
+fn hours(c: &mut Chart, axes: &Axes) {
+    let hours = (axes.x.hi() / 3600.0).floor().max(1.0) as u64;
+    let step = (hours / 12).max(1);
+    let at: Vec<f64> = (0..=hours)
+        .step_by(step as usize)
+        .map(|hr| hr as f64 * 3600.0)
+        .collect();
+    axes.x_labels(c, &at, |t| format!("{:.0}h", t / 3600.0));
+}
+
+fn scaling_panel(c: &mut Chart, samples: &[Sample], p: Panel, time: Scale) {
     let load_max = nice_max(samples.iter().map(|s| s.load).fold(1.0, f64::max));
     let rep_max = nice_max(
         samples
@@ -115,19 +65,20 @@ fn scaling_panel(c: &mut Chart, samples: &[Sample], p: Panel) {
             .map(|s| s.replicas.max(s.ready).max(s.min_replicas) as f64)
             .fold(1.0, f64::max),
     );
-    p.grid(c, (load_max, LOAD), Some((rep_max, REPLICAS)), 5);
-    p.frame(c);
+    let load = Axes::new(p, time, Scale::to(load_max));
+    let replicas = load.with_y(Scale::to(rep_max));
+    grid(c, (&load, LOAD), Some((&replicas, REPLICAS)), 5);
     c.polyline(
         samples
             .iter()
-            .map(|s| (p.x(s.t), p.y(s.load, load_max)))
+            .map(|s| (load.x(s.t), load.y_clamped(s.load)))
             .collect(),
         Stroke::solid(LOAD, 2.0),
     );
     let steps = |f: fn(&Sample) -> i64| -> Vec<(f64, f64)> {
         let points: Vec<(f64, f64)> = samples
             .iter()
-            .map(|s| (p.x(s.t), p.y(f(s) as f64, rep_max)))
+            .map(|s| (replicas.x(s.t), replicas.y_clamped(f(s) as f64)))
             .collect();
         step_points(&points, None)
     };
@@ -136,24 +87,19 @@ fn scaling_panel(c: &mut Chart, samples: &[Sample], p: Panel) {
         Stroke::dashed(MINIMUM, 2.0, 6.0, 4.0),
     );
     c.polyline(steps(|s| s.replicas), Stroke::solid(REPLICAS, 2.0));
-    c.text(Text::new(LEFT, p.top - 8.0, "load (units/s, left)").colour(LOAD));
     c.text(
-        Text::new(
-            LEFT + Panel::width() / 2.0,
-            p.top - 8.0,
-            "HPA+ minReplicas (set by cron-hpa, right)",
-        )
-        .anchor(Anchor::Middle)
-        .colour(MINIMUM),
+        load.title(Anchor::Start, "load (units/s, left)")
+            .colour(LOAD),
     );
     c.text(
-        Text::new(LEFT + Panel::width(), p.top - 8.0, "replicas (right)")
-            .anchor(Anchor::End)
-            .colour(REPLICAS),
+        load.title(Anchor::Middle, "HPA+ minReplicas (set by cron-hpa, right)")
+            .colour(MINIMUM),
     );
+    c.text(load.title(Anchor::End, "replicas (right)").colour(REPLICAS));
+    hours(c, &load);
 }
 
-fn cpu_panel(c: &mut Chart, samples: &[Sample], p: Panel) {
+fn cpu_panel(c: &mut Chart, samples: &[Sample], p: Panel, time: Scale) {
     let target = samples
         .iter()
         .map(|s| s.target_percent)
@@ -165,61 +111,45 @@ fn cpu_panel(c: &mut Chart, samples: &[Sample], p: Panel) {
             .map(|s| s.cpu_percent)
             .fold(target * 2.0, f64::max),
     );
-    let (lo, hi) = (p.y(target * 1.5, cpu_max), p.y(target * 0.5, cpu_max));
-    c.fill_rect(LEFT, lo, Panel::width(), hi - lo, BAND);
-    p.grid(c, (cpu_max, CPU), None, 4);
-    p.frame(c);
-    c.polyline(
-        vec![
-            (LEFT, p.y(target, cpu_max)),
-            (LEFT + Panel::width(), p.y(target, cpu_max)),
-        ],
-        Stroke::dashed(CPU, 1.5, 6.0, 4.0),
-    );
+    let cpu = Axes::new(p, time, Scale::to(cpu_max));
+    let (lo, hi) = (cpu.y_clamped(target * 1.5), cpu.y_clamped(target * 0.5));
+    c.fill_rect(p.left, lo, p.width, hi - lo, BAND);
+    grid(c, (&cpu, CPU), None, 4);
+    cpu.level(c, target, Stroke::dashed(CPU, 1.5, 6.0, 4.0));
     c.polyline(
         samples
             .iter()
             .filter(|s| s.ready > 0)
-            .map(|s| (p.x(s.t), p.y(s.cpu_percent, cpu_max)))
+            .map(|s| (cpu.x(s.t), cpu.y_clamped(s.cpu_percent)))
             .collect(),
         Stroke::solid(CPU, 2.0),
     );
     c.text(
-        Text::new(
-            LEFT,
-            p.top - 8.0,
+        cpu.title(
+            Anchor::Start,
             format!("CPU of Ready pods, % of requests (target {target:.0} %, band ±50 %)"),
         )
         .colour(CPU),
     );
+    hours(c, &cpu);
 }
 
 /// Draws the samples; SVG or PNG by the plot file's extension.
 pub fn chart(samples: &[Sample], title: &str) -> Chart {
     let t_max = samples.iter().map(|s| s.t).fold(3600.0_f64, f64::max);
+    let time = Scale::to(t_max);
     let mut c = Chart::new(WIDTH, HEIGHT);
     c.text(
         Text::new(f64::from(WIDTH) / 2.0, 26.0, title)
             .size(16.0)
             .anchor(Anchor::Middle),
     );
-    let top = Panel {
-        top: 60.0,
-        height: 260.0,
-        t_max,
-    };
-    let bottom = Panel {
-        top: 370.0,
-        height: 130.0,
-        t_max,
-    };
-    scaling_panel(&mut c, samples, top);
-    top.hours(&mut c);
-    cpu_panel(&mut c, samples, bottom);
-    bottom.hours(&mut c);
+    scaling_panel(&mut c, samples, panel(60.0, 260.0), time);
+    let bottom = panel(370.0, 130.0);
+    cpu_panel(&mut c, samples, bottom, time);
     c.text(
         Text::new(
-            LEFT + Panel::width() / 2.0,
+            bottom.centre(),
             f64::from(HEIGHT) - 12.0,
             "simulated time of day (hours)",
         )
@@ -271,12 +201,5 @@ mod tests {
         let png = c.render(Format::Png);
         assert_eq!(&png[1..4], b"PNG");
         assert_eq!(&png[16..24], [0, 0, 3, 192, 0, 0, 2, 48], "960 × 560");
-    }
-
-    #[test]
-    fn nice_maxima() {
-        assert!((nice_max(7.0) - 10.0).abs() < 1e-9);
-        assert!((nice_max(180.0) - 200.0).abs() < 1e-9);
-        assert!((nice_max(1800.0) - 2000.0).abs() < 1e-9);
     }
 }
