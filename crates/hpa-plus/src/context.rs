@@ -96,6 +96,8 @@ pub struct Context {
     pub tuning_exclude: Option<Exclusion>,
     /// VerticalPodAutoscalers by the workload they size (conflict detection).
     pub vpas: TargetIndex<VerticalPodAutoscaler>,
+    /// `--record-dir`: writes what each evaluation observed and decided (off by default).
+    pub recorder: crate::record::Recorder,
     memory: Mutex<HashMap<String, Memory>>,
     written: Mutex<HashMap<String, Written>>,
     selectors: Mutex<SelectorIndex>,
@@ -164,6 +166,7 @@ impl Context {
             prometheus,
             tuning_exclude,
             vpas,
+            recorder: crate::record::Recorder::off(),
             memory: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
@@ -174,6 +177,11 @@ impl Context {
     #[must_use]
     pub fn with_shards(self, shards: ShardHandle) -> Self {
         Self { shards, ..self }
+    }
+
+    /// This context recording with `recorder` (`--record-dir`).
+    pub fn with_recorder(self, recorder: crate::record::Recorder) -> Self {
+        Self { recorder, ..self }
     }
 
     /// The history this process holds for `uid` (`None` for an object seen for the first time).

@@ -86,6 +86,8 @@ struct Subject<'a> {
     /// A native HPA's stored-state annotations that are not JSON of their form: the decision
     /// memory, the tuning status, the predictive status (each then read as absent).
     unreadable: Unreadable,
+    /// The object as the cache holds it (`--record-dir`).
+    object: crate::record::Object<'a>,
 }
 
 /// Which of a native HPA's stored-state annotations did not parse, and why.
@@ -144,6 +146,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
             .and_then(|s| s.predictive.as_ref())
             .map(Cow::Borrowed),
         unreadable: Unreadable::default(),
+        object: crate::record::Object::Plus(&obj),
     };
     let subject = with_written(subject, &ctx);
     match tuning {
@@ -207,6 +210,7 @@ pub async fn reconcile_native(
                 tuning_status: tuning_status.map(Cow::Owned),
                 predictive_status: predictive_status.map(Cow::Owned),
                 unreadable,
+                object: crate::record::Object::Native(&obj),
             };
             return invalid(&with_written(subject, &ctx), &ctx, &e.to_string()).await;
         }
@@ -227,6 +231,7 @@ pub async fn reconcile_native(
         tuning_status: tuning_status.map(Cow::Owned),
         predictive_status: predictive_status.map(Cow::Owned),
         unreadable,
+        object: crate::record::Object::Native(&obj),
     };
     run(with_written(subject, &ctx), &ctx).await
 }
@@ -1174,6 +1179,23 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         Ok(Written::NotLeading) => return Ok(Action::await_change()),
         Err(e) => return fail(&subject, ctx, failed_update_scale(e, &decision, at)).await,
     };
+    // --record-dir: what this evaluation observed and decided (crate::record).
+    ctx.recorder.evaluated(
+        &crate::record::Evaluated {
+            object: subject.object,
+            uid: &subject.uid,
+            spec: &subject.spec,
+            used: &spec,
+            stored: subject.stored.as_deref(),
+            first_sight: restored.first_sight,
+            observed: &observed,
+            at,
+            decision: &decision,
+            raise: predicted.as_ref().map(|p| &p.raised),
+            scaled,
+        },
+        &ctx.config,
+    );
     report_decision_failures(&subject, ctx, &decision).await;
 
     // Keep exactly what a successor will read back.
