@@ -180,6 +180,7 @@ impl Context {
     }
 
     /// This context recording with `recorder` (`--record-dir`).
+    #[must_use]
     pub fn with_recorder(self, recorder: crate::record::Recorder) -> Self {
         Self { recorder, ..self }
     }

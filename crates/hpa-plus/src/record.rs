@@ -318,7 +318,7 @@ fn write(
             at: e.at,
         };
         state.header = Some(header.clone());
-        state.uid = e.uid.to_owned();
+        e.uid.clone_into(&mut state.uid);
         state.native = native;
         lines.push(Line::Header(header));
         if held {
