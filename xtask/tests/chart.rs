@@ -1962,3 +1962,56 @@ fn user_roles_widen_the_built_in_roles_and_match_deploy() {
             .all(|r| r.metadata.name.as_deref() != Some("plimsoll-edit"))
     );
 }
+
+/// `hpaPlus.record`: off by default (no flag, no volume); on, hpa-plus records into an emptyDir
+/// with the chart's bounds and selector, and the args parse into the same settings.
+#[test]
+fn hpa_plus_records_into_an_empty_dir_only_when_asked() {
+    use clap::Parser as _;
+    let mounted = |d: &Deployment| {
+        let spec = d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod spec");
+        let volume = spec
+            .volumes
+            .iter()
+            .flatten()
+            .any(|v| v.name == "recordings" && v.empty_dir.is_some());
+        let mount = spec.containers[0]
+            .volume_mounts
+            .iter()
+            .flatten()
+            .any(|m| m.name == "recordings" && m.mount_path == "/var/lib/plimsoll/recordings");
+        volume && mount
+    };
+    let o = render(&json!({}));
+    let off = deployment(&o, "hpa-plus");
+    assert!(!args_of(off).iter().any(|a| a.starts_with("--record")));
+    assert!(!mounted(off));
+    let o = render(
+        &json!({"hpaPlus": {"record": {"enabled": true, "maxBytes": 1_048_576,
+        "files": 2, "selector": "team=web", "annotationAllowed": true}}}),
+    );
+    let on = deployment(&o, "hpa-plus");
+    assert!(mounted(on));
+    let args = args_of(on);
+    let config = plimsoll_hpa_plus::cli::Args::try_parse_from(
+        std::iter::once("hpa-plus".to_owned()).chain(args.iter().cloned()),
+    )
+    .expect("args")
+    .into_config()
+    .expect("config");
+    let record = config.record.expect("--record-dir");
+    assert_eq!(
+        record.dir,
+        std::path::Path::new("/var/lib/plimsoll/recordings")
+    );
+    assert_eq!((record.max_bytes, record.files), (1_048_576, 2));
+    assert!(
+        record.annotation_allowed && !record.selector.is_empty(),
+        "{args:?}"
+    );
+    assert!(!mounted(deployment(&o, "cron-hpa")));
+}

@@ -166,6 +166,42 @@ pub struct Args {
           default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub prometheus_server_concurrency: u16,
 
+    /// Record every evaluation of the selected autoscalers (what was observed: metric values,
+    /// the target's pods with readiness, requests and usage, replicas, time; and the decision)
+    /// to DIR/<namespace>/<name>.jsonl, for `hpa-plus replay FILE` to reproduce offline
+    /// (docs/replay.md, "Record on a cluster, replay offline"). A recording holds the metric
+    /// values and pod names of the namespace: give DIR the access the namespaces' data needs.
+    /// A write failure is logged and counted, never fails the evaluation.
+    #[arg(long, env = "PLIMSOLL_RECORD_DIR", value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
+
+    /// With --record-dir, a recording file is rotated (FILE -> FILE.1 -> FILE.2 …) before it
+    /// grows past this many bytes.
+    #[arg(long, env = "PLIMSOLL_RECORD_MAX_BYTES", value_name = "BYTES",
+          default_value_t = plimsoll_core::horizontal::recording::DEFAULT_MAX_BYTES,
+          value_parser = clap::value_parser!(u64).range(4096..))]
+    pub record_max_bytes: u64,
+
+    /// With --record-dir, the files kept per autoscaler, the current one included: at most
+    /// --record-max-bytes times this much disk per recorded autoscaler.
+    #[arg(long, env = "PLIMSOLL_RECORD_FILES", value_name = "N",
+          default_value_t = plimsoll_core::horizontal::recording::DEFAULT_FILES,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub record_files: u32,
+
+    /// With --record-dir, record only the autoscalers whose labels match this label selector
+    /// (`kubectl -l` syntax). Default: every autoscaler.
+    #[arg(long, env = "PLIMSOLL_RECORD_SELECTOR", value_name = "SELECTOR")]
+    pub record_selector: Option<String>,
+
+    /// With --record-dir, record only those (selected) autoscalers whose owners opted in with the
+    /// annotation plimsoll.dev/record: "true". Without this flag the annotation is ignored and
+    /// only the operator's --record-selector decides.
+    #[arg(long, env = "PLIMSOLL_RECORD_ANNOTATION_ALLOWED", action = ArgAction::Set,
+          default_value_t = false, value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true")]
+    pub record_annotation_allowed: bool,
+
     /// An offline subcommand; without one, hpa-plus runs the controller.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -174,10 +210,12 @@ pub struct Args {
 /// Offline subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a `HorizontalReplay` or `LoadReplay` scenario through the decision code, with no
-    /// cluster.
+    /// Run a `HorizontalReplay` or `LoadReplay` scenario, or a recording (--record-dir),
+    /// through the decision code, with no cluster.
     Replay {
-        /// The scenario file (YAML or JSON).
+        /// The scenario file (YAML or JSON), or a recording: given FILE, its rotated FILE.N …
+        /// FILE.1 are read first; given FILE.N, just it. A recording replays every evaluation
+        /// and exits 1 when a decision differs from the recorded one.
         scenario: PathBuf,
         /// How to print each step.
         #[arg(long, value_enum, default_value_t = Output::Json, env = "PLIMSOLL_OUTPUT")]
@@ -186,6 +224,14 @@ pub enum Command {
         /// its extension (`.svg`, `.png`).
         #[arg(long, env = "PLIMSOLL_PLOT", value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
+        /// Change a field of the autoscaler before replaying (repeatable), e.g.
+        /// `spec.behavior.scaleDown.stabilizationWindowSeconds=60`: a dotted path (an array
+        /// index as `metrics.0` or `metrics[0]`, a dot inside a key as `\.`), and a YAML value.
+        /// The changed spec must validate. The output is the changed replay; a summary on
+        /// stderr says how many decisions changed, the first that did and the replica-seconds
+        /// before and after; differences are not failures (exit 0).
+        #[arg(long = "set", env = "PLIMSOLL_SET", value_name = "PATH=VALUE")]
+        set: Vec<String>,
     },
 }
 
@@ -242,7 +288,23 @@ impl Args {
                 self.native_hpa_selector
             ))
         })?;
+        let record = self
+            .record_dir
+            .map(|dir| {
+                let selector = self.record_selector.as_deref().unwrap_or_default();
+                Selector::parse(selector)
+                    .map_err(|e| Error::Config(format!("--record-selector {selector:?}: {e}")))
+                    .map(|selector| crate::record::RecordSettings {
+                        dir,
+                        max_bytes: self.record_max_bytes,
+                        files: self.record_files,
+                        selector,
+                        annotation_allowed: self.record_annotation_allowed,
+                    })
+            })
+            .transpose()?;
         Ok(Config {
+            record,
             common: self.common,
             workers: self.workers,
             native_hpa: self.native_hpa,
@@ -270,6 +332,42 @@ mod tests {
 
     fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
         Args::try_parse_from(std::iter::once("hpa-plus").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn recording_is_off_by_default_and_takes_its_flags() {
+        assert!(parse(&[]).unwrap().into_config().unwrap().record.is_none());
+        let config = parse(&[
+            "--record-dir=/var/plimsoll",
+            "--record-max-bytes=65536",
+            "--record-files=2",
+            "--record-selector=team=web",
+            "--record-annotation-allowed",
+        ])
+        .unwrap()
+        .into_config()
+        .unwrap();
+        let record = config.record.unwrap();
+        assert_eq!(record.max_bytes, 65536);
+        assert_eq!(record.files, 2);
+        assert!(record.annotation_allowed);
+        assert!(!record.selector.is_empty());
+        assert!(
+            parse(&["--record-dir=/x", "--record-selector=a in"])
+                .unwrap()
+                .into_config()
+                .is_err()
+        );
+        let replay = parse(&[
+            "replay",
+            "f.jsonl",
+            "--set",
+            "spec.maxReplicas=3",
+            "--set=a=b",
+        ]);
+        assert!(
+            matches!(replay.unwrap().command, Some(Command::Replay { set, .. }) if set.len() == 2)
+        );
     }
 
     #[test]

@@ -91,6 +91,8 @@ pub struct Context {
     pub tuning_exclude: Option<Exclusion>,
     /// VerticalPodAutoscalers by the workload they size (conflict detection).
     pub vpas: TargetIndex<VerticalPodAutoscaler>,
+    /// `--record-dir`: writes what each evaluation observed and decided (off by default).
+    pub recorder: crate::record::Recorder,
     memory: Mutex<HashMap<String, Memory>>,
     written: Mutex<HashMap<String, Written>>,
     selectors: Mutex<SelectorIndex>,
@@ -159,6 +161,7 @@ impl Context {
             prometheus,
             tuning_exclude,
             vpas,
+            recorder: crate::record::Recorder::off(),
             memory: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
@@ -169,6 +172,12 @@ impl Context {
     #[must_use]
     pub fn with_shards(self, shards: ShardHandle) -> Self {
         Self { shards, ..self }
+    }
+
+    /// This context recording with `recorder` (`--record-dir`).
+    #[must_use]
+    pub fn with_recorder(self, recorder: crate::record::Recorder) -> Self {
+        Self { recorder, ..self }
     }
 
     /// What this process holds for `uid` (`None` for an object seen for the first time).

@@ -26,7 +26,7 @@
 //!
 //! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`prometheus`]
 //! (`type: Prometheus` metrics), [`reconcile`], [`tuning`] (`minReplicasTuning`), [`predict`]
-//! (`spec.predictive`), [`status`],
+//! (`spec.predictive`), [`status`], [`record`] (`--record-dir`),
 //! [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
 //! `replay`.
 
@@ -40,6 +40,7 @@ pub mod pods;
 pub mod predict;
 pub mod prometheus;
 pub mod reconcile;
+pub mod record;
 pub mod replay;
 pub mod replay_load;
 pub mod status;
@@ -126,6 +127,8 @@ pub struct Config {
     /// `--shards`: 1 runs one leader on `plimsoll-hpa-plus`; more splits the autoscalers
     /// among the replicas by shard Leases.
     pub shards: u32,
+    /// `--record-dir` and its bounds; `None`: nothing is recorded.
+    pub record: Option<record::RecordSettings>,
 }
 
 /// Hooks for tests and benchmarks: where the admin listener bound, and a metrics source
@@ -153,6 +156,7 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
         .await?;
     let client = service.client.clone();
     let metrics = Arc::new(Metrics::register(service.registry()));
+    let recorder = record::Recorder::new(config.record.clone(), service.registry());
 
     let pods = PodIndex::new();
     service.spawn(watch_pods(client.clone(), pods.clone()));
@@ -190,7 +194,8 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
             tuning_exclude: config.tuning_exclude.clone(),
             vpas: vpas.clone(),
         })
-        .with_shards(service.shards.clone()),
+        .with_shards(service.shards.clone())
+        .with_recorder(recorder),
     );
     service.spawn(housekeeping(
         ctx.clone(),

@@ -18,13 +18,17 @@ fn main() -> ExitCode {
         scenario,
         output,
         plot,
+        set,
     }) = args.command.take()
     {
-        return replay::run(&Invocation {
-            scenario: &scenario,
-            output,
-            plot: plot.as_deref(),
-        })
+        return replay::run(
+            &Invocation {
+                scenario: &scenario,
+                output,
+                plot: plot.as_deref(),
+            },
+            &set,
+        )
         .into();
     }
     match serve(args) {

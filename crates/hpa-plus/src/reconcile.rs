@@ -90,6 +90,8 @@ struct Subject<'a> {
     /// A native HPA's stored-state annotations that are not JSON of their form: the decision
     /// memory, the tuning status, the predictive status (each then read as absent).
     unreadable: Unreadable,
+    /// The object as the cache holds it (`--record-dir`).
+    object: crate::record::Object<'a>,
 }
 
 /// Which of a native HPA's stored-state annotations did not parse, and why.
@@ -156,6 +158,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
             .and_then(|s| s.predictive.as_ref())
             .map(Cow::Borrowed),
         unreadable: Unreadable::default(),
+        object: crate::record::Object::Plus(&obj),
     };
     let subject = with_written(subject, &ctx);
     match tuning {
@@ -219,6 +222,7 @@ pub async fn reconcile_native(
                 tuning_status: tuning_status.map(Cow::Owned),
                 predictive_status: predictive_status.map(Cow::Owned),
                 unreadable,
+                object: crate::record::Object::Native(&obj),
             };
             return invalid(&with_written(subject, &ctx), &ctx, &e.to_string()).await;
         }
@@ -239,6 +243,7 @@ pub async fn reconcile_native(
         tuning_status: tuning_status.map(Cow::Owned),
         predictive_status: predictive_status.map(Cow::Owned),
         unreadable,
+        object: crate::record::Object::Native(&obj),
     };
     run(with_written(subject, &ctx), &ctx).await
 }
@@ -1089,6 +1094,13 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         Ok(Written::NotLeading) => return Ok(Action::await_change()),
         Err(e) => return fail(&subject, ctx, failed_update_scale(e, &decision, at)).await,
     };
+    record(
+        &subject,
+        ctx,
+        &observed,
+        &evaluation,
+        (restored.first_sight, at, scaled),
+    );
     report_decision_failures(&subject, ctx, &decision).await;
 
     let mut new = status_after(
@@ -1121,6 +1133,32 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     remember(&subject, ctx, (held, published, series), next);
     log_decision(&subject, &decision, scaled);
     Ok(Action::requeue(next))
+}
+
+/// `--record-dir`: what this evaluation observed and decided ([`crate::record`]).
+fn record(
+    subject: &Subject<'_>,
+    ctx: &Context,
+    observed: &Observation,
+    evaluation: &Evaluation,
+    (first_sight, at, scaled): (bool, Timestamp, bool),
+) {
+    ctx.recorder.evaluated(
+        &crate::record::Evaluated {
+            object: subject.object,
+            uid: &subject.uid,
+            spec: &subject.spec,
+            used: &evaluation.spec(&subject.spec),
+            stored: subject.stored.as_deref(),
+            first_sight,
+            observed,
+            at,
+            decision: &evaluation.decision,
+            raise: evaluation.predicted.as_ref().map(|p| &p.raised),
+            scaled,
+        },
+        &ctx.config,
+    );
 }
 
 /// Whether the process began shutting down while this evaluation read Prometheus: its queries

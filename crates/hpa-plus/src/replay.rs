@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -29,9 +30,10 @@ use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{
     ContainerSample, DEFAULT_METRICS_WINDOW_SECONDS, Fetched, Observation, PodPhase, PodSample,
 };
+use plimsoll_core::horizontal::recording::{self, Line, Parsed, Recorded, Start};
 use plimsoll_core::horizontal::rollout::Rollout;
 use plimsoll_core::horizontal::status::status_after;
-use plimsoll_core::horizontal::{ControllerConfig, Decision, History};
+use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History};
 use plimsoll_core::quantity::Quantity;
 use plimsoll_replay::plot::Chart;
 use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
@@ -241,13 +243,18 @@ pub struct StepLine {
     pub able_to_scale: bool,
 }
 
-/// The outcome of a whole scenario.
+/// The outcome of a whole scenario, or of a recording.
 #[derive(Clone, Debug)]
 pub struct Replay {
-    /// One line per step.
+    /// One line per step (per evaluation of a recording).
     pub steps: Vec<StepLine>,
-    /// Every expectation that did not hold, as `step N: expected …, got …`.
+    /// Every expectation that did not hold, as `step N: expected …, got …`; for a recording,
+    /// every decision that differs, as `record N: recorded …, replayed …`.
     pub misses: Vec<String>,
+    /// With `--set`: what the change did.
+    pub what_if: Option<WhatIf>,
+    /// Lines of a recording that were skipped (partly written).
+    pub warnings: Vec<String>,
 }
 
 /// Parses the autoscaler manifest of a scenario (HPA `autoscaling/v2` or HPA+).
@@ -524,10 +531,16 @@ fn observation(
 
 /// Replays scenario text (YAML or JSON). `Err` means the file is invalid (exit 2).
 pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
+    replay_str_with(text, &[])
+}
+
+/// [`replay_str`] with the autoscaler changed by `sets` first (`--set`).
+pub fn replay_str_with(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> {
     let scenario: Scenario = plimsoll_replay::parse(text)?;
     expect_kind(&scenario.kind, "HorizontalReplay")?;
-    let (spec, mut written) =
-        autoscaler(scenario.autoscaler, text).map_err(ReplayError::Invalid)?;
+    let mut manifest = scenario.autoscaler;
+    apply_sets(&mut manifest, sets)?;
+    let (spec, mut written) = autoscaler(manifest, text).map_err(|e| invalid_set(sets, e))?;
     let epoch: Timestamp = EPOCH
         .parse()
         .map_err(|e| ReplayError::Invalid(format!("internal epoch: {e}")))?;
@@ -595,22 +608,7 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
         let d = evaluation.decision;
         written.write(&used, &d, stored, now);
         held = evaluation.held;
-        let line = StepLine {
-            t: step.t,
-            current_replicas: d.current_replicas,
-            desired_replicas: d.desired_replicas,
-            replicas: after,
-            recommended_replicas: d.recommended_replicas,
-            proposals: d.proposals.clone(),
-            limited_by: d.limited_by.map(|l| l.as_str().to_owned()),
-            reason: d.reason.clone(),
-            countdowns: d.countdowns.clone(),
-            able_to_scale: d
-                .conditions
-                .iter()
-                .find(|c| c.type_ == ABLE_TO_SCALE)
-                .is_none_or(|c| c.status),
-        };
+        let line = step_line(step.t, &d, after);
         if let Some(e) = &step.expect {
             check(i, e, &line, &mut misses);
         }
@@ -620,7 +618,371 @@ pub fn replay_str(text: &str) -> Result<Replay, ReplayError> {
     Ok(Replay {
         steps: lines,
         misses,
+        what_if: None,
+        warnings: Vec::new(),
     })
+}
+
+/// The output line of decision `d` at `t`, the workload at `after` replicas after it.
+fn step_line(t: f64, d: &Decision, after: i32) -> StepLine {
+    StepLine {
+        t,
+        current_replicas: d.current_replicas,
+        desired_replicas: d.desired_replicas,
+        replicas: after,
+        recommended_replicas: d.recommended_replicas,
+        proposals: d.proposals.clone(),
+        limited_by: d.limited_by.map(|l| l.as_str().to_owned()),
+        reason: d.reason.clone(),
+        countdowns: d.countdowns.clone(),
+        able_to_scale: d
+            .conditions
+            .iter()
+            .find(|c| c.type_ == ABLE_TO_SCALE)
+            .is_none_or(|c| c.status),
+    }
+}
+
+/// One `--set PATH=VALUE`: a field of the autoscaler object and its new value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Set {
+    /// The dotted path ([`recording::set_field`]).
+    pub path: String,
+    /// The value, parsed as YAML.
+    pub value: serde_json::Value,
+}
+
+impl Set {
+    /// Reads `PATH=VALUE`; VALUE is YAML (`60`, `Max`, `{type: Pods, value: 4}`).
+    ///
+    /// # Errors
+    /// Without `=`, with an empty path, or a VALUE that is not YAML (exit 2).
+    pub fn parse(arg: &str) -> Result<Self, ReplayError> {
+        let Some((path, value)) = arg.split_once('=') else {
+            return Err(ReplayError::invalid(
+                format!("--set {arg}"),
+                "must be PATH=VALUE",
+            ));
+        };
+        let path = path.trim();
+        if path.is_empty() {
+            return Err(ReplayError::invalid(
+                format!("--set {arg}"),
+                "the path is empty",
+            ));
+        }
+        let value: serde_json::Value = if value.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            plimsoll_replay::parse(value)
+                .map_err(|e| ReplayError::invalid(format!("--set {path}"), e))?
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            value,
+        })
+    }
+}
+
+impl std::fmt::Display for Set {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}", self.path, self.value)
+    }
+}
+
+/// `manifest` with every `--set` applied, in order.
+fn apply_sets(manifest: &mut serde_json::Value, sets: &[Set]) -> Result<(), ReplayError> {
+    for set in sets {
+        recording::set_field(manifest, &set.path, set.value.clone())
+            .map_err(|e| ReplayError::invalid(format!("--set {}", set.path), e))?;
+    }
+    Ok(())
+}
+
+/// A spec that does not read or validate: with `--set`, the sets are named first.
+fn invalid_set(sets: &[Set], message: String) -> ReplayError {
+    if sets.is_empty() {
+        ReplayError::Invalid(message)
+    } else {
+        let names: Vec<&str> = sets.iter().map(|s| s.path.as_str()).collect();
+        ReplayError::Invalid(format!("--set {}: {message}", names.join(", ")))
+    }
+}
+
+/// What a `--set` changed against the decisions it is compared with (recorded, or the
+/// scenario's without `--set`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WhatIf {
+    /// The `--set`s, as given.
+    pub sets: Vec<String>,
+    /// Evaluations compared.
+    pub decisions: usize,
+    /// Evaluations whose decision differs.
+    pub changed: usize,
+    /// The first evaluation that differs.
+    pub first: Option<FirstChange>,
+    /// Replicas after each evaluation times the seconds to the next, summed: before.
+    pub replica_seconds_before: f64,
+    /// The same, with the `--set`.
+    pub replica_seconds_after: f64,
+}
+
+impl std::fmt::Display for WhatIf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "what-if --set {}: {} of {} decisions changed",
+            self.sets.join(" --set "),
+            self.changed,
+            self.decisions
+        )?;
+        if let Some(c) = &self.first {
+            write!(
+                f,
+                "; first at {} (t={}): was {}, now {}",
+                c.at, c.t, c.before, c.after
+            )?;
+        }
+        write!(
+            f,
+            "; replica-seconds {:.0} -> {:.0}",
+            self.replica_seconds_before, self.replica_seconds_after
+        )
+    }
+}
+
+/// The first evaluation a `--set` changed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FirstChange {
+    /// `record N` or `step N`.
+    pub at: String,
+    /// N.
+    pub index: usize,
+    /// Its `t`.
+    pub t: f64,
+    /// The decision before (desired, replicas after, limited by).
+    pub before: String,
+    /// The decision with the `--set`.
+    pub after: String,
+}
+
+/// Replicas after each evaluation times the seconds until the next (the last counts nothing).
+fn replica_seconds(steps: &[StepLine]) -> f64 {
+    steps
+        .windows(2)
+        .map(|w| f64::from(w[0].replicas) * (w[1].t - w[0].t))
+        .sum()
+}
+
+/// What changed from `before` to `after` (the same evaluations), the `label` of an index
+/// (`record`, `step`).
+fn what_if(sets: &[Set], label: &str, before: &[StepLine], after: &[StepLine]) -> WhatIf {
+    let show = |s: &StepLine| {
+        format!(
+            "desired {}, replicas {}, limited by {}",
+            s.desired_replicas,
+            s.replicas,
+            s.limited_by.as_deref().unwrap_or("-")
+        )
+    };
+    let differs = |a: &StepLine, b: &StepLine| {
+        a.desired_replicas != b.desired_replicas
+            || a.replicas != b.replicas
+            || a.limited_by != b.limited_by
+    };
+    let changed: Vec<usize> = before
+        .iter()
+        .zip(after)
+        .enumerate()
+        .filter(|(_, (a, b))| differs(a, b))
+        .map(|(i, _)| i)
+        .collect();
+    WhatIf {
+        sets: sets.iter().map(ToString::to_string).collect(),
+        decisions: after.len(),
+        changed: changed.len(),
+        first: changed.first().map(|&i| FirstChange {
+            at: format!("{label} {i}"),
+            index: i,
+            t: after[i].t,
+            before: show(&before[i]),
+            after: show(&after[i]),
+        }),
+        replica_seconds_before: replica_seconds(before),
+        replica_seconds_after: replica_seconds(after),
+    }
+}
+
+/// A scenario with `--set`: the changed replay, and what changed against the scenario's own
+/// (its `expect`s are not checked: the differences are the answer).
+pub fn what_if_str(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> {
+    let before = replay_str(text)?;
+    let mut after = replay_str_with(text, sets)?;
+    after.misses.clear();
+    after.what_if = Some(what_if(sets, "step", &before.steps, &after.steps));
+    Ok(after)
+}
+
+/// A recording's autoscaler with `sets` applied, as the controller reads it; `line` names the
+/// line in errors.
+fn recorded_spec(
+    manifest: &serde_json::Value,
+    sets: &[Set],
+    line: usize,
+) -> Result<HorizontalPodAutoscalerPlusSpec, ReplayError> {
+    let mut manifest = manifest.clone();
+    apply_sets(&mut manifest, sets)?;
+    autoscaler_spec(manifest, "").map_err(|e| invalid_set(sets, format!("line {line}: {e}")))
+}
+
+/// Replays a recording (already read, [`recording::parse`]) through the same step as the
+/// controller: each evaluation's observation, decided with the memory carried over as the
+/// controller carries it (from the object's stored memory after a `firstSight` header, the held
+/// memory after a `held` one). Without `sets`, each decision that differs from the recorded one
+/// is a miss `record N: recorded X, replayed Y` (N counts evaluations from 0); with `sets`,
+/// [`Replay::what_if`] says what changed and there are no misses.
+pub fn replay_recording(parsed: &Parsed, sets: &[Set]) -> Result<Replay, ReplayError> {
+    let mut spec: Option<HorizontalPodAutoscalerPlusSpec> = None;
+    let mut config = ControllerConfig::default();
+    let mut epoch: Option<Timestamp> = None;
+    let mut first_sight: Option<Option<DecisionMemory>> = None;
+    let mut history: Option<History> = None;
+    let mut steps = Vec::new();
+    let mut recorded = Vec::new();
+    let mut misses = Vec::new();
+    for (n, line) in &parsed.lines {
+        match line {
+            Line::Header(h) => {
+                spec = Some(recorded_spec(&h.autoscaler, sets, *n)?);
+                config = h.controller.clone();
+                epoch.get_or_insert(h.at);
+                match h.start {
+                    Start::FirstSight => first_sight = Some(h.stored.clone()),
+                    Start::Held => {
+                        first_sight = None;
+                        history = Some(h.stored.as_ref().map(memory::restore).unwrap_or_default());
+                    }
+                }
+            }
+            Line::Spec(s) => spec = Some(recorded_spec(&s.autoscaler, sets, *n)?),
+            Line::Evaluation(e) => {
+                let Some(spec) = spec.as_ref() else {
+                    return Err(ReplayError::Invalid(format!(
+                        "line {n}: an evaluation before any header"
+                    )));
+                };
+                let current = e.observed.current_replicas;
+                let held = match (first_sight.take(), history.take()) {
+                    (Some(stored), _) => {
+                        memory::resume(None, stored.as_ref(), current, e.at, e.at).history
+                    }
+                    (None, Some(held)) => held,
+                    (None, None) => memory::resume(None, None, current, e.at, e.at).history,
+                };
+                let tuned;
+                let used = match e.tuned_min_replicas {
+                    Some(min) => {
+                        tuned = HorizontalPodAutoscalerPlusSpec {
+                            min_replicas: Some(min),
+                            ..spec.clone()
+                        };
+                        &tuned
+                    }
+                    None => spec,
+                };
+                // The one step of an evaluation: `plimsoll_core::horizontal::evaluate` takes its
+                // place when it lands.
+                let stepped = recording::step(
+                    &DecisionInput {
+                        spec: used,
+                        observed: &e.observed,
+                        history: &held,
+                        config: &config,
+                        now: e.at,
+                    },
+                    |d| recording::raise(d, e.predicted.as_ref()),
+                );
+                history = Some(stepped.history);
+                let d = stepped.decision;
+                let start = epoch.unwrap_or(e.at);
+                let t = e.at.duration_since(start).as_secs_f64();
+                let index = steps.len();
+                let replayed = Recorded::of(&d);
+                if sets.is_empty() && replayed != e.decision {
+                    misses.push(format!(
+                        "record {index}: recorded {}, replayed {replayed}",
+                        e.decision
+                    ));
+                }
+                recorded.push(StepLine {
+                    t,
+                    current_replicas: current,
+                    desired_replicas: e.decision.desired_replicas,
+                    replicas: e.decision.scale_to.unwrap_or(current),
+                    recommended_replicas: None,
+                    proposals: Vec::new(),
+                    limited_by: e.decision.limited_by.map(|l| l.as_str().to_owned()),
+                    reason: e.decision.reason.clone(),
+                    countdowns: Vec::new(),
+                    able_to_scale: true,
+                });
+                steps.push(step_line(t, &d, d.scale_to.unwrap_or(current)));
+            }
+        }
+    }
+    let what_if = (!sets.is_empty()).then(|| what_if(sets, "record", &recorded, &steps));
+    Ok(Replay {
+        steps,
+        misses,
+        what_if,
+        warnings: parsed.warnings.clone(),
+    })
+}
+
+/// The files of a recording in the order they were written: given `FILE`, the rotated
+/// `FILE.N` … `FILE.1` that exist, then `FILE`; given any other name, just it.
+pub fn recording_files(path: &Path) -> Vec<PathBuf> {
+    let mut older = Vec::new();
+    for k in 1.. {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".{k}"));
+        let rotated = PathBuf::from(name);
+        if !rotated.is_file() {
+            break;
+        }
+        older.push(rotated);
+    }
+    older.reverse();
+    older.push(path.to_owned());
+    older
+}
+
+/// Reads and replays the recording at `path` with its rotated files ([`recording_files`]);
+/// `first` is the text of `path` when it was read already.
+pub fn replay_recording_files(
+    path: &Path,
+    first: Option<&str>,
+    sets: &[Set],
+) -> Result<Replay, ReplayError> {
+    let mut all = Parsed::default();
+    for file in recording_files(path) {
+        let text = match first {
+            Some(text) if file == path => text.to_owned(),
+            _ => std::fs::read_to_string(&file).map_err(|e| ReplayError::read(&file, e))?,
+        };
+        let parsed = recording::parse(&text)
+            .map_err(|e| ReplayError::Invalid(format!("{}: {e}", file.display())))?;
+        all.lines.extend(parsed.lines);
+        all.warnings.extend(
+            parsed
+                .warnings
+                .into_iter()
+                .map(|w| format!("{}: {w}", file.display())),
+        );
+    }
+    replay_recording(&all, sets)
 }
 
 fn check(n: usize, e: &Expect, line: &StepLine, misses: &mut Vec<String>) {
@@ -762,18 +1124,56 @@ struct Kind {
 /// Replays a scenario of either kind `hpa-plus replay` takes, by its `kind`; files it names are
 /// relative to `dir`.
 pub fn replay_any(text: &str, dir: &std::path::Path) -> Result<AnyReplay, ReplayError> {
+    replay_any_with(text, dir, &[])
+}
+
+/// [`replay_any`] with `--set`s (a `HorizontalReplay` only).
+pub fn replay_any_with(
+    text: &str,
+    dir: &std::path::Path,
+    sets: &[Set],
+) -> Result<AnyReplay, ReplayError> {
     let kind: Kind = plimsoll_replay::parse(text)?;
     if kind.kind == "LoadReplay" {
+        if !sets.is_empty() {
+            return Err(ReplayError::invalid(
+                "--set",
+                "applies to a HorizontalReplay scenario or a recording, not a LoadReplay",
+            ));
+        }
         crate::replay_load::replay_load_str(text, dir).map(AnyReplay::Load)
-    } else {
+    } else if sets.is_empty() {
         replay_str(text).map(AnyReplay::Horizontal)
+    } else {
+        what_if_str(text, sets).map(AnyReplay::Horizontal)
     }
 }
 
-/// `hpa-plus replay`: runs the scenario through the harness (output, plot, misses) and returns
-/// the exit status of docs/replay.md.
-pub fn run(invocation: &Invocation<'_>) -> Status {
-    plimsoll_replay::run(invocation, |source| replay_any(&source.text, source.dir()))
+/// `hpa-plus replay`: runs the scenario, or the recording (with its rotated files), through the
+/// harness (output, plot, misses) and returns the exit status of docs/replay.md. A recording's
+/// skipped lines and a `--set`'s summary go to stderr.
+pub fn run(invocation: &Invocation<'_>, sets: &[String]) -> Status {
+    plimsoll_replay::run(invocation, |source| {
+        let sets = sets
+            .iter()
+            .map(|s| Set::parse(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let replayed = if recording::is_recording(&source.text) {
+            replay_recording_files(source.path, Some(&source.text), &sets)
+                .map(AnyReplay::Horizontal)?
+        } else {
+            replay_any_with(&source.text, source.dir(), &sets)?
+        };
+        if let AnyReplay::Horizontal(r) = &replayed {
+            for w in &r.warnings {
+                eprintln!("warning: {w}");
+            }
+            if let Some(w) = &r.what_if {
+                eprintln!("{w}");
+            }
+        }
+        Ok(replayed)
+    })
 }
 
 #[cfg(test)]
@@ -828,5 +1228,151 @@ steps:
             err.contains("steps[0].pods[0].containers[0].restartPolicy"),
             "{err}"
         );
+    }
+
+    /// A recording as the controller would write it for `loads` (total requests per second on
+    /// pods that follow the decisions), one evaluation every 15 s.
+    fn recording_of(loads: &[i64]) -> String {
+        let autoscaler = serde_json::json!({
+            "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+            "kind": "HorizontalPodAutoscalerPlus",
+            "metadata": {"name": "web", "namespace": "team"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1, "maxReplicas": 10,
+                "metrics": [{"type": "Pods", "pods": {"metric": {"name": "rps"},
+                    "target": {"type": "AverageValue", "averageValue": "10"}}}],
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}
+        });
+        let spec = autoscaler_spec(autoscaler.clone(), "").unwrap();
+        let config = ControllerConfig::default();
+        let start: Timestamp = EPOCH.parse().unwrap();
+        let mut text = recording::encode(&Line::Header(recording::Header {
+            version: recording::FORMAT_VERSION,
+            start: Start::FirstSight,
+            stored: None,
+            autoscaler,
+            controller: config.clone(),
+            at: start,
+        }))
+        .unwrap();
+        let mut replicas = 1;
+        let mut history = memory::resume(None, None, replicas, start, start).history;
+        for (k, load) in loads.iter().enumerate() {
+            let at = start + SignedDuration::from_secs(15 * i64::try_from(k).unwrap());
+            let per_pod = load * 1000 / i64::from(replicas);
+            let observed = Observation {
+                current_replicas: replicas,
+                pods: (1..=replicas)
+                    .map(|p| PodSample {
+                        name: format!("web-{p}"),
+                        metrics: BTreeMap::from([("rps".to_owned(), Ok(per_pod))]),
+                        ..PodSample::default()
+                    })
+                    .collect(),
+                ..Observation::default()
+            };
+            let stepped = recording::step(
+                &DecisionInput {
+                    spec: &spec,
+                    observed: &observed,
+                    history: &history,
+                    config: &config,
+                    now: at,
+                },
+                |d| d,
+            );
+            history = stepped.history;
+            let d = stepped.decision;
+            text.push_str(
+                &recording::encode(&Line::Evaluation(recording::Evaluation {
+                    at,
+                    observed,
+                    tuned_min_replicas: None,
+                    predicted: None,
+                    decision: Recorded::of(&d),
+                    scaled: d.scale_to.is_some(),
+                }))
+                .unwrap(),
+            );
+            replicas = d.scale_to.unwrap_or(replicas);
+        }
+        text
+    }
+
+    #[test]
+    fn a_recording_replays_and_a_changed_decision_is_named() {
+        let text = recording_of(&[5, 30, 30, 5, 5, 5, 5, 5, 30]);
+        let parsed = recording::parse(&text).unwrap();
+        let replay = replay_recording(&parsed, &[]).unwrap();
+        assert!(replay.misses.is_empty(), "{:?}", replay.misses);
+        assert_eq!(replay.steps.len(), 9);
+        assert_eq!(replay.steps[1].replicas, 3);
+        assert!(
+            replay.steps.iter().skip(2).any(|s| s.replicas == 1),
+            "scaled down"
+        );
+
+        let tampered = text.replacen("\"desiredReplicas\":3", "\"desiredReplicas\":7", 1);
+        let replay = replay_recording(&recording::parse(&tampered).unwrap(), &[]).unwrap();
+        assert_eq!(replay.misses.len(), 1, "{:?}", replay.misses);
+        assert!(
+            replay.misses[0].starts_with("record 1: recorded desired 7"),
+            "{}",
+            replay.misses[0]
+        );
+
+        let longer =
+            [Set::parse("spec.behavior.scaleDown.stabilizationWindowSeconds=300").unwrap()];
+        let what_if = replay_recording(&parsed, &longer).unwrap();
+        assert!(what_if.misses.is_empty());
+        let summary = what_if.what_if.unwrap();
+        assert!(summary.changed >= 1, "{summary}");
+        assert!(
+            summary.replica_seconds_after > summary.replica_seconds_before,
+            "{summary}"
+        );
+        assert!(summary.to_string().contains("first at record"), "{summary}");
+
+        let err = replay_recording(&parsed, &[Set::parse("spec.maxReplicas=0").unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--set spec.maxReplicas") && err.contains("spec.maxReplicas"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rotated_files_are_read_oldest_first() {
+        let dir =
+            std::env::temp_dir().join(format!("plimsoll-replay-rotated-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("web.jsonl");
+        for name in ["web.jsonl", "web.jsonl.1", "web.jsonl.2"] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        let names: Vec<String> = recording_files(&file)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["web.jsonl.2", "web.jsonl.1", "web.jsonl"]);
+        assert_eq!(recording_files(&dir.join("web.jsonl.1")).len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn set_works_on_a_scenario_and_reports_instead_of_failing() {
+        let text = scenario(
+            "{name: web, count: 2, containers: [{name: app, requests: {cpu: '1'}, usage: {cpu: 900m}}]}",
+        ) + "    expect: {replicas: 1}\n";
+        let base = replay_str(&text).unwrap();
+        assert!(base.steps[0].replicas > 3, "{:?}", base.steps[0]);
+        assert_eq!(base.misses.len(), 1, "the expectation does not hold");
+        let sets = [Set::parse("spec.maxReplicas=3").unwrap()];
+        let what_if = what_if_str(&text, &sets).unwrap();
+        assert!(what_if.misses.is_empty(), "differences are the answer");
+        assert_eq!(what_if.steps[0].replicas, 3);
+        assert_eq!(what_if.what_if.unwrap().changed, 1);
+        assert!(Set::parse("spec.maxReplicas").is_err());
     }
 }

@@ -15,7 +15,8 @@
 //! the object across restarts), [`observation`], [`pod_requests`] (which containers and requests
 //! utilization counts), [`status`], [`tuning`] (`minReplicasTuning`: the `minReplicas` a
 //! week of load needs), [`load_history`] (the hourly peaks it reads without Prometheus) and
-//! [`predictive`] (`spec.predictive`: a seasonal forecast that scales up before a rush).
+//! [`predictive`] (`spec.predictive`: a seasonal forecast that scales up before a rush);
+//! [`recording`] is what `hpa-plus --record-dir` writes and the one step both replays take.
 
 pub mod behavior;
 pub mod conditions;
@@ -37,6 +38,7 @@ pub mod pod_requests;
 pub mod preconditions;
 pub mod predictive;
 pub mod proposals;
+pub mod recording;
 pub mod rollout;
 pub mod status;
 pub mod tolerance;

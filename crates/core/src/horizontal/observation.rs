@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
 
 pub use super::rollout::RolloutState;
 
@@ -15,7 +16,7 @@ pub use super::rollout::RolloutState;
 pub type Fetched<T> = Result<T, String>;
 
 /// Lifecycle phase of a pod (`status.phase`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum PodPhase {
     /// Accepted but not all containers running.
     Pending,
@@ -45,32 +46,44 @@ impl PodPhase {
 ///
 /// Which of them count toward utilization, and which of their requests, is decided in
 /// [`super::pod_requests`].
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// Serialized (in recordings, [`super::recording`]) with camelCase names; empty maps, `false`
+/// and `None` are left out and read back as such.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct ContainerSample {
     /// Container name.
     pub name: String,
     /// Requests per resource name (`cpu`, `memory`) from the spec, milli-units.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub requests: BTreeMap<String, i64>,
     /// Limits per resource name from the spec, milli-units.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub limits: BTreeMap<String, i64>,
     /// Usage per resource name from `metrics.k8s.io`, milli-units; absent = no sample.
+    #[serde(with = "fetched_map", skip_serializing_if = "BTreeMap::is_empty")]
     pub usage: BTreeMap<String, Fetched<i64>>,
     /// An init container with `restartPolicy: Always` (a native sidecar). Meaningful only in
     /// [`PodSample::init_containers`].
+    #[serde(skip_serializing_if = "is_false")]
     pub sidecar: bool,
     /// `status.containerStatuses[].allocatedResources`: the requests the kubelet has admitted,
     /// milli-units; `None` when the status does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub allocated: Option<BTreeMap<String, i64>>,
     /// `status.containerStatuses[].resources.requests`: the requests the container runs with,
     /// milli-units; `None` when the status does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_requests: Option<BTreeMap<String, i64>>,
     /// `status.containerStatuses[].resources.limits`: the limits the container runs with,
     /// milli-units; `None` when the status does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_limits: Option<BTreeMap<String, i64>>,
 }
 
-/// One pod selected by the target's selector.
-#[derive(Clone, Debug, PartialEq)]
+/// One pod selected by the target's selector (serialized as [`ContainerSample`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct PodSample {
     /// Pod name.
     pub name: String,
@@ -79,6 +92,7 @@ pub struct PodSample {
     /// The Ready condition's status; `None` when the pod has no Ready condition yet.
     pub ready: Option<bool>,
     /// `metadata.deletionTimestamp` is set.
+    #[serde(skip_serializing_if = "is_false")]
     pub deleting: bool,
     /// `status.startTime`; `None` when not started.
     pub start_time: Option<Timestamp>,
@@ -91,14 +105,19 @@ pub struct PodSample {
     /// Containers with requests, limits and usage.
     pub containers: Vec<ContainerSample>,
     /// Init containers in spec order, sidecars (`restartPolicy: Always`) marked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub init_containers: Vec<ContainerSample>,
     /// Pod-level requests (`spec.resources.requests`), milli-units; empty when not set.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub pod_requests: BTreeMap<String, i64>,
     /// Pod-level limits (`spec.resources.limits`), milli-units; empty when not set.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub pod_limits: BTreeMap<String, i64>,
     /// `spec.overhead` (RuntimeClass overhead), milli-units.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub overhead: BTreeMap<String, i64>,
     /// Per-pod custom metrics (`custom.metrics.k8s.io`), milli-units; absent = no sample.
+    #[serde(with = "fetched_map", skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, Fetched<i64>>,
 }
 
@@ -126,28 +145,100 @@ impl Default for PodSample {
 /// Window assumed for a resource usage sample when the metrics API does not say (seconds).
 pub const DEFAULT_METRICS_WINDOW_SECONDS: i64 = 30;
 
-/// Everything observed at one reconcile.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Everything observed at one reconcile (serialized as [`ContainerSample`]; a failed fetch as
+/// `{"error": "message"}`, as in a replay scenario).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Observation {
     /// `spec.replicas` of the target's scale subresource.
     pub current_replicas: i32,
     /// `status.replicas` of the scale subresource (default: `current_replicas`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status_replicas: Option<i32>,
     /// Pods selected by the target's selector.
     pub pods: Vec<PodSample>,
     /// Object metrics keyed `Kind/name/metric`, milli-units.
+    #[serde(with = "fetched_map", skip_serializing_if = "BTreeMap::is_empty")]
     pub object_metrics: BTreeMap<String, Fetched<i64>>,
     /// External metrics keyed by metric name: every series' value (summed, as upstream), milli.
+    #[serde(with = "fetched_map", skip_serializing_if = "BTreeMap::is_empty")]
     pub external_metrics: BTreeMap<String, Fetched<Vec<i64>>>,
     /// Prometheus metrics keyed by their name ([`crate::horizontal::proposals::metric_name`]):
     /// the query's value, milli.
+    #[serde(with = "fetched_map", skip_serializing_if = "BTreeMap::is_empty")]
     pub prometheus_metrics: BTreeMap<String, Fetched<i64>>,
     /// Other autoscalers whose selector matches the same pods (upstream `AmbiguousSelector`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicting_autoscalers: Vec<String>,
     /// The target's rollout state, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutState>,
     /// Set while a `CronHorizontalPodAutoscaler` holds this target (`scaleUpKeepWindow`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub held_by: Option<String>,
+}
+
+// serde's `skip_serializing_if` passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A map of [`Fetched`] values as JSON: a value as itself, a failed fetch as
+/// `{"error": "message"}` (the spelling of replay scenarios).
+mod fetched_map {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Fetched;
+
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Out<'a, T> {
+        Failed { error: &'a str },
+        Value(&'a T),
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum In<T> {
+        Failed { error: String },
+        Value(T),
+    }
+
+    pub(super) fn serialize<S: Serializer, T: Serialize>(
+        map: &BTreeMap<String, Fetched<T>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_map(map.iter().map(|(k, v)| {
+            (
+                k,
+                match v {
+                    Ok(v) => Out::Value(v),
+                    Err(error) => Out::Failed { error },
+                },
+            )
+        }))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, Fetched<T>>, D::Error> {
+        let read = BTreeMap::<String, In<T>>::deserialize(d)?;
+        Ok(read
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    match v {
+                        In::Value(v) => Ok(v),
+                        In::Failed { error } => Err(error),
+                    },
+                )
+            })
+            .collect())
+    }
 }
 
 #[cfg(test)]

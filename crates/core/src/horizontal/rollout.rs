@@ -42,7 +42,8 @@ pub const PAUSED_FOR_ROLLOUT: &str = "PausedForRollout";
 
 /// The generation view of a target's rollout, as the decision's `pauseDuringRollout` gate
 /// reads it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RolloutState {
     /// `metadata.generation` of the workload.
     pub generation: i64,
