@@ -141,7 +141,7 @@ mod tests {
         ResourceRequirements,
     };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
     use plimsoll_core::api::vpa::{
         VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerStatus,
