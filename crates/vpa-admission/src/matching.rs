@@ -61,7 +61,11 @@ impl Owners for Caches {
 impl Caches {
     /// The VPA that controls `pod` in `namespace` ([`controlling::controlling_vpa`], the rule
     /// the updater and the recommender follow too), walking its owners through the caches.
-    pub fn controlling_vpa(&self, pod: &Pod, namespace: &str) -> Option<Arc<VerticalPodAutoscaler>> {
+    pub fn controlling_vpa(
+        &self,
+        pod: &Pod,
+        namespace: &str,
+    ) -> Option<Arc<VerticalPodAutoscaler>> {
         let vpas: Vec<Arc<VerticalPodAutoscaler>> = self
             .vpas
             .state()
@@ -86,9 +90,9 @@ impl Caches {
 pub(crate) mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-    use plimsoll_core::vertical::controlling::POD_TEMPLATE_HASH;
     use kube::runtime::reflector::store::Writer;
     use kube::runtime::watcher::Event;
+    use plimsoll_core::vertical::controlling::POD_TEMPLATE_HASH;
 
     /// Writable stores behind a [`Caches`].
     #[derive(Default)]

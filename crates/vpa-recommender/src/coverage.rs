@@ -174,8 +174,8 @@ mod tests {
 
     use k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-    use plimsoll_core::vertical::controlling::NoOwners;
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
+    use plimsoll_core::vertical::controlling::NoOwners;
     use plimsoll_runtime::leader::shards::shard_of;
 
     fn vpa(namespace: &str, name: &str) -> Arc<VerticalPodAutoscaler> {

@@ -140,8 +140,8 @@ mod tests {
         Container, ContainerState, ContainerStateTerminated, ContainerStatus, PodSpec, PodStatus,
         ResourceRequirements,
     };
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
     use plimsoll_core::api::vpa::{
         VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerStatus,
@@ -283,7 +283,8 @@ mod tests {
             let at = t0() + SignedDuration::from_mins(i);
             let out = r.run_loop(
                 std::slice::from_ref(&v),
-                &pods, &NoOwners,
+                &pods,
+                &NoOwners,
                 &[usage("web-1", "300m", "200Mi", at)],
                 &[],
                 at,
@@ -312,7 +313,8 @@ mod tests {
         let pods = vec![Arc::new(oom_killed(pod("web-1", "web", "500Mi"), at))];
         let out = r.run_loop(
             std::slice::from_ref(&v),
-            &pods, &NoOwners,
+            &pods,
+            &NoOwners,
             &[usage("web-1", "100m", "450Mi", at)],
             &[],
             at,
@@ -466,7 +468,8 @@ mod tests {
         let at = t0();
         let first = r.run_loop(
             std::slice::from_ref(&v),
-            &pods, &NoOwners,
+            &pods,
+            &NoOwners,
             &[usage("web-1", "300m", "200Mi", at)],
             &[],
             at,
@@ -476,7 +479,8 @@ mod tests {
         broken.selector = Err("apps/v1 Deployment ns/web not found".into());
         let out = r.run_loop(
             &[broken],
-            &pods, &NoOwners,
+            &pods,
+            &NoOwners,
             &[],
             &[],
             at + SignedDuration::from_mins(1),
@@ -551,7 +555,8 @@ mod tests {
             let at = t0() + SignedDuration::from_mins(i);
             r.run_loop(
                 std::slice::from_ref(&v),
-                &pods, &NoOwners,
+                &pods,
+                &NoOwners,
                 &[usage("web-1", "300m", "200Mi", at)],
                 &[],
                 at,
@@ -613,7 +618,8 @@ mod tests {
         let pods = vec![Arc::new(pod("web-1", "web", "100Mi"))];
         let out = r.run_loop(
             std::slice::from_ref(&v),
-            &pods, &NoOwners,
+            &pods,
+            &NoOwners,
             &[usage("web-1", "300m", "200Mi", t0())],
             &[],
             t0(),
@@ -649,7 +655,8 @@ mod tests {
         let at = t0();
         r.run_loop(
             &[a.clone(), b.clone()],
-            &pods, &NoOwners,
+            &pods,
+            &NoOwners,
             &[
                 usage("a-1", "300m", "200Mi", at),
                 usage("b-1", "100m", "50Mi", at),
@@ -689,7 +696,10 @@ mod tests {
         };
         on_web(&mut newer, "2024-03-02T00:00:00Z");
         on_web(&mut older, "2024-03-01T00:00:00Z");
-        let pods = [Arc::new(pod("p", "web", "1Mi")), Arc::new(pod("q", "api", "1Mi"))];
+        let pods = [
+            Arc::new(pod("p", "web", "1Mi")),
+            Arc::new(pod("q", "api", "1Mi")),
+        ];
         let r = Recommender::default();
         let owners = r.pod_owners(&[newer, older, vpa("api")], &pods, &NoOwners);
         assert_eq!(owners[&("ns".to_owned(), "p".to_owned())].1, "b");

@@ -787,7 +787,8 @@ impl<'a> Replayer<'a> {
             let now = self.cluster.time(if more { batch.last_t } else { t });
             let mut outcome = self.recommender.run_loop(
                 std::slice::from_ref(&self.cluster.vpa),
-                &self.cluster.pods, &NoOwners,
+                &self.cluster.pods,
+                &NoOwners,
                 &batch.usage,
                 &batch.events,
                 now,

@@ -572,7 +572,9 @@ impl Owners for Cache {
         if !controlling::follows(owner) {
             return None;
         }
-        let info = self.owners_of_kind(&owner.kind)?.get(namespace, &owner.name)?;
+        let info = self
+            .owners_of_kind(&owner.kind)?
+            .get(namespace, &owner.name)?;
         Some(info.controller.clone())
     }
 }

@@ -239,13 +239,9 @@ async fn update_vpa(
     }
     let now = Timestamp::now();
     let (snapshots, by_name) = snapshots(ctx, pods, now);
-    let (container_range, pod_range) = match inventory.limit_ranges(&namespace) {
-        Ok(ranges) => ranges,
-        Err(e) => {
-            // The webhook admits pods unchanged then: an eviction would change nothing.
-            tracing::warn!(error = %e, "cannot read the namespace's LimitRanges; no pod is updated");
-            return true;
-        }
+    // The webhook admits pods unchanged when the LimitRanges cannot be read: no update then.
+    let Ok((container_range, pod_range)) = inventory.limit_ranges(&namespace) else {
+        return true;
     };
     let recommend = |pod: &PodSnapshot| {
         process_recommendation(

@@ -7,8 +7,6 @@
 //! core's (`plimsoll_core::vertical::controlling`), which the updater and the recommender call
 //! too: the same rule over what the API server holds picks the same VPA for every pod.
 
-use std::collections::BTreeMap;
-
 use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -111,7 +109,7 @@ async fn admitted_cpu(env: &Env, pod: &Pod) -> anyhow::Result<Option<String>> {
 )]
 async fn the_webhook_patches_each_pod_from_its_controlling_vpa() -> anyhow::Result<()> {
     let (env, system) = sim_env("vpa-controlling").await?;
-    let result = run(&env, &system).await;
+    let result = Box::pin(run(&env, &system)).await;
     teardown(env, &system).await;
     result
 }
@@ -119,7 +117,8 @@ async fn the_webhook_patches_each_pod_from_its_controlling_vpa() -> anyhow::Resu
 async fn run(env: &Env, system: &str) -> anyhow::Result<()> {
     let webhook = start(env, system, &["--self-signed".to_owned()]).await?;
     let shards = shard_kind(env).await?;
-    let shard_api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.namespace, &shards);
+    let shard_api: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), &env.namespace, &shards);
     let shard: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "example.com/v1", "kind": "Shard",
         "metadata": {"name": "db"},
@@ -139,7 +138,15 @@ async fn run(env: &Env, system: &str) -> anyhow::Result<()> {
     vpa_on(env, "b-second", "apps/v1", "ReplicaSet", "solo", "111m").await?;
     vpa_on(env, "on-shard", "example.com/v1", "Shard", "db", "333m").await?;
     // Same kind and name as the ReplicaSet, another API group: never the ReplicaSet's.
-    vpa_on(env, "look-alike", "evil.example/v1", "ReplicaSet", "solo", "444m").await?;
+    vpa_on(
+        env,
+        "look-alike",
+        "evil.example/v1",
+        "ReplicaSet",
+        "solo",
+        "444m",
+    )
+    .await?;
 
     // The webhook's caches have the custom kind's VPA and recommendation.
     let of_shard = pod_of("example.com/v1", "Shard", "db", &shard_uid, "db")?;
@@ -149,7 +156,10 @@ async fn run(env: &Env, system: &str) -> anyhow::Result<()> {
     })
     .await?;
     let look_alike = pod_of("evil.example/v1", "ReplicaSet", "solo", "uid-evil", "solo")?;
-    assert_eq!(admitted_cpu(env, &look_alike).await?.as_deref(), Some("444m"));
+    assert_eq!(
+        admitted_cpu(env, &look_alike).await?.as_deref(),
+        Some("444m")
+    );
     // A pod of a Deployment's ReplicaSet (named from its pod-template-hash) no VPA names.
     let mut unrelated = pod_of("apps/v1", "ReplicaSet", "web-5d8f7c9b6", "uid-rs", "web")?;
     unrelated
@@ -157,7 +167,10 @@ async fn run(env: &Env, system: &str) -> anyhow::Result<()> {
         .labels
         .get_or_insert_default()
         .insert("pod-template-hash".to_owned(), "5d8f7c9b6".to_owned());
-    assert_eq!(admitted_cpu(env, &unrelated).await?.as_deref(), Some("100m"));
+    assert_eq!(
+        admitted_cpu(env, &unrelated).await?.as_deref(),
+        Some("100m")
+    );
 
     // A standalone ReplicaSet: the sim's controller creates its pods, the webhook patches them.
     let rs: ReplicaSet = serde_json::from_value(json!({
@@ -190,36 +203,49 @@ async fn run(env: &Env, system: &str) -> anyhow::Result<()> {
         );
     }
 
-    // The updater and the recommender call the same rule: over the objects the API server
-    // holds (the ReplicaSets as their owner lookup), it names the same VPA for every pod.
+    Box::pin(same_rule_over_the_api(
+        env,
+        [
+            ("solo", solo[0].clone(), Some("a-first")),
+            ("shard", of_shard, Some("on-shard")),
+            ("look-alike", look_alike, Some("look-alike")),
+            ("unrelated", unrelated, None),
+        ],
+    ))
+    .await?;
+    webhook.stop().await
+}
+
+/// The updater and the recommender call the same rule as the webhook: over the objects the API
+/// server holds (the ReplicaSets as the owner lookup), it names the expected VPA for each pod.
+async fn same_rule_over_the_api(
+    env: &Env,
+    cases: [(&str, Pod, Option<&str>); 4],
+) -> anyhow::Result<()> {
     let vpas: Vec<VerticalPodAutoscaler> = env
         .api::<VerticalPodAutoscaler>()
         .list(&ListParams::default())
         .await?
         .items;
     let mut owners = OwnerIndex::new();
-    for rs in env.api::<ReplicaSet>().list(&ListParams::default()).await?.items {
+    for rs in env
+        .api::<ReplicaSet>()
+        .list(&ListParams::default())
+        .await?
+        .items
+    {
         owners.insert(
-            (env.namespace.clone(), OwnerKey::new("apps", "ReplicaSet", &rs.name_any())),
+            (
+                env.namespace.clone(),
+                OwnerKey::new("apps", "ReplicaSet", &rs.name_any()),
+            ),
             controlling::controller_of(&rs.metadata),
         );
     }
-    let expected: BTreeMap<&str, Option<&str>> = BTreeMap::from([
-        ("solo", Some("a-first")),
-        ("shard", Some("on-shard")),
-        ("look-alike", Some("look-alike")),
-        ("unrelated", None),
-    ]);
-    let cases = [
-        ("solo", solo[0].clone()),
-        ("shard", of_shard),
-        ("look-alike", look_alike),
-        ("unrelated", unrelated),
-    ];
-    for (case, pod) in cases {
+    for (case, pod, expected) in cases {
         let chosen = controlling::controlling_vpa(&pod.metadata, &env.namespace, &owners, &vpas)
             .and_then(|v| v.metadata.name.as_deref());
-        assert_eq!(chosen, expected[case], "{case}");
+        assert_eq!(chosen, expected, "{case}");
     }
-    webhook.stop().await
+    Ok(())
 }

@@ -196,9 +196,7 @@ pub fn top_controller(pod: &ObjectMeta, namespace: &str, owners: &impl Owners) -
 /// The Deployment a pod's ReplicaSet belongs to by name: `<deployment>-<pod-template-hash>`.
 fn deployment_from_hash(pod: &ObjectMeta, replica_set: &str) -> Option<OwnerKey> {
     let hash = pod.labels.as_ref()?.get(POD_TEMPLATE_HASH)?;
-    let name = replica_set
-        .strip_suffix(hash.as_str())?
-        .strip_suffix('-')?;
+    let name = replica_set.strip_suffix(hash.as_str())?.strip_suffix('-')?;
     (!name.is_empty()).then(|| OwnerKey::new("apps", "Deployment", name))
 }
 
@@ -333,9 +331,9 @@ mod tests {
             &self.vpa
         }
         fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-            self.selects.as_ref().is_none_or(|app| {
-                labels.and_then(|l| l.get("app")) == Some(app)
-            })
+            self.selects
+                .as_ref()
+                .is_none_or(|app| labels.and_then(|l| l.get("app")) == Some(app))
         }
     }
 
@@ -347,13 +345,17 @@ mod tests {
             "spec": {"targetRef": {"apiVersion": api_version, "kind": kind, "name": target}},
         }))
         .unwrap();
-        vpa.metadata.creation_timestamp = created.map(|s| {
-            Time(jiff::Timestamp::UNIX_EPOCH + jiff::SignedDuration::from_secs(s))
-        });
+        vpa.metadata.creation_timestamp =
+            created.map(|s| Time(jiff::Timestamp::UNIX_EPOCH + jiff::SignedDuration::from_secs(s)));
         Vpa { vpa, selects: None }
     }
 
-    fn reference(api_version: &str, kind: &str, name: &str, controller: Option<bool>) -> OwnerReference {
+    fn reference(
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        controller: Option<bool>,
+    ) -> OwnerReference {
         OwnerReference {
             api_version: api_version.to_owned(),
             kind: kind.to_owned(),
@@ -405,7 +407,10 @@ mod tests {
         let mut other = vpa("c", Some(2), "apps/v1", "StatefulSet", "test-sts");
         other.selects = Some("other".to_owned());
         let vpas = [b, a, other];
-        assert_eq!(name_of(controlling_vpa(&p, "ns", &NoOwners, &vpas)), Some("a"));
+        assert_eq!(
+            name_of(controlling_vpa(&p, "ns", &NoOwners, &vpas)),
+            Some("a")
+        );
     }
 
     /// Upstream `TestFindParentControllerForPod`: no controller, `controller` unset or false,
@@ -419,9 +424,16 @@ mod tests {
             Some(reference("v1", "Node", "foo", Some(true))),
         ];
         for owner in none {
-            assert_eq!(top_controller(&pod(owner.clone(), &[]), "bar", &NoOwners), None, "{owner:?}");
+            assert_eq!(
+                top_controller(&pod(owner.clone(), &[]), "bar", &NoOwners),
+                None,
+                "{owner:?}"
+            );
         }
-        let p = pod(Some(reference("apps/v1", "ReplicaSet", "foo", Some(true))), &[]);
+        let p = pod(
+            Some(reference("apps/v1", "ReplicaSet", "foo", Some(true))),
+            &[],
+        );
         assert_eq!(
             top_controller(&p, "bar", &NoOwners),
             Some(OwnerKey::new("apps", "ReplicaSet", "foo"))
@@ -445,7 +457,11 @@ mod tests {
             (sts.clone(), Some(operator)),
         ]);
         let top = |api: &str, kind: &str, name: &str| {
-            top_controller(&pod(Some(reference(api, kind, name, Some(true))), &[]), "ns", &known)
+            top_controller(
+                &pod(Some(reference(api, kind, name, Some(true))), &[]),
+                "ns",
+                &known,
+            )
         };
         assert_eq!(top("apps/v1", "ReplicaSet", "web-abc"), Some(deploy));
         assert_eq!(top("batch/v1", "Job", "report-1"), Some(cron));
@@ -468,11 +484,19 @@ mod tests {
     fn an_unseen_replica_set_is_named_after_its_deployment() {
         let owner = Some(reference("apps/v1", "ReplicaSet", "web-5d8f", Some(true)));
         assert_eq!(
-            top_controller(&pod(owner.clone(), &[(POD_TEMPLATE_HASH, "5d8f")]), "ns", &NoOwners),
+            top_controller(
+                &pod(owner.clone(), &[(POD_TEMPLATE_HASH, "5d8f")]),
+                "ns",
+                &NoOwners
+            ),
             Some(OwnerKey::new("apps", "Deployment", "web"))
         );
         assert_eq!(
-            top_controller(&pod(owner.clone(), &[(POD_TEMPLATE_HASH, "zzz")]), "ns", &NoOwners),
+            top_controller(
+                &pod(owner.clone(), &[(POD_TEMPLATE_HASH, "zzz")]),
+                "ns",
+                &NoOwners
+            ),
             Some(OwnerKey::new("apps", "ReplicaSet", "web-5d8f"))
         );
         // A seen ReplicaSet without a controller is the top, whatever its name says.
@@ -486,20 +510,31 @@ mod tests {
     #[test]
     fn cycles_and_long_chains_have_no_controller() {
         let rs = |n: usize| OwnerKey::new("apps", "ReplicaSet", &format!("r{n}"));
-        let p = pod(Some(reference("apps/v1", "ReplicaSet", "r0", Some(true))), &[]);
+        let p = pod(
+            Some(reference("apps/v1", "ReplicaSet", "r0", Some(true))),
+            &[],
+        );
         let cycle = index(&[(rs(0), Some(rs(1))), (rs(1), Some(rs(0)))]);
         assert_eq!(top_controller(&p, "ns", &cycle), None);
         let own = index(&[(rs(0), Some(rs(0)))]);
         assert_eq!(top_controller(&p, "ns", &own), None);
         let long: Vec<_> = (0..=MAX_CHAIN).map(|n| (rs(n), Some(rs(n + 1)))).collect();
         assert_eq!(top_controller(&p, "ns", &index(&long)), None);
-        let short: Vec<_> = (0..MAX_CHAIN - 1).map(|n| (rs(n), Some(rs(n + 1)))).collect();
-        assert_eq!(top_controller(&p, "ns", &index(&short)), Some(rs(MAX_CHAIN - 1)));
+        let short: Vec<_> = (0..MAX_CHAIN - 1)
+            .map(|n| (rs(n), Some(rs(n + 1))))
+            .collect();
+        assert_eq!(
+            top_controller(&p, "ns", &index(&short)),
+            Some(rs(MAX_CHAIN - 1))
+        );
     }
 
     #[test]
     fn the_target_must_match_group_kind_name_and_namespace() {
-        let p = pod(Some(reference("apps/v1", "StatefulSet", "db", Some(true))), &[]);
+        let p = pod(
+            Some(reference("apps/v1", "StatefulSet", "db", Some(true))),
+            &[],
+        );
         let mut elsewhere = vpa("a", Some(0), "apps/v1", "StatefulSet", "db");
         elsewhere.vpa.metadata.namespace = Some("other".to_owned());
         let vpas = [
@@ -510,7 +545,10 @@ mod tests {
         ];
         assert!(controlling_vpa(&p, "ns", &NoOwners, &vpas).is_none());
         let right = [vpa("e", Some(9), "apps/v1beta1", "StatefulSet", "db")];
-        assert_eq!(name_of(controlling_vpa(&p, "ns", &NoOwners, &right)), Some("e"));
+        assert_eq!(
+            name_of(controlling_vpa(&p, "ns", &NoOwners, &right)),
+            Some("e")
+        );
     }
 
     #[test]
@@ -521,7 +559,10 @@ mod tests {
         assert_eq!(stronger(&a.vpa, &b.vpa), Ordering::Less);
         assert_eq!(stronger(&old.vpa, &b.vpa), Ordering::Greater);
         let web = OwnerKey::new("apps", "Deployment", "web");
-        assert_eq!(name_of(controlling("ns", None, &web, &[old, b, a])), Some("a"));
+        assert_eq!(
+            name_of(controlling("ns", None, &web, &[old, b, a])),
+            Some("a")
+        );
     }
 
     #[test]
@@ -533,10 +574,17 @@ mod tests {
             }))
             .unwrap()
         };
-        let ranges = [range("ns", "b", "2"), range("ns", "a", "1"), range("other", "z", "3")];
+        let ranges = [
+            range("ns", "b", "2"),
+            range("ns", "a", "1"),
+            range("other", "z", "3"),
+        ];
         let (container, pod) = limit_ranges(&ranges, "ns").unwrap();
         assert!(pod.is_none());
-        let cpu = container.unwrap().default.get(crate::vertical::Resource::Cpu);
+        let cpu = container
+            .unwrap()
+            .default
+            .get(crate::vertical::Resource::Cpu);
         // The last by name (b) sets the default.
         assert_eq!(cpu.map(|q| q.milli()), Some(2_000));
         assert_eq!(limit_ranges(&ranges, "empty").unwrap(), (None, None));
@@ -562,7 +610,11 @@ mod tests {
     }
 
     fn api_version(k: &OwnerKey) -> String {
-        if k.group.is_empty() { "v1".to_owned() } else { format!("{}/v1", k.group) }
+        if k.group.is_empty() {
+            "v1".to_owned()
+        } else {
+            format!("{}/v1", k.group)
+        }
     }
 
     prop_compose! {

@@ -106,8 +106,7 @@ pub fn owners<'p, V: ServedVpa>(
         .filter_map(|pod| {
             let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
             let candidates = by_namespace.get(namespace)?;
-            let owner =
-                controlling::controlling_vpa(&pod.metadata, namespace, &known, candidates)?;
+            let owner = controlling::controlling_vpa(&pod.metadata, namespace, &known, candidates)?;
             Some((key_of(owner.vpa()), pod.as_ref()))
         })
         .collect()
@@ -159,7 +158,7 @@ mod tests {
     /// A pod of ReplicaSet `web-5d8f` (Deployment `web` by its `pod-template-hash`), or of
     /// nothing.
     fn pod(name: &str, owned: bool, labels: &[(&str, &str)]) -> Arc<Pod> {
-        let owner = serde_json::json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        let references = serde_json::json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "name": "web-5d8f", "uid": "rs", "controller": true}]);
         let mut labels: BTreeMap<String, String> = labels
             .iter()
@@ -171,7 +170,7 @@ mod tests {
                 name: Some(name.into()),
                 namespace: Some("ns".into()),
                 labels: Some(labels),
-                owner_references: owned.then(|| serde_json::from_value(owner).unwrap()),
+                owner_references: owned.then(|| serde_json::from_value(references).unwrap()),
                 ..ObjectMeta::default()
             },
             ..Pod::default()

@@ -40,12 +40,12 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use super::aggregate::AggregationsConfig;
 use super::checkpoint::CheckpointError;
 use super::checkpoint_schedule::{self, CheckpointWrite, checkpoint_object};
+use super::controlling::Owners;
 use super::estimator::EstimatorConfig;
 use super::joint::JointRequest;
 use super::joint_sizing::{self, HorizontalSettings, JointConfig, JointState, annotated};
 use super::model::VpaModel;
 use super::oom::{clamp_amount, eviction_ooms, status_ooms};
-use super::controlling::Owners;
 use super::ownership::{ServedVpa, VpaKey, key_of, owners};
 use super::recommendation::{
     JointCondition, Observation, RecommendationError, RecommendationReport,

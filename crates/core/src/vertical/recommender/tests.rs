@@ -180,7 +180,14 @@ fn run(
                 usage(p.metadata.name.as_deref().unwrap_or_default(), &split, at)
             })
             .collect();
-        last = r.run_loop(std::slice::from_ref(vpa), pods, &NoOwners, &samples, &[], at);
+        last = r.run_loop(
+            std::slice::from_ref(vpa),
+            pods,
+            &NoOwners,
+            &samples,
+            &[],
+            at,
+        );
     }
     last
 }
@@ -371,7 +378,14 @@ fn the_total_usage_is_persisted_every_interval_and_restored_on_first_sight() {
         .get_or_insert_default()
         .insert(TOTAL_USAGE_ANNOTATION.into(), due[0].1.clone());
     let mut fresh = recommender();
-    let out = fresh.run_loop(std::slice::from_ref(&annotated), &pods, &NoOwners, &[], &[], last);
+    let out = fresh.run_loop(
+        std::slice::from_ref(&annotated),
+        &pods,
+        &NoOwners,
+        &[],
+        &[],
+        last,
+    );
     assert_eq!(
         fresh.total_usage(&key).map(|j| &j.usage),
         r.total_usage(&key).map(|j| &j.usage)
