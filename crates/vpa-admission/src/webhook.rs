@@ -86,9 +86,10 @@ impl Webhook {
 
     fn decide(&self, request: &AdmissionRequest) -> (&'static str, Outcome, AdmissionResponse) {
         let kind = &request.kind;
-        let in_scope = self
-            .scope
-            .admits(request.namespace.as_deref().unwrap_or_default());
+        let in_scope = plimsoll_core::vertical::controlling::in_scope(
+            &self.scope,
+            request.namespace.as_deref().unwrap_or_default(),
+        );
         match (kind.group.as_str(), kind.kind.as_str()) {
             ("", "Pod") if !in_scope => ("pod", Outcome::Ignored, review::allow(request)),
             ("autoscaling.k8s.io", "VerticalPodAutoscaler") if !in_scope => {
@@ -131,10 +132,7 @@ impl Webhook {
                 "VPA caches are not synced yet; pod admitted without recommendations",
             );
         }
-        let Some(controller) = self.caches.top_controller(&pod, &namespace) else {
-            return (Outcome::NoVpa, review::allow(request));
-        };
-        let Some(vpa) = self.caches.controlling_vpa(&namespace, &controller) else {
+        let Some(vpa) = self.caches.controlling_vpa(&pod, &namespace) else {
             return (Outcome::NoVpa, review::allow(request));
         };
         let vpa_name = vpa.metadata.name.clone().unwrap_or_default();

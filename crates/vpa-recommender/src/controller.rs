@@ -13,14 +13,17 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_core::conflict;
+use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
 use plimsoll_core::vertical::joint_sizing::{self, HorizontalSettings, TOTAL_USAGE_ANNOTATION};
 use plimsoll_runtime::api_message;
 use plimsoll_runtime::events::Events;
@@ -59,6 +62,11 @@ pub struct Context {
     pub pods: Store<Pod>,
     /// `Evicted` Events (memory-pressure kills), from a watch with `reason=Evicted`.
     pub events: Store<Event>,
+    /// Every ReplicaSet and Job: the owner walk climbs through them to a pod's top controller
+    /// (which VPA controls a pod, [`plimsoll_core::vertical::controlling`]).
+    pub replica_sets: Store<ReplicaSet>,
+    /// See `replica_sets`.
+    pub jobs: Store<Job>,
     /// HorizontalPodAutoscalerPluses by the workload they scale (conflict detection).
     pub autoscalers: TargetIndex<HorizontalPodAutoscalerPlus>,
     /// autoscaling/v2 HorizontalPodAutoscalers by the workload they scale (conflict detection).
@@ -111,6 +119,24 @@ impl<'a> Gate<'a> {
             );
         }
         held
+    }
+}
+
+/// The cached ReplicaSets and Jobs, for the owner walk.
+impl Owners for Context {
+    fn controller_of(&self, namespace: &str, owner: &OwnerKey) -> Option<Option<OwnerKey>> {
+        let controller = match (owner.group.as_str(), owner.kind.as_str()) {
+            ("apps", "ReplicaSet") => {
+                let key = ObjectRef::new(&owner.name).within(namespace);
+                controlling::controller_of(&self.replica_sets.get(&key)?.metadata)
+            }
+            ("batch", "Job") => {
+                let key = ObjectRef::new(&owner.name).within(namespace);
+                controlling::controller_of(&self.jobs.get(&key)?.metadata)
+            }
+            _ => return None,
+        };
+        Some(controller)
     }
 }
 
@@ -281,9 +307,9 @@ pub async fn run_once(
         .filter_map(|i| i.vpa.metadata.namespace.clone())
         .collect();
     let usage = fetch_usage(ctx, namespaces).await;
-    let pods = coverage::pods_for(&inputs, &context, ctx.pods.state());
+    let pods = coverage::pods_for(&inputs, &context, ctx.pods.state(), ctx);
     let events = ctx.events.state();
-    let outcome = recommender.run_loop(&inputs, &pods, &usage, &events, now);
+    let outcome = recommender.run_loop(&inputs, &pods, ctx, &usage, &events, now);
     let gate = Gate::new(&ctx.shards, inputs.iter().map(|i| i.vpa.as_ref()));
     write_statuses(ctx, &gate, &inputs, &outcome).await;
     write_checkpoints(ctx, &gate, recommender, now, None).await;
@@ -600,7 +626,7 @@ pub(crate) async fn restore(
         // Ownership over every served VPA, as the loop sees it; only `keys`' pods are loaded.
         let inputs = resolve_all(ctx, ctx.served_vpas()).await;
         let pods = ctx.pods.state();
-        let owner = recommender.pod_owners(&inputs, &pods);
+        let owner = recommender.pod_owners(&inputs, &pods, ctx);
         let mut loaded = 0;
         for ((namespace, pod, container), h) in &history {
             let Some(key) = owner

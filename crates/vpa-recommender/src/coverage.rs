@@ -17,11 +17,12 @@
 //! Without sharding there is one shard, held while leading: the coverage is everything or
 //! nothing, as the single leader's loop always was.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_core::vertical::controlling::{OwnerKey, Owners};
 use plimsoll_core::vertical::ownership::{ServedVpa, VpaKey, key_of, owners};
 
 /// The shards covered by the loop, each with the guard that keeps it from being released.
@@ -108,42 +109,44 @@ pub fn in_shards(
         .collect()
 }
 
-/// The served VPAs outside the coverage that may own pods a covered VPA selects: a pod belongs
-/// to the first VPA by name in its namespace that selects it, so only an uncovered VPA in the
-/// namespace of a covered one, with a name before the last covered name there, can take a pod
-/// from it. The loop resolves these too, so that ownership is the same as in an unsharded loop.
+/// The served VPAs outside the coverage that may take pods from a covered VPA: a pod belongs to
+/// the oldest VPA on its top controller ([`controlling`]), so only an uncovered VPA naming the
+/// same target in the same namespace as a covered one can. The loop resolves these too, so that
+/// ownership is the same as in an unsharded loop.
 pub fn ownership_context(
     served: &[Arc<VerticalPodAutoscaler>],
     covered: &[Arc<VerticalPodAutoscaler>],
 ) -> Vec<Arc<VerticalPodAutoscaler>> {
+    let target = |v: &VerticalPodAutoscaler| {
+        (
+            v.metadata.namespace.clone().unwrap_or_default(),
+            OwnerKey::of_target(&v.spec.target_ref),
+        )
+    };
     let covered_keys: HashSet<VpaKey> = covered.iter().map(|v| key_of(v)).collect();
-    let mut last: HashMap<String, String> = HashMap::new();
-    for (namespace, name) in &covered_keys {
-        let entry = last.entry(namespace.clone()).or_default();
-        if name > entry {
-            entry.clone_from(name);
-        }
-    }
+    let covered_targets: HashSet<(String, OwnerKey)> = covered.iter().map(|v| target(v)).collect();
     served
         .iter()
-        .filter(|v| {
-            let key = key_of(v);
-            !covered_keys.contains(&key) && last.get(&key.0).is_some_and(|l| key.1 < *l)
-        })
+        .filter(|v| !covered_keys.contains(&key_of(v)) && covered_targets.contains(&target(v)))
         .cloned()
         .collect()
 }
 
 /// The pods a loop over `covered` may see: all but those owned (over `covered` and `context`
-/// together) by a context VPA. The covered VPAs then own exactly the pods they own in an
-/// unsharded loop.
-pub fn pods_for<V: ServedVpa>(covered: &[V], context: &[V], pods: Vec<Arc<Pod>>) -> Vec<Arc<Pod>> {
+/// together, walking owners through `known`) by a context VPA. The covered VPAs then own
+/// exactly the pods they own in an unsharded loop.
+pub fn pods_for<V: ServedVpa>(
+    covered: &[V],
+    context: &[V],
+    pods: Vec<Arc<Pod>>,
+    known: &dyn Owners,
+) -> Vec<Arc<Pod>> {
     if context.is_empty() {
         return pods;
     }
     let outside: HashSet<VpaKey> = context.iter().map(|v| key_of(v.object())).collect();
     let everyone: Vec<&V> = covered.iter().chain(context).collect();
-    let taken: HashSet<(String, String)> = owners(&everyone, &pods)
+    let taken: HashSet<(String, String)> = owners(&everyone, &pods, known)
         .into_iter()
         .filter(|(owner, _)| outside.contains(owner))
         .map(|(_, pod)| {
@@ -170,18 +173,24 @@ mod tests {
     use std::collections::BTreeMap;
 
     use k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
+    use plimsoll_core::vertical::controlling::NoOwners;
     use plimsoll_runtime::leader::shards::shard_of;
 
     fn vpa(namespace: &str, name: &str) -> Arc<VerticalPodAutoscaler> {
+        on(namespace, name, name)
+    }
+
+    /// VPA `namespace/name` on Deployment `target`, created at `created`.
+    fn on(namespace: &str, name: &str, target: &str) -> Arc<VerticalPodAutoscaler> {
         let mut v = VerticalPodAutoscaler::new(
             name,
             VerticalPodAutoscalerSpec {
                 target_ref: CrossVersionObjectReference {
                     api_version: Some("apps/v1".into()),
                     kind: "Deployment".into(),
-                    name: name.into(),
+                    name: target.into(),
                 },
                 update_policy: None,
                 resource_policy: None,
@@ -241,21 +250,22 @@ mod tests {
         assert!(in_shards(&[Arc::new(no_uid)], of, &BTreeSet::from([0, 1, 2, 3])).is_empty());
     }
 
+    /// Was "earlier names in covered namespaces" while a pod went to the first VPA by name.
     #[test]
-    fn ownership_context_is_earlier_names_in_covered_namespaces() {
+    fn ownership_context_is_the_other_vpas_on_covered_targets() {
         let served = vec![
-            vpa("a", "api"),
-            vpa("a", "batch"),
-            vpa("a", "web"),
-            vpa("a", "zeta"),
-            vpa("b", "alpha"),
+            on("a", "api", "web"),
+            on("a", "batch", "batch"),
+            on("a", "web", "web"),
+            on("a", "zeta", "web"),
+            on("b", "alpha", "web"),
         ];
         let covered = vec![served[2].clone()];
-        // `api` and `batch` come before `web` and could own its pods; `zeta` cannot, nor can
-        // anything in namespace b.
+        // `api` and `zeta` name web too and could own its pods; `batch` names another target,
+        // and namespace b is another namespace.
         assert_eq!(
             names(&ownership_context(&served, &covered)),
-            ["api", "batch"]
+            ["api", "zeta"]
         );
         assert!(ownership_context(&served, &served).is_empty());
         assert!(ownership_context(&served, &[]).is_empty());
@@ -285,12 +295,21 @@ mod tests {
         }
     }
 
+    /// A pod of Deployment `shared`, labelled `app`.
     fn pod(name: &str, app: &str) -> Arc<Pod> {
         Arc::new(Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("a".into()),
                 labels: Some(BTreeMap::from([("app".into(), app.into())])),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "apps/v1".into(),
+                    kind: "Deployment".into(),
+                    name: "shared".into(),
+                    uid: "uid-shared".into(),
+                    controller: Some(true),
+                    block_owner_deletion: None,
+                }]),
                 ..ObjectMeta::default()
             },
             ..Pod::default()
@@ -299,20 +318,34 @@ mod tests {
 
     #[test]
     fn pods_owned_outside_the_coverage_are_not_seen() {
-        // `api` (uncovered) and `web` (covered) both select app=shared; `api` comes first by
-        // name, so the pod is api's, in the sharded loop as in the unsharded one.
-        let covered = [Input(vpa("a", "web"), "shared")];
-        let context = [Input(vpa("a", "api"), "shared")];
+        // `api` (uncovered, older) and `web` (covered) both name Deployment shared and select
+        // app=shared; the older one has the pod, in the sharded loop as in the unsharded one.
+        let created = |v: Arc<VerticalPodAutoscaler>, at: &str| {
+            let mut v = (*v).clone();
+            v.metadata.creation_timestamp = Some(Time(at.parse().unwrap()));
+            Arc::new(v)
+        };
+        let covered = [Input(
+            created(on("a", "web", "shared"), "2026-01-02T00:00:00Z"),
+            "shared",
+        )];
+        let context = [Input(
+            created(on("a", "api", "shared"), "2026-01-01T00:00:00Z"),
+            "shared",
+        )];
         let pods = vec![pod("p1", "shared"), pod("p2", "other")];
-        let seen = pods_for(&covered, &context, pods.clone());
+        let seen = pods_for(&covered, &context, pods.clone(), &NoOwners);
         let seen: Vec<_> = seen
             .iter()
             .filter_map(|p| p.metadata.name.clone())
             .collect();
         assert_eq!(seen, ["p2"]);
-        assert_eq!(pods_for(&covered, &[], pods.clone()).len(), 2);
+        assert_eq!(pods_for(&covered, &[], pods.clone(), &NoOwners).len(), 2);
         // Nobody outside selects it: the covered VPA keeps it.
-        let elsewhere = [Input(vpa("a", "api"), "else")];
-        assert_eq!(pods_for(&covered, &elsewhere, pods).len(), 2);
+        let elsewhere = [Input(
+            created(on("a", "api", "shared"), "2026-01-01T00:00:00Z"),
+            "else",
+        )];
+        assert_eq!(pods_for(&covered, &elsewhere, pods, &NoOwners).len(), 2);
     }
 }

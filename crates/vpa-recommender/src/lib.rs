@@ -1,9 +1,11 @@
 //! The vpa-recommender service: a drop-in replacement for the upstream VPA recommender.
 //!
 //! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, Lease
-//! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods and
-//! eviction Events, and — while leading — the loop: restore state (checkpoints or Prometheus,
-//! retried with back-off until it succeeds; nothing is written before), then every
+//! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods, eviction
+//! Events, and the ReplicaSets and Jobs a pod's owner walk climbs through (not waited for: until
+//! they have listed, an unseen owner ends the walk, as `plimsoll_core::vertical::controlling`
+//! says), and — while leading — the loop: restore state (checkpoints or Prometheus, retried with
+//! back-off until it succeeds; nothing is written before), then every
 //! `--recommender-interval` one [`controller::run_once`], and every `--checkpoints-gc-interval`
 //! one [`controller::garbage_collect`]. Cancelling the token lets the loop in flight finish its
 //! writes, then releases the Lease and returns `Ok`.
@@ -28,7 +30,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -155,6 +159,20 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         api::<HorizontalPodAutoscaler>(&client, namespace.as_deref()),
     ));
 
+    // The owner walk (which VPA controls a pod) climbs from pods through ReplicaSets and Jobs.
+    let (replica_sets, replica_set_writer) = reflector::store();
+    service.spawn(watch(
+        replica_set_writer,
+        api::<ReplicaSet>(&client, namespace.as_deref()),
+        watcher::Config::default(),
+    ));
+    let (jobs, job_writer) = reflector::store();
+    service.spawn(watch(
+        job_writer,
+        api::<Job>(&client, namespace.as_deref()),
+        watcher::Config::default(),
+    ));
+
     // Every loop resolves each VPA's target to its pods' selector: from memory for the
     // built-in workloads, instead of one GET per VPA per loop.
     let workloads = WatchedScales::new();
@@ -170,6 +188,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         vpas,
         pods,
         events,
+        replica_sets,
+        jobs,
         autoscalers,
         hpas,
         shards: service.shards.clone(),

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 pub use plimsoll_core::vertical::checkpoint_schedule::{CheckpointWrite, checkpoint_object};
+pub use plimsoll_core::vertical::controlling::{NoOwners, OwnerIndex, Owners};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::HorizontalSettings;
 pub use plimsoll_core::vertical::oom::{EvictionOom, eviction_ooms};
@@ -82,17 +83,19 @@ impl Recommender {
         }
     }
 
-    /// One loop ([`core::Recommender::run_loop`]) over `usage` as `metrics.k8s.io` reports it.
+    /// One loop ([`core::Recommender::run_loop`]) over `usage` as `metrics.k8s.io` reports it;
+    /// `owners`: the ReplicaSets and Jobs the service has seen, for the owner walk.
     pub fn run_loop(
         &mut self,
         vpas: &[VpaInput],
         pods: &[Arc<Pod>],
+        owners: &dyn Owners,
         usage: &[PodMetrics],
         events: &[Arc<Event>],
         now: Timestamp,
     ) -> LoopOutcome {
         let usage: Vec<PodUsage> = usage.iter().map(pod_usage).collect();
-        self.core.run_loop(vpas, pods, &usage, events, now)
+        self.core.run_loop(vpas, pods, owners, &usage, events, now)
     }
 }
 
@@ -138,7 +141,7 @@ mod tests {
         ResourceRequirements,
     };
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
     use plimsoll_core::api::vpa::{
         VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerStatus,
@@ -177,12 +180,21 @@ mod tests {
         }
     }
 
+    /// A pod of Deployment `app`, labelled `app`.
     fn pod(name: &str, app: &str, memory_request: &str) -> Pod {
         Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("ns".into()),
                 labels: Some(BTreeMap::from([("app".into(), app.into())])),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "apps/v1".into(),
+                    kind: "Deployment".into(),
+                    name: app.into(),
+                    uid: format!("uid-{app}"),
+                    controller: Some(true),
+                    block_owner_deletion: None,
+                }]),
                 ..ObjectMeta::default()
             },
             spec: Some(PodSpec {
@@ -272,6 +284,7 @@ mod tests {
             let out = r.run_loop(
                 std::slice::from_ref(&v),
                 &pods,
+                &NoOwners,
                 &[usage("web-1", "300m", "200Mi", at)],
                 &[],
                 at,
@@ -287,7 +300,7 @@ mod tests {
         assert!((340..=356).contains(&cpu), "{cpu}");
         // Nothing changes on the next identical loop once the histogram is stable.
         let at = t0() + SignedDuration::from_mins(61);
-        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &[], at);
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &NoOwners, &[], &[], at);
         assert!(out.updates.is_empty(), "{:?}", out.updates);
         assert_eq!(out.containers, 1);
     }
@@ -301,6 +314,7 @@ mod tests {
         let out = r.run_loop(
             std::slice::from_ref(&v),
             &pods,
+            &NoOwners,
             &[usage("web-1", "100m", "450Mi", at)],
             &[],
             at,
@@ -309,7 +323,7 @@ mod tests {
         let mem = plimsoll_core::quantity::memory_bytes(&target(&out.updates[0], "memory"))
             .expect("memory");
         assert!(mem > 500 << 20, "{mem}");
-        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &[], at);
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &NoOwners, &[], &[], at);
         assert_eq!(out.ooms, 0, "the same kill is recorded once");
     }
 
@@ -410,12 +424,12 @@ mod tests {
             ],
             at,
         ))];
-        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &events, at);
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &NoOwners, &[], &events, at);
         assert_eq!(out.ooms, 1);
         let mem = plimsoll_core::quantity::memory_bytes(&target(&out.updates[0], "memory"))
             .expect("memory");
         assert!(mem > 300 << 20, "{mem}");
-        let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &events, at);
+        let out = r.run_loop(std::slice::from_ref(&v), &pods, &NoOwners, &[], &events, at);
         assert_eq!(out.ooms, 0);
     }
 
@@ -455,6 +469,7 @@ mod tests {
         let first = r.run_loop(
             std::slice::from_ref(&v),
             &pods,
+            &NoOwners,
             &[usage("web-1", "300m", "200Mi", at)],
             &[],
             at,
@@ -465,6 +480,7 @@ mod tests {
         let out = r.run_loop(
             &[broken],
             &pods,
+            &NoOwners,
             &[],
             &[],
             at + SignedDuration::from_mins(1),
@@ -490,7 +506,7 @@ mod tests {
             Arc::new(pod("b-1", "b", "1Mi")),
         ];
         let at = t0();
-        r.run_loop(&[a.clone(), b.clone()], &pods, &[], &[], at);
+        r.run_loop(&[a.clone(), b.clone()], &pods, &NoOwners, &[], &[], at);
         r.checkpoint_written(&key_of(&a.vpa), "app", at);
         let names = |r: &Recommender, now| -> Vec<String> {
             r.checkpoints_due(now)
@@ -508,7 +524,7 @@ mod tests {
         let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
         let mut bad = vpa("gone");
         bad.selector = Err("apps/v1 Deployment ns/gone not found".into());
-        let out = r.run_loop(&[vpa("web"), bad], &[], &[], &[], t0());
+        let out = r.run_loop(&[vpa("web"), bad], &[], &NoOwners, &[], &[], t0());
         assert_eq!(out.updates.len(), 2);
         let types = |u: &StatusUpdate| -> Vec<(String, String)> {
             u.status
@@ -540,6 +556,7 @@ mod tests {
             r.run_loop(
                 std::slice::from_ref(&v),
                 &pods,
+                &NoOwners,
                 &[usage("web-1", "300m", "200Mi", at)],
                 &[],
                 at,
@@ -602,6 +619,7 @@ mod tests {
         let out = r.run_loop(
             std::slice::from_ref(&v),
             &pods,
+            &NoOwners,
             &[usage("web-1", "300m", "200Mi", t0())],
             &[],
             t0(),
@@ -638,6 +656,7 @@ mod tests {
         r.run_loop(
             &[a.clone(), b.clone()],
             &pods,
+            &NoOwners,
             &[
                 usage("a-1", "300m", "200Mi", at),
                 usage("b-1", "100m", "50Mi", at),
@@ -662,20 +681,29 @@ mod tests {
         assert_eq!(r.model(&key_of(&a.vpa)).map(|m| m.checkpoints(at)), before);
     }
 
+    /// Was "the first VPA by name" (`a`) before the rule was shared with the webhook and the
+    /// updater: now the oldest of the VPAs on the pod's controller that select it.
     #[test]
-    fn pods_match_the_first_vpa_by_name_in_their_namespace() {
-        let vpas = [vpa("b"), vpa("a")];
-        let mut both = vpas[0].clone();
-        both.selector = Selector::parse("tier=web").map_err(|e| e.to_string());
-        let mut p = pod("p", "a", "1Mi");
-        p.metadata
-            .labels
-            .get_or_insert_default()
-            .insert("tier".into(), "web".into());
-        let pods = [Arc::new(p)];
+    fn pods_belong_to_the_oldest_vpa_on_their_controller() {
+        let mut newer = vpa("a");
+        let mut older = vpa("b");
+        let on_web = |v: &mut VpaInput, created: &str| {
+            let mut o = (*v.vpa).clone();
+            o.spec.target_ref.name = "web".into();
+            o.metadata.creation_timestamp = Some(Time(created.parse().expect("ts")));
+            v.vpa = Arc::new(o);
+            v.selector = Selector::parse("app=web").map_err(|e| e.to_string());
+        };
+        on_web(&mut newer, "2024-03-02T00:00:00Z");
+        on_web(&mut older, "2024-03-01T00:00:00Z");
+        let pods = [
+            Arc::new(pod("p", "web", "1Mi")),
+            Arc::new(pod("q", "api", "1Mi")),
+        ];
         let r = Recommender::default();
-        let owners = r.pod_owners(&[both, vpas[1].clone()], &pods);
-        assert_eq!(owners[&("ns".to_owned(), "p".to_owned())].1, "a");
+        let owners = r.pod_owners(&[newer, older, vpa("api")], &pods, &NoOwners);
+        assert_eq!(owners[&("ns".to_owned(), "p".to_owned())].1, "b");
+        assert_eq!(owners[&("ns".to_owned(), "q".to_owned())].1, "api");
     }
 
     proptest::proptest! {
@@ -692,7 +720,7 @@ mod tests {
             for (cpu, mem) in &series {
                 at += SignedDuration::from_mins(1);
                 let sample = usage("web-1", &format!("{cpu}m"), &format!("{mem}Mi"), at);
-                let out = r.run_loop(std::slice::from_ref(&v), &pods, &[sample], &[], at);
+                let out = r.run_loop(std::slice::from_ref(&v), &pods, &NoOwners, &[sample], &[], at);
                 for u in &out.updates {
                     let rec = u.status.recommendation.as_ref()
                         .and_then(|r| r.container_recommendations.as_ref())
@@ -712,7 +740,7 @@ mod tests {
                     v = with_status(&v, &u.status);
                 }
             }
-            let out = r.run_loop(std::slice::from_ref(&v), &pods, &[], &[], at);
+            let out = r.run_loop(std::slice::from_ref(&v), &pods, &NoOwners, &[], &[], at);
             proptest::prop_assert!(out.updates.is_empty());
         }
     }

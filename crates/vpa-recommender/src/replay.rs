@@ -23,7 +23,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{
     Container, Event, ObjectReference, Pod, PodSpec, ResourceRequirements,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use plimsoll_core::api::vpa::{
     ResourceList, VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint,
 };
@@ -38,7 +38,7 @@ use serde::de::DeserializeOwned;
 
 use crate::plot::{ResourceTrace, SeriesPoint};
 use crate::recommender::{
-    ContainerMetrics, PodMetrics, Recommender, Selector, Unsupported, VpaInput, VpaKey,
+    ContainerMetrics, NoOwners, PodMetrics, Recommender, Selector, Unsupported, VpaInput, VpaKey,
     VpaRecommendation, checkpoint_object, key_of,
 };
 use serde::{Deserialize, Serialize};
@@ -652,8 +652,18 @@ impl<'a> FakeCluster<'a> {
     }
 }
 
-/// A pod of the scenario's target: labelled for the fake selector, running its containers.
+/// A pod of the scenario's target: controlled by it (the loop's owner walk ends there),
+/// labelled for the fake selector, running its containers.
 fn fake_pod(scenario: &Scenario, name: &str) -> Pod {
+    let target = &scenario.vpa.spec.target_ref;
+    let controller = OwnerReference {
+        api_version: target.api_version.clone().unwrap_or_default(),
+        kind: target.kind.clone(),
+        name: target.name.clone(),
+        uid: format!("replay-{}", target.name),
+        controller: Some(true),
+        block_owner_deletion: None,
+    };
     let containers = scenario
         .containers
         .iter()
@@ -679,6 +689,7 @@ fn fake_pod(scenario: &Scenario, name: &str) -> Pod {
                 POD_LABEL.0.to_owned(),
                 POD_LABEL.1.to_owned(),
             )])),
+            owner_references: Some(vec![controller]),
             ..ObjectMeta::default()
         },
         spec: Some(PodSpec {
@@ -750,6 +761,7 @@ impl<'a> Replayer<'a> {
             let mut outcome = self.recommender.run_loop(
                 std::slice::from_ref(&self.cluster.vpa),
                 &self.cluster.pods,
+                &NoOwners,
                 &batch.usage,
                 &batch.events,
                 now,

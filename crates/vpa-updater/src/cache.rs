@@ -31,6 +31,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
 use plimsoll_core::vertical::priority::{Owner, PodSnapshot};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -66,6 +67,8 @@ pub struct OwnerInfo {
     pub name: String,
     /// Desired replicas (ReadySet count for a DaemonSet; none for a Job).
     pub replicas: Option<u32>,
+    /// Its own controller, with its API group (the owner walk compares groups).
+    pub controller: Option<OwnerKey>,
 }
 
 /// The controller owner reference of an object.
@@ -376,6 +379,7 @@ where
             admits(meta).then(|| OwnerInfo {
                 name: meta.name.clone().unwrap_or_default(),
                 replicas: replicas(&o),
+                controller: controlling::controller_of(meta),
             })
         });
     });
@@ -562,6 +566,19 @@ impl Cache {
     }
 }
 
+/// The followed ReplicaSets and Jobs, for the owner walk ([`controlling::top_controller`]).
+impl Owners for Cache {
+    fn controller_of(&self, namespace: &str, owner: &OwnerKey) -> Option<Option<OwnerKey>> {
+        if !controlling::follows(owner) {
+            return None;
+        }
+        let info = self
+            .owners_of_kind(&owner.kind)?
+            .get(namespace, &owner.name)?;
+        Some(info.controller.clone())
+    }
+}
+
 /// The cached form of `pod`; `None` for a pod that is not kept (being deleted, without a
 /// controller, in an ignored namespace).
 fn cached_pod(mut pod: Pod, admits: &impl Fn(&ObjectMeta) -> bool) -> Option<CachedPod> {
@@ -604,6 +621,7 @@ impl Cache {
             Some(OwnerInfo {
                 name: o.metadata.name.clone().unwrap_or_default(),
                 replicas: replicas(o.spec.as_ref().and_then(|s| s.replicas)),
+                controller: controlling::controller_of(&o.metadata),
             })
         });
     }

@@ -1,19 +1,22 @@
 //! Which pods belong to which VPA, read from the watch-fed [`Cache`] at the start of a loop
 //! (no request is made here).
 //!
-//! A pod belongs to the VPA whose `targetRef` names the pod's controller or that controller's
-//! own controller (a Deployment above its ReplicaSet, a CronJob above its Job, or any custom
-//! kind that owns ReplicaSets, such as an Argo Rollout); the upper one wins when both are
-//! targeted. When two VPAs name the same controller the older one wins (then the one whose
-//! namespace and name sort first), so the choice is stable across loops. The lookup goes from
-//! the VPA to its pods through the cache's controller indexes, never over every pod.
+//! The rule is core's ([`controlling`], upstream's `GetControllingVPAForPod`), the one the
+//! admission webhook patches by and the recommender learns by: a pod belongs to the oldest VPA
+//! (then the smaller name) whose `targetRef` names the pod's top controller — its controller, or
+//! the controller above its ReplicaSet or Job (a Deployment, a CronJob, a Rollout, any custom
+//! `/scale` kind), compared by API group, kind and name. The updater must cap exactly as the
+//! webhook does, or pods would be evicted and recreated forever. The lookup goes from the VPA to
+//! its candidate pods through the cache's controller indexes, never over every pod, and each
+//! candidate is then checked against the rule.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::LimitRange;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
-use plimsoll_core::vertical::limit_range::{self, LimitRangeItem, LimitType};
+use plimsoll_core::quantity::QuantityError;
+use plimsoll_core::vertical::controlling::{self, OwnerKey};
+use plimsoll_core::vertical::limit_range::LimitRangeItem;
 use plimsoll_core::vertical::priority::Owner;
 
 use crate::cache::{Cache, CachedPod};
@@ -23,8 +26,8 @@ use crate::cache::{Cache, CachedPod};
 /// and the updater's own namespace).
 pub use plimsoll_core::vertical::scope::NamespaceScope as Scope;
 
-/// `(namespace, kind, name)` of a VPA's target.
-type TargetKey = (String, String, String);
+/// The merged container and pod LimitRange items of a namespace, or why they cannot be read.
+type Ranges = Result<(Option<LimitRangeItem>, Option<LimitRangeItem>), QuantityError>;
 
 fn namespace(vpa: &VerticalPodAutoscaler) -> &str {
     vpa.metadata.namespace.as_deref().unwrap_or_default()
@@ -35,51 +38,43 @@ pub struct Inventory<'c> {
     cache: &'c Cache,
     /// VPAs, oldest first.
     pub vpas: Vec<Arc<VerticalPodAutoscaler>>,
-    /// Each target's VPA (index into `vpas`): the first one naming it.
-    targets: HashMap<TargetKey, usize>,
-    limit_ranges: HashMap<String, Vec<(LimitType, LimitRangeItem)>>,
+    /// The VPAs (indexes into `vpas`) naming each `(namespace, target)`.
+    targets: HashMap<(String, OwnerKey), Vec<usize>>,
+    limit_ranges: BTreeMap<String, Ranges>,
 }
 
 impl<'c> Inventory<'c> {
-    /// The VPAs in scope, oldest first.
+    /// The VPAs in scope, oldest first ([`controlling::stronger`], then the namespace).
     pub fn vpas(cache: &Cache, scope: &Scope) -> Vec<Arc<VerticalPodAutoscaler>> {
         let mut vpas = cache.vpas(scope);
-        let created =
-            |v: &VerticalPodAutoscaler| v.metadata.creation_timestamp.as_ref().map(|t| t.0);
         vpas.sort_by(|a, b| {
-            created(a)
-                .cmp(&created(b))
-                .then_with(|| namespace(a).cmp(namespace(b)))
-                .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+            controlling::stronger(a, b).then_with(|| namespace(a).cmp(namespace(b)))
         });
         vpas
     }
 
     /// The view of `vpas` (sorted as [`Inventory::vpas`] sorts them) over `cache`.
     pub fn new(cache: &'c Cache, vpas: Vec<Arc<VerticalPodAutoscaler>>) -> Inventory<'c> {
-        let mut targets = HashMap::with_capacity(vpas.len());
+        let mut targets: HashMap<(String, OwnerKey), Vec<usize>> =
+            HashMap::with_capacity(vpas.len());
         for (i, vpa) in vpas.iter().enumerate() {
-            let r = &vpa.spec.target_ref;
+            let target = OwnerKey::of_target(&vpa.spec.target_ref);
             targets
-                .entry((namespace(vpa).to_owned(), r.kind.clone(), r.name.clone()))
-                .or_insert(i);
+                .entry((namespace(vpa).to_owned(), target))
+                .or_default()
+                .push(i);
         }
-        let mut ranges: BTreeMap<String, Vec<LimitRange>> = BTreeMap::new();
+        let mut limit_ranges = BTreeMap::new();
         if !vpas.is_empty() {
-            for lr in cache.limit_ranges() {
-                let ns = lr.metadata.namespace.clone().unwrap_or_default();
-                ranges.entry(ns).or_default().push((*lr).clone());
-            }
-        }
-        let mut limit_ranges = HashMap::new();
-        for (ns, mut list) in ranges {
-            list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-            match limit_range::from_k8s(&list) {
-                Ok(items) => {
-                    limit_ranges.insert(ns, items);
-                }
-                Err(e) => {
-                    tracing::warn!(namespace = %ns, error = %e, "cannot read LimitRanges; capping without them");
+            let ranges = cache.limit_ranges();
+            for vpa in &vpas {
+                let ns = namespace(vpa);
+                if !limit_ranges.contains_key(ns) {
+                    let merged = controlling::limit_ranges(ranges.iter().map(AsRef::as_ref), ns);
+                    if let Err(e) = &merged {
+                        tracing::warn!(namespace = %ns, error = %e, "cannot read LimitRanges; no pod of the namespace is updated");
+                    }
+                    limit_ranges.insert(ns.to_owned(), merged);
                 }
             }
         }
@@ -91,9 +86,22 @@ impl<'c> Inventory<'c> {
         }
     }
 
-    fn targeted(&self, namespace: &str, owner: &Owner) -> bool {
-        self.targets
-            .contains_key(&(namespace.to_owned(), owner.kind.clone(), owner.name.clone()))
+    /// Whether `vpas[i]` controls `pod` ([`controlling::controlling`] over the VPAs naming the
+    /// pod's top controller).
+    fn controls(&self, i: usize, ns: &str, pod: &CachedPod) -> bool {
+        let Some(top) = controlling::top_controller(&pod.pod.metadata, ns, self.cache) else {
+            return false;
+        };
+        let Some(named) = self.targets.get(&(ns.to_owned(), top.clone())) else {
+            return false;
+        };
+        let chosen = controlling::controlling(
+            ns,
+            pod.pod.metadata.labels.as_ref(),
+            &top,
+            named.iter().map(|&j| &self.vpas[j]),
+        );
+        chosen.is_some_and(|v| Arc::ptr_eq(v, &self.vpas[i]))
     }
 
     /// The live pods of the VPA `vpas[i]`, sorted by name.
@@ -103,31 +111,19 @@ impl<'c> Inventory<'c> {
         };
         let ns = namespace(vpa);
         let r = &vpa.spec.target_ref;
-        if self
-            .targets
-            .get(&(ns.to_owned(), r.kind.clone(), r.name.clone()))
-            != Some(&i)
-        {
-            return Vec::new();
-        }
         let target = Owner {
             kind: r.kind.clone(),
             name: r.name.clone(),
         };
-        let mut pods = Vec::new();
-        // Pods the target controls directly, unless its own controller is targeted too.
-        let upper_targeted = self
-            .cache
-            .controller_of_owner(ns, &target)
-            .is_some_and(|upper| self.targeted(ns, &upper));
-        if !upper_targeted {
-            pods.extend(self.cache.pods_of(ns, &target));
-        }
-        // Pods of the owners the target controls (its ReplicaSets, its Jobs).
+        // Candidates: the pods the target controls, and the pods of the ReplicaSets and Jobs it
+        // controls (the cache files them by kind and name; the rule checks the group).
+        let mut pods = self.cache.pods_of(ns, &target);
         for child in self.cache.owned_by(ns, &target) {
             pods.extend(self.cache.pods_of(ns, &child));
         }
+        pods.retain(|p| self.controls(i, ns, p));
         pods.sort_by(|a, b| a.name().cmp(b.name()));
+        pods.dedup_by(|a, b| a.uid() == b.uid() && a.name() == b.name());
         pods
     }
 
@@ -136,17 +132,16 @@ impl<'c> Inventory<'c> {
         self.cache.replicas(namespace, owner)
     }
 
-    /// The merged container and pod LimitRange items of `namespace`.
+    /// The merged container and pod LimitRange items of `namespace`
+    /// ([`controlling::limit_ranges`], as the webhook merges them).
     pub fn limit_ranges(
         &self,
         namespace: &str,
-    ) -> (Option<LimitRangeItem>, Option<LimitRangeItem>) {
+    ) -> Result<(Option<LimitRangeItem>, Option<LimitRangeItem>), &QuantityError> {
         match self.limit_ranges.get(namespace) {
-            None => (None, None),
-            Some(items) => (
-                limit_range::merge(items, LimitType::Container),
-                limit_range::merge(items, LimitType::Pod),
-            ),
+            None => Ok((None, None)),
+            Some(Ok(merged)) => Ok(merged.clone()),
+            Some(Err(e)) => Err(e),
         }
     }
 }
@@ -260,7 +255,7 @@ mod tests {
         assert_eq!(
             assignment(&cache),
             [
-                // The Deployment above the ReplicaSet is targeted too: it wins.
+                // The pods' top controller is the Deployment above the ReplicaSet.
                 ("on-rs".to_owned(), strings(&[])),
                 ("on-deploy".to_owned(), strings(&["web-1-a", "web-1-b"])),
                 // Two VPAs on one Deployment: the older one has the pods.
@@ -269,7 +264,9 @@ mod tests {
                 ("solo".to_owned(), strings(&["solo-1-a"])),
             ]
         );
-        // The Deployment's VPA goes away: its ReplicaSet's VPA takes the pods.
+        // The Deployment's VPAs go away: the pods' top controller is still the Deployment, so
+        // the ReplicaSet's VPA does not take them (upstream's rule, as the webhook patches;
+        // this expectation was "the ReplicaSet's VPA takes the pods" before the rule was shared).
         vpas.apply_watcher_event(&Event::Delete(vpa(
             "on-deploy",
             "2026-01-02T00:00:00Z",
@@ -285,7 +282,7 @@ mod tests {
         assert_eq!(
             assignment(&cache),
             [
-                ("on-rs".to_owned(), strings(&["web-1-a", "web-1-b"])),
+                ("on-rs".to_owned(), strings(&[])),
                 ("solo".to_owned(), strings(&["solo-1-a"])),
             ]
         );
@@ -299,5 +296,88 @@ mod tests {
             ),
             Some(2)
         );
+    }
+
+    /// For generated ReplicaSets (under a Deployment, a look-alike kind of another group, a
+    /// custom `/scale` kind, or nothing), pods (of a ReplicaSet, a StatefulSet, a custom kind or
+    /// a look-alike ReplicaSet) and VPAs (any of those targets, various creation times), every
+    /// pod is in the pods of exactly the VPA the webhook's rule (core's `controlling_vpa` over
+    /// the same cache) names, and of no other. Seeded, so a failure replays.
+    #[test]
+    fn the_updater_assigns_pods_as_the_webhook_rule_does() {
+        let mut seed: u64 = 0x5eed;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let targets = [
+            ("apps/v1", "Deployment", "d0"),
+            ("apps/v1", "Deployment", "d1"),
+            ("evil.example/v1", "Deployment", "d0"),
+            ("example.com/v1", "Shard", "s0"),
+            ("apps/v1", "ReplicaSet", "r0"),
+            ("apps/v1", "ReplicaSet", "r1"),
+            ("evil.example/v1", "ReplicaSet", "r0"),
+            ("apps/v1", "StatefulSet", "db"),
+        ];
+        for _ in 0..300 {
+            let (cache, mut vpa_writer) = Cache::for_tests();
+            for rs in ["r0", "r1"] {
+                let parent =
+                    [None, Some(0), Some(1), Some(2), Some(3)][usize::try_from(next(5)).unwrap()];
+                let refs = parent.map_or(json!([]), |i: usize| {
+                    let (api, kind, name) = targets[i];
+                    json!([{"apiVersion": api, "kind": kind, "name": name, "uid": name, "controller": true}])
+                });
+                let object: ReplicaSet = serde_json::from_value(json!({
+                    "metadata": {"name": rs, "namespace": "ns", "ownerReferences": refs},
+                    "spec": {"replicas": 1, "selector": {}}
+                }))
+                .unwrap();
+                cache.apply_replica_set(Event::Apply(object));
+            }
+            let mut pods = Vec::new();
+            for p in 0..6 {
+                let (api, kind, name) = targets[usize::try_from(3 + next(5)).unwrap()];
+                let pod: Pod = serde_json::from_value(json!({
+                    "metadata": {"name": format!("p{p}"), "namespace": "ns", "uid": format!("uid-p{p}"),
+                        "ownerReferences": [{"apiVersion": api, "kind": kind, "name": name,
+                            "uid": name, "controller": true}]},
+                    "spec": {"containers": [{"name": "app"}]}
+                }))
+                .unwrap();
+                cache.apply_pod(Event::Apply(pod.clone()));
+                pods.push(pod);
+            }
+            for v in 0..4 {
+                let (api, kind, name) = targets[usize::try_from(next(8)).unwrap()];
+                let created = format!("2026-01-0{}T00:00:00Z", 1 + next(2));
+                let mut object = vpa(&format!("v{v}"), &created, kind, name);
+                object.spec.target_ref.api_version = Some(api.to_owned());
+                vpa_writer.apply_watcher_event(&Event::Apply(object));
+            }
+            let vpas = Inventory::vpas(&cache, &Scope::AllBut(Vec::new()));
+            let inventory = Inventory::new(&cache, vpas.clone());
+            for pod in &pods {
+                let expected = controlling::controlling_vpa(&pod.metadata, "ns", &cache, &vpas)
+                    .and_then(|v| v.metadata.name.clone());
+                let holders: Vec<String> = (0..inventory.vpas.len())
+                    .filter(|&i| {
+                        inventory
+                            .pods(i)
+                            .iter()
+                            .any(|p| p.name() == pod.metadata.name.as_deref().unwrap_or_default())
+                    })
+                    .filter_map(|i| inventory.vpas[i].metadata.name.clone())
+                    .collect();
+                assert_eq!(
+                    holders,
+                    expected.into_iter().collect::<Vec<_>>(),
+                    "{pod:?} {vpas:?}"
+                );
+            }
+        }
     }
 }

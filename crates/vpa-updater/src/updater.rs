@@ -239,7 +239,10 @@ async fn update_vpa(
     }
     let now = Timestamp::now();
     let (snapshots, by_name) = snapshots(ctx, pods, now);
-    let (container_range, pod_range) = inventory.limit_ranges(&namespace);
+    // The webhook admits pods unchanged when the LimitRanges cannot be read: no update then.
+    let Ok((container_range, pod_range)) = inventory.limit_ranges(&namespace) else {
+        return true;
+    };
     let recommend = |pod: &PodSnapshot| {
         process_recommendation(
             &pod.containers,

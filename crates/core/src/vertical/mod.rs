@@ -16,7 +16,7 @@
 //!   `mode: Off`); `LimitRange` and limit proportions live in [`limit_range`] and [`admission`].
 //!
 //! The recommender's loop, as the controller and `replay` run it: [`recommender`], with what it
-//! decides on the way in [`ownership`] (which VPA a pod belongs to), [`oom`] (which kills count,
+//! decides on the way in [`ownership`] (which VPA a pod belongs to, by [`controlling`]), [`oom`] (which kills count,
 //! with how much memory), [`status_change`] (which status to write, and whether it changed) and
 //! [`checkpoint_schedule`] (which checkpoints to write first, which to delete).
 //!
@@ -36,6 +36,7 @@ pub mod aggregate;
 pub mod capping;
 pub mod checkpoint;
 pub mod checkpoint_schedule;
+pub mod controlling;
 pub mod decaying;
 pub mod estimator;
 pub mod eviction;

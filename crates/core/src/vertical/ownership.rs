@@ -1,10 +1,13 @@
-//! Which VPA a pod belongs to (upstream `model/cluster.go` picks one controlling VPA per pod).
+//! Which VPA a pod's usage teaches: the VPA that controls it, by the rule the admission webhook
+//! and the updater follow too ([`controlling`], upstream's `GetControllingVPAForPod`), so that a
+//! VPA learns from exactly the pods it acts on.
 //!
-//! Per namespace, the first VPA by name whose pod selector is resolved, has at least one
-//! requirement, and matches the pod's labels. A VPA whose selector is empty (it would select every
-//! pod of the namespace) or unresolved owns no pod. The selector itself is the caller's: the
-//! service resolves `spec.targetRef` through the scale subresource and hands it in behind
-//! [`ServedVpa`].
+//! Among the VPAs whose `targetRef` names the pod's top controller, those whose pod selector is
+//! resolved, has at least one requirement and matches the pod's labels compete; the oldest wins
+//! (then the smaller name). A VPA whose selector is empty (it would select every pod of the
+//! namespace) or unresolved owns no pod (upstream skips a VPA whose selector it cannot fetch).
+//! The selector itself is the caller's: the service resolves `spec.targetRef` through the scale
+//! subresource and hands it in behind [`ServedVpa`]; so is the owner lookup ([`Owners`]).
 //!
 //! Invariant: a pod belongs to at most one VPA; pods keep their input order.
 
@@ -13,6 +16,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::controlling::{self, Candidate, Owners};
 use super::joint_sizing::HorizontalSettings;
 use crate::api::vpa::VerticalPodAutoscaler;
 
@@ -72,27 +76,38 @@ impl<T: ServedVpa + ?Sized> ServedVpa for &T {
     }
 }
 
-/// Each pod that belongs to a VPA, with that VPA's key, in the order of `pods`.
-pub fn owners<'p, V: ServedVpa>(vpas: &[V], pods: &'p [Arc<Pod>]) -> Vec<(VpaKey, &'p Pod)> {
-    let mut by_namespace: HashMap<&str, Vec<&V>> = HashMap::new();
+/// A served VPA competing for pods ([`controlling::controlling`]).
+struct Served<'v, V>(&'v V);
+
+impl<V: ServedVpa> Candidate for Served<'_, V> {
+    fn vpa(&self) -> &VerticalPodAutoscaler {
+        self.0.object()
+    }
+    fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        self.0.selects(labels)
+    }
+}
+
+/// Each pod that belongs to a VPA, with that VPA's key, in the order of `pods`; the pods'
+/// owners are walked through `known`.
+pub fn owners<'p, V: ServedVpa>(
+    vpas: &[V],
+    pods: &'p [Arc<Pod>],
+    known: &dyn Owners,
+) -> Vec<(VpaKey, &'p Pod)> {
+    let mut by_namespace: HashMap<&str, Vec<Served<'_, V>>> = HashMap::new();
     for v in vpas.iter().filter(|v| V::has_pod_selector(v)) {
         by_namespace
             .entry(v.object().metadata.namespace.as_deref().unwrap_or_default())
             .or_default()
-            .push(v);
-    }
-    for list in by_namespace.values_mut() {
-        list.sort_by(|a, b| a.object().metadata.name.cmp(&b.object().metadata.name));
+            .push(Served(v));
     }
     pods.iter()
         .filter_map(|pod| {
             let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
-            let labels = pod.metadata.labels.as_ref();
-            let owner = by_namespace
-                .get(namespace)?
-                .iter()
-                .find(|v| v.selects(labels))?;
-            Some((key_of(owner.object()), pod.as_ref()))
+            let candidates = by_namespace.get(namespace)?;
+            let owner = controlling::controlling_vpa(&pod.metadata, namespace, &known, candidates)?;
+            Some((key_of(owner.vpa()), pod.as_ref()))
         })
         .collect()
 }
@@ -124,46 +139,63 @@ mod tests {
         }
     }
 
-    fn fake(name: &str, label: Option<(&'static str, &'static str)>) -> Fake {
+    fn fake(
+        name: &str,
+        created: &str,
+        target: &str,
+        label: Option<(&'static str, &'static str)>,
+    ) -> Fake {
         let vpa: VerticalPodAutoscaler = serde_json::from_value(serde_json::json!({
             "apiVersion": "autoscaling.k8s.io/v1",
             "kind": "VerticalPodAutoscaler",
-            "metadata": {"name": name, "namespace": "ns"},
-            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}},
+            "metadata": {"name": name, "namespace": "ns", "creationTimestamp": created},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target}},
         }))
         .unwrap();
         Fake { vpa, label }
     }
 
-    fn pod(name: &str, labels: &[(&str, &str)]) -> Arc<Pod> {
+    /// A pod of ReplicaSet `web-5d8f` (Deployment `web` by its `pod-template-hash`), or of
+    /// nothing.
+    fn pod(name: &str, owned: bool, labels: &[(&str, &str)]) -> Arc<Pod> {
+        let references = serde_json::json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "name": "web-5d8f", "uid": "rs", "controller": true}]);
+        let mut labels: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        labels.insert(controlling::POD_TEMPLATE_HASH.to_owned(), "5d8f".to_owned());
         Arc::new(Pod {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("ns".into()),
-                labels: Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                        .collect(),
-                ),
+                labels: Some(labels),
+                owner_references: owned.then(|| serde_json::from_value(references).unwrap()),
                 ..ObjectMeta::default()
             },
             ..Pod::default()
         })
     }
 
+    /// Was "the first matching VPA by name" (`a`) before the rule was shared with the webhook
+    /// and the updater: now the oldest VPA on the pod's controller that selects it.
     #[test]
-    fn first_matching_vpa_by_name_owns_the_pod() {
+    fn the_oldest_selecting_vpa_on_the_pods_controller_owns_it() {
         let vpas = [
-            fake("b", Some(("tier", "web"))),
-            fake("a", Some(("tier", "web"))),
-            fake("c", None),
+            fake("b", "2026-01-01T00:00:00Z", "web", Some(("tier", "web"))),
+            fake("a", "2026-01-02T00:00:00Z", "web", Some(("tier", "web"))),
+            fake("c", "2025-01-01T00:00:00Z", "web", None),
+            fake("d", "2025-01-01T00:00:00Z", "api", Some(("tier", "web"))),
         ];
-        let pods = [pod("p", &[("tier", "web")]), pod("q", &[("tier", "db")])];
-        let got: Vec<(String, String)> = owners(&vpas, &pods)
+        let pods = [
+            pod("p", true, &[("tier", "web")]),
+            pod("q", true, &[("tier", "db")]),
+            pod("r", false, &[("tier", "web")]),
+        ];
+        let got: Vec<(String, String)> = owners(&vpas, &pods, &controlling::NoOwners)
             .into_iter()
             .map(|(k, p)| (k.1, p.metadata.name.clone().unwrap_or_default()))
             .collect();
-        assert_eq!(got, [("a".to_owned(), "p".to_owned())]);
+        assert_eq!(got, [("b".to_owned(), "p".to_owned())]);
     }
 }

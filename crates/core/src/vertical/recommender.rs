@@ -8,7 +8,9 @@
 //! runs them:
 //!
 //! 1. [`forget_deleted_vpas`](Recommender::forget_deleted_vpas);
-//! 2. [`ownership::owners`]: which pods belong to which VPA;
+//! 2. [`ownership::owners`]: which pods belong to which VPA (the shared rule of
+//!    [`super::controlling`], walking the pods' owners through the ReplicaSets and Jobs the
+//!    service has seen);
 //! 3. [`add_usage`](Recommender::add_usage): usage samples into the aggregates, and
 //!    [`record_totals`](Recommender::record_totals): the total CPU usage of each VPA in joint
 //!    mode, and its memory usage when its autoscaler scales on memory ([`joint_sizing`]);
@@ -38,6 +40,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use super::aggregate::AggregationsConfig;
 use super::checkpoint::CheckpointError;
 use super::checkpoint_schedule::{self, CheckpointWrite, checkpoint_object};
+use super::controlling::Owners;
 use super::estimator::EstimatorConfig;
 use super::joint::JointRequest;
 use super::joint_sizing::{self, HorizontalSettings, JointConfig, JointState, annotated};
@@ -219,8 +222,8 @@ struct Assignment<'p> {
 }
 
 impl<'p> Assignment<'p> {
-    fn new<V: ServedVpa>(vpas: &[V], pods: &'p [Arc<Pod>]) -> Self {
-        let owned = owners(vpas, pods);
+    fn new<V: ServedVpa>(vpas: &[V], pods: &'p [Arc<Pod>], known: &dyn Owners) -> Self {
+        let owned = owners(vpas, pods, known);
         let by_pod = owned
             .iter()
             .enumerate()
@@ -337,13 +340,15 @@ impl Recommender {
         (restored, errors)
     }
 
-    /// (namespace, pod) → the VPA it belongs to.
+    /// (namespace, pod) → the VPA it belongs to ([`owners`], walking pods' owners through
+    /// `known`).
     pub fn pod_owners<V: ServedVpa>(
         &self,
         vpas: &[V],
         pods: &[Arc<Pod>],
+        known: &dyn Owners,
     ) -> HashMap<(String, String), VpaKey> {
-        owners(vpas, pods)
+        owners(vpas, pods, known)
             .into_iter()
             .map(|(key, pod)| {
                 (
@@ -387,12 +392,13 @@ impl Recommender {
         &mut self,
         vpas: &[V],
         pods: &[Arc<Pod>],
+        known: &dyn Owners,
         usage: &[PodUsage],
         events: &[Arc<Event>],
         now: Timestamp,
     ) -> LoopOutcome {
         self.forget_deleted_vpas(vpas);
-        let assignment = Assignment::new(vpas, pods);
+        let assignment = Assignment::new(vpas, pods, known);
         let samples = self.add_usage(&assignment, usage);
         self.record_totals(vpas, &assignment, usage, now);
         let ooms =

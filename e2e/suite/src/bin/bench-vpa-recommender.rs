@@ -18,7 +18,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use plimsoll_core::api::vpa::{
     RecommenderSelector, VerticalPodAutoscaler, VerticalPodAutoscalerSpec,
 };
@@ -26,7 +26,7 @@ use plimsoll_core::quantity::Quantity;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_vpa_recommender::recommender::{
-    ContainerMetrics, PodMetrics, Recommender, Selector, VpaInput,
+    ContainerMetrics, NoOwners, PodMetrics, Recommender, Selector, VpaInput,
 };
 
 const VPAS: usize = 5_000;
@@ -75,7 +75,20 @@ fn pod(i: usize, p: usize) -> Pod {
         metadata: ObjectMeta {
             name: Some(format!("w-{i}-{p}")),
             namespace: Some(namespace(i)),
-            labels: Some(BTreeMap::from([("app".to_owned(), format!("w-{i}"))])),
+            // Of ReplicaSet `w-<i>-abc` of Deployment `w-<i>`, which the owner walk names
+            // from the `pod-template-hash` label (the bench feeds no ReplicaSets).
+            labels: Some(BTreeMap::from([
+                ("app".to_owned(), format!("w-{i}")),
+                ("pod-template-hash".to_owned(), "abc".to_owned()),
+            ])),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "apps/v1".to_owned(),
+                kind: "ReplicaSet".to_owned(),
+                name: format!("w-{i}-abc"),
+                uid: format!("rs-{i}"),
+                controller: Some(true),
+                block_owner_deletion: None,
+            }]),
             ..ObjectMeta::default()
         },
         spec: Some(PodSpec {
@@ -156,7 +169,7 @@ fn main() {
             .collect();
         let cpu_before = cpu_seconds();
         let loop_start = Instant::now();
-        let outcome = recommender.run_loop(&vpas, &pods, &usage, &[], now);
+        let outcome = recommender.run_loop(&vpas, &pods, &NoOwners, &usage, &[], now);
         let model = loop_start.elapsed();
         let checkpoints = recommender.checkpoints_due(now);
         let total = loop_start.elapsed();

@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::json;
 
 use super::*;
+use crate::vertical::controlling::NoOwners;
 use crate::vertical::joint::{JointReason, JointSettings};
 use crate::vertical::joint_sizing::{JointConfig, TOTAL_USAGE_ANNOTATION, UtilizationTarget};
 use crate::vertical::resources::Resource;
@@ -84,13 +85,23 @@ fn t0() -> Timestamp {
     "2026-01-01T00:00:00Z".parse().expect("ts")
 }
 
-/// A pod of `web` with containers `(name, cpu request)`.
+/// A pod of Deployment `web` with containers `(name, cpu request)`.
 fn pod(name: &str, containers: &[(&str, &str)]) -> Arc<Pod> {
     Arc::new(Pod {
         metadata: ObjectMeta {
             name: Some(name.into()),
             namespace: Some("ns".into()),
             labels: Some(BTreeMap::from([("app".into(), "web".into())])),
+            owner_references: Some(vec![
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                    api_version: "apps/v1".into(),
+                    kind: "Deployment".into(),
+                    name: "web".into(),
+                    uid: "uid-web".into(),
+                    controller: Some(true),
+                    block_owner_deletion: None,
+                },
+            ]),
             ..ObjectMeta::default()
         },
         spec: Some(PodSpec {
@@ -169,7 +180,14 @@ fn run(
                 usage(p.metadata.name.as_deref().unwrap_or_default(), &split, at)
             })
             .collect();
-        last = r.run_loop(std::slice::from_ref(vpa), pods, &samples, &[], at);
+        last = r.run_loop(
+            std::slice::from_ref(vpa),
+            pods,
+            &NoOwners,
+            &samples,
+            &[],
+            at,
+        );
     }
     last
 }
@@ -360,7 +378,14 @@ fn the_total_usage_is_persisted_every_interval_and_restored_on_first_sight() {
         .get_or_insert_default()
         .insert(TOTAL_USAGE_ANNOTATION.into(), due[0].1.clone());
     let mut fresh = recommender();
-    let out = fresh.run_loop(std::slice::from_ref(&annotated), &pods, &[], &[], last);
+    let out = fresh.run_loop(
+        std::slice::from_ref(&annotated),
+        &pods,
+        &NoOwners,
+        &[],
+        &[],
+        last,
+    );
     assert_eq!(
         fresh.total_usage(&key).map(|j| &j.usage),
         r.total_usage(&key).map(|j| &j.usage)
