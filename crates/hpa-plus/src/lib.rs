@@ -42,6 +42,7 @@ pub mod prometheus;
 pub mod reconcile;
 pub mod record;
 pub mod replay;
+pub mod replay_kinds;
 pub mod replay_load;
 pub mod status;
 pub mod tuning;

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use plimsoll_hpa_plus::cli::{Args, Command};
-use plimsoll_hpa_plus::replay;
+use plimsoll_hpa_plus::replay_kinds;
 use plimsoll_replay::Invocation;
 
 // glibc's allocator spent almost half of a busy controller's CPU merging and splitting freed
@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         set,
     }) = args.command.take()
     {
-        return replay::run(
+        return replay_kinds::run(
             &Invocation {
                 scenario: &scenario,
                 output,

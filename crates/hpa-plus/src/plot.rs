@@ -11,7 +11,7 @@ use plimsoll_replay::plot::{
     Anchor, Axes, Chart, Colour, Grid, Scale, Side, Stroke, Text, label, step_points,
 };
 
-use crate::replay::StepLine;
+use serde::Serialize;
 
 /// Both replay charts (this one and the `LoadReplay`'s): full-width panels stacked over one
 /// time axis, 900 px wide; two panels make 900 × 650.
@@ -191,4 +191,30 @@ fn metrics_panel(chart: &mut Chart, steps: &[StepLine], time: &Time) -> Axes {
         );
     }
     axes
+}
+
+/// One step's result, as printed with `--output json`.
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct StepLine {
+    /// Seconds since the scenario start.
+    pub t: f64,
+    /// The workload's replicas when the step ran.
+    pub current_replicas: i32,
+    /// What the autoscaler wants.
+    pub desired_replicas: i32,
+    /// The workload's replicas after the step (the write, if any).
+    pub replicas: i32,
+    /// The largest metric proposal before stabilization and limits.
+    pub recommended_replicas: Option<i32>,
+    /// One entry per metric.
+    pub proposals: Vec<plimsoll_core::horizontal::MetricOutcome>,
+    /// The rule that changed or held the recommendation.
+    pub limited_by: Option<String>,
+    /// A sentence a person can read.
+    pub reason: String,
+    /// Cooldowns and delays still running.
+    pub countdowns: Vec<plimsoll_core::horizontal::Countdown>,
+    /// `AbleToScale` condition status.
+    pub able_to_scale: bool,
 }

@@ -36,7 +36,7 @@ use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History};
 use plimsoll_core::quantity::Quantity;
 use plimsoll_replay::plot::Chart;
-use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
+use plimsoll_replay::{Outcome, ReplayError, expect_kind, miss};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// The instant a scenario's `t: 0` stands for (any fixed instant works; decisions only use
@@ -217,31 +217,7 @@ fn fetched(v: &Value, field: &str) -> Result<Fetched<i64>, String> {
     }
 }
 
-/// One step's result, as printed with `--output json`.
-#[derive(Serialize, Clone, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct StepLine {
-    /// Seconds since the scenario start.
-    pub t: f64,
-    /// The workload's replicas when the step ran.
-    pub current_replicas: i32,
-    /// What the autoscaler wants.
-    pub desired_replicas: i32,
-    /// The workload's replicas after the step (the write, if any).
-    pub replicas: i32,
-    /// The largest metric proposal before stabilization and limits.
-    pub recommended_replicas: Option<i32>,
-    /// One entry per metric.
-    pub proposals: Vec<plimsoll_core::horizontal::MetricOutcome>,
-    /// The rule that changed or held the recommendation.
-    pub limited_by: Option<String>,
-    /// A sentence a person can read.
-    pub reason: String,
-    /// Cooldowns and delays still running.
-    pub countdowns: Vec<plimsoll_core::horizontal::Countdown>,
-    /// `AbleToScale` condition status.
-    pub able_to_scale: bool,
-}
+pub use crate::plot::StepLine;
 
 /// The outcome of a whole scenario, or of a recording.
 #[derive(Clone, Debug)]
@@ -1062,118 +1038,6 @@ impl Outcome for Replay {
     fn chart(&self) -> Option<Chart> {
         Some(crate::plot::chart(&self.steps))
     }
-}
-
-/// A replayed scenario of either kind `hpa-plus replay` takes.
-#[derive(Clone, Debug)]
-pub enum AnyReplay {
-    /// A `HorizontalReplay`.
-    Horizontal(Replay),
-    /// A `LoadReplay` (crate::replay_load).
-    Load(crate::replay_load::LoadReplay),
-}
-
-/// One output line of either kind.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub enum AnyLine<'a> {
-    /// A `HorizontalReplay` step.
-    Horizontal(&'a StepLine),
-    /// A `LoadReplay` step.
-    Load(&'a crate::replay_load::LoadLine),
-}
-
-impl Outcome for AnyReplay {
-    type Line<'a> = AnyLine<'a>;
-
-    fn lines(&self) -> Vec<AnyLine<'_>> {
-        match self {
-            Self::Horizontal(r) => r.steps.iter().map(AnyLine::Horizontal).collect(),
-            Self::Load(r) => r.steps.iter().map(AnyLine::Load).collect(),
-        }
-    }
-
-    fn table(&self) -> String {
-        match self {
-            Self::Horizontal(r) => r.table(),
-            Self::Load(r) => r.table(),
-        }
-    }
-
-    fn misses(&self) -> &[String] {
-        match self {
-            Self::Horizontal(r) => r.misses(),
-            Self::Load(r) => r.misses(),
-        }
-    }
-
-    fn chart(&self) -> Option<Chart> {
-        match self {
-            Self::Horizontal(r) => r.chart(),
-            Self::Load(r) => r.chart(),
-        }
-    }
-}
-
-/// Only the `kind`, to pick the replay.
-#[derive(Deserialize)]
-struct Kind {
-    kind: String,
-}
-
-/// Replays a scenario of either kind `hpa-plus replay` takes, by its `kind`; files it names are
-/// relative to `dir`.
-pub fn replay_any(text: &str, dir: &std::path::Path) -> Result<AnyReplay, ReplayError> {
-    replay_any_with(text, dir, &[])
-}
-
-/// [`replay_any`] with `--set`s (a `HorizontalReplay` only).
-pub fn replay_any_with(
-    text: &str,
-    dir: &std::path::Path,
-    sets: &[Set],
-) -> Result<AnyReplay, ReplayError> {
-    let kind: Kind = plimsoll_replay::parse(text)?;
-    if kind.kind == "LoadReplay" {
-        if !sets.is_empty() {
-            return Err(ReplayError::invalid(
-                "--set",
-                "applies to a HorizontalReplay scenario or a recording, not a LoadReplay",
-            ));
-        }
-        crate::replay_load::replay_load_str(text, dir).map(AnyReplay::Load)
-    } else if sets.is_empty() {
-        replay_str(text).map(AnyReplay::Horizontal)
-    } else {
-        what_if_str(text, sets).map(AnyReplay::Horizontal)
-    }
-}
-
-/// `hpa-plus replay`: runs the scenario, or the recording (with its rotated files), through the
-/// harness (output, plot, misses) and returns the exit status of docs/replay.md. A recording's
-/// skipped lines and a `--set`'s summary go to stderr.
-pub fn run(invocation: &Invocation<'_>, sets: &[String]) -> Status {
-    plimsoll_replay::run(invocation, |source| {
-        let sets = sets
-            .iter()
-            .map(|s| Set::parse(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        let replayed = if recording::is_recording(&source.text) {
-            replay_recording_files(source.path, Some(&source.text), &sets)
-                .map(AnyReplay::Horizontal)?
-        } else {
-            replay_any_with(&source.text, source.dir(), &sets)?
-        };
-        if let AnyReplay::Horizontal(r) = &replayed {
-            for w in &r.warnings {
-                eprintln!("warning: {w}");
-            }
-            if let Some(w) = &r.what_if {
-                eprintln!("{w}");
-            }
-        }
-        Ok(replayed)
-    })
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use plimsoll_core::vertical::priority::{Owner, PodSnapshot};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use crate::inventory::Scope;
+use plimsoll_core::vertical::scope::NamespaceScope as Scope;
 
 /// A pod as the updater keeps it: the object (without `managedFields`) for the writes, and what
 /// the decision reads of it.

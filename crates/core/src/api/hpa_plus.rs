@@ -12,6 +12,7 @@
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod history;
 mod native;
 mod rules;
 mod validate;
@@ -376,7 +377,7 @@ impl JsonSchema for LeadSeconds {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "x-kubernetes-int-or-string": true,
-            "x-kubernetes-validations": rules::lead_seconds(),
+            "x-kubernetes-validations": rules::lead_seconds_rules(),
         })
     }
 }
@@ -814,7 +815,7 @@ pub struct PredictiveStatus {
     /// restarted controller continues from it (docs/hpa-plus.md gives the encoding and its
     /// bound: under 20 KB per metric for 7 days, about 8 KB typically).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub history: Option<crate::horizontal::predictive::StoredLoadSeries>,
+    pub history: Option<history::StoredLoadSeries>,
 }
 
 /// `status.minReplicasTuning`.
@@ -847,7 +848,7 @@ pub struct MinReplicasTuningStatus {
     /// from them (docs/hpa-plus.md gives the encoding and its bound: under 4.5 KB per metric
     /// for 7 days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_history: Option<crate::horizontal::load_history::StoredLoadHistory>,
+    pub load_history: Option<history::StoredLoadHistory>,
 }
 
 /// The decision memory of one autoscaler in its stored form: every instant is a whole number of

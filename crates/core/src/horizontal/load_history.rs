@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
 
 use super::offsets::flatten;
 use crate::stored::{self, MAX_METRICS, Order, PairRules, StoredStateError};
@@ -45,17 +44,7 @@ pub struct LoadHistory {
     metrics: BTreeMap<String, Vec<(i64, i64)>>,
 }
 
-/// The stored form of a [`LoadHistory`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredLoadHistory {
-    /// The hour (since the Unix epoch) the first offset of every list counts from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_hour: Option<i64>,
-    /// Per metric: `[hours after the previous entry, peak milli, …]`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub metrics: BTreeMap<String, Vec<i64>>,
-}
+pub use crate::api::hpa_plus::history::StoredLoadHistory;
 
 /// The hour `at` falls in, counted from the Unix epoch.
 fn hour_of(at: Timestamp) -> i64 {

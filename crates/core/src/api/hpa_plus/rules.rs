@@ -172,7 +172,7 @@ pub(super) fn predictive() -> Value {
 }
 
 /// `spec.predictive.leadSeconds`: `auto` or a whole number of seconds >= 0.
-pub(super) fn lead_seconds() -> Value {
+pub(super) fn lead_seconds_rules() -> Value {
     json!([
         {
             "rule": "type(self) == int ? self >= 0 : (self == 'auto' || self.matches('^[0-9]+$'))",
