@@ -85,6 +85,7 @@ pub mod kinds;
 pub mod leader;
 pub mod listener;
 pub mod metrics_api;
+pub mod owners;
 pub mod prometheus;
 pub mod rate_limit;
 pub mod rollout;

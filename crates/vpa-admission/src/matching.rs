@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{LimitRange, Pod};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::quantity::QuantityError;
 use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
@@ -43,18 +43,11 @@ impl std::fmt::Debug for Caches {
 impl Owners for Caches {
     /// The controllers of cached ReplicaSets and Jobs (the only owners the walk asks about).
     fn controller_of(&self, namespace: &str, owner: &OwnerKey) -> Option<Option<OwnerKey>> {
-        let controller = match (owner.group.as_str(), owner.kind.as_str()) {
-            ("apps", "ReplicaSet") => {
-                let key = ObjectRef::new(&owner.name).within(namespace);
-                controlling::controller_of(&self.replica_sets.get(&key)?.metadata)
-            }
-            ("batch", "Job") => {
-                let key = ObjectRef::new(&owner.name).within(namespace);
-                controlling::controller_of(&self.jobs.get(&key)?.metadata)
-            }
-            _ => return None,
-        };
-        Some(controller)
+        plimsoll_runtime::owners::cached_controller_of(
+            (&self.replica_sets, &self.jobs),
+            namespace,
+            owner,
+        )
     }
 }
 

@@ -19,11 +19,11 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_core::conflict;
-use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
+use plimsoll_core::vertical::controlling::{OwnerKey, Owners};
 use plimsoll_core::vertical::joint_sizing::{self, HorizontalSettings, TOTAL_USAGE_ANNOTATION};
 use plimsoll_runtime::api_message;
 use plimsoll_runtime::events::Events;
@@ -125,18 +125,11 @@ impl<'a> Gate<'a> {
 /// The cached ReplicaSets and Jobs, for the owner walk.
 impl Owners for Context {
     fn controller_of(&self, namespace: &str, owner: &OwnerKey) -> Option<Option<OwnerKey>> {
-        let controller = match (owner.group.as_str(), owner.kind.as_str()) {
-            ("apps", "ReplicaSet") => {
-                let key = ObjectRef::new(&owner.name).within(namespace);
-                controlling::controller_of(&self.replica_sets.get(&key)?.metadata)
-            }
-            ("batch", "Job") => {
-                let key = ObjectRef::new(&owner.name).within(namespace);
-                controlling::controller_of(&self.jobs.get(&key)?.metadata)
-            }
-            _ => return None,
-        };
-        Some(controller)
+        plimsoll_runtime::owners::cached_controller_of(
+            (&self.replica_sets, &self.jobs),
+            namespace,
+            owner,
+        )
     }
 }
 

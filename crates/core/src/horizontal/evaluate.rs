@@ -566,21 +566,33 @@ fn predict_step(
     (decision, Some(predicted), Some(held))
 }
 
-/// The decision to write: `decision`, or as [`raise`] changed it (the prediction's message
-/// joins the reason, so the rescale Event and the log say why).
+/// The decision to write: `decision`, or as [`raise`] changed it ([`raise_to`]).
 pub fn raised_decision(decision: Decision, raised: &Raise) -> Decision {
-    if raised.scale_to == decision.scale_to && raised.desired_replicas == decision.desired_replicas
-    {
+    raise_to(
+        decision,
+        (raised.scale_to, raised.desired_replicas),
+        &raised.message,
+    )
+}
+
+/// `decision` with prediction's `(scale_to, desired_replicas)`, when they differ; the
+/// prediction's `message` joins the reason, so the rescale Event and the log say why.
+pub fn raise_to(
+    decision: Decision,
+    (scale_to, desired_replicas): (Option<i32>, i32),
+    message: &str,
+) -> Decision {
+    if scale_to == decision.scale_to && desired_replicas == decision.desired_replicas {
         return decision;
     }
     let reason = if decision.reason.is_empty() {
-        format!("predictive: {}", raised.message)
+        format!("predictive: {message}")
     } else {
-        format!("{}; predictive: {}", decision.reason, raised.message)
+        format!("{}; predictive: {message}", decision.reason)
     };
     Decision {
-        scale_to: raised.scale_to,
-        desired_replicas: raised.desired_replicas,
+        desired_replicas,
+        scale_to,
         reason,
         ..decision
     }

@@ -195,25 +195,14 @@ impl fmt::Display for Recorded {
     }
 }
 
-/// Applies a recorded raise as the controller's prediction step applied it (the decision's
-/// replicas become the raise's; the reason gains `predictive: …`).
+/// Applies a recorded raise as the controller's prediction step applied it
+/// ([`super::evaluate::raise_to`]).
 pub fn raise(decision: Decision, raised: Option<&Raised>) -> Decision {
-    let Some(r) = raised else {
-        return decision;
-    };
-    if r.scale_to == decision.scale_to && r.desired_replicas == decision.desired_replicas {
-        return decision;
-    }
-    let reason = if decision.reason.is_empty() {
-        format!("predictive: {}", r.message)
-    } else {
-        format!("{}; predictive: {}", decision.reason, r.message)
-    };
-    Decision {
-        scale_to: r.scale_to,
-        desired_replicas: r.desired_replicas,
-        reason,
-        ..decision
+    match raised {
+        Some(r) => {
+            super::evaluate::raise_to(decision, (r.scale_to, r.desired_replicas), &r.message)
+        }
+        None => decision,
     }
 }
 

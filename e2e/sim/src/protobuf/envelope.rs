@@ -76,7 +76,7 @@ pub fn decode(body: &[u8], fallback: Option<(&str, &str)>) -> Result<Value, ApiE
         _ => prost::bytes::Bytes::new(),
     };
     let msg = DynamicMessage::decode(desc, raw).map_err(|e| bad(&e.to_string()))?;
-    let mut obj = json::to_json(schema, &msg).map_err(|e| bad(&e))?;
+    let mut obj = json::to_json(schema, &nested, &msg).map_err(|e| bad(&e))?;
     if let Some(map) = obj.as_object_mut() {
         if !api_version.is_empty() {
             map.insert("apiVersion".into(), json!(api_version));
@@ -86,6 +86,12 @@ pub fn decode(body: &[u8], fallback: Option<(&str, &str)>) -> Result<Value, ApiE
         }
     }
     Ok(obj)
+}
+
+/// Embedded bytes that are an envelope themselves, decoded (a `RawExtension` holding an object).
+fn nested(b: &[u8]) -> Option<Result<Value, String>> {
+    b.starts_with(MAGIC)
+        .then(|| decode(b, None).map_err(|e| e.message))
 }
 
 /// Whether `api_version`/`kind` has a protobuf message (a built-in kind or a meta kind).

@@ -14,11 +14,11 @@ use prost_reflect::{
 use serde_json::{Map, Value, json};
 
 use super::schema::{Presence, Schema};
-use super::wellknown::{self, WellKnown};
+use super::wellknown::{self, Nested, WellKnown};
 use crate::base64;
 
 /// The JSON object of a message.
-pub fn to_json(schema: &Schema, msg: &DynamicMessage) -> Result<Value, String> {
+pub fn to_json(schema: &Schema, nested: Nested<'_>, msg: &DynamicMessage) -> Result<Value, String> {
     let desc = msg.descriptor();
     let message = desc.full_name();
     let mut out = Map::new();
@@ -27,7 +27,7 @@ pub fn to_json(schema: &Schema, msg: &DynamicMessage) -> Result<Value, String> {
         let presence = schema.presence(message, proto_name);
         if presence == Presence::Inline {
             if let Pb::Message(m) = value
-                && let Value::Object(inner) = to_json(schema, m)?
+                && let Value::Object(inner) = to_json(schema, nested, m)?
             {
                 out.extend(inner);
             }
@@ -40,7 +40,7 @@ pub fn to_json(schema: &Schema, msg: &DynamicMessage) -> Result<Value, String> {
         {
             continue;
         }
-        if let Some(v) = field_to_json(schema, value)? {
+        if let Some(v) = field_to_json(schema, nested, value)? {
             out.insert(schema.json_name(message, proto_name).to_string(), v);
         }
     }
@@ -63,7 +63,7 @@ fn is_zero_scalar(v: &Pb) -> bool {
     }
 }
 
-fn field_to_json(schema: &Schema, value: &Pb) -> Result<Option<Value>, String> {
+fn field_to_json(schema: &Schema, nested: Nested<'_>, value: &Pb) -> Result<Option<Value>, String> {
     match value {
         Pb::List(items) => {
             if items.is_empty() {
@@ -72,7 +72,7 @@ fn field_to_json(schema: &Schema, value: &Pb) -> Result<Option<Value>, String> {
             let mut out = Vec::with_capacity(items.len());
             for item in items {
                 // A null element (an absent well-known value) stays null, keeping positions.
-                out.push(value_to_json(schema, item)?.unwrap_or(Value::Null));
+                out.push(value_to_json(schema, nested, item)?.unwrap_or(Value::Null));
             }
             Ok(Some(Value::Array(out)))
         }
@@ -90,15 +90,18 @@ fn field_to_json(schema: &Schema, value: &Pb) -> Result<Option<Value>, String> {
                     MapKey::U32(i) => i.to_string(),
                     MapKey::U64(i) => i.to_string(),
                 };
-                out.insert(key, value_to_json(schema, v)?.unwrap_or(Value::Null));
+                out.insert(
+                    key,
+                    value_to_json(schema, nested, v)?.unwrap_or(Value::Null),
+                );
             }
             Ok(Some(Value::Object(out)))
         }
-        _ => value_to_json(schema, value),
+        _ => value_to_json(schema, nested, value),
     }
 }
 
-fn value_to_json(schema: &Schema, value: &Pb) -> Result<Option<Value>, String> {
+fn value_to_json(schema: &Schema, nested: Nested<'_>, value: &Pb) -> Result<Option<Value>, String> {
     Ok(Some(match value {
         Pb::Bool(b) => json!(b),
         Pb::I32(i) => json!(i),
@@ -110,7 +113,7 @@ fn value_to_json(schema: &Schema, value: &Pb) -> Result<Option<Value>, String> {
         Pb::String(s) => json!(s),
         Pb::Bytes(b) => json!(base64::encode(b)),
         Pb::EnumNumber(n) => json!(n),
-        Pb::Message(m) => return message_to_json(schema, m),
+        Pb::Message(m) => return message_to_json(schema, nested, m),
         Pb::List(_) | Pb::Map(_) => return Err("nested list or map".into()),
     }))
 }
@@ -124,18 +127,24 @@ fn float_json(f: f64) -> Value {
     }
 }
 
-fn message_to_json(schema: &Schema, msg: &DynamicMessage) -> Result<Option<Value>, String> {
+fn message_to_json(
+    schema: &Schema,
+    nested: Nested<'_>,
+    msg: &DynamicMessage,
+) -> Result<Option<Value>, String> {
     let desc = msg.descriptor();
     let Some(kind) = WellKnown::of(desc.full_name()) else {
-        return to_json(schema, msg).map(Some);
+        return to_json(schema, nested, msg).map(Some);
     };
     let sub = |name: &str| -> Result<Option<Value>, String> {
         match msg.get_field_by_name(name).as_deref() {
-            Some(Pb::Message(m)) if msg.has_field_by_name(name) => message_to_json(schema, m),
+            Some(Pb::Message(m)) if msg.has_field_by_name(name) => {
+                message_to_json(schema, nested, m)
+            }
             Some(Pb::List(items)) if !items.is_empty() => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
-                    out.push(value_to_json(schema, item)?.unwrap_or(Value::Null));
+                    out.push(value_to_json(schema, nested, item)?.unwrap_or(Value::Null));
                 }
                 Ok(Some(Value::Array(out)))
             }
@@ -148,7 +157,7 @@ fn message_to_json(schema: &Schema, msg: &DynamicMessage) -> Result<Option<Value
         WellKnown::SchemaOrArray => Ok(sub("schema")?.or(sub("jSONSchemas")?)),
         WellKnown::SchemaOrBool => Ok(sub("schema")?.or(sub("allows")?)),
         WellKnown::SchemaOrStringArray => Ok(sub("property")?.or(sub("schema")?)),
-        _ => wellknown::to_json(kind, msg),
+        _ => wellknown::to_json(kind, msg, nested),
     }
 }
 

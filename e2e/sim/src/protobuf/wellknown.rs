@@ -75,7 +75,11 @@ fn str_field(msg: &DynamicMessage, name: &str) -> Option<String> {
 
 /// The JSON of a leaf well-known message; `None` when it is absent in JSON (zero time, no raw
 /// bytes). The schema-or-X kinds are handled by the caller, which recurses.
-pub fn to_json(kind: WellKnown, msg: &DynamicMessage) -> Result<Option<Value>, String> {
+pub fn to_json(
+    kind: WellKnown,
+    msg: &DynamicMessage,
+    nested: Nested<'_>,
+) -> Result<Option<Value>, String> {
     Ok(match kind {
         WellKnown::Time | WellKnown::MicroTime => {
             let Some(seconds) = int_field(msg, "seconds") else {
@@ -101,7 +105,7 @@ pub fn to_json(kind: WellKnown, msg: &DynamicMessage) -> Result<Option<Value>, S
             }
         }
         WellKnown::RawJson(field) => match msg.get_field_by_name(field).as_deref() {
-            Some(Pb::Bytes(b)) if !b.is_empty() => Some(raw_to_json(b)?),
+            Some(Pb::Bytes(b)) if !b.is_empty() => Some(raw_to_json(b, nested)?),
             _ => None,
         },
         WellKnown::StringList => match msg.get_field_by_name("items").as_deref() {
@@ -117,10 +121,15 @@ pub fn to_json(kind: WellKnown, msg: &DynamicMessage) -> Result<Option<Value>, S
     })
 }
 
-/// Embedded bytes as JSON: JSON itself, or a nested protobuf envelope (`k8s\0`) decoded.
-fn raw_to_json(b: &[u8]) -> Result<Value, String> {
-    if b.starts_with(super::envelope::MAGIC) {
-        return super::envelope::decode(b, None).map_err(|e| e.message);
+/// How embedded bytes that are themselves a protobuf envelope (`k8s\0`) are decoded: `None`
+/// when they are not one. The envelope's decoder passes itself down, so the recursion the data
+/// has (a `RawExtension` may hold an object) needs no import back up.
+pub type Nested<'a> = &'a dyn Fn(&[u8]) -> Option<Result<Value, String>>;
+
+/// Embedded bytes as JSON: JSON itself, or a nested protobuf envelope decoded by `nested`.
+fn raw_to_json(b: &[u8], nested: Nested<'_>) -> Result<Value, String> {
+    if let Some(decoded) = nested(b) {
+        return decoded;
     }
     serde_json::from_slice(b).map_err(|e| format!("embedded JSON: {e}"))
 }
