@@ -24,13 +24,6 @@ const NOT_SERVICES: &[(&str, &str)] = &[(
     "a kubectl plugin run by users, not a Deployment",
 )];
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask sits in the repository")
-        .to_owned()
-}
-
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -75,7 +68,7 @@ impl Names {
 /// The services, by the rule in the module documentation; panics on a binary that is neither a
 /// service nor in [`NOT_SERVICES`], or a service whose binary has another name.
 fn services() -> Vec<Names> {
-    let crates = repo().join("crates");
+    let crates = xtask::repo_root().join("crates");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&crates)
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -157,7 +150,7 @@ fn missing(s: &Names) -> Vec<String> {
 
 /// The image, the chart and deploy/: what builds and installs the service.
 fn shipping(s: &Names, want: &mut impl FnMut(bool, &str, String)) {
-    let root = repo();
+    let root = xtask::repo_root();
     let Names { kebab, camel, .. } = s;
 
     // 1. The image.
@@ -220,7 +213,7 @@ fn shipping(s: &Names, want: &mut impl FnMut(bool, &str, String)) {
 /// The dashboard, the alerts, the justfile and the release lists: what watches, measures and
 /// releases the service.
 fn operating(s: &Names, want: &mut impl FnMut(bool, &str, String)) {
-    let root = repo();
+    let root = xtask::repo_root();
     let chart = root.join("charts/plimsoll");
     let Names {
         kebab,
@@ -300,7 +293,7 @@ fn every_service_is_in_every_place_that_ships_it() {
 fn the_release_lists_hold_exactly_the_services() {
     // A name left behind in a list after a service is removed or renamed breaks the release.
     let services: BTreeSet<String> = services().into_iter().map(|s| s.kebab).collect();
-    let root = repo();
+    let root = xtask::repo_root();
     for (file, array) in [("scripts/release", "services"), ("scripts/images", "all")] {
         let listed = bash_array(&read(&root.join(file)), array);
         let extra: Vec<_> = listed.difference(&services).collect();
@@ -314,7 +307,7 @@ fn the_release_lists_hold_exactly_the_services() {
 
 #[test]
 fn the_checklist_in_the_architecture_doc_names_the_places_this_test_checks() {
-    let doc = read(&repo().join("docs/architecture.md"));
+    let doc = read(&xtask::repo_root().join("docs/architecture.md"));
     let section = doc
         .split("## How to add a service")
         .nth(1)
