@@ -12,13 +12,6 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask sits in the repository")
-        .to_owned()
-}
-
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -53,7 +46,7 @@ impl Drop for Scratch {
 
 /// `scripts/release ARGS` with a fixed time for reproducible archives.
 fn release(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut command = Command::new(repo().join("scripts/release"));
+    let mut command = Command::new(xtask::repo_root().join("scripts/release"));
     command.args(args).env("SOURCE_DATE_EPOCH", "1700000000");
     command.env_remove("PLIMSOLL_RELEASE_CHANGELOG");
     command.env_remove("PLIMSOLL_RELEASE_CHART");
@@ -97,7 +90,7 @@ fn refused(args: &[&str], env: &[(&str, &Path)], reason: &str) {
 
 /// `[workspace.package]`'s `KEY = "…"` in Cargo.toml.
 fn workspace_field(key: &str) -> String {
-    let toml = read(&repo().join("Cargo.toml"));
+    let toml = read(&xtask::repo_root().join("Cargo.toml"));
     let section = toml
         .split("[workspace.package]")
         .nth(1)
@@ -142,11 +135,13 @@ fn policy_value(doc: &str, label: &str) -> String {
 
 #[test]
 fn support_policy_matches_the_chart_and_the_tested_api() {
-    let chart = yaml(&read(&repo().join("charts/plimsoll/Chart.yaml")));
+    let chart = yaml(&read(
+        &xtask::repo_root().join("charts/plimsoll/Chart.yaml"),
+    ));
     let kube_version = chart["kubeVersion"]
         .as_str()
         .expect("Chart.yaml kubeVersion");
-    let doc = read(&repo().join("docs/release.md"));
+    let doc = read(&xtask::repo_root().join("docs/release.md"));
 
     let minimum = policy_value(&doc, "Minimum Kubernetes version:");
     assert_eq!(
@@ -160,7 +155,7 @@ fn support_policy_matches_the_chart_and_the_tested_api() {
     );
 
     // "Tested" is the Kubernetes API the end-to-end suite runs against: the sim's.
-    let sim = read(&repo().join("e2e/sim/src/lib.rs"));
+    let sim = read(&xtask::repo_root().join("e2e/sim/src/lib.rs"));
     let sim_minor = sim
         .lines()
         .find_map(|l| l.strip_prefix("pub const KUBERNETES_MINOR: &str = \""))
@@ -237,7 +232,7 @@ fn refuses_what_is_not_a_release() {
     );
 
     // The chart's kubeVersion against the support policy.
-    let chart = read(&repo().join("charts/plimsoll/Chart.yaml"));
+    let chart = read(&xtask::repo_root().join("charts/plimsoll/Chart.yaml"));
     let older = scratch.write(
         "older/Chart.yaml",
         &chart.replace("kubeVersion: \">=1.", "kubeVersion: \">=0."),
@@ -396,7 +391,7 @@ fn walk(dir: &Path, root: &Path, files: &mut BTreeSet<String>) {
 #[test]
 fn real_chart_packages_every_file() {
     let scratch = Scratch::new("real-chart");
-    let chart = repo().join("charts/plimsoll");
+    let chart = xtask::repo_root().join("charts/plimsoll");
     release_ok(
         &[
             "chart",
@@ -467,7 +462,10 @@ fn plugin_tarballs_and_krew_manifest() {
             "binary and licence at the top"
         );
         assert_eq!(member(&tarball, "kubectl-plimsoll"), body);
-        assert_eq!(member(&tarball, "LICENSE"), read(&repo().join("LICENSE")));
+        assert_eq!(
+            member(&tarball, "LICENSE"),
+            read(&xtask::repo_root().join("LICENSE"))
+        );
         let listing = Command::new("tar")
             .arg("-tvzf")
             .arg(&tarball)

@@ -298,11 +298,31 @@ mod tests {
         );
     }
 
+    /// The owner lookup of the webhook and the recommender: watched ReplicaSets and Jobs in
+    /// reflector stores, read through `plimsoll_runtime::owners` (their `Owners` impls are that
+    /// call and nothing else).
+    struct ServiceStores {
+        replica_sets: kube::runtime::reflector::Store<ReplicaSet>,
+        jobs: kube::runtime::reflector::Store<k8s_openapi::api::batch::v1::Job>,
+    }
+
+    impl controlling::Owners for ServiceStores {
+        fn controller_of(&self, namespace: &str, owner: &OwnerKey) -> Option<Option<OwnerKey>> {
+            plimsoll_runtime::owners::cached_controller_of(
+                (&self.replica_sets, &self.jobs),
+                namespace,
+                owner,
+            )
+        }
+    }
+
     /// For generated ReplicaSets (under a Deployment, a look-alike kind of another group, a
     /// custom `/scale` kind, or nothing), pods (of a ReplicaSet, a StatefulSet, a custom kind or
-    /// a look-alike ReplicaSet) and VPAs (any of those targets, various creation times), every
-    /// pod is in the pods of exactly the VPA the webhook's rule (core's `controlling_vpa` over
-    /// the same cache) names, and of no other. Seeded, so a failure replays.
+    /// a look-alike ReplicaSet) and VPAs (any of those targets, various creation times), the
+    /// three services agree on every pod: it is in the updater's pods of exactly the VPA that
+    /// core's `controlling_vpa` names over the updater's cache, and the same rule over the
+    /// webhook's and the recommender's owner lookup (reflector stores fed the same
+    /// ReplicaSets) names the same VPA. Seeded, so a failure replays.
     #[test]
     fn the_updater_assigns_pods_as_the_webhook_rule_does() {
         let mut seed: u64 = 0x5eed;
@@ -324,6 +344,7 @@ mod tests {
         ];
         for _ in 0..300 {
             let (cache, mut vpa_writer) = Cache::for_tests();
+            let mut replica_sets = kube::runtime::reflector::store::Writer::default();
             for rs in ["r0", "r1"] {
                 let parent =
                     [None, Some(0), Some(1), Some(2), Some(3)][usize::try_from(next(5)).unwrap()];
@@ -336,8 +357,13 @@ mod tests {
                     "spec": {"replicas": 1, "selector": {}}
                 }))
                 .unwrap();
+                replica_sets.apply_watcher_event(&Event::Apply(object.clone()));
                 cache.apply_replica_set(Event::Apply(object));
             }
+            let stores = ServiceStores {
+                replica_sets: replica_sets.as_reader(),
+                jobs: kube::runtime::reflector::store::Writer::default().as_reader(),
+            };
             let mut pods = Vec::new();
             for p in 0..6 {
                 let (api, kind, name) = targets[usize::try_from(3 + next(5)).unwrap()];
@@ -363,6 +389,9 @@ mod tests {
             for pod in &pods {
                 let expected = controlling::controlling_vpa(&pod.metadata, "ns", &cache, &vpas)
                     .and_then(|v| v.metadata.name.clone());
+                let webhook = controlling::controlling_vpa(&pod.metadata, "ns", &stores, &vpas)
+                    .and_then(|v| v.metadata.name.clone());
+                assert_eq!(webhook, expected, "{pod:?} {vpas:?}");
                 let holders: Vec<String> = (0..inventory.vpas.len())
                     .filter(|&i| {
                         inventory

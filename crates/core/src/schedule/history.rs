@@ -266,11 +266,18 @@ fn truncate(mut text: String, max: usize) -> String {
     text
 }
 
+/// The condition of `job` of object `u` in `state` at `at` (RFC 3339), with `message`: the
+/// fixture the history's and the resume rule's tests share.
 #[cfg(test)]
-mod tests {
+pub(crate) fn probed(job: &ScalingJob, state: JobState, at: &str, message: &str) -> JobCondition {
+    condition("u", job, state, tests::ts(at), message.into())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
     use super::*;
 
-    fn ts(s: &str) -> Timestamp {
+    pub(crate) fn ts(s: &str) -> Timestamp {
         s.parse().unwrap()
     }
 
@@ -278,11 +285,6 @@ mod tests {
         CronHorizontalPodAutoscalerSpec::test()
             .job_once("sale", "0 0 20 11 11 *", 50)
             .job("daily", "0 0 8 * * *", 3)
-    }
-
-    /// The condition of `job` of object `u` in `state` at `at`, with `message`.
-    fn probed(job: &ScalingJob, state: JobState, at: &str, message: &str) -> JobCondition {
-        condition("u", job, state, ts(at), message.into())
     }
 
     #[test]

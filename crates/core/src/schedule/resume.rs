@@ -203,22 +203,15 @@ pub fn recheck(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::cron::ScalingJob;
     use crate::schedule::plan::job_id;
 
-    fn ts(s: &str) -> Timestamp {
-        s.parse().unwrap()
-    }
+    use crate::schedule::history::probed;
+    use crate::schedule::history::tests::ts;
 
     fn spec() -> CronHorizontalPodAutoscalerSpec {
         CronHorizontalPodAutoscalerSpec::test()
             .job("up", "0 0 8 * * *", 10)
             .job("down", "0 0 20 * * *", 2)
-    }
-
-    /// The condition of `job` of object `u` in `state` at `at`, with `message`.
-    fn probed(job: &ScalingJob, state: JobState, at: &str, message: &str) -> JobCondition {
-        history::condition("u", job, state, ts(at), message.into())
     }
 
     fn memory(last_evaluated: Option<&str>, conditions: Vec<JobCondition>) -> Memory {
