@@ -10,8 +10,7 @@ use jiff::Timestamp;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscalerStatus;
 use plimsoll_core::api::hpa_plus::DecisionMemory;
 use plimsoll_core::api::vpa::VerticalPodAutoscalerCheckpointStatus;
-use plimsoll_core::horizontal::load_history::StoredLoadHistory;
-use plimsoll_core::horizontal::predictive::StoredLoadSeries;
+use plimsoll_core::horizontal::peak_series::StoredPeakSeries;
 use plimsoll_core::stored::{self, exercise};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -228,14 +227,14 @@ proptest! {
 
     #[test]
     fn tuning_load_history(v in load_history_json(), now in now()) {
-        let h: StoredLoadHistory = serde_json::from_value(v.clone()).expect("the stored form");
+        let h: StoredPeakSeries = serde_json::from_value(v.clone()).expect("the stored form");
         exercise::load_history(&h, now);
         exercise::text(&json!({"loadHistory": v}).to_string(), now);
     }
 
     #[test]
     fn predictive_load_series(v in load_series_json(), now in now()) {
-        let s: StoredLoadSeries = serde_json::from_value(v.clone()).expect("the stored form");
+        let s: StoredPeakSeries = serde_json::from_value(v.clone()).expect("the stored form");
         exercise::load_series(&s, now);
         exercise::text(&json!({"history": v, "reason": "Off"}).to_string(), now);
     }
@@ -277,13 +276,13 @@ fn valid_forms_with_extreme_values_read_back() {
     let hour = now.as_second() / 3600;
     let history = json!({"baseHour": hour - 48,
                          "metrics": {"cpu": [0, i64::MIN, 24, i64::MAX, 24, 0]}});
-    let h: StoredLoadHistory = serde_json::from_value(history).expect("the stored form");
+    let h: StoredPeakSeries = serde_json::from_value(history).expect("the stored form");
     assert!(plimsoll_core::horizontal::load_history::LoadHistory::try_restore(&h).is_ok());
     exercise::load_history(&h, now);
     let bucket = now.as_second() / 900;
     let series = json!({"stepSeconds": 900, "baseBucket": bucket - 192,
                         "metrics": {"rps": [0, i64::MIN, 96, i64::MAX, 96, 1]}});
-    let s: StoredLoadSeries = serde_json::from_value(series).expect("the stored form");
+    let s: StoredPeakSeries = serde_json::from_value(series).expect("the stored form");
     assert!(plimsoll_core::horizontal::predictive::LoadSeries::try_restore(&s, 900).is_ok());
     exercise::load_series(&s, now);
     let usage = json!({"bucketSeconds": 300, "base": now.as_second() / 300 - 10,
@@ -315,7 +314,7 @@ fn the_examples_of_the_issue_are_ignored() {
     let now = Timestamp::from_second(1_767_225_600).expect("in range");
     let overflow = json!({"stepSeconds": 900, "baseBucket": i64::MIN / 2,
                           "metrics": {"rps": [0, 1, i64::MAX, 1]}});
-    let s: StoredLoadSeries = serde_json::from_value(overflow).expect("the stored form");
+    let s: StoredPeakSeries = serde_json::from_value(overflow).expect("the stored form");
     exercise::load_series(&s, now);
     let sparse = json!({"bucketSeconds": 1, "base": 0, "values": [0, 1, 1_000_000_000_000i64, 1]});
     exercise::total_usage(&sparse.to_string(), now);

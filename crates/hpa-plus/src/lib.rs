@@ -26,8 +26,8 @@
 //!
 //! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`prometheus`]
 //! (`type: Prometheus` metrics), [`reconcile`], [`tuning`] (`minReplicasTuning`), [`predict`]
-//! (`spec.predictive`), [`status`], [`record`] (`--record-dir`),
-//! [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
+//! (`spec.predictive`), [`seed`] (their one Prometheus backfill), [`status`], [`record`]
+//! (`--record-dir`), [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
 //! `replay`.
 
 pub mod cli;
@@ -44,6 +44,7 @@ pub mod record;
 pub mod replay;
 pub mod replay_kinds;
 pub mod replay_load;
+pub mod seed;
 pub mod status;
 pub mod tuning;
 

@@ -3,7 +3,8 @@
 //! here are its reads and writes:
 //! - on first sight the series the object carries (`status.predictive.history`, a native HPA's
 //!   [`STATUS_ANNOTATION`]) is topped up from Prometheus for `type: Prometheus` metrics
-//!   ([`seed_from_prometheus`]: `max_over_time((query)[15m:])` every 15 minutes);
+//!   ([`seed_from_prometheus`], through the one backfill [`crate::seed`]:
+//!   `max_over_time((query)[15m:])` every 15 minutes);
 //! - the workload's startup time is measured from its pods ([`pod_start`], for
 //!   `leadSeconds: auto`);
 //! - a native HPA's status goes into its annotation ([`write_native_status`]).
@@ -18,13 +19,12 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::{Api, Client};
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, Predictive, PredictiveStatus};
 use plimsoll_core::horizontal::predictive::{LoadSeries, PodStart, keep_seconds, startup_seconds};
-use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
-use plimsoll_core::horizontal::tuning::times_ready;
 use plimsoll_core::stored::StoredStateError;
 
 use crate::error::Result;
 use crate::pods::PodInfo;
 use crate::prometheus::PrometheusMetrics;
+use crate::seed::Backfill;
 
 /// A native HPA's `status.predictive` (its status has no field for it), as JSON.
 pub const STATUS_ANNOTATION: &str = "plimsoll.dev/predictive-status";
@@ -54,13 +54,13 @@ pub fn measured_startup(pods: &[Arc<PodInfo>]) -> Option<i64> {
     startup_seconds(pods.iter().map(|p| pod_start(p)))
 }
 
-/// Reads from Prometheus, for every `type: Prometheus` metric of `spec`, the buckets of the
-/// retention window ([`keep_seconds`]) that `series` lacks: the whole window when its oldest
-/// bucket is younger than the window's start, else the buckets since its newest. Only metrics
-/// whose recorded load is the query's value itself are read (not `Value` targets or absolute
-/// watermarks, which record the value times the ready pods). A failure is logged and
-/// prediction goes on from what it has (it waits for a season of its own history). The
-/// queries end by `deadline`, the object's Prometheus budget.
+/// Reads from Prometheus ([`crate::seed`]), for every `type: Prometheus` metric of `spec`, the
+/// buckets of the retention window ([`keep_seconds`]) that `series` lacks
+/// ([`PeakSeries::missing_from`](plimsoll_core::horizontal::peak_series::PeakSeries::missing_from)):
+/// the whole window when its oldest bucket is younger than the window's start, else the buckets
+/// since its newest. They are peaks with no known mean (their peak stands in for the level). A
+/// failure is logged and prediction goes on from what it has (it waits for a season of its own
+/// history). The queries end by `deadline`, the object's Prometheus budget.
 pub async fn seed_from_prometheus(
     prometheus: &PrometheusMetrics,
     spec: &HorizontalPodAutoscalerPlusSpec,
@@ -69,48 +69,18 @@ pub async fn seed_from_prometheus(
     now: Timestamp,
     deadline: tokio::time::Instant,
 ) {
-    let step = series.step_seconds();
     let keep = keep_seconds(settings);
-    let open = series.bucket_at(now);
-    let first = open - keep / step;
-    for m in metrics_of(spec).iter() {
-        let Some(p) = m.prometheus.as_ref() else {
-            continue;
-        };
-        if times_ready(m, spec) {
-            continue;
-        }
-        let name = metric_name(m);
-        let from = match (series.oldest(&name), series.newest(&name)) {
-            (Some(oldest), Some(newest)) if oldest <= first + 1 => newest + 1,
-            _ => first,
-        };
-        if from >= open {
-            continue;
-        }
-        let Some(address) = prometheus.address_of(p).map(str::to_owned) else {
-            continue;
-        };
-        match prometheus
-            .bucket_peaks(&address, &p.query, step, from, open, deadline)
-            .await
-        {
-            Ok(peaks) => {
-                for (bucket, value) in peaks {
-                    if let Ok(at) = Timestamp::from_second(bucket * step) {
-                        series.record(&name, at, value, keep);
-                    }
-                }
-            }
-            Err(e) => {
-                crate::prometheus::log_failure(
-                    &address,
-                    &e,
-                    "could not read the metric's history from Prometheus; prediction records its own",
-                );
-            }
-        }
-    }
+    let keep_buckets = series.keep_buckets(keep);
+    let peaks = series.peaks_mut();
+    let open = peaks.bucket_at(now);
+    let first = open - keep / peaks.step_seconds();
+    let backfill = Backfill {
+        from: &|s, name| s.missing_from(name, first, open),
+        open,
+        keep_buckets,
+        failure: "could not read the metric's history from Prometheus; prediction records its own",
+    };
+    crate::seed::seed_from_prometheus(prometheus, spec, peaks, &backfill, deadline).await;
 }
 
 /// Writes a native HPA's predictive status into its [`STATUS_ANNOTATION`].

@@ -3,7 +3,7 @@
 //! [`plimsoll_core::horizontal::evaluate`]; here are its reads and writes:
 //! - on first sight the object's load history (`status.minReplicasTuning.loadHistory`, a native
 //!   HPA's [`STATUS_ANNOTATION`]) is topped up from Prometheus for `type: Prometheus` metrics
-//!   ([`seed_from_prometheus`]);
+//!   ([`seed_from_prometheus`], through the one backfill [`crate::seed`]);
 //! - the controller's exclusion selector (`--min-replicas-tuning-exclude`, [`Exclusion`]) is
 //!   matched against the autoscaler's labels and its pods' labels;
 //! - in `Apply`, `spec.minReplicas` is patched ([`write_min_replicas`], merge patch, field
@@ -24,13 +24,13 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_core::horizontal::load_history::LoadHistory;
 use plimsoll_core::horizontal::proposals::{metric_name, metrics_of};
-use plimsoll_core::horizontal::tuning::times_ready;
 use plimsoll_core::stored::StoredStateError;
 use plimsoll_runtime::selector::Selector;
 use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::prometheus::PrometheusMetrics;
+use crate::seed::Backfill;
 use crate::status::FIELD_MANAGER;
 
 /// A native HPA's `status.minReplicasTuning` (its status has no field for it), as JSON.
@@ -74,12 +74,11 @@ impl Exclusion {
     }
 }
 
-/// Seeds `loads` from Prometheus for every `type: Prometheus` metric of `spec` whose history
-/// does not cover the lookback yet, so that tuning on a metric Prometheus has kept for weeks
-/// need not wait a week after the autoscaler is created (or the controller upgraded). Only
-/// metrics whose recorded load is the query's value itself are seeded (not `Value` targets or
-/// absolute watermarks, which record the value times the ready pods, a count Prometheus does
-/// not hold). A failure is logged and tuning goes on from what it has. The queries end by
+/// Seeds `loads` from Prometheus ([`crate::seed`]: `max_over_time((query)[1h:])` at the end of
+/// each hour) for every `type: Prometheus` metric of `spec` whose history does not cover the
+/// lookback yet ([`LoadHistory::backfill_from`]), so that tuning on a metric Prometheus has kept
+/// for weeks need not wait a week after the autoscaler is created (or the controller
+/// upgraded). A failure is logged and tuning goes on from what it has. The queries end by
 /// `deadline`, the object's Prometheus budget.
 pub async fn seed_from_prometheus(
     prometheus: &PrometheusMetrics,
@@ -93,35 +92,20 @@ pub async fn seed_from_prometheus(
         return;
     }
     let days = settings.lookback_days();
-    for m in metrics_of(spec).iter() {
-        let Some(p) = m.prometheus.as_ref() else {
-            continue;
-        };
-        let name = metric_name(m);
-        if times_ready(m, spec) || loads.covers(&name, now, days) {
-            continue;
-        }
-        let Some(address) = prometheus.address_of(p).map(str::to_owned) else {
-            continue;
-        };
-        match prometheus
-            .hourly_peaks(&address, &p.query, days, now, deadline)
-            .await
-        {
-            Ok(peaks) => {
-                for (at, value) in peaks {
-                    loads.record(&name, at, value, days);
-                }
-            }
-            Err(e) => {
-                crate::prometheus::log_failure(
-                    &address,
-                    &e,
-                    "could not read the metric's history from Prometheus; tuning records its own",
-                );
-            }
-        }
-    }
+    // Decided on the history as restored, before anything is read into it.
+    let from: BTreeMap<String, i64> = metrics_of(spec)
+        .iter()
+        .map(metric_name)
+        .filter_map(|name| loads.backfill_from(&name, now, days).map(|f| (name, f)))
+        .collect();
+    let backfill = Backfill {
+        from: &|_, name| from.get(name).copied(),
+        open: loads.series().bucket_at(now),
+        keep_buckets: LoadHistory::keep_buckets(days),
+        failure: "could not read the metric's history from Prometheus; tuning records its own",
+    };
+    crate::seed::seed_from_prometheus(prometheus, spec, loads.series_mut(), &backfill, deadline)
+        .await;
 }
 
 /// Patches the autoscaler's `spec.minReplicas` to `to` (step 3).

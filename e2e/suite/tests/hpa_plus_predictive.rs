@@ -314,7 +314,7 @@ async fn what_was_raised(env: &Env, raised: &PredictiveStatus, rush: f64) -> any
         (kept - 9..=kept).contains(&buckets),
         "{buckets} buckets kept"
     );
-    assert_eq!(history.step_seconds, BUCKET_SECONDS);
+    assert_eq!(history.step_seconds, Some(BUCKET_SECONDS));
     let on = events(env, "ahead", "PredictionOn").await?;
     assert_eq!(on.len(), 1, "{on:?}");
     assert_eq!(on[0].type_.as_deref(), Some("Normal"));

@@ -815,7 +815,7 @@ pub struct PredictiveStatus {
     /// restarted controller continues from it (docs/hpa-plus.md gives the encoding and its
     /// bound: under 20 KB per metric for 7 days, about 8 KB typically).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub history: Option<history::StoredLoadSeries>,
+    pub history: Option<history::StoredPeakSeries>,
 }
 
 /// `status.minReplicasTuning`.
@@ -848,7 +848,7 @@ pub struct MinReplicasTuningStatus {
     /// from them (docs/hpa-plus.md gives the encoding and its bound: under 4.5 KB per metric
     /// for 7 days).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_history: Option<history::StoredLoadHistory>,
+    pub load_history: Option<history::StoredPeakSeries>,
 }
 
 /// The decision memory of one autoscaler in its stored form: every instant is a whole number of

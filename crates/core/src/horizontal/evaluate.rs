@@ -37,9 +37,10 @@ use super::history::History;
 use super::load_history::LoadHistory;
 use super::memory;
 use super::observation::{Observation, PodSample};
+use super::peak_series::StoredPeakSeries;
 use super::predictive::{
     self, BUCKET_SECONDS, FALLBACK_STARTUP_SECONDS, Fit, Forecast, ForecastInput, LoadSeries,
-    Raise, RaiseInput, StoredLoadSeries, forecast, predictive_status, raise, refit,
+    Raise, RaiseInput, forecast, predictive_status, raise, refit,
 };
 use super::tuning::{self, Tuning, TuningInput, tune, tuning_status};
 use crate::api::hpa_plus::{
@@ -91,7 +92,7 @@ pub struct PredictiveHeld {
 struct Ended {
     open: i64,
     series: LoadSeries,
-    stored: StoredLoadSeries,
+    stored: StoredPeakSeries,
 }
 
 impl PredictiveHeld {

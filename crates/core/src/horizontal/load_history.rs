@@ -6,21 +6,22 @@
 //! ready pods, otherwise the value). An hour keeps only its highest value, since tuning only
 //! asks for daily peaks; hours older than the lookback are dropped on every record.
 //!
-//! Stored form ([`LoadHistory::store`]): per metric a flat `[offset, value, offset, value, …]`
-//! list like `status.memory`, offsets in hours from the previous entry (the first from
-//! `baseHour`, hours since the Unix epoch), values in milli-units.
+//! Stored form ([`LoadHistory::store`]): the one form of every load history
+//! ([`StoredPeakSeries`]) with `stepSeconds: 3600`, offsets in hours from the previous entry
+//! (the first from `baseBucket`, hours since the Unix epoch), values in milli-units. A history
+//! written before the forms were one (`{baseHour, metrics}`, no `stepSeconds`) reads as the
+//! same hours.
 //!
 //! Bound: a metric keeps at most `24 × lookbackDays` hours. For 7 days that is 168 pairs; a
 //! pair is at most `168,` plus an `i64` (`-9223372036854775808,`: 21 bytes), so one metric's
 //! list is at most [`BOUND_BYTES_PER_METRIC_7_DAYS`] bytes of JSON with its key; a typical
 //! metric (consecutive hours, values below 10⁷ milli) takes about 168 × 10 ≈ 1.7 KB.
 
-use std::collections::BTreeMap;
-
 use jiff::Timestamp;
 
-use super::offsets::flatten;
-use crate::stored::{self, MAX_METRICS, Order, PairRules, StoredStateError};
+pub use super::peak_series::StoredPeakSeries;
+use super::peak_series::{PeakSeries, Restore};
+use crate::stored::StoredStateError;
 
 /// The longest lookback tuning accepts (`spec.minReplicasTuning.lookbackDays` ≤ 30).
 pub const MAX_DAYS: i32 = 30;
@@ -36,15 +37,33 @@ const HOURS_PER_DAY: i64 = 24;
 /// metric name of up to 253 bytes (a Kubernetes name) and the separating comma.
 pub const BOUND_BYTES_PER_METRIC_7_DAYS: usize = 168 * (4 + 21) + 2 + 253 + 4;
 
-/// Hourly peaks per metric.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The most hours a metric keeps: `24 ×` [`MAX_DAYS`].
+const MAX_HOURS: usize = MAX_DAYS.unsigned_abs() as usize * 24;
+
+/// How a stored tuning history is read back: hourly buckets (also when the width is absent, as
+/// in a history written before it was stored), at most `24 ×` [`MAX_DAYS`] per metric.
+const RESTORE: Restore = Restore {
+    step_seconds: HOUR_SECONDS,
+    absent_step_seconds: HOUR_SECONDS,
+    max_buckets: MAX_HOURS,
+    step_field: "loadHistory.stepSeconds",
+    base_field: "loadHistory.baseBucket",
+    metrics_field: "loadHistory.metrics",
+};
+
+/// Hourly peaks per metric: a [`PeakSeries`] of hours.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadHistory {
-    /// Per metric: `(hour since the Unix epoch, peak in milli-units)`, oldest first, one entry
-    /// per hour.
-    metrics: BTreeMap<String, Vec<(i64, i64)>>,
+    series: PeakSeries,
 }
 
-pub use crate::api::hpa_plus::history::StoredLoadHistory;
+impl Default for LoadHistory {
+    fn default() -> Self {
+        Self {
+            series: PeakSeries::new(HOUR_SECONDS),
+        }
+    }
+}
 
 /// The hour `at` falls in, counted from the Unix epoch.
 fn hour_of(at: Timestamp) -> i64 {
@@ -55,34 +74,33 @@ impl LoadHistory {
     /// Records `value` (milli) of `metric` at `at`, keeping `keep_days` days (clamped to
     /// 1..=[`MAX_DAYS`]) before `at`.
     pub fn record(&mut self, metric: &str, at: Timestamp, value: i64, keep_days: i32) {
-        let hour = hour_of(at);
-        let list = self.metrics.entry(metric.to_owned()).or_default();
-        match list.last_mut() {
-            Some((h, peak)) if *h == hour => *peak = (*peak).max(value),
-            // A sample from before the newest hour (clock skew) raises the hour it falls in.
-            Some((h, _)) if *h > hour => {
-                if let Some(entry) = list.iter_mut().find(|(h, _)| *h == hour) {
-                    entry.1 = entry.1.max(value);
-                } else {
-                    let at = list.partition_point(|(h, _)| *h < hour);
-                    list.insert(at, (hour, value));
-                }
-            }
-            _ => list.push((hour, value)),
-        }
-        let newest = list.last().map_or(hour, |(h, _)| *h);
-        let keep = i64::from(keep_days.clamp(1, MAX_DAYS)) * HOURS_PER_DAY;
-        list.retain(|(h, _)| newest - *h < keep);
+        self.series
+            .record(metric, at, value, Self::keep_buckets(keep_days));
+    }
+
+    /// The hours [`Self::record`] keeps for `keep_days` days.
+    pub fn keep_buckets(keep_days: i32) -> i64 {
+        i64::from(keep_days.clamp(1, MAX_DAYS)) * HOURS_PER_DAY
+    }
+
+    /// The hours themselves, to read or backfill.
+    pub fn series(&self) -> &PeakSeries {
+        &self.series
+    }
+
+    /// See [`Self::series`].
+    pub fn series_mut(&mut self) -> &mut PeakSeries {
+        &mut self.series
     }
 
     /// The metrics recorded, by name.
     pub fn metrics(&self) -> impl Iterator<Item = &str> {
-        self.metrics.keys().map(String::as_str)
+        self.series.metrics()
     }
 
     /// The hourly peaks of `metric`, oldest first.
     pub fn hours(&self, metric: &str) -> &[(i64, i64)] {
-        self.metrics.get(metric).map_or(&[], Vec::as_slice)
+        self.series.points(metric)
     }
 
     /// The peak of each of the last `days` days of `metric` before `now`: index 0 is the day
@@ -120,73 +138,44 @@ impl LoadHistory {
                 .all(Option::is_some)
     }
 
+    /// The hour a backfill of `metric` for a lookback of `days` before `now` starts from, or
+    /// `None` when the history already covers it ([`Self::covers`]): the whole lookback up to,
+    /// not including, the hour of `now` (which the evaluation records itself).
+    pub fn backfill_from(&self, metric: &str, now: Timestamp, days: i32) -> Option<i64> {
+        let days = days.clamp(1, MAX_DAYS);
+        (!self.covers(metric, now, days))
+            .then(|| hour_of(now) - (i64::from(days) * HOURS_PER_DAY - 1))
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty()
+    }
+
     /// The stored form.
-    pub fn store(&self) -> StoredLoadHistory {
-        let Some(base) = self
-            .metrics
-            .values()
-            .filter_map(|l| l.first())
-            .map(|e| e.0)
-            .min()
-        else {
-            return StoredLoadHistory::default();
-        };
-        let metrics = self
-            .metrics
-            .iter()
-            .map(|(name, list)| (name.clone(), flatten(base, list.iter().copied())))
-            .collect();
-        StoredLoadHistory {
-            base_hour: Some(base),
-            metrics,
-        }
+    pub fn store(&self) -> StoredPeakSeries {
+        self.series.store()
     }
 
     /// The history `stored` stands for, or why it cannot be read back ([`crate::stored`]'s
-    /// rules): at most [`MAX_METRICS`] metrics of at most `24 ×` [`MAX_DAYS`] hourly peaks each
-    /// (what [`Self::record`] keeps), hours strictly increasing from `baseHour` and inside the
-    /// time range, any `i64` peak (the loads the controller records are any `i64`).
-    pub fn try_restore(stored: &StoredLoadHistory) -> Result<Self, StoredStateError> {
-        if stored.metrics.len() > MAX_METRICS {
-            return Err(StoredStateError::TooLong {
-                field: "loadHistory.metrics",
-                len: stored.metrics.len(),
-                max: MAX_METRICS,
-            });
-        }
-        let Some(base) = stored.base_hour else {
-            return if stored.metrics.values().all(Vec::is_empty) {
-                Ok(Self::default())
-            } else {
-                Err(StoredStateError::Missing {
-                    field: "loadHistory.baseHour",
-                })
-            };
-        };
-        let rules = PairRules {
-            field: "loadHistory.metrics",
-            max_pairs: usize::try_from(i64::from(MAX_DAYS) * HOURS_PER_DAY).unwrap_or(usize::MAX),
-            positions: stored::buckets_range(HOUR_SECONDS),
-            values: i64::MIN..=i64::MAX,
-            order: Order::Increasing,
-        };
-        let mut metrics = BTreeMap::new();
-        for (name, flat) in &stored.metrics {
-            let list = stored::pairs(base, flat, &rules)?;
-            // The controller never keeps an empty list (a metric has its newest hour).
-            if !list.is_empty() {
-                metrics.insert(name.clone(), list);
-            }
-        }
-        Ok(Self { metrics })
+    /// rules, [`PeakSeries::try_restore`]): hourly buckets (`stepSeconds` 3600 or absent), at
+    /// most [`crate::stored::MAX_METRICS`] metrics of at most `24 ×` [`MAX_DAYS`] hourly peaks
+    /// each (what [`Self::record`] keeps), hours strictly increasing from `baseBucket` (or the
+    /// `baseHour` of the old form) and inside the time range, any `i64` peak (the loads the
+    /// controller records are any `i64`).
+    pub fn try_restore(stored: &StoredPeakSeries) -> Result<Self, StoredStateError> {
+        PeakSeries::try_restore(stored, &RESTORE).map(|series| Self { series })
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use proptest::prelude::*;
 
     use super::*;
+    use crate::stored::MAX_METRICS;
 
     fn at(hours: i64, seconds: i64) -> Timestamp {
         Timestamp::from_second(1_767_225_600 + hours * HOUR_SECONDS + seconds).unwrap()
@@ -238,18 +227,56 @@ mod tests {
         assert_eq!(LoadHistory::try_restore(&stored), Ok(h));
     }
 
+    /// The form written before the histories shared one (`{baseHour, metrics}`, hours, no
+    /// `stepSeconds`), as objects in clusters and native HPAs' annotations still carry it,
+    /// reads back as the same hours; written again, it takes the one form.
+    #[test]
+    fn an_old_shape_history_reads_back_as_the_same_hours() {
+        let mut h = LoadHistory::default();
+        h.record("cpu", at(3, 0), 1200, 7);
+        h.record("cpu", at(5, 0), 1300, 7);
+        h.record("requests", at(4, 0), -5, 7);
+        let base = hour_of(at(3, 0));
+        let old = format!(
+            r#"{{"baseHour":{base},"metrics":{{"cpu":[0,1200,2,1300],"requests":[1,-5]}}}}"#
+        );
+        let stored: StoredPeakSeries = serde_json::from_str(&old).unwrap();
+        assert_eq!(LoadHistory::try_restore(&stored), Ok(h.clone()));
+        let new = serde_json::to_string(&h.store()).unwrap();
+        assert_eq!(
+            new,
+            format!(
+                r#"{{"stepSeconds":3600,"baseBucket":{base},"metrics":{{"cpu":[0,1200,2,1300],"requests":[1,-5]}}}}"#
+            )
+        );
+        // A history of another width is not hours: refused whole.
+        let other = StoredPeakSeries {
+            step_seconds: Some(900),
+            ..stored
+        };
+        assert_eq!(
+            LoadHistory::try_restore(&other),
+            Err(StoredStateError::OtherStep {
+                field: "loadHistory.stepSeconds",
+                stored: 900,
+                expected: 3600
+            })
+        );
+    }
+
     #[test]
     fn a_hostile_history_is_ignored_whole() {
-        let history = |base_hour, list: Vec<i64>| StoredLoadHistory {
+        let history = |base_hour, list: Vec<i64>| StoredPeakSeries {
             base_hour,
             metrics: BTreeMap::from([("cpu".to_owned(), list)]),
+            ..StoredPeakSeries::default()
         };
         let field = "loadHistory.metrics";
         let cases = [
             (
                 history(None, vec![0, 1]),
                 StoredStateError::Missing {
-                    field: "loadHistory.baseHour",
+                    field: "loadHistory.baseBucket",
                 },
             ),
             (
@@ -269,9 +296,10 @@ mod tests {
                 },
             ),
             (
-                StoredLoadHistory {
+                StoredPeakSeries {
                     base_hour: Some(0),
                     metrics: (0..=MAX_METRICS).map(|i| (i.to_string(), vec![])).collect(),
+                    ..StoredPeakSeries::default()
                 },
                 StoredStateError::TooLong {
                     field,

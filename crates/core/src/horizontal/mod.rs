@@ -14,7 +14,8 @@
 //! rule that limited a decision), [`conditions`], [`history`], [`memory`] (the history kept in
 //! the object across restarts), [`observation`], [`pod_requests`] (which containers and requests
 //! utilization counts), [`status`], [`tuning`] (`minReplicasTuning`: the `minReplicas` a
-//! week of load needs), [`load_history`] (the hourly peaks it reads without Prometheus) and
+//! week of load needs), [`load_history`] (the hourly peaks it reads without Prometheus),
+//! [`peak_series`] (the one bucketed history every load history is kept in) and
 //! [`predictive`] (`spec.predictive`: a seasonal forecast that scales up before a rush);
 //! [`recording`] is what `hpa-plus --record-dir` writes and the one step both replays take.
 
@@ -34,6 +35,7 @@ pub mod memory;
 pub mod metrics;
 pub mod observation;
 pub mod offsets;
+pub mod peak_series;
 pub mod pod_requests;
 pub mod preconditions;
 pub mod predictive;

@@ -55,25 +55,26 @@ use super::gates::write_gate;
 use super::limits::{Bounds, LimitFactors, RateInput, forbidden_windows, rate_limit};
 use super::observation::{Observation, PodSample};
 use super::offsets::flatten;
+use super::peak_series::{PeakSeries, Restore, StoredPeakSeries, retain_newest, stored_base};
 use super::proposals::{metric_name, metrics_of};
 use super::tuning::{observed_load, replicas_for_load};
 use crate::api::hpa_plus::{
     HorizontalPodAutoscalerPlusSpec, LeadSeconds, Predictive, PredictiveMode, PredictiveStatus,
     Season,
 };
-use crate::stored::{self, MAX_METRICS, Order, PairRules, StoredStateError};
+use crate::stored::StoredStateError;
 
 /// Above this error (percent of the load) of the past seasons' forecasts of the same window the
 /// forecast is not trusted.
 pub const MAX_ERROR_PERCENT: f64 = 50.0;
 
-/// A compact per-metric load series: the highest value seen in each `step`-second bucket, and
-/// the sum and count of the values seen in it (their mean is the bucket's level).
+/// A compact per-metric load series: the highest value seen in each `step`-second bucket (a
+/// [`PeakSeries`]), and the sum and count of the values seen in it (their mean is the bucket's
+/// level).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadSeries {
-    step: i64,
-    /// Per metric: `(bucket since the Unix epoch, highest value in milli-units)`, oldest first.
-    metrics: BTreeMap<String, Vec<(i64, i64)>>,
+    /// Per metric: each bucket's highest value in milli-units.
+    peaks: PeakSeries,
     /// Per metric: `(bucket, sum of the values, how many)`, oldest first; a bucket that is not
     /// here (read from Prometheus's peaks, or from a status written before means were kept)
     /// has no known mean and its peak stands in for it.
@@ -84,39 +85,38 @@ impl LoadSeries {
     /// An empty series with buckets of `step_seconds` (at least 1).
     pub fn new(step_seconds: i64) -> Self {
         Self {
-            step: step_seconds.max(1),
-            metrics: BTreeMap::new(),
+            peaks: PeakSeries::new(step_seconds),
             sums: BTreeMap::new(),
         }
     }
 
     /// The bucket width, seconds.
     pub fn step_seconds(&self) -> i64 {
-        self.step
+        self.peaks.step_seconds()
     }
 
     fn bucket_of(&self, second: i64) -> i64 {
-        second.div_euclid(self.step)
+        self.peaks.bucket_of(second)
+    }
+
+    /// The buckets [`Self::record`] keeps for `keep_seconds`: those up to `keep_seconds` before
+    /// the newest, and the newest.
+    pub fn keep_buckets(&self, keep_seconds: i64) -> i64 {
+        keep_seconds.max(0) / self.step_seconds() + 1
+    }
+
+    /// The peaks alone, to backfill from Prometheus's peaks (buckets with no known mean).
+    pub fn peaks_mut(&mut self) -> &mut PeakSeries {
+        &mut self.peaks
     }
 
     /// Records `value` (milli) of `metric` at `at`, keeping `keep_seconds` before the newest
     /// bucket.
     pub fn record(&mut self, metric: &str, at: Timestamp, value: i64, keep_seconds: i64) {
-        let bucket = self.bucket_of(at.as_second());
-        let list = self.metrics.entry(metric.to_owned()).or_default();
-        let i = list.partition_point(|(b, _)| *b < bucket);
-        match list.get_mut(i) {
-            Some((b, v)) if *b == bucket => *v = (*v).max(value),
-            _ => list.insert(i, (bucket, value)),
-        }
-        let newest = list.last().map_or(bucket, |(b, _)| *b);
-        let keep = keep_seconds.max(0) / self.step;
-        // Oldest first: only when the oldest bucket is out is there anything to drop (a pass
-        // over the whole list at every sample would cost more than the rest of the record).
-        let stale = |b: i64| newest.saturating_sub(b) > keep;
-        if list.first().is_some_and(|(b, _)| stale(*b)) {
-            list.retain(|(b, _)| !stale(*b));
-        }
+        let keep = self.keep_buckets(keep_seconds);
+        self.peaks.record(metric, at, value, keep);
+        let bucket = self.peaks.bucket_at(at);
+        let newest = self.peaks.newest(metric).unwrap_or(bucket);
         let sums = self.sums.entry(metric.to_owned()).or_default();
         let i = sums.partition_point(|(b, _, _)| *b < bucket);
         match sums.get_mut(i) {
@@ -126,9 +126,7 @@ impl LoadSeries {
             }
             _ => sums.insert(i, (bucket, value, 1)),
         }
-        if sums.first().is_some_and(|(b, _, _)| stale(*b)) {
-            sums.retain(|(b, _, _)| !stale(*b));
-        }
+        retain_newest(sums, newest, keep, |(b, _, _)| *b);
     }
 
     /// The level of `metric` in `bucket`: the mean of the values recorded in it, else (no
@@ -139,12 +137,12 @@ impl LoadSeries {
             let (_, sum, n) = list[i];
             (n > 0).then(|| sum / n)
         });
-        mean.or_else(|| self.at(metric, bucket))
+        mean.or_else(|| self.peaks.at(metric, bucket))
     }
 
     /// The highest level of `metric` in buckets `from..=to`.
     fn level_peak(&self, metric: &str, from: i64, to: i64) -> Option<i64> {
-        let list = self.metrics.get(metric)?;
+        let list = self.peaks.points(metric);
         let start = list.partition_point(|(b, _)| *b < from);
         list[start..]
             .iter()
@@ -154,32 +152,30 @@ impl LoadSeries {
     }
 
     /// The value of `metric` in `bucket`, if one was recorded.
+    #[cfg(test)]
     fn at(&self, metric: &str, bucket: i64) -> Option<i64> {
-        let list = self.metrics.get(metric)?;
-        list.binary_search_by_key(&bucket, |(b, _)| *b)
-            .ok()
-            .map(|i| list[i].1)
+        self.peaks.at(metric, bucket)
     }
 
     /// The oldest bucket of `metric`.
     pub fn oldest(&self, metric: &str) -> Option<i64> {
-        self.metrics.get(metric)?.first().map(|(b, _)| *b)
+        self.peaks.oldest(metric)
     }
 
     /// The newest bucket of `metric`.
     pub fn newest(&self, metric: &str) -> Option<i64> {
-        self.metrics.get(metric)?.last().map(|(b, _)| *b)
+        self.peaks.newest(metric)
     }
 
     /// The bucket `at` falls in (seconds since the Unix epoch over the step).
     pub fn bucket_at(&self, at: Timestamp) -> i64 {
-        self.bucket_of(at.as_second())
+        self.peaks.bucket_at(at)
     }
 
     /// The buckets recorded for `metric`, `(bucket, highest value in milli-units)`, oldest
     /// first.
     pub fn points(&self, metric: &str) -> &[(i64, i64)] {
-        self.metrics.get(metric).map_or(&[], Vec::as_slice)
+        self.peaks.points(metric)
     }
 
     /// The series without the bucket `now` falls in: only buckets that have ended. A bucket
@@ -191,16 +187,7 @@ impl LoadSeries {
     pub fn ended(&self, now: Timestamp) -> Self {
         let open = self.bucket_of(now.as_second());
         Self {
-            step: self.step,
-            metrics: self
-                .metrics
-                .iter()
-                .map(|(name, list)| {
-                    let end = list.partition_point(|(b, _)| *b < open);
-                    (name.clone(), list[..end].to_vec())
-                })
-                .filter(|(_, list)| !list.is_empty())
-                .collect(),
+            peaks: self.peaks.before(open),
             sums: self
                 .sums
                 .iter()
@@ -215,37 +202,17 @@ impl LoadSeries {
 
     /// The newest ended bucket over all metrics at `now` (what a [`Fit`] is made through).
     pub fn newest_ended(&self, now: Timestamp) -> Option<i64> {
-        let open = self.bucket_of(now.as_second());
-        self.metrics
-            .values()
-            .filter_map(|list| {
-                let end = list.partition_point(|(b, _)| *b < open);
-                end.checked_sub(1).map(|i| list[i].0)
-            })
-            .max()
+        self.peaks.newest_before(self.bucket_of(now.as_second()))
     }
 
-    /// The stored form (module docs of [`StoredLoadSeries`]).
-    pub fn store(&self) -> StoredLoadSeries {
-        let Some(base) = self
-            .metrics
-            .values()
-            .filter_map(|l| l.first())
-            .map(|e| e.0)
-            .min()
-        else {
-            return StoredLoadSeries {
-                step_seconds: self.step,
-                ..StoredLoadSeries::default()
-            };
+    /// The stored form (the docs of [`StoredPeakSeries`]): the peaks, and the means of the
+    /// buckets from the base on.
+    pub fn store(&self) -> StoredPeakSeries {
+        let mut stored = self.peaks.store();
+        let Some(base) = stored.base_bucket else {
+            return stored;
         };
-        let metrics = self
-            .metrics
-            .iter()
-            .filter(|(_, list)| !list.is_empty())
-            .map(|(name, list)| (name.clone(), flatten(base, list.iter().copied())))
-            .collect();
-        let means = self
+        stored.means = self
             .sums
             .iter()
             .filter(|(_, list)| !list.is_empty())
@@ -257,27 +224,23 @@ impl LoadSeries {
                 (name.clone(), flatten(base, pairs))
             })
             .collect();
-        StoredLoadSeries {
-            step_seconds: self.step,
-            base_bucket: Some(base),
-            metrics,
-            means,
-        }
+        stored
     }
 
-    /// Adds the bucket means of `stored` (its `means`, counted from its `baseBucket`) to a
-    /// series restored from it: each as one sample, for buckets the series has a peak for. A
-    /// list that breaks the stored form's rules (odd length, offsets that do not increase,
+    /// Adds the bucket means of `stored` (its `means`, counted from its base) to a series
+    /// restored from it: each as one sample, for buckets the series has a peak for. A list
+    /// that breaks the stored form's rules (odd length, offsets that do not increase,
     /// positions out of range) is left out whole: those buckets' peaks stand in for their
     /// means, as for a status written before means were kept.
-    pub fn restore_means(&mut self, stored: &StoredLoadSeries) {
-        let Some(base) = stored.base_bucket else {
+    pub fn restore_means(&mut self, stored: &StoredPeakSeries) {
+        let Some(base) = stored_base(stored) else {
             return;
         };
         for (name, flat) in &stored.means {
-            let Some(peaks) = self.metrics.get(name) else {
+            let peaks = self.peaks.points(name);
+            if peaks.is_empty() {
                 continue;
-            };
+            }
             if flat.len() % 2 != 0 || flat.len() / 2 > peaks.len() {
                 continue;
             }
@@ -304,54 +267,34 @@ impl LoadSeries {
     }
 
     /// The series `stored` stands for, with buckets of `step_seconds`, or why it cannot be read
-    /// back ([`crate::stored`]'s rules): the same step (buckets of another width would mean
-    /// other times), at most [`MAX_METRICS`] metrics of at most [`max_buckets`]`(step)` buckets
-    /// each (what [`Self::record`] keeps for the longest settings), buckets strictly
-    /// increasing from `baseBucket` and inside the time range, any `i64` value (the loads the
-    /// controller records are any `i64`).
+    /// back ([`crate::stored`]'s rules, [`PeakSeries::try_restore`]): the same step (buckets of
+    /// another width would mean other times; a stored form always carries its step), at most
+    /// [`MAX_METRICS`](crate::stored::MAX_METRICS) metrics of at most
+    /// [`max_buckets`]`(step)` buckets each (what [`Self::record`] keeps for the longest
+    /// settings), buckets strictly increasing from `baseBucket` and inside the time range, any
+    /// `i64` value (the loads the controller records are any `i64`). The means are added by
+    /// [`Self::restore_means`].
     pub fn try_restore(
-        stored: &StoredLoadSeries,
+        stored: &StoredPeakSeries,
         step_seconds: i64,
     ) -> Result<Self, StoredStateError> {
-        let step = step_seconds.max(1);
-        if stored.step_seconds != step {
-            return Err(StoredStateError::OtherStep {
-                field: "history.stepSeconds",
-                stored: stored.step_seconds,
-                expected: step,
-            });
-        }
-        if stored.metrics.len() > MAX_METRICS {
-            return Err(StoredStateError::TooLong {
-                field: "history.metrics",
-                len: stored.metrics.len(),
-                max: MAX_METRICS,
-            });
-        }
-        let mut series = Self::new(step);
-        let Some(base) = stored.base_bucket else {
-            return if stored.metrics.values().all(Vec::is_empty) {
-                Ok(series)
-            } else {
-                Err(StoredStateError::Missing {
-                    field: "history.baseBucket",
-                })
-            };
+        let how = Restore {
+            step_seconds,
+            absent_step_seconds: 0,
+            max_buckets: max_buckets(step_seconds.max(1)),
+            step_field: "history.stepSeconds",
+            base_field: "history.baseBucket",
+            metrics_field: "history.metrics",
         };
-        let rules = PairRules {
-            field: "history.metrics",
-            max_pairs: max_buckets(step),
-            positions: stored::buckets_range(step),
-            values: i64::MIN..=i64::MAX,
-            order: Order::Increasing,
-        };
-        for (name, flat) in &stored.metrics {
-            let list = stored::pairs(base, flat, &rules)?;
-            if !list.is_empty() {
-                series.metrics.insert(name.clone(), list);
-            }
-        }
-        Ok(series)
+        PeakSeries::try_restore(stored, &how).map(|peaks| Self {
+            peaks,
+            sums: BTreeMap::new(),
+        })
+    }
+
+    /// The metrics recorded, by name.
+    pub fn metrics(&self) -> impl Iterator<Item = &str> {
+        self.peaks.metrics()
     }
 }
 
@@ -364,8 +307,6 @@ pub const MAX_KEEP_SECONDS: i64 = 7 * 24 * 3600 * (30 / 7 + 1);
 pub fn max_buckets(step_seconds: i64) -> usize {
     usize::try_from(MAX_KEEP_SECONDS / step_seconds.max(1) + 1).unwrap_or(usize::MAX)
 }
-
-pub use crate::api::hpa_plus::history::StoredLoadSeries;
 
 /// The most JSON bytes one metric's stored list takes with 15-minute buckets and 8 days kept
 /// (the default 7-day lookback of a daily season, plus the season the error check reads):
@@ -551,7 +492,7 @@ fn season_error(
     (season, n): (i64, usize),
     through: i64,
 ) -> Option<f64> {
-    let step = series.step;
+    let step = series.step_seconds();
     let shift = season / step;
     let first = through.saturating_sub(FIT_DAYS * DAY_SECONDS / step) + 1;
     let (mut error, mut total) = (0i128, 0i128);
@@ -577,8 +518,8 @@ pub fn fit(series: &LoadSeries, settings: &Predictive, now: Timestamp) -> Fit {
     let Some(last) = through else {
         return Fit { through, metrics };
     };
-    let step = series.step;
-    for name in series.metrics.keys() {
+    let step = series.step_seconds();
+    for name in series.metrics() {
         let spans = |season: i64| {
             series
                 .oldest(name)
@@ -605,7 +546,7 @@ pub fn fit(series: &LoadSeries, settings: &Predictive, now: Timestamp) -> Fit {
             }
         }
         if let Some(b) = best {
-            metrics.insert(name.clone(), b);
+            metrics.insert(name.to_owned(), b);
         }
     }
     Fit { through, metrics }
@@ -622,7 +563,7 @@ pub fn phase_error_percent(
     (from, to): (i64, i64),
     (season, n): (i64, usize),
 ) -> Option<f64> {
-    let shift = season / series.step;
+    let shift = season / series.step_seconds();
     let (mut error, mut total) = (0i128, 0i128);
     for k in 1..=i64::try_from(n).unwrap_or(1) {
         let back = k.saturating_mul(shift);

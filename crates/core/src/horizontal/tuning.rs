@@ -296,8 +296,7 @@ pub fn tuning_status(
         last_applied_time,
         reason: tuning.reason.as_str().to_owned(),
         message: tuning.message.clone(),
-        load_history: (stored != super::load_history::StoredLoadHistory::default())
-            .then_some(stored),
+        load_history: (!history.is_empty()).then_some(stored),
     }
 }
 

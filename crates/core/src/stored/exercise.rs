@@ -26,9 +26,10 @@ use crate::api::vpa::VerticalPodAutoscalerCheckpointStatus;
 use crate::horizontal::behavior::{
     Policy, Rules, scale_down_limit, scale_up_limit, stabilize_default, stabilize_with_behaviors,
 };
-use crate::horizontal::load_history::{LoadHistory, MAX_DAYS, StoredLoadHistory};
+use crate::horizontal::load_history::{LoadHistory, MAX_DAYS};
 use crate::horizontal::memory;
-use crate::horizontal::predictive::{LoadSeries, StoredLoadSeries, fit, max_buckets};
+use crate::horizontal::peak_series::StoredPeakSeries;
+use crate::horizontal::predictive::{LoadSeries, fit, max_buckets};
 use crate::schedule::{history, plan};
 use crate::vertical::aggregate::AggregationsConfig;
 use crate::vertical::checkpoint;
@@ -73,7 +74,7 @@ pub fn text(text: &str, now: Timestamp) {
     {
         load_history(h, now);
     }
-    if let Ok(h) = serde_json::from_str::<StoredLoadHistory>(text) {
+    if let Ok(h) = serde_json::from_str::<StoredPeakSeries>(text) {
         load_history(&h, now);
     }
     if let Ok(status) = serde_json::from_str::<PredictiveStatus>(text)
@@ -81,7 +82,7 @@ pub fn text(text: &str, now: Timestamp) {
     {
         load_series(s, now);
     }
-    if let Ok(s) = serde_json::from_str::<StoredLoadSeries>(text) {
+    if let Ok(s) = serde_json::from_str::<StoredPeakSeries>(text) {
         load_series(&s, now);
     }
     total_usage(text, now);
@@ -148,7 +149,7 @@ pub fn decision_memory(m: &DecisionMemory, now: Timestamp) {
 }
 
 /// `status.minReplicasTuning.loadHistory` (or inside `plimsoll.dev/min-replicas-tuning-status`).
-pub fn load_history(stored: &StoredLoadHistory, now: Timestamp) {
+pub fn load_history(stored: &StoredPeakSeries, now: Timestamp) {
     match LoadHistory::try_restore(stored) {
         Ok(mut h) => {
             let names: Vec<String> = h.metrics().map(str::to_owned).collect();
@@ -170,7 +171,7 @@ pub fn load_history(stored: &StoredLoadHistory, now: Timestamp) {
 }
 
 /// `status.predictive.history` (or inside `plimsoll.dev/predictive-status`).
-pub fn load_series(stored: &StoredLoadSeries, now: Timestamp) {
+pub fn load_series(stored: &StoredPeakSeries, now: Timestamp) {
     match LoadSeries::try_restore(stored, SERIES_STEP_SECONDS) {
         Ok(mut s) => {
             let names: Vec<String> = stored.metrics.keys().cloned().collect();

@@ -8,9 +8,10 @@
 //! `u` the HPA+'s target utilization, `min` / `max` its replica bounds and `R` the per-pod
 //! request:
 //! 1. **History.** The workload's total usage (all pods together), as the highest value seen in
-//!    each bucket of a compact series ([`TotalUsage`], default 5-minute buckets kept for 7
-//!    days). The request does not change the total, so the history stays valid when requests
-//!    change: this is what breaks the feedback loop of a per-pod recommender.
+//!    each bucket of a compact series ([`TotalUsage`], one series of the [`PeakSeries`] every
+//!    load history is kept in; default 5-minute buckets kept for 7 days). The request does not
+//!    change the total, so the history stays valid when requests change: this is what breaks
+//!    the feedback loop of a per-pod recommender.
 //! 2. **Peak and trough.** `peak` is the 95th percentile of the buckets and `trough` the 5th
 //!    (nearest rank): a spike shorter than 5 % of the window moves neither.
 //! 3. **Bounds.** At the peak the HPA+ needs `ceil(peak / (R · u))` replicas; they must stay
@@ -44,18 +45,20 @@ use std::fmt;
 use jiff::Timestamp;
 
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
+use crate::horizontal::peak_series::PeakSeries;
 use crate::horizontal::proposals::metrics_of;
 
 /// Default bucket width of [`TotalUsage`], seconds.
 pub const DEFAULT_BUCKET_SECONDS: i64 = 300;
 
+/// The one series of a [`TotalUsage`]'s [`PeakSeries`].
+const TOTAL: &str = "total";
+
 /// The workload's total usage of one resource over time: the highest total seen in each
-/// `bucket_seconds` bucket, milli-units, oldest first.
+/// `bucket_seconds` bucket, milli-units, oldest first (one series of a [`PeakSeries`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TotalUsage {
-    bucket_seconds: i64,
-    /// `(bucket since the Unix epoch, highest total in milli-units)`, oldest first.
-    buckets: Vec<(i64, i64)>,
+    series: PeakSeries,
 }
 
 impl Default for TotalUsage {
@@ -68,8 +71,7 @@ impl TotalUsage {
     /// An empty history with buckets of `bucket_seconds` (at least 1).
     pub fn new(bucket_seconds: i64) -> Self {
         Self {
-            bucket_seconds: bucket_seconds.max(1),
-            buckets: Vec::new(),
+            series: PeakSeries::new(bucket_seconds),
         }
     }
 
@@ -77,54 +79,40 @@ impl TotalUsage {
     /// out of order are sorted, duplicates keep their highest value.
     pub fn from_buckets(bucket_seconds: i64, mut buckets: Vec<(i64, i64)>) -> Self {
         buckets.sort_unstable();
-        let mut out: Vec<(i64, i64)> = Vec::with_capacity(buckets.len());
+        let mut usage = Self::new(bucket_seconds);
         for (b, v) in buckets {
-            match out.last_mut() {
-                Some((last, w)) if *last == b => *w = (*w).max(v),
-                _ => out.push((b, v)),
-            }
+            usage.series.raise(TOTAL, b, v);
         }
-        Self {
-            bucket_seconds: bucket_seconds.max(1),
-            buckets: out,
-        }
+        usage
     }
 
     /// The bucket width, seconds.
     pub fn bucket_seconds(&self) -> i64 {
-        self.bucket_seconds
+        self.series.step_seconds()
     }
 
     /// The buckets, oldest first: `(bucket since the Unix epoch, highest total)`.
     pub fn buckets(&self) -> &[(i64, i64)] {
-        &self.buckets
+        self.series.points(TOTAL)
     }
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.buckets.is_empty()
+        self.series.is_empty()
     }
 
     /// Records the total `value` (milli-units; negative is taken as 0) at `at`, and forgets
     /// buckets more than `window_seconds` older than the newest.
     pub fn record(&mut self, at: Timestamp, value: i64, window_seconds: i64) {
-        let bucket = at.as_second().div_euclid(self.bucket_seconds);
-        let value = value.max(0);
-        let i = self.buckets.partition_point(|(b, _)| *b < bucket);
-        match self.buckets.get_mut(i) {
-            Some((b, v)) if *b == bucket => *v = (*v).max(value),
-            _ => self.buckets.insert(i, (bucket, value)),
-        }
-        let newest = self.buckets.last().map_or(bucket, |(b, _)| *b);
-        let keep = window_seconds.max(0) / self.bucket_seconds;
-        self.buckets.retain(|(b, _)| newest - *b < keep.max(1));
+        let keep = window_seconds.max(0) / self.bucket_seconds();
+        self.series.record(TOTAL, at, value.max(0), keep.max(1));
     }
 
     /// Seconds covered, from the start of the oldest bucket to the end of the newest (0 when
     /// empty).
     pub fn span_seconds(&self) -> i64 {
-        match (self.buckets.first(), self.buckets.last()) {
-            (Some((a, _)), Some((b, _))) => (b - a + 1) * self.bucket_seconds,
+        match (self.buckets().first(), self.buckets().last()) {
+            (Some((a, _)), Some((b, _))) => (b - a + 1) * self.bucket_seconds(),
             _ => 0,
         }
     }
@@ -132,7 +120,7 @@ impl TotalUsage {
     /// The `p` percentile (0…1) of the buckets by nearest rank: the value at rank `⌈p · n⌉`
     /// (at least 1) in ascending order. `None` when empty.
     pub fn percentile(&self, p: f64) -> Option<i64> {
-        let mut values: Vec<i64> = self.buckets.iter().map(|(_, v)| *v).collect();
+        let mut values: Vec<i64> = self.buckets().iter().map(|(_, v)| *v).collect();
         values.sort_unstable();
         let n = values.len();
         let rank = ((p.clamp(0.0, 1.0) * n as f64).ceil() as usize).clamp(1, n.max(1));

@@ -56,6 +56,7 @@ use super::resources::Resource;
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
+use crate::horizontal::offsets::flatten;
 use crate::horizontal::proposals::metrics_of;
 use crate::quantity;
 use crate::stored::{self, Order, PairRules, StoredStateError};
@@ -211,20 +212,10 @@ pub struct StoredTotalUsage {
 impl StoredSeries {
     fn of(usage: &TotalUsage) -> Self {
         let base = usage.buckets().first().map_or(0, |(b, _)| *b);
-        let mut previous = base;
-        let values = usage
-            .buckets()
-            .iter()
-            .flat_map(|&(bucket, value)| {
-                let offset = bucket - previous;
-                previous = bucket;
-                [offset, value]
-            })
-            .collect();
         Self {
             bucket_seconds: usage.bucket_seconds(),
             base,
-            values,
+            values: flatten(base, usage.buckets().iter().copied()),
         }
     }
 

@@ -613,7 +613,10 @@ fn store_then_restore_is_the_same_series() {
     s.record("cpu", at(900), -5, 8 * DAY);
     let stored = s.store();
     let base = DAY0 / 900;
-    assert_eq!((stored.step_seconds, stored.base_bucket), (900, Some(base)));
+    assert_eq!(
+        (stored.step_seconds, stored.base_bucket),
+        (Some(900), Some(base))
+    );
     assert_eq!(stored.metrics["rps"], [0, 1_200, 2, 1_300]);
     assert_eq!(stored.metrics["cpu"], [1, -5]);
     assert_eq!(stored.means["rps"], [0, 1_200, 2, 1_300]);
@@ -636,11 +639,11 @@ fn store_then_restore_is_the_same_series() {
 
 #[test]
 fn a_hostile_series_is_ignored_whole() {
-    let series = |base_bucket, list: Vec<i64>| StoredLoadSeries {
-        step_seconds: 900,
+    let series = |base_bucket, list: Vec<i64>| StoredPeakSeries {
+        step_seconds: Some(900),
         base_bucket,
         metrics: BTreeMap::from([("rps".to_owned(), list)]),
-        ..StoredLoadSeries::default()
+        ..StoredPeakSeries::default()
     };
     let field = "history.metrics";
     // The example: `newest - bucket` of a hand-written series overflowed.
