@@ -142,3 +142,17 @@ fn only_an_unnamed_prometheus_metric_has_its_own_series_label() {
         assert_eq!(of(&metric_of(t)).unwrap().series_label(0), None, "{t:?}");
     }
 }
+
+#[test]
+fn the_crd_checks_every_member() {
+    let crds = serde_json::to_string(&crate::api::crds()).unwrap();
+    for t in TYPES {
+        let member = entry(&MetricSpec::default(), t).0.member;
+        for rule in [
+            format!("(self.type == '{t:?}') == has(self.{member})"),
+            format!("has(m.{member}) && m.{member}.target.type == 'Watermark'"),
+        ] {
+            assert!(crds.contains(&rule), "{t:?}: the CRD lacks {rule}");
+        }
+    }
+}
