@@ -18,7 +18,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
+use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricTargetType};
+use crate::horizontal::source::pod_resource;
 use kube::ResourceExt;
 
 use crate::api::vpa::{
@@ -102,14 +103,7 @@ pub fn conflicts(
     let mut out: Vec<String> = super::horizontal::proposals::metrics_of(hpa)
         .iter()
         .filter_map(|m| {
-            let (resource, container) = match m.type_ {
-                MetricSourceType::Resource => (m.resource.as_ref()?.name.as_str(), None),
-                MetricSourceType::ContainerResource => {
-                    let c = m.container_resource.as_ref()?;
-                    (c.name.as_str(), Some(c.container.as_str()))
-                }
-                _ => return None,
-            };
+            let (resource, container) = pod_resource(m)?;
             let per_pod = matches!(
                 m.target()?.type_,
                 MetricTargetType::Utilization

@@ -26,7 +26,8 @@
 
 use std::sync::atomic::AtomicU64;
 
-use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType};
+use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlusSpec;
+use plimsoll_core::horizontal::source;
 use plimsoll_core::horizontal::{Countdown, Decision, LimitedBy};
 use plimsoll_runtime::telemetry::ReconcileMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -57,14 +58,12 @@ pub fn series_names(spec: &HorizontalPodAutoscalerPlusSpec, decision: &Decision)
         .proposals
         .iter()
         .enumerate()
-        .map(|(i, p)| match spec.metrics.get(i) {
-            Some(m)
-                if m.type_ == MetricSourceType::Prometheus
-                    && m.prometheus.as_ref().is_some_and(|p| p.name.is_none()) =>
-            {
-                format!("prometheus-{i}")
-            }
-            _ => p.metric.clone(),
+        .map(|(i, p)| {
+            spec.metrics
+                .get(i)
+                .and_then(source::of)
+                .and_then(|s| s.series_label(i))
+                .unwrap_or_else(|| p.metric.clone())
         })
         .collect()
 }

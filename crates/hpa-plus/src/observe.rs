@@ -14,13 +14,14 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference as K8sRef;
 use plimsoll_core::api::hpa_plus::{
-    CrossVersionObjectReference, HorizontalPodAutoscalerPlusSpec, MetricIdentifier,
-    MetricSourceType, MetricSpec,
+    CrossVersionObjectReference, ExternalMetricSource, HorizontalPodAutoscalerPlusSpec,
+    MetricIdentifier, MetricSpec, ObjectMetricSource, PodsMetricSource,
 };
 use plimsoll_core::horizontal::cron_hold::cron_hold;
 use plimsoll_core::horizontal::observation::Fetched;
 use plimsoll_core::horizontal::pod_requests::serving_containers_mut;
 use plimsoll_core::horizontal::proposals::{metrics_of, object_key};
+use plimsoll_core::horizontal::source::{pod_resource, typed};
 use plimsoll_core::horizontal::{ContainerSample, Observation, PodSample, Rollout, RolloutState};
 use plimsoll_runtime::metrics_api::PodMetrics;
 use plimsoll_runtime::selector::Selector;
@@ -114,13 +115,7 @@ async fn resource_usage(
 ) -> Vec<PodSample> {
     let resources: Vec<&str> = metrics
         .iter()
-        .filter_map(|m| match m.type_ {
-            MetricSourceType::Resource => m.resource.as_ref().map(|r| r.name.as_str()),
-            MetricSourceType::ContainerResource => {
-                m.container_resource.as_ref().map(|r| r.name.as_str())
-            }
-            _ => None,
-        })
+        .filter_map(|m| pod_resource(m).map(|(resource, _)| resource))
         .collect();
     if resources.is_empty() || samples.is_empty() {
         return samples;
@@ -154,11 +149,7 @@ async fn pods_metrics(
     selector: &Selector,
     mut samples: Vec<PodSample>,
 ) -> Vec<PodSample> {
-    for p in metrics.iter().filter_map(|m| {
-        m.pods
-            .as_ref()
-            .filter(|_| m.type_ == MetricSourceType::Pods)
-    }) {
+    for p in metrics.iter().filter_map(typed::<PodsMetricSource>) {
         let result = match metric_selector(&p.metric) {
             Ok(sel) => {
                 bounded(ctx.metrics_source.pods_metric(
@@ -200,11 +191,7 @@ async fn object_metrics(
     metrics: &[MetricSpec],
 ) -> BTreeMap<String, Fetched<i64>> {
     let mut values = BTreeMap::new();
-    for o in metrics.iter().filter_map(|m| {
-        m.object
-            .as_ref()
-            .filter(|_| m.type_ == MetricSourceType::Object)
-    }) {
+    for o in metrics.iter().filter_map(typed::<ObjectMetricSource>) {
         let target = to_k8s(&o.described_object);
         let value = match metric_selector(&o.metric) {
             Ok(sel) => bounded(ctx.metrics_source.object_metric(
@@ -229,11 +216,7 @@ async fn external_metrics(
     metrics: &[MetricSpec],
 ) -> BTreeMap<String, Fetched<Vec<i64>>> {
     let mut values = BTreeMap::new();
-    for x in metrics.iter().filter_map(|m| {
-        m.external
-            .as_ref()
-            .filter(|_| m.type_ == MetricSourceType::External)
-    }) {
+    for x in metrics.iter().filter_map(typed::<ExternalMetricSource>) {
         let series = match metric_selector(&x.metric) {
             Ok(sel) => bounded(ctx.metrics_source.external_metric(
                 namespace,

@@ -55,9 +55,10 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use jiff::Timestamp;
-use plimsoll_core::api::hpa_plus::{MetricSourceType, MetricSpec, PrometheusMetricSource};
+use plimsoll_core::api::hpa_plus::{MetricSpec, PrometheusMetricSource};
 use plimsoll_core::horizontal::observation::Fetched;
 use plimsoll_core::horizontal::proposals::metric_name;
+use plimsoll_core::horizontal::source::typed;
 use plimsoll_runtime::prometheus::breaker::Admitted;
 use plimsoll_runtime::prometheus::{
     AllowedServers, Auth, BreakerPolicy, Outcome, PrometheusClient, PrometheusConfig,
@@ -528,14 +529,13 @@ impl PrometheusMetrics {
     ) -> BTreeMap<String, Fetched<i64>> {
         if !metrics
             .iter()
-            .any(|m| m.type_ == MetricSourceType::Prometheus)
+            .any(|m| typed::<PrometheusMetricSource>(m).is_some())
         {
             return BTreeMap::new();
         }
         let sources: Vec<(&MetricSpec, &PrometheusMetricSource)> = metrics
             .iter()
-            .filter(|m| m.type_ == MetricSourceType::Prometheus)
-            .filter_map(|m| Some((m, m.prometheus.as_ref()?)))
+            .filter_map(|m| Some((m, typed::<PrometheusMetricSource>(m)?)))
             .collect();
         // In the spec's order, so that of two metrics with one name the last wins as it did
         // when they were read one after another; at most QUERIES_PER_OBJECT in flight.

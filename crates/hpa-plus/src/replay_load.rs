@@ -43,8 +43,8 @@ use std::path::Path;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use plimsoll_core::api::hpa_plus::{
-    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, MetricSourceType,
-    MinReplicasTuning, PredictiveStatus,
+    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, MinReplicasTuning,
+    PredictiveStatus,
 };
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_core::horizontal::evaluate::{EvaluationInput, Held, TuningWrite, evaluate};
@@ -54,6 +54,7 @@ use plimsoll_core::horizontal::observation::{
 use plimsoll_core::horizontal::predictive::Forecast;
 use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
+use plimsoll_core::horizontal::source::pod_resource;
 use plimsoll_core::horizontal::tuning::Tuning;
 use plimsoll_core::vertical::joint::{JointRequest, utilization_target};
 use plimsoll_core::vertical::policy::UpdateMode;
@@ -418,13 +419,7 @@ fn autoscaler(
         .map_err(|e| invalid("autoscaler.metadata", e))?
         .unwrap_or_default();
     for (i, m) in metrics_of(&spec).iter().enumerate() {
-        let resource = match m.type_ {
-            MetricSourceType::Resource => m.resource.as_ref().map(|r| r.name.as_str()),
-            MetricSourceType::ContainerResource => {
-                m.container_resource.as_ref().map(|r| r.name.as_str())
-            }
-            _ => None,
-        };
+        let resource = pod_resource(m).map(|(resource, _)| resource);
         if !matches!(resource, Some("cpu" | "memory")) {
             return Err(invalid(
                 &format!("autoscaler.spec.metrics[{i}]"),

@@ -14,8 +14,8 @@
 pub(crate) mod fixtures;
 pub mod history;
 mod native;
+mod quantities;
 mod rules;
-mod validate;
 
 pub use native::{
     ANNOTATION_PREFIXES, NativeConversionError, PROMETHEUS_QUERY_ANNOTATION_PREFIX,
@@ -23,7 +23,7 @@ pub use native::{
     TUNING_ANNOTATION_NAME, TUNING_FLOOR_ANNOTATION_NAME, TUNING_LOOKBACK_ANNOTATION_NAME,
     native_metric_status,
 };
-pub(crate) use validate::{quantity_milli, quantity_value};
+pub(crate) use quantities::{quantity_milli, quantity_value};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};

@@ -17,6 +17,8 @@
 //! week of load needs), [`load_history`] (the hourly peaks it reads without Prometheus),
 //! [`peak_series`] (the one bucketed history every load history is kept in) and
 //! [`predictive`] (`spec.predictive`: a seasonal forecast that scales up before a rush);
+//! [`source`] is what each metric source is (one file per source: its validation, name, value
+//! and status), and `validate` the spec's validation (`HorizontalPodAutoscalerPlusSpec::validate`);
 //! [`recording`] is what `hpa-plus --record-dir` writes and the one step both replays take.
 
 pub mod behavior;
@@ -42,9 +44,11 @@ pub mod predictive;
 pub mod proposals;
 pub mod recording;
 pub mod rollout;
+pub mod source;
 pub mod status;
 pub mod tolerance;
 pub mod tuning;
+mod validate;
 pub mod watermark;
 
 pub use decision::{ControllerConfig, Countdown, Decision, DecisionInput, LimitedBy, decide};

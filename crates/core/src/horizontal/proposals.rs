@@ -8,7 +8,6 @@
 //!   partial data); rounded to `replicaScalingAbsoluteModulo`.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -19,18 +18,21 @@ use super::config::ControllerConfig;
 use super::limited::{Hold, Limited, LimitedBy};
 use super::limits::Bounds;
 use super::metrics::{
-    CalcContext, group_pods, per_pod_metric, plain_metric, ready_pod_count, resource_usage,
-    resource_utilization, value_metric,
+    CalcContext, group_pods, per_pod_metric, plain_metric, ready_pod_count, resource_utilization,
+    value_metric,
 };
 use super::observation::Observation;
+use super::source::{self, MetricSource, Seen};
 use super::tolerance::Tolerances;
 use super::watermark::{Position, WatermarkInput, round_up_to_modulo, watermark_replicas};
 use crate::api::hpa_plus::{
-    Algorithm, ContainerResourceMetricStatus, ConvergeTowardsWatermark, ExternalMetricStatus,
-    HorizontalPodAutoscalerPlusSpec, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus,
-    MetricTarget, MetricTargetType, MetricValueStatus, ObjectMetricStatus, PodsMetricStatus,
-    PrometheusMetricStatus, ResourceMetricStatus, quantity_milli,
+    Algorithm, ConvergeTowardsWatermark, HorizontalPodAutoscalerPlusSpec, MetricSpec, MetricStatus,
+    MetricTarget, MetricTargetType, MetricValueStatus, quantity_milli,
 };
+
+pub use super::source::metric_name;
+pub use super::source::object::object_key;
+pub use super::source::prometheus::PROMETHEUS_SERVER_NOT_ALLOWED;
 
 /// What one metric proposed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -306,76 +308,6 @@ fn failed(metric: String, reason: &'static str, error: String) -> MetricOutcome 
     }
 }
 
-/// The name a metric's proposal carries (`cpu`, `cpu/app`, the Pods or External metric name,
-/// `Kind/name/metric`): also the key of its load history.
-pub fn metric_name(m: &MetricSpec) -> String {
-    match m.type_ {
-        MetricSourceType::Resource => m.resource.as_ref().map(|r| r.name.clone()),
-        MetricSourceType::ContainerResource => m
-            .container_resource
-            .as_ref()
-            .map(|r| format!("{}/{}", r.name, r.container)),
-        MetricSourceType::Pods => m.pods.as_ref().map(|p| p.metric.name.clone()),
-        MetricSourceType::Object => m.object.as_ref().map(object_key),
-        MetricSourceType::External => m.external.as_ref().map(|e| e.metric.name.clone()),
-        MetricSourceType::Prometheus => m.prometheus.as_ref().map(|p| p.display_name().to_owned()),
-    }
-    .unwrap_or_else(|| format!("{:?}", m.type_))
-}
-
-/// The key of an Object metric's value in [`Observation::object_metrics`]:
-/// `Kind/name/metric`.
-pub fn object_key(o: &crate::api::hpa_plus::ObjectMetricSource) -> String {
-    format!(
-        "{}/{}/{}",
-        o.described_object.kind, o.described_object.name, o.metric.name
-    )
-}
-
-/// The condition reason of a `Prometheus` metric whose server is not among the controller's
-/// allowed servers: its value's error starts with it (`PrometheusServerNotAllowed: …`), and
-/// the metric fails with it instead of `FailedGetPrometheusMetric`, so that `ScalingActive`
-/// says what to fix when that is what stops scaling.
-pub const PROMETHEUS_SERVER_NOT_ALLOWED: &str = "PrometheusServerNotAllowed";
-
-/// The reason a metric that could not be fetched fails with: its source's
-/// ([`failure_reason`]), or [`PROMETHEUS_SERVER_NOT_ALLOWED`] for a Prometheus metric whose
-/// server was refused.
-fn fetch_failure_reason(m: &MetricSpec, name: &str, obs: &Observation) -> &'static str {
-    let refused = m.type_ == MetricSourceType::Prometheus
-        && matches!(
-            obs.prometheus_metrics.get(name),
-            Some(Err(e)) if e.starts_with(PROMETHEUS_SERVER_NOT_ALLOWED)
-        );
-    if refused {
-        PROMETHEUS_SERVER_NOT_ALLOWED
-    } else {
-        failure_reason(m.type_)
-    }
-}
-
-fn failure_reason(t: MetricSourceType) -> &'static str {
-    match t {
-        MetricSourceType::Resource => "FailedGetResourceMetric",
-        MetricSourceType::ContainerResource => "FailedGetContainerResourceMetric",
-        MetricSourceType::Pods => "FailedGetPodsMetric",
-        MetricSourceType::Object => "FailedGetObjectMetric",
-        MetricSourceType::External => "FailedGetExternalMetric",
-        MetricSourceType::Prometheus => "FailedGetPrometheusMetric",
-    }
-}
-
-/// The value a metric source saw, before it is compared with the target.
-enum Seen {
-    /// Per-pod values (`Resource`, `ContainerResource`, `Pods`), milli.
-    PerPod {
-        values: BTreeMap<String, i64>,
-        cpu: bool,
-    },
-    /// One total (Object, External), milli.
-    Total(i64),
-}
-
 /// Evaluates one metric of the spec.
 pub(crate) fn evaluate(
     m: &MetricSpec,
@@ -384,24 +316,25 @@ pub(crate) fn evaluate(
     wm: WatermarkSettings,
 ) -> MetricOutcome {
     let name = metric_name(m);
-    let reason = failure_reason(m.type_);
-    let Some(target) = m.target() else {
+    let reason = source::kind(m).failure_reason;
+    let Some(source) = source::of(m) else {
         return failed(
             name,
             "InvalidMetricSourceType",
             format!("metric of type {:?} has no {:?} source", m.type_, m.type_),
         );
     };
-    let seen = match fetch(m, ctx, obs) {
+    let target = source.target();
+    let seen = match source.read(obs) {
         Ok(s) => s,
         Err(e) => {
-            let reason = fetch_failure_reason(m, &name, obs);
+            let reason = source.read_failure_reason(obs).unwrap_or(reason);
             return failed(name, reason, e);
         }
     };
     let result = match (target.type_, seen) {
         (MetricTargetType::Utilization, Seen::PerPod { cpu: _, .. }) => {
-            utilization_outcome(m, ctx, target, &name)
+            utilization_outcome(source, ctx, target, &name)
         }
         (MetricTargetType::AverageValue, Seen::PerPod { values, cpu }) => {
             let t = target
@@ -415,7 +348,7 @@ pub(crate) fn evaluate(
                     let mut o = ok_outcome(&name, c.replicas, c.usage as f64 / 1000.0, t);
                     o.within_tolerance = c.within_tolerance;
                     o.summary = format!("{name}: {}/{}", display_milli(c.usage), display_milli(t));
-                    o.status = Some(status(m, None, Some(c.usage), None));
+                    o.status = Some(status(source, None, Some(c.usage), None));
                     o
                 })
             })
@@ -430,7 +363,7 @@ pub(crate) fn evaluate(
                     let mut o = ok_outcome(&name, c.replicas, usage as f64 / 1000.0, t);
                     o.within_tolerance = c.within_tolerance;
                     o.summary = format!("{name}: {}/{}", display_milli(usage), display_milli(t));
-                    o.status = Some(status(m, Some(usage), None, None));
+                    o.status = Some(status(source, Some(usage), None, None));
                     o
                 })
             }),
@@ -448,10 +381,12 @@ pub(crate) fn evaluate(
                     display_milli(c.usage),
                     display_milli(t)
                 );
-                o.status = Some(status(m, None, Some(c.usage), None));
+                o.status = Some(status(source, None, Some(c.usage), None));
                 o
             }),
-        (MetricTargetType::Watermark, seen) => watermark_outcome(m, ctx, target, &name, seen, wm),
+        (MetricTargetType::Watermark, seen) => {
+            watermark_outcome(m, source, ctx, target, &name, seen, wm)
+        }
         (t, _) => Err(format!(
             "target type {t:?} is not supported for {:?} metrics",
             m.type_
@@ -477,73 +412,8 @@ fn ok_outcome(name: &str, replicas: i32, value: f64, target_milli: i64) -> Metri
     }
 }
 
-fn fetch(m: &MetricSpec, ctx: &CalcContext<'_>, obs: &Observation) -> Result<Seen, String> {
-    match m.type_ {
-        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
-            let (resource, container) = match (&m.resource, &m.container_resource) {
-                (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
-                (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
-                _ => return Err("metric source is missing".into()),
-            };
-            let values = resource_usage(ctx.pods, resource, container)
-                .map_err(|e| format!("unable to get metrics for resource {resource}: {e}"))?;
-            Ok(Seen::PerPod {
-                values,
-                cpu: resource == "cpu",
-            })
-        }
-        MetricSourceType::Pods => {
-            let name = m.pods.as_ref().map_or("", |p| p.metric.name.as_str());
-            let mut values = BTreeMap::new();
-            for pod in ctx.pods {
-                match pod.metrics.get(name) {
-                    Some(Ok(v)) => {
-                        values.insert(pod.name.clone(), *v);
-                    }
-                    Some(Err(e)) => {
-                        return Err(format!("unable to get metric {name}: {e}"));
-                    }
-                    None => {}
-                }
-            }
-            if values.is_empty() && !ctx.pods.is_empty() {
-                return Err(format!(
-                    "unable to get metric {name}: no metrics returned from custom metrics API"
-                ));
-            }
-            Ok(Seen::PerPod { values, cpu: false })
-        }
-        MetricSourceType::Object => {
-            let key = m.object.as_ref().map(object_key).unwrap_or_default();
-            match obs.object_metrics.get(&key) {
-                Some(Ok(v)) => Ok(Seen::Total(*v)),
-                Some(Err(e)) => Err(format!("unable to get metric {key}: {e}")),
-                None => Err(format!("unable to get metric {key}: no value")),
-            }
-        }
-        MetricSourceType::External => {
-            let name = m.external.as_ref().map_or("", |e| e.metric.name.as_str());
-            match obs.external_metrics.get(name) {
-                Some(Ok(v)) if !v.is_empty() => Ok(Seen::Total(v.iter().sum())),
-                Some(Ok(_)) | None => Err(format!(
-                    "unable to get external metric {name}: no metrics returned from external metrics API"
-                )),
-                Some(Err(e)) => Err(format!("unable to get external metric {name}: {e}")),
-            }
-        }
-        MetricSourceType::Prometheus => {
-            let name = metric_name(m);
-            match obs.prometheus_metrics.get(&name) {
-                Some(Ok(v)) => Ok(Seen::Total(*v)),
-                Some(Err(e)) => Err(format!("unable to get Prometheus metric {name}: {e}")),
-                None => Err(format!("unable to get Prometheus metric {name}: no value")),
-            }
-        }
-    }
-}
-
 fn utilization_outcome(
-    m: &MetricSpec,
+    source: &dyn MetricSource,
     ctx: &CalcContext<'_>,
     target: &MetricTarget,
     name: &str,
@@ -551,11 +421,7 @@ fn utilization_outcome(
     let pct = target
         .average_utilization
         .ok_or("averageUtilization is required")?;
-    let (resource, container) = match (&m.resource, &m.container_resource) {
-        (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
-        (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
-        _ => return Err("metric source is missing".into()),
-    };
+    let (resource, container) = source.pod_resource().ok_or("metric source is missing")?;
     let c = resource_utilization(ctx, resource, container, pct)?;
     Ok(MetricOutcome {
         metric: name.to_owned(),
@@ -568,13 +434,14 @@ fn utilization_outcome(
         position: None,
         error: None,
         failure_reason: None,
-        status: Some(status(m, None, None, Some(c.usage as i32))),
+        status: Some(status(source, None, None, Some(c.usage as i32))),
         summary: format!("{name}: {}%/{pct}%", c.usage),
     })
 }
 
 fn watermark_outcome(
     m: &MetricSpec,
+    source: &dyn MetricSource,
     ctx: &CalcContext<'_>,
     target: &MetricTarget,
     name: &str,
@@ -642,11 +509,10 @@ fn watermark_outcome(
             display_milli(high)
         ),
     };
-    outcome.status = Some(match m.type_ {
-        MetricSourceType::Object | MetricSourceType::External | MetricSourceType::Prometheus => {
-            status(m, Some(usage as i64), None, None)
-        }
-        _ => status(m, None, Some(usage as i64), None),
+    outcome.status = Some(if source::kind(m).per_pod {
+        status(source, None, Some(usage as i64), None)
+    } else {
+        status(source, Some(usage as i64), None, None)
     });
     if sum == 0 && !wm.tolerate_zero {
         // WPA: a zero value is not trusted unless tolerateZero; hold the current count.
@@ -673,78 +539,16 @@ fn watermark_outcome(
 }
 
 fn status(
-    m: &MetricSpec,
+    source: &dyn MetricSource,
     value: Option<i64>,
     average: Option<i64>,
     utilization: Option<i32>,
 ) -> MetricStatus {
-    let current = MetricValueStatus {
+    source.status(MetricValueStatus {
         value: value.map(q_milli),
         average_value: average.map(q_milli),
         average_utilization: utilization,
-    };
-    let ident = |name: &str| MetricIdentifier {
-        name: name.to_owned(),
-        selector: None,
-    };
-    let mut s = MetricStatus {
-        type_: m.type_,
-        ..MetricStatus::default()
-    };
-    match m.type_ {
-        MetricSourceType::Resource => {
-            s.resource = m.resource.as_ref().map(|r| ResourceMetricStatus {
-                name: r.name.clone(),
-                current,
-            });
-        }
-        MetricSourceType::ContainerResource => {
-            s.container_resource =
-                m.container_resource
-                    .as_ref()
-                    .map(|r| ContainerResourceMetricStatus {
-                        name: r.name.clone(),
-                        container: r.container.clone(),
-                        current,
-                    });
-        }
-        MetricSourceType::Pods => {
-            s.pods = m.pods.as_ref().map(|p| PodsMetricStatus {
-                metric: MetricIdentifier {
-                    selector: p.metric.selector.clone(),
-                    ..ident(&p.metric.name)
-                },
-                current,
-            });
-        }
-        MetricSourceType::Object => {
-            s.object = m.object.as_ref().map(|o| ObjectMetricStatus {
-                metric: MetricIdentifier {
-                    selector: o.metric.selector.clone(),
-                    ..ident(&o.metric.name)
-                },
-                current,
-                described_object: o.described_object.clone(),
-            });
-        }
-        MetricSourceType::External => {
-            s.external = m.external.as_ref().map(|e| ExternalMetricStatus {
-                metric: MetricIdentifier {
-                    selector: e.metric.selector.clone(),
-                    ..ident(&e.metric.name)
-                },
-                current,
-            });
-        }
-        MetricSourceType::Prometheus => {
-            s.prometheus = m.prometheus.as_ref().map(|p| PrometheusMetricStatus {
-                name: p.display_name().to_owned(),
-                query: p.query.clone(),
-                current,
-            });
-        }
-    }
-    s
+    })
 }
 
 #[cfg(test)]

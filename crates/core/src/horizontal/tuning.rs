@@ -35,12 +35,12 @@ use serde::Serialize;
 
 use super::config::ControllerConfig;
 use super::load_history::LoadHistory;
-use super::metrics::resource_usage;
 use super::observation::{Observation, PodPhase, PodSample};
-use super::proposals::{metric_name, object_key, propose};
+use super::proposals::{metric_name, propose};
+use super::source;
 use crate::api::hpa_plus::{
-    Algorithm, HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricSpec, MetricTargetType,
-    MinReplicasTuning, MinReplicasTuningStatus, TuningMode,
+    Algorithm, HorizontalPodAutoscalerPlusSpec, MetricSpec, MetricTargetType, MinReplicasTuning,
+    MinReplicasTuningStatus, TuningMode,
 };
 
 /// Tuning applies at most once per this many seconds (a day).
@@ -406,50 +406,8 @@ fn one_pod_carrying(
         status_replicas: Some(1),
         ..Observation::default()
     };
-    let place = |pod: &mut PodSample, resource: &str, container: Option<&str>| {
-        let mut placed = false;
-        for c in pod
-            .containers
-            .iter_mut()
-            .chain(pod.init_containers.iter_mut())
-        {
-            let here = container.map_or(!placed, |n| n == c.name);
-            c.usage
-                .insert(resource.to_owned(), Ok(if here { load } else { 0 }));
-            placed |= here;
-        }
-    };
-    match m.type_ {
-        MetricSourceType::Resource => {
-            if let Some(r) = &m.resource {
-                place(&mut pod, &r.name, None);
-            }
-        }
-        MetricSourceType::ContainerResource => {
-            if let Some(r) = &m.container_resource {
-                place(&mut pod, &r.name, Some(&r.container));
-            }
-        }
-        MetricSourceType::Pods => {
-            if let Some(p) = &m.pods {
-                pod.metrics.insert(p.metric.name.clone(), Ok(load));
-            }
-        }
-        MetricSourceType::Object => {
-            if let Some(o) = &m.object {
-                observed.object_metrics.insert(object_key(o), Ok(load));
-            }
-        }
-        MetricSourceType::External => {
-            if let Some(e) = &m.external {
-                observed
-                    .external_metrics
-                    .insert(e.metric.name.clone(), Ok(vec![load]));
-            }
-        }
-        MetricSourceType::Prometheus => {
-            observed.prometheus_metrics.insert(metric_name(m), Ok(load));
-        }
+    if let Some(source) = source::of(m) {
+        source.place_load(load, &mut pod, &mut observed);
     }
     observed.pods = vec![pod];
     observed
@@ -459,10 +417,7 @@ fn one_pod_carrying(
 /// on an Object, External or Prometheus metric, an `absolute` Watermark), rather than the value
 /// itself: then a series of past values alone (from Prometheus) is not the recorded load.
 pub fn times_ready(m: &MetricSpec, spec: &HorizontalPodAutoscalerPlusSpec) -> bool {
-    let per_pod = matches!(
-        m.type_,
-        MetricSourceType::Resource | MetricSourceType::ContainerResource | MetricSourceType::Pods
-    );
+    let per_pod = source::kind(m).per_pod;
     let absolute = spec.algorithm.unwrap_or_default() == Algorithm::Absolute;
     match m.target().map(|t| t.type_) {
         Some(MetricTargetType::Value) => !per_pod,
@@ -480,41 +435,7 @@ pub fn observed_load(
     spec: &HorizontalPodAutoscalerPlusSpec,
     observed: &Observation,
 ) -> Option<i64> {
-    m.target()?;
-    let value = match m.type_ {
-        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
-            let (resource, container) = match (&m.resource, &m.container_resource) {
-                (Some(r), _) if m.type_ == MetricSourceType::Resource => (r.name.as_str(), None),
-                (_, Some(c)) => (c.name.as_str(), Some(c.container.as_str())),
-                _ => return None,
-            };
-            let per_pod = resource_usage(&observed.pods, resource, container).ok()?;
-            (!per_pod.is_empty()).then(|| per_pod.values().sum::<i64>())?
-        }
-        MetricSourceType::Pods => {
-            let name = &m.pods.as_ref()?.metric.name;
-            let values: Vec<i64> = observed
-                .pods
-                .iter()
-                .filter_map(|p| p.metrics.get(name).and_then(|v| v.as_ref().ok()).copied())
-                .collect();
-            (!values.is_empty()).then(|| values.iter().sum::<i64>())?
-        }
-        MetricSourceType::Object => {
-            let key = object_key(m.object.as_ref()?);
-            *observed.object_metrics.get(&key)?.as_ref().ok()?
-        }
-        MetricSourceType::External => {
-            let name = &m.external.as_ref()?.metric.name;
-            let values = observed.external_metrics.get(name)?.as_ref().ok()?;
-            (!values.is_empty()).then(|| values.iter().sum::<i64>())?
-        }
-        MetricSourceType::Prometheus => *observed
-            .prometheus_metrics
-            .get(&metric_name(m))?
-            .as_ref()
-            .ok()?,
-    };
+    let value = source::of(m)?.load(observed)?;
     if !times_ready(m, spec) {
         return Some(value);
     }

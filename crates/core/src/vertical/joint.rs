@@ -44,9 +44,10 @@ use std::fmt;
 
 use jiff::Timestamp;
 
-use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
+use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricTargetType};
 use crate::horizontal::peak_series::PeakSeries;
 use crate::horizontal::proposals::metrics_of;
+use crate::horizontal::source::pod_resource;
 
 /// Default bucket width of [`TotalUsage`], seconds.
 pub const DEFAULT_BUCKET_SECONDS: i64 = 300;
@@ -270,11 +271,7 @@ impl Unit {
 /// metrics: CPU at 80 %) counts.
 pub fn utilization_target(spec: &HorizontalPodAutoscalerPlusSpec, resource: &str) -> Option<i32> {
     metrics_of(spec).iter().find_map(|m| {
-        let name = match m.type_ {
-            MetricSourceType::Resource => m.resource.as_ref()?.name.as_str(),
-            MetricSourceType::ContainerResource => m.container_resource.as_ref()?.name.as_str(),
-            _ => return None,
-        };
+        let (name, _) = pod_resource(m)?;
         let t = m.target()?;
         (name == resource && t.type_ == MetricTargetType::Utilization)
             .then_some(t.average_utilization?)

@@ -53,11 +53,12 @@ use super::capping::PolicyBounds;
 use super::joint::{self, JointInput, JointReason, JointRequest, JointSettings, TotalUsage, Unit};
 use super::recommendation::{JointCondition, RecommendationReport};
 use super::resources::Resource;
-use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType, MetricTargetType};
+use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricTargetType};
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
 use crate::horizontal::offsets::flatten;
 use crate::horizontal::proposals::metrics_of;
+use crate::horizontal::source::pod_resource;
 use crate::quantity;
 use crate::stored::{self, Order, PairRules, StoredStateError};
 
@@ -100,20 +101,13 @@ fn utilization_target(
     resource: Resource,
 ) -> Option<UtilizationTarget> {
     metrics_of(spec).iter().find_map(|m| {
-        let (name, container) = match m.type_ {
-            MetricSourceType::Resource => (m.resource.as_ref()?.name.as_str(), None),
-            MetricSourceType::ContainerResource => {
-                let c = m.container_resource.as_ref()?;
-                (c.name.as_str(), Some(c.container.clone()))
-            }
-            _ => return None,
-        };
+        let (name, container) = pod_resource(m)?;
         let t = m.target()?;
         let target = t.average_utilization.filter(|u| *u > 0)?;
         (name == resource.name() && t.type_ == MetricTargetType::Utilization).then_some(
             UtilizationTarget {
                 target_utilization: target,
-                container,
+                container: container.map(str::to_owned),
             },
         )
     })

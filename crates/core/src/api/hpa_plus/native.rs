@@ -11,7 +11,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use super::validate::quantity_value;
+use super::quantities::quantity_value;
 use super::{
     ExternalMetricStatus, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
     LeadSeconds, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MinReplicasTuning,

@@ -1,39 +1,24 @@
 //! `HorizontalPodAutoscalerPlusSpec::validate`: every problem, each with its field path.
 //!
 //! The upstream rules (`pkg/apis/autoscaling/validation`) come first, then one rule per
-//! addition of DESIGN.md's table. Validation never stops at the first problem.
+//! addition of DESIGN.md's table. Validation never stops at the first problem. Each metric
+//! source checks its own fields ([`super::source`]); this module lives with the decision, not
+//! with the API types, because what a source is, and so what makes it valid, is defined there.
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-
-use super::{
-    CrossVersionObjectReference, HorizontalPodAutoscalerPlusSpec, HpaScalingRules,
-    MetricIdentifier, MetricSourceType, MetricSpec, MetricTarget, MetricTargetType,
+use super::source::{self, TYPES, reference_sizes};
+use crate::api::hpa_plus::{
+    HorizontalPodAutoscalerPlusSpec, HpaScalingRules, MetricSpec, MetricTarget, MetricTargetType,
+    MinReplicasTuning, Predictive, Season, quantity_value,
 };
-use crate::api::limits::{
-    MAX_ADDRESS_LENGTH, MAX_LABEL_LENGTH, MAX_METRIC_NAME_LENGTH, MAX_METRICS, MAX_NAME_LENGTH,
-    MAX_QUALIFIED_NAME_LENGTH, MAX_QUERY_LENGTH, MAX_SCALING_POLICIES, MAX_SELECTOR_TERMS,
-};
+use crate::api::limits::{MAX_METRICS, MAX_SCALING_POLICIES};
 use crate::api::validation::FieldErrors;
 
 /// Upstream's limit on `stabilizationWindowSeconds` (one hour).
 const MAX_STABILIZATION_WINDOW_SECONDS: i32 = 3600;
 /// Upstream's limit on a policy's `periodSeconds` (30 minutes).
 const MAX_PERIOD_SECONDS: i32 = 1800;
-
-/// The value of a quantity in its units, for range checks and ratios.
-pub(crate) fn quantity_value(q: &Quantity) -> Result<f64, String> {
-    crate::quantity::Quantity::try_from(q)
-        .map(|q| q.as_f64())
-        .map_err(|e| e.to_string())
-}
-
-/// The milli-units of a quantity, rounded up as upstream's `MilliValue()`.
-pub(crate) fn quantity_milli(q: &Quantity) -> Result<i64, String> {
-    let q = crate::quantity::Quantity::try_from(q).map_err(|e| e.to_string())?;
-    i64::try_from(q.milli()).map_err(|_| format!("quantity {q} is out of range"))
-}
 
 impl HorizontalPodAutoscalerPlusSpec {
     /// Checks the spec, returning every problem with its field path
@@ -46,14 +31,7 @@ impl HorizontalPodAutoscalerPlusSpec {
         if self.scale_target_ref.name.is_empty() {
             errs.push("spec.scaleTargetRef.name", "is required");
         }
-        let scales_to_zero = self.metrics.iter().any(|m| {
-            matches!(
-                m.type_,
-                MetricSourceType::Object
-                    | MetricSourceType::External
-                    | MetricSourceType::Prometheus
-            )
-        });
+        let scales_to_zero = self.metrics.iter().any(|m| !source::kind(m).per_pod);
         if let Some(min) = self.min_replicas {
             if min < 0 {
                 errs.push("spec.minReplicas", "must be >= 0");
@@ -93,58 +71,9 @@ impl HorizontalPodAutoscalerPlusSpec {
         errs.max_items("spec.metrics", self.metrics.len(), MAX_METRICS);
         for (i, m) in self.metrics.iter().enumerate() {
             let path = format!("spec.metrics[{i}]");
-            if let Some(r) = &m.resource {
-                errs.max_length(
-                    format!("{path}.resource.name"),
-                    &r.name,
-                    MAX_QUALIFIED_NAME_LENGTH,
-                );
-            }
-            if let Some(r) = &m.container_resource {
-                errs.max_length(
-                    format!("{path}.containerResource.name"),
-                    &r.name,
-                    MAX_QUALIFIED_NAME_LENGTH,
-                );
-                errs.max_length(
-                    format!("{path}.containerResource.container"),
-                    &r.container,
-                    MAX_LABEL_LENGTH,
-                );
-            }
-            if let Some(p) = &m.pods {
-                identifier_sizes(&p.metric, &format!("{path}.pods.metric"), errs);
-            }
-            if let Some(o) = &m.object {
-                reference_sizes(
-                    &o.described_object,
-                    &format!("{path}.object.describedObject"),
-                    errs,
-                );
-                identifier_sizes(&o.metric, &format!("{path}.object.metric"), errs);
-            }
-            if let Some(e) = &m.external {
-                identifier_sizes(&e.metric, &format!("{path}.external.metric"), errs);
-            }
-            if let Some(p) = &m.prometheus {
-                errs.max_length(
-                    format!("{path}.prometheus.query"),
-                    &p.query,
-                    MAX_QUERY_LENGTH,
-                );
-                if let Some(name) = &p.name {
-                    errs.max_length(
-                        format!("{path}.prometheus.name"),
-                        name,
-                        MAX_METRIC_NAME_LENGTH,
-                    );
-                }
-                if let Some(address) = &p.server_address {
-                    errs.max_length(
-                        format!("{path}.prometheus.serverAddress"),
-                        address,
-                        MAX_ADDRESS_LENGTH,
-                    );
+            for t in TYPES {
+                if let (kind, Some(source)) = source::entry(m, t) {
+                    source.validate_sizes(&format!("{path}.{}", kind.member), errs);
                 }
             }
         }
@@ -232,7 +161,7 @@ impl HorizontalPodAutoscalerPlusSpec {
         }
     }
 
-    fn validate_tuning(&self, t: &super::MinReplicasTuning, errs: &mut FieldErrors) {
+    fn validate_tuning(&self, t: &MinReplicasTuning, errs: &mut FieldErrors) {
         if let Some(days) = t.lookback_days
             && !(1..=30).contains(&days)
         {
@@ -251,60 +180,14 @@ impl HorizontalPodAutoscalerPlusSpec {
     }
 }
 
-fn reference_sizes(r: &CrossVersionObjectReference, path: &str, errs: &mut FieldErrors) {
-    if let Some(v) = &r.api_version {
-        errs.max_length(format!("{path}.apiVersion"), v, MAX_QUALIFIED_NAME_LENGTH);
-    }
-    errs.max_length(format!("{path}.kind"), &r.kind, MAX_LABEL_LENGTH);
-    errs.max_length(format!("{path}.name"), &r.name, MAX_NAME_LENGTH);
-}
-
-fn identifier_sizes(m: &MetricIdentifier, path: &str, errs: &mut FieldErrors) {
-    errs.max_length(format!("{path}.name"), &m.name, MAX_METRIC_NAME_LENGTH);
-    if let Some(s) = &m.selector {
-        selector_sizes(s, &format!("{path}.selector"), errs);
-    }
-}
-
-fn selector_sizes(s: &LabelSelector, path: &str, errs: &mut FieldErrors) {
-    if let Some(labels) = &s.match_labels {
-        errs.max_items(
-            format!("{path}.matchLabels"),
-            labels.len(),
-            MAX_SELECTOR_TERMS,
-        );
-        for (k, v) in labels {
-            errs.max_length(format!("{path}.matchLabels.{k}"), v, MAX_LABEL_LENGTH);
-        }
-    }
-    if let Some(exprs) = &s.match_expressions {
-        errs.max_items(
-            format!("{path}.matchExpressions"),
-            exprs.len(),
-            MAX_SELECTOR_TERMS,
-        );
-        for (i, e) in exprs.iter().enumerate() {
-            let at = format!("{path}.matchExpressions[{i}]");
-            errs.max_length(format!("{at}.key"), &e.key, MAX_QUALIFIED_NAME_LENGTH);
-            errs.max_length(format!("{at}.operator"), &e.operator, MAX_LABEL_LENGTH);
-            if let Some(values) = &e.values {
-                errs.max_items(format!("{at}.values"), values.len(), MAX_SELECTOR_TERMS);
-                for (j, v) in values.iter().enumerate() {
-                    errs.max_length(format!("{at}.values[{j}]"), v, MAX_LABEL_LENGTH);
-                }
-            }
-        }
-    }
-}
-
 /// `spec.predictive`: lookbackDays 1–30, and at least 7 with a weekly season (`leadSeconds`
 /// is checked when it is read).
-fn validate_predictive(p: &super::Predictive, errs: &mut FieldErrors) {
+fn validate_predictive(p: &Predictive, errs: &mut FieldErrors) {
     match p.lookback_days {
         Some(days) if !(1..=30).contains(&days) => {
             errs.push("spec.predictive.lookbackDays", "must be between 1 and 30");
         }
-        Some(days) if days < 7 && p.season == super::Season::Week => {
+        Some(days) if days < 7 && p.season == Season::Week => {
             errs.push(
                 "spec.predictive.lookbackDays",
                 "must be >= 7 with season 168h",
@@ -335,156 +218,35 @@ fn check_quantity_range(
     }
 }
 
-impl MetricSpec {
-    /// The target of whichever source this metric has, if any.
-    pub fn target(&self) -> Option<&MetricTarget> {
-        match self.type_ {
-            MetricSourceType::Resource => self.resource.as_ref().map(|s| &s.target),
-            MetricSourceType::ContainerResource => {
-                self.container_resource.as_ref().map(|s| &s.target)
-            }
-            MetricSourceType::Pods => self.pods.as_ref().map(|s| &s.target),
-            MetricSourceType::Object => self.object.as_ref().map(|s| &s.target),
-            MetricSourceType::External => self.external.as_ref().map(|s| &s.target),
-            MetricSourceType::Prometheus => self.prometheus.as_ref().map(|s| &s.target),
-        }
-    }
-}
-
 fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
-    let members = [
-        ("resource", MetricSourceType::Resource, m.resource.is_some()),
-        (
-            "containerResource",
-            MetricSourceType::ContainerResource,
-            m.container_resource.is_some(),
-        ),
-        ("pods", MetricSourceType::Pods, m.pods.is_some()),
-        ("object", MetricSourceType::Object, m.object.is_some()),
-        ("external", MetricSourceType::External, m.external.is_some()),
-        (
-            "prometheus",
-            MetricSourceType::Prometheus,
-            m.prometheus.is_some(),
-        ),
-    ];
-    for (name, ty, set) in members {
-        if ty == m.type_ && !set {
+    for t in TYPES {
+        let (kind, set) = source::entry(m, t);
+        let name = kind.member;
+        if t == m.type_ && set.is_none() {
             errs.push(
                 format!("{path}.{name}"),
-                format!("must be set for type {ty:?}"),
+                format!("must be set for type {t:?}"),
             );
-        } else if ty != m.type_ && set {
+        } else if t != m.type_ && set.is_some() {
             errs.push(
                 format!("{path}.{name}"),
                 format!("must not be set for type {:?}", m.type_),
             );
         }
     }
-    let (member, name, allowed) = source(m, path, errs);
-    let Some(target) = m.target() else { return };
-    let name_path = match m.type_ {
-        MetricSourceType::Resource | MetricSourceType::ContainerResource => {
-            format!("{path}.{member}.name")
-        }
-        MetricSourceType::Prometheus => format!("{path}.{member}.query"),
-        _ => format!("{path}.{member}.metric.name"),
-    };
+    let Some(source) = source::of(m) else { return };
+    let member = format!("{path}.{}", source::kind(m).member);
+    source.validate(&member, errs);
+    let (field, name) = source.required_name();
     if name.is_empty() {
-        errs.push(name_path, "is required");
+        errs.push(format!("{member}.{field}"), "is required");
     }
-    validate_target(target, &format!("{path}.{member}.target"), allowed, errs);
-}
-
-/// The member that holds `m`'s source, the name (or query) it must have, and the target types
-/// that source allows; checks of the source's own fields go into `errs`.
-fn source<'m>(
-    m: &'m MetricSpec,
-    path: &str,
-    errs: &mut FieldErrors,
-) -> (&'static str, &'m str, &'static [MetricTargetType]) {
-    match m.type_ {
-        MetricSourceType::Resource => (
-            "resource",
-            m.resource.as_ref().map_or("", |s| s.name.as_str()),
-            &[
-                MetricTargetType::Utilization,
-                MetricTargetType::AverageValue,
-                MetricTargetType::Watermark,
-            ],
-        ),
-        MetricSourceType::ContainerResource => {
-            if let Some(s) = &m.container_resource
-                && s.container.is_empty()
-            {
-                errs.push(format!("{path}.containerResource.container"), "is required");
-            }
-            (
-                "containerResource",
-                m.container_resource
-                    .as_ref()
-                    .map_or("", |s| s.name.as_str()),
-                &[
-                    MetricTargetType::Utilization,
-                    MetricTargetType::AverageValue,
-                    MetricTargetType::Watermark,
-                ],
-            )
-        }
-        MetricSourceType::Pods => (
-            "pods",
-            m.pods.as_ref().map_or("", |s| s.metric.name.as_str()),
-            &[MetricTargetType::AverageValue, MetricTargetType::Watermark],
-        ),
-        MetricSourceType::Object => {
-            if let Some(s) = &m.object {
-                if s.described_object.kind.is_empty() {
-                    errs.push(format!("{path}.object.describedObject.kind"), "is required");
-                }
-                if s.described_object.name.is_empty() {
-                    errs.push(format!("{path}.object.describedObject.name"), "is required");
-                }
-            }
-            (
-                "object",
-                m.object.as_ref().map_or("", |s| s.metric.name.as_str()),
-                &[
-                    MetricTargetType::Value,
-                    MetricTargetType::AverageValue,
-                    MetricTargetType::Watermark,
-                ],
-            )
-        }
-        MetricSourceType::External => (
-            "external",
-            m.external.as_ref().map_or("", |s| s.metric.name.as_str()),
-            &[
-                MetricTargetType::Value,
-                MetricTargetType::AverageValue,
-                MetricTargetType::Watermark,
-            ],
-        ),
-        MetricSourceType::Prometheus => {
-            if let Some(s) = &m.prometheus
-                && let Some(address) = &s.server_address
-                && !(address.starts_with("http://") || address.starts_with("https://"))
-            {
-                errs.push(
-                    format!("{path}.prometheus.serverAddress"),
-                    "must be an http:// or https:// URL",
-                );
-            }
-            (
-                "prometheus",
-                m.prometheus.as_ref().map_or("", |s| s.query.as_str()),
-                &[
-                    MetricTargetType::Value,
-                    MetricTargetType::AverageValue,
-                    MetricTargetType::Watermark,
-                ],
-            )
-        }
-    }
+    validate_target(
+        source.target(),
+        &format!("{member}.target"),
+        source.allowed_targets(),
+        errs,
+    );
 }
 
 fn validate_target(
