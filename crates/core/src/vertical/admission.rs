@@ -103,7 +103,14 @@ pub fn process_recommendation(
         .collect();
 
     if let Some(range) = pod_range {
+        // Containers no recommendation names keep their requests, and those count towards the
+        // pod's minimum too.
+        let named: Vec<bool> = containers
+            .iter()
+            .map(|c| recs.iter().any(|rec| rec.container == c.name))
+            .collect();
         for field in 0..3 {
+            let mut unrecommended = vec![Resources::default(); containers.len()];
             let mut inputs: Vec<PodLimitInput<'_>> = Vec::new();
             for rec in &mut recs {
                 let Some(c) = containers.iter().find(|c| c.name == rec.container) else {
@@ -119,6 +126,17 @@ pub fn process_recommendation(
                     limits: &c.limits,
                     recommendation,
                 });
+            }
+            for ((c, named), recommendation) in
+                containers.iter().zip(&named).zip(&mut unrecommended)
+            {
+                if !named {
+                    inputs.push(PodLimitInput {
+                        requests: &c.requests,
+                        limits: &c.limits,
+                        recommendation,
+                    });
+                }
             }
             cap_to_pod_limit_range(&mut inputs, range);
         }

@@ -333,6 +333,12 @@ pub struct PodLimitInput<'a> {
 /// Scales the recommendations of all containers so the pod's total fits the pod `LimitRange`
 /// (upstream `applyPodLimitRange`): totals below `min` are raised to it, total limits above `max`
 /// lowered to it, each container by the same factor.
+///
+/// Beyond upstream, `containers` should hold every container of the pod: one without a
+/// recommendation for a resource keeps its current request, so that request counts towards
+/// `min` and only the recommended part is scaled to make up the rest. When nothing recommended
+/// can be scaled (a recommendation of zero) and the pod would fall below `min`, the recommended
+/// containers keep their current requests: the API server would refuse the pod otherwise.
 pub fn cap_to_pod_limit_range(containers: &mut [PodLimitInput<'_>], range: &LimitRangeItem) {
     for r in Resource::ALL {
         let min = range.min.get(r).unwrap_or(Quantity::ZERO);
@@ -340,6 +346,7 @@ pub fn cap_to_pod_limit_range(containers: &mut [PodLimitInput<'_>], range: &Limi
         let default = range.default.get(r);
         let mut sum_limit = Quantity::ZERO;
         let mut sum_rec = Quantity::ZERO;
+        let mut kept = Quantity::ZERO;
         for c in containers.iter() {
             let rec = c.recommendation.get(r);
             if let (Some(limit), _) =
@@ -347,21 +354,33 @@ pub fn cap_to_pod_limit_range(containers: &mut [PodLimitInput<'_>], range: &Limi
             {
                 sum_limit = sum_limit.checked_add(limit).unwrap_or(sum_limit);
             }
-            if let Some(rec) = rec {
-                sum_rec = sum_rec.checked_add(rec).unwrap_or(sum_rec);
+            match (rec, c.requests.get(r)) {
+                (Some(rec), _) => sum_rec = sum_rec.checked_add(rec).unwrap_or(sum_rec),
+                (None, Some(request)) => kept = kept.checked_add(request).unwrap_or(kept),
+                (None, None) => {}
             }
         }
-        if min <= sum_limit && min <= sum_rec && (max.milli() == 0 || max >= sum_limit) {
+        let total = sum_rec
+            .checked_add(kept)
+            .unwrap_or(Quantity::from_milli(i128::MAX));
+        if min <= sum_limit && min <= total && (max.milli() == 0 || max >= sum_limit) {
             continue;
         }
-        let (base, target) = if min > sum_rec {
-            (sum_rec, min)
+        let (base, target) = if min > total {
+            (sum_rec, min.checked_sub(kept).unwrap_or(min))
         } else if max.milli() != 0 && max < sum_limit {
             (sum_limit, max)
         } else {
             (sum_limit, min)
         };
         if base.milli() == 0 {
+            if min > total {
+                for c in containers.iter_mut() {
+                    if c.recommendation.get(r).is_some() {
+                        c.recommendation.set(r, c.requests.get(r));
+                    }
+                }
+            }
             continue;
         }
         for c in containers.iter_mut() {

@@ -49,11 +49,17 @@ fn amount(resources: &Value, field: &str, r: Resource) -> Option<Result<Quantity
     )
 }
 
+thread_local! {
+    /// Compare in milli-units whatever the size ([`broken_before`]).
+    static EXACT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// `requestLimitEnforcedValues`: (request, limit, enforced).
 fn enforced_values(req: Quantity, lim: Quantity, enforced: Quantity) -> (i128, i128, i128) {
-    if [req, lim, enforced]
-        .iter()
-        .all(|q| q.value() <= MAX_MILLI_VALUE)
+    if EXACT.get()
+        || [req, lim, enforced]
+            .iter()
+            .all(|q| q.value() <= MAX_MILLI_VALUE)
     {
         (req.milli(), lim.milli(), enforced.milli())
     } else {
@@ -184,6 +190,24 @@ fn broken_rules(
             limit_range_rules(&format!("pod/{r}"), r, sum_req, sum_lim, item, &mut out);
         }
     }
+    out
+}
+
+/// The rules the stored pod already breaks: as the API server compares, and in exact
+/// milli-units. A pod whose request is beyond 2^63 milli-units met a rule only through the API
+/// server's rounding to whole units when any amount is that large (4001m and 4002m are both
+/// 5 then); once the webhook lowers that request the comparison is exact again, and a limit the
+/// webhook never touched (4001m under a pod minimum of 4002m) is found short. No patch of
+/// requests can keep such a rounding, so those rules count as broken before.
+fn broken_before(
+    pod: &Value,
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+) -> Vec<String> {
+    let mut out = broken_rules(pod, container_range, pod_range);
+    EXACT.set(true);
+    out.extend(broken_rules(pod, container_range, pod_range));
+    EXACT.set(false);
     out
 }
 
@@ -399,11 +423,12 @@ proptest! {
             serde_json::from_value(pod.clone()).expect("a pod");
         let admission = admission_pod(&k8s_pod).expect("stored amounts parse");
         let (cr, pr) = (container_range.as_ref(), pod_range.as_ref());
-        let before = broken_rules(&pod, cr, pr);
+        let stored = broken_rules(&pod, cr, pr);
         prop_assert!(
-            !before.iter().any(|r| r.contains("negative") || r.contains("above limit")),
-            "the generator makes stored pods: {before:?}"
+            !stored.iter().any(|r| r.contains("negative") || r.contains("above limit")),
+            "the generator makes stored pods: {stored:?}"
         );
+        let before = broken_before(&pod, cr, pr);
 
         let patched = apply(&pod, &admission_patch(&admission, &vpa, cr, pr).ops);
         let fresh = newly_broken(&before, &broken_rules(&patched, cr, pr));
@@ -466,4 +491,47 @@ fn a_negative_max_allowed_never_becomes_a_negative_request() {
     let got = resources(&one_container_vpa("1E", "-1", "250m"));
     assert_eq!(got["requests"]["cpu"], "100m");
     assert_eq!(got["limits"]["cpu"], "200m");
+}
+
+/// Found by the property test: a pod LimitRange `min` of 4002m, a container the VPA gives no CPU
+/// target (it keeps 4001m) and one it gives a target of zero. Scaling the recommended part
+/// cannot lift a zero, so the pod would have come out at 4001m and been refused; the recommended
+/// container keeps its request instead, and a scalable recommendation is raised by what the kept
+/// container does not already cover.
+#[test]
+fn a_pod_minimum_counts_the_containers_that_keep_their_requests() {
+    let pod = json!({"metadata": {"annotations": {}}, "spec": {"containers": [
+        {"name": "c0", "resources": {"requests": {"cpu": "4001m"}}},
+        {"name": "c1", "resources": {"requests": {"cpu": "3"}}}]}});
+    let k8s_pod: k8s_openapi::api::core::v1::Pod =
+        serde_json::from_value(pod.clone()).expect("a pod");
+    let admission = admission_pod(&k8s_pod).expect("amounts parse");
+    let range = LimitRangeItem {
+        min: Resources {
+            cpu: Some(Quantity::parse("4002m").expect("quantity")),
+            memory: None,
+        },
+        has_min: true,
+        ..LimitRangeItem::default()
+    };
+    let vpa_for_c1 = |target: &str| {
+        let mut vpa = one_container_vpa("0", "0", target);
+        vpa.policies.clear();
+        if let Some(recs) = vpa.recommendation.as_mut() {
+            recs[0].container = "c1".to_owned();
+        }
+        vpa
+    };
+    let c1_request = |vpa: &AdmissionVpa| {
+        let patched = apply(
+            &pod,
+            &admission_patch(&admission, vpa, None, Some(&range)).ops,
+        );
+        let broken = broken_rules(&patched, None, Some(&range));
+        assert!(broken.is_empty(), "{broken:?} {patched}");
+        patched["spec"]["containers"][1]["resources"]["requests"]["cpu"].clone()
+    };
+    assert_eq!(c1_request(&vpa_for_c1("0")), "3");
+    // 500m recommended, 4001m kept: the pod needs 1m more, so 500m stays (the floor is met).
+    assert_eq!(c1_request(&vpa_for_c1("500m")), "500m");
 }
