@@ -342,27 +342,17 @@ where
     (Box::pin(watch.run(sink)), synced)
 }
 
-/// The watch of one owner kind feeding `index`, and its sync flag. `kind`: the kind and
-/// whether the server may not serve it.
+/// `watch` of one owner kind feeding `index`: its task and its sync flag.
 fn owner_task<K>(
-    client: &kube::Client,
-    scope: &Scope,
-    kind: (&'static str, bool),
-    metrics: &WatchMetrics,
+    watch: Watch<K>,
     index: &ByController<OwnerInfo>,
     admits: impl Fn(&ObjectMeta) -> bool + Send + 'static,
     replicas: fn(&K) -> Option<u32>,
 ) -> (BoxFuture<'static, ()>, Synced)
 where
-    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + std::fmt::Debug
-        + DeserializeOwned
-        + Send
-        + 'static,
+    K: Resource + Clone + std::fmt::Debug + DeserializeOwned + Send + 'static,
 {
     let index = index.clone();
-    let watch = watch::<K>(client, scope, kind.0, kind.1, metrics);
     follow(watch, move |e| {
         index.apply(e, |o: K| {
             let meta = o.meta();
@@ -403,47 +393,32 @@ impl Cache {
         let in_scope = Arc::new(scope.clone());
         let admits =
             move |meta: &ObjectMeta| in_scope.admits(meta.namespace.as_deref().unwrap_or_default());
-        add(owner_task::<ReplicaSet>(
-            client,
-            scope,
-            ("ReplicaSet", false),
-            &metrics,
+        add(owner_task(
+            watch::<ReplicaSet>(client, scope, "ReplicaSet", false, &metrics),
             &owners[0].1,
             admits.clone(),
             |o| replicas(o.spec.as_ref().and_then(|s| s.replicas)),
         ));
-        add(owner_task::<StatefulSet>(
-            client,
-            scope,
-            ("StatefulSet", true),
-            &metrics,
+        add(owner_task(
+            watch::<StatefulSet>(client, scope, "StatefulSet", true, &metrics),
             &owners[1].1,
             admits.clone(),
             |o| replicas(o.spec.as_ref().and_then(|s| s.replicas)),
         ));
-        add(owner_task::<ReplicationController>(
-            client,
-            scope,
-            ("ReplicationController", true),
-            &metrics,
+        add(owner_task(
+            watch::<ReplicationController>(client, scope, "ReplicationController", true, &metrics),
             &owners[2].1,
             admits.clone(),
             |o| replicas(o.spec.as_ref().and_then(|s| s.replicas)),
         ));
-        add(owner_task::<DaemonSet>(
-            client,
-            scope,
-            ("DaemonSet", true),
-            &metrics,
+        add(owner_task(
+            watch::<DaemonSet>(client, scope, "DaemonSet", true, &metrics),
             &owners[3].1,
             admits.clone(),
             |o| replicas(o.status.as_ref().map(|s| s.number_ready)),
         ));
-        add(owner_task::<Job>(
-            client,
-            scope,
-            ("Job", true),
-            &metrics,
+        add(owner_task(
+            watch::<Job>(client, scope, "Job", true, &metrics),
             &owners[4].1,
             admits.clone(),
             |_| None,
