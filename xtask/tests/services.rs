@@ -357,3 +357,91 @@ fn a_service_missing_everywhere_gets_one_message_per_place() {
     assert!(problems.iter().all(|p| p.starts_with("no-such-service: ")));
     assert!(problems.iter().any(|p| p.contains("NoSuchServiceDown")));
 }
+
+/// What only `plimsoll_runtime::watch` may call: kube's watchers, a raw watch request, and
+/// kube's `Controller::new` (which builds a watcher of its own; a service hands
+/// `Controller::for_stream` a `Watch`'s events instead).
+const RAW_WATCHES: [&str; 3] = ["watcher(", "watch_object(", "WatchParams"];
+
+/// The lines of `source` (a file's text) that watch without `plimsoll_runtime::watch`, with
+/// their line numbers. Comments do not count; `Controller::new(` counts only in a file that
+/// uses kube's controller (cron-hpa's replay has a `Controller` of its own).
+fn raw_watches(source: &str) -> Vec<(usize, String)> {
+    let kube_controller = source.contains("kube::runtime::controller")
+        || source.contains("kube::runtime::Controller");
+    source
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let code = line.trim_start();
+            !code.starts_with("//")
+                && (RAW_WATCHES.iter().any(|p| code.contains(p))
+                    || (kube_controller && code.contains("Controller::new(")))
+        })
+        .map(|(i, line)| (i + 1, line.trim().to_owned()))
+        .collect()
+}
+
+fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+#[test]
+fn only_the_runtime_watches_the_api_server() {
+    // Every watch goes through plimsoll_runtime::watch: one backoff, one log and metric
+    // policy, one way to report the first list and to stop (docs/architecture.md, "Watches").
+    let crates = xtask::repo_root().join("crates");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&crates).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.file_name().is_some_and(|n| n != "runtime") && dir.join("src").is_dir() {
+            rust_files(&dir.join("src"), &mut files);
+        }
+    }
+    assert!(
+        files.len() > 50,
+        "found only {} files under crates/",
+        files.len()
+    );
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|file| {
+            let shown = file
+                .strip_prefix(&crates)
+                .unwrap_or(file)
+                .display()
+                .to_string();
+            raw_watches(&read(file))
+                .into_iter()
+                .map(move |(n, line)| format!("crates/{shown}:{n}: {line}"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "watch through plimsoll_runtime::watch::Watch (run, reflect, or events for \
+         Controller::for_stream), not kube's watcher:\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn the_watch_rule_finds_what_it_forbids() {
+    let source = "use kube::runtime::controller::Controller;\n\
+                  // watcher(api, config) in a comment is fine\n\
+                  let s = watcher(api, watcher::Config::default()).default_backoff();\n\
+                  let c = Controller::new(api, config);\n\
+                  let w = api.watch(&WatchParams::default(), \"0\");\n\
+                  let s = Watch::new(\"Pod\", api).events();\n";
+    let lines: Vec<usize> = raw_watches(source).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(lines, [3, 4, 5]);
+    // Another crate's `Controller` is not kube's.
+    assert!(raw_watches("let c = Controller::new(uid, grace, spec, from);").is_empty());
+}

@@ -25,11 +25,12 @@ use futures::StreamExt;
 use jiff::SignedDuration;
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::{self, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_runtime::admin::{Liveness, Readiness};
-use plimsoll_runtime::api_message::{api_message, watch_message};
+use plimsoll_runtime::api_message::api_message;
 use plimsoll_runtime::service::Service;
+use plimsoll_runtime::watch::{Watch, WatchMetrics};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -71,6 +72,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         .start()
         .await?;
     let metrics = Arc::new(Metrics::register(service.registry()));
+    let watches = WatchMetrics::register(service.registry());
     let grace = SignedDuration::try_from(config.missed_job_grace).unwrap_or(SignedDuration::MAX);
     let ctx = Arc::new(Context::new(
         service.client.clone(),
@@ -84,7 +86,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let readiness = service.readiness.clone();
     service
         .run(shutdown, |term| {
-            control(ctx.clone(), api.clone(), readiness.clone(), term)
+            let watch = Watch::new("CronHorizontalPodAutoscaler", api.clone()).metrics(&watches);
+            control(ctx.clone(), watch, readiness.clone(), term)
         })
         .await
 }
@@ -112,19 +115,22 @@ async fn probe(api: Api<CronHorizontalPodAutoscaler>, readiness: Readiness) {
     }
 }
 
-/// One leadership term: the controller runs until `term` is cancelled, then finishes the
-/// reconciles in flight.
+/// One leadership term: the controller over `watch` runs until `term` is cancelled, then
+/// finishes the reconciles in flight.
 async fn control(
     ctx: Arc<Context>,
-    api: Api<CronHorizontalPodAutoscaler>,
+    watch: Watch<CronHorizontalPodAutoscaler>,
     readiness: Readiness,
     term: CancellationToken,
 ) -> Result<()> {
     // Trust the status the previous leader wrote, not what this replica remembered.
     ctx.forget_all();
-    let controller = Controller::new(api, watcher::Config::default())
-        .graceful_shutdown_on(term.cancelled_owned());
-    let store = controller.store();
+    let (store, writer) = reflector::store();
+    let controller = Controller::for_stream(
+        watch.events().reflect(writer).applied_objects(),
+        store.clone(),
+    )
+    .graceful_shutdown_on(term.cancelled_owned());
     let ready = tokio::spawn(async move {
         if store.wait_until_ready().await.is_ok() {
             readiness.set_ready(true);
@@ -166,9 +172,8 @@ fn handle_result(ctx: &Context, result: ReconcileResult) {
                 }
             }
         }
-        Err(controller::Error::QueueError(e)) => {
-            warn!(error = %watch_message(&e), "controller watch error");
-        }
+        // The watch's own errors are logged and counted by `plimsoll_runtime::watch`; they do
+        // not reach the controller.
         Err(e) => warn!(error = %e, "controller error"),
     }
 }

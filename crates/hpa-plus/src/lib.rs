@@ -67,7 +67,6 @@ use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
-use plimsoll_runtime::api_message::watch_message;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::leader::shards::ShardHandle;
@@ -76,6 +75,7 @@ use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
 use plimsoll_runtime::service::Service;
 use plimsoll_runtime::target_index::TargetIndex;
+use plimsoll_runtime::watch::{Watch, WatchMetrics};
 use plimsoll_runtime::watched_scales::WatchedScales;
 use tokio_util::sync::CancellationToken;
 
@@ -159,16 +159,35 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     let client = service.client.clone();
     let metrics = Arc::new(Metrics::register(service.registry()));
     let recorder = record::Recorder::new(config.record.clone(), service.registry());
+    let watches = WatchMetrics::register(service.registry());
 
+    // One watch of every pod, indexed by namespace.
     let pods = PodIndex::new();
-    service.spawn(watch_pods(client.clone(), pods.clone()));
+    let index = pods.clone();
+    service.spawn(
+        Watch::new("Pod", Api::<Pod>::all(client.clone()))
+            .metrics(&watches)
+            .run(move |event| index.apply(&event)),
+    );
+    // The CronHorizontalPodAutoscalers, for the hold off during a cron window.
     let (crons, cron_writer) = reflector::store::<CronHorizontalPodAutoscaler>();
-    service.spawn(watch_crons(client.clone(), cron_writer));
+    service.spawn(
+        Watch::new("CronHorizontalPodAutoscaler", Api::all(client.clone()))
+            .metrics(&watches)
+            .reflect(cron_writer),
+    );
+    // The VPAs by the workload they size, for conflict detection. A cluster without the VPA
+    // CRD has nothing to conflict with; its watch retries with backoff.
     let vpas = vpa_targets();
-    service.spawn(watch_vpas(client.clone(), vpas.clone()));
+    let index = vpas.clone();
+    service.spawn(
+        Watch::new("VerticalPodAutoscaler", Api::all(client.clone()))
+            .metrics(&watches)
+            .run(move |event| index.apply(&event)),
+    );
     // Every evaluation reads its target's scale: from memory for the built-in workloads.
     let scales = WatchedScales::new();
-    service.spawn(scales.clone().watch(client.clone(), None));
+    service.spawn(scales.clone().watch(client.clone(), None, watches.clone()));
 
     let kinds = KindResolver::new(client.clone());
     let server_metrics = metrics.prometheus_servers.clone();
@@ -207,22 +226,15 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
 
     service
         .run(shutdown, |term| {
-            run_controllers(client.clone(), ctx.clone(), config.clone(), term)
+            run_controllers(
+                client.clone(),
+                ctx.clone(),
+                config.clone(),
+                watches.clone(),
+                term,
+            )
         })
         .await
-}
-
-/// Keeps the shared pod index current (one watch of every pod).
-async fn watch_pods(client: Client, pods: PodIndex) {
-    let api: Api<Pod> = Api::all(client);
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
-    let mut stream = std::pin::pin!(stream);
-    while let Some(next) = stream.next().await {
-        match next {
-            Ok(event) => pods.apply(&event),
-            Err(e) => tracing::warn!(error = %watch_message(&e), "pod watch error"),
-        }
-    }
 }
 
 /// An empty index of VerticalPodAutoscalers by the workload they size (`spec.targetRef`).
@@ -233,40 +245,6 @@ pub fn vpa_targets() -> TargetIndex<VerticalPodAutoscaler> {
             v.spec.target_ref.name.clone(),
         ))
     })
-}
-
-/// Keeps the VPA index current, for conflict detection. A cluster without the VPA CRD only logs
-/// the watch's errors (and retries with backoff): nothing can conflict there.
-async fn watch_vpas(client: Client, vpas: TargetIndex<VerticalPodAutoscaler>) {
-    let api: Api<VerticalPodAutoscaler> = Api::all(client);
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
-    let mut stream = std::pin::pin!(stream);
-    while let Some(next) = stream.next().await {
-        match next {
-            Ok(event) => vpas.apply(&event),
-            Err(e) => {
-                tracing::debug!(error = %watch_message(&e), "VerticalPodAutoscaler watch error");
-            }
-        }
-    }
-}
-
-/// Keeps the CronHorizontalPodAutoscaler store current (for the hold off during a cron window).
-async fn watch_crons(
-    client: Client,
-    writer: reflector::store::Writer<CronHorizontalPodAutoscaler>,
-) {
-    let api: Api<CronHorizontalPodAutoscaler> = Api::all(client);
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .touched_objects();
-    let mut stream = std::pin::pin!(stream);
-    while let Some(next) = stream.next().await {
-        if let Err(e) = next {
-            tracing::warn!(error = %watch_message(&e), "CronHorizontalPodAutoscaler watch error");
-        }
-    }
 }
 
 /// Every second: liveness, readiness (pod and CronHPA caches synced) and the queue-depth gauge.
@@ -310,10 +288,11 @@ async fn run_controllers(
     client: Client,
     ctx: Arc<Context>,
     config: Config,
+    watches: WatchMetrics,
     term: CancellationToken,
 ) -> Result<()> {
     let stopped = term.clone();
-    controllers(&client, &ctx, &config, term).await;
+    controllers(&client, &ctx, &config, &watches, term).await;
     if stopped.is_cancelled() {
         Ok(())
     } else {
@@ -325,15 +304,15 @@ async fn controllers(
     client: &Client,
     ctx: &Arc<Context>,
     config: &Config,
+    watches: &WatchMetrics,
     term: CancellationToken,
 ) {
     let settings = ControllerSettings::default().concurrency(config.workers);
     let plus = controller::<HorizontalPodAutoscalerPlus, _, _>(
-        client,
+        Watch::new("HorizontalPodAutoscalerPlus", Api::all(client.clone())).metrics(watches),
         ctx,
         settings.clone(),
         term.clone(),
-        watcher::Config::default(),
         false,
         reconcile::reconcile,
     );
@@ -342,11 +321,12 @@ async fn controllers(
         return;
     }
     let native = controller::<HorizontalPodAutoscaler, _, _>(
-        client,
+        Watch::new("HorizontalPodAutoscaler", Api::all(client.clone()))
+            .config(native_watch(&config.native_hpa_selector))
+            .metrics(watches),
         ctx,
         settings,
         term,
-        native_watch(&config.native_hpa_selector),
         true,
         reconcile::reconcile_native,
     );
@@ -370,15 +350,14 @@ pub(crate) fn native_watch(selector: &Selector) -> watcher::Config {
     }
 }
 
-/// The controller of one autoscaler kind (`native`: the `autoscaling/v2` HPA): a watch (with
-/// `watch_config`'s selectors) whose events also clean the per-object memory, and evaluations
-/// on changes of spec or annotations, on requeues and on shard takes.
+/// The controller of one autoscaler kind (`native`: the `autoscaling/v2` HPA): `watch`, whose
+/// events also clean the per-object memory, and evaluations on changes of spec or annotations,
+/// on requeues and on shard takes.
 fn controller<K, R, F>(
-    client: &Client,
+    watch: Watch<K>,
     ctx: &Arc<Context>,
     settings: ControllerSettings,
     term: CancellationToken,
-    watch_config: watcher::Config,
     native: bool,
     reconcile: R,
 ) -> impl Future<Output = ()> + Send + use<K, R, F>
@@ -394,11 +373,10 @@ where
     F: Future<Output = Result<Action>> + Send + 'static,
 {
     let (reader, writer) = reflector::store::<K>();
-    let api: Api<K> = Api::all(client.clone());
     let forget = ctx.clone();
     let live = reader.clone();
-    let stream = watcher(api, watch_config)
-        .default_backoff()
+    let stream = watch
+        .events()
         .modify(drop_managed_fields)
         .reflect(writer)
         .inspect_ok(move |event| on_event(&forget, &live, event, native))

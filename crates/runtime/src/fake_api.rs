@@ -1,13 +1,29 @@
 //! A scripted fake of the Kubernetes API for this crate's tests: answers by method and path with
 //! canned JSON, 404 otherwise, and records every request (method, path with query, body).
+//! A route can also be scripted ([`FakeApi::script`]): successive answers for the lists or the
+//! watches of a path, then a watch that stays open and sends nothing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
 use http::{Request, Response};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full, StreamBody};
+use hyper::body::{Bytes, Frame};
 use kube::Client;
 use kube::client::Body;
+
+type Answer = BoxBody<Bytes, Infallible>;
+
+fn full(body: String) -> Answer {
+    Full::new(Bytes::from(body)).boxed()
+}
+
+/// A body that never ends and sends nothing.
+fn open() -> Answer {
+    StreamBody::new(futures::stream::pending::<Result<Frame<Bytes>, Infallible>>()).boxed()
+}
 
 /// One recorded request.
 #[derive(Clone, Debug)]
@@ -21,9 +37,13 @@ pub struct Recorded {
 /// Canned answers keyed by (method, path): (status, body).
 type Routes = HashMap<(String, String), (u16, String)>;
 
+/// Scripted answers keyed by (path, is a watch), in order.
+type Scripts = HashMap<(String, bool), VecDeque<(u16, String)>>;
+
 #[derive(Clone, Default)]
 pub struct FakeApi {
     routes: Arc<Mutex<Routes>>,
+    scripts: Arc<Mutex<Scripts>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
 }
 
@@ -38,6 +58,16 @@ impl FakeApi {
             (method.to_owned(), path.to_owned()),
             (status, body.to_owned()),
         );
+    }
+
+    /// Answers the successive `GET path` lists (`watch`: the watches, `?watch=true`) with
+    /// `answers` in order (a watch's body: its events, one JSON object a line); once they are
+    /// used up, every further one gets a watch that stays open and sends nothing.
+    pub fn script(&self, path: &str, watch: bool, answers: &[(u16, String)]) {
+        self.scripts
+            .lock()
+            .unwrap()
+            .insert((path.to_owned(), watch), answers.iter().cloned().collect());
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -55,30 +85,48 @@ impl FakeApi {
                     .uri()
                     .path_and_query()
                     .map_or(path.clone(), ToString::to_string);
+                let watch = req
+                    .uri()
+                    .query()
+                    .is_some_and(|q| q.split('&').any(|p| p == "watch=true"));
                 let body = req.into_body().collect_bytes().await.unwrap();
                 this.requests.lock().unwrap().push(Recorded {
                     method: method.clone(),
                     uri,
                     body: String::from_utf8_lossy(&body).into_owned(),
                 });
+                let scripted = this
+                    .scripts
+                    .lock()
+                    .unwrap()
+                    .get_mut(&(path.clone(), watch))
+                    .map(VecDeque::pop_front);
                 let route = this
                     .routes
                     .lock()
                     .unwrap()
                     .get(&(method, path.clone()))
                     .cloned();
-                let (status, body) = route.unwrap_or_else(|| {
-                    (
-                        404,
-                        format!(
-                            r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource ({path})","reason":"NotFound","code":404}}"#
-                        ),
-                    )
-                });
+                let (status, body) = match scripted {
+                    // The script is used up: a watch that stays open.
+                    Some(None) => (200, open()),
+                    Some(Some((status, body))) => (status, full(body)),
+                    None => route.map_or_else(
+                        || {
+                            (
+                                404,
+                                full(format!(
+                                    r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server could not find the requested resource ({path})","reason":"NotFound","code":404}}"#
+                                )),
+                            )
+                        },
+                        |(status, body)| (status, full(body)),
+                    ),
+                };
                 let response = Response::builder()
                     .status(status)
                     .header("content-type", "application/json")
-                    .body(Body::from(body.into_bytes()))
+                    .body(body)
                     .unwrap();
                 Ok::<_, Infallible>(response)
             }

@@ -17,6 +17,7 @@
 //! | [`events`] | Kubernetes Events reported as the binary |
 //! | [`api_message`] | the API server's message for a failed request, for conditions, Events and logs |
 //! | [`kinds`] | `apiVersion` + `kind` → resource, through cached discovery |
+//! | [`watch`] | every watch of every service: kube's watcher with backoff, one log and metric policy, first-list readiness, stop on shutdown |
 //!
 //! Decisions live in `plimsoll-core`; this crate only moves data in and out of the cluster.
 //!
@@ -96,6 +97,7 @@ pub mod shutdown;
 pub mod target_index;
 pub mod target_scale;
 pub mod telemetry;
+pub mod watch;
 pub mod watched_scales;
 
 #[cfg(test)]

@@ -20,17 +20,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{ApiResource, Object};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event, watcher};
+use kube::runtime::watcher::Event;
 use kube::{Api, Client, ResourceExt};
 use serde::Deserialize;
 
 use crate::kinds::TargetRef;
 use crate::selector::Selector;
 use crate::target_scale::TargetScale;
+use crate::watch::{Watch, WatchMetrics};
 
 /// The workload kinds whose scale is watched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -63,17 +62,25 @@ impl Workload {
         self as usize
     }
 
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Deployment => "Deployment",
+            Self::StatefulSet => "StatefulSet",
+            Self::ReplicaSet => "ReplicaSet",
+        }
+    }
+
     fn resource(self) -> ApiResource {
-        let (kind, plural) = match self {
-            Self::Deployment => ("Deployment", "deployments"),
-            Self::StatefulSet => ("StatefulSet", "statefulsets"),
-            Self::ReplicaSet => ("ReplicaSet", "replicasets"),
+        let plural = match self {
+            Self::Deployment => "deployments",
+            Self::StatefulSet => "statefulsets",
+            Self::ReplicaSet => "replicasets",
         };
         ApiResource {
             group: "apps".into(),
             version: "v1".into(),
             api_version: "apps/v1".into(),
-            kind: kind.into(),
+            kind: self.kind().into(),
             plural: plural.into(),
         }
     }
@@ -158,39 +165,24 @@ impl WatchedScales {
         }
     }
 
-    /// Keeps every kind current from its watch (all namespaces, or one), until dropped. Watch
-    /// errors are retried with backoff; a kind that never lists is never answered from here.
-    pub async fn watch(self, client: Client, namespace: Option<String>) {
-        let watches =
-            Workload::ALL.map(|w| self.watch_kind(client.clone(), namespace.as_deref(), w));
+    /// Keeps every kind current from its watch (all namespaces, or one), until dropped, with
+    /// the errors and relists counted in `metrics`. Watch errors are retried with backoff
+    /// ([`crate::watch`]); a kind that never lists (RBAC without `list`/`watch` on it) is never
+    /// answered from here, and the caller reads `/scale` for it on every evaluation.
+    pub async fn watch(self, client: Client, namespace: Option<String>, metrics: WatchMetrics) {
+        let watches = Workload::ALL.map(|workload| {
+            let resource = workload.resource();
+            let api: Api<Workloadish> = match namespace.as_deref() {
+                Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+                None => Api::all_with(client.clone(), &resource),
+            };
+            let kind = &self.kinds[workload.index()];
+            let mut listing: Option<Scales> = None;
+            Watch::new(workload.kind(), api)
+                .metrics(&metrics)
+                .run(move |event| apply(kind, &mut listing, event))
+        });
         futures::future::join_all(watches).await;
-    }
-
-    async fn watch_kind(&self, client: Client, namespace: Option<&str>, workload: Workload) {
-        let resource = workload.resource();
-        let api: Api<Workloadish> = match namespace {
-            Some(ns) => Api::namespaced_with(client, ns, &resource),
-            None => Api::all_with(client, &resource),
-        };
-        let stream = watcher(api, watcher::Config::default()).default_backoff();
-        let mut stream = std::pin::pin!(stream);
-        let kind = &self.kinds[workload.index()];
-        let mut listing: Option<Scales> = None;
-        let mut warned = false;
-        while let Some(next) = stream.next().await {
-            match next {
-                Ok(event) => apply(kind, &mut listing, event),
-                Err(e) if !warned => {
-                    warned = true;
-                    tracing::warn!(
-                        kind = resource.kind,
-                        error = %crate::api_message::watch_message(&e),
-                        "cannot watch the workload's scale; reading /scale on every evaluation"
-                    );
-                }
-                Err(e) => tracing::debug!(kind = resource.kind, error = %e, "workload watch error"),
-            }
-        }
     }
 }
 

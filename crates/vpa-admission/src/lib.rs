@@ -37,20 +37,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::LimitRange;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
-use plimsoll_runtime::api_message::watch_message;
 use plimsoll_runtime::listener::ListenerConfig;
 use plimsoll_runtime::service::Service;
+use plimsoll_runtime::watch::{Watch, WatchMetrics};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -181,8 +179,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     run_on(config, webhook, shutdown).await
 }
 
+/// A reflector of every `K` (named `name` in logs and metrics), until `shutdown`.
 fn spawn_reflector<K>(
+    name: &'static str,
     client: &kube::Client,
+    watches: &WatchMetrics,
     shutdown: &CancellationToken,
 ) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
@@ -195,22 +196,10 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let api: Api<K> = Api::all(client.clone());
-    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
-        .default_backoff()
-        .for_each(|event| async move {
-            if let Err(e) = event {
-                tracing::warn!(kind = %K::kind(&()), error = %watch_message(&e), "watch failed; retrying");
-            }
-        });
-    let shutdown = shutdown.clone();
-    let task = tokio::spawn(async move {
-        tokio::select! {
-            () = stream => {}
-            () = shutdown.cancelled() => {}
-        }
-    });
-    (reader, task)
+    let watch = Watch::new(name, Api::all(client.clone()))
+        .metrics(watches)
+        .until(shutdown.clone());
+    (reader, tokio::spawn(watch.reflect(writer)))
 }
 
 /// Runs the service with the webhook on the already bound `webhook_listener` until `shutdown`
@@ -226,9 +215,11 @@ pub async fn run_on(
         .start()
         .await?;
     let metrics = Metrics::register(service.registry());
+    let watches = WatchMetrics::register(service.registry());
     let plumbing = Plumbing {
         client: service.client.clone(),
         metrics,
+        watches,
         liveness: service.liveness.clone(),
         readiness: service.readiness.clone(),
     };
@@ -254,6 +245,7 @@ pub async fn run_on(
 struct Plumbing {
     client: kube::Client,
     metrics: Metrics,
+    watches: WatchMetrics,
     liveness: Liveness,
     readiness: Readiness,
 }
@@ -269,6 +261,7 @@ async fn serve(
     let Plumbing {
         client,
         metrics,
+        watches,
         liveness,
         readiness,
     } = plumbing;
@@ -284,10 +277,17 @@ async fn serve(
     let certs = serving_certs(config, &client, &namespace).await?;
     let server_config = tls::server_config(certs.0.clone())?;
 
-    let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(&client, &shutdown);
-    let (replica_sets, t2) = spawn_reflector::<ReplicaSet>(&client, &shutdown);
-    let (jobs, t3) = spawn_reflector::<Job>(&client, &shutdown);
-    let (limit_ranges, t4) = spawn_reflector::<LimitRange>(&client, &shutdown);
+    let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(
+        "VerticalPodAutoscaler",
+        &client,
+        &watches,
+        &shutdown,
+    );
+    let (replica_sets, t2) =
+        spawn_reflector::<ReplicaSet>("ReplicaSet", &client, &watches, &shutdown);
+    let (jobs, t3) = spawn_reflector::<Job>("Job", &client, &watches, &shutdown);
+    let (limit_ranges, t4) =
+        spawn_reflector::<LimitRange>("LimitRange", &client, &watches, &shutdown);
     let caches = Caches {
         vpas,
         replica_sets,

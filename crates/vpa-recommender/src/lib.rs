@@ -29,15 +29,11 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Api;
-use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
-use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
@@ -47,8 +43,9 @@ use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::leader::shards::ShardGuard;
 use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::scale::ScaleClient;
-use plimsoll_runtime::service::Service;
+use plimsoll_runtime::service::{Service, Started};
 use plimsoll_runtime::target_index::TargetIndex;
+use plimsoll_runtime::watch::{Watch, WatchMetrics};
 use plimsoll_runtime::watched_scales::WatchedScales;
 use plimsoll_runtime::{CommonArgs, leader};
 use tokio::sync::watch;
@@ -122,61 +119,64 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let metrics = Arc::new(metrics::Metrics::register(service.registry()));
     let client = service.client.clone();
     let namespace = config.namespace.clone();
-    let (vpas, vpa_writer) = reflector::store();
-    service.spawn(watch(
-        vpa_writer,
-        api::<VerticalPodAutoscaler>(&client, namespace.as_deref()),
-        watcher::Config::default(),
-    ));
-    let (pods, pod_writer) = reflector::store();
-    service.spawn(watch(
-        pod_writer,
-        api::<Pod>(&client, namespace.as_deref()),
-        watcher::Config::default(),
-    ));
+    let watches = WatchMetrics::register(service.registry());
+    let ns = namespace.as_deref();
+    let vpas = reflected(
+        &mut service,
+        Watch::new("VerticalPodAutoscaler", api(&client, ns)).metrics(&watches),
+    );
+    let pods = reflected(
+        &mut service,
+        Watch::new("Pod", api(&client, ns)).metrics(&watches),
+    );
     // Only eviction Events matter (OOM kills under memory pressure); the server filters them.
-    let (events, event_writer) = reflector::store();
-    service.spawn(watch(
-        event_writer,
-        api::<Event>(&client, namespace.as_deref()),
-        watcher::Config::default().fields("reason=Evicted"),
-    ));
+    let events = reflected(
+        &mut service,
+        Watch::new("Event", api(&client, ns))
+            .metrics(&watches)
+            .config(watcher::Config::default().fields("reason=Evicted")),
+    );
+    // The owner walk (which VPA controls a pod) climbs from pods through ReplicaSets and Jobs.
+    let replica_sets = reflected(
+        &mut service,
+        Watch::new("ReplicaSet", api(&client, ns)).metrics(&watches),
+    );
+    let jobs = reflected(
+        &mut service,
+        Watch::new("Job", api(&client, ns)).metrics(&watches),
+    );
 
+    // The horizontal autoscalers by their target, for conflict detection. A cluster without
+    // the HPA+ CRD has none; its watch retries with backoff.
     let autoscalers = TargetIndex::new(|p: &HorizontalPodAutoscalerPlus| {
         let t = &p.spec.scale_target_ref;
         Some((t.kind.clone(), t.name.clone()))
     });
-    service.spawn(watch_index(
-        autoscalers.clone(),
-        api::<HorizontalPodAutoscalerPlus>(&client, namespace.as_deref()),
-    ));
+    let index = autoscalers.clone();
+    service.spawn(
+        Watch::new("HorizontalPodAutoscalerPlus", api(&client, ns))
+            .metrics(&watches)
+            .run(move |e| index.apply(&e)),
+    );
     let hpas = TargetIndex::new(|h: &HorizontalPodAutoscaler| {
         let t = &h.spec.as_ref()?.scale_target_ref;
         Some((t.kind.clone(), t.name.clone()))
     });
-    service.spawn(watch_index(
-        hpas.clone(),
-        api::<HorizontalPodAutoscaler>(&client, namespace.as_deref()),
-    ));
-
-    // The owner walk (which VPA controls a pod) climbs from pods through ReplicaSets and Jobs.
-    let (replica_sets, replica_set_writer) = reflector::store();
-    service.spawn(watch(
-        replica_set_writer,
-        api::<ReplicaSet>(&client, namespace.as_deref()),
-        watcher::Config::default(),
-    ));
-    let (jobs, job_writer) = reflector::store();
-    service.spawn(watch(
-        job_writer,
-        api::<Job>(&client, namespace.as_deref()),
-        watcher::Config::default(),
-    ));
+    let index = hpas.clone();
+    service.spawn(
+        Watch::new("HorizontalPodAutoscaler", api(&client, ns))
+            .metrics(&watches)
+            .run(move |e| index.apply(&e)),
+    );
 
     // Every loop resolves each VPA's target to its pods' selector: from memory for the
     // built-in workloads, instead of one GET per VPA per loop.
     let workloads = WatchedScales::new();
-    service.spawn(workloads.clone().watch(client.clone(), namespace.clone()));
+    service.spawn(
+        workloads
+            .clone()
+            .watch(client.clone(), namespace.clone(), watches),
+    );
     let kinds = KindResolver::new(client.clone());
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -214,8 +214,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         .await
 }
 
-/// Keeps a reflector store current.
-async fn watch<K>(writer: reflector::store::Writer<K>, api: Api<K>, config: watcher::Config)
+/// A reflector store kept by `watch` (on the service's helpers).
+fn reflected<K>(service: &mut Started, watch: Watch<K>) -> Store<K>
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -225,32 +225,9 @@ where
         + Sync
         + 'static,
 {
-    reflector(writer, watcher(api, config).default_backoff())
-        .applied_objects()
-        .for_each(|_| futures::future::ready(()))
-        .await;
-}
-
-/// Keeps a [`TargetIndex`] of horizontal autoscalers current, for conflict detection. A cluster
-/// without the HPA+ CRD only logs the watch's errors (and retries with backoff).
-async fn watch_index<K>(index: TargetIndex<K>, api: Api<K>)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
-    let mut stream = std::pin::pin!(stream);
-    while let Some(next) = stream.next().await {
-        match next {
-            Ok(event) => index.apply(&event),
-            Err(e) => tracing::debug!(error = %e, "autoscaler watch error"),
-        }
-    }
+    let (store, writer) = reflector::store();
+    service.spawn(watch.reflect(writer));
+    store
 }
 
 /// Whether the VPA and pod caches have listed once: `None` until then, `Some(false)` when a

@@ -14,12 +14,13 @@
 //!   kept;
 //! * [`Cache::is_synced`] is true once every watch has listed once; a kind the API server does
 //!   not serve (404: no StatefulSets, Jobs, … on a trimmed server) counts as listed and empty,
-//!   and its watch keeps retrying with backoff.
+//!   and is asked for again every [`NOT_SERVED_RECHECK`].
+//!
+//! The watches are `plimsoll_runtime::watch` watches (backoff, logs, `watch_*` metrics).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{DaemonSet, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -27,14 +28,14 @@ use k8s_openapi::api::core::v1::{LimitRange, Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher::Event;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
 use plimsoll_core::vertical::priority::{Owner, PodSnapshot};
+use plimsoll_runtime::watch::{Synced, Watch, WatchMetrics};
+use prometheus_client::registry::Registry;
 use serde::de::DeserializeOwned;
-use tokio::sync::watch;
 
 use plimsoll_core::vertical::scope::NamespaceScope as Scope;
 
@@ -263,22 +264,7 @@ pub struct Cache {
     limit_ranges: Store<LimitRange>,
     owners: [(&'static str, ByController<OwnerInfo>); 5],
     pods: ByController<CachedPod>,
-    synced: Vec<watch::Receiver<bool>>,
-}
-
-/// Marks a watch as listed once.
-#[derive(Clone)]
-struct SyncFlag(Arc<watch::Sender<bool>>);
-
-impl SyncFlag {
-    fn new() -> (SyncFlag, watch::Receiver<bool>) {
-        let (tx, rx) = watch::channel(false);
-        (SyncFlag(Arc::new(tx)), rx)
-    }
-
-    fn set(&self) {
-        self.0.send_if_modified(|v| !std::mem::replace(v, true));
-    }
+    synced: Vec<Synced>,
 }
 
 fn replicas(n: Option<i32>) -> Option<u32> {
@@ -288,12 +274,18 @@ fn replicas(n: Option<i32>) -> Option<u32> {
 /// The watches that keep a [`Cache`] current; run them with [`Watches::run`].
 pub struct Watches {
     tasks: Vec<BoxFuture<'static, ()>>,
+    metrics: WatchMetrics,
 }
 
 impl Watches {
     /// Runs every watch until dropped (they retry with backoff and never end on their own).
     pub async fn run(self) {
         futures::future::join_all(self.tasks).await;
+    }
+
+    /// Counts the watches' errors and relists in `registry` (the service's registry).
+    pub fn register_metrics(&self, registry: &mut Registry) {
+        self.metrics.add_to(registry);
     }
 }
 
@@ -311,58 +303,17 @@ where
 /// How long a kind the API server does not serve is left alone before it is asked for again.
 pub const NOT_SERVED_RECHECK: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Follows one kind, feeding its events to `sink`. `optional`: a 404 on the first list (the
-/// server does not serve the kind) counts as listed and empty, and the kind is asked for again
-/// only after [`NOT_SERVED_RECHECK`] (not at the watcher's backoff, which would be a request
-/// every few seconds for nothing).
-async fn follow<K>(
-    api: Api<K>,
-    what: &'static str,
-    optional: bool,
-    synced: SyncFlag,
-    mut sink: impl FnMut(Event<K>) + Send,
-) where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + DeserializeOwned + Send + 'static,
-{
-    loop {
-        let stream = watcher::watcher(api.clone(), watcher::Config::default()).default_backoff();
-        let mut stream = std::pin::pin!(stream);
-        while let Some(next) = stream.next().await {
-            match next {
-                Ok(event) => {
-                    let done = matches!(event, Event::InitDone);
-                    sink(event);
-                    if done {
-                        synced.set();
-                    }
-                }
-                Err(watcher::Error::InitialListFailed(kube::Error::Api(status)))
-                    if optional && status.code == 404 =>
-                {
-                    tracing::debug!(what, "not served by this API server; following it as empty");
-                    // Whatever was listed before the kind went away is gone with it.
-                    sink(Event::Init);
-                    sink(Event::InitDone);
-                    synced.set();
-                    break;
-                }
-                Err(e) => tracing::warn!(what, error = %e, "watch failed; retrying with backoff"),
-            }
-        }
-        tokio::time::sleep(NOT_SERVED_RECHECK).await;
-    }
-}
-
-/// The watch of one owner kind feeding `index`, and its sync flag. `what`: the resource's
-/// plural name and whether the server may not serve it.
-fn owner_task<K>(
+/// The watch of one kind in `scope`, named `kind`. `optional`: a 404 on the list (the server
+/// does not serve the kind) counts as listed and empty, and the kind is asked for again only
+/// after [`NOT_SERVED_RECHECK`] (not at the watcher's backoff, a request every few seconds for
+/// nothing).
+fn watch<K>(
     client: &kube::Client,
     scope: &Scope,
-    what: (&'static str, bool),
-    index: &ByController<OwnerInfo>,
-    admits: impl Fn(&ObjectMeta) -> bool + Send + 'static,
-    replicas: fn(&K) -> Option<u32>,
-) -> (BoxFuture<'static, ()>, watch::Receiver<bool>)
+    kind: &'static str,
+    optional: bool,
+    metrics: &WatchMetrics,
+) -> Watch<K>
 where
     K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -371,9 +322,38 @@ where
         + Send
         + 'static,
 {
+    let watch = Watch::new(kind, api::<K>(client, scope)).metrics(metrics);
+    if optional {
+        watch.not_served(NOT_SERVED_RECHECK)
+    } else {
+        watch
+    }
+}
+
+/// Feeds one watch's events to `sink`: its task and its sync flag.
+fn follow<K>(
+    watch: Watch<K>,
+    sink: impl FnMut(Event<K>) + Send + 'static,
+) -> (BoxFuture<'static, ()>, Synced)
+where
+    K: Resource + Clone + std::fmt::Debug + DeserializeOwned + Send + 'static,
+{
+    let synced = watch.synced();
+    (Box::pin(watch.run(sink)), synced)
+}
+
+/// `watch` of one owner kind feeding `index`: its task and its sync flag.
+fn owner_task<K>(
+    watch: Watch<K>,
+    index: &ByController<OwnerInfo>,
+    admits: impl Fn(&ObjectMeta) -> bool + Send + 'static,
+    replicas: fn(&K) -> Option<u32>,
+) -> (BoxFuture<'static, ()>, Synced)
+where
+    K: Resource + Clone + std::fmt::Debug + DeserializeOwned + Send + 'static,
+{
     let index = index.clone();
-    let (flag, rx) = SyncFlag::new();
-    let task = follow(api::<K>(client, scope), what.0, what.1, flag, move |e| {
+    follow(watch, move |e| {
         index.apply(e, |o: K| {
             let meta = o.meta();
             admits(meta).then(|| OwnerInfo {
@@ -382,84 +362,63 @@ where
                 controller: controlling::controller_of(meta),
             })
         });
-    });
-    (Box::pin(task), rx)
+    })
 }
 
 impl Cache {
     /// An empty cache for `scope`, and the watches that fill it and keep it current (the
     /// caller runs them, e.g. on the service's helper tasks).
     pub fn new(client: &kube::Client, scope: &Scope) -> (Cache, Watches) {
+        let metrics = WatchMetrics::default();
         let mut tasks: Vec<BoxFuture<'static, ()>> = Vec::new();
         let mut synced = Vec::new();
+        let mut add = |task: (BoxFuture<'static, ()>, Synced)| {
+            tasks.push(task.0);
+            synced.push(task.1);
+        };
 
         let (vpas, mut vpa_writer) = reflector::store();
-        let (flag, rx) = SyncFlag::new();
-        synced.push(rx);
-        tasks.push(Box::pin(follow(
-            api::<VerticalPodAutoscaler>(client, scope),
-            "verticalpodautoscalers",
-            false,
-            flag,
+        add(follow(
+            watch::<VerticalPodAutoscaler>(client, scope, "VerticalPodAutoscaler", false, &metrics),
             move |e| vpa_writer.apply_watcher_event(&e),
-        )));
-
+        ));
         let (limit_ranges, mut lr_writer) = reflector::store();
-        let (flag, rx) = SyncFlag::new();
-        synced.push(rx);
-        tasks.push(Box::pin(follow(
-            api::<LimitRange>(client, scope),
-            "limitranges",
-            true,
-            flag,
+        add(follow(
+            watch::<LimitRange>(client, scope, "LimitRange", true, &metrics),
             move |e| lr_writer.apply_watcher_event(&e),
-        )));
+        ));
 
         let owners: [(&'static str, ByController<OwnerInfo>); 5] =
             OWNER_KINDS.map(|kind| (kind, ByController::default()));
         let in_scope = Arc::new(scope.clone());
         let admits =
             move |meta: &ObjectMeta| in_scope.admits(meta.namespace.as_deref().unwrap_or_default());
-        let mut owner_watch = |task: (BoxFuture<'static, ()>, watch::Receiver<bool>)| {
-            tasks.push(task.0);
-            synced.push(task.1);
-        };
-        owner_watch(owner_task::<ReplicaSet>(
-            client,
-            scope,
-            ("replicasets", false),
+        add(owner_task(
+            watch::<ReplicaSet>(client, scope, "ReplicaSet", false, &metrics),
             &owners[0].1,
             admits.clone(),
             |o| replicas(o.spec.as_ref().and_then(|s| s.replicas)),
         ));
-        owner_watch(owner_task::<StatefulSet>(
-            client,
-            scope,
-            ("statefulsets", true),
+        add(owner_task(
+            watch::<StatefulSet>(client, scope, "StatefulSet", true, &metrics),
             &owners[1].1,
             admits.clone(),
             |o| replicas(o.spec.as_ref().and_then(|s| s.replicas)),
         ));
-        owner_watch(owner_task::<ReplicationController>(
-            client,
-            scope,
-            ("replicationcontrollers", true),
+        add(owner_task(
+            watch::<ReplicationController>(client, scope, "ReplicationController", true, &metrics),
             &owners[2].1,
             admits.clone(),
             |o| replicas(o.spec.as_ref().and_then(|s| s.replicas)),
         ));
-        owner_watch(owner_task::<DaemonSet>(
-            client,
-            scope,
-            ("daemonsets", true),
+        add(owner_task(
+            watch::<DaemonSet>(client, scope, "DaemonSet", true, &metrics),
             &owners[3].1,
             admits.clone(),
             |o| replicas(o.status.as_ref().map(|s| s.number_ready)),
         ));
-        owner_watch(owner_task::<Job>(
-            client,
-            scope,
-            ("jobs", true),
+        add(owner_task(
+            watch::<Job>(client, scope, "Job", true, &metrics),
             &owners[4].1,
             admits.clone(),
             |_| None,
@@ -467,15 +426,10 @@ impl Cache {
 
         let pods: ByController<CachedPod> = ByController::default();
         let index = pods.clone();
-        let (flag, rx) = SyncFlag::new();
-        synced.push(rx);
-        tasks.push(Box::pin(follow(
-            api::<Pod>(client, scope),
-            "pods",
-            false,
-            flag,
+        add(follow(
+            watch::<Pod>(client, scope, "Pod", false, &metrics),
             move |e| index.apply(e, |pod| cached_pod(pod, &admits)),
-        )));
+        ));
 
         let cache = Cache {
             vpas,
@@ -484,19 +438,18 @@ impl Cache {
             pods,
             synced,
         };
-        (cache, Watches { tasks })
+        (cache, Watches { tasks, metrics })
     }
 
     /// True once every watch has listed once.
     pub fn is_synced(&self) -> bool {
-        self.synced.iter().all(|rx| *rx.borrow())
+        self.synced.iter().all(Synced::is_synced)
     }
 
     /// Resolves once every watch has listed once (never, if a watch task is gone before).
     pub async fn synced(&self) {
-        for rx in &self.synced {
-            let mut rx = rx.clone();
-            if rx.wait_for(|v| *v).await.is_err() {
+        for watch in &self.synced {
+            if !watch.wait().await {
                 std::future::pending::<()>().await;
             }
         }

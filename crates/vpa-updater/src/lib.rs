@@ -93,6 +93,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         &config,
     );
     let ctx = Arc::new(ctx);
+    watches.register_metrics(service.registry());
     service.spawn(watches.run());
     service.spawn(report_sync(ctx.cache.clone(), service.readiness.clone()));
     let settings = Arc::new(updater::Settings::from_config(&config));
