@@ -335,7 +335,7 @@ async fn an_hpa_plus_and_a_joint_vpa_share_a_compressed_day() -> anyhow::Result<
         .get("plimsoll.dev/total-usage")
         .cloned()
         .unwrap_or_default();
-    assert!(stored.contains("\"bucketSeconds\":2"), "{stored}");
+    assert!(stored.contains("\"stepSeconds\":2"), "{stored}");
 
     let _ = updater.stop().await;
     let _ = admission.stop().await;

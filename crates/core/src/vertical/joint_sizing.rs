@@ -30,16 +30,17 @@
 //!   uncapped target for the resource all become that share, so the updater brings every pod to
 //!   it at once and the admission webhook gives it to new pods, as for any recommendation.
 //! * **Persistence.** The total usage is kept in the VPA's annotation [`TOTAL_USAGE_ANNOTATION`]
-//!   (upstream's CRD prunes unknown status fields, an annotation survives): JSON
-//!   `{"bucketSeconds":300,"base":B,"values":[o1,v1,o2,v2,…]}` for CPU, offsets in buckets from
-//!   the previous entry (the first from `base`, buckets since the Unix epoch) and values in
-//!   millicores, plus `"memory":{…}` in the same form with values in bytes once memory usage is
-//!   recorded (only while the autoscaler scales on memory) ([`store`], [`restore`]; an
-//!   annotation without `memory`, as written before memory was sized, reads as CPU only). Its
-//!   size is bounded by the window: at most `window / bucket` pairs per resource (2 016 with the
-//!   defaults), about 10 bytes each for CPU below 10 000 cores and 15 for memory below 1 TB
-//!   (≈ 50 KB for both), at most 42 bytes each in the worst case (≈ 170 KB), below the 256 KiB
-//!   Kubernetes allows for all annotations of an object.
+//!   (upstream's CRD prunes unknown status fields, an annotation survives), in the stored form
+//!   of every load history ([`StoredPeakSeries`]): JSON
+//!   `{"stepSeconds":300,"baseBucket":B,"metrics":{"cpu":[o1,v1,o2,v2,…],"memory":[…]}}`,
+//!   offsets in buckets from the previous entry (the first from `baseBucket`, buckets since the
+//!   Unix epoch), CPU in millicores and memory in bytes, `memory` only once memory usage is
+//!   recorded (only while the autoscaler scales on memory) ([`store`], [`restore`]). The form
+//!   written before (`{"bucketSeconds":300,"base":B,"values":[…],"memory":{…}}`, CPU at the top
+//!   level) is still read. Its size is bounded by the window: at most `window / bucket` pairs
+//!   per resource (2 016 with the defaults), about 10 bytes each for CPU below 10 000 cores and
+//!   15 for memory below 1 TB (≈ 50 KB for both), at most 42 bytes each in the worst case
+//!   (≈ 170 KB), below the 256 KiB Kubernetes allows for all annotations of an object.
 //!
 //! Pure: no clock, no I/O.
 
@@ -53,6 +54,7 @@ use super::capping::PolicyBounds;
 use super::joint::{self, JointInput, JointReason, JointRequest, JointSettings, TotalUsage, Unit};
 use super::recommendation::{JointCondition, RecommendationReport};
 use super::resources::Resource;
+use crate::api::hpa_plus::history::StoredPeakSeries;
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricTargetType};
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
@@ -178,7 +180,9 @@ pub fn annotated(annotations: Option<&BTreeMap<String, String>>) -> bool {
     annotations.is_some_and(crate::conflict::horizontal_aware)
 }
 
-/// The stored form of one resource's [`TotalUsage`] (see the module docs).
+/// One resource's [`TotalUsage`] as the annotation held it before it took the stored form of
+/// every load history (still read, never written; see the module docs), and the checks both
+/// forms' series go through.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredSeries {
@@ -190,8 +194,9 @@ pub struct StoredSeries {
     pub values: Vec<i64>,
 }
 
-/// The stored form of a joint VPA's total usage: CPU at the top level (the form written before
-/// memory was sized), memory under `memory` when recorded.
+/// A joint VPA's total usage as written before the annotation took the stored form of every
+/// load history (still read): CPU at the top level (the form written before memory was sized),
+/// memory under `memory` when recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredTotalUsage {
@@ -204,15 +209,6 @@ pub struct StoredTotalUsage {
 }
 
 impl StoredSeries {
-    fn of(usage: &TotalUsage) -> Self {
-        let base = usage.buckets().first().map_or(0, |(b, _)| *b);
-        Self {
-            bucket_seconds: usage.bucket_seconds(),
-            base,
-            values: flatten(base, usage.buckets().iter().copied()),
-        }
-    }
-
     /// In buckets of `bucket_seconds` (see [`restore`]), checked by `crate::stored`'s rules:
     /// a stored width from 1 second to the window, at most the buckets [`TotalUsage::record`]
     /// keeps for `window_seconds` at that width, buckets strictly increasing from `base` and
@@ -245,39 +241,102 @@ impl StoredSeries {
     }
 }
 
-/// The annotation value for the total CPU usage `cpu` and memory usage `memory` (left out when
-/// empty, so a CPU-only value reads as it did before memory was sized).
+/// The series names of the annotation's [`StoredPeakSeries`].
+const CPU_SERIES: &str = "cpu";
+const MEMORY_SERIES: &str = "memory";
+
+/// The annotation value for the total CPU usage `cpu` and memory usage `memory`: the stored
+/// form of every load history ([`StoredPeakSeries`]), one series per resource, memory left out
+/// when empty.
 pub fn store(cpu: &TotalUsage, memory: &TotalUsage) -> String {
-    let stored = StoredTotalUsage {
-        cpu: StoredSeries::of(cpu),
-        memory: (!memory.is_empty()).then(|| StoredSeries::of(memory)),
+    let series = [(CPU_SERIES, cpu), (MEMORY_SERIES, memory)];
+    let base = series
+        .iter()
+        .filter_map(|(_, usage)| usage.buckets().first().map(|(b, _)| *b))
+        .min();
+    let metrics = series
+        .iter()
+        .filter(|(_, usage)| !usage.is_empty())
+        .filter_map(|(name, usage)| {
+            let base = base?;
+            Some((
+                (*name).to_owned(),
+                flatten(base, usage.buckets().iter().copied()),
+            ))
+        })
+        .collect();
+    let stored = StoredPeakSeries {
+        step_seconds: Some(cpu.bucket_seconds()),
+        base_bucket: base,
+        metrics,
+        ..StoredPeakSeries::default()
     };
     serde_json::to_string(&stored).unwrap_or_default()
 }
 
 /// The total CPU and memory usage an annotation value stands for, in buckets of
 /// `config.bucket_seconds` (stored buckets of another width are moved to the bucket their
-/// start falls in, keeping the highest value); memory is empty when the value has none. An
-/// annotation that is not the JSON [`store`] writes, or breaks a rule of [`StoredSeries`]'s
-/// checks, is refused as a whole.
+/// start falls in, keeping the highest value); memory is empty when the value has none. The
+/// value is the [`store`] form, or the form written before it (`bucketSeconds`, `base`,
+/// `values` for CPU and `memory` in the same shape). An annotation that is neither, or breaks
+/// a rule of [`StoredSeries`]'s checks, is refused as a whole.
 pub fn restore(
     text: &str,
     config: &JointConfig,
 ) -> Result<(TotalUsage, TotalUsage), StoredStateError> {
-    let stored: StoredTotalUsage =
-        serde_json::from_str(text).map_err(|_| StoredStateError::Unreadable {
-            field: TOTAL_USAGE_ANNOTATION,
-        })?;
+    let unreadable = StoredStateError::Unreadable {
+        field: TOTAL_USAGE_ANNOTATION,
+    };
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|_| unreadable.clone())?;
     let (bucket, window) = (config.bucket_seconds, config.settings.window_seconds);
-    let memory = match stored.memory {
-        None => TotalUsage::new(bucket),
-        Some(m) => m.usage(bucket, window, ("memory.bucketSeconds", "memory.values"))?,
+    if value.get("bucketSeconds").is_some() {
+        let stored: StoredTotalUsage = serde_json::from_value(value).map_err(|_| unreadable)?;
+        let memory = match stored.memory {
+            None => TotalUsage::new(bucket),
+            Some(m) => m.usage(bucket, window, ("memory.bucketSeconds", "memory.values"))?,
+        };
+        let cpu = stored
+            .cpu
+            .usage(bucket, window, ("bucketSeconds", "values"))?;
+        return Ok((cpu, memory));
+    }
+    let stored: StoredPeakSeries = serde_json::from_value(value).map_err(|_| unreadable)?;
+    // Only what `store` writes: two named series, no means, no tuning-history base.
+    if stored.base_hour.is_some() {
+        return Err(StoredStateError::BadValue { field: "baseHour" });
+    }
+    if !stored.means.is_empty() {
+        return Err(StoredStateError::BadValue { field: "means" });
+    }
+    if stored
+        .metrics
+        .keys()
+        .any(|name| ![CPU_SERIES, MEMORY_SERIES].contains(&name.as_str()))
+    {
+        return Err(StoredStateError::BadValue { field: "metrics" });
+    }
+    let Some(width) = stored.step_seconds else {
+        return Err(StoredStateError::Missing {
+            field: "stepSeconds",
+        });
+    };
+    let series = |name: &str, field: &'static str| -> Result<TotalUsage, StoredStateError> {
+        match (stored.metrics.get(name), stored.base_bucket) {
+            (None, _) => Ok(TotalUsage::new(bucket)),
+            (Some(values), Some(base)) => StoredSeries {
+                bucket_seconds: width,
+                base,
+                values: values.clone(),
+            }
+            .usage(bucket, window, ("stepSeconds", field)),
+            (Some(_), None) => Err(StoredStateError::Missing {
+                field: "baseBucket",
+            }),
+        }
     };
     Ok((
-        stored
-            .cpu
-            .usage(bucket, window, ("bucketSeconds", "values"))?,
-        memory,
+        series(CPU_SERIES, "metrics.cpu")?,
+        series(MEMORY_SERIES, "metrics.memory")?,
     ))
 }
 
@@ -970,11 +1029,9 @@ mod tests {
         state.record(t0(), Resource::Cpu, 700, &config);
         state.record(t0(), Resource::Memory, 3 * GI, &config);
         let text = state.stored();
-        assert!(
-            text.ends_with(
-                r#""memory":{"bucketSeconds":300,"base":5890752,"values":[0,3221225472]}}"#
-            ),
-            "{text}"
+        assert_eq!(
+            text,
+            r#"{"stepSeconds":300,"baseBucket":5890752,"metrics":{"cpu":[0,700],"memory":[0,3221225472]}}"#
         );
         let annotations = BTreeMap::from([(TOTAL_USAGE_ANNOTATION.to_owned(), text)]);
         let again = JointState::first_sight(Some(&annotations), &config, t0());
@@ -995,8 +1052,11 @@ mod tests {
             [(5_890_752, 1_200), (5_890_753, 1_500)]
         );
         assert!(state.memory_usage.is_empty());
-        // Without memory usage it is written back in the same form.
-        assert_eq!(state.stored(), old);
+        // Written back in the one stored form, CPU only.
+        assert_eq!(
+            state.stored(),
+            r#"{"stepSeconds":300,"baseBucket":5890752,"metrics":{"cpu":[0,1200,1,1500]}}"#
+        );
     }
 
     #[test]
@@ -1019,11 +1079,11 @@ mod tests {
         let empty = TotalUsage::new(300);
         let text = store(&usage, &empty);
         assert!(
-            text.starts_with(r#"{"bucketSeconds":300,"base":"#),
+            text.starts_with(r#"{"stepSeconds":300,"baseBucket":"#),
             "{text}"
         );
         assert!(
-            text.ends_with(r#""values":[0,1200,1,1500,6,900,23,2000]}"#),
+            text.ends_with(r#""metrics":{"cpu":[0,1200,1,1500,6,900,23,2000]}}"#),
             "{text}"
         );
         let config = |bucket_seconds| JointConfig {
@@ -1046,7 +1106,11 @@ mod tests {
         );
         assert_eq!(
             store(&TotalUsage::new(60), &TotalUsage::new(60)),
-            r#"{"bucketSeconds":60,"base":0,"values":[]}"#
+            r#"{"stepSeconds":60}"#
+        );
+        assert_eq!(
+            restore(r#"{"stepSeconds":60}"#, &config(300)).expect("parses"),
+            (TotalUsage::new(300), TotalUsage::new(300))
         );
     }
 
@@ -1101,6 +1165,33 @@ mod tests {
                     len: 2 * 604_802,
                     max: 2 * 604_801,
                 },
+            ),
+            (
+                r#"{"stepSeconds":300,"baseBucket":5890752,"metrics":{"rps":[0,1]}}"#.to_owned(),
+                StoredStateError::BadValue { field: "metrics" },
+            ),
+            (
+                r#"{"baseBucket":5890752,"metrics":{"cpu":[0,1]}}"#.to_owned(),
+                StoredStateError::Missing {
+                    field: "stepSeconds",
+                },
+            ),
+            (
+                r#"{"stepSeconds":300,"metrics":{"cpu":[0,1]}}"#.to_owned(),
+                StoredStateError::Missing {
+                    field: "baseBucket",
+                },
+            ),
+            (
+                r#"{"stepSeconds":300,"baseBucket":5890752,"metrics":{"memory":[0,-1]}}"#
+                    .to_owned(),
+                StoredStateError::BadValue {
+                    field: "metrics.memory",
+                },
+            ),
+            (
+                r#"{"stepSeconds":300,"baseBucket":1,"means":{"cpu":[0,1]}}"#.to_owned(),
+                StoredStateError::BadValue { field: "means" },
             ),
         ];
         for (text, why) in cases {
