@@ -462,10 +462,8 @@ fn plugin_tarballs_and_krew_manifest() {
             "binary and licence at the top"
         );
         assert_eq!(member(&tarball, "kubectl-plimsoll"), body);
-        assert_eq!(
-            member(&tarball, "LICENSE"),
-            read(&xtask::repo_root().join("LICENSE"))
-        );
+        let licence = read(&xtask::repo_root().join("LICENSE"));
+        assert_eq!(member(&tarball, "LICENSE"), licence);
         let listing = Command::new("tar")
             .arg("-tvzf")
             .arg(&tarball)
