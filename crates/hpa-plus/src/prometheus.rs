@@ -616,45 +616,12 @@ impl PrometheusMetrics {
         Ok(milli)
     }
 
-    /// The hourly peaks of `query` over the `days` days before `now`
-    /// (`max_over_time((query)[1h:])` every hour), milli, oldest first; non-finite samples are
-    /// skipped. What `minReplicasTuning` starts from when Prometheus holds the metric's past.
-    /// Ends by `deadline` (the object's budget).
-    pub async fn hourly_peaks(
-        &self,
-        address: &str,
-        query: &str,
-        days: i32,
-        now: Timestamp,
-        deadline: Instant,
-    ) -> Result<Vec<(Timestamp, i64)>, PrometheusError> {
-        let hours = i64::from(days.max(1)) * 24;
-        let start = now - jiff::SignedDuration::from_hours(hours - 1);
-        let peak = format!("max_over_time(({query})[1h:])");
-        let series = self
-            .ask(address, deadline, |client| async move {
-                client
-                    .query_range_before(&peak, start, now, Duration::from_secs(3600), deadline)
-                    .await
-            })
-            .await?;
-        let mut peaks: Vec<(Timestamp, i64)> = series
-            .iter()
-            .flat_map(|s| &s.samples)
-            .filter_map(|sample| {
-                let at = Timestamp::from_second(sample.time as i64).ok()?;
-                Some((at, to_milli(sample.value)?))
-            })
-            .collect();
-        peaks.sort_by_key(|p| p.0);
-        Ok(peaks)
-    }
-
     /// The peak of `query` in each bucket of `step_seconds` from bucket `from` up to (not
     /// including) bucket `to`, buckets counted from the Unix epoch: `max_over_time((query)[15m:])`
-    /// (for 15-minute buckets) evaluated at the end of each bucket, milli, oldest first as
-    /// `(bucket, peak)`; non-finite samples are skipped. What `spec.predictive` starts from when
-    /// Prometheus holds the metric's past. Ends by `deadline` (the object's budget).
+    /// (for 15-minute buckets; `[1h:]` for hourly ones) evaluated at the end of each bucket,
+    /// milli, oldest first as `(bucket, peak)`; non-finite samples are skipped. What
+    /// `spec.predictive` and `minReplicasTuning` start from when Prometheus holds the metric's
+    /// past ([`crate::seed`]). Ends by `deadline` (the object's budget).
     pub async fn bucket_peaks(
         &self,
         address: &str,
@@ -816,7 +783,7 @@ mod tests {
         assert!(err.starts_with("PrometheusServerNotAllowed: "), "{err}");
         let deadline = Instant::now() + Duration::from_secs(5);
         let tuning = prom
-            .hourly_peaks(&address, "up", 7, Timestamp::UNIX_EPOCH, deadline)
+            .bucket_peaks(&address, "up", 3600, 0, 168, deadline)
             .await
             .unwrap_err();
         let predictive = prom
@@ -975,7 +942,7 @@ mod tests {
         );
         // Range queries (tuning's, prediction's history) are refused alike.
         let err = prom
-            .hourly_peaks(&dead, "up", 7, Timestamp::UNIX_EPOCH, Instant::now())
+            .bucket_peaks(&dead, "up", 3600, 0, 168, Instant::now())
             .await
             .unwrap_err();
         assert!(matches!(err, PrometheusError::Unresponsive { .. }), "{err}");
