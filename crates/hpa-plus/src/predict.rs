@@ -11,7 +11,6 @@
 //!
 //! Metrics: `predicted_replicas`, `predicted_load`.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -19,24 +18,15 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::{Api, Client};
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, Predictive, PredictiveStatus};
 use plimsoll_core::horizontal::predictive::{LoadSeries, PodStart, keep_seconds, startup_seconds};
-use plimsoll_core::stored::StoredStateError;
 
 use crate::error::Result;
 use crate::pods::PodInfo;
 use crate::prometheus::PrometheusMetrics;
 use crate::seed::Backfill;
 
-/// A native HPA's `status.predictive` (its status has no field for it), as JSON.
-pub const STATUS_ANNOTATION: &str = "plimsoll.dev/predictive-status";
-
-/// The predictive status a native HPA carries in its [`STATUS_ANNOTATION`]: `Ok(None)` when
-/// absent, an error when unreadable (prediction then starts over, as with no history, and says
-/// so).
-pub fn from_annotations(
-    annotations: &BTreeMap<String, String>,
-) -> std::result::Result<Option<PredictiveStatus>, StoredStateError> {
-    plimsoll_core::stored::annotation(annotations, STATUS_ANNOTATION)
-}
+pub use plimsoll_core::horizontal::predictive::{
+    STATUS_ANNOTATION, status_from_annotations as from_annotations,
+};
 
 /// When `pod` started and became Ready, as [`startup_seconds`] reads it: creation (else
 /// `status.startTime`) and the Ready transition of a Ready pod that is not being deleted.
@@ -97,7 +87,10 @@ pub async fn write_native_status(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use plimsoll_core::horizontal::PodPhase;
+    use plimsoll_core::stored::StoredStateError;
     use plimsoll_core::horizontal::predictive::BUCKET_SECONDS;
 
     use super::*;

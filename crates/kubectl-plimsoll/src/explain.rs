@@ -8,7 +8,7 @@ use kube::api::{Api, ListParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_core::horizontal::explain::{ExplainInput, explain as explain_horizontal};
-use plimsoll_core::horizontal::memory;
+use plimsoll_core::horizontal::{memory, predictive};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::explain::explain as explain_vertical;
 
@@ -92,6 +92,7 @@ pub async fn explain(
                 spec: &obj.spec,
                 status,
                 memory: status.and_then(|s| s.memory.as_ref()),
+                predictive: status.and_then(|s| s.predictive.as_ref()),
                 default_downscale_window_seconds: settings.downscale_stabilization_seconds,
                 now,
             });
@@ -116,12 +117,16 @@ pub async fn explain(
                 .and_then(|v| serde_json::from_value(v).ok());
             let annotations = hpa.metadata.annotations.clone().unwrap_or_default();
             let memory = memory::from_annotations(&annotations).ok().flatten();
+            let predictive = predictive::status_from_annotations(&annotations)
+                .ok()
+                .flatten();
             let e = explain_horizontal(&ExplainInput {
                 kind: "HorizontalPodAutoscaler",
                 name: &format!("{namespace}/{name}"),
                 spec: &plus.spec,
                 status: status.as_ref(),
                 memory: memory.as_ref(),
+                predictive: predictive.as_ref(),
                 default_downscale_window_seconds: settings.downscale_stabilization_seconds,
                 now,
             });

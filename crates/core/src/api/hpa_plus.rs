@@ -804,8 +804,8 @@ pub struct PredictiveStatus {
     /// The forecast raised the replicas at the last evaluation (`Scale` only).
     #[serde(default, skip_serializing_if = "is_false")]
     pub acting: bool,
-    /// `Off`, `NotEnoughHistory`, `LargeError`, `NoMetrics`, `BelowReactive`, `Reported`,
-    /// `Raised`.
+    /// `Off`, `NotEnoughHistory`, `LargeError`, `CostsMore`, `NoMetrics`, `BelowReactive`,
+    /// `Reported`, `Raised`.
     #[serde(default)]
     pub reason: String,
     /// A sentence a person can read.

@@ -19,10 +19,12 @@ use super::behavior::{scale_down_rules, scale_up_rules};
 use super::history::{History, TimedReplicas, seconds_between};
 use super::limited::LimitedBy;
 use super::memory;
+use super::predictive::BUCKET_SECONDS;
 use super::proposals::metrics_of;
 use crate::api::hpa_plus::{
     DecisionMemory, HorizontalPodAutoscalerPlusSpec, HorizontalPodAutoscalerPlusStatus, MetricSpec,
-    MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus, UtilizationBase,
+    LeadSeconds, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
+    PredictiveMode, PredictiveStatus, Season, UtilizationBase,
 };
 
 /// What [`explain`] reads.
@@ -40,6 +42,8 @@ pub struct ExplainInput<'a> {
     pub status: Option<&'a HorizontalPodAutoscalerPlusStatus>,
     /// The decision memory (`status.memory`, or a native HPA's annotation).
     pub memory: Option<&'a DecisionMemory>,
+    /// `status.predictive` (a native HPA's [`STATUS_ANNOTATION`](super::predictive::STATUS_ANNOTATION)).
+    pub predictive: Option<&'a PredictiveStatus>,
     /// The controller's `--downscale-stabilization` in seconds (300 unless changed).
     pub default_downscale_window_seconds: i64,
     /// The instant the explanation is for.
@@ -102,6 +106,33 @@ pub struct PastRecommendation {
     pub replicas: i32,
 }
 
+/// What `spec.predictive` last did, from `status.predictive`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PredictiveLine {
+    /// `spec.predictive`, in words (`Scale, season auto, 7 days back, lead auto`).
+    pub settings: String,
+    /// `status.predictive.reason`.
+    pub reason: String,
+    /// The controller's sentence for it.
+    pub message: String,
+    /// The forecast load per metric over the lead window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<String>,
+    /// Replicas the forecast needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast_replicas: Option<i32>,
+    /// The error of the past seasons' forecasts of this window, percent (largest over metrics).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_percent: Option<i32>,
+    /// The forecast raised the replicas at the last evaluation.
+    pub acting: bool,
+    /// Per metric, the hours of load history the forecast can read.
+    pub history_hours: Vec<(String, i64)>,
+    /// What the reason means, in words.
+    pub meaning: String,
+}
+
 /// The explanation of one autoscaler at one instant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -143,6 +174,9 @@ pub struct Explanation {
     pub recommendations: Vec<PastRecommendation>,
     /// The longest stabilization window, seconds (what `recommendations` covers).
     pub window_seconds: i64,
+    /// `spec.predictive`, when it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predictive: Option<PredictiveLine>,
     /// What cannot be told from the object.
     pub notes: Vec<String>,
 }
@@ -233,7 +267,78 @@ pub fn explain(input: &ExplainInput<'_>) -> Explanation {
             .filter(|r| r.seconds_ago < window_seconds.max(1))
             .collect(),
         window_seconds,
+        predictive: predictive_line(spec, input.predictive),
         notes,
+    }
+}
+
+/// The predictive part of the explanation: absent while `spec.predictive` is off.
+fn predictive_line(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    status: Option<&PredictiveStatus>,
+) -> Option<PredictiveLine> {
+    let settings = spec.predictive.as_ref()?;
+    if settings.mode == PredictiveMode::Off {
+        return None;
+    }
+    let history_hours = status
+        .and_then(|s| s.history.as_ref())
+        .map(|h| {
+            let step = h.step_seconds.unwrap_or(BUCKET_SECONDS).max(1);
+            h.metrics
+                .iter()
+                .map(|(name, flat)| {
+                    let span: i64 = flat.iter().step_by(2).skip(1).sum();
+                    (name.clone(), span.saturating_add(1).saturating_mul(step) / 3600)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let reason = status.map_or_else(|| "NotEvaluated".to_owned(), |s| s.reason.clone());
+    Some(PredictiveLine {
+        settings: format!(
+            "{:?}, season {}, {} days back, lead {}",
+            settings.mode,
+            match settings.season {
+                Season::Auto => "auto",
+                Season::Day => "24h",
+                Season::Week => "168h",
+            },
+            settings.lookback_days(),
+            match settings.lead_seconds {
+                LeadSeconds::Auto => "auto".to_owned(),
+                LeadSeconds::Seconds(n) => format!("{n}s"),
+            }
+        ),
+        meaning: predictive_meaning(&reason).to_owned(),
+        reason,
+        message: status.map(|s| s.message.clone()).unwrap_or_default(),
+        forecast: status.and_then(|s| s.forecast.clone()),
+        forecast_replicas: status.and_then(|s| s.forecast_replicas),
+        error_percent: status.and_then(|s| s.recent_error_percent),
+        acting: status.is_some_and(|s| s.acting),
+        history_hours,
+    })
+}
+
+/// What a `status.predictive.reason` means for the replicas.
+fn predictive_meaning(reason: &str) -> &'static str {
+    match reason {
+        "NotEnoughHistory" => {
+            "no forecast yet: the same time of a past season must be in the history twice (one to forecast from, one to check on)"
+        }
+        "LargeError" => {
+            "not trusted: the forecasts of this time of past seasons were too far off; the reactive decision stands"
+        }
+        "CostsMore" => {
+            "not trusted: at this time of past seasons acting on the forecast would have held more replica-time for nothing than it had ready ahead of rises; the reactive decision stands"
+        }
+        "NoMetrics" => "no metric's forecast could be turned into replicas",
+        "BelowReactive" => "the forecast needs no more replicas than the reactive decision",
+        "Reported" => "Report mode: the forecast needs more replicas; nothing was changed",
+        "Raised" => "the forecast raised the replicas above the reactive decision (scale-up only)",
+        "NotEvaluated" => "the controller has not written status.predictive yet",
+        _ => "",
     }
 }
 
@@ -580,6 +685,27 @@ impl Explanation {
             );
             for r in &self.recommendations {
                 let _ = writeln!(out, "  {}s ago: {}", r.seconds_ago, r.replicas);
+            }
+        }
+        if let Some(p) = &self.predictive {
+            let _ = writeln!(out, "\nPredictive ({}):", p.settings);
+            let _ = writeln!(out, "  {}: {}", p.reason, p.meaning);
+            if !p.message.is_empty() {
+                let _ = writeln!(out, "  {}", p.message);
+            }
+            if let Some(f) = &p.forecast {
+                let _ = write!(out, "  forecast: {f}");
+                if let Some(r) = p.forecast_replicas {
+                    let _ = write!(out, " -> {r} replicas");
+                }
+                if let Some(e) = p.error_percent {
+                    let _ = write!(out, " ({e}% off at this time of past seasons)");
+                }
+                out.push('\n');
+            }
+            for (metric, hours) in &p.history_hours {
+                let days = *hours as f64 / 24.0;
+                let _ = writeln!(out, "  history: {metric} spans {days:.1} days");
             }
         }
         for n in &self.notes {

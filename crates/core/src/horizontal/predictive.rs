@@ -24,13 +24,22 @@
 //!    calculation on one pod carrying it ([`super::tuning::replicas_for_load`], the same
 //!    conversion `minReplicasTuning` uses); the prediction is the largest over the confident
 //!    metrics.
-//! 5. **Trust** ([`phase_error_percent`]). A metric forecasts nothing (`NotEnoughHistory`)
+//! 5. **Trust** ([`phase_check`]). A metric forecasts nothing (`NotEnoughHistory`)
 //!    until the same window in a past season can be checked: forecast from the seasons before
 //!    it, against the level it then had. The error, `Σ |actual − forecast| / Σ actual` over
 //!    the past seasons' windows, is measured where it matters: at this time of the day (or
 //!    week), over the window that holds the coming rise, not over the last hours (which, on
 //!    a quiet night before a morning rush, say nothing about the rush). Above
-//!    [`MAX_ERROR_PERCENT`] the metric forecasts nothing (`LargeError`).
+//!    [`MAX_ERROR_PERCENT`] the metric forecasts nothing (`LargeError`). And a small error is
+//!    not enough: on the same past windows the check ([`phase_check`]) adds up the load the
+//!    forecasts had ready ahead of the rises that came (above the level of the bucket before,
+//!    which is what the reactive path had sized for) and the load they would have held for
+//!    nothing. The first is worth the reactive path's lag (the pods' startup and a sync
+//!    period), the second costs the window and the scale-down stabilization that keeps a
+//!    raise; when the second outweighs the first ([`PhaseCheck::worth_it`]) the metric
+//!    forecasts nothing (`CostsMore`). On traffic whose rises come at random hours the
+//!    window's peak over past days is always above the current level, and acting on it would
+//!    only buy headroom at the price of a forecast.
 //! 6. **Acting** ([`raise`], `Scale` only, after the reactive [`super::decide`]): when the
 //!    predicted replicas exceed the reactive decision, the target is the prediction, through
 //!    the same scale-up rate limit (`behavior.scaleUp` policies, `scaleUpLimitFactor`, or the
@@ -49,6 +58,7 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::Serialize;
 
+use super::behavior::scale_down_rules;
 use super::config::ControllerConfig;
 use super::decision::Decision;
 use super::gates::write_gate;
@@ -552,19 +562,50 @@ pub fn fit(series: &LoadSeries, settings: &Predictive, now: Timestamp) -> Fit {
     Fit { through, metrics }
 }
 
-/// The error (percent) of the forecasts of `metric`'s window `from..=to` at the same phase of
-/// the past seasons: for each season k = 1 … n back that the series holds, that season's
-/// window forecast from the seasons before it, against the level it then had:
-/// `Σ |actual − forecast| / Σ actual`. The window holds the coming rise, so this is the
-/// error where it matters. `None` when no past window could be checked.
-pub fn phase_error_percent(
+/// What forecasting `metric`'s window `from..=to` did at the same phase of the past seasons
+/// ([`phase_check`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PhaseCheck {
+    /// `Σ |actual − forecast| / Σ actual`, percent; `None` when no past window could be
+    /// checked.
+    pub error_percent: Option<f64>,
+    /// The load (milli) the forecasts had ready ahead of the rises that came: per past window,
+    /// `min(actual, forecast) − before` where positive, `before` being the level of the bucket
+    /// before the window (what the reactive path had sized for).
+    pub ahead: i128,
+    /// The load (milli) the forecasts would have provisioned for nothing: per past window,
+    /// `forecast − max(actual, before)` where positive.
+    pub unneeded: i128,
+}
+
+impl PhaseCheck {
+    /// Whether acting on the forecast earned its cost at this phase: the replica-time it
+    /// would have had ready ahead of rises (`ahead`, for `lag_seconds`: the reactive path
+    /// catches up with a rise after the pods' startup and a sync period) is at least the
+    /// replica-time it would have held for nothing (`unneeded`, for `hold_seconds`: the
+    /// window, then the scale-down stabilization that keeps a raise). Both priced alike: a
+    /// forecast is trusted when it pays for itself in replicas, before counting what an
+    /// overload costs the service. No rise and no waste (a flat phase) is worth it.
+    pub fn worth_it(&self, lag_seconds: i64, hold_seconds: i64) -> bool {
+        self.ahead.saturating_mul(i128::from(lag_seconds.max(1)))
+            >= self.unneeded.saturating_mul(i128::from(hold_seconds.max(1)))
+    }
+}
+
+/// The forecasts of `metric`'s window `from..=to` at the same phase of the past seasons: for
+/// each season k = 1 … n back that the series holds, that season's window forecast from the
+/// seasons before it, against the level it then had (the error) and against the level just
+/// before it (the rise it had ready, or the load it held for nothing). The window holds the
+/// coming rise, so this is the check where it matters.
+pub fn phase_check(
     series: &LoadSeries,
     metric: &str,
     (from, to): (i64, i64),
     (season, n): (i64, usize),
-) -> Option<f64> {
+) -> PhaseCheck {
     let shift = season / series.step_seconds();
     let (mut error, mut total) = (0i128, 0i128);
+    let mut check = PhaseCheck::default();
     for k in 1..=i64::try_from(n).unwrap_or(1) {
         let back = k.saturating_mul(shift);
         let window = (from.saturating_sub(back), to.saturating_sub(back));
@@ -574,10 +615,29 @@ pub fn phase_error_percent(
         let Some(forecast) = seasonal_level(series, metric, window, shift, n) else {
             continue;
         };
-        error += (i128::from(actual) - i128::from(forecast)).abs();
-        total += i128::from(actual).abs();
+        let (actual, forecast) = (i128::from(actual), i128::from(forecast));
+        error += (actual - forecast).abs();
+        total += actual.abs();
+        if let Some(before) = series.level(metric, window.0.saturating_sub(1)) {
+            let before = i128::from(before);
+            check.ahead += (actual.min(forecast) - before).max(0);
+            check.unneeded += (forecast - actual.max(before)).max(0);
+        }
     }
-    (total > 0).then(|| error as f64 * 100.0 / total as f64)
+    check.error_percent = (total > 0).then(|| error as f64 * 100.0 / total as f64);
+    check
+}
+
+/// A native HPA's `status.predictive` (its status has no field for it), as JSON.
+pub const STATUS_ANNOTATION: &str = "plimsoll.dev/predictive-status";
+
+/// The predictive status a native HPA carries in its [`STATUS_ANNOTATION`]: `Ok(None)` when
+/// absent, an error when unreadable (prediction then starts over, as with no history, and says
+/// so).
+pub fn status_from_annotations(
+    annotations: &BTreeMap<String, String>,
+) -> Result<Option<PredictiveStatus>, StoredStateError> {
+    crate::stored::annotation(annotations, STATUS_ANNOTATION)
 }
 
 /// Why prediction did (not) forecast or act.
@@ -589,6 +649,9 @@ pub enum PredictiveReason {
     NotEnoughHistory,
     /// The recent forecast error is above [`MAX_ERROR_PERCENT`].
     LargeError,
+    /// At this time of past seasons, acting on the forecast would have held more replica-time
+    /// for nothing than it had ready ahead of rises ([`PhaseCheck::worth_it`]).
+    CostsMore,
     /// The forecast's replicas could not be computed.
     NoMetrics,
     /// The forecast needs no more than the reactive decision.
@@ -606,6 +669,7 @@ impl PredictiveReason {
             Self::Off => "Off",
             Self::NotEnoughHistory => "NotEnoughHistory",
             Self::LargeError => "LargeError",
+            Self::CostsMore => "CostsMore",
             Self::NoMetrics => "NoMetrics",
             Self::BelowReactive => "BelowReactive",
             Self::Reported => "Reported",
@@ -650,8 +714,30 @@ pub struct MetricForecast {
     pub error_percent: Option<f64>,
     /// The season the forecast repeats, seconds.
     pub season_seconds: Option<i64>,
+    /// The load (milli) the past seasons' forecasts of this window had ready ahead of the
+    /// rises that came ([`PhaseCheck::ahead`]).
+    pub ahead: i64,
+    /// The load (milli) they would have provisioned for nothing ([`PhaseCheck::unneeded`]).
+    pub unneeded: i64,
+    /// Acting on them earned its cost ([`PhaseCheck::worth_it`]).
+    pub worth_it: bool,
     /// Whether this metric's forecast counts (step 4 of the module docs).
     pub confident: bool,
+}
+
+/// How long the reactive path takes to meet a rise (the pods' startup and a sync period), and
+/// how long a raise holds replicas (the lead window, then the scale-down stabilization), in
+/// seconds: the prices of [`PhaseCheck::worth_it`].
+fn lag_and_hold(input: &ForecastInput<'_>, lead: i64) -> (i64, i64) {
+    let lag = input
+        .startup_seconds
+        .max(0)
+        .saturating_add(input.config.sync_period_seconds(input.spec));
+    let down = input.spec.behavior.as_ref().map_or(
+        input.config.downscale_stabilization_seconds,
+        |b| scale_down_rules(b, input.config.downscale_stabilization_seconds).window_seconds,
+    );
+    (lag, lead.saturating_add(down.max(0)))
 }
 
 /// What the forecast says.
@@ -710,6 +796,7 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
         &fitted
     };
     let now = input.now.as_second();
+    let (lag, hold) = lag_and_hold(input, ahead);
     let window = (
         input.series.bucket_of(now),
         input.series.bucket_of(now.saturating_add(ahead)),
@@ -723,18 +810,25 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
             let load = season.and_then(|(season, n)| {
                 seasonal_level(input.series, &name, window, season / step, n)
             });
-            let error_percent =
-                season.and_then(|season| phase_error_percent(input.series, &name, window, season));
+            let check = season
+                .map(|season| phase_check(input.series, &name, window, season))
+                .unwrap_or_default();
+            let error_percent = check.error_percent;
+            let worth_it = check.worth_it(lag, hold);
             let replicas = load.and_then(|l| {
                 replicas_for_load(m, l, input.spec, input.pod, input.config, input.now).ok()
             });
             MetricForecast {
                 confident: replicas.is_some()
-                    && error_percent.is_some_and(|e| e <= MAX_ERROR_PERCENT),
+                    && error_percent.is_some_and(|e| e <= MAX_ERROR_PERCENT)
+                    && worth_it,
                 metric: name,
                 load,
                 replicas,
                 error_percent,
+                ahead: i64::try_from(check.ahead).unwrap_or(i64::MAX),
+                unneeded: i64::try_from(check.unneeded).unwrap_or(i64::MAX),
+                worth_it,
                 season_seconds: season.map(|s| s.0),
             }
         })
@@ -806,6 +900,17 @@ fn explain(
         (Some(_), _, None) => (
             PredictiveReason::NoMetrics,
             format!("cannot compute the replicas the forecast of {name} needs"),
+        ),
+        (Some(_), Some(e), Some(_)) if e <= MAX_ERROR_PERCENT => (
+            PredictiveReason::CostsMore,
+            format!(
+                "at this time of past seasons the {} forecasts of {name} would have held \
+                 {} for nothing and had {} ready ahead of rises, too little for the time \
+                 they hold replicas; no prediction",
+                m.season_seconds.map_or_else(|| "daily".into(), season_name),
+                quantity(m.unneeded),
+                quantity(m.ahead)
+            ),
         ),
         (Some(_), Some(e), Some(_)) => (
             PredictiveReason::LargeError,

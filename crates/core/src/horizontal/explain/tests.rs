@@ -105,6 +105,7 @@ fn run(
         spec,
         status: Some(status),
         memory: status.memory.as_ref(),
+        predictive: status.predictive.as_ref(),
         default_downscale_window_seconds: 300,
         now: now(),
     })
@@ -197,6 +198,7 @@ fn once_the_windows_pass_nothing_waits() {
         spec: &spec,
         status: Some(&status),
         memory: status.memory.as_ref(),
+        predictive: status.predictive.as_ref(),
         default_downscale_window_seconds: 300,
         now: now() + SignedDuration::from_secs(300),
     });
@@ -231,4 +233,44 @@ fn a_native_status_says_what_it_cannot_tell() {
     assert!(e.notes.iter().any(|n| n.contains("no last decision")));
     // The memory still tells the windows.
     assert_eq!(wait(&e, "scaleDownStabilization").seconds_left, 40);
+}
+
+#[test]
+fn prediction_is_explained_from_its_status_and_absent_when_off() {
+    let mut spec = spec();
+    let mut status = status(&history());
+    assert_eq!(run(&spec, &status).predictive, None, "no spec.predictive");
+    spec.predictive = Some(
+        serde_json::from_value(serde_json::json!({"mode": "Scale", "season": "168h"}))
+            .unwrap(),
+    );
+    let e = run(&spec, &status);
+    let p = e.predictive.as_ref().unwrap();
+    assert_eq!(p.reason, "NotEvaluated");
+    assert!(p.settings.starts_with("Scale, season 168h, 7 days back"), "{}", p.settings);
+    status.predictive = Some(crate::api::hpa_plus::PredictiveStatus {
+        forecast: Some("cpu: 12500m".into()),
+        forecast_replicas: Some(42),
+        recent_error_percent: Some(17),
+        acting: true,
+        reason: "Raised".into(),
+        message: "the load forecast for the next 917s needs 42 replicas".into(),
+        history: Some(crate::api::hpa_plus::history::StoredPeakSeries {
+            step_seconds: Some(900),
+            base_bucket: Some(1000),
+            metrics: [("cpu".to_owned(), vec![0, 5, 95, 7])].into(),
+            ..Default::default()
+        }),
+    });
+    let e = run(&spec, &status);
+    let p = e.predictive.as_ref().unwrap();
+    assert_eq!((p.forecast_replicas, p.error_percent, p.acting), (Some(42), Some(17), true));
+    // Buckets 1000 and 1095: 96 buckets of 15 minutes, one day.
+    assert_eq!(p.history_hours, vec![("cpu".to_owned(), 24)]);
+    let text = e.to_text();
+    assert!(text.contains("Raised: the forecast raised the replicas"), "{text}");
+    assert!(text.contains("forecast: cpu: 12500m -> 42 replicas (17% off"), "{text}");
+    assert!(text.contains("history: cpu spans 1.0 days"), "{text}");
+    spec.predictive = Some(serde_json::from_value(serde_json::json!({"mode": "Off"})).unwrap());
+    assert_eq!(run(&spec, &status).predictive, None, "mode Off");
 }

@@ -745,3 +745,83 @@ fn the_startup_time_is_the_median_of_the_most_recently_ready_pods() {
     many.extend((0..10).map(|i| pod(1_000 + i, Some(1_060 + i))));
     assert_eq!(startup_seconds(many), Some(60));
 }
+
+#[test]
+fn a_forecast_is_worth_it_when_the_rise_it_had_ready_pays_for_what_it_held_for_nothing() {
+    // (ahead, unneeded, lag, hold, worth it): replica-time ahead of rises (ahead × lag)
+    // against replica-time held for nothing (unneeded × hold).
+    for (ahead, unneeded, lag, hold, worth) in [
+        (0, 0, 75, 1275, true),
+        (10_000, 0, 75, 1275, true),
+        (0, 1, 75, 1275, false),
+        (17_000, 1_000, 75, 1275, true),
+        (16_999, 1_000, 75, 1275, false),
+        (1_000, 1_000, 600, 600, true),
+    ] {
+        let check = PhaseCheck {
+            error_percent: Some(10.0),
+            ahead,
+            unneeded,
+        };
+        assert_eq!(
+            check.worth_it(lag, hold),
+            worth,
+            "{ahead} ahead, {unneeded} unneeded"
+        );
+    }
+}
+
+#[test]
+fn noise_is_acted_on_only_when_pods_start_slowly_enough_to_pay_for_it() {
+    // 2 cores plus up to 8 cores of noise per bucket (a fixed pseudo-random sequence): the
+    // window's peak over past days is usually above the level before it, so the forecast
+    // has some rise ready and holds some load for nothing. Pods ready in a minute: the
+    // reactive path catches up soon, and the held load costs more. Pods ready in ten
+    // minutes: the rise it had ready is worth ten minutes of overload each time.
+    let noise = |t: i64| {
+        let mut x = u64::try_from(t / STEP).unwrap().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        x ^= x >> 29;
+        x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x ^= x >> 32;
+        2_000 + i64::try_from(x % 8_000).unwrap()
+    };
+    let now = clock(7, 8, 45);
+    let s = series(0, now, noise);
+    let at_startup = |startup_seconds| {
+        forecast(&ForecastInput {
+            spec: &spec(),
+            settings: &scale(),
+            series: &s,
+            pod: &pod(),
+            config: &ControllerConfig::default(),
+            startup_seconds,
+            now: at(now),
+            fit: None,
+        })
+    };
+    let quick = at_startup(60);
+    let m = &quick.metrics[0];
+    assert!(!m.worth_it && !m.confident, "{m:?}");
+    assert!(m.error_percent.is_some_and(|e| e <= MAX_ERROR_PERCENT), "{m:?}");
+    assert_eq!((quick.replicas, quick.reason), (None, PredictiveReason::CostsMore));
+    assert!(quick.message.contains("for nothing"), "{}", quick.message);
+    let slow = at_startup(600);
+    assert!(slow.metrics[0].confident, "{:?}", slow.metrics[0]);
+    // A clean rush at the same time is acted on with quick pods too: it had its rise ready
+    // every day and held nothing for nothing.
+    let f = forecast(&ForecastInput {
+        series: &series(0, now, rush),
+        startup_seconds: 60,
+        ..ForecastInput {
+            spec: &spec(),
+            settings: &scale(),
+            series: &s,
+            pod: &pod(),
+            config: &ControllerConfig::default(),
+            startup_seconds: 60,
+            now: at(now),
+            fit: None,
+        }
+    });
+    assert!(f.metrics[0].confident && f.metrics[0].unneeded == 0, "{:?}", f.metrics[0]);
+}
