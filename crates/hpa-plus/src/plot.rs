@@ -190,6 +190,9 @@ fn day_and_hour(t: f64) -> String {
     )
 }
 
+/// The units of a `--from`/`--to` time, in the order they are written.
+const UNITS: [(char, f64); 4] = [('d', 86_400.0), ('h', 3_600.0), ('m', 60.0), ('s', 1.0)];
+
 /// A `--from`/`--to` time: seconds (`3600`, `90.5`), or whole numbers of days, hours, minutes
 /// and seconds in that order (`6d`, `6d12h`, `36h`, `90m`, `1h30m`, `45s`).
 pub fn parse_time(text: &str) -> Result<f64, String> {
@@ -207,7 +210,6 @@ pub fn parse_time(text: &str) -> Result<f64, String> {
             Err(bad())
         };
     }
-    const UNITS: [(char, f64); 4] = [('d', 86_400.0), ('h', 3_600.0), ('m', 60.0), ('s', 1.0)];
     let mut rest = s;
     let mut next_unit = 0;
     let mut total = 0.0;
@@ -244,7 +246,7 @@ fn replicas_panel(chart: &mut Chart, steps: &[StepLine], time: &Time) {
         .max()
         .unwrap_or(1)
         .max(1);
-    let axes = axes(0, time, 0.0, f64::from(max_r) * 1.1);
+    let axes = axes(0, time, 0.0, (f64::from(max_r) * 1.1).ceil());
     frame(chart, &axes, time, "replicas");
     let mut pts: Vec<(f64, f64)> = Vec::new();
     if let Some(first) = steps.first() {

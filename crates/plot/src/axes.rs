@@ -341,18 +341,24 @@ impl Axes {
             let Reduced::Columns(cols) = r else { continue };
             let band = Stroke::solid(stroke.colour.lighter(BAND_WHITE), 1.0);
             // One zigzag polyline per run of adjacent columns: down one column, up the next.
+            // A column whose band is under a pixel high is hidden by the line over it and left
+            // out, which keeps the stretches where a series holds (replicas) out of the file.
             let mut run: Vec<(f64, f64)> = Vec::new();
             let mut previous: Option<usize> = None;
             for c in cols {
-                if previous.is_some_and(|p| p + 1 != c.index) {
-                    chart.polyline(std::mem::take(&mut run), band);
-                }
                 let (x, top, bottom) = (
                     column_x(c.index),
                     self.y_clamped(c.max),
                     self.y_clamped(c.min),
                 );
-                if run.len() % 4 == 0 {
+                if previous.is_none_or(|p| p + 1 != c.index) {
+                    chart.polyline(std::mem::take(&mut run), band);
+                }
+                if bottom - top < 1.0 {
+                    previous = None;
+                    continue;
+                }
+                if run.len().is_multiple_of(4) {
                     run.extend([(x, top), (x, bottom)]);
                 } else {
                     run.extend([(x, bottom), (x, top)]);
@@ -614,6 +620,30 @@ mod tests {
         );
         // Every column spans the whole range 0…9: from y(9) to y(0).
         assert!(svg.contains("70.5,64 70.5,280 71.5,280 71.5,64"));
+
+        // A series that holds for a stretch has no band there: only the line.
+        let points: Vec<(f64, f64)> = (0..10_000)
+            .map(|i| {
+                (
+                    f64::from(i),
+                    if i < 5_000 { 5.0 } else { f64::from(i % 10) },
+                )
+            })
+            .collect();
+        let mut chart = Chart::new(900, 400);
+        axes.series(
+            &mut chart,
+            vec![Series::new(
+                points,
+                Stroke::solid(Colour::BLACK, 2.0),
+                Join::Linear,
+            )],
+        );
+        assert_eq!(
+            polyline_lengths(&chart),
+            [800, 800],
+            "band over the second half only"
+        );
     }
 
     #[test]

@@ -28,10 +28,12 @@ const BAND: Colour = Colour::hex(0x55_55_55);
 const BAND_FILL: Colour = Colour::hex(0xe6_f2_e6);
 /// The shade of overloaded steps, behind everything.
 const OVERLOADED: Colour = Colour::hex(0xfb_d5_d5);
-/// The marks of utilization above the axis.
-const ABOVE: Colour = Colour::hex(0xd6_27_28);
-/// The height of the strip of marks at the top of the utilization panel, pixels.
-const ABOVE_STRIP: f64 = 5.0;
+/// The marks of overloaded steps along the bottom of every panel.
+const OVERLOADED_MARK: Colour = Colour::hex(0xc0_39_2b);
+/// The marks of utilization above the axis, along the top of its panel.
+const ABOVE: Colour = Colour::hex(0x7b_1f_a2);
+/// The height of a strip of marks, pixels.
+const MARK: f64 = 5.0;
 /// The utilization axis reaches at least this many times the target (the band's top is 1.5 ×).
 const TARGET_HEADROOM: f64 = 1.6;
 /// ... and at most this many times the target: a start far off the target would flatten the
@@ -47,120 +49,18 @@ pub fn chart(steps: &[LoadLine], vertical: bool, window: Option<(f64, f64)>) -> 
     let predictive = steps.iter().any(|s| s.predictive.is_some());
     let extra =
         usize::from(predictive) + 2 * usize::from(vertical) - usize::from(vertical && predictive);
-    let rows = 2 + extra;
-    let mut chart = LAYOUT.chart(rows, 1);
     let (time, steps) = match window {
         Some((from, to)) => (Time::window(from, to), visible(steps, from, to)),
         None => (Time::spanning(steps.iter().map(|s| s.t)), steps),
     };
-    let overloaded = runs(steps, &summary::overloaded);
-    let panel = |chart: &mut Chart, row: usize, hi: f64, title: &str| -> Axes {
-        let axes = axes(row, &time, 0.0, hi);
-        axes.shade_x(chart, &overloaded, OVERLOADED);
-        frame(chart, &axes, &time, title);
-        axes
+    let mut scene = Scene {
+        chart: LAYOUT.chart(2 + extra, 1),
+        steps,
+        overloaded: runs(steps, &summary::overloaded),
+        time,
     };
-    let most = steps
-        .iter()
-        .flat_map(|s| {
-            [
-                s.replicas,
-                s.ready_replicas,
-                s.min_replicas,
-                s.predicted_replicas.unwrap_or(0),
-            ]
-        })
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let title = if predictive {
-        "replicas (black), ready (green), minReplicas (red), predicted (orange)"
-    } else {
-        "replicas (black), ready (green), minReplicas (red)"
-    };
-    let top = panel(&mut chart, 0, f64::from(most) * 1.1, title);
-    let mut lines = vec![
-        line(
-            steps,
-            &time,
-            &|s| Some(f64::from(s.replicas)),
-            Stroke::solid(Colour::BLACK, 2.0),
-            Join::Step,
-        ),
-        line(
-            steps,
-            &time,
-            &|s| Some(f64::from(s.ready_replicas)),
-            Stroke::solid(READY, 1.0),
-            Join::Step,
-        ),
-        line(
-            steps,
-            &time,
-            &|s| Some(f64::from(s.min_replicas)),
-            Stroke::dashed(MIN, 1.5, 6.0, 4.0),
-            Join::Step,
-        ),
-    ];
-    if predictive {
-        lines.push(line(
-            steps,
-            &time,
-            &|s| s.predicted_replicas.map(f64::from),
-            Stroke::dashed(FORECAST, 1.5, 3.0, 3.0),
-            Join::Step,
-        ));
-    }
-    top.series(&mut chart, lines);
-    let target = steps.iter().find_map(|s| s.target).map(f64::from);
-    let hi = utilization_max(steps, target);
-    let title = if target.is_some() {
-        "utilization of the Ready pods' CPU requests (%), target (dashed), ±50 % (shaded)"
-    } else {
-        "utilization of the Ready pods' CPU requests (%)"
-    };
-    let middle = axes(1, &time, 0.0, hi);
-    if let Some(t) = target {
-        // First: the overload shade covers it where steps were overloaded; the band's dotted
-        // edges are drawn over everything.
-        let (upper, lower) = (middle.y_clamped(t * 1.5), middle.y_clamped(t * 0.5));
-        chart.fill_rect(
-            middle.panel.left,
-            upper,
-            middle.panel.width,
-            lower - upper,
-            BAND_FILL,
-        );
-    }
-    let middle = panel(&mut chart, 1, hi, title);
-    middle.series(
-        &mut chart,
-        vec![line(
-            steps,
-            &time,
-            &|s| s.utilization,
-            Stroke::solid(UTILIZATION, 1.5),
-            Join::Linear,
-        )],
-    );
-    if let Some(t) = target {
-        // Over the utilization: the target must stay visible however busy the trace is.
-        for (v, stroke) in [
-            (t, Stroke::dashed(BAND, 1.5, 6.0, 4.0)),
-            (t * 0.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
-            (t * 1.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
-        ] {
-            middle.level(&mut chart, v, stroke);
-        }
-    }
-    let above = runs(steps, &|s| s.utilization.is_some_and(|u| u > hi));
-    for &(from, to) in &above {
-        let (a, b) = (
-            middle.x(from).max(middle.panel.left),
-            middle.x(to).min(middle.panel.right()),
-        );
-        chart.fill_rect(a, middle.panel.top, (b - a).max(1.0), ABOVE_STRIP, ABOVE);
-    }
+    scene.replicas(predictive);
+    let (middle, hi, above) = scene.utilization();
     let mut last = middle;
     let mut row = 1;
     if predictive {
@@ -171,57 +71,181 @@ pub fn chart(steps: &[LoadLine], vertical: bool, window: Option<(f64, f64)>) -> 
             .flatten()
             .fold(1.0, f64::max)
             * 1.1;
-        last = panel(
-            &mut chart,
+        last = scene.panel(
             row,
             hi,
             "CPU load (black) and forecast peak of the lead window (orange), cores",
         );
-        last.series(
-            &mut chart,
-            vec![
-                load_line(steps, &time),
-                line(
-                    steps,
-                    &time,
-                    &|s| s.forecast,
-                    Stroke::solid(FORECAST, 1.5),
-                    Join::Step,
-                ),
-            ],
-        );
+        let lines = vec![
+            scene.load_line(),
+            scene.line(&|s| s.forecast, Stroke::solid(FORECAST, 1.5), Join::Step),
+        ];
+        last.series(&mut scene.chart, lines);
     }
     if vertical {
         if !predictive {
             row += 1;
             let hi = steps.iter().map(|s| s.load).fold(1.0, f64::max) * 1.1;
-            let axes = panel(&mut chart, row, hi, "CPU load, all pods together (cores)");
-            axes.series(&mut chart, vec![load_line(steps, &time)]);
+            let axes = scene.panel(row, hi, "CPU load, all pods together (cores)");
+            let lines = vec![scene.load_line()];
+            axes.series(&mut scene.chart, lines);
         }
         row += 1;
         let cores = |s: &LoadLine| Some(s.cpu_request as f64 / 1000.0);
         let hi = steps.iter().filter_map(cores).fold(0.1, f64::max) * 1.1;
-        last = panel(&mut chart, row, hi, "per-pod CPU request (cores)");
-        last.series(
-            &mut chart,
-            vec![line(
-                steps,
-                &time,
-                &cores,
-                Stroke::solid(REQUEST, 2.0),
-                Join::Step,
-            )],
-        );
+        last = scene.panel(row, hi, "per-pod CPU request (cores)");
+        let lines = vec![scene.line(&cores, Stroke::solid(REQUEST, 2.0), Join::Step)];
+        last.series(&mut scene.chart, lines);
     }
+    let Scene {
+        mut chart,
+        time,
+        overloaded,
+        ..
+    } = scene;
     time.label(&mut chart, &last);
-    legend(
-        &mut chart,
-        &last,
-        !overloaded.is_empty(),
-        !above.is_empty(),
-        hi,
-    );
+    legend(&mut chart, &last, !overloaded.is_empty(), above, hi);
     chart
+}
+
+/// A chart being drawn: the steps shown, their time axis and their overloaded runs.
+struct Scene<'a> {
+    chart: Chart,
+    steps: &'a [LoadLine],
+    time: Time,
+    /// The time ranges of runs of overloaded steps.
+    overloaded: Vec<(f64, f64)>,
+}
+
+impl Scene<'_> {
+    /// The panel in row `row` from 0 to `hi`, with the overloaded runs shaded behind its grid,
+    /// its frame and title; its axes.
+    fn panel(&mut self, row: usize, hi: f64, title: &str) -> Axes {
+        let axes = axes(row, &self.time, 0.0, hi);
+        axes.shade_x(&mut self.chart, &self.overloaded, OVERLOADED);
+        // A mark along the bottom too: a run of one step on a two-week axis is under a pixel
+        // wide, and a pale pixel is easily missed.
+        let bottom = axes.panel.bottom() - MARK;
+        strip(
+            &mut self.chart,
+            &axes,
+            &self.overloaded,
+            bottom,
+            OVERLOADED_MARK,
+        );
+        frame(&mut self.chart, &axes, &self.time, title);
+        axes
+    }
+
+    /// Field `f` of every step that has it, as a series.
+    fn line(&self, f: Field<'_>, stroke: Stroke, join: Join) -> Series {
+        let points = self
+            .steps
+            .iter()
+            .filter_map(|s| f(s).map(|v| (self.time.clamp(s.t), v)))
+            .collect();
+        Series::new(points, stroke, join)
+    }
+
+    /// The trace's CPU load as a series.
+    fn load_line(&self) -> Series {
+        self.line(
+            &|s| Some(s.load),
+            Stroke::solid(Colour::BLACK, 1.0),
+            Join::Linear,
+        )
+    }
+
+    /// The top panel: replicas, Ready replicas, `minReplicas` and, with prediction, the
+    /// predicted replicas.
+    fn replicas(&mut self, predictive: bool) {
+        let most = self
+            .steps
+            .iter()
+            .flat_map(|s| {
+                [
+                    s.replicas,
+                    s.ready_replicas,
+                    s.min_replicas,
+                    s.predicted_replicas.unwrap_or(0),
+                ]
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let title = if predictive {
+            "replicas (black), ready (green), minReplicas (red), predicted (orange)"
+        } else {
+            "replicas (black), ready (green), minReplicas (red)"
+        };
+        let top = self.panel(0, (f64::from(most) * 1.1).ceil(), title);
+        let mut lines = vec![
+            self.line(
+                &|s| Some(f64::from(s.replicas)),
+                Stroke::solid(Colour::BLACK, 2.0),
+                Join::Step,
+            ),
+            self.line(
+                &|s| Some(f64::from(s.ready_replicas)),
+                Stroke::solid(READY, 1.0),
+                Join::Step,
+            ),
+            self.line(
+                &|s| Some(f64::from(s.min_replicas)),
+                Stroke::dashed(MIN, 1.5, 6.0, 4.0),
+                Join::Step,
+            ),
+        ];
+        if predictive {
+            lines.push(self.line(
+                &|s| s.predicted_replicas.map(f64::from),
+                Stroke::dashed(FORECAST, 1.5, 3.0, 3.0),
+                Join::Step,
+            ));
+        }
+        top.series(&mut self.chart, lines);
+    }
+
+    /// The utilization panel, with the target, its ±50 % band and the marks of steps above
+    /// the axis; its axes, the axis's top and whether any step was above it.
+    fn utilization(&mut self) -> (Axes, f64, bool) {
+        let target = self.steps.iter().find_map(|s| s.target).map(f64::from);
+        let hi = utilization_max(self.steps, target);
+        let title = if target.is_some() {
+            "utilization of the Ready pods' CPU requests (%), target (dashed), ±50 % (shaded)"
+        } else {
+            "utilization of the Ready pods' CPU requests (%)"
+        };
+        if let Some(t) = target {
+            // First: the overload shade covers it where steps were overloaded; the band's
+            // dotted edges are drawn over everything.
+            let band = axes(1, &self.time, 0.0, hi);
+            let (upper, lower) = (band.y_clamped(t * 1.5), band.y_clamped(t * 0.5));
+            let p = band.panel;
+            self.chart
+                .fill_rect(p.left, upper, p.width, lower - upper, BAND_FILL);
+        }
+        let middle = self.panel(1, hi, title);
+        let lines = vec![self.line(
+            &|s| s.utilization,
+            Stroke::solid(UTILIZATION, 1.5),
+            Join::Linear,
+        )];
+        middle.series(&mut self.chart, lines);
+        if let Some(t) = target {
+            // Over the utilization: the target must stay visible however busy the trace is.
+            for (v, stroke) in [
+                (t, Stroke::dashed(BAND, 1.5, 6.0, 4.0)),
+                (t * 0.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
+                (t * 1.5, Stroke::dashed(BAND, 1.0, 2.0, 3.0)),
+            ] {
+                middle.level(&mut self.chart, v, stroke);
+            }
+        }
+        let above = runs(self.steps, &|s| s.utilization.is_some_and(|u| u > hi));
+        strip(&mut self.chart, &middle, &above, middle.panel.top, ABOVE);
+        (middle, hi, !above.is_empty())
+    }
 }
 
 /// What the shades and marks mean, under the caption of the lowest panel `axes`; only those
@@ -230,12 +254,12 @@ fn legend(chart: &mut Chart, axes: &Axes, overloaded: bool, above: bool, hi: f64
     let mut parts = Vec::new();
     if overloaded {
         parts.push(format!(
-            "shaded red: overloaded steps (peak utilization above {} × the target)",
+            "red: overloaded steps (peak utilization > {} × target)",
             summary::OVERLOAD_FACTOR
         ));
     }
     if above {
-        parts.push(format!("red marks atop the utilization: above {hi:.0} %"));
+        parts.push(format!("purple: utilization above {hi:.0} %"));
     }
     if !parts.is_empty() {
         chart.text(
@@ -244,8 +268,21 @@ fn legend(chart: &mut Chart, axes: &Axes, overloaded: bool, above: bool, hi: f64
                 axes.panel.bottom() + LEGEND_DROP,
                 parts.join("; "),
             )
-            .colour(ABOVE),
+            .colour(OVERLOADED_MARK),
         );
+    }
+}
+
+/// Marks `MARK` pixels high from `top` on `axes` over each of `ranges`, at least 2 px wide.
+fn strip(chart: &mut Chart, axes: &Axes, ranges: &[(f64, f64)], top: f64, colour: Colour) {
+    for &(from, to) in ranges {
+        let (a, b) = (
+            axes.x(from).max(axes.panel.left),
+            axes.x(to).min(axes.panel.right()),
+        );
+        if b >= a {
+            chart.fill_rect(a, top, (b - a).max(2.0), MARK, colour);
+        }
     }
 }
 
@@ -290,26 +327,6 @@ fn runs(steps: &[LoadLine], pick: &dyn Fn(&LoadLine) -> bool) -> Vec<(f64, f64)>
         }
     }
     out
-}
-
-/// Field `f` of every step that has it, as a series over `time`.
-fn line(steps: &[LoadLine], time: &Time, f: Field<'_>, stroke: Stroke, join: Join) -> Series {
-    let points = steps
-        .iter()
-        .filter_map(|s| f(s).map(|v| (time.clamp(s.t), v)))
-        .collect();
-    Series::new(points, stroke, join)
-}
-
-/// The trace's CPU load as a series over `time`.
-fn load_line(steps: &[LoadLine], time: &Time) -> Series {
-    line(
-        steps,
-        time,
-        &|s| Some(s.load),
-        Stroke::solid(Colour::BLACK, 1.0),
-        Join::Linear,
-    )
 }
 
 #[cfg(test)]
@@ -386,7 +403,8 @@ load:
         let longest = polylines(&svg).iter().map(Vec::len).max().unwrap();
         assert!(longest <= 2 * 800 + 1, "{longest} points in one polyline");
         assert!(svg.contains(SHADE), "overloaded steps shaded");
-        assert!(svg.contains("shaded red: overloaded steps"));
+        assert!(svg.contains("red: overloaded steps (peak utilization &gt; 1.5 × target)"));
+        assert!(svg.contains(r##"height="5" fill="#c0392b""##), "the marks");
     }
 
     #[test]
@@ -427,8 +445,8 @@ load:
         let hi = utilization_max(&r.steps, target);
         assert!((hi - 160.0).abs() < 1e-9, "at most 3 × the target: {hi}");
         let svg = chart(&r.steps, false, None).to_svg();
-        assert!(svg.contains(r##"height="5" fill="#d62728""##));
-        assert!(svg.contains("red marks atop the utilization: above 160 %"));
+        assert!(svg.contains(r##"height="5" fill="#7b1fa2""##));
+        assert!(svg.contains("purple: utilization above 160 %"));
     }
 
     #[test]
@@ -438,7 +456,7 @@ load:
         let times: Vec<f64> = shown.iter().map(|s| s.t).collect();
         assert_eq!(times, [900.0, 1_200.0, 1_500.0, 1_800.0]);
         let picked = runs(&r.steps, &|s| {
-            (3..5).contains(&((s.t / 300.0) as i32)) || s.t == 3_000.0
+            (3..5).contains(&((s.t / 300.0) as i32)) || (s.t - 3_000.0).abs() < 1.0
         });
         assert_eq!(picked, [(900.0, 1_500.0), (3_000.0, 3_300.0)]);
     }
