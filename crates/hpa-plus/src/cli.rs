@@ -224,6 +224,19 @@ pub enum Command {
         /// its extension (`.svg`, `.png`).
         #[arg(long, env = "PLIMSOLL_PLOT", value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
+        /// With --plot, draw a LoadReplay only from this time on (a zoom; the output is the
+        /// whole replay either way): seconds since the replay's start (`3600`), or days,
+        /// hours, minutes and seconds in that order (`6d`, `6d12h`, `36h`, `90m`). Default:
+        /// the start. Past the replay's end, or not before --to, is an error.
+        #[arg(long, env = "PLIMSOLL_PLOT_FROM", value_name = "TIME", requires = "plot",
+              value_parser = crate::plot::parse_time)]
+        from: Option<f64>,
+        /// With --plot, draw a LoadReplay only up to this time, written as for --from
+        /// (`--from 8d --to 9d` draws the day the axis labels `day 8`, days counting from 0). Default: the replay's end; past it is an
+        /// error.
+        #[arg(long, env = "PLIMSOLL_PLOT_TO", value_name = "TIME", requires = "plot",
+              value_parser = crate::plot::parse_time)]
+        to: Option<f64>,
         /// Change a field of the autoscaler before replaying (repeatable), e.g.
         /// `spec.behavior.scaleDown.stabilizationWindowSeconds=60`: a dotted path (an array
         /// index as `metrics.0` or `metrics[0]`, a dot inside a key as `\.`), and a YAML value.
@@ -504,6 +517,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(bad.contains("--native-hpa-selector"), "{bad}");
+    }
+
+    #[test]
+    fn the_plot_window_flags_take_seconds_or_days_and_hours_and_need_plot() {
+        let Some(Command::Replay { from, to, .. }) = parse(&[
+            "replay", "x.yaml", "--plot", "x.png", "--from", "6d12h", "--to", "90000",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("replay");
+        };
+        assert_eq!((from, to), (Some(561_600.0), Some(90_000.0)));
+        let err = parse(&["replay", "x.yaml", "--from", "1d"]).unwrap_err();
+        assert!(err.to_string().contains("--plot"), "{err}");
+        let err = parse(&["replay", "x.yaml", "--plot", "x.svg", "--to", "1.5h"]).unwrap_err();
+        assert!(err.to_string().contains("--to"), "{err}");
     }
 
     #[test]

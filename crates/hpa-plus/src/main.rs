@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use plimsoll_hpa_plus::cli::{Args, Command};
+use plimsoll_hpa_plus::plot::PlotWindow;
 use plimsoll_hpa_plus::replay_kinds;
 use plimsoll_replay::Invocation;
 
@@ -18,6 +19,8 @@ fn main() -> ExitCode {
         scenario,
         output,
         plot,
+        from,
+        to,
         set,
     }) = args.command.take()
     {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
                 plot: plot.as_deref(),
             },
             &set,
+            PlotWindow { from, to },
         )
         .into();
     }

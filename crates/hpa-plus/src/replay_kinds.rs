@@ -7,6 +7,7 @@ use plimsoll_replay::plot::Chart;
 use plimsoll_replay::{Invocation, Outcome, ReplayError, Status};
 use serde::{Deserialize, Serialize};
 
+use crate::plot::PlotWindow;
 use crate::replay::{Replay, Set, StepLine, replay_recording_files, replay_str, what_if_str};
 
 /// A replayed scenario of either kind `hpa-plus replay` takes.
@@ -96,8 +97,9 @@ pub fn replay_any_with(
 
 /// `hpa-plus replay`: runs the scenario, or the recording (with its rotated files), through the
 /// harness (output, plot, misses) and returns the exit status of docs/replay.md. A recording's
-/// skipped lines and a `--set`'s summary go to stderr.
-pub fn run(invocation: &Invocation<'_>, sets: &[String]) -> Status {
+/// skipped lines and a `--set`'s summary go to stderr. `window` (`--from`, `--to`) zooms a
+/// `LoadReplay`'s plot; it is checked against the replay's span, and refused for other kinds.
+pub fn run(invocation: &Invocation<'_>, sets: &[String], window: PlotWindow) -> Status {
     plimsoll_replay::run(invocation, |source| {
         let sets = sets
             .iter()
@@ -108,6 +110,24 @@ pub fn run(invocation: &Invocation<'_>, sets: &[String]) -> Status {
                 .map(AnyReplay::Horizontal)?
         } else {
             replay_any_with(&source.text, source.dir(), &sets)?
+        };
+        let replayed = match replayed {
+            AnyReplay::Load(mut r) => {
+                let (start, end) = r.span();
+                r.plot_window = window.within(start, end)?;
+                AnyReplay::Load(r)
+            }
+            AnyReplay::Horizontal(_) if window.is_set() => {
+                return Err(ReplayError::invalid(
+                    if window.from.is_some() {
+                        "--from"
+                    } else {
+                        "--to"
+                    },
+                    "zooms the plot of a LoadReplay; this replay's plot has every step",
+                ));
+            }
+            horizontal @ AnyReplay::Horizontal(_) => horizontal,
         };
         if let AnyReplay::Horizontal(r) = &replayed {
             for w in &r.warnings {

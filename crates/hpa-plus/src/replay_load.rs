@@ -205,6 +205,19 @@ pub struct LoadReplay {
     pub vertical: bool,
     /// Each `expect` that did not hold.
     pub misses: Vec<String>,
+    /// The span `--plot` draws (`--from`, `--to`, seconds; within [`LoadReplay::span`]);
+    /// `None` draws the whole replay.
+    pub plot_window: Option<(f64, f64)>,
+}
+
+impl LoadReplay {
+    /// From the first step's start to the last step's end, seconds (0…0 without steps).
+    pub fn span(&self) -> (f64, f64) {
+        match (self.steps.first(), self.steps.last()) {
+            (Some(first), Some(last)) => (first.t, last.t + last.seconds),
+            _ => (0.0, 0.0),
+        }
+    }
 }
 
 impl Outcome for LoadReplay {
@@ -223,7 +236,7 @@ impl Outcome for LoadReplay {
     }
 
     fn chart(&self) -> Option<plimsoll_replay::plot::Chart> {
-        Some(plot::chart(&self.steps, self.vertical))
+        Some(plot::chart(&self.steps, self.vertical, self.plot_window))
     }
 }
 
@@ -1092,6 +1105,7 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
         steps,
         vertical: scenario.vpa.is_some(),
         misses: Vec::new(),
+        plot_window: None,
     })
 }
 

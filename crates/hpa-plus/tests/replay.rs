@@ -411,6 +411,42 @@ fn load_replay_plots_replicas_min_replicas_and_utilization() {
     std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
 }
 
+#[test]
+fn load_replay_plot_zooms_with_from_and_to_and_refuses_a_window_off_the_replay() {
+    let scenario = path(OWN, "load-tuning-apply.yaml");
+    let (out, plot) = replay_plotting(&scenario, "zoom.svg", &["--from", "6d", "--to", "7d"]);
+    assert_success(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        9 * 288,
+        "the output is the whole replay"
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains(">day 6<") && svg.contains(">12:00<") && svg.contains(">day 7<"));
+    assert!(!svg.contains(">day 5<"));
+    std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
+    for (extra, flag, says) in [
+        (
+            &["--from", "8d", "--to", "7d"][..],
+            "--from",
+            "is not before --to",
+        ),
+        (&["--from", "10d"][..], "--from", "past the replay's end"),
+        (&["--to", "9d1h"][..], "--to", "past the replay's end"),
+        (&["--from", "1x"][..], "--from", "is not a time"),
+    ] {
+        let (out, plot) = replay_plotting(&scenario, "off.svg", extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains(says),
+            "{extra:?}: {stderr}"
+        );
+        assert!(!plot.exists(), "{extra:?}: no plot");
+        std::fs::remove_dir_all(plot.parent().unwrap()).unwrap();
+    }
+}
+
 /// Steps of a day in the 5-minute predictive scenarios.
 const DAY_STEPS: usize = 288;
 

@@ -8,7 +8,11 @@
 //! height, x labels 16 px below the bottom edge. A scale whose range is empty still maps (to the
 //! panel's start) rather than dividing by zero, so a replay of one step draws.
 
-use crate::{Anchor, Chart, Colour, Stroke, Text};
+use crate::envelope::{Reduced, reduce};
+use crate::{Anchor, Chart, Colour, Stroke, Text, step_points};
+
+/// How much of white a series' envelope band is mixed with (see [`Axes::series`]).
+const BAND_WHITE: f64 = 0.6;
 
 /// How far above the panel a title's baseline is.
 const TITLE_RISE: f64 = 8.0;
@@ -280,6 +284,150 @@ impl Axes {
     }
 }
 
+/// How a series runs between its points, and which value of a pixel column its line follows
+/// when it is drawn as envelopes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Join {
+    /// Straight segments; a column's line is the mean of its points.
+    Linear,
+    /// Each value holds until the next point's time and the last to the panel's right edge
+    /// (replicas, a request); a column's line is its last value.
+    Step,
+}
+
+/// A data series to draw on an [`Axes`]: points `(x, value)` ordered by x, in data units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// The points.
+    pub points: Vec<(f64, f64)>,
+    /// The line's stroke; its envelope band is the stroke's colour, lighter.
+    pub stroke: Stroke,
+    /// How the points are joined.
+    pub join: Join,
+}
+
+impl Series {
+    /// `points` drawn with `stroke`, joined by `join`.
+    pub fn new(points: Vec<(f64, f64)>, stroke: Stroke, join: Join) -> Series {
+        Series {
+            points,
+            stroke,
+            join,
+        }
+    }
+}
+
+impl Axes {
+    /// Draws `series` (values kept inside the panel). A series with more points than the
+    /// panel has pixel columns is drawn as its per-column envelope ([`crate::envelope`]): the
+    /// range min…max of each column as a band of vertical strokes in its lighter colour, and
+    /// over it the column's mean ([`Join::Linear`]) or last value ([`Join::Step`]) as the line.
+    /// Every band is drawn before every line, so no band hides another series' line.
+    pub fn series(&self, chart: &mut Chart, series: Vec<Series>) {
+        let columns = self.panel.width.round().max(1.0) as usize;
+        let column_x =
+            |i: usize| self.panel.left + (i as f64 + 0.5) * self.panel.width / columns as f64;
+        let reduced: Vec<(Reduced, Stroke, Join)> = series
+            .into_iter()
+            .map(|s| {
+                (
+                    reduce(s.points, self.x.lo, self.x.hi, columns),
+                    s.stroke,
+                    s.join,
+                )
+            })
+            .collect();
+        for (r, stroke, _) in &reduced {
+            let Reduced::Columns(cols) = r else { continue };
+            let band = Stroke::solid(stroke.colour.lighter(BAND_WHITE), 1.0);
+            // One zigzag polyline per run of adjacent columns: down one column, up the next.
+            // A column whose band is under a pixel high is hidden by the line over it and left
+            // out, which keeps the stretches where a series holds (replicas) out of the file.
+            let mut run: Vec<(f64, f64)> = Vec::new();
+            let mut previous: Option<usize> = None;
+            for c in cols {
+                let (x, top, bottom) = (
+                    column_x(c.index),
+                    self.y_clamped(c.max),
+                    self.y_clamped(c.min),
+                );
+                if previous.is_none_or(|p| p + 1 != c.index) {
+                    chart.polyline(std::mem::take(&mut run), band);
+                }
+                if bottom - top < 1.0 {
+                    previous = None;
+                    continue;
+                }
+                if run.len().is_multiple_of(4) {
+                    run.extend([(x, top), (x, bottom)]);
+                } else {
+                    run.extend([(x, bottom), (x, top)]);
+                }
+                previous = Some(c.index);
+            }
+            chart.polyline(run, band);
+        }
+        for (r, stroke, join) in reduced {
+            let line = match (r, join) {
+                (Reduced::Points(points), join) => {
+                    let pts: Vec<(f64, f64)> = points
+                        .into_iter()
+                        .map(|(t, v)| (self.x(t), self.y_clamped(v)))
+                        .collect();
+                    match join {
+                        Join::Linear => pts,
+                        Join::Step => step_points(&pts, Some(self.panel.right())),
+                    }
+                }
+                (Reduced::Columns(cols), Join::Linear) => cols
+                    .iter()
+                    .map(|c| (column_x(c.index), self.y_clamped(c.mean)))
+                    .collect(),
+                (Reduced::Columns(cols), Join::Step) => {
+                    let mut pts: Vec<(f64, f64)> = cols
+                        .iter()
+                        .map(|c| (column_x(c.index), self.y_clamped(c.last)))
+                        .collect();
+                    if let Some(&(_, y)) = pts.last() {
+                        pts.push((self.panel.right(), y));
+                    }
+                    pts
+                }
+            };
+            chart.polyline(line, stroke);
+        }
+    }
+
+    /// Vertical grid lines at each of `ticks` and their labels under the panel.
+    pub fn x_ticks(&self, chart: &mut Chart, ticks: &[(f64, String)], grid: Colour) {
+        for (t, text) in ticks {
+            let x = self.x(*t);
+            chart.polyline(
+                vec![(x, self.panel.top), (x, self.panel.bottom())],
+                Stroke::solid(grid, 1.0),
+            );
+            chart.text(
+                Text::new(x, self.panel.bottom() + X_LABEL_DROP, text.clone())
+                    .anchor(Anchor::Middle),
+            );
+        }
+    }
+
+    /// Shades the x ranges `ranges` (data units, each `(from, to)`) over the panel's height,
+    /// each at least one pixel wide so a short one still shows.
+    pub fn shade_x(&self, chart: &mut Chart, ranges: &[(f64, f64)], fill: Colour) {
+        for &(from, to) in ranges {
+            let (a, b) = (
+                self.x(from).max(self.panel.left),
+                self.x(to).min(self.panel.right()),
+            );
+            if b >= a {
+                chart.fill_rect(a, self.panel.top, (b - a).max(1.0), self.panel.height, fill);
+            }
+        }
+    }
+}
+
 /// Rounds `v` up to 1, 2, 2.5 or 5 times a power of ten: an axis maximum a reader can divide.
 pub fn nice_max(v: f64) -> f64 {
     if v <= 0.0 || !v.is_finite() {
@@ -415,6 +563,111 @@ mod tests {
             svg.matches("<polyline").count(),
             3,
             "one grid line per tick"
+        );
+    }
+
+    /// Each polyline's point count, in drawing order.
+    fn polyline_lengths(chart: &Chart) -> Vec<usize> {
+        chart
+            .to_svg()
+            .lines()
+            .filter_map(|l| l.strip_prefix(r#"<polyline points=""#))
+            .map(|l| l.split('"').next().unwrap_or_default().split(' ').count())
+            .collect()
+    }
+
+    #[test]
+    fn a_series_of_few_points_is_drawn_point_by_point() {
+        let axes = Axes::new(PANEL, Scale::to(10.0), Scale::to(10.0));
+        let mut chart = Chart::new(900, 400);
+        let points = vec![(0.0, 1.0), (5.0, 3.0), (10.0, 2.0)];
+        axes.series(
+            &mut chart,
+            vec![
+                Series::new(
+                    points.clone(),
+                    Stroke::solid(Colour::BLACK, 1.0),
+                    Join::Linear,
+                ),
+                Series::new(points, Stroke::solid(Colour::BLACK, 1.0), Join::Step),
+            ],
+        );
+        // The line through 3 points; the step line jumps at 2 and holds to the right edge.
+        assert_eq!(polyline_lengths(&chart), [3, 6]);
+    }
+
+    #[test]
+    fn a_series_of_more_points_than_pixels_is_a_band_under_one_line_per_column() {
+        let axes = Axes::new(PANEL, Scale::to(10_000.0), Scale::to(10.0));
+        let mut chart = Chart::new(900, 400);
+        let points: Vec<(f64, f64)> = (0..10_000)
+            .map(|i| (f64::from(i), f64::from(i % 10)))
+            .collect();
+        axes.series(
+            &mut chart,
+            vec![Series::new(
+                points,
+                Stroke::solid(Colour::BLACK, 2.0),
+                Join::Step,
+            )],
+        );
+        // 800 columns: a band of two points each, then a line of one each and the right edge.
+        assert_eq!(polyline_lengths(&chart), [1_600, 801]);
+        let svg = chart.to_svg();
+        assert!(
+            svg.contains(r##"stroke="#999999" stroke-width="1""##),
+            "the band is the line's black, lighter"
+        );
+        // Every column spans the whole range 0…9: from y(9) to y(0).
+        assert!(svg.contains("70.5,64 70.5,280 71.5,280 71.5,64"));
+
+        // A series that holds for a stretch has no band there: only the line.
+        let points: Vec<(f64, f64)> = (0..10_000)
+            .map(|i| {
+                (
+                    f64::from(i),
+                    if i < 5_000 { 5.0 } else { f64::from(i % 10) },
+                )
+            })
+            .collect();
+        let mut chart = Chart::new(900, 400);
+        axes.series(
+            &mut chart,
+            vec![Series::new(
+                points,
+                Stroke::solid(Colour::BLACK, 2.0),
+                Join::Linear,
+            )],
+        );
+        assert_eq!(
+            polyline_lengths(&chart),
+            [800, 800],
+            "band over the second half only"
+        );
+    }
+
+    #[test]
+    fn x_ticks_draw_a_grid_line_and_a_label_each_and_shades_stay_inside() {
+        let axes = Axes::new(PANEL, Scale::new(100.0, 200.0), Scale::to(1.0));
+        let mut chart = Chart::new(900, 400);
+        axes.x_ticks(&mut chart, &[(150.0, "day 1".into())], Colour::WHITE);
+        axes.shade_x(&mut chart, &[(50.0, 120.0), (199.99, 300.0)], Colour::BLACK);
+        let svg = chart.to_svg();
+        assert!(
+            svg.contains(r#"<polyline points="470,40 470,280""#),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(r#"x="470" y="296" font-size="11" text-anchor="middle">day 1<"#),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(r#"<rect x="70" y="40" width="160" height="240""#),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(r#"<rect x="869.9" y="40" width="1" height="240""#),
+            "at least a pixel: {svg}"
         );
     }
 

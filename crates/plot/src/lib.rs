@@ -5,7 +5,9 @@
 //! Every caller builds its scene once and lets the file extension pick the renderer
 //! ([`Format::from_path`]), so the two pictures cannot drift apart. Every chart layout places its
 //! panels and draws their axes (scales, frames, titles, tick labels, grid lines) through
-//! [`axes`], so the charts share one set of conventions.
+//! [`axes`], so the charts share one set of conventions. A series of more points than its panel
+//! has pixel columns is drawn as per-column envelopes ([`envelope`], [`Axes::series`]), and a
+//! time axis is labelled by [`time`] in seconds, minutes, or days and hours of day by its span.
 //!
 //! The PNG side has no image library: `raster` draws into an RGB buffer with anti-aliased
 //! coverage (lines as distance-to-segment, rectangles as area overlap), text comes from the
@@ -14,10 +16,13 @@
 //! filters; its default deflate level).
 
 pub mod axes;
+pub mod envelope;
 mod font;
 mod raster;
+pub mod time;
 
-pub use axes::{Axes, Grid, Panel, Scale, Side, nice_max};
+pub use axes::{Axes, Grid, Join, Panel, Scale, Series, Side, nice_max};
+pub use time::{TimeTicks, time_ticks};
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -35,6 +40,15 @@ impl Colour {
     /// The colour written `#rrggbb` as the number `0xrrggbb`.
     pub const fn hex(rgb: u32) -> Colour {
         Colour((rgb >> 16) as u8, (rgb >> 8) as u8, rgb as u8)
+    }
+
+    /// This colour mixed with white: `white` 0 keeps it, 1 gives white (for a band behind a
+    /// line of the colour).
+    #[must_use]
+    pub fn lighter(self, white: f64) -> Colour {
+        let mix =
+            |c: u8| (f64::from(c) + (255.0 - f64::from(c)) * white.clamp(0.0, 1.0)).round() as u8;
+        Colour(mix(self.0), mix(self.1), mix(self.2))
     }
 
     fn css(self) -> String {

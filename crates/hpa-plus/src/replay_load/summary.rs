@@ -49,13 +49,19 @@ impl Summary {
     }
 }
 
+/// The step is overloaded: an evaluation within it saw the Ready pods above
+/// [`OVERLOAD_FACTOR`] × the CPU target (never without a target or a Ready pod). The report
+/// counts these, and `--plot` shades them.
+pub fn overloaded(s: &LoadLine) -> bool {
+    match (s.peak_utilization, s.target) {
+        (Some(u), Some(t)) => u > OVERLOAD_FACTOR * f64::from(t),
+        _ => false,
+    }
+}
+
 /// The summary of `steps` from `from` seconds on.
 pub fn summarize(steps: &[LoadLine], from: f64) -> Summary {
     let counted: Vec<&LoadLine> = steps.iter().filter(|s| s.t >= from).collect();
-    let overloaded = |s: &LoadLine| match (s.peak_utilization, s.target) {
-        (Some(u), Some(t)) => u > OVERLOAD_FACTOR * f64::from(t),
-        _ => false,
-    };
     let (mut run, mut longest) = (0.0, 0.0f64);
     for s in &counted {
         run = if overloaded(s) { run + s.seconds } else { 0.0 };
