@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use plimsoll_hpa_plus::replay_load::summary::{HEADER, Summary, row, summarize};
+use plimsoll_hpa_plus::replay_load::summary::{HEADER, OVERLOAD_FACTOR, Summary, row, summarize};
 use plimsoll_hpa_plus::replay_load::{LoadReplay, replay_load_str};
 
 /// The report counts steps from the second week on: before it a 7-day lookback has not seen
@@ -88,11 +88,56 @@ fn tuning(name: &str, off_path: &Path, off: &LoadReplay) -> anyhow::Result<Strin
     ))
 }
 
+/// The CPU target of the trace scenarios, percent.
+const SCENARIO_TARGET: i32 = 60;
+
+/// The target utilizations [`headroom`] tries, percent, highest first.
+const HEADROOM_TARGETS: [i32; 7] = [55, 50, 45, 40, 35, 30, 25];
+
+/// What halving Off's overloaded steps costs without a forecast: the highest CPU target (of
+/// [`HEADROOM_TARGETS`]) at which the reactive path alone has at most half of them, and its
+/// replica-hours against Off's. `None` when Off has no overloaded step.
+fn headroom(name: &str, off_path: &Path, off: &Summary) -> anyhow::Result<Option<String>> {
+    if off.overloaded_steps == 0 {
+        return Ok(None);
+    }
+    for target in HEADROOM_TARGETS {
+        let text = edited(off_path, |a| {
+            a["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] = target.into();
+        })?;
+        let steps = replay(off_path, &text)?.steps;
+        let lower = summarize(&steps, FROM);
+        // Overloaded against the scenario's own target: what a pod can take does not change
+        // when the autoscaler aims lower.
+        let overloaded = steps
+            .iter()
+            .filter(|s| s.t >= FROM)
+            .filter(|s| {
+                s.peak_utilization
+                    .is_some_and(|u| u > OVERLOAD_FACTOR * f64::from(SCENARIO_TARGET))
+            })
+            .count();
+        if overloaded * 2 <= off.overloaded_steps {
+            return Ok(Some(format!(
+                "| {name} | {} | {target} % | {overloaded} | {:+.1} % |",
+                off.overloaded_steps,
+                (lower.replica_hours / off.replica_hours.max(f64::MIN_POSITIVE) - 1.0) * 100.0
+            )));
+        }
+    }
+    Ok(Some(format!(
+        "| {name} | {} | below {} % | – | – |",
+        off.overloaded_steps,
+        HEADROOM_TARGETS[HEADROOM_TARGETS.len() - 1]
+    )))
+}
+
 /// Prints the report for the pairs in `dirs`.
 pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut tunings = Vec::new();
     let mut timings = Vec::new();
+    let mut headrooms = Vec::new();
     for dir in dirs {
         let found = pairs(dir)?;
         if found.is_empty() {
@@ -110,6 +155,7 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
                 (summarize(&off.steps, FROM), summarize(&scale.steps, FROM));
             rows.push(row(&name, &a, &b));
             tunings.push(tuning(&name, &off_path, &off)?);
+            headrooms.extend(headroom(&name, &off_path, &a)?);
         }
     }
     println!(
@@ -127,6 +173,15 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
     );
     for t in tunings {
         println!("{t}");
+    }
+    println!(
+        "\nWhat halving Off's overloaded steps costs without a forecast: the highest CPU target at which the reactive path alone has at most half of them (overloaded still against the scenario's {SCENARIO_TARGET} %), from day 7 on:\n"
+    );
+    println!(
+        "| trace | overloaded steps, Off | target | overloaded steps there | replica-hours vs Off |\n|---|---|---|---|---|"
+    );
+    for h in headrooms {
+        println!("{h}");
     }
     println!("\nOff replay time (this build):\n");
     for (name, steps, took) in timings {

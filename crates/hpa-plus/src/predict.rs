@@ -90,8 +90,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use plimsoll_core::horizontal::PodPhase;
-    use plimsoll_core::stored::StoredStateError;
     use plimsoll_core::horizontal::predictive::BUCKET_SECONDS;
+    use plimsoll_core::stored::StoredStateError;
 
     use super::*;
 

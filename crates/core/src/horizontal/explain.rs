@@ -22,8 +22,8 @@ use super::memory;
 use super::predictive::BUCKET_SECONDS;
 use super::proposals::metrics_of;
 use crate::api::hpa_plus::{
-    DecisionMemory, HorizontalPodAutoscalerPlusSpec, HorizontalPodAutoscalerPlusStatus, MetricSpec,
-    LeadSeconds, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
+    DecisionMemory, HorizontalPodAutoscalerPlusSpec, HorizontalPodAutoscalerPlusStatus,
+    LeadSeconds, MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
     PredictiveMode, PredictiveStatus, Season, UtilizationBase,
 };
 
@@ -289,7 +289,10 @@ fn predictive_line(
                 .iter()
                 .map(|(name, flat)| {
                     let span: i64 = flat.iter().step_by(2).skip(1).sum();
-                    (name.clone(), span.saturating_add(1).saturating_mul(step) / 3600)
+                    (
+                        name.clone(),
+                        span.saturating_add(1).saturating_mul(step) / 3600,
+                    )
                 })
                 .collect()
         })
@@ -606,6 +609,33 @@ fn limit_meaning(name: &str) -> Option<String> {
     )
 }
 
+impl PredictiveLine {
+    /// The *Predictive* section of [`Explanation::to_text`].
+    fn write_text(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let p = self;
+        let _ = writeln!(out, "\nPredictive ({}):", p.settings);
+        let _ = writeln!(out, "  {}: {}", p.reason, p.meaning);
+        if !p.message.is_empty() {
+            let _ = writeln!(out, "  {}", p.message);
+        }
+        if let Some(f) = &p.forecast {
+            let _ = write!(out, "  forecast: {f}");
+            if let Some(r) = p.forecast_replicas {
+                let _ = write!(out, " -> {r} replicas");
+            }
+            if let Some(e) = p.error_percent {
+                let _ = write!(out, " ({e}% off at this time of past seasons)");
+            }
+            out.push('\n');
+        }
+        for (metric, hours) in &p.history_hours {
+            let days = *hours as f64 / 24.0;
+            let _ = writeln!(out, "  history: {metric} spans {days:.1} days");
+        }
+    }
+}
+
 impl Explanation {
     /// The explanation as text for a terminal.
     pub fn to_text(&self) -> String {
@@ -688,25 +718,7 @@ impl Explanation {
             }
         }
         if let Some(p) = &self.predictive {
-            let _ = writeln!(out, "\nPredictive ({}):", p.settings);
-            let _ = writeln!(out, "  {}: {}", p.reason, p.meaning);
-            if !p.message.is_empty() {
-                let _ = writeln!(out, "  {}", p.message);
-            }
-            if let Some(f) = &p.forecast {
-                let _ = write!(out, "  forecast: {f}");
-                if let Some(r) = p.forecast_replicas {
-                    let _ = write!(out, " -> {r} replicas");
-                }
-                if let Some(e) = p.error_percent {
-                    let _ = write!(out, " ({e}% off at this time of past seasons)");
-                }
-                out.push('\n');
-            }
-            for (metric, hours) in &p.history_hours {
-                let days = *hours as f64 / 24.0;
-                let _ = writeln!(out, "  history: {metric} spans {days:.1} days");
-            }
+            p.write_text(&mut out);
         }
         for n in &self.notes {
             let _ = writeln!(out, "\nNote: {n}");

@@ -588,7 +588,9 @@ impl PhaseCheck {
     /// overload costs the service. No rise and no waste (a flat phase) is worth it.
     pub fn worth_it(&self, lag_seconds: i64, hold_seconds: i64) -> bool {
         self.ahead.saturating_mul(i128::from(lag_seconds.max(1)))
-            >= self.unneeded.saturating_mul(i128::from(hold_seconds.max(1)))
+            >= self
+                .unneeded
+                .saturating_mul(i128::from(hold_seconds.max(1)))
     }
 }
 
@@ -733,10 +735,13 @@ fn lag_and_hold(input: &ForecastInput<'_>, lead: i64) -> (i64, i64) {
         .startup_seconds
         .max(0)
         .saturating_add(input.config.sync_period_seconds(input.spec));
-    let down = input.spec.behavior.as_ref().map_or(
-        input.config.downscale_stabilization_seconds,
-        |b| scale_down_rules(b, input.config.downscale_stabilization_seconds).window_seconds,
-    );
+    let down = input
+        .spec
+        .behavior
+        .as_ref()
+        .map_or(input.config.downscale_stabilization_seconds, |b| {
+            scale_down_rules(b, input.config.downscale_stabilization_seconds).window_seconds
+        });
     (lag, lead.saturating_add(down.max(0)))
 }
 

@@ -241,13 +241,16 @@ fn prediction_is_explained_from_its_status_and_absent_when_off() {
     let mut status = status(&history());
     assert_eq!(run(&spec, &status).predictive, None, "no spec.predictive");
     spec.predictive = Some(
-        serde_json::from_value(serde_json::json!({"mode": "Scale", "season": "168h"}))
-            .unwrap(),
+        serde_json::from_value(serde_json::json!({"mode": "Scale", "season": "168h"})).unwrap(),
     );
     let e = run(&spec, &status);
     let p = e.predictive.as_ref().unwrap();
     assert_eq!(p.reason, "NotEvaluated");
-    assert!(p.settings.starts_with("Scale, season 168h, 7 days back"), "{}", p.settings);
+    assert!(
+        p.settings.starts_with("Scale, season 168h, 7 days back"),
+        "{}",
+        p.settings
+    );
     status.predictive = Some(crate::api::hpa_plus::PredictiveStatus {
         forecast: Some("cpu: 12500m".into()),
         forecast_replicas: Some(42),
@@ -264,12 +267,21 @@ fn prediction_is_explained_from_its_status_and_absent_when_off() {
     });
     let e = run(&spec, &status);
     let p = e.predictive.as_ref().unwrap();
-    assert_eq!((p.forecast_replicas, p.error_percent, p.acting), (Some(42), Some(17), true));
+    assert_eq!(
+        (p.forecast_replicas, p.error_percent, p.acting),
+        (Some(42), Some(17), true)
+    );
     // Buckets 1000 and 1095: 96 buckets of 15 minutes, one day.
     assert_eq!(p.history_hours, vec![("cpu".to_owned(), 24)]);
     let text = e.to_text();
-    assert!(text.contains("Raised: the forecast raised the replicas"), "{text}");
-    assert!(text.contains("forecast: cpu: 12500m -> 42 replicas (17% off"), "{text}");
+    assert!(
+        text.contains("Raised: the forecast raised the replicas"),
+        "{text}"
+    );
+    assert!(
+        text.contains("forecast: cpu: 12500m -> 42 replicas (17% off"),
+        "{text}"
+    );
     assert!(text.contains("history: cpu spans 1.0 days"), "{text}");
     spec.predictive = Some(serde_json::from_value(serde_json::json!({"mode": "Off"})).unwrap());
     assert_eq!(run(&spec, &status).predictive, None, "mode Off");

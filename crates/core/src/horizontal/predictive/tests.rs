@@ -779,19 +779,20 @@ fn noise_is_acted_on_only_when_pods_start_slowly_enough_to_pay_for_it() {
     // reactive path catches up soon, and the held load costs more. Pods ready in ten
     // minutes: the rise it had ready is worth ten minutes of overload each time.
     let noise = |t: i64| {
-        let mut x = u64::try_from(t / STEP).unwrap().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut x = u64::try_from(t / STEP)
+            .unwrap()
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
         x ^= x >> 29;
         x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
         x ^= x >> 32;
         2_000 + i64::try_from(x % 8_000).unwrap()
     };
     let now = clock(7, 8, 45);
-    let s = series(0, now, noise);
-    let at_startup = |startup_seconds| {
+    let run = |series: &LoadSeries, startup_seconds| {
         forecast(&ForecastInput {
             spec: &spec(),
             settings: &scale(),
-            series: &s,
+            series,
             pod: &pod(),
             config: &ControllerConfig::default(),
             startup_seconds,
@@ -799,29 +800,27 @@ fn noise_is_acted_on_only_when_pods_start_slowly_enough_to_pay_for_it() {
             fit: None,
         })
     };
-    let quick = at_startup(60);
+    let noisy = series(0, now, noise);
+    let quick = run(&noisy, 60);
     let m = &quick.metrics[0];
     assert!(!m.worth_it && !m.confident, "{m:?}");
-    assert!(m.error_percent.is_some_and(|e| e <= MAX_ERROR_PERCENT), "{m:?}");
-    assert_eq!((quick.replicas, quick.reason), (None, PredictiveReason::CostsMore));
+    assert!(
+        m.error_percent.is_some_and(|e| e <= MAX_ERROR_PERCENT),
+        "{m:?}"
+    );
+    assert_eq!(
+        (quick.replicas, quick.reason),
+        (None, PredictiveReason::CostsMore)
+    );
     assert!(quick.message.contains("for nothing"), "{}", quick.message);
-    let slow = at_startup(600);
+    let slow = run(&noisy, 600);
     assert!(slow.metrics[0].confident, "{:?}", slow.metrics[0]);
     // A clean rush at the same time is acted on with quick pods too: it had its rise ready
     // every day and held nothing for nothing.
-    let f = forecast(&ForecastInput {
-        series: &series(0, now, rush),
-        startup_seconds: 60,
-        ..ForecastInput {
-            spec: &spec(),
-            settings: &scale(),
-            series: &s,
-            pod: &pod(),
-            config: &ControllerConfig::default(),
-            startup_seconds: 60,
-            now: at(now),
-            fit: None,
-        }
-    });
-    assert!(f.metrics[0].confident && f.metrics[0].unneeded == 0, "{:?}", f.metrics[0]);
+    let f = run(&series(0, now, rush), 60);
+    assert!(
+        f.metrics[0].confident && f.metrics[0].unneeded == 0,
+        "{:?}",
+        f.metrics[0]
+    );
 }
