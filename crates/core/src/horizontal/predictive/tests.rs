@@ -800,8 +800,8 @@ fn noise_is_acted_on_only_when_pods_start_slowly_enough_to_pay_for_it() {
             fit: None,
         })
     };
-    let noisy = series(0, now, noise);
-    let quick = run(&noisy, 60);
+    let history = series(0, now, noise);
+    let quick = run(&history, 60);
     let m = &quick.metrics[0];
     assert!(!m.worth_it && !m.confident, "{m:?}");
     assert!(
@@ -813,7 +813,7 @@ fn noise_is_acted_on_only_when_pods_start_slowly_enough_to_pay_for_it() {
         (None, PredictiveReason::CostsMore)
     );
     assert!(quick.message.contains("for nothing"), "{}", quick.message);
-    let slow = run(&noisy, 600);
+    let slow = run(&history, 600);
     assert!(slow.metrics[0].confident, "{:?}", slow.metrics[0]);
     // A clean rush at the same time is acted on with quick pods too: it had its rise ready
     // every day and held nothing for nothing.
