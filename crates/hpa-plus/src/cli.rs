@@ -232,8 +232,8 @@ pub enum Command {
               value_parser = crate::plot::parse_time)]
         from: Option<f64>,
         /// With --plot, draw a LoadReplay only up to this time, written as for --from
-        /// (`--from 8d --to 9d` draws the day the axis labels `day 8`, days counting from 0). Default: the replay's end; past it is an
-        /// error.
+        /// (`--from 8d --to 9d` draws the day the axis labels `day 8`, days counting from 0).
+        /// Default: the replay's end; past it is an error.
         #[arg(long, env = "PLIMSOLL_PLOT_TO", value_name = "TIME", requires = "plot",
               value_parser = crate::plot::parse_time)]
         to: Option<f64>,
