@@ -40,7 +40,7 @@ use super::observation::{Observation, PodSample};
 use super::peak_series::StoredPeakSeries;
 use super::predictive::{
     self, BUCKET_SECONDS, FALLBACK_STARTUP_SECONDS, Fit, Forecast, ForecastInput, LoadSeries,
-    Raise, RaiseInput, forecast, predictive_status, raise, refit,
+    PredictiveReason, Raise, RaiseInput, forecast, predictive_status, raise, refit,
 };
 use super::tuning::{self, Tuning, TuningInput, tune, tuning_status};
 use crate::api::hpa_plus::{
@@ -599,9 +599,12 @@ pub fn raise_to(
     }
 }
 
-/// Whether the forecast of `status` is trusted (a prediction exists).
+/// Whether the forecast of `status` is trusted: a prediction exists, or the model is sound
+/// and declines to act at this phase only (`CostsMore`). That refusal changes with the time
+/// of day, and an Event each time would flood the object's Events; its reason and message
+/// are in the status.
 fn trusted(status: &PredictiveStatus) -> bool {
-    status.forecast_replicas.is_some()
+    status.forecast_replicas.is_some() || status.reason == PredictiveReason::CostsMore.as_str()
 }
 
 /// The Event prediction owes: `PredictionOn` when the forecast becomes trusted,

@@ -411,6 +411,22 @@ fn events_say_when_the_forecast_becomes_trusted_and_when_it_stops() {
     assert_eq!(reason(event(Some(Some(6)), None)), Some("PredictionOff"));
     assert_eq!(reason(event(None, None)), None, "never on, never off");
     assert!(event(Some(Some(6)), None).unwrap().note.contains("80% off"));
+    // Declining at one phase (`CostsMore`) and acting at the next is one trusted model: no
+    // Event either way.
+    let declined = PredictiveStatus {
+        reason: PredictiveReason::CostsMore.as_str().into(),
+        ..trusted_status(None)
+    };
+    let (f, r) = forecast_and_raise(None);
+    assert_eq!(
+        prediction_event(Some(&trusted_status(Some(6))), &declined, &f, &r),
+        None
+    );
+    let (f, r) = forecast_and_raise(Some(6));
+    assert_eq!(
+        prediction_event(Some(&declined), &trusted_status(Some(6)), &f, &r),
+        None
+    );
     assert!(
         event(None, Some(6))
             .unwrap()
