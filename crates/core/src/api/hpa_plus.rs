@@ -248,6 +248,13 @@ pub struct Predictive {
     /// become Ready, plus one evaluation step) or a whole number of seconds.
     #[serde(default)]
     pub lead_seconds: LeadSeconds,
+    /// What one replica-second of overload is worth against one replica held for nothing
+    /// for a second (1–100, default 1), in the check that decides whether acting on the
+    /// forecast pays at this time of day: higher buys headroom ahead of rises that past
+    /// seasons showed only some of the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub overload_weight: Option<i32>,
 }
 
 impl Predictive {
@@ -256,6 +263,11 @@ impl Predictive {
         self.lookback_days
             .unwrap_or(DEFAULT_LOOKBACK_DAYS)
             .clamp(1, 30)
+    }
+
+    /// `overloadWeight`, defaulted (1) and kept within 1–100.
+    pub fn overload_weight(&self) -> i32 {
+        self.overload_weight.unwrap_or(1).clamp(1, 100)
     }
 }
 

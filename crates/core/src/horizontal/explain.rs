@@ -110,7 +110,7 @@ pub struct PastRecommendation {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PredictiveLine {
-    /// `spec.predictive`, in words (`Scale, season auto, 7 days back, lead auto`).
+    /// `spec.predictive`, in words (`Scale, season auto, 7 days back, lead auto, overload weight 1`).
     pub settings: String,
     /// `status.predictive.reason`.
     pub reason: String,
@@ -300,7 +300,7 @@ fn predictive_line(
     let reason = status.map_or_else(|| "NotEvaluated".to_owned(), |s| s.reason.clone());
     Some(PredictiveLine {
         settings: format!(
-            "{:?}, season {}, {} days back, lead {}",
+            "{:?}, season {}, {} days back, lead {}, overload weight {}",
             settings.mode,
             match settings.season {
                 Season::Auto => "auto",
@@ -311,7 +311,8 @@ fn predictive_line(
             match settings.lead_seconds {
                 LeadSeconds::Auto => "auto".to_owned(),
                 LeadSeconds::Seconds(n) => format!("{n}s"),
-            }
+            },
+            settings.overload_weight()
         ),
         meaning: predictive_meaning(&reason).to_owned(),
         reason,

@@ -585,9 +585,15 @@ impl PhaseCheck {
     /// replica-time it would have held for nothing (`unneeded`, for `hold_seconds`: the
     /// window, then the scale-down stabilization that keeps a raise). Both priced alike: a
     /// forecast is trusted when it pays for itself in replicas, before counting what an
-    /// overload costs the service. No rise and no waste (a flat phase) is worth it.
-    pub fn worth_it(&self, lag_seconds: i64, hold_seconds: i64) -> bool {
-        self.ahead.saturating_mul(i128::from(lag_seconds.max(1)))
+    /// overload costs the service, unless its owner weighs the overload higher. No rise and
+    /// no waste (a flat phase) is worth it.
+    ///
+    /// `overload_weight` (`spec.predictive.overloadWeight`, at least 1) is what the owner says
+    /// a replica-second of overload is worth against one held for nothing.
+    pub fn worth_it(&self, lag_seconds: i64, hold_seconds: i64, overload_weight: i32) -> bool {
+        self.ahead
+            .saturating_mul(i128::from(lag_seconds.max(1)))
+            .saturating_mul(i128::from(overload_weight.max(1)))
             >= self
                 .unneeded
                 .saturating_mul(i128::from(hold_seconds.max(1)))
@@ -819,7 +825,7 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
                 .map(|season| phase_check(input.series, &name, window, season))
                 .unwrap_or_default();
             let error_percent = check.error_percent;
-            let worth_it = check.worth_it(lag, hold);
+            let worth_it = check.worth_it(lag, hold, settings.overload_weight());
             let replicas = load.and_then(|l| {
                 replicas_for_load(m, l, input.spec, input.pod, input.config, input.now).ok()
             });

@@ -191,6 +191,9 @@ pub const PREDICTIVE_SEASON_ANNOTATION_NAME: &str = "predictive-season";
 /// The annotation name (after a prefix) of `predictive.leadSeconds` (`auto` or seconds >= 0).
 pub const PREDICTIVE_LEAD_ANNOTATION_NAME: &str = "predictive-lead-seconds";
 
+/// The annotation name (after a prefix) of `predictive.overloadWeight` (1–100).
+pub const PREDICTIVE_OVERLOAD_WEIGHT_ANNOTATION_NAME: &str = "predictive-overload-weight";
+
 /// The predictive settings the annotations give: the mode, then lookback, season and lead;
 /// `None` without a mode annotation (the others alone turn nothing on). A weekly season with
 /// fewer than 7 days of lookback is refused here as the spec's rule refuses it.
@@ -215,6 +218,14 @@ fn predictive_from_annotations(
                 .ok()
                 .filter(|n| (1..=30).contains(n))
                 .ok_or_else(|| bad(key, format!("{v:?} is not a whole number from 1 to 30")))
+        })
+        .transpose()?;
+    let overload_weight = lookup(PREDICTIVE_OVERLOAD_WEIGHT_ANNOTATION_NAME)
+        .map(|(key, v)| {
+            v.parse::<i32>()
+                .ok()
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| bad(key, format!("{v:?} is not a whole number from 1 to 100")))
         })
         .transpose()?;
     let season = match lookup(PREDICTIVE_SEASON_ANNOTATION_NAME) {
@@ -246,6 +257,7 @@ fn predictive_from_annotations(
         lookback_days,
         season,
         lead_seconds,
+        overload_weight,
     }))
 }
 
@@ -581,6 +593,14 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(p.lead_seconds, LeadSeconds::Auto);
+        assert_eq!((p.overload_weight, p.overload_weight()), (None, 1));
+        let p = read(&[
+            ("plimsoll.dev/predictive", "scale"),
+            ("plimsoll.dev/predictive-overload-weight", "4"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.overload_weight, Some(4));
         // The plimsoll.dev value wins.
         let p = read(&[
             ("plimsoll.dev/predictive", "off"),
@@ -596,6 +616,8 @@ mod tests {
             ("platform.stke/predictive-season", "12h"),
             ("plimsoll.dev/predictive-lead-seconds", "-5"),
             ("plimsoll.dev/predictive-lead-seconds", "soon"),
+            ("plimsoll.dev/predictive-overload-weight", "0"),
+            ("plimsoll.dev/predictive-overload-weight", "101"),
         ] {
             let mut annotations = vec![(key, bad)];
             if key != "plimsoll.dev/predictive" {

@@ -748,15 +748,18 @@ fn the_startup_time_is_the_median_of_the_most_recently_ready_pods() {
 
 #[test]
 fn a_forecast_is_worth_it_when_the_rise_it_had_ready_pays_for_what_it_held_for_nothing() {
-    // (ahead, unneeded, lag, hold, worth it): replica-time ahead of rises (ahead × lag)
-    // against replica-time held for nothing (unneeded × hold).
-    for (ahead, unneeded, lag, hold, worth) in [
-        (0, 0, 75, 1275, true),
-        (10_000, 0, 75, 1275, true),
-        (0, 1, 75, 1275, false),
-        (17_000, 1_000, 75, 1275, true),
-        (16_999, 1_000, 75, 1275, false),
-        (1_000, 1_000, 600, 600, true),
+    // (ahead, unneeded, lag, hold, overload weight w, worth it): replica-time ahead of rises
+    // (ahead × lag × w) against replica-time held for nothing (unneeded × hold).
+    for (ahead, unneeded, lag, hold, w, worth) in [
+        (0, 0, 75, 1275, 1, true),
+        (10_000, 0, 75, 1275, 1, true),
+        (0, 1, 75, 1275, 1, false),
+        (0, 1, 75, 1275, 100, false),
+        (17_000, 1_000, 75, 1275, 1, true),
+        (16_999, 1_000, 75, 1275, 1, false),
+        (1_000, 1_000, 600, 600, 1, true),
+        (1_000, 1_000, 75, 1275, 16, false),
+        (1_000, 1_000, 75, 1275, 17, true),
     ] {
         let check = PhaseCheck {
             error_percent: Some(10.0),
@@ -764,7 +767,7 @@ fn a_forecast_is_worth_it_when_the_rise_it_had_ready_pays_for_what_it_held_for_n
             unneeded,
         };
         assert_eq!(
-            check.worth_it(lag, hold),
+            check.worth_it(lag, hold, w),
             worth,
             "{ahead} ahead, {unneeded} unneeded"
         );
