@@ -130,8 +130,24 @@ fn replica_cases() -> Vec<Case> {
         (
             HPA_PLUS,
             hpa_plus,
-            json!({"predictive": {"mode": "Report", "season": "168h", "lookbackDays": 14, "leadSeconds": 600}}),
+            json!({"predictive": {"mode": "Report", "season": "168h", "lookbackDays": 14, "leadSeconds": 600, "overloadWeight": 100}}),
             vec![],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"predictive": {"mode": "Scale", "overloadWeight": 0}}),
+            vec![
+                "spec.predictive.overloadWeight: Invalid value: 0: spec.predictive.overloadWeight in body should be greater than or equal to 1",
+            ],
+        ),
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"predictive": {"mode": "Scale", "overloadWeight": 101}}),
+            vec![
+                "spec.predictive.overloadWeight: Invalid value: 101: spec.predictive.overloadWeight in body should be less than or equal to 100",
+            ],
         ),
         (
             HPA_PLUS,
