@@ -139,17 +139,42 @@ pub const PROMETHEUS_QUERY_ANNOTATION_PREFIX: &str =
 /// query of the object (kube-metrics-adapter's `prometheus-server`).
 pub const PROMETHEUS_SERVER_ANNOTATION_NAME: &str = "prometheus-server";
 
+/// The annotation `name` under the first prefix of [`ANNOTATION_PREFIXES`] that has it, as
+/// `(key, trimmed value)`.
+fn prefixed(annotations: &BTreeMap<String, String>, name: &str) -> Option<(String, String)> {
+    ANNOTATION_PREFIXES.iter().find_map(|prefix| {
+        let key = format!("{prefix}{name}");
+        annotations.get(&key).map(|v| (key, v.trim().to_owned()))
+    })
+}
+
+/// The whole number from `min` to `max` the annotation `name` gives (`None` when absent), or an
+/// error naming the annotation.
+fn whole_number(
+    annotations: &BTreeMap<String, String>,
+    name: &str,
+    min: i32,
+    max: i32,
+) -> Result<Option<i32>, NativeConversionError> {
+    prefixed(annotations, name)
+        .map(|(key, v)| {
+            v.parse::<i32>()
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| NativeConversionError::Annotation {
+                    key,
+                    message: format!("{v:?} is not a whole number from {min} to {max}"),
+                })
+        })
+        .transpose()
+}
+
 /// The tuning settings the annotations give: the mode, then lookback and floor; `None` without
 /// a mode annotation (lookback and floor alone turn nothing on).
 fn tuning_from_annotations(
     annotations: &BTreeMap<String, String>,
 ) -> Result<Option<MinReplicasTuning>, NativeConversionError> {
-    let lookup = |name: &str| {
-        ANNOTATION_PREFIXES.iter().find_map(|prefix| {
-            let key = format!("{prefix}{name}");
-            annotations.get(&key).map(|v| (key, v.trim().to_owned()))
-        })
-    };
+    let lookup = |name: &str| prefixed(annotations, name);
     let Some((key, v)) = lookup(TUNING_ANNOTATION_NAME) else {
         return Ok(None);
     };
@@ -157,23 +182,10 @@ fn tuning_from_annotations(
         key,
         message: format!("{v:?} is not off, report or apply"),
     })?;
-    let number = |name: &str, min: i32, max: i32| {
-        lookup(name)
-            .map(|(key, v)| {
-                v.parse::<i32>()
-                    .ok()
-                    .filter(|n| (min..=max).contains(n))
-                    .ok_or_else(|| NativeConversionError::Annotation {
-                        key,
-                        message: format!("{v:?} is not a whole number from {min} to {max}"),
-                    })
-            })
-            .transpose()
-    };
     Ok(Some(MinReplicasTuning {
         mode,
-        lookback_days: number(TUNING_LOOKBACK_ANNOTATION_NAME, 1, 30)?,
-        floor: number(TUNING_FLOOR_ANNOTATION_NAME, 1, i32::MAX)?,
+        lookback_days: whole_number(annotations, TUNING_LOOKBACK_ANNOTATION_NAME, 1, 30)?,
+        floor: whole_number(annotations, TUNING_FLOOR_ANNOTATION_NAME, 1, i32::MAX)?,
     }))
 }
 
@@ -200,34 +212,20 @@ pub const PREDICTIVE_OVERLOAD_WEIGHT_ANNOTATION_NAME: &str = "predictive-overloa
 fn predictive_from_annotations(
     annotations: &BTreeMap<String, String>,
 ) -> Result<Option<Predictive>, NativeConversionError> {
-    let lookup = |name: &str| {
-        ANNOTATION_PREFIXES.iter().find_map(|prefix| {
-            let key = format!("{prefix}{name}");
-            annotations.get(&key).map(|v| (key, v.trim().to_owned()))
-        })
-    };
+    let lookup = |name: &str| prefixed(annotations, name);
     let Some((key, v)) = lookup(PREDICTIVE_ANNOTATION_NAME) else {
         return Ok(None);
     };
     let bad = |key: String, message: String| NativeConversionError::Annotation { key, message };
     let mode = PredictiveMode::parse(&v)
         .ok_or_else(|| bad(key, format!("{v:?} is not off, report or scale")))?;
-    let lookback_days = lookup(PREDICTIVE_LOOKBACK_ANNOTATION_NAME)
-        .map(|(key, v)| {
-            v.parse::<i32>()
-                .ok()
-                .filter(|n| (1..=30).contains(n))
-                .ok_or_else(|| bad(key, format!("{v:?} is not a whole number from 1 to 30")))
-        })
-        .transpose()?;
-    let overload_weight = lookup(PREDICTIVE_OVERLOAD_WEIGHT_ANNOTATION_NAME)
-        .map(|(key, v)| {
-            v.parse::<i32>()
-                .ok()
-                .filter(|n| (1..=100).contains(n))
-                .ok_or_else(|| bad(key, format!("{v:?} is not a whole number from 1 to 100")))
-        })
-        .transpose()?;
+    let lookback_days = whole_number(annotations, PREDICTIVE_LOOKBACK_ANNOTATION_NAME, 1, 30)?;
+    let overload_weight = whole_number(
+        annotations,
+        PREDICTIVE_OVERLOAD_WEIGHT_ANNOTATION_NAME,
+        1,
+        100,
+    )?;
     let season = match lookup(PREDICTIVE_SEASON_ANNOTATION_NAME) {
         None => Season::default(),
         Some((key, v)) => {
