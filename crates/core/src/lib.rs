@@ -8,6 +8,7 @@ pub mod api;
 pub mod conflict;
 pub mod horizontal;
 pub mod quantity;
+pub mod quoted;
 pub mod schedule;
 pub mod selector;
 pub mod service_health;

@@ -19,11 +19,12 @@ use std::str::FromStr;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Why a quantity could not be parsed or computed. Every variant quotes the input.
+/// Why a quantity could not be parsed or computed. Every variant quotes the input (at most
+/// [`QUOTED_CHARS`](crate::quoted::QUOTED_CHARS) characters of it).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QuantityError {
     /// The text is not a Kubernetes quantity.
-    #[error("invalid quantity {input:?}: {reason}")]
+    #[error("invalid quantity {}: {reason}", crate::quoted::quoted(.input))]
     Malformed {
         /// The text as given.
         input: String,
@@ -31,7 +32,7 @@ pub enum QuantityError {
         reason: &'static str,
     },
     /// The value does not fit in the milli-unit range Plimsoll computes with (about ±1.7e35).
-    #[error("quantity {input:?} is out of range")]
+    #[error("quantity {} is out of range", crate::quoted::quoted(.input))]
     OutOfRange {
         /// The text (or operation) as given.
         input: String,

@@ -17,6 +17,7 @@ use super::{
     LeadSeconds, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MinReplicasTuning,
     Predictive, PredictiveMode, PrometheusMetricSource, Season, TuningMode, UtilizationBase,
 };
+use crate::quoted::quoted;
 
 /// Annotation prefixes honoured in native mode, highest precedence first.
 pub const ANNOTATION_PREFIXES: [&str; 2] = ["plimsoll.dev/", "platform.stke/"];
@@ -52,12 +53,7 @@ impl HorizontalPodAutoscalerPlus {
         let mut plus: HorizontalPodAutoscalerPlusSpec =
             serde_json::from_value(json).map_err(NativeConversionError::Spec)?;
         let annotations = hpa.metadata.annotations.clone().unwrap_or_default();
-        let lookup = |name: &str| {
-            ANNOTATION_PREFIXES.iter().find_map(|prefix| {
-                let key = format!("{prefix}{name}");
-                annotations.get(&key).map(|v| (key, v.trim().to_owned()))
-            })
-        };
+        let lookup = |name: &str| prefixed(&annotations, name);
         if let Some((key, v)) = lookup("tolerance") {
             quantity_value(&Quantity(v.clone()))
                 .map_err(|message| NativeConversionError::Annotation { key, message })?;
@@ -68,7 +64,8 @@ impl HorizontalPodAutoscalerPlus {
                 parse_period_seconds(&v).ok_or_else(|| NativeConversionError::Annotation {
                     key,
                     message: format!(
-                        "{v:?} is not a period (seconds, or a duration like 30s or 1m)"
+                        "{} is not a period (seconds, or a duration like 30s or 1m)",
+                        quoted(&v)
                     ),
                 })?;
             plus.sync_period_seconds = Some(secs);
@@ -76,14 +73,14 @@ impl HorizontalPodAutoscalerPlus {
         if let Some((key, v)) = lookup("autoscale-disabled") {
             plus.paused = parse_bool(&v).ok_or_else(|| NativeConversionError::Annotation {
                 key,
-                message: format!("{v:?} is not true or false"),
+                message: format!("{} is not true or false", quoted(&v)),
             })?;
         }
         if let Some((key, v)) = lookup("pause-during-rollout") {
             plus.pause_during_rollout =
                 parse_bool(&v).ok_or_else(|| NativeConversionError::Annotation {
                     key,
-                    message: format!("{v:?} is not true or false"),
+                    message: format!("{} is not true or false", quoted(&v)),
                 })?;
         }
         if let Some((key, v)) = lookup("utilization-base") {
@@ -93,7 +90,7 @@ impl HorizontalPodAutoscalerPlus {
                 _ => {
                     return Err(NativeConversionError::Annotation {
                         key,
-                        message: format!("{v:?} is not Requests or Limits"),
+                        message: format!("{} is not Requests or Limits", quoted(&v)),
                     });
                 }
             });
@@ -163,7 +160,7 @@ fn whole_number(
                 .filter(|n| (min..=max).contains(n))
                 .ok_or_else(|| NativeConversionError::Annotation {
                     key,
-                    message: format!("{v:?} is not a whole number from {min} to {max}"),
+                    message: format!("{} is not a whole number from {min} to {max}", quoted(&v)),
                 })
         })
         .transpose()
@@ -180,7 +177,7 @@ fn tuning_from_annotations(
     };
     let mode = TuningMode::parse(&v).ok_or_else(|| NativeConversionError::Annotation {
         key,
-        message: format!("{v:?} is not off, report or apply"),
+        message: format!("{} is not off, report or apply", quoted(&v)),
     })?;
     Ok(Some(MinReplicasTuning {
         mode,
@@ -218,7 +215,7 @@ fn predictive_from_annotations(
     };
     let bad = |key: String, message: String| NativeConversionError::Annotation { key, message };
     let mode = PredictiveMode::parse(&v)
-        .ok_or_else(|| bad(key, format!("{v:?} is not off, report or scale")))?;
+        .ok_or_else(|| bad(key, format!("{} is not off, report or scale", quoted(&v))))?;
     let lookback_days = whole_number(annotations, PREDICTIVE_LOOKBACK_ANNOTATION_NAME, 1, 30)?;
     let overload_weight = whole_number(
         annotations,
@@ -228,16 +225,18 @@ fn predictive_from_annotations(
     )?;
     let season = match lookup(PREDICTIVE_SEASON_ANNOTATION_NAME) {
         None => Season::default(),
-        Some((key, v)) => {
-            Season::parse(&v).ok_or_else(|| bad(key, format!("{v:?} is not auto, 24h or 168h")))?
-        }
+        Some((key, v)) => Season::parse(&v)
+            .ok_or_else(|| bad(key, format!("{} is not auto, 24h or 168h", quoted(&v))))?,
     };
     let lead_seconds = match lookup(PREDICTIVE_LEAD_ANNOTATION_NAME) {
         None => LeadSeconds::default(),
         Some((key, v)) => LeadSeconds::parse(&v).ok_or_else(|| {
             bad(
                 key,
-                format!("{v:?} is not auto or a whole number of seconds >= 0"),
+                format!(
+                    "{} is not auto or a whole number of seconds >= 0",
+                    quoted(&v)
+                ),
             )
         })?,
     };
@@ -635,6 +634,28 @@ mod tests {
                 .contains("plimsoll.dev/predictive-lookback-days"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_huge_annotation_value_is_quoted_short_in_its_error() {
+        let huge = "9".repeat(100_000) + "x";
+        for key in [
+            "plimsoll.dev/predictive-lookback-days",
+            "plimsoll.dev/predictive-overload-weight",
+            "plimsoll.dev/tolerance",
+            "plimsoll.dev/resync-period",
+        ] {
+            let mut annotations = vec![(key, huge.as_str())];
+            if key.contains("predictive-") {
+                annotations.push(("plimsoll.dev/predictive", "scale"));
+            }
+            let err = HorizontalPodAutoscalerPlus::from_native(&native(&annotations))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(err.contains("(100001 bytes)"), "{err}");
+            assert!(err.len() < 400, "{key}: {} bytes", err.len());
+        }
     }
 
     #[test]
