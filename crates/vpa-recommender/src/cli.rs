@@ -9,12 +9,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use jiff::SignedDuration;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint::JointSettings;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
+use plimsoll_core::vertical::node_fit::NodeFitConfig;
 use plimsoll_replay::Output;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::args::parse_duration;
@@ -287,6 +288,30 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_JOINT_PERSIST_INTERVAL", value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
     pub joint_persist_interval: Duration,
 
+    /// Let a VPA's container policies override --oom-bump-up-ratio, --oom-min-bump-up-bytes,
+    /// --memory-aggregation-interval and --memory-aggregation-interval-count for its own
+    /// containers (oomBumpUpRatio, oomMinBumpUp, memoryAggregationIntervalSeconds,
+    /// memoryAggregationIntervalCount: upstream's per-VPA configuration, AEP-8026, feature gate
+    /// PerVPAConfig). With false, the flags apply to every VPA and those fields are ignored.
+    #[arg(long, env = "PLIMSOLL_PER_VPA_CONFIG", action = ArgAction::Set, default_value_t = true,
+          value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub per_vpa_config: bool,
+
+    /// Cap each pod's recommendation to what the largest node can hold: per resource, the
+    /// largest allocatable of any schedulable node, less --node-headroom-percent, less what the
+    /// pod's other containers request. Needs get/list/watch on Nodes; with false, Nodes are not
+    /// read and recommendations may exceed every node (the pods then stay Pending).
+    #[arg(long, env = "PLIMSOLL_CAP_TO_LARGEST_NODE", action = ArgAction::Set, default_value_t = true,
+          value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub cap_to_largest_node: bool,
+
+    /// With --cap-to-largest-node: percent of the largest node's allocatable left to
+    /// DaemonSets and system pods (0 to 99).
+    #[arg(long, env = "PLIMSOLL_NODE_HEADROOM_PERCENT", value_name = "PERCENT",
+          default_value_t = crate::DEFAULT_NODE_HEADROOM_PERCENT,
+          value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub node_headroom_percent: u8,
+
     /// Split the VPAs into this many shards, each on its own Lease
     /// (`plimsoll-vpa-recommender-shard-<i>`): every replica recommends for the VPAs of the
     /// shards it holds, restoring their history from their checkpoints when it takes a shard,
@@ -397,6 +422,10 @@ impl Args {
             },
             joint_persist_interval: self.joint_persist_interval,
             shards: self.shards,
+            per_vpa_config: self.per_vpa_config,
+            node_fit: self.cap_to_largest_node.then_some(NodeFitConfig {
+                headroom_percent: self.node_headroom_percent,
+            }),
             identity: None,
             estimator: EstimatorConfig {
                 target_cpu_percentile: self.target_cpu_percentile,

@@ -71,6 +71,8 @@ pub struct Context {
     pub autoscalers: TargetIndex<HorizontalPodAutoscalerPlus>,
     /// autoscaling/v2 HorizontalPodAutoscalers by the workload they scale (conflict detection).
     pub hpas: TargetIndex<HorizontalPodAutoscaler>,
+    /// The Nodes' allocatable (watched only with `--cap-to-largest-node`).
+    pub nodes: crate::nodes::Nodes,
     /// The shards this replica acts on (`--shards`); without sharding one shard, held while
     /// leading. Every write for a VPA is gated on its shard being held.
     pub shards: ShardHandle,
@@ -302,6 +304,7 @@ pub async fn run_once(
     let usage = fetch_usage(ctx, namespaces).await;
     let pods = coverage::pods_for(&inputs, &context, ctx.pods.state(), ctx);
     let events = ctx.events.state();
+    recommender.set_largest_node(ctx.nodes.largest());
     let outcome = recommender.run_loop(&inputs, &pods, ctx, &usage, &events, now);
     let gate = Gate::new(&ctx.shards, inputs.iter().map(|i| i.vpa.as_ref()));
     write_statuses(ctx, &gate, &inputs, &outcome).await;

@@ -21,6 +21,7 @@ pub mod coverage;
 pub mod error;
 pub mod history;
 pub mod metrics;
+pub mod nodes;
 pub mod plot;
 pub mod recommender;
 pub mod replay;
@@ -37,6 +38,7 @@ use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
+use plimsoll_core::vertical::node_fit::NodeFitConfig;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
@@ -58,6 +60,10 @@ use crate::recommender::{Recommender, VpaKey};
 
 /// The binary name: Lease `plimsoll-vpa-recommender`, metrics `plimsoll_vpa_recommender_`.
 pub const BINARY: &str = "vpa-recommender";
+
+/// `--node-headroom-percent` by default: the share of a node's allocatable DaemonSets and
+/// system pods usually take.
+pub const DEFAULT_NODE_HEADROOM_PERCENT: u8 = 10;
 
 /// Everything `run` needs (plain data; tests build it without clap).
 #[derive(Clone, Debug)]
@@ -94,6 +100,11 @@ pub struct Config {
     /// Leader-election identity; `None` = `$POD_NAME` or the host name. Tests running several
     /// instances in one process set distinct ones.
     pub identity: Option<String>,
+    /// `--per-vpa-config`: VPAs' container policies may override the aggregation flags
+    /// (AEP-8026).
+    pub per_vpa_config: bool,
+    /// `--cap-to-largest-node` with `--node-headroom-percent`; `None` does not read Nodes.
+    pub node_fit: Option<NodeFitConfig>,
 }
 
 fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
@@ -175,8 +186,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     service.spawn(
         workloads
             .clone()
-            .watch(client.clone(), namespace.clone(), watches),
+            .watch(client.clone(), namespace.clone(), watches.clone()),
     );
+    let nodes = nodes::Nodes::watched(config.node_fit.is_some(), &mut service, &client, &watches);
     let kinds = KindResolver::new(client.clone());
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -192,6 +204,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         jobs,
         autoscalers,
         hpas,
+        nodes,
         shards: service.shards.clone(),
         config,
     });
@@ -326,6 +339,8 @@ impl Term {
     fn new(ctx: &Context) -> Self {
         let mut recommender = Recommender::new(ctx.config.aggregations, ctx.config.estimator);
         recommender.set_joint(ctx.config.joint);
+        recommender.set_per_vpa(ctx.config.per_vpa_config);
+        recommender.set_node_fit(ctx.config.node_fit);
         Self {
             recommender,
             coverage: coverage::Coverage::default(),

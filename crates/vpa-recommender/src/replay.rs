@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{
-    Container, Event, ObjectReference, Pod, PodSpec, ResourceRequirements,
+    Container, Event, Node, NodeStatus, ObjectReference, Pod, PodSpec, ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use plimsoll_core::api::vpa::{
@@ -31,6 +31,7 @@ use plimsoll_core::quantity::Quantity;
 use plimsoll_core::vertical::aggregate::{AggregationsConfig, Resource};
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::model::VpaModel;
+use plimsoll_core::vertical::node_fit::{LargestNode, NodeFitConfig};
 use plimsoll_core::vertical::resources::{ResourceAmounts, amounts_to_list};
 use plimsoll_replay::plot::Chart;
 use plimsoll_replay::{ExtraFile, Invocation, ReplayError, Status};
@@ -69,6 +70,42 @@ struct ScenarioFile {
     expect: Vec<serde_json::Value>,
     #[serde(default)]
     start: Option<Timestamp>,
+    #[serde(default)]
+    nodes: Vec<serde_json::Value>,
+}
+
+/// A node of the fake cluster: its allocatable CPU and memory, and whether it is cordoned.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeSpec {
+    name: String,
+    allocatable: BTreeMap<String, Quantity>,
+    #[serde(default)]
+    cordoned: bool,
+}
+
+impl NodeSpec {
+    fn node(&self) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(self.name.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(k8s_openapi::api::core::v1::NodeSpec {
+                unschedulable: self.cordoned.then_some(true),
+                ..k8s_openapi::api::core::v1::NodeSpec::default()
+            }),
+            status: Some(NodeStatus {
+                allocatable: Some(
+                    self.allocatable
+                        .iter()
+                        .map(|(k, v)| (k.clone(), (*v).into()))
+                        .collect(),
+                ),
+                ..NodeStatus::default()
+            }),
+        }
+    }
 }
 
 /// Recommender flags a scenario may set; every field optional, defaults are the controller's.
@@ -111,11 +148,28 @@ pub struct ControllerSettings {
     pub oom_bump_up_ratio: Option<f64>,
     /// `--oom-min-bump-up-bytes`.
     pub oom_min_bump_up_bytes: Option<f64>,
+    /// `--per-vpa-config` (default true).
+    pub per_vpa_config: Option<bool>,
+    /// `--node-headroom-percent` (default 10); caps apply only when the scenario lists `nodes`.
+    pub node_headroom_percent: Option<u8>,
 }
 
 impl ControllerSettings {
     fn configs(&self) -> Result<(EstimatorConfig, AggregationsConfig), ReplayError> {
         Ok((self.estimator()?, self.aggregations()?))
+    }
+
+    fn node_fit(&self) -> Result<NodeFitConfig, ReplayError> {
+        let headroom_percent = self
+            .node_headroom_percent
+            .unwrap_or(crate::DEFAULT_NODE_HEADROOM_PERCENT);
+        if headroom_percent > 99 {
+            return Err(invalid(
+                "controller.nodeHeadroomPercent",
+                format!("must be 0 to 99, got {headroom_percent}"),
+            ));
+        }
+        Ok(NodeFitConfig { headroom_percent })
     }
 
     fn estimator(&self) -> Result<EstimatorConfig, ReplayError> {
@@ -329,6 +383,9 @@ pub struct Scenario {
     at: Vec<f64>,
     expect: Vec<Expectation>,
     start: Timestamp,
+    per_vpa: bool,
+    node_fit: NodeFitConfig,
+    nodes: Vec<Node>,
 }
 
 fn parse_value<T: DeserializeOwned>(
@@ -399,6 +456,13 @@ impl Scenario {
             None => ControllerSettings::default(),
         };
         let (estimator, aggregations) = settings.configs()?;
+        let node_fit = settings.node_fit()?;
+        let nodes = file
+            .nodes
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| parse_value::<NodeSpec>(v, &format!("nodes[{i}]")).map(|n| n.node()))
+            .collect::<Result<Vec<_>, _>>()?;
         let containers = file
             .containers
             .into_iter()
@@ -458,6 +522,9 @@ impl Scenario {
             at,
             expect,
             start,
+            per_vpa: settings.per_vpa_config.unwrap_or(true),
+            node_fit,
+            nodes,
         })
     }
 }
@@ -714,6 +781,11 @@ impl<'a> Replayer<'a> {
         let cluster = FakeCluster::new(scenario);
         let key = key_of(&cluster.vpa.vpa);
         let mut recommender = Recommender::new(scenario.aggregations, scenario.estimator);
+        recommender.set_per_vpa(scenario.per_vpa);
+        if !scenario.nodes.is_empty() {
+            recommender.set_node_fit(Some(scenario.node_fit));
+            recommender.set_largest_node(LargestNode::of(&scenario.nodes));
+        }
         let mut first_error = None;
         let mut checkpoints = Vec::new();
         for (i, cp) in scenario.checkpoints.iter().enumerate() {

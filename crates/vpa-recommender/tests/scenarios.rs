@@ -25,6 +25,46 @@ fn scenarios() -> Vec<PathBuf> {
     out
 }
 
+/// The target of the first container at the last `at` time of `file`, with `controller` put in.
+fn last_target(file: &str, controller: &str, resource: &str) -> String {
+    let path = repo_root().join("scenarios").join(file);
+    let text = std::fs::read_to_string(&path).expect("scenario");
+    let text = text.replacen(
+        "kind: VerticalReplay\n",
+        &format!("kind: VerticalReplay\ncontroller: {controller}\n"),
+        1,
+    );
+    let scenario = replay::Scenario::parse(&text, &repo_root().join("scenarios")).expect("parses");
+    let outcome = replay::simulate(&scenario, false).expect("runs");
+    let line = outcome.lines.last().expect("a line");
+    line.target[resource].0.clone()
+}
+
+#[test]
+fn with_per_vpa_config_off_the_flags_apply_again() {
+    // The numbers the scenarios expect with the VPA's own settings, and the flags' numbers.
+    assert_eq!(
+        last_target("vpa-recommender-per-vpa-oom-bump.yaml", "{}", "memory"),
+        "1238659775"
+    );
+    assert_eq!(
+        last_target(
+            "vpa-recommender-per-vpa-oom-bump.yaml",
+            "{perVpaConfig: false}",
+            "memory"
+        ),
+        last_target("vpa-recommender-oom-bump.yaml", "{}", "memory")
+    );
+    assert_eq!(
+        last_target(
+            "vpa-recommender-per-vpa-memory-interval.yaml",
+            "{perVpaConfig: false}",
+            "memory"
+        ),
+        "1238659775"
+    );
+}
+
 #[test]
 fn every_vpa_scenario_holds() {
     let files = scenarios();

@@ -203,6 +203,72 @@ async fn oom_kill_raises_the_memory_target_above_the_kill_usage() -> anyhow::Res
 }
 
 #[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's CPU load and its node sizes"
+)]
+async fn a_recommendation_above_the_largest_node_is_capped_to_it() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-node-cap").await?;
+    let sim = env.sim()?;
+    deployment(&env, "huge", None).await?;
+    // Twelve cores on the sim's nodes of 7800m allocatable.
+    sim.set_load(
+        &env.namespace,
+        "deployments",
+        "huge",
+        LoadSpec {
+            profile: LoadProfile::Constant { value: 12_000.0 },
+            ..LoadSpec::default()
+        },
+    );
+    let service = start_with(&env, &["--node-headroom-percent=10"]);
+    let room = 7_800 * 90 / 100;
+    let (cpu, _) = eventually("a CPU target at the node's room", WITHIN, EVERY, || async {
+        Ok(target(&env, "huge").await?.filter(|(cpu, _)| *cpu == room))
+    })
+    .await?;
+    assert_eq!(cpu, room);
+    let vpa = env.api::<VerticalPodAutoscaler>().get("huge").await?;
+    let status = vpa.status.expect("a status");
+    let rec = status
+        .recommendation
+        .and_then(|r| r.container_recommendations)
+        .and_then(|c| c.into_iter().next())
+        .expect("a recommendation");
+    let uncapped = rec
+        .uncapped_target
+        .as_ref()
+        .and_then(|t| t.get("cpu"))
+        .map(quantity::cpu_milli)
+        .transpose()?
+        .expect("an uncapped CPU target");
+    assert!(uncapped > 7_800, "the usage asked for {uncapped}m");
+    let upper = rec
+        .upper_bound
+        .as_ref()
+        .and_then(|t| t.get("cpu"))
+        .map(quantity::cpu_milli)
+        .transpose()?
+        .expect("an upper bound");
+    assert!(upper <= room, "upper bound {upper}m above the room");
+    let condition = status
+        .conditions
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "RecommendationCappedToNode")
+        .expect("the RecommendationCappedToNode condition");
+    assert_eq!(condition.status, "True");
+    let message = condition.message.unwrap_or_default();
+    assert!(
+        message.contains("7020m") && message.contains("sim-node-"),
+        "{message}"
+    );
+    service.stop().await??;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test]
 async fn vpas_for_other_recommenders_are_left_alone() -> anyhow::Result<()> {
     let env = Env::start("vpa-rec-other").await?;
     deployment(&env, "mine", None).await?;

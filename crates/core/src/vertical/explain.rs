@@ -20,7 +20,8 @@ use super::aggregate::{
 };
 use super::checkpoint;
 use super::estimator::{EstimatorConfig, LOWER_CONFIDENCE, UPPER_CONFIDENCE};
-use super::recommendation::{self, RecommendationReport};
+use super::per_vpa::PerVpaSettings;
+use super::recommendation::{self, NODE_CAPPED_CONDITION, RecommendationReport};
 use super::resources::{Resource, ResourceAmounts, amounts_to_list};
 use crate::api::vpa::{ResourceList, VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 
@@ -107,6 +108,9 @@ pub struct ContainerExplanation {
     pub capped_by: Vec<String>,
     /// The policy.
     pub policy: PolicyText,
+    /// The recommender settings this container's policy overrides (AEP-8026 and the target
+    /// percentiles), as the policy names them.
+    pub own_settings: Vec<String>,
     /// What `status.recommendation` holds for this container: target.
     pub status_target: Option<ResourceList>,
     /// And uncappedTarget.
@@ -125,6 +129,10 @@ pub struct Explanation {
     pub containers: Vec<ContainerExplanation>,
     /// What cannot be told from checkpoints.
     pub notes: Vec<String>,
+    /// Why the recommendation is capped to fit the largest node, from the VPA's
+    /// `RecommendationCappedToNode` condition (the checkpoints do not know the nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_cap: Option<String>,
 }
 
 /// What the notes say about OOM kills.
@@ -183,11 +191,18 @@ pub fn explain(
         .iter()
         .map(|c| container(vpa, c, containers_per_pod, config, now))
         .collect();
+    let node_cap = vpa
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .find(|c| c.type_ == NODE_CAPPED_CONDITION && c.status == "True")
+        .map(|c| c.message.clone().unwrap_or_default());
     Explanation {
         object: format!("VerticalPodAutoscaler {ns}/{name}"),
         update_mode: vpa.spec.update_mode().as_str().to_owned(),
         containers,
         notes,
+        node_cap,
     }
 }
 
@@ -200,6 +215,23 @@ fn container(
 ) -> ContainerExplanation {
     let name = c.spec.container_name.clone().unwrap_or_default();
     let policy = vpa.spec.container_policy(&name);
+    // The settings the recommender gives this container: the flags with the policy's own.
+    let overrides = PerVpaSettings::from_spec(&vpa.spec).overrides(&name);
+    let aggregations = overrides.apply(&AggregationsConfig::default());
+    let config = &recommendation::config_for(policy, config);
+    let mut own_settings = overrides.describe();
+    if policy.is_some_and(|p| p.target_cpu_percentile.is_some()) {
+        own_settings.push(format!(
+            "targetCPUPercentile {}",
+            text(config.target_cpu_percentile)
+        ));
+    }
+    if policy.is_some_and(|p| p.target_memory_percentile.is_some()) {
+        own_settings.push(format!(
+            "targetMemoryPercentile {}",
+            text(config.target_memory_percentile)
+        ));
+    }
     let mut out = ContainerExplanation {
         container: name.clone(),
         checkpoint: c.metadata.name.clone().unwrap_or_default(),
@@ -236,6 +268,7 @@ fn container(
                 .map_or("Auto", |m| m.as_str())
                 .to_owned(),
         },
+        own_settings,
         status_target: None,
         status_uncapped_target: None,
     };
@@ -254,7 +287,7 @@ fn container(
         out.error = Some("the checkpoint has no status".to_owned());
         return out;
     };
-    let aggregate = match checkpoint::load(status, &AggregationsConfig::default(), now) {
+    let aggregate = match checkpoint::load(status, &aggregations, now) {
         Ok(a) => a,
         Err(e) => {
             out.error = Some(e.to_string());
@@ -369,102 +402,121 @@ impl Explanation {
         let mut out = String::new();
         let _ = writeln!(out, "{} (updateMode {})", self.object, self.update_mode);
         for c in &self.containers {
+            container_text(&mut out, c);
+        }
+        if let Some(cap) = &self.node_cap {
             let _ = writeln!(
                 out,
-                "\nContainer {} (checkpoint {})",
-                c.container, c.checkpoint
+                "\nCapped to fit the largest node (RecommendationCappedToNode): {cap}"
             );
-            if let Some(e) = &c.error {
-                let _ = writeln!(out, "  cannot explain: {e}");
-                continue;
-            }
-            let _ = writeln!(
-                out,
-                "  History: {} CPU samples (decayed weight {}), memory peaks weight {}; samples from {} to {}",
-                c.total_samples,
-                c.cpu_total_weight,
-                c.memory_total_weight,
-                c.first_sample_start.as_deref().unwrap_or("(unknown)"),
-                c.last_sample_start.as_deref().unwrap_or("(unknown)")
-            );
-            let _ = writeln!(
-                out,
-                "  Confidence: {} (min(days of history, samples/1440)); upper bound x{}, lower bound x{}",
-                c.confidence, c.upper_multiplier, c.lower_multiplier
-            );
-            for (what, p) in [("CPU usage", &c.cpu), ("Memory peaks", &c.memory)] {
-                let _ = writeln!(
-                    out,
-                    "  {what}: p{} {} (lower bound), p{} {} (target), p{} {} (upper bound); highest bucket from {}",
-                    percent(&p.lower.0),
-                    p.lower.1,
-                    percent(&p.target.0),
-                    p.target.1,
-                    percent(&p.upper.0),
-                    p.upper.1,
-                    p.max
-                );
-            }
-            let _ = writeln!(
-                out,
-                "  Estimated target (percentile + 15% margin, at least the pod minimum share): {}",
-                list_text(&c.estimated.target)
-            );
-            let _ = writeln!(
-                out,
-                "  Policy: minAllowed {}; maxAllowed {}; controlledResources {}; controlledValues {}; mode {}",
-                list_text(&c.policy.min_allowed),
-                list_text(&c.policy.max_allowed),
-                c.policy.controlled_resources.join(", "),
-                c.policy.controlled_values,
-                c.policy.mode
-            );
-            let caps = if c.capped_by.is_empty() {
-                "nothing capped the target".to_owned()
-            } else {
-                c.capped_by.join(", ")
-            };
-            let _ = writeln!(
-                out,
-                "  Capped: {caps} -> target {}; lower bound {}; upper bound {}",
-                list_text(&c.capped.target),
-                list_text(&c.capped.lower_bound),
-                list_text(&c.capped.upper_bound)
-            );
-            match (&c.status_target, &c.status_uncapped_target) {
-                (Some(t), u) => {
-                    let _ = writeln!(
-                        out,
-                        "  Status: target {}; uncappedTarget {}{}",
-                        list_text(t),
-                        u.as_ref().map_or_else(|| "-".to_owned(), list_text),
-                        if *t == c.capped.target {
-                            " (matches the checkpoint)"
-                        } else {
-                            " (differs: the status was computed from the live history, which moved since the checkpoint was saved)"
-                        }
-                    );
-                }
-                (None, _) => {
-                    let _ = writeln!(out, "  Status: no recommendation for this container yet");
-                }
-            }
-            if c.policy.controlled_values == "RequestsOnly" {
-                let _ = writeln!(
-                    out,
-                    "  Limits are left as they are (controlledValues RequestsOnly)"
-                );
-            } else {
-                let _ = writeln!(
-                    out,
-                    "  Limits scale with requests in the pod's original limit/request ratio (controlledValues RequestsAndLimits)"
-                );
-            }
         }
         for n in &self.notes {
             let _ = writeln!(out, "\nNote: {n}");
         }
         out
+    }
+}
+
+/// One container's part of [`Explanation::to_text`].
+fn container_text(out: &mut String, c: &ContainerExplanation) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "\nContainer {} (checkpoint {})",
+        c.container, c.checkpoint
+    );
+    if let Some(e) = &c.error {
+        let _ = writeln!(out, "  cannot explain: {e}");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  History: {} CPU samples (decayed weight {}), memory peaks weight {}; samples from {} to {}",
+        c.total_samples,
+        c.cpu_total_weight,
+        c.memory_total_weight,
+        c.first_sample_start.as_deref().unwrap_or("(unknown)"),
+        c.last_sample_start.as_deref().unwrap_or("(unknown)")
+    );
+    let _ = writeln!(
+        out,
+        "  Confidence: {} (min(days of history, samples/1440)); upper bound x{}, lower bound x{}",
+        c.confidence, c.upper_multiplier, c.lower_multiplier
+    );
+    for (what, p) in [("CPU usage", &c.cpu), ("Memory peaks", &c.memory)] {
+        let _ = writeln!(
+            out,
+            "  {what}: p{} {} (lower bound), p{} {} (target), p{} {} (upper bound); highest bucket from {}",
+            percent(&p.lower.0),
+            p.lower.1,
+            percent(&p.target.0),
+            p.target.1,
+            percent(&p.upper.0),
+            p.upper.1,
+            p.max
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  Estimated target (percentile + 15% margin, at least the pod minimum share): {}",
+        list_text(&c.estimated.target)
+    );
+    let _ = writeln!(
+        out,
+        "  Policy: minAllowed {}; maxAllowed {}; controlledResources {}; controlledValues {}; mode {}",
+        list_text(&c.policy.min_allowed),
+        list_text(&c.policy.max_allowed),
+        c.policy.controlled_resources.join(", "),
+        c.policy.controlled_values,
+        c.policy.mode
+    );
+    if !c.own_settings.is_empty() {
+        let _ = writeln!(
+            out,
+            "  Own settings (override the recommender's flags unless it runs with --per-vpa-config=false): {}",
+            c.own_settings.join(", ")
+        );
+    }
+    let caps = if c.capped_by.is_empty() {
+        "nothing capped the target".to_owned()
+    } else {
+        c.capped_by.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "  Capped: {caps} -> target {}; lower bound {}; upper bound {}",
+        list_text(&c.capped.target),
+        list_text(&c.capped.lower_bound),
+        list_text(&c.capped.upper_bound)
+    );
+    match (&c.status_target, &c.status_uncapped_target) {
+        (Some(t), u) => {
+            let _ = writeln!(
+                out,
+                "  Status: target {}; uncappedTarget {}{}",
+                list_text(t),
+                u.as_ref().map_or_else(|| "-".to_owned(), list_text),
+                if *t == c.capped.target {
+                    " (matches the checkpoint)"
+                } else {
+                    " (differs: the status was computed from the live history, which moved since the checkpoint was saved)"
+                }
+            );
+        }
+        (None, _) => {
+            let _ = writeln!(out, "  Status: no recommendation for this container yet");
+        }
+    }
+    if c.policy.controlled_values == "RequestsOnly" {
+        let _ = writeln!(
+            out,
+            "  Limits are left as they are (controlledValues RequestsOnly)"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  Limits scale with requests in the pod's original limit/request ratio (controlledValues RequestsAndLimits)"
+        );
     }
 }
 

@@ -12,6 +12,8 @@
 //! * [`recommendation`]: the full per-VPA recommendation (estimators + capping);
 //! * [`model`]: one VPA's aggregates fed by samples and OOM kills, as the controller and replay
 //!   drive them;
+//! * [`node_fit`]: caps a pod's recommendation to the largest node's allocatable;
+//! * [`per_vpa`]: the aggregation settings a VPA's container policy overrides (AEP-8026);
 //! * [`capping`]: the recommender's policy step (`minAllowed`/`maxAllowed`, `controlledResources`,
 //!   `mode: Off`); `LimitRange` and limit proportions live in [`limit_range`] and [`admission`].
 //!
@@ -46,8 +48,10 @@ pub mod joint;
 pub mod joint_sizing;
 pub mod limit_range;
 pub mod model;
+pub mod node_fit;
 pub mod oom;
 pub mod ownership;
+pub mod per_vpa;
 pub mod pod_validity;
 pub mod policy;
 pub mod priority;

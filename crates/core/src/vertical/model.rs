@@ -19,6 +19,7 @@ use super::aggregate::{
 };
 use super::checkpoint::{self, CheckpointError};
 use super::estimator::EstimatorConfig;
+use super::per_vpa::PerVpaSettings;
 use super::recommendation::{self, RecommendationError, RecommendationReport};
 use crate::api::vpa::{VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerSpec};
 
@@ -29,6 +30,8 @@ pub struct VpaModel {
     pub aggregates: BTreeMap<String, AggregateContainerState>,
     /// (pod, container) → running instance state.
     instances: BTreeMap<(String, String), ContainerState>,
+    /// The VPA's own aggregation settings (AEP-8026), over the `config` every method is given.
+    pub settings: PerVpaSettings,
 }
 
 impl VpaModel {
@@ -45,7 +48,8 @@ impl VpaModel {
         config: &AggregationsConfig,
         now: Timestamp,
     ) -> Result<(), CheckpointError> {
-        let aggregate = checkpoint::load(status, config, now)?;
+        let aggregate =
+            checkpoint::load(status, &self.settings.for_container(container, config), now)?;
         self.aggregates.insert(container.to_owned(), aggregate);
         Ok(())
     }
@@ -58,27 +62,35 @@ impl VpaModel {
         config: &AggregationsConfig,
         now: Timestamp,
     ) {
+        let config = self.settings.for_container(container, config);
         self.aggregates
             .entry(container.to_owned())
-            .or_insert_with(|| AggregateContainerState::new(config, now));
+            .or_insert_with(|| AggregateContainerState::new(&config, now));
     }
 
+    /// The instance and aggregate of `container` in `pod` (created if new), and the settings
+    /// it is aggregated with: `base` with the VPA's own.
     fn parts(
         &mut self,
         pod: &str,
         container: &str,
-        config: &AggregationsConfig,
+        base: &AggregationsConfig,
         time: Timestamp,
-    ) -> (&mut ContainerState, &mut AggregateContainerState) {
+    ) -> (
+        &mut ContainerState,
+        &mut AggregateContainerState,
+        AggregationsConfig,
+    ) {
+        let config = self.settings.for_container(container, base);
         let aggregate = self
             .aggregates
             .entry(container.to_owned())
-            .or_insert_with(|| AggregateContainerState::new(config, time));
+            .or_insert_with(|| AggregateContainerState::new(&config, time));
         let instance = self
             .instances
             .entry((pod.to_owned(), container.to_owned()))
             .or_default();
-        (instance, aggregate)
+        (instance, aggregate, config)
     }
 
     /// Adds a CPU usage sample (millicores) of `container` in `pod` measured from `time`.
@@ -91,7 +103,7 @@ impl VpaModel {
         time: Timestamp,
         config: &AggregationsConfig,
     ) -> bool {
-        let (instance, aggregate) = self.parts(pod, container, config, time);
+        let (instance, aggregate, _) = self.parts(pod, container, config, time);
         instance.add_cpu_sample(aggregate, millicores, time)
     }
 
@@ -104,8 +116,8 @@ impl VpaModel {
         time: Timestamp,
         config: &AggregationsConfig,
     ) -> bool {
-        let (instance, aggregate) = self.parts(pod, container, config, time);
-        instance.add_memory_sample(aggregate, config, bytes, time, false)
+        let (instance, aggregate, config) = self.parts(pod, container, config, time);
+        instance.add_memory_sample(aggregate, &config, bytes, time, false)
     }
 
     /// Records an OOM kill at `time`; `used_bytes` is the container's memory request (or the
@@ -118,8 +130,8 @@ impl VpaModel {
         time: Timestamp,
         config: &AggregationsConfig,
     ) -> Result<(), OomError> {
-        let (instance, aggregate) = self.parts(pod, container, config, time);
-        instance.record_oom(aggregate, config, time, used_bytes)
+        let (instance, aggregate, config) = self.parts(pod, container, config, time);
+        instance.record_oom(aggregate, &config, time, used_bytes)
     }
 
     /// Forgets the instance state of a pod that no longer exists (its samples stay aggregated).
@@ -132,7 +144,7 @@ impl VpaModel {
         let expired: Vec<String> = self
             .aggregates
             .iter()
-            .filter(|(_, a)| a.is_expired(config, now))
+            .filter(|(name, a)| a.is_expired(&self.settings.for_container(name, config), now))
             .map(|(name, _)| name.clone())
             .collect();
         for name in &expired {

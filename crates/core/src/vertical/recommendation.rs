@@ -57,7 +57,10 @@ pub enum RecommendationError {
 
 /// The estimator settings for one container: the flags, overridden by the container policy's
 /// `targetCPUPercentile` / `targetMemoryPercentile`.
-fn config_for(policy: Option<&ContainerResourcePolicy>, base: &EstimatorConfig) -> EstimatorConfig {
+pub fn config_for(
+    policy: Option<&ContainerResourcePolicy>,
+    base: &EstimatorConfig,
+) -> EstimatorConfig {
     let mut config = *base;
     let percentile = |q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
         q.and_then(|q| quantity::Quantity::try_from(q).ok())
@@ -159,7 +162,13 @@ pub struct Observation {
     /// annotation, a checkpoint), as the `StoredStateIgnored` condition's message
     /// ([`crate::stored`]); the condition stands while the history descends from it.
     pub stored_state_ignored: Option<String>,
+    /// What was capped to fit the largest node ([`super::node_fit`]), as the
+    /// `RecommendationCappedToNode` condition's message.
+    pub node_capped: Option<String>,
 }
+
+/// The condition a VPA carries while its recommendation is capped to fit the largest node.
+pub const NODE_CAPPED_CONDITION: &str = "RecommendationCappedToNode";
 
 /// The `JointSizing` condition of a VPA in joint mode.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -233,6 +242,14 @@ pub fn conditions(
     }
     if let Some(j) = &observed.joint {
         set(JointCondition::TYPE, j.status, &j.reason, &j.message);
+    }
+    if let Some(message) = &observed.node_capped {
+        set(
+            NODE_CAPPED_CONDITION,
+            true,
+            "LargestNodeAllocatable",
+            message,
+        );
     }
     if let Some(message) = &observed.stored_state_ignored {
         set(

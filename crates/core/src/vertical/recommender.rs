@@ -7,7 +7,9 @@
 //! `vpa-recommender replay` both call it. One loop runs these steps, in the order upstream's loop
 //! runs them:
 //!
-//! 1. [`forget_deleted_vpas`](Recommender::forget_deleted_vpas);
+//! 1. [`forget_deleted_vpas`](Recommender::forget_deleted_vpas), then
+//!    [`read_settings`](Recommender::read_settings): each VPA's own aggregation settings
+//!    ([`super::per_vpa`]);
 //! 2. [`ownership::owners`]: which pods belong to which VPA (the shared rule of
 //!    [`super::controlling`], walking the pods' owners through the ReplicaSets and Jobs the
 //!    service has seen);
@@ -18,8 +20,8 @@
 //!    [`record_eviction_ooms`](Recommender::record_eviction_ooms): OOM kills, each once;
 //! 5. [`recommend_vpa`](Recommender::recommend_vpa) per VPA: forget pods that are gone, compute
 //!    the recommendation and conditions (in joint mode, the CPU and/or memory request sized
-//!    with the horizontal autoscaler, [`joint_sizing::apply`]), and keep the status only when it changed
-//!    ([`status_change`]).
+//!    with the horizontal autoscaler, [`joint_sizing::apply`]), cap it to fit the largest node
+//!    ([`node_fit`]), and keep the status only when it changed ([`status_change`]).
 //!
 //! Checkpoint and garbage-collection decisions are methods here too ([`checkpoint_schedule`]), as
 //! is when a joint VPA's total usage is persisted in its annotation
@@ -45,8 +47,10 @@ use super::estimator::EstimatorConfig;
 use super::joint::JointRequest;
 use super::joint_sizing::{self, HorizontalSettings, JointConfig, JointState, annotated};
 use super::model::VpaModel;
+use super::node_fit::{self, LargestNode, NodeFitConfig};
 use super::oom::{clamp_amount, eviction_ooms, status_ooms};
 use super::ownership::{ServedVpa, VpaKey, key_of, owners};
+use super::per_vpa::PerVpaSettings;
 use super::recommendation::{
     JointCondition, Observation, RecommendationError, RecommendationReport,
 };
@@ -208,6 +212,12 @@ pub struct Recommender {
     aggregations: AggregationsConfig,
     estimator: EstimatorConfig,
     joint: JointConfig,
+    /// Whether VPAs' own aggregation settings apply ([`super::per_vpa`]); off, the flags apply to all.
+    per_vpa: bool,
+    /// Whether recommendations are capped to fit the largest node ([`node_fit`]), and how.
+    node_fit: Option<NodeFitConfig>,
+    /// The largest node, as the service last saw the Nodes.
+    largest_node: LargestNode,
     vpas: HashMap<VpaKey, VpaState>,
     seen_ooms: HashSet<OomId>,
     seen_events: HashSet<String>,
@@ -252,13 +262,32 @@ impl<'p> Assignment<'p> {
 }
 
 impl Recommender {
-    /// An empty recommender with the model settings.
+    /// An empty recommender with the model settings; VPAs' own settings apply
+    /// ([`set_per_vpa`](Self::set_per_vpa)).
     pub fn new(aggregations: AggregationsConfig, estimator: EstimatorConfig) -> Self {
         Self {
             aggregations,
             estimator,
+            per_vpa: true,
             ..Self::default()
         }
+    }
+
+    /// Caps every pod's recommendation to fit the largest node less a headroom ([`node_fit`]);
+    /// `None` turns that off.
+    pub fn set_node_fit(&mut self, config: Option<NodeFitConfig>) {
+        self.node_fit = config;
+    }
+
+    /// The largest node (per resource) as the Nodes read now show it; loops cap to it.
+    pub fn set_largest_node(&mut self, largest: LargestNode) {
+        self.largest_node = largest;
+    }
+
+    /// Whether a VPA's container policies may override the aggregation settings (AEP-8026,
+    /// upstream feature gate `PerVPAConfig`); when not, every VPA gets the flags'.
+    pub fn set_per_vpa(&mut self, enabled: bool) {
+        self.per_vpa = enabled;
     }
 
     /// Sets the joint model's settings and the total usage's bucket width (defaults:
@@ -398,6 +427,7 @@ impl Recommender {
         now: Timestamp,
     ) -> LoopOutcome {
         self.forget_deleted_vpas(vpas);
+        self.read_settings(vpas);
         let assignment = Assignment::new(vpas, pods, known);
         let samples = self.add_usage(&assignment, usage);
         self.record_totals(vpas, &assignment, usage, now);
@@ -432,6 +462,20 @@ impl Recommender {
     fn forget_deleted_vpas<V: ServedVpa>(&mut self, vpas: &[V]) {
         let live: HashSet<VpaKey> = vpas.iter().map(|v| key_of(v.object())).collect();
         self.vpas.retain(|k, _| live.contains(k));
+    }
+
+    /// Step 1b: each VPA's own aggregation settings, read afresh so an edit applies from this
+    /// loop's samples on (samples already aggregated keep the settings they came in with).
+    fn read_settings<V: ServedVpa>(&mut self, vpas: &[V]) {
+        for input in vpas {
+            let vpa = input.object();
+            let settings = if self.per_vpa {
+                PerVpaSettings::from_spec(&vpa.spec)
+            } else {
+                PerVpaSettings::default()
+            };
+            self.vpas.entry(key_of(vpa)).or_default().model.settings = settings;
+        }
     }
 
     /// Step 3: adds the usage of owned pods to their VPA's model; returns the CPU samples
@@ -647,6 +691,16 @@ impl Recommender {
             }
             _ => None,
         };
+        let node_capped = self.node_fit.and_then(|config| {
+            let others = node_fit::other_requests(pods, &containers);
+            let caps = node_fit::fit(&mut containers, &self.largest_node, config, &others);
+            (!caps.is_empty()).then(|| {
+                caps.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+        });
         let joint_condition = annotated(annotations).then(|| {
             let target = &vpa.spec.target_ref;
             let (status, reason, message) = joint_sizing::condition(
@@ -688,6 +742,7 @@ impl Recommender {
             config_unsupported: unsupported.as_ref().map(ToString::to_string),
             conflict: input.conflict().map(str::to_owned),
             joint: joint_condition,
+            node_capped,
         };
         let previous = vpa.status.as_ref();
         let status = next_status(previous, &containers, &observed, now);

@@ -74,3 +74,50 @@ fn percentiles_and_caps_of_the_nginx_checkpoint() {
         "{text}"
     );
 }
+
+#[test]
+fn a_vpa_s_own_settings_and_a_node_cap_are_shown() {
+    let checkpoint: VerticalPodAutoscalerCheckpoint =
+        serde_saphyr::from_str(CHECKPOINT).expect("checkpoint");
+    let mut vpa: VerticalPodAutoscaler = serde_saphyr::from_str(VPA).expect("vpa");
+    let policies = vpa
+        .spec
+        .resource_policy
+        .as_mut()
+        .and_then(|p| p.container_policies.as_mut())
+        .expect("the nginx VPA has a policy");
+    let p = policies.first_mut().expect("one policy");
+    p.oom_bump_up_ratio = Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+        "2".into(),
+    ));
+    p.target_cpu_percentile = Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+        "0.95".into(),
+    ));
+    vpa.status = Some(
+        serde_json::from_value(serde_json::json!({"conditions": [{
+            "type": "RecommendationCappedToNode", "status": "True",
+            "message": "memory target 40960Mi capped to 14745Mi to fit the largest node n1 (allocatable 16384Mi)",
+        }]}))
+        .expect("a status"),
+    );
+    let now = "2021-11-29T12:00:00Z".parse().expect("time");
+    let e = explain(&vpa, &[checkpoint], &EstimatorConfig::default(), now);
+    let c = &e.containers[0];
+    assert_eq!(
+        c.own_settings,
+        ["oomBumpUpRatio 2", "targetCPUPercentile 0.95"]
+    );
+    // The target percentile read from the histogram is the VPA's, not the flag's.
+    assert_eq!(c.cpu.target.0, "0.95");
+    let text = e.to_text();
+    assert!(
+        text.contains("Own settings (override the recommender's flags unless it runs with --per-vpa-config=false): oomBumpUpRatio 2, targetCPUPercentile 0.95"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Capped to fit the largest node (RecommendationCappedToNode): memory target 40960Mi"
+        ),
+        "{text}"
+    );
+}

@@ -394,3 +394,128 @@ fn the_total_usage_is_persisted_every_interval_and_restored_on_first_sight() {
     let reason = out.recommendations[0].joint.as_ref().map(|j| j.reason);
     assert_eq!(reason, Some(JointReason::BothBoundsMet));
 }
+
+/// `pod` after its container `app` was OOM-killed at `at` (request 100Mi).
+fn oom_killed(pod: &Arc<Pod>, at: Timestamp) -> Arc<Pod> {
+    let mut pod = (**pod).clone();
+    pod.status = Some(
+        serde_json::from_value(json!({"containerStatuses": [{
+            "name": "app", "image": "app", "imageID": "", "ready": true, "restartCount": 1,
+            "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                "finishedAt": at.to_string()}},
+        }]}))
+        .expect("a pod status"),
+    );
+    Arc::new(pod)
+}
+
+/// The memory target after one minute of 200Mi usage and an OOM kill of the 100Mi request.
+fn memory_after_oom(r: &mut Recommender, vpa: &Fake) -> i64 {
+    let pods = [pod("web-1", &[("app", "100m")])];
+    r.run_loop(
+        std::slice::from_ref(vpa),
+        &pods,
+        &NoOwners,
+        &[usage("web-1", &[("app", 100)], t0())],
+        &[],
+        t0(),
+    );
+    let later = t0() + SignedDuration::from_mins(1);
+    let killed = [oom_killed(&pods[0], later)];
+    let outcome = r.run_loop(
+        std::slice::from_ref(vpa),
+        &killed,
+        &NoOwners,
+        &[],
+        &[],
+        later,
+    );
+    assert_eq!(outcome.ooms, 1);
+    outcome.recommendations[0].containers[0].capped.target[&Resource::Memory]
+}
+
+#[test]
+fn a_vpa_s_own_oom_bump_ratio_replaces_the_flag_unless_the_operator_turned_it_off() {
+    const MI: i64 = 1024 * 1024;
+    let plain = Fake::new(&json!({}), &json!([]));
+    let own = Fake::new(
+        &json!({}),
+        &json!([{"containerName": "*", "oomBumpUpRatio": "6", "oomMinBumpUp": "0"}]),
+    );
+    let flag = memory_after_oom(&mut recommender(), &plain);
+    let ratio = memory_after_oom(&mut recommender(), &own);
+    // Flags: max(200Mi peak + 100Mi, 200Mi × 1.2) = 300Mi; the VPA's: 200Mi × 6 = 1200Mi, each
+    // with the estimator's margin and bucket rounding.
+    assert!((300 * MI..400 * MI).contains(&flag), "{flag}");
+    assert!((1200 * MI..1500 * MI).contains(&ratio), "{ratio}");
+    let mut off = recommender();
+    off.set_per_vpa(false);
+    assert_eq!(memory_after_oom(&mut off, &own), flag);
+}
+
+#[test]
+fn a_recommendation_above_the_largest_node_is_capped_and_says_so() {
+    use k8s_openapi::api::core::v1::Node;
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": "small"},
+        "status": {"allocatable": {"cpu": "1", "memory": "4Gi"}},
+    }))
+    .expect("a node");
+    let vpa = Fake::new(&json!({}), &json!([]));
+    let pods = three_pods(&[("app", "100m")]);
+    let mut r = recommender();
+    let uncapped = run(&mut r, &vpa, &pods, &[("app", 1)]);
+    assert!(cpu(&uncapped.recommendations[0].containers[0]).1 > 900);
+    let mut r = recommender();
+    r.set_node_fit(Some(NodeFitConfig {
+        headroom_percent: 10,
+    }));
+    r.set_largest_node(LargestNode::of(&[node]));
+    let capped = run(&mut r, &vpa, &pods, &[("app", 1)]);
+    let report = &capped.recommendations[0].containers[0];
+    assert_eq!(cpu(report).1, 900);
+    assert!(cpu(report).2 <= 900);
+    assert_eq!(report.capped_by, ["cpu capped to fit the largest node"]);
+    let condition = capped
+        .updates
+        .iter()
+        .flat_map(|u| u.status.conditions.iter().flatten())
+        .find(|c| c.type_ == crate::vertical::recommendation::NODE_CAPPED_CONDITION)
+        .expect("the condition");
+    assert_eq!(condition.status, "True");
+    assert!(
+        condition
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("to 900m to fit the largest node small")),
+        "{condition:?}"
+    );
+}
+
+#[test]
+fn the_joint_request_is_capped_to_the_largest_node_too() {
+    use k8s_openapi::api::core::v1::Node;
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": "small"},
+        "status": {"allocatable": {"cpu": "500m", "memory": "4Gi"}},
+    }))
+    .expect("a node");
+    let vpa = Fake::joint().with_hpa();
+    let pods = three_pods(&[("app", "100m")]);
+    let uncapped = run(&mut recommender(), &vpa, &pods, &[("app", 1)]);
+    assert!(uncapped.recommendations[0].joint.is_some(), "sized jointly");
+    assert!(cpu(&uncapped.recommendations[0].containers[0]).1 > 500);
+    let mut r = recommender();
+    r.set_node_fit(Some(NodeFitConfig {
+        headroom_percent: 0,
+    }));
+    r.set_largest_node(LargestNode::of(&[node]));
+    let capped = run(&mut r, &vpa, &pods, &[("app", 1)]);
+    assert!(
+        capped.recommendations[0].joint.is_some(),
+        "still sized jointly"
+    );
+    let (lower, target, upper) = cpu(&capped.recommendations[0].containers[0]);
+    assert_eq!(target, 500);
+    assert!(lower <= target && upper <= 500, "{lower} {target} {upper}");
+}
