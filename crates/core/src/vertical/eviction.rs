@@ -12,6 +12,8 @@
 //!   `status.numberReady` (`DaemonSet`) or the live pod count (`Job`).
 //! * `InPlaceOrRecreate`: a pod is resized in place when the budget allows; a pod whose resize is
 //!   stuck (`Infeasible`, `Deferred` > 5 min, `InProgress` > 1 h, `Error`) is evicted instead.
+//! * `InPlace` (AEP-8818): a pod is resized in place when the budget allows and
+//!   [`super::resize_backoff`] says so; the plan never evicts such a pod.
 //!
 //! Deliberate differences from upstream, both on the safe side: pods without a controller owner
 //! are never evicted (upstream groups them under an empty owner and may evict them, and nothing
@@ -29,10 +31,11 @@ use super::policy::{
 // Re-exported: the updater and its replay name the mode through `eviction`.
 pub use super::policy::UpdateMode;
 use super::priority::{
-    AcceptReason, ChangeRequirement, EvictionRequirement, Owner, PodPhase, PodPriority,
+    AcceptReason, RequestsByContainer, ChangeRequirement, EvictionRequirement, Owner, PodPhase, PodPriority,
     PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, UpdateConfig, decide_priority,
     meets_eviction_requirements, sort_by_update_order,
 };
+use super::resize_backoff::{InPlaceStep, in_place_step, proposed_requests};
 use super::resources::{ContainerRecommendation, Resource};
 use crate::api::vpa::{self as api, VerticalPodAutoscaler};
 use crate::quantity::QuantityError;
@@ -304,6 +307,23 @@ impl EvictionBudget {
         }
     }
 
+    /// Upstream `CanInPlaceUpdate` for `InPlace`, before the resize state is looked at: the pod
+    /// has a group, is not Pending, and the group may lose one more pod this loop.
+    pub fn in_place_only_allowed(&self, pod: &PodSnapshot) -> Result<(), Denial> {
+        let (_, stats) = self.stats_of(pod)?;
+        if pod.phase == PodPhase::Pending {
+            return Err(Denial::Pending);
+        }
+        if stats.is_disruptable() {
+            Ok(())
+        } else {
+            Err(Denial::BudgetExhausted {
+                configured: stats.configured,
+                tolerance: stats.eviction_tolerance,
+            })
+        }
+    }
+
     /// Records an in-place resize request.
     pub fn record_resize(&mut self, pod: &PodSnapshot) {
         if let Some(stats) = self
@@ -374,8 +394,8 @@ pub struct UpdatePolicy {
 }
 
 impl UpdatePolicy {
-    /// Reads the update policy of a VPA object. Unknown modes (and `InPlace`, which Plimsoll does
-    /// not implement yet) count as `Off`: the updater never acts on what it does not understand.
+    /// Reads the update policy of a VPA object. Unknown modes count as `Off`: the updater never
+    /// acts on what it does not understand.
     pub fn from_api(vpa: &VerticalPodAutoscaler) -> Result<UpdatePolicy, QuantityError> {
         let policy = vpa.spec.update_policy.as_ref();
         let eviction_requirements = policy
@@ -448,6 +468,23 @@ impl Action {
     }
 }
 
+/// What the updater remembers of a pod's resize after this action (mode `InPlace` only; see
+/// [`super::resize_backoff`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Backoff {
+    /// Nothing to remember or report.
+    #[default]
+    None,
+    /// A resize asks for these requests: once the API server accepts it, forget remembered
+    /// values; if it refuses it for node capacity, remember these.
+    Attempt(RequestsByContainer),
+    /// The node cannot fit these requests: remember them; the pod keeps its requests.
+    Infeasible(RequestsByContainer),
+    /// The kubelet holds a resize (`Deferred`, in progress, `Error`): the pod keeps its requests
+    /// for now.
+    Waiting,
+}
+
 /// The decision for one pod.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodAction {
@@ -461,6 +498,8 @@ pub struct PodAction {
     pub action: Action,
     /// Why, as a sentence.
     pub reason: String,
+    /// What to remember of the pod's resize.
+    pub backoff: Backoff,
 }
 
 /// Plans one updater loop for one VPA: the pods in the order the updater acts on them (queued
@@ -490,15 +529,32 @@ pub fn plan_updates(
                 priority: PodPriority::default(),
                 action: Action::Skip,
                 reason: format!("updateMode {:?}: the updater does not act", policy.mode),
+                backoff: Backoff::None,
             })
             .collect();
     }
-    let mut queued: Vec<(&PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
+    let mut queued: Vec<(&PodSnapshot, PodPriority, AcceptReason, RequestsByContainer)> =
+        Vec::new();
     let mut skipped: Vec<PodAction> = Vec::new();
     for pod in pods {
         let recs = recommend(pod);
         let PriorityDecision { priority, verdict } =
             decide_priority(pod, &recs, &policy.scaling_off(pod), &config, now);
+        let proposed = proposed_requests(pod, &recs);
+        // Upstream leaves a held-back pod out before its priority counts (`AddPod`).
+        if policy.mode == UpdateMode::InPlace
+            && let InPlaceStep::HeldBack { infeasible, why } = in_place_step(pod, &proposed)
+        {
+            skipped.push(PodAction {
+                pod: pod.name.clone(),
+                rank: None,
+                priority,
+                action: Action::Skip,
+                reason: format!("keeps its requests: {why}"),
+                backoff: Backoff::Infeasible(infeasible),
+            });
+            continue;
+        }
         let verdict = verdict.and_then(|accept| {
             if meets_eviction_requirements(pod, &recs, &policy.eviction_requirements) {
                 Ok(accept)
@@ -507,23 +563,36 @@ pub fn plan_updates(
             }
         });
         match verdict {
-            Ok(accept) => queued.push((pod, priority, accept)),
+            Ok(accept) => queued.push((pod, priority, accept, proposed)),
             Err(skip) => skipped.push(PodAction {
                 pod: pod.name.clone(),
                 rank: None,
                 priority,
                 action: Action::Skip,
                 reason: skip.to_string(),
+                backoff: Backoff::None,
             }),
         }
     }
-    sort_by_update_order(&mut queued, |(_, p, _)| *p);
+    sort_by_update_order(&mut queued, |(_, p, _, _)| *p);
 
     let mut budget = EvictionBudget::new(pods, replicas, policy.min_replicas, eviction_config);
     let mut actions = Vec::with_capacity(pods.len());
     let mut fallback: Vec<(usize, &PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
-    for (i, (pod, priority, accept)) in queued.into_iter().enumerate() {
+    for (i, (pod, priority, accept, proposed)) in queued.into_iter().enumerate() {
         let rank = Some(i + 1);
+        if policy.mode == UpdateMode::InPlace {
+            let (action, reason, backoff) = in_place_only(&mut budget, pod, &proposed, &accept);
+            actions.push(PodAction {
+                pod: pod.name.clone(),
+                rank,
+                priority,
+                action,
+                reason,
+                backoff,
+            });
+            continue;
+        }
         if policy.mode == UpdateMode::InPlaceOrRecreate {
             match budget.in_place_decision(pod, now) {
                 InPlaceDecision::Approved => {
@@ -534,6 +603,7 @@ pub fn plan_updates(
                         priority,
                         action: Action::Resize,
                         reason: format!("resize in place: {accept}"),
+                        backoff: Backoff::None,
                     });
                 }
                 // Upstream evicts these after the in-place pass; keep their queue position.
@@ -544,6 +614,7 @@ pub fn plan_updates(
                     priority,
                     action: Action::Skip,
                     reason: format!("in-place resize deferred: {denial}"),
+                    backoff: Backoff::None,
                 }),
             }
             continue;
@@ -566,6 +637,45 @@ pub fn plan_updates(
     actions
 }
 
+/// One queued pod of an `InPlace` VPA: resized, or skipped with why; never evicted.
+fn in_place_only(
+    budget: &mut EvictionBudget,
+    pod: &PodSnapshot,
+    proposed: &RequestsByContainer,
+    accept: &AcceptReason,
+) -> (Action, String, Backoff) {
+    // The kubelet's state first (upstream looks at it before the group's availability): a
+    // pod waiting on its node says so whatever the budget.
+    match in_place_step(pod, proposed) {
+        InPlaceStep::Resize(values) => {
+            if let Err(denial) = budget.in_place_only_allowed(pod) {
+                return (
+                    Action::Skip,
+                    format!("in-place resize deferred: {denial}"),
+                    Backoff::None,
+                );
+            }
+            budget.record_resize(pod);
+            (
+                Action::Resize,
+                format!("resize in place: {accept}"),
+                Backoff::Attempt(values),
+            )
+        }
+        InPlaceStep::Waiting(why) => (
+            Action::Skip,
+            format!("keeps its requests: {why}"),
+            Backoff::Waiting,
+        ),
+        // Held-back pods left the queue before it was sorted; kept for completeness.
+        InPlaceStep::HeldBack { infeasible, why } => (
+            Action::Skip,
+            format!("keeps its requests: {why}"),
+            Backoff::Infeasible(infeasible),
+        ),
+    }
+}
+
 fn evict_or_skip(
     budget: &mut EvictionBudget,
     pod: &PodSnapshot,
@@ -583,6 +693,7 @@ fn evict_or_skip(
                 priority,
                 action: Action::Evict,
                 reason: what.to_owned(),
+                backoff: Backoff::None,
             }
         }
         Err(denial) => PodAction {
@@ -591,6 +702,7 @@ fn evict_or_skip(
             priority,
             action: Action::Skip,
             reason: format!("not evicted: {denial}"),
+            backoff: Backoff::None,
         },
     }
 }
@@ -1040,6 +1152,84 @@ mod tests {
             plan.iter().filter(|a| a.action == Action::Resize).count(),
             2
         );
+    }
+
+    fn in_place_plan(pods: &[PodSnapshot], target: Resources) -> Vec<PodAction> {
+        let recs = vec![ContainerRecommendation {
+            container: "app".to_owned(),
+            target,
+            lower_bound: Resources::new(400, 400 << 20),
+            upper_bound: Resources::new(900, 900 << 20),
+        }];
+        let policy = UpdatePolicy {
+            mode: UpdateMode::InPlace,
+            ..UpdatePolicy::default()
+        };
+        plan_updates(
+            &policy,
+            pods,
+            |_| recs.clone(),
+            |_| Some(u32::try_from(pods.len()).unwrap()),
+            &UpdateConfig::default(),
+            &EvictionConfig::default(),
+            t0() + hours(1),
+        )
+    }
+
+    // AEP-8818: InPlace resizes within the group budget and never evicts, whatever the resize
+    // state (an Infeasible or long-Deferred pod would be evicted by InPlaceOrRecreate).
+    #[test]
+    fn in_place_never_evicts() {
+        let target = Resources::new(500, 512 << 20);
+        let mut infeasible = grow(pod(3)).resize(ResizeStatus::Infeasible);
+        infeasible.desired_requests = RequestsByContainer::from([("app".to_owned(), target)]);
+        let mut deferred = grow(pod(4)).resize(ResizeStatus::Deferred);
+        deferred.last_in_place_attempt = Some(t0() - hours(10));
+        let pods = vec![
+            grow(pod(1)),
+            grow(pod(2)),
+            infeasible,
+            deferred,
+            grow(pod(5)).phase(PodPhase::Pending),
+        ];
+        let plan = in_place_plan(&pods, target);
+        assert!(plan.iter().all(|a| a.action != Action::Evict), "{plan:#?}");
+        let by = |name: &str| plan.iter().find(|a| a.pod == name).unwrap();
+        assert_eq!(by("test-1").action, Action::Resize);
+        assert_eq!(
+            by("test-1").backoff,
+            Backoff::Attempt(RequestsByContainer::from([("app".to_owned(), target)]))
+        );
+        // The kubelet said the same values cannot fit: held back and remembered, not retried.
+        assert_eq!(by("test-3").action, Action::Skip);
+        assert!(matches!(by("test-3").backoff, Backoff::Infeasible(_)));
+        assert_eq!(by("test-3").rank, None);
+        assert!(by("test-3").reason.contains("keeps its requests"));
+        assert_eq!(by("test-4").action, Action::Skip);
+        assert_eq!(by("test-4").backoff, Backoff::Waiting);
+        assert_eq!(by("test-5").action, Action::Skip);
+        // The budget still paces resizes: 5 replicas, tolerance ⌊2.5⌋ = 2, one Pending, so 4
+        // running may drop to 3: one resize this loop.
+        assert_eq!(by("test-2").action, Action::Skip);
+        assert!(by("test-2").reason.contains("budget"), "{}", by("test-2").reason);
+        assert_eq!(
+            plan.iter().filter(|a| a.action == Action::Resize).count(),
+            1,
+            "{plan:#?}"
+        );
+    }
+
+    #[test]
+    fn in_place_retries_remembered_values_only_when_lower() {
+        let high = Resources::new(20_000, 512 << 20);
+        let mut p1 = grow(pod(1));
+        p1.infeasible = Some(RequestsByContainer::from([("app".to_owned(), high)]));
+        let pods = vec![p1, grow(pod(2)), grow(pod(3))];
+        let plan = in_place_plan(&pods, high);
+        assert_eq!(plan.iter().find(|a| a.pod == "test-1").unwrap().action, Action::Skip);
+        let lower = Resources::new(6_000, 512 << 20);
+        let plan = in_place_plan(&pods, lower);
+        assert_eq!(plan.iter().find(|a| a.pod == "test-1").unwrap().action, Action::Resize);
     }
 
     mod props {
