@@ -17,11 +17,11 @@ use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_core::vertical::admission::process_recommendation;
 use plimsoll_core::vertical::eviction::{
-    Action, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
+    Action, Backoff, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
 };
 use plimsoll_core::vertical::priority::{
-    LastTermination, Owner, PodContainer, PodPhase, PodSnapshot, ResizeStatus, Resource, Resources,
-    UpdateConfig, parse_observed_containers,
+    LastTermination, Owner, PodContainer, PodPhase, PodSnapshot, RequestsByContainer, ResizeStatus,
+    Resource, Resources, UpdateConfig, parse_observed_containers,
 };
 use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
 use serde::Deserialize;
@@ -99,6 +99,8 @@ pub struct PodSpec {
     pub resize: Option<String>,
     /// When the updater asked for the resize, in seconds before now.
     pub resize_requested_seconds_ago: Option<i64>,
+    /// The message of the pod's resize condition (the kubelet's why).
+    pub resize_message: Option<String>,
     /// The `vpaObservedContainers` annotation.
     pub observed_containers: Option<String>,
     /// Containers.
@@ -117,6 +119,14 @@ pub struct ContainerSpec {
     /// Limits (`cpu`, `memory`).
     #[serde(default)]
     pub limits: BTreeMap<String, QuantityText>,
+    /// The requests the spec asks for while a resize is pending (the kubelet has not applied
+    /// them; `requests` are the allocated ones). Default: `requests`.
+    #[serde(default)]
+    pub desired: BTreeMap<String, QuantityText>,
+    /// Resize requests the updater remembers this container's node could not fit (mode
+    /// `InPlace`).
+    #[serde(default)]
+    pub infeasible: BTreeMap<String, QuantityText>,
 }
 
 /// A quantity written as a string (`500m`, `1Gi`) or a plain number.
@@ -151,6 +161,10 @@ pub struct Expect {
     pub resized: Option<Vec<String>>,
     /// Exactly these pods are skipped.
     pub skipped: Option<Vec<String>>,
+    /// Exactly these pods keep their requests because their node cannot fit the proposal (mode
+    /// `InPlace`: the values are remembered and not sent again).
+    #[serde(rename = "heldBack")]
+    pub held_back: Option<Vec<String>>,
 }
 
 /// The fixed "now" of a replay; pod ages are relative to it.
@@ -200,6 +214,7 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
     for (i, spec) in scenario.pods.iter().enumerate() {
         let path = format!("pods[{i}]");
         let containers = containers(spec, &path)?;
+        let (desired_requests, infeasible) = resize_values(spec, &path)?;
         let age = SignedDuration::from_secs(spec.started_seconds_ago.unwrap_or(3600));
         let base = PodSnapshot {
             name: spec.name.clone(),
@@ -211,9 +226,12 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
             observed_containers: observed_containers(spec, &path)?,
             start_time: Some(now - age),
             resize: resize(spec, &path)?,
+            resize_message: spec.resize_message.clone(),
+            desired_requests,
             last_in_place_attempt: spec
                 .resize_requested_seconds_ago
                 .map(|s| now - SignedDuration::from_secs(s)),
+            infeasible,
         };
         match spec.count {
             None => out.push(base),
@@ -311,6 +329,35 @@ fn containers(spec: &PodSpec, path: &str) -> Result<Vec<PodContainer>, ReplayErr
             })
         })
         .collect()
+}
+
+/// `containers[].desired` (default: the requests) and `containers[].infeasible` (`None` when
+/// no container has any).
+fn resize_values(
+    spec: &PodSpec,
+    path: &str,
+) -> Result<(RequestsByContainer, Option<RequestsByContainer>), ReplayError> {
+    let mut desired = RequestsByContainer::new();
+    let mut infeasible = RequestsByContainer::new();
+    for (j, c) in spec.containers.iter().enumerate() {
+        let cpath = format!("{path}.containers[{j}]");
+        let wanted = if c.desired.is_empty() {
+            &c.requests
+        } else {
+            &c.desired
+        };
+        desired.insert(
+            c.name.clone(),
+            resources(wanted, &format!("{cpath}.desired"))?,
+        );
+        if !c.infeasible.is_empty() {
+            infeasible.insert(
+                c.name.clone(),
+                resources(&c.infeasible, &format!("{cpath}.infeasible"))?,
+            );
+        }
+    }
+    Ok((desired, (!infeasible.is_empty()).then_some(infeasible)))
 }
 
 /// `oomKilledRecently`: the first container was OOM-killed 30 seconds ago, a minute after it
@@ -482,19 +529,35 @@ pub fn misses(expect: &Expect, actions: &[PodAction]) -> Vec<String> {
         ("skipped", &expect.skipped, Action::Skip),
     ] {
         let Some(wanted) = wanted else { continue };
-        let mut want: Vec<&str> = wanted.iter().map(String::as_str).collect();
-        want.sort_unstable();
-        let mut got: Vec<&str> = actions
-            .iter()
-            .filter(|a| a.action == action)
-            .map(|a| a.pod.as_str())
-            .collect();
-        got.sort_unstable();
-        if want != got {
-            out.push(miss(1, format!("{what} {want:?}"), format!("{got:?}")));
-        }
+        compare(&mut out, what, wanted, actions, |a| a.action == action);
+    }
+    if let Some(wanted) = &expect.held_back {
+        compare(&mut out, "heldBack", wanted, actions, |a| {
+            matches!(a.backoff, Backoff::Infeasible(_))
+        });
     }
     out
+}
+
+/// Adds a miss when the pods `chosen` picks are not exactly `wanted`.
+fn compare(
+    out: &mut Vec<String>,
+    what: &str,
+    wanted: &[String],
+    actions: &[PodAction],
+    chosen: impl Fn(&PodAction) -> bool,
+) {
+    let mut want: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    let mut got: Vec<&str> = actions
+        .iter()
+        .filter(|a| chosen(a))
+        .map(|a| a.pod.as_str())
+        .collect();
+    got.sort_unstable();
+    if want != got {
+        out.push(miss(1, format!("{what} {want:?}"), format!("{got:?}")));
+    }
 }
 
 /// A replayed scenario: the updater's actions, in the order it would take them.

@@ -19,7 +19,12 @@
 //!   acting when the next token would come after the loop's deadline (one interval) or on
 //!   shutdown; the action in flight finishes;
 //! * a refused eviction still counts against the group's budget for this loop (the plan is made
-//!   up front): at most the budget is disrupted, possibly fewer.
+//!   up front): at most the budget is disrupted, possibly fewer;
+//! * a pod of a VPA in mode `InPlace` is never evicted: not by the plan, not as the fallback of a
+//!   refused resize; the resize values its node could not fit are remembered (per pod uid) and
+//!   not sent again until the recommendation asks for less, with an Event on the pod and the
+//!   VPA when they are first learnt and the VPA's `InPlaceResizeHeld` condition naming the pods
+//!   that keep their requests.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -33,10 +38,13 @@ use plimsoll_core::vertical::admission::{
     AdmissionVpa, admission_pod, process_recommendation, resize_patch,
 };
 use plimsoll_core::vertical::eviction::{
-    Action, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
+    Action, Backoff, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
 };
 use plimsoll_core::vertical::limit_range::LimitRangeItem;
-use plimsoll_core::vertical::priority::{PodSnapshot, ResizeStatus, UpdateConfig};
+use plimsoll_core::vertical::priority::{
+    PodSnapshot, RequestsByContainer, ResizeStatus, UpdateConfig,
+};
+use plimsoll_core::vertical::resize_backoff::{self, HeldPod, held_condition};
 use plimsoll_core::vertical::resources::recommendations_from_api;
 use plimsoll_runtime::api_message;
 use serde_json::{Value, json};
@@ -263,13 +271,22 @@ async fn update_vpa(
         now,
     );
     let admission_vpa = AdmissionVpa::from_api(vpa).ok();
+    write_held_condition(ctx, vpa, &plan, now).await;
     for action in &plan {
         let Some(pod) = by_name.get(action.pod.as_str()).copied() else {
             continue;
         };
+        if let Backoff::Infeasible(values) = &action.backoff {
+            remember_infeasible(ctx, vpa, pod, values, &action.reason).await;
+        }
         match action.action {
             Action::Skip => {
                 tracing::debug!(pod = %action.pod, reason = %action.reason, "skip");
+                continue;
+            }
+            // Belt and braces: the plan never asks this for a mode that does not evict.
+            Action::Evict if !policy.mode.may_evict() => {
+                tracing::error!(pod = %action.pod, mode = ?policy.mode, "the plan asked to evict a pod of a VPA that never evicts; refused");
                 continue;
             }
             Action::Evict | Action::Resize => {}
@@ -286,7 +303,12 @@ async fn update_vpa(
                 let patch = admission_vpa.as_ref().and_then(|v| {
                     strategic_resize_patch(pod, v, container_range.as_ref(), pod_range.as_ref())
                 });
-                resize(ctx, vpa, pod, action, patch, now, report).await;
+                let target = Target {
+                    vpa,
+                    pod,
+                    may_evict: policy.mode.may_evict(),
+                };
+                resize(ctx, &target, action, patch, now, report).await;
             }
             Action::Skip => {}
         }
@@ -309,6 +331,7 @@ fn snapshots<'p>(
                 let mut snapshot = snapshot.clone();
                 snapshot.last_in_place_attempt =
                     ctx.in_place_attempt(&cached.pod, snapshot.resize != ResizeStatus::None, now);
+                snapshot.infeasible = ctx.infeasible(&cached.pod);
                 by_name.insert(cached.name(), &cached.pod);
                 snapshots.push(snapshot);
             }
@@ -401,15 +424,27 @@ async fn evict(
     ctx.metrics.eviction(result);
 }
 
+/// The pod a resize is for, its VPA, and whether a refused resize may fall back to eviction
+/// (`InPlaceOrRecreate`; never for `InPlace`).
+struct Target<'a> {
+    vpa: &'a VerticalPodAutoscaler,
+    pod: &'a Pod,
+    may_evict: bool,
+}
+
 async fn resize(
     ctx: &Context,
-    vpa: &VerticalPodAutoscaler,
-    pod: &Pod,
+    target: &Target<'_>,
     action: &PodAction,
     patch: Option<Value>,
     now: Timestamp,
     report: &mut LoopReport,
 ) {
+    let Target {
+        vpa,
+        pod,
+        may_evict,
+    } = *target;
     let Some(patch) = patch else {
         tracing::debug!(pod = %action.pod, "nothing to resize");
         return;
@@ -428,6 +463,8 @@ async fn resize(
         Ok(_) => {
             report.resized += 1;
             ctx.record_in_place_attempt(pod, now);
+            // Upstream: an accepted request clears the stored infeasible attempt.
+            ctx.forget_infeasible(pod);
             ctx.metrics.resize("requested");
             tracing::info!(pod = %action.pod, reason = %action.reason, resource_diff = action.priority.resource_diff, "resize requested");
             ctx.events
@@ -445,11 +482,37 @@ async fn resize(
                 )
                 .await;
         }
-        // The API server refuses (no resize support, forbidden, invalid): evict instead.
+        // Kubernetes 1.36+ refuses a resize the node cannot fit at admission, with a
+        // `NodeCapacity` cause: remember the values (AEP-8818 detection path 2).
+        Err(kube::Error::Api(status)) if !may_evict && node_capacity(&status) => {
+            ctx.metrics.resize("infeasible");
+            if let Backoff::Attempt(values) = &action.backoff {
+                let why = format!(
+                    "keeps its requests: the API server refused a resize to {} ({}); not retried until the recommendation asks for less",
+                    resize_backoff::describe(values),
+                    status.message
+                );
+                remember_infeasible(ctx, vpa, pod, values, &why).await;
+            }
+        }
+        // The API server refuses (no resize support, forbidden, invalid): evict instead, unless
+        // the mode never evicts.
         Err(kube::Error::Api(status))
             if (400..500).contains(&status.code) && status.code != 429 && status.code != 409 =>
         {
             ctx.metrics.resize("refused");
+            if !may_evict {
+                tracing::info!(pod = %action.pod, code = status.code, message = %status.message, "in-place resize refused; mode InPlace never evicts");
+                ctx.events
+                    .warning(
+                        &pod.object_ref(&()),
+                        "InPlaceResizeRefused",
+                        "Resize",
+                        format!("vpa-updater could not resize the pod in place (VPA {vpa_name}, mode InPlace, never evicted); it keeps its requests: {}", status.message),
+                    )
+                    .await;
+                return;
+            }
             tracing::info!(pod = %action.pod, code = status.code, message = %status.message, "in-place resize refused; evicting instead");
             let fallback = PodAction {
                 reason: format!(
@@ -464,6 +527,111 @@ async fn resize(
             ctx.metrics.resize("error");
             tracing::warn!(pod = %action.pod, error = %api_message(&e), "in-place resize failed");
         }
+    }
+}
+
+/// True when the API server refused a resize because the node cannot fit it (a `NodeCapacity`
+/// cause, Kubernetes 1.36+).
+fn node_capacity(status: &kube::core::Status) -> bool {
+    status
+        .details
+        .as_ref()
+        .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NodeCapacity"))
+}
+
+/// Remembers resize values `pod`'s node could not fit; the first time, says so with an Event
+/// on the pod and on the VPA.
+async fn remember_infeasible(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+    pod: &Pod,
+    values: &RequestsByContainer,
+    why: &str,
+) {
+    if !ctx.remember_infeasible(pod, values) {
+        return;
+    }
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let (_, vpa_name) = vpa_name(vpa);
+    ctx.metrics.resize("held_back");
+    tracing::info!(pod = name, values = %resize_backoff::describe(values), why, "in-place resize infeasible; values remembered");
+    ctx.events
+        .warning(
+            &pod.object_ref(&()),
+            "InPlaceResizeInfeasible",
+            "Resize",
+            format!("vpa-updater (VPA {vpa_name}, mode InPlace) {why}"),
+        )
+        .await;
+    ctx.events
+        .warning(
+            &vpa.object_ref(&()),
+            "InPlaceResizeInfeasible",
+            "Resize",
+            format!("pod {name} {why}"),
+        )
+        .await;
+}
+
+/// Sets the VPA's `InPlaceResizeHeld` condition from this loop's plan when it changed (the
+/// recommender carries it over when it writes the status).
+async fn write_held_condition(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+    plan: &[PodAction],
+    now: Timestamp,
+) {
+    let held: Vec<HeldPod<'_>> = plan
+        .iter()
+        .filter_map(|a| {
+            let infeasible = match a.backoff {
+                Backoff::Infeasible(_) => true,
+                Backoff::Waiting => false,
+                Backoff::None | Backoff::Attempt(_) => return None,
+            };
+            Some(HeldPod {
+                pod: &a.pod,
+                infeasible,
+                why: a
+                    .reason
+                    .strip_prefix("keeps its requests: ")
+                    .unwrap_or(&a.reason),
+            })
+        })
+        .collect();
+    let conditions = vpa
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let previous = conditions
+        .iter()
+        .find(|c| c.type_ == resize_backoff::CONDITION);
+    let Some(next) = held_condition(previous, &held, now) else {
+        return;
+    };
+    if previous == Some(&next) {
+        return;
+    }
+    let mut list: Vec<_> = conditions
+        .iter()
+        .filter(|c| c.type_ != resize_backoff::CONDITION)
+        .cloned()
+        .collect();
+    list.push(next);
+    list.sort_by(|a, b| a.type_.cmp(&b.type_));
+    let (namespace, name) = vpa_name(vpa);
+    let api: Api<VerticalPodAutoscaler> = Api::namespaced(ctx.client.clone(), &namespace);
+    let params = PatchParams {
+        field_manager: Some(BINARY.to_owned()),
+        ..PatchParams::default()
+    };
+    let patch = json!({"status": {"conditions": list}});
+    if let Err(e) = api
+        .patch_status(&name, &params, &Patch::Merge(&patch))
+        .await
+    {
+        tracing::warn!(error = %api_message(&e), "cannot write the InPlaceResizeHeld condition");
     }
 }
 

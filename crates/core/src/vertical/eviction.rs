@@ -31,9 +31,9 @@ use super::policy::{
 // Re-exported: the updater and its replay name the mode through `eviction`.
 pub use super::policy::UpdateMode;
 use super::priority::{
-    AcceptReason, RequestsByContainer, ChangeRequirement, EvictionRequirement, Owner, PodPhase, PodPriority,
-    PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, UpdateConfig, decide_priority,
-    meets_eviction_requirements, sort_by_update_order,
+    AcceptReason, ChangeRequirement, EvictionRequirement, Owner, PodPhase, PodPriority,
+    PodSnapshot, PriorityDecision, PrioritySkip, RequestsByContainer, ResizeStatus, UpdateConfig,
+    decide_priority, meets_eviction_requirements, sort_by_update_order,
 };
 use super::resize_backoff::{InPlaceStep, in_place_step, proposed_requests};
 use super::resources::{ContainerRecommendation, Resource};
@@ -1211,7 +1211,11 @@ mod tests {
         // The budget still paces resizes: 5 replicas, tolerance ⌊2.5⌋ = 2, one Pending, so 4
         // running may drop to 3: one resize this loop.
         assert_eq!(by("test-2").action, Action::Skip);
-        assert!(by("test-2").reason.contains("budget"), "{}", by("test-2").reason);
+        assert!(
+            by("test-2").reason.contains("budget"),
+            "{}",
+            by("test-2").reason
+        );
         assert_eq!(
             plan.iter().filter(|a| a.action == Action::Resize).count(),
             1,
@@ -1226,10 +1230,16 @@ mod tests {
         p1.infeasible = Some(RequestsByContainer::from([("app".to_owned(), high)]));
         let pods = vec![p1, grow(pod(2)), grow(pod(3))];
         let plan = in_place_plan(&pods, high);
-        assert_eq!(plan.iter().find(|a| a.pod == "test-1").unwrap().action, Action::Skip);
+        assert_eq!(
+            plan.iter().find(|a| a.pod == "test-1").unwrap().action,
+            Action::Skip
+        );
         let lower = Resources::new(6_000, 512 << 20);
         let plan = in_place_plan(&pods, lower);
-        assert_eq!(plan.iter().find(|a| a.pod == "test-1").unwrap().action, Action::Resize);
+        assert_eq!(
+            plan.iter().find(|a| a.pod == "test-1").unwrap().action,
+            Action::Resize
+        );
     }
 
     mod props {

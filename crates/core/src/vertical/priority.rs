@@ -264,18 +264,15 @@ impl PodSnapshot {
 
 /// The in-place resize state from a pod's `PodResizePending` / `PodResizeInProgress` conditions,
 /// with the condition's message.
-fn resize_status(
-    status: &k8s_openapi::api::core::v1::PodStatus,
-) -> (ResizeStatus, Option<String>) {
+fn resize_status(status: &k8s_openapi::api::core::v1::PodStatus) -> (ResizeStatus, Option<String>) {
     let condition = |kind: &str| {
         status
             .conditions
             .as_ref()
             .and_then(|cs| cs.iter().find(|c| c.type_ == kind && c.status == "True"))
     };
-    let message = |c: &k8s_openapi::api::core::v1::PodCondition| {
-        c.message.clone().filter(|m| !m.is_empty())
-    };
+    let message =
+        |c: &k8s_openapi::api::core::v1::PodCondition| c.message.clone().filter(|m| !m.is_empty());
     if let Some(c) = condition("PodResizePending") {
         let state = match c.reason.as_deref() {
             Some("Deferred") => ResizeStatus::Deferred,

@@ -164,7 +164,10 @@ pub fn held_condition(
     }
     let status = if held.is_empty() { "False" } else { "True" };
     let (reason, message) = if held.is_empty() {
-        ("NoneHeld", "every pod's resize was made or needs none".to_owned())
+        (
+            "NoneHeld",
+            "every pod's resize was made or needs none".to_owned(),
+        )
     } else {
         let infeasible = held.iter().filter(|h| h.infeasible).count();
         let reason = if infeasible > 0 {
@@ -277,7 +280,10 @@ mod tests {
             let mut p = pod().resize(state);
             p.last_in_place_attempt = Some(t0() - jiff::SignedDuration::from_hours(48));
             assert!(
-                matches!(in_place_step(&p, &values(200, 1 << 20)), InPlaceStep::Waiting(_)),
+                matches!(
+                    in_place_step(&p, &values(200, 1 << 20)),
+                    InPlaceStep::Waiting(_)
+                ),
                 "{state:?}"
             );
         }
@@ -289,13 +295,16 @@ mod tests {
         assert!(!asks_less(&other, &values(20_000, 1 << 30)));
         let cpu_only = RequestsByContainer::from([("app".to_owned(), Resources::cpu(100))]);
         assert!(asks_less(&cpu_only, &values(20_000, 1 << 30)));
-        assert!(!asks_less(&cpu_only, &RequestsByContainer::from([(
-            "app".to_owned(),
-            Resources {
-                cpu: None,
-                memory: Resources::new(0, 1).memory
-            }
-        )])));
+        assert!(!asks_less(
+            &cpu_only,
+            &RequestsByContainer::from([(
+                "app".to_owned(),
+                Resources {
+                    cpu: None,
+                    memory: Resources::new(0, 1).memory
+                }
+            )])
+        ));
     }
 
     #[test]
@@ -318,7 +327,10 @@ mod tests {
         assert_eq!(on.reason.as_deref(), Some("Infeasible"));
         let message = on.message.clone().unwrap();
         assert!(message.starts_with("2 pod(s) keep their requests (1 the node cannot fit)"));
-        assert!(message.contains("web-1: the node cannot fit app: cpu 20"), "{message}");
+        assert!(
+            message.contains("web-1: the node cannot fit app: cpu 20"),
+            "{message}"
+        );
         // The transition time stays while the status does.
         let later = t0() + jiff::SignedDuration::from_mins(5);
         let again = held_condition(Some(&on), &held[1..], later).unwrap();
