@@ -23,6 +23,7 @@ use plimsoll_core::vertical::priority::{
     LastTermination, Owner, PodContainer, PodPhase, PodSnapshot, RequestsByContainer, ResizeStatus,
     Resource, Resources, UpdateConfig, parse_observed_containers,
 };
+use plimsoll_core::vertical::startup_boost::OriginalResources;
 use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
 use serde::Deserialize;
 
@@ -101,6 +102,8 @@ pub struct PodSpec {
     pub resize_requested_seconds_ago: Option<i64>,
     /// The message of the pod's resize condition (the kubelet's why).
     pub resize_message: Option<String>,
+    /// Seconds since the pod became Ready (default: since it started; never for a Pending pod).
+    pub ready_seconds_ago: Option<i64>,
     /// The `vpaObservedContainers` annotation.
     pub observed_containers: Option<String>,
     /// Containers.
@@ -109,7 +112,7 @@ pub struct PodSpec {
 
 /// A container.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerSpec {
     /// Name.
     pub name: String,
@@ -127,6 +130,22 @@ pub struct ContainerSpec {
     /// `InPlace`).
     #[serde(default)]
     pub infeasible: BTreeMap<String, QuantityText>,
+    /// The container is CPU-boosted (its `vpaCpuStartupBoost/<name>` annotation): its original
+    /// resources.
+    #[serde(default)]
+    pub boosted_from: Option<Original>,
+}
+
+/// A container's original resources, as the startup boost annotation records them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Original {
+    /// Requests (`cpu`, `memory`).
+    #[serde(default)]
+    pub requests: BTreeMap<String, QuantityText>,
+    /// Limits (`cpu`, `memory`).
+    #[serde(default)]
+    pub limits: BTreeMap<String, QuantityText>,
 }
 
 /// A quantity written as a string (`500m`, `1Gi`) or a plain number.
@@ -165,6 +184,8 @@ pub struct Expect {
     /// `InPlace`: the values are remembered and not sent again).
     #[serde(rename = "heldBack")]
     pub held_back: Option<Vec<String>>,
+    /// Exactly these pods have their CPU startup boost lowered.
+    pub unboosted: Option<Vec<String>>,
 }
 
 /// The fixed "now" of a replay; pod ages are relative to it.
@@ -215,10 +236,35 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
         let path = format!("pods[{i}]");
         let containers = containers(spec, &path)?;
         let (desired_requests, infeasible) = resize_values(spec, &path)?;
+        let phase = phase(spec, &path)?;
+        let ready_since = (phase == PodPhase::Running).then(|| {
+            now - SignedDuration::from_secs(
+                spec.ready_seconds_ago
+                    .or(spec.started_seconds_ago)
+                    .unwrap_or(3600),
+            )
+        });
+        let boosted = spec
+            .containers
+            .iter()
+            .filter_map(|c| {
+                let original = c.boosted_from.as_ref()?;
+                let text = |m: &BTreeMap<String, QuantityText>| {
+                    m.iter().map(|(k, v)| (k.clone(), v.text())).collect()
+                };
+                Some((
+                    c.name.clone(),
+                    Some(OriginalResources {
+                        requests: text(&original.requests),
+                        limits: text(&original.limits),
+                    }),
+                ))
+            })
+            .collect();
         let age = SignedDuration::from_secs(spec.started_seconds_ago.unwrap_or(3600));
         let base = PodSnapshot {
             name: spec.name.clone(),
-            phase: phase(spec, &path)?,
+            phase,
             owner: owner(scenario, spec, &path)?,
             last_terminations: last_terminations(spec, &containers, now),
             containers,
@@ -232,6 +278,8 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
                 .resize_requested_seconds_ago
                 .map(|s| now - SignedDuration::from_secs(s)),
             infeasible,
+            ready_since,
+            boosted,
         };
         match spec.count {
             None => out.push(base),
@@ -453,7 +501,7 @@ pub struct Line<'a> {
     pub priority: Option<usize>,
     /// The pod's resourceDiff (3 decimals).
     pub resource_diff: f64,
-    /// `evict`, `resize` or `skip`.
+    /// `evict`, `resize`, `unboost` or `skip`.
     pub action: &'static str,
     /// Why.
     pub reason: &'a str,
@@ -526,6 +574,7 @@ pub fn misses(expect: &Expect, actions: &[PodAction]) -> Vec<String> {
     for (what, wanted, action) in [
         ("evicted", &expect.evicted, Action::Evict),
         ("resized", &expect.resized, Action::Resize),
+        ("unboosted", &expect.unboosted, Action::Unboost),
         ("skipped", &expect.skipped, Action::Skip),
     ] {
         let Some(wanted) = wanted else { continue };

@@ -35,7 +35,8 @@ use kube::Resource;
 use kube::api::{Api, EvictParams, Patch, PatchParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::admission::{
-    AdmissionVpa, admission_pod, process_recommendation, resize_patch,
+    AdmissionVpa, ContainerUpdate, admission_pod, process_recommendation, resize_patch,
+    unboost_updates,
 };
 use plimsoll_core::vertical::eviction::{
     Action, Backoff, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
@@ -46,6 +47,7 @@ use plimsoll_core::vertical::priority::{
 };
 use plimsoll_core::vertical::resize_backoff::{self, HeldPod, held_condition};
 use plimsoll_core::vertical::resources::recommendations_from_api;
+use plimsoll_core::vertical::startup_boost::{annotation_key, expired};
 use plimsoll_runtime::api_message;
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -147,7 +149,11 @@ pub async fn run_once(
     report.admission_valid = true;
 
     let mut vpas = Inventory::vpas(&ctx.cache, &settings.scope);
-    vpas.retain(|v| UpdatePolicy::from_api(v).map_or(true, |p| p.mode.updater_acts()));
+    // A VPA with a startup boost is looked at in every mode: its pods' boosts are lowered even
+    // when the updater applies no recommendation (AEP-7862).
+    vpas.retain(|v| {
+        UpdatePolicy::from_api(v).map_or(true, |p| p.mode.updater_acts() || p.boosts.any())
+    });
     report.vpas = vpas.len();
     ctx.metrics.acting_vpas(vpas.len());
     let inventory = Inventory::new(&ctx.cache, vpas);
@@ -226,6 +232,8 @@ async fn update_vpa(
     };
     let recommendation = match recommendations_from_api(vpa) {
         Ok(Some(r)) if !r.is_empty() => r,
+        // Boosts are lowered to the pods' original values without a recommendation.
+        Ok(_) if policy.boosts.any() => Vec::new(),
         Ok(_) => {
             tracing::debug!("no recommendation yet");
             return true;
@@ -289,7 +297,7 @@ async fn update_vpa(
                 tracing::error!(pod = %action.pod, mode = ?policy.mode, "the plan asked to evict a pod of a VPA that never evicts; refused");
                 continue;
             }
-            Action::Evict | Action::Resize => {}
+            Action::Evict | Action::Resize | Action::Unboost => {}
         }
         if cancel.is_cancelled() || !ctx.limiter.acquire(deadline, cancel).await {
             tracing::info!(
@@ -310,10 +318,89 @@ async fn update_vpa(
                 };
                 resize(ctx, &target, action, patch, now, report).await;
             }
+            Action::Unboost => {
+                let Some(v) = admission_vpa.as_ref() else {
+                    continue;
+                };
+                let Some(snapshot) = snapshots.iter().find(|s| s.name == action.pod) else {
+                    continue;
+                };
+                let over: BTreeMap<String, _> = expired(
+                    snapshot.boosted.keys(),
+                    &policy.boosts,
+                    snapshot.ready_since,
+                    now,
+                )
+                .into_iter()
+                .map(|c| {
+                    let original = snapshot.boosted.get(&c).cloned().flatten();
+                    (c, original)
+                })
+                .collect();
+                let updates = admission_pod(pod).ok().map(|p| {
+                    unboost_updates(&p, v, &over, container_range.as_ref(), pod_range.as_ref())
+                });
+                let patch = updates.as_deref().and_then(updates_patch);
+                let target = Target {
+                    vpa,
+                    pod,
+                    may_evict: false,
+                };
+                if resize(ctx, &target, action, patch, now, report).await {
+                    drop_boost_annotations(ctx, pod, over.keys()).await;
+                }
+            }
             Action::Skip => {}
         }
     }
     true
+}
+
+/// A strategic merge patch of `spec.containers` setting `updates` (`None` when empty).
+fn updates_patch(updates: &[ContainerUpdate]) -> Option<Value> {
+    let list: Vec<Value> = updates
+        .iter()
+        .map(|u| {
+            let amounts = |r: &plimsoll_core::vertical::priority::Resources| {
+                r.iter()
+                    .map(|(k, v)| (k.name().to_owned(), Value::String(v.to_string())))
+                    .collect::<serde_json::Map<_, _>>()
+            };
+            let mut resources = serde_json::Map::new();
+            if !u.requests.is_empty() {
+                resources.insert("requests".into(), Value::Object(amounts(&u.requests)));
+            }
+            if !u.limits.is_empty() {
+                resources.insert("limits".into(), Value::Object(amounts(&u.limits)));
+            }
+            json!({"name": u.container, "resources": resources})
+        })
+        .collect();
+    (!list.is_empty()).then(|| json!({"spec": {"containers": list}}))
+}
+
+/// Removes the `vpaCpuStartupBoost/<container>` annotations of the containers lowered (upstream
+/// sends this pod patch after the resize); a failure leaves them, and the next loop resizes to
+/// the same values and tries again.
+async fn drop_boost_annotations<'a>(
+    ctx: &Context,
+    pod: &Pod,
+    containers: impl Iterator<Item = &'a String>,
+) {
+    let annotations: serde_json::Map<String, Value> = containers
+        .map(|c| (annotation_key(c), Value::Null))
+        .collect();
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.write_client.clone(), &namespace);
+    let params = PatchParams {
+        field_manager: Some(BINARY.to_owned()),
+        ..PatchParams::default()
+    };
+    let patch = json!({"metadata": {"annotations": annotations}});
+    if let Err(e) = api.patch(&name, &params, &Patch::Merge(&patch)).await {
+        tracing::warn!(pod = %name, error = %api_message(&e), "cannot remove the startup boost annotations");
+    }
 }
 
 /// The pods as the decision code sees them (read when the watch delivered them), with the
@@ -432,6 +519,7 @@ struct Target<'a> {
     may_evict: bool,
 }
 
+/// Asks for a resize; true when the API server accepted it.
 async fn resize(
     ctx: &Context,
     target: &Target<'_>,
@@ -439,7 +527,7 @@ async fn resize(
     patch: Option<Value>,
     now: Timestamp,
     report: &mut LoopReport,
-) {
+) -> bool {
     let Target {
         vpa,
         pod,
@@ -447,7 +535,7 @@ async fn resize(
     } = *target;
     let Some(patch) = patch else {
         tracing::debug!(pod = %action.pod, "nothing to resize");
-        return;
+        return false;
     };
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.write_client.clone(), &namespace);
@@ -481,6 +569,7 @@ async fn resize(
                     ),
                 )
                 .await;
+            true
         }
         // Kubernetes 1.36+ refuses a resize the node cannot fit at admission, with a
         // `NodeCapacity` cause: remember the values (AEP-8818 detection path 2).
@@ -494,6 +583,7 @@ async fn resize(
                 );
                 remember_infeasible(ctx, vpa, pod, values, &why).await;
             }
+            false
         }
         // The API server refuses (no resize support, forbidden, invalid): evict instead, unless
         // the mode never evicts.
@@ -508,10 +598,10 @@ async fn resize(
                         &pod.object_ref(&()),
                         "InPlaceResizeRefused",
                         "Resize",
-                        format!("vpa-updater could not resize the pod in place (VPA {vpa_name}, mode InPlace, never evicted); it keeps its requests: {}", status.message),
+                        format!("vpa-updater could not resize the pod in place (VPA {vpa_name}); it keeps its requests and is not evicted: {}", status.message),
                     )
                     .await;
-                return;
+                return false;
             }
             tracing::info!(pod = %action.pod, code = status.code, message = %status.message, "in-place resize refused; evicting instead");
             let fallback = PodAction {
@@ -522,10 +612,12 @@ async fn resize(
                 ..action.clone()
             };
             evict(ctx, vpa, pod, &fallback, report).await;
+            false
         }
         Err(e) => {
             ctx.metrics.resize("error");
             tracing::warn!(pod = %action.pod, error = %api_message(&e), "in-place resize failed");
+            false
         }
     }
 }
@@ -754,6 +846,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            boosts: plimsoll_core::vertical::startup_boost::StartupBoosts::default(),
         }
     }
 

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::Parser as _;
 use jiff::Timestamp;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -587,6 +588,37 @@ async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() 
     env.api::<VerticalPodAutoscaler>()
         .patch_status("held", &PatchParams::default(), &Patch::Merge(&beyond))
         .await?;
+    // A pod whose CPU startup boost is over (as the webhook would have annotated it): the
+    // updater lowers it and removes the annotation (pods: patch).
+    plimsoll_e2e::create_deployment(&env, "boost", 2, "10m", "10Mi").await?;
+    plimsoll_e2e::wait_ready_pods(&env, "boost", 2, WITHIN, EVERY).await?;
+    let boost_vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "boost"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "boost"},
+            "updatePolicy": {"updateMode": "Off"},
+            "startupBoost": {"cpu": {"type": "Factor", "factor": 2}},
+        },
+    }))?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &boost_vpa)
+        .await?;
+    let boosted = env
+        .api::<Pod>()
+        .list(&ListParams::default().labels("app=boost"))
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .and_then(|p| p.metadata.name)
+        .context("a boost pod")?;
+    let annotate = json!({"metadata": {"annotations": {
+        "vpaCpuStartupBoost/app": r#"{"requests":{"cpu":"10m"},"limits":{}}"#
+    }}});
+    env.api::<Pod>()
+        .patch(&boosted, &PatchParams::default(), &Patch::Merge(&annotate))
+        .await?;
     renew_webhook_status(&env).await?;
     let kubeconfig = access::kubeconfig_of(&env, "vpa-updater")?;
     let config = plimsoll_vpa_updater::cli::parse_config([
@@ -605,7 +637,7 @@ async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() 
         plimsoll_vpa_updater::run(config, token)
     });
     eventually(
-        "an eviction, a resize and a held condition",
+        "an eviction, a resize, a held condition and a boost annotation removed",
         WITHIN,
         EVERY,
         || async {
@@ -617,7 +649,13 @@ async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() 
                     && e.name == "held"
                     && e.field_manager.as_deref() == Some("vpa-updater")
             });
-            Ok((did("eviction") && did("resize") && held).then_some(()))
+            let unboosted = audit.iter().any(|e| {
+                e.resource == "pods"
+                    && e.subresource.is_empty()
+                    && e.verb == "patch"
+                    && e.field_manager.as_deref() == Some("vpa-updater")
+            });
+            Ok((did("eviction") && did("resize") && held && unboosted).then_some(()))
         },
     )
     .await?;

@@ -524,6 +524,109 @@ async fn in_place_never_evicts_and_does_not_resend_infeasible_values() -> anyhow
     Ok(())
 }
 
+// AEP-7862 on the sim, with the real webhook: a VPA in mode Off with a CPU startup boost
+// (factor 3, 8 s after Ready) gives new pods 3 × their 100m request with the original in the
+// `vpaCpuStartupBoost/app` annotation; once a pod has been Ready 8 s the updater lowers it in
+// place to its original request and drops the annotation; nothing is evicted.
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: webhook calls to loopback and the audit log"
+)]
+async fn a_startup_boost_is_applied_at_creation_and_lowered_after_readiness() -> anyhow::Result<()>
+{
+    let env = Env::start("vpa-upd-boost").await?;
+    env.sim()?;
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "updatePolicy": {"updateMode": "Off"},
+            "startupBoost": {"cpu": {"type": "Factor", "factor": 3, "durationSeconds": 8}}
+        }
+    }))?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa)
+        .await?;
+    let (admission_token, run) = env.admission(&env.namespace).await?;
+    let admission = tokio::spawn(run);
+    plimsoll_e2e::wait_webhook_ready(&env.client, &env.namespace, WAIT).await?;
+    plimsoll_e2e::create_deployment(&env, "web", 2, "100m", "10Mi").await?;
+    let pods = env.api::<Pod>();
+    let boosted = |p: &Pod| {
+        p.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("vpaCpuStartupBoost/app"))
+            .cloned()
+    };
+    let started = eventually("two pods created boosted", WAIT, POLL, || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await?;
+        let ok: Vec<(String, Option<String>)> = list
+            .items
+            .iter()
+            .map(|p| (cpu_request(p), boosted(p)))
+            .collect();
+        Ok((ok.len() == 2).then_some(ok))
+    })
+    .await?;
+    for (cpu, annotation) in &started {
+        assert_eq!(cpu, "300m", "{started:?}");
+        assert_eq!(
+            annotation.as_deref(),
+            Some(r#"{"requests":{"cpu":"100m","memory":"10Mi"},"limits":{}}"#),
+            "{started:?}"
+        );
+    }
+    let updater = Updater::start(&env, "1s", &[])?;
+    let lowered = eventually(
+        "both pods lowered to 100m",
+        Duration::from_secs(90),
+        POLL,
+        || async {
+            let list = pods.list(&ListParams::default().labels("app=web")).await?;
+            let done = list.items.iter().all(|p| {
+                cpu_request(p) == "100m"
+                    && (allocated_cpu(p) - 0.1).abs() < 1e-9
+                    && boosted(p).is_none()
+            });
+            Ok((done && list.items.len() == 2).then_some(list.items))
+        },
+    )
+    .await?;
+    // Lowered no sooner than 8 s after the pod became Ready (the sim's clock on both sides).
+    let audit = env.audit().context("needs the sim's audit log")?;
+    for pod in &lowered {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let ready = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0)
+            .context("Ready time")?;
+        let resized: Vec<Timestamp> = audit
+            .iter()
+            .filter(|e| e.subresource == "resize" && e.name == name)
+            .filter_map(|e| e.time.parse().ok())
+            .collect();
+        assert_eq!(resized.len(), 1, "{name}: one resize");
+        assert!(
+            resized[0] >= ready + SignedDuration::from_secs(8),
+            "{name}: lowered at {} but Ready at {ready}",
+            resized[0]
+        );
+    }
+    assert_eq!(audited_evictions(&env), Some(Vec::new()));
+    updater.stop().await?;
+    admission_token.cancel();
+    let _ = admission.await;
+    env.cleanup().await;
+    Ok(())
+}
+
 fn cpu_request(pod: &Pod) -> String {
     pod.spec
         .as_ref()

@@ -37,6 +37,7 @@ use super::priority::{
 };
 use super::resize_backoff::{InPlaceStep, in_place_step, proposed_requests};
 use super::resources::{ContainerRecommendation, Resource};
+use super::startup_boost::{StartupBoosts, expired};
 use crate::api::vpa::{self as api, VerticalPodAutoscaler};
 use crate::quantity::QuantityError;
 
@@ -391,6 +392,8 @@ pub struct UpdatePolicy {
     pub evict_after_oom: Option<SignedDuration>,
     /// `spec.resourcePolicy.containerPolicies` (for `mode: Off`).
     pub container_policies: Vec<ContainerPolicy>,
+    /// `startupBoost` of the spec and the container policies.
+    pub boosts: StartupBoosts,
 }
 
 impl UpdatePolicy {
@@ -430,6 +433,7 @@ impl UpdatePolicy {
                 .and_then(|p| p.evict_after_oom_seconds)
                 .map(|s| SignedDuration::from_secs(i64::from(s))),
             container_policies: container_policies_from_api(vpa)?,
+            boosts: StartupBoosts::from_api(vpa),
         })
     }
 
@@ -453,6 +457,8 @@ pub enum Action {
     Evict,
     /// Resize in place through the `resize` subresource.
     Resize,
+    /// Lower a CPU startup boost in place (resize, then drop the boost annotations).
+    Unboost,
     /// Leave it.
     Skip,
 }
@@ -463,6 +469,7 @@ impl Action {
         match self {
             Action::Evict => "evict",
             Action::Resize => "resize",
+            Action::Unboost => "unboost",
             Action::Skip => "skip",
         }
     }
@@ -520,23 +527,23 @@ pub fn plan_updates(
     if let Some(oom) = policy.evict_after_oom {
         config.evict_after_oom_threshold = oom;
     }
+    let mut budget = EvictionBudget::new(pods, replicas, policy.min_replicas, eviction_config);
+    let (mut actions, rest) = plan_unboosts(policy, pods, &mut budget, now);
     if !policy.mode.updater_acts() {
-        return pods
-            .iter()
-            .map(|pod| PodAction {
-                pod: pod.name.clone(),
-                rank: None,
-                priority: PodPriority::default(),
-                action: Action::Skip,
-                reason: format!("updateMode {:?}: the updater does not act", policy.mode),
-                backoff: Backoff::None,
-            })
-            .collect();
+        actions.extend(rest.into_iter().map(|pod| PodAction {
+            pod: pod.name.clone(),
+            rank: None,
+            priority: PodPriority::default(),
+            action: Action::Skip,
+            reason: format!("updateMode {:?}: the updater does not act", policy.mode),
+            backoff: Backoff::None,
+        }));
+        return actions;
     }
     let mut queued: Vec<(&PodSnapshot, PodPriority, AcceptReason, RequestsByContainer)> =
         Vec::new();
     let mut skipped: Vec<PodAction> = Vec::new();
-    for pod in pods {
+    for pod in rest {
         let recs = recommend(pod);
         let PriorityDecision { priority, verdict } =
             decide_priority(pod, &recs, &policy.scaling_off(pod), &config, now);
@@ -576,8 +583,6 @@ pub fn plan_updates(
     }
     sort_by_update_order(&mut queued, |(_, p, _, _)| *p);
 
-    let mut budget = EvictionBudget::new(pods, replicas, policy.min_replicas, eviction_config);
-    let mut actions = Vec::with_capacity(pods.len());
     let mut fallback: Vec<(usize, &PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
     for (i, (pod, priority, accept, proposed)) in queued.into_iter().enumerate() {
         let rank = Some(i + 1);
@@ -635,6 +640,65 @@ pub fn plan_updates(
     }
     actions.extend(skipped);
     actions
+}
+
+/// The pods whose CPU startup boost is over and that may be lowered in place now (AEP-7862,
+/// upstream `CanUnboost`: not Pending, no resize under way, within the group's budget), and the
+/// pods left for the ordinary plan. A pod with a boost still on is not updated otherwise (upstream
+/// leaves it out of `podsAvailableForUpdate`).
+fn plan_unboosts<'p>(
+    policy: &UpdatePolicy,
+    pods: &'p [PodSnapshot],
+    budget: &mut EvictionBudget,
+    now: Timestamp,
+) -> (Vec<PodAction>, Vec<&'p PodSnapshot>) {
+    let mut actions = Vec::new();
+    let mut rest = Vec::new();
+    for pod in pods {
+        if pod.boosted.is_empty() {
+            rest.push(pod);
+            continue;
+        }
+        let over = expired(pod.boosted.keys(), &policy.boosts, pod.ready_since, now);
+        let (action, reason) = if over.is_empty() {
+            (
+                Action::Skip,
+                "CPU startup boost on until the pod has been Ready for its durationSeconds"
+                    .to_owned(),
+            )
+        } else if pod.resize != ResizeStatus::None {
+            (
+                Action::Skip,
+                "CPU startup boost over; waiting for the resize under way".to_owned(),
+            )
+        } else {
+            match budget.in_place_only_allowed(pod) {
+                Ok(()) => {
+                    budget.record_resize(pod);
+                    (
+                        Action::Unboost,
+                        format!(
+                            "CPU startup boost over ({}): lower it in place",
+                            over.join(", ")
+                        ),
+                    )
+                }
+                Err(denial) => (
+                    Action::Skip,
+                    format!("CPU startup boost over; lowering deferred: {denial}"),
+                ),
+            }
+        };
+        actions.push(PodAction {
+            pod: pod.name.clone(),
+            rank: None,
+            priority: PodPriority::default(),
+            action,
+            reason,
+            backoff: Backoff::None,
+        });
+    }
+    (actions, rest)
 }
 
 /// One queued pod of an `InPlace` VPA: resized, or skipped with why; never evicted.

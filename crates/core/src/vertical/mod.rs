@@ -25,7 +25,7 @@
 //!
 //! The updater and admission half: [`priority`], [`eviction`], [`resize_backoff`] (mode `InPlace`:
 //! resize now, wait, or hold back values the node could not fit), [`admission`], [`limit_range`],
-//! [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or resize
+//! [`startup_boost`] (CPU at start-up and when it ends), [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or resize
 //! may break) and [`scope`], the namespaces both act in.
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
@@ -57,6 +57,7 @@ pub mod recommender;
 pub mod resize_backoff;
 pub mod resources;
 pub mod scope;
+pub mod startup_boost;
 pub mod status_change;
 
 pub use resources::Resource;

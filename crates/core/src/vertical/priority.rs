@@ -18,7 +18,7 @@
 //! Time is a parameter (`now`).
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
@@ -30,6 +30,7 @@ use super::resources::resources_from_k8s;
 pub use super::resources::{
     ContainerRecommendation, RequestsByContainer, Resource, Resources, recommendation_for,
 };
+use super::startup_boost::{OriginalResources, boosted_containers};
 
 /// One container of a pod as the updater and the webhook see it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -135,6 +136,11 @@ pub struct PodSnapshot {
     /// Resize values the pod's node could not fit, remembered by the service for `InPlace`
     /// (upstream `infeasibleAttempts`); see [`super::resize_backoff`].
     pub infeasible: Option<RequestsByContainer>,
+    /// Since when the pod is Ready (its `Ready` condition's `lastTransitionTime` while `True`).
+    pub ready_since: Option<Timestamp>,
+    /// Containers whose CPU startup boost is on (`vpaCpuStartupBoost/<name>` annotations), with
+    /// their original resources when the annotation reads.
+    pub boosted: BTreeMap<String, Option<OriginalResources>>,
 }
 
 impl PodSnapshot {
@@ -258,6 +264,17 @@ impl PodSnapshot {
             desired_requests,
             last_in_place_attempt: None,
             infeasible: None,
+            ready_since: status
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready" && c.status == "True"))
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| t.0),
+            boosted: pod
+                .metadata
+                .annotations
+                .as_ref()
+                .map(|a| boosted_containers(a))
+                .unwrap_or_default(),
         })
     }
 }
