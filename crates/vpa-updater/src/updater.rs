@@ -46,6 +46,7 @@ use plimsoll_core::vertical::priority::{
     PodSnapshot, RequestsByContainer, ResizeStatus, UpdateConfig,
 };
 use plimsoll_core::vertical::resize_backoff::{self, HeldPod, held_condition};
+use plimsoll_core::vertical::resources::ContainerRecommendation;
 use plimsoll_core::vertical::resources::recommendations_from_api;
 use plimsoll_core::vertical::startup_boost::{annotation_key, expired};
 use plimsoll_runtime::api_message;
@@ -215,40 +216,8 @@ async fn update_vpa(
         cancel,
     } = *pass;
     let (namespace, _) = vpa_name(vpa);
-    let vpa_ref = vpa.object_ref(&());
-    let policy = match UpdatePolicy::from_api(vpa) {
-        Ok(p) => p,
-        Err(e) => {
-            ctx.events
-                .warning(
-                    &vpa_ref,
-                    "InvalidPolicy",
-                    "Update",
-                    format!("cannot read the VPA's policy: {e}"),
-                )
-                .await;
-            return true;
-        }
-    };
-    let recommendation = match recommendations_from_api(vpa) {
-        Ok(Some(r)) if !r.is_empty() => r,
-        // Boosts are lowered to the pods' original values without a recommendation.
-        Ok(_) if policy.boosts.any() => Vec::new(),
-        Ok(_) => {
-            tracing::debug!("no recommendation yet");
-            return true;
-        }
-        Err(e) => {
-            ctx.events
-                .warning(
-                    &vpa_ref,
-                    "InvalidRecommendation",
-                    "Update",
-                    format!("cannot read the recommendation: {e}"),
-                )
-                .await;
-            return true;
-        }
+    let Some((policy, recommendation)) = read_vpa(ctx, vpa).await else {
+        return true;
     };
     if pods.is_empty() {
         return true;
@@ -305,55 +274,92 @@ async fn update_vpa(
             );
             return false;
         }
-        match action.action {
-            Action::Evict => evict(ctx, vpa, pod, action, report).await,
-            Action::Resize => {
-                let patch = admission_vpa.as_ref().and_then(|v| {
-                    strategic_resize_patch(pod, v, container_range.as_ref(), pod_range.as_ref())
-                });
-                let target = Target {
-                    vpa,
-                    pod,
-                    may_evict: policy.mode.may_evict(),
-                };
-                resize(ctx, &target, action, patch, now, report).await;
-            }
-            Action::Unboost => {
-                let Some(v) = admission_vpa.as_ref() else {
-                    continue;
-                };
-                let Some(snapshot) = snapshots.iter().find(|s| s.name == action.pod) else {
-                    continue;
-                };
-                let over: BTreeMap<String, _> = expired(
-                    snapshot.boosted.keys(),
-                    &policy.boosts,
-                    snapshot.ready_since,
-                    now,
-                )
-                .into_iter()
-                .map(|c| {
-                    let original = snapshot.boosted.get(&c).cloned().flatten();
-                    (c, original)
-                })
-                .collect();
-                let updates = admission_pod(pod).ok().map(|p| {
-                    unboost_updates(&p, v, &over, container_range.as_ref(), pod_range.as_ref())
-                });
-                let patch = updates.as_deref().and_then(updates_patch);
-                let target = Target {
-                    vpa,
-                    pod,
-                    may_evict: false,
-                };
-                if resize(ctx, &target, action, patch, now, report).await {
-                    drop_boost_annotations(ctx, pod, over.keys()).await;
-                }
-            }
-            Action::Skip => {}
-        }
+        let acting = Acting {
+            vpa,
+            policy: &policy,
+            admission: admission_vpa.as_ref(),
+            container_range: container_range.as_ref(),
+            pod_range: pod_range.as_ref(),
+            snapshots: &snapshots,
+            now,
+        };
+        act(ctx, &acting, pod, action, report).await;
     }
     true
+}
+
+/// What carrying out one VPA's plan needs besides the pod and its action.
+struct Acting<'a> {
+    vpa: &'a VerticalPodAutoscaler,
+    policy: &'a UpdatePolicy,
+    admission: Option<&'a AdmissionVpa>,
+    container_range: Option<&'a LimitRangeItem>,
+    pod_range: Option<&'a LimitRangeItem>,
+    snapshots: &'a [PodSnapshot],
+    now: Timestamp,
+}
+
+/// Carries out one action of the plan (the rate limiter's token is taken).
+async fn act(
+    ctx: &Context,
+    acting: &Acting<'_>,
+    pod: &Pod,
+    action: &PodAction,
+    report: &mut LoopReport,
+) {
+    let Acting {
+        vpa,
+        policy,
+        admission,
+        container_range,
+        pod_range,
+        snapshots,
+        now,
+    } = *acting;
+    match action.action {
+        Action::Evict => evict(ctx, vpa, pod, action, report).await,
+        Action::Resize => {
+            let patch =
+                admission.and_then(|v| strategic_resize_patch(pod, v, container_range, pod_range));
+            let target = Target {
+                vpa,
+                pod,
+                may_evict: policy.mode.may_evict(),
+            };
+            resize(ctx, &target, action, patch, now, report).await;
+        }
+        Action::Unboost => {
+            let Some(v) = admission else { return };
+            let Some(snapshot) = snapshots.iter().find(|s| s.name == action.pod) else {
+                return;
+            };
+            let over: BTreeMap<String, _> = expired(
+                snapshot.boosted.keys(),
+                &policy.boosts,
+                snapshot.ready_since,
+                now,
+            )
+            .into_iter()
+            .map(|c| {
+                let original = snapshot.boosted.get(&c).cloned().flatten();
+                (c, original)
+            })
+            .collect();
+            let updates = admission_pod(pod)
+                .ok()
+                .map(|p| unboost_updates(&p, v, &over, container_range, pod_range));
+            let patch = updates.as_deref().and_then(updates_patch);
+            let target = Target {
+                vpa,
+                pod,
+                may_evict: false,
+            };
+            if resize(ctx, &target, action, patch, now, report).await {
+                drop_boost_annotations(ctx, pod, over.keys()).await;
+            }
+        }
+        Action::Skip => {}
+    }
 }
 
 /// A strategic merge patch of `spec.containers` setting `updates` (`None` when empty).
@@ -401,6 +407,50 @@ async fn drop_boost_annotations<'a>(
     if let Err(e) = api.patch(&name, &params, &Patch::Merge(&patch)).await {
         tracing::warn!(pod = %name, error = %api_message(&e), "cannot remove the startup boost annotations");
     }
+}
+
+/// The VPA's update policy and recommendation; `None` (with a Warning Event when the VPA cannot
+/// be read) when there is nothing to do.
+async fn read_vpa(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+) -> Option<(UpdatePolicy, Vec<ContainerRecommendation>)> {
+    let vpa_ref = vpa.object_ref(&());
+    let policy = match UpdatePolicy::from_api(vpa) {
+        Ok(p) => p,
+        Err(e) => {
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "InvalidPolicy",
+                    "Update",
+                    format!("cannot read the VPA's policy: {e}"),
+                )
+                .await;
+            return None;
+        }
+    };
+    let recommendation = match recommendations_from_api(vpa) {
+        Ok(Some(r)) if !r.is_empty() => r,
+        // Boosts are lowered to the pods' original values without a recommendation.
+        Ok(_) if policy.boosts.any() => Vec::new(),
+        Ok(_) => {
+            tracing::debug!("no recommendation yet");
+            return None;
+        }
+        Err(e) => {
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "InvalidRecommendation",
+                    "Update",
+                    format!("cannot read the recommendation: {e}"),
+                )
+                .await;
+            return None;
+        }
+    };
+    Some((policy, recommendation))
 }
 
 /// The pods as the decision code sees them (read when the watch delivered them), with the

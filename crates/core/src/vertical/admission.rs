@@ -523,46 +523,16 @@ fn patch_for(
             }
             None => (Resources::default(), Resources::default()),
         };
-        let boost = if at_creation {
-            vpa.boosts.for_container(name)
-        } else {
-            None
-        };
-        if let Some(boost) = boost
-            && let Some((request, limit)) = boost_container(
-                requests.cpu,
-                &c.container.requests,
-                &c.container.limits,
-                controlled_values(&vpa.policies, name),
-                boost.cpu,
+        if at_creation
+            && let Some(annotation) = apply_boost(
+                c,
+                vpa,
+                container_range,
+                (&mut requests, &mut limits),
+                &mut notes,
             )
         {
-            let after = Amounts {
-                request: Some(request),
-                limit: limit.or(limits.cpu).or(c.container.limits.cpu),
-            };
-            let fresh = container_violations(Resource::Cpu, after, container_range).new_since(
-                container_violations(
-                    Resource::Cpu,
-                    amounts_of(&c.container, Resource::Cpu),
-                    container_range,
-                ),
-            );
-            if fresh.is_empty() {
-                requests.cpu = Some(request);
-                if limit.is_some() {
-                    limits.cpu = limit;
-                }
-                notes.push("cpu startup boost".to_owned());
-                boosted.push((
-                    annotation_key(name),
-                    OriginalResources::of(&c.container.requests, &c.container.limits).annotation(),
-                ));
-            } else {
-                notes.push(format!(
-                    "cpu startup boost left out: it would break {fresh}"
-                ));
-            }
+            boosted.push(annotation);
         }
         if rec.is_none() && requests.is_empty() && limits.is_empty() {
             continue;
@@ -606,6 +576,51 @@ fn patch_for(
         .annotations
         .insert(OBSERVED_CONTAINERS_ANNOTATION.to_owned(), observed);
     patch
+}
+
+/// Raises the container's CPU by its startup boost, if it has one and the result keeps the
+/// container's LimitRange rules; returns the boost annotation (key, value) when it did.
+fn apply_boost(
+    c: &AdmissionContainer,
+    vpa: &AdmissionVpa,
+    container_range: Option<&LimitRangeItem>,
+    (requests, limits): (&mut Resources, &mut Resources),
+    notes: &mut Vec<String>,
+) -> Option<(String, String)> {
+    let name = &c.container.name;
+    let boost = vpa.boosts.for_container(name)?;
+    let (request, limit) = boost_container(
+        requests.cpu,
+        &c.container.requests,
+        &c.container.limits,
+        controlled_values(&vpa.policies, name),
+        boost.cpu,
+    )?;
+    let after = Amounts {
+        request: Some(request),
+        limit: limit.or(limits.cpu).or(c.container.limits.cpu),
+    };
+    let before = container_violations(
+        Resource::Cpu,
+        amounts_of(&c.container, Resource::Cpu),
+        container_range,
+    );
+    let fresh = container_violations(Resource::Cpu, after, container_range).new_since(before);
+    if !fresh.is_empty() {
+        notes.push(format!(
+            "cpu startup boost left out: it would break {fresh}"
+        ));
+        return None;
+    }
+    requests.cpu = Some(request);
+    if limit.is_some() {
+        limits.cpu = limit;
+    }
+    notes.push("cpu startup boost".to_owned());
+    Some((
+        annotation_key(name),
+        OriginalResources::of(&c.container.requests, &c.container.limits).annotation(),
+    ))
 }
 
 /// The JSON Patch for the pod `resize` subresource (in-place update): the resource operations of

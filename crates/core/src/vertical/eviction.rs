@@ -540,54 +540,14 @@ pub fn plan_updates(
         }));
         return actions;
     }
-    let mut queued: Vec<(&PodSnapshot, PodPriority, AcceptReason, RequestsByContainer)> =
-        Vec::new();
-    let mut skipped: Vec<PodAction> = Vec::new();
-    for pod in rest {
-        let recs = recommend(pod);
-        let PriorityDecision { priority, verdict } =
-            decide_priority(pod, &recs, &policy.scaling_off(pod), &config, now);
-        let proposed = proposed_requests(pod, &recs);
-        // Upstream leaves a held-back pod out before its priority counts (`AddPod`).
-        if policy.mode == UpdateMode::InPlace
-            && let InPlaceStep::HeldBack { infeasible, why } = in_place_step(pod, &proposed)
-        {
-            skipped.push(PodAction {
-                pod: pod.name.clone(),
-                rank: None,
-                priority,
-                action: Action::Skip,
-                reason: format!("keeps its requests: {why}"),
-                backoff: Backoff::Infeasible(infeasible),
-            });
-            continue;
-        }
-        let verdict = verdict.and_then(|accept| {
-            if meets_eviction_requirements(pod, &recs, &policy.eviction_requirements) {
-                Ok(accept)
-            } else {
-                Err(PrioritySkip::EvictionRequirements)
-            }
-        });
-        match verdict {
-            Ok(accept) => queued.push((pod, priority, accept, proposed)),
-            Err(skip) => skipped.push(PodAction {
-                pod: pod.name.clone(),
-                rank: None,
-                priority,
-                action: Action::Skip,
-                reason: skip.to_string(),
-                backoff: Backoff::None,
-            }),
-        }
-    }
+    let (mut queued, skipped) = queue(policy, rest, &recommend, &config, now);
     sort_by_update_order(&mut queued, |(_, p, _, _)| *p);
 
     let mut fallback: Vec<(usize, &PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
     for (i, (pod, priority, accept, proposed)) in queued.into_iter().enumerate() {
         let rank = Some(i + 1);
         if policy.mode == UpdateMode::InPlace {
-            let (action, reason, backoff) = in_place_only(&mut budget, pod, &proposed, &accept);
+            let (action, reason, backoff) = in_place_only(&mut budget, pod, &proposed, accept);
             actions.push(PodAction {
                 pod: pod.name.clone(),
                 rank,
@@ -640,6 +600,66 @@ pub fn plan_updates(
     }
     actions.extend(skipped);
     actions
+}
+
+/// A pod the priority accepted: its priority, why, and the requests an update would give it.
+type Queued<'p> = (
+    &'p PodSnapshot,
+    PodPriority,
+    AcceptReason,
+    RequestsByContainer,
+);
+
+/// The pods whose priority qualifies them for an update (unsorted), and the others, skipped
+/// with why (for `InPlace`, the pods held back by values their node could not fit).
+fn queue<'p>(
+    policy: &UpdatePolicy,
+    pods: Vec<&'p PodSnapshot>,
+    recommend: &impl Fn(&PodSnapshot) -> Vec<ContainerRecommendation>,
+    config: &UpdateConfig,
+    now: Timestamp,
+) -> (Vec<Queued<'p>>, Vec<PodAction>) {
+    let mut queued: Vec<Queued<'p>> = Vec::new();
+    let mut skipped: Vec<PodAction> = Vec::new();
+    for pod in pods {
+        let recs = recommend(pod);
+        let PriorityDecision { priority, verdict } =
+            decide_priority(pod, &recs, &policy.scaling_off(pod), config, now);
+        let proposed = proposed_requests(pod, &recs);
+        // Upstream leaves a held-back pod out before its priority counts (`AddPod`).
+        if policy.mode == UpdateMode::InPlace
+            && let InPlaceStep::HeldBack { infeasible, why } = in_place_step(pod, &proposed)
+        {
+            skipped.push(PodAction {
+                pod: pod.name.clone(),
+                rank: None,
+                priority,
+                action: Action::Skip,
+                reason: format!("keeps its requests: {why}"),
+                backoff: Backoff::Infeasible(infeasible),
+            });
+            continue;
+        }
+        let verdict = verdict.and_then(|accept| {
+            if meets_eviction_requirements(pod, &recs, &policy.eviction_requirements) {
+                Ok(accept)
+            } else {
+                Err(PrioritySkip::EvictionRequirements)
+            }
+        });
+        match verdict {
+            Ok(accept) => queued.push((pod, priority, accept, proposed)),
+            Err(skip) => skipped.push(PodAction {
+                pod: pod.name.clone(),
+                rank: None,
+                priority,
+                action: Action::Skip,
+                reason: skip.to_string(),
+                backoff: Backoff::None,
+            }),
+        }
+    }
+    (queued, skipped)
 }
 
 /// The pods whose CPU startup boost is over and that may be lowered in place now (AEP-7862,
@@ -706,7 +726,7 @@ fn in_place_only(
     budget: &mut EvictionBudget,
     pod: &PodSnapshot,
     proposed: &RequestsByContainer,
-    accept: &AcceptReason,
+    accept: AcceptReason,
 ) -> (Action, String, Backoff) {
     // The kubelet's state first (upstream looks at it before the group's availability): a
     // pod waiting on its node says so whatever the budget.

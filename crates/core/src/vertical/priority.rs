@@ -235,21 +235,7 @@ impl PodSnapshot {
             })
             .collect();
         let (resize, resize_message) = status.map_or((ResizeStatus::None, None), resize_status);
-        let desired_requests = spec
-            .into_iter()
-            .flat_map(|s| {
-                s.containers.iter().chain(
-                    s.init_containers
-                        .iter()
-                        .flatten()
-                        .filter(|c| c.restart_policy.as_deref() == Some("Always")),
-                )
-            })
-            .map(|c| {
-                let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
-                Ok((c.name.clone(), resources_from_k8s(requests)?))
-            })
-            .collect::<Result<_, QuantityError>>()?;
+        let desired_requests = desired_requests(spec)?;
         Ok(PodSnapshot {
             name: pod.metadata.name.clone().unwrap_or_default(),
             phase,
@@ -264,19 +250,47 @@ impl PodSnapshot {
             desired_requests,
             last_in_place_attempt: None,
             infeasible: None,
-            ready_since: status
-                .and_then(|s| s.conditions.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready" && c.status == "True"))
-                .and_then(|c| c.last_transition_time.as_ref())
-                .map(|t| t.0),
+            ready_since: status.and_then(ready_since),
             boosted: pod
                 .metadata
                 .annotations
                 .as_ref()
-                .map(|a| boosted_containers(a))
+                .map(boosted_containers)
                 .unwrap_or_default(),
         })
     }
+}
+
+/// The spec requests of the containers and native sidecars, by name.
+fn desired_requests(
+    spec: Option<&k8s_openapi::api::core::v1::PodSpec>,
+) -> Result<RequestsByContainer, QuantityError> {
+    spec.into_iter()
+        .flat_map(|s| {
+            s.containers.iter().chain(
+                s.init_containers
+                    .iter()
+                    .flatten()
+                    .filter(|c| c.restart_policy.as_deref() == Some("Always")),
+            )
+        })
+        .map(|c| {
+            let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+            Ok((c.name.clone(), resources_from_k8s(requests)?))
+        })
+        .collect()
+}
+
+/// When the pod's `Ready` condition last turned `True`, while it is.
+fn ready_since(status: &k8s_openapi::api::core::v1::PodStatus) -> Option<Timestamp> {
+    status
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0)
 }
 
 /// The in-place resize state from a pod's `PodResizePending` / `PodResizeInProgress` conditions,
