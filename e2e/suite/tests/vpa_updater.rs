@@ -446,15 +446,8 @@ async fn in_place_never_evicts_and_does_not_resend_infeasible_values() -> anyhow
                 .items
                 .iter()
                 .filter(|p| {
-                    p.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| {
-                                c.type_ == "PodResizePending"
-                                    && c.reason.as_deref() == Some("Infeasible")
-                            })
-                        })
+                    plimsoll_e2e::pod_condition(p, "PodResizePending")
+                        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
                 })
                 .count();
             Ok((infeasible == 4).then_some(()))
@@ -599,11 +592,7 @@ async fn a_startup_boost_is_applied_at_creation_and_lowered_after_readiness() ->
     let audit = env.audit().context("needs the sim's audit log")?;
     for pod in &lowered {
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let ready = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        let ready = plimsoll_e2e::pod_condition(pod, "Ready")
             .and_then(|c| c.last_transition_time.as_ref())
             .map(|t| t.0)
             .context("Ready time")?;

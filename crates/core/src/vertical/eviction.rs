@@ -97,6 +97,18 @@ impl GroupStats {
                 && self.evicted == 0
                 && self.in_place_initiated == 0)
     }
+
+    /// [`GroupStats::is_disruptable`], or the denial that says why not.
+    fn budget_allows(&self) -> Result<(), Denial> {
+        if self.is_disruptable() {
+            Ok(())
+        } else {
+            Err(Denial::BudgetExhausted {
+                configured: self.configured,
+                tolerance: self.eviction_tolerance,
+            })
+        }
+    }
 }
 
 /// Why a pod may not be disrupted now.
@@ -259,14 +271,7 @@ impl EvictionBudget {
         if pod.resize != ResizeStatus::None {
             return stuck_resize_may_be_evicted(pod, stats, now);
         }
-        if stats.is_disruptable() {
-            Ok(())
-        } else {
-            Err(Denial::BudgetExhausted {
-                configured: stats.configured,
-                tolerance: stats.eviction_tolerance,
-            })
-        }
+        stats.budget_allows()
     }
 
     /// Records an eviction (pending pods do not use the budget).
@@ -298,13 +303,9 @@ impl EvictionBudget {
                 Err(denial) => InPlaceDecision::Deferred(denial),
             };
         }
-        if stats.is_disruptable() {
-            InPlaceDecision::Approved
-        } else {
-            InPlaceDecision::Deferred(Denial::BudgetExhausted {
-                configured: stats.configured,
-                tolerance: stats.eviction_tolerance,
-            })
+        match stats.budget_allows() {
+            Ok(()) => InPlaceDecision::Approved,
+            Err(denial) => InPlaceDecision::Deferred(denial),
         }
     }
 
@@ -315,14 +316,7 @@ impl EvictionBudget {
         if pod.phase == PodPhase::Pending {
             return Err(Denial::Pending);
         }
-        if stats.is_disruptable() {
-            Ok(())
-        } else {
-            Err(Denial::BudgetExhausted {
-                configured: stats.configured,
-                tolerance: stats.eviction_tolerance,
-            })
-        }
+        stats.budget_allows()
     }
 
     /// Records an in-place resize request.
@@ -356,12 +350,7 @@ fn stuck_resize_may_be_evicted(
     stats: &GroupStats,
     now: Timestamp,
 ) -> Result<(), Denial> {
-    if !stats.is_disruptable() {
-        return Err(Denial::BudgetExhausted {
-            configured: stats.configured,
-            tolerance: stats.eviction_tolerance,
-        });
-    }
+    stats.budget_allows()?;
     let since = now.duration_since(pod.last_in_place_attempt.unwrap_or(now));
     let stuck = match pod.resize {
         ResizeStatus::None => false,
