@@ -591,10 +591,10 @@ fn apply_boost(
     let boost = vpa.boosts.for_container(name)?;
     let (request, limit) = boost_container(
         requests.cpu,
-        &c.container.requests,
-        &c.container.limits,
+        (&c.container.requests, &c.container.limits),
         controlled_values(&vpa.policies, name),
         boost.cpu,
+        vpa.boosts.max_cpu,
     )?;
     let after = Amounts {
         request: Some(request),
@@ -1247,6 +1247,7 @@ mod tests {
                 duration: jiff::SignedDuration::ZERO,
             }),
             containers: BTreeMap::new(),
+            max_cpu: None,
         }
     }
 

@@ -62,6 +62,8 @@ pub struct StartupBoosts {
     pub pod: Option<BoostPolicy>,
     /// `containerPolicies[].startupBoost.cpu` by container name (`*` for the default entry).
     pub containers: BTreeMap<String, Option<BoostPolicy>>,
+    /// The webhook's `--max-allowed-cpu-boost`: no boosted request above it.
+    pub max_cpu: Option<Quantity>,
 }
 
 impl StartupBoosts {
@@ -101,6 +103,7 @@ impl StartupBoosts {
         StartupBoosts {
             pod: read(vpa.spec.startup_boost.as_ref()),
             containers,
+            max_cpu: None,
         }
     }
 
@@ -123,29 +126,34 @@ impl StartupBoosts {
     }
 }
 
-/// The boosted CPU request for `base` (a `Factor` rounds down to a milli-core, as upstream).
-pub fn boosted_cpu(base: Quantity, boost: CpuBoost) -> Quantity {
-    match boost {
+/// The boosted CPU request for `base` (a `Factor` rounds down to a milli-core, as upstream),
+/// cut to `max` (`--max-allowed-cpu-boost`) when set.
+pub fn boosted_cpu(base: Quantity, boost: CpuBoost, max: Option<Quantity>) -> Quantity {
+    let raised = match boost {
         CpuBoost::Factor(f) => Quantity::from_milli(base.milli().saturating_mul(i128::from(f))),
         CpuBoost::Quantity(q) => Quantity::from_milli(base.milli().saturating_add(q.milli())),
+    };
+    match max {
+        Some(max) if raised > max => max,
+        _ => raised,
     }
 }
 
 /// The CPU a boosted container gets: request and, where it changes, limit. `recommended` is the
-/// request the webhook sets without the boost (if any), `original` the pod spec's container.
-/// `None` when there is no base to boost.
+/// request the webhook sets without the boost (if any), `original` the pod spec's container,
+/// `max` the `--max-allowed-cpu-boost`. `None` when there is no base to boost.
 pub fn boost_container(
     recommended: Option<Quantity>,
-    original_requests: &Resources,
-    original_limits: &Resources,
+    (original_requests, original_limits): (&Resources, &Resources),
     controlled: ControlledValues,
     boost: CpuBoost,
+    max: Option<Quantity>,
 ) -> Option<(Quantity, Option<Quantity>)> {
     let base = recommended
         .filter(|q| q.milli() > 0)
         .or(original_requests.cpu)
         .filter(|q| q.milli() > 0)?;
-    let mut request = boosted_cpu(base, boost);
+    let mut request = boosted_cpu(base, boost, max);
     let limit = original_limits.cpu;
     match controlled {
         ControlledValues::RequestsOnly => {
@@ -298,26 +306,49 @@ mod tests {
         assert_eq!(
             boost_container(
                 Some(q("250m")),
-                &res("100m"),
-                &none,
+                (&res("100m"), &none),
                 rr,
-                CpuBoost::Factor(3)
+                CpuBoost::Factor(3),
+                None
             ),
             Some((q("750m"), None))
         );
         assert_eq!(
-            boost_container(None, &res("100m"), &none, rr, CpuBoost::Quantity(q("2"))),
+            boost_container(
+                None,
+                (&res("100m"), &none),
+                rr,
+                CpuBoost::Quantity(q("2")),
+                None
+            ),
             Some((q("2100m"), None))
         );
         // A zero recommendation falls back to the spec's request.
         assert_eq!(
-            boost_container(Some(q("0")), &res("100m"), &none, rr, CpuBoost::Factor(2)),
+            boost_container(
+                Some(q("0")),
+                (&res("100m"), &none),
+                rr,
+                CpuBoost::Factor(2),
+                None
+            ),
             Some((q("200m"), None))
         );
         // Nothing to boost from.
         assert_eq!(
-            boost_container(None, &none, &none, rr, CpuBoost::Factor(2)),
+            boost_container(None, (&none, &none), rr, CpuBoost::Factor(2), None),
             None
+        );
+        // --max-allowed-cpu-boost cuts the boosted request.
+        assert_eq!(
+            boost_container(
+                None,
+                (&res("1"), &none),
+                rr,
+                CpuBoost::Factor(8),
+                Some(q("4"))
+            ),
+            Some((q("4"), None))
         );
     }
 
@@ -327,20 +358,20 @@ mod tests {
         assert_eq!(
             boost_container(
                 None,
-                &res("100m"),
-                &limits,
+                (&res("100m"), &limits),
                 ControlledValues::RequestsAndLimits,
-                CpuBoost::Factor(3)
+                CpuBoost::Factor(3),
+                None
             ),
             Some((q("300m"), Some(q("600m"))))
         );
         assert_eq!(
             boost_container(
                 None,
-                &res("100m"),
-                &limits,
+                (&res("100m"), &limits),
                 ControlledValues::RequestsOnly,
-                CpuBoost::Factor(3)
+                CpuBoost::Factor(3),
+                None
             ),
             Some((q("199m"), None))
         );
@@ -381,6 +412,7 @@ mod tests {
                     }),
                 ),
             ]),
+            max_cpu: None,
         };
         assert_eq!(boosts.for_container("side"), None);
         assert_eq!(boosts.for_container("app"), boosts.pod);
