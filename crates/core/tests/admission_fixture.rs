@@ -28,6 +28,7 @@ fn two_container_pod_gets_expected_patch() {
             recommendation("app", "250m", "300Mi"),
             recommendation("log-shipper", "25m", "64Mi"),
         ]),
+        boosts: plimsoll_core::vertical::startup_boost::StartupBoosts::default(),
     };
     let patch = admission_patch(&admission_pod(&pod).unwrap(), &vpa, None, None);
     let got = serde_json::to_value(&patch.ops).unwrap();

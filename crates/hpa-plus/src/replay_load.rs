@@ -26,11 +26,11 @@
 //!    `plimsoll.dev/horizontal-aware: "true"`, else the plain recommender through
 //!    [`plimsoll_core::vertical::model::VpaModel`]). A new request is what new pods get from
 //!    then on; existing pods get it as the updater applies it, by `updateMode`:
-//!    `InPlaceOrRecreate` resizes every pod in place at this step (they stay Ready);
+//!    `InPlaceOrRecreate` and `InPlace` resize every pod in place at this step (they stay
+//!    Ready; a LoadReplay has no nodes, so every resize fits);
 //!    `Recreate` / `Auto` replace stale pods, oldest first, a few per step: at most half of
 //!    the replicas may be not Ready at once, and a replacement takes `podStartupSeconds` to be
-//!    Ready; `Initial` and `Off` (and `InPlace`, which the updater does not act on) leave
-//!    running pods alone. The HPA+ always computes utilization against the requests the pods
+//!    Ready; `Initial` and `Off` leave running pods alone. The HPA+ always computes utilization against the requests the pods
 //!    actually have, so mixed requests during a rollout count as they are.
 //!
 //! A top-level `predictive` key is rejected (FORMAT.md puts the settings in the autoscaler's
@@ -525,7 +525,8 @@ impl Workload {
     ) -> Vec<String> {
         let request = self.cpu_request;
         match mode {
-            UpdateMode::InPlaceOrRecreate => {
+            // A LoadReplay has no nodes, so every resize fits and InPlace never has to wait.
+            UpdateMode::InPlaceOrRecreate | UpdateMode::InPlace => {
                 for p in &mut self.pods {
                     if p.cpu != request && accepts(p.cpu, p.born) {
                         p.cpu = request;

@@ -206,9 +206,24 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_STATUS_LEASE_UPDATE_INTERVAL", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub status_lease_update_interval: Duration,
 
+    /// The most CPU a startup boost (a VPA's `startupBoost.cpu`) may give a container's
+    /// request, as a quantity (`4`, `2500m`); a larger boosted value is cut to it. Unset: no cap
+    /// (upstream's --max-allowed-cpu-boost).
+    #[arg(long, env = "PLIMSOLL_MAX_ALLOWED_CPU_BOOST", value_name = "QUANTITY", value_parser = parse_cpu_cap)]
+    pub max_allowed_cpu_boost: Option<plimsoll_core::quantity::Quantity>,
+
     /// Limits of the webhook listener (--port).
     #[command(flatten, next_help_heading = "Webhook listener (--port)")]
     pub listener: WebhookListenerArgs,
+}
+
+/// A CPU quantity above 0.
+fn parse_cpu_cap(text: &str) -> Result<plimsoll_core::quantity::Quantity, String> {
+    match plimsoll_core::quantity::Quantity::parse(text) {
+        Ok(q) if q.milli() > 0 => Ok(q),
+        Ok(_) => Err(format!("must be above 0, got {text:?}")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Limits of the webhook listener. Any pod in the cluster that can reach the webhook's port can
@@ -360,6 +375,7 @@ impl Args {
             status_lease_interval: self.status_lease_update_interval,
             identity: plimsoll_runtime::leader::identity(),
             listener: self.listener.config(),
+            max_allowed_cpu_boost: self.max_allowed_cpu_boost,
         }
     }
 }
@@ -367,6 +383,22 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_allowed_cpu_boost_is_a_positive_quantity() {
+        let config = Args::try_parse_from([
+            "vpa-admission",
+            "--self-signed",
+            "--max-allowed-cpu-boost=2500m",
+        ])
+        .unwrap()
+        .into_config();
+        assert_eq!(config.max_allowed_cpu_boost.map(|q| q.milli()), Some(2500));
+        for bad in ["0", "-1", "lots"] {
+            let flag = format!("--max-allowed-cpu-boost={bad}");
+            assert!(Args::try_parse_from(["vpa-admission", "--self-signed", &flag]).is_err());
+        }
+    }
 
     #[test]
     fn cert_files_or_self_signed_is_required() {

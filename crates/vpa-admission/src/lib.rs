@@ -131,6 +131,8 @@ pub struct Config {
     pub status_lease_namespace: String,
     /// Status Lease renewal interval.
     pub status_lease_interval: Duration,
+    /// `--max-allowed-cpu-boost`: the most CPU a startup boost gives a container's request.
+    pub max_allowed_cpu_boost: Option<plimsoll_core::quantity::Quantity>,
     /// `holderIdentity` of the status Lease.
     pub identity: String,
     /// Limits of the webhook listener.
@@ -296,7 +298,9 @@ async fn serve(
     };
     let scope = config.scope(&namespace);
     tracing::info!(?scope, "acting on pods and VPAs in these namespaces");
-    let webhook = Arc::new(Webhook::new(caches.clone(), metrics.clone(), scope));
+    let mut webhook = Webhook::new(caches.clone(), metrics.clone(), scope);
+    webhook.max_cpu_boost = config.max_allowed_cpu_boost;
+    let webhook = Arc::new(webhook);
 
     let address = webhook_listener.local_addr().ok();
     tracing::info!(?address, "webhook listening (HTTPS, path /)");

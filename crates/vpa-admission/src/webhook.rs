@@ -56,6 +56,8 @@ pub struct Webhook {
     pub metrics: Metrics,
     /// The namespaces whose pods and VPAs it acts on.
     pub scope: NamespaceScope,
+    /// `--max-allowed-cpu-boost`.
+    pub max_cpu_boost: Option<plimsoll_core::quantity::Quantity>,
 }
 
 impl Webhook {
@@ -66,6 +68,7 @@ impl Webhook {
             synced: AtomicBool::new(false),
             metrics,
             scope,
+            max_cpu_boost: None,
         }
     }
 
@@ -137,7 +140,8 @@ impl Webhook {
         };
         let vpa_name = vpa.metadata.name.clone().unwrap_or_default();
         let computed = (|| {
-            let vpa = AdmissionVpa::from_api(&vpa)?;
+            let mut vpa = AdmissionVpa::from_api(&vpa)?;
+            vpa.boosts.max_cpu = self.max_cpu_boost;
             let pod = admission_pod(&pod)?;
             let (container_range, pod_range) = self.caches.limit_ranges(&namespace)?;
             Ok::<_, plimsoll_core::quantity::QuantityError>(admission_patch(

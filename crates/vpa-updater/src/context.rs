@@ -1,12 +1,15 @@
 //! What the updater loop shares between loops: the client, Events, metrics, the rate limiter,
 //! the watch-fed cache, and what it did to pods the cache may not show yet (the in-place resize
-//! requests it made, the evictions it made).
+//! requests it made, the evictions it made), and the resize values a node could not fit (mode
+//! `InPlace`, upstream `infeasibleAttempts`: in memory only, so a restarted or new leader may
+//! try such values once more before it learns them again, as upstream's).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use plimsoll_core::vertical::priority::RequestsByContainer;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::rate_limit::SharedBucket;
 
@@ -45,6 +48,8 @@ pub struct PodMemory {
     /// Pods evicted: the next loop must not count them, even before the watch reports their
     /// deletion.
     evicted: HashMap<String, PodRef>,
+    /// Resize values each pod's node could not fit (mode `InPlace`).
+    infeasible: HashMap<String, (PodRef, RequestsByContainer)>,
 }
 
 fn pod_ref(pod: &Pod) -> (String, PodRef) {
@@ -78,6 +83,17 @@ impl PodMemory {
         self.in_place
             .retain(|uid, ((ns, name), _)| live(ns, name, uid));
         self.evicted.retain(|uid, (ns, name)| live(ns, name, uid));
+        self.infeasible
+            .retain(|uid, ((ns, name), _)| live(ns, name, uid));
+    }
+
+    /// Remembers `values` as infeasible for `pod`; true when they were not remembered already
+    /// (then the change is worth an Event).
+    fn remember_infeasible(&mut self, pod: &Pod, values: &RequestsByContainer) -> bool {
+        let (uid, at) = pod_ref(pod);
+        let new = self.infeasible.get(&uid).is_none_or(|(_, v)| v != values);
+        self.infeasible.insert(uid, (at, values.clone()));
+        new
     }
 }
 
@@ -104,6 +120,23 @@ impl Context {
     pub fn record_eviction(&self, pod: &Pod) {
         let (uid, at) = pod_ref(pod);
         self.memory().evicted.insert(uid, at);
+    }
+
+    /// The resize values `pod`'s node could not fit, if remembered.
+    pub fn infeasible(&self, pod: &Pod) -> Option<RequestsByContainer> {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        self.memory().infeasible.get(uid).map(|(_, v)| v.clone())
+    }
+
+    /// Remembers resize values `pod`'s node could not fit; true when newly remembered.
+    pub fn remember_infeasible(&self, pod: &Pod, values: &RequestsByContainer) -> bool {
+        self.memory().remember_infeasible(pod, values)
+    }
+
+    /// Forgets the infeasible values of `pod` (a resize request was accepted).
+    pub fn forget_infeasible(&self, pod: &Pod) {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        self.memory().infeasible.remove(uid);
     }
 
     /// Whether the pod with `uid` was evicted by this process (and may still be in the cache).
@@ -156,6 +189,8 @@ mod tests {
         memory.attempt(&pod("b"), true, t0);
         let (uid, at) = pod_ref(&pod("c"));
         memory.evicted.insert(uid, at);
+        assert!(memory.remember_infeasible(&pod("b"), &RequestsByContainer::new()));
+        assert!(!memory.remember_infeasible(&pod("b"), &RequestsByContainer::new()));
         // a is still there; b was recreated with a new uid (a StatefulSet pod); c is gone.
         memory.forget(|_, name, uid| match name {
             "a" => uid == "uid-a",
@@ -164,5 +199,6 @@ mod tests {
         });
         assert_eq!(memory.in_place.keys().collect::<Vec<_>>(), ["uid-a"]);
         assert!(memory.evicted.is_empty());
+        assert!(memory.infeasible.is_empty(), "b's values went with its uid");
     }
 }

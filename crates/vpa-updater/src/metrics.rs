@@ -3,7 +3,7 @@
 //! | name | type | labels | meaning |
 //! |---|---|---|---|
 //! | `evictions_total` | counter | `result` | eviction requests: `evicted`, `blocked` (429 from a PodDisruptionBudget), `gone` (404), `error` |
-//! | `resizes_total` | counter | `result` | in-place resize requests: `requested`, `refused` (the API server said no; the pod is evicted instead), `error` |
+//! | `resizes_total` | counter | `result` | in-place resize requests: `requested`, `refused` (the API server said no; the pod is evicted instead, except in mode `InPlace`), `infeasible` (refused for node capacity, mode `InPlace`), `held_back` (values the node could not fit, newly remembered), `error` |
 //! | `loops_total` | counter | `outcome` | loops: `completed`, `admission_unhealthy` (status Lease stale or missing: nothing done), `error` |
 //! | `loop_duration_seconds` | histogram | | time one loop took, including rate-limiter waits |
 //! | `admission_status_valid` | gauge | | 1 when the webhook's status Lease was fresh at the last loop |
@@ -73,7 +73,7 @@ impl Metrics {
         );
         registry.register(
             "resizes",
-            "In-place resize requests by result (requested, refused, error)",
+            "In-place resize requests by result (requested, refused, infeasible, held_back, error)",
             metrics.resizes.clone(),
         );
         registry.register(
@@ -106,7 +106,7 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts a resize request (`requested`, `refused`, `error`).
+    /// Counts a resize request (`requested`, `refused`, `infeasible`, `held_back`, `error`).
     pub fn resize(&self, result: &'static str) {
         self.resizes.get_or_create(&[("result", result)]).inc();
     }

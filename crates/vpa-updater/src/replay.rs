@@ -17,12 +17,13 @@ use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_core::vertical::admission::process_recommendation;
 use plimsoll_core::vertical::eviction::{
-    Action, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
+    Action, Backoff, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
 };
 use plimsoll_core::vertical::priority::{
-    LastTermination, Owner, PodContainer, PodPhase, PodSnapshot, ResizeStatus, Resource, Resources,
-    UpdateConfig, parse_observed_containers,
+    LastTermination, Owner, PodContainer, PodPhase, PodSnapshot, RequestsByContainer, ResizeStatus,
+    Resource, Resources, UpdateConfig, parse_observed_containers,
 };
+use plimsoll_core::vertical::startup_boost::OriginalResources;
 use plimsoll_replay::{Invocation, Outcome, ReplayError, Status, expect_kind, miss};
 use serde::Deserialize;
 
@@ -99,6 +100,10 @@ pub struct PodSpec {
     pub resize: Option<String>,
     /// When the updater asked for the resize, in seconds before now.
     pub resize_requested_seconds_ago: Option<i64>,
+    /// The message of the pod's resize condition (the kubelet's why).
+    pub resize_message: Option<String>,
+    /// Seconds since the pod became Ready (default: since it started; never for a Pending pod).
+    pub ready_seconds_ago: Option<i64>,
     /// The `vpaObservedContainers` annotation.
     pub observed_containers: Option<String>,
     /// Containers.
@@ -107,10 +112,34 @@ pub struct PodSpec {
 
 /// A container.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerSpec {
     /// Name.
     pub name: String,
+    /// Requests (`cpu`, `memory`).
+    #[serde(default)]
+    pub requests: BTreeMap<String, QuantityText>,
+    /// Limits (`cpu`, `memory`).
+    #[serde(default)]
+    pub limits: BTreeMap<String, QuantityText>,
+    /// The requests the spec asks for while a resize is pending (the kubelet has not applied
+    /// them; `requests` are the allocated ones). Default: `requests`.
+    #[serde(default)]
+    pub desired: BTreeMap<String, QuantityText>,
+    /// Resize requests the updater remembers this container's node could not fit (mode
+    /// `InPlace`).
+    #[serde(default)]
+    pub infeasible: BTreeMap<String, QuantityText>,
+    /// The container is CPU-boosted (its `vpaCpuStartupBoost/<name>` annotation): its original
+    /// resources.
+    #[serde(default)]
+    pub boosted_from: Option<Original>,
+}
+
+/// A container's original resources, as the startup boost annotation records them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Original {
     /// Requests (`cpu`, `memory`).
     #[serde(default)]
     pub requests: BTreeMap<String, QuantityText>,
@@ -151,6 +180,12 @@ pub struct Expect {
     pub resized: Option<Vec<String>>,
     /// Exactly these pods are skipped.
     pub skipped: Option<Vec<String>>,
+    /// Exactly these pods keep their requests because their node cannot fit the proposal (mode
+    /// `InPlace`: the values are remembered and not sent again).
+    #[serde(rename = "heldBack")]
+    pub held_back: Option<Vec<String>>,
+    /// Exactly these pods have their CPU startup boost lowered.
+    pub unboosted: Option<Vec<String>>,
 }
 
 /// The fixed "now" of a replay; pod ages are relative to it.
@@ -200,10 +235,36 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
     for (i, spec) in scenario.pods.iter().enumerate() {
         let path = format!("pods[{i}]");
         let containers = containers(spec, &path)?;
+        let (desired_requests, infeasible) = resize_values(spec, &path)?;
+        let phase = phase(spec, &path)?;
+        let ready_since = (phase == PodPhase::Running).then(|| {
+            now - SignedDuration::from_secs(
+                spec.ready_seconds_ago
+                    .or(spec.started_seconds_ago)
+                    .unwrap_or(3600),
+            )
+        });
+        let boosted = spec
+            .containers
+            .iter()
+            .filter_map(|c| {
+                let original = c.boosted_from.as_ref()?;
+                let text = |m: &BTreeMap<String, QuantityText>| {
+                    m.iter().map(|(k, v)| (k.clone(), v.text())).collect()
+                };
+                Some((
+                    c.name.clone(),
+                    Some(OriginalResources {
+                        requests: text(&original.requests),
+                        limits: text(&original.limits),
+                    }),
+                ))
+            })
+            .collect();
         let age = SignedDuration::from_secs(spec.started_seconds_ago.unwrap_or(3600));
         let base = PodSnapshot {
             name: spec.name.clone(),
-            phase: phase(spec, &path)?,
+            phase,
             owner: owner(scenario, spec, &path)?,
             last_terminations: last_terminations(spec, &containers, now),
             containers,
@@ -211,9 +272,14 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
             observed_containers: observed_containers(spec, &path)?,
             start_time: Some(now - age),
             resize: resize(spec, &path)?,
+            resize_message: spec.resize_message.clone(),
+            desired_requests,
             last_in_place_attempt: spec
                 .resize_requested_seconds_ago
                 .map(|s| now - SignedDuration::from_secs(s)),
+            infeasible,
+            ready_since,
+            boosted,
         };
         match spec.count {
             None => out.push(base),
@@ -313,6 +379,35 @@ fn containers(spec: &PodSpec, path: &str) -> Result<Vec<PodContainer>, ReplayErr
         .collect()
 }
 
+/// `containers[].desired` (default: the requests) and `containers[].infeasible` (`None` when
+/// no container has any).
+fn resize_values(
+    spec: &PodSpec,
+    path: &str,
+) -> Result<(RequestsByContainer, Option<RequestsByContainer>), ReplayError> {
+    let mut desired = RequestsByContainer::new();
+    let mut infeasible = RequestsByContainer::new();
+    for (j, c) in spec.containers.iter().enumerate() {
+        let cpath = format!("{path}.containers[{j}]");
+        let wanted = if c.desired.is_empty() {
+            &c.requests
+        } else {
+            &c.desired
+        };
+        desired.insert(
+            c.name.clone(),
+            resources(wanted, &format!("{cpath}.desired"))?,
+        );
+        if !c.infeasible.is_empty() {
+            infeasible.insert(
+                c.name.clone(),
+                resources(&c.infeasible, &format!("{cpath}.infeasible"))?,
+            );
+        }
+    }
+    Ok((desired, (!infeasible.is_empty()).then_some(infeasible)))
+}
+
 /// `oomKilledRecently`: the first container was OOM-killed 30 seconds ago, a minute after it
 /// started.
 fn last_terminations(
@@ -406,7 +501,7 @@ pub struct Line<'a> {
     pub priority: Option<usize>,
     /// The pod's resourceDiff (3 decimals).
     pub resource_diff: f64,
-    /// `evict`, `resize` or `skip`.
+    /// `evict`, `resize`, `unboost` or `skip`.
     pub action: &'static str,
     /// Why.
     pub reason: &'a str,
@@ -479,22 +574,39 @@ pub fn misses(expect: &Expect, actions: &[PodAction]) -> Vec<String> {
     for (what, wanted, action) in [
         ("evicted", &expect.evicted, Action::Evict),
         ("resized", &expect.resized, Action::Resize),
+        ("unboosted", &expect.unboosted, Action::Unboost),
         ("skipped", &expect.skipped, Action::Skip),
     ] {
         let Some(wanted) = wanted else { continue };
-        let mut want: Vec<&str> = wanted.iter().map(String::as_str).collect();
-        want.sort_unstable();
-        let mut got: Vec<&str> = actions
-            .iter()
-            .filter(|a| a.action == action)
-            .map(|a| a.pod.as_str())
-            .collect();
-        got.sort_unstable();
-        if want != got {
-            out.push(miss(1, format!("{what} {want:?}"), format!("{got:?}")));
-        }
+        compare(&mut out, what, wanted, actions, |a| a.action == action);
+    }
+    if let Some(wanted) = &expect.held_back {
+        compare(&mut out, "heldBack", wanted, actions, |a| {
+            matches!(a.backoff, Backoff::Infeasible(_))
+        });
     }
     out
+}
+
+/// Adds a miss when the pods `chosen` picks are not exactly `wanted`.
+fn compare(
+    out: &mut Vec<String>,
+    what: &str,
+    wanted: &[String],
+    actions: &[PodAction],
+    chosen: impl Fn(&PodAction) -> bool,
+) {
+    let mut want: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    let mut got: Vec<&str> = actions
+        .iter()
+        .filter(|a| chosen(a))
+        .map(|a| a.pod.as_str())
+        .collect();
+    got.sort_unstable();
+    if want != got {
+        out.push(miss(1, format!("{what} {want:?}"), format!("{got:?}")));
+    }
 }
 
 /// A replayed scenario: the updater's actions, in the order it would take them.

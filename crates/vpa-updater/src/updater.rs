@@ -19,7 +19,12 @@
 //!   acting when the next token would come after the loop's deadline (one interval) or on
 //!   shutdown; the action in flight finishes;
 //! * a refused eviction still counts against the group's budget for this loop (the plan is made
-//!   up front): at most the budget is disrupted, possibly fewer.
+//!   up front): at most the budget is disrupted, possibly fewer;
+//! * a pod of a VPA in mode `InPlace` is never evicted: not by the plan, not as the fallback of a
+//!   refused resize; the resize values its node could not fit are remembered (per pod uid) and
+//!   not sent again until the recommendation asks for less, with an Event on the pod and the
+//!   VPA when they are first learnt and the VPA's `InPlaceResizeHeld` condition naming the pods
+//!   that keep their requests.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -30,14 +35,20 @@ use kube::Resource;
 use kube::api::{Api, EvictParams, Patch, PatchParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::admission::{
-    AdmissionVpa, admission_pod, process_recommendation, resize_patch,
+    AdmissionVpa, ContainerUpdate, admission_pod, process_recommendation, resize_patch,
+    unboost_updates,
 };
 use plimsoll_core::vertical::eviction::{
-    Action, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
+    Action, Backoff, EvictionConfig, PodAction, UpdatePolicy, plan_updates,
 };
 use plimsoll_core::vertical::limit_range::LimitRangeItem;
-use plimsoll_core::vertical::priority::{PodSnapshot, ResizeStatus, UpdateConfig};
+use plimsoll_core::vertical::priority::{
+    PodSnapshot, RequestsByContainer, ResizeStatus, UpdateConfig,
+};
+use plimsoll_core::vertical::resize_backoff::{self, HeldPod, held_condition};
+use plimsoll_core::vertical::resources::ContainerRecommendation;
 use plimsoll_core::vertical::resources::recommendations_from_api;
+use plimsoll_core::vertical::startup_boost::{annotation_key, expired};
 use plimsoll_runtime::api_message;
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -139,7 +150,11 @@ pub async fn run_once(
     report.admission_valid = true;
 
     let mut vpas = Inventory::vpas(&ctx.cache, &settings.scope);
-    vpas.retain(|v| UpdatePolicy::from_api(v).map_or(true, |p| p.mode.updater_acts()));
+    // A VPA with a startup boost is looked at in every mode: its pods' boosts are lowered even
+    // when the updater applies no recommendation (AEP-7862).
+    vpas.retain(|v| {
+        UpdatePolicy::from_api(v).map_or(true, |p| p.mode.updater_acts() || p.boosts.any())
+    });
     report.vpas = vpas.len();
     ctx.metrics.acting_vpas(vpas.len());
     let inventory = Inventory::new(&ctx.cache, vpas);
@@ -201,38 +216,8 @@ async fn update_vpa(
         cancel,
     } = *pass;
     let (namespace, _) = vpa_name(vpa);
-    let vpa_ref = vpa.object_ref(&());
-    let policy = match UpdatePolicy::from_api(vpa) {
-        Ok(p) => p,
-        Err(e) => {
-            ctx.events
-                .warning(
-                    &vpa_ref,
-                    "InvalidPolicy",
-                    "Update",
-                    format!("cannot read the VPA's policy: {e}"),
-                )
-                .await;
-            return true;
-        }
-    };
-    let recommendation = match recommendations_from_api(vpa) {
-        Ok(Some(r)) if !r.is_empty() => r,
-        Ok(_) => {
-            tracing::debug!("no recommendation yet");
-            return true;
-        }
-        Err(e) => {
-            ctx.events
-                .warning(
-                    &vpa_ref,
-                    "InvalidRecommendation",
-                    "Update",
-                    format!("cannot read the recommendation: {e}"),
-                )
-                .await;
-            return true;
-        }
+    let Some((policy, recommendation)) = read_vpa(ctx, vpa).await else {
+        return true;
     };
     if pods.is_empty() {
         return true;
@@ -263,16 +248,25 @@ async fn update_vpa(
         now,
     );
     let admission_vpa = AdmissionVpa::from_api(vpa).ok();
+    write_held_condition(ctx, vpa, &plan, now).await;
     for action in &plan {
         let Some(pod) = by_name.get(action.pod.as_str()).copied() else {
             continue;
         };
+        if let Backoff::Infeasible(values) = &action.backoff {
+            remember_infeasible(ctx, vpa, pod, values, &action.reason).await;
+        }
         match action.action {
             Action::Skip => {
                 tracing::debug!(pod = %action.pod, reason = %action.reason, "skip");
                 continue;
             }
-            Action::Evict | Action::Resize => {}
+            // Belt and braces: the plan never asks this for a mode that does not evict.
+            Action::Evict if !policy.mode.may_evict() => {
+                tracing::error!(pod = %action.pod, mode = ?policy.mode, "the plan asked to evict a pod of a VPA that never evicts; refused");
+                continue;
+            }
+            Action::Evict | Action::Resize | Action::Unboost => {}
         }
         if cancel.is_cancelled() || !ctx.limiter.acquire(deadline, cancel).await {
             tracing::info!(
@@ -280,18 +274,183 @@ async fn update_vpa(
             );
             return false;
         }
-        match action.action {
-            Action::Evict => evict(ctx, vpa, pod, action, report).await,
-            Action::Resize => {
-                let patch = admission_vpa.as_ref().and_then(|v| {
-                    strategic_resize_patch(pod, v, container_range.as_ref(), pod_range.as_ref())
-                });
-                resize(ctx, vpa, pod, action, patch, now, report).await;
-            }
-            Action::Skip => {}
-        }
+        let acting = Acting {
+            vpa,
+            policy: &policy,
+            admission: admission_vpa.as_ref(),
+            container_range: container_range.as_ref(),
+            pod_range: pod_range.as_ref(),
+            snapshots: &snapshots,
+            now,
+        };
+        act(ctx, &acting, pod, action, report).await;
     }
     true
+}
+
+/// What carrying out one VPA's plan needs besides the pod and its action.
+struct Acting<'a> {
+    vpa: &'a VerticalPodAutoscaler,
+    policy: &'a UpdatePolicy,
+    admission: Option<&'a AdmissionVpa>,
+    container_range: Option<&'a LimitRangeItem>,
+    pod_range: Option<&'a LimitRangeItem>,
+    snapshots: &'a [PodSnapshot],
+    now: Timestamp,
+}
+
+/// Carries out one action of the plan (the rate limiter's token is taken).
+async fn act(
+    ctx: &Context,
+    acting: &Acting<'_>,
+    pod: &Pod,
+    action: &PodAction,
+    report: &mut LoopReport,
+) {
+    let Acting {
+        vpa,
+        policy,
+        admission,
+        container_range,
+        pod_range,
+        snapshots,
+        now,
+    } = *acting;
+    match action.action {
+        Action::Evict => evict(ctx, vpa, pod, action, report).await,
+        Action::Resize => {
+            let patch =
+                admission.and_then(|v| strategic_resize_patch(pod, v, container_range, pod_range));
+            let target = Target {
+                vpa,
+                pod,
+                may_evict: policy.mode.may_evict(),
+            };
+            resize(ctx, &target, action, patch, now, report).await;
+        }
+        Action::Unboost => {
+            let Some(v) = admission else { return };
+            let Some(snapshot) = snapshots.iter().find(|s| s.name == action.pod) else {
+                return;
+            };
+            let over: BTreeMap<String, _> = expired(
+                snapshot.boosted.keys(),
+                &policy.boosts,
+                snapshot.ready_since,
+                now,
+            )
+            .into_iter()
+            .map(|c| {
+                let original = snapshot.boosted.get(&c).cloned().flatten();
+                (c, original)
+            })
+            .collect();
+            let updates = admission_pod(pod)
+                .ok()
+                .map(|p| unboost_updates(&p, v, &over, container_range, pod_range));
+            let patch = updates.as_deref().and_then(updates_patch);
+            let target = Target {
+                vpa,
+                pod,
+                may_evict: false,
+            };
+            if resize(ctx, &target, action, patch, now, report).await {
+                drop_boost_annotations(ctx, pod, over.keys()).await;
+            }
+        }
+        Action::Skip => {}
+    }
+}
+
+/// A strategic merge patch of `spec.containers` setting `updates` (`None` when empty).
+fn updates_patch(updates: &[ContainerUpdate]) -> Option<Value> {
+    let list: Vec<Value> = updates
+        .iter()
+        .map(|u| {
+            let amounts = |r: &plimsoll_core::vertical::priority::Resources| {
+                r.iter()
+                    .map(|(k, v)| (k.name().to_owned(), Value::String(v.to_string())))
+                    .collect::<serde_json::Map<_, _>>()
+            };
+            let mut resources = serde_json::Map::new();
+            if !u.requests.is_empty() {
+                resources.insert("requests".into(), Value::Object(amounts(&u.requests)));
+            }
+            if !u.limits.is_empty() {
+                resources.insert("limits".into(), Value::Object(amounts(&u.limits)));
+            }
+            json!({"name": u.container, "resources": resources})
+        })
+        .collect();
+    (!list.is_empty()).then(|| json!({"spec": {"containers": list}}))
+}
+
+/// Removes the `vpaCpuStartupBoost/<container>` annotations of the containers lowered (upstream
+/// sends this pod patch after the resize); a failure leaves them, and the next loop resizes to
+/// the same values and tries again.
+async fn drop_boost_annotations<'a>(
+    ctx: &Context,
+    pod: &Pod,
+    containers: impl Iterator<Item = &'a String>,
+) {
+    let annotations: serde_json::Map<String, Value> = containers
+        .map(|c| (annotation_key(c), Value::Null))
+        .collect();
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.write_client.clone(), &namespace);
+    let params = PatchParams {
+        field_manager: Some(BINARY.to_owned()),
+        ..PatchParams::default()
+    };
+    let patch = json!({"metadata": {"annotations": annotations}});
+    if let Err(e) = api.patch(&name, &params, &Patch::Merge(&patch)).await {
+        tracing::warn!(pod = %name, error = %api_message(&e), "cannot remove the startup boost annotations");
+    }
+}
+
+/// The VPA's update policy and recommendation; `None` (with a Warning Event when the VPA cannot
+/// be read) when there is nothing to do.
+async fn read_vpa(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+) -> Option<(UpdatePolicy, Vec<ContainerRecommendation>)> {
+    let vpa_ref = vpa.object_ref(&());
+    let policy = match UpdatePolicy::from_api(vpa) {
+        Ok(p) => p,
+        Err(e) => {
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "InvalidPolicy",
+                    "Update",
+                    format!("cannot read the VPA's policy: {e}"),
+                )
+                .await;
+            return None;
+        }
+    };
+    let recommendation = match recommendations_from_api(vpa) {
+        Ok(Some(r)) if !r.is_empty() => r,
+        // Boosts are lowered to the pods' original values without a recommendation.
+        Ok(_) if policy.boosts.any() => Vec::new(),
+        Ok(_) => {
+            tracing::debug!("no recommendation yet");
+            return None;
+        }
+        Err(e) => {
+            ctx.events
+                .warning(
+                    &vpa_ref,
+                    "InvalidRecommendation",
+                    "Update",
+                    format!("cannot read the recommendation: {e}"),
+                )
+                .await;
+            return None;
+        }
+    };
+    Some((policy, recommendation))
 }
 
 /// The pods as the decision code sees them (read when the watch delivered them), with the
@@ -309,6 +468,7 @@ fn snapshots<'p>(
                 let mut snapshot = snapshot.clone();
                 snapshot.last_in_place_attempt =
                     ctx.in_place_attempt(&cached.pod, snapshot.resize != ResizeStatus::None, now);
+                snapshot.infeasible = ctx.infeasible(&cached.pod);
                 by_name.insert(cached.name(), &cached.pod);
                 snapshots.push(snapshot);
             }
@@ -401,18 +561,31 @@ async fn evict(
     ctx.metrics.eviction(result);
 }
 
+/// The pod a resize is for, its VPA, and whether a refused resize may fall back to eviction
+/// (`InPlaceOrRecreate`; never for `InPlace`).
+struct Target<'a> {
+    vpa: &'a VerticalPodAutoscaler,
+    pod: &'a Pod,
+    may_evict: bool,
+}
+
+/// Asks for a resize; true when the API server accepted it.
 async fn resize(
     ctx: &Context,
-    vpa: &VerticalPodAutoscaler,
-    pod: &Pod,
+    target: &Target<'_>,
     action: &PodAction,
     patch: Option<Value>,
     now: Timestamp,
     report: &mut LoopReport,
-) {
+) -> bool {
+    let Target {
+        vpa,
+        pod,
+        may_evict,
+    } = *target;
     let Some(patch) = patch else {
         tracing::debug!(pod = %action.pod, "nothing to resize");
-        return;
+        return false;
     };
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.write_client.clone(), &namespace);
@@ -428,6 +601,8 @@ async fn resize(
         Ok(_) => {
             report.resized += 1;
             ctx.record_in_place_attempt(pod, now);
+            // Upstream: an accepted request clears the stored infeasible attempt.
+            ctx.forget_infeasible(pod);
             ctx.metrics.resize("requested");
             tracing::info!(pod = %action.pod, reason = %action.reason, resource_diff = action.priority.resource_diff, "resize requested");
             ctx.events
@@ -444,12 +619,40 @@ async fn resize(
                     ),
                 )
                 .await;
+            true
         }
-        // The API server refuses (no resize support, forbidden, invalid): evict instead.
+        // Kubernetes 1.36+ refuses a resize the node cannot fit at admission, with a
+        // `NodeCapacity` cause: remember the values (AEP-8818 detection path 2).
+        Err(kube::Error::Api(status)) if !may_evict && node_capacity(&status) => {
+            ctx.metrics.resize("infeasible");
+            if let Backoff::Attempt(values) = &action.backoff {
+                let why = format!(
+                    "keeps its requests: the API server refused a resize to {} ({}); not retried until the recommendation asks for less",
+                    resize_backoff::describe(values),
+                    status.message
+                );
+                remember_infeasible(ctx, vpa, pod, values, &why).await;
+            }
+            false
+        }
+        // The API server refuses (no resize support, forbidden, invalid): evict instead, unless
+        // the mode never evicts.
         Err(kube::Error::Api(status))
             if (400..500).contains(&status.code) && status.code != 429 && status.code != 409 =>
         {
             ctx.metrics.resize("refused");
+            if !may_evict {
+                tracing::info!(pod = %action.pod, code = status.code, message = %status.message, "in-place resize refused; mode InPlace never evicts");
+                ctx.events
+                    .warning(
+                        &pod.object_ref(&()),
+                        "InPlaceResizeRefused",
+                        "Resize",
+                        format!("vpa-updater could not resize the pod in place (VPA {vpa_name}); it keeps its requests and is not evicted: {}", status.message),
+                    )
+                    .await;
+                return false;
+            }
             tracing::info!(pod = %action.pod, code = status.code, message = %status.message, "in-place resize refused; evicting instead");
             let fallback = PodAction {
                 reason: format!(
@@ -459,11 +662,118 @@ async fn resize(
                 ..action.clone()
             };
             evict(ctx, vpa, pod, &fallback, report).await;
+            false
         }
         Err(e) => {
             ctx.metrics.resize("error");
             tracing::warn!(pod = %action.pod, error = %api_message(&e), "in-place resize failed");
+            false
         }
+    }
+}
+
+/// True when the API server refused a resize because the node cannot fit it (a `NodeCapacity`
+/// cause, Kubernetes 1.36+).
+fn node_capacity(status: &kube::core::Status) -> bool {
+    status
+        .details
+        .as_ref()
+        .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NodeCapacity"))
+}
+
+/// Remembers resize values `pod`'s node could not fit; the first time, says so with an Event
+/// on the pod and on the VPA.
+async fn remember_infeasible(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+    pod: &Pod,
+    values: &RequestsByContainer,
+    why: &str,
+) {
+    if !ctx.remember_infeasible(pod, values) {
+        return;
+    }
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let (_, vpa_name) = vpa_name(vpa);
+    ctx.metrics.resize("held_back");
+    tracing::info!(pod = name, values = %resize_backoff::describe(values), why, "in-place resize infeasible; values remembered");
+    ctx.events
+        .warning(
+            &pod.object_ref(&()),
+            "InPlaceResizeInfeasible",
+            "Resize",
+            format!("vpa-updater (VPA {vpa_name}, mode InPlace) {why}"),
+        )
+        .await;
+    ctx.events
+        .warning(
+            &vpa.object_ref(&()),
+            "InPlaceResizeInfeasible",
+            "Resize",
+            format!("pod {name} {why}"),
+        )
+        .await;
+}
+
+/// Sets the VPA's `InPlaceResizeHeld` condition from this loop's plan when it changed (the
+/// recommender carries it over when it writes the status).
+async fn write_held_condition(
+    ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
+    plan: &[PodAction],
+    now: Timestamp,
+) {
+    let held: Vec<HeldPod<'_>> = plan
+        .iter()
+        .filter_map(|a| {
+            let infeasible = match a.backoff {
+                Backoff::Infeasible(_) => true,
+                Backoff::Waiting => false,
+                Backoff::None | Backoff::Attempt(_) => return None,
+            };
+            Some(HeldPod {
+                pod: &a.pod,
+                infeasible,
+                why: a
+                    .reason
+                    .strip_prefix("keeps its requests: ")
+                    .unwrap_or(&a.reason),
+            })
+        })
+        .collect();
+    let conditions = vpa
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let previous = conditions
+        .iter()
+        .find(|c| c.type_ == resize_backoff::CONDITION);
+    let Some(next) = held_condition(previous, &held, now) else {
+        return;
+    };
+    if previous == Some(&next) {
+        return;
+    }
+    let mut list: Vec<_> = conditions
+        .iter()
+        .filter(|c| c.type_ != resize_backoff::CONDITION)
+        .cloned()
+        .collect();
+    list.push(next);
+    list.sort_by(|a, b| a.type_.cmp(&b.type_));
+    let (namespace, name) = vpa_name(vpa);
+    let api: Api<VerticalPodAutoscaler> = Api::namespaced(ctx.client.clone(), &namespace);
+    let params = PatchParams {
+        field_manager: Some(BINARY.to_owned()),
+        ..PatchParams::default()
+    };
+    let patch = json!({"status": {"conditions": list}});
+    if let Err(e) = api
+        .patch_status(&name, &params, &Patch::Merge(&patch))
+        .await
+    {
+        tracing::warn!(error = %api_message(&e), "cannot write the InPlaceResizeHeld condition");
     }
 }
 
@@ -586,6 +896,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            boosts: plimsoll_core::vertical::startup_boost::StartupBoosts::default(),
         }
     }
 

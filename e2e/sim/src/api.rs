@@ -162,8 +162,14 @@ fn without_rv(obj: &Value) -> Value {
 
 /// The object an update of `part` leads to: the main resource keeps the stored status (when
 /// there is a status subresource), `/status` keeps everything but the status, `/resize` only
-/// changes container resources.
-fn isolate(def: &ResourceDef, part: Part, current: &Value, obj: Value) -> Result<Value, ApiError> {
+/// changes container resources (`allocatable`: the pod's node's, for the kubelet's verdict).
+fn isolate(
+    def: &ResourceDef,
+    part: Part,
+    current: &Value,
+    obj: Value,
+    allocatable: Option<&Value>,
+) -> Result<Value, ApiError> {
     let with_status_of = |mut new: Value, source: &Value| {
         match source.get("status") {
             Some(s) => new["status"] = s.clone(),
@@ -179,7 +185,7 @@ fn isolate(def: &ResourceDef, part: Part, current: &Value, obj: Value) -> Result
         Part::Main if def.status => with_status_of(obj, current),
         Part::Main => obj,
         Part::Status => with_status_of(current.clone(), &obj),
-        Part::Resize => defaults::resize_pod(current, &obj)?,
+        Part::Resize => defaults::resize_pod(current, &obj, allocatable)?,
     })
 }
 
@@ -484,13 +490,22 @@ impl Cluster {
             scope: scope_of(def, part),
             time: &time,
         };
+        // The kubelet's verdict on a resize needs the pod's node (read outside the mutation).
+        let allocatable = (part == Part::Resize)
+            .then(|| self.store.get(&key, ns, name))
+            .flatten()
+            .and_then(|pod| {
+                let node = pod.pointer("/spec/nodeName")?.as_str()?.to_owned();
+                self.store.get(&(String::new(), "nodes".into()), "", &node)
+            })
+            .and_then(|node| node.pointer("/status/allocatable").cloned());
         let stored = self.store.mutate(&key, ns, name, &def.group, |current| {
             let applied_fields = obj.pointer("/metadata/managedFields").cloned();
             let body_rv = meta(&obj, "resourceVersion");
             if !body_rv.is_empty() && body_rv != meta(current, "resourceVersion") {
                 return Err(target.conflict());
             }
-            let mut new = isolate(def, part, current, obj)?;
+            let mut new = isolate(def, part, current, obj, allocatable.as_ref())?;
             keep_system_metadata(current, &mut new);
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use crate::Cluster;
 use crate::error::ApiError;
 use crate::registry::ResourceDef;
+use crate::values::parse_quantity;
 
 fn set_default(obj: &mut Map<String, Value>, key: &str, v: Value) {
     obj.entry(key.to_string()).or_insert(v);
@@ -321,8 +322,19 @@ pub fn check_pod_update(current: &Value, new: &Value) -> Result<(), ApiError> {
 }
 
 /// The pods/resize subresource: takes only container resources (and resizePolicy) from the
-/// body; the simulated kubelet actuates at once, so status reflects the new resources.
-pub fn resize_pod(current: &Value, body: &Value) -> Result<Value, ApiError> {
+/// body. The simulated kubelet decides at once, as the real one (KEP-1287) does on its next
+/// sync: when the pod's total requests exceed its node's allocatable CPU or memory
+/// (`allocatable`, the node's `status.allocatable`), the spec keeps the new values but the
+/// resize is not actuated — the container statuses keep the old resources and the pod gets the
+/// condition `PodResizePending` with reason `Infeasible` and the kubelet's message (memory
+/// checked first, CPU in millicores, memory in bytes). Otherwise the status reflects the new
+/// resources and any pending-resize condition goes. Not modelled: `Deferred` (a resize that fits
+/// the node but not next to its other pods).
+pub fn resize_pod(
+    current: &Value,
+    body: &Value,
+    allocatable: Option<&Value>,
+) -> Result<Value, ApiError> {
     let mut new = current.clone();
     let body_containers = body
         .pointer("/spec/containers")
@@ -350,6 +362,27 @@ pub fn resize_pod(current: &Value, body: &Value) -> Result<Value, ApiError> {
                 c[f] = v.clone();
             }
         }
+    }
+    let infeasible = allocatable.and_then(|a| infeasible_message(containers, a));
+    if let Some(message) = infeasible {
+        let status = new
+            .as_object_mut()
+            .map(|o| o.entry("status").or_insert_with(|| json!({})));
+        if let Some(status) = status.and_then(Value::as_object_mut) {
+            let mut conditions: Vec<Value> = status
+                .get("conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            conditions.retain(|c| c["type"] != "PodResizePending");
+            conditions.push(json!({"type": "PodResizePending", "status": "True",
+                "reason": "Infeasible", "message": message, "lastProbeTime": null,
+                "lastTransitionTime": current.pointer("/status/conditions").and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "PodResizePending"))
+                    .map_or(Value::Null, |c| c["lastTransitionTime"].clone())}));
+            status.insert("conditions".into(), json!(conditions));
+        }
+        return Ok(new);
     }
     let resources: Vec<(String, Value)> = containers
         .iter()
@@ -382,8 +415,51 @@ pub fn resize_pod(current: &Value, body: &Value) -> Result<Value, ApiError> {
     if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
         // The deprecated status.resize field: nothing is pending once actuated.
         status.remove("resize");
+        if let Some(cs) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+            cs.retain(|c| c["type"] != "PodResizePending");
+        }
     }
     Ok(new)
+}
+
+/// The kubelet's `Infeasible` message when the containers' total requests exceed the node's
+/// allocatable memory or CPU (the kubelet's wording and order), else `None`.
+fn infeasible_message(containers: &[Value], allocatable: &Value) -> Option<String> {
+    let total = |resource: &str| -> f64 {
+        containers
+            .iter()
+            .filter_map(|c| c.pointer(&format!("/resources/requests/{resource}")))
+            .filter_map(Value::as_str)
+            .filter_map(parse_quantity)
+            .sum()
+    };
+    let available = |resource: &str| {
+        allocatable
+            .get(resource)
+            .and_then(Value::as_str)
+            .and_then(parse_quantity)
+    };
+    let memory = total("memory");
+    if let Some(cap) = available("memory")
+        && memory > cap
+    {
+        return Some(format!(
+            "Node didn't have enough capacity: memory, requested: {}, capacity: {}",
+            memory.round() as i64,
+            cap.round() as i64
+        ));
+    }
+    let cpu = total("cpu");
+    if let Some(cap) = available("cpu")
+        && cpu > cap
+    {
+        return Some(format!(
+            "Node didn't have enough capacity: cpu, requested: {}, capacity: {}",
+            (cpu * 1000.0).round() as i64,
+            (cap * 1000.0).round() as i64
+        ));
+    }
+    None
 }
 
 fn is_dns_subdomain(name: &str) -> bool {
@@ -582,11 +658,54 @@ mod tests {
         let pod = json!({"spec": {"containers": [{"name": "a", "image": "x", "resources": {}}]},
             "status": {"containerStatuses": [{"name": "a"}]}});
         let body = json!({"spec": {"containers": [{"name": "a", "image": "evil", "resources": {"requests": {"cpu": "2"}}}]}});
-        let out = resize_pod(&pod, &body).unwrap();
+        let out = resize_pod(&pod, &body, None).unwrap();
         assert_eq!(out["spec"]["containers"][0]["image"], "x");
         assert_eq!(
             out["status"]["containerStatuses"][0]["allocatedResources"]["cpu"],
             "2"
         );
+    }
+
+    // KEP-1287 as the kubelet does it (the message of its `canResizePod`): the spec takes the
+    // new values, the status keeps the old ones, the condition says why; a resize that fits
+    // later is actuated and clears the condition.
+    #[test]
+    fn a_resize_beyond_the_nodes_allocatable_is_infeasible() {
+        let pod = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}]},
+            "status": {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}],
+                "conditions": [{"type": "Ready", "status": "True"}]}});
+        let node = json!({"cpu": "7800m", "memory": "31Gi"});
+        let big = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "20"}}}]}});
+        let out = resize_pod(&pod, &big, Some(&node)).unwrap();
+        assert_eq!(
+            out["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            "20"
+        );
+        assert_eq!(
+            out["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"],
+            "100m"
+        );
+        let pending = &out["status"]["conditions"][1];
+        assert_eq!(pending["type"], "PodResizePending");
+        assert_eq!(pending["reason"], "Infeasible");
+        assert_eq!(
+            pending["message"],
+            "Node didn't have enough capacity: cpu, requested: 20000, capacity: 7800"
+        );
+        let mem = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "20", "memory": "40Gi"}}}]}});
+        let out2 = resize_pod(&out, &mem, Some(&node)).unwrap();
+        let message = out2["status"]["conditions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(message.starts_with("Node didn't have enough capacity: memory, requested: 42949672960, capacity: 33285996544"), "{message}");
+        assert_eq!(out2["status"]["conditions"].as_array().unwrap().len(), 2);
+        let fits = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "2"}}}]}});
+        let out3 = resize_pod(&out2, &fits, Some(&node)).unwrap();
+        assert_eq!(
+            out3["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"],
+            "2"
+        );
+        assert_eq!(out3["status"]["conditions"].as_array().unwrap().len(), 1);
     }
 }

@@ -371,6 +371,19 @@ pub async fn create_deployment(
     Ok(())
 }
 
+/// The pod's condition of type `type_`, if it has one.
+pub fn pod_condition<'a>(
+    pod: &'a Pod,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
 /// Waits until exactly `count` pods labelled `app: <name>` are Ready.
 pub async fn wait_ready_pods(
     env: &Env,
@@ -390,14 +403,7 @@ pub async fn wait_ready_pods(
             let ready = list
                 .items
                 .iter()
-                .filter(|p| {
-                    p.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| {
-                            cs.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-                        })
-                })
+                .filter(|p| pod_condition(p, "Ready").is_some_and(|c| c.status == "True"))
                 .count();
             Ok((ready == count).then_some(()))
         },

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::Parser as _;
 use jiff::Timestamp;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -566,12 +567,58 @@ async fn renew_webhook_status(env: &Env) -> anyhow::Result<()> {
 async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() -> anyhow::Result<()>
 {
     let env = authorized("rbac-vpa-updater", &["vpa-updater"]).await?;
-    for (name, mode) in [("web", "Recreate"), ("inplace", "InPlaceOrRecreate")] {
+    for (name, mode) in [
+        ("web", "Recreate"),
+        ("inplace", "InPlaceOrRecreate"),
+        ("held", "InPlace"),
+    ] {
         plimsoll_e2e::create_deployment(&env, name, 4, "10m", "10Mi").await?;
         plimsoll_e2e::wait_ready_pods(&env, name, 4, WITHIN, EVERY).await?;
         create_vpa(&env, name, mode).await?;
         recommend_far_above(&env, name).await?;
     }
+    // More CPU than any node has: the kubelet answers Infeasible and the updater sets the VPA's
+    // InPlaceResizeHeld condition (verticalpodautoscalers/status).
+    let beyond = json!({"status": {"recommendation": {"containerRecommendations": [{
+        "containerName": "app",
+        "target": {"cpu": "20", "memory": "10Mi"},
+        "lowerBound": {"cpu": "10", "memory": "5Mi"},
+        "upperBound": {"cpu": "40", "memory": "20Mi"}
+    }]}}});
+    env.api::<VerticalPodAutoscaler>()
+        .patch_status("held", &PatchParams::default(), &Patch::Merge(&beyond))
+        .await?;
+    // A pod whose CPU startup boost is over (as the webhook would have annotated it): the
+    // updater lowers it and removes the annotation (pods: patch).
+    plimsoll_e2e::create_deployment(&env, "boost", 2, "10m", "10Mi").await?;
+    plimsoll_e2e::wait_ready_pods(&env, "boost", 2, WITHIN, EVERY).await?;
+    let boost_vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "boost"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "boost"},
+            "updatePolicy": {"updateMode": "Off"},
+            "startupBoost": {"cpu": {"type": "Factor", "factor": 2}},
+        },
+    }))?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &boost_vpa)
+        .await?;
+    let boosted = env
+        .api::<Pod>()
+        .list(&ListParams::default().labels("app=boost"))
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .and_then(|p| p.metadata.name)
+        .context("a boost pod")?;
+    let annotate = json!({"metadata": {"annotations": {
+        "vpaCpuStartupBoost/app": r#"{"requests":{"cpu":"10m"},"limits":{}}"#
+    }}});
+    env.api::<Pod>()
+        .patch(&boosted, &PatchParams::default(), &Patch::Merge(&annotate))
+        .await?;
     renew_webhook_status(&env).await?;
     let kubeconfig = access::kubeconfig_of(&env, "vpa-updater")?;
     let config = plimsoll_vpa_updater::cli::parse_config([
@@ -589,11 +636,28 @@ async fn vpa_updater_evicts_and_resizes_under_its_own_role_and_uses_all_of_it() 
     let service = Running::spawn("vpa-updater", |token| {
         plimsoll_vpa_updater::run(config, token)
     });
-    eventually("an eviction and a resize", WITHIN, EVERY, || async {
-        let audit = env.audit().unwrap_or_default();
-        let did = |sub: &str| audit.iter().any(|e| e.subresource == sub);
-        Ok((did("eviction") && did("resize")).then_some(()))
-    })
+    eventually(
+        "an eviction, a resize, a held condition and a boost annotation removed",
+        WITHIN,
+        EVERY,
+        || async {
+            let audit = env.audit().unwrap_or_default();
+            let did = |sub: &str| audit.iter().any(|e| e.subresource == sub);
+            let held = audit.iter().any(|e| {
+                e.resource == "verticalpodautoscalers"
+                    && e.subresource == "status"
+                    && e.name == "held"
+                    && e.field_manager.as_deref() == Some("vpa-updater")
+            });
+            let unboosted = audit.iter().any(|e| {
+                e.resource == "pods"
+                    && e.subresource.is_empty()
+                    && e.verb == "patch"
+                    && e.field_manager.as_deref() == Some("vpa-updater")
+            });
+            Ok((did("eviction") && did("resize") && held && unboosted).then_some(()))
+        },
+    )
     .await?;
     service.stop().await??;
     assert_enough_and_no_more(&env, "vpa-updater")?;

@@ -377,6 +377,245 @@ async fn in_place_or_recreate_resizes_through_the_resize_subresource() -> anyhow
     Ok(())
 }
 
+/// Resizes of pods in the namespace recorded by the sim (`None` on a real cluster).
+fn audited_resizes(env: &Env) -> Option<Vec<String>> {
+    let audit = env.audit()?;
+    Some(
+        audit
+            .into_iter()
+            .filter(|e| e.resource == "pods" && e.subresource == "resize")
+            .map(|e| e.name)
+            .collect(),
+    )
+}
+
+/// The VPA's `InPlaceResizeHeld` condition as (status, reason, message).
+async fn held_condition(env: &Env, name: &str) -> anyhow::Result<Option<(String, String, String)>> {
+    let vpa = env.api::<VerticalPodAutoscaler>().get(name).await?;
+    Ok(vpa
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "InPlaceResizeHeld")
+        .map(|c| {
+            (
+                c.status,
+                c.reason.unwrap_or_default(),
+                c.message.unwrap_or_default(),
+            )
+        }))
+}
+
+/// The CPU cores the kubelet applied to the pod's first container (its status), else NaN.
+fn allocated_cpu(pod: &Pod) -> f64 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .and_then(|c| c.resources.as_ref())
+        .and_then(|r| r.requests.as_ref())
+        .and_then(|r| r.get("cpu"))
+        .and_then(|q| plimsoll_core::quantity::parse_f64(&q.0).ok())
+        .unwrap_or(f64::NAN)
+}
+
+// AEP-8818 on the sim: a recommendation above every node's allocatable CPU (20 cores; the sim's
+// nodes have 7800m) is sent once per pod, the kubelet answers Infeasible, and the updater
+// neither evicts nor sends the same values again, however many loops run; the VPA's condition
+// and the pods' Events say why. A lower recommendation is then tried, and applied.
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's audit log and its nodes' allocatable (7800m CPU)"
+)]
+async fn in_place_never_evicts_and_does_not_resend_infeasible_values() -> anyhow::Result<()> {
+    let env = four_web_pods("vpa-upd-inplace-only", "InPlace").await?;
+    env.sim()?;
+    recommend(&env, "web", 20_000).await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    let updater = Updater::start(&env, "1s", &[])?;
+    // Two resizes per loop (4 replicas, tolerance 0.5): every pod is asked once by loop 2.
+    eventually(
+        "every pod's resize reported Infeasible",
+        WAIT,
+        POLL,
+        || async {
+            let pods = env.api::<Pod>().list(&ListParams::default()).await?;
+            let infeasible = pods
+                .items
+                .iter()
+                .filter(|p| {
+                    plimsoll_e2e::pod_condition(p, "PodResizePending")
+                        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
+                })
+                .count();
+            Ok((infeasible == 4).then_some(()))
+        },
+    )
+    .await?;
+    // Many more loops: nothing is sent again, nothing evicted.
+    let done = updater
+        .metric("plimsoll_vpa_updater_loops_total{outcome=\"completed\"}")
+        .await?;
+    updater.loops("completed", done + 5).await?;
+    let resized = audited_resizes(&env).context("needs the sim's audit log")?;
+    assert_eq!(resized.len(), 4, "each pod asked once: {resized:?}");
+    let mut names = resized.clone();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 4, "{resized:?}");
+    assert_eq!(audited_evictions(&env), Some(Vec::new()));
+    for result in ["evicted", "blocked", "gone", "error"] {
+        assert_eq!(updater.evictions(result).await?, 0, "{result}");
+    }
+    let pods = env.api::<Pod>().list(&ListParams::default()).await?;
+    assert!(
+        pods.items
+            .iter()
+            .all(|p| (allocated_cpu(p) - 0.01).abs() < 1e-9),
+        "the kubelet applied nothing"
+    );
+    let (status, reason, message) = held_condition(&env, "web")
+        .await?
+        .context("the VPA has an InPlaceResizeHeld condition")?;
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "Infeasible"));
+    assert!(
+        message.starts_with("4 pod(s) keep their requests (4 the node cannot fit)"),
+        "{message}"
+    );
+    assert!(message.contains("capacity: 7800"), "{message}");
+    let pod_events = events(&env, "InPlaceResizeInfeasible").await?;
+    assert_eq!(
+        pod_events.iter().filter(|(kind, _)| kind == "Pod").count(),
+        4,
+        "{pod_events:?}"
+    );
+
+    // A recommendation that asks for less may fit: tried, and applied by the kubelet.
+    recommend(&env, "web", 2_000).await?;
+    eventually("every pod resized to 2 cores", WAIT, POLL, || async {
+        let pods = env.api::<Pod>().list(&ListParams::default()).await?;
+        Ok(pods
+            .items
+            .iter()
+            .all(|p| (allocated_cpu(p) - 2.0).abs() < 1e-9)
+            .then_some(()))
+    })
+    .await?;
+    eventually("the condition turned False", WAIT, POLL, || async {
+        Ok(held_condition(&env, "web")
+            .await?
+            .filter(|(status, reason, _)| status == "False" && reason == "NoneHeld")
+            .map(|_| ()))
+    })
+    .await?;
+    assert_eq!(audited_resizes(&env).map(|r| r.len()), Some(8));
+    assert_eq!(audited_evictions(&env), Some(Vec::new()));
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+// AEP-7862 on the sim, with the real webhook: a VPA in mode Off with a CPU startup boost
+// (factor 3, 8 s after Ready) gives new pods 3 × their 100m request with the original in the
+// `vpaCpuStartupBoost/app` annotation; once a pod has been Ready 8 s the updater lowers it in
+// place to its original request and drops the annotation; nothing is evicted.
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: webhook calls to loopback and the audit log"
+)]
+async fn a_startup_boost_is_applied_at_creation_and_lowered_after_readiness() -> anyhow::Result<()>
+{
+    let env = Env::start("vpa-upd-boost").await?;
+    env.sim()?;
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "updatePolicy": {"updateMode": "Off"},
+            "startupBoost": {"cpu": {"type": "Factor", "factor": 3, "durationSeconds": 8}}
+        }
+    }))?;
+    env.api::<VerticalPodAutoscaler>()
+        .create(&PostParams::default(), &vpa)
+        .await?;
+    let (admission_token, run) = env.admission(&env.namespace).await?;
+    let admission = tokio::spawn(run);
+    plimsoll_e2e::wait_webhook_ready(&env.client, &env.namespace, WAIT).await?;
+    plimsoll_e2e::create_deployment(&env, "web", 2, "100m", "10Mi").await?;
+    let pods = env.api::<Pod>();
+    let boosted = |p: &Pod| {
+        p.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("vpaCpuStartupBoost/app"))
+            .cloned()
+    };
+    let started = eventually("two pods created boosted", WAIT, POLL, || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await?;
+        let ok: Vec<(String, Option<String>)> = list
+            .items
+            .iter()
+            .map(|p| (cpu_request(p), boosted(p)))
+            .collect();
+        Ok((ok.len() == 2).then_some(ok))
+    })
+    .await?;
+    for (cpu, annotation) in &started {
+        assert_eq!(cpu, "300m", "{started:?}");
+        assert_eq!(
+            annotation.as_deref(),
+            Some(r#"{"requests":{"cpu":"100m","memory":"10Mi"},"limits":{}}"#),
+            "{started:?}"
+        );
+    }
+    let updater = Updater::start(&env, "1s", &[])?;
+    let lowered = eventually(
+        "both pods lowered to 100m",
+        Duration::from_secs(90),
+        POLL,
+        || async {
+            let list = pods.list(&ListParams::default().labels("app=web")).await?;
+            let done = list.items.iter().all(|p| {
+                cpu_request(p) == "100m"
+                    && (allocated_cpu(p) - 0.1).abs() < 1e-9
+                    && boosted(p).is_none()
+            });
+            Ok((done && list.items.len() == 2).then_some(list.items))
+        },
+    )
+    .await?;
+    // Lowered no sooner than 8 s after the pod became Ready (the sim's clock on both sides).
+    let audit = env.audit().context("needs the sim's audit log")?;
+    for pod in &lowered {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let ready = plimsoll_e2e::pod_condition(pod, "Ready")
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0)
+            .context("Ready time")?;
+        let resized: Vec<Timestamp> = audit
+            .iter()
+            .filter(|e| e.subresource == "resize" && e.name == name)
+            .filter_map(|e| e.time.parse().ok())
+            .collect();
+        assert_eq!(resized.len(), 1, "{name}: one resize");
+        assert!(
+            resized[0] >= ready + SignedDuration::from_secs(8),
+            "{name}: lowered at {} but Ready at {ready}",
+            resized[0]
+        );
+    }
+    assert_eq!(audited_evictions(&env), Some(Vec::new()));
+    updater.stop().await?;
+    admission_token.cancel();
+    let _ = admission.await;
+    env.cleanup().await;
+    Ok(())
+}
+
 fn cpu_request(pod: &Pod) -> String {
     pod.spec
         .as_ref()

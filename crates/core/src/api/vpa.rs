@@ -178,7 +178,7 @@ open_enum! {
     StartupBoostType {
         /// Multiply the request by `factor`.
         Factor = "Factor",
-        /// Use `quantity` as request and limit.
+        /// Add `quantity` to the request.
         Quantity = "Quantity",
     }
 }

@@ -24,6 +24,10 @@
 //! * Beyond upstream, `maxLimitRequestRatio` holds: `RequestsOnly` raises requests to
 //!   `limit / ratio`, `RequestsAndLimits` lowers limits to `request × ratio`.
 //! * `updateMode: Off` changes no resources; the pod still gets `vpaObservedContainers`.
+//! * At creation only (not in an in-place resize), a container with a CPU startup boost gets it
+//!   on top of the above ([`super::startup_boost`]), even in mode `Off`, and its original
+//!   resources in the `vpaCpuStartupBoost/<container>` annotation; a boost that would break a
+//!   container `LimitRange` rule the container met before is left out, with a note.
 //! * Patch ops are `add` (which also replaces), containers in spec order, `cpu` before `memory`,
 //!   `requests` before `limits`; maps that do not exist are created first. Then the
 //!   `vpaUpdates` annotation (`Pod resources updated by NAME: container 0: cpu request, …`)
@@ -47,6 +51,7 @@ use super::policy::{
     container_policy,
 };
 use super::priority::{OBSERVED_CONTAINERS_ANNOTATION, PodContainer};
+use super::startup_boost::{OriginalResources, StartupBoosts, annotation_key, boost_container};
 // Re-exported: the updater and its replay read recommendations through `admission`.
 pub use super::resources::recommendations_from_api;
 use super::resources::{
@@ -406,6 +411,8 @@ pub struct AdmissionVpa {
     pub policies: Vec<ContainerPolicy>,
     /// `status.recommendation.containerRecommendations` (`None`: no recommendation yet).
     pub recommendation: Option<Vec<ContainerRecommendation>>,
+    /// `startupBoost` of the spec and of the container policies.
+    pub boosts: StartupBoosts,
 }
 
 /// One RFC 6902 operation.
@@ -451,13 +458,24 @@ pub struct AdmissionPatch {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// Computes the patch for a pod controlled by `vpa`. `container_range` and `pod_range` are the
-/// merged `LimitRange` items of the pod's namespace (see `limit_range::merge`).
+/// Computes the patch for a pod controlled by `vpa` when it is created (with its startup
+/// boosts). `container_range` and `pod_range` are the merged `LimitRange` items of the pod's
+/// namespace (see `limit_range::merge`).
 pub fn admission_patch(
     pod: &AdmissionPod,
     vpa: &AdmissionVpa,
     container_range: Option<&LimitRangeItem>,
     pod_range: Option<&LimitRangeItem>,
+) -> AdmissionPatch {
+    patch_for(pod, vpa, container_range, pod_range, true)
+}
+
+fn patch_for(
+    pod: &AdmissionPod,
+    vpa: &AdmissionVpa,
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+    at_creation: bool,
 ) -> AdmissionPatch {
     let containers: Vec<PodContainer> =
         pod.containers.iter().map(|c| c.container.clone()).collect();
@@ -480,38 +498,59 @@ pub fn admission_patch(
         ));
     }
     let mut summaries = Vec::new();
+    let mut boosted: Vec<(String, String)> = Vec::new();
     for (i, c) in pod.containers.iter().enumerate() {
-        if mode_off {
-            break;
-        }
-        let Some(rec) = recommendation_for(&processed.containers, &c.container.name) else {
-            continue;
+        let name = &c.container.name;
+        let rec = if mode_off {
+            None
+        } else {
+            recommendation_for(&processed.containers, name)
         };
-        let mut notes = processed
-            .notes
-            .get(&c.container.name)
-            .cloned()
-            .unwrap_or_default();
-        let requests = rec.target;
-        let (limits, limit_notes) = new_limits(
-            &c.container,
-            &requests,
-            controlled_values(policies, &c.container.name),
-            container_range,
-        );
-        if !limits.is_empty() {
-            notes.extend(limit_notes);
+        let mut notes = processed.notes.get(name).cloned().unwrap_or_default();
+        let (mut requests, mut limits) = match rec {
+            Some(rec) => {
+                let requests = rec.target;
+                let (limits, limit_notes) = new_limits(
+                    &c.container,
+                    &requests,
+                    controlled_values(policies, name),
+                    container_range,
+                );
+                if !limits.is_empty() {
+                    notes.extend(limit_notes);
+                }
+                (requests, limits)
+            }
+            None => (Resources::default(), Resources::default()),
+        };
+        if at_creation
+            && let Some(annotation) = apply_boost(
+                c,
+                vpa,
+                container_range,
+                (&mut requests, &mut limits),
+                &mut notes,
+            )
+        {
+            boosted.push(annotation);
+        }
+        if rec.is_none() && requests.is_empty() && limits.is_empty() {
+            continue;
         }
         let (ops, summary) = container_ops(i, c, &requests, &limits, notes);
         if !ops.is_empty() {
             patch.ops.extend(ops);
             summaries.push(summary);
             patch.updates.push(ContainerUpdate {
-                container: c.container.name.clone(),
+                container: name.clone(),
                 requests,
                 limits,
             });
         }
+    }
+    for (key, value) in boosted {
+        patch.ops.push(annotation_op(&key, &value));
+        patch.annotations.insert(key, value);
     }
     if !summaries.is_empty() {
         let value = format!(
@@ -539,6 +578,51 @@ pub fn admission_patch(
     patch
 }
 
+/// Raises the container's CPU by its startup boost, if it has one and the result keeps the
+/// container's LimitRange rules; returns the boost annotation (key, value) when it did.
+fn apply_boost(
+    c: &AdmissionContainer,
+    vpa: &AdmissionVpa,
+    container_range: Option<&LimitRangeItem>,
+    (requests, limits): (&mut Resources, &mut Resources),
+    notes: &mut Vec<String>,
+) -> Option<(String, String)> {
+    let name = &c.container.name;
+    let boost = vpa.boosts.for_container(name)?;
+    let (request, limit) = boost_container(
+        requests.cpu,
+        (&c.container.requests, &c.container.limits),
+        controlled_values(&vpa.policies, name),
+        boost.cpu,
+        vpa.boosts.max_cpu,
+    )?;
+    let after = Amounts {
+        request: Some(request),
+        limit: limit.or(limits.cpu).or(c.container.limits.cpu),
+    };
+    let before = container_violations(
+        Resource::Cpu,
+        amounts_of(&c.container, Resource::Cpu),
+        container_range,
+    );
+    let fresh = container_violations(Resource::Cpu, after, container_range).new_since(before);
+    if !fresh.is_empty() {
+        notes.push(format!(
+            "cpu startup boost left out: it would break {fresh}"
+        ));
+        return None;
+    }
+    requests.cpu = Some(request);
+    if limit.is_some() {
+        limits.cpu = limit;
+    }
+    notes.push("cpu startup boost".to_owned());
+    Some((
+        annotation_key(name),
+        OriginalResources::of(&c.container.requests, &c.container.limits).annotation(),
+    ))
+}
+
 /// The JSON Patch for the pod `resize` subresource (in-place update): the resource operations of
 /// [`admission_patch`] without the annotation ones, which upstream sends as a separate pod patch.
 pub fn resize_patch(
@@ -547,10 +631,46 @@ pub fn resize_patch(
     container_range: Option<&LimitRangeItem>,
     pod_range: Option<&LimitRangeItem>,
 ) -> Vec<JsonPatchOp> {
-    admission_patch(pod, vpa, container_range, pod_range)
+    patch_for(pod, vpa, container_range, pod_range, false)
         .ops
         .into_iter()
         .filter(|op| op.path.starts_with("/spec/"))
+        .collect()
+}
+
+/// What the containers whose CPU startup boost is over (`expired`, with the original resources
+/// their annotation recorded) are lowered to in place (AEP-7862): the recommendation, as a
+/// resize would apply it, when the VPA's mode applies one to the container; else the original
+/// values. A container with neither is left out.
+pub fn unboost_updates(
+    pod: &AdmissionPod,
+    vpa: &AdmissionVpa,
+    expired: &BTreeMap<String, Option<OriginalResources>>,
+    container_range: Option<&LimitRangeItem>,
+    pod_range: Option<&LimitRangeItem>,
+) -> Vec<ContainerUpdate> {
+    let recommended = patch_for(pod, vpa, container_range, pod_range, false).updates;
+    expired
+        .iter()
+        .filter_map(|(name, original)| {
+            recommended
+                .iter()
+                .find(|u| &u.container == name && u.requests.cpu.is_some())
+                .cloned()
+                .or_else(|| {
+                    let (requests, limits) = original.as_ref()?.resources().ok()?;
+                    let cpu = |r: Resources| Resources {
+                        cpu: r.cpu,
+                        memory: None,
+                    };
+                    // Only CPU was boosted: memory stays as it is.
+                    Some(ContainerUpdate {
+                        container: name.clone(),
+                        requests: cpu(requests),
+                        limits: cpu(limits),
+                    })
+                })
+        })
         .collect()
 }
 
@@ -601,6 +721,7 @@ impl AdmissionVpa {
             update_mode: UpdateMode::from_api(&vpa.spec.update_mode()),
             policies: container_policies_from_api(vpa)?,
             recommendation: recommendations_from_api(vpa)?,
+            boosts: StartupBoosts::from_api(vpa),
         })
     }
 }
@@ -689,6 +810,7 @@ mod tests {
                     target,
                     ..ContainerRecommendation::default()
                 }]),
+                boosts: StartupBoosts::default(),
             }
         }
 
@@ -1116,6 +1238,66 @@ mod tests {
             ]
         );
         assert_eq!(ops[3].value, json!("4Gi"));
+    }
+
+    fn factor_boost(factor: i32) -> StartupBoosts {
+        StartupBoosts {
+            pod: Some(crate::vertical::startup_boost::BoostPolicy {
+                cpu: crate::vertical::startup_boost::CpuBoost::Factor(factor),
+                duration: jiff::SignedDuration::ZERO,
+            }),
+            containers: BTreeMap::new(),
+            max_cpu: None,
+        }
+    }
+
+    // AEP-7862 "Workflow" step 3: the boost is applied on top of the recommendation at
+    // creation, with the original resources in the annotation; never in a resize.
+    #[test]
+    fn startup_boost_at_creation_only() {
+        let pod = AdmissionPod::test().container("c", res("100m", "1Gi"), res("200m", ""));
+        let mut vpa = AdmissionVpa::test("c", res("250m", "1Gi"));
+        vpa.boosts = factor_boost(2);
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert_eq!(patch.updates[0].requests.cpu, Some(q("500m")));
+        // The limit keeps its 2:1 ratio to the boosted request.
+        assert_eq!(patch.updates[0].limits.cpu, Some(q("1")));
+        assert_eq!(
+            patch
+                .annotations
+                .get("vpaCpuStartupBoost/c")
+                .map(String::as_str),
+            Some(r#"{"requests":{"cpu":"100m","memory":"1Gi"},"limits":{"cpu":"200m"}}"#)
+        );
+        assert!(
+            patch
+                .ops
+                .iter()
+                .any(|o| o.path == "/metadata/annotations/vpaCpuStartupBoost~1c"),
+            "{:?}",
+            patch.ops
+        );
+        let ops = resize_patch(&pod, &vpa, None, None);
+        let cpu = ops
+            .iter()
+            .find(|o| o.path.ends_with("requests/cpu"))
+            .map(|o| o.value.clone());
+        assert_eq!(cpu, Some(json!("250m")), "a resize is never boosted");
+    }
+
+    #[test]
+    fn startup_boost_applies_in_mode_off_from_the_spec_request() {
+        let pod = AdmissionPod::test().container("c", res("100m", ""), res("", ""));
+        let mut vpa = AdmissionVpa::test("c", res("250m", "1Gi"));
+        vpa.update_mode = UpdateMode::Off;
+        vpa.boosts = factor_boost(3);
+        let patch = admission_patch(&pod, &vpa, None, None);
+        assert_eq!(patch.updates.len(), 1);
+        assert_eq!(patch.updates[0].requests, res("300m", ""));
+        assert!(patch.annotations.contains_key("vpaCpuStartupBoost/c"));
+        // No boost configured: mode Off patches nothing.
+        vpa.boosts = StartupBoosts::default();
+        assert!(admission_patch(&pod, &vpa, None, None).updates.is_empty());
     }
 
     mod props {

@@ -12,6 +12,8 @@
 //!   `status.numberReady` (`DaemonSet`) or the live pod count (`Job`).
 //! * `InPlaceOrRecreate`: a pod is resized in place when the budget allows; a pod whose resize is
 //!   stuck (`Infeasible`, `Deferred` > 5 min, `InProgress` > 1 h, `Error`) is evicted instead.
+//! * `InPlace` (AEP-8818): a pod is resized in place when the budget allows and
+//!   [`super::resize_backoff`] says so; the plan never evicts such a pod.
 //!
 //! Deliberate differences from upstream, both on the safe side: pods without a controller owner
 //! are never evicted (upstream groups them under an empty owner and may evict them, and nothing
@@ -30,10 +32,12 @@ use super::policy::{
 pub use super::policy::UpdateMode;
 use super::priority::{
     AcceptReason, ChangeRequirement, EvictionRequirement, Owner, PodPhase, PodPriority,
-    PodSnapshot, PriorityDecision, PrioritySkip, ResizeStatus, UpdateConfig, decide_priority,
-    meets_eviction_requirements, sort_by_update_order,
+    PodSnapshot, PriorityDecision, PrioritySkip, RequestsByContainer, ResizeStatus, UpdateConfig,
+    decide_priority, meets_eviction_requirements, sort_by_update_order,
 };
+use super::resize_backoff::{InPlaceStep, in_place_step, proposed_requests};
 use super::resources::{ContainerRecommendation, Resource};
+use super::startup_boost::{StartupBoosts, expired};
 use crate::api::vpa::{self as api, VerticalPodAutoscaler};
 use crate::quantity::QuantityError;
 
@@ -92,6 +96,18 @@ impl GroupStats {
                 && self.eviction_tolerance == 0
                 && self.evicted == 0
                 && self.in_place_initiated == 0)
+    }
+
+    /// [`GroupStats::is_disruptable`], or the denial that says why not.
+    fn budget_allows(&self) -> Result<(), Denial> {
+        if self.is_disruptable() {
+            Ok(())
+        } else {
+            Err(Denial::BudgetExhausted {
+                configured: self.configured,
+                tolerance: self.eviction_tolerance,
+            })
+        }
     }
 }
 
@@ -255,14 +271,7 @@ impl EvictionBudget {
         if pod.resize != ResizeStatus::None {
             return stuck_resize_may_be_evicted(pod, stats, now);
         }
-        if stats.is_disruptable() {
-            Ok(())
-        } else {
-            Err(Denial::BudgetExhausted {
-                configured: stats.configured,
-                tolerance: stats.eviction_tolerance,
-            })
-        }
+        stats.budget_allows()
     }
 
     /// Records an eviction (pending pods do not use the budget).
@@ -294,14 +303,20 @@ impl EvictionBudget {
                 Err(denial) => InPlaceDecision::Deferred(denial),
             };
         }
-        if stats.is_disruptable() {
-            InPlaceDecision::Approved
-        } else {
-            InPlaceDecision::Deferred(Denial::BudgetExhausted {
-                configured: stats.configured,
-                tolerance: stats.eviction_tolerance,
-            })
+        match stats.budget_allows() {
+            Ok(()) => InPlaceDecision::Approved,
+            Err(denial) => InPlaceDecision::Deferred(denial),
         }
+    }
+
+    /// Upstream `CanInPlaceUpdate` for `InPlace`, before the resize state is looked at: the pod
+    /// has a group, is not Pending, and the group may lose one more pod this loop.
+    pub fn in_place_only_allowed(&self, pod: &PodSnapshot) -> Result<(), Denial> {
+        let (_, stats) = self.stats_of(pod)?;
+        if pod.phase == PodPhase::Pending {
+            return Err(Denial::Pending);
+        }
+        stats.budget_allows()
     }
 
     /// Records an in-place resize request.
@@ -335,12 +350,7 @@ fn stuck_resize_may_be_evicted(
     stats: &GroupStats,
     now: Timestamp,
 ) -> Result<(), Denial> {
-    if !stats.is_disruptable() {
-        return Err(Denial::BudgetExhausted {
-            configured: stats.configured,
-            tolerance: stats.eviction_tolerance,
-        });
-    }
+    stats.budget_allows()?;
     let since = now.duration_since(pod.last_in_place_attempt.unwrap_or(now));
     let stuck = match pod.resize {
         ResizeStatus::None => false,
@@ -371,11 +381,13 @@ pub struct UpdatePolicy {
     pub evict_after_oom: Option<SignedDuration>,
     /// `spec.resourcePolicy.containerPolicies` (for `mode: Off`).
     pub container_policies: Vec<ContainerPolicy>,
+    /// `startupBoost` of the spec and the container policies.
+    pub boosts: StartupBoosts,
 }
 
 impl UpdatePolicy {
-    /// Reads the update policy of a VPA object. Unknown modes (and `InPlace`, which Plimsoll does
-    /// not implement yet) count as `Off`: the updater never acts on what it does not understand.
+    /// Reads the update policy of a VPA object. Unknown modes count as `Off`: the updater never
+    /// acts on what it does not understand.
     pub fn from_api(vpa: &VerticalPodAutoscaler) -> Result<UpdatePolicy, QuantityError> {
         let policy = vpa.spec.update_policy.as_ref();
         let eviction_requirements = policy
@@ -410,6 +422,7 @@ impl UpdatePolicy {
                 .and_then(|p| p.evict_after_oom_seconds)
                 .map(|s| SignedDuration::from_secs(i64::from(s))),
             container_policies: container_policies_from_api(vpa)?,
+            boosts: StartupBoosts::from_api(vpa),
         })
     }
 
@@ -433,6 +446,8 @@ pub enum Action {
     Evict,
     /// Resize in place through the `resize` subresource.
     Resize,
+    /// Lower a CPU startup boost in place (resize, then drop the boost annotations).
+    Unboost,
     /// Leave it.
     Skip,
 }
@@ -443,9 +458,27 @@ impl Action {
         match self {
             Action::Evict => "evict",
             Action::Resize => "resize",
+            Action::Unboost => "unboost",
             Action::Skip => "skip",
         }
     }
+}
+
+/// What the updater remembers of a pod's resize after this action (mode `InPlace` only; see
+/// [`super::resize_backoff`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Backoff {
+    /// Nothing to remember or report.
+    #[default]
+    None,
+    /// A resize asks for these requests: once the API server accepts it, forget remembered
+    /// values; if it refuses it for node capacity, remember these.
+    Attempt(RequestsByContainer),
+    /// The node cannot fit these requests: remember them; the pod keeps its requests.
+    Infeasible(RequestsByContainer),
+    /// The kubelet holds a resize (`Deferred`, in progress, `Error`): the pod keeps its requests
+    /// for now.
+    Waiting,
 }
 
 /// The decision for one pod.
@@ -461,6 +494,8 @@ pub struct PodAction {
     pub action: Action,
     /// Why, as a sentence.
     pub reason: String,
+    /// What to remember of the pod's resize.
+    pub backoff: Backoff,
 }
 
 /// Plans one updater loop for one VPA: the pods in the order the updater acts on them (queued
@@ -481,49 +516,37 @@ pub fn plan_updates(
     if let Some(oom) = policy.evict_after_oom {
         config.evict_after_oom_threshold = oom;
     }
-    if !policy.mode.updater_acts() {
-        return pods
-            .iter()
-            .map(|pod| PodAction {
-                pod: pod.name.clone(),
-                rank: None,
-                priority: PodPriority::default(),
-                action: Action::Skip,
-                reason: format!("updateMode {:?}: the updater does not act", policy.mode),
-            })
-            .collect();
-    }
-    let mut queued: Vec<(&PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
-    let mut skipped: Vec<PodAction> = Vec::new();
-    for pod in pods {
-        let recs = recommend(pod);
-        let PriorityDecision { priority, verdict } =
-            decide_priority(pod, &recs, &policy.scaling_off(pod), &config, now);
-        let verdict = verdict.and_then(|accept| {
-            if meets_eviction_requirements(pod, &recs, &policy.eviction_requirements) {
-                Ok(accept)
-            } else {
-                Err(PrioritySkip::EvictionRequirements)
-            }
-        });
-        match verdict {
-            Ok(accept) => queued.push((pod, priority, accept)),
-            Err(skip) => skipped.push(PodAction {
-                pod: pod.name.clone(),
-                rank: None,
-                priority,
-                action: Action::Skip,
-                reason: skip.to_string(),
-            }),
-        }
-    }
-    sort_by_update_order(&mut queued, |(_, p, _)| *p);
-
     let mut budget = EvictionBudget::new(pods, replicas, policy.min_replicas, eviction_config);
-    let mut actions = Vec::with_capacity(pods.len());
+    let (mut actions, rest) = plan_unboosts(policy, pods, &mut budget, now);
+    if !policy.mode.updater_acts() {
+        actions.extend(rest.into_iter().map(|pod| PodAction {
+            pod: pod.name.clone(),
+            rank: None,
+            priority: PodPriority::default(),
+            action: Action::Skip,
+            reason: format!("updateMode {:?}: the updater does not act", policy.mode),
+            backoff: Backoff::None,
+        }));
+        return actions;
+    }
+    let (mut queued, skipped) = queue(policy, rest, &recommend, &config, now);
+    sort_by_update_order(&mut queued, |(_, p, _, _)| *p);
+
     let mut fallback: Vec<(usize, &PodSnapshot, PodPriority, AcceptReason)> = Vec::new();
-    for (i, (pod, priority, accept)) in queued.into_iter().enumerate() {
+    for (i, (pod, priority, accept, proposed)) in queued.into_iter().enumerate() {
         let rank = Some(i + 1);
+        if policy.mode == UpdateMode::InPlace {
+            let (action, reason, backoff) = in_place_only(&mut budget, pod, &proposed, accept);
+            actions.push(PodAction {
+                pod: pod.name.clone(),
+                rank,
+                priority,
+                action,
+                reason,
+                backoff,
+            });
+            continue;
+        }
         if policy.mode == UpdateMode::InPlaceOrRecreate {
             match budget.in_place_decision(pod, now) {
                 InPlaceDecision::Approved => {
@@ -534,6 +557,7 @@ pub fn plan_updates(
                         priority,
                         action: Action::Resize,
                         reason: format!("resize in place: {accept}"),
+                        backoff: Backoff::None,
                     });
                 }
                 // Upstream evicts these after the in-place pass; keep their queue position.
@@ -544,6 +568,7 @@ pub fn plan_updates(
                     priority,
                     action: Action::Skip,
                     reason: format!("in-place resize deferred: {denial}"),
+                    backoff: Backoff::None,
                 }),
             }
             continue;
@@ -566,6 +591,164 @@ pub fn plan_updates(
     actions
 }
 
+/// A pod the priority accepted: its priority, why, and the requests an update would give it.
+type Queued<'p> = (
+    &'p PodSnapshot,
+    PodPriority,
+    AcceptReason,
+    RequestsByContainer,
+);
+
+/// The pods whose priority qualifies them for an update (unsorted), and the others, skipped
+/// with why (for `InPlace`, the pods held back by values their node could not fit).
+fn queue<'p>(
+    policy: &UpdatePolicy,
+    pods: Vec<&'p PodSnapshot>,
+    recommend: &impl Fn(&PodSnapshot) -> Vec<ContainerRecommendation>,
+    config: &UpdateConfig,
+    now: Timestamp,
+) -> (Vec<Queued<'p>>, Vec<PodAction>) {
+    let mut queued: Vec<Queued<'p>> = Vec::new();
+    let mut skipped: Vec<PodAction> = Vec::new();
+    for pod in pods {
+        let recs = recommend(pod);
+        let PriorityDecision { priority, verdict } =
+            decide_priority(pod, &recs, &policy.scaling_off(pod), config, now);
+        let proposed = proposed_requests(pod, &recs);
+        // Upstream leaves a held-back pod out before its priority counts (`AddPod`).
+        if policy.mode == UpdateMode::InPlace
+            && let InPlaceStep::HeldBack { infeasible, why } = in_place_step(pod, &proposed)
+        {
+            skipped.push(PodAction {
+                pod: pod.name.clone(),
+                rank: None,
+                priority,
+                action: Action::Skip,
+                reason: format!("keeps its requests: {why}"),
+                backoff: Backoff::Infeasible(infeasible),
+            });
+            continue;
+        }
+        let verdict = verdict.and_then(|accept| {
+            if meets_eviction_requirements(pod, &recs, &policy.eviction_requirements) {
+                Ok(accept)
+            } else {
+                Err(PrioritySkip::EvictionRequirements)
+            }
+        });
+        match verdict {
+            Ok(accept) => queued.push((pod, priority, accept, proposed)),
+            Err(skip) => skipped.push(PodAction {
+                pod: pod.name.clone(),
+                rank: None,
+                priority,
+                action: Action::Skip,
+                reason: skip.to_string(),
+                backoff: Backoff::None,
+            }),
+        }
+    }
+    (queued, skipped)
+}
+
+/// The pods whose CPU startup boost is over and that may be lowered in place now (AEP-7862,
+/// upstream `CanUnboost`: not Pending, no resize under way, within the group's budget), and the
+/// pods left for the ordinary plan. A pod with a boost still on is not updated otherwise (upstream
+/// leaves it out of `podsAvailableForUpdate`).
+fn plan_unboosts<'p>(
+    policy: &UpdatePolicy,
+    pods: &'p [PodSnapshot],
+    budget: &mut EvictionBudget,
+    now: Timestamp,
+) -> (Vec<PodAction>, Vec<&'p PodSnapshot>) {
+    let mut actions = Vec::new();
+    let mut rest = Vec::new();
+    for pod in pods {
+        if pod.boosted.is_empty() {
+            rest.push(pod);
+            continue;
+        }
+        let over = expired(pod.boosted.keys(), &policy.boosts, pod.ready_since, now);
+        let (action, reason) = if over.is_empty() {
+            (
+                Action::Skip,
+                "CPU startup boost on until the pod has been Ready for its durationSeconds"
+                    .to_owned(),
+            )
+        } else if pod.resize != ResizeStatus::None {
+            (
+                Action::Skip,
+                "CPU startup boost over; waiting for the resize under way".to_owned(),
+            )
+        } else {
+            match budget.in_place_only_allowed(pod) {
+                Ok(()) => {
+                    budget.record_resize(pod);
+                    (
+                        Action::Unboost,
+                        format!(
+                            "CPU startup boost over ({}): lower it in place",
+                            over.join(", ")
+                        ),
+                    )
+                }
+                Err(denial) => (
+                    Action::Skip,
+                    format!("CPU startup boost over; lowering deferred: {denial}"),
+                ),
+            }
+        };
+        actions.push(PodAction {
+            pod: pod.name.clone(),
+            rank: None,
+            priority: PodPriority::default(),
+            action,
+            reason,
+            backoff: Backoff::None,
+        });
+    }
+    (actions, rest)
+}
+
+/// One queued pod of an `InPlace` VPA: resized, or skipped with why; never evicted.
+fn in_place_only(
+    budget: &mut EvictionBudget,
+    pod: &PodSnapshot,
+    proposed: &RequestsByContainer,
+    accept: AcceptReason,
+) -> (Action, String, Backoff) {
+    // The kubelet's state first (upstream looks at it before the group's availability): a
+    // pod waiting on its node says so whatever the budget.
+    match in_place_step(pod, proposed) {
+        InPlaceStep::Resize(values) => {
+            if let Err(denial) = budget.in_place_only_allowed(pod) {
+                return (
+                    Action::Skip,
+                    format!("in-place resize deferred: {denial}"),
+                    Backoff::None,
+                );
+            }
+            budget.record_resize(pod);
+            (
+                Action::Resize,
+                format!("resize in place: {accept}"),
+                Backoff::Attempt(values),
+            )
+        }
+        InPlaceStep::Waiting(why) => (
+            Action::Skip,
+            format!("keeps its requests: {why}"),
+            Backoff::Waiting,
+        ),
+        // Held-back pods left the queue before it was sorted; kept for completeness.
+        InPlaceStep::HeldBack { infeasible, why } => (
+            Action::Skip,
+            format!("keeps its requests: {why}"),
+            Backoff::Infeasible(infeasible),
+        ),
+    }
+}
+
 fn evict_or_skip(
     budget: &mut EvictionBudget,
     pod: &PodSnapshot,
@@ -583,6 +766,7 @@ fn evict_or_skip(
                 priority,
                 action: Action::Evict,
                 reason: what.to_owned(),
+                backoff: Backoff::None,
             }
         }
         Err(denial) => PodAction {
@@ -591,6 +775,7 @@ fn evict_or_skip(
             priority,
             action: Action::Skip,
             reason: format!("not evicted: {denial}"),
+            backoff: Backoff::None,
         },
     }
 }
@@ -1039,6 +1224,94 @@ mod tests {
         assert_eq!(
             plan.iter().filter(|a| a.action == Action::Resize).count(),
             2
+        );
+    }
+
+    fn in_place_plan(pods: &[PodSnapshot], target: Resources) -> Vec<PodAction> {
+        let recs = vec![ContainerRecommendation {
+            container: "app".to_owned(),
+            target,
+            lower_bound: Resources::new(400, 400 << 20),
+            upper_bound: Resources::new(900, 900 << 20),
+        }];
+        let policy = UpdatePolicy {
+            mode: UpdateMode::InPlace,
+            ..UpdatePolicy::default()
+        };
+        plan_updates(
+            &policy,
+            pods,
+            |_| recs.clone(),
+            |_| Some(u32::try_from(pods.len()).unwrap()),
+            &UpdateConfig::default(),
+            &EvictionConfig::default(),
+            t0() + hours(1),
+        )
+    }
+
+    // AEP-8818: InPlace resizes within the group budget and never evicts, whatever the resize
+    // state (an Infeasible or long-Deferred pod would be evicted by InPlaceOrRecreate).
+    #[test]
+    fn in_place_never_evicts() {
+        let target = Resources::new(500, 512 << 20);
+        let mut infeasible = grow(pod(3)).resize(ResizeStatus::Infeasible);
+        infeasible.desired_requests = RequestsByContainer::from([("app".to_owned(), target)]);
+        let mut deferred = grow(pod(4)).resize(ResizeStatus::Deferred);
+        deferred.last_in_place_attempt = Some(t0() - hours(10));
+        let pods = vec![
+            grow(pod(1)),
+            grow(pod(2)),
+            infeasible,
+            deferred,
+            grow(pod(5)).phase(PodPhase::Pending),
+        ];
+        let plan = in_place_plan(&pods, target);
+        assert!(plan.iter().all(|a| a.action != Action::Evict), "{plan:#?}");
+        let by = |name: &str| plan.iter().find(|a| a.pod == name).unwrap();
+        assert_eq!(by("test-1").action, Action::Resize);
+        assert_eq!(
+            by("test-1").backoff,
+            Backoff::Attempt(RequestsByContainer::from([("app".to_owned(), target)]))
+        );
+        // The kubelet said the same values cannot fit: held back and remembered, not retried.
+        assert_eq!(by("test-3").action, Action::Skip);
+        assert!(matches!(by("test-3").backoff, Backoff::Infeasible(_)));
+        assert_eq!(by("test-3").rank, None);
+        assert!(by("test-3").reason.contains("keeps its requests"));
+        assert_eq!(by("test-4").action, Action::Skip);
+        assert_eq!(by("test-4").backoff, Backoff::Waiting);
+        assert_eq!(by("test-5").action, Action::Skip);
+        // The budget still paces resizes: 5 replicas, tolerance ⌊2.5⌋ = 2, one Pending, so 4
+        // running may drop to 3: one resize this loop.
+        assert_eq!(by("test-2").action, Action::Skip);
+        assert!(
+            by("test-2").reason.contains("budget"),
+            "{}",
+            by("test-2").reason
+        );
+        assert_eq!(
+            plan.iter().filter(|a| a.action == Action::Resize).count(),
+            1,
+            "{plan:#?}"
+        );
+    }
+
+    #[test]
+    fn in_place_retries_remembered_values_only_when_lower() {
+        let high = Resources::new(20_000, 512 << 20);
+        let mut p1 = grow(pod(1));
+        p1.infeasible = Some(RequestsByContainer::from([("app".to_owned(), high)]));
+        let pods = vec![p1, grow(pod(2)), grow(pod(3))];
+        let plan = in_place_plan(&pods, high);
+        assert_eq!(
+            plan.iter().find(|a| a.pod == "test-1").unwrap().action,
+            Action::Skip
+        );
+        let lower = Resources::new(6_000, 512 << 20);
+        let plan = in_place_plan(&pods, lower);
+        assert_eq!(
+            plan.iter().find(|a| a.pod == "test-1").unwrap().action,
+            Action::Resize
         );
     }
 

@@ -25,13 +25,14 @@
 //! Joint horizontal and vertical sizing (a VPA annotated `plimsoll.dev/horizontal-aware`): [`joint`],
 //! the per-pod request from the workload's total usage and the HPA+'s settings.
 //!
-//! The updater and admission half: [`priority`], [`eviction`], [`admission`], [`limit_range`],
-//! [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or resize
+//! The updater and admission half: [`priority`], [`eviction`], [`resize_backoff`] (mode `InPlace`:
+//! resize now, wait, or hold back values the node could not fit), [`admission`], [`limit_range`],
+//! [`startup_boost`] (CPU at start-up and when it ends), [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or resize
 //! may break) and [`scope`], the namespaces both act in.
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
 //! amounts, the container recommendation) ← [`policy`] (update mode, container policies) ←
-//! [`limit_range`], [`priority`] ← [`eviction`], [`admission`].
+//! [`limit_range`], [`priority`] ← [`resize_backoff`] ← [`eviction`], [`admission`].
 
 pub mod admission;
 pub mod aggregate;
@@ -57,8 +58,10 @@ pub mod policy;
 pub mod priority;
 pub mod recommendation;
 pub mod recommender;
+pub mod resize_backoff;
 pub mod resources;
 pub mod scope;
+pub mod startup_boost;
 pub mod status_change;
 
 pub use resources::Resource;

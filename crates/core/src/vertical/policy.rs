@@ -112,6 +112,9 @@ pub enum UpdateMode {
     Auto,
     /// Resize in place where possible, evict otherwise.
     InPlaceOrRecreate,
+    /// Resize in place only, never evict (AEP-8818); a resize the node cannot fit is not
+    /// retried with the same values (see [`super::resize_backoff`]).
+    InPlace,
 }
 
 impl UpdateMode {
@@ -123,16 +126,17 @@ impl UpdateMode {
             "Recreate" => UpdateMode::Recreate,
             "Auto" => UpdateMode::Auto,
             "InPlaceOrRecreate" => UpdateMode::InPlaceOrRecreate,
+            "InPlace" => UpdateMode::InPlace,
             _ => return None,
         })
     }
 
-    /// Maps the API enum; `InPlace` and unknown modes become `Off` (see [`UpdatePolicy::from_api`]).
+    /// Maps the API enum; unknown modes become `Off` (the updater never acts on what it does
+    /// not understand).
     pub fn from_api(mode: &api::UpdateMode) -> UpdateMode {
         match mode {
-            api::UpdateMode::Off | api::UpdateMode::InPlace | api::UpdateMode::Unknown(_) => {
-                UpdateMode::Off
-            }
+            api::UpdateMode::Off | api::UpdateMode::Unknown(_) => UpdateMode::Off,
+            api::UpdateMode::InPlace => UpdateMode::InPlace,
             api::UpdateMode::Initial => UpdateMode::Initial,
             api::UpdateMode::Recreate => UpdateMode::Recreate,
             api::UpdateMode::Auto => UpdateMode::Auto,
@@ -142,6 +146,17 @@ impl UpdateMode {
 
     /// True for the modes the updater acts on.
     pub fn updater_acts(self) -> bool {
+        matches!(
+            self,
+            UpdateMode::Recreate
+                | UpdateMode::Auto
+                | UpdateMode::InPlaceOrRecreate
+                | UpdateMode::InPlace
+        )
+    }
+
+    /// True for the modes that may evict a pod (`InPlace` never does).
+    pub fn may_evict(self) -> bool {
         matches!(
             self,
             UpdateMode::Recreate | UpdateMode::Auto | UpdateMode::InPlaceOrRecreate

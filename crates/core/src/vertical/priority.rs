@@ -18,7 +18,7 @@
 //! Time is a parameter (`now`).
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use jiff::{SignedDuration, Timestamp};
@@ -27,7 +27,10 @@ use crate::quantity::QuantityError;
 
 // Re-exported: callers (the updater, its replay) name these through `priority`.
 use super::resources::resources_from_k8s;
-pub use super::resources::{ContainerRecommendation, Resource, Resources, recommendation_for};
+pub use super::resources::{
+    ContainerRecommendation, RequestsByContainer, Resource, Resources, recommendation_for,
+};
+use super::startup_boost::{OriginalResources, boosted_containers};
 
 /// One container of a pod as the updater and the webhook see it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -122,8 +125,22 @@ pub struct PodSnapshot {
     pub last_terminations: Vec<LastTermination>,
     /// In-place resize state.
     pub resize: ResizeStatus,
+    /// The message of the pod's resize condition (the kubelet's why), when it has one.
+    pub resize_message: Option<String>,
+    /// The requests the spec asks for, per container (`spec.containers[].resources.requests`):
+    /// they differ from [`PodContainer::requests`] while a resize is pending, and are what the
+    /// kubelet found infeasible when it says so.
+    pub desired_requests: RequestsByContainer,
     /// When the updater last asked for an in-place resize of this pod (remembered by the service).
     pub last_in_place_attempt: Option<Timestamp>,
+    /// Resize values the pod's node could not fit, remembered by the service for `InPlace`
+    /// (upstream `infeasibleAttempts`); see [`super::resize_backoff`].
+    pub infeasible: Option<RequestsByContainer>,
+    /// Since when the pod is Ready (its `Ready` condition's `lastTransitionTime` while `True`).
+    pub ready_since: Option<Timestamp>,
+    /// Containers whose CPU startup boost is on (`vpaCpuStartupBoost/<name>` annotations), with
+    /// their original resources when the annotation reads.
+    pub boosted: BTreeMap<String, Option<OriginalResources>>,
 }
 
 impl PodSnapshot {
@@ -217,7 +234,8 @@ impl PodSnapshot {
                 })
             })
             .collect();
-        let resize = status.map_or(ResizeStatus::None, resize_status);
+        let (resize, resize_message) = status.map_or((ResizeStatus::None, None), resize_status);
+        let desired_requests = desired_requests(spec)?;
         Ok(PodSnapshot {
             name: pod.metadata.name.clone().unwrap_or_default(),
             phase,
@@ -228,36 +246,83 @@ impl PodSnapshot {
             start_time: status.and_then(|s| s.start_time.as_ref()).map(|t| t.0),
             last_terminations,
             resize,
+            resize_message,
+            desired_requests,
             last_in_place_attempt: None,
+            infeasible: None,
+            ready_since: status.and_then(ready_since),
+            boosted: pod
+                .metadata
+                .annotations
+                .as_ref()
+                .map(boosted_containers)
+                .unwrap_or_default(),
         })
     }
 }
 
-/// The in-place resize state from a pod's `PodResizePending` / `PodResizeInProgress` conditions.
-fn resize_status(status: &k8s_openapi::api::core::v1::PodStatus) -> ResizeStatus {
+/// The spec requests of the containers and native sidecars, by name.
+fn desired_requests(
+    spec: Option<&k8s_openapi::api::core::v1::PodSpec>,
+) -> Result<RequestsByContainer, QuantityError> {
+    spec.into_iter()
+        .flat_map(|s| {
+            s.containers.iter().chain(
+                s.init_containers
+                    .iter()
+                    .flatten()
+                    .filter(|c| c.restart_policy.as_deref() == Some("Always")),
+            )
+        })
+        .map(|c| {
+            let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+            Ok((c.name.clone(), resources_from_k8s(requests)?))
+        })
+        .collect()
+}
+
+/// When the pod's `Ready` condition last turned `True`, while it is.
+fn ready_since(status: &k8s_openapi::api::core::v1::PodStatus) -> Option<Timestamp> {
+    status
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0)
+}
+
+/// The in-place resize state from a pod's `PodResizePending` / `PodResizeInProgress` conditions,
+/// with the condition's message.
+fn resize_status(status: &k8s_openapi::api::core::v1::PodStatus) -> (ResizeStatus, Option<String>) {
     let condition = |kind: &str| {
         status
             .conditions
             .as_ref()
             .and_then(|cs| cs.iter().find(|c| c.type_ == kind && c.status == "True"))
     };
+    let message =
+        |c: &k8s_openapi::api::core::v1::PodCondition| c.message.clone().filter(|m| !m.is_empty());
     if let Some(c) = condition("PodResizePending") {
-        match c.reason.as_deref() {
+        let state = match c.reason.as_deref() {
             Some("Deferred") => ResizeStatus::Deferred,
             Some("Infeasible") => ResizeStatus::Infeasible,
             _ => ResizeStatus::PendingOther,
-        }
+        };
+        (state, message(c))
     } else if let Some(c) = condition("PodResizeInProgress") {
-        match (
+        let state = match (
             c.reason.as_deref().unwrap_or(""),
             c.message.as_deref().unwrap_or(""),
         ) {
             ("", "") => ResizeStatus::InProgress,
             ("Error", _) => ResizeStatus::Error,
             _ => ResizeStatus::InProgressOther,
-        }
+        };
+        (state, message(c))
     } else {
-        ResizeStatus::None
+        (ResizeStatus::None, None)
     }
 }
 

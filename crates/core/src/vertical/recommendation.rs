@@ -267,6 +267,13 @@ pub fn conditions(
             "Some containers have a short usage history",
         );
     }
+    // The updater's condition (mode InPlace) is the updater's to set and clear: carried over.
+    out.extend(
+        previous
+            .iter()
+            .filter(|c| c.type_ == super::resize_backoff::CONDITION)
+            .cloned(),
+    );
     out.sort_by(|a, b| a.type_.cmp(&b.type_));
     out
 }
@@ -453,6 +460,27 @@ mod tests {
                 assert!(got.iter().all(|c| c.0 != absent));
             }
         }
+    }
+
+    #[test]
+    fn the_updaters_condition_is_carried_over() {
+        let t1: Timestamp = "2024-03-01T00:00:00Z".parse().expect("ts");
+        let held = VerticalPodAutoscalerCondition {
+            type_: crate::vertical::resize_backoff::CONDITION.to_owned(),
+            status: "True".to_owned(),
+            last_transition_time: Some(Time(t1)),
+            reason: Some("Infeasible".to_owned()),
+            message: Some("1 pod(s) keep their requests".to_owned()),
+            observed_generation: None,
+        };
+        let ok = Observation {
+            pods_matched: true,
+            has_recommendation: true,
+            ..Observation::default()
+        };
+        let out = conditions(std::slice::from_ref(&held), &ok, t1);
+        assert!(out.contains(&held), "{out:?}");
+        assert_eq!(out.len(), 2);
     }
 
     #[test]

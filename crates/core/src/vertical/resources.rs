@@ -116,6 +116,10 @@ pub struct ContainerRecommendation {
     pub upper_bound: Resources,
 }
 
+/// Requests per container name: what a pod's spec asks for, or the values of an in-place resize
+/// (the updater remembers those a node could not fit).
+pub type RequestsByContainer = BTreeMap<String, Resources>;
+
 /// Finds the recommendation for `container`.
 pub fn recommendation_for<'a>(
     recommendations: &'a [ContainerRecommendation],

@@ -53,13 +53,20 @@ fn conditions(pod: &Value, ready: bool, now: &str) -> Value {
         };
         json!({"type": t, "status": status, "lastProbeTime": null, "lastTransitionTime": since})
     };
-    json!([
+    let mut list = vec![
         cond("PodReadyToStartContainers", true),
         cond("Initialized", true),
         cond("Ready", ready),
         cond("ContainersReady", ready),
-        cond("PodScheduled", true)
-    ])
+        cond("PodScheduled", true),
+    ];
+    // A pending resize stays pending across restarts and readiness changes.
+    list.extend(
+        old.iter()
+            .filter(|c| c["type"] == "PodResizePending" || c["type"] == "PodResizeInProgress")
+            .cloned(),
+    );
+    json!(list)
 }
 
 pub(super) async fn run(ctx: &Ctx<'_>) {

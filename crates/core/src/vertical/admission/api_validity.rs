@@ -387,6 +387,7 @@ fn vpa() -> impl Strategy<Value = AdmissionVpa> {
                     )
                     .collect(),
             ),
+            boosts: super::StartupBoosts::default(),
         })
 }
 
@@ -465,6 +466,7 @@ fn one_container_vpa(min_cpu: &str, max_cpu: &str, target_cpu: &str) -> Admissio
             },
             ..ContainerRecommendation::default()
         }]),
+        boosts: super::StartupBoosts::default(),
     }
 }
 
