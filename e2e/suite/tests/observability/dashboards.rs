@@ -517,7 +517,7 @@ fn vpa_updater() -> Board {
                     panel(
                         "In-place resizes per second",
                         "ops",
-                        "In-place resize requests by result: requested, refused (the pod is evicted instead), error.",
+                        "In-place resize requests by result: requested, refused (the pod is evicted instead, except in mode InPlace), infeasible and held_back (mode InPlace: values the node could not fit), error.",
                         &[(
                             "sum by (result) (rate(plimsoll_vpa_updater_resizes_total{$sel}[$__rate_interval]))",
                             "{{result}}",
