@@ -453,14 +453,18 @@ fn a_vpa_s_own_oom_bump_ratio_replaces_the_flag_unless_the_operator_turned_it_of
     assert_eq!(memory_after_oom(&mut off, &own), flag);
 }
 
+/// Node `small` with `cpu` and 4Gi allocatable.
+fn small_node(cpu: &str) -> k8s_openapi::api::core::v1::Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": "small"},
+        "status": {"allocatable": {"cpu": cpu, "memory": "4Gi"}},
+    }))
+    .expect("a node")
+}
+
 #[test]
 fn a_recommendation_above_the_largest_node_is_capped_and_says_so() {
-    use k8s_openapi::api::core::v1::Node;
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": "small"},
-        "status": {"allocatable": {"cpu": "1", "memory": "4Gi"}},
-    }))
-    .expect("a node");
+    let node = small_node("1");
     let vpa = Fake::new(&json!({}), &json!([]));
     let pods = three_pods(&[("app", "100m")]);
     let mut r = recommender();
@@ -494,12 +498,7 @@ fn a_recommendation_above_the_largest_node_is_capped_and_says_so() {
 
 #[test]
 fn the_joint_request_is_capped_to_the_largest_node_too() {
-    use k8s_openapi::api::core::v1::Node;
-    let node: Node = serde_json::from_value(json!({
-        "metadata": {"name": "small"},
-        "status": {"allocatable": {"cpu": "500m", "memory": "4Gi"}},
-    }))
-    .expect("a node");
+    let node = small_node("500m");
     let vpa = Fake::joint().with_hpa();
     let pods = three_pods(&[("app", "100m")]);
     let uncapped = run(&mut recommender(), &vpa, &pods, &[("app", 1)]);
