@@ -44,6 +44,7 @@ pub mod predictive;
 pub mod proposals;
 pub mod recording;
 pub mod rollout;
+pub mod scale_to_zero;
 pub mod source;
 pub mod status;
 pub mod tolerance;
