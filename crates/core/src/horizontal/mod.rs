@@ -28,6 +28,7 @@ pub mod cron_hold;
 pub mod decision;
 pub mod evaluate;
 pub mod explain;
+pub mod fallback;
 pub mod gates;
 pub mod history;
 pub mod limited;

@@ -73,6 +73,15 @@ mod tests {
         }
     }
 
+    /// (minReplicas, metric types, current, scale_to, want (status, reason))
+    type Case = (
+        i32,
+        &'static [MetricSourceType],
+        i32,
+        Option<i32>,
+        Option<(bool, &'static str)>,
+    );
+
     #[test]
     fn table() {
         use MetricSourceType::{External, Object, Prometheus, Resource};
@@ -81,13 +90,7 @@ mod tests {
         // TestScaleUpFromZeroWithExternalMetric (0 -> 2, NotScaledToZero), and the rule of
         // horizontal.go's rescale branch (currentReplicas > 0 && desired == 0 && minReplicas
         // == 0 && an Object or External metric).
-        let cases: &[(
-            i32,
-            &[MetricSourceType],
-            i32,
-            Option<i32>,
-            Option<(bool, &str)>,
-        )] = &[
+        let cases: &[Case] = &[
             (0, &[External], 3, Some(0), Some((true, "ScaledToZero"))),
             (0, &[Object], 1, Some(0), Some((true, "ScaledToZero"))),
             (

@@ -66,15 +66,14 @@ impl<'de> Deserialize<'de> for NativeHpa {
 impl Serialize for NativeHpa {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut value = serde_json::to_value(&self.hpa).map_err(serde::ser::Error::custom)?;
-        if let (Some(p), Some(spec)) = (self.behavior_sync_period_seconds, value.get_mut("spec")) {
-            if let Some(map) = spec.as_object_mut() {
-                let behavior = map
-                    .entry("behavior")
-                    .or_insert_with(|| serde_json::json!({}));
-                if let Some(b) = behavior.as_object_mut() {
-                    b.insert("syncPeriodSeconds".into(), p.into());
-                }
-            }
+        if let (Some(p), Some(spec)) = (self.behavior_sync_period_seconds, value.get_mut("spec"))
+            && let Some(map) = spec.as_object_mut()
+            && let Some(b) = map
+                .entry("behavior")
+                .or_insert_with(|| serde_json::json!({}))
+                .as_object_mut()
+        {
+            b.insert("syncPeriodSeconds".into(), p.into());
         }
         value.serialize(s)
     }
@@ -125,7 +124,7 @@ mod tests {
     use super::*;
     use crate::horizontal::config::ControllerConfig;
 
-    fn hpa(behavior: serde_json::Value) -> serde_json::Value {
+    fn hpa(behavior: &serde_json::Value) -> serde_json::Value {
         json!({
             "apiVersion": "autoscaling/v2",
             "kind": "HorizontalPodAutoscaler",
@@ -158,7 +157,7 @@ mod tests {
             (json!({"syncPeriodSeconds": -3}), Some(-3), 15),
         ];
         for (behavior, kept, period) in cases {
-            let native: NativeHpa = serde_json::from_value(hpa(behavior.clone())).unwrap();
+            let native: NativeHpa = serde_json::from_value(hpa(behavior)).unwrap();
             assert_eq!(native.behavior_sync_period_seconds, *kept, "{behavior}");
             assert_eq!(native.metadata.name.as_deref(), Some("web"));
             let plus = HorizontalPodAutoscalerPlus::from_native_object(&native).unwrap();
@@ -168,7 +167,7 @@ mod tests {
 
     #[test]
     fn it_writes_back_what_it_read() {
-        let v = hpa(json!({"syncPeriodSeconds": 7}));
+        let v = hpa(&json!({"syncPeriodSeconds": 7}));
         let native: NativeHpa = serde_json::from_value(v).unwrap();
         let again = serde_json::to_value(&native).unwrap();
         assert_eq!(
