@@ -54,7 +54,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt as _, Stream, StreamExt, TryStreamExt};
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Config as ControllerSettings, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -62,7 +61,7 @@ use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, NativeHpa};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_runtime::CommonArgs;
@@ -320,7 +319,9 @@ async fn controllers(
         plus.await;
         return;
     }
-    let native = controller::<HorizontalPodAutoscaler, _, _>(
+    // NativeHpa, not the typed HPA: it keeps spec.behavior.syncPeriodSeconds (KEP-6003), which
+    // k8s-openapi does not model yet.
+    let native = controller::<NativeHpa, _, _>(
         Watch::new("HorizontalPodAutoscaler", Api::all(client.clone()))
             .config(native_watch(&config.native_hpa_selector))
             .metrics(watches),

@@ -35,7 +35,8 @@ use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use plimsoll_core::api::hpa_plus::{
     DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
-    HorizontalPodAutoscalerPlusStatus, MinReplicasTuning, MinReplicasTuningStatus, TuningMode,
+    HorizontalPodAutoscalerPlusStatus, MinReplicasTuning, MinReplicasTuningStatus, NativeHpa,
+    TuningMode,
 };
 use plimsoll_core::conflict;
 use plimsoll_core::horizontal::conditions::{ABLE_TO_SCALE, Condition, SCALING_ACTIVE, merge};
@@ -178,10 +179,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
 
 /// Reconciles a native `autoscaling/v2` `HorizontalPodAutoscaler` (`--native-hpa`).
 #[instrument(skip_all, fields(namespace, name))]
-pub async fn reconcile_native(
-    obj: Arc<HorizontalPodAutoscaler>,
-    ctx: Arc<Context>,
-) -> Result<Action> {
+pub async fn reconcile_native(obj: Arc<NativeHpa>, ctx: Arc<Context>) -> Result<Action> {
     let uid = obj.meta().uid.as_deref().unwrap_or_default();
     if let Some(later) = elsewhere(&ctx, uid, ctx.config.sync_period_seconds) {
         return Ok(later);
@@ -201,7 +199,7 @@ pub async fn reconcile_native(
     };
     let labels = obj.labels();
     let reference = obj.object_ref(&());
-    let plus = match HorizontalPodAutoscalerPlus::from_native(&obj) {
+    let plus = match HorizontalPodAutoscalerPlus::from_native_object(&obj) {
         Ok(plus) => plus,
         Err(e) => {
             Span::current().record("namespace", namespace.as_str());

@@ -19,10 +19,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::{
     DecisionMemory, HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec,
-    HorizontalPodAutoscalerPlusStatus,
+    HorizontalPodAutoscalerPlusStatus, NativeHpa,
 };
 use plimsoll_core::horizontal::conditions::ABLE_TO_SCALE;
 use plimsoll_core::horizontal::evaluate::{EvaluationInput, Held, TuningWrite, evaluate};
@@ -258,8 +257,8 @@ fn autoscaler(
     let kind = v.get("kind").and_then(|a| a.as_str()).unwrap_or("");
     let found = match (api_version, kind) {
         ("autoscaling/v2", "HorizontalPodAutoscaler") => {
-            let hpa: HorizontalPodAutoscaler = typed(v, text)?;
-            let spec = HorizontalPodAutoscalerPlus::from_native(&hpa)
+            let hpa: NativeHpa = typed(v, text)?;
+            let spec = HorizontalPodAutoscalerPlus::from_native_object(&hpa)
                 .map_err(|e| format!("autoscaler: {e}"))?
                 .spec;
             (spec, Written::Annotations(BTreeMap::new()))

@@ -14,6 +14,7 @@
 pub(crate) mod fixtures;
 pub mod history;
 mod native;
+mod native_object;
 mod quantities;
 mod rules;
 
@@ -23,6 +24,7 @@ pub use native::{
     TUNING_ANNOTATION_NAME, TUNING_FLOOR_ANNOTATION_NAME, TUNING_LOOKBACK_ANNOTATION_NAME,
     native_metric_status,
 };
+pub use native_object::NativeHpa;
 pub(crate) use quantities::{quantity_milli, quantity_value};
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -693,6 +695,12 @@ pub struct HorizontalPodAutoscalerBehavior {
     /// Rules for scaling down (default: 300 s stabilization, 100 % per 15 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_down: Option<HpaScalingRules>,
+    /// Seconds between two evaluations of this autoscaler (1–3600), upstream's
+    /// `behavior.syncPeriodSeconds` of KEP-6003 (`HPAConfigurableSyncPeriod`). `spec.syncPeriodSeconds`
+    /// wins when both are set; never below the controller's `--min-sync-period`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub sync_period_seconds: Option<i32>,
 }
 
 /// Rules for one direction (upstream `HPAScalingRules`).

@@ -319,6 +319,7 @@ mod tests {
                 ..HpaScalingRules::default()
             }),
             scale_down: None,
+            sync_period_seconds: None,
         };
         let s = stabilize(Some(&b), 300, 4, 9, &history(&[(30, 6), (90, 5)]), now());
         assert_eq!(s.replicas, 6, "the lowest recommendation of the last 60 s");

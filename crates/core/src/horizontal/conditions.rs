@@ -5,7 +5,8 @@
 //! `BackoffBoth` (status False). `ScalingActive`: `ValidMetricFound`, `ScalingDisabled`,
 //! `AmbiguousSelector`, `FailedGet…Metric`, `NotEnoughAvailablePods`. `ScalingLimited`:
 //! `DesiredWithinRange`, `TooManyReplicas`, `TooFewReplicas`, `ScaleUpLimit`, `ScaleDownLimit`.
-//! Plimsoll adds `DryRun` and `Paused`. Conditions carry no time: [`merge`] keeps a condition's
+//! `ScaledToZero` (KEP-2021): `ScaledToZero` / `NotScaledToZero`, set on every rescale (see
+//! [`super::scale_to_zero`]). Plimsoll adds `DryRun` and `Paused`. Conditions carry no time: [`merge`] keeps a condition's
 //! `lastTransitionTime` while its status does not change.
 
 use jiff::Timestamp;

@@ -50,18 +50,25 @@ impl Default for ControllerConfig {
     }
 }
 
+/// The longest `behavior.syncPeriodSeconds` honoured (KEP-6003 "Design Details": at most 3600):
+/// an object written before validation, or a native HPA, cannot park itself for longer.
+pub const MAX_SYNC_PERIOD_SECONDS: i64 = 3600;
+
 impl ControllerConfig {
     /// Seconds between two evaluations of an object with `spec`: its own `syncPeriodSeconds`
-    /// when set (> 0), else `--sync-period`; never below `--min-sync-period` nor 1 s.
+    /// when set (> 0), else upstream's `behavior.syncPeriodSeconds` (KEP-6003) when set (> 0),
+    /// at most [`MAX_SYNC_PERIOD_SECONDS`], else `--sync-period`; never below
+    /// `--min-sync-period` nor 1 s.
     pub fn sync_period_seconds(&self, spec: &HorizontalPodAutoscalerPlusSpec) -> i64 {
-        let own = i64::from(spec.sync_period_seconds.unwrap_or(0));
-        if own > 0 {
-            own
-        } else {
-            self.sync_period_seconds
-        }
-        .max(self.min_sync_period_seconds)
-        .max(1)
+        let own = spec.sync_period_seconds.filter(|p| *p > 0).map(i64::from);
+        let upstream = || {
+            let p = spec.behavior.as_ref()?.sync_period_seconds?;
+            (p > 0).then(|| i64::from(p).min(MAX_SYNC_PERIOD_SECONDS))
+        };
+        own.or_else(upstream)
+            .unwrap_or(self.sync_period_seconds)
+            .max(self.min_sync_period_seconds)
+            .max(1)
     }
 
     /// What `Utilization` targets of an object with `spec` are a percentage of: its own
@@ -105,6 +112,46 @@ mod tests {
             ..ControllerConfig::default()
         };
         assert_eq!(zero.sync_period_seconds(&spec), 1, "never below 1 s");
+    }
+
+    #[test]
+    fn behavior_sync_period_seconds_kep_6003() {
+        // Vectors from KEP-6003 "Proposal" and "Design Details" (the KEP has no table of its
+        // own): unset -> the global period; 1..=3600 -> that period; Plimsoll's own
+        // spec.syncPeriodSeconds wins; --min-sync-period stays the floor; a value past 3600
+        // (only a native HPA or an object from before validation can carry one) is held at 3600.
+        let cfg = ControllerConfig {
+            sync_period_seconds: 15,
+            min_sync_period_seconds: 2,
+            ..ControllerConfig::default()
+        };
+        let cases: &[(Option<i32>, Option<i32>, i64)] = &[
+            (None, None, 15),
+            (None, Some(2), 2),
+            (None, Some(60), 60),
+            (None, Some(3600), 3600),
+            (None, Some(86_400), 3600),
+            (None, Some(1), 2),
+            (None, Some(0), 15),
+            (None, Some(-5), 15),
+            (Some(30), Some(2), 30),
+            (Some(0), Some(45), 45),
+        ];
+        for (own, behavior, want) in cases {
+            let spec = HorizontalPodAutoscalerPlusSpec {
+                sync_period_seconds: *own,
+                behavior: Some(crate::api::hpa_plus::HorizontalPodAutoscalerBehavior {
+                    sync_period_seconds: *behavior,
+                    ..Default::default()
+                }),
+                ..HorizontalPodAutoscalerPlusSpec::default()
+            };
+            assert_eq!(
+                cfg.sync_period_seconds(&spec),
+                *want,
+                "own {own:?} behavior {behavior:?}"
+            );
+        }
     }
 
     #[test]

@@ -154,6 +154,10 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
             None,
         ),
     };
+    // KEP-2021: every rescale says whether it took the target to zero.
+    if let Some(c) = super::scale_to_zero::condition(spec, current, scale_to) {
+        put(&mut conditions, c);
+    }
     let mut history = ruled.history;
     history.prune(now, keep_seconds(spec, config));
     Decision {

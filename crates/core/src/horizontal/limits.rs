@@ -539,6 +539,7 @@ mod tests {
                 ..HpaScalingRules::default()
             }),
             scale_down: None,
+            sync_period_seconds: None,
         };
         let mut input = rate(10, 30);
         input.behavior = Some(&behavior);

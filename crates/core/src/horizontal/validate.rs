@@ -98,6 +98,15 @@ impl HorizontalPodAutoscalerPlusSpec {
         {
             errs.push("spec.syncPeriodSeconds", "must be >= 1");
         }
+        if let Some(p) = self.behavior.as_ref().and_then(|b| b.sync_period_seconds)
+            && !(1..=3600).contains(&p)
+        {
+            // KEP-6003 "Design Details": greater than 0 and at most 3600.
+            errs.push(
+                "spec.behavior.syncPeriodSeconds",
+                "must be between 1 and 3600",
+            );
+        }
         if let Some(f) = &self.scale_up_limit_factor {
             check_quantity_range(f, "spec.scaleUpLimitFactor", 0.0, 100.0, true, errs);
         }

@@ -134,6 +134,7 @@ fn read_spec(
         behavior: Some(HorizontalPodAutoscalerBehavior {
             scale_up: zero_window(),
             scale_down: zero_window(),
+            sync_period_seconds: None,
         }),
         tolerance: quantity(f, "tolerance")?,
         upscale_delay_above_watermark_seconds: f.take_as("upscaleDelayAboveWatermarkSeconds")?,

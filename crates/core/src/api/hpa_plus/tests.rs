@@ -263,6 +263,33 @@ fn addition_tolerance_in_unit_interval() {
 }
 
 #[test]
+fn behavior_sync_period_bounds() {
+    // KEP-6003 "Design Details": greater than 0 and at most 3600.
+    for (p, ok) in [
+        (0, false),
+        (1, true),
+        (3600, true),
+        (3601, false),
+        (-1, false),
+    ] {
+        let mut spec = HorizontalPodAutoscalerPlusSpec::test().metric(cpu(50));
+        spec.behavior = Some(crate::api::hpa_plus::HorizontalPodAutoscalerBehavior {
+            sync_period_seconds: Some(p),
+            ..Default::default()
+        });
+        if ok {
+            assert!(spec.validate().is_ok(), "{p}");
+        } else {
+            assert_error(
+                &spec,
+                "spec.behavior.syncPeriodSeconds",
+                "between 1 and 3600",
+            );
+        }
+    }
+}
+
+#[test]
 fn addition_sync_period_positive() {
     let mut spec = HorizontalPodAutoscalerPlusSpec::test().metric(cpu(50));
     spec.sync_period_seconds = Some(0);

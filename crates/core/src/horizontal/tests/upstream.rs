@@ -974,6 +974,12 @@ fn scale_to_zero_with_external_metric() {
     let d = run(&spec, &obs, &History::default(), 0);
     assert_eq!(d.desired_replicas, 2);
     assert_eq!(d.scale_to, Some(2));
+    let c = d
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ScaledToZero")
+        .unwrap();
+    assert_eq!((c.status, c.reason), (false, "NotScaledToZero"));
 }
 
 #[test]
@@ -1043,4 +1049,11 @@ fn scale_to_zero_with_external_metric_at_zero() {
     let obs = Observation::test(3, qps_pods(3, 0)).external("qps", 0);
     let d = run(&spec, &obs, &History::default(), 0);
     assert_eq!((d.desired_replicas, d.scale_to), (0, Some(0)));
+    let c = d
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ScaledToZero")
+        .unwrap();
+    assert_eq!((c.status, c.reason), (true, "ScaledToZero"));
+    assert_eq!(c.message, "the HPA controller scaled the workload to zero");
 }
