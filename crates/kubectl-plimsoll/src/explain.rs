@@ -2,10 +2,9 @@
 //! prints what `plimsoll_core::horizontal::explain` / `vertical::explain` make of it.
 
 use jiff::Timestamp;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, NativeHpa};
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_core::horizontal::explain::{ExplainInput, explain as explain_horizontal};
 use plimsoll_core::horizontal::{memory, predictive};
@@ -99,13 +98,16 @@ pub async fn explain(
             output.render(&e, || e.to_text())
         }
         Target::Hpa(name) => {
-            let api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), namespace);
-            let hpa = api
+            // NativeHpa keeps spec.behavior.syncPeriodSeconds (KEP-6003), which the typed HPA
+            // drops.
+            let api: Api<NativeHpa> = Api::namespaced(client.clone(), namespace);
+            let native = api
                 .get(name)
                 .await
                 .map_err(|e| Error::kube(format!("get hpa/{name}"), e))?;
-            let plus = HorizontalPodAutoscalerPlus::from_native(&hpa)
+            let plus = HorizontalPodAutoscalerPlus::from_native_object(&native)
                 .map_err(|e| Error::Input(format!("hpa/{name}: {e}")))?;
+            let hpa = &native.hpa;
             // The native status has the same JSON names as the HPA+ status's upstream subset.
             let status = hpa
                 .status
