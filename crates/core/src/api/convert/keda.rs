@@ -29,6 +29,7 @@
 //! quoted through [`quoted`] (bounded).
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use super::fields::{Dropped, Fields, UNKNOWN, drop_status, metadata, quantity_text};
@@ -70,10 +71,60 @@ struct Triggers {
     blocks_zero: bool,
 }
 
+/// What the spec says, read.
+struct Scaled {
+    target: CrossVersionObjectReference,
+    min: Option<i32>,
+    max: i32,
+    sync: Option<i32>,
+    behavior: Option<HorizontalPodAutoscalerBehavior>,
+    paused: bool,
+    triggers: Triggers,
+}
+
 /// Converts one ScaledObject document.
 pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
     let mut dropped = Vec::new();
     let mut notes = Vec::new();
+    let (metadata, paused) = read_metadata(doc, &mut dropped, &mut notes)?;
+    let name = metadata.name.clone().unwrap_or_default();
+    let mut f = Fields::new("spec", doc.get("spec"))?;
+    let scaled = Scaled {
+        target: scale_target(&mut f, &mut dropped, &mut notes)?,
+        min: f.take_as("minReplicaCount")?,
+        max: f.take_as("maxReplicaCount")?.unwrap_or(DEFAULT_MAX),
+        sync: f.take_as("pollingInterval")?,
+        triggers: read_triggers(&mut f, &mut dropped)?,
+        behavior: read_advanced(&mut f, &mut dropped)?,
+        paused,
+    };
+    f.finish(UNKNOWN, &mut dropped);
+    drop_status(doc, &mut dropped);
+    let object = if scaled.triggers.metrics.is_empty() {
+        if scaled.triggers.windows.is_empty() {
+            return Err(ConvertError::invalid(
+                "spec.triggers",
+                "no trigger converts (cpu, memory, prometheus or cron); nothing would scale",
+            ));
+        }
+        cron_only(&metadata, scaled, &mut dropped, &mut notes)
+    } else {
+        with_metrics(&metadata, &name, scaled, &mut dropped, &mut notes)
+    };
+    Ok(Conversion {
+        source: format!("ScaledObject/{name}"),
+        object,
+        dropped,
+        notes,
+    })
+}
+
+/// The metadata, and whether the `paused` annotation pauses the object (it leaves the metadata).
+fn read_metadata(
+    doc: &Value,
+    dropped: &mut Vec<Dropped>,
+    notes: &mut Vec<String>,
+) -> Result<(ObjectMeta, bool), ConvertError> {
     let mut paused = false;
     let mut metadata = metadata(
         doc,
@@ -85,7 +136,7 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
                 "a KEDA operator setting (paused replicas, HPA ownership, validation); Plimsoll has no counterpart",
             )
         },
-        &mut dropped,
+        dropped,
     )?;
     if let Some(annotations) = metadata.annotations.as_mut()
         && let Some(v) = annotations.remove(PAUSED)
@@ -99,13 +150,14 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
             metadata.annotations = None;
         }
     }
-    let name = metadata.name.clone().unwrap_or_default();
-    let mut f = Fields::new("spec", doc.get("spec"))?;
-    let target = scale_target(&mut f, &mut dropped, &mut notes)?;
-    let min: Option<i32> = f.take_as("minReplicaCount")?;
-    let max: i32 = f.take_as("maxReplicaCount")?.unwrap_or(DEFAULT_MAX);
-    let sync: Option<i32> = f.take_as("pollingInterval")?;
-    let triggers = read_triggers(&mut f, &mut dropped)?;
+    Ok((metadata, paused))
+}
+
+/// `spec.advanced` (its behavior) and the spec fields that are only reported.
+fn read_advanced(
+    f: &mut Fields,
+    dropped: &mut Vec<Dropped>,
+) -> Result<Option<HorizontalPodAutoscalerBehavior>, ConvertError> {
     let mut behavior = None;
     if let Some(a) = f.take("advanced") {
         let mut a = Fields::new("spec.advanced", Some(&a))?;
@@ -118,7 +170,7 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
                     "the name of KEDA's HPA; the HPA+ takes the ScaledObject's name",
                 ));
             }
-            h.finish(UNKNOWN, &mut dropped);
+            h.finish(UNKNOWN, dropped);
         }
         if a.take("scalingModifiers").is_some() {
             dropped.push(Dropped::new(
@@ -132,12 +184,12 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
                 "deleting an HPA+ leaves the replicas where they are",
             ));
         }
-        a.finish(UNKNOWN, &mut dropped);
+        a.finish(UNKNOWN, dropped);
     }
     for (key, reason) in [
         (
             "cooldownPeriod",
-            "KEDA's wait before scaling to zero after the last active trigger; the HPA+ scales to zero through behavior.scaleDown (stabilization window)",
+            "KEDA's wait before scaling to zero after the last trigger turns inactive has no counterpart: a CronHPA end job scales at once, an HPA+ with minReplicas 0 waits as behavior.scaleDown says",
         ),
         (
             "initialCooldownPeriod",
@@ -156,94 +208,101 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
             dropped.push(Dropped::new(f.at(key), reason));
         }
     }
-    f.finish(UNKNOWN, &mut dropped);
-    drop_status(doc, &mut dropped);
+    Ok(behavior)
+}
 
-    let object = if triggers.metrics.is_empty() {
-        if triggers.windows.is_empty() {
-            return Err(ConvertError::invalid(
-                "spec.triggers",
-                "no trigger converts (cpu, memory, prometheus or cron); nothing would scale",
+/// Only cron triggers: a CronHPA on the workload.
+fn cron_only(
+    metadata: &ObjectMeta,
+    s: Scaled,
+    dropped: &mut Vec<Dropped>,
+    notes: &mut Vec<String>,
+) -> Converted {
+    for (present, key) in [
+        (s.sync.is_some(), "spec.pollingInterval"),
+        (
+            s.behavior.is_some(),
+            "spec.advanced.horizontalPodAutoscalerConfig.behavior",
+        ),
+        (s.paused, "metadata.annotations.autoscaling.keda.sh/paused"),
+    ] {
+        if present {
+            dropped.push(Dropped::new(
+                key,
+                "only cron triggers: the CronHPA sets the replicas directly and has no HPA+ to carry this",
             ));
         }
-        for (present, key) in [
-            (sync.is_some(), "spec.pollingInterval"),
-            (
-                behavior.is_some(),
-                "spec.advanced.horizontalPodAutoscalerConfig.behavior",
-            ),
-            (paused, "metadata.annotations.autoscaling.keda.sh/paused"),
-        ] {
-            if present {
-                dropped.push(Dropped::new(
-                    key,
-                    "only cron triggers: the CronHPA sets the replicas directly and has no HPA+ to carry this",
-                ));
-            }
-        }
-        let floor = min.unwrap_or(DEFAULT_MIN);
-        notes.push(format!(
-            "only cron triggers: the CronHPA sets the workload's replicas, each window's desiredReplicas at its start and minReplicaCount {floor} at its end"
-        ));
-        Converted::Cron(Box::new(cron_hpa(
-            &metadata, target, &triggers.windows, floor, max, &mut notes,
-        )))
-    } else {
-        let min_replicas = match min.unwrap_or(DEFAULT_MIN) {
-            0 if triggers.blocks_zero => {
-                dropped.push(Dropped::new(
-                    "spec.minReplicaCount",
-                    "0 (KEDA's default): KEDA scales to zero when every trigger is inactive; a Resource metric or an activation threshold keeps the HPA+ from that, so minReplicas is 1",
-                ));
-                1
-            }
-            n => n,
-        };
-        let plus = HorizontalPodAutoscalerPlus {
-            metadata: metadata.clone(),
-            spec: HorizontalPodAutoscalerPlusSpec {
-                scale_target_ref: target,
-                min_replicas: Some(min_replicas),
-                max_replicas: max,
-                metrics: triggers.metrics,
-                behavior,
-                sync_period_seconds: sync,
-                paused,
-                ..HorizontalPodAutoscalerPlusSpec::default()
-            },
-            status: None,
-        };
-        if triggers.windows.is_empty() {
-            Converted::HpaPlus(Box::new(plus))
-        } else {
-            let to = CrossVersionObjectReference {
-                api_version: Some("autoscaling.plimsoll.dev/v1alpha1".to_owned()),
-                kind: "HorizontalPodAutoscalerPlus".to_owned(),
-                name: name.clone(),
-            };
-            notes.push(format!(
-                "cron triggers became a CronHPA that raises the HPA+'s minReplicas to each window's desiredReplicas at its start and returns it to {min_replicas} at its end"
-            ));
-            let cron = cron_hpa(
-                &metadata,
-                to,
-                &triggers.windows,
-                min_replicas,
-                max,
-                &mut notes,
-            );
-            Converted::Several(vec![
-                Converted::HpaPlus(Box::new(plus)),
-                Converted::Cron(Box::new(cron)),
-            ])
-        }
-    };
-    Ok(Conversion {
-        source: format!("ScaledObject/{name}"),
-        object,
-        dropped,
+    }
+    let floor = s.min.unwrap_or(DEFAULT_MIN);
+    notes.push(format!(
+        "only cron triggers: the CronHPA sets the workload's replicas, each window's desiredReplicas at its start and minReplicaCount {floor} at its end"
+    ));
+    Converted::Cron(Box::new(cron_hpa(
+        metadata,
+        s.target,
+        &s.triggers.windows,
+        floor,
+        s.max,
         notes,
-    })
+    )))
+}
+
+/// Metric triggers: an HPA+, and a CronHPA raising its minimum for the cron triggers.
+fn with_metrics(
+    metadata: &ObjectMeta,
+    name: &str,
+    s: Scaled,
+    dropped: &mut Vec<Dropped>,
+    notes: &mut Vec<String>,
+) -> Converted {
+    let min_replicas = match s.min.unwrap_or(DEFAULT_MIN) {
+        0 if s.triggers.blocks_zero => {
+            dropped.push(Dropped::new(
+                "spec.minReplicaCount",
+                "0 (KEDA's default): KEDA scales to zero when every trigger other than cpu/memory is inactive; the HPA+ scales to zero only on metric values of 0, which a Resource metric or an activation threshold does not give, so minReplicas is 1",
+            ));
+            1
+        }
+        n => n,
+    };
+    let plus = HorizontalPodAutoscalerPlus {
+        metadata: metadata.clone(),
+        spec: HorizontalPodAutoscalerPlusSpec {
+            scale_target_ref: s.target,
+            min_replicas: Some(min_replicas),
+            max_replicas: s.max,
+            metrics: s.triggers.metrics,
+            behavior: s.behavior,
+            sync_period_seconds: s.sync,
+            paused: s.paused,
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        },
+        status: None,
+    };
+    if s.triggers.windows.is_empty() {
+        Converted::HpaPlus(Box::new(plus))
+    } else {
+        let to = CrossVersionObjectReference {
+            api_version: Some("autoscaling.plimsoll.dev/v1alpha1".to_owned()),
+            kind: "HorizontalPodAutoscalerPlus".to_owned(),
+            name: name.to_owned(),
+        };
+        notes.push(format!(
+            "cron triggers became a CronHPA that raises the HPA+'s minReplicas to each window's desiredReplicas at its start and returns it to {min_replicas} at its end"
+        ));
+        let cron = cron_hpa(
+            metadata,
+            to,
+            &s.triggers.windows,
+            min_replicas,
+            s.max,
+            notes,
+        );
+        Converted::Several(vec![
+            Converted::HpaPlus(Box::new(plus)),
+            Converted::Cron(Box::new(cron)),
+        ])
+    }
 }
 
 /// `spec.scaleTargetRef` with KEDA's defaults (`apps/v1` `Deployment`) written out.
@@ -328,129 +387,29 @@ fn read_trigger(
     }
     match kind.as_str() {
         "cpu" | "memory" => {
-            let type_ = match metric_type.as_deref() {
-                None | Some("Utilization") => MetricTargetType::Utilization,
-                Some("AverageValue") => MetricTargetType::AverageValue,
-                Some(other) => {
-                    return Err(ConvertError::invalid(
-                        f.at("metricType"),
-                        format!("{} is neither Utilization nor AverageValue", quoted(other)),
-                    ));
-                }
-            };
-            let value = required_text(&mut m, "value")?;
-            let mut target = MetricTarget {
-                type_,
-                ..MetricTarget::default()
-            };
-            if type_ == MetricTargetType::Utilization {
-                target.average_utilization = Some(value.parse().map_err(|_| {
-                    ConvertError::invalid(
-                        m.at("value"),
-                        format!("{} is not a whole percentage", quoted(&value)),
-                    )
-                })?);
-            } else {
-                target.average_value = Some(Quantity(value));
-            }
-            let container: Option<String> = m.take_as("containerName")?;
-            out.metrics.push(match container.filter(|c| !c.is_empty()) {
-                Some(container) => MetricSpec {
-                    type_: MetricSourceType::ContainerResource,
-                    container_resource: Some(ContainerResourceMetricSource {
-                        name: kind.clone(),
-                        container,
-                        target,
-                    }),
-                    ..MetricSpec::default()
-                },
-                None => MetricSpec {
-                    type_: MetricSourceType::Resource,
-                    resource: Some(ResourceMetricSource {
-                        name: kind.clone(),
-                        target,
-                    }),
-                    ..MetricSpec::default()
-                },
-            });
+            out.metrics.push(resource_metric(
+                &kind,
+                metric_type.as_deref(),
+                &f.at("metricType"),
+                &mut m,
+            )?);
             out.blocks_zero = true;
-            drop_name(path, name, dropped);
+            drop_name(path, name.as_ref(), dropped);
         }
         "prometheus" => {
-            let query = required_text(&mut m, "query")?;
-            let threshold = required_text(&mut m, "threshold")?;
-            let server_address: Option<String> = m.take_as("serverAddress")?;
-            let type_ = match metric_type.as_deref() {
-                None | Some("AverageValue") => MetricTargetType::AverageValue,
-                Some("Value") => MetricTargetType::Value,
-                Some(other) => {
-                    return Err(ConvertError::invalid(
-                        f.at("metricType"),
-                        format!(
-                            "{} is neither AverageValue nor Value for a prometheus trigger",
-                            quoted(other)
-                        ),
-                    ));
-                }
-            };
-            let mut target = MetricTarget {
-                type_,
-                ..MetricTarget::default()
-            };
-            if type_ == MetricTargetType::Value {
-                target.value = Some(Quantity(threshold));
-            } else {
-                target.average_value = Some(Quantity(threshold));
-            }
-            if let Some(a) = m.take("activationThreshold") {
-                let text = quantity_text(&m.at("activationThreshold"), &a)?;
-                if text.parse::<f64>().map_or(true, |v| v != 0.0) {
-                    out.blocks_zero = true;
-                    dropped.push(Dropped::new(
-                        m.at("activationThreshold"),
-                        format!(
-                            "{}: KEDA's activation (0 ↔ 1 replicas) has no counterpart; the HPA+ scales on the threshold alone",
-                            quoted(&text)
-                        ),
-                    ));
-                }
-            }
-            out.metrics.push(MetricSpec {
-                type_: MetricSourceType::Prometheus,
-                prometheus: Some(PrometheusMetricSource {
-                    query,
-                    name,
-                    server_address,
-                    target,
-                }),
-                ..MetricSpec::default()
-            });
-            m.finish(
-                "a Prometheus client setting (namespace, headers, TLS, timeout, auth mode, empty results): hpa-plus's --prometheus-* flags set them for every query",
+            let metric = prometheus_metric(
+                name,
+                metric_type.as_deref(),
+                &f.at("metricType"),
+                m,
+                &mut out.blocks_zero,
                 dropped,
-            );
+            )?;
+            out.metrics.push(metric);
             f.finish(UNKNOWN, dropped);
             return Ok(());
         }
-        "cron" => {
-            let time_zone = required_text(&mut m, "timezone")?;
-            let start = required_text(&mut m, "start")?;
-            let end = required_text(&mut m, "end")?;
-            let desired = required_text(&mut m, "desiredReplicas")?;
-            let desired = desired.parse::<i32>().ok().filter(|d| *d >= 0).ok_or_else(|| {
-                ConvertError::invalid(
-                    m.at("desiredReplicas"),
-                    format!("{} is not a replica count", quoted(&desired)),
-                )
-            })?;
-            out.windows.push(Window {
-                name: name.unwrap_or_else(|| format!("cron-{index}")),
-                time_zone,
-                start,
-                end,
-                desired,
-            });
-        }
+        "cron" => out.windows.push(cron_window(name, index, &mut m)?),
         other => {
             dropped.push(Dropped::new(
                 path,
@@ -467,8 +426,151 @@ fn read_trigger(
     Ok(())
 }
 
+/// A cpu/memory trigger's metric.
+fn resource_metric(
+    kind: &str,
+    metric_type: Option<&str>,
+    metric_type_path: &str,
+    m: &mut Fields,
+) -> Result<MetricSpec, ConvertError> {
+    let type_ = match metric_type {
+        None | Some("Utilization") => MetricTargetType::Utilization,
+        Some("AverageValue") => MetricTargetType::AverageValue,
+        Some(other) => {
+            return Err(ConvertError::invalid(
+                metric_type_path,
+                format!("{} is neither Utilization nor AverageValue", quoted(other)),
+            ));
+        }
+    };
+    let value = required_text(m, "value")?;
+    let mut target = MetricTarget {
+        type_,
+        ..MetricTarget::default()
+    };
+    if type_ == MetricTargetType::Utilization {
+        target.average_utilization = Some(value.parse().map_err(|_| {
+            ConvertError::invalid(
+                m.at("value"),
+                format!("{} is not a whole percentage", quoted(&value)),
+            )
+        })?);
+    } else {
+        target.average_value = Some(Quantity(value));
+    }
+    let container: Option<String> = m.take_as("containerName")?;
+    Ok(match container.filter(|c| !c.is_empty()) {
+        Some(container) => MetricSpec {
+            type_: MetricSourceType::ContainerResource,
+            container_resource: Some(ContainerResourceMetricSource {
+                name: kind.to_owned(),
+                container,
+                target,
+            }),
+            ..MetricSpec::default()
+        },
+        None => MetricSpec {
+            type_: MetricSourceType::Resource,
+            resource: Some(ResourceMetricSource {
+                name: kind.to_owned(),
+                target,
+            }),
+            ..MetricSpec::default()
+        },
+    })
+}
+
+/// A prometheus trigger's metric; the metadata left over is reported (`m` is finished).
+fn prometheus_metric(
+    name: Option<String>,
+    metric_type: Option<&str>,
+    metric_type_path: &str,
+    mut m: Fields,
+    blocks_zero: &mut bool,
+    dropped: &mut Vec<Dropped>,
+) -> Result<MetricSpec, ConvertError> {
+    let query = required_text(&mut m, "query")?;
+    let threshold = required_text(&mut m, "threshold")?;
+    let server_address: Option<String> = m.take_as("serverAddress")?;
+    let type_ = match metric_type {
+        None | Some("AverageValue") => MetricTargetType::AverageValue,
+        Some("Value") => MetricTargetType::Value,
+        Some(other) => {
+            return Err(ConvertError::invalid(
+                metric_type_path,
+                format!(
+                    "{} is neither AverageValue nor Value for a prometheus trigger",
+                    quoted(other)
+                ),
+            ));
+        }
+    };
+    let mut target = MetricTarget {
+        type_,
+        ..MetricTarget::default()
+    };
+    if type_ == MetricTargetType::Value {
+        target.value = Some(Quantity(threshold));
+    } else {
+        target.average_value = Some(Quantity(threshold));
+    }
+    if let Some(a) = m.take("activationThreshold") {
+        let text = quantity_text(&m.at("activationThreshold"), &a)?;
+        if text.parse::<f64>() != Ok(0.0) {
+            *blocks_zero = true;
+            dropped.push(Dropped::new(
+                m.at("activationThreshold"),
+                format!(
+                    "{}: KEDA's activation (0 ↔ 1 replicas) has no counterpart; the HPA+ scales on the threshold alone",
+                    quoted(&text)
+                ),
+            ));
+        }
+    }
+    let metric = MetricSpec {
+        type_: MetricSourceType::Prometheus,
+        prometheus: Some(PrometheusMetricSource {
+            query,
+            name,
+            server_address,
+            target,
+        }),
+        ..MetricSpec::default()
+    };
+    m.finish(
+        "a Prometheus client setting (namespace, headers, TLS, timeout, auth mode, empty results): hpa-plus's --prometheus-* flags set them for every query",
+        dropped,
+    );
+    Ok(metric)
+}
+
+/// A cron trigger's window.
+fn cron_window(name: Option<String>, index: usize, m: &mut Fields) -> Result<Window, ConvertError> {
+    let time_zone = required_text(m, "timezone")?;
+    let start = required_text(m, "start")?;
+    let end = required_text(m, "end")?;
+    let desired = required_text(m, "desiredReplicas")?;
+    let desired = desired
+        .parse::<i32>()
+        .ok()
+        .filter(|d| *d >= 0)
+        .ok_or_else(|| {
+            ConvertError::invalid(
+                m.at("desiredReplicas"),
+                format!("{} is not a replica count", quoted(&desired)),
+            )
+        })?;
+    Ok(Window {
+        name: name.unwrap_or_else(|| format!("cron-{index}")),
+        time_zone,
+        start,
+        end,
+        desired,
+    })
+}
+
 /// A trigger name has no home on a Resource metric.
-fn drop_name(path: &str, name: Option<String>, dropped: &mut Vec<Dropped>) {
+fn drop_name(path: &str, name: Option<&String>, dropped: &mut Vec<Dropped>) {
     if name.is_some() {
         dropped.push(Dropped::new(
             format!("{path}.name"),
@@ -492,7 +594,7 @@ fn required_text(m: &mut Fields, key: &str) -> Result<String, ConvertError> {
 
 /// The CronHPA of the cron windows: a start and an end job per window.
 fn cron_hpa(
-    metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    metadata: &ObjectMeta,
     target: CrossVersionObjectReference,
     windows: &[Window],
     floor: i32,

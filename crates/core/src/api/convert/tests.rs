@@ -380,10 +380,10 @@ fn all(text: &str) -> Vec<Conversion> {
 }
 
 fn reason<'a>(c: &'a Conversion, field: &str) -> &'a str {
-    c.dropped
-        .iter()
-        .find(|d| d.field == field)
-        .map_or_else(|| panic!("{field} reported in {:?}", c.dropped), |d| d.reason.as_str())
+    c.dropped.iter().find(|d| d.field == field).map_or_else(
+        || panic!("{field} reported in {:?}", c.dropped),
+        |d| d.reason.as_str(),
+    )
 }
 
 #[test]
@@ -391,7 +391,10 @@ fn keda_cpu_and_memory_become_resource_metrics_on_the_default_target() {
     let convs = all(KEDA_CPU_MEMORY);
     let cpu = hpa_plus(&convs[0]);
     assert_eq!(convs[0].source, "ScaledObject/cpu-scaledobject");
-    assert_eq!(cpu.spec.scale_target_ref.api_version.as_deref(), Some("apps/v1"));
+    assert_eq!(
+        cpu.spec.scale_target_ref.api_version.as_deref(),
+        Some("apps/v1")
+    );
     assert_eq!(cpu.spec.scale_target_ref.kind, "Deployment");
     assert_eq!(cpu.spec.scale_target_ref.name, "my-deployment");
     assert_eq!(cpu.spec.max_replicas, 100);
@@ -437,8 +440,14 @@ fn keda_cron_only_sets_the_workload_and_cron_with_cpu_raises_the_hpa_plus_minimu
     let (Converted::HpaPlus(plus), Converted::Cron(raise)) = (parts[0], parts[1]) else {
         panic!("an HPA+ then a CronHPA: {parts:?}");
     };
-    assert_eq!((plus.spec.min_replicas, plus.spec.max_replicas), (Some(1), 4));
-    assert_eq!(raise.spec.scale_target_ref.kind, "HorizontalPodAutoscalerPlus");
+    assert_eq!(
+        (plus.spec.min_replicas, plus.spec.max_replicas),
+        (Some(1), 4)
+    );
+    assert_eq!(
+        raise.spec.scale_target_ref.kind,
+        "HorizontalPodAutoscalerPlus"
+    );
     assert_eq!(raise.spec.scale_target_ref.name, "cron-scaledobject");
     let sizes: Vec<_> = raise.spec.jobs.iter().map(|j| j.target_size).collect();
     assert_eq!(sizes, [1, 1]);
@@ -449,13 +458,19 @@ fn keda_cron_only_sets_the_workload_and_cron_with_cpu_raises_the_hpa_plus_minimu
 fn keda_prometheus_becomes_a_prometheus_metric_that_may_scale_to_zero() {
     let convs = all(KEDA_PROMETHEUS);
     let plus = hpa_plus(&convs[0]);
-    let p = plus.spec.metrics[0].prometheus.as_ref().expect("prometheus");
+    let p = plus.spec.metrics[0]
+        .prometheus
+        .as_ref()
+        .expect("prometheus");
     assert_eq!(plus.spec.metrics[0].type_, MetricSourceType::Prometheus);
     assert_eq!(
         p.query,
         r#"sum(rate(http_requests_total{deployment="my-deployment"}[2m]))"#
     );
-    assert_eq!(p.server_address.as_deref(), Some("http://<prometheus-host>:9090"));
+    assert_eq!(
+        p.server_address.as_deref(),
+        Some("http://<prometheus-host>:9090")
+    );
     assert_eq!(p.target.type_, MetricTargetType::AverageValue);
     assert_eq!(p.target.average_value, Some(q("100")));
     // No activation threshold: KEDA's default minimum 0 means what minReplicas 0 means here.
@@ -489,11 +504,19 @@ fn keda_full_spec_maps_behavior_polling_and_pause_and_reports_the_rest() {
     assert_eq!(down.policies.len(), 1);
     assert_eq!(s.metrics.len(), 1);
     assert_eq!(
-        s.metrics[0].prometheus.as_ref().expect("prometheus").target.average_value,
+        s.metrics[0]
+            .prometheus
+            .as_ref()
+            .expect("prometheus")
+            .target
+            .average_value,
         Some(q("100.50"))
     );
     let annotations = plus.metadata.annotations.clone().unwrap_or_default();
-    assert!(annotations.is_empty(), "every KEDA annotation handled: {annotations:?}");
+    assert!(
+        annotations.is_empty(),
+        "every KEDA annotation handled: {annotations:?}"
+    );
     let mut got = fields(&conv);
     got.sort_unstable();
     assert_eq!(
@@ -543,8 +566,10 @@ fn keda_hostile_input_fails_naming_the_field_with_a_bounded_quote() {
             "spec.triggers[1].metricType",
         ),
         (
-            base(json!({"type": "cron", "metadata": {"timezone": "UTC", "start": "0 6 * * *",
-                "end": "0 7 * * *", "desiredReplicas": "-1"}})),
+            base(
+                json!({"type": "cron", "metadata": {"timezone": "UTC", "start": "0 6 * * *",
+                "end": "0 7 * * *", "desiredReplicas": "-1"}}),
+            ),
             "spec.triggers[1].metadata.desiredReplicas",
         ),
         (
