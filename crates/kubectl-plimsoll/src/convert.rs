@@ -24,16 +24,23 @@ impl Converted {
     pub fn yaml(&self) -> Result<String> {
         let mut out = String::new();
         for c in &self.conversions {
-            out.push_str("---\n");
-            out.push_str(&comment_block(c));
-            let value = c
+            let values = c
                 .object
-                .to_value()
+                .to_values()
                 .map_err(|e| Error::Encode(e.to_string()))?;
-            let yaml = serde_saphyr::to_string(&value).map_err(|e| Error::Encode(e.to_string()))?;
-            out.push_str(&yaml);
-            if !yaml.ends_with('\n') {
-                out.push('\n');
+            for (i, value) in values.iter().enumerate() {
+                out.push_str("---\n");
+                if i == 0 {
+                    out.push_str(&comment_block(c));
+                } else {
+                    let _ = writeln!(out, "# Converted from {} (continued).", c.source);
+                }
+                let yaml =
+                    serde_saphyr::to_string(value).map_err(|e| Error::Encode(e.to_string()))?;
+                out.push_str(&yaml);
+                if !yaml.ends_with('\n') {
+                    out.push('\n');
+                }
             }
         }
         Ok(out)

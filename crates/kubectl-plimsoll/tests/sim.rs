@@ -4,6 +4,8 @@
 //! - the seed examples (a WatermarkPodAutoscaler with watermarks, Aliyun CronHPAs with several
 //!   jobs) convert, apply (the sim validates them against the CRD schemas) and read back, and
 //!   cron-hpa accepts the converted CronHPA;
+//! - KEDA's documented ScaledObject examples convert into HPA+ and CronHPA objects the sim's CRD
+//!   validation accepts;
 //! - `explain hpaplus/NAME` after hpa-plus decided names the metric, its value, the limiting rule
 //!   and the forbidden window left; `explain hpa/NAME` in native mode reads the memory annotation;
 //! - `explain vpa/NAME` on the upstream checkpoint of the shared fixtures;
@@ -120,6 +122,7 @@ async fn seed_examples_convert_apply_and_read_back() -> anyhow::Result<()> {
     let crons = env.api::<CronHorizontalPodAutoscaler>();
     for c in &converted.conversions {
         match &c.object {
+            Converted::Several(_) => anyhow::bail!("{}: one object expected", c.source),
             Converted::HpaPlus(o) => {
                 let name = o.metadata.name.clone().unwrap_or_default();
                 pluses
@@ -159,6 +162,95 @@ async fn seed_examples_convert_apply_and_read_back() -> anyhow::Result<()> {
     .await?;
     assert!(
         states.iter().all(|(_, s)| s != "Failed"),
+        "no job fails validation: {states:?}"
+    );
+    cron.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keda_examples_convert_and_the_sim_accepts_them() -> anyhow::Result<()> {
+    let env = Env::start_sim("plugin-convert-keda").await?;
+    let pluses = env.api::<HorizontalPodAutoscalerPlus>();
+    let crons = env.api::<CronHorizontalPodAutoscaler>();
+    let (mut hpa_plus_count, mut cron_count) = (0, 0);
+    for file in [
+        "keda-cpu-memory.yaml",
+        "keda-cron.yaml",
+        "keda-prometheus.yaml",
+        "keda-spec.yaml",
+    ] {
+        let converted = convert_text(&data(file)?)?;
+        println!("{}", converted.yaml()?);
+        eprintln!("{}", converted.report());
+        assert!(
+            converted.skipped.is_empty(),
+            "{file}: {:?}",
+            converted.skipped
+        );
+        for (i, c) in converted.conversions.iter().enumerate() {
+            // The examples share names and namespaces: each object gets a name of its own in
+            // the test's namespace (and a CronHPA the name of the HPA+ it raises).
+            let unique = format!("{}-{i}", file.trim_end_matches(".yaml"));
+            for mut value in c.object.to_values()? {
+                value["metadata"]["name"] = json!(unique);
+                if let Some(meta) = value["metadata"].as_object_mut() {
+                    meta.remove("namespace");
+                }
+                match value["kind"].as_str() {
+                    Some("HorizontalPodAutoscalerPlus") => {
+                        let o: HorizontalPodAutoscalerPlus = serde_json::from_value(value)?;
+                        pluses
+                            .create(&PostParams::default(), &o)
+                            .await
+                            .with_context(|| format!("{file}: apply {}", c.source))?;
+                        assert_eq!(pluses.get(&unique).await?.spec, o.spec);
+                        hpa_plus_count += 1;
+                    }
+                    Some("CronHorizontalPodAutoscaler") => {
+                        if value["spec"]["scaleTargetRef"]["kind"] == "HorizontalPodAutoscalerPlus"
+                        {
+                            value["spec"]["scaleTargetRef"]["name"] = json!(unique);
+                        }
+                        let o: CronHorizontalPodAutoscaler = serde_json::from_value(value)?;
+                        crons
+                            .create(&PostParams::default(), &o)
+                            .await
+                            .with_context(|| format!("{file}: apply {}", c.source))?;
+                        assert_eq!(crons.get(&unique).await?.spec, o.spec);
+                        cron_count += 1;
+                    }
+                    other => anyhow::bail!("{file}: unexpected kind {other:?}"),
+                }
+            }
+        }
+    }
+    // cpu, memory, cron+cpu, 2 × prometheus, the full spec; cron only and cron+cpu.
+    assert_eq!((hpa_plus_count, cron_count), (6, 2));
+    // A cron-raised HPA+ and its CronHPA are what cron-hpa runs: the CronHPA's jobs submit.
+    let cron = start_cron_hpa(&env, "cron-hpa-keda-0");
+    let states = eventually(
+        "cron-hpa reads the converted KEDA cron jobs",
+        WITHIN,
+        EVERY,
+        || {
+            let crons = crons.clone();
+            async move {
+                let c = crons.get("keda-cron-1").await?;
+                let conditions = c.status.map(|s| s.conditions).unwrap_or_default();
+                Ok((conditions.len() == 2).then(|| {
+                    conditions
+                        .iter()
+                        .map(|j| format!("{:?}", j.state))
+                        .collect::<Vec<_>>()
+                }))
+            }
+        },
+    )
+    .await?;
+    assert!(
+        states.iter().all(|s| s != "Failed"),
         "no job fails validation: {states:?}"
     );
     cron.stop().await?;

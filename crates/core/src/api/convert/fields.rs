@@ -11,6 +11,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value};
 
 use super::ConvertError;
+use crate::quoted::{QUOTED_CHARS, quoted};
+
+/// A parser's message, which may repeat the whole value it refused, cut to a few quotes' length.
+fn bounded(message: &str) -> String {
+    let limit = 4 * QUOTED_CHARS;
+    if message.chars().count() <= limit {
+        return message.to_owned();
+    }
+    let head: String = message.chars().take(limit).collect();
+    format!("{head}… ({} bytes)", message.len())
+}
 
 /// A field of the source that the Plimsoll object does not carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +59,7 @@ impl Fields {
             Some(other) => {
                 return Err(ConvertError::invalid(
                     path,
-                    format!("expected an object, got {other}"),
+                    format!("expected an object, got {}", quoted(&other.to_string())),
                 ));
             }
         };
@@ -80,7 +91,8 @@ impl Fields {
         let path = self.at(key);
         self.take(key)
             .map(|v| {
-                serde_json::from_value(v).map_err(|e| ConvertError::invalid(path, e.to_string()))
+                serde_json::from_value(v)
+                    .map_err(|e| ConvertError::invalid(path, bounded(&e.to_string())))
             })
             .transpose()
     }
@@ -106,7 +118,7 @@ pub(crate) fn quantity_text(path: &str, v: &Value) -> Result<String, ConvertErro
         Value::Number(n) => Ok(n.to_string()),
         other => Err(ConvertError::invalid(
             path,
-            format!("expected a quantity, got {other}"),
+            format!("expected a quantity, got {}", quoted(&other.to_string())),
         )),
     }
 }

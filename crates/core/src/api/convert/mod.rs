@@ -11,6 +11,9 @@
 //!   mode reads them.
 //! * [`wpa`]: DataDog `WatermarkPodAutoscaler` (`datadoghq.com/v1alpha1`) →
 //!   `HorizontalPodAutoscalerPlus` (DESIGN.md's WPA column: every WPA field has a home).
+//! * [`keda`]: KEDA `ScaledObject` (`keda.sh/v1alpha1`) → `HorizontalPodAutoscalerPlus`, plus
+//!   a `CronHorizontalPodAutoscaler` for its cron triggers (only the CronHPA when every trigger
+//!   is cron).
 //! * [`aliyun`]: Aliyun `CronHorizontalPodAutoscaler`
 //!   (`autoscaling.alibabacloud.com/v1beta1`) → Plimsoll's `CronHorizontalPodAutoscaler`.
 //!
@@ -22,6 +25,7 @@
 pub mod aliyun;
 mod fields;
 pub mod hpa;
+pub mod keda;
 pub mod wpa;
 
 #[cfg(test)]
@@ -39,16 +43,35 @@ pub use fields::Dropped;
 pub enum Converted {
     /// From an HPA or a WPA.
     HpaPlus(Box<HorizontalPodAutoscalerPlus>),
-    /// From an Aliyun CronHPA.
+    /// From an Aliyun CronHPA (or a KEDA ScaledObject with only cron triggers).
     Cron(Box<CronHorizontalPodAutoscaler>),
+    /// Several objects that together do the source's job, in the order to apply them (a KEDA
+    /// ScaledObject with cron and other triggers: the HPA+, then the CronHPA that targets it).
+    Several(Vec<Converted>),
 }
 
 impl Converted {
-    /// The object as JSON (what is applied or printed).
-    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+    /// The objects as JSON, in order (what is applied or printed): one, or several for
+    /// [`Converted::Several`].
+    pub fn to_values(&self) -> Result<Vec<Value>, serde_json::Error> {
         match self {
-            Self::HpaPlus(o) => serde_json::to_value(o),
-            Self::Cron(o) => serde_json::to_value(o),
+            Self::HpaPlus(o) => Ok(vec![serde_json::to_value(o)?]),
+            Self::Cron(o) => Ok(vec![serde_json::to_value(o)?]),
+            Self::Several(all) => {
+                let mut out = Vec::new();
+                for c in all {
+                    out.extend(c.to_values()?);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// The single objects, in order ([`Converted::Several`] flattened).
+    pub fn parts(&self) -> Vec<&Converted> {
+        match self {
+            Self::Several(all) => all.iter().flat_map(Converted::parts).collect(),
+            one => vec![one],
         }
     }
 }
@@ -71,7 +94,7 @@ pub struct Conversion {
 pub enum ConvertError {
     /// The document is not one of the kinds this module converts.
     #[error(
-        "{api_version} {kind} is not converted (known: autoscaling/v1, v2, v2beta2 HorizontalPodAutoscaler; datadoghq.com/v1alpha1 WatermarkPodAutoscaler; autoscaling.alibabacloud.com/v1beta1 CronHorizontalPodAutoscaler)"
+        "{api_version} {kind} is not converted (known: autoscaling/v1, v2, v2beta2 HorizontalPodAutoscaler; datadoghq.com/v1alpha1 WatermarkPodAutoscaler; autoscaling.alibabacloud.com/v1beta1 CronHorizontalPodAutoscaler; keda.sh/v1alpha1 ScaledObject)"
     )]
     UnknownKind {
         /// The document's `apiVersion`.
@@ -107,6 +130,7 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
         ("autoscaling", _, "HorizontalPodAutoscaler") => hpa::convert(doc),
         ("datadoghq.com", _, "WatermarkPodAutoscaler") => wpa::convert(doc),
         ("autoscaling.alibabacloud.com", _, "CronHorizontalPodAutoscaler") => aliyun::convert(doc),
+        ("keda.sh", _, "ScaledObject") => keda::convert(doc),
         _ => Err(ConvertError::UnknownKind {
             api_version: api_version.to_owned(),
             kind: kind.to_owned(),

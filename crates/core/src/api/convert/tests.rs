@@ -25,14 +25,14 @@ fn one(text: &str) -> Conversion {
 fn hpa_plus(c: &Conversion) -> &HorizontalPodAutoscalerPlus {
     match &c.object {
         Converted::HpaPlus(o) => o,
-        Converted::Cron(_) => panic!("expected an HPA+"),
+        _ => panic!("expected an HPA+"),
     }
 }
 
 fn cron(c: &Conversion) -> &CronHorizontalPodAutoscaler {
     match &c.object {
         Converted::Cron(o) => o,
-        Converted::HpaPlus(_) => panic!("expected a CronHPA"),
+        _ => panic!("expected a CronHPA"),
     }
 }
 
@@ -360,4 +360,258 @@ fn unknown_kinds_are_refused_by_name() {
         err.to_string()
             .starts_with("apps/v1 Deployment is not converted")
     );
+}
+
+// KEDA ScaledObjects: KEDA's documentation examples (tests/data/keda-*.yaml, each with its
+// source lines) and hostile variants.
+
+const KEDA_CPU_MEMORY: &str =
+    include_str!("../../../../kubectl-plimsoll/tests/data/keda-cpu-memory.yaml");
+const KEDA_CRON: &str = include_str!("../../../../kubectl-plimsoll/tests/data/keda-cron.yaml");
+const KEDA_PROMETHEUS: &str =
+    include_str!("../../../../kubectl-plimsoll/tests/data/keda-prometheus.yaml");
+const KEDA_SPEC: &str = include_str!("../../../../kubectl-plimsoll/tests/data/keda-spec.yaml");
+
+fn all(text: &str) -> Vec<Conversion> {
+    docs(text)
+        .iter()
+        .map(|d| convert(d).expect("converts"))
+        .collect()
+}
+
+fn reason<'a>(c: &'a Conversion, field: &str) -> &'a str {
+    c.dropped.iter().find(|d| d.field == field).map_or_else(
+        || panic!("{field} reported in {:?}", c.dropped),
+        |d| d.reason.as_str(),
+    )
+}
+
+#[test]
+fn keda_cpu_and_memory_become_resource_metrics_on_the_default_target() {
+    let convs = all(KEDA_CPU_MEMORY);
+    let cpu = hpa_plus(&convs[0]);
+    assert_eq!(convs[0].source, "ScaledObject/cpu-scaledobject");
+    assert_eq!(
+        cpu.spec.scale_target_ref.api_version.as_deref(),
+        Some("apps/v1")
+    );
+    assert_eq!(cpu.spec.scale_target_ref.kind, "Deployment");
+    assert_eq!(cpu.spec.scale_target_ref.name, "my-deployment");
+    assert_eq!(cpu.spec.max_replicas, 100);
+    // KEDA's default minimum 0 cannot hold with a Resource metric.
+    assert_eq!(cpu.spec.min_replicas, Some(1));
+    assert!(reason(&convs[0], "spec.minReplicaCount").contains("Resource metric"));
+    let m = &cpu.spec.metrics[0];
+    assert_eq!(m.type_, MetricSourceType::ContainerResource);
+    let c = m.container_resource.as_ref().expect("container resource");
+    assert_eq!((c.name.as_str(), c.container.as_str()), ("cpu", "foo"));
+    assert_eq!(c.target.type_, MetricTargetType::Utilization);
+    assert_eq!(c.target.average_utilization, Some(50));
+    let mem = hpa_plus(&convs[1]);
+    let r = mem.spec.metrics[0].resource.as_ref().expect("resource");
+    assert_eq!(r.name, "memory");
+    assert_eq!(r.target.average_utilization, Some(50));
+    assert_eq!(fields(&convs[1]), ["spec.minReplicaCount"]);
+}
+
+#[test]
+fn keda_cron_only_sets_the_workload_and_cron_with_cpu_raises_the_hpa_plus_minimum() {
+    let convs = all(KEDA_CRON);
+    let only = cron(&convs[0]);
+    assert_eq!(only.spec.scale_target_ref.kind, "Deployment");
+    assert_eq!(only.spec.time_zone.as_deref(), Some("Asia/Kolkata"));
+    let jobs: Vec<_> = only
+        .spec
+        .jobs
+        .iter()
+        .map(|j| (j.name.as_str(), j.schedule.as_str(), j.target_size))
+        .collect();
+    assert_eq!(
+        jobs,
+        [
+            ("cron-0-start", "0 6 * * *", 10),
+            ("cron-0-end", "0 20 * * *", 0)
+        ]
+    );
+    assert_eq!(fields(&convs[0]), ["spec.cooldownPeriod"]);
+
+    let parts = convs[1].object.parts();
+    assert_eq!(parts.len(), 2);
+    let (Converted::HpaPlus(plus), Converted::Cron(raise)) = (parts[0], parts[1]) else {
+        panic!("an HPA+ then a CronHPA: {parts:?}");
+    };
+    assert_eq!(
+        (plus.spec.min_replicas, plus.spec.max_replicas),
+        (Some(1), 4)
+    );
+    assert_eq!(
+        raise.spec.scale_target_ref.kind,
+        "HorizontalPodAutoscalerPlus"
+    );
+    assert_eq!(raise.spec.scale_target_ref.name, "cron-scaledobject");
+    let sizes: Vec<_> = raise.spec.jobs.iter().map(|j| j.target_size).collect();
+    assert_eq!(sizes, [1, 1]);
+    assert_eq!(convs[1].object.to_values().expect("json").len(), 2);
+}
+
+#[test]
+fn keda_prometheus_becomes_a_prometheus_metric_that_may_scale_to_zero() {
+    let convs = all(KEDA_PROMETHEUS);
+    let plus = hpa_plus(&convs[0]);
+    let p = plus.spec.metrics[0]
+        .prometheus
+        .as_ref()
+        .expect("prometheus");
+    assert_eq!(plus.spec.metrics[0].type_, MetricSourceType::Prometheus);
+    assert_eq!(
+        p.query,
+        r#"sum(rate(http_requests_total{deployment="my-deployment"}[2m]))"#
+    );
+    assert_eq!(
+        p.server_address.as_deref(),
+        Some("http://<prometheus-host>:9090")
+    );
+    assert_eq!(p.target.type_, MetricTargetType::AverageValue);
+    assert_eq!(p.target.average_value, Some(q("100")));
+    // No activation threshold: KEDA's default minimum 0 means what minReplicas 0 means here.
+    assert_eq!(plus.spec.min_replicas, Some(0));
+    assert!(convs[0].dropped.is_empty(), "{:?}", convs[0].dropped);
+    assert_eq!(hpa_plus(&convs[1]).spec.max_replicas, 12);
+    assert_eq!(
+        fields(&convs[1]),
+        [
+            "spec.triggers[0].authenticationRef",
+            "spec.triggers[0].metadata.authModes"
+        ]
+    );
+}
+
+#[test]
+fn keda_full_spec_maps_behavior_polling_and_pause_and_reports_the_rest() {
+    let conv = one(KEDA_SPEC);
+    let plus = hpa_plus(&conv);
+    let s = &plus.spec;
+    assert!(s.paused);
+    assert_eq!(s.sync_period_seconds, Some(30));
+    assert_eq!((s.min_replicas, s.max_replicas), (Some(1), 100));
+    assert_eq!(s.scale_target_ref.kind, "StatefulSet");
+    let down = s
+        .behavior
+        .as_ref()
+        .and_then(|b| b.scale_down.as_ref())
+        .expect("scaleDown");
+    assert_eq!(down.stabilization_window_seconds, Some(300));
+    assert_eq!(down.policies.len(), 1);
+    assert_eq!(s.metrics.len(), 1);
+    assert_eq!(
+        s.metrics[0]
+            .prometheus
+            .as_ref()
+            .expect("prometheus")
+            .target
+            .average_value,
+        Some(q("100.50"))
+    );
+    let annotations = plus.metadata.annotations.clone().unwrap_or_default();
+    assert!(
+        annotations.is_empty(),
+        "every KEDA annotation handled: {annotations:?}"
+    );
+    let mut got = fields(&conv);
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [
+            "metadata.annotations.autoscaling.keda.sh/paused-replicas",
+            "metadata.annotations.scaledobject.keda.sh/transfer-hpa-ownership",
+            "metadata.annotations.validations.keda.sh/hpa-ownership",
+            "spec.advanced.horizontalPodAutoscalerConfig.name",
+            "spec.advanced.restoreToOriginalReplicaCount",
+            "spec.advanced.scalingModifiers",
+            "spec.cooldownPeriod",
+            "spec.fallback",
+            "spec.idleReplicaCount",
+            "spec.initialCooldownPeriod",
+            "spec.scaleTargetRef.envSourceContainerName",
+            "spec.triggers[0]",
+            "spec.triggers[1]",
+            "spec.triggers[2].metadata.activationThreshold",
+            "spec.triggers[2].metadata.customHeaders",
+            "spec.triggers[2].metadata.ignoreNullValues",
+            "spec.triggers[2].metadata.namespace",
+            "spec.triggers[2].metadata.queryParameters",
+            "spec.triggers[2].metadata.timeout",
+            "spec.triggers[2].metadata.unsafeSsl",
+        ]
+    );
+    assert!(reason(&conv, "spec.triggers[0]").contains("\"kubernetes-workload\""));
+}
+
+#[test]
+fn keda_hostile_input_fails_naming_the_field_with_a_bounded_quote() {
+    let long = "9".repeat(10_000);
+    let base = |trigger: Value| {
+        json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {"name": "x"},
+            "spec": {"scaleTargetRef": {"name": "web"}, "triggers": [
+                {"type": "cpu", "metadata": {"value": "50"}}, trigger]}})
+    };
+    let cases = [
+        (
+            base(json!({"type": "cpu", "metadata": {"value": format!("x{long}")}})),
+            "spec.triggers[1].metadata.value",
+        ),
+        (
+            base(json!({"type": "cpu", "metricType": long, "metadata": {"value": "5"}})),
+            "spec.triggers[1].metricType",
+        ),
+        (
+            base(
+                json!({"type": "cron", "metadata": {"timezone": "UTC", "start": "0 6 * * *",
+                "end": "0 7 * * *", "desiredReplicas": "-1"}}),
+            ),
+            "spec.triggers[1].metadata.desiredReplicas",
+        ),
+        (
+            base(json!({"type": "prometheus", "metadata": {"query": "up"}})),
+            "spec.triggers[1].metadata.threshold",
+        ),
+        (base(json!({"metadata": {}})), "spec.triggers[1].type"),
+        (base(json!(long)), "spec.triggers[1]"),
+        (
+            base(json!({"type": "cpu", "metadata": {"value": [long]}})),
+            "spec.triggers[1].metadata.value",
+        ),
+        (
+            json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                "spec": {"scaleTargetRef": {"name": "web"}, "minReplicaCount": long}}),
+            "spec.minReplicaCount",
+        ),
+        (
+            json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                "spec": {"scaleTargetRef": {}, "triggers": []}}),
+            "spec.scaleTargetRef.name",
+        ),
+        (
+            json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                "spec": {"scaleTargetRef": {"name": "web"}, "triggers": {"a": 1}}}),
+            "spec.triggers",
+        ),
+        (
+            json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                "spec": {"scaleTargetRef": {"name": "web"},
+                    "triggers": vec![json!({"type": "kafka"}); 1000]}}),
+            "spec.triggers",
+        ),
+        (
+            json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                "spec": {"scaleTargetRef": {"name": "web"}, "triggers": [{"type": "kafka"}]}}),
+            "spec.triggers",
+        ),
+    ];
+    for (doc, path) in cases {
+        let err = convert(&doc).expect_err(path).to_string();
+        assert!(err.starts_with(&format!("{path}: ")), "{path}: {err}");
+        assert!(err.len() < 400, "bounded: {} characters", err.len());
+    }
 }
