@@ -7,12 +7,11 @@
 //! `targetCPUUtilizationPercentage`, which becomes a CPU `Utilization` metric (upstream's own
 //! v1 → v2 conversion; without it the default of 80 % applies, as upstream).
 
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use serde_json::{Value, json};
 
 use super::fields::{Dropped, Fields, UNKNOWN, drop_status, metadata};
 use super::{Conversion, ConvertError, Converted};
-use crate::api::hpa_plus::{ANNOTATION_PREFIXES, HorizontalPodAutoscalerPlus};
+use crate::api::hpa_plus::{ANNOTATION_PREFIXES, HorizontalPodAutoscalerPlus, NativeHpa};
 use crate::horizontal::memory;
 
 /// The native-mode annotation names [`HorizontalPodAutoscalerPlus::from_native`] turns into
@@ -44,12 +43,13 @@ pub fn convert(doc: &Value) -> Result<Conversion, ConvertError> {
         }
     };
     let meta = metadata(doc, drop_annotation, &mut dropped)?;
-    let native: HorizontalPodAutoscaler = serde_json::from_value(json!({
+    // NativeHpa keeps behavior.syncPeriodSeconds (KEP-6003), which the typed HPA drops.
+    let native = NativeHpa::from_value(json!({
         "metadata": serde_json::to_value(&meta).map_err(|e| ConvertError::invalid("metadata", e.to_string()))?,
         "spec": spec,
     }))
     .map_err(|e| ConvertError::invalid("spec", e.to_string()))?;
-    let mut plus = HorizontalPodAutoscalerPlus::from_native(&native)
+    let mut plus = HorizontalPodAutoscalerPlus::from_native_object(&native)
         .map_err(|e| ConvertError::invalid("metadata.annotations", e.to_string()))?;
     if let Some(annotations) = plus.metadata.annotations.as_mut() {
         annotations.retain(|k, _| {

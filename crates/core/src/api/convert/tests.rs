@@ -615,3 +615,29 @@ fn keda_hostile_input_fails_naming_the_field_with_a_bounded_quote() {
         assert!(err.len() < 400, "bounded: {} characters", err.len());
     }
 }
+
+#[test]
+fn an_upstream_hpa_keeps_its_behavior_sync_period() {
+    // KEP-6003's field, which k8s-openapi's typed HPA does not have yet.
+    let c = convert(&json!({
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 2,
+            "maxReplicas": 10,
+            "behavior": {"syncPeriodSeconds": 30},
+        },
+    }))
+    .expect("converts");
+    let plus = hpa_plus(&c);
+    assert_eq!(
+        plus.spec
+            .behavior
+            .as_ref()
+            .and_then(|b| b.sync_period_seconds),
+        Some(30)
+    );
+    assert!(c.dropped.is_empty(), "{:?}", c.dropped);
+}
