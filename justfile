@@ -22,12 +22,12 @@ e2e:
 # plimsoll-sim against clients no one here wrote: the official Python client (installed into a
 # virtualenv under target/ on first use) and kubectl, plus the kube-rs conformance suite.
 conformance:
-    cargo test -p plimsoll-sim --test python_client --test kubectl --test conformance -- --nocapture
+    cargo test -p plimsoll-sim --test sim -- python_client:: kubectl:: conformance:: --nocapture
 
 # The fault suite against plimsoll-sim, ignored scenarios included: prints each test's result
 # and the rows of the table in docs/reliability.md.
 faults:
-    cargo test -p plimsoll-e2e --test faults -- --nocapture --include-ignored 2>&1 | grep -E '^(\| |test )'
+    cargo test -p plimsoll-e2e --test e2e faults:: -- --nocapture --include-ignored 2>&1 | grep -E '^(\| |test )'
 
 # One OCI image per service (ghcr.io/plimsoll-dev/<service>:<version>) with buildah, from the
 # dist build; `scripts/images --help` for one service, another profile or other storage.
@@ -61,7 +61,7 @@ demo:
 bench: bench-sim bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-recommender-api bench-vpa-updater bench-vpa-admission
 
 bench-sim:
-    cargo test --profile dist -p plimsoll-sim --test bench -- --ignored --nocapture
+    cargo test --profile dist -p plimsoll-sim --test sim bench:: -- --ignored --nocapture
 
 bench-hpa-plus:
     cargo run --profile dist -p plimsoll-e2e --bin bench-hpa-plus

@@ -26,7 +26,7 @@
 //! for kube's `WatchStreamExt` and `Controller::for_stream`. The stream never yields an error
 //! (errors are handled here, once) and never ends before [`Watch::until`]'s token.
 //!
-//! No service calls kube's `watcher` itself (`xtask/tests/services.rs` checks it).
+//! No service calls kube's `watcher` itself (`xtask/tests/xtask/services.rs` checks it).
 
 use std::fmt::Debug;
 use std::hash::Hash;

@@ -38,6 +38,16 @@ pub mod webhook;
 
 pub use running::{Crashable, Running};
 
+/// Holds the serial group: the tests whose assertions are about wall-clock time on a shared
+/// machine (takeover within lease + retry, SIGTERM while a write is held, a service's peak RSS
+/// under attack) take it first, so at most one of them runs at a time while the rest of the
+/// suite runs concurrently around it. A test that fails while holding it releases it as it
+/// unwinds (an async lock, so it can be held across awaits and is never poisoned).
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
+}
+
 /// The environment variable that points the suite at a real cluster.
 pub const KUBECONFIG_ENV: &str = "PLIMSOLL_E2E_KUBECONFIG";
 
