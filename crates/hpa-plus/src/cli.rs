@@ -120,6 +120,16 @@ pub struct Args {
           default_value = crate::NATIVE_HPA_SELECTOR_DEFAULT)]
     pub native_hpa_selector: String,
 
+    /// Act on `spec.podSelectionStrategy: OwnerReferences` (KEP-5325; upstream gate
+    /// `HPASelectionStrategy`, alpha and off): count only the pods the target controls, directly
+    /// or through a ReplicaSet it controls, instead of every pod its selector matches. Turning
+    /// it on watches ReplicaSets (list/watch `apps/replicasets`). Off, the field is accepted
+    /// and ignored, as upstream with the gate off.
+    #[arg(long, env = "PLIMSOLL_POD_SELECTION_STRATEGY", action = ArgAction::Set,
+          default_value_t = false, value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true")]
+    pub pod_selection_strategy: bool,
+
     /// Never tune minReplicas (spec.minReplicasTuning or its annotation) of an autoscaler whose
     /// labels, or whose workload's pods' labels, match this label selector: workloads that
     /// must keep a floor whatever their load (a ZooKeeper or etcd quorum, say). Example:
@@ -334,6 +344,7 @@ impl Args {
             },
             tuning_exclude,
             shards: self.shards,
+            pod_selection_strategy: self.pod_selection_strategy,
         })
     }
 }
