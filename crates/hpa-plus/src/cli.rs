@@ -26,6 +26,8 @@ use crate::error::{Error, Result};
     version,
     about = "Plimsoll's enhanced horizontal autoscaler"
 )]
+// Independent on/off flags of the command line, each its own `--flag[=BOOL]`: not a state.
+#[allow(clippy::struct_excessive_bools)]
 pub struct Args {
     /// Flags every Plimsoll service shares.
     #[command(flatten)]
@@ -435,6 +437,20 @@ mod tests {
         .unwrap();
         assert_eq!(config.decision.scale_up_limit_factor, Some(1.5));
         assert_eq!(config.decision.scale_down_limit_factor, Some(0.3));
+    }
+
+    #[test]
+    fn pod_selection_strategy_is_off_unless_asked_for() {
+        let on = |args: &[&str]| {
+            parse(args)
+                .unwrap()
+                .into_config()
+                .unwrap()
+                .pod_selection_strategy
+        };
+        assert!(!on(&[]), "off by default, as upstream's alpha gate");
+        assert!(on(&["--pod-selection-strategy"]));
+        assert!(!on(&["--pod-selection-strategy=false"]));
     }
 
     #[test]

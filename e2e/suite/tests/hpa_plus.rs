@@ -1129,25 +1129,7 @@ async fn evaluations_read_a_deployments_scale_from_the_watch() -> anyhow::Result
 /// Deployment `shares` matches them, its owner references do not (KEP-5325's motivation).
 async fn create_intruder(env: &Env, name: &str, shares: &str, cpu: &str) -> anyhow::Result<()> {
     let labels = json!({"app": shares, "role": name});
-    let d: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{
-                    "name": "app", "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}}
-                }]}
-            }
-        }
-    }))?;
-    env.api::<Deployment>()
-        .create(&PostParams::default(), &d)
-        .await
-        .with_context(|| format!("create deployment {name}"))?;
-    Ok(())
+    plimsoll_e2e::create_labelled_deployment(env, name, &labels, 1, (cpu, "64Mi")).await
 }
 
 /// KEP-5325 with `--pod-selection-strategy`: a busy second Deployment whose pods match the
