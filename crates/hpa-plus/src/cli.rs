@@ -26,6 +26,8 @@ use crate::error::{Error, Result};
     version,
     about = "Plimsoll's enhanced horizontal autoscaler"
 )]
+// Independent on/off flags of the command line, each its own `--flag[=BOOL]`: not a state.
+#[allow(clippy::struct_excessive_bools)]
 pub struct Args {
     /// Flags every Plimsoll service shares.
     #[command(flatten)]
@@ -119,6 +121,16 @@ pub struct Args {
     #[arg(long, env = "PLIMSOLL_NATIVE_HPA_SELECTOR", value_name = "SELECTOR",
           default_value = crate::NATIVE_HPA_SELECTOR_DEFAULT)]
     pub native_hpa_selector: String,
+
+    /// Act on `spec.podSelectionStrategy: OwnerReferences` (KEP-5325; upstream gate
+    /// `HPASelectionStrategy`, alpha and off): count only the pods the target controls, directly
+    /// or through a ReplicaSet it controls, instead of every pod its selector matches. Turning
+    /// it on watches ReplicaSets (list/watch `apps/replicasets`). Off, the field is accepted
+    /// and ignored, as upstream with the gate off.
+    #[arg(long, env = "PLIMSOLL_POD_SELECTION_STRATEGY", action = ArgAction::Set,
+          default_value_t = false, value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true")]
+    pub pod_selection_strategy: bool,
 
     /// Never tune minReplicas (spec.minReplicasTuning or its annotation) of an autoscaler whose
     /// labels, or whose workload's pods' labels, match this label selector: workloads that
@@ -334,6 +346,7 @@ impl Args {
             },
             tuning_exclude,
             shards: self.shards,
+            pod_selection_strategy: self.pod_selection_strategy,
         })
     }
 }
@@ -424,6 +437,20 @@ mod tests {
         .unwrap();
         assert_eq!(config.decision.scale_up_limit_factor, Some(1.5));
         assert_eq!(config.decision.scale_down_limit_factor, Some(0.3));
+    }
+
+    #[test]
+    fn pod_selection_strategy_is_off_unless_asked_for() {
+        let on = |args: &[&str]| {
+            parse(args)
+                .unwrap()
+                .into_config()
+                .unwrap()
+                .pod_selection_strategy
+        };
+        assert!(!on(&[]), "off by default, as upstream's alpha gate");
+        assert!(on(&["--pod-selection-strategy"]));
+        assert!(!on(&["--pod-selection-strategy=false"]));
     }
 
     #[test]

@@ -14,10 +14,11 @@ use std::time::Instant;
 use kube::Client;
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlusStatus;
+use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusStatus, PodSelectionStrategy};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_core::horizontal::evaluate::Held;
+use plimsoll_core::horizontal::pod_owner;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::leader::LeaderHandle;
 use plimsoll_runtime::leader::shards::ShardHandle;
@@ -27,8 +28,9 @@ use plimsoll_runtime::selector::Selector;
 use plimsoll_runtime::target_index::TargetIndex;
 
 use crate::metrics::Metrics;
-use crate::pods::PodIndex;
+use crate::pods::{PodIndex, PodInfo};
 use crate::prometheus::PrometheusMetrics;
+use crate::replica_sets::ReplicaSetIndex;
 use crate::tuning::Exclusion;
 
 /// What the controller remembers about one autoscaler between reconciles.
@@ -93,6 +95,9 @@ pub struct Context {
     pub vpas: TargetIndex<VerticalPodAutoscaler>,
     /// `--record-dir`: writes what each evaluation observed and decided (off by default).
     pub recorder: crate::record::Recorder,
+    /// `--pod-selection-strategy`: the ReplicaSets' controllers, for `podSelectionStrategy:
+    /// OwnerReferences` (KEP-5325); `None` (the default) ignores that field.
+    pub replica_sets: Option<ReplicaSetIndex>,
     memory: Mutex<HashMap<String, Memory>>,
     written: Mutex<HashMap<String, Written>>,
     selectors: Mutex<SelectorIndex>,
@@ -162,6 +167,7 @@ impl Context {
             tuning_exclude,
             vpas,
             recorder: crate::record::Recorder::off(),
+            replica_sets: None,
             memory: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
@@ -172,6 +178,47 @@ impl Context {
     #[must_use]
     pub fn with_shards(self, shards: ShardHandle) -> Self {
         Self { shards, ..self }
+    }
+
+    /// This context acting on `podSelectionStrategy` with `replica_sets`
+    /// (`--pod-selection-strategy`).
+    #[must_use]
+    pub fn with_replica_sets(self, replica_sets: Option<ReplicaSetIndex>) -> Self {
+        Self {
+            replica_sets,
+            ..self
+        }
+    }
+
+    /// The pods of the target `kind`/`name` in `namespace` that its `selector` matches and that
+    /// count under the autoscaler's `podSelectionStrategy` (KEP-5325), sorted by name. With the
+    /// opt-in off the field is ignored: every matched pod counts, as upstream with its gate off.
+    pub fn target_pods(
+        &self,
+        namespace: &str,
+        selector: &Selector,
+        strategy: Option<PodSelectionStrategy>,
+        (kind, name): (&str, &str),
+    ) -> Vec<Arc<PodInfo>> {
+        let pods = self.pods.select(namespace, selector);
+        let (Some(index), Some(strategy @ PodSelectionStrategy::OwnerReferences)) =
+            (&self.replica_sets, strategy)
+        else {
+            return pods;
+        };
+        let controllers = index.controllers(namespace);
+        let target = pod_owner::Target {
+            kind,
+            name,
+            uid: None,
+        };
+        pod_owner::select(
+            strategy,
+            &target,
+            pods,
+            |p| p.controller.as_ref(),
+            |uid| controllers.get(uid),
+        )
     }
 
     /// This context recording with `recorder` (`--record-dir`).

@@ -44,6 +44,7 @@ pub mod record;
 pub mod replay;
 pub mod replay_kinds;
 pub mod replay_load;
+pub mod replica_sets;
 pub mod seed;
 pub mod status;
 pub mod tuning;
@@ -54,6 +55,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt as _, Stream, StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Config as ControllerSettings, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -83,6 +85,7 @@ pub use error::{Error, Result};
 use context::{Context, ContextParts};
 use metrics::Metrics;
 use pods::PodIndex;
+use replica_sets::ReplicaSetIndex;
 
 /// The binary name: Lease `plimsoll-hpa-plus`, field manager, Event reporter, metric prefix.
 pub const BINARY: &str = "hpa-plus";
@@ -130,6 +133,9 @@ pub struct Config {
     pub shards: u32,
     /// `--record-dir` and its bounds; `None`: nothing is recorded.
     pub record: Option<record::RecordSettings>,
+    /// `--pod-selection-strategy`: act on `podSelectionStrategy: OwnerReferences` (KEP-5325),
+    /// watching ReplicaSets for it.
+    pub pod_selection_strategy: bool,
 }
 
 /// Hooks for tests and benchmarks: where the admin listener bound, and a metrics source
@@ -168,6 +174,18 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
             .metrics(&watches)
             .run(move |event| index.apply(&event)),
     );
+    // With --pod-selection-strategy only: every ReplicaSet's controller (KEP-5325's
+    // Deployment → ReplicaSet → Pod link). Without it, no ReplicaSet is read.
+    let replica_sets = config.pod_selection_strategy.then(|| {
+        let replica_sets = ReplicaSetIndex::new();
+        let index = replica_sets.clone();
+        service.spawn(
+            Watch::new("ReplicaSet", Api::<ReplicaSet>::all(client.clone()))
+                .metrics(&watches)
+                .run(move |event| index.apply(&event)),
+        );
+        replica_sets
+    });
     // The CronHorizontalPodAutoscalers, for the hold off during a cron window.
     let (crons, cron_writer) = reflector::store::<CronHorizontalPodAutoscaler>();
     service.spawn(
@@ -215,7 +233,8 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
             vpas: vpas.clone(),
         })
         .with_shards(service.shards.clone())
-        .with_recorder(recorder),
+        .with_recorder(recorder)
+        .with_replica_sets(replica_sets),
     );
     service.spawn(housekeeping(
         ctx.clone(),
@@ -253,7 +272,12 @@ async fn housekeeping(ctx: Arc<Context>, liveness: Liveness, readiness: Readines
         tick.tick().await;
         liveness.tick();
         readiness.set_ready(
-            ctx.pods.is_synced() && ctx.crons.wait_until_ready().now_or_never().is_some(),
+            ctx.pods.is_synced()
+                && ctx
+                    .replica_sets
+                    .as_ref()
+                    .is_none_or(ReplicaSetIndex::is_synced)
+                && ctx.crons.wait_until_ready().now_or_never().is_some(),
         );
         ctx.metrics
             .queue_depth

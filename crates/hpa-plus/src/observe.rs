@@ -95,6 +95,8 @@ pub async fn observe(
             )
             .await,
         conflicting_autoscalers: Vec::new(),
+        // Read from the autoscaler's status by the caller, like the conflicts.
+        scaled_to_zero: false,
         rollout: rollout(ctx, namespace, spec, current_replicas).await,
         held_by: cron_hold(
             ctx.crons.state().iter().map(AsRef::as_ref),

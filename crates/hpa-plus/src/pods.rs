@@ -4,8 +4,8 @@
 //! request (upstream's HPA controller lists pods from its informer the same way). Pods are kept
 //! in a compact form ([`PodInfo`]: labels, phase, readiness, start time, per-container requests
 //! and limits in milli-units — spec and, during an in-place resize, status — init containers,
-//! pod-level resources and overhead) so that memory follows what the decision reads, not the
-//! full pod.
+//! pod-level resources, overhead and the controller owner reference) so that memory follows
+//! what the decision reads, not the full pod.
 //!
 //! Invariant: after a (re)list completes ([`PodIndex::apply`] with `InitDone`), the index holds
 //! exactly the listed pods; events arriving during a relist go to a buffer that replaces the
@@ -17,8 +17,10 @@ use std::sync::{Arc, RwLock};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 use plimsoll_core::horizontal::PodPhase;
+use plimsoll_core::horizontal::pod_owner::ControllerRef;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_runtime::selector::Selector;
 
@@ -71,6 +73,23 @@ pub struct PodInfo {
     pub pod_limits: BTreeMap<String, i64>,
     /// `spec.overhead`, milli-units.
     pub overhead: BTreeMap<String, i64>,
+    /// The controller owner reference (`controller: true`), for `podSelectionStrategy:
+    /// OwnerReferences` (KEP-5325).
+    pub controller: Option<ControllerRef>,
+}
+
+/// The controller owner reference of an object's `ownerReferences`, trimmed to what
+/// [`plimsoll_core::horizontal::pod_owner`] compares.
+pub fn controller_of(meta: &ObjectMeta) -> Option<ControllerRef> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| ControllerRef {
+            kind: o.kind.clone(),
+            name: o.name.clone(),
+            uid: o.uid.clone(),
+        })
 }
 
 type QuantityMap = BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>;
@@ -152,6 +171,7 @@ impl PodInfo {
             pod_requests: pod_map(|r| r.requests.as_ref()),
             pod_limits: pod_map(|r| r.limits.as_ref()),
             overhead: milli(spec.and_then(|s| s.overhead.as_ref())),
+            controller: controller_of(&pod.metadata),
         })
     }
 }

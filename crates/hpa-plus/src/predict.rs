@@ -114,6 +114,7 @@ mod tests {
             pod_requests: BTreeMap::new(),
             pod_limits: BTreeMap::new(),
             overhead: BTreeMap::new(),
+            controller: None,
         })
     }
 

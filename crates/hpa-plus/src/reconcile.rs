@@ -45,6 +45,7 @@ use plimsoll_core::horizontal::evaluate::{
     self, Evaluation, EvaluationInput, Held, OwedEvent, Restored, Stored, TuningWrite, evaluate,
 };
 use plimsoll_core::horizontal::memory;
+use plimsoll_core::horizontal::scale_to_zero;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{Decision, LimitedBy, Observation};
 use plimsoll_core::stored::{self, Ignored, StoredStateError};
@@ -694,6 +695,10 @@ async fn observe_target(
     .await;
     let observed = Observation {
         conflicting_autoscalers: conflicting,
+        scaled_to_zero: subject
+            .previous
+            .as_deref()
+            .is_some_and(scale_to_zero::in_status),
         ..observed
     };
     (observed, prometheus_deadline)
@@ -1068,7 +1073,12 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
     let Some(selector) = scale.selector.clone() else {
         return fail(&subject, ctx, invalid_selector(&target, ctx, spec, started)).await;
     };
-    let pods = ctx.pods.select(&subject.namespace, &selector);
+    let pods = ctx.target_pods(
+        &subject.namespace,
+        &selector,
+        spec.pod_selection_strategy,
+        (target.kind.as_str(), target.name.as_str()),
+    );
     let (observed, prometheus_deadline) =
         observe_target(&subject, ctx, (&scale, &selector), &pods).await;
     if abandoned(ctx, &observed) {

@@ -31,6 +31,7 @@ use plimsoll_core::horizontal::observation::{
 };
 use plimsoll_core::horizontal::recording::{self, Line, Parsed, Recorded, Start};
 use plimsoll_core::horizontal::rollout::Rollout;
+use plimsoll_core::horizontal::scale_to_zero;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{ControllerConfig, Decision, DecisionInput, History};
 use plimsoll_core::quantity::Quantity;
@@ -50,6 +51,10 @@ struct Scenario {
     #[serde(default)]
     controller: ControllerConfig,
     initial_replicas: i32,
+    /// Extension: the autoscaler's status starts with `ScaledToZero=True` (KEP-2021), i.e. an
+    /// `initialReplicas: 0` the autoscaler made and may wake; otherwise a zero is a person's.
+    #[serde(default)]
+    scaled_to_zero: bool,
     steps: Vec<StepSpec>,
 }
 
@@ -527,6 +532,8 @@ pub fn replay_str_with(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> 
     };
     let tuning = spec.min_replicas_tuning.clone().unwrap_or_default();
     let mut replicas = scenario.initial_replicas;
+    // The `ScaledToZero` condition the status carries, as the decisions write it.
+    let mut scaled_to_zero = scenario.scaled_to_zero;
     let mut last_t = f64::NEG_INFINITY;
     let mut previous: Option<Timestamp> = None;
     let mut lines = Vec::new();
@@ -554,7 +561,8 @@ pub fn replay_str_with(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> 
             };
         }
         previous = Some(now);
-        let obs = observation(step, i, replicas, now).map_err(ReplayError::Invalid)?;
+        let mut obs = observation(step, i, replicas, now).map_err(ReplayError::Invalid)?;
+        obs.scaled_to_zero = scaled_to_zero;
         let mut evaluation = evaluate(
             &EvaluationInput {
                 spec: &spec,
@@ -581,6 +589,9 @@ pub fn replay_str_with(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> 
         let stored = evaluation.store_memory();
         let used = evaluation.spec(&spec);
         let d = evaluation.decision;
+        if let Some(z) = scale_to_zero::written(&d.conditions) {
+            scaled_to_zero = z;
+        }
         written.write(&used, &d, stored, now);
         held = evaluation.held;
         let line = step_line(step.t, &d, after);

@@ -54,6 +54,7 @@ use plimsoll_core::horizontal::observation::{
 use plimsoll_core::horizontal::predictive::Forecast;
 use plimsoll_core::horizontal::proposals::metrics_of;
 use plimsoll_core::horizontal::rollout::Rollout;
+use plimsoll_core::horizontal::scale_to_zero;
 use plimsoll_core::horizontal::source::pod_resource;
 use plimsoll_core::horizontal::tuning::Tuning;
 use plimsoll_core::vertical::joint::{JointRequest, utilization_target};
@@ -662,6 +663,8 @@ struct Run {
     /// The pods' startup time the scenario states, seconds (the controller measures it).
     startup_seconds: i64,
     observed: Observed,
+    /// The `ScaledToZero` condition the decisions wrote (KEP-2021: only such a zero is woken).
+    scaled_to_zero: bool,
 }
 
 /// What one evaluation saw and did.
@@ -708,6 +711,9 @@ impl Run {
         }
         let replicas = observed.current_replicas;
         let mut changed = false;
+        if let Some(z) = scale_to_zero::written(&evaluation.decision.conditions) {
+            self.scaled_to_zero = z;
+        }
         if let Some(to) = evaluation.decision.scale_to {
             evaluation.scaled(now, replicas, to);
             changed = to != replicas;
@@ -798,6 +804,7 @@ impl Run {
             current_replicas: replicas,
             pods: std::mem::take(&mut self.observed.pods),
             rollout: Rollout::Settled.state(replicas),
+            scaled_to_zero: self.scaled_to_zero,
             ..Observation::default()
         }
     }
@@ -996,6 +1003,7 @@ fn start(
         held: Held::default(),
         startup_seconds,
         observed: Observed::default(),
+        scaled_to_zero: false,
     };
     Ok((run, trace, period, target))
 }

@@ -360,13 +360,26 @@ pub async fn create_deployment(
     cpu: &str,
     memory: &str,
 ) -> anyhow::Result<()> {
+    let labels = serde_json::json!({"app": name});
+    create_labelled_deployment(env, name, &labels, replicas, (cpu, memory)).await
+}
+
+/// A Deployment `name` whose selector and pod labels are `labels`, each pod requesting
+/// `(cpu, memory)`.
+pub async fn create_labelled_deployment(
+    env: &Env,
+    name: &str,
+    labels: &serde_json::Value,
+    replicas: i32,
+    (cpu, memory): (&str, &str),
+) -> anyhow::Result<()> {
     let d: Deployment = serde_json::from_value(serde_json::json!({
         "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
+            "selector": {"matchLabels": labels},
             "template": {
-                "metadata": {"labels": {"app": name}},
+                "metadata": {"labels": labels},
                 "spec": {"containers": [{
                     "name": "app", "image": "registry.k8s.io/pause:3.10",
                     "resources": {"requests": {"cpu": cpu, "memory": memory}}

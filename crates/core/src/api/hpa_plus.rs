@@ -131,6 +131,12 @@ pub struct HorizontalPodAutoscalerPlusSpec {
     /// What `Utilization` targets are a percentage of (default `Requests`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub utilization_base: Option<UtilizationBase>,
+    /// Which of the pods the target's selector matches count (KEP-5325, default
+    /// `LabelSelector`): `OwnerReferences` keeps only the target's own pods (directly, or
+    /// through a ReplicaSet it controls). Acted on only when hpa-plus runs with
+    /// `--pod-selection-strategy`; otherwise accepted and ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_selection_strategy: Option<PodSelectionStrategy>,
     /// Maximum replicas added per scaling event, in percent of current replicas (0–100; 0 turns
     /// scale-up off). Default: the controller's `--scale-up-limit-factor` (none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -466,6 +472,16 @@ pub enum UtilizationBase {
     Requests,
     /// Container limits, falling back to requests for containers without a limit.
     Limits,
+}
+
+/// Which pods the metrics and the ready count use (KEP-5325 `podSelectionStrategy`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PodSelectionStrategy {
+    /// Every pod the target's label selector matches (upstream behavior).
+    #[default]
+    LabelSelector,
+    /// Of those, only the pods the target controls, directly or through a ReplicaSet.
+    OwnerReferences,
 }
 
 /// How a watermark value maps to replicas (`WatermarkPodAutoscaler` `algorithm`).

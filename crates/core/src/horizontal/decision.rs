@@ -4,7 +4,8 @@
 //! evaluation wins, later rules only narrow the result:
 //!
 //! 1. `AmbiguousSelector`: another autoscaler selects the same pods → no change.
-//! 2. `ScalingDisabled`: the target has 0 replicas and `minReplicas > 0` → no change.
+//! 2. `ScalingDisabled`: the target has 0 replicas the autoscaler did not make (no previous
+//!    `ScaledToZero=True`, KEP-2021) → no change.
 //! 3. Out of range: current > `maxReplicas` → `maxReplicas`; current < `minReplicas` →
 //!    `minReplicas` (metrics are not consulted, as upstream).
 //! 4. `minAvailable`: fewer than `minAvailableReplicaPercentage` of the pods are ready → no change.

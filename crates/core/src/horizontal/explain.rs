@@ -587,7 +587,7 @@ fn limit_meaning(name: &str) -> Option<String> {
     Some(
         match rule {
             LimitedBy::AmbiguousSelector => "another autoscaler selects the same pods; nothing is scaled",
-            LimitedBy::ScalingDisabled => "the target has 0 replicas and minReplicas > 0: autoscaling is off",
+            LimitedBy::ScalingDisabled => "the target has 0 replicas that the autoscaler did not scale to zero (no ScaledToZero=True): autoscaling is off",
             LimitedBy::MinReplicas => "clamped up to minReplicas",
             LimitedBy::MaxReplicas => "clamped down to maxReplicas",
             LimitedBy::MinAvailable => "too few pods are available (minAvailableReplicaPercentage)",

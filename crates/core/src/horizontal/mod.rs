@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod observation;
 pub mod offsets;
 pub mod peak_series;
+pub mod pod_owner;
 pub mod pod_requests;
 pub mod preconditions;
 pub mod predictive;

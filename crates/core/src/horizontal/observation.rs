@@ -176,6 +176,10 @@ pub struct Observation {
     /// Set while a `CronHorizontalPodAutoscaler` holds this target (`scaleUpKeepWindow`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_by: Option<String>,
+    /// The autoscaler's previous status carries `ScaledToZero=True` (KEP-2021): it, not a
+    /// person, put the target at zero, so it may wake it ([`super::preconditions`]).
+    #[serde(skip_serializing_if = "is_false")]
+    pub scaled_to_zero: bool,
 }
 
 // serde's `skip_serializing_if` passes a reference.

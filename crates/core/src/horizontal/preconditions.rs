@@ -2,7 +2,8 @@
 //! is held (or brought back into range) as it is.
 //!
 //! 1. [`ambiguous_selector`]: another autoscaler selects the same pods → hold.
-//! 2. [`scaling_disabled`]: the target has 0 replicas and `minReplicas > 0` → hold.
+//! 2. [`scaling_disabled`]: the target has 0 replicas that the autoscaler did not put there →
+//!    hold (Kubernetes 1.37, KEP-2021: only a `ScaledToZero=True` zero is woken).
 //! 3. [`out_of_range`]: current > `maxReplicas` → `maxReplicas`; current < `minReplicas` →
 //!    `minReplicas`, as upstream.
 //! 4. [`min_available`]: fewer than `minAvailableReplicaPercentage` of the pods are available
@@ -17,6 +18,7 @@ use super::history::seconds_between;
 use super::limited::{Hold, LimitedBy};
 use super::limits::{Bounds, available_percentage};
 use super::observation::{Observation, PodPhase};
+use super::scale_to_zero::has_podless_metric;
 use crate::api::hpa_plus::HorizontalPodAutoscalerPlusSpec;
 
 /// Rules 1–4 in order; `None` when the metrics decide.
@@ -28,7 +30,7 @@ pub fn precheck(
 ) -> Option<Hold> {
     let current = observed.current_replicas;
     ambiguous_selector(observed)
-        .or_else(|| scaling_disabled(current, bounds))
+        .or_else(|| scaling_disabled(spec, observed, bounds))
         .or_else(|| out_of_range(current, bounds))
         .or_else(|| min_available(spec, observed, now))
 }
@@ -55,9 +57,20 @@ pub fn ambiguous_selector(observed: &Observation) -> Option<Hold> {
     })
 }
 
-/// Rule 2: a target scaled to zero by hand is left alone while `minReplicas > 0`.
-pub fn scaling_disabled(current: i32, bounds: Bounds) -> Option<Hold> {
-    if current != 0 || bounds.min == 0 {
+/// Rule 2: a target at zero is woken only when the autoscaler put it there.
+///
+/// Kubernetes 1.37 (`HPAScaleToZero`, KEP-2021) computes metrics for a target at 0 replicas
+/// only when `minReplicas` is 0, a metric can be read without pods, and the HPA's previous
+/// status says `ScaledToZero=True`. Any other zero is a person's (`kubectl scale --replicas=0`)
+/// and means "autoscaling off" — as before the KEP, when every zero meant that.
+pub fn scaling_disabled(
+    spec: &HorizontalPodAutoscalerPlusSpec,
+    observed: &Observation,
+    bounds: Bounds,
+) -> Option<Hold> {
+    let current = observed.current_replicas;
+    let woken = bounds.min == 0 && observed.scaled_to_zero && has_podless_metric(spec);
+    if current != 0 || woken {
         return None;
     }
     let msg = "scaling is disabled since the replica count of the target is zero";
@@ -166,10 +179,46 @@ mod tests {
     }
 
     #[test]
-    fn zero_replicas_disable_scaling_unless_min_is_zero() {
-        assert_eq!(scaling_disabled(0, BOUNDS).unwrap().value, 0);
-        assert_eq!(scaling_disabled(0, Bounds { min: 0, max: 3 }), None);
-        assert_eq!(scaling_disabled(1, BOUNDS), None);
+    fn only_a_zero_the_autoscaler_made_is_woken() {
+        use crate::api::hpa_plus::{MetricSourceType, MetricSpec};
+        // Vectors from Kubernetes 1.37's rule (KEP-2021, horizontal.go): metrics are computed
+        // at 0 replicas only with minReplicas 0, an Object/External metric and a previous
+        // `ScaledToZero=True`; every other zero is `ScalingDisabled` (TestZeroReplicas).
+        let external = HorizontalPodAutoscalerPlusSpec {
+            min_replicas: Some(0),
+            metrics: vec![MetricSpec {
+                type_: MetricSourceType::External,
+                ..MetricSpec::default()
+            }],
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+        let resource_only = HorizontalPodAutoscalerPlusSpec::default();
+        let zero = Bounds { min: 0, max: 3 };
+        let at_zero = |scaled: bool| Observation {
+            scaled_to_zero: scaled,
+            ..observed(0)
+        };
+        // (spec, bounds, observation, held)
+        let cases = [
+            (&resource_only, BOUNDS, at_zero(false), true),
+            (&resource_only, BOUNDS, at_zero(true), true),
+            (&external, zero, at_zero(false), true),
+            (&external, zero, at_zero(true), false),
+            // minReplicas raised above 0 since: a zero is then always off, as before the KEP.
+            (&external, BOUNDS, at_zero(true), true),
+            (&resource_only, zero, at_zero(true), true),
+            (&external, zero, observed(1), false),
+            (&resource_only, BOUNDS, observed(1), false),
+        ];
+        for (i, (spec, bounds, obs, held)) in cases.iter().enumerate() {
+            let hold = scaling_disabled(spec, obs, *bounds);
+            assert_eq!(hold.is_some(), *held, "case {i}");
+            if let Some(hold) = hold {
+                assert_eq!((hold.value, hold.by), (0, LimitedBy::ScalingDisabled));
+                let c = hold.condition.unwrap();
+                assert_eq!((c.status, c.reason), (false, "ScalingDisabled"));
+            }
+        }
     }
 
     #[test]

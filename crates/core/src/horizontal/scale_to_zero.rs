@@ -12,7 +12,9 @@
 //! previous `ScaledToZero` entry untouched (upstream does not touch it either).
 
 use super::conditions::Condition;
-use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricSourceType};
+use crate::api::hpa_plus::{
+    HorizontalPodAutoscalerPlusSpec, HorizontalPodAutoscalerPlusStatus, MetricSourceType,
+};
 
 /// `ScaledToZero` condition type.
 pub const SCALED_TO_ZERO: &str = "ScaledToZero";
@@ -50,6 +52,24 @@ pub fn condition(
     } else {
         Condition::new(SCALED_TO_ZERO, false, "NotScaledToZero", NOT_SCALED_MESSAGE)
     })
+}
+
+/// The `ScaledToZero` status a decision's `conditions` write, if they write one (what the next
+/// evaluation reads back, for `replay`).
+pub fn written(conditions: &[Condition]) -> Option<bool> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == SCALED_TO_ZERO)
+        .map(|c| c.status)
+}
+
+/// Whether `status` carries `ScaledToZero=True`: the autoscaler itself took the target to zero
+/// and may wake it (read into [`super::observation::Observation::scaled_to_zero`]).
+pub fn in_status(status: &HorizontalPodAutoscalerPlusStatus) -> bool {
+    status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == SCALED_TO_ZERO && c.status == "True")
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! leader's death hands over within the lease duration and no decision is written twice, and
 //! a standby that takes over mid-stabilization continues the leader's window (d');
 //! (e) native mode on a plain autoscaling/v2 HPA with annotations, and `--native-hpa-selector`
-//! leaving KEDA's HPAs alone; (f) dryRun never writes.
+//! leaving KEDA's HPAs alone; (f) dryRun never writes; and KEP-5325's `podSelectionStrategy`
+//! (a neighbour's pods matching the selector count with `LabelSelector`, not `OwnerReferences`).
 //!
 //! The service runs in-process through `run(config, token)`; workloads get their load from the
 //! sim's workload model. Tests poll with `eventually` and generous deadlines.
@@ -1119,6 +1120,84 @@ async fn evaluations_read_a_deployments_scale_from_the_watch() -> anyhow::Result
         web_before,
         "still no read of the Deployment's /scale"
     );
+
+    let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
+/// A Deployment `name` whose pods also carry `app=<shares>`: the label selector of
+/// Deployment `shares` matches them, its owner references do not (KEP-5325's motivation).
+async fn create_intruder(env: &Env, name: &str, shares: &str, cpu: &str) -> anyhow::Result<()> {
+    let labels = json!({"app": shares, "role": name});
+    plimsoll_e2e::create_labelled_deployment(env, name, &labels, 1, (cpu, "64Mi")).await
+}
+
+/// KEP-5325 with `--pod-selection-strategy`: a busy second Deployment whose pods match the
+/// target's label selector makes a `LabelSelector` HPA+ scale its idle target up (the pods are
+/// over-counted), while `podSelectionStrategy: OwnerReferences` counts only the target's own pod
+/// and leaves it at 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: the workload model's CPU load and the audit log"
+)]
+async fn owner_references_count_only_the_targets_pods() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-owner-references").await?;
+    let sim = env.sim()?;
+    for (web, intruder) in [("web-labels", "busy-labels"), ("web-owners", "busy-owners")] {
+        create_deployment(&env, web, 1, "100m").await?;
+        create_intruder(&env, intruder, web, "100m").await?;
+        wait_ready(&env, web, 1, WITHIN).await?;
+        wait_ready(&env, intruder, 1, WITHIN).await?;
+        // The target at 45 % of a 50 % target (inside the tolerance); its neighbour at 185 %.
+        sim.set_load(&env.namespace, "deployments", web, constant(40.0));
+        sim.set_load(&env.namespace, "deployments", intruder, constant(180.0));
+    }
+    let service = start(config(&env, &["--pod-selection-strategy"]));
+    let cpu = json!([{"type": "Resource", "resource": {"name": "cpu",
+        "target": {"type": "Utilization", "averageUtilization": 50}}}]);
+    for (web, strategy) in [
+        ("web-labels", "LabelSelector"),
+        ("web-owners", "OwnerReferences"),
+    ] {
+        let spec = json!({"syncPeriodSeconds": 2, "metrics": cpu,
+            "podSelectionStrategy": strategy});
+        env.api::<HorizontalPodAutoscalerPlus>()
+            .create(&PostParams::default(), &hpa_plus(web, web, &spec))
+            .await?;
+    }
+    // Label selection averages both pods: (45 + 185) / 2 = 115 % → more than one replica.
+    eventually(
+        "web-labels over-counts and scales up",
+        WITHIN,
+        EVERY,
+        || async { Ok((spec_replicas(&env, "web-labels").await? > 1).then_some(())) },
+    )
+    .await?;
+    // By then the owner-selected one has decided several times; give it three more periods.
+    let decided = |name: &'static str| {
+        let env = &env;
+        async move {
+            Ok::<_, anyhow::Error>(
+                plus_status(env, name)
+                    .await?
+                    .and_then(|s| s.last_decision)
+                    .is_some(),
+            )
+        }
+    };
+    eventually("web-owners has decided", WITHIN, EVERY, || async {
+        Ok(decided("web-owners").await?.then_some(()))
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        spec_replicas(&env, "web-owners").await?,
+        1,
+        "only the target's own pod (45 %) counts"
+    );
+    assert_eq!(scale_writes(&env, "web-owners")?, 0);
 
     let _ = service.stop().await;
     env.cleanup().await;

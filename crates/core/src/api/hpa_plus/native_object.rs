@@ -2,7 +2,7 @@
 //! k8s-openapi does not model yet.
 //!
 //! k8s-openapi 0.29 has no `spec.behavior.syncPeriodSeconds` (KEP-6003, alpha targeted at
-//! Kubernetes 1.38), so a typed read drops it. [`NativeHpa`] reads the object once as JSON,
+//! Kubernetes 1.38) and no `spec.podSelectionStrategy` (KEP-5325), so a typed read drops them. [`NativeHpa`] reads the object once as JSON,
 //! keeps that field, and then reads the rest as the typed object: the service watches this type
 //! and sees both. A value that is not a whole number in `i32` range reads as absent (the object
 //! is a namespace user's; the controller bounds what is kept, see
@@ -15,7 +15,10 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerPlus, NativeConversionError};
+use super::{
+    HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerPlus, NativeConversionError,
+    PodSelectionStrategy,
+};
 
 /// A native HPA plus the upstream fields the typed object lacks.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -24,6 +27,9 @@ pub struct NativeHpa {
     pub hpa: HorizontalPodAutoscaler,
     /// `spec.behavior.syncPeriodSeconds` (KEP-6003), when the object carries a whole number.
     pub behavior_sync_period_seconds: Option<i32>,
+    /// `spec.podSelectionStrategy` (KEP-5325), when the object carries one of its values; any
+    /// other value reads as absent (the default, `LabelSelector`).
+    pub pod_selection_strategy: Option<PodSelectionStrategy>,
 }
 
 impl NativeHpa {
@@ -33,9 +39,13 @@ impl NativeHpa {
             .pointer("/spec/behavior/syncPeriodSeconds")
             .and_then(serde_json::Value::as_i64)
             .and_then(|p| i32::try_from(p).ok());
+        let pod_selection_strategy = value
+            .pointer("/spec/podSelectionStrategy")
+            .and_then(|v| PodSelectionStrategy::deserialize(v).ok());
         Ok(Self {
             hpa: serde_json::from_value(value)?,
             behavior_sync_period_seconds,
+            pod_selection_strategy,
         })
     }
 }
@@ -45,6 +55,7 @@ impl From<HorizontalPodAutoscaler> for NativeHpa {
         Self {
             hpa,
             behavior_sync_period_seconds: None,
+            pod_selection_strategy: None,
         }
     }
 }
@@ -74,6 +85,12 @@ impl Serialize for NativeHpa {
                 .as_object_mut()
         {
             b.insert("syncPeriodSeconds".into(), p.into());
+        }
+        if let (Some(p), Some(spec)) = (self.pod_selection_strategy, value.get_mut("spec"))
+            && let Some(map) = spec.as_object_mut()
+        {
+            let p = serde_json::to_value(p).map_err(serde::ser::Error::custom)?;
+            map.insert("podSelectionStrategy".into(), p);
         }
         value.serialize(s)
     }
@@ -107,6 +124,7 @@ impl HorizontalPodAutoscalerPlus {
     /// [`HorizontalPodAutoscalerPlus::from_native`], keeping `spec.behavior.syncPeriodSeconds`.
     pub fn from_native_object(native: &NativeHpa) -> Result<Self, NativeConversionError> {
         let mut plus = Self::from_native(&native.hpa)?;
+        plus.spec.pod_selection_strategy = native.pod_selection_strategy;
         if let Some(p) = native.behavior_sync_period_seconds {
             plus.spec
                 .behavior
@@ -162,6 +180,32 @@ mod tests {
             assert_eq!(native.metadata.name.as_deref(), Some("web"));
             let plus = HorizontalPodAutoscalerPlus::from_native_object(&native).unwrap();
             assert_eq!(cfg.sync_period_seconds(&plus.spec), *period, "{behavior}");
+        }
+    }
+
+    #[test]
+    fn pod_selection_strategy_is_read_and_written_back() {
+        for (given, kept) in [
+            (
+                json!("OwnerReferences"),
+                Some(PodSelectionStrategy::OwnerReferences),
+            ),
+            (
+                json!("LabelSelector"),
+                Some(PodSelectionStrategy::LabelSelector),
+            ),
+            (json!("Annotations"), None),
+            (json!(7), None),
+        ] {
+            let mut v = hpa(&json!({}));
+            v["spec"]["podSelectionStrategy"] = given.clone();
+            let native: NativeHpa = serde_json::from_value(v).unwrap();
+            assert_eq!(native.pod_selection_strategy, kept, "{given}");
+            let plus = HorizontalPodAutoscalerPlus::from_native_object(&native).unwrap();
+            assert_eq!(plus.spec.pod_selection_strategy, kept, "{given}");
+            let again = serde_json::to_value(&native).unwrap();
+            let want = kept.map(|k| serde_json::to_value(k).unwrap());
+            assert_eq!(again.pointer("/spec/podSelectionStrategy"), want.as_ref());
         }
     }
 

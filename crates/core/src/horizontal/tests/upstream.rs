@@ -966,11 +966,17 @@ fn zero_replicas_disable_scaling() {
 
 #[test]
 fn scale_to_zero_with_external_metric() {
-    // upstream: horizontal_test.go TestScaleUpFromZeroWithExternalMetric (HPAScaleToZero)
+    // upstream: horizontal_test.go TestScaleUpFromZeroWithExternalMetric (HPAScaleToZero; in
+    // 1.37 the HPA's status carries ScaledToZero=True from the scale-down)
     let spec = HorizontalPodAutoscalerPlusSpec::test()
         .min(0)
         .metric(ext_qps(MetricTarget::value("2")));
-    let obs = Observation::test(0, vec![]).external("qps", 3000);
+    let mut obs = Observation::test(0, vec![]).external("qps", 3000);
+    // Without the condition the zero is a person's: autoscaling is off (1.37).
+    let d = run(&spec, &obs, &History::default(), 0);
+    assert_eq!((d.desired_replicas, d.scale_to), (0, None));
+    assert_eq!(d.limited_by, Some(LimitedBy::ScalingDisabled));
+    obs.scaled_to_zero = true;
     let d = run(&spec, &obs, &History::default(), 0);
     assert_eq!(d.desired_replicas, 2);
     assert_eq!(d.scale_to, Some(2));
