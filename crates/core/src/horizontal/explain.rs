@@ -546,19 +546,19 @@ fn fallback_text(
     let fb = super::fallback::Fallback::of(spec_fb);
     let state = super::fallback::step(Some(fb), false, Some(first), now);
     let since = seconds_between(first, now) as i64;
-    Some(match state.replicas {
-        Some(r) => format!("fallback active: failing for {since}s, proposes {r} replicas"),
-        None => {
-            let wait = fb
-                .failure_duration_seconds
-                .unwrap_or(super::fallback::DEFAULT_FAILURE_DURATION_SECONDS);
-            format!(
-                "failing for {since}s; proposes its fallback of {} replicas in {}s",
-                spec_fb.replicas.max(1),
-                (wait - since).max(0)
-            )
-        }
-    })
+    if let Some(r) = state.replicas {
+        return Some(format!(
+            "fallback active: failing for {since}s, proposes {r} replicas"
+        ));
+    }
+    let wait = fb
+        .failure_duration_seconds
+        .unwrap_or(super::fallback::DEFAULT_FAILURE_DURATION_SECONDS);
+    Some(format!(
+        "failing for {since}s; proposes its fallback of {} replicas in {}s",
+        spec_fb.replicas.max(1),
+        (wait - since).max(0)
+    ))
 }
 
 fn spec_metric_name(m: &MetricSpec) -> String {

@@ -226,10 +226,10 @@ pub fn apply(
         if let Some(first) = state.first_failure {
             out.failures.insert(p.metric.clone(), first);
         }
-        let status = p
+        let entry = p
             .status
             .get_or_insert_with(|| src.status(crate::api::hpa_plus::MetricValueStatus::default()));
-        if let Some(f) = fallback_status_mut(status) {
+        if let Some(f) = fallback_status_mut(entry) {
             *f = FallbackStatus {
                 fallback_active: state.active,
                 first_failure_time: state.first_failure.map(Time),

@@ -6,7 +6,8 @@ use jiff::SignedDuration;
 
 use super::fixtures::*;
 use crate::api::hpa_plus::{
-    DecisionMemory, HorizontalPodAutoscalerPlusSpec, MetricFallback, MetricSpec, MetricTarget,
+    DecisionMemory, FallbackStatus, HorizontalPodAutoscalerPlusSpec, MetricFallback, MetricSpec,
+    MetricTarget,
 };
 use crate::horizontal::fallback::FALLBACK_ACTIVE;
 use crate::horizontal::observation::Observation;
@@ -14,18 +15,18 @@ use crate::horizontal::{Decision, History, LimitedBy, memory, status};
 
 const FAILED: &str = "external metrics API unavailable";
 
-fn fallback(duration: &str, replicas: i32) -> Option<MetricFallback> {
-    Some(MetricFallback {
+fn fallback(duration: &str, replicas: i32) -> MetricFallback {
+    MetricFallback {
         failure_duration: Some(duration.into()),
         replicas,
-    })
+    }
 }
 
 /// Story 1: queue depth, `failureDuration: 3m`, `replicas: 10`; cpu at 50 %.
 fn spec() -> HorizontalPodAutoscalerPlusSpec {
     let mut queue = MetricSpec::external("queue_depth", MetricTarget::average("30"));
     if let Some(e) = queue.external.as_mut() {
-        e.fallback = fallback("3m", 10);
+        e.fallback = Some(fallback("3m", 10));
     }
     HorizontalPodAutoscalerPlusSpec::test()
         .max(20)
@@ -114,7 +115,7 @@ fn the_fallback_is_still_bounded_by_max_replicas_and_behavior() {
     // Test Plan: "replica calculations respect min/max constraints with fallback replica counts".
     let mut s = spec();
     if let Some(e) = s.metrics[1].external.as_mut() {
-        e.fallback = fallback("3m", 50);
+        e.fallback = Some(fallback("3m", 50));
     }
     let d = steps(&s, &[(0, None), (180, None)]);
     // Without behavior: at most max(2 × 6, 4) = 12 per step, then maxReplicas 20.
@@ -145,7 +146,7 @@ fn a_success_clears_the_run() {
     let entry = d[2].proposals[1].status.as_ref().unwrap();
     assert_eq!(
         entry.external.as_ref().unwrap().fallback,
-        Default::default()
+        FallbackStatus::default()
     );
     let t210 = t0() + SignedDuration::from_secs(210);
     assert_eq!(d[3].history.metric_failures.get("queue_depth"), Some(&t210));
@@ -209,9 +210,9 @@ fn two_metrics_in_fallback_take_the_larger_and_prometheus_counts_too() {
     // Story 2: two metrics with fallbacks 15 and 12 -> 15; the second here is a Prometheus
     // query (Plimsoll's addition: a failing query is the same case).
     let mut s = spec();
-    s.metrics[1].external.as_mut().unwrap().fallback = fallback("1m", 12);
+    s.metrics[1].external.as_mut().unwrap().fallback = Some(fallback("1m", 12));
     let mut p = MetricSpec::prometheus("errors", "sum(rate(e[1m]))", MetricTarget::value("1"));
-    p.prometheus.as_mut().unwrap().fallback = fallback("90s", 15);
+    p.prometheus.as_mut().unwrap().fallback = Some(fallback("90s", 15));
     let s = s.metric(p);
     let seq = [(0, None), (60, None), (90, None)];
     let mut history = History::default();
