@@ -27,6 +27,8 @@ pub use native::{
 pub use native_object::NativeHpa;
 pub(crate) use quantities::{quantity_milli, quantity_value};
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::CustomResource;
@@ -609,6 +611,27 @@ pub struct ExternalMetricSource {
     pub metric: MetricIdentifier,
     /// The target value.
     pub target: MetricTarget,
+    /// What this metric proposes once it has failed for a while (KEP-5679).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<MetricFallback>,
+}
+
+/// KEP-5679's `ExternalMetricFallback`: once the metric has failed for `failureDuration` without
+/// a success in between, it proposes `replicas` (combined with the other metrics by the maximum,
+/// still bounded by `minReplicas`, `maxReplicas` and `behavior`).
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct MetricFallback {
+    /// How long the metric must fail, from its first failure in a row, before the fallback
+    /// applies: a duration such as `3m` or `1h30m` (units `ms`, `s`, `m`, `h`; > 0 and at most
+    /// `24h`; default `3m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    #[schemars(extend("x-kubernetes-validations" = rules::failure_duration()))]
+    pub failure_duration: Option<String>,
+    /// The replicas this metric proposes while the fallback applies (>= 1).
+    #[schemars(range(min = 1))]
+    pub replicas: i32,
 }
 
 /// A PromQL query evaluated by `hpa-plus` itself: a metric from any series Prometheus holds,
@@ -635,6 +658,10 @@ pub struct PrometheusMetricSource {
     pub server_address: Option<String>,
     /// The target value (`Value`, `AverageValue` or `Watermark`).
     pub target: MetricTarget,
+    /// What this metric proposes once the query has failed for a while (KEP-5679's `fallback`,
+    /// as on an `External` metric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<MetricFallback>,
 }
 
 impl PrometheusMetricSource {
@@ -916,6 +943,11 @@ pub struct DecisionMemory {
     /// Since when a watermark metric has been below its low watermark, ms after `base`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below_low_since: Option<i64>,
+    /// The first failure of each failing metric with a `fallback` (KEP-5679), ms after `base`,
+    /// by metric name (at most 32 names).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = MAX_METRICS))]
+    pub metric_failures: BTreeMap<String, i64>,
 }
 
 /// The current value of one metric (upstream `MetricStatus`).
@@ -991,8 +1023,11 @@ pub struct ObjectMetricStatus {
 pub struct ExternalMetricStatus {
     /// The metric.
     pub metric: MetricIdentifier,
-    /// Current value.
+    /// Current value (empty while the metric fails).
     pub current: MetricValueStatus,
+    /// The metric's fallback state (KEP-5679), with a `fallback` only.
+    #[serde(flatten)]
+    pub fallback: FallbackStatus,
 }
 
 /// Current value of a Prometheus query.
@@ -1002,8 +1037,26 @@ pub struct PrometheusMetricStatus {
     pub name: String,
     /// The query.
     pub query: String,
-    /// Current value.
+    /// Current value (empty while the query fails).
     pub current: MetricValueStatus,
+    /// The metric's fallback state (KEP-5679), with a `fallback` only.
+    #[serde(flatten)]
+    pub fallback: FallbackStatus,
+}
+
+/// KEP-5679's per-metric status fields, written for a metric that has a `fallback`.
+#[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct FallbackStatus {
+    /// The metric proposes its `fallback.replicas` because it has failed for `failureDuration`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fallback_active: bool,
+    /// The first failure of the current run of failures; absent after a success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure_time: Option<Time>,
+    /// The replicas the metric proposes while `fallbackActive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback_replicas: Option<i32>,
 }
 
 /// A current metric value (upstream `MetricValueStatus`).

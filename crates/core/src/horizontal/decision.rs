@@ -9,8 +9,10 @@
 //! 3. Out of range: current > `maxReplicas` → `maxReplicas`; current < `minReplicas` →
 //!    `minReplicas` (metrics are not consulted, as upstream).
 //! 4. `minAvailable`: fewer than `minAvailableReplicaPercentage` of the pods are ready → no change.
-//! 5. Metrics: each metric proposes (tolerance, watermarks, modulo inside); all failing, or some
-//!    failing while the rest propose fewer than current → no change (`metricsUnavailable`).
+//! 5. Metrics: each metric proposes (tolerance, watermarks, modulo inside); a metric that has
+//!    failed for its `fallback.failureDuration` proposes its `fallback.replicas` (KEP-5679,
+//!    [`super::fallback`]); all failing, or some failing while the rest propose fewer than
+//!    current → no change (`metricsUnavailable`).
 //!    The recommendation is the largest proposal.
 //! 6. Stabilization (`behavior` windows, or the controller's downscale window without one).
 //! 7. Rate limits: `behavior` policies (`policy`), upstream's `max(2×, 4)` without `behavior`
@@ -103,7 +105,10 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
         ..
     } = *input;
     let current = observed.current_replicas;
-    let proposals = propose(spec, observed, config, now);
+    let mut proposals = propose(spec, observed, config, now);
+    // KEP-5679: a metric failing for its `failureDuration` proposes its fallback replicas.
+    let fallback =
+        super::fallback::apply(spec, &mut proposals, &input.history.metric_failures, now);
     let mut conditions = vec![Condition::new(
         ABLE_TO_SCALE,
         true,
@@ -159,7 +164,11 @@ pub fn decide(input: &DecisionInput<'_>) -> Decision {
     if let Some(c) = super::scale_to_zero::condition(spec, current, scale_to) {
         put(&mut conditions, c);
     }
+    if let Some(c) = fallback.condition {
+        put(&mut conditions, c);
+    }
     let mut history = ruled.history;
+    history.metric_failures = fallback.failures;
     history.prune(now, keep_seconds(spec, config));
     Decision {
         current_replicas: current,

@@ -67,6 +67,10 @@ pub struct MetricLine {
     /// Why the metric failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Its KEP-5679 fallback while it is failing: since when, and whether it already proposes
+    /// its `fallback.replicas` or in how long it will.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// A condition as status holds it.
@@ -237,7 +241,7 @@ pub fn explain(input: &ExplainInput<'_>) -> Explanation {
         decided_seconds_ago: decision
             .and_then(|d| d.time.as_ref())
             .map(|t| seconds_between(t.0, input.now) as i64),
-        metrics: metric_lines(spec, status),
+        metrics: metric_lines(spec, status, &history, input.now),
         recommended_replicas: decision.and_then(|d| d.recommended_replicas),
         limit_meaning: limited_by.as_deref().and_then(limit_meaning),
         limited_by,
@@ -484,6 +488,8 @@ fn stabilization_wait(
 fn metric_lines(
     spec: &HorizontalPodAutoscalerPlusSpec,
     status: Option<&HorizontalPodAutoscalerPlusStatus>,
+    history: &History,
+    now: Timestamp,
 ) -> Vec<MetricLine> {
     let proposals = status
         .and_then(|s| s.last_decision.as_ref())
@@ -500,8 +506,9 @@ fn metric_lines(
         .enumerate()
         .map(|(i, m)| {
             let p = proposals.get(i);
+            let name = p.map_or_else(|| spec_metric_name(m), |p| p.metric.clone());
             MetricLine {
-                metric: p.map_or_else(|| spec_metric_name(m), |p| p.metric.clone()),
+                fallback: fallback_text(m, &name, current, history, now),
                 current: current
                     .get(i)
                     .and_then(status_value)
@@ -509,9 +516,49 @@ fn metric_lines(
                 target: target_text(m, base),
                 proposed_replicas: p.and_then(|p| p.replicas),
                 error: p.and_then(|p| p.error.clone()),
+                metric: name,
             }
         })
         .collect()
+}
+
+/// The fallback of metric `m` (named `name`) while it fails: its first failure from the decision
+/// memory (HPA+ and native) or else from its `currentMetrics` entry (`firstFailureTime`), stepped
+/// to `now` as the controller would.
+fn fallback_text(
+    m: &MetricSpec,
+    name: &str,
+    current: &[MetricStatus],
+    history: &History,
+    now: Timestamp,
+) -> Option<String> {
+    let spec_fb = super::source::of(m)?.fallback()?;
+    let first = history.metric_failures.get(name).copied().or_else(|| {
+        current.iter().find_map(|s| {
+            let named = s.external.as_ref().map(|e| e.metric.name.as_str()) == Some(name)
+                || s.prometheus.as_ref().map(|p| p.name.as_str()) == Some(name);
+            named
+                .then(|| super::fallback::status_of(s))
+                .flatten()
+                .and_then(|f| f.first_failure_time.as_ref().map(|t| t.0))
+        })
+    })?;
+    let fb = super::fallback::Fallback::of(spec_fb);
+    let state = super::fallback::step(Some(fb), false, Some(first), now);
+    let since = seconds_between(first, now) as i64;
+    if let Some(r) = state.replicas {
+        return Some(format!(
+            "fallback active: failing for {since}s, proposes {r} replicas"
+        ));
+    }
+    let wait = fb
+        .failure_duration_seconds
+        .unwrap_or(super::fallback::DEFAULT_FAILURE_DURATION_SECONDS);
+    Some(format!(
+        "failing for {since}s; proposes its fallback of {} replicas in {}s",
+        spec_fb.replicas.max(1),
+        (wait - since).max(0)
+    ))
 }
 
 fn spec_metric_name(m: &MetricSpec) -> String {
@@ -669,6 +716,9 @@ impl Explanation {
             }
             if let Some(e) = &m.error {
                 let _ = write!(out, " (failed: {e})");
+            }
+            if let Some(f) = &m.fallback {
+                let _ = write!(out, " [{f}]");
             }
             out.push('\n');
         }

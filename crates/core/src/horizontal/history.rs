@@ -7,6 +7,8 @@
 //! the history stays small. The controller also keeps it in the object (`super::memory`), so a
 //! restarted or newly elected controller continues from it.
 
+use std::collections::BTreeMap;
+
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +45,10 @@ pub struct History {
     pub above_high_since: Option<Timestamp>,
     /// Since when some watermark metric has been below its low watermark.
     pub below_low_since: Option<Timestamp>,
+    /// KEP-5679 `firstFailureTime` of each failing metric that has a `fallback`, by metric name
+    /// ([`super::fallback`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metric_failures: BTreeMap<String, Timestamp>,
 }
 
 impl History {

@@ -489,6 +489,7 @@ mod tests {
             last_scale_time: None,
             above_high_since: None,
             below_low_since: None,
+            metric_failures: std::collections::BTreeMap::new(),
         };
         RateInput {
             current,

@@ -59,7 +59,8 @@ pub fn store(history: &History) -> DecisionMemory {
         .chain(ups.iter().chain(downs).map(|e| e.at))
         .chain(history.last_scale_time)
         .chain(history.above_high_since)
-        .chain(history.below_low_since);
+        .chain(history.below_low_since)
+        .chain(history.metric_failures.values().copied());
     let Some(oldest) = instants.map(millis).min() else {
         return DecisionMemory::default();
     };
@@ -78,6 +79,11 @@ pub fn store(history: &History) -> DecisionMemory {
         last_scale: history.last_scale_time.map(offset),
         above_high_since: history.above_high_since.map(offset),
         below_low_since: history.below_low_since.map(offset),
+        metric_failures: history
+            .metric_failures
+            .iter()
+            .map(|(name, at)| (name.clone(), offset(*at)))
+            .collect(),
     }
 }
 
@@ -99,7 +105,8 @@ pub fn try_restore(memory: &DecisionMemory) -> Result<History, StoredStateError>
             && memory.scale_downs.is_empty()
             && memory.last_scale.is_none()
             && memory.above_high_since.is_none()
-            && memory.below_low_since.is_none();
+            && memory.below_low_since.is_none()
+            && memory.metric_failures.is_empty();
         return if empty {
             Ok(History::default())
         } else {
@@ -155,8 +162,35 @@ pub fn try_restore(memory: &DecisionMemory) -> Result<History, StoredStateError>
         last_scale_time: instant("lastScale", memory.last_scale)?,
         above_high_since: instant("aboveHighSince", memory.above_high_since)?,
         below_low_since: instant("belowLowSince", memory.below_low_since)?,
+        metric_failures: metric_failures(&memory.metric_failures, &instant)?,
     })
 }
+
+/// The stored first failures: at most [`crate::api::limits::MAX_METRICS`] names (a spec has no
+/// more metrics), each at most [`MAX_FAILURE_KEY_LENGTH`] bytes, each instant as the others.
+fn metric_failures(
+    stored: &BTreeMap<String, i64>,
+    instant: &dyn Fn(&'static str, Option<i64>) -> Result<Option<Timestamp>, StoredStateError>,
+) -> Result<BTreeMap<String, Timestamp>, StoredStateError> {
+    const FIELD: &str = "metricFailures";
+    if stored.len() > crate::api::limits::MAX_METRICS
+        || stored.keys().any(|k| k.len() > MAX_FAILURE_KEY_LENGTH)
+    {
+        return Err(StoredStateError::BadValue { field: FIELD });
+    }
+    stored
+        .iter()
+        .map(|(name, offset)| {
+            let at = instant(FIELD, Some(*offset))?
+                .ok_or(StoredStateError::BadPosition { field: FIELD })?;
+            Ok((name.clone(), at))
+        })
+        .collect()
+}
+
+/// The longest metric name a stored first failure may carry: a Prometheus metric without a
+/// `name` is named by its query.
+pub const MAX_FAILURE_KEY_LENGTH: usize = crate::api::limits::MAX_QUERY_LENGTH;
 
 /// `history` as a successor would read it back: what the controller keeps after each decision.
 pub fn normalized(history: &History) -> History {
@@ -244,6 +278,7 @@ pub fn same_but_newest_time(old: &DecisionMemory, new: &DecisionMemory) -> bool 
         && old.last_scale_time == new.last_scale_time
         && old.above_high_since == new.above_high_since
         && old.below_low_since == new.below_low_since
+        && old.metric_failures == new.metric_failures
 }
 
 /// The memory in a native HPA's annotations: `Ok(None)` without the annotation, an error when
@@ -275,6 +310,7 @@ fn latest(history: &History) -> Option<Timestamp> {
         .chain(history.last_scale_time)
         .chain(history.above_high_since)
         .chain(history.below_low_since)
+        .chain(history.metric_failures.values().copied())
         .max()
 }
 

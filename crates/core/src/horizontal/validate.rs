@@ -246,6 +246,9 @@ fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
     let Some(source) = source::of(m) else { return };
     let member = format!("{path}.{}", source::kind(m).member);
     source.validate(&member, errs);
+    if let Some(fb) = source.fallback() {
+        super::fallback::validate(fb, &format!("{member}.fallback"), errs);
+    }
     let (field, name) = source.required_name();
     if name.is_empty() {
         errs.push(format!("{member}.{field}"), "is required");

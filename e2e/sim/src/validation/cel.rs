@@ -17,7 +17,8 @@
 //! `isInteger`, `add`, `sub` (a quantity or an int operand). A call in the other style
 //! (`quantity(x).sign()`, `compareTo(a, b)`) fails as it fails to compile on a real API server,
 //! so a rule that only works here is caught by the sim's tests. The library's newest members
-//! (`mul`, `div`, `divInt`) are left out: older servers refuse them.
+//! (`mul`, `div`, `divInt`) are left out: older servers refuse them. `duration()` is CEL's
+//! standard function, modelled as nanoseconds for comparisons (see [`duration_fn`]).
 
 use std::sync::Arc;
 
@@ -332,6 +333,26 @@ fn register_quantity_library(ctx: &mut Context<'_, '_>) {
     let _ = ctx.add_function("asInteger", as_integer_fn);
     let _ = ctx.add_function("add", add_fn);
     let _ = ctx.add_function("sub", sub_fn);
+    let _ = ctx.add_function("duration", duration_fn);
+}
+
+/// CEL's standard `duration(string)`, which the `cel` crate has only with its `chrono` feature
+/// (not in this build): modelled as the duration's nanoseconds, enough for the comparisons CRD
+/// rules make (`duration(self) <= duration('24h')`); Go's duration syntax, as
+/// [`plimsoll_core::horizontal::fallback::parse_duration`] reads it (up to a year). A string it
+/// cannot read fails the rule, as a real server's evaluation error does.
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "cel's argument extractors hand arguments over by value"
+)]
+fn duration_fn(ftx: &FunctionContext, s: Arc<String>) -> Result<Cel, ExecutionError> {
+    call_style(ftx, "duration", false)?;
+    plimsoll_core::horizontal::fallback::parse_duration(&s)
+        .and_then(|d| i64::try_from(d.as_nanos()).ok())
+        .map(Cel::Int)
+        .ok_or_else(|| {
+            ExecutionError::function_error("duration", format!("invalid duration {s:?}"))
+        })
 }
 
 #[expect(

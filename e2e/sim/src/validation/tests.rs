@@ -234,6 +234,27 @@ fn cel_rules_from_the_kubernetes_documentation() {
     }
 }
 
+/// The HPA+ `fallback.failureDuration` rule (KEP-5679's `metav1.Duration`, bounded here): CEL's
+/// `duration()` reads Go's duration strings, and a string it cannot read fails the rule.
+#[test]
+fn cel_durations_as_the_fallback_rule_reads_them() {
+    let schema_ = json!({"type": "string"});
+    let r = "duration(self) > duration('0s') && duration(self) <= duration('24h')";
+    for (value, want) in [
+        ("3m", true),
+        ("1h30m", true),
+        ("24h", true),
+        ("500ms", true),
+        ("24h1s", false),
+        ("0s", false),
+        ("-1m", false),
+        ("three minutes", false),
+    ] {
+        let got = holds(schema_.clone(), r, &json!(value));
+        assert_eq!(got.is_ok(), want, "{value}: {got:?}");
+    }
+}
+
 /// Kubernetes' quantity library (`k8s.io/apiserver/pkg/cel/library/quantity.go` examples).
 #[test]
 fn cel_quantity_library() {

@@ -406,6 +406,114 @@ async fn a_prometheus_server_that_goes_away_leaves_a_condition_and_no_scale_down
     Ok(())
 }
 
+/// KEP-5679 on a Prometheus metric: a query refused for its `failureDuration` proposes its
+/// `fallback.replicas`; status and condition say so; a success ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_failing_for_its_failure_duration_proposes_its_fallback() -> anyhow::Result<()> {
+    let env = Env::start("hpa-plus-prom-fallback").await?;
+    token_secret(&env, "prometheus-reader", "t").await?;
+    let (server, ca) = prometheus_stand_in("t").await.expect("stand-in starts");
+    serve(&server, REQUESTS, 50.0);
+    plimsoll_e2e::create_deployment(&env, "web", 1, "100m", "64Mi").await?;
+    wait_ready(&env, "web", 1).await?;
+    let service = start(config(
+        &env,
+        &server,
+        &ca,
+        "prometheus-reader",
+        &["--prometheus-timeout=1s"],
+    ));
+    let mut metric = prometheus_metric(REQUESTS, Some("requests"), "100");
+    metric["prometheus"]["fallback"] = json!({"failureDuration": "3s", "replicas": 4});
+    let spec = json!({"syncPeriodSeconds": 1, "metrics": [metric]});
+    create_plus(&env, &hpa_plus("web", "web", &spec)).await?;
+    eventually(
+        "ExternalMetricFallbackActive=False",
+        WITHIN,
+        EVERY,
+        || async {
+            Ok(plus_status(&env, "web").await?.and_then(|s| {
+                s.conditions
+                    .into_iter()
+                    .find(|c| c.type_ == "ExternalMetricFallbackActive" && c.status == "False")
+            }))
+        },
+    )
+    .await?;
+    assert_eq!(spec_replicas(&env, "web").await?, 1);
+
+    // Refused from now on: held for 3 s, then the metric proposes 4.
+    server.set_error(
+        REQUESTS,
+        503,
+        "unavailable",
+        "the query engine is overloaded",
+    );
+    wait_replicas(&env, "web", 4).await?;
+    let status = plus_status(&env, "web").await?.unwrap_or_default();
+    let entry = status
+        .current_metrics
+        .iter()
+        .find_map(|m| m.prometheus.as_ref())
+        .expect("a currentMetrics entry for the failing query");
+    assert!(entry.fallback.fallback_active, "{entry:?}");
+    assert_eq!(entry.fallback.fallback_replicas, Some(4));
+    let first = entry
+        .fallback
+        .first_failure_time
+        .clone()
+        .expect("firstFailureTime");
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ExternalMetricFallbackActive")
+        .expect("the condition");
+    assert_eq!(condition.status, "True");
+    assert!(
+        condition
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("requests: 4"),
+        "{condition:?}"
+    );
+    // The first failure is in the decision memory, for a successor.
+    let memory = status.memory.expect("memory");
+    assert!(
+        memory.metric_failures.contains_key("requests"),
+        "{memory:?}"
+    );
+    assert!(first.0 <= jiff::Timestamp::now());
+
+    // Back: the fallback ends and the fields are cleared.
+    server.clear_error(REQUESTS);
+    eventually(
+        "ExternalMetricFallbackActive=False again",
+        WITHIN,
+        EVERY,
+        || async {
+            Ok(plus_status(&env, "web").await?.and_then(|s| {
+                let off = s
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "ExternalMetricFallbackActive" && c.status == "False");
+                let cleared = s
+                    .current_metrics
+                    .iter()
+                    .filter_map(|m| m.prometheus.as_ref())
+                    .all(|p| {
+                        p.fallback.first_failure_time.is_none() && !p.fallback.fallback_active
+                    });
+                (off && cleared).then_some(())
+            }))
+        },
+    )
+    .await?;
+    let _ = service.stop().await;
+    env.cleanup().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_rotated_in_its_secret_is_picked_up_by_hpa_plus() -> anyhow::Result<()> {
     let env = Env::start("hpa-plus-prom-rotate").await?;

@@ -534,6 +534,7 @@ fn prometheus_metric(
             name,
             server_address,
             target,
+            fallback: None,
         }),
         ..MetricSpec::default()
     };

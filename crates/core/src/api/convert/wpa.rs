@@ -198,6 +198,7 @@ fn read_metric(
                 external: Some(ExternalMetricSource {
                     metric: MetricIdentifier { name, selector },
                     target,
+                    fallback: None,
                 }),
                 ..MetricSpec::default()
             })

@@ -181,6 +181,7 @@ impl MetricSpec {
                 name: Some(name.into()),
                 server_address: None,
                 target,
+                fallback: None,
             }),
             ..Self::default()
         }
@@ -194,6 +195,7 @@ impl MetricSpec {
                     selector: None,
                 },
                 target,
+                fallback: None,
             }),
             ..Self::default()
         }

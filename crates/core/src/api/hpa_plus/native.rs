@@ -292,13 +292,19 @@ fn prometheus_from_annotation(m: MetricSpec, annotations: &BTreeMap<String, Stri
             "{PROMETHEUS_QUERY_ANNOTATION_PREFIX}{PROMETHEUS_SERVER_ANNOTATION_NAME}"
         ))
         .map(|s| s.trim().to_owned());
+    let name = name.to_owned();
+    let (target, fallback) = m
+        .external
+        .map(|e| (e.target, e.fallback))
+        .unwrap_or_default();
     MetricSpec {
         type_: MetricSourceType::Prometheus,
         prometheus: Some(PrometheusMetricSource {
             query: query.trim().to_owned(),
-            name: Some(name.to_owned()),
+            name: Some(name),
             server_address: server,
-            target: m.external.map(|e| e.target).unwrap_or_default(),
+            target,
+            fallback,
         }),
         ..MetricSpec::default()
     }
@@ -327,6 +333,7 @@ pub fn native_metric_status(s: &MetricStatus) -> MetricStatus {
                 }),
             },
             current: p.current.clone(),
+            fallback: p.fallback.clone(),
         }),
         ..MetricStatus::default()
     }
@@ -524,6 +531,7 @@ mod tests {
                     average_value: Some(Quantity("42".into())),
                     ..Default::default()
                 },
+                ..Default::default()
             }),
             ..MetricStatus::default()
         };

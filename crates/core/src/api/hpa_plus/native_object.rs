@@ -2,13 +2,19 @@
 //! k8s-openapi does not model yet.
 //!
 //! k8s-openapi 0.29 has no `spec.behavior.syncPeriodSeconds` (KEP-6003, alpha targeted at
-//! Kubernetes 1.38) and no `spec.podSelectionStrategy` (KEP-5325), so a typed read drops them. [`NativeHpa`] reads the object once as JSON,
-//! keeps that field, and then reads the rest as the typed object: the service watches this type
-//! and sees both. A value that is not a whole number in `i32` range reads as absent (the object
-//! is a namespace user's; the controller bounds what is kept, see
-//! [`crate::horizontal::config::MAX_SYNC_PERIOD_SECONDS`]).
+//! Kubernetes 1.38), no `spec.podSelectionStrategy` (KEP-5325) and no
+//! `spec.metrics[i].external.fallback` (KEP-5679's `{failureDuration, replicas}`), so a typed
+//! read drops them. [`NativeHpa`] reads the object once as JSON, keeps those fields, and then
+//! reads the rest as the typed object: the service watches this type and sees all of them. A
+//! value that is not a whole number in `i32` range reads as absent (the object is a namespace
+//! user's; the controller bounds what is kept, see
+//! [`crate::horizontal::config::MAX_SYNC_PERIOD_SECONDS`]); a `podSelectionStrategy` that is not
+//! one of its values, or a `fallback` that does not have the KEP's shape, reads as absent too,
+//! and a `fallback` that has it is validated with the rest of the spec
+//! ([`crate::horizontal::fallback::validate`]).
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::ops::Deref;
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -16,9 +22,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{
-    HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerPlus, NativeConversionError,
-    PodSelectionStrategy,
+    HorizontalPodAutoscalerBehavior, HorizontalPodAutoscalerPlus, MetricFallback,
+    NativeConversionError, PodSelectionStrategy,
 };
+use crate::api::limits::MAX_METRICS;
 
 /// A native HPA plus the upstream fields the typed object lacks.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -30,6 +37,9 @@ pub struct NativeHpa {
     /// `spec.podSelectionStrategy` (KEP-5325), when the object carries one of its values; any
     /// other value reads as absent (the default, `LabelSelector`).
     pub pod_selection_strategy: Option<PodSelectionStrategy>,
+    /// `spec.metrics[i].external.fallback` (KEP-5679) by metric index `i`, when it has the
+    /// KEP's shape.
+    pub metric_fallbacks: BTreeMap<usize, MetricFallback>,
 }
 
 impl NativeHpa {
@@ -42,10 +52,23 @@ impl NativeHpa {
         let pod_selection_strategy = value
             .pointer("/spec/podSelectionStrategy")
             .and_then(|v| PodSelectionStrategy::deserialize(v).ok());
+        let metric_fallbacks = value
+            .pointer("/spec/metrics")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .take(MAX_METRICS)
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let fb = m.pointer("/external/fallback")?;
+                Some((i, MetricFallback::deserialize(fb).ok()?))
+            })
+            .collect();
         Ok(Self {
             hpa: serde_json::from_value(value)?,
             behavior_sync_period_seconds,
             pod_selection_strategy,
+            metric_fallbacks,
         })
     }
 }
@@ -56,6 +79,7 @@ impl From<HorizontalPodAutoscaler> for NativeHpa {
             hpa,
             behavior_sync_period_seconds: None,
             pod_selection_strategy: None,
+            metric_fallbacks: BTreeMap::new(),
         }
     }
 }
@@ -92,6 +116,17 @@ impl Serialize for NativeHpa {
             let p = serde_json::to_value(p).map_err(serde::ser::Error::custom)?;
             map.insert("podSelectionStrategy".into(), p);
         }
+        for (i, fb) in &self.metric_fallbacks {
+            if let Some(e) = value
+                .pointer_mut(&format!("/spec/metrics/{i}/external"))
+                .and_then(serde_json::Value::as_object_mut)
+            {
+                e.insert(
+                    "fallback".into(),
+                    serde_json::to_value(fb).map_err(serde::ser::Error::custom)?,
+                );
+            }
+        }
         value.serialize(s)
     }
 }
@@ -121,10 +156,21 @@ impl kube::Resource for NativeHpa {
 }
 
 impl HorizontalPodAutoscalerPlus {
-    /// [`HorizontalPodAutoscalerPlus::from_native`], keeping `spec.behavior.syncPeriodSeconds`.
+    /// [`HorizontalPodAutoscalerPlus::from_native`], keeping `spec.behavior.syncPeriodSeconds`
+    /// and each External metric's `fallback` (also when its annotation made it a `Prometheus`
+    /// metric: the metrics keep their places).
     pub fn from_native_object(native: &NativeHpa) -> Result<Self, NativeConversionError> {
         let mut plus = Self::from_native(&native.hpa)?;
         plus.spec.pod_selection_strategy = native.pod_selection_strategy;
+        for (i, fb) in &native.metric_fallbacks {
+            if let Some(m) = plus.spec.metrics.get_mut(*i) {
+                if let Some(e) = m.external.as_mut() {
+                    e.fallback = Some(fb.clone());
+                } else if let Some(p) = m.prometheus.as_mut() {
+                    p.fallback = Some(fb.clone());
+                }
+            }
+        }
         if let Some(p) = native.behavior_sync_period_seconds {
             plus.spec
                 .behavior
@@ -207,6 +253,68 @@ mod tests {
             let want = kept.map(|k| serde_json::to_value(k).unwrap());
             assert_eq!(again.pointer("/spec/podSelectionStrategy"), want.as_ref());
         }
+    }
+
+    #[test]
+    fn an_external_fallback_survives_the_read() {
+        // KEP-5679 "Design Details": spec.metrics[].external.fallback on autoscaling/v2.
+        let mut v = hpa(&json!({}));
+        v["spec"]["metrics"] = json!([
+            {"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 50}}},
+            {"type": "External", "external": {"metric": {"name": "queue"},
+                "target": {"type": "AverageValue", "averageValue": "30"},
+                "fallback": {"failureDuration": "3m", "replicas": 10}}},
+            // Not the KEP's shape: read as absent, the rest of the object still reads.
+            {"type": "External", "external": {"metric": {"name": "bad"},
+                "target": {"type": "Value", "value": "1"},
+                "fallback": {"replicas": "many"}}},
+        ]);
+        let native: NativeHpa = serde_json::from_value(v).unwrap();
+        assert_eq!(native.metric_fallbacks.len(), 1);
+        let plus = HorizontalPodAutoscalerPlus::from_native_object(&native).unwrap();
+        let fb = plus.spec.metrics[1]
+            .external
+            .as_ref()
+            .unwrap()
+            .fallback
+            .clone();
+        assert_eq!(
+            fb,
+            Some(MetricFallback {
+                failure_duration: Some("3m".into()),
+                replicas: 10
+            })
+        );
+        assert!(
+            plus.spec.metrics[2]
+                .external
+                .as_ref()
+                .unwrap()
+                .fallback
+                .is_none()
+        );
+        let again = serde_json::to_value(&native).unwrap();
+        assert_eq!(
+            again.pointer("/spec/metrics/1/external/fallback/replicas"),
+            Some(&json!(10))
+        );
+        // A hostile value that has the shape is refused by validation.
+        let mut bad = native.clone();
+        bad.metric_fallbacks.insert(
+            1,
+            MetricFallback {
+                failure_duration: Some("0s".into()),
+                replicas: 0,
+            },
+        );
+        let plus = HorizontalPodAutoscalerPlus::from_native_object(&bad).unwrap();
+        let errs = plus.spec.validate().unwrap_err().to_string();
+        assert!(
+            errs.contains("spec.metrics[1].external.fallback.replicas"),
+            "{errs}"
+        );
+        assert!(errs.contains("fallback.failureDuration"), "{errs}");
     }
 
     #[test]

@@ -180,3 +180,13 @@ pub(super) fn lead_seconds_rules() -> Value {
         },
     ])
 }
+
+/// A metric's `fallback.failureDuration`: a duration in `(0, 24h]` (`validate_fallback`).
+pub(super) fn failure_duration() -> Value {
+    json!([
+        {
+            "rule": "duration(self) > duration('0s') && duration(self) <= duration('24h')",
+            "message": "must be a duration such as 3m, > 0 and at most 24h",
+        },
+    ])
+}

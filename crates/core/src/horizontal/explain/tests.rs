@@ -150,6 +150,39 @@ fn forbidden_window_and_watermark_delay_count_down_from_the_memory() {
 }
 
 #[test]
+fn a_metric_in_fallback_says_so_from_the_memory_or_the_status() {
+    // KEP-5679: `fallback: {failureDuration: 3m, replicas: 8}` on the failing queue metric.
+    let mut spec = spec();
+    spec.metrics[1].external.as_mut().unwrap().fallback =
+        serde_json::from_value(json!({"failureDuration": "3m", "replicas": 8})).unwrap();
+    let mut h = history();
+    h.metric_failures.insert("queue".into(), ago(200));
+    let e = run(&spec, &status(&h));
+    assert_eq!(
+        e.metrics[1].fallback.as_deref(),
+        Some("fallback active: failing for 200s, proposes 8 replicas")
+    );
+    assert!(e.to_text().contains("[fallback active"), "{}", e.to_text());
+    // A native HPA's memory, or an HPA+ read without it: the status entry's firstFailureTime.
+    let mut st = status(&history());
+    st.memory = None;
+    st.current_metrics = vec![
+        serde_json::from_value(json!({"type": "External",
+        "external": {"metric": {"name": "queue"}, "current": {},
+            "firstFailureTime": "2026-03-01T11:59:00Z"}}))
+        .unwrap(),
+    ];
+    let e = run(&spec, &st);
+    assert_eq!(
+        e.metrics[1].fallback.as_deref(),
+        Some("failing for 60s; proposes its fallback of 8 replicas in 120s")
+    );
+    // Without a fallback in the spec: nothing.
+    let e = run(&self::spec(), &status(&h));
+    assert_eq!(e.metrics[1].fallback, None);
+}
+
+#[test]
 fn metrics_carry_value_target_and_proposal_in_spec_order() {
     let spec = spec();
     let e = run(&spec, &status(&history()));
@@ -161,6 +194,7 @@ fn metrics_carry_value_target_and_proposal_in_spec_order() {
             target: "50% of requests".into(),
             proposed_replicas: Some(3),
             error: None,
+            fallback: None,
         }
     );
     assert_eq!(e.metrics[1].target, "band 10..20");

@@ -3,8 +3,8 @@
 
 use super::{Kind, MetricSource, Seen, SourceType, TOTAL_TARGETS, identifier_sizes};
 use crate::api::hpa_plus::{
-    ExternalMetricSource, ExternalMetricStatus, MetricSourceType, MetricSpec, MetricStatus,
-    MetricTarget, MetricTargetType, MetricValueStatus,
+    ExternalMetricSource, ExternalMetricStatus, FallbackStatus, MetricFallback, MetricSourceType,
+    MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
 };
 use crate::api::validation::FieldErrors;
 use crate::horizontal::observation::{Observation, PodSample};
@@ -57,12 +57,17 @@ impl MetricSource for ExternalMetricSource {
             .insert(self.metric.name.clone(), Ok(vec![load]));
     }
 
+    fn fallback(&self) -> Option<&MetricFallback> {
+        self.fallback.as_ref()
+    }
+
     fn status(&self, current: MetricValueStatus) -> MetricStatus {
         MetricStatus {
             type_: Self::TYPE,
             external: Some(ExternalMetricStatus {
                 metric: self.metric.clone(),
                 current,
+                fallback: FallbackStatus::default(),
             }),
             ..MetricStatus::default()
         }

@@ -29,9 +29,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::observation::{Observation, PodSample};
 use crate::api::hpa_plus::{
     ContainerResourceMetricSource, CrossVersionObjectReference, ExternalMetricSource,
-    MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType,
-    MetricValueStatus, ObjectMetricSource, PodsMetricSource, PrometheusMetricSource,
-    ResourceMetricSource,
+    MetricFallback, MetricIdentifier, MetricSourceType, MetricSpec, MetricStatus, MetricTarget,
+    MetricTargetType, MetricValueStatus, ObjectMetricSource, PodsMetricSource,
+    PrometheusMetricSource, ResourceMetricSource,
 };
 use crate::api::limits::{
     MAX_LABEL_LENGTH, MAX_METRIC_NAME_LENGTH, MAX_NAME_LENGTH, MAX_QUALIFIED_NAME_LENGTH,
@@ -94,6 +94,12 @@ pub trait MetricSource {
 
     /// Its `status.currentMetrics` entry, with `current` as the value.
     fn status(&self, current: MetricValueStatus) -> MetricStatus;
+
+    /// Its KEP-5679 `fallback`: `External` and `Prometheus` metrics only (a metric from
+    /// outside the cluster; the KEP leaves in-cluster sources out).
+    fn fallback(&self) -> Option<&MetricFallback> {
+        None
+    }
 
     /// The `metric` label of its series in the controller's own metrics when [`name`] is unfit
     /// for a label (a query): the `index`-th metric of the spec. `None`: the name.

@@ -8,8 +8,8 @@
 
 use super::{Kind, MetricSource, Seen, SourceType, TOTAL_TARGETS, keyed_total};
 use crate::api::hpa_plus::{
-    MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
-    PrometheusMetricSource, PrometheusMetricStatus,
+    FallbackStatus, MetricFallback, MetricSourceType, MetricSpec, MetricStatus, MetricTarget,
+    MetricTargetType, MetricValueStatus, PrometheusMetricSource, PrometheusMetricStatus,
 };
 use crate::api::limits::{MAX_ADDRESS_LENGTH, MAX_METRIC_NAME_LENGTH, MAX_QUERY_LENGTH};
 use crate::api::validation::FieldErrors;
@@ -89,6 +89,10 @@ impl MetricSource for PrometheusMetricSource {
         observed.prometheus_metrics.insert(self.name(), Ok(load));
     }
 
+    fn fallback(&self) -> Option<&MetricFallback> {
+        self.fallback.as_ref()
+    }
+
     fn status(&self, current: MetricValueStatus) -> MetricStatus {
         MetricStatus {
             type_: Self::TYPE,
@@ -96,6 +100,7 @@ impl MetricSource for PrometheusMetricSource {
                 name: self.display_name().to_owned(),
                 query: self.query.clone(),
                 current,
+                fallback: FallbackStatus::default(),
             }),
             ..MetricStatus::default()
         }
