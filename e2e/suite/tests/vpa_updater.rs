@@ -517,19 +517,8 @@ async fn in_place_never_evicts_and_does_not_resend_infeasible_values() -> anyhow
     Ok(())
 }
 
-// KEP-1287 `Deferred` on the sim, with AEP-8818's InPlace mode: both pods of `web` and a 7-core
-// `filler` pod share one node (7800m allocatable). A 2-core recommendation fits the node but not
-// beside the filler, so the kubelet defers each resize; the updater sends each once, then waits
-// (no resend, no eviction) and says so in the VPA's condition. Once the filler is deleted the
-// kubelet applies both deferred resizes by itself, and the condition clears.
-#[tokio::test]
-#[cfg_attr(
-    real_cluster,
-    ignore = "needs the sim's audit log and its nodes (sim-node-1, 7800m CPU allocatable)"
-)]
-async fn in_place_waits_on_a_deferred_resize_until_the_node_has_room() -> anyhow::Result<()> {
-    let env = Env::start("vpa-upd-inplace-deferred").await?;
-    env.sim()?;
+/// A 7-core bare pod `filler` and Deployment `web` (2 pods of 100m), all on `sim-node-1`.
+async fn web_beside_a_filler(env: &Env) -> anyhow::Result<()> {
     let pinned = |cpu: &str| {
         json!({"nodeName": "sim-node-1", "containers": [{
             "name": "app", "image": "registry.k8s.io/pause:3.10",
@@ -550,21 +539,40 @@ async fn in_place_waits_on_a_deferred_resize_until_the_node_has_room() -> anyhow
     env.api::<k8s_openapi::api::apps::v1::Deployment>()
         .create(&PostParams::default(), &web)
         .await?;
+    Ok(())
+}
+
+/// The pods of Deployment `web`.
+async fn web_pods(env: &Env) -> anyhow::Result<Vec<Pod>> {
+    let list = env
+        .api::<Pod>()
+        .list(&ListParams::default().labels("app=web"))
+        .await?;
+    Ok(list.items)
+}
+
+// KEP-1287 `Deferred` on the sim, with AEP-8818's InPlace mode: both pods of `web` and a 7-core
+// `filler` pod share one node (7800m allocatable). A 2-core recommendation fits the node but not
+// beside the filler, so the kubelet defers each resize; the updater sends each once, then waits
+// (no resend, no eviction) and says so in the VPA's condition. Once the filler is deleted the
+// kubelet applies both deferred resizes by itself, and the condition clears.
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's audit log and its nodes (sim-node-1, 7800m CPU allocatable)"
+)]
+async fn in_place_waits_on_a_deferred_resize_until_the_node_has_room() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-inplace-deferred").await?;
+    env.sim()?;
+    web_beside_a_filler(&env).await?;
     plimsoll_e2e::wait_ready_pods(&env, "web", 2, WAIT, POLL).await?;
     vpa(&env, "web", "InPlace").await?;
     recommend(&env, "web", 2_000).await?;
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     let updater = Updater::start(&env, "1s", &[])?;
-    let web_pods = || async {
-        let list = env
-            .api::<Pod>()
-            .list(&ListParams::default().labels("app=web"))
-            .await?;
-        anyhow::Ok(list.items)
-    };
     // One resize per loop (2 replicas, tolerance 0.5): both pods asked by loop 2, both deferred.
     let messages = eventually("both resizes reported Deferred", WAIT, POLL, || async {
-        let pods = web_pods().await?;
+        let pods = web_pods(&env).await?;
         let deferred: Vec<String> = pods
             .iter()
             .filter_map(|p| plimsoll_e2e::pod_condition(p, "PodResizePending"))
@@ -591,7 +599,7 @@ async fn in_place_waits_on_a_deferred_resize_until_the_node_has_room() -> anyhow
         "each pod asked once, then waited on: {resized:?}"
     );
     assert_eq!(audited_evictions(&env), Some(Vec::new()));
-    let pods = web_pods().await?;
+    let pods = web_pods(&env).await?;
     assert!(
         pods.iter().all(|p| (allocated_cpu(p) - 0.1).abs() < 1e-9),
         "the kubelet applied nothing yet"
@@ -612,7 +620,7 @@ async fn in_place_waits_on_a_deferred_resize_until_the_node_has_room() -> anyhow
         )
         .await?;
     eventually("both pods resized to 2 cores", WAIT, POLL, || async {
-        let pods = web_pods().await?;
+        let pods = web_pods(&env).await?;
         Ok(pods
             .iter()
             .all(|p| {

@@ -503,44 +503,14 @@ fn patch_for(
     }
     // First what each container gets, its boost apart: whether the boosts are applied is
     // decided on the whole pod (the `Pod` LimitRange sums).
-    let mut planned: Vec<Planned> = Vec::new();
-    for c in &pod.containers {
-        let name = &c.container.name;
-        let rec = if mode_off {
-            None
-        } else {
-            recommendation_for(&processed.containers, name)
-        };
-        let mut notes = processed.notes.get(name).cloned().unwrap_or_default();
-        let (requests, limits) = match rec {
-            Some(rec) => {
-                let requests = rec.target;
-                let (limits, limit_notes) = new_limits(
-                    &c.container,
-                    &requests,
-                    controlled_values(policies, name),
-                    container_range,
-                );
-                if !limits.is_empty() {
-                    notes.extend(limit_notes);
-                }
-                (requests, limits)
-            }
-            None => (Resources::default(), Resources::default()),
-        };
-        let boost = if at_creation {
-            container_boost(c, vpa, container_range, (&requests, &limits), &mut notes)
-        } else {
-            None
-        };
-        planned.push(Planned {
-            recommended: rec.is_some(),
-            requests,
-            limits,
-            notes,
-            boost,
-        });
-    }
+    let mut planned = plan_containers(
+        pod,
+        vpa,
+        (&processed, !mode_off),
+        policies,
+        container_range,
+        at_creation,
+    );
     keep_pod_limit_range(&pod.containers, &mut planned, pod_range);
 
     let mut summaries = Vec::new();
@@ -596,6 +566,57 @@ fn patch_for(
         .annotations
         .insert(OBSERVED_CONTAINERS_ANNOTATION.to_owned(), observed);
     patch
+}
+
+/// What each container of the pod gets from the `processed` recommendation (when `apply`: the
+/// mode applies one), with its CPU startup boost apart (at creation only).
+fn plan_containers(
+    pod: &AdmissionPod,
+    vpa: &AdmissionVpa,
+    (processed, apply): (&ProcessedRecommendation, bool),
+    policies: &[ContainerPolicy],
+    container_range: Option<&LimitRangeItem>,
+    at_creation: bool,
+) -> Vec<Planned> {
+    let mut planned: Vec<Planned> = Vec::new();
+    for c in &pod.containers {
+        let name = &c.container.name;
+        let rec = if apply {
+            recommendation_for(&processed.containers, name)
+        } else {
+            None
+        };
+        let mut notes = processed.notes.get(name).cloned().unwrap_or_default();
+        let (requests, limits) = match rec {
+            Some(rec) => {
+                let requests = rec.target;
+                let (limits, limit_notes) = new_limits(
+                    &c.container,
+                    &requests,
+                    controlled_values(policies, name),
+                    container_range,
+                );
+                if !limits.is_empty() {
+                    notes.extend(limit_notes);
+                }
+                (requests, limits)
+            }
+            None => (Resources::default(), Resources::default()),
+        };
+        let boost = if at_creation {
+            container_boost(c, vpa, container_range, (&requests, &limits), &mut notes)
+        } else {
+            None
+        };
+        planned.push(Planned {
+            recommended: rec.is_some(),
+            requests,
+            limits,
+            notes,
+            boost,
+        });
+    }
+    planned
 }
 
 /// What the patch gives one container, before its startup boost is applied.
