@@ -531,6 +531,67 @@ mod tests {
         );
     }
 
+    // AEP-7862 under a `Pod` LimitRange: the fixture pod gets app 250m (limit 500m) and
+    // log-shipper 25m, within a 600m pod max; a 2× startup boost would make the pod's CPU limit
+    // 1 core, which the API server would refuse, so the webhook leaves the boost out (a note in
+    // vpaUpdates, no boost annotation) and still applies the recommendation. With room (2
+    // cores) the boost is applied.
+    #[tokio::test]
+    async fn a_startup_boost_past_a_pod_limit_range_max_is_left_out() {
+        for (max, boosted) in [("600m", false), ("2", true)] {
+            let mut vpa: Value = fixture(include_str!("../tests/data/vpa-web.json"));
+            vpa["spec"]["startupBoost"] = json!({"cpu": {"type": "Factor", "factor": 2}});
+            let mut t = TestCaches::default();
+            t.vpa(serde_json::from_value(vpa).unwrap())
+                .replica_set(fixture(include_str!("../tests/data/replicaset-web.json")))
+                .limit_range(fixture(
+                    &json!({
+                        "apiVersion": "v1", "kind": "LimitRange",
+                        "metadata": {"name": "pod-caps", "namespace": "shop"},
+                        "spec": {"limits": [{"type": "Pod", "max": {"cpu": max}}]}
+                    })
+                    .to_string(),
+                ));
+            let patch = patch_of(&answer(&webhook(&t, true), &fixture(REVIEW)).await);
+            let value = |path: &str| {
+                patch
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|op| op["path"] == path)
+                    .map(|op| op["value"].clone())
+            };
+            let (app, limit) = if boosted {
+                ("500m", "1")
+            } else {
+                ("250m", "500m")
+            };
+            assert_eq!(
+                value("/spec/containers/0/resources/requests/cpu"),
+                Some(json!(app)),
+                "pod max {max}"
+            );
+            assert_eq!(
+                value("/spec/containers/0/resources/limits/cpu"),
+                Some(json!(limit)),
+                "pod max {max}"
+            );
+            assert_eq!(
+                value("/metadata/annotations/vpaCpuStartupBoost~1app").is_some(),
+                boosted,
+                "pod max {max}"
+            );
+            let updates = value("/metadata/annotations/vpaUpdates").unwrap();
+            assert_eq!(
+                updates.as_str().unwrap().contains(
+                    "cpu startup boost left out: it would break the LimitRange max of the pod"
+                ),
+                !boosted,
+                "{updates}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn invalid_vpa_is_denied_naming_the_field() {
         let w = webhook(&TestCaches::default(), false);

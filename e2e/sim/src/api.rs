@@ -162,13 +162,14 @@ fn without_rv(obj: &Value) -> Value {
 
 /// The object an update of `part` leads to: the main resource keeps the stored status (when
 /// there is a status subresource), `/status` keeps everything but the status, `/resize` only
-/// changes container resources (`allocatable`: the pod's node's, for the kubelet's verdict).
+/// changes container resources (`room`: on the pod's node, for the kubelet's verdict, at `now`).
 fn isolate(
     def: &ResourceDef,
     part: Part,
     current: &Value,
     obj: Value,
-    allocatable: Option<&Value>,
+    room: Option<&defaults::NodeRoom>,
+    now: &str,
 ) -> Result<Value, ApiError> {
     let with_status_of = |mut new: Value, source: &Value| {
         match source.get("status") {
@@ -185,7 +186,7 @@ fn isolate(
         Part::Main if def.status => with_status_of(obj, current),
         Part::Main => obj,
         Part::Status => with_status_of(current.clone(), &obj),
-        Part::Resize => defaults::resize_pod(current, &obj, allocatable)?,
+        Part::Resize => defaults::resize_pod(current, &obj, room, now)?,
     })
 }
 
@@ -490,22 +491,30 @@ impl Cluster {
             scope: scope_of(def, part),
             time: &time,
         };
-        // The kubelet's verdict on a resize needs the pod's node (read outside the mutation).
-        let allocatable = (part == Part::Resize)
+        // The kubelet's verdict on a resize needs the pod's node and what the node's other pods
+        // are allocated (read outside the mutation).
+        let room = (part == Part::Resize)
             .then(|| self.store.get(&key, ns, name))
             .flatten()
             .and_then(|pod| {
-                let node = pod.pointer("/spec/nodeName")?.as_str()?.to_owned();
-                self.store.get(&(String::new(), "nodes".into()), "", &node)
-            })
-            .and_then(|node| node.pointer("/status/allocatable").cloned());
+                let node_name = pod.pointer("/spec/nodeName")?.as_str()?.to_owned();
+                let node = self
+                    .store
+                    .get(&(String::new(), "nodes".into()), "", &node_name)?;
+                let (pods, _) = self.store.list(&key, None);
+                Some(defaults::NodeRoom::for_pod(
+                    &node,
+                    pods.iter().map(AsRef::as_ref),
+                    &pod,
+                ))
+            });
         let stored = self.store.mutate(&key, ns, name, &def.group, |current| {
             let applied_fields = obj.pointer("/metadata/managedFields").cloned();
             let body_rv = meta(&obj, "resourceVersion");
             if !body_rv.is_empty() && body_rv != meta(current, "resourceVersion") {
                 return Err(target.conflict());
             }
-            let mut new = isolate(def, part, current, obj, allocatable.as_ref())?;
+            let mut new = isolate(def, part, current, obj, room.as_ref(), &time)?;
             keep_system_metadata(current, &mut new);
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);

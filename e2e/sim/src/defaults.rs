@@ -321,19 +321,135 @@ pub fn check_pod_update(current: &Value, new: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// What the kubelet of a pod's node has handed out to the node's other pods, for deciding a
+/// resize the way the kubelet's allocation manager does.
+#[derive(Clone, Debug, Default)]
+pub struct NodeRoom {
+    /// The node's `status.allocatable`.
+    pub allocatable: Value,
+    /// The CPU (millicores) and memory (bytes) requests allocated to the node's other active
+    /// pods (see [`allocated_requests`]).
+    pub used: Requests,
+}
+
+/// A pod's total CPU (millicores) and memory (bytes) requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    pub cpu_millis: i64,
+    pub memory: i64,
+}
+
+impl Requests {
+    fn add(self, other: Requests) -> Requests {
+        Requests {
+            cpu_millis: self.cpu_millis.saturating_add(other.cpu_millis),
+            memory: self.memory.saturating_add(other.memory),
+        }
+    }
+
+    /// The sum of one `requests`-like map per container (missing resources count 0).
+    fn sum<'a>(maps: impl Iterator<Item = Option<&'a Value>>) -> Requests {
+        let amount = |m: Option<&Value>, r: &str, scale: f64| -> i64 {
+            m.and_then(|m| m.get(r))
+                .and_then(Value::as_str)
+                .and_then(parse_quantity)
+                .map_or(0, |q| (q * scale).round() as i64)
+        };
+        maps.fold(Requests::default(), |acc, m| {
+            acc.add(Requests {
+                cpu_millis: amount(m, "cpu", 1000.0),
+                memory: amount(m, "memory", 1.0),
+            })
+        })
+    }
+}
+
+impl NodeRoom {
+    /// The room for pod `pod` on its node `node`: the allocations of every other pod bound to
+    /// that node that has not finished (`Succeeded`/`Failed`), terminating pods included (their
+    /// containers still run), as the kubelet's active pods.
+    pub fn for_pod<'a>(
+        node: &Value,
+        pods: impl IntoIterator<Item = &'a Value>,
+        pod: &Value,
+    ) -> NodeRoom {
+        let node_name = node.pointer("/metadata/name").and_then(Value::as_str);
+        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str);
+        let used = pods
+            .into_iter()
+            .filter(|p| p.pointer("/spec/nodeName").and_then(Value::as_str) == node_name)
+            .filter(|p| p.pointer("/metadata/uid").and_then(Value::as_str) != uid)
+            .filter(|p| {
+                !matches!(
+                    p.pointer("/status/phase").and_then(Value::as_str),
+                    Some("Succeeded" | "Failed")
+                )
+            })
+            .map(allocated_requests)
+            .fold(Requests::default(), Requests::add);
+        NodeRoom {
+            allocatable: node
+                .pointer("/status/allocatable")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            used,
+        }
+    }
+}
+
+/// The requests the kubelet has allocated to a pod: per container, its status'
+/// `allocatedResources` once the kubelet reported them, else (a pod not started yet) its spec.
+pub fn allocated_requests(pod: &Value) -> Requests {
+    let statuses = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array);
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    Requests::sum(containers.iter().map(|c| {
+        statuses
+            .and_then(|ss| ss.iter().find(|s| s.get("name") == c.get("name")))
+            .and_then(|s| s.get("allocatedResources"))
+            .or_else(|| c.pointer("/resources/requests"))
+    }))
+}
+
+/// The requests a pod's spec asks for (what a resize wants allocated).
+fn desired_requests(pod: &Value) -> Requests {
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    Requests::sum(containers.iter().map(|c| c.pointer("/resources/requests")))
+}
+
+/// The pod's pending-resize reason (`Deferred`, `Infeasible`), if it has one.
+pub fn resize_pending_reason(pod: &Value) -> Option<&str> {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c["type"] == "PodResizePending")?
+        .get("reason")
+        .and_then(Value::as_str)
+}
+
+/// Whether the pod's spec asks more CPU or memory than the kubelet allocated it.
+pub fn resize_increases_requests(pod: &Value) -> bool {
+    let (want, have) = (desired_requests(pod), allocated_requests(pod));
+    want.cpu_millis > have.cpu_millis || want.memory > have.memory
+}
+
 /// The pods/resize subresource: takes only container resources (and resizePolicy) from the
-/// body. The simulated kubelet decides at once, as the real one (KEP-1287) does on its next
-/// sync: when the pod's total requests exceed its node's allocatable CPU or memory
-/// (`allocatable`, the node's `status.allocatable`), the spec keeps the new values but the
-/// resize is not actuated — the container statuses keep the old resources and the pod gets the
-/// condition `PodResizePending` with reason `Infeasible` and the kubelet's message (memory
-/// checked first, CPU in millicores, memory in bytes). Otherwise the status reflects the new
-/// resources and any pending-resize condition goes. Not modelled: `Deferred` (a resize that fits
-/// the node but not next to its other pods).
+/// body, then lets the simulated kubelet decide at once ([`settle_resize`]), as the real one
+/// (KEP-1287) does on its next sync.
 pub fn resize_pod(
     current: &Value,
     body: &Value,
-    allocatable: Option<&Value>,
+    room: Option<&NodeRoom>,
+    now: &str,
 ) -> Result<Value, ApiError> {
     let mut new = current.clone();
     let body_containers = body
@@ -363,28 +479,68 @@ pub fn resize_pod(
             }
         }
     }
-    let infeasible = allocatable.and_then(|a| infeasible_message(containers, a));
-    if let Some(message) = infeasible {
-        let status = new
-            .as_object_mut()
-            .map(|o| o.entry("status").or_insert_with(|| json!({})));
-        if let Some(status) = status.and_then(Value::as_object_mut) {
-            let mut conditions: Vec<Value> = status
-                .get("conditions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            conditions.retain(|c| c["type"] != "PodResizePending");
-            conditions.push(json!({"type": "PodResizePending", "status": "True",
-                "reason": "Infeasible", "message": message, "lastProbeTime": null,
-                "lastTransitionTime": current.pointer("/status/conditions").and_then(Value::as_array)
-                    .and_then(|cs| cs.iter().find(|c| c["type"] == "PodResizePending"))
-                    .map_or(Value::Null, |c| c["lastTransitionTime"].clone())}));
-            status.insert("conditions".into(), json!(conditions));
-        }
-        return Ok(new);
+    settle_resize(&mut new, room, now);
+    Ok(new)
+}
+
+/// The simulated kubelet's verdict on the resources a pod's spec asks for, as its allocation
+/// manager gives it (KEP-1287, Kubernetes 1.33+), given `room` on the pod's node:
+///
+/// - the pod's total requests exceed the node's allocatable CPU or memory: `Infeasible`, with
+///   the kubelet's message (memory checked first; CPU in millicores, memory in bytes);
+/// - they fit the node but not beside what its other pods are allocated: `Deferred`, with the
+///   kubelet's admission message (`Node didn't have enough resource: cpu, requested: 2000,
+///   used: 7100, capacity: 7800`; CPU checked first, as the kubelet's admission does);
+/// - otherwise the resize is actuated: the container statuses (`resources`,
+///   `allocatedResources`) take the spec's values and any pending-resize condition goes.
+///
+/// A pending resize keeps the spec's new values and the statuses' old ones, with the condition
+/// `PodResizePending` (reason, message; `lastTransitionTime` kept while the reason stays the
+/// same). A `Deferred` resize is retried by the kubelet loop ([`crate::workload`]) until it fits.
+/// Without `room` (a pod on no known node) the resize is actuated.
+pub fn settle_resize(pod: &mut Value, room: Option<&NodeRoom>, now: &str) {
+    let desired = desired_requests(pod);
+    let verdict = room.and_then(|room| {
+        infeasible_message(desired, &room.allocatable)
+            .map(|m| ("Infeasible", m))
+            .or_else(|| deferred_message(desired, room).map(|m| ("Deferred", m)))
+    });
+    match verdict {
+        Some((reason, message)) => set_resize_pending(pod, reason, &message, now),
+        None => actuate_resize(pod),
     }
-    let resources: Vec<(String, Value)> = containers
+}
+
+fn set_resize_pending(pod: &mut Value, reason: &str, message: &str, now: &str) {
+    let since = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "PodResizePending"))
+        .filter(|c| c["reason"] == reason)
+        .map_or_else(|| json!(now), |c| c["lastTransitionTime"].clone());
+    let status = pod
+        .as_object_mut()
+        .map(|o| o.entry("status").or_insert_with(|| json!({})));
+    if let Some(status) = status.and_then(Value::as_object_mut) {
+        let mut conditions: Vec<Value> = status
+            .get("conditions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        conditions.retain(|c| c["type"] != "PodResizePending");
+        conditions.push(json!({"type": "PodResizePending", "status": "True",
+            "reason": reason, "message": message, "lastProbeTime": null,
+            "lastTransitionTime": since}));
+        status.insert("conditions".into(), json!(conditions));
+    }
+}
+
+fn actuate_resize(pod: &mut Value) {
+    let resources: Vec<(String, Value)> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
         .iter()
         .map(|c| {
             (
@@ -396,7 +552,7 @@ pub fn resize_pod(
             )
         })
         .collect();
-    if let Some(statuses) = new
+    if let Some(statuses) = pod
         .pointer_mut("/status/containerStatuses")
         .and_then(Value::as_array_mut)
     {
@@ -412,54 +568,56 @@ pub fn resize_pod(
             }
         }
     }
-    if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+    if let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) {
         // The deprecated status.resize field: nothing is pending once actuated.
         status.remove("resize");
         if let Some(cs) = status.get_mut("conditions").and_then(Value::as_array_mut) {
             cs.retain(|c| c["type"] != "PodResizePending");
         }
     }
-    Ok(new)
 }
 
-/// The kubelet's `Infeasible` message when the containers' total requests exceed the node's
+/// The node's allocatable `resource` in millicores (`scale` 1000) or bytes (`scale` 1).
+fn allocatable_amount(allocatable: &Value, resource: &str, scale: f64) -> Option<i64> {
+    allocatable
+        .get(resource)
+        .and_then(Value::as_str)
+        .and_then(parse_quantity)
+        .map(|q| (q * scale).round() as i64)
+}
+
+/// The kubelet's admission message when the pod's `desired` requests fit the node's allocatable
+/// but not beside the other pods' allocations (its `InsufficientResourceError`), else `None`.
+fn deferred_message(desired: Requests, room: &NodeRoom) -> Option<String> {
+    let checks = [
+        ("cpu", desired.cpu_millis, room.used.cpu_millis, 1000.0),
+        ("memory", desired.memory, room.used.memory, 1.0),
+    ];
+    checks.into_iter().find_map(|(resource, requested, used, scale)| {
+        let capacity = allocatable_amount(&room.allocatable, resource, scale)?;
+        (requested > 0 && requested > capacity.saturating_sub(used)).then(|| {
+            format!(
+                "Node didn't have enough resource: {resource}, requested: {requested}, used: {used}, capacity: {capacity}"
+            )
+        })
+    })
+}
+
+/// The kubelet's `Infeasible` message when the pod's `desired` requests exceed the node's
 /// allocatable memory or CPU (the kubelet's wording and order), else `None`.
-fn infeasible_message(containers: &[Value], allocatable: &Value) -> Option<String> {
-    let total = |resource: &str| -> f64 {
-        containers
-            .iter()
-            .filter_map(|c| c.pointer(&format!("/resources/requests/{resource}")))
-            .filter_map(Value::as_str)
-            .filter_map(parse_quantity)
-            .sum()
-    };
-    let available = |resource: &str| {
-        allocatable
-            .get(resource)
-            .and_then(Value::as_str)
-            .and_then(parse_quantity)
-    };
-    let memory = total("memory");
-    if let Some(cap) = available("memory")
-        && memory > cap
-    {
-        return Some(format!(
-            "Node didn't have enough capacity: memory, requested: {}, capacity: {}",
-            memory.round() as i64,
-            cap.round() as i64
-        ));
-    }
-    let cpu = total("cpu");
-    if let Some(cap) = available("cpu")
-        && cpu > cap
-    {
-        return Some(format!(
-            "Node didn't have enough capacity: cpu, requested: {}, capacity: {}",
-            (cpu * 1000.0).round() as i64,
-            (cap * 1000.0).round() as i64
-        ));
-    }
-    None
+fn infeasible_message(desired: Requests, allocatable: &Value) -> Option<String> {
+    let checks = [
+        ("memory", desired.memory, 1.0),
+        ("cpu", desired.cpu_millis, 1000.0),
+    ];
+    checks.into_iter().find_map(|(resource, requested, scale)| {
+        let capacity = allocatable_amount(allocatable, resource, scale)?;
+        (requested > capacity).then(|| {
+            format!(
+                "Node didn't have enough capacity: {resource}, requested: {requested}, capacity: {capacity}"
+            )
+        })
+    })
 }
 
 fn is_dns_subdomain(name: &str) -> bool {
@@ -653,12 +811,14 @@ mod tests {
         );
     }
 
+    const NOW: &str = "2026-11-28T10:00:00Z";
+
     #[test]
     fn resize_takes_only_resources() {
         let pod = json!({"spec": {"containers": [{"name": "a", "image": "x", "resources": {}}]},
             "status": {"containerStatuses": [{"name": "a"}]}});
         let body = json!({"spec": {"containers": [{"name": "a", "image": "evil", "resources": {"requests": {"cpu": "2"}}}]}});
-        let out = resize_pod(&pod, &body, None).unwrap();
+        let out = resize_pod(&pod, &body, None, NOW).unwrap();
         assert_eq!(out["spec"]["containers"][0]["image"], "x");
         assert_eq!(
             out["status"]["containerStatuses"][0]["allocatedResources"]["cpu"],
@@ -674,9 +834,12 @@ mod tests {
         let pod = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}]},
             "status": {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "100m"}}}],
                 "conditions": [{"type": "Ready", "status": "True"}]}});
-        let node = json!({"cpu": "7800m", "memory": "31Gi"});
+        let node = NodeRoom {
+            allocatable: json!({"cpu": "7800m", "memory": "31Gi"}),
+            used: Requests::default(),
+        };
         let big = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "20"}}}]}});
-        let out = resize_pod(&pod, &big, Some(&node)).unwrap();
+        let out = resize_pod(&pod, &big, Some(&node), NOW).unwrap();
         assert_eq!(
             out["spec"]["containers"][0]["resources"]["requests"]["cpu"],
             "20"
@@ -693,7 +856,7 @@ mod tests {
             "Node didn't have enough capacity: cpu, requested: 20000, capacity: 7800"
         );
         let mem = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "20", "memory": "40Gi"}}}]}});
-        let out2 = resize_pod(&out, &mem, Some(&node)).unwrap();
+        let out2 = resize_pod(&out, &mem, Some(&node), NOW).unwrap();
         let message = out2["status"]["conditions"][1]["message"]
             .as_str()
             .unwrap()
@@ -701,11 +864,117 @@ mod tests {
         assert!(message.starts_with("Node didn't have enough capacity: memory, requested: 42949672960, capacity: 33285996544"), "{message}");
         assert_eq!(out2["status"]["conditions"].as_array().unwrap().len(), 2);
         let fits = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "2"}}}]}});
-        let out3 = resize_pod(&out2, &fits, Some(&node)).unwrap();
+        let out3 = resize_pod(&out2, &fits, Some(&node), NOW).unwrap();
         assert_eq!(
             out3["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"],
             "2"
         );
         assert_eq!(out3["status"]["conditions"].as_array().unwrap().len(), 1);
+    }
+
+    /// A sim node (7800m CPU, 31Gi memory allocatable) named `sim-node-1`.
+    fn sim_node() -> Value {
+        json!({"metadata": {"name": "sim-node-1"}, "status": {"allocatable": {"cpu": "7800m", "memory": "31Gi", "pods": "110"}}})
+    }
+
+    /// A Running pod on `sim-node-1` whose one container requests (and was allocated) `cpu`.
+    fn running_pod(name: &str, cpu: &str) -> Value {
+        json!({"metadata": {"name": name, "uid": format!("uid-{name}")},
+            "spec": {"nodeName": "sim-node-1", "containers": [{"name": "a", "resources": {"requests": {"cpu": cpu}}}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": cpu}}, "allocatedResources": {"cpu": cpu}}],
+                "conditions": [{"type": "Ready", "status": "True"}]}})
+    }
+
+    // KEP-1287 as the kubelet's allocation manager does it: a resize within the node's
+    // allocatable but beyond what the other pods leave is Deferred with the kubelet's admission
+    // message (used = the others' allocations, the resized pod's own old request left out); the
+    // spec keeps the new values, the status the old ones. Once another pod goes, the same pod
+    // settles to its new size and the condition goes. Pods that are finished or on another node
+    // take no room; a pod not started yet takes its spec's requests.
+    #[test]
+    fn a_resize_that_fits_the_node_but_not_beside_its_pods_is_deferred_then_applied() {
+        let node = sim_node();
+        let pod = running_pod("web", "100m");
+        let filler = running_pod("filler", "7000m");
+        let mut done = running_pod("done", "4");
+        done["status"]["phase"] = json!("Succeeded");
+        let mut elsewhere = running_pod("elsewhere", "4");
+        elsewhere["spec"]["nodeName"] = json!("sim-node-2");
+        let mut starting = running_pod("starting", "100m");
+        starting["status"] = json!({"phase": "Pending"});
+        let pods = [
+            pod.clone(),
+            filler.clone(),
+            done,
+            elsewhere,
+            starting.clone(),
+        ];
+        let room = NodeRoom::for_pod(&node, &pods, &pod);
+        assert_eq!(room.used.cpu_millis, 7100);
+        let body = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "2"}}}]}});
+        let out = resize_pod(&pod, &body, Some(&room), NOW).unwrap();
+        assert_eq!(
+            out["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            "2"
+        );
+        assert_eq!(
+            out["status"]["containerStatuses"][0]["allocatedResources"]["cpu"],
+            "100m"
+        );
+        assert_eq!(resize_pending_reason(&out), Some("Deferred"));
+        let pending = &out["status"]["conditions"][1];
+        assert_eq!(
+            pending["message"],
+            "Node didn't have enough resource: cpu, requested: 2000, used: 7100, capacity: 7800"
+        );
+        assert_eq!(pending["lastTransitionTime"], NOW);
+        assert!(resize_increases_requests(&out));
+        // The others still hold their room: a retry later keeps it Deferred, since the first time.
+        let mut again = out.clone();
+        settle_resize(
+            &mut again,
+            Some(&NodeRoom::for_pod(&node, &pods, &out)),
+            "2026-11-28T11:00:00Z",
+        );
+        assert_eq!(again, out);
+        // The filler goes: the retry actuates the resize.
+        let pods = [out.clone(), starting];
+        let mut settled = out.clone();
+        settle_resize(
+            &mut settled,
+            Some(&NodeRoom::for_pod(&node, &pods, &out)),
+            NOW,
+        );
+        assert_eq!(
+            settled["status"]["containerStatuses"][0]["allocatedResources"]["cpu"],
+            "2"
+        );
+        assert_eq!(
+            settled["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"],
+            "2"
+        );
+        assert_eq!(resize_pending_reason(&settled), None);
+        assert!(!resize_increases_requests(&settled));
+        // Beyond the node's allocatable it is Infeasible, whatever the others hold.
+        let huge = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "9"}}}]}});
+        let out = resize_pod(
+            &settled,
+            &huge,
+            Some(&NodeRoom::for_pod(&node, &pods, &settled)),
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(resize_pending_reason(&out), Some("Infeasible"));
+        // Memory: checked after CPU, in bytes.
+        let mem = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "100m", "memory": "30Gi"}}}]}});
+        let mut big_filler = running_pod("filler", "100m");
+        big_filler["status"]["containerStatuses"][0]["allocatedResources"] =
+            json!({"cpu": "100m", "memory": "2Gi"});
+        let room = NodeRoom::for_pod(&node, &[big_filler], &pod);
+        let out = resize_pod(&pod, &mem, Some(&room), NOW).unwrap();
+        assert_eq!(
+            out["status"]["conditions"][1]["message"],
+            "Node didn't have enough resource: memory, requested: 32212254720, used: 2147483648, capacity: 33285996544"
+        );
     }
 }

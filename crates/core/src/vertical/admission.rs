@@ -27,7 +27,9 @@
 //! * At creation only (not in an in-place resize), a container with a CPU startup boost gets it
 //!   on top of the above ([`super::startup_boost`]), even in mode `Off`, and its original
 //!   resources in the `vpaCpuStartupBoost/<container>` annotation; a boost that would break a
-//!   container `LimitRange` rule the container met before is left out, with a note.
+//!   container `LimitRange` rule the container met before is left out, with a note, and boosts
+//!   that would make the pod's CPU sums break a `Pod` `LimitRange` rule the pod without them
+//!   meets are all left out, with a note on each.
 //! * Patch ops are `add` (which also replaces), containers in spec order, `cpu` before `memory`,
 //!   `requests` before `limits`; maps that do not exist are created first. Then the
 //!   `vpaUpdates` annotation (`Pod resources updated by NAME: container 0: cpu request, …`)
@@ -51,7 +53,9 @@ use super::policy::{
     container_policy,
 };
 use super::priority::{OBSERVED_CONTAINERS_ANNOTATION, PodContainer};
-use super::startup_boost::{OriginalResources, StartupBoosts, annotation_key, boost_container};
+use super::startup_boost::{
+    OriginalResources, StartupBoosts, annotation_key, boost_container, pod_limit_range_breaks,
+};
 // Re-exported: the updater and its replay read recommendations through `admission`.
 pub use super::resources::recommendations_from_api;
 use super::resources::{
@@ -497,54 +501,40 @@ fn patch_for(
             json!({}),
         ));
     }
+    // First what each container gets, its boost apart: whether the boosts are applied is
+    // decided on the whole pod (the `Pod` LimitRange sums).
+    let mut planned = plan_containers(
+        pod,
+        vpa,
+        (&processed, !mode_off),
+        policies,
+        container_range,
+        at_creation,
+    );
+    keep_pod_limit_range(&pod.containers, &mut planned, pod_range);
+
     let mut summaries = Vec::new();
     let mut boosted: Vec<(String, String)> = Vec::new();
-    for (i, c) in pod.containers.iter().enumerate() {
-        let name = &c.container.name;
-        let rec = if mode_off {
-            None
-        } else {
-            recommendation_for(&processed.containers, name)
-        };
-        let mut notes = processed.notes.get(name).cloned().unwrap_or_default();
-        let (mut requests, mut limits) = match rec {
-            Some(rec) => {
-                let requests = rec.target;
-                let (limits, limit_notes) = new_limits(
-                    &c.container,
-                    &requests,
-                    controlled_values(policies, name),
-                    container_range,
-                );
-                if !limits.is_empty() {
-                    notes.extend(limit_notes);
-                }
-                (requests, limits)
+    for (i, (c, mut p)) in pod.containers.iter().zip(planned).enumerate() {
+        if let Some(boost) = p.boost.take() {
+            p.requests.cpu = Some(boost.request);
+            if boost.limit.is_some() {
+                p.limits.cpu = boost.limit;
             }
-            None => (Resources::default(), Resources::default()),
-        };
-        if at_creation
-            && let Some(annotation) = apply_boost(
-                c,
-                vpa,
-                container_range,
-                (&mut requests, &mut limits),
-                &mut notes,
-            )
-        {
-            boosted.push(annotation);
+            p.notes.push("cpu startup boost".to_owned());
+            boosted.push(boost.annotation);
         }
-        if rec.is_none() && requests.is_empty() && limits.is_empty() {
+        if !p.recommended && p.requests.is_empty() && p.limits.is_empty() {
             continue;
         }
-        let (ops, summary) = container_ops(i, c, &requests, &limits, notes);
+        let (ops, summary) = container_ops(i, c, &p.requests, &p.limits, p.notes);
         if !ops.is_empty() {
             patch.ops.extend(ops);
             summaries.push(summary);
             patch.updates.push(ContainerUpdate {
-                container: name.clone(),
-                requests,
-                limits,
+                container: c.container.name.clone(),
+                requests: p.requests,
+                limits: p.limits,
             });
         }
     }
@@ -578,15 +568,85 @@ fn patch_for(
     patch
 }
 
-/// Raises the container's CPU by its startup boost, if it has one and the result keeps the
-/// container's LimitRange rules; returns the boost annotation (key, value) when it did.
-fn apply_boost(
+/// What each container of the pod gets from the `processed` recommendation (when `apply`: the
+/// mode applies one), with its CPU startup boost apart (at creation only).
+fn plan_containers(
+    pod: &AdmissionPod,
+    vpa: &AdmissionVpa,
+    (processed, apply): (&ProcessedRecommendation, bool),
+    policies: &[ContainerPolicy],
+    container_range: Option<&LimitRangeItem>,
+    at_creation: bool,
+) -> Vec<Planned> {
+    let mut planned: Vec<Planned> = Vec::new();
+    for c in &pod.containers {
+        let name = &c.container.name;
+        let rec = if apply {
+            recommendation_for(&processed.containers, name)
+        } else {
+            None
+        };
+        let mut notes = processed.notes.get(name).cloned().unwrap_or_default();
+        let (requests, limits) = match rec {
+            Some(rec) => {
+                let requests = rec.target;
+                let (limits, limit_notes) = new_limits(
+                    &c.container,
+                    &requests,
+                    controlled_values(policies, name),
+                    container_range,
+                );
+                if !limits.is_empty() {
+                    notes.extend(limit_notes);
+                }
+                (requests, limits)
+            }
+            None => (Resources::default(), Resources::default()),
+        };
+        let boost = if at_creation {
+            container_boost(c, vpa, container_range, (&requests, &limits), &mut notes)
+        } else {
+            None
+        };
+        planned.push(Planned {
+            recommended: rec.is_some(),
+            requests,
+            limits,
+            notes,
+            boost,
+        });
+    }
+    planned
+}
+
+/// What the patch gives one container, before its startup boost is applied.
+struct Planned {
+    /// The VPA has a recommendation for it (in a mode that applies one).
+    recommended: bool,
+    requests: Resources,
+    limits: Resources,
+    notes: Vec<String>,
+    /// Its CPU startup boost, when it has one that keeps its `Container` LimitRange rules.
+    boost: Option<Boost>,
+}
+
+/// A container's boosted CPU and the annotation recording its original resources.
+struct Boost {
+    request: Quantity,
+    /// The new CPU limit, when the boost changes it.
+    limit: Option<Quantity>,
+    annotation: (String, String),
+}
+
+/// The container's CPU startup boost on top of the patch's `requests`/`limits`, if it has one
+/// and the result keeps the container's `Container` LimitRange rules (else a note says why not).
+fn container_boost(
     c: &AdmissionContainer,
     vpa: &AdmissionVpa,
     container_range: Option<&LimitRangeItem>,
-    (requests, limits): (&mut Resources, &mut Resources),
+    (requests, limits): (&Resources, &Resources),
     notes: &mut Vec<String>,
-) -> Option<(String, String)> {
+) -> Option<Boost> {
     let name = &c.container.name;
     let boost = vpa.boosts.for_container(name)?;
     let (request, limit) = boost_container(
@@ -612,15 +672,57 @@ fn apply_boost(
         ));
         return None;
     }
-    requests.cpu = Some(request);
-    if limit.is_some() {
-        limits.cpu = limit;
+    Some(Boost {
+        request,
+        limit,
+        annotation: (
+            annotation_key(name),
+            OriginalResources::of(&c.container.requests, &c.container.limits).annotation(),
+        ),
+    })
+}
+
+/// Leaves out every container's boost when, together, they would make the pod's CPU sums break
+/// a rule of the `Pod` LimitRange item that the pod without them meets (as a recommendation
+/// that breaks a pod sum is left out for every container), with a note on each.
+fn keep_pod_limit_range(
+    containers: &[AdmissionContainer],
+    planned: &mut [Planned],
+    pod_range: Option<&LimitRangeItem>,
+) {
+    if planned.iter().all(|p| p.boost.is_none()) {
+        return;
     }
-    notes.push("cpu startup boost".to_owned());
-    Some((
-        annotation_key(name),
-        OriginalResources::of(&c.container.requests, &c.container.limits).annotation(),
-    ))
+    let unboosted_cpu = |c: &AdmissionContainer, p: &Planned| Amounts {
+        request: p.requests.cpu.or(c.container.requests.cpu),
+        limit: p.limits.cpu.or(c.container.limits.cpu),
+    };
+    let unboosted: Vec<Amounts> = containers
+        .iter()
+        .zip(planned.iter())
+        .map(|(c, p)| unboosted_cpu(c, p))
+        .collect();
+    let boosted: Vec<Amounts> = containers
+        .iter()
+        .zip(planned.iter())
+        .map(|(c, p)| match &p.boost {
+            Some(b) => Amounts {
+                request: Some(b.request),
+                limit: b.limit.or(unboosted_cpu(c, p).limit),
+            },
+            None => unboosted_cpu(c, p),
+        })
+        .collect();
+    let fresh = pod_limit_range_breaks(&unboosted, &boosted, pod_range);
+    if fresh.is_empty() {
+        return;
+    }
+    for p in planned.iter_mut().filter(|p| p.boost.is_some()) {
+        p.boost = None;
+        p.notes.push(format!(
+            "cpu startup boost left out: it would break {fresh} of the pod"
+        ));
+    }
 }
 
 /// The JSON Patch for the pod `resize` subresource (in-place update): the resource operations of
@@ -1300,9 +1402,79 @@ mod tests {
         assert!(admission_patch(&pod, &vpa, None, None).updates.is_empty());
     }
 
+    /// A `Pod` LimitRange item with a CPU max.
+    fn pod_cpu_max(max: &str) -> LimitRangeItem {
+        LimitRangeItem {
+            max: res(max, ""),
+            has_max: true,
+            ..LimitRangeItem::default()
+        }
+    }
+
+    // Two containers at 1 core limit each fit a 3-core pod max; a 2× boost would make the
+    // limits' sum 4 cores, which the API server would refuse: every boost is left out, with a
+    // note, as a recommendation that breaks a pod sum is; the recommendation itself is applied.
+    // Without the pod item (or with room for it) the boosts are applied.
+    #[test]
+    fn a_boost_that_breaks_a_pod_limit_range_sum_is_left_out() {
+        let pod = AdmissionPod::test()
+            .container("a", res("500m", ""), res("1", ""))
+            .container("b", res("500m", ""), res("1", ""));
+        let mut vpa = AdmissionVpa::test("a", res("500m", "100Mi"));
+        vpa.boosts = factor_boost(2);
+        let range = pod_cpu_max("3");
+        let patch = admission_patch(&pod, &vpa, None, Some(&range));
+        assert!(
+            !patch
+                .annotations
+                .keys()
+                .any(|k| k.starts_with("vpaCpuStartupBoost/")),
+            "{:?}",
+            patch.annotations
+        );
+        assert_eq!(patch.updates.len(), 1, "{:?}", patch.updates);
+        assert_eq!(patch.updates[0].requests, res("500m", "100Mi"));
+        let updates = &patch.annotations[UPDATES_ANNOTATION];
+        assert!(
+            updates.contains(
+                "cpu startup boost left out: it would break the LimitRange max of the pod"
+            ),
+            "{updates}"
+        );
+        let roomy = pod_cpu_max("4");
+        let patch = admission_patch(&pod, &vpa, None, Some(&roomy));
+        assert_eq!(patch.updates.len(), 2);
+        assert!(patch.updates.iter().all(|u| u.requests.cpu == Some(q("1"))));
+        assert!(patch.updates.iter().all(|u| u.limits.cpu == Some(q("2"))));
+        assert!(patch.annotations.contains_key("vpaCpuStartupBoost/a"));
+        assert!(patch.annotations.contains_key("vpaCpuStartupBoost/b"));
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
+
+        /// One container's CPU as the API server would store the pod created with `patch`.
+        fn cpu_after(
+            c: &AdmissionContainer,
+            patch: &AdmissionPatch,
+        ) -> crate::vertical::pod_validity::Amounts {
+            let update = patch
+                .updates
+                .iter()
+                .find(|u| u.container == c.container.name);
+            crate::vertical::pod_validity::Amounts {
+                request: update
+                    .and_then(|u| u.requests.cpu)
+                    .or(c.container.requests.cpu),
+                limit: update.and_then(|u| u.limits.cpu).or(c.container.limits.cpu),
+            }
+        }
+
+        /// An optional CPU amount in millicores (0: none).
+        fn opt(m: i64) -> Option<Quantity> {
+            (m > 0).then(|| milli(m))
+        }
 
         fn milli(m: i64) -> Quantity {
             Quantity::from_milli(i128::from(m))
@@ -1346,6 +1518,81 @@ mod tests {
                 let got = patch.updates[0].requests.cpu.unwrap().milli();
                 prop_assert!(got <= i128::from(limit));
                 prop_assert!(patch.updates[0].limits.is_empty());
+            }
+
+            // AEP-7862 under a `Pod` LimitRange: whatever the containers, recommendations,
+            // boosts and pod rules (min, max, maxLimitRequestRatio on the CPU sums), the pod
+            // created with the boosts breaks no pod rule the pod created without them meets.
+            #[test]
+            fn a_boosted_pod_keeps_the_pod_limit_range_the_unboosted_pod_met(
+                containers in proptest::collection::vec((0i64..4000, 0i64..4000, 0i64..4000), 1..4),
+                factor in 1i32..5,
+                quantity in 0i64..3000,
+                requests_only in any::<bool>(),
+                (min, max, ratio) in (0i64..3000, 0i64..16_000, 0u8..40),
+            ) {
+                let mut pod = AdmissionPod::test();
+                let mut recommendation = Vec::new();
+                for (n, &(request, extra, target)) in containers.iter().enumerate() {
+                    let name = format!("c{n}");
+                    let limit = if extra > 0 { opt(request.max(1) + extra) } else { None };
+                    pod = pod.container(
+                        &name,
+                        Resources { cpu: opt(request), memory: None },
+                        Resources { cpu: limit, memory: None },
+                    );
+                    if target > 0 {
+                        recommendation.push(ContainerRecommendation {
+                            container: name,
+                            target: Resources { cpu: opt(target), memory: None },
+                            ..ContainerRecommendation::default()
+                        });
+                    }
+                }
+                let mut vpa = AdmissionVpa::test("c0", Resources::default());
+                vpa.recommendation = Some(recommendation);
+                if requests_only {
+                    vpa.policies.push(ContainerPolicy {
+                        container_name: "*".to_owned(),
+                        controlled_values: ControlledValues::RequestsOnly,
+                        ..ContainerPolicy::default()
+                    });
+                }
+                let range = LimitRangeItem {
+                    min: Resources { cpu: opt(min), memory: None },
+                    has_min: min > 0,
+                    max: Resources { cpu: opt(max), memory: None },
+                    has_max: max > 0,
+                    max_limit_request_ratio: Ratios {
+                        cpu: (ratio > 0).then(|| 1.0 + f64::from(ratio) / 10.0),
+                        memory: None,
+                    },
+                    ..LimitRangeItem::default()
+                };
+                let unboosted = admission_patch(&pod, &vpa, None, Some(&range));
+                let boosts = [
+                    factor_boost(factor),
+                    StartupBoosts {
+                        pod: Some(crate::vertical::startup_boost::BoostPolicy {
+                            cpu: crate::vertical::startup_boost::CpuBoost::Quantity(milli(quantity)),
+                            duration: jiff::SignedDuration::ZERO,
+                        }),
+                        ..StartupBoosts::default()
+                    },
+                ];
+                for boost in boosts {
+                    vpa.boosts = boost;
+                    let boosted = admission_patch(&pod, &vpa, None, Some(&range));
+                    let sums = |patch: &AdmissionPatch| {
+                        pod_violations(
+                            Resource::Cpu,
+                            pod.containers.iter().map(|c| cpu_after(c, patch)).collect::<Vec<_>>(),
+                            &range,
+                        )
+                    };
+                    let fresh = sums(&boosted).new_since(sums(&unboosted));
+                    prop_assert!(fresh.is_empty(), "{fresh}: {:?} vs {:?}", boosted.updates, unboosted.updates);
+                }
             }
         }
     }

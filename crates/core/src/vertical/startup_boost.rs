@@ -16,6 +16,14 @@
 //!   and to containers in `mode: Off` (the boost takes precedence over the rest of the policy,
 //!   AEP "Priority of StartupBoost"); the VPA's `updateMode: Off` turns off recommendations,
 //!   not the boost.
+//! * `LimitRange`s (beyond upstream, whose webhook lets the API server refuse such a pod): a
+//!   boost that would break a rule of the namespace's `Container` item the container met
+//!   without it is left out for that container; a boost that would make the pod's CPU sums
+//!   break a rule of the `Pod` item (`min`/`max` on the sums of the containers' requests and
+//!   limits, `maxLimitRequestRatio` on the sums) that the unboosted pod met is left out for
+//!   every container ([`pod_limit_range_breaks`]), as the webhook treats a recommendation that
+//!   would break a pod sum. Left out, not cut down: a smaller boost than the VPA asks for would
+//!   be a setting nobody wrote, and the note in `vpaUpdates` says why there is none.
 //! * The webhook records each boosted container's original requests and limits in the pod
 //!   annotation `vpaCpuStartupBoost/<container>` (upstream's key and JSON).
 //! * The updater lowers a boosted container once the pod has been `Ready` for
@@ -28,6 +36,8 @@ use std::collections::BTreeMap;
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use super::limit_range::LimitRangeItem;
+use super::pod_validity::{Amounts, Violations, pod_violations};
 use super::policy::ControlledValues;
 use super::resources::{Resource, Resources, resources_from_k8s};
 use crate::api::vpa::{StartupBoostType, VerticalPodAutoscaler};
@@ -181,6 +191,22 @@ pub fn boost_container(
     }
 }
 
+/// The rules of the namespace's `Pod` `LimitRange` item `range` that boosting would newly
+/// break: `unboosted` holds each container's CPU (request, limit) as the pod would be created
+/// without the boost, `boosted` the same with every boost applied. Rules the unboosted pod
+/// already breaks are not the boost's fault and do not count. Empty: the boosts may be applied.
+pub fn pod_limit_range_breaks(
+    unboosted: &[Amounts],
+    boosted: &[Amounts],
+    range: Option<&LimitRangeItem>,
+) -> Violations {
+    let Some(range) = range else {
+        return Violations::default();
+    };
+    let before = pod_violations(Resource::Cpu, unboosted.iter().copied(), range);
+    pod_violations(Resource::Cpu, boosted.iter().copied(), range).new_since(before)
+}
+
 /// A container's original resources, as the annotation holds them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OriginalResources {
@@ -286,6 +312,72 @@ pub fn expired<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vertical::limit_range::Ratios;
+    use crate::vertical::pod_validity::Rule;
+
+    fn cpu(request: &str, limit: &str) -> Amounts {
+        let q = |s: &str| (!s.is_empty()).then(|| Quantity::parse(s).unwrap());
+        Amounts {
+            request: q(request),
+            limit: q(limit),
+        }
+    }
+
+    fn pod_range(max_cpu: Option<&str>, ratio: Option<f64>) -> LimitRangeItem {
+        LimitRangeItem {
+            max: Resources {
+                cpu: max_cpu.map(|m| Quantity::parse(m).unwrap()),
+                memory: None,
+            },
+            has_max: max_cpu.is_some(),
+            max_limit_request_ratio: Ratios {
+                cpu: ratio,
+                memory: None,
+            },
+            ..LimitRangeItem::default()
+        }
+    }
+
+    // A `Pod` item's max bounds the sums: two containers of 1 core limit fit a 3-core pod
+    // max; boosted 2× (limits keep their ratio) they make 4 cores, which breaks it.
+    #[test]
+    fn a_boost_past_the_pod_max_breaks_it() {
+        let range = pod_range(Some("3"), None);
+        let unboosted = [cpu("500m", "1"), cpu("500m", "1")];
+        let boosted = [cpu("1", "2"), cpu("1", "2")];
+        let breaks = pod_limit_range_breaks(&unboosted, &boosted, Some(&range));
+        assert_eq!(breaks.rules().collect::<Vec<_>>(), vec![Rule::AboveMax]);
+        // Boosting one container only: 3 cores, at the max, allowed.
+        let one = [cpu("1", "2"), cpu("500m", "1")];
+        assert!(pod_limit_range_breaks(&unboosted, &one, Some(&range)).is_empty());
+        assert!(pod_limit_range_breaks(&unboosted, &boosted, None).is_empty());
+    }
+
+    // maxLimitRequestRatio on the sums: with `RequestsOnly` a boost raises requests only, so
+    // the ratio of the sums falls and never breaks; a boost whose limit grows faster than its
+    // request (a container with no CPU request of its own has none to scale) can.
+    #[test]
+    fn the_pod_ratio_counts_on_the_sums() {
+        let range = pod_range(None, Some(2.0));
+        let unboosted = [cpu("500m", "1"), cpu("1", "1")];
+        let requests_only = [cpu("999m", "1"), cpu("1", "1")];
+        assert!(pod_limit_range_breaks(&unboosted, &requests_only, Some(&range)).is_empty());
+        let limit_grows = [cpu("500m", "4"), cpu("1", "1")];
+        assert_eq!(
+            pod_limit_range_breaks(&unboosted, &limit_grows, Some(&range))
+                .rules()
+                .collect::<Vec<_>>(),
+            vec![Rule::AboveRatio]
+        );
+    }
+
+    // A rule the unboosted pod already breaks is not the boost's doing.
+    #[test]
+    fn a_rule_broken_before_is_not_counted() {
+        let range = pod_range(Some("1"), None);
+        let unboosted = [cpu("2", "2")];
+        assert!(pod_limit_range_breaks(&unboosted, &[cpu("4", "4")], Some(&range)).is_empty());
+    }
 
     fn q(s: &str) -> Quantity {
         Quantity::parse(s).unwrap()

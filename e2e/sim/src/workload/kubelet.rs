@@ -1,12 +1,15 @@
 //! The scheduler and kubelet: unscheduled pods are bound round-robin to the sim's nodes; a pod is
 //! Running `pod_start` after creation and Ready `pod_ready` after its latest container start; a
 //! terminating pod is gone `min(pod_termination, grace period)` after its deletion (finalizers
-//! permitting); an `OOMKilled` container restarts at once and is not Ready until `pod_ready` later.
+//! permitting); an `OOMKilled` container restarts at once and is not Ready until `pod_ready` later;
+//! a resize the node could not fit beside its other pods (`Deferred`) is retried every tick and
+//! actuated once it fits.
 
 use serde_json::{Value, json};
 
 use super::{Ctx, deleting, i, key, log_conflict, pod_ready, s};
 use crate::clock::{parse_time, rfc3339};
+use crate::defaults;
 use crate::random::fnv1a;
 use crate::store::Mutation;
 
@@ -160,6 +163,59 @@ pub(super) async fn run(ctx: &Ctx<'_>) {
                 status["conditions"] = conditions(&pod, true, &now_s);
                 ctx.write_status("", "pods", &pod, status, "kubelet").await;
             }
+        }
+    }
+    retry_deferred_resizes(ctx).await;
+}
+
+/// Every tick, the kubelet takes its `Deferred` resizes again (the real one does when a pod is
+/// removed or resized, and every 3 minutes) in its order: resizes that ask for no more first,
+/// then higher `spec.priority`, then Guaranteed pods, then the longest deferred. Each decision
+/// sees the allocations the earlier ones made, so two deferred pods never both take the same
+/// freed room.
+async fn retry_deferred_resizes(ctx: &Ctx<'_>) {
+    let cluster = ctx.cluster;
+    let (pods, _) = cluster.store.list(&key("", "pods"), None);
+    let mut pods: Vec<Value> = pods.iter().map(|p| (**p).clone()).collect();
+    let mut deferred: Vec<usize> = (0..pods.len())
+        .filter(|&n| defaults::resize_pending_reason(&pods[n]) == Some("Deferred"))
+        .filter(|&n| !deleting(&pods[n]))
+        .collect();
+    if deferred.is_empty() {
+        return;
+    }
+    let since = |p: &Value| {
+        p.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "PodResizePending"))
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .and_then(parse_time)
+    };
+    deferred.sort_by_key(|&n| {
+        let p = &pods[n];
+        (
+            defaults::resize_increases_requests(p),
+            std::cmp::Reverse(i(p, "/spec/priority")),
+            defaults::qos_class(p) != "Guaranteed",
+            since(p),
+            s(p, "/metadata/name").to_owned(),
+        )
+    });
+    let now_s = rfc3339(ctx.now);
+    for n in deferred {
+        let Some(node) = cluster
+            .store
+            .get(&key("", "nodes"), "", s(&pods[n], "/spec/nodeName"))
+        else {
+            continue;
+        };
+        let room = defaults::NodeRoom::for_pod(&node, &pods, &pods[n]);
+        let mut settled = pods[n].clone();
+        defaults::settle_resize(&mut settled, Some(&room), &now_s);
+        if settled != pods[n] {
+            ctx.write_status("", "pods", &pods[n], settled["status"].clone(), "kubelet")
+                .await;
+            pods[n] = settled;
         }
     }
 }

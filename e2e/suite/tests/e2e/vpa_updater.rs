@@ -517,6 +517,140 @@ async fn in_place_never_evicts_and_does_not_resend_infeasible_values() -> anyhow
     Ok(())
 }
 
+/// A 7-core bare pod `filler` and Deployment `web` (2 pods of 100m), all on `sim-node-1`.
+async fn web_beside_a_filler(env: &Env) -> anyhow::Result<()> {
+    let pinned = |cpu: &str| {
+        json!({"nodeName": "sim-node-1", "containers": [{
+            "name": "app", "image": "registry.k8s.io/pause:3.10",
+            "resources": {"requests": {"cpu": cpu, "memory": "10Mi"}}
+        }]})
+    };
+    let filler: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "filler"}, "spec": pinned("7")
+    }))?;
+    env.api::<Pod>()
+        .create(&PostParams::default(), &filler)
+        .await?;
+    let web: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": pinned("100m")}}
+    }))?;
+    env.api::<k8s_openapi::api::apps::v1::Deployment>()
+        .create(&PostParams::default(), &web)
+        .await?;
+    Ok(())
+}
+
+/// The pods of Deployment `web`.
+async fn web_pods(env: &Env) -> anyhow::Result<Vec<Pod>> {
+    let list = env
+        .api::<Pod>()
+        .list(&ListParams::default().labels("app=web"))
+        .await?;
+    Ok(list.items)
+}
+
+// KEP-1287 `Deferred` on the sim, with AEP-8818's InPlace mode: both pods of `web` and a 7-core
+// `filler` pod share one node (7800m allocatable). A 2-core recommendation fits the node but not
+// beside the filler, so the kubelet defers each resize; the updater sends each once, then waits
+// (no resend, no eviction) and says so in the VPA's condition. Once the filler is deleted the
+// kubelet applies both deferred resizes by itself, and the condition clears.
+#[tokio::test]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's audit log and its nodes (sim-node-1, 7800m CPU allocatable)"
+)]
+async fn in_place_waits_on_a_deferred_resize_until_the_node_has_room() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-inplace-deferred").await?;
+    env.sim()?;
+    web_beside_a_filler(&env).await?;
+    plimsoll_e2e::wait_ready_pods(&env, "web", 2, WAIT, POLL).await?;
+    vpa(&env, "web", "InPlace").await?;
+    recommend(&env, "web", 2_000).await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    let updater = Updater::start(&env, "1s", &[])?;
+    // One resize per loop (2 replicas, tolerance 0.5): both pods asked by loop 2, both deferred.
+    let messages = eventually("both resizes reported Deferred", WAIT, POLL, || async {
+        let pods = web_pods(&env).await?;
+        let deferred: Vec<String> = pods
+            .iter()
+            .filter_map(|p| plimsoll_e2e::pod_condition(p, "PodResizePending"))
+            .filter(|c| c.reason.as_deref() == Some("Deferred"))
+            .filter_map(|c| c.message.clone())
+            .collect();
+        Ok((deferred.len() == 2).then_some(deferred))
+    })
+    .await?;
+    for m in messages {
+        assert_eq!(
+            m,
+            "Node didn't have enough resource: cpu, requested: 2000, used: 7100, capacity: 7800"
+        );
+    }
+    let done = updater
+        .metric("plimsoll_vpa_updater_loops_total{outcome=\"completed\"}")
+        .await?;
+    updater.loops("completed", done + 5).await?;
+    let resized = audited_resizes(&env).context("needs the sim's audit log")?;
+    assert_eq!(
+        resized.len(),
+        2,
+        "each pod asked once, then waited on: {resized:?}"
+    );
+    assert_eq!(audited_evictions(&env), Some(Vec::new()));
+    let pods = web_pods(&env).await?;
+    assert!(
+        pods.iter().all(|p| (allocated_cpu(p) - 0.1).abs() < 1e-9),
+        "the kubelet applied nothing yet"
+    );
+    let (status, reason, _) = held_condition(&env, "web")
+        .await?
+        .context("the VPA has an InPlaceResizeHeld condition")?;
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "Waiting"));
+
+    // Room frees up: the kubelet retries its deferred resizes and applies both.
+    env.api::<Pod>()
+        .delete(
+            "filler",
+            &kube::api::DeleteParams {
+                grace_period_seconds: Some(0),
+                ..kube::api::DeleteParams::default()
+            },
+        )
+        .await?;
+    eventually("both pods resized to 2 cores", WAIT, POLL, || async {
+        let pods = web_pods(&env).await?;
+        Ok(pods
+            .iter()
+            .all(|p| {
+                (allocated_cpu(p) - 2.0).abs() < 1e-9
+                    && plimsoll_e2e::pod_condition(p, "PodResizePending").is_none()
+            })
+            .then_some(()))
+    })
+    .await?;
+    eventually("the condition turned False", WAIT, POLL, || async {
+        Ok(held_condition(&env, "web")
+            .await?
+            .filter(|(status, reason, _)| status == "False" && reason == "NoneHeld")
+            .map(|_| ()))
+    })
+    .await?;
+    assert_eq!(
+        audited_resizes(&env).map(|r| r.len()),
+        Some(2),
+        "the kubelet applied them; the updater sent nothing again"
+    );
+    assert_eq!(audited_evictions(&env), Some(Vec::new()));
+    for result in ["evicted", "blocked", "gone", "error"] {
+        assert_eq!(updater.evictions(result).await?, 0, "{result}");
+    }
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
 // AEP-7862 on the sim, with the real webhook: a VPA in mode Off with a CPU startup boost
 // (factor 3, 8 s after Ready) gives new pods 3 × their 100m request with the original in the
 // `vpaCpuStartupBoost/app` annotation; once a pod has been Ready 8 s the updater lowers it in
