@@ -272,6 +272,27 @@ fn quantity_cases() -> Vec<Case> {
                 "spec.metrics[2].pods.target.averageValue: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
+        // KEP-5679 fallback: a duration > 0 and at most 24h, and at least one replica.
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"minReplicas": 1, "metrics": [
+                {"type": "External", "external": {"metric": {"name": "q"},
+                    "target": {"type": "Value", "value": "1"},
+                    "fallback": {"failureDuration": "25h", "replicas": 0}}},
+                {"type": "Prometheus", "prometheus": {"query": "sum(up)",
+                    "target": {"type": "Value", "value": "1"},
+                    "fallback": {"failureDuration": "0s", "replicas": 3}}},
+                {"type": "External", "external": {"metric": {"name": "r"},
+                    "target": {"type": "Value", "value": "1"},
+                    "fallback": {"failureDuration": "90s", "replicas": 3}}},
+            ]}),
+            vec![
+                "spec.metrics[0].external.fallback.replicas: Invalid value: 0: spec.metrics[0].external.fallback.replicas in body should be greater than or equal to 1",
+                "spec.metrics[0].external.fallback.failureDuration: Invalid value: \"string\": must be a duration such as 3m, > 0 and at most 24h",
+                "spec.metrics[1].prometheus.fallback.failureDuration: Invalid value: \"string\": must be a duration such as 3m, > 0 and at most 24h",
+            ],
+        ),
     ]
 }
 
