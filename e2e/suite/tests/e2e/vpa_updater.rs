@@ -389,6 +389,17 @@ fn audited_resizes(env: &Env) -> Option<Vec<String>> {
     )
 }
 
+/// Waits until VPA `name`'s `InPlaceResizeHeld` is `False`/`NoneHeld`: no pod keeps a held resize.
+async fn wait_none_held(env: &Env, name: &str) -> anyhow::Result<()> {
+    eventually("the condition turned False", WAIT, POLL, || async {
+        Ok(held_condition(env, name)
+            .await?
+            .filter(|(status, reason, _)| status == "False" && reason == "NoneHeld")
+            .map(|_| ()))
+    })
+    .await
+}
+
 /// The VPA's `InPlaceResizeHeld` condition as (status, reason, message).
 async fn held_condition(env: &Env, name: &str) -> anyhow::Result<Option<(String, String, String)>> {
     let vpa = env.api::<VerticalPodAutoscaler>().get(name).await?;
@@ -503,13 +514,7 @@ async fn in_place_never_evicts_and_does_not_resend_infeasible_values() -> anyhow
             .then_some(()))
     })
     .await?;
-    eventually("the condition turned False", WAIT, POLL, || async {
-        Ok(held_condition(&env, "web")
-            .await?
-            .filter(|(status, reason, _)| status == "False" && reason == "NoneHeld")
-            .map(|_| ()))
-    })
-    .await?;
+    wait_none_held(&env, "web").await?;
     assert_eq!(audited_resizes(&env).map(|r| r.len()), Some(8));
     assert_eq!(audited_evictions(&env), Some(Vec::new()));
     updater.stop().await?;
@@ -630,13 +635,7 @@ async fn in_place_waits_on_a_deferred_resize_until_the_node_has_room() -> anyhow
             .then_some(()))
     })
     .await?;
-    eventually("the condition turned False", WAIT, POLL, || async {
-        Ok(held_condition(&env, "web")
-            .await?
-            .filter(|(status, reason, _)| status == "False" && reason == "NoneHeld")
-            .map(|_| ()))
-    })
-    .await?;
+    wait_none_held(&env, "web").await?;
     assert_eq!(
         audited_resizes(&env).map(|r| r.len()),
         Some(2),
