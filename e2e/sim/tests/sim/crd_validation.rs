@@ -81,6 +81,7 @@ fn cases() -> Vec<Case> {
     [
         replica_cases(),
         quantity_cases(),
+        fallback_cases(),
         bound_and_enum_cases(),
         watermark_cases(),
         metric_target_cases(),
@@ -272,6 +273,13 @@ fn quantity_cases() -> Vec<Case> {
                 "spec.metrics[2].pods.target.averageValue: Invalid value: \"\": must be a quantity, such as 500m or 2Gi",
             ],
         ),
+    ]
+}
+
+/// KEP-5679's `fallback`: a duration > 0 and at most 24h, and at least one replica, on External
+/// and Prometheus metrics.
+fn fallback_cases() -> Vec<Case> {
+    vec![
         // KEP-5679 fallback: a duration > 0 and at most 24h, and at least one replica.
         (
             HPA_PLUS,
