@@ -67,6 +67,12 @@ struct Kind {
     kind: String,
 }
 
+/// The scenario is a `LoadReplay`.
+fn is_load_replay(text: &str) -> Result<bool, ReplayError> {
+    let kind: Kind = plimsoll_replay::parse(text)?;
+    Ok(kind.kind == "LoadReplay")
+}
+
 /// Replays a scenario of either kind `hpa-plus replay` takes, by its `kind`; files it names are
 /// relative to `dir`.
 pub fn replay_any(text: &str, dir: &std::path::Path) -> Result<AnyReplay, ReplayError> {
@@ -79,8 +85,7 @@ pub fn replay_any_with(
     dir: &std::path::Path,
     sets: &[Set],
 ) -> Result<AnyReplay, ReplayError> {
-    let kind: Kind = plimsoll_replay::parse(text)?;
-    if kind.kind == "LoadReplay" {
+    if is_load_replay(text)? {
         if !sets.is_empty() {
             return Err(ReplayError::invalid(
                 "--set",
@@ -109,6 +114,10 @@ pub fn run(invocation: &Invocation<'_>, sets: &[String], window: PlotWindow) -> 
             replay_recording_files(source.path, Some(&source.text), &sets)
                 .map(AnyReplay::Horizontal)?
         } else {
+            if window.is_set() && is_load_replay(&source.text)? {
+                let (start, end) = crate::replay_load::span_str(&source.text, source.dir())?;
+                window.within(start, end)?;
+            }
             replay_any_with(&source.text, source.dir(), &sets)?
         };
         let replayed = match replayed {

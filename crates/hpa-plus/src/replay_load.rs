@@ -944,6 +944,19 @@ pub fn replay_load_str(text: &str, dir: &Path) -> Result<LoadReplay, ReplayError
     Ok(replay)
 }
 
+/// The span a `LoadReplay` scenario covers, seconds, as [`LoadReplay::span`] reports it after the
+/// replay, read from the trace alone: `--from`/`--to` are checked against it before a replay
+/// that may take minutes runs.
+pub fn span_str(text: &str, dir: &Path) -> Result<(f64, f64), ReplayError> {
+    let scenario: Scenario = plimsoll_replay::parse(text)?;
+    plimsoll_replay::expect_kind(&scenario.kind, "LoadReplay")?;
+    let trace = samples(&scenario, dir)?;
+    Ok(match (trace.first(), trace.last()) {
+        (Some(first), Some(last)) => (first.t, last.t + scenario.step_seconds),
+        _ => (0.0, 0.0),
+    })
+}
+
 /// The start of a replay: what the replay keeps, the trace, the sync period (seconds) and the
 /// CPU target (percent), from a parsed `LoadReplay`.
 fn start(

@@ -387,3 +387,20 @@ fn the_load_is_interpolated_between_trace_points_unless_held() {
     assert_eq!(held.steps[1].utilization, Some(250.0));
     assert!(held.steps.iter().all(|s| s.reconciles == 20));
 }
+
+/// `--from`/`--to` are checked against the span before the replay runs; it must be the span the
+/// replay then reports, for a list of samples and for a CSV.
+#[test]
+fn the_span_read_from_the_trace_is_the_replays_span() {
+    let text = scenario("off", 2, &hourly(1.5), "");
+    assert_eq!(span_str(&text, Path::new(".")).unwrap(), run(&text).span());
+    assert_eq!(run(&text).span(), (0.0, 48.0 * 3600.0));
+    let dir = std::env::temp_dir().join(format!("plimsoll-span-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.csv"), "t,cpu\n600,1\n1200,2\n2400,1.5\n").unwrap();
+    let text = scenario("off", 2, "1", "").replace("  cpu: [1]\n", "  csv: t.csv\n");
+    let from_csv = replay_load_str(&text, &dir).unwrap().span();
+    assert_eq!(span_str(&text, &dir).unwrap(), from_csv);
+    assert_eq!(from_csv, (600.0, 2400.0 + 3600.0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
