@@ -1,7 +1,7 @@
 //! Joint horizontal and vertical sizing live (issue 18): a Deployment with an HPA+ on CPU
 //! utilization (hpa-plus running) and a VPA annotated `plimsoll.dev/horizontal-aware: "true"` in
 //! `InPlaceOrRecreate` (vpa-recommender, vpa-updater and vpa-admission running), under a sine load whose
-//! period is the recommender's `--joint-cycle`: a compressed day of 60 s.
+//! period is the recommender's `--joint-cycle`: a compressed day of 30 s.
 //!
 //! The pods start with 100m, far too small: a plain HPA+ would sit at `maxReplicas`. During the
 //! first cycle the joint request only rises; after it, the request is sized from the day's peak
@@ -24,11 +24,14 @@ use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::quantity;
 use plimsoll_e2e::{Env, Running, eventually};
-use plimsoll_sim::{LoadProfile, LoadSpec};
+use plimsoll_sim::{LoadProfile, LoadSpec, SimConfig};
 use serde_json::json;
 
-/// The compressed day: the sine's period and `--joint-cycle`.
-const CYCLE_SECS: u64 = 60;
+/// The compressed day: the sine's period and `--joint-cycle`. Every other period of the test (the
+/// services' loops and buckets, the scale-down window, the sim's pod start-up) is a fixed fraction
+/// of it, so halving the day from 60 s (the test's first form) halved its wall time and kept what
+/// each step sees.
+const CYCLE_SECS: u64 = 30;
 const MIN: i32 = 2;
 const MAX: i32 = 10;
 const TARGET: i64 = 60;
@@ -53,7 +56,7 @@ fn updater(env: &Env) -> anyhow::Result<Running<plimsoll_vpa_updater::Result<()>
         format!("--lease-namespace={}", env.namespace),
         format!("--vpa-object-namespace={}", env.namespace),
         format!("--admission-controller-status-namespace={}", env.namespace),
-        "--updater-interval=2s".to_owned(),
+        "--updater-interval=1s".to_owned(),
         "--eviction-tolerance=1".to_owned(),
         "--log-format=text".to_owned(),
     ])?;
@@ -68,8 +71,8 @@ fn updater(env: &Env) -> anyhow::Result<Running<plimsoll_vpa_updater::Result<()>
 
 async fn objects(env: &Env) -> anyhow::Result<()> {
     plimsoll_e2e::create_deployment(env, "web", MIN, "100m", "64Mi").await?;
-    // Scale down after 10 s of stabilization rather than the default 5 minutes: the "day" is a
-    // minute.
+    // Scale down after 5 s of stabilization rather than the default 5 minutes: the "day" is
+    // half a minute.
     let plus = plimsoll_e2e::hpa_plus_fixture(
         "web-hpa",
         "web",
@@ -77,7 +80,7 @@ async fn objects(env: &Env) -> anyhow::Result<()> {
         &json!({
             "metrics": [{"type": "Resource", "resource": {"name": "cpu",
                 "target": {"type": "Utilization", "averageUtilization": TARGET}}}],
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 10}},
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 5}},
         }),
     )?;
     env.api::<HorizontalPodAutoscalerPlus>()
@@ -251,7 +254,17 @@ fn check_cycles(samples: &[Sample], learned: Duration) {
     ignore = "needs the sim's control API: the workload model's CPU load"
 )]
 async fn an_hpa_plus_and_a_joint_vpa_share_a_compressed_day() -> anyhow::Result<()> {
-    let env = Env::start("joint").await?;
+    // Pods start and become Ready in half the sim's default (2 s + 1 s), as the day is half a
+    // minute.
+    let env = Env::start_with(
+        "joint",
+        SimConfig {
+            pod_start: Duration::from_secs(1),
+            pod_ready: Duration::from_millis(500),
+            ..SimConfig::default()
+        },
+    )
+    .await?;
     let sim = env.sim()?;
     objects(&env).await?;
     // New pods get the joint request from the webhook, so pods with the template's request do
@@ -280,9 +293,9 @@ async fn an_hpa_plus_and_a_joint_vpa_share_a_compressed_day() -> anyhow::Result<
     let recommender = {
         let config = env.recommender_config(&[
             &format!("--joint-cycle={CYCLE_SECS}s"),
-            "--joint-bucket=2s",
+            "--joint-bucket=1s",
             "--joint-window=10m",
-            "--joint-persist-interval=20s",
+            "--joint-persist-interval=10s",
         ])?;
         Running::spawn("vpa-recommender", |token| {
             plimsoll_vpa_recommender::run(config, token)
@@ -335,7 +348,7 @@ async fn an_hpa_plus_and_a_joint_vpa_share_a_compressed_day() -> anyhow::Result<
         .get("plimsoll.dev/total-usage")
         .cloned()
         .unwrap_or_default();
-    assert!(stored.contains("\"stepSeconds\":2"), "{stored}");
+    assert!(stored.contains("\"stepSeconds\":1"), "{stored}");
 
     let _ = updater.stop().await;
     let _ = admission.stop().await;
