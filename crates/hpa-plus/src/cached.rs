@@ -153,7 +153,9 @@ impl<K: Resource> Resource for Packed<K> {
 
 /// A watch event of `K` as one of [`Packed<K>`]. An object that does not pack (none: see
 /// [`PackError`]) is left out with a warning, and cached again at its next change.
-pub fn pack_event<K>(event: kube::runtime::watcher::Event<K>) -> Option<kube::runtime::watcher::Event<Packed<K>>>
+pub fn pack_event<K>(
+    event: kube::runtime::watcher::Event<K>,
+) -> Option<kube::runtime::watcher::Event<Packed<K>>>
 where
     K: Resource + Serialize,
 {
@@ -195,7 +197,11 @@ pub(crate) mod tests {
 
     /// An HPA+ as the bench's after its first evaluation: an External metric, every status
     /// field a successor reads (memory, conditions, last decision, current metrics).
-    pub(crate) fn autoscaler(uid: &str, version: &str, replicas: i32) -> HorizontalPodAutoscalerPlus {
+    pub(crate) fn autoscaler(
+        uid: &str,
+        version: &str,
+        replicas: i32,
+    ) -> HorizontalPodAutoscalerPlus {
         serde_json::from_value(json!({
             "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
             "kind": "HorizontalPodAutoscalerPlus",
@@ -261,7 +267,10 @@ pub(crate) mod tests {
         assert_eq!(meta.resource_version.as_deref(), Some("7"));
         assert_eq!(meta.generation, Some(1));
         assert_eq!(meta.annotations, object.metadata.annotations);
-        assert_eq!(meta.labels, None, "labels are read from the unpacked object only");
+        assert_eq!(
+            meta.labels, None,
+            "labels are read from the unpacked object only"
+        );
         // What the packing is for: the decoded object costs about 9.5 KB, its JSON 1.7 KB.
         let json = serde_json::to_vec(&object).expect("encodes").len();
         assert!(packed.len() * 2 < json, "{} of {json} bytes", packed.len());
@@ -278,7 +287,10 @@ pub(crate) mod tests {
             "status": {"currentReplicas": 2, "desiredReplicas": 2}
         }))
         .expect("the fixture decodes");
-        let back = Packed::pack(&object).expect("packs").unpack().expect("unpacks");
+        let back = Packed::pack(&object)
+            .expect("packs")
+            .unpack()
+            .expect("unpacks");
         assert_eq!(back, object);
         assert_eq!(
             serde_json::to_value(&back).expect("encodes")["spec"]["behavior"]["syncPeriodSeconds"],

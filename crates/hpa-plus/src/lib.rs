@@ -15,9 +15,11 @@
 //!
 //! With `--shards N` (N > 1) there is no single leader: every replica runs the controllers, and
 //! an object is evaluated only by the replica holding the Lease of its shard
-//! (`plimsoll_runtime::leader::shards`). The others keep it packed, out of the controller's
-//! store ([`shard_cache`]), so they neither evaluate nor schedule it; the objects of a shard
-//! this replica takes are unpacked and evaluated as soon as it takes it ([`taken_over`]).
+//! (`plimsoll_runtime::leader::shards`). The others keep it out of the controller's store
+//! ([`shard_cache`]), so they neither evaluate nor schedule it; the objects of a shard this
+//! replica takes enter the store and are evaluated as soon as it takes it ([`taken_over`]).
+//! Sharded or not, the cache holds each autoscaler packed, read back whole by each evaluation
+//! ([`cached`]).
 //!
 //! On shutdown (the token is cancelled) the controllers stop taking work and finish in-flight
 //! reconciles, then the Lease is released and `run` returns `Ok`. A Prometheus query in flight
@@ -25,8 +27,8 @@
 //! while running, `run` returns an error.
 //!
 //! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`prometheus`]
-//! (`type: Prometheus` metrics), [`reconcile`], [`shard_cache`] (the autoscaler cache with
-//! `--shards`), [`tuning`] (`minReplicasTuning`), [`predict`]
+//! (`type: Prometheus` metrics), [`reconcile`], [`cached`] and [`shard_cache`] (the autoscaler
+//! cache), [`tuning`] (`minReplicasTuning`), [`predict`]
 //! (`spec.predictive`), [`seed`] (their one Prometheus backfill), [`status`], [`record`]
 //! (`--record-dir`), [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
 //! `replay`.
@@ -84,11 +86,11 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
 
+use cached::Packed;
 use context::{Context, ContextParts};
 use metrics::Metrics;
 use pods::PodIndex;
 use replica_sets::ReplicaSetIndex;
-use cached::Packed;
 use shard_cache::ShardCache;
 
 /// The binary name: Lease `plimsoll-hpa-plus`, field manager, Event reporter, metric prefix.
@@ -442,7 +444,7 @@ where
 /// they are evaluated at once rather than at their next change (an object of another replica's
 /// shard is not in the controller's store, so nothing is scheduled for it). Woken by every take,
 /// a shard lost and taken back in between included, and once a second to notice shards lost:
-/// their objects leave the store, packed, and what was remembered of them goes. Without
+/// their objects leave the store, and what was remembered of them goes. Without
 /// sharding nothing is sent: the controllers start with the leadership.
 fn taken_over<K>(ctx: Arc<Context>, cache: ShardCache<K>) -> impl Stream<Item = ObjectRef<K>> + Send
 where

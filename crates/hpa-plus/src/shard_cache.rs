@@ -129,7 +129,9 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> ShardCache<K> {
                     return true;
                 };
                 if self.store.get(&ObjectRef::from_obj(obj)).is_some() {
-                    inner.writer.apply_watcher_event(&Event::Delete(obj.clone()));
+                    inner
+                        .writer
+                        .apply_watcher_event(&Event::Delete(obj.clone()));
                 }
                 park(&mut inner.parked, uid, shard, obj.clone());
                 false
@@ -204,10 +206,14 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> ShardCache<K> {
         };
         if !lost.is_empty() {
             for obj in self.store.state() {
-                let Some((uid, s)) = shard(&obj) else { continue };
+                let Some((uid, s)) = shard(&obj) else {
+                    continue;
+                };
                 if lost.contains(&s) {
                     let obj = K::clone(&obj);
-                    inner.writer.apply_watcher_event(&Event::Delete(obj.clone()));
+                    inner
+                        .writer
+                        .apply_watcher_event(&Event::Delete(obj.clone()));
                     park(&mut inner.parked, &uid, s, obj);
                     synced.lost.push(uid);
                 }
@@ -343,7 +349,11 @@ mod tests {
     #[test]
     fn only_acting_shards_are_stored_and_a_take_brings_the_rest_back_whole() {
         let uids = uids(2);
-        let objects: Vec<_> = uids.values().flatten().map(|u| autoscaler(u, "1", 2)).collect();
+        let objects: Vec<_> = uids
+            .values()
+            .flatten()
+            .map(|u| autoscaler(u, "1", 2))
+            .collect();
         let cache = ShardCache::new(SHARDS);
         listed(&cache, &objects, &acting(&[0]));
         assert_eq!(stored(&cache), uids[&0]);
@@ -353,7 +363,10 @@ mod tests {
         // A change of a parked object is parked: the take brings back the latest.
         let newer = autoscaler(&uids[&1][0], "2", 5);
         assert!(!cache.apply(&Event::Apply(newer.clone()), &acting(&[0])));
-        assert!(cache.apply(&Event::Apply(autoscaler(&uids[&0][0], "2", 4)), &acting(&[0])));
+        assert!(cache.apply(
+            &Event::Apply(autoscaler(&uids[&0][0], "2", 4)),
+            &acting(&[0])
+        ));
 
         // Shard 1 taken: its objects are stored, as delivered last, and named for evaluation.
         let synced = cache.sync(&takes(&[(0, 1)]), &takes(&[(0, 1), (1, 1)]));
@@ -377,7 +390,10 @@ mod tests {
         assert!(synced.taken.is_empty());
         assert_eq!(stored(&cache), uids[&1]);
         // An event for an object of a shard no longer acting takes it out of the store too.
-        assert!(!cache.apply(&Event::Apply(autoscaler(&uids[&1][1], "3", 2)), &acting(&[])));
+        assert!(!cache.apply(
+            &Event::Apply(autoscaler(&uids[&1][1], "3", 2)),
+            &acting(&[])
+        ));
         assert_eq!(stored(&cache), [uids[&1][0].clone()]);
         assert_eq!(cache.parked(), 7);
 
@@ -389,8 +405,14 @@ mod tests {
         assert_eq!(back["metadata"]["resourceVersion"], "2");
 
         // A deletion removes it from wherever it is.
-        cache.apply(&Event::Delete(autoscaler(&uids[&2][0], "1", 2)), &acting(&[0, 1]));
-        cache.apply(&Event::Delete(autoscaler(&uids[&0][0], "2", 4)), &acting(&[0, 1]));
+        cache.apply(
+            &Event::Delete(autoscaler(&uids[&2][0], "1", 2)),
+            &acting(&[0, 1]),
+        );
+        cache.apply(
+            &Event::Delete(autoscaler(&uids[&0][0], "2", 4)),
+            &acting(&[0, 1]),
+        );
         assert_eq!(cache.uids().len(), 6);
         assert_eq!(cached(&cache, &uids[&0][0]), None);
     }
@@ -398,7 +420,11 @@ mod tests {
     #[test]
     fn a_relist_replaces_the_parked_objects_and_a_take_during_it_is_kept() {
         let uids = uids(2);
-        let all: Vec<_> = uids.values().flatten().map(|u| autoscaler(u, "1", 2)).collect();
+        let all: Vec<_> = uids
+            .values()
+            .flatten()
+            .map(|u| autoscaler(u, "1", 2))
+            .collect();
         let cache = ShardCache::new(SHARDS);
         listed(&cache, &all, &acting(&[0]));
         // A relist that no longer has shard 2's objects; shard 3 is taken halfway through it.
@@ -408,7 +434,11 @@ mod tests {
             cache.apply(&Event::InitApply(autoscaler(u, "9", 2)), &on);
         }
         let synced = cache.sync(&takes(&[(0, 1)]), &takes(&[(0, 1), (3, 1)]));
-        assert_eq!(synced.taken.len(), 2, "both of shard 3, from the store before the relist");
+        assert_eq!(
+            synced.taken.len(),
+            2,
+            "both of shard 3, from the store before the relist"
+        );
         let on = acting(&[0, 3]);
         cache.apply(&Event::InitApply(autoscaler(&uids[&3][1], "9", 2)), &on);
         cache.apply(&Event::InitDone, &on);
@@ -432,7 +462,11 @@ mod tests {
         assert!(!cache.apply(&Event::InitApply(autoscaler(&uids[&1][0], "1", 2)), &on));
         let synced = cache.sync(&takes(&[]), &takes(&[(1, 1)]));
         let taken: Vec<String> = synced.taken.iter().map(|r| r.name.clone()).collect();
-        assert_eq!(taken, [format!("w-{}", uids[&1][0])], "only the take asks for it");
+        assert_eq!(
+            taken,
+            [format!("w-{}", uids[&1][0])],
+            "only the take asks for it"
+        );
         // Listed after: passed on (the controller asks for it).
         let on = acting(&[1]);
         assert!(cache.apply(&Event::InitApply(autoscaler(&uids[&1][1], "1", 2)), &on));
@@ -444,7 +478,11 @@ mod tests {
     #[test]
     fn without_shards_everything_is_stored() {
         let uids = uids(1);
-        let all: Vec<_> = uids.values().flatten().map(|u| autoscaler(u, "1", 2)).collect();
+        let all: Vec<_> = uids
+            .values()
+            .flatten()
+            .map(|u| autoscaler(u, "1", 2))
+            .collect();
         let cache = ShardCache::new(1);
         listed(&cache, &all, &acting(&[]));
         assert_eq!(stored(&cache).len(), 4);
