@@ -113,7 +113,7 @@ impl<K: Resource> Packed<K> {
     }
 
     /// The packed size in bytes.
-    pub fn len(&self) -> usize {
+    pub fn packed_bytes(&self) -> usize {
         self.bytes.len()
     }
 }
@@ -273,7 +273,11 @@ pub(crate) mod tests {
         );
         // What the packing is for: the decoded object costs about 9.5 KB, its JSON 1.7 KB.
         let json = serde_json::to_vec(&object).expect("encodes").len();
-        assert!(packed.len() * 2 < json, "{} of {json} bytes", packed.len());
+        assert!(
+            packed.packed_bytes() * 2 < json,
+            "{} of {json} bytes",
+            packed.packed_bytes()
+        );
     }
 
     #[test]

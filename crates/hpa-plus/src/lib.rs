@@ -416,9 +416,10 @@ where
         .try_filter_map(|event| std::future::ready(Ok(cached::pack_event(event))))
         // Only the objects of acting shards reach the store and the controller; the others wait
         // until their shard is taken (`shard_cache`).
+        // Whether a shard is acting is asked under the cache's lock (inside `apply`): asked
+        // before it, a take synced in between would leave this object parked.
         .try_filter(move |event| {
-            let acting = shards.acting();
-            std::future::ready(routing.apply(event, &|shard| acting.contains(&shard)))
+            std::future::ready(routing.apply(event, &|shard| shards.acting().contains(&shard)))
         })
         .inspect_ok(move |event| on_event(&forget, &listed, event, native))
         .applied_objects()

@@ -114,9 +114,11 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> ShardCache<K> {
         (!acting(shard)).then_some(shard)
     }
 
-    /// Applies one watch event: to the store when the object's shard is acting (`acting`, asked
-    /// under the cache's lock), parked otherwise. Whether the object is now in the store
-    /// (`true` for a deletion, an `Init` or an `InitDone`, which touch both).
+    /// Applies one watch event: to the store when the object's shard is acting, parked
+    /// otherwise. `acting` is called under the cache's lock, so that a take cannot be synced
+    /// between its answer and the routing (the object would stay parked while its shard acts).
+    /// Returns whether the event goes on to the controller: the object is now in the store, or
+    /// the event is a deletion, an `Init` or an `InitDone`, which touch both.
     pub fn apply(&self, event: &Event<K>, acting: &dyn Fn(u32) -> bool) -> bool {
         let mut inner = self.lock();
         let inner = &mut *inner;
