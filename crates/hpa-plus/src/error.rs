@@ -30,6 +30,10 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A cached object could not be read back (should not happen: it is what the watch
+    /// decoded, packed; see `cached`).
+    #[error("cannot read back the cached object: {0}")]
+    Unpack(String),
     /// The configuration is unusable.
     #[error("invalid configuration: {0}")]
     Config(String),
@@ -48,6 +52,7 @@ impl Error {
             Self::Runtime(e) => e.metric_label(),
             Self::Kube { .. } => "kube",
             Self::Encode { .. } => "encode",
+            Self::Unpack(_) => "unpack",
             Self::Config(_) => "config",
             Self::WatchEnded(_) => "watch",
         }

@@ -15,9 +15,11 @@
 //!
 //! With `--shards N` (N > 1) there is no single leader: every replica runs the controllers, and
 //! an object is evaluated only by the replica holding the Lease of its shard
-//! (`plimsoll_runtime::leader::shards`). The others requeue it after its period without a
-//! write or a read; the objects of a shard this replica takes are evaluated as soon as it takes
-//! it ([`taken_over`]).
+//! (`plimsoll_runtime::leader::shards`). The others keep it out of the controller's store
+//! ([`shard_cache`]), so they neither evaluate nor schedule it; the objects of a shard this
+//! replica takes enter the store and are evaluated as soon as it takes it ([`taken_over`]).
+//! Sharded or not, the cache holds each autoscaler packed, read back whole by each evaluation
+//! ([`cached`]).
 //!
 //! On shutdown (the token is cancelled) the controllers stop taking work and finish in-flight
 //! reconciles, then the Lease is released and `run` returns `Ok`. A Prometheus query in flight
@@ -25,11 +27,13 @@
 //! while running, `run` returns an error.
 //!
 //! Modules: [`cli`] (flags), [`context`], [`pods`] (pod cache), [`observe`], [`prometheus`]
-//! (`type: Prometheus` metrics), [`reconcile`], [`tuning`] (`minReplicasTuning`), [`predict`]
+//! (`type: Prometheus` metrics), [`reconcile`], [`cached`] and [`shard_cache`] (the autoscaler
+//! cache), [`tuning`] (`minReplicasTuning`), [`predict`]
 //! (`spec.predictive`), [`seed`] (their one Prometheus backfill), [`status`], [`record`]
 //! (`--record-dir`), [`metrics`], [`error`]; [`replay`], [`replay_load`] and [`plot`] are the offline
 //! `replay`.
 
+pub mod cached;
 pub mod cli;
 pub mod context;
 pub mod error;
@@ -46,10 +50,11 @@ pub mod replay_kinds;
 pub mod replay_load;
 pub mod replica_sets;
 pub mod seed;
+pub mod shard_cache;
 pub mod status;
 pub mod tuning;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,7 +63,7 @@ use futures::{FutureExt as _, Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::controller::{Action, Config as ControllerSettings, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::utils::PredicateConfig;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -70,7 +75,6 @@ use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
-use plimsoll_runtime::leader::shards::ShardHandle;
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
@@ -82,10 +86,12 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::{Error, Result};
 
+use cached::Packed;
 use context::{Context, ContextParts};
 use metrics::Metrics;
 use pods::PodIndex;
 use replica_sets::ReplicaSetIndex;
+use shard_cache::ShardCache;
 
 /// The binary name: Lease `plimsoll-hpa-plus`, field manager, Event reporter, metric prefix.
 pub const BINARY: &str = "hpa-plus";
@@ -389,6 +395,7 @@ fn controller<K, R, F>(
 where
     K: Resource<DynamicType = ()>
         + Clone
+        + serde::Serialize
         + serde::de::DeserializeOwned
         + std::fmt::Debug
         + Send
@@ -397,66 +404,78 @@ where
     R: FnMut(Arc<K>, Arc<Context>) -> F + Send + 'static,
     F: Future<Output = Result<Action>> + Send + 'static,
 {
-    let (reader, writer) = reflector::store::<K>();
+    let cache = ShardCache::<Packed<K>>::new(ctx.shards.count());
+    let reader = cache.store();
     let forget = ctx.clone();
-    let live = reader.clone();
+    let (routing, shards) = (cache.clone(), ctx.shards.clone());
+    let listed = cache.clone();
     let stream = watch
         .events()
         .modify(drop_managed_fields)
-        .reflect(writer)
-        .inspect_ok(move |event| on_event(&forget, &live, event, native))
+        // Cached packed, read back whole by each evaluation (`cached`).
+        .try_filter_map(|event| std::future::ready(Ok(cached::pack_event(event))))
+        // Only the objects of acting shards reach the store and the controller; the others wait
+        // until their shard is taken (`shard_cache`).
+        // Whether a shard is acting is asked under the cache's lock (inside `apply`): asked
+        // before it, a take synced in between would leave this object parked.
+        .try_filter(move |event| {
+            std::future::ready(routing.apply(event, &|shard| shards.acting().contains(&shard)))
+        })
+        .inspect_ok(move |event| on_event(&forget, &listed, event, native))
         .applied_objects()
         .predicate_filter(spec_or_annotations, PredicateConfig::default());
-    let taken = taken_over(ctx.shards.clone(), reader.clone());
+    let taken = taken_over(ctx.clone(), cache);
+    let mut reconcile = reconcile;
     Controller::for_stream(stream, reader)
         .with_config(settings)
         .reconcile_on(taken)
         .graceful_shutdown_on(async move { term.cancelled().await })
-        .run(reconcile, reconcile::error_policy, ctx.clone())
+        .run(
+            move |packed: Arc<Packed<K>>, ctx| match packed.unpack() {
+                Ok(obj) => reconcile(Arc::new(obj), ctx).left_future(),
+                Err(e) => std::future::ready(Err(Error::Unpack(e.to_string()))).right_future(),
+            },
+            reconcile::error_policy,
+            ctx.clone(),
+        )
         .for_each(|_| std::future::ready(()))
 }
 
 /// With `--shards`, the objects of the shards this replica has just taken, once each, so that
-/// they are evaluated at once rather than at their next requeue (up to a period later, as an
-/// object of another replica's shard is requeued after its period). Woken by every take, a
-/// shard lost and taken back in between included. Without sharding nothing is sent: the
-/// controllers start with the leadership.
-fn taken_over<K>(shards: ShardHandle, store: Store<K>) -> impl Stream<Item = ObjectRef<K>> + Send
+/// they are evaluated at once rather than at their next change (an object of another replica's
+/// shard is not in the controller's store, so nothing is scheduled for it). Woken by every take,
+/// a shard lost and taken back in between included, and once a second to notice shards lost:
+/// their objects leave the store, and what was remembered of them goes. Without
+/// sharding nothing is sent: the controllers start with the leadership.
+fn taken_over<K>(ctx: Arc<Context>, cache: ShardCache<K>) -> impl Stream<Item = ObjectRef<K>> + Send
 where
     K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
+    let shards = ctx.shards.clone();
     let taken = shards.taken().map(|mut taken| {
         // What was taken before this stream started counts as taken.
         taken.mark_changed();
-        (taken, BTreeMap::new())
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        (taken, tick, BTreeMap::new())
     });
     futures::stream::unfold(taken, move |state| {
-        let (shards, store) = (shards.clone(), store.clone());
+        let (shards, cache, ctx) = (shards.clone(), cache.clone(), ctx.clone());
         async move {
-            let (mut taken, before) = state?;
-            taken.changed().await.ok()?;
+            let (mut taken, mut tick, before) = state?;
+            tokio::select! {
+                changed = taken.changed() => changed.ok()?,
+                _ = tick.tick() => {}
+            }
             let acting = shards.acting_takes();
-            let gained: BTreeSet<u32> = acting
-                .iter()
-                .filter(|(shard, takes)| before.get(*shard) != Some(*takes))
-                .map(|(shard, _)| *shard)
-                .collect();
-            let objects: Vec<ObjectRef<K>> = if gained.is_empty() {
-                Vec::new()
-            } else {
-                store
-                    .state()
-                    .iter()
-                    .filter(|o| {
-                        o.meta()
-                            .uid
-                            .as_deref()
-                            .is_some_and(|uid| gained.contains(&shards.shard_of(uid)))
-                    })
-                    .map(|o| ObjectRef::from_obj(o.as_ref()))
-                    .collect()
-            };
-            Some((futures::stream::iter(objects), Some((taken, acting))))
+            let synced = cache.sync(&before, &acting);
+            for uid in &synced.lost {
+                ctx.forget(uid);
+            }
+            Some((
+                futures::stream::iter(synced.taken),
+                Some((taken, tick, acting)),
+            ))
         }
     })
     .flatten()
@@ -470,10 +489,9 @@ fn drop_managed_fields<K: Resource>(obj: &mut K) {
 
 /// Drops the memory of deleted objects (and, after a relist, of objects no longer listed), and
 /// remembered writes once the cache shows them.
-fn on_event<K>(ctx: &Context, store: &Store<K>, event: &watcher::Event<K>, native: bool)
+fn on_event<K>(ctx: &Context, cache: &ShardCache<K>, event: &watcher::Event<K>, native: bool)
 where
-    K: Resource + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+    K: Resource<DynamicType = ()> + Clone + 'static,
 {
     match event {
         // Only a live event: the reflector has stored it by now. A relist's objects reach the
@@ -490,8 +508,7 @@ where
             }
         }
         watcher::Event::InitDone => {
-            let live: HashSet<String> = store.state().iter().filter_map(|o| o.uid()).collect();
-            ctx.retain(&live, native);
+            ctx.retain(&cache.uids(), native);
         }
         watcher::Event::Init | watcher::Event::InitApply(_) => {}
     }

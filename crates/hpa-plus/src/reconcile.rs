@@ -258,8 +258,9 @@ fn split<T>(
 }
 
 /// With `--shards`, an object of a shard this replica does not hold is requeued after
-/// `period_seconds` (in case its shard moves here) before anything is read or built for it: with
-/// four replicas, three objects in four take this path every period. What this replica knew of
+/// `period_seconds` (in case its shard moves here) before anything is read or built for it. Only
+/// the objects of a shard lost a moment ago come here: the others are not in the controller's
+/// store ([`crate::shard_cache`]), and these leave it within a second. What this replica knew of
 /// it is dropped (its holder moves the history on, and the object carries it).
 fn elsewhere(ctx: &Context, uid: &str, period_seconds: i64) -> Option<Action> {
     if !ctx.shards.is_sharded() || ctx.shards.holds(uid) {
