@@ -72,6 +72,13 @@ bench-hpa-plus-shards:
     BENCH_HPA_PLUS_OBJECTS=100000 BENCH_HPA_PLUS_PERIOD=15 BENCH_HPA_PLUS_PROCESSES=4 \
         cargo run --profile dist -p plimsoll-e2e --bin bench-hpa-plus
 
+# The same with the first process's heap profiled by heaptrack (Debian's `heaptrack`); the
+# profile lands in /tmp/heaptrack.<pid>.gz. The checks' timings do not hold under the profiler.
+bench-hpa-plus-heap:
+    cargo build --profile dist -p plimsoll-e2e --features system-allocator --bin bench-hpa-plus
+    BENCH_HPA_PLUS_PROFILE=scripts/heaptrack-child.sh BENCH_HPA_PLUS_OBJECTS=100000 \
+        BENCH_HPA_PLUS_PERIOD=15 BENCH_HPA_PLUS_PROCESSES=4 target/dist/bench-hpa-plus
+
 bench-cron-hpa:
     cargo run --profile dist -p plimsoll-e2e --bin bench-cron-hpa
 

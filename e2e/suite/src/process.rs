@@ -128,12 +128,38 @@ impl Child {
         Self::start(args, reports, log.into())
     }
 
+    /// [`Child::serve`] run under `wrapper` (a profiler and its flags, such as `heaptrack -o
+    /// FILE`), which must run its last arguments as the program. The readings of [`Child::proc`]
+    /// are then the wrapper's, not the service's.
+    pub fn serve_wrapped(
+        wrapper: &[&std::ffi::OsStr],
+        args: &[&std::ffi::OsStr],
+        reports: bool,
+    ) -> anyhow::Result<Child> {
+        let Some((program, flags)) = wrapper.split_first() else {
+            return Self::serve(args, reports);
+        };
+        let mut command = std::process::Command::new(program);
+        command.args(flags).arg(std::env::current_exe()?);
+        Self::spawn(command, args, reports, std::process::Stdio::inherit())
+    }
+
     fn start(
         args: &[&std::ffi::OsStr],
         reports: bool,
         stderr: std::process::Stdio,
     ) -> anyhow::Result<Child> {
-        let child = std::process::Command::new(std::env::current_exe()?)
+        let command = std::process::Command::new(std::env::current_exe()?);
+        Self::spawn(command, args, reports, stderr)
+    }
+
+    fn spawn(
+        mut command: std::process::Command,
+        args: &[&std::ffi::OsStr],
+        reports: bool,
+        stderr: std::process::Stdio,
+    ) -> anyhow::Result<Child> {
+        let child = command
             .arg("serve")
             .args(args)
             .stdin(std::process::Stdio::piped())

@@ -34,6 +34,10 @@
 //! Lease did, never back to an earlier one), and the killed process writes nothing after the
 //! kill. It exits non-zero when a check fails. Setup and warm-up are bounded by 3 minutes plus
 //! 5 s per 1,000 objects.
+//!
+//! `BENCH_HPA_PLUS_PROFILE=COMMAND` (sharded mode) starts the first process under COMMAND, a
+//! wrapper that runs its arguments: `scripts/heaptrack-child.sh` profiles its heap, with the
+//! binary built with `--features system-allocator` so that heaptrack's malloc hooks see it.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -62,7 +66,10 @@ use plimsoll_runtime::selector::{Requirement, Selector};
 use plimsoll_sim::{AuditEntry, SimHandle};
 use serde_json::json;
 
-// As the hpa-plus binary: the child measures the service as it ships.
+// As the hpa-plus binary: the child measures the service as it ships. With the feature
+// `system-allocator`, the C library's malloc instead, for a heap profiler that hooks it
+// (`BENCH_HPA_PLUS_PROFILE`).
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -753,7 +760,21 @@ fn start_members(plan: &Plan, dir: &Path, kubeconfig: &Path) -> anyhow::Result<V
             format!("--retry-period={RETRY_PERIOD}s").into(),
         ];
         let args: Vec<&OsStr> = args.iter().map(OsString::as_os_str).collect();
-        let mut child = Child::serve(&args, true)?;
+        // The first process under a profiler, when asked: `BENCH_HPA_PLUS_PROFILE` is a
+        // command that runs its arguments, such as `scripts/heaptrack-child.sh` (with the
+        // `system-allocator` feature, so that the profiler sees the heap).
+        let wrapper = std::env::var_os("BENCH_HPA_PLUS_PROFILE").filter(|_| k == 0);
+        let wrapper: Vec<OsString> = wrapper
+            .iter()
+            .flat_map(|w| {
+                w.to_string_lossy()
+                    .split_whitespace()
+                    .map(OsString::from)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let wrapper: Vec<&OsStr> = wrapper.iter().map(OsString::as_os_str).collect();
+        let mut child = Child::serve_wrapped(&wrapper, &args, true)?;
         let proc = child.proc;
         let admin = tokio::task::block_in_place(|| child.first_line())?
             .parse()
