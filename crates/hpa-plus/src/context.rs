@@ -14,7 +14,9 @@ use std::time::Instant;
 use kube::Client;
 use kube::runtime::reflector::Store;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusStatus, PodSelectionStrategy};
+use plimsoll_core::api::hpa_plus::{
+    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusStatus, PodSelectionStrategy,
+};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_core::horizontal::evaluate::Held;
@@ -54,10 +56,13 @@ pub struct Memory {
 }
 
 /// A status this replica wrote, and the `resourceVersion` of the object it was computed from.
+/// The status is kept packed ([`crate::cached`]), about 200 bytes instead of 2.5 KB decoded: it
+/// is read back only while the watch lags the write, but it stays until the object next
+/// changes, and a write the server found unchanged brings no watch event.
 #[derive(Debug)]
 struct Written {
     over: String,
-    status: HorizontalPodAutoscalerPlusStatus,
+    status: Box<[u8]>,
     native: bool,
 }
 
@@ -98,8 +103,12 @@ pub struct Context {
     /// `--pod-selection-strategy`: the ReplicaSets' controllers, for `podSelectionStrategy:
     /// OwnerReferences` (KEP-5325); `None` (the default) ignores that field.
     pub replica_sets: Option<ReplicaSetIndex>,
-    memory: Mutex<HashMap<String, Memory>>,
-    written: Mutex<HashMap<String, Written>>,
+    // Boxed: a hash table keeps a slot of the value's size for every bucket, filled or not, and
+    // a replica's tables outgrow what it holds while shards settle (a first replica holds every
+    // shard for a moment). Inline, these two cost 95 MB of slots at 100,000 objects
+    // (docs/benchmarks.md, "Memory that divides with shards").
+    memory: Mutex<HashMap<String, Box<Memory>>>,
+    written: Mutex<HashMap<String, Box<Written>>>,
     selectors: Mutex<SelectorIndex>,
 }
 
@@ -242,7 +251,7 @@ impl Context {
     /// evaluation had and this one does not (removed from the spec, or renamed) go.
     pub fn remember(&self, uid: &str, memory: Memory) {
         let mut all = lock(&self.memory);
-        let before = all.insert(uid.to_owned(), memory);
+        let before = all.insert(uid.to_owned(), Box::new(memory));
         self.metrics.objects.set(all.len() as i64);
         let Some(before) = before else { return };
         let Some(now) = all.get(uid) else { return };
@@ -265,19 +274,30 @@ impl Context {
         &self,
         uid: &str,
         over: Option<&str>,
-        status: HorizontalPodAutoscalerPlusStatus,
+        status: &HorizontalPodAutoscalerPlusStatus,
         native: bool,
     ) {
+        let packed = over.and_then(|over| {
+            match crate::cached::deflate_after::<HorizontalPodAutoscalerPlus>(status) {
+                Ok(status) => Some((over, status)),
+                // Never for a status this process built; without the entry the next evaluation
+                // compares with the cache, and may write the same status once more.
+                Err(error) => {
+                    tracing::warn!(%error, "could not pack a written status");
+                    None
+                }
+            }
+        });
         let mut written = lock(&self.written);
-        match over {
-            Some(over) => {
+        match packed {
+            Some((over, status)) => {
                 written.insert(
                     uid.to_owned(),
-                    Written {
+                    Box::new(Written {
                         over: over.to_owned(),
                         status,
                         native,
-                    },
+                    }),
                 );
             }
             None => {
@@ -300,7 +320,10 @@ impl Context {
         let mut written = lock(&self.written);
         let entry = written.get(uid)?;
         if version == Some(entry.over.as_str()) {
-            return Some(entry.status.clone());
+            match crate::cached::inflate_after::<HorizontalPodAutoscalerPlus, _>(&entry.status) {
+                Ok(status) => return Some(status),
+                Err(error) => tracing::warn!(%error, "could not unpack a written status"),
+            }
         }
         written.remove(uid);
         None
@@ -350,6 +373,20 @@ impl Context {
             self.forget(&uid);
         }
         lock(&self.written).retain(|uid, w| w.native != native || live.contains(uid));
+        self.shrink();
+    }
+
+    /// Gives back the room of objects no longer held, after many left at once (a shard lost,
+    /// a relist): a table never shrinks by itself, and would keep the size of the most this
+    /// replica ever held.
+    pub fn shrink(&self) {
+        fn shrink<V>(map: &mut HashMap<String, V>) {
+            if map.capacity() > 2 * map.len() + 1024 {
+                map.shrink_to(map.len() + map.len() / 4);
+            }
+        }
+        shrink(&mut lock(&self.memory));
+        shrink(&mut lock(&self.written));
     }
 
     /// Records the selector of `uid`'s target and returns the other autoscalers in the same
@@ -621,7 +658,7 @@ mod tests {
         };
         // Written from the object at version 5: while the cache still shows 5, what was
         // written is what the server has.
-        ctx.wrote("u1", Some("5"), status(3), false);
+        ctx.wrote("u1", Some("5"), &status(3), false);
         assert_eq!(ctx.written_over("u1", Some("5")), Some(status(3)));
         assert_eq!(ctx.written_over("u1", Some("5")), Some(status(3)));
         // The cache moved (the write arrived, or someone else wrote): the cache is the truth,
@@ -630,7 +667,7 @@ mod tests {
         assert_eq!(ctx.written_over("u1", Some("5")), None);
         // The watch delivers the object: at the version written from, the entry stays; at any
         // other, it goes at once.
-        ctx.wrote("u1", Some("8"), status(4), false);
+        ctx.wrote("u1", Some("8"), &status(4), false);
         ctx.cache_moved("u1", Some("8"));
         assert_eq!(ctx.written_over("u1", Some("8")), Some(status(4)));
         ctx.cache_moved("other", Some("9"));
@@ -638,14 +675,14 @@ mod tests {
         ctx.cache_moved("u1", Some("9"));
         assert_eq!(ctx.written_over("u1", Some("8")), None);
         // No version to compare with: nothing is kept.
-        ctx.wrote("u2", None, status(1), false);
+        ctx.wrote("u2", None, &status(1), false);
         assert_eq!(ctx.written_over("u2", None), None);
         // Deleted, or gone from a relist of its kind.
-        ctx.wrote("u3", Some("1"), status(1), false);
+        ctx.wrote("u3", Some("1"), &status(1), false);
         ctx.forget("u3");
         assert_eq!(ctx.written_over("u3", Some("1")), None);
-        ctx.wrote("plus", Some("1"), status(1), false);
-        ctx.wrote("native", Some("1"), status(1), true);
+        ctx.wrote("plus", Some("1"), &status(1), false);
+        ctx.wrote("native", Some("1"), &status(1), true);
         ctx.retain(&HashSet::new(), true);
         assert_eq!(ctx.written_over("native", Some("1")), None);
         assert_eq!(ctx.written_over("plus", Some("1")), Some(status(1)));
@@ -673,5 +710,46 @@ mod tests {
             k
         };
         assert_eq!(known, ["native", "plus-live"]);
+    }
+
+    #[tokio::test]
+    async fn the_room_of_objects_gone_is_given_back() {
+        // A replica that held every shard for a moment and then a quarter of them: its tables
+        // shrink to what it holds.
+        let (ctx, _) = context();
+        let memory = || Memory {
+            namespace: "ns".into(),
+            name: "x".into(),
+            held: Held::default(),
+            metric_names: Vec::new(),
+            next_due: None,
+            native: false,
+            published: crate::metrics::Published::default(),
+        };
+        for i in 0..20_000 {
+            ctx.remember(&format!("u{i}"), memory());
+            ctx.wrote(
+                &format!("u{i}"),
+                Some("1"),
+                &HorizontalPodAutoscalerPlusStatus::default(),
+                false,
+            );
+        }
+        let full = lock(&ctx.memory).capacity();
+        for i in 5_000..20_000 {
+            ctx.forget(&format!("u{i}"));
+        }
+        assert!(
+            lock(&ctx.memory).capacity() > full / 2,
+            "no table shrinks by itself"
+        );
+        ctx.shrink();
+        let (memory, written) = (lock(&ctx.memory).capacity(), lock(&ctx.written).capacity());
+        assert!(memory < full / 2 && memory >= 5_000, "{memory} of {full}");
+        assert!(
+            written < full / 2 && written >= 5_000,
+            "{written} of {full}"
+        );
+        assert!(ctx.held("u4999").is_some() && ctx.held("u5000").is_none());
     }
 }

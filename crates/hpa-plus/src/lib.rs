@@ -472,6 +472,9 @@ where
             for uid in &synced.lost {
                 ctx.forget(uid);
             }
+            if !synced.lost.is_empty() {
+                ctx.shrink();
+            }
             Some((
                 futures::stream::iter(synced.taken),
                 Some((taken, tick, acting)),

@@ -389,7 +389,7 @@ fn record_written(
     if native {
         on_server.memory = memory.or(subject.stored.as_deref()).cloned();
     }
-    ctx.wrote(&subject.uid, subject.version, on_server, native);
+    ctx.wrote(&subject.uid, subject.version, &on_server, native);
 }
 
 /// `subject` with the status this replica wrote last in place of the cached one, while the

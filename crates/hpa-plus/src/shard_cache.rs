@@ -36,8 +36,9 @@ struct Parked<K> {
     obj: K,
 }
 
-/// Objects out of the store, by uid.
-type Parking<K> = HashMap<String, Parked<K>>;
+/// Objects out of the store, by uid. Boxed: most of a replica's objects are parked, and a table
+/// keeps a slot of the value's size for every bucket, filled or not.
+type Parking<K> = HashMap<String, Box<Parked<K>>>;
 
 struct Inner<K: Resource<DynamicType = ()> + Clone + 'static> {
     writer: Writer<K>,
@@ -265,7 +266,7 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> ShardCache<K> {
 }
 
 fn park<K>(parking: &mut Parking<K>, uid: &str, shard: u32, obj: K) {
-    parking.insert(uid.to_owned(), Parked { shard, obj });
+    parking.insert(uid.to_owned(), Box::new(Parked { shard, obj }));
 }
 
 /// Takes the parked objects of `shards` out of `parking`.
@@ -275,10 +276,16 @@ fn unpark<K>(parking: &mut Parking<K>, shards: &BTreeSet<u32>) -> Vec<K> {
         .filter(|(_, p)| shards.contains(&p.shard))
         .map(|(uid, _)| uid.clone())
         .collect();
-    uids.iter()
+    let objects: Vec<K> = uids
+        .iter()
         .filter_map(|uid| parking.remove(uid))
         .map(|p| p.obj)
-        .collect()
+        .collect();
+    // A taken shard's objects leave for the store: give back their room here.
+    if parking.capacity() > 2 * parking.len() + 1024 {
+        parking.shrink_to(parking.len() + parking.len() / 4);
+    }
+    objects
 }
 
 #[cfg(test)]

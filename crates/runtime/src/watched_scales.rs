@@ -15,6 +15,12 @@
 //! `404` the caller must report). A read lags a write by the watch's delivery, milliseconds,
 //! where evaluations are seconds apart; [`WatchedScales::wrote`] applies a controller's own
 //! scale write at once so that its next read does not precede it.
+//!
+//! A cluster-wide controller holds one entry per workload of the cluster, whether an
+//! autoscaler targets it or not, so an entry is kept small ([`Held`]): the selector as its
+//! printed form, read again on each answer (a short string parses in well under a
+//! microsecond), instead of the parsed requirements with a B-tree node per value set (about
+//! 0.5 KB a workload: 50 MB at 100,000).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,8 +108,63 @@ struct ScaleStatus {
 
 type Workloadish = Object<ScaleSpec, ScaleStatus>;
 
+/// A workload's scale as held between reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Held {
+    spec_replicas: i32,
+    status_replicas: i32,
+    selector: HeldSelector,
+    resource_version: Option<Box<str>>,
+}
+
+/// A selector as held: printed when it reads back the same, as parsed otherwise (none of the
+/// label selectors the API server accepts, but nothing is lost if one did not round-trip).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum HeldSelector {
+    None,
+    Printed(Box<str>),
+    Parsed(Selector),
+}
+
+impl Held {
+    fn of(scale: TargetScale) -> Self {
+        let selector = match scale.selector {
+            None => HeldSelector::None,
+            Some(selector) => {
+                let printed = selector.to_string();
+                if Selector::parse(&printed).is_ok_and(|back| back == selector) {
+                    HeldSelector::Printed(printed.into())
+                } else {
+                    HeldSelector::Parsed(selector)
+                }
+            }
+        };
+        Self {
+            spec_replicas: scale.spec_replicas,
+            status_replicas: scale.status_replicas,
+            selector,
+            resource_version: scale.resource_version.map(String::into_boxed_str),
+        }
+    }
+
+    fn scale(&self) -> TargetScale {
+        let selector = match &self.selector {
+            HeldSelector::None => None,
+            // It read back equal when it was held.
+            HeldSelector::Printed(printed) => Selector::parse(printed).ok(),
+            HeldSelector::Parsed(selector) => Some(selector.clone()),
+        };
+        TargetScale {
+            spec_replicas: self.spec_replicas,
+            status_replicas: self.status_replicas,
+            selector,
+            resource_version: self.resource_version.as_deref().map(str::to_owned),
+        }
+    }
+}
+
 /// `(namespace, name)` → scale, for one kind.
-type Scales = HashMap<(String, String), TargetScale>;
+type Scales = HashMap<(String, String), Held>;
 
 #[derive(Debug, Default)]
 struct Kind {
@@ -147,7 +208,7 @@ impl WatchedScales {
         }
         kind.read()
             .get(&(namespace.to_owned(), target.name.to_owned()))
-            .cloned()
+            .map(Held::scale)
     }
 
     /// Applies a controller's own write of `spec.replicas`, so that its next read sees it
@@ -215,15 +276,15 @@ fn apply(kind: &Kind, listing: &mut Option<Scales>, event: Event<Workloadish>) {
 }
 
 /// The scale the subresource would report for `o`; `None` for an object without a name.
-fn entry(o: &Workloadish) -> Option<((String, String), TargetScale)> {
+fn entry(o: &Workloadish) -> Option<((String, String), Held)> {
     let name = o.metadata.name.clone()?;
     Some((
         (o.namespace().unwrap_or_default(), name),
-        scale_of(
+        Held::of(scale_of(
             &o.spec,
             o.status.as_ref(),
             o.metadata.resource_version.clone(),
-        ),
+        )),
     ))
 }
 
@@ -365,6 +426,42 @@ mod tests {
         apply(kind, &mut listing, Event::InitDone);
         assert_eq!(scales.get("shop", api), None);
         assert_eq!(scales.get("shop", web()).unwrap().spec_replicas, 2);
+    }
+
+    #[test]
+    fn a_selector_of_every_shape_is_answered_as_the_workload_has_it() {
+        // Held printed between reads: what comes back is what the workload's spec parses to.
+        let scales = WatchedScales::new();
+        let mut o = workload("web", Some(3), Some(3));
+        o.spec.selector = Some(
+            serde_json::from_value(json!({
+                "matchLabels": {"app": "web", "tier": "front"},
+                "matchExpressions": [
+                    {"key": "track", "operator": "In", "values": ["stable", "canary"]},
+                    {"key": "legacy", "operator": "NotIn", "values": ["yes"]},
+                    {"key": "example.com/zone", "operator": "Exists"},
+                    {"key": "retired", "operator": "DoesNotExist"}]
+            }))
+            .unwrap(),
+        );
+        let expected = Selector::from_label_selector(o.spec.selector.as_ref().unwrap()).unwrap();
+        listed(&scales, vec![o]);
+        let kind = &scales.kinds[Workload::Deployment.index()];
+        let held = kind.read().values().next().cloned().unwrap();
+        assert!(
+            matches!(held.selector, HeldSelector::Printed(_)),
+            "{held:?}"
+        );
+        assert_eq!(scales.get("shop", web()).unwrap().selector, Some(expected));
+        // A selector kept parsed is answered as well.
+        let parsed = Held {
+            selector: HeldSelector::Parsed(Selector::parse("app=web").unwrap()),
+            ..held
+        };
+        assert_eq!(
+            parsed.scale().selector,
+            Some(Selector::parse("app=web").unwrap())
+        );
     }
 
     #[test]
