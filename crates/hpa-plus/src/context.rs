@@ -66,6 +66,15 @@ struct Written {
     native: bool,
 }
 
+/// Shrinks `map` when it has room for more than twice what it holds (and a thousand more),
+/// keeping a quarter to grow into: after many entries left at once, not after each one, so that
+/// a table that only breathes is not rebuilt again and again.
+pub(crate) fn give_back_room<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > 2 * map.len() + 1024 {
+        map.shrink_to(map.len() + map.len() / 4);
+    }
+}
+
 /// The selector each autoscaler's target reported, by namespace, for `AmbiguousSelector`.
 type SelectorIndex = HashMap<String, HashMap<String, (String, Selector)>>;
 
@@ -380,13 +389,8 @@ impl Context {
     /// a relist): a table never shrinks by itself, and would keep the size of the most this
     /// replica ever held.
     pub fn shrink(&self) {
-        fn shrink<V>(map: &mut HashMap<String, V>) {
-            if map.capacity() > 2 * map.len() + 1024 {
-                map.shrink_to(map.len() + map.len() / 4);
-            }
-        }
-        shrink(&mut lock(&self.memory));
-        shrink(&mut lock(&self.written));
+        give_back_room(&mut lock(&self.memory));
+        give_back_room(&mut lock(&self.written));
     }
 
     /// Records the selector of `uid`'s target and returns the other autoscalers in the same

@@ -282,9 +282,7 @@ fn unpark<K>(parking: &mut Parking<K>, shards: &BTreeSet<u32>) -> Vec<K> {
         .map(|p| p.obj)
         .collect();
     // A taken shard's objects leave for the store: give back their room here.
-    if parking.capacity() > 2 * parking.len() + 1024 {
-        parking.shrink_to(parking.len() + parking.len() / 4);
-    }
+    crate::context::give_back_room(parking);
     objects
 }
 
