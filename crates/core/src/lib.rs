@@ -12,5 +12,6 @@ pub mod quoted;
 pub mod schedule;
 pub mod selector;
 pub mod service_health;
+pub mod stable_hash;
 pub mod stored;
 pub mod vertical;

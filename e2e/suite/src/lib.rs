@@ -30,6 +30,7 @@ pub mod access;
 pub mod chaos;
 pub mod handover;
 pub mod hostile;
+pub mod metric_queries;
 pub mod process;
 pub mod running;
 pub mod scrape;

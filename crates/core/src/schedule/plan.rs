@@ -24,6 +24,7 @@ use crate::api::cron::{
     CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
     ScalingJob,
 };
+use crate::stable_hash::Fnv1a;
 
 /// Most firings one [`plan`] lists; a wider window is an error rather than a huge allocation.
 pub const MAX_FIRINGS: usize = 100_000;
@@ -94,8 +95,6 @@ impl JobProgress {
 /// as 16 hex digits. Changing, renaming or re-adding a job gives a new id (its condition goes
 /// back to `Submitted`); restarting the controller does not.
 pub fn job_id(object_uid: &str, job: &ScalingJob) -> String {
-    // FNV-1a, 64 bit: stable across Rust versions and platforms, unlike `DefaultHasher`.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let parts = [
         object_uid,
         job.name.as_str(),
@@ -103,13 +102,13 @@ pub fn job_id(object_uid: &str, job: &ScalingJob) -> String {
         &job.target_size.to_string(),
         if job.run_once { "once" } else { "repeat" },
     ];
-    for part in parts {
-        // The separator keeps ("ab", "c") and ("a", "bc") apart.
-        for byte in part.bytes().chain(std::iter::once(0xff)) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
+    // The separator keeps ("ab", "c") and ("a", "bc") apart.
+    let hash = parts
+        .into_iter()
+        .fold(Fnv1a::default(), |hash, part| {
+            hash.write(part.bytes().chain(std::iter::once(0xff)))
+        })
+        .finish();
     format!("{hash:016x}")
 }
 

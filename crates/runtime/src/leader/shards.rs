@@ -33,6 +33,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::{Api, ListParams};
+use plimsoll_core::stable_hash::Fnv1a;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
@@ -55,12 +56,7 @@ pub fn shard_of(uid: &str, shards: u32) -> u32 {
     if shards <= 1 {
         return 0;
     }
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in uid.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    u32::try_from(hash % u64::from(shards)).unwrap_or(0)
+    u32::try_from(Fnv1a::of(uid) % u64::from(shards)).unwrap_or(0)
 }
 
 /// Sharding settings for one service.
