@@ -1139,8 +1139,8 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         ctx.published(&subject.uid),
     );
     // At the object's own phase of its period, so that bursts (start-up, a shard taken) spread
-    // out and lateness does not add up (`cadence`).
-    let next = cadence::next_evaluation(&subject.uid, decision.next_sync_seconds, now());
+    // out and lateness does not add up (`cadence`); counted from this evaluation's start.
+    let next = cadence::next_evaluation(&subject.uid, decision.next_sync_seconds, started, now());
     let held = std::mem::take(&mut evaluation.held);
     remember(&subject, ctx, (held, published, series), next);
     log_decision(&subject, &decision, scaled);

@@ -92,7 +92,18 @@ impl AuditLog {
 
     /// Entries from index `since` on.
     pub fn since(&self, since: usize) -> Vec<AuditEntry> {
-        self.lock().iter().skip(since).cloned().collect()
+        self.lock().get(since..).unwrap_or_default().to_vec()
+    }
+
+    /// How many entries there are. Cheap, unlike cloning them: every write waits on this lock,
+    /// so a caller that only wants a position must not hold it for a copy of the whole log.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing was written yet.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
     }
 }
 

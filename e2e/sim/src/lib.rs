@@ -436,6 +436,17 @@ impl SimHandle {
         self.cluster.audit.since(0)
     }
 
+    /// The writes from position `since` of the audit log on: with [`SimHandle::audit_len`], the
+    /// writes of a window, without copying (and holding every write up for) the whole log.
+    pub fn audit_since(&self, since: usize) -> Vec<AuditEntry> {
+        self.cluster.audit.since(since)
+    }
+
+    /// How many writes the audit log holds.
+    pub fn audit_len(&self) -> usize {
+        self.cluster.audit.len()
+    }
+
     /// Closes every open watch connection.
     pub fn drop_watches(&self) {
         self.cluster.faults.drop_watches();
