@@ -422,7 +422,17 @@ async fn explain_native_hpa_reads_the_memory_annotation() -> anyhow::Result<()> 
                     .annotations
                     .as_ref()
                     .is_some_and(|a| a.contains_key("plimsoll.dev/decision-memory"));
-                Ok((scaled && remembered).then_some(()))
+                // An evaluation after the scale-up can come before the new pods count (100 per
+                // pod over 1); wait for one that averages over all 3.
+                let averaged = hpa
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.current_metrics.as_ref())
+                    .and_then(|m| m.first())
+                    .and_then(|m| m.external.as_ref())
+                    .and_then(|e| e.current.average_value.as_ref())
+                    .is_some_and(|v| v.0 == "33334m");
+                Ok((scaled && remembered && averaged).then_some(()))
             }
         },
     )

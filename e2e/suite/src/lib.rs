@@ -28,9 +28,9 @@ use plimsoll_sim::{AuditEntry, Sim, SimConfig, SimHandle};
 
 pub mod access;
 pub mod chaos;
+pub mod external_answers;
 pub mod handover;
 pub mod hostile;
-pub mod metric_queries;
 pub mod process;
 pub mod running;
 pub mod scrape;

@@ -48,20 +48,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
+use plimsoll_e2e::external_answers::ExternalAnswers;
 use plimsoll_e2e::process::{Child, Proc};
 use plimsoll_e2e::scrape::quantile;
 use plimsoll_runtime::client::identity_in_user_agent;
-use plimsoll_runtime::kinds::TargetRef;
-use plimsoll_runtime::metrics_api::{
-    ExternalMetricValue, FixedExternalMetrics, MetricValue, MetricsSource, PodMetrics,
-};
+use plimsoll_runtime::metrics_api::{FixedExternalMetrics, MetricsSource};
 use plimsoll_runtime::selector::{Requirement, Selector};
 use plimsoll_sim::{AuditEntry, SimHandle};
 use serde_json::json;
@@ -190,7 +187,10 @@ async fn serve(
     let metrics_source: Arc<dyn MetricsSource> = match &recorder {
         Some(recorder) => {
             tokio::spawn(flush_every_second(recorder.clone()));
-            recorder.clone()
+            let recorder = recorder.clone();
+            Arc::new(ExternalAnswers::new(move |_, selector| {
+                recorder.answer(selector)
+            }))
         }
         None => Arc::new(FixedExternalMetrics::new(Quantity::from_units(10))),
     };
@@ -214,7 +214,7 @@ async fn serve(
 /// status is written on every evaluation and the audit log shows who wrote it.
 const CHURN_EVERY: usize = 100;
 
-/// The sharded mode's metrics source. An External metric query is one evaluation of the object
+/// The sharded mode's External metrics ([`ExternalAnswers`]). A query is one evaluation of the object
 /// its selector names (`object=w<i>`): it is appended to a file as `w<i> <unix ms>`. The value is
 /// 10 (the target), or for objects labelled `churn` 10.01 and 9.99 in turn (inside the
 /// tolerance: the status changes, the replicas do not).
@@ -222,8 +222,6 @@ struct Recorder {
     out: Mutex<std::io::BufWriter<std::fs::File>>,
     /// Queries so far of each churning object.
     queries: Mutex<BTreeMap<String, u64>>,
-    /// Everything but External metrics.
-    fixed: FixedExternalMetrics,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -237,13 +235,25 @@ impl Recorder {
         Ok(Self {
             out: Mutex::new(std::io::BufWriter::new(file)),
             queries: Mutex::new(BTreeMap::new()),
-            fixed: FixedExternalMetrics::empty(),
         })
     }
 
     fn record(&self, object: &str) {
         if let Err(e) = writeln!(lock(&self.out), "{object} {}", unix_ms()) {
             eprintln!("bench-hpa-plus serve: cannot record an evaluation: {e}");
+        }
+    }
+
+    /// The value for a query with `selector`, recorded when it names an object.
+    fn answer(&self, selector: Option<&Selector>) -> Quantity {
+        let object = selector.and_then(|s| label(s, "object"));
+        let churn = selector.is_some_and(|s| label(s, "churn").is_some());
+        match object {
+            Some(object) => {
+                self.record(object);
+                self.value(object, churn)
+            }
+            None => Quantity::from_units(10),
         }
     }
 
@@ -280,64 +290,6 @@ fn label<'s>(selector: &'s Selector, key: &str) -> Option<&'s str> {
         Requirement::In(k, values) if k == key => values.iter().next().map(String::as_str),
         _ => None,
     })
-}
-
-impl MetricsSource for Recorder {
-    fn pod_metrics<'a>(
-        &'a self,
-        namespace: &'a str,
-        selector: &'a Selector,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<PodMetrics>>> {
-        self.fixed.pod_metrics(namespace, selector)
-    }
-
-    fn pods_metric<'a>(
-        &'a self,
-        namespace: &'a str,
-        metric: &'a str,
-        selector: &'a Selector,
-        metric_selector: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<MetricValue>>> {
-        self.fixed
-            .pods_metric(namespace, metric, selector, metric_selector)
-    }
-
-    fn object_metric<'a>(
-        &'a self,
-        namespace: &'a str,
-        object: TargetRef<'a>,
-        metric: &'a str,
-        metric_selector: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<MetricValue>> {
-        self.fixed
-            .object_metric(namespace, object, metric, metric_selector)
-    }
-
-    fn external_metric<'a>(
-        &'a self,
-        _: &'a str,
-        metric: &'a str,
-        metric_selector: Option<&'a Selector>,
-    ) -> BoxFuture<'a, plimsoll_runtime::Result<Vec<ExternalMetricValue>>> {
-        let object = metric_selector.and_then(|s| label(s, "object"));
-        let churn = metric_selector.is_some_and(|s| label(s, "churn").is_some());
-        let value = match object {
-            Some(object) => {
-                self.record(object);
-                self.value(object, churn)
-            }
-            None => Quantity::from_units(10),
-        };
-        Box::pin(async move {
-            Ok(vec![ExternalMetricValue {
-                metric_name: metric.to_owned(),
-                metric_labels: BTreeMap::new(),
-                timestamp: jiff::Timestamp::now(),
-                window_seconds: None,
-                value,
-            }])
-        })
-    }
 }
 
 /// Wall-clock milliseconds since the Unix epoch: the parent and its children share this clock.

@@ -22,7 +22,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
-use plimsoll_e2e::metric_queries::MetricQueries;
+use plimsoll_e2e::external_answers::ExternalAnswers;
 use plimsoll_e2e::{Env, Running, eventually};
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec, SimConfig};
@@ -1235,13 +1235,21 @@ async fn a_start_up_burst_spreads_over_the_period() -> anyhow::Result<()> {
             .create(&PostParams::default(), &hpa_plus(&name, &name, &spec))
             .await?;
     }
-    // At the target: nothing scales, so nothing but the schedule brings an evaluation.
-    let queries = Arc::new(MetricQueries::new(FixedExternalMetrics::new(
-        Quantity::from_units(15),
-    )));
+    // Each query (the metric's name, when) is an evaluation. At the target: nothing scales, so
+    // nothing but the schedule brings an evaluation.
+    let queries = Arc::new(std::sync::Mutex::new(
+        Vec::<(String, jiff::Timestamp)>::new(),
+    ));
+    let log = queries.clone();
+    let answers = ExternalAnswers::new(move |metric, _| {
+        log.lock()
+            .expect("the query log")
+            .push((metric.to_owned(), jiff::Timestamp::now()));
+        Quantity::from_units(15)
+    });
     let hooks = plimsoll_hpa_plus::Hooks {
         admin_address: None,
-        metrics_source: Some(queries.clone()),
+        metrics_source: Some(Arc::new(answers)),
     };
     let config = config(&env, &[]);
     let service = Running::spawn("hpa-plus", |token| {
@@ -1250,7 +1258,7 @@ async fn a_start_up_burst_spreads_over_the_period() -> anyhow::Result<()> {
     let first_pass = eventually("every object evaluated once", WITHIN, EVERY, || {
         let queries = queries.clone();
         async move {
-            let log = queries.log();
+            let log = queries.lock().expect("the query log").clone();
             let seen: std::collections::BTreeSet<_> = log.iter().map(|(m, _)| m).collect();
             Ok((seen.len() == N)
                 .then(|| log.iter().map(|(_, t)| *t).max())
@@ -1260,7 +1268,7 @@ async fn a_start_up_burst_spreads_over_the_period() -> anyhow::Result<()> {
     .await?;
     // Two whole periods after the first pass.
     tokio::time::sleep(Duration::from_millis(3 * PERIOD_MS.unsigned_abs())).await;
-    let log = queries.log();
+    let log = queries.lock().expect("the query log").clone();
     let end = jiff::Timestamp::now();
     let _ = service.stop().await;
 
