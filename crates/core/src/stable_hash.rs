@@ -1,6 +1,6 @@
 //! A hash that every replica and every release computes alike (FNV-1a, 64 bit), for what must
-//! agree across processes: an object's shard, its evaluation phase, a cron job's id. The
-//! standard library's hasher may change between Rust versions.
+//! agree across processes and releases: an object's shard, a cron job's id. The standard
+//! library's hasher may change between Rust versions.
 
 /// FNV-1a, 64 bit.
 #[derive(Clone, Copy, Debug)]

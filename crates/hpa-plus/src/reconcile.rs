@@ -1,8 +1,7 @@
 //! One evaluation of one autoscaler, its I/O: read the target's scale, observe pods and
 //! metrics, call the pure [`evaluate`] (tuning, the decision, prediction: the same function
 //! both replays call), write what it decided (a tuned `minReplicas`, the scale, the status),
-//! publish the Events it owes, and requeue at the object's own phase of its period
-//! ([`cadence`]: never later than one period, sooner after a burst or a change).
+//! publish the Events it owes, and requeue after the object's own period.
 //!
 //! Both kinds go through [`run`]: an HPA+ as it is, a native `autoscaling/v2` HPA after
 //! the conversion in `plimsoll-core` (annotations → additions). Writes happen only while this
@@ -45,10 +44,10 @@ use plimsoll_core::horizontal::cron_hold::tuning_hold;
 use plimsoll_core::horizontal::evaluate::{
     self, Evaluation, EvaluationInput, Held, OwedEvent, Restored, Stored, TuningWrite, evaluate,
 };
+use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::scale_to_zero;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{Decision, LimitedBy, Observation};
-use plimsoll_core::horizontal::{cadence, memory};
 use plimsoll_core::stored::{self, Ignored, StoredStateError};
 use plimsoll_runtime::scale::TargetScale;
 use plimsoll_runtime::selector::Selector;
@@ -1138,9 +1137,7 @@ async fn run(subject: Subject<'_>, ctx: &Context) -> Result<Action> {
         (&decision, &series),
         ctx.published(&subject.uid),
     );
-    // At the object's own phase of its period, so that bursts (start-up, a shard taken) spread
-    // out and lateness does not add up (`cadence`); counted from this evaluation's start.
-    let next = cadence::next_evaluation(&subject.uid, decision.next_sync_seconds, started, now());
+    let next = period(decision.next_sync_seconds);
     let held = std::mem::take(&mut evaluation.held);
     remember(&subject, ctx, (held, published, series), next);
     log_decision(&subject, &decision, scaled);

@@ -22,7 +22,6 @@
 //! [`recording`] is what `hpa-plus --record-dir` writes and the one step both replays take.
 
 pub mod behavior;
-pub mod cadence;
 pub mod conditions;
 pub mod config;
 pub mod cron_hold;

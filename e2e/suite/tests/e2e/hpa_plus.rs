@@ -6,8 +6,7 @@
 //! a standby that takes over mid-stabilization continues the leader's window (d');
 //! (e) native mode on a plain autoscaling/v2 HPA with annotations, and `--native-hpa-selector`
 //! leaving KEDA's HPAs alone; (f) dryRun never writes; and KEP-5325's `podSelectionStrategy`
-//! (a neighbour's pods matching the selector count with `LabelSelector`, not `OwnerReferences`);
-//! and a start-up's burst of evaluations spreading over the period (issue 33).
+//! (a neighbour's pods matching the selector count with `LabelSelector`, not `OwnerReferences`).
 //!
 //! The service runs in-process through `run(config, token)`; workloads get their load from the
 //! sim's workload model. Tests poll with `eventually` and generous deadlines.
@@ -22,7 +21,6 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::quantity::Quantity;
-use plimsoll_e2e::external_answers::ExternalAnswers;
 use plimsoll_e2e::{Env, Running, eventually};
 use plimsoll_runtime::metrics_api::FixedExternalMetrics;
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec, SimConfig};
@@ -1202,106 +1200,6 @@ async fn owner_references_count_only_the_targets_pods() -> anyhow::Result<()> {
     assert_eq!(scale_writes(&env, "web-owners")?, 0);
 
     let _ = service.stop().await;
-    env.cleanup().await;
-    Ok(())
-}
-
-/// A start-up's burst spreads over the period (issue 33). Forty autoscalers listed at once are
-/// all evaluated in the first pass; from then on each is evaluated at its own point of its 4 s
-/// period, so every second of the period has its share of the evaluations, and none waits more
-/// than its period (plus the slack of a shared machine). Were each requeued one period after its
-/// evaluation, the first pass's burst would come back whole every period.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_start_up_burst_spreads_over_the_period() -> anyhow::Result<()> {
-    const N: usize = 40;
-    const PERIOD_MS: i64 = 4_000;
-    let _serial = plimsoll_e2e::serial().await;
-    let env = Env::start_with(
-        "hpa-plus-cadence",
-        SimConfig {
-            workload_model: false,
-            ..SimConfig::default()
-        },
-    )
-    .await?;
-    for i in 0..N {
-        let name = format!("w{i:02}");
-        create_deployment(&env, &name, 1, "10m").await?;
-        // One metric name per object: its queries are its evaluations.
-        let spec = json!({"syncPeriodSeconds": PERIOD_MS / 1000, "metrics": [{"type": "External",
-            "external": {"metric": {"name": format!("queue-{name}")},
-                "target": {"type": "AverageValue", "averageValue": "15"}}}]});
-        env.api::<HorizontalPodAutoscalerPlus>()
-            .create(&PostParams::default(), &hpa_plus(&name, &name, &spec))
-            .await?;
-    }
-    // Each query (the metric's name, when) is an evaluation. At the target: nothing scales, so
-    // nothing but the schedule brings an evaluation.
-    let queries = Arc::new(std::sync::Mutex::new(
-        Vec::<(String, jiff::Timestamp)>::new(),
-    ));
-    let log = queries.clone();
-    let answers = ExternalAnswers::new(move |metric, _| {
-        log.lock()
-            .expect("the query log")
-            .push((metric.to_owned(), jiff::Timestamp::now()));
-        Quantity::from_units(15)
-    });
-    let hooks = plimsoll_hpa_plus::Hooks {
-        admin_address: None,
-        metrics_source: Some(Arc::new(answers)),
-    };
-    let config = config(&env, &[]);
-    let service = Running::spawn("hpa-plus", |token| {
-        plimsoll_hpa_plus::run_with(config, token, hooks)
-    });
-    let first_pass = eventually("every object evaluated once", WITHIN, EVERY, || {
-        let queries = queries.clone();
-        async move {
-            let log = queries.lock().expect("the query log").clone();
-            let seen: std::collections::BTreeSet<_> = log.iter().map(|(m, _)| m).collect();
-            Ok((seen.len() == N)
-                .then(|| log.iter().map(|(_, t)| *t).max())
-                .flatten())
-        }
-    })
-    .await?;
-    // Two whole periods after the first pass.
-    tokio::time::sleep(Duration::from_millis(3 * PERIOD_MS.unsigned_abs())).await;
-    let log = queries.lock().expect("the query log").clone();
-    let end = jiff::Timestamp::now();
-    let _ = service.stop().await;
-
-    let settled = first_pass.as_millisecond() + PERIOD_MS;
-    let mut per_second = [0usize; 4];
-    let mut by_object = std::collections::BTreeMap::<&str, Vec<i64>>::new();
-    for (metric, at) in &log {
-        let ms = at.as_millisecond();
-        by_object.entry(metric).or_default().push(ms);
-        if ms > settled {
-            per_second[usize::try_from(ms.rem_euclid(PERIOD_MS) / 1000)?] += 1;
-        }
-    }
-    let evaluations: usize = per_second.iter().sum();
-    assert!(
-        evaluations >= N * 3 / 2,
-        "{evaluations} evaluations in the two settled periods"
-    );
-    // Spread out, about a quarter in each second; a burst coming back would fill one or two.
-    assert!(
-        per_second.iter().all(|&n| n * 8 >= evaluations),
-        "evaluations by second of the period: {per_second:?}"
-    );
-    let slack = 2_000;
-    for (metric, times) in &by_object {
-        let mut waits = times.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
-        waits.extend(times.last().map(|last| end.as_millisecond() - last));
-        let longest = waits.into_iter().max().unwrap_or(0);
-        assert!(
-            longest <= PERIOD_MS + slack,
-            "{metric} waited {longest} ms between evaluations ({times:?})"
-        );
-    }
     env.cleanup().await;
     Ok(())
 }
