@@ -214,9 +214,9 @@ async fn serve(
 /// status is written on every evaluation and the audit log shows who wrote it.
 const CHURN_EVERY: usize = 100;
 
-/// The sharded mode's External metrics ([`ExternalAnswers`]). A query is one evaluation of the object
-/// its selector names (`object=w<i>`): it is appended to a file as `w<i> <unix ms>`. The value is
-/// 10 (the target), or for objects labelled `churn` 10.01 and 9.99 in turn (inside the
+/// The sharded mode's External metrics ([`ExternalAnswers`]). A query is one evaluation of the
+/// object its selector names (`object=w<i>`): it is appended to a file as `w<i> <unix ms>`. The
+/// value is 10 (the target), or for objects labelled `churn` 10.01 and 9.99 in turn (inside the
 /// tolerance: the status changes, the replicas do not).
 struct Recorder {
     out: Mutex<std::io::BufWriter<std::fs::File>>,
