@@ -26,7 +26,7 @@ use crate::patch::PatchKind;
 use crate::protobuf::{self, Encoding};
 use crate::registry::ResourceDef;
 use crate::selector::Selectors;
-use crate::store::{EventType, StoredEvent};
+use crate::store::{EventType, Page, StoredEvent};
 use crate::wire::{
     Query, bytes_response, encoded_response, error_response, error_response_in, json_response,
     parse_query, percent_decode,
@@ -621,7 +621,6 @@ fn list(
     req: &Req,
 ) -> Result<Response, ApiError> {
     let selectors = selectors(def, &req.query)?;
-    let (items, rv) = cluster.store.list(&events::storage_key(def), ns);
     let after: Option<(String, String)> = match req.query.get("continue").filter(|c| !c.is_empty())
     {
         None => None,
@@ -641,36 +640,36 @@ fn list(
         .and_then(|l| l.parse().ok())
         .filter(|l| *l > 0)
         .unwrap_or(usize::MAX);
-    let key = |o: &Value| {
-        (
-            o.pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            o.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        )
-    };
-    let mut matched = items
-        .iter()
-        .filter(|o| after.as_ref().is_none_or(|a| key(o) > *a))
-        .filter(|o| selectors.matches(o));
-    let page: Vec<&Arc<Value>> = matched.by_ref().take(limit).collect();
-    let remaining = matched.count();
+    let keep = |o: &Value| selectors.matches(o);
+    let filtered: Option<&dyn Fn(&Value) -> bool> = (!selectors.is_empty()).then_some(&keep);
+    let Page {
+        items: page,
+        rv,
+        more,
+        remaining,
+    } = cluster.store.page(
+        &events::storage_key(def),
+        ns,
+        after.as_ref(),
+        limit,
+        filtered,
+    );
     let mut meta = json!({"resourceVersion": rv.to_string()});
-    if remaining > 0
-        && let Some(last) = page.last()
-    {
-        let (n, m) = key(last);
-        meta["continue"] = json!(continue_token(&n, &m));
-        meta["remainingItemCount"] = json!(remaining);
+    if more && let Some(last) = page.last() {
+        let name = |p: &str| last.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        meta["continue"] = json!(continue_token(
+            name("/metadata/namespace"),
+            name("/metadata/name")
+        ));
+        // Unset for a filtered list, as kube-apiserver leaves it: the count is not known.
+        if let Some(remaining) = remaining {
+            meta["remainingItemCount"] = json!(remaining);
+        }
     }
     if req.wants_table() {
         let mut t = table::to_table(
             def,
-            page.iter().map(|o| &***o),
+            page.iter().map(|o| &**o),
             cluster.clock.now(),
             rv,
             false,
@@ -704,7 +703,7 @@ fn list(
                 &serde_json::to_vec(&present(def, version, o)).unwrap_or_default(),
             );
         } else {
-            buf.extend_from_slice(&serde_json::to_vec(&***o).unwrap_or_default());
+            buf.extend_from_slice(&serde_json::to_vec(&**o).unwrap_or_default());
         }
     }
     buf.extend_from_slice(b"]}");
@@ -889,36 +888,28 @@ fn watch(
         protobuf: encoding == Encoding::Protobuf,
         cluster: cluster.clone(),
     };
-    let mut initial: Vec<Bytes> = Vec::new();
-    let (events, start_rv) = if initial_events || rv_param.is_empty() || rv_param == "0" {
-        let (items, rv, rx) = cluster.store.snapshot_and_watch(&key, ns);
-        for o in items.iter().filter(|o| filter.matches(o)) {
-            initial.push(ctx.line(EventType::Added, o, None));
+    let start = if initial_events || rv_param.is_empty() || rv_param == "0" {
+        let (items, rv, events) = cluster.store.snapshot_and_watch(&key, ns);
+        WatchStart {
+            catch_up: CatchUp::Snapshot {
+                items,
+                end_bookmark: initial_events,
+            },
+            rv,
+            events,
         }
-        if initial_events {
-            initial.push(ctx.bookmark(rv, true));
-        }
-        (rx, rv)
     } else {
         let from: u64 = rv_param
             .parse()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv_param:?}")))?;
         match cluster.store.watch_from(from) {
             Err(e) => return Ok(expired_stream(&e.message, encoding)),
-            Ok((backlog, rx)) => {
-                for e in &backlog {
-                    if let Some(t) = filter.classify(e) {
-                        initial.push(ctx.line(t, &e.object, Some(e.object_json())));
-                    }
-                }
-                (rx, backlog.last().map_or(from, |e| e.rv))
-            }
+            Ok((backlog, events)) => WatchStart {
+                rv: backlog.last().map_or(from, |e| e.rv),
+                catch_up: CatchUp::Backlog(backlog),
+                events,
+            },
         }
-    };
-    let start = WatchStart {
-        initial,
-        rv: start_rv,
-        events,
     };
     let (tx, out_rx) = mpsc::channel::<Bytes>(256);
     tokio::spawn(pump(ctx, filter, start, settings, tx));
@@ -928,14 +919,67 @@ fn watch(
     Ok(stream_response(stream, encoding))
 }
 
-/// Where a watch starts: the lines it owes before live events (the initial ADDED events, or the
-/// backlog since the client's resourceVersion), the resourceVersion they reach, and the live
-/// events, subscribed under the same store lock so none falls in between (live events the
-/// catch-up already covered are skipped by resourceVersion).
+/// Where a watch starts: what it owes before live events, the resourceVersion that reaches,
+/// and the live events, subscribed under the same store lock so none falls in between (live
+/// events the catch-up already covered are skipped by resourceVersion).
 struct WatchStart {
-    initial: Vec<Bytes>,
+    catch_up: CatchUp,
     rv: u64,
     events: broadcast::Receiver<Arc<StoredEvent>>,
+}
+
+/// What a watch owes before its live events. Filtered and encoded by the watch's own task as
+/// the client reads it, as kube-apiserver's watch cache does: encoded in the request handler,
+/// a catch-up of tens of thousands of events held one of the sim's workers for seconds and
+/// allocated every line before the first was sent, and with two such watches at once every
+/// other request (and every controller waiting on one) stood still.
+enum CatchUp {
+    /// The objects as of the watch's start, sent as ADDED; then, for `sendInitialEvents`, the
+    /// bookmark that ends them.
+    Snapshot {
+        items: Vec<Arc<Value>>,
+        end_bookmark: bool,
+    },
+    /// The logged writes after the client's resourceVersion (of every resource: filtered here).
+    Backlog(Vec<Arc<StoredEvent>>),
+}
+
+impl CatchUp {
+    /// Sends the catch-up's lines; false once the client is gone.
+    async fn send(
+        self,
+        ctx: &WatchCtx,
+        filter: &WatchFilter,
+        rv: u64,
+        tx: &mpsc::Sender<Bytes>,
+    ) -> bool {
+        match self {
+            CatchUp::Snapshot {
+                items,
+                end_bookmark,
+            } => {
+                for o in items.iter().filter(|o| filter.matches(o)) {
+                    if tx.send(ctx.line(EventType::Added, o, None)).await.is_err() {
+                        return false;
+                    }
+                }
+                !end_bookmark || tx.send(ctx.bookmark(rv, true)).await.is_ok()
+            }
+            CatchUp::Backlog(events) => {
+                for e in &events {
+                    if let Some(t) = filter.classify(e)
+                        && tx
+                            .send(ctx.line(t, &e.object, Some(e.object_json())))
+                            .await
+                            .is_err()
+                    {
+                        return false;
+                    }
+                }
+                true
+            }
+        }
+    }
 }
 
 /// How a watch stream runs: whether and how often it sends bookmarks, and what ends it besides
@@ -963,7 +1007,7 @@ async fn pump(
     tx: mpsc::Sender<Bytes>,
 ) {
     let WatchStart {
-        initial,
+        catch_up,
         rv: mut last_rv,
         events: mut rx,
     } = start;
@@ -975,10 +1019,13 @@ async fn pump(
         shutdown,
     } = settings;
     drop_signal.mark_unchanged();
-    for line in initial {
-        if tx.send(line).await.is_err() {
-            return;
-        }
+    let caught_up = tokio::select! {
+        sent = catch_up.send(&ctx, &filter, last_rv, &tx) => sent,
+        _ = drop_signal.changed() => false,
+        () = shutdown.cancelled() => false,
+    };
+    if !caught_up {
+        return;
     }
     if bookmarks && tx.send(ctx.bookmark(last_rv, false)).await.is_err() {
         return;

@@ -31,6 +31,11 @@ impl Selectors {
         })
     }
 
+    /// Whether neither selector says anything (every object matches).
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty()
+    }
+
     /// Whether the object satisfies both selectors.
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches_object(obj) && self.fields.matches(obj)

@@ -9,6 +9,7 @@
 //!   them in rv order and a watch never misses an event between its backlog and live stream.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hyper::body::Bytes;
@@ -94,6 +95,20 @@ struct State {
     compacted: u64,
 }
 
+/// One page of a list ([`Store::page`]).
+#[derive(Debug)]
+pub struct Page {
+    /// The page's objects, in (namespace, name) order.
+    pub items: Vec<Arc<Value>>,
+    /// The resourceVersion the page is consistent with.
+    pub rv: u64,
+    /// Whether objects follow the page.
+    pub more: bool,
+    /// How many follow, when the page was not filtered (kube-apiserver leaves
+    /// `remainingItemCount` unset for a list with a selector, as the count is not known).
+    pub remaining: Option<usize>,
+}
+
 /// The object store.
 #[derive(Debug)]
 pub struct Store {
@@ -172,6 +187,50 @@ impl Store {
             },
         };
         (items, st.rv)
+    }
+
+    /// One page of a list: the objects of `key` (in `ns` when given) after `after` in
+    /// (namespace, name) order that `keep` accepts, at most `limit`. The walk starts at `after`
+    /// in the ordered table and stops one match past the page, so a page costs about what it
+    /// returns: filtering the whole table for every page made a list of 100,000 objects in
+    /// pages of 500 cost 200 full scans, minutes of the bench's two cores.
+    pub fn page(
+        &self,
+        key: &ResourceKey,
+        ns: Option<&str>,
+        after: Option<&ObjKey>,
+        limit: usize,
+        keep: Option<&dyn Fn(&Value) -> bool>,
+    ) -> Page {
+        let st = self.lock();
+        let mut page = Page {
+            items: Vec::new(),
+            rv: st.rv,
+            more: false,
+            remaining: None,
+        };
+        let Some(table) = st.tables.get(key) else {
+            return page;
+        };
+        let start = match (after, ns) {
+            (Some(a), _) => Bound::Excluded(a.clone()),
+            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let mut rest = table
+            .range((start, Bound::Unbounded))
+            .take_while(|((n, _), _)| ns.is_none_or(|ns| ns == n))
+            .map(|(_, o)| o)
+            .filter(|o| keep.is_none_or(|keep| keep(o)));
+        page.items = rest.by_ref().take(limit).cloned().collect();
+        if keep.is_none() {
+            let remaining = rest.count();
+            page.more = remaining > 0;
+            page.remaining = Some(remaining);
+        } else {
+            page.more = rest.next().is_some();
+        }
+        page
     }
 
     fn record(&self, st: &mut State, event: StoredEvent) {
@@ -423,5 +482,64 @@ mod tests {
         .unwrap();
         assert_eq!(s.list(&key(), Some("default")).0.len(), 1);
         assert_eq!(s.list(&key(), None).0.len(), 2);
+    }
+
+    fn names(items: &[Arc<Value>]) -> Vec<String> {
+        items
+            .iter()
+            .map(|o| {
+                format!("{}/{}", o["metadata"]["namespace"], o["metadata"]["name"]).replace('"', "")
+            })
+            .collect()
+    }
+
+    /// Pages followed from one to the next give the whole list, in order, with or without a
+    /// filter, in one namespace or all, whatever the page size; the count of what follows is
+    /// known only without a filter.
+    #[test]
+    fn pages_put_together_are_the_list() {
+        let s = Store::new(100);
+        for ns in ["a", "b", "c"] {
+            for i in 0..5 {
+                s.create(
+                    &key(),
+                    json!({"metadata": {"name": format!("o{i}"), "namespace": ns}}),
+                    "",
+                )
+                .unwrap();
+            }
+        }
+        let even = |o: &Value| {
+            o["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with(['0', '2', '4']))
+        };
+        for ns in [None, Some("b"), Some("none")] {
+            for filter in [None, Some(&even as &dyn Fn(&Value) -> bool)] {
+                let whole: Vec<Arc<Value>> = s
+                    .list(&key(), ns)
+                    .0
+                    .into_iter()
+                    .filter(|o| filter.is_none_or(|f| f(o)))
+                    .collect();
+                for limit in 1..=16 {
+                    let mut got = Vec::new();
+                    let mut after: Option<ObjKey> = None;
+                    loop {
+                        let page = s.page(&key(), ns, after.as_ref(), limit, filter);
+                        assert!(page.items.len() <= limit);
+                        got.extend(page.items.iter().cloned());
+                        let follow = whole.len() - got.len();
+                        assert_eq!(page.more, follow > 0, "{ns:?} {limit}");
+                        assert_eq!(page.remaining, filter.is_none().then_some(follow));
+                        if !page.more {
+                            break;
+                        }
+                        after = page.items.last().map(|o| obj_key(o));
+                    }
+                    assert_eq!(names(&got), names(&whole), "{ns:?} limit {limit}");
+                }
+            }
+        }
     }
 }

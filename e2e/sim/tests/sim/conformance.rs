@@ -729,15 +729,27 @@ async fn field_selectors_and_pages(api: &Api<ConfigMap>) {
     );
     let page = api.list(&ListParams::default().limit(2)).await.unwrap();
     assert_eq!(names(page.clone()), ["a", "b"]);
+    assert_eq!(page.metadata.remaining_item_count, Some(1));
     let token = page.metadata.continue_.clone().unwrap();
-    assert_eq!(
-        names(
-            api.list(&ListParams::default().limit(2).continue_token(&token))
-                .await
-                .unwrap()
-        ),
-        ["c"]
-    );
+    let last = api
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(last.clone()), ["c"]);
+    assert_eq!(last.metadata.continue_, None);
+    assert_eq!(last.metadata.remaining_item_count, None);
+    // With a selector kube-apiserver cannot count what follows: the field stays unset.
+    let selected = ListParams::default().fields("metadata.name!=a").limit(1);
+    let page = api.list(&selected).await.unwrap();
+    assert_eq!(names(page.clone()), ["b"]);
+    assert_eq!(page.metadata.remaining_item_count, None);
+    let token = page.metadata.continue_.clone().unwrap();
+    let last = api
+        .list(&selected.clone().continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(last.clone()), ["c"]);
+    assert_eq!(last.metadata.continue_, None);
 }
 
 /// Pods by status.phase and spec.nodeName.
