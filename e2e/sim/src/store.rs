@@ -109,6 +109,24 @@ pub struct Page {
     pub remaining: Option<usize>,
 }
 
+/// The objects of `table` (in `ns` when given) after `after`, in (namespace, name) order: a
+/// range of the ordered table, so what precedes `after` or lies outside `ns` is not visited.
+fn walk<'t>(
+    table: &'t BTreeMap<ObjKey, Arc<Value>>,
+    ns: Option<&'t str>,
+    after: Option<&ObjKey>,
+) -> impl Iterator<Item = &'t Arc<Value>> {
+    let start = match (after, ns) {
+        (Some(a), _) => Bound::Excluded(a.clone()),
+        (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+        (None, None) => Bound::Unbounded,
+    };
+    table
+        .range((start, Bound::Unbounded))
+        .take_while(move |((n, _), _)| ns.is_none_or(|ns| ns == n))
+        .map(|(_, o)| o)
+}
+
 /// The object store.
 #[derive(Debug)]
 pub struct Store {
@@ -175,17 +193,11 @@ impl Store {
     /// (namespace, name), with the resourceVersion they are consistent with.
     pub fn list(&self, key: &ResourceKey, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
         let st = self.lock();
-        let items = match st.tables.get(key) {
-            None => Vec::new(),
-            Some(t) => match ns {
-                None => t.values().cloned().collect(),
-                Some(ns) => t
-                    .range((ns.to_string(), String::new())..)
-                    .take_while(|((n, _), _)| n == ns)
-                    .map(|(_, v)| v.clone())
-                    .collect(),
-            },
-        };
+        let items = st
+            .tables
+            .get(key)
+            .map(|t| walk(t, ns, None).cloned().collect())
+            .unwrap_or_default();
         (items, st.rv)
     }
 
@@ -212,16 +224,7 @@ impl Store {
         let Some(table) = st.tables.get(key) else {
             return page;
         };
-        let start = match (after, ns) {
-            (Some(a), _) => Bound::Excluded(a.clone()),
-            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
-            (None, None) => Bound::Unbounded,
-        };
-        let mut rest = table
-            .range((start, Bound::Unbounded))
-            .take_while(|((n, _), _)| ns.is_none_or(|ns| ns == n))
-            .map(|(_, o)| o)
-            .filter(|o| keep.is_none_or(|keep| keep(o)));
+        let mut rest = walk(table, ns, after).filter(|o| keep.is_none_or(|keep| keep(o)));
         page.items = rest.by_ref().take(limit).cloned().collect();
         if keep.is_none() {
             let remaining = rest.count();
@@ -380,14 +383,11 @@ impl Store {
     ) -> (Vec<Arc<Value>>, u64, broadcast::Receiver<Arc<StoredEvent>>) {
         let st = self.lock();
         let rx = self.tx.subscribe();
-        let items = match st.tables.get(key) {
-            None => Vec::new(),
-            Some(t) => t
-                .iter()
-                .filter(|((n, _), _)| ns.is_none_or(|ns| ns == n))
-                .map(|(_, v)| v.clone())
-                .collect(),
-        };
+        let items = st
+            .tables
+            .get(key)
+            .map(|t| walk(t, ns, None).cloned().collect())
+            .unwrap_or_default();
         (items, st.rv, rx)
     }
 
