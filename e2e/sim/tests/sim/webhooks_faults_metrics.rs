@@ -12,7 +12,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, watcher};
 use plimsoll_sim::tls::CertificateAuthority;
 use plimsoll_sim::{Fault, LoadProfile, LoadSpec, ServiceAddress, SimConfig, base64};
 use serde_json::{Value, json};
@@ -156,7 +156,12 @@ async fn watcher_recovers_from_dropped_connections_and_410() {
     let seen = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
     let seen2 = seen.clone();
     let task = tokio::spawn(async move {
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
+        // With backoff, as every watcher in the product runs: without it a retry that fails at
+        // once (connection refused, once the sim is shut down) never yields, so the task
+        // cannot be aborted and the runtime never shuts down (the test hung CI for an hour).
+        let mut stream = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
         while let Some(ev) = stream.next().await {
             if let Ok(watcher::Event::Apply(cm) | watcher::Event::InitApply(cm)) = ev {
                 seen2.lock().unwrap().insert(cm.metadata.name.unwrap());
@@ -216,6 +221,7 @@ async fn watcher_recovers_from_dropped_connections_and_410() {
     );
     let _ = id;
     task.abort();
+    let _ = task.await;
     sim.shutdown().await;
 }
 

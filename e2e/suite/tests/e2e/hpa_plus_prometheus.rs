@@ -878,7 +878,10 @@ fn watch_tuning_statuses(
     let api = env.api::<HorizontalPodAutoscalerPlus>();
     let into = seen.clone();
     let task = tokio::spawn(async move {
-        let stream = watcher(api, watcher::Config::default()).applied_objects();
+        // Backoff, as in the product: a retry that fails at once would never yield to abort.
+        let stream = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects();
         let mut stream = std::pin::pin!(stream);
         while let Some(next) = stream.next().await {
             if let Some(t) = next.ok().and_then(|o| o.status?.min_replicas_tuning) {
