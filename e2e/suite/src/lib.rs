@@ -31,12 +31,14 @@ pub mod chaos;
 pub mod external_answers;
 pub mod handover;
 pub mod hostile;
+pub mod loopback;
 pub mod process;
 pub mod running;
 pub mod scrape;
 pub mod tap;
 pub mod webhook;
 
+pub use loopback::free_address;
 pub use running::{Crashable, Running};
 
 /// Holds the serial group: the tests whose assertions are about wall-clock time on a shared
@@ -433,11 +435,6 @@ pub async fn wait_ready_pods(
         },
     )
     .await
-}
-
-/// A free loopback address for a service's listener (bound, then released for the service).
-pub fn free_address() -> anyhow::Result<std::net::SocketAddr> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
 }
 
 impl Env {

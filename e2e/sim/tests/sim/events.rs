@@ -180,9 +180,15 @@ async fn recorder_events_are_core_events() {
 /// Each group selects by its own field labels and refuses the other's, with the real message.
 async fn field_selectors_are_each_groups(core: &Api<CoreEvent>, new: &Api<NewEvent>) {
     for (fields, want) in [
+        // With the reason: the sim's deployment controller reports its own ScalingReplicaSet
+        // about the same Deployment once it has ticked.
         (
-            "involvedObject.kind=Deployment,involvedObject.namespace=default",
+            "involvedObject.kind=Deployment,involvedObject.namespace=default,reason=Rescaled",
             1,
+        ),
+        (
+            "involvedObject.kind=Deployment,involvedObject.namespace=elsewhere",
+            0,
         ),
         ("involvedObject.uid=nothing", 0),
         ("reportingComponent=plimsoll-test,type=Normal", 1),
