@@ -93,9 +93,7 @@ async fn bench(objects: usize, seconds: u64) -> anyhow::Result<()> {
     create_objects(&client, objects).await?;
     let created = started.elapsed();
 
-    // A free port for the child's metrics (the tiny race with another process is acceptable
-    // for a benchmark).
-    let metrics = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let metrics = plimsoll_e2e::free_address()?;
     let metrics_arg = metrics.to_string();
     let child = Child::serve(&[kubeconfig.as_os_str(), metrics_arg.as_ref()], false)?;
     let pid = child.proc;
