@@ -261,10 +261,8 @@ impl Process {
         let child = Command::new(exe)
             .arg(binary)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            // Port 0: the service binds a port of its own. Nothing here scrapes it, and a port
-            // found free and released for the child could be taken before the child bound it
-            // (CI, 2026-11-28: "admin server on 127.0.0.1:34185: Address already in use", and
-            // the process that should have led never ran).
+            // Port 0: nothing here scrapes the admin server, so the service binds a port of
+            // its own and none has to be found for it.
             .arg("--metrics-address=127.0.0.1:0")
             .arg("--leader-elect=true")
             .arg("--lease-duration=4s")

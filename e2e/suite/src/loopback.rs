@@ -21,13 +21,20 @@ fn ephemeral_floor() -> Option<u32> {
     range.split_whitespace().next()?.parse().ok()
 }
 
+/// The first of the `SPAN` ports just below the ephemeral range, or None where there is no
+/// room for them above the privileged ports.
+fn reserved_base() -> Option<u32> {
+    ephemeral_floor()
+        .filter(|f| *f > SPAN + 1024)
+        .map(|f| f - SPAN)
+}
+
 /// A free loopback address for a service's listener: a port no other call in this process
 /// returned, outside the range the kernel hands out, and free when checked. Where there is no
 /// room below the ephemeral range, a port the kernel picks (bound, then released).
 pub fn free_address() -> anyhow::Result<SocketAddr> {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    if let Some(floor) = ephemeral_floor().filter(|f| *f > SPAN + 1024) {
-        let base = floor - SPAN;
+    if let Some(base) = reserved_base() {
         // Test binaries run one at a time, but a binary's child processes and a second run
         // on the same machine may hold ports: start where this process's id points.
         let offset = std::process::id() % SPAN;
@@ -65,13 +72,15 @@ mod tests {
 
     #[test]
     fn addresses_avoid_the_ephemeral_range() {
-        let Some(floor) = ephemeral_floor() else {
+        let Some(base) = reserved_base() else {
             return;
         };
-        if floor <= SPAN + 1024 {
-            return;
-        }
         let a = free_address().unwrap();
-        assert!(u32::from(a.port()) < floor, "{a} is below {floor}");
+        let port = u32::from(a.port());
+        assert!(
+            (base..base + SPAN).contains(&port),
+            "{a} should lie in {base}..{}, below the ephemeral range",
+            base + SPAN
+        );
     }
 }
