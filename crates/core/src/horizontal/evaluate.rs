@@ -40,7 +40,8 @@ use super::observation::{Observation, PodSample};
 use super::peak_series::StoredPeakSeries;
 use super::predictive::{
     self, BUCKET_SECONDS, FALLBACK_STARTUP_SECONDS, Fit, Forecast, ForecastInput, LoadSeries,
-    PredictiveReason, Raise, RaiseInput, forecast, predictive_status, raise, refit,
+    PredictiveReason, Raise, RaiseInput, SeasonalRead, forecast_reading, predictive_status, raise,
+    refit,
 };
 use super::tuning::{self, Tuning, TuningInput, tune, tuning_status};
 use crate::api::hpa_plus::{
@@ -93,6 +94,8 @@ struct Ended {
     open: i64,
     series: LoadSeries,
     stored: StoredPeakSeries,
+    /// What the last forecast read from `series` ([`ForecastInput::reads`]).
+    reads: Vec<SeasonalRead>,
 }
 
 impl PredictiveHeld {
@@ -119,8 +122,16 @@ impl PredictiveHeld {
                 open,
                 stored: series.store(),
                 series,
+                reads: Vec::new(),
             }
         })
+    }
+
+    /// Keeps what a forecast read from the ended buckets for the next one in the same bucket.
+    fn keep_reads(&mut self, reads: Vec<SeasonalRead>) {
+        if let Some(ended) = self.ended.as_mut() {
+            ended.reads = reads;
+        }
     }
 }
 
@@ -531,7 +542,7 @@ fn predict_step(
     let fit = held.fit.take();
     let ended = held.ended(now);
     let fitted = refit(fit, &ended.series, settings, now);
-    let fc = forecast(&ForecastInput {
+    let (fc, reads) = forecast_reading(&ForecastInput {
         spec,
         settings,
         series: &ended.series,
@@ -540,6 +551,7 @@ fn predict_step(
         startup_seconds: startup,
         now,
         fit: Some(&fitted),
+        reads: &ended.reads,
     });
     let raised = raise(&RaiseInput {
         spec,
@@ -552,6 +564,7 @@ fn predict_step(
     });
     let mut status = predictive_status(&fc, &raised);
     status.history = Some(ended.stored.clone());
+    held.keep_reads(reads);
     held.fit = Some(fitted);
     let previous = held.status.replace(status.clone());
     if let Some(event) = prediction_event(previous.as_ref(), &status, &fc, &raised) {

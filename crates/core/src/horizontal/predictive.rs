@@ -706,6 +706,48 @@ pub struct ForecastInput<'a> {
     /// The season chosen for each metric ([`fit`] of `series` at `now`); `None`: fitted here.
     /// A caller that evaluates often keeps the fit until a bucket ends.
     pub fit: Option<&'a Fit>,
+    /// What an earlier forecast from this same `series` read from it ([`forecast_reading`]);
+    /// a read whose metric, window and season match is used again instead of being read
+    /// anew. Empty: everything is read. A caller that evaluates often keeps the reads until
+    /// a bucket ends, as it keeps the fit: within a bucket the window and the ended buckets
+    /// stay the same, and reading them was most of what a forecast cost.
+    pub reads: &'a [SeasonalRead],
+}
+
+/// What the forecast of one metric read from the history: the seasonal level of its window
+/// and the check of that window at the same phase of past seasons. A function of the series,
+/// the metric, the window and the season alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeasonalRead {
+    metric: String,
+    window: (i64, i64),
+    season: (i64, usize),
+    level: Option<i64>,
+    check: PhaseCheck,
+}
+
+impl SeasonalRead {
+    /// Reads `metric`'s `window` at `season` from `series`.
+    fn new(series: &LoadSeries, metric: &str, window: (i64, i64), season: (i64, usize)) -> Self {
+        Self {
+            metric: metric.to_owned(),
+            window,
+            season,
+            level: seasonal_level(
+                series,
+                metric,
+                window,
+                season.0 / series.step_seconds(),
+                season.1,
+            ),
+            check: phase_check(series, metric, window, season),
+        }
+    }
+
+    /// This read, when it is of `metric`'s `window` at `season`.
+    fn of(&self, metric: &str, window: (i64, i64), season: (i64, usize)) -> Option<&Self> {
+        (self.metric == metric && self.window == window && self.season == season).then_some(self)
+    }
 }
 
 /// One metric's forecast.
@@ -787,17 +829,24 @@ pub fn record_loads(
 
 /// The forecast of every metric and the replicas the confident ones need (module docs).
 pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
+    forecast_reading(input).0
+}
+
+/// [`forecast`], and what it read from the series, for the next forecast from the same series
+/// ([`ForecastInput::reads`]).
+pub fn forecast_reading(input: &ForecastInput<'_>) -> (Forecast, Vec<SeasonalRead>) {
     let settings = input.settings;
     let step = input.series.step_seconds();
     let ahead = lead_seconds(settings, input.startup_seconds, step);
     if settings.mode == PredictiveMode::Off {
-        return Forecast {
+        let off = Forecast {
             metrics: Vec::new(),
             replicas: None,
             lead_seconds: ahead,
             reason: PredictiveReason::Off,
             message: "predictive scaling is off".into(),
         };
+        return (off, Vec::new());
     }
     let fitted;
     let fit = if let Some(f) = input.fit {
@@ -812,18 +861,25 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
         input.series.bucket_of(now),
         input.series.bucket_of(now.saturating_add(ahead)),
     );
+    let mut reads = Vec::new();
     let metrics: Vec<MetricForecast> = metrics_of(input.spec)
         .iter()
         .map(|m| {
             let name = metric_name(m);
             let chosen = fit.metrics.get(&name);
             let season = chosen.map(|f| (f.season_seconds, f.seasons));
-            let load = season.and_then(|(season, n)| {
-                seasonal_level(input.series, &name, window, season / step, n)
+            let read = season.map(|season| {
+                input
+                    .reads
+                    .iter()
+                    .find_map(|r| r.of(&name, window, season))
+                    .cloned()
+                    .unwrap_or_else(|| SeasonalRead::new(input.series, &name, window, season))
             });
-            let check = season
-                .map(|season| phase_check(input.series, &name, window, season))
-                .unwrap_or_default();
+            let (load, check) = read
+                .as_ref()
+                .map_or((None, PhaseCheck::default()), |r| (r.level, r.check));
+            reads.extend(read);
             let error_percent = check.error_percent;
             let worth_it = check.worth_it(lag, hold, settings.overload_weight());
             let replicas = load.and_then(|l| {
@@ -850,13 +906,14 @@ pub fn forecast(input: &ForecastInput<'_>) -> Forecast {
         .filter_map(|m| m.replicas)
         .max();
     let (reason, message) = explain(&metrics, replicas, ahead);
-    Forecast {
+    let forecast = Forecast {
         metrics,
         replicas,
         lead_seconds: ahead,
         reason,
         message,
-    }
+    };
+    (forecast, reads)
 }
 
 /// `daily` or `weekly` (or the hours) for a season of `seconds`.

@@ -83,6 +83,7 @@ fn forecast_at(series: &LoadSeries, settings: &Predictive, now: i64) -> Forecast
         startup_seconds: 600,
         now: at(now),
         fit: None,
+        reads: &[],
     })
 }
 
@@ -605,6 +606,53 @@ proptest! {
     }
 }
 
+proptest! {
+    /// A forecast that is given an earlier forecast's reads of the same series (the controller
+    /// keeps them for a bucket) says exactly what one that reads everything says: a read is
+    /// used again only for its own metric, window and season. The earlier forecast may have
+    /// looked ahead by another startup (another window) or at another time of the same day.
+    #[test]
+    fn reads_kept_from_an_earlier_forecast_change_nothing(
+        seed in any::<u64>(),
+        days in 2i64..10,
+        minute in 0i64..1_440,
+        earlier_minute in 0i64..1_440,
+        (startup, earlier_startup) in (0i64..3_600, 0i64..3_600),
+        weekly in any::<bool>(),
+    ) {
+        let load = |t: i64| {
+            let x = u64::try_from(t / STEP).unwrap_or(0).wrapping_add(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            rush(t) + i64::try_from((x >> 40) % 4_000).unwrap_or(0)
+        };
+        let now = days * DAY + minute * 60;
+        let history = series(0, days * DAY, load);
+        let settings = Predictive {
+            season: if weekly { Season::Auto } else { Season::Day },
+            ..scale()
+        };
+        let (spec, pod, config) = (spec(), pod(), ControllerConfig::default());
+        let input = |now: i64, startup_seconds, reads| ForecastInput {
+            spec: &spec,
+            settings: &settings,
+            series: &history,
+            pod: &pod,
+            config: &config,
+            startup_seconds,
+            now: at(now),
+            fit: None,
+            reads,
+        };
+        let earlier = days * DAY + earlier_minute * 60;
+        let (_, reads) = forecast_reading(&input(earlier, earlier_startup, &[]));
+        let (fresh, fresh_reads) = forecast_reading(&input(now, startup, &[]));
+        let (kept, kept_reads) = forecast_reading(&input(now, startup, &reads));
+        let (again, _) = forecast_reading(&input(now, startup, &fresh_reads));
+        prop_assert_eq!(&kept, &fresh);
+        prop_assert_eq!(&again, &fresh);
+        prop_assert_eq!(kept_reads, fresh_reads);
+    }
+}
+
 #[test]
 fn store_then_restore_is_the_same_series() {
     let mut s = LoadSeries::new(900);
@@ -801,6 +849,7 @@ fn noise_is_acted_on_only_when_pods_start_slowly_enough_to_pay_for_it() {
             startup_seconds,
             now: at(now),
             fit: None,
+            reads: &[],
         })
     };
     let history = series(0, now, noise);
