@@ -505,18 +505,62 @@ fn season_error(
     let step = series.step_seconds();
     let shift = season / step;
     let first = through.saturating_sub(FIT_DAYS * DAY_SECONDS / step) + 1;
+    let back = shift.saturating_mul(i64::try_from(n).unwrap_or(1));
+    let levels = Levels::between(series, metric, first.saturating_sub(back), through);
     let (mut error, mut total) = (0i128, 0i128);
+    let mut past = Vec::with_capacity(n);
     for bucket in first..=through {
         let Some(actual) = series.level(metric, bucket) else {
             continue;
         };
-        let Some(forecast) = seasonal_level(series, metric, (bucket, bucket), shift, n) else {
+        // `seasonal_level` of the one-bucket window, read from `levels` (a one-bucket window
+        // is never held in part, so there is no oldest bucket to check).
+        past.clear();
+        past.extend(
+            (1..=i64::try_from(n).unwrap_or(1))
+                .filter_map(|k| bucket.checked_sub(k.checked_mul(shift)?))
+                .filter_map(|start| levels.at(start)),
+        );
+        let Some(forecast) = median(&past) else {
             continue;
         };
         error += (i128::from(actual) - i128::from(forecast)).abs();
         total += i128::from(actual).abs();
     }
     (total > 0).then(|| error as f64 * 100.0 / total as f64)
+}
+
+/// One metric's levels in buckets `first..=last`, by bucket: the fit reads each bucket of a
+/// week at each of `n` past seasons, and a search of the series per read was most of its
+/// cost. The span is the fit's week plus the seasons it reads back (at most 30 days or 4
+/// weeks: `lookbackDays` is at most 30), so it is bounded whatever the series holds.
+struct Levels {
+    first: i64,
+    /// The level of each bucket the peaks hold ([`LoadSeries::level_peak`] of that bucket).
+    by_bucket: Vec<Option<i64>>,
+}
+
+impl Levels {
+    fn between(series: &LoadSeries, metric: &str, first: i64, last: i64) -> Self {
+        let len = usize::try_from(last.saturating_sub(first).saturating_add(1)).unwrap_or(0);
+        let mut by_bucket = vec![None; len];
+        let points = series.points(metric);
+        let start = points.partition_point(|(b, _)| *b < first);
+        for &(bucket, _) in points[start..].iter().take_while(|(b, _)| *b <= last) {
+            if let Some(slot) = usize::try_from(bucket - first)
+                .ok()
+                .and_then(|i| by_bucket.get_mut(i))
+            {
+                *slot = series.level(metric, bucket);
+            }
+        }
+        Self { first, by_bucket }
+    }
+
+    fn at(&self, bucket: i64) -> Option<i64> {
+        let i = usize::try_from(bucket.checked_sub(self.first)?).ok()?;
+        self.by_bucket.get(i).copied().flatten()
+    }
 }
 
 /// Chooses each metric's season (module docs, step 2): with one candidate that one; with

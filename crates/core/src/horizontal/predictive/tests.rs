@@ -653,6 +653,64 @@ proptest! {
     }
 }
 
+/// [`season_error`] as its docs define it: each bucket's level against [`seasonal_level`] of
+/// its one-bucket window (what the fit computed before it read the levels by bucket).
+fn season_error_by_definition(
+    series: &LoadSeries,
+    (season, n): (i64, usize),
+    through: i64,
+) -> Option<f64> {
+    let step = series.step_seconds();
+    let first = through.saturating_sub(FIT_DAYS * DAY_SECONDS / step) + 1;
+    let (mut error, mut total) = (0i128, 0i128);
+    for bucket in first..=through {
+        let actual = series.level("cpu", bucket);
+        let forecast = seasonal_level(series, "cpu", (bucket, bucket), season / step, n);
+        if let (Some(a), Some(f)) = (actual, forecast) {
+            error += (i128::from(a) - i128::from(f)).abs();
+            total += i128::from(a).abs();
+        }
+    }
+    (total > 0).then(|| error as f64 * 100.0 / total as f64)
+}
+
+proptest! {
+    /// The fit's error of a season is the same whether each past level is searched for or read
+    /// by bucket: over histories with gaps, buckets backfilled without a mean (Prometheus's
+    /// peaks), and a history shorter than the seasons read.
+    #[test]
+    fn the_fit_reads_the_levels_the_forecast_reads(
+        seed in any::<u64>(),
+        days in 1i64..20,
+        n in 1usize..10,
+        weekly in any::<bool>(),
+        gap_every in 2i64..50,
+        backfilled in 0i64..(3 * DAY / STEP),
+    ) {
+        let mut history = LoadSeries::new(STEP);
+        for (i, t) in (0..=days * DAY).step_by(STEP as usize).enumerate() {
+            let i = i64::try_from(i).unwrap_or(0);
+            if i % gap_every == 0 {
+                continue;
+            }
+            let x = u64::try_from(i).unwrap_or(0).wrapping_add(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let load = rush(t) + i64::try_from((x >> 40) % 4_000).unwrap_or(0);
+            if i < backfilled {
+                history.peaks_mut().record("cpu", at(t), load, 40 * DAY / STEP);
+            } else {
+                history.record("cpu", at(t), load, 40 * DAY);
+                history.record("cpu", at(t), load / 2, 40 * DAY);
+            }
+        }
+        let season = (if weekly { WEEK_SECONDS } else { DAY_SECONDS }, n);
+        let through = history.newest("cpu").unwrap_or(0);
+        prop_assert_eq!(
+            season_error(&history, "cpu", season, through),
+            season_error_by_definition(&history, season, through)
+        );
+    }
+}
+
 #[test]
 fn store_then_restore_is_the_same_series() {
     let mut s = LoadSeries::new(900);
