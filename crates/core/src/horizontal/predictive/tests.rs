@@ -606,6 +606,15 @@ proptest! {
     }
 }
 
+/// [`rush`] plus up to 4 cores of noise per 5-minute step, a sequence fixed by `seed`.
+fn noisy_rush(seed: u64, t: i64) -> i64 {
+    let x = u64::try_from(t / STEP)
+        .unwrap_or(0)
+        .wrapping_add(seed)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    rush(t) + i64::try_from((x >> 40) % 4_000).unwrap_or(0)
+}
+
 proptest! {
     /// A forecast that is given an earlier forecast's reads of the same series (the controller
     /// keeps them for a bucket) says exactly what one that reads everything says: a read is
@@ -620,12 +629,8 @@ proptest! {
         (startup, earlier_startup) in (0i64..3_600, 0i64..3_600),
         weekly in any::<bool>(),
     ) {
-        let load = |t: i64| {
-            let x = u64::try_from(t / STEP).unwrap_or(0).wrapping_add(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            rush(t) + i64::try_from((x >> 40) % 4_000).unwrap_or(0)
-        };
         let now = days * DAY + minute * 60;
-        let history = series(0, days * DAY, load);
+        let history = series(0, days * DAY, |t| noisy_rush(seed, t));
         let settings = Predictive {
             season: if weekly { Season::Auto } else { Season::Day },
             ..scale()
@@ -693,8 +698,7 @@ proptest! {
             if i % gap_every == 0 {
                 continue;
             }
-            let x = u64::try_from(i).unwrap_or(0).wrapping_add(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let load = rush(t) + i64::try_from((x >> 40) % 4_000).unwrap_or(0);
+            let load = noisy_rush(seed, t);
             if i < backfilled {
                 history.peaks_mut().record("cpu", at(t), load, 40 * DAY / STEP);
             } else {
