@@ -1,5 +1,6 @@
 //! Generation of the CRD manifests in `deploy/crds/` and `charts/plimsoll/templates/crds/`, and
-//! of the chart's README from its values schema ([`chart_readme`]).
+//! of the chart's README from its values schema ([`chart_readme`]); the predictive-scaling
+//! report of docs/hpa-plus.md ([`predictive_report`]).
 //!
 //! The Rust types in `plimsoll-core` are the only source of truth for the schemas; the YAML files
 //! are produced by `cargo run -p xtask -- crds` and a test fails when they are stale, so a type
@@ -17,6 +18,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 
 pub mod chart_readme;
 pub mod manifest;
+pub mod predictive_report;
 pub mod structural;
 
 /// Plain CRD manifests for `kubectl apply` (relative to the repository root).

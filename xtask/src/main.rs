@@ -2,11 +2,9 @@
 //! `cargo run -p xtask -- chart-readme`: regenerate charts/plimsoll/README.md from the chart's
 //! values schema.
 //! `cargo run -p xtask -- predictive-report [DIR…]`: the predictive-scaling table of
-//! docs/hpa-plus.md from the traces' replays ([`predictive_report`]).
+//! docs/hpa-plus.md from the traces' replays (`xtask::predictive_report`).
 
 use anyhow::bail;
-
-mod predictive_report;
 
 fn main() -> anyhow::Result<()> {
     let task = std::env::args().nth(1).unwrap_or_default();
@@ -30,7 +28,7 @@ fn main() -> anyhow::Result<()> {
             if dirs.is_empty() {
                 dirs.push(xtask::repo_root().join("scenarios"));
             }
-            predictive_report::run(&dirs)
+            xtask::predictive_report::run(&dirs)
         }
         _ => bail!(
             "usage: cargo run -p xtask -- crds           (regenerates deploy/crds and charts/plimsoll/templates/crds)\n       \

@@ -82,7 +82,7 @@ fn tuning(name: &str, off_path: &Path, off: &LoadReplay) -> anyhow::Result<Strin
         },
         a.replica_hours,
         b.replica_hours,
-        (b.replica_hours / a.replica_hours.max(f64::MIN_POSITIVE) - 1.0) * 100.0,
+        percent_more(b.replica_hours, a.replica_hours),
         a.overloaded_steps,
         b.overloaded_steps,
     ))
@@ -91,44 +91,93 @@ fn tuning(name: &str, off_path: &Path, off: &LoadReplay) -> anyhow::Result<Strin
 /// The CPU target of the trace scenarios, percent.
 const SCENARIO_TARGET: i32 = 60;
 
-/// The target utilizations [`headroom`] tries, percent, highest first.
+/// The target utilizations [`by_target`] tries, percent, highest first.
 const HEADROOM_TARGETS: [i32; 7] = [55, 50, 45, 40, 35, 30, 25];
 
-/// What halving Off's overloaded steps costs without a forecast: the highest CPU target (of
-/// [`HEADROOM_TARGETS`]) at which the reactive path alone has at most half of them, and its
-/// replica-hours against Off's. `None` when Off has no overloaded step.
-fn headroom(name: &str, off_path: &Path, off: &Summary) -> anyhow::Result<Option<String>> {
-    if off.overloaded_steps == 0 {
-        return Ok(None);
-    }
+/// [`by_floor`] stops raising `minReplicas` once the replay costs this many times Off's
+/// replica-hours: past it the floor is no lever worth a row.
+const FLOOR_COST_LIMIT: f64 = 1.5;
+
+/// A lever that halves Off's overloaded steps without a forecast: the setting (a cell), the
+/// overloaded steps there and the replica-hours against Off's, percent. `None` when no
+/// setting tried halves them.
+type Halved = Option<(String, usize, f64)>;
+
+fn percent_more(this: f64, off: f64) -> f64 {
+    (this / off.max(f64::MIN_POSITIVE) - 1.0) * 100.0
+}
+
+/// The highest CPU target (of [`HEADROOM_TARGETS`]) at which the reactive path alone has at
+/// most half of Off's overloaded steps: headroom in proportion to the load.
+fn by_target(off_path: &Path, off: &Summary, from: f64) -> anyhow::Result<Halved> {
     for target in HEADROOM_TARGETS {
         let text = edited(off_path, |a| {
             a["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] = target.into();
         })?;
         let steps = replay(off_path, &text)?.steps;
-        let lower = summarize(&steps, FROM);
+        let lower = summarize(&steps, from);
         // Overloaded against the scenario's own target: what a pod can take does not change
         // when the autoscaler aims lower.
         let overloaded = steps
             .iter()
-            .filter(|s| s.t >= FROM)
+            .filter(|s| s.t >= from)
             .filter(|s| {
                 s.peak_utilization
                     .is_some_and(|u| u > OVERLOAD_FACTOR * f64::from(SCENARIO_TARGET))
             })
             .count();
         if overloaded * 2 <= off.overloaded_steps {
-            return Ok(Some(format!(
-                "| {name} | {} | {target} % | {overloaded} | {:+.1} % |",
-                off.overloaded_steps,
-                (lower.replica_hours / off.replica_hours.max(f64::MIN_POSITIVE) - 1.0) * 100.0
-            )));
+            let cost = percent_more(lower.replica_hours, off.replica_hours);
+            return Ok(Some((format!("{target} %"), overloaded, cost)));
         }
     }
+    Ok(None)
+}
+
+/// The lowest `minReplicas` above the scenario's at which the reactive path alone has at
+/// most half of Off's overloaded steps: the same replicas added at any load, which is cheap
+/// where bursts start from a quiet floor. Raised one at a time until it halves them, costs
+/// more than [`FLOOR_COST_LIMIT`] × Off's replica-hours or reaches `maxReplicas`.
+fn by_floor(off_path: &Path, off: &Summary, from: f64) -> anyhow::Result<Halved> {
+    let scenario: serde_json::Value = serde_json::from_str(&edited(off_path, |_| {})?)?;
+    let spec = &scenario["autoscaler"]["spec"];
+    let lowest = spec["minReplicas"].as_u64().unwrap_or(1);
+    let highest = spec["maxReplicas"].as_u64().unwrap_or(lowest);
+    for floor in lowest + 1..=highest {
+        let text = edited(off_path, |a| a["spec"]["minReplicas"] = floor.into())?;
+        let raised = summarize(&replay(off_path, &text)?.steps, from);
+        if raised.replica_hours > FLOOR_COST_LIMIT * off.replica_hours {
+            break;
+        }
+        if raised.overloaded_steps * 2 <= off.overloaded_steps {
+            let cost = percent_more(raised.replica_hours, off.replica_hours);
+            return Ok(Some((floor.to_string(), raised.overloaded_steps, cost)));
+        }
+    }
+    Ok(None)
+}
+
+/// What halving Off's overloaded steps costs without a forecast, by a lower target and by a
+/// higher `minReplicas`. `None` when Off has no overloaded step.
+fn headroom(name: &str, off_path: &Path, off: &Summary) -> anyhow::Result<Option<String>> {
+    if off.overloaded_steps == 0 {
+        return Ok(None);
+    }
+    let cells = |halved: Halved, none: String| match halved {
+        Some((setting, overloaded, cost)) => format!("{setting} | {overloaded} | {cost:+.1} %"),
+        None => format!("{none} | – | –"),
+    };
+    let target = cells(
+        by_target(off_path, off, FROM)?,
+        format!("below {} %", HEADROOM_TARGETS[HEADROOM_TARGETS.len() - 1]),
+    );
+    let floor = cells(
+        by_floor(off_path, off, FROM)?,
+        format!("none within {:+.0} %", (FLOOR_COST_LIMIT - 1.0) * 100.0),
+    );
     Ok(Some(format!(
-        "| {name} | {} | below {} % | – | – |",
-        off.overloaded_steps,
-        HEADROOM_TARGETS[HEADROOM_TARGETS.len() - 1]
+        "| {name} | {} | {target} | {floor} |",
+        off.overloaded_steps
     )))
 }
 
@@ -175,10 +224,10 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
         println!("{t}");
     }
     println!(
-        "\nWhat halving Off's overloaded steps costs without a forecast: the highest CPU target at which the reactive path alone has at most half of them (overloaded still against the scenario's {SCENARIO_TARGET} %), from day 7 on:\n"
+        "\nWhat halving Off's overloaded steps costs without a forecast, from day 7 on: the highest CPU target at which the reactive path alone has at most half of them (overloaded still against the scenario's {SCENARIO_TARGET} %), and the lowest minReplicas that does:\n"
     );
     println!(
-        "| trace | overloaded steps, Off | target | overloaded steps there | replica-hours vs Off |\n|---|---|---|---|---|"
+        "| trace | overloaded steps, Off | target | overloaded steps there | replica-hours vs Off | minReplicas | overloaded steps there | replica-hours vs Off |\n|---|---|---|---|---|---|---|---|"
     );
     for h in headrooms {
         println!("{h}");
@@ -188,4 +237,68 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
         println!("- {name}: {steps} steps in {:.2} s", took.as_secs_f64());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A day at 5-minute steps: a quiet 0.2 cores, and every seventh step a burst to 1.5 cores
+    /// (five times what two pods of 500m carry at the 60 % target): bursts from a floor.
+    fn bursts_from_a_floor(dir: &Path) -> anyhow::Result<PathBuf> {
+        let load: Vec<String> = (0..288)
+            .map(|i| if i % 7 == 6 { "1.5" } else { "0.2" }.to_owned())
+            .collect();
+        let text = format!(
+            "kind: LoadReplay
+autoscaler:
+  apiVersion: autoscaling.plimsoll.dev/v1alpha1
+  kind: HorizontalPodAutoscalerPlus
+  metadata: {{name: bursts, namespace: default}}
+  spec:
+    scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: bursts}}
+    minReplicas: 2
+    maxReplicas: 20
+    metrics:
+      - type: Resource
+        resource: {{name: cpu, target: {{type: Utilization, averageUtilization: {SCENARIO_TARGET}}}}}
+containers:
+  - {{name: app, requests: {{cpu: 500m, memory: 256Mi}}}}
+podStartupSeconds: 60
+stepSeconds: 300
+load:
+  cpu: [{}]
+",
+            load.join(", ")
+        );
+        let path = dir.join("bursts-off.yaml");
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+
+    #[test]
+    fn the_floor_found_is_the_lowest_that_halves_the_overload() -> anyhow::Result<()> {
+        let dir = std::env::temp_dir().join(format!("xtask-floor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let path = bursts_from_a_floor(&dir)?;
+        let off = summarize(&replay(&path, &std::fs::read_to_string(&path)?)?.steps, 0.0);
+        assert!(off.overloaded_steps >= 30, "{off:?}");
+
+        let (floor, overloaded, cost) = by_floor(&path, &off, 0.0)?.expect("a floor halves it");
+        let floor: u64 = floor.parse()?;
+        assert!(
+            overloaded * 2 <= off.overloaded_steps,
+            "{floor}: {overloaded}"
+        );
+        let below = edited(&path, |a| a["spec"]["minReplicas"] = (floor - 1).into())?;
+        let below = summarize(&replay(&path, &below)?.steps, 0.0);
+        assert!(
+            below.overloaded_steps * 2 > off.overloaded_steps,
+            "{} also halves it: {below:?}",
+            floor - 1
+        );
+        assert!(cost > 0.0, "{cost}");
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    }
 }
