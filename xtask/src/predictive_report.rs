@@ -94,8 +94,8 @@ const SCENARIO_TARGET: i32 = 60;
 /// The target utilizations [`by_target`] tries, percent, highest first.
 const HEADROOM_TARGETS: [i32; 7] = [55, 50, 45, 40, 35, 30, 25];
 
-/// [`by_floor`] stops raising `minReplicas` once the replay costs this many times Off's
-/// replica-hours: past it the floor is no lever worth a row.
+/// The report's [`by_floor`] stops raising `minReplicas` once the replay costs more than this
+/// many times Off's replica-hours: past it the floor is no lever worth a row.
 const FLOOR_COST_LIMIT: f64 = 1.5;
 
 /// A lever that halves Off's overloaded steps without a forecast: the setting (a cell), the
@@ -137,8 +137,8 @@ fn by_target(off_path: &Path, off: &Summary, from: f64) -> anyhow::Result<Halved
 /// The lowest `minReplicas` above the scenario's at which the reactive path alone has at
 /// most half of Off's overloaded steps: the same replicas added at any load, which is cheap
 /// where bursts start from a quiet floor. Raised one at a time until it halves them, costs
-/// more than [`FLOOR_COST_LIMIT`] × Off's replica-hours or reaches `maxReplicas`.
-fn by_floor(off_path: &Path, off: &Summary, from: f64) -> anyhow::Result<Halved> {
+/// more than `cost_limit` × Off's replica-hours or reaches `maxReplicas`.
+fn by_floor(off_path: &Path, off: &Summary, from: f64, cost_limit: f64) -> anyhow::Result<Halved> {
     let scenario: serde_json::Value = serde_json::from_str(&edited(off_path, |_| {})?)?;
     let spec = &scenario["autoscaler"]["spec"];
     let lowest = spec["minReplicas"].as_u64().unwrap_or(1);
@@ -146,7 +146,7 @@ fn by_floor(off_path: &Path, off: &Summary, from: f64) -> anyhow::Result<Halved>
     for floor in lowest + 1..=highest {
         let text = edited(off_path, |a| a["spec"]["minReplicas"] = floor.into())?;
         let raised = summarize(&replay(off_path, &text)?.steps, from);
-        if raised.replica_hours > FLOOR_COST_LIMIT * off.replica_hours {
+        if raised.replica_hours > cost_limit * off.replica_hours {
             break;
         }
         if raised.overloaded_steps * 2 <= off.overloaded_steps {
@@ -172,7 +172,7 @@ fn headroom(name: &str, off_path: &Path, off: &Summary) -> anyhow::Result<Option
         format!("below {} %", HEADROOM_TARGETS[HEADROOM_TARGETS.len() - 1]),
     );
     let floor = cells(
-        by_floor(off_path, off, FROM)?,
+        by_floor(off_path, off, FROM, FLOOR_COST_LIMIT)?,
         format!("none within {:+.0} %", (FLOOR_COST_LIMIT - 1.0) * 100.0),
     );
     Ok(Some(format!(
@@ -243,11 +243,10 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
-    /// A day at 5-minute steps: a quiet 0.2 cores, and every seventh step a burst to 1.5 cores
-    /// (five times what two pods of 500m carry at the 60 % target): bursts from a floor.
-    fn bursts_from_a_floor(dir: &Path) -> anyhow::Result<PathBuf> {
-        let load: Vec<String> = (0..288)
-            .map(|i| if i % 7 == 6 { "1.5" } else { "0.2" }.to_owned())
+    /// Half a day at 5-minute steps of `quiet` cores, and every seventh step a burst to `burst`.
+    fn bursts(dir: &Path, quiet: f64, burst: f64) -> anyhow::Result<PathBuf> {
+        let load: Vec<String> = (0..144)
+            .map(|i| if i % 7 == 6 { burst } else { quiet }.to_string())
             .collect();
         let text = format!(
             "kind: LoadReplay
@@ -258,7 +257,7 @@ autoscaler:
   spec:
     scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: bursts}}
     minReplicas: 2
-    maxReplicas: 20
+    maxReplicas: 100
     metrics:
       - type: Resource
         resource: {{name: cpu, target: {{type: Utilization, averageUtilization: {SCENARIO_TARGET}}}}}
@@ -271,20 +270,24 @@ load:
 ",
             load.join(", ")
         );
-        let path = dir.join("bursts-off.yaml");
+        let path = dir.join(format!("bursts-{quiet}-{burst}-off.yaml"));
         std::fs::write(&path, text)?;
         Ok(path)
     }
 
     #[test]
-    fn the_floor_found_is_the_lowest_that_halves_the_overload() -> anyhow::Result<()> {
+    fn the_floor_found_is_the_lowest_that_halves_the_overload_within_the_limit()
+    -> anyhow::Result<()> {
         let dir = std::env::temp_dir().join(format!("xtask-floor-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
-        let path = bursts_from_a_floor(&dir)?;
+        // From 0.2 cores to 1.5, two and a half times what two pods of 500m carry at the 60 %
+        // target: bursts from a floor.
+        let path = bursts(&dir, 0.2, 1.5)?;
         let off = summarize(&replay(&path, &std::fs::read_to_string(&path)?)?.steps, 0.0);
-        assert!(off.overloaded_steps >= 30, "{off:?}");
+        assert!(off.overloaded_steps >= 10, "{off:?}");
 
-        let (floor, overloaded, cost) = by_floor(&path, &off, 0.0)?.expect("a floor halves it");
+        let found = by_floor(&path, &off, 0.0, FLOOR_COST_LIMIT)?;
+        let (floor, overloaded, cost) = found.clone().expect("a floor halves it");
         let floor: u64 = floor.parse()?;
         assert!(
             overloaded * 2 <= off.overloaded_steps,
@@ -298,6 +301,11 @@ load:
             floor - 1
         );
         assert!(cost > 0.0, "{cost}");
+
+        // A limit just below what that floor costs finds none; just above, the same floor.
+        let limit = 1.0 + cost / 100.0;
+        assert_eq!(by_floor(&path, &off, 0.0, limit - 1e-3)?, None);
+        assert_eq!(by_floor(&path, &off, 0.0, limit + 1e-3)?, found);
         std::fs::remove_dir_all(&dir)?;
         Ok(())
     }
