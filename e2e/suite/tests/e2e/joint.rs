@@ -266,6 +266,10 @@ async fn an_hpa_plus_and_a_joint_vpa_share_a_compressed_day() -> anyhow::Result<
     )
     .await?;
     let sim = env.sim()?;
+    // A young pod's sample counts only from one metrics window after it became Ready
+    // (upstream's rule for CPU in a pod's first 5 minutes); metrics-server's 30 s window would
+    // be a whole day here, and each new pod would count as idle in every scale-up of its day.
+    sim.cluster.model.set_metrics_window(Duration::from_secs(1));
     objects(&env).await?;
     // New pods get the joint request from the webhook, so pods with the template's request do
     // not skew the HPA+'s utilization after each scale-up.
