@@ -161,24 +161,35 @@ pub fn resource_usage(
 ) -> Result<BTreeMap<String, i64>, String> {
     let mut out = BTreeMap::new();
     for pod in pods {
-        let mut sum = 0i64;
-        let mut seen = false;
-        let mut missing = false;
-        for c in serving_containers(pod).filter(|c| container.is_none_or(|n| n == c.name)) {
-            match c.usage.get(resource) {
-                Some(Ok(v)) => {
-                    sum += v;
-                    seen = true;
-                }
-                Some(Err(e)) => return Err(e.clone()),
-                None => missing = true,
-            }
-        }
-        if seen && !missing {
+        if let Some(sum) = pod_usage(pod, resource, container)? {
             out.insert(pod.name.clone(), sum);
         }
     }
     Ok(out)
+}
+
+/// One pod's entry of [`resource_usage`]: `None` when a selected container lacks a sample.
+/// Summing these needs no per-pod map, which is what prediction's load record does at every
+/// evaluation.
+pub fn pod_usage(
+    pod: &PodSample,
+    resource: &str,
+    container: Option<&str>,
+) -> Result<Option<i64>, String> {
+    let mut sum = 0i64;
+    let mut seen = false;
+    let mut missing = false;
+    for c in serving_containers(pod).filter(|c| container.is_none_or(|n| n == c.name)) {
+        match c.usage.get(resource) {
+            Some(Ok(v)) => {
+                sum += v;
+                seen = true;
+            }
+            Some(Err(e)) => return Err(e.clone()),
+            None => missing = true,
+        }
+    }
+    Ok((seen && !missing).then_some(sum))
 }
 
 /// Per-pod request (or limit, falling back to the request) of `resource`, milli: what

@@ -10,7 +10,7 @@ use crate::api::hpa_plus::{
 };
 use crate::api::limits::{MAX_LABEL_LENGTH, MAX_QUALIFIED_NAME_LENGTH};
 use crate::api::validation::FieldErrors;
-use crate::horizontal::metrics::resource_usage;
+use crate::horizontal::metrics::{pod_usage, resource_usage};
 use crate::horizontal::observation::{Observation, PodSample};
 
 /// The target types a pod resource supports.
@@ -30,10 +30,16 @@ fn read(observed: &Observation, resource: &str, container: Option<&str>) -> Resu
     })
 }
 
-/// The sum of the pods' usage of `resource`, `None` when no pod has a complete sample.
+/// The sum of the pods' usage of `resource`, `None` when no pod has a complete sample or a
+/// fetch failed.
 fn load(observed: &Observation, resource: &str, container: Option<&str>) -> Option<i64> {
-    let per_pod = resource_usage(&observed.pods, resource, container).ok()?;
-    (!per_pod.is_empty()).then(|| per_pod.values().sum::<i64>())
+    let mut total = None;
+    for pod in &observed.pods {
+        if let Some(usage) = pod_usage(pod, resource, container).ok()? {
+            total = Some(total.unwrap_or(0) + usage);
+        }
+    }
+    total
 }
 
 /// Puts `load` in `pod`: all of it in `container`, or in the first container when none is

@@ -323,6 +323,49 @@ proptest! {
 }
 
 #[test]
+fn the_observed_load_leaves_out_pods_without_a_sample_and_fails_with_a_fetch() {
+    let with = |name: &str, usage: Option<Result<i64, String>>| PodSample {
+        name: name.to_owned(),
+        containers: vec![ContainerSample {
+            usage: usage.map(|u| ("cpu".to_owned(), u)).into_iter().collect(),
+            ..pod().containers[0].clone()
+        }],
+        ..pod()
+    };
+    let spec = HorizontalPodAutoscalerPlusSpec::test().max(40);
+    let load = |pods: Vec<PodSample>| {
+        observed_load(
+            &cpu50(),
+            &spec,
+            &Observation {
+                current_replicas: 3,
+                pods,
+                ..Observation::default()
+            },
+        )
+    };
+    assert_eq!(
+        load(vec![
+            with("a", Some(Ok(400))),
+            with("b", None),
+            with("c", Some(Ok(250)))
+        ]),
+        Some(650),
+        "a pod without a sample adds nothing"
+    );
+    assert_eq!(load(vec![with("a", None), with("b", None)]), None);
+    assert_eq!(load(vec![]), None);
+    assert_eq!(
+        load(vec![
+            with("a", Some(Ok(400))),
+            with("b", Some(Err("metrics API down".to_owned())))
+        ]),
+        None,
+        "a failed fetch fails the load"
+    );
+}
+
+#[test]
 fn the_observed_load_is_what_one_pod_must_carry_for_the_same_proposal() {
     let ready = |cpu: i64, rps: i64| PodSample {
         name: format!("web-{cpu}"),
