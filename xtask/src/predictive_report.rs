@@ -43,11 +43,15 @@ fn replay(path: &Path, text: &str) -> anyhow::Result<LoadReplay> {
     replay_load_str(text, dir).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
+/// The scenario at `path`, parsed.
+fn scenario(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path)?;
+    serde_saphyr::from_str(&text).with_context(|| format!("{} is not YAML", path.display()))
+}
+
 /// The scenario at `path` as JSON with `edit` applied to its autoscaler.
 fn edited(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> anyhow::Result<String> {
-    let text = std::fs::read_to_string(path)?;
-    let mut value: serde_json::Value =
-        serde_saphyr::from_str(&text).with_context(|| format!("{} is not YAML", path.display()))?;
+    let mut value = scenario(path)?;
     edit(&mut value["autoscaler"]);
     Ok(serde_json::to_string(&value)?)
 }
@@ -139,8 +143,8 @@ fn by_target(off_path: &Path, off: &Summary, from: f64) -> anyhow::Result<Halved
 /// where bursts start from a quiet floor. Raised one at a time until it halves them, costs
 /// more than `cost_limit` × Off's replica-hours or reaches `maxReplicas`.
 fn by_floor(off_path: &Path, off: &Summary, from: f64, cost_limit: f64) -> anyhow::Result<Halved> {
-    let scenario: serde_json::Value = serde_json::from_str(&edited(off_path, |_| {})?)?;
-    let spec = &scenario["autoscaler"]["spec"];
+    let off_scenario = scenario(off_path)?;
+    let spec = &off_scenario["autoscaler"]["spec"];
     let lowest = spec["minReplicas"].as_u64().unwrap_or(1);
     let highest = spec["maxReplicas"].as_u64().unwrap_or(lowest);
     for floor in lowest + 1..=highest {
