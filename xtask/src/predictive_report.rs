@@ -2,15 +2,19 @@
 //! trace with an `*-off.yaml` and an `*-scale.yaml` `LoadReplay` in each DIR (default
 //! `scenarios/`), the table of docs/hpa-plus.md "Predictive scaling" (Off against Scale:
 //! overloaded steps, longest overload, replica-hours against what the load needed, from the
-//! second week on) and what `minReplicasTuning` would have proposed and cost on the same
-//! trace. Every number comes from `hpa-plus`'s own replay
+//! second week on), whether issue 31's bound holds on each, what `minReplicasTuning` would
+//! have proposed and cost on the same trace, and what a lower target or a higher
+//! `minReplicas` costs to halve Off's overload. Every number comes from `hpa-plus`'s own replay
 //! (`plimsoll_hpa_plus::replay_load`), so the report shows what the controller would do.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use plimsoll_hpa_plus::replay_load::summary::{HEADER, OVERLOAD_FACTOR, Summary, row, summarize};
+use plimsoll_hpa_plus::replay_load::summary::{
+    Expect, HEADER, OVERLOAD_FACTOR, Summary, check, row, summarize,
+};
 use plimsoll_hpa_plus::replay_load::{LoadReplay, replay_load_str};
 
 /// The report counts steps from the second week on: before it a 7-day lookback has not seen
@@ -185,12 +189,44 @@ fn headroom(name: &str, off_path: &Path, off: &Summary) -> anyhow::Result<Option
     )))
 }
 
+/// Issue 31's bound on Scale against Off: at most half of Off's overloaded steps (none when
+/// Off has none) for at most 10 % more replica-hours. The replay's own `expect` check judges
+/// it, so the report and a scenario's `expect` cannot disagree.
+fn bound() -> Expect {
+    Expect {
+        overloaded_steps_vs_baseline_at_most: Some(0.5),
+        replica_hours_vs_baseline_at_most: Some(1.1),
+        ..Expect::default()
+    }
+}
+
+/// The report's line on [`bound`]: on how many traces it holds, and what each other misses.
+fn verdict(misses: &[(String, Vec<String>)]) -> String {
+    let failing: Vec<&(String, Vec<String>)> =
+        misses.iter().filter(|(_, m)| !m.is_empty()).collect();
+    let mut out = format!(
+        "Issue 31's bound (Scale at most half of Off's overloaded steps, none when Off has none, for at most 1.1 × its replica-hours) holds on {} of {}",
+        misses.len() - failing.len(),
+        misses.len()
+    );
+    if failing.is_empty() {
+        out.push('.');
+    } else {
+        out.push_str("; it misses on:\n");
+        for (name, m) in failing {
+            let _ = write!(out, "\n- {name}: {}", m.join("; "));
+        }
+    }
+    out
+}
+
 /// Prints the report for the pairs in `dirs`.
 pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut tunings = Vec::new();
     let mut timings = Vec::new();
     let mut headrooms = Vec::new();
+    let mut misses = Vec::new();
     for dir in dirs {
         let found = pairs(dir)?;
         if found.is_empty() {
@@ -207,6 +243,7 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
             let (a, b): (Summary, Summary) =
                 (summarize(&off.steps, FROM), summarize(&scale.steps, FROM));
             rows.push(row(&name, &a, &b));
+            misses.push((name.clone(), check(&bound(), &b, Some(&a))));
             tunings.push(tuning(&name, &off_path, &off)?);
             headrooms.extend(headroom(&name, &off_path, &a)?);
         }
@@ -218,6 +255,7 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
     for r in rows {
         println!("{r}");
     }
+    println!("\n{}", verdict(&misses));
     println!(
         "\nminReplicasTuning (Apply, 7 days) from a static minReplicas that covers the Off replay's highest replicas, from day 7 on:\n"
     );
@@ -277,6 +315,49 @@ load:
         let path = dir.join(format!("bursts-{quiet}-{burst}-off.yaml"));
         std::fs::write(&path, text)?;
         Ok(path)
+    }
+
+    fn summary(overloaded_steps: usize, replica_hours: f64) -> Summary {
+        Summary {
+            from: FROM,
+            steps: 2016,
+            overloaded_steps,
+            longest_overload_seconds: 0.0,
+            replica_hours,
+            needed_hours: None,
+        }
+    }
+
+    #[test]
+    fn the_bound_holds_at_half_the_overload_for_a_tenth_more_and_names_each_miss() {
+        let off = summary(9, 100.0);
+        let judged =
+            |name: &str, scale: Summary| (name.to_owned(), check(&bound(), &scale, Some(&off)));
+        let misses = vec![
+            judged("halved", summary(4, 110.0)),
+            judged("one-too-many", summary(5, 100.0)),
+            judged("too-dear", summary(0, 110.5)),
+            (
+                "both-none".to_owned(),
+                check(&bound(), &summary(0, 101.0), Some(&summary(0, 100.0))),
+            ),
+        ];
+        let text = verdict(&misses);
+        assert!(text.contains("holds on 2 of 4"), "{text}");
+        for (name, missed) in [
+            ("halved", false),
+            ("one-too-many", true),
+            ("too-dear", true),
+            ("both-none", false),
+        ] {
+            assert_eq!(
+                text.contains(&format!("- {name}:")),
+                missed,
+                "{name}: {text}"
+            );
+        }
+        let all = verdict(&misses[..1]);
+        assert!(all.ends_with("holds on 1 of 1."), "{all}");
     }
 
     #[test]
