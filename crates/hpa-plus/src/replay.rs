@@ -398,10 +398,25 @@ fn container(c: &ContainerSpec, field: &str, init: bool) -> Result<ContainerSamp
     })
 }
 
+/// The text of a check's error, for the builders here that return their field's message (the
+/// caller wraps it as an invalid scenario once).
+fn message(e: ReplayError) -> String {
+    match e {
+        ReplayError::Invalid(message) => message,
+        other => other.to_string(),
+    }
+}
+
 /// One pod entry of a step, before `count` copies it.
 fn pod(p: &PodSpec, field: &str, now: Timestamp) -> Result<PodSample, String> {
-    let started = p.started_seconds_ago.unwrap_or(3600.0);
-    let ready_since = p.ready_since_seconds_ago.unwrap_or(started);
+    let age = |s: f64, name: &str| {
+        plimsoll_replay::seconds(s, format!("{field}.{name}")).map_err(message)
+    };
+    let started = age(p.started_seconds_ago.unwrap_or(3600.0), "startedSecondsAgo")?;
+    let ready_since = age(
+        p.ready_since_seconds_ago.unwrap_or(started),
+        "readySinceSecondsAgo",
+    )?;
     let ago = |s: f64| now - SignedDuration::from_secs_f64(s);
     let list = |cs: &[ContainerSpec], key: &str, init: bool| {
         cs.iter()
@@ -448,7 +463,10 @@ fn pod(p: &PodSpec, field: &str, now: Timestamp) -> Result<PodSample, String> {
 fn pods(step: &StepSpec, i: usize, now: Timestamp) -> Result<Vec<PodSample>, String> {
     let mut out = Vec::new();
     for (j, p) in step.pods.iter().enumerate() {
-        let template = pod(p, &format!("steps[{i}].pods[{j}]"), now)?;
+        let field = format!("steps[{i}].pods[{j}]");
+        let template = pod(p, &field, now)?;
+        plimsoll_replay::pod_count(out.len(), p.count.unwrap_or(1), format!("{field}.count"))
+            .map_err(message)?;
         match p.count {
             None => out.push(template),
             Some(n) => {
@@ -545,6 +563,7 @@ pub fn replay_str_with(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> 
                 "must be a number not before the previous step's t",
             ));
         }
+        plimsoll_replay::seconds(step.t, format_args!("steps[{i}].t"))?;
         last_t = step.t;
         if let Some(r) = step.replicas {
             replicas = r;

@@ -126,6 +126,14 @@ pub enum Interpolation {
 /// `--horizontal-pod-autoscaler-sync-period`, the period most clusters run.
 pub const DEFAULT_SYNC_PERIOD_SECONDS: i64 = 15;
 
+/// The most evaluations one `LoadReplay` runs (about 2.4 years at 15 s; a 30-day trace is
+/// 172,800). A file asking for more is refused up front rather than left to run for hours.
+pub const MAX_EVALUATIONS: f64 = 5_000_000.0;
+
+/// The longest `podStartupSeconds`: a day. Past it a pod is not starting but broken, and the
+/// forecast's lead (the startup plus a bucket) would outrun any history.
+const MAX_POD_STARTUP_SECONDS: f64 = 86_400.0;
+
 /// One step's load: seconds since the start, total CPU millicores, total memory milli-bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Sample {
@@ -301,6 +309,7 @@ fn samples(s: &Scenario, dir: &Path) -> Result<Vec<Sample>, ReplayError> {
     if !(s.step_seconds.is_finite() && s.step_seconds > 0.0) {
         return Err(invalid("stepSeconds", "must be a positive number"));
     }
+    plimsoll_replay::seconds(s.step_seconds, "stepSeconds")?;
     let cores = |v: f64, field: &str| -> Result<i64, ReplayError> {
         if v.is_finite() && v >= 0.0 {
             // Cores to millicores; a trace has no finer grain.
@@ -366,6 +375,7 @@ fn csv_samples(
         if out.last().is_some_and(|p| t <= p.t) || !t.is_finite() {
             return Err(invalid(&field, "t must increase"));
         }
+        plimsoll_replay::seconds(t, format!("{field} t"))?;
         let memory = if with_memory {
             let text = cells.get(2).copied().unwrap_or_default();
             Some(
@@ -965,8 +975,20 @@ fn start(
     dir: &Path,
 ) -> Result<(Run, Vec<Sample>, i64, Option<i32>), ReplayError> {
     let (spec, settings) = autoscaler(scenario, text)?;
+    // The replay holds every pod it creates; past a cluster's worth a file could ask for
+    // billions.
+    if usize::try_from(spec.max_replicas).unwrap_or(0) > plimsoll_replay::MAX_PODS {
+        return Err(invalid(
+            "autoscaler.spec.maxReplicas",
+            format!(
+                "a LoadReplay models each pod: at most {}",
+                plimsoll_replay::MAX_PODS
+            ),
+        ));
+    }
     let (config, period) = controller(scenario, &spec)?;
     let trace = samples(scenario, dir)?;
+    evaluations(scenario, &trace, period)?;
     let template = template(scenario)?;
     let memory_per_pod = scenario
         .load
@@ -975,8 +997,13 @@ fn start(
         .map(|a| milli(a, "load.memoryPerPod"))
         .transpose()
         .map_err(ReplayError::Invalid)?;
-    if !(scenario.pod_startup_seconds.is_finite() && scenario.pod_startup_seconds >= 0.0) {
-        return Err(invalid("podStartupSeconds", "must be a number >= 0"));
+    if !(scenario.pod_startup_seconds.is_finite()
+        && (0.0..=MAX_POD_STARTUP_SECONDS).contains(&scenario.pod_startup_seconds))
+    {
+        return Err(invalid(
+            "podStartupSeconds",
+            format!("must be a number from 0 to {MAX_POD_STARTUP_SECONDS}"),
+        ));
     }
     let epoch = epoch()?;
     let startup = SignedDuration::from_secs_f64(scenario.pod_startup_seconds);
@@ -1019,6 +1046,34 @@ fn start(
         scaled_to_zero: false,
     };
     Ok((run, trace, period, target))
+}
+
+/// Refuses a trace that takes more than
+/// [`MAX_EVALUATIONS`] evaluations at `period` seconds, naming the field that makes it long.
+fn evaluations(scenario: &Scenario, trace: &[Sample], period: i64) -> Result<(), ReplayError> {
+    let (Some(first), Some(last)) = (trace.first(), trace.last()) else {
+        return Ok(());
+    };
+    let period = period as f64;
+    let count = (last.t + scenario.step_seconds - first.t) / period;
+    if count <= MAX_EVALUATIONS {
+        return Ok(());
+    }
+    let field = if scenario.step_seconds / period > MAX_EVALUATIONS {
+        "stepSeconds"
+    } else if scenario.load.csv.is_some() {
+        "load.csv"
+    } else {
+        "load.cpu"
+    };
+    Err(invalid(
+        field,
+        format!(
+            "the trace spans {:.0} s, {count:.0} evaluations at the {period} s sync period; \
+             a replay runs at most {MAX_EVALUATIONS} (shorten the trace or lengthen the period)",
+            last.t + scenario.step_seconds - first.t
+        ),
+    ))
 }
 
 /// The time a replay starts at.

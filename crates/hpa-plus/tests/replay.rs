@@ -131,6 +131,8 @@ fn exit_2_names_the_field() {
             "invalid-quantity.yaml",
             "steps[0].pods[0].containers[0].requests.cpu",
         ),
+        // Past the pods a cluster may hold: refused before any is built.
+        ("invalid-pod-count.yaml", "steps[0].pods[1].count"),
     ] {
         let out = bin(&["replay", &path(DATA, file)]);
         assert_eq!(out.status.code(), Some(2), "{file}");

@@ -26,5 +26,7 @@ pub use error::ReplayError;
 pub use harness::{ExtraFile, Invocation, Outcome, Source, run, run_with};
 pub use output::Output;
 pub use plimsoll_plot as plot;
-pub use scenario::{expect_kind, miss, parse};
+pub use scenario::{
+    MAX_PODS, MAX_SECONDS, expect_kind, miss, parse, pod_count, seconds, whole_seconds,
+};
 pub use status::Status;

@@ -263,7 +263,10 @@ impl ControllerSettings {
                         format!("must be > 0, got {s}"),
                     ));
                 }
-                Some(s) => *dst = SignedDuration::from_secs(s),
+                Some(s) => {
+                    plimsoll_replay::whole_seconds(s, format!("controller.{name}"))?;
+                    *dst = SignedDuration::from_secs(s);
+                }
                 None => {}
             }
         }
@@ -278,6 +281,7 @@ impl ControllerSettings {
                 format!("must be > 0, got {s}"),
             )),
             Some(s) => {
+                plimsoll_replay::whole_seconds(s, format!("controller.{name}"))?;
                 *dst = SignedDuration::from_secs(s);
                 Ok(())
             }
@@ -402,6 +406,7 @@ fn seconds(t: f64, path: &str) -> Result<SignedDuration, ReplayError> {
             format!("must be a time >= 0 in seconds, got {t}"),
         ));
     }
+    plimsoll_replay::seconds(t, path)?;
     SignedDuration::try_from_secs_f64(t).map_err(|e| invalid(path, e))
 }
 

@@ -234,6 +234,19 @@ pub fn pods(scenario: &Scenario) -> Result<Vec<PodSnapshot>, ReplayError> {
     let mut out = Vec::new();
     for (i, spec) in scenario.pods.iter().enumerate() {
         let path = format!("pods[{i}]");
+        plimsoll_replay::pod_count(out.len(), spec.count.unwrap_or(1), format!("{path}.count"))?;
+        for (name, age) in [
+            ("startedSecondsAgo", spec.started_seconds_ago),
+            (
+                "resizeRequestedSecondsAgo",
+                spec.resize_requested_seconds_ago,
+            ),
+            ("readySecondsAgo", spec.ready_seconds_ago),
+        ] {
+            if let Some(s) = age {
+                plimsoll_replay::whole_seconds(s, format!("{path}.{name}"))?;
+            }
+        }
         let containers = containers(spec, &path)?;
         let (desired_requests, infeasible) = resize_values(spec, &path)?;
         let phase = phase(spec, &path)?;
@@ -435,6 +448,20 @@ pub fn run_scenario(scenario: &Scenario) -> Result<Vec<PodAction>, ReplayError> 
             .map_err(|e| invalid("vpa.status.recommendation", e))?
             .unwrap_or_default();
     let c = &scenario.controller;
+    for (name, value) in [
+        (
+            "podLifetimeUpdateThresholdSeconds",
+            c.pod_lifetime_update_threshold_seconds,
+        ),
+        (
+            "evictAfterOomThresholdSeconds",
+            c.evict_after_oom_threshold_seconds,
+        ),
+    ] {
+        if let Some(s) = value {
+            plimsoll_replay::whole_seconds(s, format!("controller.{name}"))?;
+        }
+    }
     let defaults = UpdateConfig::default();
     let update_config = UpdateConfig {
         min_change_priority: c

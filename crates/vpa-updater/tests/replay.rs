@@ -166,6 +166,21 @@ fn invalid_files_exit_2_naming_the_field() {
             ),
             "pods[0].phase",
         ),
+        // An age past what the replay's clock holds, and more pods than a cluster holds.
+        (
+            "far-age.yaml",
+            format!(
+                "kind: UpdaterReplay\n{VPA}pods:\n  - {{name: p, startedSecondsAgo: 9223372036854775807, containers: []}}\n"
+            ),
+            "pods[0].startedSecondsAgo",
+        ),
+        (
+            "many-pods.yaml",
+            format!(
+                "kind: UpdaterReplay\n{VPA}pods:\n  - {{name: p, count: 1000000000000, containers: []}}\n"
+            ),
+            "pods[0].count",
+        ),
     ];
     for (name, text, field) in cases {
         let out = replay(&temp_file(name, &text), &[]);

@@ -130,6 +130,42 @@ fn bad_input_names_the_field() {
     assert!(e.contains("load.csv"), "{e}");
 }
 
+/// Files that would run for hours or overflow the replay's clock are refused up front, each
+/// naming its field.
+#[test]
+fn a_trace_too_long_or_too_far_out_is_refused_before_it_runs() {
+    let err = |text: String| {
+        replay_load_str(&text, Path::new("."))
+            .unwrap_err()
+            .to_string()
+    };
+    let base = scenario("off", 1, "1, 2", "");
+    let e = err(base.replace("stepSeconds: 3600", "stepSeconds: 1e20"));
+    assert!(e.contains("stepSeconds") && e.contains("within"), "{e}");
+    // 5,000,000 evaluations at 15 s are 75,000,000 s: two steps of 40,000,000 s are more.
+    let e = err(base.replace("stepSeconds: 3600", "stepSeconds: 40000000"));
+    assert!(e.contains("load.cpu") && e.contains("evaluations"), "{e}");
+    // The same span at an hour's period is 22,222 evaluations, and runs.
+    let hourly = base
+        .replace("stepSeconds: 3600", "stepSeconds: 40000000")
+        .replace(
+            "containers:",
+            "controller: {syncPeriodSeconds: 3600}\ncontainers:",
+        );
+    assert_eq!(run(&hourly).steps.len(), 2);
+    // Two billion pods of a milli-core each would be held one by one.
+    let e =
+        err(scenario("off", 1, "1, 1e9", "").replace("maxReplicas: 20", "maxReplicas: 2147483647"));
+    assert!(e.contains("autoscaler.spec.maxReplicas"), "{e}");
+    let e = err(base.replace("podStartupSeconds: 60", "podStartupSeconds: 1e300"));
+    assert!(e.contains("podStartupSeconds"), "{e}");
+    let cores = |v: f64, _: &str| Ok((v * 1000.0) as i64);
+    let e = csv_samples("t,cpu\n0,1\n1e300,2\n", cores)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("load.csv row 2") && e.contains("within"), "{e}");
+}
+
 #[test]
 fn csv_rows_must_have_the_header_and_increasing_t() {
     let cores = |v: f64, _: &str| Ok((v * 1000.0) as i64);

@@ -172,6 +172,12 @@ fn invalid_scenarios_name_the_field() {
         ("invalid-expect-time.yaml", "expect[0].t"),
         ("invalid-unknown-field.yaml", "sampels"),
         ("invalid-vpa.yaml", "vpa.spec.updatePolicy.updateMode"),
+        // Times past what the replay's clock holds are refused, not overflowed.
+        ("invalid-far-time.yaml", "samples[1].t"),
+        (
+            "invalid-far-interval.yaml",
+            "controller.memoryAggregationIntervalSeconds",
+        ),
     ];
     for (file, path) in cases {
         let err = replay::load(&data.join(file)).expect_err(file);
