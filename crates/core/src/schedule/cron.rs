@@ -186,11 +186,14 @@ impl Fields {
 
     /// True when `date` matches the day fields.
     pub fn matches_day(&self, date: jiff::civil::Date) -> bool {
-        let day = date.day();
-        let on_day_of_month = self.day_of_month & (1 << day) != 0
-            || (self.last_day_of_month && day == date.days_in_month());
-        let weekday = date.weekday().to_sunday_zero_offset();
-        let on_day_of_week = self.day_of_week & (1 << weekday) != 0;
+        self.matches_day_of(DayFacts::of(date))
+    }
+
+    /// [`Fields::matches_day`] on what it reads of a date (the month aside).
+    fn matches_day_of(&self, facts: DayFacts) -> bool {
+        let on_day_of_month = self.day_of_month & (1 << facts.day) != 0
+            || (self.last_day_of_month && facts.last_of_month);
+        let on_day_of_week = self.day_of_week & (1 << facts.weekday) != 0;
         if self.day_of_month_any || self.day_of_week_any {
             on_day_of_month && on_day_of_week
         } else {
@@ -229,9 +232,43 @@ impl DaySchedule {
         Fields::parse(expr).map(Self)
     }
 
-    /// True when no job may fire on `date` (a civil date in the object's time zone).
+    /// True when no job may fire on `date` (a civil date in the object's time zone). The month
+    /// counts as the day fields do: upstream excludes a date when the entry's next firing falls
+    /// on it, so `* * * 25 12 *` is Christmas, not the 25th of every month.
     pub fn contains(&self, date: jiff::civil::Date) -> bool {
-        self.0.matches_day(date)
+        self.contains_day_of(DayFacts::of(date))
+    }
+
+    /// [`DaySchedule::contains`] on what it reads of a date.
+    pub fn contains_day_of(&self, facts: DayFacts) -> bool {
+        self.0.month & (1 << facts.month) != 0 && self.0.matches_day_of(facts)
+    }
+}
+
+/// All that the day fields read of a date: whether a date matches depends on nothing else, so
+/// a set of day schedules can be decided once for every combination (see
+/// [`super::excluded::ExcludedDays`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DayFacts {
+    /// 1 to 12.
+    pub month: i8,
+    /// 1 to 31.
+    pub day: i8,
+    /// The month has no later day.
+    pub last_of_month: bool,
+    /// 0 (Sunday) to 6.
+    pub weekday: i8,
+}
+
+impl DayFacts {
+    /// The facts of `date`.
+    pub fn of(date: jiff::civil::Date) -> Self {
+        Self {
+            month: date.month(),
+            day: date.day(),
+            last_of_month: date.day() == date.days_in_month(),
+            weekday: date.weekday().to_sunday_zero_offset(),
+        }
     }
 }
 
@@ -574,6 +611,10 @@ mod tests {
         let christmas = DaySchedule::parse("* * * 25 12 *").unwrap();
         assert!(christmas.contains(jiff::civil::date(2026, 12, 25)));
         assert!(!christmas.contains(jiff::civil::date(2026, 12, 24)));
+        assert!(!christmas.contains(jiff::civil::date(2026, 3, 25)));
+        let november_fridays = DaySchedule::parse("* * * ? 11 fri").unwrap();
+        assert!(november_fridays.contains(jiff::civil::date(2026, 11, 27)));
+        assert!(!november_fridays.contains(jiff::civil::date(2026, 12, 4)));
         let weekend = DaySchedule::parse("0 0 * * sat,sun").unwrap();
         assert!(weekend.contains(jiff::civil::date(2026, 3, 28)));
         assert!(!weekend.contains(jiff::civil::date(2026, 3, 27)));

@@ -4,6 +4,7 @@
 //! * [`zone`]: time zones and daylight-saving rules (skipped times fire once at the end of the
 //!   gap, repeated times fire once).
 //! * [`next`]: the next firing instant strictly after a given instant.
+//! * [`excluded`]: which local days `excludeDates` takes out, decided once per spec.
 //! * [`plan`]: which jobs fire in a window, which are due now, which were missed.
 //! * [`effect`]: what a firing job does to its target (replica mode or min-replicas mode) and
 //!   the keep-window rule.
@@ -18,6 +19,7 @@
 
 pub mod cron;
 pub mod effect;
+pub mod excluded;
 pub mod history;
 pub mod next;
 pub mod plan;

@@ -19,6 +19,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
 use super::cron::{DaySchedule, Schedule};
+use super::excluded::ExcludedDays;
 use super::{Error, Result, next, zone};
 use crate::api::cron::{
     CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
@@ -29,6 +30,10 @@ use crate::stable_hash::Fnv1a;
 /// Most firings one [`plan`] lists; a wider window is an error rather than a huge allocation.
 pub const MAX_FIRINGS: usize = 100_000;
 
+/// Most excluded days (about ten years) a job's next run is looked for past; beyond, the job
+/// has no next run.
+const MAX_EXCLUDED_DAYS: usize = 3_700;
+
 /// Most firings counted per job as missed in one [`evaluate`]; the count saturates there.
 pub const MAX_MISSED_COUNT: usize = 10_000;
 
@@ -37,8 +42,8 @@ pub const MAX_MISSED_COUNT: usize = 10_000;
 pub struct CompiledSpec {
     /// `spec.timeZone` (UTC when absent or empty).
     pub time_zone: TimeZone,
-    /// `spec.excludeDates`, parsed.
-    pub exclude_dates: Vec<DaySchedule>,
+    /// The days `spec.excludeDates` takes out.
+    pub excluded: ExcludedDays,
     /// `spec.jobs`, parsed, in spec order.
     pub jobs: Vec<CompiledJob>,
 }
@@ -205,7 +210,7 @@ impl CompiledSpec {
     pub fn compile(spec: &CronHorizontalPodAutoscalerSpec) -> Result<Self> {
         let time_zone = zone::parse_time_zone(spec.time_zone.as_deref().unwrap_or_default())
             .map_err(|e| Error::TimeZone(Box::new(e)))?;
-        let exclude_dates = spec
+        let exclude_dates: Vec<DaySchedule> = spec
             .exclude_dates
             .iter()
             .enumerate()
@@ -235,15 +240,15 @@ impl CompiledSpec {
             .collect::<Result<_>>()?;
         Ok(Self {
             time_zone,
-            exclude_dates,
+            excluded: ExcludedDays::new(&exclude_dates),
             jobs,
         })
     }
 
     /// True when `at` falls on an excluded day in the object's time zone.
     pub fn is_excluded(&self, at: Timestamp) -> bool {
-        let day = self.time_zone.to_datetime(at).date();
-        self.exclude_dates.iter().any(|d| d.contains(day))
+        self.excluded
+            .contains(self.time_zone.to_datetime(at).date())
     }
 
     /// The next firing of job `index` strictly after `after` that is not on an excluded day.
@@ -259,23 +264,33 @@ impl CompiledSpec {
             return None;
         }
         let mut cursor = after;
-        // Each excluded firing jumps to the next local day, so this bounds the search to
-        // about ten years of excluded days.
-        for _ in 0..3_700 {
+        // The search gives up after about ten years of excluded days (or of excluded firings,
+        // each on a day of its own).
+        let mut excluded_days = 0;
+        for _ in 0..MAX_EXCLUDED_DAYS {
             let at = next::next_after(&job.schedule, &self.time_zone, cursor)?;
-            if !self.is_excluded(at) {
+            let mut day = self.time_zone.to_datetime(at).date();
+            if !self.excluded.contains(day) {
                 return Some(at);
             }
-            cursor = self.end_of_local_day(at)?;
+            // Step over the excluded days by the calendar alone, then ask the schedule again
+            // from the first day that is not.
+            while self.excluded.contains(day) {
+                excluded_days += 1;
+                if excluded_days > MAX_EXCLUDED_DAYS {
+                    return None;
+                }
+                day = day.tomorrow().ok()?;
+            }
+            cursor = self.before_local_day(day)?;
         }
         None
     }
 
-    /// The last instant of the local day containing `at` (so `next_after` of it is the first
-    /// firing on a later day).
-    fn end_of_local_day(&self, at: Timestamp) -> Option<Timestamp> {
-        let tomorrow = self.time_zone.to_datetime(at).date().tomorrow().ok()?;
-        let start = zone::resolve(tomorrow.at(0, 0, 0, 0), &self.time_zone)?;
+    /// The last instant before local day `day` (so `next_after` of it is the first firing on
+    /// `day` or later).
+    fn before_local_day(&self, day: jiff::civil::Date) -> Option<Timestamp> {
+        let start = zone::resolve(day.at(0, 0, 0, 0), &self.time_zone)?;
         start.checked_sub(SignedDuration::from_nanos(1)).ok()
     }
 
@@ -827,6 +842,48 @@ mod tests {
         assert!(e.due.is_empty());
         assert_eq!(e.skipped[0].skipped, Some(SkipReason::ExcludedDate));
         assert_eq!(e.next_wake, Some(ts("2026-12-26T00:00:00Z")));
+    }
+
+    #[test]
+    fn a_run_of_excluded_days_is_stepped_over_to_the_first_free_one() {
+        let spec = CronHorizontalPodAutoscalerSpec::test()
+            .exclude("* * * 24-26 12 *")
+            .exclude("0 0 * * sun")
+            .job("morning", "0 0 8 * * *", 3);
+        let compiled = compile(&spec);
+        // 2026-12-24 to 26 are excluded, 27 is a Sunday: the 28th is the next run.
+        let next = compiled.next_run(0, JobProgress::default(), ts("2026-12-23T09:00:00Z"));
+        assert_eq!(next, Some(ts("2026-12-28T08:00:00Z")));
+        // In Berlin's time zone the days are Berlin's.
+        let mut berlin = spec.clone();
+        berlin.time_zone = Some("Europe/Berlin".into());
+        let next = compile(&berlin).next_run(0, JobProgress::default(), ts("2026-12-23T09:00:00Z"));
+        assert_eq!(next, Some(ts("2026-12-28T07:00:00Z")));
+    }
+
+    #[test]
+    fn jobs_on_days_that_are_all_excluded_never_run() {
+        // The most a tenant may write: 366 entries (the last every day) and 100 jobs.
+        let mut spec = CronHorizontalPodAutoscalerSpec::test();
+        spec.exclude_dates = (1..=365)
+            .map(|d| format!("* * * {} {} *", 1 + d % 28, 1 + d % 12))
+            .chain(["* * * * * *".to_owned()])
+            .collect();
+        for i in 0..100 {
+            spec = spec.job(&format!("j{i}"), "* * * * * *", 1);
+        }
+        let compiled = compile(&spec);
+        let e = evaluate(
+            &compiled,
+            &[],
+            ts("2026-03-28T00:00:00Z"),
+            ts("2026-03-28T00:00:01Z"),
+            grace(),
+        );
+        assert!(e.due.is_empty());
+        assert_eq!(e.skipped.len(), 100);
+        assert_eq!(e.next_runs, vec![None; 100]);
+        assert_eq!(e.next_wake, None);
     }
 
     #[test]
