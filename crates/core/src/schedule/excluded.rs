@@ -17,13 +17,21 @@ const COMBINATIONS: usize = MONTHS * DAYS * WEEKDAYS * 2;
 
 /// The excluded days of one spec, by [`DayFacts`].
 #[derive(Clone, PartialEq, Eq)]
-pub struct ExcludedDays(Option<Box<[bool]>>);
+pub struct ExcludedDays {
+    /// Whether each combination is excluded; `None` when there are no entries.
+    table: Option<Box<[bool]>>,
+    /// Every combination is.
+    every_day: bool,
+}
 
 impl ExcludedDays {
     /// Decides every combination against `entries` (none: no day is excluded).
     pub fn new(entries: &[DaySchedule]) -> Self {
         if entries.is_empty() {
-            return Self(None);
+            return Self {
+                table: None,
+                every_day: false,
+            };
         }
         let mut table = vec![false; COMBINATIONS];
         for month in 1..=MONTHS {
@@ -42,12 +50,20 @@ impl ExcludedDays {
                 }
             }
         }
-        Self(Some(table.into_boxed_slice()))
+        Self {
+            every_day: table.iter().all(|e| *e),
+            table: Some(table.into_boxed_slice()),
+        }
+    }
+
+    /// True when every date is excluded: no job ever runs, and there is nothing to search.
+    pub fn every_day(&self) -> bool {
+        self.every_day
     }
 
     /// True when no job may fire on `date` (a civil date in the object's time zone).
     pub fn contains(&self, date: Date) -> bool {
-        self.0
+        self.table
             .as_ref()
             .is_some_and(|table| table[index(DayFacts::of(date))])
     }
@@ -56,7 +72,7 @@ impl ExcludedDays {
 impl std::fmt::Debug for ExcludedDays {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let count = self
-            .0
+            .table
             .as_ref()
             .map_or(0, |table| table.iter().filter(|e| **e).count());
         write!(f, "ExcludedDays({count} of {COMBINATIONS} combinations)")
@@ -121,5 +137,15 @@ mod tests {
             .collect();
         assert_eq!(days, [jiff::civil::date(2026, 12, 25)]);
         assert!(!ExcludedDays::new(&[]).contains(jiff::civil::date(2026, 12, 25)));
+        assert!(!excluded.every_day() && !ExcludedDays::new(&[]).every_day());
+    }
+
+    #[test]
+    fn weekdays_and_weekends_together_are_every_day() {
+        let parse = |e: &str| DaySchedule::parse(e).unwrap();
+        let both = ExcludedDays::new(&[parse("0 0 * * mon-fri"), parse("0 0 * * sat,sun")]);
+        assert!(both.every_day());
+        let weekends = ExcludedDays::new(&[parse("0 0 * * sat,sun")]);
+        assert!(!weekends.every_day());
     }
 }

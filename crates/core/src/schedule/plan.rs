@@ -260,7 +260,7 @@ impl CompiledSpec {
         after: Timestamp,
     ) -> Option<Timestamp> {
         let job = self.jobs.get(index)?;
-        if job.run_once && progress.run_once_done {
+        if (job.run_once && progress.run_once_done) || self.excluded.every_day() {
             return None;
         }
         let mut cursor = after;
