@@ -325,8 +325,10 @@ pub fn plain_metric(
         return Err("no pods returned by selector while calculating replica count".into());
     }
     let groups = group_pods(ctx, &metrics, cpu);
-    // Samples of pods that are not (or no longer) selected do not count.
-    metrics.retain(|name, _| ctx.pods.iter().any(|p| &p.name == name));
+    // Samples of pods that are not (or no longer) selected do not count. By a set: a
+    // workload may run tens of thousands of pods, and a scan per sample is quadratic in them.
+    let selected: BTreeSet<&str> = ctx.pods.iter().map(|p| p.name.as_str()).collect();
+    metrics.retain(|name, _| selected.contains(name.as_str()));
     for name in groups.ignored.iter().chain(&groups.unready) {
         metrics.remove(name);
     }
