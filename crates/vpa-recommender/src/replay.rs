@@ -598,9 +598,11 @@ impl<'a> FakeCluster<'a> {
     fn new(scenario: &'a Scenario) -> Self {
         let selector =
             Selector::parse(&format!("{}={}", POD_LABEL.0, POD_LABEL.1)).map_err(|e| e.to_string());
+        // In order of first sample; the set keeps this linear in the samples.
+        let mut seen = std::collections::BTreeSet::new();
         let mut names: Vec<&str> = Vec::new();
         for s in &scenario.samples {
-            if !names.contains(&s.pod.as_str()) {
+            if seen.insert(s.pod.as_str()) {
                 names.push(&s.pod);
             }
         }
