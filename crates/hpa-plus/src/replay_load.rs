@@ -1055,7 +1055,8 @@ fn evaluations(scenario: &Scenario, trace: &[Sample], period: i64) -> Result<(),
         return Ok(());
     };
     let period = period as f64;
-    let count = (last.t + scenario.step_seconds - first.t) / period;
+    let span = last.t + scenario.step_seconds - first.t;
+    let count = span / period;
     if count <= MAX_EVALUATIONS {
         return Ok(());
     }
@@ -1069,9 +1070,8 @@ fn evaluations(scenario: &Scenario, trace: &[Sample], period: i64) -> Result<(),
     Err(invalid(
         field,
         format!(
-            "the trace spans {:.0} s, {count:.0} evaluations at the {period} s sync period; \
-             a replay runs at most {MAX_EVALUATIONS} (shorten the trace or lengthen the period)",
-            last.t + scenario.step_seconds - first.t
+            "the trace spans {span:.0} s, {count:.0} evaluations at the {period} s sync period; \
+             a replay runs at most {MAX_EVALUATIONS} (shorten the trace or lengthen the period)"
         ),
     ))
 }
