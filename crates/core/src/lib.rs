@@ -7,6 +7,7 @@
 pub mod api;
 pub mod conflict;
 pub mod horizontal;
+pub mod printable;
 pub mod quantity;
 pub mod quoted;
 pub mod schedule;

@@ -1,10 +1,16 @@
 //! `kubectl plimsoll convert -f FILE`: every autoscaler document of the input converted by
 //! `plimsoll_core::api::convert`, as YAML for `kubectl apply -f -`, with a report of what could
 //! not be carried over (as a comment above each object, and for stderr).
+//!
+//! The input may come from a tenant, and its keys, names and values reach the comments and the
+//! report: each is written escaped ([`plimsoll_core::printable`]), so a newline in a key cannot
+//! end the comment and add a document of its own to what is applied, and no escape sequence
+//! reaches the terminal.
 
 use std::fmt::Write as _;
 
 use plimsoll_core::api::convert::{Conversion, ConvertError, convert};
+use plimsoll_core::printable::printable as shown;
 use serde_json::Value;
 
 use crate::{Error, Result};
@@ -33,7 +39,7 @@ impl Converted {
                 if i == 0 {
                     out.push_str(&comment_block(c));
                 } else {
-                    let _ = writeln!(out, "# Converted from {} (continued).", c.source);
+                    let _ = writeln!(out, "# Converted from {} (continued).", shown(&c.source));
                 }
                 let yaml =
                     serde_saphyr::to_string(value).map_err(|e| Error::Encode(e.to_string()))?;
@@ -52,23 +58,26 @@ impl Converted {
         let mut out = String::new();
         for c in &self.conversions {
             if c.dropped.is_empty() {
-                let _ = writeln!(out, "{}: every field carried over", c.source);
+                let _ = writeln!(out, "{}: every field carried over", shown(&c.source));
             }
             for d in &c.dropped {
                 let _ = writeln!(
                     out,
                     "{}: not carried over: {}: {}",
-                    c.source, d.field, d.reason
+                    shown(&c.source),
+                    shown(&d.field),
+                    shown(&d.reason)
                 );
             }
             for n in &c.notes {
-                let _ = writeln!(out, "{}: note: {n}", c.source);
+                let _ = writeln!(out, "{}: note: {}", shown(&c.source), shown(n));
             }
         }
         for s in &self.skipped {
             let _ = writeln!(
                 out,
-                "{s}: skipped (not an autoscaler this command converts)"
+                "{}: skipped (not an autoscaler this command converts)",
+                shown(s)
             );
         }
         out
@@ -78,18 +87,18 @@ impl Converted {
 fn comment_block(c: &Conversion) -> String {
     let mut out = format!(
         "# Converted from {} by kubectl plimsoll convert.\n",
-        c.source
+        shown(&c.source)
     );
     if !c.dropped.is_empty() {
         out.push_str("# Not carried over:\n");
         for d in &c.dropped {
-            let _ = writeln!(out, "#   {}: {}", d.field, d.reason);
+            let _ = writeln!(out, "#   {}: {}", shown(&d.field), shown(&d.reason));
         }
     }
     if !c.notes.is_empty() {
         out.push_str("# Set or rewritten to keep the behaviour:\n");
         for n in &c.notes {
-            let _ = writeln!(out, "#   {n}");
+            let _ = writeln!(out, "#   {}", shown(n));
         }
     }
     out
@@ -124,7 +133,7 @@ pub fn convert_text(input: &str) -> Result<Converted> {
                         .unwrap_or_default();
                     skipped.push(format!("{kind}/{name}"));
                 }
-                Err(e) => return Err(Error::Input(e.to_string())),
+                Err(e) => return Err(Error::Input(shown(&e.to_string()).into_owned())),
             }
         }
     }
@@ -132,4 +141,49 @@ pub fn convert_text(input: &str) -> Result<Converted> {
         conversions,
         skipped,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use plimsoll_core::printable::acts_on_terminal;
+
+    use super::*;
+
+    const HOSTILE: &str = include_str!("../tests/data/hpa-hostile-keys.yaml");
+
+    #[test]
+    fn keys_and_names_from_the_input_cannot_add_documents_or_reach_the_terminal() -> Result<()> {
+        let converted = convert_text(HOSTILE)?;
+        let yaml = converted.yaml()?;
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(&yaml).map_err(|e| Error::Input(format!("{e}\n{yaml}")))?;
+        // The one HPA+ and nothing the unknown key spelled out.
+        assert_eq!(docs.len(), 1, "{yaml}");
+        assert_eq!(docs[0]["kind"], "HorizontalPodAutoscalerPlus", "{yaml}");
+        assert_eq!(docs[0]["spec"]["maxReplicas"], 5);
+        assert_eq!(
+            docs[0]["spec"]["metrics"][0]["external"]["metric"]["name"],
+            "queue\u{1b}]52;c;cm0gLXJmIH4=\u{7}",
+            "the object keeps its values; only the comments and the report escape them"
+        );
+        let report = converted.report();
+        for text in [&yaml, &report] {
+            assert!(
+                !text.chars().any(|c| c != '\n' && acts_on_terminal(c)),
+                "{text}"
+            );
+        }
+        // One line per dropped field and per skipped document, each still naming its field.
+        let lines: Vec<&str> = report.lines().collect();
+        assert_eq!(lines.len(), 2, "{report}");
+        assert!(
+            lines[0].contains("not carried over: spec.x\\n---\\napiVersion"),
+            "{report}"
+        );
+        assert!(
+            lines[0].starts_with("HorizontalPodAutoscaler/web\\n---\\nkind: Secret\\u{1b}[2K:")
+        );
+        assert!(lines[1].starts_with("ConfigMap\\r\\u{1b}]0;title\\u{7}/other\\n---\\n: skipped"));
+        Ok(())
+    }
 }

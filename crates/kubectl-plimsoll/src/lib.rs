@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use plimsoll_core::printable::printable_lines;
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -68,14 +69,16 @@ pub enum Output {
 }
 
 impl Output {
-    /// `value` printed in this format, `text` for [`Output::Text`].
+    /// `value` printed in this format, `text` for [`Output::Text`]. Text goes to a terminal, so
+    /// whatever in it a terminal would act on is escaped; the core's texts already escape each
+    /// value read from the cluster, and this catches what a new text forgets.
     pub(crate) fn render<T: serde::Serialize>(
         self,
         value: &T,
         text: impl FnOnce() -> String,
     ) -> Result<String> {
         match self {
-            Self::Text => Ok(text()),
+            Self::Text => Ok(printable_lines(&text()).into_owned()),
             Self::Json => serde_json::to_string_pretty(value)
                 .map(|s| s + "\n")
                 .map_err(|e| Error::Encode(e.to_string())),

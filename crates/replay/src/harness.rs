@@ -11,6 +11,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use plimsoll_core::printable::printable_lines;
 use plimsoll_plot::{Chart, Format};
 use serde::Serialize;
 
@@ -107,7 +108,7 @@ pub fn run_with<O: Outcome>(
 ) -> Status {
     let result = replay_and_write(invocation, replay, stdout).and_then(|misses| {
         for miss in &misses {
-            writeln!(stderr, "{miss}").map_err(ReplayError::Print)?;
+            writeln!(stderr, "{}", printable_lines(miss)).map_err(ReplayError::Print)?;
         }
         Ok(Status::from_misses(&misses))
     });
@@ -115,7 +116,7 @@ pub fn run_with<O: Outcome>(
         Ok(status) => status,
         Err(e) => {
             // Nothing more can be said if stderr itself is gone.
-            let _ = writeln!(stderr, "{e}");
+            let _ = writeln!(stderr, "{}", printable_lines(&e.to_string()));
             Status::Invalid
         }
     }
@@ -140,8 +141,9 @@ fn replay_and_write<O: Outcome>(
     })?;
     match invocation.output {
         Output::Json => json_lines(outcome.lines(), stdout)?,
+        // A recorded scenario holds names a tenant wrote; the table goes to a terminal.
         Output::Table => stdout
-            .write_all(outcome.table().as_bytes())
+            .write_all(printable_lines(&outcome.table()).as_bytes())
             .map_err(ReplayError::Print)?,
     }
     stdout.flush().map_err(ReplayError::Print)?;
@@ -277,6 +279,57 @@ mod tests {
         assert_eq!(status, Status::Missed);
         assert_eq!(out, "T\n5\n");
         assert_eq!(err, "step 0: expected replicas 4, got 5\n");
+        std::fs::remove_dir_all(scenario.parent().unwrap()).unwrap();
+    }
+
+    /// A recorded scenario carries names a tenant wrote: the table, the misses and the errors
+    /// reach the terminal escaped, and JSON Lines stay as JSON encodes them.
+    #[test]
+    fn what_goes_to_a_terminal_is_escaped() {
+        struct Hostile(Fixed);
+        impl Outcome for Hostile {
+            type Line<'a> = Line;
+            fn lines(&self) -> Vec<Line> {
+                self.0.lines()
+            }
+            fn table(&self) -> String {
+                "METRIC\nq\u{1b}]52;c;eA==\u{7}\n".to_owned()
+            }
+            fn misses(&self) -> &[String] {
+                self.0.misses()
+            }
+            fn chart(&self) -> Option<Chart> {
+                None
+            }
+        }
+        let scenario = scratch("hostile");
+        let inv = Invocation {
+            scenario: &scenario,
+            output: Output::Table,
+            plot: None,
+        };
+        let fixed = Fixed {
+            ts: vec![5],
+            misses: vec![crate::miss(0, "metric \u{1b}[2Kq", "5")],
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let status = run_with(&inv, |_| Ok(Hostile(fixed)), &mut out, &mut err);
+        assert_eq!(status, Status::Missed);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "METRIC\nq\\u{1b}]52;c;eA==\\u{7}\n"
+        );
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "step 0: expected metric \\u{1b}[2Kq, got 5\n"
+        );
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let failed = Err::<Fixed, _>(ReplayError::invalid("steps[0].metric", "\u{1b}[31mred"));
+        run_with(&inv, |_| failed, &mut out, &mut err);
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "invalid scenario: steps[0].metric: \\u{1b}[31mred\n"
+        );
         std::fs::remove_dir_all(scenario.parent().unwrap()).unwrap();
     }
 

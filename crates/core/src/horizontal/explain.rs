@@ -26,6 +26,7 @@ use crate::api::hpa_plus::{
     LeadSeconds, MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
     PredictiveMode, PredictiveStatus, Season, UtilizationBase,
 };
+use crate::printable::printable as shown;
 
 /// What [`explain`] reads.
 #[derive(Clone, Copy, Debug)]
@@ -662,13 +663,13 @@ impl PredictiveLine {
     fn write_text(&self, out: &mut String) {
         use std::fmt::Write as _;
         let p = self;
-        let _ = writeln!(out, "\nPredictive ({}):", p.settings);
-        let _ = writeln!(out, "  {}: {}", p.reason, p.meaning);
+        let _ = writeln!(out, "\nPredictive ({}):", shown(&p.settings));
+        let _ = writeln!(out, "  {}: {}", shown(&p.reason), shown(&p.meaning));
         if !p.message.is_empty() {
-            let _ = writeln!(out, "  {}", p.message);
+            let _ = writeln!(out, "  {}", shown(&p.message));
         }
         if let Some(f) = &p.forecast {
-            let _ = write!(out, "  forecast: {f}");
+            let _ = write!(out, "  forecast: {}", shown(f));
             if let Some(r) = p.forecast_replicas {
                 let _ = write!(out, " -> {r} replicas");
             }
@@ -679,7 +680,7 @@ impl PredictiveLine {
         }
         for (metric, hours) in &p.history_hours {
             let days = *hours as f64 / 24.0;
-            let _ = writeln!(out, "  history: {metric} spans {days:.1} days");
+            let _ = writeln!(out, "  history: {} spans {days:.1} days", shown(metric));
         }
     }
 }
@@ -689,7 +690,7 @@ impl Explanation {
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
-        let _ = writeln!(out, "{} -> {}", self.object, self.target);
+        let _ = writeln!(out, "{} -> {}", shown(&self.object), shown(&self.target));
         let _ = write!(
             out,
             "Replicas: {} current, {} desired (min {}, max {})",
@@ -707,18 +708,18 @@ impl Explanation {
             let _ = write!(
                 out,
                 "  {}: current {}, target {}",
-                m.metric,
-                m.current.as_deref().unwrap_or("<unknown>"),
-                m.target
+                shown(&m.metric),
+                shown(m.current.as_deref().unwrap_or("<unknown>")),
+                shown(&m.target)
             );
             if let Some(r) = m.proposed_replicas {
                 let _ = write!(out, " -> proposes {r} replicas");
             }
             if let Some(e) = &m.error {
-                let _ = write!(out, " (failed: {e})");
+                let _ = write!(out, " (failed: {})", shown(e));
             }
             if let Some(f) = &m.fallback {
-                let _ = write!(out, " [{f}]");
+                let _ = write!(out, " [{}]", shown(f));
             }
             out.push('\n');
         }
@@ -731,15 +732,15 @@ impl Explanation {
         }
         match (&self.limited_by, &self.limit_meaning) {
             (Some(by), Some(meaning)) => {
-                let _ = writeln!(out, "Limited by: {by} ({meaning})");
+                let _ = writeln!(out, "Limited by: {} ({meaning})", shown(by));
             }
             (Some(by), None) => {
-                let _ = writeln!(out, "Limited by: {by}");
+                let _ = writeln!(out, "Limited by: {}", shown(by));
             }
             _ => {}
         }
         if let Some(reason) = &self.reason {
-            let _ = writeln!(out, "Reason: {reason}");
+            let _ = writeln!(out, "Reason: {}", shown(reason));
         }
         if !self.conditions.is_empty() {
             let _ = writeln!(out, "\nConditions:");
@@ -747,7 +748,10 @@ impl Explanation {
                 let _ = writeln!(
                     out,
                     "  {}={} {}: {}",
-                    c.type_, c.status, c.reason, c.message
+                    shown(&c.type_),
+                    shown(&c.status),
+                    shown(&c.reason),
+                    shown(&c.message)
                 );
             }
         }
@@ -756,7 +760,13 @@ impl Explanation {
             let _ = writeln!(out, "  nothing: no cooldown, delay or window is running");
         }
         for w in &self.waits {
-            let _ = writeln!(out, "  {}: {}s left ({})", w.what, w.seconds_left, w.detail);
+            let _ = writeln!(
+                out,
+                "  {}: {}s left ({})",
+                shown(&w.what),
+                w.seconds_left,
+                shown(&w.detail)
+            );
         }
         if !self.recommendations.is_empty() {
             let _ = writeln!(
@@ -772,7 +782,7 @@ impl Explanation {
             p.write_text(&mut out);
         }
         for n in &self.notes {
-            let _ = writeln!(out, "\nNote: {n}");
+            let _ = writeln!(out, "\nNote: {}", shown(n));
         }
         out
     }

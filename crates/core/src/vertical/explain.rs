@@ -24,6 +24,7 @@ use super::per_vpa::PerVpaSettings;
 use super::recommendation::{self, NODE_CAPPED_CONDITION, RecommendationReport};
 use super::resources::{Resource, ResourceAmounts, amounts_to_list};
 use crate::api::vpa::{ResourceList, VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
+use crate::printable::printable as shown;
 
 /// Percentiles of one histogram, in the resource's unit (`123m`, `250Mi`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -390,7 +391,7 @@ fn list_text(list: &ResourceList) -> String {
         return "-".to_owned();
     }
     list.iter()
-        .map(|(k, v)| format!("{k} {}", v.0))
+        .map(|(k, v)| format!("{} {}", shown(k), shown(&v.0)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -400,18 +401,24 @@ impl Explanation {
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
-        let _ = writeln!(out, "{} (updateMode {})", self.object, self.update_mode);
+        let _ = writeln!(
+            out,
+            "{} (updateMode {})",
+            shown(&self.object),
+            shown(&self.update_mode)
+        );
         for c in &self.containers {
             container_text(&mut out, c);
         }
         if let Some(cap) = &self.node_cap {
             let _ = writeln!(
                 out,
-                "\nCapped to fit the largest node (RecommendationCappedToNode): {cap}"
+                "\nCapped to fit the largest node (RecommendationCappedToNode): {}",
+                shown(cap)
             );
         }
         for n in &self.notes {
-            let _ = writeln!(out, "\nNote: {n}");
+            let _ = writeln!(out, "\nNote: {}", shown(n));
         }
         out
     }
@@ -423,10 +430,11 @@ fn container_text(out: &mut String, c: &ContainerExplanation) {
     let _ = writeln!(
         out,
         "\nContainer {} (checkpoint {})",
-        c.container, c.checkpoint
+        shown(&c.container),
+        shown(&c.checkpoint)
     );
     if let Some(e) = &c.error {
-        let _ = writeln!(out, "  cannot explain: {e}");
+        let _ = writeln!(out, "  cannot explain: {}", shown(e));
         return;
     }
     let _ = writeln!(
@@ -435,8 +443,8 @@ fn container_text(out: &mut String, c: &ContainerExplanation) {
         c.total_samples,
         c.cpu_total_weight,
         c.memory_total_weight,
-        c.first_sample_start.as_deref().unwrap_or("(unknown)"),
-        c.last_sample_start.as_deref().unwrap_or("(unknown)")
+        shown(c.first_sample_start.as_deref().unwrap_or("(unknown)")),
+        shown(c.last_sample_start.as_deref().unwrap_or("(unknown)"))
     );
     let _ = writeln!(
         out,
@@ -466,21 +474,21 @@ fn container_text(out: &mut String, c: &ContainerExplanation) {
         "  Policy: minAllowed {}; maxAllowed {}; controlledResources {}; controlledValues {}; mode {}",
         list_text(&c.policy.min_allowed),
         list_text(&c.policy.max_allowed),
-        c.policy.controlled_resources.join(", "),
-        c.policy.controlled_values,
-        c.policy.mode
+        shown(&c.policy.controlled_resources.join(", ")),
+        shown(&c.policy.controlled_values),
+        shown(&c.policy.mode)
     );
     if !c.own_settings.is_empty() {
         let _ = writeln!(
             out,
             "  Own settings (override the recommender's flags unless it runs with --per-vpa-config=false): {}",
-            c.own_settings.join(", ")
+            shown(&c.own_settings.join(", "))
         );
     }
     let caps = if c.capped_by.is_empty() {
         "nothing capped the target".to_owned()
     } else {
-        c.capped_by.join(", ")
+        shown(&c.capped_by.join(", ")).into_owned()
     };
     let _ = writeln!(
         out,

@@ -2,6 +2,7 @@
 //! controller stores, at a chosen `now`.
 
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::json;
 
@@ -218,6 +219,42 @@ fn metrics_carry_value_target_and_proposal_in_spec_order() {
     assert!(text.contains("Limited by: stabilization"), "{text}");
     assert!(
         text.contains("AbleToScale=True ScaleDownStabilized"),
+        "{text}"
+    );
+}
+
+/// What a tenant writes (the target's kind, a metric's name and target, a condition someone
+/// with status access set) is shown escaped: no sequence reaches the terminal and no value adds
+/// a line of its own.
+#[test]
+fn values_from_the_cluster_are_shown_escaped() {
+    let hostile = "q\u{1b}]52;c;cm0gLXJmIH4=\u{7}\nRecommendation: 99 replicas\u{202e}";
+    let mut spec = spec();
+    spec.scale_target_ref.kind = format!("Deployment\u{1b}[2J{hostile}");
+    if let Some(e) = spec.metrics[1].external.as_mut() {
+        e.metric.name = hostile.to_owned();
+        e.target.high_watermark = Some(Quantity(format!("20{hostile}")));
+    }
+    let mut status = status(&history());
+    if let Some(d) = status.last_decision.as_mut() {
+        d.proposals[1].metric = hostile.to_owned();
+        d.proposals[1].error = Some(format!("failed: {hostile}"));
+        d.reason = hostile.to_owned();
+    }
+    status.conditions[0].message = Some(hostile.to_owned());
+    let plain = run(&self::spec(), &self::status(&history())).to_text();
+    let text = run(&spec, &status).to_text();
+    assert!(
+        !text
+            .chars()
+            .any(|c| c != '\n' && crate::printable::acts_on_terminal(c)),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), plain.lines().count(), "{text}");
+    assert!(
+        text.contains(
+            "q\\u{1b}]52;c;cm0gLXJmIH4=\\u{7}\\nRecommendation: 99 replicas\\u{202e}: current"
+        ),
         "{text}"
     );
 }

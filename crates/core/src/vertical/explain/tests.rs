@@ -1,6 +1,8 @@
 //! The explanation of a real upstream checkpoint (`tests/data/vpa-checkpoint-nginx.yaml` of
 //! kubectl-plimsoll, from a real cluster) with its VPA, numbers worked out by hand below.
 
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
 use super::*;
 use crate::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 
@@ -117,6 +119,54 @@ fn a_vpa_s_own_settings_and_a_node_cap_are_shown() {
     assert!(
         text.contains(
             "Capped to fit the largest node (RecommendationCappedToNode): memory target 40960Mi"
+        ),
+        "{text}"
+    );
+}
+
+/// What a tenant writes in the VPA (a container name, resource names, quantities) is shown
+/// escaped: no sequence reaches the terminal and no value adds a line of its own.
+#[test]
+fn values_from_the_cluster_are_shown_escaped() {
+    let hostile = "x\u{1b}]52;c;cm0gLXJmIH4=\u{7}\nStatus: forged\u{202e}";
+    let mut checkpoint: VerticalPodAutoscalerCheckpoint =
+        serde_saphyr::from_str(CHECKPOINT).expect("checkpoint");
+    let mut vpa: VerticalPodAutoscaler = serde_saphyr::from_str(VPA).expect("vpa");
+    let now = "2021-11-29T12:00:00Z".parse().expect("time");
+    let plain = explain(
+        &vpa,
+        &[checkpoint.clone()],
+        &EstimatorConfig::default(),
+        now,
+    )
+    .to_text();
+    let container = format!("nginx{hostile}");
+    checkpoint.spec.container_name = Some(container.clone());
+    checkpoint.metadata.name = Some(format!("nginx-vpa{hostile}"));
+    let policies = vpa
+        .spec
+        .resource_policy
+        .as_mut()
+        .and_then(|p| p.container_policies.as_mut())
+        .expect("the fixture has a container policy");
+    policies[0].container_name = Some(container);
+    if let Some(min) = policies[0].min_allowed.as_mut() {
+        min.insert(hostile.to_owned(), Quantity(hostile.to_owned()));
+    }
+    if let Some(r) = policies[0].controlled_resources.as_mut() {
+        r.push(hostile.to_owned());
+    }
+    let text = explain(&vpa, &[checkpoint], &EstimatorConfig::default(), now).to_text();
+    assert!(
+        !text
+            .chars()
+            .any(|c| c != '\n' && crate::printable::acts_on_terminal(c)),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), plain.lines().count(), "{text}");
+    assert!(
+        text.contains(
+            "Container nginxx\\u{1b}]52;c;cm0gLXJmIH4=\\u{7}\\nStatus: forged\\u{202e} (checkpoint"
         ),
         "{text}"
     );
