@@ -343,51 +343,98 @@ fn samples(s: &Scenario, dir: &Path) -> Result<Vec<Sample>, ReplayError> {
     }
 }
 
-/// `t,cpu[,memory]` rows after a header naming those columns; `t` must increase.
+/// The rows of a CSV with the columns `t` and `cpu`, and optionally `memory`, named by its first
+/// line in any order; `t` must increase. Exports from spreadsheets and Prometheus tools differ
+/// in small ways that do not change the data: a UTF-8 byte-order mark, CRLF line ends, blank
+/// lines, cells in double quotes, spaces around cells, the case of the header. Those are read.
+/// Any other column is refused (a misspelt `memory` would otherwise be dropped without a word).
+/// A bad cell is named by its line in the file.
 fn csv_samples(
     text: &str,
     cores: impl Fn(f64, &str) -> Result<i64, ReplayError>,
 ) -> Result<Vec<Sample>, ReplayError> {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let cells = |line: &str| -> Vec<String> {
+        line.split(',')
+            .map(|c| {
+                let c = c.trim();
+                c.strip_prefix('"')
+                    .and_then(|c| c.strip_suffix('"'))
+                    .unwrap_or(c)
+                    .trim()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(_, l)| !l.trim().is_empty());
     let header: Vec<String> = lines
         .next()
+        .map(|(_, l)| cells(l))
         .unwrap_or_default()
-        .split(',')
-        .map(|c| c.trim().to_ascii_lowercase())
+        .into_iter()
+        .map(|c| c.to_ascii_lowercase())
         .collect();
-    if header.first().map(String::as_str) != Some("t")
-        || header.get(1).map(String::as_str) != Some("cpu")
+    let column = |name: &str| header.iter().position(|c| c == name);
+    if let Some(other) = header
+        .iter()
+        .find(|c| !matches!(c.as_str(), "t" | "cpu" | "memory"))
     {
-        return Err(invalid("load.csv", "the header must be t,cpu[,memory]"));
+        return Err(invalid(
+            "load.csv",
+            format!(
+                "the header names a column {} that is not t, cpu or memory",
+                plimsoll_core::quoted::quoted(other)
+            ),
+        ));
     }
-    let with_memory = header.get(2).is_some_and(|c| c == "memory");
+    if let Some(twice) = header
+        .iter()
+        .enumerate()
+        .find(|(i, c)| header[..*i].contains(c))
+    {
+        return Err(invalid(
+            "load.csv",
+            format!("the header names the column {} twice", twice.1),
+        ));
+    }
+    let (Some(t_at), Some(cpu_at)) = (column("t"), column("cpu")) else {
+        return Err(invalid(
+            "load.csv",
+            "the header must name the columns t and cpu (and optionally memory), e.g. t,cpu",
+        ));
+    };
+    let memory_at = column("memory");
     let mut out: Vec<Sample> = Vec::new();
-    for (row, line) in lines.enumerate() {
-        let field = format!("load.csv row {}", row + 1);
-        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+    for (line_number, line) in lines {
+        let field = format!("load.csv line {line_number}");
+        let row = cells(line);
         let number = |k: usize, name: &str| -> Result<f64, ReplayError> {
-            cells
-                .get(k)
+            row.get(k)
                 .and_then(|c| c.parse::<f64>().ok())
                 .ok_or_else(|| invalid(&field, format!("column {name} is not a number")))
         };
-        let t = number(0, "t")?;
+        let t = number(t_at, "t")?;
         if out.last().is_some_and(|p| t <= p.t) || !t.is_finite() {
             return Err(invalid(&field, "t must increase"));
         }
         plimsoll_replay::seconds(t, format!("{field} t"))?;
-        let memory = if with_memory {
-            let text = cells.get(2).copied().unwrap_or_default();
-            Some(
-                milli(&Amount::Text(text.to_owned()), &format!("{field} memory"))
-                    .map_err(ReplayError::Invalid)?,
-            )
-        } else {
-            None
+        let memory = match memory_at {
+            Some(k) => {
+                let text = row.get(k).cloned().unwrap_or_default();
+                Some(
+                    milli(&Amount::Text(text), &format!("{field} memory"))
+                        .map_err(ReplayError::Invalid)?,
+                )
+            }
+            None => None,
         };
         out.push(Sample {
             t,
-            cpu: cores(number(1, "cpu")?, &format!("{field} cpu"))?,
+            cpu: cores(number(cpu_at, "cpu")?, &format!("{field} cpu"))?,
             memory,
         });
     }

@@ -163,7 +163,7 @@ fn a_trace_too_long_or_too_far_out_is_refused_before_it_runs() {
     let e = csv_samples("t,cpu\n0,1\n1e300,2\n", cores)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("load.csv row 2") && e.contains("within"), "{e}");
+    assert!(e.contains("load.csv line 3") && e.contains("within"), "{e}");
 }
 
 #[test]
@@ -172,19 +172,55 @@ fn csv_rows_must_have_the_header_and_increasing_t() {
     let rows = csv_samples("t,cpu,memory\n0,1.5,1Gi\n300,2,1Gi\n", cores).unwrap();
     assert_eq!(rows[1].cpu, 2000);
     assert_eq!(rows[0].memory, Some(1024 * 1024 * 1024 * 1000));
-    assert!(
-        csv_samples("time,cpu\n0,1\n", cores)
-            .unwrap_err()
-            .to_string()
-            .contains("header")
-    );
-    let e = csv_samples("t,cpu\n0,1\n0,2\n", cores)
+    let e = csv_samples("time,cpu\n0,1\n", cores)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("header") && e.contains("\"time\""), "{e}");
+    let e = csv_samples("cpu,memory\n1,1Gi\n", cores)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("must name the columns t and cpu"), "{e}");
+    // Lines are counted in the file, blank ones included, as an editor shows them.
+    let e = csv_samples("t,cpu\n0,1\n\n0,2\n", cores)
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("load.csv row 2") && e.contains("increase"),
+        e.contains("load.csv line 4") && e.contains("increase"),
         "{e}"
     );
+}
+
+/// What spreadsheet and Prometheus exports add around the same data reads as the plain file.
+#[test]
+fn csv_exports_read_as_the_plain_file() {
+    let cores = |v: f64, _: &str| Ok((v * 1000.0) as i64);
+    let plain = csv_samples("t,cpu,memory\n0,1.5,1Gi\n300,2,2Gi\n", cores).unwrap();
+    for text in [
+        "\u{feff}t,cpu,memory\r\n0,1.5,1Gi\r\n300,2,2Gi\r\n",
+        "\"t\",\"cpu\",\"memory\"\n\"0\",\"1.5\",\"1Gi\"\n\n300 , 2 , 2Gi\n\n",
+        "T,CPU,Memory\n0,1.5,1Gi\n300,2,2Gi\n",
+        "memory,cpu,t\n1Gi,1.5,0\n2Gi,2,300\n",
+    ] {
+        let rows = csv_samples(text, cores).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.t, r.cpu, r.memory))
+                .collect::<Vec<_>>(),
+            plain
+                .iter()
+                .map(|r| (r.t, r.cpu, r.memory))
+                .collect::<Vec<_>>(),
+            "{text:?}"
+        );
+    }
+    let e = csv_samples("t,cpu,memroy\n0,1,1Gi\n", cores)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"memroy\""), "{e}");
+    let e = csv_samples("t,cpu,CPU\n0,1,2\n", cores)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("column cpu twice"), "{e}");
 }
 
 /// [`scenario`] with `spec.predictive` set to `settings`.
