@@ -13,6 +13,7 @@ use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::schedule::effect::{Effect, Mode, Observed, mode};
 use plimsoll_core::schedule::target::{AutoscalerKind, Candidate, choose};
+use plimsoll_runtime::kinds::TargetRef;
 
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
@@ -58,6 +59,9 @@ pub async fn observe(
     let target = &cron.spec.scale_target_ref;
     let annotations = &cron.metadata.annotations.clone().unwrap_or_default();
     let mode = mode(&target.kind, annotations);
+    // The autoscaler paths below read the target by name too, not only through the scale
+    // client that checks it.
+    TargetRef::from(target).check_name()?;
     if mode == Mode::Replicas {
         let scale = ctx.scale.get(namespace, target).await?;
         return Ok(Resolved {

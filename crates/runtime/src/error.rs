@@ -65,6 +65,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// A target's name that cannot be one segment of a request's URL (`..`, `a/b`, `x?y`):
+    /// refused before any request, as client-go refuses it (kube-rs puts a name into the path
+    /// as it is).
+    #[error("the target name {name} cannot be one segment of a URL: {reason}")]
+    TargetName {
+        /// The name, quoted and cut ([`plimsoll_core::quoted`]).
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A label selector string could not be parsed.
     #[error("invalid label selector {input:?}: {reason}")]
     Selector {
@@ -124,6 +135,7 @@ impl Error {
             Error::Kube { .. } => "kube",
             Error::MetricsApi { .. } => "metrics_api",
             Error::Discovery { .. } => "discovery",
+            Error::TargetName { .. } => "target_name",
             Error::Selector { .. } => "selector",
             Error::Duration { .. } => "duration",
             Error::LeaderConfig(_) => "leader_config",

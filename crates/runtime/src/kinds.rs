@@ -41,6 +41,26 @@ impl<'a> TargetRef<'a> {
         }
     }
 
+    /// `Ok` when the name can go into a request's path as one segment. Upstream validation
+    /// refuses `.`, `..`, `/` and `%` in it; `?` and `#` would end the path. The API server
+    /// does not normalise paths, and kube-rs joins the name in unescaped, so without this a
+    /// name could address another object or subresource than the one it names.
+    pub fn check_name(&self) -> crate::Result<()> {
+        let mut problems = plimsoll_core::api::validation::path_segment_problems(self.name);
+        for (c, problem) in [('?', "may not contain '?'"), ('#', "may not contain '#'")] {
+            if self.name.contains(c) {
+                problems.push(problem);
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(crate::Error::TargetName {
+            name: plimsoll_core::quoted::quoted(self.name),
+            reason: problems.join(", "),
+        })
+    }
+
     /// The API group (`apps`; empty for the core group).
     pub fn group(&self) -> &'a str {
         self.api_version

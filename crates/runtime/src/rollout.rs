@@ -25,6 +25,7 @@ impl ScaleClient {
         target: impl Into<TargetRef<'t>>,
     ) -> Result<Rollout> {
         let target = target.into();
+        target.check_name()?;
         let context = || describe("get rollout state of", namespace, target);
         match (target.api_version, target.kind) {
             ("apps/v1", "Deployment") => {

@@ -80,6 +80,7 @@ impl ScaleClient {
     }
 
     async fn api(&self, namespace: &str, target: TargetRef<'_>) -> Result<Api<DynamicObject>> {
+        target.check_name()?;
         let resolved = self.kinds.resolve_target(target).await?;
         Ok(self.api_for(namespace, &resolved))
     }
@@ -97,6 +98,7 @@ impl ScaleClient {
         namespace: &str,
         target: TargetRef<'_>,
     ) -> Result<Api<DynamicObject>> {
+        target.check_name()?;
         let resolved = self.kinds.resolve_target(target).await?;
         if !resolved.scalable {
             return Err(Error::Discovery {
@@ -390,6 +392,33 @@ mod tests {
                 .starts_with("get scale of apps/v1 Deployment shop/gone: "),
             "{err}"
         );
+    }
+
+    /// A name that is not one path segment would address something else (kube-rs joins it
+    /// into the path as it is): refused before any request, discovery included.
+    #[tokio::test]
+    async fn a_name_that_is_not_one_path_segment_makes_no_request() {
+        let api = FakeApi::new();
+        let scales = ScaleClient::new(api.client(), "hpa-plus");
+        for (name, reason) in [
+            ("..", "may not be '..'"),
+            (
+                "../../../api/v1/namespaces/kube-system/secrets/x",
+                "may not contain '/'",
+            ),
+            ("web%2Fstatus", "may not contain '%'"),
+            ("web?dryRun=All", "may not contain '?'"),
+            ("web#x", "may not contain '#'"),
+        ] {
+            let target = target("apps/v1", "Deployment", name);
+            let err = scales.get("shop", &target).await.unwrap_err();
+            assert!(err.to_string().ends_with(reason), "{name}: {err}");
+            let err = scales.set_replicas("shop", &target, 3).await.unwrap_err();
+            assert!(err.to_string().ends_with(reason), "{name}: {err}");
+            let err = scales.pod_selector("shop", &target).await.unwrap_err();
+            assert!(err.to_string().ends_with(reason), "{name}: {err}");
+        }
+        assert_eq!(api.requests().len(), 0, "{:?}", api.requests());
     }
 
     #[tokio::test]

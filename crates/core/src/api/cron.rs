@@ -95,7 +95,7 @@ fn jobs_required(schema: &mut schemars::Schema) {
 pub struct CronHorizontalPodAutoscalerSpec {
     /// What the jobs scale: a workload with a scale subresource (replica mode), or a
     /// `HorizontalPodAutoscaler` / `HorizontalPodAutoscalerPlus` (min-replicas mode).
-    #[schemars(transform = limits::object_reference)]
+    #[schemars(transform = limits::scale_target_reference)]
     pub scale_target_ref: CrossVersionObjectReference,
 
     /// IANA time zone the schedules are read in (`Europe/Berlin`). Absent or empty: UTC.

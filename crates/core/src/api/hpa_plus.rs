@@ -101,6 +101,7 @@ use crate::api::limits::{
 #[schemars(extend("x-kubernetes-validations" = rules::spec()))]
 pub struct HorizontalPodAutoscalerPlusSpec {
     /// The workload to scale (anything with a scale subresource).
+    #[schemars(transform = limits::path_segment_names)]
     pub scale_target_ref: CrossVersionObjectReference,
     /// Lower limit of replicas (default 1). 0 is allowed when at least one Object or External
     /// metric is configured (upstream `HPAScaleToZero`).
@@ -458,10 +459,12 @@ pub struct CrossVersionObjectReference {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = MAX_QUALIFIED_NAME_LENGTH))]
     pub api_version: Option<String>,
-    /// Kind of the referent, e.g. `Deployment` (1 to 63 characters).
+    /// Kind of the referent, e.g. `Deployment` (1 to 63 characters; in a spec not `.` or `..`,
+    /// no `/` or `%`).
     #[schemars(length(min = 1, max = MAX_LABEL_LENGTH))]
     pub kind: String,
-    /// Name of the referent, in the autoscaler's namespace (1 to 253 characters).
+    /// Name of the referent, in the autoscaler's namespace (1 to 253 characters; in a spec not
+    /// `.` or `..`, no `/` or `%`).
     #[schemars(length(min = 1, max = MAX_NAME_LENGTH))]
     pub name: String,
 }
@@ -585,6 +588,7 @@ pub struct ContainerResourceMetricSource {
 #[schemars(extend("x-kubernetes-validations" = rules::target_types(&["AverageValue", "Watermark"])))]
 pub struct PodsMetricSource {
     /// The metric's name and selector.
+    #[schemars(transform = limits::path_segment_names)]
     pub metric: MetricIdentifier,
     /// The target value (`AverageValue` or `Watermark`).
     pub target: MetricTarget,
@@ -596,8 +600,10 @@ pub struct PodsMetricSource {
 #[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Value", "AverageValue", "Watermark"])))]
 pub struct ObjectMetricSource {
     /// The object the metric describes.
+    #[schemars(transform = limits::path_segment_names)]
     pub described_object: CrossVersionObjectReference,
     /// The metric's name and selector.
+    #[schemars(transform = limits::path_segment_names)]
     pub metric: MetricIdentifier,
     /// The target value.
     pub target: MetricTarget,
@@ -608,6 +614,7 @@ pub struct ObjectMetricSource {
 #[schemars(extend("x-kubernetes-validations" = rules::target_types(&["Value", "AverageValue", "Watermark"])))]
 pub struct ExternalMetricSource {
     /// The metric's name and selector.
+    #[schemars(transform = limits::path_segment_names)]
     pub metric: MetricIdentifier,
     /// The target value.
     pub target: MetricTarget,
@@ -674,7 +681,8 @@ impl PrometheusMetricSource {
 /// A metric name and optional label selector (upstream `MetricIdentifier`).
 #[derive(JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct MetricIdentifier {
-    /// The metric's name (at most 1024 characters).
+    /// The metric's name (at most 1024 characters; in a spec not `.` or `..`, no `/` or `%`: it
+    /// is a segment of the metrics API's URL).
     #[schemars(length(min = 1, max = MAX_METRIC_NAME_LENGTH))]
     pub name: String,
     /// Narrows the metric's series (at most 64 labels or expressions, of at most 64 values;

@@ -64,6 +64,32 @@ pub fn object_reference(schema: &mut Schema) {
     set_max_length(schema, "name", MAX_NAME_LENGTH);
 }
 
+/// A scale target's reference: [`object_reference`]'s limits, and a kind and name that are one
+/// segment of the `/scale` URL ([`path_segment_names`]).
+pub fn scale_target_reference(schema: &mut Schema) {
+    object_reference(schema);
+    path_segment_names(schema);
+}
+
+/// The `kind` and `name` properties that the schema has (a reference's, a metric identifier's)
+/// must each be one segment of a URL ([`crate::api::validation::path_segment_rule`]). Set on the
+/// spec's fields only: the status repeats these types, and the controller writes it from a spec
+/// that passed.
+pub fn path_segment_names(schema: &mut Schema) {
+    for property in ["kind", "name"] {
+        if let Some(p) = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut(property))
+            .and_then(Value::as_object_mut)
+        {
+            p.insert(
+                "x-kubernetes-validations".into(),
+                crate::api::validation::path_segment_rule(),
+            );
+        }
+    }
+}
+
 /// The metric `selector` schema (a k8s-openapi `LabelSelector`) with the limits of its lists,
 /// map and strings (label keys are qualified names, values at most 63 characters: what upstream's
 /// HPA validation accepts).
@@ -130,6 +156,19 @@ mod tests {
         let v = reference.as_value();
         assert_eq!(v["properties"]["apiVersion"]["maxLength"], 317);
         assert_eq!(v["properties"]["kind"]["maxLength"], 63);
+        assert_eq!(v["properties"]["name"]["maxLength"], 253);
+        assert_eq!(
+            v["properties"]["name"].get("x-kubernetes-validations"),
+            None
+        );
+        scale_target_reference(&mut reference);
+        let v = reference.as_value();
+        for p in ["kind", "name"] {
+            assert_eq!(
+                v["properties"][p]["x-kubernetes-validations"][0]["rule"],
+                "self != '.' && self != '..' && !self.contains('/') && !self.contains('%')"
+            );
+        }
         assert_eq!(v["properties"]["name"]["maxLength"], 253);
 
         let mut selector = json_schema!({"type": "object", "properties": {

@@ -53,6 +53,17 @@ impl FieldErrors {
         }
     }
 
+    /// Records a name at `path` that goes into a URL path as one segment (a metric's name, a
+    /// referent's kind or name) and would address another path there: upstream's
+    /// `IsValidPathSegmentName`, with its messages. An empty name is left to the `is required`
+    /// check.
+    pub fn path_segment(&mut self, path: impl Into<String>, value: &str) {
+        let path = path.into();
+        for message in path_segment_problems(value) {
+            self.push(path.clone(), message);
+        }
+    }
+
     /// `Ok(())` when nothing was recorded, else every problem.
     pub fn into_result(self) -> Result<(), FieldErrors> {
         if self.0.is_empty() { Ok(()) } else { Err(self) }
@@ -69,6 +80,30 @@ impl FieldErrors {
     }
 }
 
+/// Why `name` cannot be one segment of a URL path: `.` and `..` name another path, and `/` and
+/// `%` would split or re-encode it (upstream's `IsValidPathSegmentName`).
+pub fn path_segment_problems(name: &str) -> Vec<&'static str> {
+    match name {
+        "." => return vec!["may not be '.'"],
+        ".." => return vec!["may not be '..'"],
+        _ => {}
+    }
+    [("/", "may not contain '/'"), ("%", "may not contain '%'")]
+        .into_iter()
+        .filter(|(c, _)| name.contains(c))
+        .map(|(_, message)| message)
+        .collect()
+}
+
+/// The CRD rule for [`path_segment_problems`], so the API server refuses such a name at write
+/// time as it does for a native HPA.
+pub fn path_segment_rule() -> serde_json::Value {
+    serde_json::json!([{
+        "rule": "self != '.' && self != '..' && !self.contains('/') && !self.contains('%')",
+        "message": "may not be '.' or '..', and may not contain '/' or '%'",
+    }])
+}
+
 impl fmt::Display for FieldErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, e) in self.0.iter().enumerate() {
@@ -82,3 +117,31 @@ impl fmt::Display for FieldErrors {
 }
 
 impl std::error::Error for FieldErrors {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upstream's `IsValidPathSegmentName` cases.
+    #[test]
+    fn path_segments_as_upstream_checks_them() {
+        let cases: [(&str, &[&str]); 9] = [
+            ("web", &[]),
+            ("...", &[]),
+            (".web", &[]),
+            ("a.b..c", &[]),
+            (".", &["may not be '.'"]),
+            ("..", &["may not be '..'"]),
+            ("a/b", &["may not contain '/'"]),
+            ("50%", &["may not contain '%'"]),
+            ("../%2F", &["may not contain '/'", "may not contain '%'"]),
+        ];
+        for (name, want) in cases {
+            assert_eq!(path_segment_problems(name), want, "{name:?}");
+        }
+        let mut errs = FieldErrors::default();
+        errs.path_segment("spec.x", "");
+        errs.path_segment("spec.y", "..");
+        assert_eq!(errs.to_string(), "spec.y: may not be '..'");
+    }
+}

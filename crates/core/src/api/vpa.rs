@@ -541,6 +541,9 @@ impl VerticalPodAutoscalerSpec {
         if self.target_ref.name.is_empty() {
             errs.push("spec.targetRef.name", "must not be empty");
         }
+        // Upstream's VPA CRD has no such rule, so it is checked here only.
+        errs.path_segment("spec.targetRef.kind", &self.target_ref.kind);
+        errs.path_segment("spec.targetRef.name", &self.target_ref.name);
         errs.max_length(
             "spec.targetRef.apiVersion",
             self.target_ref.api_version.as_deref().unwrap_or_default(),

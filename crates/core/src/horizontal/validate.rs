@@ -31,6 +31,8 @@ impl HorizontalPodAutoscalerPlusSpec {
         if self.scale_target_ref.name.is_empty() {
             errs.push("spec.scaleTargetRef.name", "is required");
         }
+        errs.path_segment("spec.scaleTargetRef.kind", &self.scale_target_ref.kind);
+        errs.path_segment("spec.scaleTargetRef.name", &self.scale_target_ref.name);
         let scales_to_zero = self.metrics.iter().any(|m| !source::kind(m).per_pod);
         if let Some(min) = self.min_replicas {
             if min < 0 {
@@ -252,6 +254,10 @@ fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
     let (field, name) = source.required_name();
     if name.is_empty() {
         errs.push(format!("{member}.{field}"), "is required");
+    }
+    // Pods, Object and External metrics are fetched by name from the metrics APIs' URLs.
+    if field == "metric.name" {
+        errs.path_segment(format!("{member}.{field}"), name);
     }
     validate_target(
         source.target(),

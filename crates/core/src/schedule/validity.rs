@@ -31,6 +31,8 @@ impl CronHorizontalPodAutoscalerSpec {
         if self.scale_target_ref.name.is_empty() {
             errors.push("spec.scaleTargetRef.name", "must not be empty");
         }
+        errors.path_segment("spec.scaleTargetRef.kind", &self.scale_target_ref.kind);
+        errors.path_segment("spec.scaleTargetRef.name", &self.scale_target_ref.name);
         self.validate_sizes(&mut errors);
         if let Some(name) = &self.time_zone
             && let Err(e) = zone::parse_time_zone(name)
@@ -115,6 +117,19 @@ mod tests {
             .job("up", "0 0 8 * * MON-FRI", 10)
             .job("down", "0 20 * * *", 2);
         assert_eq!(spec.validate(), Ok(()));
+    }
+
+    /// The target's kind and name are one segment of its `/scale` URL.
+    #[test]
+    fn the_target_names_one_path_segment() {
+        let spec = CronHorizontalPodAutoscalerSpec::test()
+            .target("Deployment/x", "..")
+            .job("a", "@daily", 1);
+        let errors = spec.validate().unwrap_err();
+        assert_eq!(
+            errors.to_string(),
+            "spec.scaleTargetRef.kind: may not contain '/'; spec.scaleTargetRef.name: may not be '..'"
+        );
     }
 
     #[test]

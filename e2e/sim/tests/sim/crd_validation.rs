@@ -568,6 +568,27 @@ fn metric_source_cases() -> Vec<Case> {
                 "spec.scaleTargetRef.kind: Invalid value: \"\": spec.scaleTargetRef.kind in body should be at least 1 chars long",
             ],
         ),
+        // Names that are one segment of a URL (the target's /scale, the metrics APIs), as
+        // upstream's HPA validation refuses them.
+        (
+            HPA_PLUS,
+            hpa_plus,
+            json!({"scaleTargetRef": {"kind": ".", "name": ".."},
+                   "metrics": [
+                       {"type": "External", "external": {"metric": {"name": "a/b"},
+                           "target": {"type": "Value", "value": "1"}}},
+                       {"type": "Pods", "pods": {"metric": {"name": "50%"},
+                           "target": {"type": "AverageValue", "averageValue": "1"}}},
+                       {"type": "Object", "object": {"describedObject": {"kind": "S", "name": "../x"},
+                           "metric": {"name": "..."}, "target": {"type": "Value", "value": "1"}}}]}),
+            vec![
+                "spec.metrics[0].external.metric.name: Invalid value: \"string\": may not be '.' or '..', and may not contain '/' or '%'",
+                "spec.metrics[1].pods.metric.name: Invalid value: \"string\": may not be '.' or '..', and may not contain '/' or '%'",
+                "spec.metrics[2].object.describedObject.name: Invalid value: \"string\": may not be '.' or '..', and may not contain '/' or '%'",
+                "spec.scaleTargetRef.kind: Invalid value: \"string\": may not be '.' or '..', and may not contain '/' or '%'",
+                "spec.scaleTargetRef.name: Invalid value: \"string\": may not be '.' or '..', and may not contain '/' or '%'",
+            ],
+        ),
     ]
 }
 
@@ -575,6 +596,15 @@ fn cron_and_vpa_cases() -> Vec<Case> {
     vec![
         // CronHPA.
         (CRON, cron, json!({}), vec![]),
+        (
+            CRON,
+            cron,
+            json!({"scaleTargetRef": {"kind": "Deployment/x", "name": "."}}),
+            vec![
+                "spec.scaleTargetRef.kind: Invalid value: \"string\": may not be '.' or '..', and may not contain '/' or '%'",
+                "spec.scaleTargetRef.name: Invalid value: \"string\": may not be '.' or '..', and may not contain '/' or '%'",
+            ],
+        ),
         (
             CRON,
             cron,

@@ -122,6 +122,42 @@ fn minimal_spec_is_valid() {
         .unwrap();
 }
 
+/// Names that are one segment of a URL are refused as upstream refuses them
+/// (`IsValidPathSegmentName`): the scale target's, an object metric's object, and the metric
+/// names the metrics APIs are asked by. A Resource metric's name is not in any URL.
+#[test]
+fn names_in_a_url_must_be_one_path_segment() {
+    let mut spec = HorizontalPodAutoscalerPlusSpec::test()
+        .metric(MetricSpec::external("..", MetricTarget::value("1")))
+        .metric(MetricSpec::pods("a/b%c", MetricTarget::average("1")))
+        .metric(MetricSpec::object(".", "..", "m", MetricTarget::value("1")));
+    spec.scale_target_ref.kind = "Deployment/status".into();
+    spec.scale_target_ref.name = "web%2F..".into();
+    let errs = errors(&spec);
+    let got: Vec<String> = errs.0.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        got,
+        [
+            "spec.scaleTargetRef.kind: may not contain '/'",
+            "spec.scaleTargetRef.name: may not contain '%'",
+            "spec.metrics[0].external.metric.name: may not be '..'",
+            "spec.metrics[1].pods.metric.name: may not contain '/'",
+            "spec.metrics[1].pods.metric.name: may not contain '%'",
+            "spec.metrics[2].object.describedObject.kind: may not be '.'",
+            "spec.metrics[2].object.describedObject.name: may not be '..'",
+        ]
+    );
+    // Dots inside a name, and a Resource metric's name, are fine.
+    let ok = HorizontalPodAutoscalerPlusSpec::test()
+        .metric(cpu(50))
+        .metric(MetricSpec::external("...", MetricTarget::value("1")))
+        .metric(MetricSpec::external(
+            "queue.depth",
+            MetricTarget::value("1"),
+        ));
+    ok.validate().unwrap();
+}
+
 #[test]
 fn min_replicas_above_max() {
     let spec = HorizontalPodAutoscalerPlusSpec::test().min(5).max(3);

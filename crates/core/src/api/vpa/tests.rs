@@ -75,6 +75,25 @@ fn unknown_enum_values_survive_and_are_reported() {
     assert!(errs.has_path("spec.updatePolicy.updateMode"), "{errs}");
 }
 
+/// The target's kind and name are one segment of the URLs the target is read by; upstream's
+/// CRD does not say so, so only `validate` refuses them.
+#[test]
+fn the_target_names_one_path_segment() {
+    let mut vpa: VerticalPodAutoscaler = serde_saphyr::from_str(VPA_NGINX).expect("vpa");
+    vpa.spec.target_ref.kind = "Deployment/x".into();
+    vpa.spec.target_ref.name = "..".into();
+    let errs = vpa.spec.validate().expect_err("invalid");
+    assert_eq!(
+        errs.to_string(),
+        "spec.targetRef.kind: may not contain '/'; spec.targetRef.name: may not be '..'"
+    );
+    let crd = serde_json::to_string(&VerticalPodAutoscaler::crd()).expect("crd");
+    assert!(
+        !crd.contains("may not be '.'"),
+        "the VPA CRD stays upstream's"
+    );
+}
+
 #[test]
 fn crds_have_upstream_names_and_subresources() {
     let vpa = VerticalPodAutoscaler::crd();

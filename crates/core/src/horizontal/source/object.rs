@@ -45,6 +45,14 @@ impl MetricSource for ObjectMetricSource {
         if self.described_object.name.is_empty() {
             errs.push(format!("{path}.describedObject.name"), "is required");
         }
+        errs.path_segment(
+            format!("{path}.describedObject.kind"),
+            &self.described_object.kind,
+        );
+        errs.path_segment(
+            format!("{path}.describedObject.name"),
+            &self.described_object.name,
+        );
     }
 
     fn validate_sizes(&self, path: &str, errs: &mut FieldErrors) {
