@@ -24,6 +24,12 @@ pub fn acts_on_terminal(c: char) -> bool {
         )
 }
 
+/// True when nothing in `s` but its newlines is a character a terminal acts on: what
+/// [`printable_lines`] returns, and what a test of a text for a terminal checks.
+pub fn is_printable_lines(s: &str) -> bool {
+    !s.chars().any(|c| c != '\n' && acts_on_terminal(c))
+}
+
 /// `s` with every character a terminal acts on ([`acts_on_terminal`]) escaped, newlines
 /// included: for one value inside a line of text.
 pub fn printable(s: &str) -> Cow<'_, str> {
@@ -94,7 +100,7 @@ mod tests {
             let shown = printable(&s);
             prop_assert!(!shown.chars().any(acts_on_terminal), "{:?}", shown);
             let lines = printable_lines(&s);
-            prop_assert!(!lines.chars().any(|c| c != '\n' && acts_on_terminal(c)));
+            prop_assert!(is_printable_lines(&lines));
             // The newlines of the text are its lines; a value's newlines are escaped.
             prop_assert_eq!(lines.matches('\n').count(), s.matches('\n').count());
             prop_assert_eq!(shown.matches('\n').count(), 0);

@@ -220,9 +220,9 @@ mod tests {
         scenario
     }
 
-    fn go(
+    fn go<O: Outcome>(
         invocation: &Invocation<'_>,
-        outcome: Result<Fixed>,
+        outcome: Result<O>,
     ) -> (Status, String, String, Option<String>) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let mut seen = None;
@@ -312,24 +312,13 @@ mod tests {
             ts: vec![5],
             misses: vec![crate::miss(0, "metric \u{1b}[2Kq", "5")],
         };
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let status = run_with(&inv, |_| Ok(Hostile(fixed)), &mut out, &mut err);
+        let (status, out, err, _) = go(&inv, Ok(Hostile(fixed)));
         assert_eq!(status, Status::Missed);
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "METRIC\nq\\u{1b}]52;c;eA==\\u{7}\n"
-        );
-        assert_eq!(
-            String::from_utf8(err).unwrap(),
-            "step 0: expected metric \\u{1b}[2Kq, got 5\n"
-        );
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let failed = Err::<Fixed, _>(ReplayError::invalid("steps[0].metric", "\u{1b}[31mred"));
-        run_with(&inv, |_| failed, &mut out, &mut err);
-        assert_eq!(
-            String::from_utf8(err).unwrap(),
-            "invalid scenario: steps[0].metric: \\u{1b}[31mred\n"
-        );
+        assert_eq!(out, "METRIC\nq\\u{1b}]52;c;eA==\\u{7}\n");
+        assert_eq!(err, "step 0: expected metric \\u{1b}[2Kq, got 5\n");
+        let failed = ReplayError::invalid("steps[0].metric", "\u{1b}[31mred");
+        let (_, _, err, _) = go::<Fixed>(&inv, Err(failed));
+        assert_eq!(err, "invalid scenario: steps[0].metric: \\u{1b}[31mred\n");
         std::fs::remove_dir_all(scenario.parent().unwrap()).unwrap();
     }
 
@@ -341,7 +330,8 @@ mod tests {
             output: Output::Json,
             plot: None,
         };
-        let (status, out, err, _) = go(&inv, Err(ReplayError::invalid("steps[1].t", "bad")));
+        let (status, out, err, _) =
+            go::<Fixed>(&inv, Err(ReplayError::invalid("steps[1].t", "bad")));
         assert_eq!(status, Status::Invalid);
         assert_eq!(out, "");
         assert_eq!(err, "invalid scenario: steps[1].t: bad\n");

@@ -244,12 +244,7 @@ fn values_from_the_cluster_are_shown_escaped() {
     status.conditions[0].message = Some(hostile.to_owned());
     let plain = run(&self::spec(), &self::status(&history())).to_text();
     let text = run(&spec, &status).to_text();
-    assert!(
-        !text
-            .chars()
-            .any(|c| c != '\n' && crate::printable::acts_on_terminal(c)),
-        "{text}"
-    );
+    assert!(crate::printable::is_printable_lines(&text), "{text}");
     assert_eq!(text.lines().count(), plain.lines().count(), "{text}");
     assert!(
         text.contains(
