@@ -16,6 +16,7 @@ use plimsoll_runtime::admin::Liveness;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::scale::ScaleClient;
 
+use crate::compiled::CompiledSpecs;
 use crate::metrics::Metrics;
 
 /// The field manager of every write, and the Events' reporting controller: the binary name.
@@ -36,6 +37,8 @@ pub struct Context {
     pub missed_job_grace: SignedDuration,
     /// Ticked on every reconcile.
     pub liveness: Liveness,
+    /// Each object's compiled spec, per generation.
+    pub compiled: CompiledSpecs,
     memory: Arc<Mutex<HashMap<(String, String), Memory>>>,
 }
 
@@ -54,6 +57,7 @@ impl Context {
             metrics,
             missed_job_grace,
             liveness,
+            compiled: CompiledSpecs::default(),
             memory: Arc::default(),
         }
     }
@@ -97,6 +101,7 @@ impl Context {
 
     /// Forgets `namespace/name` (the object was deleted) and returns what was known.
     pub fn forget(&self, namespace: &str, name: &str) -> Option<Memory> {
+        self.compiled.forget(namespace, name);
         let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         memory.remove(&(namespace.to_owned(), name.to_owned()))
     }

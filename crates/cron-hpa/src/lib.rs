@@ -11,6 +11,7 @@
 //! `replay` ([`replay`]) runs the same evaluator offline over a scenario file.
 
 pub mod cli;
+pub mod compiled;
 pub mod context;
 pub mod error;
 pub mod metrics;

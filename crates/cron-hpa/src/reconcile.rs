@@ -30,6 +30,7 @@ use plimsoll_core::schedule::resume::{self, Memory, unchanged_until};
 use plimsoll_core::schedule::retry::{Retry, retry_at};
 use tracing::{Span, field, info, instrument, warn};
 
+use crate::compiled::Version;
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 use crate::metrics::RunResult;
@@ -55,7 +56,8 @@ pub async fn reconcile(
     }
     let spec = &cron.spec;
 
-    let compiled = match history::check(spec) {
+    let version = Version::new(&namespace, &name, &uid, cron.metadata.generation);
+    let compiled = match ctx.compiled.get(version, spec) {
         Ok(compiled) => compiled,
         Err(problems) => {
             return invalid(&cron, &ctx, &namespace, &name, &uid, memory, &problems).await;
