@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use plimsoll_core::api::cron::CronHorizontalPodAutoscalerSpec;
+use kube::ResourceExt;
+use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::schedule::history;
 use plimsoll_core::schedule::plan::CompiledSpec;
 
@@ -23,57 +24,31 @@ struct Entry {
 #[derive(Clone, Default)]
 pub struct CompiledSpecs(Arc<Mutex<HashMap<(String, String), Entry>>>);
 
-/// Which object, and which version of its spec.
-#[derive(Clone, Copy, Debug)]
-pub struct Version<'a> {
-    /// The object's namespace.
-    pub namespace: &'a str,
-    /// The object's name.
-    pub name: &'a str,
-    /// Its UID: a recreated object of the same name is compiled afresh.
-    pub uid: &'a str,
-    /// `metadata.generation`; without one nothing is kept.
-    pub generation: Option<i64>,
-}
-
-impl<'a> Version<'a> {
-    /// The version of object `namespace/name` (`uid`) at `generation`.
-    pub fn new(namespace: &'a str, name: &'a str, uid: &'a str, generation: Option<i64>) -> Self {
-        Self {
-            namespace,
-            name,
-            uid,
-            generation,
-        }
-    }
-}
-
 impl CompiledSpecs {
-    /// `spec` compiled ([`history::check`]): the kept one when `version` names the same object
-    /// and generation, else compiled now and kept. An invalid spec is not kept.
-    pub fn get(
-        &self,
-        version: Version<'_>,
-        spec: &CronHorizontalPodAutoscalerSpec,
-    ) -> Result<Arc<CompiledSpec>, String> {
-        let key = (version.namespace.to_owned(), version.name.to_owned());
-        if let Some(generation) = version.generation {
+    /// `cron`'s spec compiled ([`history::check`]): the one kept for the same object (name and
+    /// UID) at the same `metadata.generation`, else compiled now and kept. An invalid spec is
+    /// not kept, nor one of an object without a generation.
+    pub fn get(&self, cron: &CronHorizontalPodAutoscaler) -> Result<Arc<CompiledSpec>, String> {
+        let key = (cron.namespace().unwrap_or_default(), cron.name_any());
+        let uid = cron.uid().unwrap_or_default();
+        let generation = cron.metadata.generation;
+        if let Some(generation) = generation {
             let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(e) = kept
                 .get(&key)
-                .filter(|e| e.uid == version.uid && e.generation == generation)
+                .filter(|e| e.uid == uid && e.generation == generation)
             {
                 return Ok(Arc::clone(&e.spec));
             }
         }
         // Compiled outside the lock: other objects' reconciles go on meanwhile.
-        let compiled = Arc::new(history::check(spec)?);
-        if let Some(generation) = version.generation {
+        let compiled = Arc::new(history::check(&cron.spec)?);
+        if let Some(generation) = generation {
             let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
             kept.insert(
                 key,
                 Entry {
-                    uid: version.uid.to_owned(),
+                    uid,
                     generation,
                     spec: Arc::clone(&compiled),
                 },
@@ -88,14 +63,9 @@ impl CompiledSpecs {
         kept.remove(&(namespace.to_owned(), name.to_owned()));
     }
 
-    /// How many objects have a kept spec.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn kept(&self) -> usize {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    /// True when no spec is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -105,7 +75,8 @@ mod tests {
 
     use super::*;
 
-    fn spec(schedule: &str) -> CronHorizontalPodAutoscalerSpec {
+    /// `shop/web` with UID `uid` at `generation`, one job on `schedule`.
+    fn cron(uid: &str, generation: Option<i64>, schedule: &str) -> CronHorizontalPodAutoscaler {
         let mut spec = CronHorizontalPodAutoscalerSpec::default();
         spec.scale_target_ref.kind = "Deployment".into();
         spec.scale_target_ref.name = "web".into();
@@ -115,40 +86,40 @@ mod tests {
             target_size: 3,
             run_once: false,
         });
-        spec
-    }
-
-    fn version(uid: &str, generation: Option<i64>) -> Version<'_> {
-        Version::new("shop", "web", uid, generation)
+        let mut cron = CronHorizontalPodAutoscaler::new("web", spec);
+        cron.metadata.namespace = Some("shop".into());
+        cron.metadata.uid = Some(uid.into());
+        cron.metadata.generation = generation;
+        cron
     }
 
     #[test]
     fn one_compile_per_generation_of_one_object() {
         let specs = CompiledSpecs::default();
-        let first = specs.get(version("u1", Some(1)), &spec("@daily")).unwrap();
+        let first = specs.get(&cron("u1", Some(1), "@daily")).unwrap();
         // The same generation: the kept compile, even if handed another spec (it cannot be).
-        let again = specs.get(version("u1", Some(1)), &spec("@hourly")).unwrap();
+        let again = specs.get(&cron("u1", Some(1), "@hourly")).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
         // A new generation, a recreated object, or no generation: compiled again.
-        let changed = specs.get(version("u1", Some(2)), &spec("@hourly")).unwrap();
+        let changed = specs.get(&cron("u1", Some(2), "@hourly")).unwrap();
         assert!(!Arc::ptr_eq(&first, &changed));
         assert_eq!(changed.jobs[0].name, "up");
-        let recreated = specs.get(version("u2", Some(2)), &spec("@daily")).unwrap();
+        let recreated = specs.get(&cron("u2", Some(2), "@daily")).unwrap();
         assert!(!Arc::ptr_eq(&changed, &recreated));
-        let unversioned = specs.get(version("u2", None), &spec("@daily")).unwrap();
+        let unversioned = specs.get(&cron("u2", None, "@daily")).unwrap();
         assert!(!Arc::ptr_eq(&recreated, &unversioned));
-        assert_eq!(specs.len(), 1);
+        assert_eq!(specs.kept(), 1);
         specs.forget("shop", "web");
-        assert!(specs.is_empty());
+        assert_eq!(specs.kept(), 0);
     }
 
     #[test]
     fn an_invalid_spec_is_reported_and_not_kept() {
         let specs = CompiledSpecs::default();
         let err = specs
-            .get(version("u1", Some(1)), &spec("not a schedule"))
+            .get(&cron("u1", Some(1), "not a schedule"))
             .unwrap_err();
         assert!(err.contains("spec.jobs[0].schedule"), "{err}");
-        assert!(specs.is_empty());
+        assert_eq!(specs.kept(), 0);
     }
 }

@@ -30,7 +30,6 @@ use plimsoll_core::schedule::resume::{self, Memory, unchanged_until};
 use plimsoll_core::schedule::retry::{Retry, retry_at};
 use tracing::{Span, field, info, instrument, warn};
 
-use crate::compiled::Version;
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 use crate::metrics::RunResult;
@@ -56,8 +55,7 @@ pub async fn reconcile(
     }
     let spec = &cron.spec;
 
-    let version = Version::new(&namespace, &name, &uid, cron.metadata.generation);
-    let compiled = match ctx.compiled.get(version, spec) {
+    let compiled = match ctx.compiled.get(&cron) {
         Ok(compiled) => compiled,
         Err(problems) => {
             return invalid(&cron, &ctx, &namespace, &name, &uid, memory, &problems).await;
