@@ -27,7 +27,12 @@ pub fn acts_on_terminal(c: char) -> bool {
 /// True when nothing in `s` but its newlines is a character a terminal acts on: what
 /// [`printable_lines`] returns, and what a test of a text for a terminal checks.
 pub fn is_printable_lines(s: &str) -> bool {
-    !s.chars().any(|c| c != '\n' && acts_on_terminal(c))
+    !s.chars().any(acts_within_lines)
+}
+
+/// [`acts_on_terminal`], but for the newlines that end a program's own lines.
+fn acts_within_lines(c: char) -> bool {
+    c != '\n' && acts_on_terminal(c)
 }
 
 /// `s` with every character a terminal acts on ([`acts_on_terminal`]) escaped, newlines
@@ -39,7 +44,7 @@ pub fn printable(s: &str) -> Cow<'_, str> {
 /// `s` with every character a terminal acts on escaped except the newline: for whole text whose
 /// lines the program wrote itself.
 pub fn printable_lines(s: &str) -> Cow<'_, str> {
-    escape_where(s, |c| c != '\n' && acts_on_terminal(c))
+    escape_where(s, acts_within_lines)
 }
 
 fn escape_where(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
