@@ -7,6 +7,7 @@
 //! | [`client`] | the kube `Client` from `--kubeconfig`/`--context` or in-cluster; the rustls `ring` provider |
 //! | [`rate_limit`] | the client-side limit `--kube-api-qps`/`--kube-api-burst` (a token bucket in the client's stack) and its counters |
 //! | [`telemetry`] | tracing (JSON or text), the `plimsoll_<binary>_` metrics sub-registry, reconcile metrics |
+//! | [`one_line`] | the text log format's writer: each event one line, whatever newlines its values hold |
 //! | [`admin`] | one axum listener for `/metrics`, `/healthz` ([`admin::Liveness`]), `/readyz` ([`admin::Readiness`]) |
 //! | [`listener`] | the HTTP server under every listener (admin, webhook): connection cap, header/body/write/idle clocks, size caps, TLS |
 //! | [`shutdown`] | a `CancellationToken` cancelled by SIGTERM/Ctrl-C; a grace-period helper |
@@ -86,6 +87,7 @@ pub mod kinds;
 pub mod leader;
 pub mod listener;
 pub mod metrics_api;
+pub mod one_line;
 pub mod owners;
 pub mod prometheus;
 pub mod rate_limit;

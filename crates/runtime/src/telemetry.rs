@@ -2,7 +2,8 @@
 //!
 //! - [`init_tracing`]: one `tracing` subscriber for the process, JSON lines (default) or compact
 //!   text, filtered by an `EnvFilter` (`--log-filter`, else `$RUST_LOG` as every Rust program
-//!   and upstream's guides expect, else [`DEFAULT_LOG_FILTER`]). Logs go to stderr.
+//!   and upstream's guides expect, else [`DEFAULT_LOG_FILTER`]). Logs go to stderr, each event
+//!   on one line in both formats ([`crate::one_line`]).
 //! - [`service_registry`]: the `prometheus-client` sub-registry whose metrics are all named
 //!   `plimsoll_<binary>_…` (with `-` as `_`). One root `Registry` per process; the admin server
 //!   serves the root.
@@ -56,7 +57,10 @@ pub fn init_tracing(format: LogFormat, filter: &str) -> Result<()> {
             .with_current_span(true)
             .with_span_list(false)
             .try_init(),
-        LogFormat::Text => builder.compact().try_init(),
+        LogFormat::Text => builder
+            .compact()
+            .with_writer(crate::one_line::OneLineStderr)
+            .try_init(),
     };
     result.map_err(|e| Error::Telemetry(e.to_string()))
 }
