@@ -354,18 +354,6 @@ fn csv_samples(
     cores: impl Fn(f64, &str) -> Result<i64, ReplayError>,
 ) -> Result<Vec<Sample>, ReplayError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let cells = |line: &str| -> Vec<String> {
-        line.split(',')
-            .map(|c| {
-                let c = c.trim();
-                c.strip_prefix('"')
-                    .and_then(|c| c.strip_suffix('"'))
-                    .unwrap_or(c)
-                    .trim()
-                    .to_owned()
-            })
-            .collect()
-    };
     let mut lines = text
         .lines()
         .enumerate()
@@ -373,10 +361,10 @@ fn csv_samples(
         .filter(|(_, l)| !l.trim().is_empty());
     let header: Vec<String> = lines
         .next()
-        .map(|(_, l)| cells(l))
+        .map(|(_, l)| csv_cells(l))
         .unwrap_or_default()
         .into_iter()
-        .map(|c| c.to_ascii_lowercase())
+        .map(str::to_ascii_lowercase)
         .collect();
     let column = |name: &str| header.iter().position(|c| c == name);
     if let Some(other) = header
@@ -411,7 +399,7 @@ fn csv_samples(
     let mut out: Vec<Sample> = Vec::new();
     for (line_number, line) in lines {
         let field = format!("load.csv line {line_number}");
-        let row = cells(line);
+        let row = csv_cells(line);
         let number = |k: usize, name: &str| -> Result<f64, ReplayError> {
             row.get(k)
                 .and_then(|c| c.parse::<f64>().ok())
@@ -424,9 +412,9 @@ fn csv_samples(
         plimsoll_replay::seconds(t, format!("{field} t"))?;
         let memory = match memory_at {
             Some(k) => {
-                let text = row.get(k).cloned().unwrap_or_default();
+                let text = row.get(k).copied().unwrap_or_default();
                 Some(
-                    milli(&Amount::Text(text), &format!("{field} memory"))
+                    milli(&Amount::Text(text.to_owned()), &format!("{field} memory"))
                         .map_err(ReplayError::Invalid)?,
                 )
             }
@@ -442,6 +430,19 @@ fn csv_samples(
         return Err(invalid("load.csv", "has no rows"));
     }
     Ok(out)
+}
+
+/// A CSV line's cells, each trimmed and without the double quotes a spreadsheet may put round it.
+fn csv_cells(line: &str) -> Vec<&str> {
+    line.split(',')
+        .map(|c| {
+            let c = c.trim();
+            c.strip_prefix('"')
+                .and_then(|c| c.strip_suffix('"'))
+                .unwrap_or(c)
+                .trim()
+        })
+        .collect()
 }
 
 /// One pod's containers, with their requests and limits (milli).
