@@ -59,9 +59,6 @@ pub async fn observe(
     let target = &cron.spec.scale_target_ref;
     let annotations = &cron.metadata.annotations.clone().unwrap_or_default();
     let mode = mode(&target.kind, annotations);
-    // The autoscaler paths below read the target by name too, not only through the scale
-    // client that checks it.
-    TargetRef::from(target).check_name()?;
     if mode == Mode::Replicas {
         let scale = ctx.scale.get(namespace, target).await?;
         return Ok(Resolved {
@@ -75,6 +72,9 @@ pub async fn observe(
             },
         });
     }
+    // The autoscaler paths read the target by name themselves, not through the scale client
+    // that checks it.
+    TargetRef::from(target).check_name()?;
     let (autoscaler, workload, min, max) = match target.kind.as_str() {
         "HorizontalPodAutoscaler" => hpa(ctx, namespace, &target.name).await?,
         "HorizontalPodAutoscalerPlus" => hpa_plus(ctx, namespace, &target.name).await?,
