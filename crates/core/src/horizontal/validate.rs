@@ -255,10 +255,6 @@ fn validate_metric(m: &MetricSpec, path: &str, errs: &mut FieldErrors) {
     if name.is_empty() {
         errs.push(format!("{member}.{field}"), "is required");
     }
-    // Pods, Object and External metrics are fetched by name from the metrics APIs' URLs.
-    if field == "metric.name" {
-        errs.path_segment(format!("{member}.{field}"), name);
-    }
     validate_target(
         source.target(),
         &format!("{member}.target"),

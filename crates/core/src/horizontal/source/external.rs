@@ -1,7 +1,7 @@
 //! `External`: a metric from outside the cluster (`external.metrics.k8s.io`); every series'
 //! value, summed as upstream does, is one value for the workload.
 
-use super::{Kind, MetricSource, Seen, SourceType, TOTAL_TARGETS, identifier_sizes};
+use super::{Kind, MetricSource, Seen, SourceType, TOTAL_TARGETS, identifier_sizes, name_in_url};
 use crate::api::hpa_plus::{
     ExternalMetricSource, ExternalMetricStatus, FallbackStatus, MetricFallback, MetricSourceType,
     MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
@@ -24,6 +24,10 @@ impl MetricSource for ExternalMetricSource {
 
     fn allowed_targets(&self) -> &'static [MetricTargetType] {
         TOTAL_TARGETS
+    }
+
+    fn validate(&self, path: &str, errs: &mut FieldErrors) {
+        name_in_url(&self.metric, &format!("{path}.metric"), errs);
     }
 
     fn validate_sizes(&self, path: &str, errs: &mut FieldErrors) {

@@ -221,6 +221,12 @@ pub(crate) fn reference_sizes(r: &CrossVersionObjectReference, path: &str, errs:
 }
 
 /// The size limits of a metric identifier's name and selector.
+/// A Pods, Object or External metric is fetched by its name as one segment of the metrics
+/// APIs' URLs, so the name must be one (upstream's `IsValidPathSegmentName`).
+pub(crate) fn name_in_url(m: &MetricIdentifier, path: &str, errs: &mut FieldErrors) {
+    errs.path_segment(format!("{path}.name"), &m.name);
+}
+
 pub(crate) fn identifier_sizes(m: &MetricIdentifier, path: &str, errs: &mut FieldErrors) {
     errs.max_length(format!("{path}.name"), &m.name, MAX_METRIC_NAME_LENGTH);
     if let Some(s) = &m.selector {

@@ -3,7 +3,7 @@
 
 use super::{
     Kind, MetricSource, Seen, SourceType, TOTAL_TARGETS, identifier_sizes, keyed_total,
-    reference_sizes,
+    name_in_url, reference_sizes,
 };
 use crate::api::hpa_plus::{
     MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
@@ -53,6 +53,7 @@ impl MetricSource for ObjectMetricSource {
             format!("{path}.describedObject.name"),
             &self.described_object.name,
         );
+        name_in_url(&self.metric, &format!("{path}.metric"), errs);
     }
 
     fn validate_sizes(&self, path: &str, errs: &mut FieldErrors) {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Kind, MetricSource, Seen, SourceType, identifier_sizes};
+use super::{Kind, MetricSource, Seen, SourceType, identifier_sizes, name_in_url};
 use crate::api::hpa_plus::{
     MetricSourceType, MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
     PodsMetricSource, PodsMetricStatus,
@@ -26,6 +26,10 @@ impl MetricSource for PodsMetricSource {
 
     fn allowed_targets(&self) -> &'static [MetricTargetType] {
         &[MetricTargetType::AverageValue, MetricTargetType::Watermark]
+    }
+
+    fn validate(&self, path: &str, errs: &mut FieldErrors) {
+        name_in_url(&self.metric, &format!("{path}.metric"), errs);
     }
 
     fn validate_sizes(&self, path: &str, errs: &mut FieldErrors) {
