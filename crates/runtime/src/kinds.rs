@@ -158,6 +158,25 @@ impl KindResolver {
         self.resolve(target.api_version, target.kind).await
     }
 
+    /// Resolves the kind of a workload an autoscaler acts on: `target` must be namespaced,
+    /// so that it is read and written in the autoscaler's own namespace. A cluster-scoped
+    /// kind with a scale subresource would otherwise let a namespace's user steer an object
+    /// no namespace owns, with the controller's credentials (upstream's scale client always
+    /// addresses the autoscaler's namespace).
+    pub async fn resolve_workload(&self, target: TargetRef<'_>) -> Result<ResolvedKind> {
+        let resolved = self.resolve_target(target).await?;
+        if !resolved.namespaced {
+            return Err(Error::Discovery {
+                api_version: target.api_version.to_owned(),
+                kind: target.kind.to_owned(),
+                reason:
+                    "the resource is cluster-scoped; a target must be in the autoscaler's namespace"
+                        .into(),
+            });
+        }
+        Ok(resolved)
+    }
+
     /// Resolves `api_version` (`apps/v1`, `v1`, `example.com/v1alpha1`) and `kind`.
     pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedKind> {
         let key = (api_version.to_owned(), kind.to_owned());

@@ -45,12 +45,9 @@ impl ScaleClient {
                 Ok(statefulset(&s))
             }
             _ => {
-                let resolved = self.kinds().resolve_target(target).await?;
-                let api: Api<DynamicObject> = if resolved.namespaced {
-                    Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
-                } else {
-                    Api::all_with(self.client.clone(), &resolved.resource)
-                };
+                let resolved = self.kinds().resolve_workload(target).await?;
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(self.client.clone(), namespace, &resolved.resource);
                 let object = api
                     .get(target.name)
                     .await

@@ -81,16 +81,12 @@ impl ScaleClient {
 
     async fn api(&self, namespace: &str, target: TargetRef<'_>) -> Result<Api<DynamicObject>> {
         target.check_name()?;
-        let resolved = self.kinds.resolve_target(target).await?;
+        let resolved = self.kinds.resolve_workload(target).await?;
         Ok(self.api_for(namespace, &resolved))
     }
 
     fn api_for(&self, namespace: &str, resolved: &ResolvedKind) -> Api<DynamicObject> {
-        if resolved.namespaced {
-            Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
-        } else {
-            Api::all_with(self.client.clone(), &resolved.resource)
-        }
+        Api::namespaced_with(self.client.clone(), namespace, &resolved.resource)
     }
 
     async fn scalable_api(
@@ -99,7 +95,7 @@ impl ScaleClient {
         target: TargetRef<'_>,
     ) -> Result<Api<DynamicObject>> {
         target.check_name()?;
-        let resolved = self.kinds.resolve_target(target).await?;
+        let resolved = self.kinds.resolve_workload(target).await?;
         if !resolved.scalable {
             return Err(Error::Discovery {
                 api_version: target.api_version.to_owned(),
@@ -376,6 +372,38 @@ mod tests {
             err.to_string(),
             "cannot resolve example.com/v1 Report: the resource has no scale subresource"
         );
+    }
+
+    /// A cluster-scoped kind with a scale subresource belongs to no namespace: a tenant's
+    /// autoscaler naming one is refused after discovery, with no read or write of it.
+    #[tokio::test]
+    async fn a_cluster_scoped_target_is_refused() {
+        let api = FakeApi::new();
+        api.respond(
+            "GET",
+            "/apis/example.com/v1",
+            200,
+            r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"example.com/v1","resources":[
+              {"name":"nodepools","singularName":"nodepool","namespaced":false,"kind":"NodePool","verbs":["get","patch"]},
+              {"name":"nodepools/scale","singularName":"","namespaced":false,"kind":"Scale","verbs":["get","patch"]}]}"#,
+        );
+        api.respond(
+            "GET",
+            "/apis/example.com/v1/nodepools/big/scale",
+            200,
+            r#"{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"big"},"spec":{"replicas":1},"status":{"replicas":1}}"#,
+        );
+        let scales = ScaleClient::new(api.client(), "cron-hpa");
+        let pool = target("example.com/v1", "NodePool", "big");
+        let want = "cannot resolve example.com/v1 NodePool: the resource is cluster-scoped; a target must be in the autoscaler's namespace";
+        let err = scales.get("shop", &pool).await.unwrap_err();
+        assert_eq!(err.to_string(), want);
+        let err = scales.set_replicas("shop", &pool, 500).await.unwrap_err();
+        assert_eq!(err.to_string(), want);
+        let err = scales.pod_selector("shop", &pool).await.unwrap_err();
+        assert_eq!(err.to_string(), want);
+        let paths: Vec<String> = api.requests().iter().map(|r| r.uri.clone()).collect();
+        assert_eq!(paths, ["/apis/example.com/v1"], "discovery only");
     }
 
     #[tokio::test]
