@@ -362,7 +362,11 @@ fn parse_range(part: &str, bounds: Bounds) -> Result<(u64, bool), String> {
     let mut v = start;
     while v <= end {
         bits |= 1 << v;
-        v += step;
+        // A step larger than the field (`59/4294967295`) ends the list after its start.
+        let Some(next) = v.checked_add(step) else {
+            break;
+        };
+        v = next;
     }
     Ok((bits, any))
 }
@@ -481,6 +485,9 @@ mod tests {
             ("5-7/1", MINUTE, bits(&[5, 6, 7])),
             ("*/10", MINUTE, bits(&[0, 10, 20, 30, 40, 50])),
             ("50/5", MINUTE, bits(&[50, 55])),
+            // A step past the end of u32 stops after the start, not wraps round to 0–58.
+            ("59/4294967238", MINUTE, bits(&[59])),
+            ("*/4294967295", MINUTE, bits(&[0])),
             ("mon-fri", DAY_OF_WEEK, bits(&[1, 2, 3, 4, 5])),
             ("JAN-MAR", MONTH, bits(&[1, 2, 3])),
             ("Dec", MONTH, bits(&[12])),

@@ -263,28 +263,56 @@ impl CompiledSpec {
         if (job.run_once && progress.run_once_done) || self.excluded.every_day() {
             return None;
         }
-        let mut cursor = after;
+        self.next_free_firing(&job.schedule, after).0
+    }
+
+    /// The first firing of `schedule` after `after` on a day that is not excluded, and how many
+    /// firings the search asked the schedule for.
+    fn next_free_firing(
+        &self,
+        schedule: &Schedule,
+        after: Timestamp,
+    ) -> (Option<Timestamp>, usize) {
         // The search gives up after about ten years of excluded days (or of excluded firings,
-        // each on a day of its own).
+        // each on a day of its own), and at a firing more than that many days of the calendar
+        // away: a schedule that fires rarely (29 February) on days that are all excluded would
+        // otherwise be searched, one firing at a time, to the year 9999.
+        let horizon = i64::try_from(MAX_EXCLUDED_DAYS).ok().and_then(|days| {
+            let today = self.time_zone.to_datetime(after).date();
+            today.checked_add(jiff::Span::new().days(days)).ok()
+        });
+        let Some(horizon) = horizon else {
+            return (None, 0);
+        };
+        let mut cursor = after;
         let mut excluded_days = 0;
-        for _ in 0..MAX_EXCLUDED_DAYS {
-            let at = next::next_after(&job.schedule, &self.time_zone, cursor)?;
+        for asked in 1..=MAX_EXCLUDED_DAYS {
+            let Some(at) = next::next_after(schedule, &self.time_zone, cursor) else {
+                return (None, asked);
+            };
             let mut day = self.time_zone.to_datetime(at).date();
+            if day > horizon {
+                return (None, asked);
+            }
             if !self.excluded.contains(day) {
-                return Some(at);
+                return (Some(at), asked);
             }
             // Step over the excluded days by the calendar alone, then ask the schedule again
             // from the first day that is not.
             while self.excluded.contains(day) {
                 excluded_days += 1;
-                if excluded_days > MAX_EXCLUDED_DAYS {
-                    return None;
+                let next = day.tomorrow().ok();
+                match next {
+                    Some(next) if excluded_days <= MAX_EXCLUDED_DAYS => day = next,
+                    _ => return (None, asked),
                 }
-                day = day.tomorrow().ok()?;
             }
-            cursor = self.before_local_day(day)?;
+            match self.before_local_day(day) {
+                Some(before) => cursor = before,
+                None => return (None, asked),
+            }
         }
-        None
+        (None, MAX_EXCLUDED_DAYS)
     }
 
     /// The last instant before local day `day` (so `next_after` of it is the first firing on
@@ -859,6 +887,29 @@ mod tests {
         berlin.time_zone = Some("Europe/Berlin".into());
         let next = compile(&berlin).next_run(0, JobProgress::default(), ts("2026-12-23T09:00:00Z"));
         assert_eq!(next, Some(ts("2026-12-28T07:00:00Z")));
+    }
+
+    #[test]
+    fn a_rare_schedule_on_excluded_days_is_not_searched_to_the_end_of_time() {
+        // 29 February, every one excluded: without a calendar bound the search walks four
+        // years per step to the year 9999 (about 2,000 steps per job, 100 jobs per object).
+        let mut spec = CronHorizontalPodAutoscalerSpec::test().exclude("* * * 29 2 *");
+        for i in 0..100 {
+            spec = spec.job(&format!("j{i}"), "0 0 0 29 2 *", 1);
+        }
+        let compiled = compile(&spec);
+        let after = ts("2026-03-01T00:00:00Z");
+        assert_eq!(compiled.next_run(0, JobProgress::default(), after), None);
+        let (at, asked) = compiled.next_free_firing(&compiled.jobs[0].schedule, after);
+        assert_eq!(at, None);
+        // 2028, 2032 and 2036 are within ten years; 2040 is past them and ends the search.
+        assert_eq!(asked, 4);
+        // A 29 February that is not excluded is still found years ahead.
+        let free = CronHorizontalPodAutoscalerSpec::test().job("leap", "0 0 0 29 2 *", 1);
+        assert_eq!(
+            compile(&free).next_run(0, JobProgress::default(), ts("2026-03-01T00:00:00Z")),
+            Some(ts("2028-02-29T00:00:00Z"))
+        );
     }
 
     #[test]

@@ -381,12 +381,13 @@ fn parse_period_seconds(v: &str) -> Option<i32> {
         }
         let n: i64 = digits.parse().ok()?;
         digits.clear();
-        total += n * match c {
+        let unit = match c {
             's' => 1,
             'm' => 60,
             'h' => 3600,
             _ => return None,
         };
+        total = total.checked_add(n.checked_mul(unit)?)?;
     }
     if !digits.is_empty() || total <= 0 {
         return None;
@@ -458,6 +459,13 @@ mod tests {
         assert_eq!(parse_period_seconds("0"), None);
         assert_eq!(parse_period_seconds("10"), Some(10));
         assert_eq!(parse_period_seconds("soon"), None);
+        // Past i64 or i32 is refused, not wrapped (a tenant writes this annotation).
+        assert_eq!(parse_period_seconds("9223372036854775807h"), None);
+        assert_eq!(
+            parse_period_seconds("9223372036854775807s9223372036854775807s"),
+            None
+        );
+        assert_eq!(parse_period_seconds("600000h"), None);
         assert_eq!(parse_period_seconds("5x"), None);
     }
 
