@@ -233,6 +233,20 @@ fn parse_gvk(api_version: &str, kind: &str) -> Result<GroupVersionKind> {
     let gv: GroupVersion = api_version
         .parse()
         .map_err(|_| fail("apiVersion must be <group>/<version> or <version>"))?;
+    // The group and version become segments of the discovery URL: they must be what an API
+    // server can serve (a DNS subdomain, a DNS label), not a path or a query of the tenant's.
+    let label = |s: &str, max: usize, dots: bool| {
+        !s.is_empty()
+            && s.len() <= max
+            && s.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || (dots && b == b'.')
+            })
+    };
+    if !(gv.group.is_empty() || label(&gv.group, 253, true)) || !label(&gv.version, 63, false) {
+        return Err(fail(
+            "apiVersion must be <group>/<version> or <version>, in lower-case letters, digits, '-' and '.'",
+        ));
+    }
     Ok(gv.with_kind(kind))
 }
 
@@ -299,6 +313,31 @@ mod tests {
         let rc = kinds.resolve("v1", "ReplicationController").await.unwrap();
         assert_eq!(rc.qualified_resource(), "replicationcontrollers");
         assert!(api.requests().is_empty());
+    }
+
+    /// The group and version go into the discovery URL: anything but a group and a version
+    /// is refused before a request.
+    #[tokio::test]
+    async fn an_api_version_that_is_not_a_group_and_version_makes_no_request() {
+        let api = FakeApi::new();
+        let kinds = KindResolver::new(api.client());
+        for api_version in [
+            "x/v1/../../../api/v1/namespaces/kube-system/secrets",
+            "example.com/v1?watch=true",
+            "example.com/v1#x",
+            "Example.com/v1",
+            "example.com/",
+            "example com/v1",
+        ] {
+            let err = kinds.resolve(api_version, "WebApp").await.unwrap_err();
+            assert!(
+                err.to_string().contains("apiVersion must be"),
+                "{api_version}: {err}"
+            );
+        }
+        assert!(api.requests().is_empty(), "{:?}", api.requests());
+        kinds.resolve("apps/v1", "Deployment").await.unwrap();
+        kinds.resolve("v1", "ReplicationController").await.unwrap();
     }
 
     #[tokio::test]
