@@ -336,7 +336,7 @@ impl ContainerState {
             return Err(OomError::TooOld(time));
         }
         let used = requested_bytes.max(self.memory_peak);
-        let needed = (used + amount_from_float(config.oom_min_bump_up_bytes))
+        let needed = (used.saturating_add(amount_from_float(config.oom_min_bump_up_bytes)))
             .max(scale_resource(used, config.oom_bump_up_ratio));
         if self.add_memory_sample(aggregate, config, needed, time, true) {
             Ok(())

@@ -496,9 +496,10 @@ fn current_request(
                 .filter(|c| horizontal.in_scope(resource, &c.name))
             {
                 let r = request_of(pod, &c.name, resource).unwrap_or(0);
-                total += r;
+                // Requests are a namespace user's: summed without wrapping.
+                total = i64::saturating_add(total, r);
                 if !controlled(&c.name) {
-                    others += r;
+                    others = i64::saturating_add(others, r);
                 }
             }
             (total > 0).then_some((total, others))

@@ -10,7 +10,7 @@
 //! aggregate of its container name; aggregates without a sample for a whole memory window are
 //! dropped by [`VpaModel::garbage_collect`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 
@@ -22,6 +22,10 @@ use super::estimator::EstimatorConfig;
 use super::per_vpa::PerVpaSettings;
 use super::recommendation::{self, RecommendationError, RecommendationReport};
 use crate::api::vpa::{VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerSpec};
+
+/// The fewest aggregates a VPA keeps, however few containers its pods have now (see
+/// [`VpaModel::cap_aggregates`]).
+pub const MIN_AGGREGATES_KEPT: usize = 32;
 
 /// Usage aggregates of one VPA's containers.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -139,6 +143,42 @@ impl VpaModel {
         self.instances.retain(|(p, _), _| p != pod);
     }
 
+    /// Drops the aggregates of containers that no pod has now, beyond `max(32, 2 × the
+    /// containers pods have now)`: those without a sample first, then the longest without one.
+    /// Returns their names.
+    ///
+    /// Container names are written by a namespace user: pods that never run, each with a
+    /// thousand new names a minute, would otherwise add an aggregate (two histograms) and a
+    /// checkpoint per name until its memory window ends, and the VPA's own policy can set that
+    /// window to decades. The aggregates of current containers are never dropped here.
+    pub fn cap_aggregates(&mut self, current: &BTreeSet<&str>) -> Vec<String> {
+        let limit = MIN_AGGREGATES_KEPT.max(current.len().saturating_mul(2));
+        let excess = self.aggregates.len().saturating_sub(limit);
+        if excess == 0 {
+            return Vec::new();
+        }
+        let mut former: Vec<(bool, Timestamp, &String)> = self
+            .aggregates
+            .iter()
+            .filter(|(name, _)| !current.contains(name.as_str()))
+            .map(|(name, a)| {
+                let last = a.last_sample_start.unwrap_or(a.creation_time);
+                (a.total_samples_count > 0, last, name)
+            })
+            .collect();
+        former.sort();
+        let dropped: Vec<String> = former
+            .into_iter()
+            .take(excess)
+            .map(|(_, _, name)| name.clone())
+            .collect();
+        for name in &dropped {
+            self.aggregates.remove(name);
+            self.instances.retain(|(_, c), _| c != name);
+        }
+        dropped
+    }
+
     /// Drops aggregates that saw no sample for a whole memory window; returns their names.
     pub fn garbage_collect(&mut self, config: &AggregationsConfig, now: Timestamp) -> Vec<String> {
         let expired: Vec<String> = self
@@ -183,6 +223,42 @@ mod tests {
 
     fn ts(s: &str) -> Timestamp {
         s.parse().expect("timestamp")
+    }
+
+    #[test]
+    fn names_pods_no_longer_have_are_capped_and_current_ones_kept() {
+        let config = AggregationsConfig::default();
+        let t = ts("2024-03-01T00:00:00Z");
+        let mut m = VpaModel::new();
+        assert!(m.add_cpu_sample("web-1", "app", 100, t, &config));
+        // A container of an earlier template, with samples, and 60 names that pods which never
+        // ran had, one minute apart.
+        assert!(m.add_cpu_sample("web-0", "former", 100, t, &config));
+        for i in 0..60 {
+            let at = t + SignedDuration::from_mins(i);
+            m.ensure_container(&format!("churn-{i:02}"), &config, at);
+        }
+        let current = BTreeSet::from(["app"]);
+        let dropped = m.cap_aggregates(&current);
+        assert_eq!(m.aggregates.len(), MIN_AGGREGATES_KEPT);
+        assert_eq!(dropped.len(), 62 - MIN_AGGREGATES_KEPT);
+        assert!(m.aggregates.contains_key("app") && m.aggregates.contains_key("former"));
+        // The oldest names without a sample went first.
+        assert_eq!(dropped.first().map(String::as_str), Some("churn-00"));
+        assert!(m.aggregates.contains_key("churn-59"));
+        assert!(
+            m.cap_aggregates(&current).is_empty(),
+            "already within the cap"
+        );
+        // Current containers are never dropped, however many: the cap is twice their number.
+        let many: Vec<String> = (0..100).map(|i| format!("c{i}")).collect();
+        for name in &many {
+            m.ensure_container(name, &config, t);
+        }
+        let current: BTreeSet<&str> = many.iter().map(String::as_str).collect();
+        m.cap_aggregates(&current);
+        assert!(many.iter().all(|n| m.aggregates.contains_key(n)));
+        assert!(m.aggregates.len() <= 200);
     }
 
     // cf. upstream model/cluster_test.go (samples per container name, garbage collection)

@@ -133,7 +133,8 @@ pub fn other_requests(pods: &[&Pod], containers: &[RecommendationReport]) -> Res
                     .unwrap_or_default();
             for (resource, amount) in requests {
                 if recommended.is_none_or(|r| !r.capped.target.contains_key(&resource)) {
-                    *sums.entry(resource).or_default() += amount.max(0);
+                    let sum = sums.entry(resource).or_default();
+                    *sum = sum.saturating_add(amount.max(0));
                 }
             }
         }
@@ -366,6 +367,21 @@ mod tests {
         let others = other_requests(&[&pod], &[app]);
         assert_eq!(others[&Resource::Cpu], 250);
         assert_eq!(others[&Resource::Memory], GI + 64 * 1024 * 1024);
+    }
+
+    #[test]
+    fn requests_a_tenant_writes_past_i64_saturate() {
+        // 9e15 cores is 9e18 millicores; two of them pass i64::MAX.
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {"containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "9e15"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "9e15"}}}
+            ]}
+        }))
+        .expect("pod");
+        let others = other_requests(&[&pod], &[]);
+        assert_eq!(others[&Resource::Cpu], i64::MAX);
     }
 
     proptest! {

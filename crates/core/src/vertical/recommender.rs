@@ -863,6 +863,7 @@ impl VpaState {
         }
         self.pods = names;
         let mut containers_per_pod = 1;
+        let mut current = BTreeSet::new();
         for pod in pods {
             let containers = pod
                 .spec
@@ -872,7 +873,11 @@ impl VpaState {
             containers_per_pod = containers_per_pod.max(containers.len());
             for c in containers {
                 self.model.ensure_container(&c.name, config, now);
+                current.insert(c.name.as_str());
             }
+        }
+        for name in self.model.cap_aggregates(&current) {
+            self.checkpoint_written.remove(&name);
         }
         containers_per_pod
     }
