@@ -47,6 +47,30 @@ pub fn printable_lines(s: &str) -> Cow<'_, str> {
     escape_where(s, acts_within_lines)
 }
 
+/// The longest condition message the services write, in bytes: room for every field error of
+/// the largest spec, while a status stays far below etcd's object limit.
+pub const MAX_CONDITION_MESSAGE_BYTES: usize = 8 * 1024;
+
+/// The longest Event note, in bytes: the API server refuses a longer one (`events.k8s.io/v1`
+/// `note`), and the Event would be lost.
+pub const MAX_EVENT_NOTE_BYTES: usize = 1024;
+
+/// A message for a condition or an Event, which `kubectl describe` shows to whoever runs it:
+/// [`printable`], cut to at most `max_bytes` at a character boundary (with `…`). Messages
+/// repeat values a namespace user wrote (names, queries, a metrics adapter's error text); this
+/// is the one place every one passes, so no caller has to remember to escape.
+pub fn message(text: &str, max_bytes: usize) -> String {
+    let shown = printable(text);
+    if shown.len() <= max_bytes {
+        return shown.into_owned();
+    }
+    let mut end = max_bytes.saturating_sub('…'.len_utf8());
+    while !shown.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &shown[..end])
+}
+
 fn escape_where(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
     if !s.chars().any(&escape) {
         return Cow::Borrowed(s);
@@ -67,6 +91,17 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn messages_are_escaped_and_cut_within_their_bytes() {
+        assert_eq!(message("scaled to 3", 64), "scaled to 3");
+        assert_eq!(message("job \u{1b}]0;x\u{7}", 64), "job \\u{1b}]0;x\\u{7}");
+        let long = "é".repeat(1000);
+        let cut = message(&long, MAX_EVENT_NOTE_BYTES);
+        assert!(cut.len() <= MAX_EVENT_NOTE_BYTES, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert!(cut.trim_end_matches('…').chars().all(|c| c == 'é'));
+    }
 
     #[test]
     fn sequences_a_terminal_acts_on_are_shown_escaped() {
@@ -109,6 +144,13 @@ mod tests {
             // The newlines of the text are its lines; a value's newlines are escaped.
             prop_assert_eq!(lines.matches('\n').count(), s.matches('\n').count());
             prop_assert_eq!(shown.matches('\n').count(), 0);
+        }
+
+        #[test]
+        fn a_message_fits_its_bytes_and_acts_on_nothing(s in any::<String>(), max in 3usize..300) {
+            let m = message(&s, max);
+            prop_assert!(m.len() <= max, "{} > {}", m.len(), max);
+            prop_assert!(!m.chars().any(acts_on_terminal), "{:?}", m);
         }
 
         #[test]

@@ -44,7 +44,12 @@ impl Events {
         let event = Event {
             type_,
             reason: reason.to_owned(),
-            note: Some(note.into()),
+            // A note repeats names and errors a namespace user controls, and one over 1 KiB
+            // is refused by the API server.
+            note: Some(plimsoll_core::printable::message(
+                &note.into(),
+                plimsoll_core::printable::MAX_EVENT_NOTE_BYTES,
+            )),
             action: action.to_owned(),
             secondary: None,
         };
@@ -126,6 +131,16 @@ mod tests {
         assert_eq!(body["reason"], "SuccessfulRescale");
         assert_eq!(body["type"], "Normal");
         assert_eq!(body["regarding"]["name"], "web");
+        assert_eq!(body["note"], "New size: 4; reason: cpu above target");
+        // A note with a tenant's escape sequence and past the API's 1 KiB: escaped and cut.
+        let long = format!("job {}: {}", "x\u{1b}]0;t\u{7}", "y".repeat(2000));
+        events
+            .normal(&regarding, "JobFailed", "Scale", long)
+            .await;
+        let body: serde_json::Value = serde_json::from_str(&api.requests()[1].body).unwrap();
+        let note = body["note"].as_str().unwrap_or_default();
+        assert!(note.starts_with("job x\\u{1b}]0;t\\u{7}: yyy"), "{note}");
+        assert!(note.len() <= 1024, "{}", note.len());
         // The API refuses (404 from the fake for another namespace): logged, not returned.
         let elsewhere = ObjectReference {
             namespace: Some("other".into()),
@@ -134,6 +149,6 @@ mod tests {
         events
             .warning(&elsewhere, "FailedGetScale", "Scale", "boom")
             .await;
-        assert_eq!(api.requests().len(), 2);
+        assert_eq!(api.requests().len(), 3);
     }
 }

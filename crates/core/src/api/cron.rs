@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::limits::{self, MAX_EXCLUDE_DATES, MAX_SCHEDULE_LENGTH};
+use crate::printable;
 
 /// Annotation that switches a job to min-replicas mode even when the target is a plain workload
 /// (value `"true"`): the job then sets the `minReplicas` of the autoscaler of the same name.
@@ -267,14 +268,20 @@ impl From<CronHorizontalPodAutoscalerStatus> for StatusWire {
             schedule: Some(c.schedule),
             state: Some(c.state),
             last_probe_time: c.last_probe_time,
-            message: Some(c.message),
+            message: Some(printable::message(
+                &c.message,
+                printable::MAX_CONDITION_MESSAGE_BYTES,
+            )),
             ..StatusCondition::default()
         });
         let ready = s.ready.map(|r| StatusCondition {
             type_: Some(READY_CONDITION.to_owned()),
             status: Some(if r.status { "True" } else { "False" }.to_owned()),
             reason: Some(r.reason),
-            message: Some(r.message),
+            message: Some(printable::message(
+                &r.message,
+                printable::MAX_CONDITION_MESSAGE_BYTES,
+            )),
             last_transition_time: r.last_transition_time,
             observed_generation: r.observed_generation,
             ..StatusCondition::default()

@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Serialize;
 
 use crate::api::hpa_plus::HorizontalPodAutoscalerCondition;
+use crate::printable;
 
 /// `AbleToScale` condition type.
 pub const ABLE_TO_SCALE: &str = "AbleToScale";
@@ -82,7 +83,10 @@ pub fn merge(
             status: status.clone(),
             last_transition_time: Some(Time(now)),
             reason: Some(c.reason.to_owned()),
-            message: Some(c.message.clone()),
+            message: Some(printable::message(
+                &c.message,
+                printable::MAX_CONDITION_MESSAGE_BYTES,
+            )),
         };
         match out.iter_mut().find(|o| o.type_ == c.type_) {
             Some(o) if o.status == status => {
@@ -94,4 +98,27 @@ pub fn merge(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_reaches_the_status_escaped_and_bounded() {
+        // A Prometheus metric's name defaults to its query, 4096 characters of the tenant's.
+        let query = format!("up\u{1b}]52;c;cm0gLXJm\u{7}\n{}", "x".repeat(20_000));
+        let c = Condition::new(
+            "ScalingActive",
+            false,
+            "FailedGetPrometheusMetric",
+            format!("the HPA was unable to compute the replica count: {query}"),
+        );
+        let now = Timestamp::UNIX_EPOCH;
+        let merged = merge(&[], &[c], now);
+        let message = merged[0].message.as_deref().unwrap_or_default();
+        assert!(message.contains("up\\u{1b}]52;c;cm0gLXJm\\u{7}\\nxxx"), "{message:.80}");
+        assert!(message.len() <= printable::MAX_CONDITION_MESSAGE_BYTES);
+        assert!(!message.chars().any(printable::acts_on_terminal));
+    }
 }

@@ -20,6 +20,7 @@ use crate::api::vpa::{
     ContainerResourcePolicy, RecommendedContainerResources, RecommendedPodResources,
     VerticalPodAutoscalerCondition, VerticalPodAutoscalerSpec,
 };
+use crate::printable;
 use crate::quantity::{self, QuantityError};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -209,7 +210,8 @@ pub fn conditions(
             status,
             last_transition_time,
             reason: (!reason.is_empty()).then(|| reason.to_owned()),
-            message: (!message.is_empty()).then(|| message.to_owned()),
+            message: (!message.is_empty())
+                .then(|| printable::message(message, printable::MAX_CONDITION_MESSAGE_BYTES)),
             observed_generation: None,
         });
     };

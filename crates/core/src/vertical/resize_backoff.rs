@@ -28,6 +28,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::priority::{PodSnapshot, ResizeStatus};
 use super::resources::{ContainerRecommendation, RequestsByContainer, recommendation_for};
 use crate::api::vpa::VerticalPodAutoscalerCondition;
+use crate::printable;
 
 /// The VPA condition the updater sets for an `InPlace` VPA: `True` while some pods keep their
 /// requests because a resize cannot be made or waits on the kubelet.
@@ -199,7 +200,10 @@ pub fn held_condition(
         status: status.to_owned(),
         last_transition_time,
         reason: Some(reason.to_owned()),
-        message: Some(message),
+        message: Some(printable::message(
+            &message,
+            printable::MAX_CONDITION_MESSAGE_BYTES,
+        )),
         observed_generation: None,
     })
 }
