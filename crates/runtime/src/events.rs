@@ -134,9 +134,7 @@ mod tests {
         assert_eq!(body["note"], "New size: 4; reason: cpu above target");
         // A note with a tenant's escape sequence and past the API's 1 KiB: escaped and cut.
         let long = format!("job {}: {}", "x\u{1b}]0;t\u{7}", "y".repeat(2000));
-        events
-            .normal(&regarding, "JobFailed", "Scale", long)
-            .await;
+        events.normal(&regarding, "JobFailed", "Scale", long).await;
         let body: serde_json::Value = serde_json::from_str(&api.requests()[1].body).unwrap();
         let note = body["note"].as_str().unwrap_or_default();
         assert!(note.starts_with("job x\\u{1b}]0;t\\u{7}: yyy"), "{note}");

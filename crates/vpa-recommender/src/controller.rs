@@ -476,6 +476,11 @@ async fn write_checkpoints(
             Err(e) => {
                 ctx.metrics.error("checkpoint");
                 tracing::warn!(namespace, name, error = %api_message(&e), "cannot write checkpoint");
+                recommender.checkpoint_failed(
+                    &key,
+                    cp.spec.container_name.as_deref().unwrap_or_default(),
+                    now,
+                );
             }
         }
     }

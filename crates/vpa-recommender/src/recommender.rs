@@ -517,6 +517,10 @@ mod tests {
         assert_eq!(names(&r, at), ["b-app", "a-app"]);
         r.checkpoint_written(&key_of(&b.vpa), "app", at + SignedDuration::from_mins(1));
         assert_eq!(names(&r, at), ["a-app", "b-app"]);
+        // A write the server refused waits behind the others as well, rather than going first
+        // in every loop.
+        r.checkpoint_failed(&key_of(&a.vpa), "app", at + SignedDuration::from_mins(2));
+        assert_eq!(names(&r, at), ["b-app", "a-app"]);
     }
 
     #[test]

@@ -117,7 +117,10 @@ mod tests {
         let now = Timestamp::UNIX_EPOCH;
         let merged = merge(&[], &[c], now);
         let message = merged[0].message.as_deref().unwrap_or_default();
-        assert!(message.contains("up\\u{1b}]52;c;cm0gLXJm\\u{7}\\nxxx"), "{message:.80}");
+        assert!(
+            message.contains("up\\u{1b}]52;c;cm0gLXJm\\u{7}\\nxxx"),
+            "{message:.80}"
+        );
         assert!(message.len() <= printable::MAX_CONDITION_MESSAGE_BYTES);
         assert!(!message.chars().any(printable::acts_on_terminal));
     }

@@ -791,6 +791,15 @@ impl Recommender {
         }
     }
 
+    /// Notes that writing the checkpoint of `container` of `key` failed at `now`: it waits
+    /// behind the others as if written then. A checkpoint the API server always refuses (a
+    /// VPA name so long that `<vpa>-<container>` is no valid name: the tenant's to choose)
+    /// would otherwise stay never written, first in every loop, and with a few hundred such
+    /// containers use up `--checkpoints-timeout` before any other tenant's is written.
+    pub fn checkpoint_failed(&mut self, key: &VpaKey, container: &str, now: Timestamp) {
+        self.checkpoint_written(key, container, now);
+    }
+
     /// The total usage of each VPA in joint mode to persist in its annotation
     /// ([`joint_sizing::TOTAL_USAGE_ANNOTATION`]), as `(VPA, annotation value)` in key order:
     /// those that changed since they were last persisted, at least `every` ago (zero: every
