@@ -160,8 +160,8 @@ pub struct Args {
     /// The time all Prometheus queries of one evaluation of one autoscaler may take together,
     /// retries included (its metrics, read at most 4 at a time, and on first sight
     /// minReplicasTuning's and spec.predictive's history). Default: the autoscaler's own sync
-    /// period, so a server that never answers holds a worker for at most one period and delays
-    /// only the autoscalers that name it. Each query also ends within --prometheus-timeout.
+    /// period, at most 60s, so a server that never answers holds a worker for at most one period
+    /// and delays only the autoscalers that name it. Each query also ends within --prometheus-timeout.
     #[arg(long, env = "PLIMSOLL_PROMETHEUS_OBJECT_BUDGET", value_name = "DURATION",
           value_parser = parse_duration)]
     pub prometheus_object_budget: Option<Duration>,

@@ -15,7 +15,7 @@
 //!   server's never does).
 //! - Budget: all Prometheus queries of one evaluation of one object share one deadline,
 //!   [`PrometheusMetrics::deadline`] (`--prometheus-object-budget`, else the object's sync
-//!   period), retries included, and its metrics are read at most [`QUERIES_PER_OBJECT`] at a
+//!   period up to [`MAX_PERIOD_BUDGET`]), retries included, and its metrics are read at most [`QUERIES_PER_OBJECT`] at a
 //!   time; so a server that never answers holds a worker for at most that long. Every query
 //!   also races the shutdown token: on SIGTERM a stuck query ends at once
 //!   ([`PrometheusMetrics::stopping`] tells the evaluation not to write).
@@ -73,6 +73,12 @@ use crate::metrics::{RefusedLabels, ServerLabels, ServerMetrics};
 
 /// Most clients kept (distinct server addresses); the least recently used goes first.
 pub const MAX_CLIENTS: usize = 64;
+
+/// The longest an object's own sync period makes its budget. The period is the autoscaler
+/// author's to set (`behavior.syncPeriodSeconds`, up to years): an hour's budget would let 32
+/// slow queries of one object hold a worker for minutes at each evaluation, and a few dozen
+/// such objects every worker. The operator's `--prometheus-object-budget` is not capped.
+pub const MAX_PERIOD_BUDGET: Duration = Duration::from_secs(60);
 
 /// Most queries of one object in flight at once.
 pub const QUERIES_PER_OBJECT: usize = 4;
@@ -423,9 +429,14 @@ impl PrometheusMetrics {
     }
 
     /// When all Prometheus queries of an evaluation starting now must have ended, for an
-    /// object whose sync period is `period`.
+    /// object whose sync period is `period`: `--prometheus-object-budget`, else the period up
+    /// to [`MAX_PERIOD_BUDGET`].
     pub fn deadline(&self, period: Duration) -> Instant {
-        Instant::now() + self.settings.object_budget.unwrap_or(period)
+        let budget = self
+            .settings
+            .object_budget
+            .unwrap_or(period.min(MAX_PERIOD_BUDGET));
+        Instant::now() + budget
     }
 
     /// Whether the process is shutting down: queries in flight were abandoned, and an
@@ -803,6 +814,26 @@ mod tests {
             lock(&prom.clients).by_address.is_empty(),
             "a client was built"
         );
+    }
+
+    #[tokio::test]
+    async fn a_long_sync_period_does_not_make_a_long_budget() {
+        let prom = PrometheusMetrics::new(allowing("http://prometheus:9090", &[]), None);
+        let start = Instant::now();
+        let budget = |period| prom.deadline(period).saturating_duration_since(start);
+        assert!(budget(Duration::from_secs(15)) <= Duration::from_secs(16));
+        assert!(budget(Duration::from_secs(15)) >= Duration::from_secs(15));
+        let hour = budget(Duration::from_secs(3600));
+        assert!(hour >= MAX_PERIOD_BUDGET && hour <= MAX_PERIOD_BUDGET + Duration::from_secs(1));
+        // The operator's budget is the operator's.
+        let mut settings = allowing("http://prometheus:9090", &[]);
+        settings.object_budget = Some(Duration::from_secs(600));
+        let prom = PrometheusMetrics::new(settings, None);
+        let start = Instant::now();
+        let own = prom
+            .deadline(Duration::from_secs(3600))
+            .saturating_duration_since(start);
+        assert!(own >= Duration::from_secs(600));
     }
 
     #[tokio::test]
