@@ -276,8 +276,10 @@ fn report_missed(
         ));
     }
 
+    // Debug, not info: a job firing every second on an excluded day, or 99 finished runOnce
+    // jobs, would write a line per firing; the metric counts them.
     for skipped in &evaluation.skipped {
-        info!(
+        tracing::debug!(
             job = %skipped.job,
             at = %skipped.at,
             reason = skipped.skipped.map_or("", |r| r.as_str()),
