@@ -178,6 +178,17 @@ pub struct Args {
           default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub prometheus_server_concurrency: u16,
 
+    /// Add NAME=<the autoscaler's namespace> to the URL of every Prometheus query hpa-plus
+    /// makes for an autoscaler (its metrics, and the history tuning and prediction read), for
+    /// a tenancy proxy in front of the servers that confines a query to one namespace's series
+    /// (prom-label-proxy with -label namespace, a Thanos or OpenShift tenancy port). Without
+    /// one, a query an autoscaler's author writes reads any series the server holds, with
+    /// --prometheus-address's credentials, and its value shows in the autoscaler's status.
+    /// Unset: no parameter.
+    #[arg(long, env = "PLIMSOLL_PROMETHEUS_NAMESPACE_PARAMETER", value_name = "NAME",
+          value_parser = parse_parameter_name)]
+    pub prometheus_namespace_parameter: Option<String>,
+
     /// Record every evaluation of the selected autoscalers (what was observed: metric values,
     /// the target's pods with readiness, requests and usage, replicas, time; and the decision)
     /// to DIR/<namespace>/<name>.jsonl, for `hpa-plus replay FILE` to reproduce offline
@@ -273,6 +284,15 @@ fn factor_in(lo: f64, hi: f64) -> impl Fn(&str) -> std::result::Result<f64, Stri
     }
 }
 
+/// A URL query parameter's name: letters, digits, `_`, `-`, `.`, so it needs no escaping.
+fn parse_parameter_name(s: &str) -> std::result::Result<String, String> {
+    let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if s.is_empty() || s.len() > 63 || !s.chars().all(fits) {
+        return Err("a parameter name: 1 to 63 letters, digits, '_', '-' or '.'".to_owned());
+    }
+    Ok(s.to_owned())
+}
+
 fn whole_seconds(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
 }
@@ -343,6 +363,7 @@ impl Args {
                 object_budget: self.prometheus_object_budget.filter(|b| !b.is_zero()),
                 server_concurrency: usize::from(self.prometheus_server_concurrency),
                 breaker: plimsoll_runtime::prometheus::BreakerPolicy::default(),
+                namespace_parameter: self.prometheus_namespace_parameter.clone(),
             },
             tuning_exclude,
             shards: self.shards,
@@ -358,6 +379,22 @@ mod tests {
 
     fn parse(args: &[&str]) -> std::result::Result<Args, clap::Error> {
         Args::try_parse_from(std::iter::once("hpa-plus").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_namespace_parameter_is_a_plain_name() {
+        let config = |args: &[&str]| parse(args).map(|a| a.into_config().map(|c| c.prometheus));
+        let unset = config(&[]).unwrap().unwrap();
+        assert_eq!(unset.namespace_parameter, None);
+        let set = config(&["--prometheus-namespace-parameter=namespace"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(set.namespace_parameter.as_deref(), Some("namespace"));
+        // Anything that would need escaping in a URL, or add a parameter of its own, is refused.
+        for bad in ["", "a&b", "ns=x", "a b", "tenant#"] {
+            let arg = format!("--prometheus-namespace-parameter={bad}");
+            assert!(config(&[arg.as_str()]).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -86,6 +86,7 @@ pub async fn observe(
         prometheus_metrics: ctx
             .prometheus
             .values(
+                namespace,
                 &metrics,
                 std::time::Duration::from_secs(
                     u64::try_from(ctx.config.sync_period_seconds(spec)).unwrap_or(5),

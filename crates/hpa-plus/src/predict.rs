@@ -53,6 +53,7 @@ pub fn measured_startup(pods: &[Arc<PodInfo>]) -> Option<i64> {
 /// history). The queries end by `deadline`, the object's Prometheus budget.
 pub async fn seed_from_prometheus(
     prometheus: &PrometheusMetrics,
+    namespace: &str,
     spec: &HorizontalPodAutoscalerPlusSpec,
     settings: &Predictive,
     series: &mut LoadSeries,
@@ -69,6 +70,7 @@ pub async fn seed_from_prometheus(
         open,
         keep_buckets,
         failure: "could not read the metric's history from Prometheus; prediction records its own",
+        namespace,
     };
     crate::seed::seed_from_prometheus(prometheus, spec, peaks, &backfill, deadline).await;
 }

@@ -126,6 +126,9 @@ pub struct PrometheusSettings {
     pub server_concurrency: usize,
     /// When a server's circuit breaker opens and for how long (not a flag: tests shorten it).
     pub breaker: BreakerPolicy,
+    /// `--prometheus-namespace-parameter`: the URL parameter that carries the autoscaler's
+    /// namespace on each of its queries, for a tenancy proxy in front of the servers.
+    pub namespace_parameter: Option<String>,
 }
 
 impl Default for PrometheusSettings {
@@ -138,6 +141,7 @@ impl Default for PrometheusSettings {
             object_budget: None,
             server_concurrency: DEFAULT_SERVER_CONCURRENCY,
             breaker: BreakerPolicy::default(),
+            namespace_parameter: None,
         }
     }
 }
@@ -157,6 +161,7 @@ impl PrometheusSettings {
             object_budget: None,
             server_concurrency: DEFAULT_SERVER_CONCURRENCY,
             breaker: BreakerPolicy::default(),
+            namespace_parameter: None,
         }
     }
 }
@@ -533,6 +538,7 @@ impl PrometheusMetrics {
     /// Prometheus one.
     pub async fn values(
         &self,
+        namespace: &str,
         metrics: &[MetricSpec],
         period: Duration,
         now: Timestamp,
@@ -553,13 +559,13 @@ impl PrometheusMetrics {
         let mut waiting = sources.into_iter();
         let mut reading = futures::stream::FuturesOrdered::new();
         for (m, p) in waiting.by_ref().take(QUERIES_PER_OBJECT) {
-            reading.push_back(self.named_value(m, p, period, now, deadline));
+            reading.push_back(self.named_value(namespace, m, p, period, now, deadline));
         }
         let mut out = BTreeMap::new();
         while let Some((name, value)) = reading.next().await {
             out.insert(name, value);
             if let Some((m, p)) = waiting.next() {
-                reading.push_back(self.named_value(m, p, period, now, deadline));
+                reading.push_back(self.named_value(namespace, m, p, period, now, deadline));
             }
         }
         out
@@ -568,6 +574,7 @@ impl PrometheusMetrics {
     /// One metric's name and value.
     async fn named_value(
         &self,
+        namespace: &str,
         m: &MetricSpec,
         p: &PrometheusMetricSource,
         period: Duration,
@@ -576,13 +583,14 @@ impl PrometheusMetrics {
     ) -> (String, Fetched<i64>) {
         (
             metric_name(m),
-            self.metric_value(p, period, now, deadline).await,
+            self.metric_value(namespace, p, period, now, deadline).await,
         )
     }
 
     /// One metric's value.
     async fn metric_value(
         &self,
+        namespace: &str,
         p: &PrometheusMetricSource,
         period: Duration,
         now: Timestamp,
@@ -595,26 +603,46 @@ impl PrometheusMetrics {
                     .to_owned(),
             );
         };
-        self.value(address, &p.query, period, now, deadline).await
+        self.value(address, namespace, &p.query, period, now, deadline)
+            .await
+    }
+
+    /// The URL parameters of a query made for an autoscaler in `namespace`: the
+    /// `--prometheus-namespace-parameter`, if set.
+    fn scope<'a>(&'a self, namespace: &'a str) -> Vec<(&'a str, &'a str)> {
+        self.settings
+            .namespace_parameter
+            .as_deref()
+            .map(|name| (name, namespace))
+            .into_iter()
+            .collect()
     }
 
     /// One query's value (milli), from the cache while fresh.
     async fn value(
         &self,
         address: &str,
+        namespace: &str,
         query: &str,
         period: Duration,
         now: Timestamp,
         deadline: Instant,
     ) -> Fetched<i64> {
-        let key = (address.to_owned(), query.to_owned());
+        let scope = self.scope(namespace);
+        // Scoped, one namespace's answer is not another's: the namespace joins the key.
+        let server = match scope.first() {
+            Some((name, value)) => format!("{address} {name}={value}"),
+            None => address.to_owned(),
+        };
+        let key = (server, query.to_owned());
         let at = Instant::now();
         if let Some(value) = lock(&self.cache).get(&key, at) {
             return Ok(value);
         }
+        let scope = &scope;
         let value = self
             .ask(address, deadline, |client| async move {
-                client.query_value_before(query, now, deadline).await
+                client.query_value_with(query, now, deadline, scope).await
             })
             .await
             .map_err(|e| failed(address, &e))?;
@@ -627,8 +655,8 @@ impl PrometheusMetrics {
         Ok(milli)
     }
 
-    /// The peak of `query` in each bucket of `step_seconds` from bucket `from` up to (not
-    /// including) bucket `to`, buckets counted from the Unix epoch: `max_over_time((query)[15m:])`
+    /// The peak of `query` in each bucket of `step_seconds` in `buckets` (from bucket `from`
+    /// up to, not including, bucket `to`), buckets counted from the Unix epoch: `max_over_time((query)[15m:])`
     /// (for 15-minute buckets; `[1h:]` for hourly ones) evaluated at the end of each bucket,
     /// milli, oldest first as `(bucket, peak)`; non-finite samples are skipped. What
     /// `spec.predictive` and `minReplicasTuning` start from when Prometheus holds the metric's
@@ -636,10 +664,13 @@ impl PrometheusMetrics {
     pub async fn bucket_peaks(
         &self,
         address: &str,
+        namespace: &str,
         query: &str,
         step_seconds: i64,
-        from: i64,
-        to: i64,
+        std::ops::Range {
+            start: from,
+            end: to,
+        }: std::ops::Range<i64>,
         deadline: Instant,
     ) -> Result<Vec<(i64, i64)>, PrometheusError> {
         if !self.settings.allowed.allows(address) {
@@ -656,10 +687,11 @@ impl PrometheusMetrics {
         };
         let peak = peak_query(query, step);
         let every = Duration::from_secs(u64::try_from(step).unwrap_or(1));
+        let scope = &self.scope(namespace);
         let series = self
             .ask(address, deadline, |client| async move {
                 client
-                    .query_range_before(&peak, start, end, every, deadline)
+                    .query_range_with(&peak, (start, end, every), deadline, scope)
                     .await
             })
             .await?;
@@ -784,6 +816,7 @@ mod tests {
         let prom = PrometheusMetrics::new(allowing("http://127.0.0.1:1", &[]), None);
         let values = prom
             .values(
+                "shop",
                 &[metric("up", Some(&address))],
                 Duration::from_secs(5),
                 Timestamp::UNIX_EPOCH,
@@ -794,11 +827,11 @@ mod tests {
         assert!(err.starts_with("PrometheusServerNotAllowed: "), "{err}");
         let deadline = Instant::now() + Duration::from_secs(5);
         let tuning = prom
-            .bucket_peaks(&address, "up", 3600, 0, 168, deadline)
+            .bucket_peaks(&address, "shop", "up", 3600, 0..168, deadline)
             .await
             .unwrap_err();
         let predictive = prom
-            .bucket_peaks(&address, "up", 900, 0, 10, deadline)
+            .bucket_peaks(&address, "shop", "up", 900, 0..10, deadline)
             .await
             .unwrap_err();
         for e in [tuning, predictive] {
@@ -846,6 +879,7 @@ mod tests {
         let started = std::time::Instant::now();
         let values = prom
             .values(
+                "shop",
                 &metrics,
                 Duration::from_secs(5),
                 Timestamp::UNIX_EPOCH,
@@ -902,6 +936,102 @@ mod tests {
         (address, answering, count)
     }
 
+    /// A server that records each request's first line and answers the scalar 1 to a query
+    /// scoped to `namespace=a`, 2 to any other.
+    async fn recording() -> (String, Arc<Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    let n = stream.read(&mut buf).await.unwrap_or(0);
+                    let request = String::from_utf8_lossy(&buf[..n]);
+                    let line = request.lines().next().unwrap_or_default().to_owned();
+                    let value = if line.contains("namespace=a ") || line.contains("namespace=a&") {
+                        1
+                    } else {
+                        2
+                    };
+                    lock(&log).push(line);
+                    let body = if request.contains("/query_range") {
+                        r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#
+                            .to_owned()
+                    } else {
+                        format!(
+                            r#"{{"status":"success","data":{{"resultType":"scalar","result":[1,"{value}"]}}}}"#
+                        )
+                    };
+                    let reply = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        (address, seen)
+    }
+
+    /// With `--prometheus-namespace-parameter`, each query carries its autoscaler's namespace
+    /// (metrics and history alike), and one namespace's cached answer is not another's.
+    #[tokio::test]
+    async fn the_namespace_parameter_scopes_each_query_and_its_cached_value() {
+        let (address, seen) = recording().await;
+        let mut settings = allowing(&address, &[]);
+        settings.namespace_parameter = Some("namespace".to_owned());
+        let prom = PrometheusMetrics::new(settings, None);
+        let metrics = [metric("sum(rate(x[1m]))", None)];
+        let read = |namespace| {
+            prom.values(
+                namespace,
+                &metrics,
+                Duration::from_secs(60),
+                Timestamp::UNIX_EPOCH,
+                Instant::now() + Duration::from_secs(5),
+            )
+        };
+        let a = read("a").await;
+        let b = read("b").await;
+        assert_eq!(a.values().next().cloned(), Some(Ok(1000)));
+        assert_eq!(
+            b.values().next().cloned(),
+            Some(Ok(2000)),
+            "not a's cached value"
+        );
+        prom.bucket_peaks(
+            &address,
+            "b",
+            "up",
+            900,
+            0..4,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        let lines = lock(&seen).clone();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].contains("/api/v1/query?") && lines[0].contains("&namespace=a "));
+        assert!(lines[1].contains("&namespace=b "), "{}", lines[1]);
+        assert!(lines[2].contains("/api/v1/query_range?") && lines[2].contains("&namespace=b "));
+        // Without the flag, no parameter.
+        let prom = PrometheusMetrics::new(allowing(&address, &[]), None);
+        prom.values(
+            "a",
+            &[metric("up", None)],
+            Duration::from_secs(60),
+            Timestamp::UNIX_EPOCH,
+            Instant::now() + Duration::from_secs(5),
+        )
+        .await;
+        let last = lock(&seen).last().cloned().unwrap_or_default();
+        assert!(!last.contains("namespace="), "{last}");
+    }
+
     /// One evaluation's values of `metrics` with a budget of `budget`.
     async fn read(
         prom: &PrometheusMetrics,
@@ -909,6 +1039,7 @@ mod tests {
         budget: Duration,
     ) -> BTreeMap<String, Fetched<i64>> {
         prom.values(
+            "shop",
             metrics,
             Duration::from_secs(5),
             Timestamp::UNIX_EPOCH,
@@ -973,7 +1104,7 @@ mod tests {
         );
         // Range queries (tuning's, prediction's history) are refused alike.
         let err = prom
-            .bucket_peaks(&dead, "up", 3600, 0, 168, Instant::now())
+            .bucket_peaks(&dead, "shop", "up", 3600, 0..168, Instant::now())
             .await
             .unwrap_err();
         assert!(matches!(err, PrometheusError::Unresponsive { .. }), "{err}");
@@ -1144,6 +1275,7 @@ mod tests {
             let prom = prom.clone();
             tokio::spawn(async move {
                 prom.values(
+                    "shop",
                     &[metric("up", None)],
                     Duration::from_secs(60),
                     Timestamp::UNIX_EPOCH,
@@ -1174,6 +1306,7 @@ mod tests {
         let prom = PrometheusMetrics::new(settings, None);
         let values = prom
             .values(
+                "shop",
                 &[metric("up", Some("https://team:9090"))],
                 Duration::from_secs(5),
                 Timestamp::UNIX_EPOCH,
@@ -1261,6 +1394,7 @@ mod tests {
         let prom = PrometheusMetrics::new(PrometheusSettings::default(), None);
         let values = prom
             .values(
+                "shop",
                 &[metric("up", None)],
                 Duration::from_secs(5),
                 Timestamp::UNIX_EPOCH,
@@ -1281,6 +1415,7 @@ mod tests {
         let cpu = MetricSpec::resource_default_cpu();
         let values = prom
             .values(
+                "shop",
                 &[cpu],
                 Duration::from_secs(5),
                 Timestamp::UNIX_EPOCH,

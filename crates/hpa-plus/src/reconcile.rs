@@ -928,6 +928,7 @@ async fn held_for(
     {
         tuning::seed_from_prometheus(
             &ctx.prometheus,
+            &subject.namespace,
             &subject.spec,
             &subject.tuning,
             &mut t.loads,
@@ -944,6 +945,7 @@ async fn held_for(
     {
         crate::predict::seed_from_prometheus(
             &ctx.prometheus,
+            &subject.namespace,
             &subject.spec,
             settings,
             &mut p.series,

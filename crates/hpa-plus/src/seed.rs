@@ -30,6 +30,8 @@ pub struct Backfill<'a> {
     pub keep_buckets: i64,
     /// The log line of a failed read.
     pub failure: &'static str,
+    /// The autoscaler's namespace (its queries' scope, `--prometheus-namespace-parameter`).
+    pub namespace: &'a str,
 }
 
 /// Fills `series` from Prometheus for every `type: Prometheus` metric of `spec` with the
@@ -57,7 +59,14 @@ pub async fn seed_from_prometheus(
             continue;
         };
         match prometheus
-            .bucket_peaks(&address, &p.query, step, from, backfill.open, deadline)
+            .bucket_peaks(
+                &address,
+                backfill.namespace,
+                &p.query,
+                step,
+                from..backfill.open,
+                deadline,
+            )
             .await
         {
             Ok(peaks) => {

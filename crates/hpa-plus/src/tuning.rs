@@ -82,6 +82,7 @@ impl Exclusion {
 /// `deadline`, the object's Prometheus budget.
 pub async fn seed_from_prometheus(
     prometheus: &PrometheusMetrics,
+    namespace: &str,
     spec: &HorizontalPodAutoscalerPlusSpec,
     settings: &MinReplicasTuning,
     loads: &mut LoadHistory,
@@ -103,6 +104,7 @@ pub async fn seed_from_prometheus(
         open: loads.series().bucket_at(now),
         keep_buckets: LoadHistory::keep_buckets(days),
         failure: "could not read the metric's history from Prometheus; tuning records its own",
+        namespace,
     };
     crate::seed::seed_from_prometheus(prometheus, spec, loads.series_mut(), &backfill, deadline)
         .await;

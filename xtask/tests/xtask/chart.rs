@@ -899,6 +899,7 @@ fn prometheus_values_give_both_readers_flags_mounts_and_one_secret() {
         flag(&recommender_args, "--prometheus-allowed-servers"),
         None
     );
+
     // The exclusion selector reaches hpa-plus and is a selector it accepts.
     assert_eq!(
         flag(&hpa_args, "--min-replicas-tuning-exclude"),
@@ -989,6 +990,27 @@ fn a_ca_from_a_secret_and_a_token_file_mount_read_only_with_no_secret_rbac() {
             .iter()
             .all(|b| b.role_ref.name != "plimsoll-prometheus-credentials")
     );
+}
+
+#[test]
+fn the_namespace_parameter_reaches_hpa_plus_alone() {
+    let o = render(&json!({
+        "vpaRecommender": {"enabled": true},
+        "prometheus": {"address": "http://prom-label-proxy.monitoring:8080",
+                       "namespaceParameter": "namespace"},
+    }));
+    let args = args_of(deployment(&o, "hpa-plus"));
+    service_args::parse("hpa-plus", &args).expect("args parse");
+    assert_eq!(
+        flag(&args, "--prometheus-namespace-parameter"),
+        Some("namespace")
+    );
+    // The recommender's queries are the operator's own.
+    let recommender = args_of(deployment(&o, "vpa-recommender"));
+    assert_eq!(flag(&recommender, "--prometheus-namespace-parameter"), None);
+    let unset = render(&json!({"prometheus": {"address": "http://prometheus:9090"}}));
+    let args = args_of(deployment(&unset, "hpa-plus"));
+    assert_eq!(flag(&args, "--prometheus-namespace-parameter"), None);
 }
 
 #[test]

@@ -120,9 +120,22 @@ impl PrometheusClient {
         at: Timestamp,
         deadline: Instant,
     ) -> Result<QueryData> {
+        self.query_with(promql, at, deadline, &[]).await
+    }
+
+    /// [`Self::query_before`] with `params` added to the URL (a tenancy proxy's
+    /// `namespace=…`, which scopes what the query may read).
+    pub async fn query_with(
+        &self,
+        promql: &str,
+        at: Timestamp,
+        deadline: Instant,
+        params: &[(&str, &str)],
+    ) -> Result<QueryData> {
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("query", promql)
             .append_pair("time", &format_time(at))
+            .extend_pairs(params)
             .finish();
         self.call(promql, &format!("/api/v1/query?{form}"), deadline)
             .await
@@ -150,11 +163,25 @@ impl PrometheusClient {
         step: Duration,
         deadline: Instant,
     ) -> Result<Vec<Series>> {
+        self.query_range_with(promql, (start, end, step), deadline, &[])
+            .await
+    }
+
+    /// [`Self::query_range_before`] over `(start, end, step)` with `params` added to the URL
+    /// (see [`Self::query_with`]).
+    pub async fn query_range_with(
+        &self,
+        promql: &str,
+        (start, end, step): (Timestamp, Timestamp, Duration),
+        deadline: Instant,
+        params: &[(&str, &str)],
+    ) -> Result<Vec<Series>> {
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("query", promql)
             .append_pair("start", &format_time(start))
             .append_pair("end", &format_time(end))
             .append_pair("step", &format_step(step))
+            .extend_pairs(params)
             .finish();
         match self
             .call(promql, &format!("/api/v1/query_range?{form}"), deadline)
@@ -180,7 +207,18 @@ impl PrometheusClient {
         at: Timestamp,
         deadline: Instant,
     ) -> Result<f64> {
-        let value = match self.query_before(promql, at, deadline).await? {
+        self.query_value_with(promql, at, deadline, &[]).await
+    }
+
+    /// [`Self::query_value_before`] with `params` added to the URL (see [`Self::query_with`]).
+    pub async fn query_value_with(
+        &self,
+        promql: &str,
+        at: Timestamp,
+        deadline: Instant,
+        params: &[(&str, &str)],
+    ) -> Result<f64> {
+        let value = match self.query_with(promql, at, deadline, params).await? {
             QueryData::Scalar(sample) => sample.value,
             QueryData::Vector(series) => match series.as_slice() {
                 [] => return Err(self.empty(promql, "no series")),
