@@ -34,8 +34,14 @@
 //!   `pod-template-hash` label: the Deployment controller names its ReplicaSets
 //!   `<deployment>-<hash>` (upstream gives no VPA for such a pod until its informer catches up).
 //!
+//! A service that asks for many pods at once (the updater and the recommender, every loop) builds
+//! a [`ControllingIndex`] once: [`controlling`] compares every VPA of the namespace with each pod,
+//! and VPAs are cheap for a tenant to create (10,000 on one Deployment made each updater loop
+//! O(VPAs² × pods) before the index).
+//!
 //! Invariants: [`top_controller`] reads at most [`MAX_CHAIN`] owners; [`controlling`] picks the
-//! same VPA whatever the order of its input.
+//! same VPA whatever the order of its input; [`ControllingIndex`] picks what [`controlling`] picks
+//! over the same input (on a tie of [`stronger`] too: the first of its input).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -99,6 +105,14 @@ impl OwnerKey {
 
     fn is(&self, group: &str, kind: &str) -> bool {
         self.group == group && self.kind == kind
+    }
+
+    /// Whether `target` names this object: [`OwnerKey::of_target`] `== self` without building
+    /// the key, as this runs once per VPA for each pod in the webhook.
+    pub fn is_target(&self, target: &CrossVersionObjectReference) -> bool {
+        group_of(target.api_version.as_deref().unwrap_or_default()) == self.group
+            && target.kind == self.kind
+            && target.name == self.name
     }
 }
 
@@ -254,7 +268,7 @@ pub fn stronger(a: &VerticalPodAutoscaler, b: &VerticalPodAutoscaler) -> Orderin
 /// Whether `vpa` in its namespace targets `controller` of a pod in `namespace`.
 pub fn targets(vpa: &VerticalPodAutoscaler, namespace: &str, controller: &OwnerKey) -> bool {
     vpa.metadata.namespace.as_deref().unwrap_or_default() == namespace
-        && OwnerKey::of_target(&vpa.spec.target_ref) == *controller
+        && controller.is_target(&vpa.spec.target_ref)
 }
 
 /// The VPA of `vpas` that controls a pod in `namespace` with `labels` whose top controller is
@@ -280,6 +294,99 @@ pub fn controlling_vpa<'v, C: Candidate>(
 ) -> Option<&'v C> {
     let controller = top_controller(pod, namespace, owners)?;
     controlling(namespace, pod.labels.as_ref(), &controller, vpas)
+}
+
+/// One VPA of a [`ControllingIndex`] group.
+#[derive(Debug)]
+struct Contender<'v, C> {
+    /// Its position in the index's input.
+    position: usize,
+    candidate: &'v C,
+}
+
+/// [`controlling`] for many pods over one set of VPAs: the VPAs grouped once by the
+/// `(namespace, target)` they name, each group strongest first ([`stronger`]), so that a pod costs
+/// one lookup and a scan of its own group up to the first VPA that selects it, instead of a
+/// comparison with every VPA of the namespace. Each target's key is built once, here.
+///
+/// The answer is [`controlling`]'s over the same VPAs in the same order: [`stronger`] is a total
+/// preorder and the sort is stable, so among equally strong VPAs the first of the input wins, as
+/// `min_by` picks it.
+#[derive(Debug)]
+pub struct ControllingIndex<'v, C> {
+    groups: HashMap<&'v str, HashMap<OwnerKey, Vec<Contender<'v, C>>>>,
+}
+
+impl<'v, C: Candidate> ControllingIndex<'v, C> {
+    /// The index of `vpas`; [`Candidate::vpa`] is read once per VPA.
+    pub fn new(vpas: impl IntoIterator<Item = &'v C>) -> ControllingIndex<'v, C> {
+        let mut groups: HashMap<&'v str, HashMap<OwnerKey, Vec<_>>> = HashMap::new();
+        for (position, candidate) in vpas.into_iter().enumerate() {
+            let vpa = candidate.vpa();
+            groups
+                .entry(vpa.metadata.namespace.as_deref().unwrap_or_default())
+                .or_default()
+                .entry(OwnerKey::of_target(&vpa.spec.target_ref))
+                .or_default()
+                .push((
+                    vpa,
+                    Contender {
+                        position,
+                        candidate,
+                    },
+                ));
+        }
+        let groups = groups
+            .into_iter()
+            .map(|(namespace, targets)| {
+                let targets = targets
+                    .into_iter()
+                    .map(|(target, mut group)| {
+                        group.sort_by(|a, b| stronger(a.0, b.0));
+                        (target, group.into_iter().map(|(_, c)| c).collect())
+                    })
+                    .collect();
+                (namespace, targets)
+            })
+            .collect();
+        ControllingIndex { groups }
+    }
+
+    /// Whether some VPA of the index is in `namespace` (a pod elsewhere needs no owner walk).
+    pub fn has_namespace(&self, namespace: &str) -> bool {
+        self.groups.contains_key(namespace)
+    }
+
+    /// [`controlling`]: the VPA that controls a pod in `namespace` with `labels` whose top
+    /// controller is `controller`, with its position in the index's input.
+    pub fn controlling(
+        &self,
+        namespace: &str,
+        labels: Option<&BTreeMap<String, String>>,
+        controller: &OwnerKey,
+    ) -> Option<(usize, &'v C)> {
+        self.groups
+            .get(namespace)?
+            .get(controller)?
+            .iter()
+            .find(|c| c.candidate.selects(labels))
+            .map(|c| (c.position, c.candidate))
+    }
+
+    /// [`controlling_vpa`]: the VPA that controls `pod` (its namespace is `namespace`), walking
+    /// its owners through `owners`, with its position in the index's input.
+    pub fn controlling_vpa(
+        &self,
+        pod: &ObjectMeta,
+        namespace: &str,
+        owners: &impl Owners,
+    ) -> Option<(usize, &'v C)> {
+        if !self.has_namespace(namespace) {
+            return None;
+        }
+        let controller = top_controller(pod, namespace, owners)?;
+        self.controlling(namespace, pod.labels.as_ref(), &controller)
+    }
 }
 
 /// The merged container and pod `LimitRange` items of `namespace` from `ranges` (any namespace,
@@ -692,5 +799,89 @@ mod tests {
                 }
             }
         }
+
+        /// The index picks the very VPA (by position) that `controlling_vpa` picks over the
+        /// same list, in either namespace, with names that collide so that the tie-breaks of
+        /// `stronger` (time, then name, then input order) are all reached.
+        #[test]
+        fn the_index_picks_what_the_rule_picks(
+            (owners, pods, mut vpas) in world(),
+            renames in proptest::collection::vec((0u8..2, any::<bool>()), 6),
+        ) {
+            for (v, (name, elsewhere)) in vpas.iter_mut().zip(&renames) {
+                v.vpa.metadata.name = Some(format!("v{name}"));
+                if *elsewhere {
+                    v.vpa.metadata.namespace = Some("other".to_owned());
+                }
+            }
+            let index = ControllingIndex::new(&vpas);
+            let position = |chosen: Option<&Vpa>| {
+                chosen.and_then(|c| vpas.iter().position(|v| std::ptr::eq(v, c)))
+            };
+            for p in &pods {
+                for ns in ["ns", "other"] {
+                    let rule = position(controlling_vpa(p, ns, &owners, &vpas));
+                    let indexed = index.controlling_vpa(p, ns, &owners);
+                    prop_assert_eq!(indexed.map(|(i, _)| i), rule);
+                    prop_assert_eq!(position(indexed.map(|(_, c)| c)), rule);
+                }
+            }
+        }
+    }
+
+    /// A VPA that counts how often the rule reads it.
+    struct Counted<'a> {
+        vpa: Vpa,
+        reads: &'a std::cell::Cell<usize>,
+        matches: &'a std::cell::Cell<usize>,
+    }
+
+    impl Candidate for Counted<'_> {
+        fn vpa(&self) -> &VerticalPodAutoscaler {
+            self.reads.set(self.reads.get() + 1);
+            &self.vpa.vpa
+        }
+        fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+            self.matches.set(self.matches.get() + 1);
+            self.vpa.selects(labels)
+        }
+    }
+
+    /// A tenant's 10,000 VPAs on one Deployment: each VPA is read once to build the index and
+    /// each of 10 pods asks one selector, where the rule per pod compares all 10,000 (so a loop
+    /// asking per VPA did 10,000 × 10 × 10,000). Counted, not timed.
+    #[test]
+    fn many_vpas_on_one_target_cost_one_pass() {
+        const VPAS: usize = 10_000;
+        const PODS: usize = 10;
+        let (reads, matches) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+        let vpas: Vec<Counted<'_>> = (0..VPAS)
+            .map(|i| Counted {
+                // All created at once: the smallest name wins.
+                vpa: vpa(&format!("v{i:05}"), Some(0), "apps/v1", "Deployment", "web"),
+                reads: &reads,
+                matches: &matches,
+            })
+            .collect();
+        let index = ControllingIndex::new(&vpas);
+        assert_eq!(reads.get(), VPAS);
+        let owner = Some(reference("apps/v1", "ReplicaSet", "web-5d8f", Some(true)));
+        for i in 0..PODS {
+            let mut p = pod(owner.clone(), &[(POD_TEMPLATE_HASH, "5d8f")]);
+            p.name = Some(format!("web-5d8f-{i}"));
+            let chosen = index.controlling_vpa(&p, "ns", &NoOwners);
+            assert_eq!(chosen.map(|(i, _)| i), Some(0));
+        }
+        assert_eq!(
+            reads.get(),
+            VPAS,
+            "the VPAs are read when the index is built only"
+        );
+        assert_eq!(matches.get(), PODS, "one selector per pod");
+        // The counters see the rule's cost: one pod through it compares every VPA.
+        let web = OwnerKey::new("apps", "Deployment", "web");
+        matches.set(0);
+        assert!(controlling("ns", None, &web, &vpas).is_some());
+        assert_eq!(matches.get(), VPAS);
     }
 }
