@@ -518,3 +518,65 @@ fn the_joint_request_is_capped_to_the_largest_node_too() {
     assert_eq!(target, 500);
     assert!(lower <= target && upper <= 500, "{lower} {target} {upper}");
 }
+
+/// The pods each VPA learns from are filed once per loop: for VPAs on two Deployments (two on
+/// `web`, one on `api`, one on nothing running), each VPA's pods are what a scan of every owned
+/// pod finds for it, in pod order.
+#[test]
+fn each_vpa_gets_the_pods_a_scan_of_the_owned_pods_finds() {
+    let on = |name: &str, target: &str, created: &str| {
+        let mut f = Fake::new(&json!({}), &json!([]));
+        f.vpa.metadata.name = Some(name.to_owned());
+        f.vpa.metadata.creation_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(created.parse().expect("ts")),
+        );
+        f.vpa.spec.target_ref.name = target.to_owned();
+        f
+    };
+    let vpas = [
+        on("newer", "web", "2026-01-02T00:00:00Z"),
+        on("api", "api", "2026-01-01T00:00:00Z"),
+        on("web", "web", "2026-01-01T00:00:00Z"),
+        on("idle", "idle", "2026-01-01T00:00:00Z"),
+    ];
+    let of = |name: &str, target: &str| {
+        let mut p = pod(name, &[("app", "1")]);
+        if let Some(owner) = Arc::make_mut(&mut p)
+            .metadata
+            .owner_references
+            .as_mut()
+            .and_then(|o| o.first_mut())
+        {
+            owner.name = target.to_owned();
+        }
+        p
+    };
+    let pods = [
+        of("w2", "web"),
+        of("a1", "api"),
+        of("w1", "web"),
+        of("x", "gone"),
+        of("a0", "api"),
+    ];
+    let assignment = Assignment::new(&vpas, &pods, &NoOwners);
+    let names = |pods: &[&Pod]| -> Vec<String> {
+        pods.iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect()
+    };
+    for vpa in &vpas {
+        let key = key_of(&vpa.vpa);
+        let scanned: Vec<&Pod> = assignment
+            .owned
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, p)| *p)
+            .collect();
+        assert_eq!(names(assignment.pods_of(&key)), names(&scanned), "{key:?}");
+    }
+    let pods_of = |name: &str| names(assignment.pods_of(&("ns".to_owned(), name.to_owned())));
+    assert_eq!(pods_of("web"), ["w2", "w1"]);
+    assert_eq!(pods_of("api"), ["a1", "a0"]);
+    assert!(pods_of("newer").is_empty());
+    assert!(pods_of("idle").is_empty());
+}
