@@ -20,6 +20,11 @@
 //! - **A kind the server may not serve** ([`Watch::not_served`]): a `404` on the list counts as
 //!   a list of nothing, and the kind is asked for again only after the given pause, not at the
 //!   backoff's pace (a request every 30 s for a resource that is not there).
+//! - **Trimming** ([`Watch::trim`]): every object is cut down to what its readers use as it
+//!   leaves the watcher, before a store, a handler or a stream sees it. Tenants write the objects
+//!   a service caches cluster-wide (a ReplicaSet's template, annotations up to 256 KiB,
+//!   `managedFields`); kept whole, a tenant sets the size of every replica's heap. The watcher
+//!   still holds one list page (`watcher::Config::page_size`) of whole objects while it lists.
 //!
 //! Three ways to take the events: [`Watch::run`] hands each to a function (an index kept by
 //! hand), [`Watch::reflect`] keeps a kube reflector store, and [`Watch::events`] is the stream
@@ -117,6 +122,7 @@ pub struct Watch<K> {
     config: watcher::Config,
     metrics: WatchMetrics,
     not_served: Option<Duration>,
+    trim: fn(&mut K),
     stop: CancellationToken,
     synced: Arc<flag::Sender<bool>>,
 }
@@ -134,6 +140,7 @@ where
             config: watcher::Config::default(),
             metrics: WatchMetrics::default(),
             not_served: None,
+            trim: |_| {},
             stop: CancellationToken::new(),
             synced: Arc::new(flag::channel(false).0),
         }
@@ -159,6 +166,16 @@ where
     #[must_use]
     pub fn not_served(mut self, recheck: Duration) -> Self {
         self.not_served = Some(recheck);
+        self
+    }
+
+    /// Cuts every object down with `trim` (it replaces a trim set before) before anything else
+    /// sees it: the store of [`Watch::reflect`], the handler of [`Watch::run`], the stream of
+    /// [`Watch::events`], in live events, lists and deletions alike. `trim` must keep every field
+    /// a reader of the objects uses, the name and namespace (the store's key) included.
+    #[must_use]
+    pub fn trim(mut self, trim: fn(&mut K)) -> Self {
+        self.trim = trim;
         self
     }
 
@@ -206,6 +223,7 @@ where
             config,
             metrics,
             not_served,
+            trim,
             stop,
             synced,
         } = self;
@@ -247,7 +265,7 @@ where
         };
         steps
             .flat_map(move |step| futures::stream::iter(health.step(step)))
-            .map(Ok)
+            .map(move |event| Ok(event.modify(trim)))
             .take_until(stop.cancelled_owned())
     }
 }
@@ -565,6 +583,71 @@ mod tests {
             text.contains("watch_relists_total{watch=\"ConfigMap\"} 1\n"),
             "{text}"
         );
+        task.abort();
+    }
+
+    /// A ConfigMap as a tenant may write it: 1 MiB of data.
+    fn fat(name: &str, rv: u32) -> serde_json::Value {
+        let mut o = object(name, rv);
+        o["data"] = json!({"blob": "x".repeat(1 << 20)});
+        o
+    }
+
+    fn drop_data(cm: &mut ConfigMap) {
+        cm.data = None;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_store_holds_only_trimmed_objects_from_lists_and_live_events() {
+        let fake = FakeApi::new();
+        let list = json!({
+            "apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "1"},
+            "items": [fat("a", 1)],
+        });
+        fake.script(PATH, false, &[(200, list.to_string())]);
+        let added = json!({"type": "ADDED", "object": fat("b", 2)}).to_string() + "\n";
+        fake.script(PATH, true, &[(200, added)]);
+        let (store, writer) = kube::runtime::reflector::store();
+        let task = tokio::spawn(watch(&fake).trim(drop_data).reflect(writer));
+        for _ in 0..3600 {
+            if store.len() == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let mut names: Vec<_> = store
+            .state()
+            .iter()
+            .map(|cm| {
+                assert_eq!(cm.data, None, "kept whole: {:?}", cm.metadata.name);
+                assert_eq!(cm.metadata.namespace.as_deref(), Some("shop"));
+                cm.metadata.name.clone().unwrap_or_default()
+            })
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a", "b"]);
+        task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_handler_sees_trimmed_objects_only() {
+        let fake = FakeApi::new();
+        fake.script(PATH, false, &[(200, list(&[], 1))]);
+        let deleted = json!({"type": "DELETED", "object": fat("a", 2)}).to_string() + "\n";
+        fake.script(PATH, true, &[(200, deleted)]);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(watch(&fake).trim(drop_data).run(move |e| {
+            if let Event::Delete(cm) = e {
+                let _ = tx.send(cm);
+            }
+        }));
+        let cm = tokio::time::timeout(Duration::from_secs(3600), rx.recv())
+            .await
+            .expect("the deletion arrives")
+            .expect("the watch runs");
+        assert_eq!(cm.metadata.name.as_deref(), Some("a"));
+        assert_eq!(cm.data, None);
         task.abort();
     }
 
