@@ -5,7 +5,8 @@
 //! every replica serves (`--leader-elect` is accepted and ignored: admission must answer on every
 //! replica the Service routes to). The skeleton owns the kube client, the registry and the admin
 //! listener (`/metrics`, `/healthz`, `/readyz`) and the shutdown order; the webhook's work
-//! (`serve`) is its one leading future: reflectors of VPAs, ReplicaSets, Jobs and LimitRanges,
+//! (`serve`) is its one leading future: reflectors of VPAs, ReplicaSets, Jobs and LimitRanges
+//! (ReplicaSets and Jobs cut down to what the owner walk reads, [`plimsoll_runtime::owners`]),
 //! the HTTPS webhook ([`webhook`] over [`tls`]), optionally the webhook registration
 //! ([`registration`]), the status Lease renewal ([`status`]) and, with `--self-signed`, the
 //! certificate renewal ([`renewal`]), which keeps the `caBundle` of the webhook configuration
@@ -47,6 +48,7 @@ use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::listener::ListenerConfig;
+use plimsoll_runtime::owners::owner_fields;
 use plimsoll_runtime::service::Service;
 use plimsoll_runtime::watch::{Watch, WatchMetrics};
 use tokio::net::TcpListener;
@@ -181,13 +183,28 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     run_on(config, webhook, shutdown).await
 }
 
-/// A reflector of every `K` (named `name` in logs and metrics), until `shutdown`.
-fn spawn_reflector<K>(
+/// The watch of every `K` (named `name` in logs and metrics), until `shutdown`.
+fn watch<K>(
     name: &'static str,
     client: &kube::Client,
     watches: &WatchMetrics,
     shutdown: &CancellationToken,
-) -> (Store<K>, tokio::task::JoinHandle<()>)
+) -> Watch<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
+{
+    Watch::new(name, Api::all(client.clone()))
+        .metrics(watches)
+        .until(shutdown.clone())
+}
+
+/// A reflector kept by `watch`.
+fn spawn_reflector<K>(watch: Watch<K>) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -198,10 +215,37 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let watch = Watch::new(name, Api::all(client.clone()))
-        .metrics(watches)
-        .until(shutdown.clone());
     (reader, tokio::spawn(watch.reflect(writer)))
+}
+
+/// The webhook's caches and the tasks of their reflectors, until `shutdown`.
+fn spawn_caches(
+    client: &kube::Client,
+    watches: &WatchMetrics,
+    shutdown: &CancellationToken,
+) -> (Caches, [tokio::task::JoinHandle<()>; 4]) {
+    let (vpas, t1) = spawn_reflector(watch::<VerticalPodAutoscaler>(
+        "VerticalPodAutoscaler",
+        client,
+        watches,
+        shutdown,
+    ));
+    // Every ReplicaSet and Job of the cluster, written by tenants: only what the owner walk
+    // reads is kept.
+    let (replica_sets, t2) = spawn_reflector(
+        watch::<ReplicaSet>("ReplicaSet", client, watches, shutdown).trim(owner_fields),
+    );
+    let (jobs, t3) =
+        spawn_reflector(watch::<Job>("Job", client, watches, shutdown).trim(owner_fields));
+    let (limit_ranges, t4) =
+        spawn_reflector(watch::<LimitRange>("LimitRange", client, watches, shutdown));
+    let caches = Caches {
+        vpas,
+        replica_sets,
+        jobs,
+        limit_ranges,
+    };
+    (caches, [t1, t2, t3, t4])
 }
 
 /// Runs the service with the webhook on the already bound `webhook_listener` until `shutdown`
@@ -279,23 +323,7 @@ async fn serve(
     let certs = serving_certs(config, &client, &namespace).await?;
     let server_config = tls::server_config(certs.0.clone())?;
 
-    let (vpas, t1) = spawn_reflector::<VerticalPodAutoscaler>(
-        "VerticalPodAutoscaler",
-        &client,
-        &watches,
-        &shutdown,
-    );
-    let (replica_sets, t2) =
-        spawn_reflector::<ReplicaSet>("ReplicaSet", &client, &watches, &shutdown);
-    let (jobs, t3) = spawn_reflector::<Job>("Job", &client, &watches, &shutdown);
-    let (limit_ranges, t4) =
-        spawn_reflector::<LimitRange>("LimitRange", &client, &watches, &shutdown);
-    let caches = Caches {
-        vpas,
-        replica_sets,
-        jobs,
-        limit_ranges,
-    };
+    let (caches, reflectors) = spawn_caches(&client, &watches, &shutdown);
     let scope = config.scope(&namespace);
     tracing::info!(?scope, "acting on pods and VPAs in these namespaces");
     let mut webhook = Webhook::new(caches.clone(), metrics.clone(), scope);
@@ -360,7 +388,7 @@ async fn serve(
     let _ = server_task.await;
     sync_task.abort();
     let _ = lease_task.await;
-    for t in [t1, t2, t3, t4].into_iter().chain(renewal_task) {
+    for t in reflectors.into_iter().chain(renewal_task) {
         let _ = t.await;
     }
     result

@@ -21,9 +21,10 @@ use plimsoll_core::vertical::limit_range::LimitRangeItem;
 pub struct Caches {
     /// All VPAs.
     pub vpas: Store<VerticalPodAutoscaler>,
-    /// All ReplicaSets (pod → ReplicaSet → Deployment).
+    /// All ReplicaSets (pod → ReplicaSet → Deployment), each cut down to its name and controller
+    /// reference ([`plimsoll_runtime::owners::owner_fields`]).
     pub replica_sets: Store<ReplicaSet>,
-    /// All Jobs (pod → Job → CronJob).
+    /// All Jobs (pod → Job → CronJob), cut down as the ReplicaSets are.
     pub jobs: Store<Job>,
     /// All LimitRanges.
     pub limit_ranges: Store<LimitRange>,

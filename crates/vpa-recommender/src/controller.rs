@@ -63,7 +63,8 @@ pub struct Context {
     /// `Evicted` Events (memory-pressure kills), from a watch with `reason=Evicted`.
     pub events: Store<Event>,
     /// Every ReplicaSet and Job: the owner walk climbs through them to a pod's top controller
-    /// (which VPA controls a pod, [`plimsoll_core::vertical::controlling`]).
+    /// (which VPA controls a pod, [`plimsoll_core::vertical::controlling`]); each cut down to its
+    /// name and controller reference ([`plimsoll_runtime::owners::owner_fields`]).
     pub replica_sets: Store<ReplicaSet>,
     /// See `replica_sets`.
     pub jobs: Store<Job>,

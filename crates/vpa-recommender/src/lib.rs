@@ -2,13 +2,13 @@
 //!
 //! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, Lease
 //! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods, eviction
-//! Events, and the ReplicaSets and Jobs a pod's owner walk climbs through (not waited for: until
-//! they have listed, an unseen owner ends the walk, as `plimsoll_core::vertical::controlling`
-//! says), and — while leading — the loop: restore state (checkpoints or Prometheus, retried with
-//! back-off until it succeeds; nothing is written before), then every
-//! `--recommender-interval` one [`controller::run_once`], and every `--checkpoints-gc-interval`
-//! one [`controller::garbage_collect`]. Cancelling the token lets the loop in flight finish its
-//! writes, then releases the Lease and returns `Ok`.
+//! Events, and the ReplicaSets and Jobs a pod's owner walk climbs through (cut down to their owner
+//! references; not waited for: until they have listed, an unseen owner ends the walk, as
+//! `plimsoll_core::vertical::controlling` says), and — while leading — the loop: restore state
+//! (checkpoints or Prometheus, retried with back-off until it succeeds; nothing is written before),
+//! then every `--recommender-interval` one [`controller::run_once`], and every
+//! `--checkpoints-gc-interval` one [`controller::garbage_collect`]. Cancelling the token lets the
+//! loop in flight finish its writes, then releases the Lease and returns `Ok`.
 //!
 //! With `--shards N` (N > 1) there is no single leader: every replica runs the loop over the
 //! VPAs of the shards whose Leases it holds (`plimsoll_runtime::leader::shards`), and the
@@ -30,7 +30,9 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
@@ -44,6 +46,7 @@ use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::leader::shards::ShardGuard;
 use plimsoll_runtime::metrics_api::ApiMetrics;
+use plimsoll_runtime::owners::owner_fields;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::{Service, Started};
 use plimsoll_runtime::target_index::TargetIndex;
@@ -147,15 +150,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             .metrics(&watches)
             .config(watcher::Config::default().fields("reason=Evicted")),
     );
-    // The owner walk (which VPA controls a pod) climbs from pods through ReplicaSets and Jobs.
-    let replica_sets = reflected(
-        &mut service,
-        Watch::new("ReplicaSet", api(&client, ns)).metrics(&watches),
-    );
-    let jobs = reflected(
-        &mut service,
-        Watch::new("Job", api(&client, ns)).metrics(&watches),
-    );
+    let (replica_sets, jobs) = owner_stores(&mut service, &client, ns, &watches);
 
     // The horizontal autoscalers by their target, for conflict detection. A cluster without
     // the HPA+ CRD has none; its watch retries with backoff.
@@ -225,6 +220,22 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             recommend_while_leading(ctx.clone(), synced.clone(), liveness.clone(), term)
         })
         .await
+}
+
+/// The stores the owner walk (which VPA controls a pod) climbs through from pods: every
+/// ReplicaSet and Job. Tenants write them, so only what the walk reads is kept.
+fn owner_stores(
+    service: &mut Started,
+    client: &kube::Client,
+    namespace: Option<&str>,
+    watches: &WatchMetrics,
+) -> (Store<ReplicaSet>, Store<Job>) {
+    let replica_sets = Watch::new("ReplicaSet", api(client, namespace)).metrics(watches);
+    let jobs = Watch::new("Job", api(client, namespace)).metrics(watches);
+    (
+        reflected(service, replica_sets.trim(owner_fields)),
+        reflected(service, jobs.trim(owner_fields)),
+    )
 }
 
 /// A reflector store kept by `watch` (on the service's helpers).
