@@ -25,6 +25,7 @@ use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckp
 use plimsoll_core::conflict;
 use plimsoll_core::vertical::controlling::{OwnerKey, Owners};
 use plimsoll_core::vertical::joint_sizing::{self, HorizontalSettings, TOTAL_USAGE_ANNOTATION};
+use plimsoll_core::vertical::pod_fields::keep_read_fields;
 use plimsoll_runtime::api_message;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::TargetRef;
@@ -58,7 +59,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Every VPA (all recommenders: garbage collection needs to know which exist).
     pub vpas: Store<VerticalPodAutoscaler>,
-    /// Every pod.
+    /// Every pod, as [`pod_fields`] keeps it.
     pub pods: Store<Pod>,
     /// `Evicted` Events (memory-pressure kills), from a watch with `reason=Evicted`.
     pub events: Store<Event>,
@@ -79,6 +80,12 @@ pub struct Context {
     pub shards: ShardHandle,
     /// Settings.
     pub config: Config,
+}
+
+/// Cuts a pod down to what the loop reads ([`keep_read_fields`]): the recommender reads no pod
+/// annotation, so none is kept.
+pub fn pod_fields(pod: &mut Pod) {
+    keep_read_fields(pod, |_| false);
 }
 
 /// The shard whose holder deletes the checkpoints of VPAs that no longer exist (a deleted VPA

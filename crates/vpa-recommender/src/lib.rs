@@ -1,14 +1,15 @@
 //! The vpa-recommender service: a drop-in replacement for the upstream VPA recommender.
 //!
 //! [`run`] is the service on the `plimsoll_runtime::service` skeleton (admin listener, Lease
-//! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods, eviction
-//! Events, and the ReplicaSets and Jobs a pod's owner walk climbs through (cut down to their owner
-//! references; not waited for: until they have listed, an unseen owner ends the walk, as
-//! `plimsoll_core::vertical::controlling` says), and — while leading — the loop: restore state
-//! (checkpoints or Prometheus, retried with back-off until it succeeds; nothing is written before),
-//! then every `--recommender-interval` one [`controller::run_once`], and every
-//! `--checkpoints-gc-interval` one [`controller::garbage_collect`]. Cancelling the token lets the
-//! loop in flight finish its writes, then releases the Lease and returns `Ok`.
+//! election on `plimsoll-vpa-recommender`, shutdown), with reflectors for VPAs, pods (cut down to
+//! what the loop reads, [`controller::pod_fields`]), eviction Events, and the ReplicaSets and Jobs
+//! a pod's owner walk climbs through (cut down to their owner references; not waited for: until
+//! they have listed, an unseen owner ends the walk, as `plimsoll_core::vertical::controlling`
+//! says), and — while leading — the loop: restore state (checkpoints or Prometheus, retried with
+//! back-off until it succeeds; nothing is written before), then every `--recommender-interval` one
+//! [`controller::run_once`], and every `--checkpoints-gc-interval` one
+//! [`controller::garbage_collect`]. Cancelling the token lets the loop in flight finish its writes,
+//! then releases the Lease and returns `Ok`.
 //!
 //! With `--shards N` (N > 1) there is no single leader: every replica runs the loop over the
 //! VPAs of the shards whose Leases it holds (`plimsoll_runtime::leader::shards`), and the
@@ -141,7 +142,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     );
     let pods = reflected(
         &mut service,
-        Watch::new("Pod", api(&client, ns)).metrics(&watches),
+        Watch::new("Pod", api(&client, ns))
+            .metrics(&watches)
+            .trim(controller::pod_fields),
     );
     // Only eviction Events matter (OOM kills under memory pressure); the server filters them.
     let events = reflected(

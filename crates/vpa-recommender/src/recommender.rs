@@ -141,7 +141,9 @@ mod tests {
         ResourceRequirements,
     };
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+        ManagedFieldsEntry, ObjectMeta, OwnerReference, Time,
+    };
     use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
     use plimsoll_core::api::vpa::{
         VerticalPodAutoscalerCheckpointStatus, VerticalPodAutoscalerStatus,
@@ -325,6 +327,53 @@ mod tests {
         assert!(mem > 500 << 20, "{mem}");
         let out = r.run_loop(std::slice::from_ref(&v), &pods, &NoOwners, &[], &[], at);
         assert_eq!(out.ooms, 0, "the same kill is recorded once");
+    }
+
+    /// A pod as the loop reads it, and the same pod fattened by its tenant: 1 MiB of
+    /// annotation, 1 MiB of environment, `managedFields`, volumes.
+    fn lean_and_fat(at: Timestamp) -> (Pod, Pod) {
+        let lean = oom_killed(pod("web-1", "web", "500Mi"), at);
+        let mut fat = lean.clone();
+        fat.metadata.annotations = Some(BTreeMap::from([("blob".into(), "x".repeat(1 << 20))]));
+        fat.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default(); 1_000]);
+        let spec = fat.spec.as_mut().expect("spec");
+        spec.containers[0].env = Some(vec![
+            k8s_openapi::api::core::v1::EnvVar {
+                name: "E".into(),
+                value: Some("y".repeat(1 << 20)),
+                value_from: None,
+            };
+            1
+        ]);
+        spec.volumes = Some(vec![k8s_openapi::api::core::v1::Volume::default(); 1_000]);
+        (lean, fat)
+    }
+
+    #[test]
+    fn a_trimmed_pod_gives_the_loop_what_the_whole_pod_gives() {
+        let at = t0() + SignedDuration::from_mins(5);
+        let (lean, fat) = lean_and_fat(at);
+        let mut trimmed = fat.clone();
+        crate::controller::pod_fields(&mut trimmed);
+        let size = |p: &Pod| serde_json::to_vec(p).map(|v| v.len()).unwrap_or_default();
+        assert!(size(&fat) > 2 << 20, "{}", size(&fat));
+        assert!(size(&trimmed) <= size(&lean) + 64, "{}", size(&trimmed));
+        let outcome = |pod: Pod| {
+            let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+            let pods = vec![Arc::new(pod)];
+            let v = vpa("web");
+            r.run_loop(
+                std::slice::from_ref(&v),
+                &pods,
+                &NoOwners,
+                &[usage("web-1", "100m", "450Mi", at)],
+                &[],
+                at,
+            )
+        };
+        let whole = outcome(fat);
+        assert_eq!(whole.ooms, 1);
+        assert_eq!(outcome(trimmed), whole);
     }
 
     fn eviction(uid: &str, annotations: &[(&str, &str)], at: Timestamp) -> Event {

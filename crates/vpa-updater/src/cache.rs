@@ -5,6 +5,8 @@
 //! ReplicationControllers, DaemonSets, Jobs) and the pods in [`ByController`] indexes, which
 //! file each object under its controller owner, so that a VPA's pods are found without a scan.
 //! Pods are kept with their [`PodSnapshot`] read once, when they change, not every loop.
+//! Tenants write all of these, so none is kept whole: an owner as its [`OwnerInfo`], a pod cut
+//! down to what the updater reads ([`pod_fields`]) as it leaves the watch.
 //!
 //! Invariants:
 //! * after a (re)list completes (`InitDone`) an index holds exactly the listed objects; events
@@ -32,15 +34,16 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
-use plimsoll_core::vertical::priority::{Owner, PodSnapshot};
+use plimsoll_core::vertical::pod_fields::keep_read_fields;
+use plimsoll_core::vertical::priority::{Owner, PodSnapshot, snapshot_annotation};
 use plimsoll_runtime::watch::{Synced, Watch, WatchMetrics};
 use prometheus_client::registry::Registry;
 use serde::de::DeserializeOwned;
 
 use plimsoll_core::vertical::scope::NamespaceScope as Scope;
 
-/// A pod as the updater keeps it: the object (without `managedFields`) for the writes, and what
-/// the decision reads of it.
+/// A pod as the updater keeps it: the object, cut down to what the writes read ([`pod_fields`],
+/// annotations emptied), and what the decision reads of it.
 #[derive(Debug)]
 pub struct CachedPod {
     /// The pod.
@@ -427,7 +430,7 @@ impl Cache {
         let pods: ByController<CachedPod> = ByController::default();
         let index = pods.clone();
         add(follow(
-            watch::<Pod>(client, scope, "Pod", false, &metrics),
+            watch::<Pod>(client, scope, "Pod", false, &metrics).trim(pod_fields),
             move |e| index.apply(e, |pod| cached_pod(pod, &admits)),
         ));
 
@@ -532,8 +535,14 @@ impl Owners for Cache {
     }
 }
 
-/// The cached form of `pod`; `None` for a pod that is not kept (being deleted, without a
-/// controller, in an ignored namespace).
+/// Cuts a pod down to what the updater reads, as it leaves the watch: what the decisions read
+/// ([`keep_read_fields`]) and the annotations its snapshot reads ([`snapshot_annotation`]).
+pub fn pod_fields(pod: &mut Pod) {
+    keep_read_fields(pod, snapshot_annotation);
+}
+
+/// The cached form of `pod` (as [`pod_fields`] keeps it); `None` for a pod that is not kept
+/// (being deleted, without a controller, in an ignored namespace).
 fn cached_pod(mut pod: Pod, admits: &impl Fn(&ObjectMeta) -> bool) -> Option<CachedPod> {
     if pod.metadata.deletion_timestamp.is_some()
         || !admits(&pod.metadata)
@@ -541,8 +550,12 @@ fn cached_pod(mut pod: Pod, admits: &impl Fn(&ObjectMeta) -> bool) -> Option<Cac
     {
         return None;
     }
-    pod.metadata.managed_fields = None;
     let snapshot = PodSnapshot::from_pod(&pod).map_err(|e| e.to_string());
+    // Once snapshotted, the writes read only whether the pod has annotations (a patch adds the
+    // map to a pod without one); the values, which a tenant may make 256 KiB, can go.
+    if let Some(annotations) = pod.metadata.annotations.as_mut() {
+        annotations.clear();
+    }
     Some(CachedPod { pod, snapshot })
 }
 
@@ -562,10 +575,11 @@ impl Cache {
         (cache, vpa_writer)
     }
 
-    /// Applies a pod event.
+    /// Applies a pod event, trimmed as the watch trims it.
     pub(crate) fn apply_pod(&self, event: Event<Pod>) {
-        self.pods
-            .apply(event, |p| cached_pod(p, &|_: &ObjectMeta| true));
+        self.pods.apply(event.modify(pod_fields), |p| {
+            cached_pod(p, &|_: &ObjectMeta| true)
+        });
     }
 
     /// Applies a ReplicaSet event.
@@ -583,6 +597,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
     use serde_json::json;
 
     fn pod(name: &str, owner: &str) -> Pod {
@@ -607,7 +622,9 @@ mod tests {
         impl Fn(&ByController<CachedPod>, Event<Pod>),
     ) {
         let apply = |i: &ByController<CachedPod>, e: Event<Pod>| {
-            i.apply(e, |p| cached_pod(p, &|_: &ObjectMeta| true));
+            i.apply(e.modify(pod_fields), |p| {
+                cached_pod(p, &|_: &ObjectMeta| true)
+            });
         };
         (ByController::default(), apply)
     }
@@ -651,6 +668,74 @@ mod tests {
         assert_eq!(names(&i.controlled_by("ns", &rs("web-1"))), ["kept"]);
         assert!(i.get("ns", "gone").is_none());
         assert_eq!(i.len(), 1);
+    }
+
+    /// A pod whose tenant fattened it: 1 MiB of annotation and of environment, `managedFields`,
+    /// volumes; with the webhook's annotations and a startup boost the updater reads.
+    fn fat_pod() -> Pod {
+        let mut pod = pod("fat", "web-1");
+        let mut extra: Pod = serde_json::from_value(json!({
+            "metadata": {"annotations": {
+                "blob": "x".repeat(1 << 20),
+                "vpaObservedContainers": "app",
+                "vpaCpuStartupBoost/app": "{\"requests\":{\"cpu\":\"10m\"}}",
+            }},
+            "spec": {"containers": [{"name": "app",
+                "env": [{"name": "E", "value": "y".repeat(1 << 20)}],
+                "resources": {"requests": {"cpu": "10m", "memory": "10Mi"}}}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]},
+        }))
+        .unwrap();
+        extra.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default(); 1_000]);
+        if let Some(spec) = extra.spec.as_mut() {
+            spec.volumes = Some(vec![k8s_openapi::api::core::v1::Volume::default(); 1_000]);
+        }
+        pod.metadata.annotations = extra.metadata.annotations;
+        pod.metadata.managed_fields = extra.metadata.managed_fields;
+        pod.spec = extra.spec;
+        pod.status = extra.status;
+        pod
+    }
+
+    #[test]
+    fn a_fat_pod_is_kept_small_and_read_and_written_the_same() {
+        use plimsoll_core::vertical::admission::{AdmissionVpa, admission_pod};
+        use plimsoll_core::vertical::policy::UpdateMode;
+        use plimsoll_core::vertical::resources::{ContainerRecommendation, Resources};
+        use plimsoll_core::vertical::startup_boost::StartupBoosts;
+
+        let fat = fat_pod();
+        let (i, apply) = index();
+        apply(&i, Event::Apply(fat.clone()));
+        let cached = i.get("ns", "fat").unwrap();
+        let size = |p: &Pod| serde_json::to_vec(p).unwrap().len();
+        assert!(size(&fat) > 2 << 20, "{}", size(&fat));
+        assert!(size(&cached.pod) < 1024, "{}", size(&cached.pod));
+        // The decision reads the snapshot; the boost and the observed containers are in it.
+        let snapshot = cached.snapshot.as_ref().unwrap();
+        assert_eq!(snapshot, &PodSnapshot::from_pod(&fat).unwrap());
+        assert!(snapshot.boosted.contains_key("app"));
+        assert!(snapshot.observed_containers.is_some());
+        // The writes: Events' references, the resize patch and the annotation map's presence.
+        assert_eq!(cached.pod.object_ref(&()), fat.object_ref(&()));
+        assert_eq!(cached.pod.metadata.annotations, Some(BTreeMap::new()));
+        assert_eq!(admission_pod(&cached.pod), admission_pod(&fat));
+        let vpa = AdmissionVpa {
+            name: "web".into(),
+            update_mode: UpdateMode::InPlaceOrRecreate,
+            policies: Vec::new(),
+            recommendation: Some(vec![ContainerRecommendation {
+                container: "app".into(),
+                target: Resources::new(500, 512 << 20),
+                lower_bound: Resources::new(400, 256 << 20),
+                upper_bound: Resources::new(1000, 1 << 30),
+            }]),
+            boosts: StartupBoosts::default(),
+        };
+        let resize = |p: &Pod| crate::updater::strategic_resize_patch(p, &vpa, None, None);
+        assert!(resize(&fat).is_some());
+        assert_eq!(resize(&cached.pod), resize(&fat));
     }
 
     #[test]

@@ -261,6 +261,14 @@ impl PodSnapshot {
     }
 }
 
+/// Whether [`PodSnapshot::from_pod`] reads the pod annotation `key`: the containers the webhook
+/// saw, and the webhook's record of a container's resources before its startup boost. A cache
+/// that takes snapshots keeps these and may drop every other annotation.
+pub fn snapshot_annotation(key: &str) -> bool {
+    key == OBSERVED_CONTAINERS_ANNOTATION
+        || key.starts_with(super::startup_boost::ANNOTATION_PREFIX)
+}
+
 /// The spec requests of the containers and native sidecars, by name.
 fn desired_requests(
     spec: Option<&k8s_openapi::api::core::v1::PodSpec>,

@@ -1,0 +1,219 @@
+//! What the recommender and the updater keep of the pods they cache. Both watch every pod of
+//! the namespaces they serve and hold them for as long as they live; tenants write those pods,
+//! and an annotation of 256 KiB, an environment or a command line of a megabyte, or a volume
+//! list kept per pod would set the size of the services' heaps. So a cached pod holds what the
+//! decisions read, no more ([`keep_read_fields`]).
+//!
+//! Kept, and who reads it:
+//! * `metadata.name`, `namespace`, `uid`, `resourceVersion`: the caches' keys, the updater's
+//!   memory of its evictions and resizes, and the object reference of its Events;
+//! * `metadata.labels`: VPA selectors ([`super::controlling::Candidate::selects`]) and the
+//!   `pod-template-hash` of an unseen ReplicaSet ([`super::controlling::top_controller`]);
+//! * the controller `ownerReference`, alone: the owner walk and the updater's replica groups
+//!   read no other ([`super::controlling::controller_ref`]);
+//! * `metadata.deletionTimestamp`: the updater leaves a pod being deleted;
+//! * the annotations the caller names, in a map that stays present (emptied) when the pod has
+//!   one: the admission patch, which the updater's resize reuses, adds `/metadata/annotations`
+//!   only to a pod without it ([`super::admission::admission_pod`]);
+//! * `name`, `resources` and `restartPolicy` (a native sidecar) of each container and init
+//!   container: requests, limits and OOM kills ([`super::priority::PodSnapshot::from_pod`],
+//!   [`super::oom`], [`super::joint_sizing`], [`super::node_fit`]);
+//! * `status`, whole: phase, conditions, start time and container statuses are read, and the
+//!   kubelet writes and bounds it (a termination message is at most 4 KiB a container).
+//!
+//! Dropped: `managedFields`, finalizers and the rest of the metadata, every other field of a
+//! container (command, args, env, probes, volume mounts, …) and the rest of the spec (volumes,
+//! affinity, tolerations, ephemeral containers, …).
+
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::controlling;
+
+/// Cuts `pod` down to what the VPA decisions read (see the module docs), keeping the
+/// annotations whose key `keep_annotation` accepts.
+pub fn keep_read_fields(pod: &mut Pod, keep_annotation: fn(&str) -> bool) {
+    let meta = std::mem::take(&mut pod.metadata);
+    let controller = controlling::controller_ref(&meta).map(|o| vec![o.clone()]);
+    let annotations = meta.annotations.map(|mut all| {
+        all.retain(|key, _| keep_annotation(key));
+        all
+    });
+    pod.metadata = ObjectMeta {
+        name: meta.name,
+        namespace: meta.namespace,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        owner_references: controller,
+        deletion_timestamp: meta.deletion_timestamp,
+        annotations,
+        ..ObjectMeta::default()
+    };
+    pod.spec = pod.spec.take().map(|spec| PodSpec {
+        containers: spec.containers.into_iter().map(container_fields).collect(),
+        init_containers: spec
+            .init_containers
+            .map(|list| list.into_iter().map(container_fields).collect()),
+        ..PodSpec::default()
+    });
+}
+
+fn container_fields(c: Container) -> Container {
+    Container {
+        name: c.name,
+        resources: c.resources,
+        restart_policy: c.restart_policy,
+        ..Container::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vertical::admission::admission_pod;
+    use crate::vertical::controlling::NoOwners;
+    use crate::vertical::priority::{PodSnapshot, snapshot_annotation};
+    use crate::vertical::{node_fit, oom};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    const MIB: usize = 1 << 20;
+
+    /// A pod as a hostile tenant may write it, with everything the decisions read: an OOM kill,
+    /// an in-place resize, a native sidecar, the webhook's annotations.
+    fn fat_pod() -> Pod {
+        let big = "x".repeat(MIB);
+        let fields: serde_json::Map<String, serde_json::Value> = (0..2_000)
+            .map(|i| (format!("f:label-{i}"), json!({})))
+            .collect();
+        let env: Vec<_> = (0..100)
+            .map(|i| json!({"name": format!("E{i}"), "value": "y".repeat(10_000)}))
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": "web-1", "namespace": "shop", "uid": "u-1", "resourceVersion": "42",
+                "generateName": "web-", "finalizers": ["example.com/hold"],
+                "labels": {"app": "web", "pod-template-hash": "5d8f"},
+                "annotations": {
+                    "blob": big,
+                    "vpaObservedContainers": "app, sidecar",
+                    "vpaCpuStartupBoost/app": "{\"requests\":{\"cpu\":\"100m\"}}",
+                },
+                "ownerReferences": [
+                    {"apiVersion": "example.com/v1", "kind": "Hold", "name": "h", "uid": "h"},
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f",
+                     "uid": "rs", "controller": true},
+                ],
+                "managedFields": [{"manager": "kubectl", "operation": "Update",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": fields}}}],
+            },
+            "spec": {
+                "containers": [{
+                    "name": "app", "image": "web:1", "command": ["sh", "-c", big],
+                    "env": env,
+                    "resources": {"requests": {"cpu": "250m", "memory": "256Mi"},
+                                  "limits": {"memory": "512Mi"}},
+                    "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+                    "livenessProbe": {"exec": {"command": ["true"]}},
+                }],
+                "initContainers": [
+                    {"name": "sidecar", "restartPolicy": "Always",
+                     "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}}},
+                    {"name": "setup", "args": ["x".repeat(10_000)],
+                     "resources": {"requests": {"cpu": "1"}}},
+                ],
+                "volumes": [{"name": "v", "configMap": {"name": "c", "items": [
+                    {"key": "k", "path": "y".repeat(4_000)}]}}],
+                "nodeSelector": {"zone": "a"},
+                "tolerations": [{"key": "k", "operator": "Exists"}],
+            },
+            "status": {
+                "phase": "Running",
+                "startTime": "2026-01-01T00:00:00Z",
+                "conditions": [
+                    {"type": "Ready", "status": "True",
+                     "lastTransitionTime": "2026-01-01T00:01:00Z"},
+                    {"type": "PodResizePending", "status": "True", "reason": "Deferred",
+                     "message": "node is full"},
+                ],
+                "containerStatuses": [{
+                    "name": "app", "ready": true, "restartCount": 1, "image": "web:1",
+                    "imageID": "", "resources": {"requests": {"cpu": "200m", "memory": "300Mi"}},
+                    "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                        "startedAt": "2026-01-01T00:00:00Z",
+                        "finishedAt": "2026-01-01T00:00:30Z"}},
+                }],
+                "initContainerStatuses": [{
+                    "name": "sidecar", "ready": true, "restartCount": 0, "image": "s",
+                    "imageID": "",
+                }],
+            },
+        }))
+        .unwrap()
+    }
+
+    fn size(pod: &Pod) -> usize {
+        serde_json::to_vec(pod).unwrap().len()
+    }
+
+    /// Everything the decisions read of a pod, as they read it.
+    fn readings(pod: &Pod) -> impl PartialEq + std::fmt::Debug {
+        (
+            admission_pod(pod),
+            oom::status_ooms(pod),
+            oom::memory_request(pod, "app"),
+            node_fit::other_requests(&[pod], &[]),
+            controlling::top_controller(&pod.metadata, "shop", &NoOwners),
+            pod.metadata.labels.clone(),
+            (pod.metadata.name.clone(), pod.metadata.namespace.clone()),
+            (
+                pod.metadata.uid.clone(),
+                pod.metadata.resource_version.clone(),
+            ),
+            pod.metadata.deletion_timestamp.clone(),
+            pod.status.clone(),
+        )
+    }
+
+    #[test]
+    fn a_fat_pod_comes_out_small_and_reads_the_same() {
+        let fat = fat_pod();
+        let mut trimmed = fat.clone();
+        keep_read_fields(&mut trimmed, snapshot_annotation);
+        assert!(size(&fat) > 2 * MIB, "{}", size(&fat));
+        assert!(size(&trimmed) < 4 * 1024, "{}", size(&trimmed));
+        assert_eq!(readings(&trimmed), readings(&fat));
+        assert_eq!(
+            PodSnapshot::from_pod(&trimmed),
+            PodSnapshot::from_pod(&fat),
+            "the updater's snapshot"
+        );
+        let meta = &trimmed.metadata;
+        assert_eq!(meta.managed_fields, None);
+        assert_eq!(meta.finalizers, None);
+        let kept: Vec<_> = meta.annotations.iter().flatten().map(|(k, _)| k).collect();
+        assert_eq!(kept, ["vpaCpuStartupBoost/app", "vpaObservedContainers"]);
+        let owners = meta.owner_references.as_deref().unwrap_or_default();
+        assert_eq!(owners.len(), 1, "the controller only");
+        let spec = trimmed.spec.as_ref().unwrap();
+        assert_eq!(spec.volumes, None);
+        assert_eq!(spec.containers[0].env, None);
+        assert_eq!(spec.containers[0].command, None);
+    }
+
+    #[test]
+    fn without_annotations_kept_the_map_stays_when_the_pod_had_one() {
+        let mut pod = fat_pod();
+        keep_read_fields(&mut pod, |_| false);
+        assert_eq!(pod.metadata.annotations, Some(BTreeMap::new()));
+        assert_eq!(
+            admission_pod(&pod).map(|p| p.has_annotations),
+            Ok(true),
+            "a patch must not recreate the map"
+        );
+        let mut bare = Pod::default();
+        keep_read_fields(&mut bare, |_| false);
+        assert_eq!(bare, Pod::default());
+    }
+}
