@@ -31,8 +31,10 @@ use std::sync::Arc;
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::Eviction;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta, Preconditions};
 use kube::Resource;
-use kube::api::{Api, EvictParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::admission::{
     AdmissionVpa, ContainerUpdate, admission_pod, process_recommendation, resize_patch,
@@ -480,6 +482,30 @@ fn snapshots<'p>(
     (snapshots, by_name)
 }
 
+/// The Eviction of `pod` itself. The plan was made from the cache: a pod of the same name
+/// created since (a StatefulSet's, or one a tenant recreated) is not the pod the plan judged,
+/// so the eviction holds only for this uid (the API server answers 409 for another).
+///
+/// Sent as a typed `policy/v1` Eviction rather than through kube's `Api::evict`: kube 5
+/// writes the options as `delete_options`, a field the API server does not know and drops, so a
+/// precondition set there would never be checked.
+fn eviction_of(pod: &Pod) -> Eviction {
+    Eviction {
+        metadata: ObjectMeta {
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            ..ObjectMeta::default()
+        },
+        delete_options: pod.metadata.uid.clone().map(|uid| DeleteOptions {
+            preconditions: Some(Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteOptions::default()
+        }),
+    }
+}
+
 async fn evict(
     ctx: &Context,
     vpa: &VerticalPodAutoscaler,
@@ -492,7 +518,10 @@ async fn evict(
     let pod_ref = pod.object_ref(&());
     let vpa_ref = vpa.object_ref(&());
     let (_, vpa_name) = vpa_name(vpa);
-    let result = match api.evict(&action.pod, &EvictParams::default()).await {
+    let (eviction, post) = (eviction_of(pod), PostParams::default());
+    let sent =
+        api.create_subresource::<_, kube::core::Status>("eviction", &action.pod, &post, &eviction);
+    let result = match sent.await {
         Ok(_) => {
             report.evicted += 1;
             ctx.record_eviction(pod);
@@ -540,7 +569,8 @@ async fn evict(
                 .await;
             EvictionResult::Blocked
         }
-        Err(kube::Error::Api(status)) if status.code == 404 => {
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+            // 409: the uid precondition failed, the pod planned for is gone.
             tracing::info!(pod = %action.pod, "pod already gone");
             EvictionResult::Gone
         }
@@ -878,6 +908,19 @@ mod tests {
             ]}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn an_eviction_holds_only_for_the_pod_the_plan_judged() {
+        let mut judged = pod();
+        judged.metadata.uid = Some("6f1d-judged".into());
+        let body = serde_json::to_value(eviction_of(&judged)).unwrap();
+        assert_eq!(body["apiVersion"], "policy/v1");
+        assert_eq!(body["kind"], "Eviction");
+        assert_eq!(body["metadata"]["name"], "web-1");
+        assert_eq!(body["deleteOptions"]["preconditions"]["uid"], "6f1d-judged");
+        // A pod without a uid (not from the API server) is evicted by name, as before.
+        assert!(eviction_of(&pod()).delete_options.is_none());
     }
 
     fn vpa(containers: &[&str]) -> AdmissionVpa {

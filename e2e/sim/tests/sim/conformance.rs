@@ -502,7 +502,34 @@ async fn eviction_blocked_by_pdb() {
     )
     .await
     .unwrap();
-    pods.evict(&victim, &EvictParams::default()).await.unwrap();
+    // An eviction for another pod of the same name (a uid precondition that does not hold) is
+    // a conflict, and the pod stays; the pod's own uid evicts it. (kube's `Api::evict` sends its
+    // options as `delete_options`, which an API server drops: the body is built here.)
+    let evict_uid = |uid: &str| {
+        let body = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": victim, "namespace": "default"},
+            "deleteOptions": {"preconditions": {"uid": uid}}});
+        let pods = pods.clone();
+        let victim = victim.clone();
+        async move {
+            pods.create_subresource::<_, kube::core::Status>(
+                "eviction",
+                &victim,
+                &PostParams::default(),
+                &body,
+            )
+            .await
+        }
+    };
+    let err = evict_uid("00000000-0000-0000-0000-000000000000")
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 409);
+    let pod = pods.get(&victim).await.unwrap();
+    assert!(pod.metadata.deletion_timestamp.is_none());
+    evict_uid(pod.metadata.uid.as_deref().unwrap_or_default())
+        .await
+        .unwrap();
     assert!(
         pods.get(&victim)
             .await
