@@ -761,15 +761,35 @@ pub fn unboost_updates(
                 .cloned()
                 .or_else(|| {
                     let (requests, limits) = original.as_ref()?.resources().ok()?;
-                    let cpu = |r: Resources| Resources {
-                        cpu: r.cpu,
-                        memory: None,
+                    // The originals come from the pod's annotation, which a namespace user can
+                    // rewrite on a running pod: an un-boost only lowers what the pod has now,
+                    // and only for a container it has.
+                    let now = &pod
+                        .containers
+                        .iter()
+                        .find(|c| &c.container.name == name)?
+                        .container;
+                    let lowered = |original: Option<Quantity>, current: Option<Quantity>| match (
+                        original, current,
+                    ) {
+                        (Some(o), Some(c)) => Some(o.min(c)),
+                        (o, _) => o,
                     };
                     // Only CPU was boosted: memory stays as it is.
-                    Some(ContainerUpdate {
-                        container: name.clone(),
-                        requests: cpu(requests),
-                        limits: cpu(limits),
+                    let requests = Resources {
+                        cpu: lowered(requests.cpu, now.requests.cpu),
+                        memory: None,
+                    };
+                    let limits = Resources {
+                        cpu: lowered(limits.cpu, now.limits.cpu),
+                        memory: None,
+                    };
+                    (requests.cpu != now.requests.cpu || limits.cpu != now.limits.cpu).then(|| {
+                        ContainerUpdate {
+                            container: name.clone(),
+                            requests,
+                            limits,
+                        }
                     })
                 })
         })
@@ -939,6 +959,42 @@ mod tests {
         requests: Resources,
         limits: Resources,
         notes: &'static [&'static str],
+    }
+
+    /// Without a recommendation, a boost is undone to the originals the pod's annotation
+    /// records; a namespace user can rewrite that annotation, so the un-boost only ever lowers
+    /// and only touches containers the pod has.
+    #[test]
+    fn an_unboost_from_the_annotation_only_lowers() {
+        let pod = AdmissionPod::test().container("app", res("2", "1Gi"), res("4", ""));
+        let vpa = AdmissionVpa {
+            recommendation: None,
+            ..AdmissionVpa::test("app", Resources::default())
+        };
+        let original = |request: &str, limit: &str| {
+            Some(OriginalResources::of(&res(request, ""), &res(limit, "")))
+        };
+        let undo = |name: &str, o: Option<OriginalResources>| {
+            unboost_updates(
+                &pod,
+                &vpa,
+                &BTreeMap::from([(name.to_owned(), o)]),
+                None,
+                None,
+            )
+        };
+        let honest = undo("app", original("500m", "1"));
+        assert_eq!(honest.len(), 1);
+        assert_eq!(honest[0].requests, res("500m", ""));
+        assert_eq!(honest[0].limits, res("1", ""));
+        // Rewritten to 64 cores: capped at what the pod has, so nothing to do.
+        assert!(undo("app", original("64", "64")).is_empty());
+        // A request lowered, the limit left where it is.
+        let mixed = undo("app", original("500m", "64"));
+        assert_eq!(mixed[0].requests, res("500m", ""));
+        assert_eq!(mixed[0].limits, res("4", ""));
+        // A container the pod does not have: no update (the resize would be refused each loop).
+        assert!(undo("ghost", original("100m", "")).is_empty());
     }
 
     // upstream: pkg/admission-controller/resource/pod/recommendation/recommendation_provider_test.go
