@@ -17,7 +17,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::{Api, Client};
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, Predictive, PredictiveStatus};
-use plimsoll_core::horizontal::predictive::{LoadSeries, PodStart, keep_seconds, startup_seconds};
+use plimsoll_core::horizontal::predictive::{
+    LoadSeries, PodStart, keep_seconds_for, startup_seconds,
+};
+use plimsoll_core::horizontal::proposals::metrics_of;
 
 use crate::error::Result;
 use crate::pods::PodInfo;
@@ -45,7 +48,7 @@ pub fn measured_startup(pods: &[Arc<PodInfo>]) -> Option<i64> {
 }
 
 /// Reads from Prometheus ([`crate::seed`]), for every `type: Prometheus` metric of `spec`, the
-/// buckets of the retention window ([`keep_seconds`]) that `series` lacks
+/// buckets of the retention window ([`keep_seconds_for`]) that `series` lacks
 /// ([`PeakSeries::missing_from`](plimsoll_core::horizontal::peak_series::PeakSeries::missing_from)):
 /// the whole window when its oldest bucket is younger than the window's start, else the buckets
 /// since its newest. They are peaks with no known mean (their peak stands in for the level). A
@@ -60,7 +63,7 @@ pub async fn seed_from_prometheus(
     now: Timestamp,
     deadline: tokio::time::Instant,
 ) {
-    let keep = keep_seconds(settings);
+    let keep = keep_seconds_for(settings, metrics_of(spec).len());
     let keep_buckets = series.keep_buckets(keep);
     let peaks = series.peaks_mut();
     let open = peaks.bucket_at(now);

@@ -440,6 +440,22 @@ pub fn keep_seconds(settings: &Predictive) -> i64 {
         .unwrap_or(8 * DAY_SECONDS)
 }
 
+/// The most buckets of [`BUCKET_SECONDS`] one autoscaler's metrics keep together: four metrics
+/// at the longest settings (13,444). The metrics are the autoscaler author's (up to 32), and each
+/// kept bucket is a peak and a level in memory and in `status.predictive.history`: 32 metrics of
+/// 30 days with a weekly season were 107,552 buckets, a status past etcd's 1.5 MiB (every write
+/// refused, every period) and megabytes of the controller's memory per object.
+pub const MAX_BUCKETS_PER_OBJECT: i64 = 4 * (MAX_KEEP_SECONDS / BUCKET_SECONDS + 1);
+
+/// [`keep_seconds`] for an autoscaler with `metrics` metrics: shortened, when its metrics would
+/// keep more than [`MAX_BUCKETS_PER_OBJECT`] buckets together, to their share. A metric kept
+/// shorter than its seasons need forecasts from the seasons it holds, or not at all
+/// (`NotEnoughHistory`).
+pub fn keep_seconds_for(settings: &Predictive, metrics: usize) -> i64 {
+    let share = MAX_BUCKETS_PER_OBJECT / i64::try_from(metrics.max(1)).unwrap_or(i64::MAX);
+    keep_seconds(settings).min((share - 1).max(0) * BUCKET_SECONDS)
+}
+
 /// The seasonal forecast of the level of `metric` in buckets `from..=to`, `shift` buckets
 /// (one season) apart: the median, over the up to `n` seasons before the window that the
 /// series holds whole, of the window's highest level in that season. `None` when none does.
@@ -863,8 +879,9 @@ pub fn record_loads(
     observed: &Observation,
     now: Timestamp,
 ) {
-    let keep = keep_seconds(settings);
-    for m in metrics_of(spec).iter() {
+    let metrics = metrics_of(spec);
+    let keep = keep_seconds_for(settings, metrics.len());
+    for m in metrics.iter() {
         if let Some(load) = observed_load(m, spec, observed) {
             series.record(&metric_name(m), now, load, keep);
         }

@@ -801,6 +801,45 @@ fn the_longest_settings_keep_at_most_max_buckets() {
 }
 
 #[test]
+fn an_autoscalers_metrics_keep_at_most_max_buckets_per_object_together() {
+    let longest = Predictive {
+        lookback_days: Some(30),
+        season: Season::Week,
+        ..Predictive::default()
+    };
+    // Up to four metrics keep what their seasons need, whatever the settings.
+    for metrics in 1..=4 {
+        assert_eq!(keep_seconds_for(&longest, metrics), keep_seconds(&longest));
+        assert_eq!(keep_seconds_for(&scale(), metrics), keep_seconds(&scale()));
+    }
+    // The default settings keep their 14 days for up to nine metrics.
+    let auto = Predictive::default();
+    assert_eq!(keep_seconds_for(&auto, 9), keep_seconds(&auto));
+    for lookback_days in [1, 7, 14, 30] {
+        for season in [Season::Day, Season::Week, Season::Auto] {
+            let settings = Predictive {
+                lookback_days: Some(lookback_days),
+                season,
+                ..Predictive::default()
+            };
+            for metrics in [1usize, 5, 16, 32] {
+                let keep = keep_seconds_for(&settings, metrics);
+                let buckets = LoadSeries::new(BUCKET_SECONDS).keep_buckets(keep);
+                let total = buckets * i64::try_from(metrics).unwrap_or(i64::MAX);
+                assert!(
+                    total <= MAX_BUCKETS_PER_OBJECT,
+                    "{settings:?} x {metrics}: {total}"
+                );
+                assert!(keep <= keep_seconds(&settings));
+            }
+        }
+    }
+    // 32 metrics at the longest settings: 420 buckets each, about 4.4 days, not 35.
+    let keep = keep_seconds_for(&longest, 32);
+    assert_eq!(LoadSeries::new(BUCKET_SECONDS).keep_buckets(keep), 420);
+}
+
+#[test]
 fn the_ended_series_leaves_out_the_open_bucket_only() {
     let mut s = LoadSeries::new(900);
     s.record("rps", at(0), 1, DAY);
