@@ -350,6 +350,13 @@ async fn act(
             let updates = admission_pod(pod)
                 .ok()
                 .map(|p| unboost_updates(&p, v, &over, container_range, pod_range));
+            // Nothing to lower (the pod already runs at or below its originals, or the
+            // annotation names containers it does not have): the boost is over, only its
+            // annotations are left to remove.
+            if updates.as_deref().is_some_and(<[_]>::is_empty) {
+                drop_boost_annotations(ctx, pod, over.keys()).await;
+                return;
+            }
             let patch = updates.as_deref().and_then(updates_patch);
             let target = Target {
                 vpa,
