@@ -33,6 +33,40 @@ pub struct Context {
     pub cache: Cache,
     /// Pods the updater acted on.
     pub memory: Mutex<PodMemory>,
+    /// The VPAs whose unreadable spec or recommendation was reported ([`Reported`]).
+    pub reported: Mutex<Reported>,
+}
+
+/// What was reported of each VPA that cannot be read, by uid: the generation and the text.
+/// A VPA is a namespace user's to create, thousands at a time; an Event for each of them in
+/// every loop would be thousands of API writes a minute, each (with `--kube-api-qps`) taking a
+/// token of the bucket every other VPA's Events and conditions wait on. Once per change is
+/// enough.
+#[derive(Debug, Default)]
+pub struct Reported {
+    by_uid: HashMap<String, (Option<i64>, String)>,
+}
+
+impl Reported {
+    /// Whether `note` about the VPA `uid` at `generation` is new (and remembers it).
+    pub fn first(&mut self, uid: &str, generation: Option<i64>, note: &str) -> bool {
+        let entry = (generation, note.to_owned());
+        if self.by_uid.get(uid) == Some(&entry) {
+            return false;
+        }
+        self.by_uid.insert(uid.to_owned(), entry);
+        true
+    }
+
+    /// Forgets the VPAs `live` does not hold (deleted ones).
+    pub fn retain(&mut self, live: impl Fn(&str) -> bool) {
+        self.by_uid.retain(|uid, _| live(uid));
+    }
+
+    /// Forgets the VPA `uid`, read fine again: the same problem later is reported again.
+    pub fn clear(&mut self, uid: &str) {
+        self.by_uid.remove(uid);
+    }
 }
 
 /// Where a remembered pod is: namespace and name (the map key is its uid).
@@ -144,6 +178,36 @@ impl Context {
         self.memory().evicted.contains_key(uid)
     }
 
+    /// Whether `note` about `vpa` should be published: the first time for its generation.
+    pub fn first_report(
+        &self,
+        vpa: &plimsoll_core::api::vpa::VerticalPodAutoscaler,
+        note: &str,
+    ) -> bool {
+        let uid = vpa.metadata.uid.as_deref().unwrap_or_default();
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .first(uid, vpa.metadata.generation, note)
+    }
+
+    /// Forgets what was reported of `vpa`: it was read fine.
+    pub fn report_cleared(&self, vpa: &plimsoll_core::api::vpa::VerticalPodAutoscaler) {
+        let uid = vpa.metadata.uid.as_deref().unwrap_or_default();
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear(uid);
+    }
+
+    /// Forgets what was reported of VPAs other than `live` (by uid): deleted, or out of scope.
+    pub fn forget_reports(&self, live: &std::collections::HashSet<&str>) {
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|uid| live.contains(uid));
+    }
+
     /// Forgets the pods the cache no longer holds (deleted, or being deleted).
     pub fn forget_gone_pods(&self) {
         self.memory()
@@ -161,6 +225,31 @@ mod tests {
         pod.metadata.name = Some(name.into());
         pod.metadata.uid = Some(format!("uid-{name}"));
         pod
+    }
+
+    #[test]
+    fn an_unreadable_vpa_is_reported_once_per_generation_and_text() {
+        let mut reported = Reported::default();
+        assert!(reported.first("u1", Some(1), "bad mode"));
+        assert!(
+            !reported.first("u1", Some(1), "bad mode"),
+            "every loop after"
+        );
+        assert!(reported.first("u1", Some(2), "bad mode"), "edited");
+        assert!(
+            reported.first("u1", Some(2), "bad target"),
+            "another problem"
+        );
+        assert!(reported.first("u2", Some(2), "bad target"), "another VPA");
+        reported.retain(|uid| uid == "u2");
+        assert!(
+            reported.first("u1", Some(2), "bad target"),
+            "forgotten once gone"
+        );
+        assert!(!reported.first("u2", Some(2), "bad target"));
+        // A recommendation (status: no new generation) that reads fine, then fails again.
+        reported.clear("u2");
+        assert!(reported.first("u2", Some(2), "bad target"));
     }
 
     #[test]

@@ -180,6 +180,12 @@ pub async fn run_once(
     }
     if !cancel.is_cancelled() {
         ctx.forget_gone_pods();
+        let live = inventory
+            .vpas
+            .iter()
+            .filter_map(|v| v.metadata.uid.as_deref())
+            .collect();
+        ctx.forget_reports(&live);
     }
     Ok(report)
 }
@@ -428,14 +434,12 @@ async fn read_vpa(
     let policy = match UpdatePolicy::from_api(vpa) {
         Ok(p) => p,
         Err(e) => {
-            ctx.events
-                .warning(
-                    &vpa_ref,
-                    "InvalidPolicy",
-                    "Update",
-                    format!("cannot read the VPA's policy: {e}"),
-                )
-                .await;
+            let note = format!("cannot read the VPA's policy: {e}");
+            if ctx.first_report(vpa, &note) {
+                ctx.events
+                    .warning(&vpa_ref, "InvalidPolicy", "Update", note)
+                    .await;
+            }
             return None;
         }
     };
@@ -448,17 +452,16 @@ async fn read_vpa(
             return None;
         }
         Err(e) => {
-            ctx.events
-                .warning(
-                    &vpa_ref,
-                    "InvalidRecommendation",
-                    "Update",
-                    format!("cannot read the recommendation: {e}"),
-                )
-                .await;
+            let note = format!("cannot read the recommendation: {e}");
+            if ctx.first_report(vpa, &note) {
+                ctx.events
+                    .warning(&vpa_ref, "InvalidRecommendation", "Update", note)
+                    .await;
+            }
             return None;
         }
     };
+    ctx.report_cleared(vpa);
     Some((policy, recommendation))
 }
 
@@ -887,6 +890,7 @@ pub fn context(
         ),
         cache,
         memory: std::sync::Mutex::default(),
+        reported: std::sync::Mutex::default(),
     };
     (ctx, watches)
 }
