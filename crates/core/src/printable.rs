@@ -64,11 +64,20 @@ pub fn message(text: &str, max_bytes: usize) -> String {
     if shown.len() <= max_bytes {
         return shown.into_owned();
     }
-    let mut end = max_bytes.saturating_sub('…'.len_utf8());
-    while !shown.is_char_boundary(end) {
+    cut(&shown, max_bytes.saturating_sub('…'.len_utf8()))
+}
+
+/// `text` whole when it has at most `max_bytes`, else its first `max_bytes` or fewer (on a
+/// character boundary) followed by `…`.
+pub fn cut(text: &str, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}…", &shown[..end])
+    format!("{}…", &text[..end])
 }
 
 fn escape_where(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {

@@ -191,18 +191,6 @@ const MAX_IGNORED_NOTES: usize = 4;
 /// version are written by whoever wrote the checkpoint).
 const MAX_NOTE_BYTES: usize = 200;
 
-/// `text` cut to at most `max` bytes at a character boundary, with `…` when cut.
-fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
 /// The identity of an OOM kill read from a pod status: (namespace, pod, container, finish time).
 type OomId = (String, String, String, Timestamp);
 
@@ -360,8 +348,8 @@ impl Recommender {
                     if state.ignored_checkpoints.len() < MAX_IGNORED_NOTES {
                         state.ignored_checkpoints.push(format!(
                             "checkpoint {} was ignored: {}",
-                            bounded(&name, MAX_NOTE_BYTES),
-                            bounded(&source.to_string(), MAX_NOTE_BYTES)
+                            crate::printable::cut(&name, MAX_NOTE_BYTES),
+                            crate::printable::cut(&source.to_string(), MAX_NOTE_BYTES)
                         ));
                     }
                     errors.push(RestoreError {

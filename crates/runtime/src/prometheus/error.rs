@@ -289,14 +289,7 @@ impl PrometheusError {
 
 /// `text` cut to at most [`MAX_DETAIL`] bytes (on a character boundary), with `…` when cut.
 pub fn bounded(text: &str) -> String {
-    if text.len() <= MAX_DETAIL {
-        return text.to_owned();
-    }
-    let mut end = MAX_DETAIL;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    plimsoll_core::printable::cut(text, MAX_DETAIL)
 }
 
 #[cfg(test)]
