@@ -45,6 +45,7 @@ use plimsoll_core::horizontal::evaluate::{
     self, Evaluation, EvaluationInput, Held, OwedEvent, Restored, Stored, TuningWrite, evaluate,
 };
 use plimsoll_core::horizontal::memory;
+use plimsoll_core::horizontal::predictive::NATIVE_HISTORY_BYTES;
 use plimsoll_core::horizontal::scale_to_zero;
 use plimsoll_core::horizontal::status::status_after;
 use plimsoll_core::horizontal::{Decision, LimitedBy, Observation};
@@ -989,6 +990,7 @@ async fn evaluate_subject(
         excluded_by: excluded.map(|e| e.text.as_str()),
         tuning_write: TuningWrite::Allowed,
         startup_seconds: crate::predict::measured_startup(pods),
+        history_bytes: (subject.kind == Kind::Native).then_some(NATIVE_HISTORY_BYTES),
         now: at,
     };
     // Only an object whose tuning may write needs the held state twice.

@@ -29,6 +29,7 @@ use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{
     ContainerSample, DEFAULT_METRICS_WINDOW_SECONDS, Fetched, Observation, PodPhase, PodSample,
 };
+use plimsoll_core::horizontal::predictive::NATIVE_HISTORY_BYTES;
 use plimsoll_core::horizontal::recording::{self, Line, Parsed, Recorded, Start};
 use plimsoll_core::horizontal::rollout::Rollout;
 use plimsoll_core::horizontal::scale_to_zero;
@@ -290,12 +291,13 @@ fn autoscaler(
     Ok(found)
 }
 
-/// The scenario's autoscaler spec, validated, as [`autoscaler`] reads it.
+/// The scenario's autoscaler spec, validated, as [`autoscaler`] reads it, and the bytes its
+/// predictive history may take ([`Written::history_bytes`]).
 pub(crate) fn autoscaler_spec(
     v: serde_json::Value,
     text: &str,
-) -> Result<HorizontalPodAutoscalerPlusSpec, String> {
-    autoscaler(v, text).map(|(spec, _)| spec)
+) -> Result<(HorizontalPodAutoscalerPlusSpec, Option<usize>), String> {
+    autoscaler(v, text).map(|(spec, written)| (spec, written.history_bytes()))
 }
 
 /// What the controller has written into the object by the end of a step: where a restarted
@@ -308,6 +310,12 @@ enum Written {
 }
 
 impl Written {
+    /// The most bytes the predictive history may take where it is written: a native HPA's
+    /// annotation, as in the controller.
+    fn history_bytes(&self) -> Option<usize> {
+        matches!(self, Self::Annotations(_)).then_some(NATIVE_HISTORY_BYTES)
+    }
+
     /// The stored memory, read as the controller reads it.
     fn stored(&self) -> Option<DecisionMemory> {
         match self {
@@ -593,6 +601,7 @@ pub fn replay_str_with(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> 
                 excluded_by: None,
                 tuning_write: TuningWrite::Allowed,
                 startup_seconds: None,
+                history_bytes: written.history_bytes(),
                 now,
             },
             std::mem::take(&mut held),
@@ -839,7 +848,9 @@ fn recorded_spec(
 ) -> Result<HorizontalPodAutoscalerPlusSpec, ReplayError> {
     let mut manifest = manifest.clone();
     apply_sets(&mut manifest, sets)?;
-    autoscaler_spec(manifest, "").map_err(|e| invalid_set(sets, format!("line {line}: {e}")))
+    autoscaler_spec(manifest, "")
+        .map(|(spec, _)| spec)
+        .map_err(|e| invalid_set(sets, format!("line {line}: {e}")))
 }
 
 /// Replays a recording (already read, [`recording::parse`]) through the same step as the
@@ -1136,7 +1147,7 @@ steps:
                     "target": {"type": "AverageValue", "averageValue": "10"}}}],
                 "behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}
         });
-        let spec = autoscaler_spec(autoscaler.clone(), "").unwrap();
+        let (spec, _) = autoscaler_spec(autoscaler.clone(), "").unwrap();
         let config = ControllerConfig::default();
         let start: Timestamp = EPOCH.parse().unwrap();
         let mut text = recording::encode(&Line::Header(recording::Header {

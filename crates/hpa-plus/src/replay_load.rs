@@ -470,18 +470,24 @@ fn template(s: &Scenario) -> Result<PodSample, ReplayError> {
     })
 }
 
-/// The autoscaler and the tuning settings in force (spec field, else annotation).
-fn autoscaler(
-    s: &Scenario,
-    text: &str,
-) -> Result<(HorizontalPodAutoscalerPlusSpec, MinReplicasTuning), ReplayError> {
+/// The autoscaler, the tuning settings in force (spec field, else annotation) and the bytes
+/// its predictive history may take.
+type Autoscaler = (
+    HorizontalPodAutoscalerPlusSpec,
+    MinReplicasTuning,
+    Option<usize>,
+);
+
+/// Reads the scenario's [`Autoscaler`].
+fn autoscaler(s: &Scenario, text: &str) -> Result<Autoscaler, ReplayError> {
     if s.predictive.is_some() {
         return Err(invalid(
             "predictive",
             "not supported yet: give the settings in autoscaler.spec.predictive",
         ));
     }
-    let spec = autoscaler_spec(s.autoscaler.clone(), text).map_err(ReplayError::Invalid)?;
+    let (spec, history_bytes) =
+        autoscaler_spec(s.autoscaler.clone(), text).map_err(ReplayError::Invalid)?;
     let metadata: ObjectMeta = s
         .autoscaler
         .get("metadata")
@@ -508,7 +514,7 @@ fn autoscaler(
         .min_replicas_tuning()
         .map_err(|e| invalid("autoscaler.metadata.annotations", e))?
         .unwrap_or_default();
-    Ok((plus.spec, tuning))
+    Ok((plus.spec, tuning, history_bytes))
 }
 
 /// One pod of the workload.
@@ -712,6 +718,8 @@ struct Run {
     config: ControllerConfig,
     spec: HorizontalPodAutoscalerPlusSpec,
     settings: MinReplicasTuning,
+    /// [`EvaluationInput::history_bytes`] for the autoscaler's kind.
+    history_bytes: Option<usize>,
     template: PodSample,
     memory_per_pod: Option<i64>,
     workload: Workload,
@@ -760,6 +768,7 @@ impl Run {
                 excluded_by: None,
                 tuning_write: TuningWrite::Allowed,
                 startup_seconds: Some(self.startup_seconds),
+                history_bytes: self.history_bytes,
                 now,
             },
             std::mem::take(&mut self.held),
@@ -1022,7 +1031,7 @@ fn start(
     text: &str,
     dir: &Path,
 ) -> Result<(Run, Vec<Sample>, i64, Option<i32>), ReplayError> {
-    let (spec, settings) = autoscaler(scenario, text)?;
+    let (spec, settings, history_bytes) = autoscaler(scenario, text)?;
     // The replay holds every pod it creates; past a cluster's worth a file could ask for
     // billions.
     if usize::try_from(spec.max_replicas).unwrap_or(0) > plimsoll_replay::MAX_PODS {
@@ -1084,6 +1093,7 @@ fn start(
         config,
         spec,
         settings,
+        history_bytes,
         template,
         memory_per_pod,
         workload,

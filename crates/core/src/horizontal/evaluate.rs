@@ -111,10 +111,17 @@ impl PredictiveHeld {
     }
 
     /// `series` without its open bucket at `now`, copied (and stored) once a bucket.
-    fn ended(&mut self, now: Timestamp) -> &Ended {
+    /// With `bytes`, the series first forgets its oldest buckets until their stored form fits
+    /// ([`LoadSeries::fit_stored`]).
+    fn ended(&mut self, now: Timestamp, bytes: Option<usize>) -> &Ended {
         let open = self.series.bucket_at(now);
         if self.ended.as_ref().is_some_and(|e| e.open != open) {
             self.ended = None;
+        }
+        if self.ended.is_none()
+            && let Some(bytes) = bytes
+        {
+            self.series.fit_stored(now, bytes);
         }
         self.ended.get_or_insert_with(|| {
             let series = self.series.ended(now);
@@ -254,6 +261,10 @@ pub struct EvaluationInput<'a> {
     /// The workload's measured startup time, seconds ([`predictive::startup_seconds`]);
     /// `None` when no pod could be measured (the last measurement stands).
     pub startup_seconds: Option<i64>,
+    /// The most JSON bytes the stored predictive history may take: a native HPA's share of its
+    /// annotations ([`predictive::NATIVE_HISTORY_BYTES`]); `None` for an HPA+, whose status
+    /// the bucket bound keeps within etcd's limit.
+    pub history_bytes: Option<usize>,
     /// The evaluation time.
     pub now: Timestamp,
 }
@@ -540,7 +551,7 @@ fn predict_step(
     // One pod of the workload stands for its requests (utilization targets), as in tuning.
     let pod: PodSample = input.observed.pods.first().cloned().unwrap_or_default();
     let fit = held.fit.take();
-    let ended = held.ended(now);
+    let ended = held.ended(now, input.history_bytes);
     let fitted = refit(fit, &ended.series, settings, now);
     let (fc, reads) = forecast_reading(&ForecastInput {
         spec,

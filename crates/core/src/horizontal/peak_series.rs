@@ -173,6 +173,15 @@ impl PeakSeries {
         }
     }
 
+    /// Forgets every metric's buckets before `first`; a metric left with none is dropped.
+    pub fn forget_before(&mut self, first: i64) {
+        for list in self.metrics.values_mut() {
+            let stale = list.partition_point(|(b, _)| *b < first);
+            list.drain(..stale);
+        }
+        self.metrics.retain(|_, list| !list.is_empty());
+    }
+
     /// The newest bucket before `open` over all metrics.
     pub fn newest_before(&self, open: i64) -> Option<i64> {
         self.metrics

@@ -210,6 +210,50 @@ impl LoadSeries {
         }
     }
 
+    /// Forgets every metric's buckets before `first`.
+    fn forget_before(&mut self, first: i64) {
+        self.peaks.forget_before(first);
+        for list in self.sums.values_mut() {
+            let stale = list.partition_point(|(b, _, _)| *b < first);
+            list.drain(..stale);
+        }
+        self.sums.retain(|_, list| !list.is_empty());
+    }
+
+    /// Forgets the oldest buckets of every metric, all from the same bucket on, until the
+    /// stored form of the buckets ended at `now` takes at most `bytes` of JSON; `true` when it
+    /// forgot any. The bucket bound ([`keep_seconds_for`]) holds the count, not the bytes: a
+    /// value takes 1 to 20 digits, so the same buckets take from 6 KB to 168 KB a metric.
+    /// Forgetting here, in the series itself, keeps what the controller forecasts from equal
+    /// to what a successor reads back.
+    pub fn fit_stored(&mut self, now: Timestamp, bytes: usize) -> bool {
+        let open = self.bucket_of(now.as_second());
+        let size = |s: &Self| {
+            serde_json::to_vec(&s.ended(now).store()).map_or(usize::MAX, |json| json.len())
+        };
+        if size(self) <= bytes {
+            return false;
+        }
+        let Some(oldest) = self.peaks.metrics().filter_map(|m| self.oldest(m)).min() else {
+            return false;
+        };
+        // From `too_much` on the stored form is over `bytes`; from `fits` on (the open bucket:
+        // nothing ended) it is not. Each halving stores the series once.
+        let (mut too_much, mut fits) = (oldest, open);
+        while fits - too_much > 1 {
+            let mid = too_much + (fits - too_much) / 2;
+            let mut shorter = self.clone();
+            shorter.forget_before(mid);
+            if size(&shorter) <= bytes {
+                fits = mid;
+            } else {
+                too_much = mid;
+            }
+        }
+        self.forget_before(fits);
+        true
+    }
+
     /// The newest ended bucket over all metrics at `now` (what a [`Fit`] is made through).
     pub fn newest_ended(&self, now: Timestamp) -> Option<i64> {
         self.peaks.newest_before(self.bucket_of(now.as_second()))
@@ -446,6 +490,15 @@ pub fn keep_seconds(settings: &Predictive) -> i64 {
 /// 30 days with a weekly season were 107,552 buckets, a status past etcd's 1.5 MiB (every write
 /// refused, every period) and megabytes of the controller's memory per object.
 pub const MAX_BUCKETS_PER_OBJECT: i64 = 4 * (MAX_KEEP_SECONDS / BUCKET_SECONDS + 1);
+
+/// The most JSON bytes a native HPA's `status.predictive.history` may take in its
+/// [`STATUS_ANNOTATION`] ([`LoadSeries::fit_stored`]). An object's annotations may hold 256 KiB
+/// together, and the owner's own, the decision memory and the tuning status share them. The
+/// bucket bound alone ([`MAX_BUCKETS_PER_OBJECT`]) let three metrics of large values (bytes of
+/// memory, in milli) at the longest settings take over 300 KB, and every write of the
+/// annotation was refused. An HPA+ keeps its history in its status, where the bucket bound
+/// keeps it within etcd's 1.5 MiB.
+pub const NATIVE_HISTORY_BYTES: usize = 128 * 1024;
 
 /// [`keep_seconds`] for an autoscaler with `metrics` metrics: shortened, when its metrics would
 /// keep more than [`MAX_BUCKETS_PER_OBJECT`] buckets together, to their share. A metric kept

@@ -86,6 +86,7 @@ impl Run {
                 excluded_by: None,
                 tuning_write: write,
                 startup_seconds: None,
+                history_bytes: None,
                 now,
             },
             held,
@@ -193,6 +194,7 @@ fn the_held_history_is_what_a_successor_reads_back() {
             excluded_by: None,
             tuning_write: TuningWrite::Allowed,
             startup_seconds: None,
+            history_bytes: None,
             now: at(15),
         },
         Held::default(),
@@ -313,6 +315,59 @@ fn the_held_copy_of_the_ended_buckets_changes_no_answer() {
         series.points("cpu").len()
     );
     assert!(raised > 0, "the third day's rush is forecast and acted on");
+}
+
+/// With `history_bytes` (a native HPA's annotation), the history in every status fits, and
+/// what the controller holds is what that status restores: a restart forecasts from the same.
+#[test]
+fn a_bounded_history_fits_its_bytes_and_is_what_the_controller_holds() {
+    let mut s = spec(2);
+    s.predictive = Some(Predictive {
+        mode: PredictiveMode::Scale,
+        ..Predictive::default()
+    });
+    let bytes = 1_024;
+    let (config, tuning) = (ControllerConfig::default(), MinReplicasTuning::default());
+    let (mut bounded, mut unbounded) = (Held::default(), Held::default());
+    let mut largest = 0;
+    for step in 0..(3 * 96) {
+        let now = at(step * 900);
+        let obs = observed(2, 300 + 7 * step);
+        let input = EvaluationInput {
+            spec: &s,
+            observed: &obs,
+            stored_memory: None,
+            config: &config,
+            tuning: &tuning,
+            held_by: None,
+            excluded_by: None,
+            tuning_write: TuningWrite::Allowed,
+            startup_seconds: None,
+            history_bytes: Some(bytes),
+            now,
+        };
+        let a = evaluate(&input, bounded);
+        let b = evaluate(
+            &EvaluationInput {
+                history_bytes: None,
+                ..input
+            },
+            unbounded,
+        );
+        let history = a.predicted.as_ref().and_then(|p| p.status.history.clone());
+        let history = history.unwrap_or_default();
+        let written = serde_json::to_vec(&history).unwrap_or_default().len();
+        assert!(written <= bytes, "step {step}: {written}");
+        let held = &a.held.predictive.as_ref().unwrap().series;
+        let mut restored = LoadSeries::try_restore(&history, BUCKET_SECONDS).unwrap();
+        restored.restore_means(&history);
+        assert_eq!(restored.store(), held.ended(now).store(), "step {step}");
+        let full = b.predicted.as_ref().and_then(|p| p.status.history.clone());
+        largest = largest.max(serde_json::to_vec(&full).unwrap_or_default().len());
+        bounded = a.held;
+        unbounded = b.held;
+    }
+    assert!(largest > 2 * bytes, "unbounded, it grew to {largest}");
 }
 
 fn tuning(proposed: Option<i32>, low_load: bool, apply: bool) -> Tuning {

@@ -977,3 +977,70 @@ fn noise_is_acted_on_only_when_pods_start_slowly_enough_to_pay_for_it() {
         f.metrics[0]
     );
 }
+
+/// Three metrics of memory in milli (2 GiB: 13 digits) over 30 days: every bucket ended but
+/// the one `now` falls in.
+fn large_values(days: i64) -> (LoadSeries, Timestamp) {
+    let mut s = LoadSeries::new(BUCKET_SECONDS);
+    let end = days * DAY;
+    for t in (0..end).step_by(usize::try_from(BUCKET_SECONDS).unwrap_or(900)) {
+        for (i, metric) in ["a", "b", "c"].into_iter().enumerate() {
+            let value = 2_147_483_648_000 + t + i64::try_from(i).unwrap_or(0);
+            s.record(metric, at(t), value, MAX_KEEP_SECONDS);
+        }
+    }
+    (s, at(end))
+}
+
+fn stored_bytes(s: &LoadSeries, now: Timestamp) -> usize {
+    serde_json::to_vec(&s.ended(now).store()).map_or(usize::MAX, |json| json.len())
+}
+
+#[test]
+fn a_history_past_its_bytes_keeps_the_newest_buckets_that_fit() {
+    let (mut s, now) = large_values(30);
+    let before = stored_bytes(&s, now);
+    assert!(
+        before > NATIVE_HISTORY_BYTES * 2,
+        "the bucket bound alone lets this take {before} bytes"
+    );
+    let newest = s.newest("a");
+    assert!(s.fit_stored(now, NATIVE_HISTORY_BYTES));
+    let after = stored_bytes(&s, now);
+    assert!(after <= NATIVE_HISTORY_BYTES, "{after}");
+    // The newest buckets stay, every metric from the same bucket on.
+    assert_eq!(s.newest("a"), newest);
+    let oldest = s.oldest("a");
+    assert!(oldest.is_some());
+    assert_eq!(s.oldest("b"), oldest);
+    assert_eq!(s.oldest("c"), oldest);
+    // No more is forgotten than needed: one bucket more would not fit.
+    let (mut full, _) = large_values(30);
+    full.forget_before(oldest.unwrap_or_default() - 1);
+    assert!(stored_bytes(&full, now) > NATIVE_HISTORY_BYTES);
+    // What fits is left alone.
+    let kept = s.clone();
+    assert!(!s.fit_stored(now, NATIVE_HISTORY_BYTES));
+    assert_eq!(s, kept);
+    // A successor restores exactly what this one forecasts from.
+    let stored = s.ended(now).store();
+    let mut restored = LoadSeries::try_restore(&stored, BUCKET_SECONDS).unwrap();
+    restored.restore_means(&stored);
+    assert_eq!(restored.store(), stored);
+}
+
+proptest! {
+    // Each case builds and stores up to 20 days of three metrics a dozen times.
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    #[test]
+    fn a_fitted_history_takes_at_most_its_bytes(
+        days in 1i64..20,
+        bytes in 64usize..200_000,
+    ) {
+        let (mut s, now) = large_values(days);
+        let before = stored_bytes(&s, now);
+        let forgot = s.fit_stored(now, bytes);
+        prop_assert_eq!(forgot, before > bytes);
+        prop_assert!(stored_bytes(&s, now) <= bytes);
+    }
+}
