@@ -383,6 +383,131 @@ async fn attack(t: &Tenancy, servers: &Servers) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The operator's cluster-scoped kind with a scale subresource (a node pool, as some cluster
+/// operators have), at one replica.
+async fn node_pool(t: &Tenancy) -> anyhow::Result<Api<kube::api::DynamicObject>> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": "nodepools.infra.example.com"},
+        "spec": {
+            "group": "infra.example.com", "scope": "Cluster",
+            "names": {"plural": "nodepools", "singular": "nodepool", "kind": "NodePool"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"scale": {"specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas"}}}]
+        }
+    }))?;
+    Api::<CustomResourceDefinition>::all(t.env.client.clone())
+        .create(&PostParams::default(), &crd)
+        .await?;
+    let resource = kube::api::ApiResource {
+        group: "infra.example.com".into(),
+        version: "v1".into(),
+        api_version: "infra.example.com/v1".into(),
+        kind: "NodePool".into(),
+        plural: "nodepools".into(),
+    };
+    let pools = Api::<kube::api::DynamicObject>::all_with(t.env.client.clone(), &resource);
+    let pool: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "infra.example.com/v1", "kind": "NodePool",
+        "metadata": {"name": "pool"}, "spec": {"replicas": 1}
+    }))?;
+    pools.create(&PostParams::default(), &pool).await?;
+    Ok(pools)
+}
+
+/// The path the tenant writes as a target's `apiVersion`: the other tenant's Secrets.
+fn secrets_path(t: &Tenancy) -> String {
+    format!(
+        "x/v1/../../../api/v1/namespaces/{}/secrets",
+        t.env.namespace
+    )
+}
+
+/// Autoscalers whose targets are no object of the tenant's namespace: the node pool, which
+/// hpa-plus's cluster-wide `*/scale` right could resize, and an `apiVersion` that is a path.
+async fn outside_targets(t: &Tenancy) -> anyhow::Result<()> {
+    let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
+    let targets = [
+        (
+            "cluster-target",
+            "infra.example.com/v1".to_owned(),
+            "NodePool",
+            "pool",
+        ),
+        ("path-target", secrets_path(t), "Secret", "x"),
+    ];
+    for (name, api_version, kind, target) in targets {
+        let object: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+            "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+            "kind": "HorizontalPodAutoscalerPlus",
+            "metadata": {"name": name},
+            "spec": {"scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": target},
+                "minReplicas": 5, "maxReplicas": 10,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 60}}}]}
+        }))?;
+        plus.create(&PostParams::default(), &object).await?;
+    }
+    Ok(())
+}
+
+/// Both are refused before any request for them: the pool keeps its replica, and hpa-plus
+/// asked nothing of node pools (but discovery) nor of a path with `..`.
+async fn outside_refused(t: &Tenancy, pools: &Api<kube::api::DynamicObject>) -> anyhow::Result<()> {
+    let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
+    for (name, says) in [
+        ("cluster-target", "cluster-scoped"),
+        ("path-target", "apiVersion must be"),
+    ] {
+        let seen = std::sync::Mutex::new(None);
+        let refused = eventually(&format!("{name} is refused"), WITHIN, POLL, || async {
+            let found = condition(&plus, name, "AbleToScale").await?;
+            let refused = found
+                .as_ref()
+                .is_some_and(|(status, _, message)| status == "False" && message.contains(says));
+            *seen
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = found;
+            Ok(refused.then_some(()))
+        })
+        .await;
+        refused.with_context(|| format!("last AbleToScale of {name}: {:?}", seen.lock().ok()))?;
+    }
+    let pool = pools.get("pool").await?;
+    assert_eq!(
+        pool.data.pointer("/spec/replicas"),
+        Some(&json!(1)),
+        "the node pool was resized"
+    );
+    let hpa_plus_user = access::user_of("hpa-plus");
+    let secrets = secrets_path(t);
+    for r in t.env.sim()?.access_log() {
+        let a = &r.attributes;
+        if a.user.name != hpa_plus_user {
+            continue;
+        }
+        assert!(
+            !(a.resource_request && a.resource == "nodepools"),
+            "hpa-plus asked for the node pool: {} {}",
+            a.verb,
+            a.path
+        );
+        assert!(
+            !a.path.split('/').any(|segment| segment == "..") && !a.path.contains(&secrets),
+            "hpa-plus requested the path the tenant wrote: {}",
+            a.path
+        );
+    }
+    row(
+        "scale target a cluster-scoped kind with `/scale` (a node pool), or an `apiVersion` that is a path (`x/v1/../../../api/v1/namespaces/<other>/secrets`)",
+        "`AbleToScale=False` naming why; the pool keeps its replicas; no request for the pool (but discovery) or for the path",
+    );
+    Ok(())
+}
+
 /// Writes outside the tenant's namespace, and of status, are refused by RBAC.
 async fn overreach(t: &Tenancy) -> anyhow::Result<()> {
     let outside = status_of(
@@ -519,8 +644,11 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     victim(&t, &servers).await?;
     let attack_start = Instant::now();
     attack(&t, &servers).await?;
+    let pools = node_pool(&t).await?;
+    outside_targets(&t).await?;
     overreach(&t).await?;
     classified(&t).await?;
+    outside_refused(&t, &pools).await?;
 
     // Let the blackhole and the huge answers work on hpa-plus for a while, then measure.
     tokio::time::sleep(Duration::from_secs(20)).await;
