@@ -6,6 +6,7 @@
 //! for its own printers). Those characters are shown as escapes (`\u{1b}`, `\n`) instead.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 /// Whether a terminal would act on `c` rather than show it: the C0 and C1 controls and DEL,
 /// the line and paragraph separators, and the bidirectional marks, embeddings, overrides and
@@ -45,6 +46,27 @@ pub fn printable(s: &str) -> Cow<'_, str> {
 /// lines the program wrote itself.
 pub fn printable_lines(s: &str) -> Cow<'_, str> {
     escape_where(s, acts_within_lines)
+}
+
+/// JSON text with every character a terminal acts on, but the newlines between its lines,
+/// written as a JSON escape (`\u202e`): the same JSON value, safe on a terminal. serde_json
+/// escapes the C0 controls and leaves DEL, the C1 controls and the direction overrides as they
+/// are; outside strings JSON holds none of them, so each one is inside a string, where the
+/// escape stands for the same character.
+pub fn printable_json(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(acts_within_lines) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if acts_within_lines(c) {
+            // Every such character is in the Basic Multilingual Plane: one `\uXXXX`.
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// The longest condition message the services write, in bytes: room for every field error of
@@ -100,6 +122,37 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn json_keeps_its_value_and_escapes_what_serde_json_leaves() {
+        let value =
+            serde_json::json!({"name": "a\u{9b}31m\u{7f}\u{202e}b\u{2028}", "n": [1, "\u{1b}"]});
+        let pretty = serde_json::to_string_pretty(&value).unwrap_or_default();
+        assert!(
+            !is_printable_lines(&pretty),
+            "serde_json leaves some: the test proves nothing"
+        );
+        let shown = printable_json(&pretty);
+        assert!(is_printable_lines(&shown), "{shown}");
+        assert!(
+            shown.contains("\\u009b") && shown.contains("\\u202e"),
+            "{shown}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
+        assert_eq!(back, value);
+    }
+
+    proptest! {
+        #[test]
+        fn any_json_string_reads_back_the_same_once_printable(s in any::<String>()) {
+            let json = serde_json::to_string_pretty(&serde_json::json!({"k": s, "a": [s]}))
+                .unwrap_or_default();
+            let shown = printable_json(&json);
+            prop_assert!(is_printable_lines(&shown));
+            let back: serde_json::Value = serde_json::from_str(&shown).unwrap_or_default();
+            prop_assert_eq!(&back["k"], &serde_json::Value::String(s));
+        }
+    }
 
     #[test]
     fn messages_are_escaped_and_cut_within_their_bytes() {

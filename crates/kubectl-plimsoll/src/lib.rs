@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use plimsoll_core::printable::printable_lines;
+use plimsoll_core::printable::{printable_json, printable_lines};
 
 /// Why a command failed.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +80,7 @@ impl Output {
         match self {
             Self::Text => Ok(printable_lines(&text()).into_owned()),
             Self::Json => serde_json::to_string_pretty(value)
-                .map(|s| s + "\n")
+                .map(|s| printable_json(&s).into_owned() + "\n")
                 .map_err(|e| Error::Encode(e.to_string())),
             Self::Yaml => serde_saphyr::to_string(value).map_err(|e| Error::Encode(e.to_string())),
         }
@@ -119,5 +119,26 @@ impl Connection {
             (None, None) => kube::Config::infer().await.map_err(|e| failed(&e))?,
         };
         Client::try_from(config).map_err(|e| Error::Kubeconfig(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use plimsoll_core::printable::is_printable_lines;
+
+    use super::*;
+
+    #[test]
+    fn every_output_is_safe_on_a_terminal_and_json_keeps_the_value() {
+        let value = serde_json::json!({"metric": "rps\u{202e}\u{9b}2J\u{1b}]52;c;x\u{7}"});
+        for output in [Output::Text, Output::Json] {
+            let shown = output
+                .render(&value, || format!("metric {}\n", value["metric"]))
+                .unwrap_or_default();
+            assert!(is_printable_lines(&shown), "{output:?}: {shown}");
+        }
+        let json = Output::Json.render(&value, String::new).unwrap_or_default();
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+        assert_eq!(back, value);
     }
 }
