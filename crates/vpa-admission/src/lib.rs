@@ -44,6 +44,7 @@ use k8s_openapi::api::core::v1::LimitRange;
 use kube::runtime::reflector::{self, Store};
 use kube::{Api, Resource};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_core::vertical::object_fields::{limit_range_fields, vpa_fields};
 use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
@@ -224,12 +225,11 @@ fn spawn_caches(
     watches: &WatchMetrics,
     shutdown: &CancellationToken,
 ) -> (Caches, [tokio::task::JoinHandle<()>; 4]) {
-    let (vpas, t1) = spawn_reflector(watch::<VerticalPodAutoscaler>(
-        "VerticalPodAutoscaler",
-        client,
-        watches,
-        shutdown,
-    ));
+    // VPAs and LimitRanges are written by namespace users too: only what is read is kept.
+    let (vpas, t1) = spawn_reflector(
+        watch::<VerticalPodAutoscaler>("VerticalPodAutoscaler", client, watches, shutdown)
+            .trim(vpa_fields),
+    );
     // Every ReplicaSet and Job of the cluster, written by tenants: only what the owner walk
     // reads is kept.
     let (replica_sets, t2) = spawn_reflector(
@@ -237,8 +237,9 @@ fn spawn_caches(
     );
     let (jobs, t3) =
         spawn_reflector(watch::<Job>("Job", client, watches, shutdown).trim(owner_fields));
-    let (limit_ranges, t4) =
-        spawn_reflector(watch::<LimitRange>("LimitRange", client, watches, shutdown));
+    let (limit_ranges, t4) = spawn_reflector(
+        watch::<LimitRange>("LimitRange", client, watches, shutdown).trim(limit_range_fields),
+    );
     let caches = Caches {
         vpas,
         replica_sets,

@@ -42,6 +42,7 @@ use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
 use plimsoll_core::vertical::node_fit::NodeFitConfig;
+use plimsoll_core::vertical::object_fields::vpa_fields;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
@@ -138,7 +139,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let ns = namespace.as_deref();
     let vpas = reflected(
         &mut service,
-        Watch::new("VerticalPodAutoscaler", api(&client, ns)).metrics(&watches),
+        Watch::new("VerticalPodAutoscaler", api(&client, ns))
+            .metrics(&watches)
+            .trim(vpa_fields),
     );
     let pods = reflected(
         &mut service,

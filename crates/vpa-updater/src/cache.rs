@@ -34,6 +34,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
+use plimsoll_core::vertical::object_fields::{limit_range_fields, vpa_fields};
 use plimsoll_core::vertical::pod_fields::keep_read_fields;
 use plimsoll_core::vertical::priority::{Owner, PodSnapshot, snapshot_annotation};
 use plimsoll_runtime::watch::{Synced, Watch, WatchMetrics};
@@ -382,12 +383,14 @@ impl Cache {
 
         let (vpas, mut vpa_writer) = reflector::store();
         add(follow(
-            watch::<VerticalPodAutoscaler>(client, scope, "VerticalPodAutoscaler", false, &metrics),
+            watch::<VerticalPodAutoscaler>(client, scope, "VerticalPodAutoscaler", false, &metrics)
+                .trim(vpa_fields),
             move |e| vpa_writer.apply_watcher_event(&e),
         ));
         let (limit_ranges, mut lr_writer) = reflector::store();
         add(follow(
-            watch::<LimitRange>(client, scope, "LimitRange", true, &metrics),
+            watch::<LimitRange>(client, scope, "LimitRange", true, &metrics)
+                .trim(limit_range_fields),
             move |e| lr_writer.apply_watcher_event(&e),
         ));
 

@@ -30,7 +30,8 @@
 //! [`startup_boost`] (CPU at start-up and when it ends), [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or resize
 //! may break) and [`scope`], the namespaces both act in.
 //!
-//! What the recommender and the updater keep of the pods they cache: [`pod_fields`].
+//! What the recommender and the updater keep of the pods they cache: [`pod_fields`]; what the
+//! three services keep of the VPAs and LimitRanges they cache: [`object_fields`].
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
 //! amounts, the container recommendation) ← [`policy`] (update mode, container policies) ←
@@ -52,6 +53,7 @@ pub mod joint_sizing;
 pub mod limit_range;
 pub mod model;
 pub mod node_fit;
+pub mod object_fields;
 pub mod oom;
 pub mod ownership;
 pub mod per_vpa;

@@ -1,0 +1,142 @@
+//! What the VPA services keep of the VPAs and `LimitRange`s they cache. Each of the three
+//! services holds every VPA and every `LimitRange` of the namespaces it serves, for as long as
+//! they exist. Their authors are namespace users (`edit` writes VPAs, `admin` LimitRanges). The
+//! schema bounds a VPA's spec, but not its metadata: 256 KiB of annotations, `managedFields`
+//! and owner references fill a VPA to etcd's 1.5 MiB, and a namespace's thousand such VPAs
+//! would be 1.5 GB in every replica of every VPA service. So a cached object keeps what the
+//! decisions read, as pods do ([`super::pod_fields`]).
+//!
+//! A VPA keeps its spec and status whole (the schema bounds the spec; the recommender writes
+//! the status) and, of its metadata, what is read (labels, owner references, finalizers and
+//! `managedFields` are not):
+//! * `name`, `namespace`, `uid`, `resourceVersion`: the caches' keys, checkpoints, and the
+//!   object reference of Events and status writes;
+//! * `generation`: the updater reports an unreadable VPA once per generation;
+//! * `creationTimestamp`: the oldest VPA controls a pod two VPAs select
+//!   ([`super::controlling`]);
+//! * the annotations the services read: [`HORIZONTAL_AWARE_ANNOTATION`] (joint sizing, the
+//!   conflict check) and [`TOTAL_USAGE_ANNOTATION`] (the recommender's joint-sizing history).
+//!
+//! A `LimitRange` keeps its `name`, `namespace`, `uid`, `resourceVersion` and its spec: the
+//! bounds are all that is read of it ([`super::limit_range`]).
+//!
+//! Nothing here writes an object back: the services patch the fields they own, so a trimmed
+//! copy never replaces what the author wrote.
+
+use k8s_openapi::api::core::v1::LimitRange;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::joint_sizing::TOTAL_USAGE_ANNOTATION;
+use crate::api::vpa::VerticalPodAutoscaler;
+use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
+
+/// Cuts `vpa` down to what the VPA services read (see the module docs).
+pub fn vpa_fields(vpa: &mut VerticalPodAutoscaler) {
+    let ObjectMeta {
+        name,
+        namespace,
+        uid,
+        resource_version,
+        generation,
+        creation_timestamp,
+        annotations,
+        ..
+    } = std::mem::take(&mut vpa.metadata);
+    let annotations = annotations.map(|mut all| {
+        all.retain(|key, _| key == HORIZONTAL_AWARE_ANNOTATION || key == TOTAL_USAGE_ANNOTATION);
+        all
+    });
+    vpa.metadata = ObjectMeta {
+        name,
+        namespace,
+        uid,
+        resource_version,
+        generation,
+        creation_timestamp,
+        annotations,
+        ..ObjectMeta::default()
+    };
+}
+
+/// Cuts `range` down to its identity and its spec (see the module docs).
+pub fn limit_range_fields(range: &mut LimitRange) {
+    let ObjectMeta {
+        name,
+        namespace,
+        uid,
+        resource_version,
+        ..
+    } = std::mem::take(&mut range.metadata);
+    range.metadata = ObjectMeta {
+        name,
+        namespace,
+        uid,
+        resource_version,
+        ..ObjectMeta::default()
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, OwnerReference};
+    use serde_json::json;
+
+    use super::*;
+
+    fn size<T: serde::Serialize>(object: &T) -> usize {
+        serde_json::to_vec(object).map_or(usize::MAX, |json| json.len())
+    }
+
+    #[test]
+    fn a_fattened_vpa_keeps_what_is_read_and_loses_the_rest() {
+        let lean: VerticalPodAutoscaler = serde_json::from_value(json!({
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "team", "uid": "u-1",
+                "resourceVersion": "42", "generation": 3,
+                "creationTimestamp": "2026-11-01T00:00:00Z",
+                "annotations": {HORIZONTAL_AWARE_ANNOTATION: "true",
+                    TOTAL_USAGE_ANNOTATION: "{\"cpu\":{}}"}},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "updatePolicy": {"updateMode": "Recreate"}},
+            "status": {"recommendation": {"containerRecommendations": [{"containerName": "app",
+                "target": {"cpu": "250m", "memory": "256Mi"}}]}}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut fat = lean.clone();
+        let meta = &mut fat.metadata;
+        meta.annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert("blob".into(), "x".repeat(250 << 10));
+        meta.managed_fields = Some(vec![ManagedFieldsEntry::default(); 2_000]);
+        meta.owner_references = Some(vec![OwnerReference::default(); 2_000]);
+        meta.finalizers = Some(vec!["f".repeat(200); 1_000]);
+        meta.labels = Some(
+            (0..2_000)
+                .map(|i| (format!("l{i}"), "v".repeat(63)))
+                .collect(),
+        );
+        assert!(size(&fat) > 500 << 10, "{}", size(&fat));
+        let mut trimmed = fat.clone();
+        vpa_fields(&mut trimmed);
+        assert_eq!(trimmed, lean);
+    }
+
+    #[test]
+    fn a_limit_range_keeps_its_identity_and_bounds() {
+        let lean: LimitRange = serde_json::from_value(json!({
+            "metadata": {"name": "bounds", "namespace": "team", "uid": "u-2",
+                "resourceVersion": "7"},
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "2", "memory": "1Gi"}}]}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut fat = lean.clone();
+        fat.metadata.annotations = Some(BTreeMap::from([("blob".into(), "x".repeat(250 << 10))]));
+        fat.metadata.labels = Some(BTreeMap::from([("team".into(), "a".into())]));
+        fat.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default(); 2_000]);
+        let mut trimmed = fat.clone();
+        limit_range_fields(&mut trimmed);
+        assert_eq!(trimmed, lean);
+    }
+}
