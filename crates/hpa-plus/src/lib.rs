@@ -71,6 +71,7 @@ use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, NativeHpa};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::ControllerConfig;
+use plimsoll_core::horizontal::cron_hold;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
@@ -197,6 +198,7 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     service.spawn(
         Watch::new("CronHorizontalPodAutoscaler", Api::all(client.clone()))
             .metrics(&watches)
+            .trim(cron_hold::cached_fields)
             .reflect(cron_writer),
     );
     // The VPAs by the workload they size, for conflict detection. A cluster without the VPA

@@ -8,7 +8,12 @@
 
 use kube::ResourceExt;
 
-use crate::api::cron::CronHorizontalPodAutoscaler;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::api::cron::{
+    ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE, CronHorizontalPodAutoscaler,
+    CronHorizontalPodAutoscalerStatus,
+};
 use crate::api::hpa_plus::CrossVersionObjectReference;
 use crate::schedule::effect::{Mode, mode};
 
@@ -56,14 +61,56 @@ pub fn tuning_hold<'a>(
     })
 }
 
+/// Cuts `cron` down to what [`cron_hold`] and [`tuning_hold`] read, for a service that caches
+/// every CronHPA of the cluster only to ask them (hpa-plus): its names, uid and
+/// resourceVersion, the adjust-hpa-min annotations ([`mode`]), the target and
+/// `status.scaleUpKeepWindow`. Namespace users write CronHPAs: the schema bounds a spec (100
+/// jobs, 366 excluded dates: about 150 KB), not the metadata (256 KiB of annotations,
+/// `managedFields`, labels: up to etcd's 1.5 MiB); what is kept is a few hundred bytes.
+pub fn cached_fields(cron: &mut CronHorizontalPodAutoscaler) {
+    let ObjectMeta {
+        name,
+        namespace,
+        uid,
+        resource_version,
+        annotations,
+        ..
+    } = std::mem::take(&mut cron.metadata);
+    let annotations = annotations.map(|mut all| {
+        all.retain(|key, _| {
+            key == ADJUST_HPA_MIN_ANNOTATION || key == ADJUST_HPA_MIN_ANNOTATION_STKE
+        });
+        all
+    });
+    cron.metadata = ObjectMeta {
+        name,
+        namespace,
+        uid,
+        resource_version,
+        annotations,
+        ..ObjectMeta::default()
+    };
+    cron.spec.time_zone = None;
+    cron.spec.exclude_dates = Vec::new();
+    cron.spec.jobs = Vec::new();
+    cron.status = cron
+        .status
+        .take()
+        .map(|status| CronHorizontalPodAutoscalerStatus {
+            scale_up_keep_window: status.scale_up_keep_window,
+            ..CronHorizontalPodAutoscalerStatus::default()
+        });
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference as K8sRef;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
     use super::*;
     use crate::api::cron::{
         ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE, CronHorizontalPodAutoscalerSpec,
-        CronHorizontalPodAutoscalerStatus,
+        CronHorizontalPodAutoscalerStatus, ScalingJob,
     };
 
     fn cron(
@@ -98,6 +145,75 @@ mod tests {
             api_version: Some("apps/v1".into()),
             kind: kind.into(),
             name: name.into(),
+        }
+    }
+
+    /// Every answer of both holds is the same from the cut-down CronHPAs, fattened or not, and
+    /// each keeps a few hundred bytes.
+    #[test]
+    fn a_cut_down_cron_gives_the_same_holds() {
+        let mut crons = Vec::new();
+        for (i, kind) in [
+            "Deployment",
+            "HorizontalPodAutoscalerPlus",
+            "HorizontalPodAutoscaler",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for keep in [false, true] {
+                for annotation in [
+                    None,
+                    Some((ADJUST_HPA_MIN_ANNOTATION, "true")),
+                    Some((ADJUST_HPA_MIN_ANNOTATION_STKE, "TRUE")),
+                    Some((ADJUST_HPA_MIN_ANNOTATION, "false")),
+                ] {
+                    let name = format!("c{i}-{keep}-{}", crons.len());
+                    crons.push(cron(&name, kind, "web", keep, annotation));
+                    crons.push(cron(
+                        &format!("{name}-hpa"),
+                        kind,
+                        "web-hpa",
+                        keep,
+                        annotation,
+                    ));
+                }
+            }
+        }
+        for c in &mut crons {
+            c.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default(); 500]);
+            c.metadata.labels = Some([("l".to_owned(), "v".repeat(63))].into());
+            c.metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert("blob".into(), "x".repeat(100 << 10));
+            c.spec.exclude_dates = vec!["* * * 25 12 *".into(); 366];
+            c.spec.jobs = vec![ScalingJob::default(); 100];
+        }
+        let mut cut = crons.clone();
+        cut.iter_mut().for_each(cached_fields);
+        for c in &cut {
+            let size = serde_json::to_vec(c).map_or(usize::MAX, |json| json.len());
+            assert!(size < 512, "{size}: {c:?}");
+        }
+        for kind in ["Deployment", "StatefulSet"] {
+            for name in ["web", "db"] {
+                let t = target(kind, name);
+                for ns in ["ns", "other"] {
+                    assert_eq!(cron_hold(&cut, ns, &t), cron_hold(&crons, ns, &t));
+                    for autoscaler in [
+                        ("HorizontalPodAutoscalerPlus", "web-hpa"),
+                        ("HorizontalPodAutoscaler", "web-hpa"),
+                        ("HorizontalPodAutoscalerPlus", "web"),
+                    ] {
+                        assert_eq!(
+                            tuning_hold(&cut, ns, autoscaler, &t),
+                            tuning_hold(&crons, ns, autoscaler, &t),
+                            "{ns} {autoscaler:?} {kind}/{name}"
+                        );
+                    }
+                }
+            }
         }
     }
 
