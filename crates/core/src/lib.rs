@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod conflict;
+pub mod cut_down;
 pub mod horizontal;
 pub mod printable;
 pub mod quantity;

@@ -13,6 +13,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::reflector::{ObjectRef, Store};
+use plimsoll_core::cut_down;
 use plimsoll_core::vertical::controlling::{self, OwnerKey};
 
 /// The controller of `owner` in `namespace` as the caches hold it: `None` when the cache does
@@ -43,16 +44,12 @@ pub fn cached_controller_of(
 /// references are never read). Spec, status, labels, annotations and `managedFields` go: for
 /// [`crate::watch::Watch::trim`].
 pub fn owner_fields<K: Resource + Default>(owner: &mut K) {
-    let meta = std::mem::take(owner.meta_mut());
+    let mut meta = std::mem::take(owner.meta_mut());
     let controller = controlling::controller_ref(&meta).map(|o| vec![o.clone()]);
     *owner = K::default();
     *owner.meta_mut() = ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
         owner_references: controller,
-        ..ObjectMeta::default()
+        ..cut_down::identity(&mut meta)
     };
 }
 

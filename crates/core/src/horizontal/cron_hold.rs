@@ -15,6 +15,7 @@ use crate::api::cron::{
     CronHorizontalPodAutoscalerStatus,
 };
 use crate::api::hpa_plus::CrossVersionObjectReference;
+use crate::cut_down;
 use crate::schedule::effect::{Mode, mode};
 
 /// `CronHorizontalPodAutoscaler/<name>` of the first CronHPA among `crons` that holds
@@ -68,27 +69,12 @@ pub fn tuning_hold<'a>(
 /// jobs, 366 excluded dates: about 150 KB), not the metadata (256 KiB of annotations,
 /// `managedFields`, labels: up to etcd's 1.5 MiB); what is kept is a few hundred bytes.
 pub fn cached_fields(cron: &mut CronHorizontalPodAutoscaler) {
-    let ObjectMeta {
-        name,
-        namespace,
-        uid,
-        resource_version,
-        annotations,
-        ..
-    } = std::mem::take(&mut cron.metadata);
-    let annotations = annotations.map(|mut all| {
-        all.retain(|key, _| {
-            key == ADJUST_HPA_MIN_ANNOTATION || key == ADJUST_HPA_MIN_ANNOTATION_STKE
-        });
-        all
-    });
+    let meta = &mut cron.metadata;
     cron.metadata = ObjectMeta {
-        name,
-        namespace,
-        uid,
-        resource_version,
-        annotations,
-        ..ObjectMeta::default()
+        annotations: cut_down::annotations(meta, |key| {
+            key == ADJUST_HPA_MIN_ANNOTATION || key == ADJUST_HPA_MIN_ANNOTATION_STKE
+        }),
+        ..cut_down::identity(meta)
     };
     cron.spec.time_zone = None;
     cron.spec.exclude_dates = Vec::new();

@@ -29,51 +29,24 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::joint_sizing::TOTAL_USAGE_ANNOTATION;
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
+use crate::cut_down;
 
 /// Cuts `vpa` down to what the VPA services read (see the module docs).
 pub fn vpa_fields(vpa: &mut VerticalPodAutoscaler) {
-    let ObjectMeta {
-        name,
-        namespace,
-        uid,
-        resource_version,
-        generation,
-        creation_timestamp,
-        annotations,
-        ..
-    } = std::mem::take(&mut vpa.metadata);
-    let annotations = annotations.map(|mut all| {
-        all.retain(|key, _| key == HORIZONTAL_AWARE_ANNOTATION || key == TOTAL_USAGE_ANNOTATION);
-        all
-    });
+    let meta = &mut vpa.metadata;
     vpa.metadata = ObjectMeta {
-        name,
-        namespace,
-        uid,
-        resource_version,
-        generation,
-        creation_timestamp,
-        annotations,
-        ..ObjectMeta::default()
+        generation: meta.generation,
+        creation_timestamp: meta.creation_timestamp.take(),
+        annotations: cut_down::annotations(meta, |key| {
+            key == HORIZONTAL_AWARE_ANNOTATION || key == TOTAL_USAGE_ANNOTATION
+        }),
+        ..cut_down::identity(meta)
     };
 }
 
 /// Cuts `range` down to its identity and its spec (see the module docs).
 pub fn limit_range_fields(range: &mut LimitRange) {
-    let ObjectMeta {
-        name,
-        namespace,
-        uid,
-        resource_version,
-        ..
-    } = std::mem::take(&mut range.metadata);
-    range.metadata = ObjectMeta {
-        name,
-        namespace,
-        uid,
-        resource_version,
-        ..ObjectMeta::default()
-    };
+    range.metadata = cut_down::identity(&mut range.metadata);
 }
 
 #[cfg(test)]

@@ -29,26 +29,19 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::controlling;
+use crate::cut_down;
 
 /// Cuts `pod` down to what the VPA decisions read (see the module docs), keeping the
 /// annotations whose key `keep_annotation` accepts.
 pub fn keep_read_fields(pod: &mut Pod, keep_annotation: fn(&str) -> bool) {
-    let meta = std::mem::take(&mut pod.metadata);
-    let controller = controlling::controller_ref(&meta).map(|o| vec![o.clone()]);
-    let annotations = meta.annotations.map(|mut all| {
-        all.retain(|key, _| keep_annotation(key));
-        all
-    });
+    let meta = &mut pod.metadata;
+    let controller = controlling::controller_ref(meta).map(|o| vec![o.clone()]);
     pod.metadata = ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
-        labels: meta.labels,
+        labels: meta.labels.take(),
         owner_references: controller,
-        deletion_timestamp: meta.deletion_timestamp,
-        annotations,
-        ..ObjectMeta::default()
+        deletion_timestamp: meta.deletion_timestamp.take(),
+        annotations: cut_down::annotations(meta, keep_annotation),
+        ..cut_down::identity(meta)
     };
     pod.spec = pod.spec.take().map(|spec| PodSpec {
         containers: spec.containers.into_iter().map(container_fields).collect(),

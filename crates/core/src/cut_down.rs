@@ -1,0 +1,78 @@
+//! The metadata a cut-down copy of an object keeps. The services cache objects namespace users
+//! write (pods, ReplicaSets, VPAs, CronHPAs) and keep of each only what their decisions read:
+//! always its identity, and of its annotations those they name. Each caller lists the rest.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// The identity of `meta`, taken out of it: its name and namespace (a cache's key), uid and
+/// resourceVersion (the reference of an Event, a precondition). Everything else is default.
+pub fn identity(meta: &mut ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        name: meta.name.take(),
+        namespace: meta.namespace.take(),
+        uid: meta.uid.take(),
+        resource_version: meta.resource_version.take(),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The annotations of `meta` whose key `keep` accepts, taken out of it; present (maybe empty)
+/// when `meta` had any, as readers that tell "none" from "none kept" expect.
+pub fn annotations(
+    meta: &mut ObjectMeta,
+    keep: impl Fn(&str) -> bool,
+) -> Option<BTreeMap<String, String>> {
+    meta.annotations.take().map(|mut all| {
+        all.retain(|key, _| keep(key));
+        all
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_and_the_named_annotations_are_taken_and_nothing_else() {
+        let mut meta = ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("team".into()),
+            uid: Some("u".into()),
+            resource_version: Some("7".into()),
+            generation: Some(3),
+            labels: Some([("a".to_owned(), "b".to_owned())].into()),
+            annotations: Some(
+                [
+                    ("keep".to_owned(), "1".to_owned()),
+                    ("drop".to_owned(), "2".to_owned()),
+                ]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        };
+        let kept = ObjectMeta {
+            annotations: annotations(&mut meta, |k| k == "keep"),
+            ..identity(&mut meta)
+        };
+        assert_eq!(
+            kept,
+            ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("team".into()),
+                uid: Some("u".into()),
+                resource_version: Some("7".into()),
+                annotations: Some([("keep".to_owned(), "1".to_owned())].into()),
+                ..ObjectMeta::default()
+            }
+        );
+        let mut none = ObjectMeta::default();
+        assert_eq!(annotations(&mut none, |_| true), None);
+        let mut some = ObjectMeta {
+            annotations: Some([("drop".to_owned(), String::new())].into()),
+            ..ObjectMeta::default()
+        };
+        assert_eq!(annotations(&mut some, |_| false), Some(BTreeMap::new()));
+    }
+}
