@@ -40,6 +40,42 @@ type Routes = HashMap<(String, String), (u16, String)>;
 /// Scripted answers keyed by (path, is a watch), in order.
 type Scripts = HashMap<(String, bool), VecDeque<(u16, String)>>;
 
+/// The discovery lists of the group-versions `routes` answer, as an API server serves them:
+/// `/api` names `v1`, `/apis` every `/apis/<group>/<version>` answered with 200. A test that
+/// scripts a group-version's resources needs nothing more for it to be served.
+fn served(routes: &Routes, path: &str) -> Option<(u16, String)> {
+    match path {
+        "/api" => Some((
+            200,
+            r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[]}"#.into(),
+        )),
+        "/apis" => {
+            let mut groups: Vec<String> = routes
+                .iter()
+                .filter(|((method, _), (status, _))| method == "GET" && *status == 200)
+                .filter_map(|((_, path), _)| {
+                    let rest = path.strip_prefix("/apis/")?;
+                    let (group, version) = rest.split_once('/')?;
+                    (!version.contains('/')).then(|| {
+                        format!(
+                            r#"{{"name":"{group}","versions":[{{"groupVersion":"{rest}","version":"{version}"}}]}}"#
+                        )
+                    })
+                })
+                .collect();
+            groups.sort();
+            Some((
+                200,
+                format!(
+                    r#"{{"kind":"APIGroupList","groups":[{}]}}"#,
+                    groups.join(",")
+                ),
+            ))
+        }
+        _ => None,
+    }
+}
+
 #[derive(Clone, Default)]
 pub struct FakeApi {
     routes: Arc<Mutex<Routes>>,
@@ -101,12 +137,13 @@ impl FakeApi {
                     .unwrap()
                     .get_mut(&(path.clone(), watch))
                     .map(VecDeque::pop_front);
-                let route = this
-                    .routes
-                    .lock()
-                    .unwrap()
-                    .get(&(method, path.clone()))
-                    .cloned();
+                let route = {
+                    let routes = this.routes.lock().unwrap();
+                    routes
+                        .get(&(method.clone(), path.clone()))
+                        .cloned()
+                        .or_else(|| (method == "GET").then(|| served(&routes, &path)).flatten())
+                };
                 let (status, body) = match scripted {
                     // The script is used up: a watch that stays open.
                     Some(None) => (200, open()),

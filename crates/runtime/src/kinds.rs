@@ -7,13 +7,26 @@
 //! resources with a scale subresource, object-metric targets) goes through discovery once per
 //! `apiVersion`+`kind` and is cached for the life of the resolver. [`KindResolver::forget`] drops
 //! an entry (e.g. after a 404 suggests a CRD was reinstalled with another version).
+//!
+//! A kind that does not resolve is not asked about again and again: the names come from
+//! namespace users, and a thousand autoscalers naming a thousand kinds no cluster serves would
+//! otherwise make a discovery request each at every evaluation (tens a second, and with
+//! `--kube-api-qps` the tokens every other write waits on). Misses are answered from the
+//! group-versions the cluster serves (`/api`, `/apis`) and from each served group-version's
+//! resources, both read again at most every [`REDISCOVER_AFTER`]: whatever the autoscalers
+//! name, discovery costs at most two requests plus one per served group-version they name, per
+//! period. Upstream's controller manager resets its discovery cache every 30 s for the same
+//! reason; a kind installed since is found within [`REDISCOVER_AFTER`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use kube::Client;
 use kube::core::gvk::{GroupVersion, GroupVersionKind};
-use kube::discovery::{self, ApiResource, Scope};
+use kube::discovery::{self, ApiCapabilities, ApiResource, Scope};
+use tokio::sync::Mutex;
+use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 
@@ -137,11 +150,25 @@ impl ResolvedKind {
     }
 }
 
+/// How long what discovery said is trusted for a kind that did not resolve (module docs).
+pub const REDISCOVER_AFTER: Duration = Duration::from_secs(5);
+
+/// The resources of one group-version, top-level only, with their capabilities.
+type Resources = Vec<(ApiResource, ApiCapabilities)>;
+
+/// What discovery said, and when.
+type Read<T> = (Instant, Arc<T>);
+
 /// A cached resolver shared by the scale and metrics clients (cheap to clone).
 #[derive(Clone)]
 pub struct KindResolver {
     client: Client,
     cache: Arc<RwLock<HashMap<(String, String), ResolvedKind>>>,
+    /// The group-versions the cluster serves. Locked across its read: concurrent misses wait
+    /// for one read.
+    served: Arc<Mutex<Option<Read<HashSet<String>>>>>,
+    /// Per served group-version, its resources; keyed only by served group-versions.
+    resources: Arc<Mutex<HashMap<String, Read<Resources>>>>,
 }
 
 impl KindResolver {
@@ -150,6 +177,8 @@ impl KindResolver {
         Self {
             client,
             cache: Arc::default(),
+            served: Arc::default(),
+            resources: Arc::default(),
         }
     }
 
@@ -187,11 +216,27 @@ impl KindResolver {
         let resolved = if let Some(resolved) = builtin(&gvk) {
             resolved
         } else {
-            let (resource, caps) = discovery::pinned_kind(&self.client, &gvk)
+            let failed = |e: &kube::Error| discovery_error(api_version, kind, e);
+            if !self
+                .served()
                 .await
-                .map_err(|e| discovery_error(api_version, kind, &e))?;
+                .map_err(|e| failed(&e))?
+                .contains(api_version)
+            {
+                return Err(Error::Discovery {
+                    api_version: api_version.to_owned(),
+                    kind: kind.to_owned(),
+                    reason: not_served(api_version),
+                });
+            }
+            let resources = self.resources(&gvk).await.map_err(|e| failed(&e))?;
+            let Some((resource, caps)) = resources.iter().find(|(r, _)| r.kind == kind) else {
+                return Err(failed(&kube::Error::Discovery(
+                    kube::error::DiscoveryError::MissingKind(kind.to_owned()),
+                )));
+            };
             ResolvedKind {
-                resource,
+                resource: resource.clone(),
                 namespaced: caps.scope == Scope::Namespaced,
                 scalable: caps
                     .subresources
@@ -216,6 +261,54 @@ impl KindResolver {
     pub fn client(&self) -> &Client {
         &self.client
     }
+
+    /// The group-versions the cluster serves, read again when older than
+    /// [`REDISCOVER_AFTER`] (only a kind not cached asks).
+    async fn served(&self) -> kube::Result<Arc<HashSet<String>>> {
+        let mut served = self.served.lock().await;
+        if let Some((at, set)) = served.as_ref()
+            && at.elapsed() < REDISCOVER_AFTER
+        {
+            return Ok(set.clone());
+        }
+        let core = self.client.list_core_api_versions().await?;
+        let groups = self.client.list_api_groups().await?;
+        let set: HashSet<String> = core
+            .versions
+            .into_iter()
+            .chain(
+                groups
+                    .groups
+                    .into_iter()
+                    .flat_map(|g| g.versions.into_iter().map(|v| v.group_version)),
+            )
+            .collect();
+        let set = Arc::new(set);
+        *served = Some((Instant::now(), set.clone()));
+        Ok(set)
+    }
+
+    /// The resources of `gvk`'s group-version (served: [`Self::served`] said so), read again
+    /// when older than [`REDISCOVER_AFTER`].
+    async fn resources(&self, gvk: &GroupVersionKind) -> kube::Result<Arc<Resources>> {
+        let api_version = gvk.api_version();
+        let mut all = self.resources.lock().await;
+        if let Some((at, list)) = all.get(&api_version)
+            && at.elapsed() < REDISCOVER_AFTER
+        {
+            return Ok(list.clone());
+        }
+        let gv = GroupVersion::gv(&gvk.group, &gvk.version);
+        let group = discovery::pinned_group(&self.client, &gv).await?;
+        let list = Arc::new(group.versioned_resources(&gvk.version));
+        all.insert(api_version, (Instant::now(), list.clone()));
+        Ok(list)
+    }
+}
+
+/// Why a group-version the cluster does not serve resolves nothing.
+fn not_served(api_version: &str) -> String {
+    format!("API version {api_version} is not served by this cluster")
 }
 
 fn parse_gvk(api_version: &str, kind: &str) -> Result<GroupVersionKind> {
@@ -252,9 +345,7 @@ fn parse_gvk(api_version: &str, kind: &str) -> Result<GroupVersionKind> {
 
 fn discovery_error(api_version: &str, kind: &str, err: &kube::Error) -> Error {
     let reason = match err {
-        kube::Error::Api(status) if status.code == 404 => {
-            format!("API version {api_version} is not served by this cluster")
-        }
+        kube::Error::Api(status) if status.code == 404 => not_served(api_version),
         kube::Error::Discovery(_) => format!("kind {kind} is not served in {api_version}"),
         other => crate::api_message(other),
     };
@@ -302,6 +393,79 @@ mod tests {
          "verbs": ["get"]}
       ]}"#;
 
+    const CORE: &str = r#"{"kind": "APIVersions", "versions": ["v1"],
+      "serverAddressByClientCIDRs": []}"#;
+
+    const GROUPS: &str = r#"{"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+      {"name": "example.com", "versions": [{"groupVersion": "example.com/v1", "version": "v1"}],
+       "preferredVersion": {"groupVersion": "example.com/v1", "version": "v1"}}]}"#;
+
+    /// A cluster serving `v1` and `example.com/v1` ([`DISCOVERY`]).
+    fn cluster() -> FakeApi {
+        let api = FakeApi::new();
+        api.respond("GET", "/api", 200, CORE);
+        api.respond("GET", "/apis", 200, GROUPS);
+        api.respond("GET", "/apis/example.com/v1", 200, DISCOVERY);
+        api
+    }
+
+    /// Kinds no cluster serves, named by a thousand autoscalers and evaluated again and
+    /// again: three requests in all until [`REDISCOVER_AFTER`], then three more.
+    #[tokio::test(start_paused = true)]
+    async fn kinds_not_served_are_answered_from_memory() {
+        let api = cluster();
+        let kinds = KindResolver::new(api.client());
+        for _ in 0..3 {
+            for i in 0..500 {
+                let err = kinds
+                    .resolve(&format!("x{i}.example.com/v1"), "WebApp")
+                    .await
+                    .unwrap_err();
+                assert!(
+                    err.to_string().contains("not served by this cluster"),
+                    "{err}"
+                );
+                let err = kinds
+                    .resolve("example.com/v1", &format!("Nope{i}"))
+                    .await
+                    .unwrap_err();
+                assert!(err.to_string().contains("is not served in"), "{err}");
+            }
+        }
+        let paths =
+            |api: &FakeApi| -> Vec<String> { api.requests().into_iter().map(|r| r.uri).collect() };
+        assert_eq!(paths(&api), ["/api", "/apis", "/apis/example.com/v1"]);
+        tokio::time::advance(REDISCOVER_AFTER).await;
+        kinds
+            .resolve("x0.example.com/v1", "WebApp")
+            .await
+            .unwrap_err();
+        kinds.resolve("example.com/v1", "Nope0").await.unwrap_err();
+        assert_eq!(paths(&api).len(), 6, "{:?}", paths(&api));
+    }
+
+    /// A group-version or a kind installed after a miss is found once the miss is
+    /// [`REDISCOVER_AFTER`] old.
+    #[tokio::test(start_paused = true)]
+    async fn a_kind_installed_later_is_found_after_the_rediscovery_period() {
+        let api = FakeApi::new();
+        api.respond("GET", "/api", 200, CORE);
+        api.respond(
+            "GET",
+            "/apis",
+            200,
+            r#"{"kind": "APIGroupList", "groups": []}"#,
+        );
+        let kinds = KindResolver::new(api.client());
+        kinds.resolve("example.com/v1", "WebApp").await.unwrap_err();
+        api.respond("GET", "/apis", 200, GROUPS);
+        api.respond("GET", "/apis/example.com/v1", 200, DISCOVERY);
+        kinds.resolve("example.com/v1", "WebApp").await.unwrap_err();
+        tokio::time::advance(REDISCOVER_AFTER).await;
+        let web = kinds.resolve("example.com/v1", "WebApp").await.unwrap();
+        assert!(web.scalable && web.namespaced);
+    }
+
     #[tokio::test]
     async fn builtins_need_no_discovery() {
         let api = FakeApi::new();
@@ -340,28 +504,40 @@ mod tests {
         kinds.resolve("v1", "ReplicationController").await.unwrap();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn custom_kinds_are_discovered_once() {
-        let api = FakeApi::new();
-        api.respond("GET", "/apis/example.com/v1", 200, DISCOVERY);
+        let api = cluster();
         let kinds = KindResolver::new(api.client());
         let web = kinds.resolve("example.com/v1", "WebApp").await.unwrap();
         assert_eq!(web.qualified_resource(), "webapps.example.com");
         assert!(web.scalable && web.namespaced);
+        tokio::time::advance(REDISCOVER_AFTER).await;
         let again = kinds.resolve("example.com/v1", "WebApp").await.unwrap();
         assert_eq!(again, web);
-        assert_eq!(api.requests().len(), 1, "cached");
+        assert_eq!(
+            api.requests().len(),
+            3,
+            "served versions, the group-version; cached"
+        );
         let dash = kinds.resolve("example.com/v1", "Dashboard").await.unwrap();
         assert!(!dash.scalable && !dash.namespaced);
+        assert_eq!(
+            api.requests().len(),
+            6,
+            "a miss, read again after the period"
+        );
         kinds.forget("example.com/v1", "WebApp");
         kinds.resolve("example.com/v1", "WebApp").await.unwrap();
-        assert_eq!(api.requests().len(), 3);
+        assert_eq!(
+            api.requests().len(),
+            6,
+            "a miss within the period: from memory"
+        );
     }
 
     #[tokio::test]
     async fn unknown_kinds_and_versions_are_explained() {
-        let api = FakeApi::new();
-        api.respond("GET", "/apis/example.com/v1", 200, DISCOVERY);
+        let api = cluster();
         let kinds = KindResolver::new(api.client());
         let err = kinds.resolve("example.com/v1", "Nope").await.unwrap_err();
         assert_eq!(

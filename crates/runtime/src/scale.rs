@@ -403,7 +403,11 @@ mod tests {
         let err = scales.pod_selector("shop", &pool).await.unwrap_err();
         assert_eq!(err.to_string(), want);
         let paths: Vec<String> = api.requests().iter().map(|r| r.uri.clone()).collect();
-        assert_eq!(paths, ["/apis/example.com/v1"], "discovery only");
+        assert_eq!(
+            paths,
+            ["/api", "/apis", "/apis/example.com/v1"],
+            "discovery only"
+        );
     }
 
     #[tokio::test]
