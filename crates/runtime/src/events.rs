@@ -153,15 +153,17 @@ impl Events {
         }
     }
 
-    /// Counts a report of `key` at `now`; what to write for it. Series over are forgotten
-    /// first, so the memory holds only those reported within [`FINISH_AFTER`].
+    /// Counts a report of `key` at `now`; what to write for it. Before each new Event the
+    /// series that are over are forgotten, so the memory holds only those reported within
+    /// [`FINISH_AFTER`] (and the sweep costs no more often than a write).
     fn observe(&self, key: &Key, now: Timestamp) -> Write {
         let mut all = self
             .series
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        all.retain(|_, s| now.duration_since(s.last_observed) < FINISH_AFTER);
-        let Some(s) = all.get_mut(key) else {
+        let over = |s: &Series| now.duration_since(s.last_observed) >= FINISH_AFTER;
+        let Some(s) = all.get_mut(key).filter(|s| !over(s)) else {
+            all.retain(|_, s| !over(s));
             return Write::Create;
         };
         s.count = s.count.saturating_add(1);
@@ -400,6 +402,12 @@ mod tests {
         // Silent for FINISH_AFTER: the next report is a new Event.
         let later = at(15 * 244) + FINISH_AFTER;
         assert_eq!(writes(events.observe(&key, later)), "create");
+        let held = events
+            .series
+            .lock()
+            .map(|all| all.len())
+            .unwrap_or_default();
+        assert_eq!(held, 0, "the series that is over is forgotten");
     }
 
     #[tokio::test]
