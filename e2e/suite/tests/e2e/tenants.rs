@@ -508,6 +508,96 @@ async fn outside_refused(t: &Tenancy, pools: &Api<kube::api::DynamicObject>) -> 
     Ok(())
 }
 
+/// How many autoscalers name a kind no cluster serves.
+const GHOSTS: usize = 40;
+
+/// Autoscalers naming kinds no cluster serves, each in a group-version of its own: failing at
+/// every evaluation, each failure a discovery request and an Event write unless both are
+/// remembered.
+async fn ghosts(t: &Tenancy) -> anyhow::Result<()> {
+    let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
+    for i in 0..GHOSTS {
+        let object: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+            "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+            "kind": "HorizontalPodAutoscalerPlus",
+            "metadata": {"name": format!("ghost-{i}")},
+            "spec": {"scaleTargetRef": {"apiVersion": format!("ghost{i}.example.com/v1"),
+                    "kind": "Ghost", "name": "g"},
+                "minReplicas": 1, "maxReplicas": 3,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 60}}}]}
+        }))?;
+        plus.create(&PostParams::default(), &object).await?;
+    }
+    Ok(())
+}
+
+/// Over `elapsed` of failing evaluations the ghosts cost no discovery request of their own (the
+/// served group-versions are read at most every 5 s) and two Event writes each (the Event, and
+/// its series at the second report; the count of the later reports is written every 30 min).
+async fn ghosts_cost_nothing(t: &Tenancy, elapsed: Duration) -> anyhow::Result<()> {
+    let hpa_plus_user = access::user_of("hpa-plus");
+    let log = t.env.sim()?.access_log();
+    let by_hpa_plus = log
+        .iter()
+        .map(|r| &r.attributes)
+        .filter(|a| a.user.name == hpa_plus_user);
+    let (mut own, mut lists, mut patches) = (0, 0, 0);
+    for a in by_hpa_plus {
+        own += usize::from(a.path.starts_with("/apis/ghost"));
+        lists += usize::from(a.path == "/apis");
+        patches += usize::from(
+            a.resource == "events" && a.verb == "patch" && a.name.starts_with("ghost-"),
+        );
+    }
+    assert_eq!(own, 0, "discovery requests for the ghosts' group-versions");
+    let periods = usize::try_from(elapsed.as_secs() / 5).unwrap_or(usize::MAX) + 2;
+    assert!(lists <= periods, "{lists} reads of /apis in {elapsed:?}");
+    let events =
+        Api::<k8s_openapi::api::events::v1::Event>::namespaced(t.env.client.clone(), &t.tenant)
+            .list(&kube::api::ListParams::default())
+            .await?;
+    let ghost_events: Vec<_> = events
+        .items
+        .iter()
+        .filter(|e| {
+            e.regarding
+                .as_ref()
+                .and_then(|r| r.name.as_deref())
+                .is_some_and(|n| n.starts_with("ghost-"))
+        })
+        .collect();
+    // Each ghost failed at every period since it was created: at least twice (its Event is a
+    // series), and about `elapsed / PERIOD` times, each a write before.
+    let series = ghost_events.iter().filter(|e| e.series.is_some()).count();
+    assert_eq!(
+        series, GHOSTS,
+        "every ghost was reported again: {ghost_events:?}"
+    );
+    let evaluations = elapsed.as_secs() / PERIOD.as_secs().max(1);
+    assert!(evaluations >= 5, "{elapsed:?}: too short to prove anything");
+    let writes = ghost_events.len() + patches;
+    assert!(
+        writes <= 2 * ghost_events.len() && ghost_events.len() <= 2 * GHOSTS,
+        "{writes} Event writes for {} Events",
+        ghost_events.len()
+    );
+    row(
+        &format!(
+            "{GHOSTS} autoscalers naming kinds no cluster serves, each in its own group-version"
+        ),
+        &format!(
+            "failing at every {} s period for {:.0} s: {} Events in {writes} writes (one and its \
+             series each); no discovery request for their group-versions, {lists} reads of \
+             `/apis`",
+            PERIOD.as_secs(),
+            elapsed.as_secs_f64(),
+            ghost_events.len(),
+        ),
+    );
+    Ok(())
+}
+
 /// Writes outside the tenant's namespace, and of status, are refused by RBAC.
 async fn overreach(t: &Tenancy) -> anyhow::Result<()> {
     let outside = status_of(
@@ -646,6 +736,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     attack(&t, &servers).await?;
     let pools = node_pool(&t).await?;
     outside_targets(&t).await?;
+    ghosts(&t).await?;
     overreach(&t).await?;
     classified(&t).await?;
     outside_refused(&t, &pools).await?;
@@ -721,6 +812,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
         "garbage in decision-memory, predictive-status and tuning-status annotations",
         "stored state ignored with an Event; hpa-plus stays up",
     );
+    ghosts_cost_nothing(&t, attack_start.elapsed()).await?;
     nothing_outside(&t)?;
     t.env.cleanup().await;
     Ok(())
