@@ -353,12 +353,15 @@ async fn run_due(
                     "job ran"
                 );
                 ctx.metrics.count(RunResult::Succeeded, 1);
-                let message = history::succeeded_message(&reason, firing.at, late, next);
+                // The note leaves out the run's time (the condition has it): a job that fires
+                // often with the same outcome is then one Event whose series counts the runs,
+                // not an Event write per run.
                 events.push(PendingEvent {
                     warning: false,
                     reason: "JobSucceeded",
-                    note: format!("job {}: {message}", job.name),
+                    note: format!("job {}: {reason}", job.name),
                 });
+                let message = history::succeeded_message(&reason, firing.at, late, next);
                 history::condition(uid, job, JobState::Succeed, firing.at, message)
             }
             Err(error) => {
@@ -389,12 +392,12 @@ async fn run_due(
                 }
                 ctx.metrics.count(RunResult::Failed, 1);
                 ctx.metrics.reconcile.failure(error.metric_label());
-                let message = history::failed_message(&error.to_string(), firing.at, next);
                 events.push(PendingEvent {
                     warning: true,
                     reason: "JobFailed",
-                    note: format!("job {}: {message}", job.name),
+                    note: format!("job {}: run failed: {error}", job.name),
                 });
+                let message = history::failed_message(&error.to_string(), firing.at, next);
                 history::condition(uid, job, JobState::Failed, firing.at, message)
             }
         };

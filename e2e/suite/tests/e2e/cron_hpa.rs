@@ -283,6 +283,56 @@ async fn a_job_fires_within_a_second_and_sets_the_replicas() -> anyhow::Result<(
     Ok(())
 }
 
+/// A job every second with the same outcome is one `JobSucceeded` Event whose series counts the
+/// runs: the note names the job and what it did, not the time of the run (the condition has
+/// it), so the runs after the second cost no Event write.
+#[tokio::test]
+async fn a_job_every_second_is_one_event_series() -> anyhow::Result<()> {
+    let (env, service) = one_replica("cron-every", "web", Duration::from_secs(300)).await?;
+    create_cron(
+        &env,
+        "web",
+        target("Deployment", "web"),
+        vec![job("tick", "@every 1s".into(), 3)],
+    )
+    .await?;
+    let runs = |c: &JobCondition| c.state == JobState::Succeed;
+    let first = condition(&env, "web", "tick", LONG, runs).await?;
+    let first_run = first.last_probe_time.map(|t| t.0).context("a run time")?;
+    let later = condition(&env, "web", "tick", LONG, |c| {
+        runs(c)
+            && c.last_probe_time
+                .as_ref()
+                .is_some_and(|t| t.0 >= first_run + SignedDuration::from_secs(4))
+    })
+    .await?;
+    assert!(later.message.contains("ran at"), "{}", later.message);
+    let events: Vec<Event> = env
+        .api::<Event>()
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("JobSucceeded"))
+        .collect();
+    let notes: Vec<_> = events
+        .iter()
+        .map(|e| e.note.clone().unwrap_or_default())
+        .collect();
+    // The first run scaled 1 -> 3, the others 3 -> 3: two notes, the second a series.
+    assert_eq!(
+        notes,
+        ["job tick: replicas 1 -> 3", "job tick: replicas 3 -> 3"],
+        "{events:?}"
+    );
+    assert!(
+        events[1].series.as_ref().is_some_and(|s| s.count >= 2),
+        "{events:?}"
+    );
+    service.finish(env).await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn min_replicas_mode_sets_the_hpa_minimum_clamped_and_raises_replicas() -> anyhow::Result<()>
 {
