@@ -136,10 +136,14 @@ impl Events {
                     count,
                     last_observed_time: MicroTime(now),
                 }});
-                events
+                let patched = events
                     .patch(&name, &PatchParams::default(), &Patch::Merge(&series))
-                    .await
-                    .map(drop)
+                    .await;
+                if matches!(&patched, Err(kube::Error::Api(s)) if s.code == 404) {
+                    // The Event is gone (its TTL, or deleted): the next report creates another.
+                    self.forget(&key);
+                }
+                patched.map(drop)
             }
         };
         if let Err(err) = result {
@@ -176,6 +180,14 @@ impl Events {
             name: s.name.clone(),
             count: s.count,
         }
+    }
+
+    /// Forgets the series of `key`.
+    fn forget(&self, key: &Key) {
+        self.series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(key);
     }
 
     /// Remembers the Event `name` created for `key` at `now`.
@@ -321,7 +333,22 @@ mod tests {
         let events_path = "/apis/events.k8s.io/v1/namespaces/shop/events";
         api.respond("POST", events_path, 201, r#"{"metadata":{"name":"x"}}"#);
         let events = Events::new(api.client(), "hpa-plus");
-        for _ in 0..1_000 {
+        let one_event = |name: &str| format!("{events_path}/{name}");
+        events
+            .warning(&reference(), "FailedGetScale", "GetScale", "not found")
+            .await;
+        let created: serde_json::Value = serde_json::from_str(&api.requests()[0].body).unwrap();
+        let first = created["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        api.respond(
+            "PATCH",
+            &one_event(&first),
+            200,
+            r#"{"metadata":{"name":"x"}}"#,
+        );
+        for _ in 1..1_000 {
             events
                 .warning(&reference(), "FailedGetScale", "GetScale", "not found")
                 .await;
@@ -360,6 +387,23 @@ mod tests {
             })
             .collect();
         assert_eq!(notes, ["New size: 4", "New size: 6"]);
+    }
+
+    /// An Event that is gone when its series is written (its TTL ran out, or it was deleted)
+    /// is created again at the next report, not patched in vain until the series ends.
+    #[tokio::test]
+    async fn an_event_gone_is_created_again() {
+        let api = FakeApi::new();
+        let events_path = "/apis/events.k8s.io/v1/namespaces/shop/events";
+        api.respond("POST", events_path, 201, r#"{"metadata":{"name":"x"}}"#);
+        let events = Events::new(api.client(), "hpa-plus");
+        for _ in 0..3 {
+            events
+                .warning(&reference(), "FailedGetScale", "GetScale", "not found")
+                .await;
+        }
+        let methods: Vec<String> = api.requests().into_iter().map(|r| r.method).collect();
+        assert_eq!(methods, ["POST", "PATCH", "POST"]);
     }
 
     /// The series' clock: written at the second report and every [`REFRESH_AFTER`] after,
