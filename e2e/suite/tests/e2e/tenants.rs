@@ -418,6 +418,18 @@ async fn node_pool(t: &Tenancy) -> anyhow::Result<Api<kube::api::DynamicObject>>
     Ok(pools)
 }
 
+/// An HPA+ `name` on `target` (a `scaleTargetRef`), 5 to 10 replicas at 60 % CPU.
+fn on_cpu(name: &str, target: &Value) -> anyhow::Result<HorizontalPodAutoscalerPlus> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+        "kind": "HorizontalPodAutoscalerPlus",
+        "metadata": {"name": name},
+        "spec": {"scaleTargetRef": target, "minReplicas": 5, "maxReplicas": 10,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 60}}}]}
+    }))?)
+}
+
 /// The path the tenant writes as a target's `apiVersion`: the other tenant's Secrets.
 fn secrets_path(t: &Tenancy) -> String {
     format!(
@@ -440,15 +452,10 @@ async fn outside_targets(t: &Tenancy) -> anyhow::Result<()> {
         ("path-target", secrets_path(t), "Secret", "x"),
     ];
     for (name, api_version, kind, target) in targets {
-        let object: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
-            "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-            "kind": "HorizontalPodAutoscalerPlus",
-            "metadata": {"name": name},
-            "spec": {"scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": target},
-                "minReplicas": 5, "maxReplicas": 10,
-                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": 60}}}]}
-        }))?;
+        let object = on_cpu(
+            name,
+            &json!({"apiVersion": api_version, "kind": kind, "name": target}),
+        )?;
         plus.create(&PostParams::default(), &object).await?;
     }
     Ok(())
@@ -517,16 +524,9 @@ const GHOSTS: usize = 40;
 async fn ghosts(t: &Tenancy) -> anyhow::Result<()> {
     let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
     for i in 0..GHOSTS {
-        let object: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
-            "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-            "kind": "HorizontalPodAutoscalerPlus",
-            "metadata": {"name": format!("ghost-{i}")},
-            "spec": {"scaleTargetRef": {"apiVersion": format!("ghost{i}.example.com/v1"),
-                    "kind": "Ghost", "name": "g"},
-                "minReplicas": 1, "maxReplicas": 3,
-                "metrics": [{"type": "Resource", "resource": {"name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": 60}}}]}
-        }))?;
+        let target = json!({"apiVersion": format!("ghost{i}.example.com/v1"), "kind": "Ghost",
+            "name": "g"});
+        let object = on_cpu(&format!("ghost-{i}"), &target)?;
         plus.create(&PostParams::default(), &object).await?;
     }
     Ok(())
