@@ -115,23 +115,28 @@ impl PredictiveHeld {
     /// ([`LoadSeries::fit_stored`]).
     fn ended(&mut self, now: Timestamp, bytes: Option<usize>) -> &Ended {
         let open = self.series.bucket_at(now);
-        if self.ended.as_ref().is_some_and(|e| e.open != open) {
-            self.ended = None;
-        }
-        if self.ended.is_none()
-            && let Some(bytes) = bytes
-        {
-            self.series.fit_stored(now, bytes);
-        }
-        self.ended.get_or_insert_with(|| {
-            let series = self.series.ended(now);
-            Ended {
-                open,
-                stored: series.store(),
-                series,
-                reads: Vec::new(),
+        let ended = match self.ended.take() {
+            Some(e) if e.open == open => e,
+            _ => {
+                let mut series = self.series.ended(now);
+                let mut stored = series.store();
+                // Measured once a bucket; only a history past its bytes is cut and stored again.
+                if let Some(bytes) = bytes
+                    && predictive::stored_bytes(&stored) > bytes
+                    && self.series.fit_stored(now, bytes)
+                {
+                    series = self.series.ended(now);
+                    stored = series.store();
+                }
+                Ended {
+                    open,
+                    stored,
+                    series,
+                    reads: Vec::new(),
+                }
             }
-        })
+        };
+        self.ended.insert(ended)
     }
 
     /// Keeps what a forecast read from the ended buckets for the next one in the same bucket.

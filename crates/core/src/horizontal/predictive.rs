@@ -228,9 +228,7 @@ impl LoadSeries {
     /// to what a successor reads back.
     pub fn fit_stored(&mut self, now: Timestamp, bytes: usize) -> bool {
         let open = self.bucket_of(now.as_second());
-        let size = |s: &Self| {
-            serde_json::to_vec(&s.ended(now).store()).map_or(usize::MAX, |json| json.len())
-        };
+        let size = |s: &Self| stored_bytes(&s.ended(now).store());
         if size(self) <= bytes {
             return false;
         }
@@ -490,6 +488,11 @@ pub fn keep_seconds(settings: &Predictive) -> i64 {
 /// 30 days with a weekly season were 107,552 buckets, a status past etcd's 1.5 MiB (every write
 /// refused, every period) and megabytes of the controller's memory per object.
 pub const MAX_BUCKETS_PER_OBJECT: i64 = 4 * (MAX_KEEP_SECONDS / BUCKET_SECONDS + 1);
+
+/// The JSON bytes of `stored` as written into a status or an annotation.
+pub fn stored_bytes(stored: &StoredPeakSeries) -> usize {
+    serde_json::to_vec(stored).map_or(usize::MAX, |json| json.len())
+}
 
 /// The most JSON bytes a native HPA's `status.predictive.history` may take in its
 /// [`STATUS_ANNOTATION`] ([`LoadSeries::fit_stored`]). An object's annotations may hold 256 KiB
