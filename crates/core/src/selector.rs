@@ -178,6 +178,11 @@ impl Selector {
         &self.requirements
     }
 
+    /// The label keys it reads: what a cut-down copy of an object it is matched against keeps.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.requirements.iter().map(Requirement::key)
+    }
+
     /// True when this selector selects everything.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()

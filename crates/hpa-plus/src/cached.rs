@@ -20,14 +20,50 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
+use plimsoll_core::api::hpa_plus::is_read_annotation;
+use plimsoll_core::cut_down;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+/// What of an autoscaler the controller keeps, cut by its watch ([`Watch::trim`]) before it is
+/// packed. The metadata is a namespace user's to fill: labels, annotations, owner references
+/// and finalizers up to the API server's 1.5 MiB an object, and with packing each object is
+/// kept twice over (its annotations decoded, the whole deflated). The controller reads its
+/// identity and generation, the annotations it reads ([`is_read_annotation`]: settings, stored
+/// state, a native HPA's Prometheus queries) and the labels `labels_read`
+/// names (`--min-replicas-tuning-exclude` and `--record-selector` match them); spec and status, which it reads, stay
+/// whole. So the rest of the metadata no longer wakes an evaluation either
+/// (`spec_or_annotations` hashes what is kept).
+///
+/// [`Watch::trim`]: plimsoll_runtime::watch::Watch::trim
+pub fn kept_fields<K: Resource>(
+    labels_read: BTreeSet<String>,
+) -> impl Fn(&mut K) + Send + Sync + 'static {
+    move |obj: &mut K| {
+        let meta = obj.meta_mut();
+        let labels = meta
+            .labels
+            .take()
+            .map(|mut all| {
+                all.retain(|key, _| labels_read.contains(key));
+                all
+            })
+            .filter(|kept| !kept.is_empty());
+        *meta = ObjectMeta {
+            generation: meta.generation,
+            labels,
+            annotations: cut_down::annotations(meta, is_read_annotation),
+            ..cut_down::identity(meta)
+        };
+    }
+}
 
 /// Why an object could not be packed or read back (neither happens to an object the watch
 /// decoded: it is its own serialization read back).
@@ -98,12 +134,11 @@ impl Dictionary {
     }
 }
 
-/// An HPA+ as hpa-plus leaves it: the common metric types, a behavior, the status it writes.
+/// An HPA+ as hpa-plus leaves and caches it ([`kept_fields`]): the common metric types, a behavior, the status it writes.
 const REPRESENTATIVE_HPA_PLUS: &str = r#"{
   "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus",
   "metadata": {"name": "web-frontend", "namespace": "default", "uid": "0f5c2a9e-7d41-4b8a-9c3e-2a6b1d8f4e07",
-    "resourceVersion": "1234567", "generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z",
-    "labels": {"app": "web-frontend", "app.kubernetes.io/name": "web-frontend"},
+    "resourceVersion": "1234567", "generation": 1,
     "annotations": {"plimsoll.dev/tolerance": "0.1"}},
   "spec": {
     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-frontend"},
@@ -138,12 +173,11 @@ const REPRESENTATIVE_HPA_PLUS: &str = r#"{
   }
 }"#;
 
-/// A native HPA as the API server returns it and hpa-plus leaves it.
+/// A native HPA as hpa-plus leaves and caches it ([`kept_fields`]).
 const REPRESENTATIVE_NATIVE: &str = r#"{
   "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
   "metadata": {"name": "web-frontend", "namespace": "default", "uid": "0f5c2a9e-7d41-4b8a-9c3e-2a6b1d8f4e07",
-    "resourceVersion": "1234567", "creationTimestamp": "2026-01-01T00:00:00Z",
-    "labels": {"app": "web-frontend"},
+    "resourceVersion": "1234567",
     "annotations": {"plimsoll.dev/tolerance": "0.1", "plimsoll.dev/memory": "{}"}},
   "spec": {
     "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-frontend"},
@@ -588,5 +622,126 @@ pub(crate) mod tests {
         assert_eq!(deleted.meta().uid.as_deref(), Some("u3"));
         assert_eq!(deleted.meta().name, object.metadata.name);
         assert_eq!(deleted.meta().namespace, object.metadata.namespace);
+    }
+
+    /// `obj` as a tenant can fatten it without changing what it asks for: 200 KiB of foreign
+    /// annotations, a megabyte of labels, owner references and finalizers.
+    fn fattened<K: Resource>(mut obj: K) -> K {
+        let meta = obj.meta_mut();
+        let annotations = meta.annotations.get_or_insert_default();
+        for i in 0..50 {
+            annotations.insert(format!("example.com/a{i}"), "x".repeat(4096));
+        }
+        let labels = meta.labels.get_or_insert_default();
+        for i in 0..16_000 {
+            labels.insert(format!("example.com/l{i}"), "v".repeat(63));
+        }
+        meta.owner_references = Some(
+            (0..1000)
+                .map(
+                    |i| k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                        api_version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        name: format!("c{i}"),
+                        uid: format!("u{i}"),
+                        ..Default::default()
+                    },
+                )
+                .collect(),
+        );
+        meta.finalizers = Some((0..1000).map(|i| format!("example.com/f{i}")).collect());
+        meta.creation_timestamp = None;
+        obj
+    }
+
+    #[test]
+    fn a_fattened_autoscaler_is_kept_as_the_lean_one() {
+        let mut lean = autoscaler("u1", "7", 3);
+        let annotations = lean.metadata.annotations.get_or_insert_default();
+        annotations.insert("plimsoll.dev/tolerance".into(), "0.05".into());
+        annotations.insert("platform.stke/autoscale-disabled".into(), "false".into());
+        let mut fat = fattened(lean.clone());
+        let trim = kept_fields::<HorizontalPodAutoscalerPlus>(["team".to_owned()].into());
+        assert!(serde_json::to_vec(&fat).expect("encodes").len() > 1_500_000);
+        trim(&mut fat);
+        trim(&mut lean);
+        assert_eq!(
+            serde_json::to_value(&fat).expect("encodes"),
+            serde_json::to_value(&lean).expect("encodes")
+        );
+        let meta = &fat.metadata;
+        // What the reconcile reads is all there: identity, generation, settings, the label the
+        // exclusion names; the spec and status whole.
+        assert_eq!(
+            (
+                meta.name.as_deref(),
+                meta.namespace.as_deref(),
+                meta.uid.as_deref()
+            ),
+            (Some("w-u1"), Some("bench-0"), Some("u1"))
+        );
+        assert_eq!(
+            (meta.resource_version.as_deref(), meta.generation),
+            (Some("7"), Some(1))
+        );
+        assert_eq!(
+            meta.annotations
+                .as_ref()
+                .map(|a| a.keys().map(String::as_str).collect::<Vec<_>>()),
+            Some(vec![
+                "platform.stke/autoscale-disabled",
+                "plimsoll.dev/tolerance"
+            ])
+        );
+        assert_eq!(
+            meta.labels,
+            Some([("team".to_owned(), "shop".to_owned())].into())
+        );
+        assert_eq!(fat.spec, autoscaler("u1", "7", 3).spec);
+        assert_eq!(fat.status, autoscaler("u1", "7", 3).status);
+        let packed = Packed::pack(&fat).expect("packs");
+        assert!(
+            packed.packed_bytes() < 400,
+            "{} bytes",
+            packed.packed_bytes()
+        );
+        // No exclusion: no label is read, none is kept.
+        let mut unlabelled = autoscaler("u1", "7", 3);
+        kept_fields::<HorizontalPodAutoscalerPlus>(BTreeSet::new())(&mut unlabelled);
+        assert_eq!(unlabelled.metadata.labels, None);
+    }
+
+    #[test]
+    fn a_fattened_native_hpa_reads_as_the_lean_one() {
+        // With a Prometheus query, which a native HPA keeps in an annotation of its own.
+        let mut json: serde_json::Value =
+            serde_json::from_str(REPRESENTATIVE_NATIVE).expect("the fixture is JSON");
+        json["metadata"]["annotations"]["metric-config.external.prometheus-query.prometheus/rps"] =
+            json!("sum(rate(http_requests_total[1m]))");
+        json["spec"]["metrics"]
+            .as_array_mut()
+            .expect("metrics")
+            .push(json!({"type": "External", "external": {
+                "metric": {"name": "prometheus-query",
+                    "selector": {"matchLabels": {"query-name": "rps"}}},
+                "target": {"type": "AverageValue", "averageValue": "100"}}}));
+        let lean = NativeHpa::from_value(json).expect("the fixture decodes");
+        let mut fat = fattened(lean.clone());
+        kept_fields::<NativeHpa>(BTreeSet::new())(&mut fat);
+        let as_plus = |hpa: &NativeHpa| {
+            HorizontalPodAutoscalerPlus::from_native_object(hpa)
+                .expect("converts")
+                .spec
+        };
+        assert_eq!(as_plus(&fat), as_plus(&lean));
+        assert!(
+            as_plus(&fat).metrics[1]
+                .prometheus
+                .as_ref()
+                .is_some_and(|p| p.query.starts_with("sum(rate")),
+            "the query is read from the kept annotation"
+        );
+        assert_eq!(fat.metadata.annotations, lean.metadata.annotations);
+        assert!(serde_json::to_vec(&fat).expect("encodes").len() < 2_000);
     }
 }

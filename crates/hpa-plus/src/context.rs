@@ -119,6 +119,8 @@ pub struct Context {
     memory: Mutex<HashMap<String, Box<Memory>>>,
     written: Mutex<HashMap<String, Box<Written>>>,
     selectors: Mutex<SelectorIndex>,
+    /// The warnings logged about each object, so that a failure is not logged at every period.
+    pub repeats: crate::repeats::Repeats,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -189,6 +191,7 @@ impl Context {
             memory: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
+            repeats: crate::repeats::Repeats::default(),
         }
     }
 
@@ -356,6 +359,7 @@ impl Context {
     /// Drops everything remembered about `uid` (the object was deleted).
     pub fn forget(&self, uid: &str) {
         lock(&self.written).remove(uid);
+        self.repeats.forget(uid);
         let removed = {
             let mut all = lock(&self.memory);
             let removed = all.remove(uid);

@@ -45,6 +45,7 @@ pub mod predict;
 pub mod prometheus;
 pub mod reconcile;
 pub mod record;
+pub mod repeats;
 pub mod replay;
 pub mod replay_kinds;
 pub mod replay_load;
@@ -54,7 +55,7 @@ pub mod shard_cache;
 pub mod status;
 pub mod tuning;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -339,8 +340,18 @@ async fn controllers(
     term: CancellationToken,
 ) {
     let settings = ControllerSettings::default().concurrency(config.workers);
+    // The labels matched against an autoscaler's own: an exclusion from tuning, a recording.
+    let labels_read: BTreeSet<String> = (config
+        .tuning_exclude
+        .iter()
+        .flat_map(tuning::Exclusion::keys))
+    .chain(config.record.iter().flat_map(|r| r.selector.keys()))
+    .map(str::to_owned)
+    .collect();
     let plus = controller::<HorizontalPodAutoscalerPlus, _, _>(
-        Watch::new("HorizontalPodAutoscalerPlus", Api::all(client.clone())).metrics(watches),
+        Watch::new("HorizontalPodAutoscalerPlus", Api::all(client.clone()))
+            .metrics(watches)
+            .trim(cached::kept_fields(labels_read.clone())),
         ctx,
         settings.clone(),
         term.clone(),
@@ -356,7 +367,8 @@ async fn controllers(
     let native = controller::<NativeHpa, _, _>(
         Watch::new("HorizontalPodAutoscaler", Api::all(client.clone()))
             .config(native_watch(&config.native_hpa_selector))
-            .metrics(watches),
+            .metrics(watches)
+            .trim(cached::kept_fields(labels_read)),
         ctx,
         settings,
         term,
@@ -387,6 +399,7 @@ pub(crate) fn native_watch(selector: &Selector) -> watcher::Config {
 /// events also clean the per-object memory, and evaluations on changes of spec or annotations,
 /// on requeues and on shard takes.
 fn controller<K, R, F>(
+    // Trimmed: `cached::kept_fields`.
     watch: Watch<K>,
     ctx: &Arc<Context>,
     settings: ControllerSettings,
@@ -413,7 +426,6 @@ where
     let listed = cache.clone();
     let stream = watch
         .events()
-        .modify(drop_managed_fields)
         // Cached packed, read back whole by each evaluation (`cached`).
         .try_filter_map(|event| std::future::ready(Ok(cached::pack_event(event))))
         // Only the objects of acting shards reach the store and the controller; the others wait
@@ -484,12 +496,6 @@ where
         }
     })
     .flatten()
-}
-
-/// Nothing reads `managedFields`, and at tens of thousands of autoscalers they are a large share
-/// of the cache.
-fn drop_managed_fields<K: Resource>(obj: &mut K) {
-    obj.meta_mut().managed_fields = None;
 }
 
 /// Drops the memory of deleted objects (and, after a relist, of objects no longer listed), and

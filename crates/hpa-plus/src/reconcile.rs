@@ -58,6 +58,7 @@ use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
 use crate::observe::{now, observe};
 use crate::pods::PodInfo;
+use crate::repeats::warn_once;
 use crate::status;
 use crate::tuning;
 
@@ -274,9 +275,17 @@ fn elsewhere(ctx: &Context, uid: &str, period_seconds: i64) -> Option<Action> {
 /// What the controller does with a reconcile error: retry with a delay, counted by kind.
 // The signature is the one kube-runtime's Controller calls.
 #[allow(clippy::needless_pass_by_value)]
-pub fn error_policy<K>(_obj: Arc<K>, error: &Error, ctx: Arc<Context>) -> Action {
+pub fn error_policy<K: Resource>(obj: Arc<K>, error: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics.reconcile.failure(error.metric_label());
-    tracing::warn!(error = %error, "reconcile failed; retrying");
+    let meta = obj.meta();
+    warn_once!(
+        ctx.repeats,
+        meta.uid.as_deref().unwrap_or_default(),
+        &error.to_string(),
+        "reconcile failed; retrying",
+        namespace = meta.namespace.as_deref().unwrap_or_default(),
+        name = meta.name.as_deref().unwrap_or_default(),
+    );
     Action::requeue(Duration::from_secs(
         u64::try_from(ctx.config.sync_period_seconds.max(1)).unwrap_or(5),
     ))
@@ -358,7 +367,14 @@ async fn write_decision(
         Err(e) => {
             // The decision is applied; without its memory a successor only starts over (seeded
             // with the current replicas), so this is not worth a retry of the whole evaluation.
-            tracing::warn!(error = %e, "could not write the decision memory annotation");
+            warn_once!(
+                ctx.repeats,
+                &subject.uid,
+                &e.to_string(),
+                "could not write the decision memory annotation",
+                namespace = subject.namespace,
+                name = subject.name,
+            );
             false
         }
     };
@@ -494,7 +510,14 @@ async fn fail(subject: &Subject<'_>, ctx: &Context, failure: Failure) -> Result<
 
 /// A spec that cannot be evaluated: condition, Warning Event, wait for a change.
 async fn invalid(subject: &Subject<'_>, ctx: &Context, message: &str) -> Result<Action> {
-    tracing::warn!(namespace = %subject.namespace, name = %subject.name, error = message, "invalid autoscaler");
+    warn_once!(
+        ctx.repeats,
+        &subject.uid,
+        message,
+        "invalid autoscaler",
+        namespace = subject.namespace,
+        name = subject.name,
+    );
     let failure = Failure::condition(
         SCALING_ACTIVE,
         "InvalidSpec",
@@ -722,7 +745,14 @@ async fn write_min_replicas(subject: &Subject<'_>, ctx: &Context, to: i32) -> Op
             None
         }
         Err(e) => {
-            tracing::warn!(namespace = %subject.namespace, name = %subject.name, error = %e, "minReplicas tuning write failed");
+            warn_once!(
+                ctx.repeats,
+                &subject.uid,
+                &e.to_string(),
+                "minReplicas tuning write failed",
+                namespace = subject.namespace,
+                name = subject.name,
+            );
             Some(e.to_string())
         }
     }
@@ -757,7 +787,14 @@ async fn report_tuning_and_prediction(
             tuning::write_native_status(&ctx.client, &subject.namespace, &subject.name, &t.status)
                 .await
     {
-        tracing::warn!(error = %e, "could not write the minReplicasTuning status annotation");
+        warn_once!(
+            ctx.repeats,
+            &subject.uid,
+            &e.to_string(),
+            "could not write the minReplicasTuning status annotation",
+            namespace = subject.namespace,
+            name = subject.name,
+        );
     }
     if let Some(p) = predicted.filter(|p| p.changed)
         && let Err(e) = crate::predict::write_native_status(
@@ -768,7 +805,14 @@ async fn report_tuning_and_prediction(
         )
         .await
     {
-        tracing::warn!(error = %e, "could not write the predictive status annotation");
+        warn_once!(
+            ctx.repeats,
+            &subject.uid,
+            &e.to_string(),
+            "could not write the predictive status annotation",
+            namespace = subject.namespace,
+            name = subject.name,
+        );
     }
 }
 

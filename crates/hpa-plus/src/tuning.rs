@@ -64,6 +64,11 @@ impl Exclusion {
         })
     }
 
+    /// The label keys it reads.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.selector.keys()
+    }
+
     /// Whether the autoscaler (its labels) or its workload (any of its pods' labels) matches.
     pub fn matches<'a>(
         &self,

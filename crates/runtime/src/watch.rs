@@ -123,7 +123,7 @@ pub struct Watch<K> {
     config: watcher::Config,
     metrics: WatchMetrics,
     not_served: Option<Duration>,
-    trim: fn(&mut K),
+    trim: Arc<dyn Fn(&mut K) + Send + Sync>,
     /// Whether [`Watch::trim`] was set: its objects may be fat, so lists take smaller pages.
     trimmed: bool,
     stop: CancellationToken,
@@ -149,7 +149,7 @@ where
             config: watcher::Config::default(),
             metrics: WatchMetrics::default(),
             not_served: None,
-            trim: |_| {},
+            trim: Arc::new(|_| {}),
             trimmed: false,
             stop: CancellationToken::new(),
             synced: Arc::new(flag::channel(false).0),
@@ -185,8 +185,8 @@ where
     /// a reader of the objects uses, the name and namespace (the store's key) included. Lists
     /// then take pages of at most [`TRIMMED_LIST_PAGE`] objects.
     #[must_use]
-    pub fn trim(mut self, trim: fn(&mut K)) -> Self {
-        self.trim = trim;
+    pub fn trim(mut self, trim: impl Fn(&mut K) + Send + Sync + 'static) -> Self {
+        self.trim = Arc::new(trim);
         self.trimmed = true;
         self
     }
@@ -284,7 +284,7 @@ where
         };
         steps
             .flat_map(move |step| futures::stream::iter(health.step(step)))
-            .map(move |event| Ok(event.modify(trim)))
+            .map(move |event| Ok(event.modify(|obj| trim(obj))))
             .take_until(stop.cancelled_owned())
     }
 }

@@ -22,7 +22,7 @@ pub use native::{
     ANNOTATION_PREFIXES, NativeConversionError, PROMETHEUS_QUERY_ANNOTATION_PREFIX,
     PROMETHEUS_QUERY_METRIC, PROMETHEUS_QUERY_NAME_LABEL, PROMETHEUS_SERVER_ANNOTATION_NAME,
     TUNING_ANNOTATION_NAME, TUNING_FLOOR_ANNOTATION_NAME, TUNING_LOOKBACK_ANNOTATION_NAME,
-    native_metric_status,
+    is_read_annotation, native_metric_status,
 };
 pub use native_object::NativeHpa;
 pub(crate) use quantities::{quantity_milli, quantity_value};

@@ -125,6 +125,16 @@ pub const TUNING_FLOOR_ANNOTATION_NAME: &str = "min-replicas-tuning-floor";
 /// is the annotation [`PROMETHEUS_QUERY_ANNOTATION_PREFIX`]`<query-name>`.
 pub const PROMETHEUS_QUERY_METRIC: &str = "prometheus-query";
 
+/// Whether hpa-plus reads an autoscaler's annotation `key`: the settings and stored state under
+/// [`ANNOTATION_PREFIXES`], and a native HPA's Prometheus queries
+/// ([`PROMETHEUS_QUERY_ANNOTATION_PREFIX`]). What it caches of an autoscaler keeps these only.
+pub fn is_read_annotation(key: &str) -> bool {
+    ANNOTATION_PREFIXES
+        .iter()
+        .chain([&PROMETHEUS_QUERY_ANNOTATION_PREFIX])
+        .any(|prefix| key.starts_with(prefix))
+}
+
 /// The selector label of a [`PROMETHEUS_QUERY_METRIC`] metric that names its query.
 pub const PROMETHEUS_QUERY_NAME_LABEL: &str = "query-name";
 

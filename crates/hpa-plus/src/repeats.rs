@@ -1,0 +1,181 @@
+//! Which warnings about an autoscaler reach the log. An evaluation that fails fails again at
+//! every period until someone changes the object or the cluster, and a namespace user can make
+//! a thousand fail on purpose: logged each time, that is a warning line every 15 ms, and the
+//! operator's log shipping (or its quota) pays for it. The condition and the Event already tell
+//! the object's owner; the log is for the operator, who needs to see each failure, not each
+//! repeat. So a message about an object is logged at warn the first time, then at most once per
+//! [`RELOG_AFTER`] with the number of repeats not logged; in between, at debug.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a warning about one object is not repeated. The same as an Event series' refresh
+/// (`plimsoll_runtime::events::REFRESH_AFTER` is 30 min) would hide a failure a person is
+/// watching for; ten minutes is a few lines an hour per failing object.
+pub const RELOG_AFTER: Duration = Duration::from_secs(600);
+
+/// The messages remembered per object: one failing in two ways (a write refused, then the read
+/// before it) alternates between them, and each keeps its own clock.
+const PER_OBJECT: usize = 4;
+
+/// The last warnings logged, per object uid.
+#[derive(Default)]
+pub struct Repeats {
+    logged: Mutex<HashMap<String, Vec<Logged>>>,
+}
+
+struct Logged {
+    message: u64,
+    at: Instant,
+    /// Repeats not logged since `at`.
+    quiet: u64,
+}
+
+/// What to do with one warning.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Log it at warn; `quiet` repeats of it were not logged since the last time.
+    Warn { quiet: u64 },
+    /// A repeat within [`RELOG_AFTER`]: log it at debug.
+    Repeat,
+}
+
+impl Repeats {
+    /// Whether `message` about the object `uid` is logged at warn `now`.
+    pub fn verdict(&self, uid: &str, message: &str, now: Instant) -> Verdict {
+        let message = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            message.hash(&mut h);
+            h.finish()
+        };
+        let mut all = self
+            .logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let logged = all.entry(uid.to_owned()).or_default();
+        if let Some(seen) = logged.iter_mut().find(|l| l.message == message) {
+            if now.saturating_duration_since(seen.at) < RELOG_AFTER {
+                seen.quiet += 1;
+                return Verdict::Repeat;
+            }
+            let quiet = std::mem::take(&mut seen.quiet);
+            seen.at = now;
+            return Verdict::Warn { quiet };
+        }
+        if logged.len() == PER_OBJECT
+            && let Some(oldest) = (0..logged.len()).min_by_key(|&i| logged[i].at)
+        {
+            // A message that changes at every evaluation (a count, a tenant's text in it) is
+            // still at most PER_OBJECT warnings per RELOG_AFTER.
+            if now.saturating_duration_since(logged[oldest].at) < RELOG_AFTER {
+                return Verdict::Repeat;
+            }
+            logged.swap_remove(oldest);
+        }
+        logged.push(Logged {
+            message,
+            at: now,
+            quiet: 0,
+        });
+        Verdict::Warn { quiet: 0 }
+    }
+
+    /// Forgets the object `uid` (deleted, or its shard lost).
+    pub fn forget(&self, uid: &str) {
+        self.logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(uid);
+    }
+
+    /// How many objects are remembered.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// Logs `message` about an object at warn, or at debug when it repeats (see [`Repeats`]):
+/// `warn_once!(repeats, uid, message, "what failed", field = value, …)`, each value `Display`.
+macro_rules! warn_once {
+    ($repeats:expr, $uid:expr, $message:expr, $text:literal $(, $name:ident = $value:expr)* $(,)?) => {{
+        let message: &str = $message;
+        match $repeats.verdict($uid, message, ::std::time::Instant::now()) {
+            $crate::repeats::Verdict::Warn { quiet: 0 } => {
+                ::tracing::warn!($($name = %$value,)* error = message, $text)
+            }
+            $crate::repeats::Verdict::Warn { quiet } => {
+                ::tracing::warn!($($name = %$value,)* error = message, repeats_not_logged = quiet, $text)
+            }
+            $crate::repeats::Verdict::Repeat => {
+                ::tracing::debug!($($name = %$value,)* error = message, $text)
+            }
+        }
+    }};
+}
+pub(crate) use warn_once;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_every_period_is_one_warning_per_ten_minutes() {
+        let repeats = Repeats::default();
+        let start = Instant::now();
+        let mut warned = Vec::new();
+        // An hour of one object failing the same way every 15 s.
+        for i in 0..240u64 {
+            let now = start + Duration::from_secs(15 * i);
+            if let Verdict::Warn { quiet } = repeats.verdict("u1", "target not found", now) {
+                warned.push((i * 15, quiet));
+            }
+        }
+        assert_eq!(
+            warned,
+            [
+                (0, 0),
+                (600, 39),
+                (1200, 39),
+                (1800, 39),
+                (2400, 39),
+                (3000, 39)
+            ]
+        );
+    }
+
+    #[test]
+    fn each_object_and_each_message_is_warned_of_once() {
+        let repeats = Repeats::default();
+        let now = Instant::now();
+        let first = Verdict::Warn { quiet: 0 };
+        assert_eq!(repeats.verdict("u1", "a", now), first);
+        assert_eq!(repeats.verdict("u2", "a", now), first);
+        assert_eq!(repeats.verdict("u1", "b", now), first);
+        assert_eq!(repeats.verdict("u1", "a", now), Verdict::Repeat);
+        assert_eq!(repeats.verdict("u1", "b", now), Verdict::Repeat);
+        // A message that changes every time: the first few are warnings, and what is kept of
+        // them is bounded.
+        let verdicts: Vec<Verdict> = (0..1000)
+            .map(|i| repeats.verdict("u3", &format!("m{i}"), now))
+            .collect();
+        assert!(verdicts[..PER_OBJECT].iter().all(|v| *v == first));
+        assert!(verdicts[PER_OBJECT..].iter().all(|v| *v == Verdict::Repeat));
+        assert_eq!(
+            repeats.logged.lock().expect("not poisoned")["u3"].len(),
+            PER_OBJECT
+        );
+        // Ten minutes on, the next new message is a warning again.
+        let later = now + RELOG_AFTER;
+        assert_eq!(repeats.verdict("u3", "m1000", later), first);
+        repeats.forget("u1");
+        repeats.forget("u3");
+        assert_eq!(repeats.len(), 1);
+        assert_eq!(repeats.verdict("u1", "a", later), first);
+    }
+}
