@@ -1093,8 +1093,25 @@ impl VerticalPodAutoscalerCheckpoint {
     }
 
     /// Upstream's object name for the checkpoint of `container` of VPA `vpa`: `<vpa>-<container>`.
+    /// For a VPA whose name is near the 253 characters an object name may have, that passes
+    /// the limit, and upstream's every write of it is refused: the VPA never keeps its history
+    /// across a restart, and each attempt is a request and a warning. Such a name is cut to fit
+    /// and told apart from its neighbours by a hash of the whole:
+    /// `<vpa, cut>-<container>-<16 hex digits>` (restoring reads the checkpoint's spec, not its
+    /// name).
     pub fn object_name(vpa: &str, container: &str) -> String {
-        format!("{vpa}-{container}")
+        const MAX_NAME: usize = 253;
+        let name = format!("{vpa}-{container}");
+        if name.len() <= MAX_NAME {
+            return name;
+        }
+        let suffix = format!("-{container}-{:016x}", crate::stable_hash::Fnv1a::of(&name));
+        // A cut that ends a DNS label with `-` or `.` would not be a valid name.
+        let cut = vpa
+            .get(..MAX_NAME.saturating_sub(suffix.len()))
+            .unwrap_or_default()
+            .trim_end_matches(['-', '.']);
+        format!("{cut}{suffix}")
     }
 }
 

@@ -412,3 +412,45 @@ fn container_policy_falls_back_to_wildcard() {
         Some("nginx".into())
     );
 }
+
+/// Whether `name` is a DNS-1123 subdomain, as the API server checks an object's name.
+fn is_object_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            let b = label.as_bytes();
+            !b.is_empty()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
+}
+
+#[test]
+fn a_checkpoint_name_is_upstreams_and_valid_for_any_vpa_name() {
+    assert_eq!(
+        VerticalPodAutoscalerCheckpoint::object_name("web", "app"),
+        "web-app"
+    );
+    let container = "c".repeat(63);
+    let mut seen = std::collections::BTreeSet::new();
+    // Every length around the limit, and cuts that land on a `-` or a `.`.
+    for len in 180..=253 {
+        for vpa in [
+            "v".repeat(len),
+            format!("{}-x", "v".repeat(len - 2)),
+            format!("{}.x", "v".repeat(len - 2)),
+        ] {
+            for container in ["app", container.as_str()] {
+                let name = VerticalPodAutoscalerCheckpoint::object_name(&vpa, container);
+                assert!(is_object_name(&name), "{} characters: {name}", name.len());
+                assert_eq!(
+                    name,
+                    VerticalPodAutoscalerCheckpoint::object_name(&vpa, container),
+                    "the same name every time"
+                );
+                assert!(seen.insert(name), "two checkpoints with one name");
+            }
+        }
+    }
+}
