@@ -21,6 +21,7 @@
 //! resumed from its stored memory; when recording starts for an object already being evaluated
 //! (it began to match), the memory after that evaluation, which is then not recorded itself.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
@@ -209,6 +210,22 @@ fn dns_name(s: &str) -> Result<&str, RecordError> {
     }
 }
 
+/// The longest file name stem: with `.jsonl` and a rotation's `.999` (`--record-files` is at
+/// most 1,000), a file name within the 255 bytes Linux file systems allow.
+const MAX_STEM: usize = 255 - ".jsonl".len() - ".999".len();
+
+/// The file name of `name`'s recording, without `.jsonl`: the name itself, or for a name past
+/// [`MAX_STEM`] (an object name may have 253 characters, and its file was refused at every
+/// evaluation) the name cut to fit, told apart from its neighbours by a hash of the whole.
+fn file_stem(name: &str) -> Cow<'_, str> {
+    if name.len() <= MAX_STEM {
+        return Cow::Borrowed(name);
+    }
+    let hash = format!("-{:016x}", plimsoll_core::stable_hash::Fnv1a::of(name));
+    let cut = name.get(..MAX_STEM - hash.len()).unwrap_or_default();
+    Cow::Owned(format!("{}{hash}", cut.trim_end_matches(['-', '.'])))
+}
+
 impl Recorder {
     /// A recorder that records nothing.
     pub fn off() -> Self {
@@ -255,7 +272,10 @@ impl Recorder {
         let namespace = meta.namespace.as_deref().unwrap_or_default();
         let name = meta.name.as_deref().unwrap_or_default();
         let path = match (dns_name(namespace), dns_name(name)) {
-            (Ok(ns), Ok(n)) => settings.dir.join(ns).join(format!("{n}.jsonl")),
+            (Ok(ns), Ok(n)) => settings
+                .dir
+                .join(ns)
+                .join(format!("{}.jsonl", file_stem(n))),
             (Err(err), _) | (_, Err(err)) => {
                 self.failed(namespace, name, &err);
                 return;
@@ -592,5 +612,35 @@ mod tests {
         for bad in ["", "..", "../etc", "a/b", "Web", "-a", "a..b"] {
             assert!(dns_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_longest_names_are_recorded_in_files_of_their_own() {
+        let dir = temp("long");
+        let recorder = Recorder::new(Some(settings(&dir, 4096)), &mut Registry::default());
+        let mut names = Vec::new();
+        for tail in ["a", "b"] {
+            let mut obj = object();
+            obj.metadata.name = Some(format!("{}{tail}", "w".repeat(252)));
+            for s in 0..40 {
+                evaluate(&recorder, &obj, s == 0, s);
+            }
+            names.push(obj.metadata.name.unwrap_or_default());
+        }
+        assert_eq!(recorder.failures.get(), 0, "recorded, rotated and all");
+        let files: Vec<String> = std::fs::read_dir(dir.join("team"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(files.len(), 6, "three files each: {files:?}");
+        for name in &names {
+            let stem = file_stem(name);
+            assert!(stem.len() <= MAX_STEM && stem.starts_with("www"));
+            let text = std::fs::read_to_string(dir.join("team").join(format!("{stem}.jsonl")));
+            assert!(parse(&text.unwrap()).is_ok());
+        }
+        assert_ne!(file_stem(&names[0]), file_stem(&names[1]));
+        assert_eq!(file_stem("web"), "web");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
