@@ -456,6 +456,20 @@ mod tests {
         let mut other = eviction("u", &[], at);
         other.reason = Some("Killing".into());
         assert!(eviction_ooms(&other).is_empty());
+        // An Event of one namespace about a pod of another reports nothing; in its own, the
+        // kill is its namespace's.
+        let kill = [
+            ("offending_containers", "app"),
+            ("offending_containers_usage", "1Gi"),
+            ("starved_resource", "memory"),
+        ];
+        let mut forged = eviction("u", &kill, at);
+        forged.metadata.namespace = Some("tenant".into());
+        assert!(eviction_ooms(&forged).is_empty());
+        forged.involved_object.namespace = Some("tenant".into());
+        assert_eq!(eviction_ooms(&forged)[0].namespace, "tenant");
+        forged.involved_object.namespace = None;
+        assert_eq!(eviction_ooms(&forged)[0].namespace, "tenant");
     }
 
     #[test]

@@ -42,6 +42,21 @@ pub fn eviction_ooms(event: &Event) -> Vec<EvictionOom> {
     {
         return Vec::new();
     }
+    // An Event speaks only of pods in its own namespace. The API server refuses one whose
+    // `involvedObject.namespace` differs from it; checked here too, so that no writer of Events
+    // in one namespace (a tenant may have that right) can size another namespace's pods.
+    let namespace = match (
+        event.metadata.namespace.as_deref(),
+        event
+            .involved_object
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty()),
+    ) {
+        (Some(own), Some(named)) if own != named => return Vec::new(),
+        (Some(own), _) => own,
+        (None, named) => named.unwrap_or_default(),
+    };
     let Some(annotations) = event.metadata.annotations.as_ref() else {
         return Vec::new();
     };
@@ -80,7 +95,7 @@ pub fn eviction_ooms(event: &Event) -> Vec<EvictionOom> {
         .filter_map(|((container, usage), _)| {
             let bytes = Quantity::parse(usage).ok()?.value();
             Some(EvictionOom {
-                namespace: event.involved_object.namespace.clone().unwrap_or_default(),
+                namespace: namespace.to_owned(),
                 pod: event.involved_object.name.clone()?,
                 container: (*container).to_owned(),
                 usage_bytes: clamp_amount(bytes),
