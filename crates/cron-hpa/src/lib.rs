@@ -24,10 +24,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::SignedDuration;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
+use plimsoll_core::api::cron::{
+    ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE, CronHorizontalPodAutoscaler,
+};
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::api_message::api_message;
 use plimsoll_runtime::service::Service;
@@ -87,10 +90,29 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let readiness = service.readiness.clone();
     service
         .run(shutdown, |term| {
-            let watch = Watch::new("CronHorizontalPodAutoscaler", api.clone()).metrics(&watches);
+            let watch = Watch::new("CronHorizontalPodAutoscaler", api.clone())
+                .metrics(&watches)
+                .trim(kept_fields);
             control(ctx.clone(), watch, readiness.clone(), term)
         })
         .await
+}
+
+/// What the controller keeps of a CronHPA: spec and status whole (the schema bounds the spec;
+/// the status is its own), and of the metadata what it reads: the identity (the cache's key,
+/// Events, status writes), the generation (a changed spec) and the adjust-hpa-min annotations
+/// (the mode). The rest of the metadata is a namespace user's to fill, up to 1.5 MiB an
+/// object; cached and remembered (the per-object memory kept the annotations), a namespace's
+/// thousand fat CronHPAs would have been gigabytes.
+fn kept_fields(cron: &mut CronHorizontalPodAutoscaler) {
+    let meta = &mut cron.metadata;
+    cron.metadata = ObjectMeta {
+        generation: meta.generation,
+        annotations: plimsoll_core::cut_down::annotations(meta, |key| {
+            key == ADJUST_HPA_MIN_ANNOTATION || key == ADJUST_HPA_MIN_ANNOTATION_STKE
+        }),
+        ..plimsoll_core::cut_down::identity(meta)
+    };
 }
 
 /// Ticks liveness while idle (reconciles tick it too).
@@ -176,5 +198,56 @@ fn handle_result(ctx: &Context, result: ReconcileResult) {
         // The watch's own errors are logged and counted by `plimsoll_runtime::watch`; they do
         // not reach the controller.
         Err(e) => warn!(error = %e, "controller error"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+    use plimsoll_core::api::cron::{
+        CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, ScalingJob,
+    };
+    use plimsoll_core::schedule::effect::{Mode, mode};
+
+    use super::*;
+
+    #[test]
+    fn a_fattened_cron_hpa_is_kept_as_the_lean_one() {
+        let mut spec = CronHorizontalPodAutoscalerSpec::default();
+        spec.scale_target_ref.kind = "Deployment".into();
+        spec.scale_target_ref.name = "web".into();
+        spec.jobs.push(ScalingJob {
+            name: "up".into(),
+            schedule: "0 9 * * *".into(),
+            target_size: 3,
+            run_once: false,
+        });
+        let mut lean = CronHorizontalPodAutoscaler::new("web", spec);
+        lean.metadata.namespace = Some("shop".into());
+        lean.metadata.uid = Some("u1".into());
+        lean.metadata.resource_version = Some("5".into());
+        lean.metadata.generation = Some(2);
+        lean.metadata.annotations = Some(BTreeMap::from([(
+            ADJUST_HPA_MIN_ANNOTATION.to_owned(),
+            "true".to_owned(),
+        )]));
+        lean.status = Some(CronHorizontalPodAutoscalerStatus {
+            scale_up_keep_window: true,
+            ..CronHorizontalPodAutoscalerStatus::default()
+        });
+        let mut fat = lean.clone();
+        let meta = &mut fat.metadata;
+        meta.annotations
+            .get_or_insert_default()
+            .insert("blob".into(), "x".repeat(250 << 10));
+        meta.labels = Some((0..2_000).map(|i| (format!("l{i}"), "v".into())).collect());
+        meta.owner_references = Some(vec![OwnerReference::default(); 2_000]);
+        meta.finalizers = Some(vec!["f".repeat(200); 1_000]);
+        kept_fields(&mut fat);
+        assert_eq!(fat, lean);
+        let annotations = fat.metadata.annotations.unwrap_or_default();
+        assert_eq!(mode("Deployment", &annotations), Mode::MinReplicas);
     }
 }

@@ -209,6 +209,7 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     service.spawn(
         Watch::new("VerticalPodAutoscaler", Api::all(client.clone()))
             .metrics(&watches)
+            .trim(plimsoll_core::vertical::object_fields::vpa_fields)
             .run(move |event| index.apply(&event)),
     );
     // Every evaluation reads its target's scale: from memory for the built-in workloads.

@@ -11,6 +11,7 @@
 pub mod convert;
 pub mod explain;
 pub mod status;
+pub mod yaml;
 
 use std::path::PathBuf;
 
@@ -82,7 +83,7 @@ impl Output {
             Self::Json => serde_json::to_string_pretty(value)
                 .map(|s| printable_json(&s).into_owned() + "\n")
                 .map_err(|e| Error::Encode(e.to_string())),
-            Self::Yaml => serde_saphyr::to_string(value).map_err(|e| Error::Encode(e.to_string())),
+            Self::Yaml => yaml::printable_yaml(value).map_err(Error::Encode),
         }
     }
 }

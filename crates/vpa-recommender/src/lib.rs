@@ -42,7 +42,7 @@ use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
 use plimsoll_core::vertical::node_fit::NodeFitConfig;
-use plimsoll_core::vertical::object_fields::vpa_fields;
+use plimsoll_core::vertical::object_fields::{hpa_fields, hpa_plus_fields, vpa_fields};
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
@@ -154,7 +154,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         &mut service,
         Watch::new("Event", api(&client, ns))
             .metrics(&watches)
-            .config(watcher::Config::default().fields("reason=Evicted")),
+            .config(watcher::Config::default().fields("reason=Evicted"))
+            .trim(plimsoll_core::vertical::oom::event_fields),
     );
     let (replica_sets, jobs) = owner_stores(&mut service, &client, ns, &watches);
 
@@ -168,6 +169,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     service.spawn(
         Watch::new("HorizontalPodAutoscalerPlus", api(&client, ns))
             .metrics(&watches)
+            .trim(hpa_plus_fields)
             .run(move |e| index.apply(&e)),
     );
     let hpas = TargetIndex::new(|h: &HorizontalPodAutoscaler| {
@@ -178,6 +180,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     service.spawn(
         Watch::new("HorizontalPodAutoscaler", api(&client, ns))
             .metrics(&watches)
+            .trim(hpa_fields)
             .run(move |e| index.apply(&e)),
     );
 

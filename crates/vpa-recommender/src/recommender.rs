@@ -470,6 +470,24 @@ mod tests {
         assert_eq!(eviction_ooms(&forged)[0].namespace, "tenant");
         forged.involved_object.namespace = None;
         assert_eq!(eviction_ooms(&forged)[0].namespace, "tenant");
+        // As the watch keeps it: a fattened Event reads the same, and keeps a few hundred bytes.
+        let lean = {
+            let mut e = forged.clone();
+            plimsoll_core::vertical::oom::event_fields(&mut e);
+            e
+        };
+        let mut fat = forged.clone();
+        fat.message = Some("m".repeat(1 << 20));
+        fat.metadata.labels = Some((0..1000).map(|i| (format!("l{i}"), "v".into())).collect());
+        fat.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("blob".into(), "x".repeat(250 << 10));
+        fat.involved_object.field_path = Some("spec".repeat(1000));
+        plimsoll_core::vertical::oom::event_fields(&mut fat);
+        assert_eq!(fat, lean);
+        assert_eq!(eviction_ooms(&fat), eviction_ooms(&forged));
+        assert!(serde_json::to_vec(&fat).map_or(0, |j| j.len()) < 500);
     }
 
     #[test]

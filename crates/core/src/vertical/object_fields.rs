@@ -20,13 +20,19 @@
 //! A `LimitRange` keeps its `name`, `namespace`, `uid`, `resourceVersion` and its spec: the
 //! bounds are all that is read of it ([`super::limit_range`]).
 //!
+//! The recommender also caches every horizontal autoscaler (HPA+ and HPA) to find the ones of a
+//! VPA's workload (the conflict check, joint sizing): of those it reads the name and the spec,
+//! and keeps nothing else ([`hpa_plus_fields`], [`hpa_fields`]).
+//!
 //! Nothing here writes an object back: the services patch the fields they own, so a trimmed
 //! copy never replaces what the author wrote.
 
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::LimitRange;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::joint_sizing::TOTAL_USAGE_ANNOTATION;
+use crate::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
 use crate::cut_down;
@@ -42,6 +48,19 @@ pub fn vpa_fields(vpa: &mut VerticalPodAutoscaler) {
         }),
         ..cut_down::identity(meta)
     };
+}
+
+/// Cuts an HPA+ down to its identity and spec, for the recommender (see the module docs).
+pub fn hpa_plus_fields(autoscaler: &mut HorizontalPodAutoscalerPlus) {
+    autoscaler.metadata = cut_down::identity(&mut autoscaler.metadata);
+    autoscaler.status = None;
+}
+
+/// Cuts a native HPA down to its identity and spec, for the recommender (see the module docs):
+/// its `plimsoll.dev/` annotations decide nothing it asks (its metrics and bounds).
+pub fn hpa_fields(autoscaler: &mut HorizontalPodAutoscaler) {
+    autoscaler.metadata = cut_down::identity(&mut autoscaler.metadata);
+    autoscaler.status = None;
 }
 
 /// Cuts `range` down to its identity and its spec (see the module docs).
@@ -111,5 +130,44 @@ mod tests {
         let mut trimmed = fat.clone();
         limit_range_fields(&mut trimmed);
         assert_eq!(trimmed, lean);
+    }
+
+    #[test]
+    fn a_horizontal_autoscaler_keeps_its_identity_and_spec() {
+        let spec = json!({
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 60}}}]});
+        let metadata = json!({"name": "web", "namespace": "team", "uid": "u-3",
+            "resourceVersion": "9"});
+        let fatten = |meta: &mut ObjectMeta| {
+            meta.generation = Some(4);
+            meta.annotations = Some(BTreeMap::from([
+                ("blob".into(), "x".repeat(250 << 10)),
+                ("plimsoll.dev/tolerance".into(), "0.2".into()),
+            ]));
+            meta.labels = Some((0..2_000).map(|i| (format!("l{i}"), "v".into())).collect());
+            meta.owner_references = Some(vec![OwnerReference::default(); 2_000]);
+        };
+        let status = json!({"currentReplicas": 3, "desiredReplicas": 3});
+        let lean: HorizontalPodAutoscalerPlus =
+            serde_json::from_value(json!({"metadata": metadata, "spec": spec}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut fat: HorizontalPodAutoscalerPlus =
+            serde_json::from_value(json!({"metadata": metadata, "spec": spec, "status": status}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        fatten(&mut fat.metadata);
+        hpa_plus_fields(&mut fat);
+        assert_eq!(fat, lean);
+        let lean: HorizontalPodAutoscaler =
+            serde_json::from_value(json!({"metadata": metadata, "spec": spec}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut fat: HorizontalPodAutoscaler =
+            serde_json::from_value(json!({"metadata": metadata, "spec": spec, "status": status}))
+                .unwrap_or_else(|e| panic!("{e}"));
+        fatten(&mut fat.metadata);
+        hpa_fields(&mut fat);
+        assert_eq!(fat, lean);
     }
 }

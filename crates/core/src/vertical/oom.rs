@@ -13,7 +13,8 @@
 //! loop's memory ([`super::recommender`]).
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::quantity::{self, Quantity};
 
@@ -61,6 +62,7 @@ pub fn eviction_ooms(event: &Event) -> Vec<EvictionOom> {
         return Vec::new();
     };
     let list = |key: &str| -> Vec<&str> {
+        debug_assert!(EVICTION_ANNOTATIONS.contains(&key));
         annotations
             .get(key)
             .map(|v| {
@@ -103,6 +105,42 @@ pub fn eviction_ooms(event: &Event) -> Vec<EvictionOom> {
             })
         })
         .collect()
+}
+
+/// The annotations of an eviction Event that [`eviction_ooms`] reads.
+const EVICTION_ANNOTATIONS: [&str; 3] = [
+    "offending_containers",
+    "offending_containers_usage",
+    "starved_resource",
+];
+
+/// Cuts an Event down to what [`eviction_ooms`] and the recommender's memory of seen Events
+/// read: its identity, creation time, the kubelet's three annotations, the involved object's
+/// kind, namespace and name, the reason and the times. Whoever may write Events in a namespace
+/// can fill one with a message and annotations up to 1.5 MiB, and the recommender caches
+/// every `Evicted` Event of the cluster for the Events' hour of life.
+pub fn event_fields(event: &mut Event) {
+    let meta = &mut event.metadata;
+    let metadata = ObjectMeta {
+        creation_timestamp: meta.creation_timestamp.take(),
+        annotations: crate::cut_down::annotations(meta, |key| EVICTION_ANNOTATIONS.contains(&key)),
+        ..crate::cut_down::identity(meta)
+    };
+    let involved = &mut event.involved_object;
+    let involved_object = ObjectReference {
+        kind: involved.kind.take(),
+        namespace: involved.namespace.take(),
+        name: involved.name.take(),
+        ..ObjectReference::default()
+    };
+    *event = Event {
+        metadata,
+        involved_object,
+        reason: event.reason.take(),
+        last_timestamp: event.last_timestamp.take(),
+        event_time: event.event_time.take(),
+        ..Event::default()
+    };
 }
 
 /// One container's OOM kill read from its pod's status.
