@@ -25,7 +25,8 @@
 //!   a service caches cluster-wide (a ReplicaSet's template, annotations up to 256 KiB,
 //!   `managedFields`); kept whole, a tenant sets the size of every replica's heap. The watcher
 //!   still holds one list page of whole objects while it lists, so a trimmed watch lists in
-//!   pages of at most [`TRIMMED_LIST_PAGE`].
+//!   pages of at most [`TRIMMED_LIST_PAGE`], as does one that keeps a summary of each object
+//!   itself ([`Watch::small_pages`]).
 //!
 //! Three ways to take the events: [`Watch::run`] hands each to a function (an index kept by
 //! hand), [`Watch::reflect`] keeps a kube reflector store, and [`Watch::events`] is the stream
@@ -124,7 +125,8 @@ pub struct Watch<K> {
     metrics: WatchMetrics,
     not_served: Option<Duration>,
     trim: Arc<dyn Fn(&mut K) + Send + Sync>,
-    /// Whether [`Watch::trim`] was set: its objects may be fat, so lists take smaller pages.
+    /// Whether [`Watch::trim`] or [`Watch::small_pages`] was set: its objects may be fat, so
+    /// lists take smaller pages.
     trimmed: bool,
     stop: CancellationToken,
     synced: Arc<flag::Sender<bool>>,
@@ -187,6 +189,15 @@ where
     #[must_use]
     pub fn trim(mut self, trim: impl Fn(&mut K) + Send + Sync + 'static) -> Self {
         self.trim = Arc::new(trim);
+        self.trimmed = true;
+        self
+    }
+
+    /// Lists in pages of at most [`TRIMMED_LIST_PAGE`] objects, as a trimmed watch does, for a
+    /// watch whose reader keeps little of each object by itself (a handler that files a
+    /// summary, a type that decodes a few fields): the page is read whole all the same.
+    #[must_use]
+    pub fn small_pages(mut self) -> Self {
         self.trimmed = true;
         self
     }
@@ -658,6 +669,39 @@ mod tests {
             "{list}"
         );
         task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn small_pages_list_as_a_trimmed_watch_does() {
+        let mut limits = Vec::new();
+        for small in [false, true] {
+            let fake = FakeApi::new();
+            fake.script(PATH, false, &[(200, list(&["a"], 1))]);
+            fake.script(PATH, true, &[(200, String::new())]);
+            let watch = if small {
+                watch(&fake).small_pages()
+            } else {
+                watch(&fake)
+            };
+            let (mut rx, task) = spawn(watch);
+            next(&mut rx, 3).await;
+            task.abort();
+            let list = fake
+                .requests()
+                .into_iter()
+                .find(|r| !r.uri.contains("watch=true"))
+                .map(|r| r.uri)
+                .unwrap_or_default();
+            limits.push(
+                list.split("limit=")
+                    .nth(1)
+                    .map(|l| l.split('&').next().unwrap_or_default().to_owned()),
+            );
+        }
+        assert_eq!(
+            limits,
+            [Some("500".to_owned()), Some(TRIMMED_LIST_PAGE.to_string())]
+        );
     }
 
     #[tokio::test(start_paused = true)]
