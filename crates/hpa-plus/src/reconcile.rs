@@ -58,7 +58,6 @@ use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
 use crate::observe::{now, observe};
 use crate::pods::PodInfo;
-use crate::repeats::warn_once;
 use crate::status;
 use crate::tuning;
 
@@ -272,19 +271,31 @@ fn elsewhere(ctx: &Context, uid: &str, period_seconds: i64) -> Option<Action> {
     Some(Action::requeue(period(period_seconds)))
 }
 
+/// Logs that `what` failed for `subject` with `error`, once per repeat period
+/// ([`crate::repeats`]): a tenant's failing objects fail at every evaluation.
+fn warn_of(ctx: &Context, subject: &Subject<'_>, what: &str, error: impl std::fmt::Display) {
+    ctx.repeats.warn(
+        &subject.uid,
+        (&subject.namespace, &subject.name),
+        what,
+        &error.to_string(),
+    );
+}
+
 /// What the controller does with a reconcile error: retry with a delay, counted by kind.
 // The signature is the one kube-runtime's Controller calls.
 #[allow(clippy::needless_pass_by_value)]
 pub fn error_policy<K: Resource>(obj: Arc<K>, error: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics.reconcile.failure(error.metric_label());
     let meta = obj.meta();
-    warn_once!(
-        ctx.repeats,
+    ctx.repeats.warn(
         meta.uid.as_deref().unwrap_or_default(),
-        &error.to_string(),
+        (
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default(),
+        ),
         "reconcile failed; retrying",
-        namespace = meta.namespace.as_deref().unwrap_or_default(),
-        name = meta.name.as_deref().unwrap_or_default(),
+        &error.to_string(),
     );
     Action::requeue(Duration::from_secs(
         u64::try_from(ctx.config.sync_period_seconds.max(1)).unwrap_or(5),
@@ -367,13 +378,11 @@ async fn write_decision(
         Err(e) => {
             // The decision is applied; without its memory a successor only starts over (seeded
             // with the current replicas), so this is not worth a retry of the whole evaluation.
-            warn_once!(
-                ctx.repeats,
-                &subject.uid,
-                &e.to_string(),
+            warn_of(
+                ctx,
+                subject,
                 "could not write the decision memory annotation",
-                namespace = subject.namespace,
-                name = subject.name,
+                &e,
             );
             false
         }
@@ -510,14 +519,7 @@ async fn fail(subject: &Subject<'_>, ctx: &Context, failure: Failure) -> Result<
 
 /// A spec that cannot be evaluated: condition, Warning Event, wait for a change.
 async fn invalid(subject: &Subject<'_>, ctx: &Context, message: &str) -> Result<Action> {
-    warn_once!(
-        ctx.repeats,
-        &subject.uid,
-        message,
-        "invalid autoscaler",
-        namespace = subject.namespace,
-        name = subject.name,
-    );
+    warn_of(ctx, subject, "invalid autoscaler", message);
     let failure = Failure::condition(
         SCALING_ACTIVE,
         "InvalidSpec",
@@ -745,14 +747,7 @@ async fn write_min_replicas(subject: &Subject<'_>, ctx: &Context, to: i32) -> Op
             None
         }
         Err(e) => {
-            warn_once!(
-                ctx.repeats,
-                &subject.uid,
-                &e.to_string(),
-                "minReplicas tuning write failed",
-                namespace = subject.namespace,
-                name = subject.name,
-            );
+            warn_of(ctx, subject, "minReplicas tuning write failed", &e);
             Some(e.to_string())
         }
     }
@@ -787,13 +782,11 @@ async fn report_tuning_and_prediction(
             tuning::write_native_status(&ctx.client, &subject.namespace, &subject.name, &t.status)
                 .await
     {
-        warn_once!(
-            ctx.repeats,
-            &subject.uid,
-            &e.to_string(),
+        warn_of(
+            ctx,
+            subject,
             "could not write the minReplicasTuning status annotation",
-            namespace = subject.namespace,
-            name = subject.name,
+            &e,
         );
     }
     if let Some(p) = predicted.filter(|p| p.changed)
@@ -805,13 +798,11 @@ async fn report_tuning_and_prediction(
         )
         .await
     {
-        warn_once!(
-            ctx.repeats,
-            &subject.uid,
-            &e.to_string(),
+        warn_of(
+            ctx,
+            subject,
             "could not write the predictive status annotation",
-            namespace = subject.namespace,
-            name = subject.name,
+            &e,
         );
     }
 }

@@ -82,6 +82,18 @@ impl Repeats {
         Verdict::Warn { quiet: 0 }
     }
 
+    /// Logs `what` failed about the object `uid` (`namespace/name`) with `error`: at warn, or
+    /// at debug when it repeats ([`Repeats::verdict`]).
+    pub fn warn(&self, uid: &str, (namespace, name): (&str, &str), what: &str, error: &str) {
+        match self.verdict(uid, error, Instant::now()) {
+            Verdict::Warn { quiet: 0 } => tracing::warn!(namespace, name, error, "{what}"),
+            Verdict::Warn { quiet } => {
+                tracing::warn!(namespace, name, error, repeats_not_logged = quiet, "{what}");
+            }
+            Verdict::Repeat => tracing::debug!(namespace, name, error, "{what}"),
+        }
+    }
+
     /// Forgets the object `uid` (deleted, or its shard lost).
     pub fn forget(&self, uid: &str) {
         self.logged
@@ -99,26 +111,6 @@ impl Repeats {
             .len()
     }
 }
-
-/// Logs `message` about an object at warn, or at debug when it repeats (see [`Repeats`]):
-/// `warn_once!(repeats, uid, message, "what failed", field = value, …)`, each value `Display`.
-macro_rules! warn_once {
-    ($repeats:expr, $uid:expr, $message:expr, $text:literal $(, $name:ident = $value:expr)* $(,)?) => {{
-        let message: &str = $message;
-        match $repeats.verdict($uid, message, ::std::time::Instant::now()) {
-            $crate::repeats::Verdict::Warn { quiet: 0 } => {
-                ::tracing::warn!($($name = %$value,)* error = message, $text)
-            }
-            $crate::repeats::Verdict::Warn { quiet } => {
-                ::tracing::warn!($($name = %$value,)* error = message, repeats_not_logged = quiet, $text)
-            }
-            $crate::repeats::Verdict::Repeat => {
-                ::tracing::debug!($($name = %$value,)* error = message, $text)
-            }
-        }
-    }};
-}
-pub(crate) use warn_once;
 
 #[cfg(test)]
 mod tests {

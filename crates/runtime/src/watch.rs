@@ -623,6 +623,15 @@ mod tests {
         o
     }
 
+    /// The URI of the first list request `fake` saw.
+    fn list_uri(fake: &FakeApi) -> String {
+        fake.requests()
+            .into_iter()
+            .find(|r| !r.uri.contains("watch=true"))
+            .map(|r| r.uri)
+            .unwrap_or_default()
+    }
+
     fn drop_data(cm: &mut ConfigMap) {
         cm.data = None;
     }
@@ -658,12 +667,7 @@ mod tests {
         names.sort();
         assert_eq!(names, ["a", "b"]);
         // Whole objects are decoded a page at a time: a trimmed watch takes small pages.
-        let list = fake
-            .requests()
-            .into_iter()
-            .find(|r| !r.uri.contains("watch=true"))
-            .map(|r| r.uri)
-            .unwrap_or_default();
+        let list = list_uri(&fake);
         assert!(
             list.contains(&format!("limit={TRIMMED_LIST_PAGE}")),
             "{list}"
@@ -686,12 +690,7 @@ mod tests {
             let (mut rx, task) = spawn(watch);
             next(&mut rx, 3).await;
             task.abort();
-            let list = fake
-                .requests()
-                .into_iter()
-                .find(|r| !r.uri.contains("watch=true"))
-                .map(|r| r.uri)
-                .unwrap_or_default();
+            let list = list_uri(&fake);
             limits.push(
                 list.split("limit=")
                     .nth(1)
