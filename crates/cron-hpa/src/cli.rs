@@ -41,6 +41,20 @@ pub struct Args {
     )]
     pub missed_job_grace: Duration,
 
+    /// The least time between two runs of one CronHorizontalPodAutoscaler's jobs, all jobs
+    /// together (each at its shortest interval): a spec whose jobs may run more often is
+    /// invalid (status.invalidSpec, a Warning Event) and none of its jobs runs. Each run writes
+    /// the object's status and the target's scale; the schedule grammar allows a job every
+    /// second. `0s` (the default): no bound. Go duration syntax: `1m`, `30s`.
+    #[arg(
+        long,
+        env = "PLIMSOLL_MIN_JOB_INTERVAL",
+        value_name = "DURATION",
+        default_value = "0s",
+        value_parser = parse_duration
+    )]
+    pub min_job_interval: Duration,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -66,6 +80,7 @@ impl Args {
         Config {
             common: self.common,
             missed_job_grace: self.missed_job_grace,
+            min_job_interval: self.min_job_interval,
             identity: None,
         }
     }
@@ -80,6 +95,7 @@ mod tests {
     fn flags_have_env_vars_and_defaults() {
         let args = Args::try_parse_from(["cron-hpa"]).unwrap();
         assert_eq!(args.missed_job_grace, Duration::from_secs(300));
+        assert_eq!(args.min_job_interval, Duration::ZERO);
         assert_eq!(args.common.metrics_address, "0.0.0.0:8081".parse().unwrap());
         let cmd = Args::command();
         for arg in cmd.get_arguments() {

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use kube::ResourceExt;
 use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
-use plimsoll_core::schedule::history;
 use plimsoll_core::schedule::plan::CompiledSpec;
+use plimsoll_core::schedule::{history, rate};
 
 /// One object's spec as last compiled.
 struct Entry {
@@ -22,9 +22,21 @@ struct Entry {
 
 /// The compiled specs by namespace and name (cheap to clone).
 #[derive(Clone, Default)]
-pub struct CompiledSpecs(Arc<Mutex<HashMap<(String, String), Entry>>>);
+pub struct CompiledSpecs {
+    kept: Arc<Mutex<HashMap<(String, String), Entry>>>,
+    /// `--min-job-interval` in seconds ([`rate::check`]); zero: no bound.
+    min_interval: u64,
+}
 
 impl CompiledSpecs {
+    /// Compiled specs whose jobs together run at most once every `seconds` (zero: no bound).
+    pub fn with_min_interval(seconds: u64) -> Self {
+        Self {
+            min_interval: seconds,
+            ..Self::default()
+        }
+    }
+
     /// `cron`'s spec compiled ([`history::check`]): the one kept for the same object (name and
     /// UID) at the same `metadata.generation`, else compiled now and kept. An invalid spec is
     /// not kept, nor one of an object without a generation.
@@ -33,7 +45,7 @@ impl CompiledSpecs {
         let uid = cron.uid().unwrap_or_default();
         let generation = cron.metadata.generation;
         if let Some(generation) = generation {
-            let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(e) = kept
                 .get(&key)
                 .filter(|e| e.uid == uid && e.generation == generation)
@@ -43,8 +55,9 @@ impl CompiledSpecs {
         }
         // Compiled outside the lock: other objects' reconciles go on meanwhile.
         let compiled = Arc::new(history::check(&cron.spec)?);
+        rate::check(&compiled, self.min_interval)?;
         if let Some(generation) = generation {
-            let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
             kept.insert(
                 key,
                 Entry {
@@ -59,13 +72,16 @@ impl CompiledSpecs {
 
     /// Forgets `namespace/name` (the object was deleted).
     pub fn forget(&self, namespace: &str, name: &str) {
-        let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         kept.remove(&(namespace.to_owned(), name.to_owned()));
     }
 
     #[cfg(test)]
     fn kept(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -121,5 +137,22 @@ mod tests {
             .unwrap_err();
         assert!(err.contains("spec.jobs[0].schedule"), "{err}");
         assert_eq!(specs.kept(), 0);
+    }
+
+    #[test]
+    fn jobs_past_the_operators_interval_are_an_invalid_spec() {
+        let bounded = CompiledSpecs::with_min_interval(60);
+        let err = bounded
+            .get(&cron("u1", Some(1), "* * * * * *"))
+            .unwrap_err();
+        assert!(err.contains("--min-job-interval"), "{err}");
+        assert_eq!(bounded.kept(), 0);
+        assert!(bounded.get(&cron("u1", Some(2), "@every 1m")).is_ok());
+        // Without the flag, a job every second is a job like any other.
+        assert!(
+            CompiledSpecs::default()
+                .get(&cron("u1", Some(1), "* * * * * *"))
+                .is_ok()
+        );
     }
 }

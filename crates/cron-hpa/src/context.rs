@@ -43,6 +43,14 @@ pub struct Context {
 }
 
 impl Context {
+    /// Specs whose jobs together may run more often than every `seconds` are invalid
+    /// (`--min-job-interval`; zero: no bound).
+    #[must_use]
+    pub fn with_min_job_interval(mut self, seconds: u64) -> Self {
+        self.compiled = CompiledSpecs::with_min_interval(seconds);
+        self
+    }
+
     /// A context for `client`.
     pub fn new(
         client: kube::Client,

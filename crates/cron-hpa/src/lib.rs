@@ -59,6 +59,9 @@ pub struct Config {
     /// A firing that passed less than this long ago when the controller (re)starts or takes
     /// over still runs, once; older ones are reported as missed. Default 5 minutes.
     pub missed_job_grace: Duration,
+    /// `--min-job-interval`: the least time between two runs of one object's jobs together;
+    /// zero, no bound.
+    pub min_job_interval: Duration,
     /// Leader-election identity; `None` = `$POD_NAME`, else the host name. Tests that run two
     /// instances in one process give each its own.
     pub identity: Option<String>,
@@ -78,12 +81,15 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     let metrics = Arc::new(Metrics::register(service.registry()));
     let watches = WatchMetrics::register(service.registry());
     let grace = SignedDuration::try_from(config.missed_job_grace).unwrap_or(SignedDuration::MAX);
-    let ctx = Arc::new(Context::new(
-        service.client.clone(),
-        metrics,
-        grace,
-        service.liveness.clone(),
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            service.client.clone(),
+            metrics,
+            grace,
+            service.liveness.clone(),
+        )
+        .with_min_job_interval(config.min_job_interval.as_secs()),
+    );
     let api: Api<CronHorizontalPodAutoscaler> = Api::all(service.client.clone());
     service.spawn(tick(service.liveness.clone()));
     service.spawn(probe(api.clone(), service.readiness.clone()));

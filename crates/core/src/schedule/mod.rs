@@ -14,6 +14,7 @@
 //! * [`history`]: the job history in status, and why an invalid spec leaves it alone.
 //! * [`target`]: which autoscaler a min-replicas job adjusts when the object targets a workload.
 //! * [`validity`]: whether a spec can be scheduled (`CronHorizontalPodAutoscalerSpec::validate`).
+//! * [`rate`]: whether its jobs run no more often than the operator allows.
 //!
 //! Nothing here reads the clock: every function takes the instants it needs.
 
@@ -23,6 +24,7 @@ pub mod excluded;
 pub mod history;
 pub mod next;
 pub mod plan;
+pub mod rate;
 pub mod resume;
 pub mod retry;
 pub mod target;

@@ -70,6 +70,7 @@ async fn serve(
             admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
         },
         missed_job_grace: Duration::from_secs(300),
+        min_job_interval: Duration::ZERO,
         identity: None,
     };
     plimsoll_cron_hpa::run(config, plimsoll_e2e::process::parent_gone()).await?;

@@ -38,6 +38,16 @@ impl Service {
 
     /// Starts an instance with its own leader-election identity.
     fn start_as(env: &Env, grace: Duration, identity: Option<&str>) -> Service {
+        Self::start_with(env, grace, identity, Duration::ZERO)
+    }
+
+    /// Starts an instance with `--min-job-interval`.
+    fn start_with(
+        env: &Env,
+        grace: Duration,
+        identity: Option<&str>,
+        min_job_interval: Duration,
+    ) -> Service {
         let config = Config {
             common: CommonArgs {
                 kubeconfig: Some(env.kubeconfig.clone()),
@@ -56,6 +66,7 @@ impl Service {
                 admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
             },
             missed_job_grace: grace,
+            min_job_interval,
             identity: identity.map(str::to_owned),
         };
         let token = CancellationToken::new();
@@ -578,6 +589,60 @@ async fn an_invalid_edit_is_reported_and_keeps_the_history() -> anyhow::Result<(
     assert_eq!(ready.message, "no job runs again", "the runOnce job ran");
     assert_eq!(fixed.next_run, None);
     assert_eq!(replicas(&env, "web").await?, 3);
+    service.finish(env).await;
+    Ok(())
+}
+
+/// With `--min-job-interval 60s`, a CronHPA whose job fires every second is an invalid spec:
+/// `status.invalidSpec` names the flag, and the job never runs (no scale write); one whose job
+/// fires every minute is left alone.
+#[tokio::test]
+async fn jobs_past_the_min_job_interval_never_run() -> anyhow::Result<()> {
+    let env = Env::start("cron-rate").await?;
+    deployment(&env, "web", 1).await?;
+    deployment(&env, "calm", 1).await?;
+    let service = Service::start_with(
+        &env,
+        Duration::from_secs(300),
+        None,
+        Duration::from_secs(60),
+    );
+    create_cron(
+        &env,
+        "web",
+        target("Deployment", "web"),
+        vec![job("pulse", "* * * * * *".into(), 3)],
+    )
+    .await?;
+    create_cron(
+        &env,
+        "calm",
+        target("Deployment", "calm"),
+        vec![job("minute", "0 * * * * *".into(), 3)],
+    )
+    .await?;
+    let api = env.api::<CronHorizontalPodAutoscaler>();
+    let invalid = eventually("status.invalidSpec", LONG, POLL, || async {
+        Ok(api.get("web").await?.status.and_then(|s| s.invalid_spec))
+    })
+    .await?;
+    assert!(
+        invalid.message.contains("60.0 times in 60s")
+            && invalid.message.contains("\"pulse\" every 1s")
+            && invalid.message.contains("--min-job-interval"),
+        "{}",
+        invalid.message
+    );
+    eventually("the calm CronHPA is ready", LONG, POLL, || async {
+        let status = api.get("calm").await?.status.unwrap_or_default();
+        Ok((status.invalid_spec.is_none() && status.ready.is_some_and(|r| r.status)).then_some(()))
+    })
+    .await?;
+    // Three seconds in which the pulse would have fired three times.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let status = api.get("web").await?.status.unwrap_or_default();
+    assert!(status.conditions.is_empty(), "{:?}", status.conditions);
+    assert_eq!(cron_scale_writes(&env, "web").unwrap_or_default(), 0);
     service.finish(env).await;
     Ok(())
 }

@@ -60,6 +60,7 @@ fn start_cron(env: &Env) -> Running<()> {
             admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
         },
         missed_job_grace: Duration::from_secs(300),
+        min_job_interval: Duration::ZERO,
         identity: None,
     };
     Running::spawn("cron-hpa", |token| async move {

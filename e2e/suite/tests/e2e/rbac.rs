@@ -285,6 +285,7 @@ fn cron_config(kubeconfig: &std::path::Path) -> anyhow::Result<plimsoll_cron_hpa
             admin_listener: plimsoll_runtime::AdminListenerArgs::default(),
         },
         missed_job_grace: Duration::from_secs(300),
+        min_job_interval: Duration::ZERO,
         identity: None,
     })
 }
