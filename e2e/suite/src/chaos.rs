@@ -258,6 +258,35 @@ impl Process {
         lease_namespace: &str,
         extra: &[String],
     ) -> anyhow::Result<Process> {
+        Self::spawn_logging(
+            exe,
+            binary,
+            identity,
+            kubeconfig,
+            lease_namespace,
+            extra,
+            None,
+        )
+    }
+
+    /// [`Process::spawn`], with the process's log (its standard error) written to `log`
+    /// instead of the test's, for a test that reads what was logged.
+    pub fn spawn_logging(
+        exe: &Path,
+        binary: &str,
+        identity: &str,
+        kubeconfig: &Path,
+        lease_namespace: &str,
+        extra: &[String],
+        log: Option<&Path>,
+    ) -> anyhow::Result<Process> {
+        let stderr = match log {
+            Some(path) => Stdio::from(
+                std::fs::File::create(path)
+                    .with_context(|| format!("create {}", path.display()))?,
+            ),
+            None => Stdio::inherit(),
+        };
         let child = Command::new(exe)
             .arg(binary)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
@@ -277,6 +306,7 @@ impl Process {
             .args(extra)
             .env("POD_NAME", identity)
             .stdin(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .with_context(|| format!("start plimsoll-service {binary}"))?;
         Ok(Process {

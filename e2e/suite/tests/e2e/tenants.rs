@@ -249,9 +249,9 @@ impl Servers {
 /// hpa-plus as its own process under its ServiceAccount, native mode on. The operator allowed
 /// two servers besides its own, which the tenant said were its own Prometheus: one turns out
 /// to answer 300 MB, the other never answers.
-fn start_hpa_plus(t: &Tenancy, servers: &Servers) -> anyhow::Result<Process> {
+fn start_hpa_plus(t: &Tenancy, servers: &Servers, log: &Path) -> anyhow::Result<Process> {
     let kubeconfig = access::kubeconfig_of(&t.env, "hpa-plus")?;
-    Process::spawn(
+    Process::spawn_logging(
         exe(),
         "hpa-plus",
         "hpa-plus-0",
@@ -271,6 +271,7 @@ fn start_hpa_plus(t: &Tenancy, servers: &Servers) -> anyhow::Result<Process> {
                 servers.blackhole.url()
             ),
         ],
+        Some(log),
     )
 }
 
@@ -535,7 +536,11 @@ async fn ghosts(t: &Tenancy) -> anyhow::Result<()> {
 /// Over `elapsed` of failing evaluations the ghosts cost no discovery request of their own (the
 /// served group-versions are read at most every 5 s) and two Event writes each (the Event, and
 /// its series at the second report; the count of the later reports is written every 30 min).
-async fn ghosts_cost_nothing(t: &Tenancy, elapsed: Duration) -> anyhow::Result<()> {
+async fn ghosts_cost_nothing(
+    t: &Tenancy,
+    elapsed: Duration,
+    hpa_plus_log: &Path,
+) -> anyhow::Result<()> {
     let hpa_plus_user = access::user_of("hpa-plus");
     let log = t.env.sim()?.access_log();
     let by_hpa_plus = log
@@ -582,6 +587,17 @@ async fn ghosts_cost_nothing(t: &Tenancy, elapsed: Duration) -> anyhow::Result<(
         "{writes} Event writes for {} Events",
         ghost_events.len()
     );
+    // One warning per ghost, however often it failed (a warning again after 10 minutes).
+    let text = std::fs::read_to_string(hpa_plus_log)
+        .with_context(|| format!("read {}", hpa_plus_log.display()))?;
+    let warnings = text
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("ghost-"))
+        .count();
+    assert!(
+        (1..=GHOSTS).contains(&warnings),
+        "{warnings} warnings about the ghosts"
+    );
     row(
         &format!(
             "{GHOSTS} autoscalers naming kinds no cluster serves, each in its own group-version"
@@ -589,7 +605,7 @@ async fn ghosts_cost_nothing(t: &Tenancy, elapsed: Duration) -> anyhow::Result<(
         &format!(
             "failing at every {} s period for {:.0} s: {} Events in {writes} writes (one and its \
              series each); no discovery request for their group-versions, {lists} reads of \
-             `/apis`",
+             `/apis`; {warnings} warnings in hpa-plus's log",
             PERIOD.as_secs(),
             elapsed.as_secs_f64(),
             ghost_events.len(),
@@ -729,7 +745,8 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     let _serial = plimsoll_e2e::serial().await;
     let t = Tenancy::start("tenants-hpa", &[("hpa-plus", &["native-hpa"])]).await?;
     let servers = Servers::start().await?;
-    let mut hpa_plus = start_hpa_plus(&t, &servers)?;
+    let log = std::env::temp_dir().join(format!("{}-hpa-plus.log", t.tenant));
+    let mut hpa_plus = start_hpa_plus(&t, &servers, &log)?;
     let pid = hpa_plus.pid().context("hpa-plus runs")?;
     victim(&t, &servers).await?;
     let attack_start = Instant::now();
@@ -812,7 +829,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
         "garbage in decision-memory, predictive-status and tuning-status annotations",
         "stored state ignored with an Event; hpa-plus stays up",
     );
-    ghosts_cost_nothing(&t, attack_start.elapsed()).await?;
+    ghosts_cost_nothing(&t, attack_start.elapsed(), &log).await?;
     nothing_outside(&t)?;
     t.env.cleanup().await;
     Ok(())
