@@ -14,6 +14,7 @@ use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::schedule::effect::{Effect, Mode, Observed, mode};
 use plimsoll_core::schedule::target::{AutoscalerKind, Candidate, choose};
 use plimsoll_runtime::kinds::TargetRef;
+use plimsoll_runtime::paged::list_summaries;
 
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
@@ -144,11 +145,8 @@ async fn autoscaler_of(
 ) -> Result<AutoscalerView> {
     let mut candidates: Vec<Candidate> = Vec::new();
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
-    let list = hpas
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| Error::kube(format!("list HorizontalPodAutoscalers in {namespace}"), e))?;
-    candidates.extend(list.items.into_iter().filter_map(|hpa| {
+    // Paged: the namespace's autoscalers are its users' to fatten (`list_summaries`).
+    let listed = list_summaries(&hpas, &ListParams::default(), |hpa| {
         let spec = hpa.spec?;
         Some(Candidate {
             kind: AutoscalerKind::Hpa,
@@ -157,23 +155,28 @@ async fn autoscaler_of(
             min_replicas: spec.min_replicas,
             max_replicas: spec.max_replicas,
         })
-    }));
+    })
+    .await
+    .map_err(|e| Error::kube(format!("list HorizontalPodAutoscalers in {namespace}"), e))?;
+    candidates.extend(listed);
     let pluses: Api<HorizontalPodAutoscalerPlus> = Api::namespaced(ctx.client.clone(), namespace);
-    match pluses.list(&ListParams::default()).await {
-        Ok(list) => candidates.extend(list.items.into_iter().map(|plus| {
-            let target = plus.spec.scale_target_ref;
-            Candidate {
-                kind: AutoscalerKind::HpaPlus,
-                name: plus.metadata.name.unwrap_or_default(),
-                scale_target_ref: CrossVersionObjectReference {
-                    api_version: target.api_version,
-                    kind: target.kind,
-                    name: target.name,
-                },
-                min_replicas: plus.spec.min_replicas,
-                max_replicas: plus.spec.max_replicas,
-            }
-        })),
+    let listed = list_summaries(&pluses, &ListParams::default(), |plus| {
+        let target = plus.spec.scale_target_ref;
+        Some(Candidate {
+            kind: AutoscalerKind::HpaPlus,
+            name: plus.metadata.name.unwrap_or_default(),
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: target.api_version,
+                kind: target.kind,
+                name: target.name,
+            },
+            min_replicas: plus.spec.min_replicas,
+            max_replicas: plus.spec.max_replicas,
+        })
+    })
+    .await;
+    match listed {
+        Ok(listed) => candidates.extend(listed),
         // The HPA+ CRD is not installed: there are none.
         Err(kube::Error::Api(status)) if status.code == 404 => {}
         Err(e) => {

@@ -89,6 +89,7 @@ pub mod listener;
 pub mod metrics_api;
 pub mod one_line;
 pub mod owners;
+pub mod paged;
 pub mod prometheus;
 pub mod rate_limit;
 pub mod rollout;

@@ -31,6 +31,7 @@ use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::TargetRef;
 use plimsoll_runtime::leader::shards::ShardHandle;
 use plimsoll_runtime::metrics_api::{MetricsSource, PodMetrics};
+use plimsoll_runtime::paged::list_summaries;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
 use plimsoll_runtime::target_index::TargetIndex;
@@ -154,14 +155,13 @@ impl Context {
             Some(ns) => Api::namespaced(self.client.clone(), ns),
             None => Api::all(self.client.clone()),
         };
-        let list = api
-            .list(&ListParams::default())
+        // Paged: one response with every checkpoint of the cluster is read whole.
+        list_summaries(&api, &ListParams::default(), |cp| Some(Arc::new(cp)))
             .await
             .map_err(|source| Error::Kube {
                 context: "list verticalpodautoscalercheckpoints".into(),
                 source,
-            })?;
-        Ok(list.items.into_iter().map(Arc::new).collect())
+            })
     }
 
     /// The VPAs this recommender answers to.
