@@ -249,29 +249,9 @@ pub struct Process {
 impl Process {
     /// Starts `binary` from the `plimsoll-service` executable `exe` against `kubeconfig`,
     /// electing on `plimsoll-<binary>` in `lease_namespace` with short lease timings (a standby
-    /// takes over within about 4 s of the leader's death).
+    /// takes over within about 4 s of the leader's death). Its log (standard error) goes to
+    /// `log` when given, for a test that reads what was logged, else to the test's.
     pub fn spawn(
-        exe: &Path,
-        binary: &str,
-        identity: &str,
-        kubeconfig: &Path,
-        lease_namespace: &str,
-        extra: &[String],
-    ) -> anyhow::Result<Process> {
-        Self::spawn_logging(
-            exe,
-            binary,
-            identity,
-            kubeconfig,
-            lease_namespace,
-            extra,
-            None,
-        )
-    }
-
-    /// [`Process::spawn`], with the process's log (its standard error) written to `log`
-    /// instead of the test's, for a test that reads what was logged.
-    pub fn spawn_logging(
         exe: &Path,
         binary: &str,
         identity: &str,

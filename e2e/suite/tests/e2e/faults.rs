@@ -85,6 +85,7 @@ impl Scenario {
             &self.kubeconfig.path,
             &self.env.namespace,
             extra,
+            None,
         )
     }
 

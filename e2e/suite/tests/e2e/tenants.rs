@@ -251,7 +251,7 @@ impl Servers {
 /// to answer 300 MB, the other never answers.
 fn start_hpa_plus(t: &Tenancy, servers: &Servers, log: &Path) -> anyhow::Result<Process> {
     let kubeconfig = access::kubeconfig_of(&t.env, "hpa-plus")?;
-    Process::spawn_logging(
+    Process::spawn(
         exe(),
         "hpa-plus",
         "hpa-plus-0",
