@@ -40,6 +40,9 @@ pub struct Context {
     /// Each object's compiled spec, per generation.
     pub compiled: CompiledSpecs,
     memory: Arc<Mutex<HashMap<(String, String), Memory>>>,
+    /// The failures logged per object (`namespace/name`), so that a job failing at every
+    /// firing is not a warning at every firing.
+    pub repeats: Arc<plimsoll_runtime::repeats::Repeats>,
 }
 
 impl Context {
@@ -67,6 +70,7 @@ impl Context {
             liveness,
             compiled: CompiledSpecs::default(),
             memory: Arc::default(),
+            repeats: Arc::default(),
         }
     }
 
@@ -110,6 +114,7 @@ impl Context {
     /// Forgets `namespace/name` (the object was deleted) and returns what was known.
     pub fn forget(&self, namespace: &str, name: &str) -> Option<Memory> {
         self.compiled.forget(namespace, name);
+        self.repeats.forget(&format!("{namespace}/{name}"));
         let mut memory = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         memory.remove(&(namespace.to_owned(), name.to_owned()))
     }

@@ -28,7 +28,7 @@ use plimsoll_core::schedule::history::{self, Readiness};
 use plimsoll_core::schedule::plan::{Evaluation, evaluate};
 use plimsoll_core::schedule::resume::{self, Memory, unchanged_until};
 use plimsoll_core::schedule::retry::{Retry, retry_at};
-use tracing::{Span, field, info, instrument, warn};
+use tracing::{Span, debug, field, info, instrument, warn};
 
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
@@ -377,7 +377,10 @@ async fn run_due(
                     })
                     .flatten();
                 if let Some(at) = again {
-                    warn!(job = %job.name, at = %firing.at, error = %error, retry_at = %at, "job failed; retrying");
+                    let object = (namespace.as_str(), cron.name_any());
+                    log_failure(ctx, &object, &job.name, &error.to_string(), || {
+                        format!("job failed at {}; retrying at {at}", firing.at)
+                    });
                     ctx.metrics.reconcile.failure(error.metric_label());
                     let this = Retry {
                         firing: firing.at,
@@ -386,7 +389,10 @@ async fn run_due(
                     retry = Some(retry.map_or(this, |r| r.earliest(this)));
                     continue;
                 }
-                warn!(job = %job.name, at = %firing.at, error = %error, "job failed");
+                let object = (namespace.as_str(), cron.name_any());
+                log_failure(ctx, &object, &job.name, &error.to_string(), || {
+                    format!("job failed at {}", firing.at)
+                });
                 if !target.as_ref().is_some_and(Result::is_ok) {
                     target = Some(Err(error.to_string()));
                 }
@@ -559,6 +565,33 @@ async fn patch_status(
         .await
         .map_err(|e| Error::kube(format!("patch status of {namespace}/{name}"), e))?;
     Ok(())
+}
+
+/// Logs a failed run of `job` of the CronHPA `object` (namespace, name): at warn once per job
+/// and error per repeat period (`plimsoll_runtime::repeats`), at debug in between. A job firing
+/// every second on a target that is not there fails every second, and a namespace user can
+/// have hundreds.
+fn log_failure(
+    ctx: &Context,
+    (namespace, name): &(&str, String),
+    job: &str,
+    error: &str,
+    what: impl FnOnce() -> String,
+) {
+    let what = what();
+    let key = format!("{job}: {error}");
+    if let Some(quiet) = ctx.repeats.first(&format!("{namespace}/{name}"), &key) {
+        warn!(
+            namespace,
+            name,
+            job,
+            error,
+            repeats_not_logged = quiet,
+            "{what}"
+        );
+    } else {
+        debug!(namespace, name, job, error, "{what}");
+    }
 }
 
 /// Backs off after a failed reconcile: logs it, counts it, retries in a few seconds.

@@ -120,7 +120,7 @@ pub struct Context {
     written: Mutex<HashMap<String, Box<Written>>>,
     selectors: Mutex<SelectorIndex>,
     /// The warnings logged about each object, so that a failure is not logged at every period.
-    pub repeats: crate::repeats::Repeats,
+    pub repeats: plimsoll_runtime::repeats::Repeats,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -191,7 +191,7 @@ impl Context {
             memory: Mutex::new(HashMap::new()),
             written: Mutex::new(HashMap::new()),
             selectors: Mutex::new(HashMap::new()),
-            repeats: crate::repeats::Repeats::default(),
+            repeats: plimsoll_runtime::repeats::Repeats::default(),
         }
     }
 

@@ -45,7 +45,6 @@ pub mod predict;
 pub mod prometheus;
 pub mod reconcile;
 pub mod record;
-pub mod repeats;
 pub mod replay;
 pub mod replay_kinds;
 pub mod replay_load;

@@ -272,14 +272,23 @@ fn elsewhere(ctx: &Context, uid: &str, period_seconds: i64) -> Option<Action> {
 }
 
 /// Logs that `what` failed for `subject` with `error`, once per repeat period
-/// ([`crate::repeats`]): a tenant's failing objects fail at every evaluation.
+/// (`plimsoll_runtime::repeats`): a tenant's failing objects fail at every evaluation.
 fn warn_of(ctx: &Context, subject: &Subject<'_>, what: &str, error: impl std::fmt::Display) {
-    ctx.repeats.warn(
+    warn_once(
+        ctx,
         &subject.uid,
         (&subject.namespace, &subject.name),
         what,
         &error.to_string(),
     );
+}
+
+fn warn_once(ctx: &Context, uid: &str, (namespace, name): (&str, &str), what: &str, error: &str) {
+    if let Some(quiet) = ctx.repeats.first(uid, error) {
+        tracing::warn!(namespace, name, error, repeats_not_logged = quiet, "{what}");
+    } else {
+        tracing::debug!(namespace, name, error, "{what}");
+    }
 }
 
 /// What the controller does with a reconcile error: retry with a delay, counted by kind.
@@ -288,7 +297,8 @@ fn warn_of(ctx: &Context, subject: &Subject<'_>, what: &str, error: impl std::fm
 pub fn error_policy<K: Resource>(obj: Arc<K>, error: &Error, ctx: Arc<Context>) -> Action {
     ctx.metrics.reconcile.failure(error.metric_label());
     let meta = obj.meta();
-    ctx.repeats.warn(
+    warn_once(
+        &ctx,
         meta.uid.as_deref().unwrap_or_default(),
         (
             meta.namespace.as_deref().unwrap_or_default(),

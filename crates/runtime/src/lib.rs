@@ -92,6 +92,7 @@ pub mod owners;
 pub mod paged;
 pub mod prometheus;
 pub mod rate_limit;
+pub mod repeats;
 pub mod rollout;
 pub mod scale;
 pub mod selector;

@@ -1,10 +1,11 @@
-//! Which warnings about an autoscaler reach the log. An evaluation that fails fails again at
-//! every period until someone changes the object or the cluster, and a namespace user can make
-//! a thousand fail on purpose: logged each time, that is a warning line every 15 ms, and the
-//! operator's log shipping (or its quota) pays for it. The condition and the Event already tell
-//! the object's owner; the log is for the operator, who needs to see each failure, not each
-//! repeat. So a message about an object is logged at warn the first time, then at most once per
-//! [`RELOG_AFTER`] with the number of repeats not logged; in between, at debug.
+//! Which warnings about an object reach the log. An evaluation that fails fails again at every
+//! period until someone changes the object or the cluster, a job that fails fails at every
+//! firing, and a namespace user can make a thousand fail on purpose: logged each time, that is
+//! a warning line every 15 ms, and the operator's log shipping (or its quota) pays for it. The
+//! condition and the Event already tell the object's owner; the log is for the operator, who
+//! needs to see each failure, not each repeat. So a message about an object is logged at warn
+//! the first time, then at most once per [`RELOG_AFTER`] with the number of repeats not logged;
+//! in between, at debug.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -36,8 +37,11 @@ struct Logged {
 /// What to do with one warning.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Log it at warn; `quiet` repeats of it were not logged since the last time.
-    Warn { quiet: u64 },
+    /// Log it at warn.
+    Warn {
+        /// Repeats of it not logged since the last time.
+        quiet: u64,
+    },
     /// A repeat within [`RELOG_AFTER`]: log it at debug.
     Repeat,
 }
@@ -82,15 +86,12 @@ impl Repeats {
         Verdict::Warn { quiet: 0 }
     }
 
-    /// Logs `what` failed about the object `uid` (`namespace/name`) with `error`: at warn, or
-    /// at debug when it repeats ([`Repeats::verdict`]).
-    pub fn warn(&self, uid: &str, (namespace, name): (&str, &str), what: &str, error: &str) {
-        match self.verdict(uid, error, Instant::now()) {
-            Verdict::Warn { quiet: 0 } => tracing::warn!(namespace, name, error, "{what}"),
-            Verdict::Warn { quiet } => {
-                tracing::warn!(namespace, name, error, repeats_not_logged = quiet, "{what}");
-            }
-            Verdict::Repeat => tracing::debug!(namespace, name, error, "{what}"),
+    /// Whether `message` about the object `uid` is logged at warn now: `Some(repeats not
+    /// logged since the last time)`, or `None` for a repeat to log at debug.
+    pub fn first(&self, uid: &str, message: &str) -> Option<u64> {
+        match self.verdict(uid, message, Instant::now()) {
+            Verdict::Warn { quiet } => Some(quiet),
+            Verdict::Repeat => None,
         }
     }
 
