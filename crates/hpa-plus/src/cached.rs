@@ -35,10 +35,10 @@ use serde::de::DeserializeOwned;
 /// What of an autoscaler the controller keeps, cut by its watch ([`Watch::trim`]) before it is
 /// packed. The metadata is a namespace user's to fill: labels, annotations, owner references
 /// and finalizers up to the API server's 1.5 MiB an object, and with packing each object is
-/// kept twice over (its annotations decoded, the whole deflated). The controller reads its
-/// identity and generation, the annotations it reads ([`is_read_annotation`]: settings, stored
-/// state, a native HPA's Prometheus queries) and the labels `labels_read`
-/// names (`--min-replicas-tuning-exclude` and `--record-selector` match them); spec and status, which it reads, stay
+/// kept twice over (its annotations decoded, the whole deflated). Kept: the identity and
+/// generation, the annotations the controller reads ([`is_read_annotation`]: settings, stored
+/// state, a native HPA's Prometheus queries), the labels `labels_read` names
+/// (`--min-replicas-tuning-exclude` and `--record-selector` match them), and spec and status
 /// whole. So the rest of the metadata no longer wakes an evaluation either
 /// (`spec_or_annotations` hashes what is kept).
 ///
@@ -134,7 +134,8 @@ impl Dictionary {
     }
 }
 
-/// An HPA+ as hpa-plus leaves and caches it ([`kept_fields`]): the common metric types, a behavior, the status it writes.
+/// An HPA+ as hpa-plus leaves and caches it ([`kept_fields`]): the common metric types, a
+/// behavior, the status it writes.
 const REPRESENTATIVE_HPA_PLUS: &str = r#"{
   "apiVersion": "autoscaling.plimsoll.dev/v1alpha1", "kind": "HorizontalPodAutoscalerPlus",
   "metadata": {"name": "web-frontend", "namespace": "default", "uid": "0f5c2a9e-7d41-4b8a-9c3e-2a6b1d8f4e07",
