@@ -177,10 +177,8 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     let pods = PodIndex::new();
     let index = pods.clone();
     service.spawn(
-        // The index files a summary of each pod; a list page of tenants' pods is read whole.
         Watch::new("Pod", Api::<Pod>::all(client.clone()))
             .metrics(&watches)
-            .small_pages()
             .run(move |event| index.apply(&event)),
     );
     // With --pod-selection-strategy only: every ReplicaSet's controller (KEP-5325's
@@ -191,7 +189,6 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
         service.spawn(
             Watch::new("ReplicaSet", Api::<ReplicaSet>::all(client.clone()))
                 .metrics(&watches)
-                .small_pages()
                 .run(move |event| index.apply(&event)),
         );
         replica_sets

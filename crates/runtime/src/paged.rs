@@ -1,13 +1,13 @@
 //! One-off lists of objects namespace users write, a page at a time. A list without a limit is
 //! one response holding every object whole: a namespace's thousand HPAs fattened to 1.5 MiB
 //! each are 1.5 GB read at once, and the process dies of it. [`list_summaries`] reads pages of
-//! [`TRIMMED_LIST_PAGE`] objects, as the trimmed watches do, and keeps of each only what the
+//! [`LIST_PAGE`] objects, as the watches do, and keeps of each only what the
 //! caller maps it to.
 
 use kube::api::{Api, ListParams};
 use serde::de::DeserializeOwned;
 
-use crate::watch::TRIMMED_LIST_PAGE;
+use crate::watch::LIST_PAGE;
 
 /// Every object `api` lists with `params` (its selectors; its limit is replaced), mapped by
 /// `keep` one page at a time: only one page of whole objects is held at once.
@@ -20,7 +20,7 @@ where
     K: Clone + DeserializeOwned + std::fmt::Debug,
 {
     let mut kept = Vec::new();
-    let mut params = params.clone().limit(TRIMMED_LIST_PAGE);
+    let mut params = params.clone().limit(LIST_PAGE);
     loop {
         let page = api.list(&params).await?;
         let next = page.metadata.continue_.filter(|c| !c.is_empty());

@@ -24,9 +24,9 @@
 //!   leaves the watcher, before a store, a handler or a stream sees it. Tenants write the objects
 //!   a service caches cluster-wide (a ReplicaSet's template, annotations up to 256 KiB,
 //!   `managedFields`); kept whole, a tenant sets the size of every replica's heap. The watcher
-//!   still holds one list page of whole objects while it lists, so a trimmed watch lists in
-//!   pages of at most [`TRIMMED_LIST_PAGE`], as does one that keeps a summary of each object
-//!   itself ([`Watch::small_pages`]).
+//!   still holds one list page of whole objects while it lists, so every watch lists in pages
+//!   of at most [`LIST_PAGE`], trimmed or not: one whose reader keeps a summary of each object
+//!   (a handler that files one, a type that decodes a few fields) reads the page whole too.
 //!
 //! Three ways to take the events: [`Watch::run`] hands each to a function (an index kept by
 //! hand), [`Watch::reflect`] keeps a kube reflector store, and [`Watch::events`] is the stream
@@ -125,18 +125,15 @@ pub struct Watch<K> {
     metrics: WatchMetrics,
     not_served: Option<Duration>,
     trim: Arc<dyn Fn(&mut K) + Send + Sync>,
-    /// Whether [`Watch::trim`] or [`Watch::small_pages`] was set: its objects may be fat, so
-    /// lists take smaller pages.
-    trimmed: bool,
     stop: CancellationToken,
     synced: Arc<flag::Sender<bool>>,
 }
 
-/// The most objects one list page of a trimmed watch holds (kube's default is 500). The watcher
+/// The most objects one list page holds (kube's and client-go's default is 500). The watcher
 /// decodes a page whole before anything is trimmed: 500 ReplicaSets of a tenant's with 1.2 MB
 /// templates are 600 MB at every start and relist, 50 are 60 MB, for ten times the list
 /// requests (a cluster of 10,000 pods lists them in 200 pages).
-pub const TRIMMED_LIST_PAGE: u32 = 50;
+pub const LIST_PAGE: u32 = 50;
 
 impl<K> Watch<K>
 where
@@ -152,7 +149,6 @@ where
             metrics: WatchMetrics::default(),
             not_served: None,
             trim: Arc::new(|_| {}),
-            trimmed: false,
             stop: CancellationToken::new(),
             synced: Arc::new(flag::channel(false).0),
         }
@@ -185,20 +181,10 @@ where
     /// sees it: the store of [`Watch::reflect`], the handler of [`Watch::run`], the stream of
     /// [`Watch::events`], in live events, lists and deletions alike. `trim` must keep every field
     /// a reader of the objects uses, the name and namespace (the store's key) included. Lists
-    /// then take pages of at most [`TRIMMED_LIST_PAGE`] objects.
+    /// take pages of at most [`LIST_PAGE`] objects, as every watch's do.
     #[must_use]
     pub fn trim(mut self, trim: impl Fn(&mut K) + Send + Sync + 'static) -> Self {
         self.trim = Arc::new(trim);
-        self.trimmed = true;
-        self
-    }
-
-    /// Lists in pages of at most [`TRIMMED_LIST_PAGE`] objects, as a trimmed watch does, for a
-    /// watch whose reader keeps little of each object by itself (a handler that files a
-    /// summary, a type that decodes a few fields): the page is read whole all the same.
-    #[must_use]
-    pub fn small_pages(mut self) -> Self {
-        self.trimmed = true;
         self
     }
 
@@ -247,16 +233,10 @@ where
             metrics,
             not_served,
             trim,
-            trimmed,
             stop,
             synced,
         } = self;
-        if trimmed {
-            let page = config
-                .page_size
-                .map_or(TRIMMED_LIST_PAGE, |p| p.min(TRIMMED_LIST_PAGE));
-            config.page_size = Some(page);
-        }
+        config.page_size = Some(config.page_size.map_or(LIST_PAGE, |p| p.min(LIST_PAGE)));
         let optional = not_served.is_some();
         // The watcher never ends by itself; a round ends only when the kind is not served.
         let pause = not_served.unwrap_or(Duration::from_secs(1));
@@ -666,40 +646,25 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["a", "b"]);
-        // Whole objects are decoded a page at a time: a trimmed watch takes small pages.
+        // Whole objects are decoded a page at a time: small pages.
         let list = list_uri(&fake);
-        assert!(
-            list.contains(&format!("limit={TRIMMED_LIST_PAGE}")),
-            "{list}"
-        );
+        assert!(list.contains(&format!("limit={LIST_PAGE}")), "{list}");
         task.abort();
     }
 
     #[tokio::test(start_paused = true)]
-    async fn small_pages_list_as_a_trimmed_watch_does() {
-        let mut limits = Vec::new();
-        for small in [false, true] {
-            let fake = FakeApi::new();
-            fake.script(PATH, false, &[(200, list(&["a"], 1))]);
-            fake.script(PATH, true, &[(200, String::new())]);
-            let watch = if small {
-                watch(&fake).small_pages()
-            } else {
-                watch(&fake)
-            };
-            let (mut rx, task) = spawn(watch);
-            next(&mut rx, 3).await;
-            task.abort();
-            let list = list_uri(&fake);
-            limits.push(
-                list.split("limit=")
-                    .nth(1)
-                    .map(|l| l.split('&').next().unwrap_or_default().to_owned()),
-            );
-        }
-        assert_eq!(
-            limits,
-            [Some("500".to_owned()), Some(TRIMMED_LIST_PAGE.to_string())]
+    async fn every_watch_lists_small_pages() {
+        let fake = FakeApi::new();
+        fake.script(PATH, false, &[(200, list(&["a"], 1))]);
+        fake.script(PATH, true, &[(200, String::new())]);
+        let (mut rx, task) = spawn(watch(&fake));
+        next(&mut rx, 3).await;
+        task.abort();
+        let list = list_uri(&fake);
+        assert!(
+            list.contains(&format!("limit={LIST_PAGE}&"))
+                || list.ends_with(&format!("limit={LIST_PAGE}")),
+            "{list}"
         );
     }
 

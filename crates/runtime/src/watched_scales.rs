@@ -239,10 +239,7 @@ impl WatchedScales {
             };
             let kind = &self.kinds[workload.index()];
             let mut listing: Option<Scales> = None;
-            // Namespace users write workloads, with templates up to 1.5 MiB each; decoding
-            // keeps only the scale (`Workloadish`), but a list page is read whole first.
             Watch::new(workload.kind(), api)
-                .small_pages()
                 .metrics(&metrics)
                 .run(move |event| apply(kind, &mut listing, event))
         });

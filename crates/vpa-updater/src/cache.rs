@@ -326,11 +326,7 @@ where
         + Send
         + 'static,
 {
-    // Every kind here is written by namespace users (pod templates up to 1.5 MiB), and only a
-    // summary of each object is kept, but a list page is read whole.
-    let watch = Watch::new(kind, api::<K>(client, scope))
-        .metrics(metrics)
-        .small_pages();
+    let watch = Watch::new(kind, api::<K>(client, scope)).metrics(metrics);
     if optional {
         watch.not_served(NOT_SERVED_RECHECK)
     } else {
