@@ -26,7 +26,7 @@ pub enum Error {
     },
 
     /// A request to the Kubernetes API failed. Displayed with the API server's message
-    /// ([`crate::api_message`]), never kube's debug dump of the answer.
+    /// ([`mod@crate::api_message`]), never kube's debug dump of the answer.
     #[error("{context}: {}", api_message(.source))]
     Kube {
         /// What the request was for, e.g. `get scale of apps/v1 Deployment default/web`.
@@ -167,8 +167,9 @@ impl Error {
     }
 
     /// The message a user should read in a condition or an Event: for a failed request, the API
-    /// server's own message (`deployments.apps "web" not found`, see [`crate::api_message`]) without
-    /// the request's description; for everything else, this error's `Display`.
+    /// server's own message (`deployments.apps "web" not found`, see
+    /// [`mod@crate::api_message`]) without the request's description; for everything else, this
+    /// error's `Display`.
     pub fn api_message(&self) -> String {
         match self {
             Error::Kube { source, .. } => api_message(source),

@@ -16,9 +16,11 @@
 //! | [`metrics_api`] | `metrics.k8s.io`, `custom.metrics.k8s.io`, `external.metrics.k8s.io` behind [`metrics_api::MetricsSource`] |
 //! | [`prometheus`] | the Prometheus HTTP API (`query`, `query_range`) over TLS with bearer or basic auth, retries and timeouts |
 //! | [`events`] | Kubernetes Events reported as the binary |
-//! | [`api_message`] | the API server's message for a failed request, for conditions, Events and logs |
+//! | [`mod@api_message`] | the API server's message for a failed request, for conditions, Events and logs |
 //! | [`kinds`] | `apiVersion` + `kind` → resource, through cached discovery |
-//! | [`watch`] | every watch of every service: kube's watcher with backoff, one log and metric policy, first-list readiness, stop on shutdown |
+//! | [`watch`] | every watch of every service: kube's watcher with backoff, one log and metric policy, first-list readiness, pages of 50, stop on shutdown |
+//! | [`paged`] | one-off lists a page at a time, keeping a summary of each object |
+//! | [`repeats`] | which warnings about an object reach the log: the first, then one per 10 minutes |
 //!
 //! Decisions live in `plimsoll-core`; this crate only moves data in and out of the cluster.
 //!

@@ -4,8 +4,8 @@
 //! ([`plimsoll_core::horizontal::rollout`]) judge it, so the controller, `replay` and the tests
 //! share one definition of "rolling out". `apps/v1` `Deployment` and `StatefulSet` are read as
 //! typed objects; every other kind (Argo `Rollout`, `OpenKruise` `CloneSet`, any custom resource
-//! with a scale subresource) as a dynamic object through the shared [`KindResolver`]
-//! (`crate::kinds::KindResolver`), judged by [`generic`].
+//! with a scale subresource) as a dynamic object through the shared
+//! [`KindResolver`](crate::kinds::KindResolver), judged by [`generic`].
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use kube::api::{Api, DynamicObject};

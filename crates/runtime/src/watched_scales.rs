@@ -17,7 +17,7 @@
 //! scale write at once so that its next read does not precede it.
 //!
 //! A cluster-wide controller holds one entry per workload of the cluster, whether an
-//! autoscaler targets it or not, so an entry is kept small ([`Held`]): the selector as its
+//! autoscaler targets it or not, so an entry is kept small (`Held`): the selector as its
 //! printed form, read again on each answer (a short string parses in well under a
 //! microsecond), instead of the parsed requirements with a B-tree node per value set (about
 //! 0.5 KB a workload: 50 MB at 100,000).
