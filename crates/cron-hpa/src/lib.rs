@@ -28,9 +28,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use plimsoll_core::api::cron::{
-    ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE, CronHorizontalPodAutoscaler,
-};
+use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
+use plimsoll_core::schedule::effect::is_mode_annotation;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::api_message::api_message;
 use plimsoll_runtime::service::Service;
@@ -114,9 +113,7 @@ fn kept_fields(cron: &mut CronHorizontalPodAutoscaler) {
     let meta = &mut cron.metadata;
     cron.metadata = ObjectMeta {
         generation: meta.generation,
-        annotations: plimsoll_core::cut_down::annotations(meta, |key| {
-            key == ADJUST_HPA_MIN_ANNOTATION || key == ADJUST_HPA_MIN_ANNOTATION_STKE
-        }),
+        annotations: plimsoll_core::cut_down::annotations(meta, is_mode_annotation),
         ..plimsoll_core::cut_down::identity(meta)
     };
 }
@@ -213,7 +210,8 @@ mod tests {
 
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
     use plimsoll_core::api::cron::{
-        CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus, ScalingJob,
+        ADJUST_HPA_MIN_ANNOTATION, CronHorizontalPodAutoscalerSpec,
+        CronHorizontalPodAutoscalerStatus, ScalingJob,
     };
     use plimsoll_core::schedule::effect::{Mode, mode};
 

@@ -10,13 +10,10 @@ use kube::ResourceExt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::api::cron::{
-    ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE, CronHorizontalPodAutoscaler,
-    CronHorizontalPodAutoscalerStatus,
-};
+use crate::api::cron::{CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerStatus};
 use crate::api::hpa_plus::CrossVersionObjectReference;
 use crate::cut_down;
-use crate::schedule::effect::{Mode, mode};
+use crate::schedule::effect::{Mode, is_mode_annotation, mode};
 
 /// `CronHorizontalPodAutoscaler/<name>` of the first CronHPA among `crons` that holds
 /// `target` in `namespace`, if any.
@@ -71,9 +68,7 @@ pub fn tuning_hold<'a>(
 pub fn cached_fields(cron: &mut CronHorizontalPodAutoscaler) {
     let meta = &mut cron.metadata;
     cron.metadata = ObjectMeta {
-        annotations: cut_down::annotations(meta, |key| {
-            key == ADJUST_HPA_MIN_ANNOTATION || key == ADJUST_HPA_MIN_ANNOTATION_STKE
-        }),
+        annotations: cut_down::annotations(meta, is_mode_annotation),
         ..cut_down::identity(meta)
     };
     cron.spec.time_zone = None;

@@ -25,15 +25,21 @@ pub enum Mode {
     MinReplicas,
 }
 
+/// The annotations [`mode`] reads: what a cut-down copy of a CronHPA keeps of its annotations.
+pub const MODE_ANNOTATIONS: [&str; 2] = [ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE];
+
+/// Whether [`mode`] reads the annotation `key`.
+pub fn is_mode_annotation(key: &str) -> bool {
+    MODE_ANNOTATIONS.contains(&key)
+}
+
 /// Decides the mode from the target kind and the object's annotations.
 pub fn mode(target_kind: &str, annotations: &BTreeMap<String, String>) -> Mode {
-    let annotated = [ADJUST_HPA_MIN_ANNOTATION, ADJUST_HPA_MIN_ANNOTATION_STKE]
-        .iter()
-        .any(|key| {
-            annotations
-                .get(*key)
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-        });
+    let annotated = MODE_ANNOTATIONS.iter().any(|key| {
+        annotations
+            .get(*key)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    });
     if annotated
         || target_kind == "HorizontalPodAutoscaler"
         || target_kind == "HorizontalPodAutoscalerPlus"
