@@ -8,6 +8,7 @@ pub mod api;
 pub mod conflict;
 pub mod cut_down;
 pub mod horizontal;
+pub mod pod_fields;
 pub mod printable;
 pub mod quantity;
 pub mod quoted;

@@ -72,6 +72,7 @@ use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, NativeHpa};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_core::horizontal::cron_hold;
+use plimsoll_core::pod_fields;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
@@ -173,12 +174,15 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
     let recorder = record::Recorder::new(config.record.clone(), service.registry());
     let watches = WatchMetrics::register(service.registry());
 
-    // One watch of every pod, indexed by namespace.
+    // One watch of every pod, indexed by namespace; a pod holding more than the budget of what
+    // is read is left out (`plimsoll_core::pod_fields`).
     let pods = PodIndex::new();
     let index = pods.clone();
     service.spawn(
         Watch::new("Pod", Api::<Pod>::all(client.clone()))
             .metrics(&watches)
+            .trim(|pod| pod_fields::keep_read_fields(pod, |_| false))
+            .over_budget(pod_fields::leave_out_over_budget)
             .run(move |event| index.apply(&event)),
     );
     // With --pod-selection-strategy only: every ReplicaSet's controller (KEP-5325's

@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 use plimsoll_core::horizontal::PodPhase;
 use plimsoll_core::horizontal::pod_owner::ControllerRef;
+use plimsoll_core::pod_fields::is_left_out;
 use plimsoll_core::quantity::Quantity;
 use plimsoll_runtime::selector::Selector;
 
@@ -178,6 +179,11 @@ impl PodInfo {
 
 type Namespaces = HashMap<String, HashMap<String, Arc<PodInfo>>>;
 
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// All pods, by namespace then name. Cheap to clone (shared).
 #[derive(Clone, Default)]
 pub struct PodIndex {
@@ -201,34 +207,25 @@ impl PodIndex {
         self.synced.load(Ordering::Acquire)
     }
 
-    /// Applies one watch event.
+    /// Applies one watch event. A pod the watch left out (over the budget of what is kept,
+    /// [`plimsoll_core::pod_fields::is_left_out`]) is not held: it is as if deleted.
     pub fn apply(&self, event: &Event<Pod>) {
         match event {
-            Event::Apply(pod) => self.upsert(pod),
-            Event::Delete(pod) => {
-                if let Some(name) = &pod.metadata.name {
-                    let mut inner = self
-                        .inner
-                        .write()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if let Some(ns) = inner.get_mut(&namespace_of(pod)) {
-                        ns.remove(name);
-                    }
+            Event::Apply(pod) => match PodInfo::from_pod(pod).filter(|_| !is_left_out(pod)) {
+                Some(info) => {
+                    let mut inner = write(&self.inner);
+                    inner
+                        .entry(namespace_of(pod))
+                        .or_default()
+                        .insert(info.name.clone(), Arc::new(info));
                 }
-            }
-            Event::Init => {
-                *self
-                    .buffer
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Namespaces::new());
-            }
+                None => self.remove(pod),
+            },
+            Event::Delete(pod) => self.remove(pod),
+            Event::Init => *write(&self.buffer) = Some(Namespaces::new()),
             Event::InitApply(pod) => {
-                if let Some(info) = PodInfo::from_pod(pod) {
-                    let mut buffer = self
-                        .buffer
-                        .write()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    buffer
+                if let Some(info) = PodInfo::from_pod(pod).filter(|_| !is_left_out(pod)) {
+                    write(&self.buffer)
                         .get_or_insert_with(Namespaces::new)
                         .entry(namespace_of(pod))
                         .or_default()
@@ -236,31 +233,19 @@ impl PodIndex {
                 }
             }
             Event::InitDone => {
-                let fresh = self
-                    .buffer
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .take()
-                    .unwrap_or_default();
-                *self
-                    .inner
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh;
+                let fresh = write(&self.buffer).take().unwrap_or_default();
+                *write(&self.inner) = fresh;
                 self.synced.store(true, Ordering::Release);
             }
         }
     }
 
-    fn upsert(&self, pod: &Pod) {
-        if let Some(info) = PodInfo::from_pod(pod) {
-            let mut inner = self
-                .inner
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            inner
-                .entry(namespace_of(pod))
-                .or_default()
-                .insert(info.name.clone(), Arc::new(info));
+    fn remove(&self, pod: &Pod) {
+        if let Some(name) = &pod.metadata.name {
+            let mut inner = write(&self.inner);
+            if let Some(ns) = inner.get_mut(&namespace_of(pod)) {
+                ns.remove(name);
+            }
         }
     }
 
@@ -408,5 +393,92 @@ mod tests {
         );
         assert_eq!(proxy.actual_requests, None);
         assert_eq!(info.init_containers[0].allocated, None);
+    }
+
+    /// A pod with every field [`PodInfo`] reads, and a megabyte of what it does not.
+    fn full_pod() -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-1", "namespace": "a", "uid": "u", "resourceVersion": "9",
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "deletionTimestamp": "2026-01-01T01:00:00Z",
+                "labels": {"app": "web", "pod-template-hash": "5d8f"},
+                "annotations": {"blob": "x".repeat(1 << 20)},
+                "ownerReferences": [
+                    {"apiVersion": "example.com/v1", "kind": "Hold", "name": "h", "uid": "h"},
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f",
+                     "uid": "rs", "controller": true}]},
+            "spec": {
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}},
+                "overhead": {"cpu": "10m"},
+                "initContainers": [{"name": "proxy", "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "100m"}}}],
+                "containers": [{"name": "app", "command": ["sh", "-c", "y".repeat(1 << 16)],
+                    "resources": {"requests": {"cpu": "800m", "memory": "1Gi"},
+                                  "limits": {"cpu": "1"}}}],
+                "volumes": [{"name": "v", "emptyDir": {}}]
+            },
+            "status": {
+                "phase": "Running", "startTime": "2026-01-01T00:00:05Z",
+                "conditions": [{"type": "Ready", "status": "True",
+                    "lastTransitionTime": "2026-01-01T00:00:40Z"}],
+                "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0,
+                    "image": "x", "imageID": "", "allocatedResources": {"cpu": "800m"},
+                    "resources": {"requests": {"cpu": "400m"}}}]
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_watch_keeps_everything_the_index_reads() {
+        let whole = full_pod();
+        let mut kept = whole.clone();
+        plimsoll_core::pod_fields::keep_read_fields(&mut kept, |_| false);
+        assert_eq!(
+            plimsoll_core::pod_fields::leave_out_over_budget(&mut kept),
+            None
+        );
+        let info = PodInfo::from_pod(&kept).unwrap();
+        assert_eq!(info, PodInfo::from_pod(&whole).unwrap());
+        assert!(info.created.is_some() && info.deleting && info.controller.is_some());
+        assert_eq!(info.overhead["cpu"], 10);
+    }
+
+    #[test]
+    fn a_pod_left_out_is_not_held_and_one_that_grows_past_the_budget_goes() {
+        let watched = |mut pod: Pod| {
+            plimsoll_core::pod_fields::keep_read_fields(&mut pod, |_| false);
+            plimsoll_core::pod_fields::leave_out_over_budget(&mut pod);
+            pod
+        };
+        let fat = |name: &str| {
+            let mut pod = pod("a", name, "web", "100m");
+            let labels = pod.metadata.labels.get_or_insert_default();
+            for i in 0..1_000 {
+                labels.insert(format!("example.com/label-{i}"), "v".repeat(60));
+            }
+            watched(pod)
+        };
+        let web = Selector::parse("app=web").unwrap();
+        let index = PodIndex::new();
+        index.apply(&Event::Init);
+        index.apply(&Event::InitApply(watched(pod("a", "web-1", "web", "100m"))));
+        index.apply(&Event::InitApply(fat("web-2")));
+        index.apply(&Event::InitDone);
+        let names = |index: &PodIndex| -> Vec<String> {
+            index
+                .select("a", &Selector::everything())
+                .iter()
+                .map(|p| p.name.clone())
+                .collect()
+        };
+        assert_eq!(names(&index), ["web-1"]);
+        assert_eq!(index.select("a", &web).len(), 1);
+        // web-1 gains a megabyte of labels: it leaves.
+        index.apply(&Event::Apply(fat("web-1")));
+        assert!(names(&index).is_empty());
+        // And comes back when they go.
+        index.apply(&Event::Apply(watched(pod("a", "web-1", "web", "100m"))));
+        assert_eq!(names(&index), ["web-1"]);
     }
 }

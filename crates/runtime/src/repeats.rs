@@ -103,6 +103,14 @@ impl Repeats {
             .remove(uid);
     }
 
+    /// Forgets every object (after a relist, which does not tell what was deleted meanwhile).
+    pub fn clear(&self) {
+        self.logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
     /// How many objects are remembered.
     #[cfg(test)]
     fn len(&self) -> usize {

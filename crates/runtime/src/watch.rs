@@ -27,6 +27,11 @@
 //!   still holds one list page of whole objects while it lists, so every watch lists in pages
 //!   of at most [`LIST_PAGE`], trimmed or not: one whose reader keeps a summary of each object
 //!   (a handler that files one, a type that decodes a few fields) reads the page whole too.
+//! - **Objects too large to cache** ([`Watch::over_budget`]): what a trim keeps can still grow
+//!   with what a tenant writes (a pod's labels); past a budget the object is cut to a stub its
+//!   readers leave out, with a `warn` per object (then once per
+//!   [`RELOG_AFTER`](crate::repeats::RELOG_AFTER) while it stays so) and
+//!   `watch_over_budget_total{watch}`.
 //!
 //! Three ways to take the events: [`Watch::run`] hands each to a function (an index kept by
 //! hand), [`Watch::reflect`] keeps a kube reflector store, and [`Watch::events`] is the stream
@@ -55,16 +60,19 @@ use tokio::sync::watch as flag;
 use tokio_util::sync::CancellationToken;
 
 use crate::api_message::watch_message;
+use crate::repeats::Repeats;
 
 /// The label of a watch's series: `watch=<name>`.
 type Labels = [(&'static str, &'static str); 1];
 
-/// The watch metrics of a service: `watch_errors_total{watch}` and
-/// `watch_relists_total{watch}`. Cheap to clone (shared counters).
+/// The watch metrics of a service: `watch_errors_total{watch}`,
+/// `watch_relists_total{watch}` and `watch_over_budget_total{watch}`. Cheap to clone (shared
+/// counters).
 #[derive(Clone, Debug, Default)]
 pub struct WatchMetrics {
     errors: Family<Labels, Counter>,
     relists: Family<Labels, Counter>,
+    over_budget: Family<Labels, Counter>,
 }
 
 impl WatchMetrics {
@@ -88,6 +96,12 @@ impl WatchMetrics {
             "Lists a watch completed after its first (after a 410 Gone or a failed list)",
             self.relists.clone(),
         );
+        registry.register(
+            "watch_over_budget",
+            "Objects a watch cut to a stub because what it keeps of them passed its budget \
+             (each list or change of one)",
+            self.over_budget.clone(),
+        );
     }
 
     fn error(&self, watch: &'static str) {
@@ -96,6 +110,10 @@ impl WatchMetrics {
 
     fn relist(&self, watch: &'static str) {
         self.relists.get_or_create(&[("watch", watch)]).inc();
+    }
+
+    fn over_budget(&self, watch: &'static str) {
+        self.over_budget.get_or_create(&[("watch", watch)]).inc();
     }
 }
 
@@ -125,6 +143,7 @@ pub struct Watch<K> {
     metrics: WatchMetrics,
     not_served: Option<Duration>,
     trim: Arc<dyn Fn(&mut K) + Send + Sync>,
+    over_budget: Option<Arc<Cut<K>>>,
     stop: CancellationToken,
     synced: Arc<flag::Sender<bool>>,
 }
@@ -134,6 +153,9 @@ pub struct Watch<K> {
 /// templates are 600 MB at every start and relist, 50 are 60 MB, for ten times the list
 /// requests (a cluster of 10,000 pods lists them in 200 pages).
 pub const LIST_PAGE: u32 = 50;
+
+/// Cuts an object past its budget to a stub, returning the bytes it held ([`Watch::over_budget`]).
+type Cut<K> = dyn Fn(&mut K) -> Option<usize> + Send + Sync;
 
 impl<K> Watch<K>
 where
@@ -149,6 +171,7 @@ where
             metrics: WatchMetrics::default(),
             not_served: None,
             trim: Arc::new(|_| {}),
+            over_budget: None,
             stop: CancellationToken::new(),
             synced: Arc::new(flag::channel(false).0),
         }
@@ -185,6 +208,21 @@ where
     #[must_use]
     pub fn trim(mut self, trim: impl Fn(&mut K) + Send + Sync + 'static) -> Self {
         self.trim = Arc::new(trim);
+        self
+    }
+
+    /// Leaves out objects a tenant made too large to cache: after [`Watch::trim`], `cut`
+    /// measures each object and, past its budget, cuts it to a stub its readers skip and returns
+    /// the bytes it held (`None` leaves the object as it is). Each such object is a `warn`
+    /// naming it and its size, again at most once per
+    /// [`RELOG_AFTER`](crate::repeats::RELOG_AFTER) while it stays over, and counts in
+    /// `watch_over_budget_total{watch}`. A deletion is cut silently.
+    #[must_use]
+    pub fn over_budget(
+        mut self,
+        cut: impl Fn(&mut K) -> Option<usize> + Send + Sync + 'static,
+    ) -> Self {
+        self.over_budget = Some(Arc::new(cut));
         self
     }
 
@@ -233,9 +271,16 @@ where
             metrics,
             not_served,
             trim,
+            over_budget,
             stop,
             synced,
         } = self;
+        let budget = over_budget.map(|cut| Budget {
+            name,
+            cut,
+            metrics: metrics.clone(),
+            repeats: Repeats::default(),
+        });
         config.page_size = Some(config.page_size.map_or(LIST_PAGE, |p| p.min(LIST_PAGE)));
         let optional = not_served.is_some();
         // The watcher never ends by itself; a round ends only when the kind is not served.
@@ -275,8 +320,57 @@ where
         };
         steps
             .flat_map(move |step| futures::stream::iter(health.step(step)))
-            .map(move |event| Ok(event.modify(|obj| trim(obj))))
+            .map(move |event| {
+                let event = event.modify(|obj| trim(obj));
+                Ok(match &budget {
+                    Some(budget) => budget.leave_out(event),
+                    None => event,
+                })
+            })
             .take_until(stop.cancelled_owned())
+    }
+}
+
+/// What [`Watch::over_budget`] set: the cut, and what it reports.
+struct Budget<K> {
+    name: &'static str,
+    cut: Arc<Cut<K>>,
+    metrics: WatchMetrics,
+    repeats: Repeats,
+}
+
+impl<K: Resource> Budget<K> {
+    fn leave_out(&self, mut event: Event<K>) -> Event<K> {
+        match &mut event {
+            Event::Delete(obj) => {
+                (self.cut)(obj);
+                if let Some(uid) = &obj.meta().uid {
+                    self.repeats.forget(uid);
+                }
+            }
+            Event::Apply(obj) | Event::InitApply(obj) => {
+                if let Some(bytes) = (self.cut)(obj) {
+                    self.metrics.over_budget(self.name);
+                    let meta = obj.meta();
+                    let uid = meta.uid.as_deref().unwrap_or_default();
+                    if let Some(quiet) = self.repeats.first(uid, "over budget") {
+                        tracing::warn!(
+                            watch = self.name,
+                            namespace = meta.namespace.as_deref().unwrap_or_default(),
+                            name = meta.name.as_deref().unwrap_or_default(),
+                            bytes,
+                            repeats_not_logged = quiet,
+                            "object too large to cache; left out of every decision"
+                        );
+                    }
+                }
+            }
+            // A relist does not tell which objects went meanwhile: start over, so that the
+            // memory of warnings holds only objects that are there.
+            Event::Init => self.repeats.clear(),
+            Event::InitDone => {}
+        }
+        event
     }
 }
 
@@ -687,6 +781,142 @@ mod tests {
         assert_eq!(cm.metadata.name.as_deref(), Some("a"));
         assert_eq!(cm.data, None);
         task.abort();
+    }
+
+    /// Over 1 KiB of data is over budget: the object keeps its name and namespace only.
+    fn cut_fat(cm: &mut ConfigMap) -> Option<usize> {
+        let held: usize = cm
+            .data
+            .iter()
+            .flatten()
+            .map(|(k, v)| k.len() + v.len())
+            .sum();
+        (held > 1024).then(|| {
+            *cm = ConfigMap {
+                metadata: kube::api::ObjectMeta {
+                    name: cm.metadata.name.take(),
+                    namespace: cm.metadata.namespace.take(),
+                    uid: cm.metadata.uid.take(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            held
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_object_over_budget_is_stored_as_a_stub_and_counted() {
+        let fake = FakeApi::new();
+        let list = json!({
+            "apiVersion": "v1", "kind": "ConfigMapList",
+            "metadata": {"resourceVersion": "1"},
+            "items": [fat("a", 1), object("b", 1)],
+        });
+        fake.script(PATH, false, &[(200, list.to_string())]);
+        let modified = json!({"type": "MODIFIED", "object": fat("b", 2)}).to_string() + "\n";
+        fake.script(PATH, true, &[(200, modified)]);
+        let mut registry = Registry::default();
+        let metrics = WatchMetrics::register(&mut registry);
+        let (store, writer) = kube::runtime::reflector::store();
+        let watch = watch(&fake).metrics(&metrics).over_budget(cut_fat);
+        let task = tokio::spawn(watch.reflect(writer));
+        for _ in 0..3600 {
+            if store.state().iter().all(|cm| cm.data.is_none()) && store.len() == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        task.abort();
+        for cm in store.state() {
+            assert_eq!(cm.data, None, "{:?} kept whole", cm.metadata.name);
+            assert_eq!(cm.metadata.namespace.as_deref(), Some("shop"));
+        }
+        let text = scrape(&registry);
+        assert!(
+            text.contains("watch_over_budget_total{watch=\"ConfigMap\"} 2\n"),
+            "{text}"
+        );
+    }
+
+    /// The log lines `f` writes at warn, and their text.
+    fn warnings(f: impl FnOnce()) -> Vec<String> {
+        use std::io::{self, Write};
+        use std::sync::Mutex;
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let make = {
+            let sink = sink.clone();
+            move || sink.clone()
+        };
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(make)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn an_object_over_budget_is_one_warning_until_it_goes_or_a_relist() {
+        let budget = Budget {
+            name: "ConfigMap",
+            cut: Arc::new(cut_fat),
+            metrics: WatchMetrics::default(),
+            repeats: Repeats::default(),
+        };
+        let fat = |rv| {
+            let mut o = fat("a", rv);
+            o["metadata"]["uid"] = json!("uid-a");
+            serde_json::from_value::<ConfigMap>(o).unwrap()
+        };
+        let logged = warnings(|| {
+            for rv in 1..=5 {
+                budget.leave_out(Event::Apply(fat(rv)));
+            }
+        });
+        assert_eq!(logged.len(), 1, "{logged:?}");
+        assert!(
+            logged[0].contains("left out of every decision"),
+            "{logged:?}"
+        );
+        assert!(
+            logged[0].contains("name=\"a\"") || logged[0].contains("name=a"),
+            "{logged:?}"
+        );
+        assert!(
+            !logged[0].contains("xxxx"),
+            "the object's contents: {logged:?}"
+        );
+        // Gone and back, or a relist: reported again.
+        let logged = warnings(|| {
+            let deleted = budget.leave_out(Event::Delete(fat(6)));
+            assert!(matches!(deleted, Event::Delete(cm) if cm.data.is_none()));
+            budget.leave_out(Event::Apply(fat(7)));
+            budget.leave_out(Event::Init);
+            budget.leave_out(Event::InitApply(fat(8)));
+            budget.leave_out(Event::Apply(fat(9)));
+        });
+        assert_eq!(logged.len(), 2, "{logged:?}");
+        // Within the budget: untouched, not reported.
+        let small: ConfigMap = serde_json::from_value(object("b", 1)).unwrap();
+        let logged = warnings(|| {
+            let kept = budget.leave_out(Event::Apply(small.clone()));
+            assert!(matches!(kept, Event::Apply(cm) if cm == small));
+        });
+        assert!(logged.is_empty(), "{logged:?}");
     }
 
     #[test]

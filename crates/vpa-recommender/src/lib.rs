@@ -147,7 +147,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         &mut service,
         Watch::new("Pod", api(&client, ns))
             .metrics(&watches)
-            .trim(controller::pod_fields),
+            .trim(controller::pod_fields)
+            .over_budget(plimsoll_core::pod_fields::leave_out_over_budget),
     );
     // Only eviction Events matter (OOM kills under memory pressure); the server filters them.
     let events = reflected(

@@ -33,9 +33,9 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::Event;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
+use plimsoll_core::pod_fields::{keep_read_fields, leave_out_over_budget};
 use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
 use plimsoll_core::vertical::object_fields::{limit_range_fields, vpa_fields};
-use plimsoll_core::vertical::pod_fields::keep_read_fields;
 use plimsoll_core::vertical::priority::{Owner, PodSnapshot, snapshot_annotation};
 use plimsoll_runtime::watch::{Synced, Watch, WatchMetrics};
 use prometheus_client::registry::Registry;
@@ -433,7 +433,9 @@ impl Cache {
         let pods: ByController<CachedPod> = ByController::default();
         let index = pods.clone();
         add(follow(
-            watch::<Pod>(client, scope, "Pod", false, &metrics).trim(pod_fields),
+            watch::<Pod>(client, scope, "Pod", false, &metrics)
+                .trim(pod_fields)
+                .over_budget(leave_out_over_budget),
             move |e| index.apply(e, |pod| cached_pod(pod, &admits)),
         ));
 
@@ -562,6 +564,15 @@ fn cached_pod(mut pod: Pod, admits: &impl Fn(&ObjectMeta) -> bool) -> Option<Cac
     Some(CachedPod { pod, snapshot })
 }
 
+/// A pod event as the pod watch passes it on: trimmed, and left out past the budget.
+#[cfg(test)]
+fn as_watched(event: Event<Pod>) -> Event<Pod> {
+    event.modify(|pod| {
+        pod_fields(pod);
+        leave_out_over_budget(pod);
+    })
+}
+
 #[cfg(test)]
 impl Cache {
     /// An empty cache filled by hand, with the writer of its VPA store.
@@ -578,11 +589,10 @@ impl Cache {
         (cache, vpa_writer)
     }
 
-    /// Applies a pod event, trimmed as the watch trims it.
+    /// Applies a pod event, cut down as the watch cuts it.
     pub(crate) fn apply_pod(&self, event: Event<Pod>) {
-        self.pods.apply(event.modify(pod_fields), |p| {
-            cached_pod(p, &|_: &ObjectMeta| true)
-        });
+        self.pods
+            .apply(as_watched(event), |p| cached_pod(p, &|_: &ObjectMeta| true));
     }
 
     /// Applies a ReplicaSet event.
@@ -625,9 +635,7 @@ mod tests {
         impl Fn(&ByController<CachedPod>, Event<Pod>),
     ) {
         let apply = |i: &ByController<CachedPod>, e: Event<Pod>| {
-            i.apply(e.modify(pod_fields), |p| {
-                cached_pod(p, &|_: &ObjectMeta| true)
-            });
+            i.apply(as_watched(e), |p| cached_pod(p, &|_: &ObjectMeta| true));
         };
         (ByController::default(), apply)
     }
@@ -657,6 +665,27 @@ mod tests {
         let c = i.get("ns", "c").unwrap();
         assert!(c.snapshot.is_ok());
         assert_eq!(c.pod.metadata.managed_fields, None);
+    }
+
+    #[test]
+    fn a_pod_past_the_budget_is_not_cached_and_leaves_when_it_grows_past_it() {
+        let fat = |name: &str| {
+            let mut p = pod(name, "web-1");
+            let labels = p.metadata.labels.get_or_insert_default();
+            for i in 0..1_000 {
+                labels.insert(format!("example.com/label-{i}"), "v".repeat(60));
+            }
+            p
+        };
+        let (i, apply) = index();
+        apply(&i, Event::Apply(pod("a", "web-1")));
+        apply(&i, Event::Apply(fat("b")));
+        assert_eq!(names(&i.controlled_by("ns", &rs("web-1"))), ["a"]);
+        apply(&i, Event::Apply(fat("a")));
+        assert!(i.controlled_by("ns", &rs("web-1")).is_empty());
+        assert_eq!(i.len(), 0);
+        apply(&i, Event::Apply(pod("b", "web-1")));
+        assert_eq!(names(&i.controlled_by("ns", &rs("web-1"))), ["b"]);
     }
 
     #[test]

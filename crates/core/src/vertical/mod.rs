@@ -30,8 +30,8 @@
 //! [`startup_boost`] (CPU at start-up and when it ends), [`pod_validity`] (what the API server accepts of a pod's resources, which no patch or resize
 //! may break) and [`scope`], the namespaces both act in.
 //!
-//! What the recommender and the updater keep of the pods they cache: [`pod_fields`]; what the
-//! three services keep of the VPAs and LimitRanges they cache: [`object_fields`].
+//! What the three services keep of the VPAs and LimitRanges they cache: [`object_fields`] (of
+//! pods: [`crate::pod_fields`]).
 //!
 //! Shared types sit at the bottom so that imports only go "down": [`resources`] (resources,
 //! amounts, the container recommendation) ← [`policy`] (update mode, container policies) ←
@@ -57,7 +57,6 @@ pub mod object_fields;
 pub mod oom;
 pub mod ownership;
 pub mod per_vpa;
-pub mod pod_fields;
 pub mod pod_validity;
 pub mod policy;
 pub mod priority;

@@ -4,7 +4,7 @@
 //! schema bounds a VPA's spec, but not its metadata: 256 KiB of annotations, `managedFields`
 //! and owner references fill a VPA to etcd's 1.5 MiB, and a namespace's thousand such VPAs
 //! would be 1.5 GB in every replica of every VPA service. So a cached object keeps what the
-//! decisions read, as pods do ([`super::pod_fields`]).
+//! decisions read, as pods do ([`crate::pod_fields`]).
 //!
 //! A VPA keeps its spec and status whole (the schema bounds the spec; the recommender writes
 //! the status) and, of its metadata, what is read (labels, owner references, finalizers and

@@ -614,6 +614,70 @@ async fn ghosts_cost_nothing(
     Ok(())
 }
 
+/// Pods with more labels than any cache keeps of a pod (`plimsoll_core::pod_fields::POD_BUDGET`).
+const FAT_PODS: usize = 20;
+const FAT_LABELS: usize = 5_000;
+
+/// Pods holding a megabyte of labels between them each few: every service caches every pod.
+async fn fat_pods(t: &Tenancy) -> anyhow::Result<()> {
+    let pods = t.tenant_api::<Pod>();
+    let labels: serde_json::Map<String, Value> = (0..FAT_LABELS)
+        .map(|i| {
+            (
+                format!("fat.example.com/label-{i:05}"),
+                json!("v".repeat(60)),
+            )
+        })
+        .collect();
+    for i in 0..FAT_PODS {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("fat-{i}"), "labels": labels},
+            "spec": {"containers": [{"name": "app", "image": "app:1"}]},
+        }))?;
+        pods.create(&PostParams::default(), &pod).await?;
+    }
+    Ok(())
+}
+
+/// hpa-plus left every fat pod out with a warning naming it (once, or once more after a
+/// relist), and none of the labels reached its log.
+fn fat_pods_left_out(log: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(log).with_context(|| format!("read {}", log.display()))?;
+    let warned: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("too large to cache"))
+        .collect();
+    let named: std::collections::BTreeSet<usize> = (0..FAT_PODS)
+        .filter(|i| {
+            let name = format!("fat-{i}");
+            // The name is a quoted field value, with or without colours around `=`.
+            warned.iter().any(|l| l.contains(&format!("\"{name}\"")))
+        })
+        .collect();
+    assert_eq!(
+        named.len(),
+        FAT_PODS,
+        "pods warned of: {named:?} in {warned:?}"
+    );
+    assert!(warned.len() <= 2 * FAT_PODS, "{} warnings", warned.len());
+    assert!(
+        !text.contains("fat.example.com"),
+        "a tenant's label in the log"
+    );
+    row(
+        &format!(
+            "{FAT_PODS} pods with {FAT_LABELS} labels each ({} KB)",
+            FAT_LABELS * 85 / 1000
+        ),
+        &format!(
+            "left out of every decision (what a cached pod keeps is at most 32 KiB); {} \
+             warnings naming them, none of their labels in hpa-plus's log",
+            warned.len()
+        ),
+    );
+    Ok(())
+}
+
 /// Writes outside the tenant's namespace, and of status, are refused by RBAC.
 async fn overreach(t: &Tenancy) -> anyhow::Result<()> {
     let outside = status_of(
@@ -754,6 +818,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     let pools = node_pool(&t).await?;
     outside_targets(&t).await?;
     ghosts(&t).await?;
+    fat_pods(&t).await?;
     overreach(&t).await?;
     classified(&t).await?;
     outside_refused(&t, &pools).await?;
@@ -830,6 +895,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
         "stored state ignored with an Event; hpa-plus stays up",
     );
     ghosts_cost_nothing(&t, attack_start.elapsed(), &log).await?;
+    fat_pods_left_out(&log)?;
     nothing_outside(&t)?;
     t.env.cleanup().await;
     Ok(())
