@@ -30,6 +30,26 @@ pub fn annotations(
     })
 }
 
+/// The length of `value` as JSON, counted without keeping the text: what a cut-down object
+/// still holds, for the budgets of what a cache keeps ([`crate::pod_fields::POD_BUDGET`],
+/// [`crate::api::limits::MAX_SPEC_BYTES`]).
+pub fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Typed Kubernetes objects serialize without error, and this writer never fails.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

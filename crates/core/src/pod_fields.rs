@@ -42,8 +42,6 @@
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use std::io;
-
 use crate::cut_down;
 use crate::vertical::controlling;
 
@@ -82,7 +80,7 @@ pub const POD_BUDGET: usize = 32 * 1024;
 /// it to its identity and returns how many bytes it held; `None` (and `pod` unchanged) within
 /// the budget.
 pub fn leave_out_over_budget(pod: &mut Pod) -> Option<usize> {
-    let held = json_len(&pod.metadata) + pod.spec.as_ref().map_or(0, json_len);
+    let held = cut_down::json_len(&pod.metadata) + pod.spec.as_ref().map_or(0, cut_down::json_len);
     (held > POD_BUDGET).then(|| {
         *pod = Pod {
             metadata: cut_down::identity(&mut pod.metadata),
@@ -97,24 +95,6 @@ pub fn leave_out_over_budget(pod: &mut Pod) -> Option<usize> {
 /// server serves does.
 pub fn is_left_out(pod: &Pod) -> bool {
     pod.spec.is_none()
-}
-
-/// The length of `value` as JSON, counted without keeping the text.
-fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Serializing typed Kubernetes objects into a writer that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 fn container_fields(c: Container) -> Container {
@@ -307,7 +287,7 @@ mod tests {
     }
 
     fn held(pod: &Pod) -> usize {
-        json_len(&pod.metadata) + pod.spec.as_ref().map_or(0, json_len)
+        cut_down::json_len(&pod.metadata) + pod.spec.as_ref().map_or(0, cut_down::json_len)
     }
 
     #[test]

@@ -25,9 +25,13 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use plimsoll_core::api::hpa_plus::is_read_annotation;
+use plimsoll_core::api::hpa_plus::{
+    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, NativeHpa, is_read_annotation,
+};
+use plimsoll_core::api::limits::MAX_SPEC_BYTES;
 use plimsoll_core::cut_down;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -63,6 +67,78 @@ pub fn kept_fields<K: Resource>(
             ..cut_down::identity(meta)
         };
     }
+}
+
+/// The annotation a cached autoscaler carries when its spec was left out ([`leave_out_spec`]):
+/// the spec's size in bytes. Its key has a `:`, which no annotation key the API server accepts
+/// has, so no object a tenant writes carries it; it never leaves the cache (status writes patch
+/// their own fields).
+pub const SPEC_LEFT_OUT: &str = "plimsoll.dev/spec-left-out:bytes";
+
+/// An autoscaler kind whose spec [`leave_out_spec`] measures and cuts.
+pub trait CutSpec {
+    /// The spec's length as JSON.
+    fn spec_len(&self) -> usize;
+    /// Keeps of the spec only its target and replica bounds (what status and the shard cache
+    /// show), no metric.
+    fn cut_spec(&mut self);
+}
+
+impl CutSpec for HorizontalPodAutoscalerPlus {
+    fn spec_len(&self) -> usize {
+        cut_down::json_len(&self.spec)
+    }
+    fn cut_spec(&mut self) {
+        let spec = std::mem::take(&mut self.spec);
+        self.spec = HorizontalPodAutoscalerPlusSpec {
+            scale_target_ref: spec.scale_target_ref,
+            min_replicas: spec.min_replicas,
+            max_replicas: spec.max_replicas,
+            ..HorizontalPodAutoscalerPlusSpec::default()
+        };
+    }
+}
+
+impl CutSpec for NativeHpa {
+    fn spec_len(&self) -> usize {
+        self.hpa.spec.as_ref().map_or(0, cut_down::json_len)
+    }
+    fn cut_spec(&mut self) {
+        let spec = self.hpa.spec.take().unwrap_or_default();
+        self.hpa.spec = Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: spec.scale_target_ref,
+            min_replicas: spec.min_replicas,
+            max_replicas: spec.max_replicas,
+            ..HorizontalPodAutoscalerSpec::default()
+        });
+        self.metric_fallbacks.clear();
+    }
+}
+
+/// Leaves out the spec of an autoscaler cut by [`kept_fields`] when it passes
+/// [`MAX_SPEC_BYTES`]: keeps its target and bounds, marks it with [`SPEC_LEFT_OUT`], and
+/// returns the spec's bytes (`None`, the object unchanged, within the bound). The evaluation
+/// refuses such an autoscaler (`InvalidSpec`) instead of reading what is left.
+pub fn leave_out_spec<K: Resource + CutSpec>(obj: &mut K) -> Option<usize> {
+    let bytes = obj.spec_len();
+    if bytes <= MAX_SPEC_BYTES {
+        return None;
+    }
+    obj.cut_spec();
+    obj.meta_mut()
+        .annotations
+        .get_or_insert_default()
+        .insert(SPEC_LEFT_OUT.to_owned(), bytes.to_string());
+    Some(bytes)
+}
+
+/// Why an autoscaler whose spec was left out ([`leave_out_spec`]) is not evaluated; `None` for
+/// any other.
+pub fn spec_left_out(meta: &ObjectMeta) -> Option<String> {
+    let bytes = meta.annotations.as_ref()?.get(SPEC_LEFT_OUT)?;
+    Some(format!(
+        "spec: {bytes} bytes of JSON; at most {MAX_SPEC_BYTES} are evaluated (and cached)"
+    ))
 }
 
 /// Why an object could not be packed or read back (neither happens to an object the watch
@@ -744,5 +820,75 @@ pub(crate) mod tests {
         );
         assert_eq!(fat.metadata.annotations, lean.metadata.annotations);
         assert!(serde_json::to_vec(&fat).expect("encodes").len() < 2_000);
+    }
+
+    /// `obj`'s first metric given a selector of `values` values of 60 bytes.
+    fn with_selector(mut json: serde_json::Value, values: usize) -> serde_json::Value {
+        let values: Vec<String> = (0..values).map(|i| format!("{i:0>60}")).collect();
+        json["spec"]["metrics"] = json!([{"type": "External", "external": {
+            "metric": {"name": "queue", "selector": {"matchExpressions": [
+                {"key": "queue", "operator": "In", "values": values}]}},
+            "target": {"type": "AverageValue", "averageValue": "10"}}}]);
+        json
+    }
+
+    #[test]
+    fn a_spec_past_the_bound_is_left_out_marked_and_refused() {
+        let plus: serde_json::Value = serde_json::to_value(autoscaler("u1", "7", 3)).unwrap();
+        let native: serde_json::Value = serde_json::from_str(REPRESENTATIVE_NATIVE).unwrap();
+        for values in [10, 5_000] {
+            let over = values > 10;
+            let mut plus: HorizontalPodAutoscalerPlus =
+                serde_json::from_value(with_selector(plus.clone(), values)).unwrap();
+            let mut native = NativeHpa::from_value(with_selector(native.clone(), values)).unwrap();
+            let (plus_before, native_before) = (plus.clone(), native.clone());
+            let plus_bytes = leave_out_spec(&mut plus);
+            let native_bytes = leave_out_spec(&mut native);
+            if !over {
+                assert_eq!((plus_bytes, native_bytes), (None, None));
+                assert_eq!(plus, plus_before);
+                assert_eq!(native, native_before);
+                assert_eq!(spec_left_out(&plus.metadata), None);
+                continue;
+            }
+            let bytes = plus_bytes.expect("left out");
+            assert!(bytes > MAX_SPEC_BYTES, "{bytes}");
+            assert!(native_bytes.is_some_and(|b| b > MAX_SPEC_BYTES));
+            // Target and bounds stay (status and the shard cache show them), the metrics go.
+            assert_eq!(
+                plus.spec.scale_target_ref,
+                plus_before.spec.scale_target_ref
+            );
+            assert_eq!(plus.spec.max_replicas, plus_before.spec.max_replicas);
+            assert!(plus.spec.metrics.is_empty());
+            let spec = native.hpa.spec.as_ref().expect("a spec");
+            assert_eq!(spec.metrics, None);
+            assert_eq!(spec.max_replicas, 10);
+            // The status hpa-plus wrote stays: a successor reads its memory.
+            assert_eq!(plus.status, plus_before.status);
+            let why = spec_left_out(&plus.metadata).expect("refused");
+            assert!(why.contains(&bytes.to_string()), "{why}");
+            assert!(spec_left_out(&native.metadata).is_some());
+            // The mark survives packing, and the packed object is small.
+            let packed = Packed::pack(&plus).unwrap();
+            assert!(packed.bytes.len() < 1_000, "{}", packed.bytes.len());
+            assert!(spec_left_out(&packed.unpack().unwrap().metadata).is_some());
+        }
+    }
+
+    #[test]
+    fn no_annotation_the_api_server_accepts_reads_as_left_out() {
+        // A tenant's look-alike (a valid key) is an annotation like any other.
+        let mut plus = autoscaler("u1", "7", 3);
+        plus.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("plimsoll.dev/spec-left-out".into(), "999999".into());
+        assert_eq!(spec_left_out(&plus.metadata), None);
+        let name = SPEC_LEFT_OUT.split_once('/').map(|(_, n)| n).unwrap();
+        assert!(
+            name.contains(':'),
+            "a name segment the API server refuses: {name}"
+        );
     }
 }

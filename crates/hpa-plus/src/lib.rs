@@ -355,7 +355,8 @@ async fn controllers(
     let plus = controller::<HorizontalPodAutoscalerPlus, _, _>(
         Watch::new("HorizontalPodAutoscalerPlus", Api::all(client.clone()))
             .metrics(watches)
-            .trim(cached::kept_fields(labels_read.clone())),
+            .trim(cached::kept_fields(labels_read.clone()))
+            .over_budget(cached::leave_out_spec),
         ctx,
         settings.clone(),
         term.clone(),
@@ -372,7 +373,8 @@ async fn controllers(
         Watch::new("HorizontalPodAutoscaler", Api::all(client.clone()))
             .config(native_watch(&config.native_hpa_selector))
             .metrics(watches)
-            .trim(cached::kept_fields(labels_read)),
+            .trim(cached::kept_fields(labels_read))
+            .over_budget(cached::leave_out_spec),
         ctx,
         settings,
         term,

@@ -54,6 +54,7 @@ use plimsoll_runtime::scale::TargetScale;
 use plimsoll_runtime::selector::Selector;
 use tracing::{Span, instrument};
 
+use crate::cached;
 use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
 use crate::observe::{now, observe};
@@ -164,6 +165,9 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
         object: crate::record::Object::Plus(&obj),
     };
     let subject = with_written(subject, &ctx);
+    if let Some(why) = cached::spec_left_out(obj.meta()) {
+        return invalid(&subject, &ctx, &why).await;
+    }
     match tuning {
         Ok(tuning) => {
             run(
@@ -201,7 +205,11 @@ pub async fn reconcile_native(obj: Arc<NativeHpa>, ctx: Arc<Context>) -> Result<
     };
     let labels = obj.labels();
     let reference = obj.object_ref(&());
-    let plus = match HorizontalPodAutoscalerPlus::from_native_object(&obj) {
+    let converted = match cached::spec_left_out(obj.meta()) {
+        Some(why) => Err(why),
+        None => HorizontalPodAutoscalerPlus::from_native_object(&obj).map_err(|e| e.to_string()),
+    };
+    let plus = match converted {
         Ok(plus) => plus,
         Err(e) => {
             Span::current().record("namespace", namespace.as_str());
@@ -224,7 +232,7 @@ pub async fn reconcile_native(obj: Arc<NativeHpa>, ctx: Arc<Context>) -> Result<
                 unreadable,
                 object: crate::record::Object::Native(&obj),
             };
-            return invalid(&with_written(subject, &ctx), &ctx, &e.to_string()).await;
+            return invalid(&with_written(subject, &ctx), &ctx, &e).await;
         }
     };
     let subject = Subject {

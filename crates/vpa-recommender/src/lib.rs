@@ -42,7 +42,9 @@ use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
 use plimsoll_core::vertical::node_fit::NodeFitConfig;
-use plimsoll_core::vertical::object_fields::{hpa_fields, hpa_plus_fields, vpa_fields};
+use plimsoll_core::vertical::object_fields::{
+    hpa_fields, hpa_plus_fields, leave_out_hpa, leave_out_hpa_plus, vpa_fields,
+};
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
@@ -160,30 +162,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
     );
     let (replica_sets, jobs) = owner_stores(&mut service, &client, ns, &watches);
 
-    // The horizontal autoscalers by their target, for conflict detection. A cluster without
-    // the HPA+ CRD has none; its watch retries with backoff.
-    let autoscalers = TargetIndex::new(|p: &HorizontalPodAutoscalerPlus| {
-        let t = &p.spec.scale_target_ref;
-        Some((t.kind.clone(), t.name.clone()))
-    });
-    let index = autoscalers.clone();
-    service.spawn(
-        Watch::new("HorizontalPodAutoscalerPlus", api(&client, ns))
-            .metrics(&watches)
-            .trim(hpa_plus_fields)
-            .run(move |e| index.apply(&e)),
-    );
-    let hpas = TargetIndex::new(|h: &HorizontalPodAutoscaler| {
-        let t = &h.spec.as_ref()?.scale_target_ref;
-        Some((t.kind.clone(), t.name.clone()))
-    });
-    let index = hpas.clone();
-    service.spawn(
-        Watch::new("HorizontalPodAutoscaler", api(&client, ns))
-            .metrics(&watches)
-            .trim(hpa_fields)
-            .run(move |e| index.apply(&e)),
-    );
+    let (autoscalers, hpas) = autoscaler_indexes(&mut service, &client, ns, &watches);
 
     // Every loop resolves each VPA's target to its pods' selector: from memory for the
     // built-in workloads, instead of one GET per VPA per loop.
@@ -230,6 +209,45 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
             recommend_while_leading(ctx.clone(), synced.clone(), liveness.clone(), term)
         })
         .await
+}
+
+/// The horizontal autoscalers (HPA+, HPA) by their target, for conflict detection and joint
+/// sizing. A cluster without the HPA+ CRD has none; its watch retries with backoff.
+fn autoscaler_indexes(
+    service: &mut Started,
+    client: &kube::Client,
+    namespace: Option<&str>,
+    watches: &WatchMetrics,
+) -> (
+    TargetIndex<HorizontalPodAutoscalerPlus>,
+    TargetIndex<HorizontalPodAutoscaler>,
+) {
+    // One left out (over the spec bound) names no target.
+    let autoscalers = TargetIndex::new(|p: &HorizontalPodAutoscalerPlus| {
+        let t = &p.spec.scale_target_ref;
+        (!t.name.is_empty()).then(|| (t.kind.clone(), t.name.clone()))
+    });
+    let index = autoscalers.clone();
+    service.spawn(
+        Watch::new("HorizontalPodAutoscalerPlus", api(client, namespace))
+            .metrics(watches)
+            .trim(hpa_plus_fields)
+            .over_budget(leave_out_hpa_plus)
+            .run(move |e| index.apply(&e)),
+    );
+    let hpas = TargetIndex::new(|h: &HorizontalPodAutoscaler| {
+        let t = &h.spec.as_ref()?.scale_target_ref;
+        Some((t.kind.clone(), t.name.clone()))
+    });
+    let index = hpas.clone();
+    service.spawn(
+        Watch::new("HorizontalPodAutoscaler", api(client, namespace))
+            .metrics(watches)
+            .trim(hpa_fields)
+            .over_budget(leave_out_hpa)
+            .run(move |e| index.apply(&e)),
+    );
+    (autoscalers, hpas)
 }
 
 /// The stores the owner walk (which VPA controls a pod) climbs through from pods: every

@@ -22,7 +22,9 @@
 //!
 //! The recommender also caches every horizontal autoscaler (HPA+ and HPA) to find the ones of a
 //! VPA's workload (the conflict check, joint sizing): of those it reads the name and the spec,
-//! and keeps nothing else ([`hpa_plus_fields`], [`hpa_fields`]).
+//! and keeps nothing else ([`hpa_plus_fields`], [`hpa_fields`]). Their specs are bounded one
+//! field at a time, not in sum, so one past [`MAX_SPEC_BYTES`] is left out: identity only, no
+//! target ([`leave_out_hpa_plus`], [`leave_out_hpa`]); hpa-plus refuses it (`InvalidSpec`).
 //!
 //! Nothing here writes an object back: the services patch the fields they own, so a trimmed
 //! copy never replaces what the author wrote.
@@ -33,6 +35,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::joint_sizing::TOTAL_USAGE_ANNOTATION;
 use crate::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use crate::api::limits::MAX_SPEC_BYTES;
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
 use crate::cut_down;
@@ -61,6 +64,26 @@ pub fn hpa_plus_fields(autoscaler: &mut HorizontalPodAutoscalerPlus) {
 pub fn hpa_fields(autoscaler: &mut HorizontalPodAutoscaler) {
     autoscaler.metadata = cut_down::identity(&mut autoscaler.metadata);
     autoscaler.status = None;
+}
+
+/// Leaves out an HPA+ cut by [`hpa_plus_fields`] whose spec passes [`MAX_SPEC_BYTES`]: it keeps
+/// its identity and an empty spec, which names no target. Returns the spec's bytes; `None`
+/// (and the object unchanged) within the bound.
+pub fn leave_out_hpa_plus(autoscaler: &mut HorizontalPodAutoscalerPlus) -> Option<usize> {
+    let bytes = cut_down::json_len(&autoscaler.spec);
+    (bytes > MAX_SPEC_BYTES).then(|| {
+        autoscaler.spec = crate::api::hpa_plus::HorizontalPodAutoscalerPlusSpec::default();
+        bytes
+    })
+}
+
+/// [`leave_out_hpa_plus`] for a native HPA cut by [`hpa_fields`]: no spec at all.
+pub fn leave_out_hpa(autoscaler: &mut HorizontalPodAutoscaler) -> Option<usize> {
+    let bytes = autoscaler.spec.as_ref().map_or(0, cut_down::json_len);
+    (bytes > MAX_SPEC_BYTES).then(|| {
+        autoscaler.spec = None;
+        bytes
+    })
 }
 
 /// Cuts `range` down to its identity and its spec (see the module docs).
@@ -169,5 +192,49 @@ mod tests {
         fatten(&mut fat.metadata);
         hpa_fields(&mut fat);
         assert_eq!(fat, lean);
+    }
+
+    /// An autoscaler spec with `values` values of 60 bytes in one metric's selector.
+    fn selector_spec(values: usize) -> serde_json::Value {
+        let values: Vec<String> = (0..values).map(|i| format!("{i:0>60}")).collect();
+        json!({
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 10,
+            "metrics": [{"type": "External", "external": {
+                "metric": {"name": "queue", "selector": {"matchExpressions": [
+                    {"key": "queue", "operator": "In", "values": values}]}},
+                "target": {"type": "AverageValue", "averageValue": "10"}}}]
+        })
+    }
+
+    #[test]
+    fn an_autoscaler_spec_past_the_bound_is_left_out_with_no_target() {
+        for values in [64, 5_000] {
+            let over = values > 64;
+            let spec = selector_spec(values);
+            let mut plus: HorizontalPodAutoscalerPlus = serde_json::from_value(json!({
+                "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+                "kind": "HorizontalPodAutoscalerPlus",
+                "metadata": {"name": "web", "namespace": "shop"}, "spec": spec}))
+            .unwrap();
+            let mut hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+                "metadata": {"name": "web", "namespace": "shop"}, "spec": spec}))
+            .unwrap();
+            let (plus_before, hpa_before) = (plus.clone(), hpa.clone());
+            let plus_bytes = leave_out_hpa_plus(&mut plus);
+            let hpa_bytes = leave_out_hpa(&mut hpa);
+            assert_eq!(plus_bytes.is_some(), over, "{values} values");
+            assert_eq!(hpa_bytes.is_some(), over, "{values} values");
+            if over {
+                assert!(plus_bytes.unwrap() > MAX_SPEC_BYTES);
+                assert_eq!(plus.spec.scale_target_ref.name, "");
+                assert_eq!(hpa.spec, None);
+                assert_eq!(plus.metadata, plus_before.metadata);
+                assert!(size(&plus) < 1024, "{}", size(&plus));
+            } else {
+                assert_eq!(plus, plus_before);
+                assert_eq!(hpa, hpa_before);
+            }
+        }
     }
 }

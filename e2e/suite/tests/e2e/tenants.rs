@@ -646,6 +646,7 @@ fn fat_pods_left_out(log: &Path) -> anyhow::Result<()> {
     let warned: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("WARN") && l.contains("too large to cache"))
+        .filter(|l| l.contains("\"Pod\""))
         .collect();
     let named: std::collections::BTreeSet<usize> = (0..FAT_PODS)
         .filter(|i| {
@@ -673,6 +674,49 @@ fn fat_pods_left_out(log: &Path) -> anyhow::Result<()> {
             "left out of every decision (what a cached pod keeps is at most 32 KiB); {} \
              warnings naming them, none of their labels in hpa-plus's log",
             warned.len()
+        ),
+    );
+    Ok(())
+}
+
+/// An HPA+ every field of which is within the CRD's bounds, and the whole past what hpa-plus
+/// evaluates (`plimsoll_core::api::limits::MAX_SPEC_BYTES`): two metrics whose selectors list
+/// 64 expressions of 64 values.
+fn fat_spec() -> anyhow::Result<HorizontalPodAutoscalerPlus> {
+    let expressions: Vec<Value> = (0..64)
+        .map(|e| {
+            let values: Vec<String> = (0..64).map(|v| format!("{e:02}-{v:0>57}")).collect();
+            json!({"key": format!("k{e}"), "operator": "In", "values": values})
+        })
+        .collect();
+    let metrics: Vec<Value> = (0..2)
+        .map(|i| {
+            json!({"type": "External", "external": {
+                "metric": {"name": format!("queue-{i}"),
+                    "selector": {"matchExpressions": expressions}},
+                "target": {"type": "AverageValue", "averageValue": "10"}}})
+        })
+        .collect();
+    autoscaler("fat-spec", "fat-spec", &Value::Array(metrics))
+}
+
+/// hpa-plus refuses the fat spec with a condition naming the bound, and caches none of it.
+async fn fat_spec_refused(t: &Tenancy) -> anyhow::Result<()> {
+    let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
+    let message = failing_with(&plus, "fat-spec", "InvalidSpec").await?;
+    assert!(
+        message.contains("bytes of JSON; at most 262144 are evaluated"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("00000"),
+        "a tenant's value in the message: {message}"
+    );
+    row(
+        "an HPA+ of 520 KB, each field within the CRD's bounds (two metrics, 64 expressions of 64 values each)",
+        &format!(
+            "`ScalingActive=False` `InvalidSpec`: `{message}`; only its target, bounds and status \
+             are cached"
         ),
     );
     Ok(())
@@ -819,6 +863,9 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     outside_targets(&t).await?;
     ghosts(&t).await?;
     fat_pods(&t).await?;
+    t.tenant_api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &fat_spec()?)
+        .await?;
     overreach(&t).await?;
     classified(&t).await?;
     outside_refused(&t, &pools).await?;
@@ -896,6 +943,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     );
     ghosts_cost_nothing(&t, attack_start.elapsed(), &log).await?;
     fat_pods_left_out(&log)?;
+    fat_spec_refused(&t).await?;
     nothing_outside(&t)?;
     t.env.cleanup().await;
     Ok(())
