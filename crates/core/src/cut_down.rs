@@ -50,6 +50,29 @@ pub fn json_len(value: &impl serde::Serialize) -> usize {
     count.0
 }
 
+/// The annotation a cached autoscaler (HPA+, HPA, VPA) carries when its spec was left out for
+/// passing [`crate::api::limits::MAX_SPEC_BYTES`]: the spec's size in bytes. Its key has a `:`,
+/// which no annotation key the API server accepts has, so no object a tenant writes carries it;
+/// it never leaves the cache (the services patch the fields they own).
+pub const SPEC_LEFT_OUT: &str = "plimsoll.dev/spec-left-out:bytes";
+
+/// Marks `meta` as the metadata of an object whose spec of `bytes` was left out.
+pub fn mark_spec_left_out(meta: &mut ObjectMeta, bytes: usize) {
+    meta.annotations
+        .get_or_insert_default()
+        .insert(SPEC_LEFT_OUT.to_owned(), bytes.to_string());
+}
+
+/// Why an object whose spec was left out ([`mark_spec_left_out`]) is not served, as a condition
+/// says it; `None` for any other.
+pub fn spec_left_out(meta: &ObjectMeta) -> Option<String> {
+    let bytes = meta.annotations.as_ref()?.get(SPEC_LEFT_OUT)?;
+    Some(format!(
+        "spec: {bytes} bytes of JSON; at most {} are served (and cached)",
+        crate::api::limits::MAX_SPEC_BYTES
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,12 +69,6 @@ pub fn kept_fields<K: Resource>(
     }
 }
 
-/// The annotation a cached autoscaler carries when its spec was left out ([`leave_out_spec`]):
-/// the spec's size in bytes. Its key has a `:`, which no annotation key the API server accepts
-/// has, so no object a tenant writes carries it; it never leaves the cache (status writes patch
-/// their own fields).
-pub const SPEC_LEFT_OUT: &str = "plimsoll.dev/spec-left-out:bytes";
-
 /// An autoscaler kind whose spec [`leave_out_spec`] measures and cuts.
 pub trait CutSpec {
     /// The spec's length as JSON.
@@ -116,29 +110,18 @@ impl CutSpec for NativeHpa {
 }
 
 /// Leaves out the spec of an autoscaler cut by [`kept_fields`] when it passes
-/// [`MAX_SPEC_BYTES`]: keeps its target and bounds, marks it with [`SPEC_LEFT_OUT`], and
+/// [`MAX_SPEC_BYTES`]: keeps its target and bounds, marks it ([`cut_down::mark_spec_left_out`]), and
 /// returns the spec's bytes (`None`, the object unchanged, within the bound). The evaluation
-/// refuses such an autoscaler (`InvalidSpec`) instead of reading what is left.
+/// refuses such an autoscaler (`InvalidSpec`, [`cut_down::spec_left_out`]) instead of reading
+/// what is left.
 pub fn leave_out_spec<K: Resource + CutSpec>(obj: &mut K) -> Option<usize> {
     let bytes = obj.spec_len();
     if bytes <= MAX_SPEC_BYTES {
         return None;
     }
     obj.cut_spec();
-    obj.meta_mut()
-        .annotations
-        .get_or_insert_default()
-        .insert(SPEC_LEFT_OUT.to_owned(), bytes.to_string());
+    cut_down::mark_spec_left_out(obj.meta_mut(), bytes);
     Some(bytes)
-}
-
-/// Why an autoscaler whose spec was left out ([`leave_out_spec`]) is not evaluated; `None` for
-/// any other.
-pub fn spec_left_out(meta: &ObjectMeta) -> Option<String> {
-    let bytes = meta.annotations.as_ref()?.get(SPEC_LEFT_OUT)?;
-    Some(format!(
-        "spec: {bytes} bytes of JSON; at most {MAX_SPEC_BYTES} are evaluated (and cached)"
-    ))
 }
 
 /// Why an object could not be packed or read back (neither happens to an object the watch
@@ -848,7 +831,7 @@ pub(crate) mod tests {
                 assert_eq!((plus_bytes, native_bytes), (None, None));
                 assert_eq!(plus, plus_before);
                 assert_eq!(native, native_before);
-                assert_eq!(spec_left_out(&plus.metadata), None);
+                assert_eq!(cut_down::spec_left_out(&plus.metadata), None);
                 continue;
             }
             let bytes = plus_bytes.expect("left out");
@@ -866,13 +849,13 @@ pub(crate) mod tests {
             assert_eq!(spec.max_replicas, 10);
             // The status hpa-plus wrote stays: a successor reads its memory.
             assert_eq!(plus.status, plus_before.status);
-            let why = spec_left_out(&plus.metadata).expect("refused");
+            let why = cut_down::spec_left_out(&plus.metadata).expect("refused");
             assert!(why.contains(&bytes.to_string()), "{why}");
-            assert!(spec_left_out(&native.metadata).is_some());
+            assert!(cut_down::spec_left_out(&native.metadata).is_some());
             // The mark survives packing, and the packed object is small.
             let packed = Packed::pack(&plus).unwrap();
             assert!(packed.bytes.len() < 1_000, "{}", packed.bytes.len());
-            assert!(spec_left_out(&packed.unpack().unwrap().metadata).is_some());
+            assert!(cut_down::spec_left_out(&packed.unpack().unwrap().metadata).is_some());
         }
     }
 
@@ -884,8 +867,11 @@ pub(crate) mod tests {
             .annotations
             .get_or_insert_default()
             .insert("plimsoll.dev/spec-left-out".into(), "999999".into());
-        assert_eq!(spec_left_out(&plus.metadata), None);
-        let name = SPEC_LEFT_OUT.split_once('/').map(|(_, n)| n).unwrap();
+        assert_eq!(cut_down::spec_left_out(&plus.metadata), None);
+        let name = cut_down::SPEC_LEFT_OUT
+            .split_once('/')
+            .map(|(_, n)| n)
+            .unwrap();
         assert!(
             name.contains(':'),
             "a name segment the API server refuses: {name}"

@@ -213,6 +213,7 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
         Watch::new("VerticalPodAutoscaler", Api::all(client.clone()))
             .metrics(&watches)
             .trim(plimsoll_core::vertical::object_fields::vpa_fields)
+            .over_budget(plimsoll_core::vertical::object_fields::leave_out_vpa)
             .run(move |event| index.apply(&event)),
     );
     // Every evaluation reads its target's scale: from memory for the built-in workloads.

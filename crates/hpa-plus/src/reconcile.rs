@@ -54,7 +54,6 @@ use plimsoll_runtime::scale::TargetScale;
 use plimsoll_runtime::selector::Selector;
 use tracing::{Span, instrument};
 
-use crate::cached;
 use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
 use crate::observe::{now, observe};
@@ -165,7 +164,7 @@ pub async fn reconcile(obj: Arc<HorizontalPodAutoscalerPlus>, ctx: Arc<Context>)
         object: crate::record::Object::Plus(&obj),
     };
     let subject = with_written(subject, &ctx);
-    if let Some(why) = cached::spec_left_out(obj.meta()) {
+    if let Some(why) = plimsoll_core::cut_down::spec_left_out(obj.meta()) {
         return invalid(&subject, &ctx, &why).await;
     }
     match tuning {
@@ -205,7 +204,7 @@ pub async fn reconcile_native(obj: Arc<NativeHpa>, ctx: Arc<Context>) -> Result<
     };
     let labels = obj.labels();
     let reference = obj.object_ref(&());
-    let converted = match cached::spec_left_out(obj.meta()) {
+    let converted = match plimsoll_core::cut_down::spec_left_out(obj.meta()) {
         Some(why) => Err(why),
         None => HorizontalPodAutoscalerPlus::from_native_object(&obj).map_err(|e| e.to_string()),
     };

@@ -44,7 +44,7 @@ use k8s_openapi::api::core::v1::LimitRange;
 use kube::runtime::reflector::{self, Store};
 use kube::{Api, Resource};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
-use plimsoll_core::vertical::object_fields::{limit_range_fields, vpa_fields};
+use plimsoll_core::vertical::object_fields::{leave_out_vpa, limit_range_fields, vpa_fields};
 use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
@@ -228,7 +228,8 @@ fn spawn_caches(
     // VPAs and LimitRanges are written by namespace users too: only what is read is kept.
     let (vpas, t1) = spawn_reflector(
         watch::<VerticalPodAutoscaler>("VerticalPodAutoscaler", client, watches, shutdown)
-            .trim(vpa_fields),
+            .trim(vpa_fields)
+            .over_budget(leave_out_vpa),
     );
     // Every ReplicaSet and Job of the cluster, written by tenants: only what the owner walk
     // reads is kept.

@@ -43,7 +43,7 @@ use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
 use plimsoll_core::vertical::node_fit::NodeFitConfig;
 use plimsoll_core::vertical::object_fields::{
-    hpa_fields, hpa_plus_fields, leave_out_hpa, leave_out_hpa_plus, vpa_fields,
+    hpa_fields, hpa_plus_fields, leave_out_hpa, leave_out_hpa_plus, leave_out_vpa, vpa_fields,
 };
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::events::Events;
@@ -143,7 +143,8 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         &mut service,
         Watch::new("VerticalPodAutoscaler", api(&client, ns))
             .metrics(&watches)
-            .trim(vpa_fields),
+            .trim(vpa_fields)
+            .over_budget(leave_out_vpa),
     );
     let pods = reflected(
         &mut service,

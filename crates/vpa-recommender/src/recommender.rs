@@ -579,6 +579,48 @@ mod tests {
     }
 
     #[test]
+    fn a_vpa_whose_spec_was_left_out_gets_no_recommendation_and_says_why() {
+        let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
+        let pods = vec![Arc::new(pod("web-1", "web", "100Mi"))];
+        let at = t0();
+        let mut left_out = vpa("web");
+        plimsoll_core::cut_down::mark_spec_left_out(
+            &mut Arc::make_mut(&mut left_out.vpa).metadata,
+            300_000,
+        );
+        let out = r.run_loop(
+            &[left_out],
+            &pods,
+            &NoOwners,
+            &[usage("web-1", "300m", "200Mi", at)],
+            &[],
+            at,
+        );
+        let u = &out.updates[0];
+        let why = u.unsupported.as_deref().expect("unsupported");
+        assert!(
+            why.starts_with("spec: 300000 bytes of JSON; at most"),
+            "{why}"
+        );
+        assert!(
+            u.status.recommendation.is_none(),
+            "{:?}",
+            u.status.recommendation
+        );
+        let conditions: Vec<_> = u.status.conditions.iter().flatten().collect();
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c.type_ == "ConfigUnsupported" && c.status == "True")
+        );
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c.type_ == "RecommendationProvided" && c.status == "False")
+        );
+    }
+
+    #[test]
     fn checkpoints_never_written_come_first_then_the_oldest() {
         let mut r = Recommender::new(AggregationsConfig::default(), EstimatorConfig::default());
         let (a, b) = (vpa("a"), vpa("b"));

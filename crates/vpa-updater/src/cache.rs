@@ -35,7 +35,7 @@ use kube::runtime::watcher::Event;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::pod_fields::{keep_read_fields, leave_out_over_budget};
 use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
-use plimsoll_core::vertical::object_fields::{limit_range_fields, vpa_fields};
+use plimsoll_core::vertical::object_fields::{leave_out_vpa, limit_range_fields, vpa_fields};
 use plimsoll_core::vertical::priority::{Owner, PodSnapshot, snapshot_annotation};
 use plimsoll_runtime::watch::{Synced, Watch, WatchMetrics};
 use prometheus_client::registry::Registry;
@@ -384,7 +384,8 @@ impl Cache {
         let (vpas, mut vpa_writer) = reflector::store();
         add(follow(
             watch::<VerticalPodAutoscaler>(client, scope, "VerticalPodAutoscaler", false, &metrics)
-                .trim(vpa_fields),
+                .trim(vpa_fields)
+                .over_budget(leave_out_vpa),
             move |e| vpa_writer.apply_watcher_event(&e),
         ));
         let (limit_ranges, mut lr_writer) = reflector::store();

@@ -28,7 +28,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::api::limits::{
     self, MAX_CONTAINER_POLICIES, MAX_EVICTION_REQUIREMENTS, MAX_LABEL_LENGTH, MAX_NAME_LENGTH,
-    MAX_QUALIFIED_NAME_LENGTH, MAX_RECOMMENDERS, MAX_RESOURCES,
+    MAX_QUALIFIED_NAME_LENGTH, MAX_RECOMMENDERS, MAX_RESOURCES, MAX_SPEC_BYTES,
 };
 use crate::api::validation::FieldErrors;
 use crate::quantity;
@@ -604,6 +604,15 @@ impl VerticalPodAutoscalerSpec {
         }
         if let Some(boost) = &self.startup_boost {
             validate_startup_boost(boost, "spec.startupBoost", &mut errs);
+        }
+        // Each field is bounded above; their sum is not (the CRD cannot bound a resource list's
+        // keys), and every VPA service caches every VPA.
+        let bytes = crate::cut_down::json_len(self);
+        if bytes > MAX_SPEC_BYTES {
+            errs.push(
+                "spec",
+                format!("{bytes} bytes of JSON; must be at most {MAX_SPEC_BYTES}"),
+            );
         }
         errs.into_result()
     }

@@ -25,6 +25,8 @@
 //! and keeps nothing else ([`hpa_plus_fields`], [`hpa_fields`]). Their specs are bounded one
 //! field at a time, not in sum, so one past [`MAX_SPEC_BYTES`] is left out: identity only, no
 //! target ([`leave_out_hpa_plus`], [`leave_out_hpa`]); hpa-plus refuses it (`InvalidSpec`).
+//! A VPA's spec is bounded the same way and can pass it too (64 container policies whose
+//! resource lists have keys of any length): past it, [`leave_out_vpa`].
 //!
 //! Nothing here writes an object back: the services patch the fields they own, so a trimmed
 //! copy never replaces what the author wrote.
@@ -36,7 +38,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::joint_sizing::TOTAL_USAGE_ANNOTATION;
 use crate::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use crate::api::limits::MAX_SPEC_BYTES;
-use crate::api::vpa::VerticalPodAutoscaler;
+use crate::api::vpa::{PodUpdatePolicy, UpdateMode, VerticalPodAutoscaler};
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
 use crate::cut_down;
 
@@ -84,6 +86,27 @@ pub fn leave_out_hpa(autoscaler: &mut HorizontalPodAutoscaler) -> Option<usize> 
         autoscaler.spec = None;
         bytes
     })
+}
+
+/// Leaves out the spec of a VPA cut by [`vpa_fields`] when it passes [`MAX_SPEC_BYTES`]: it
+/// keeps its target and recommenders (which service it is for), `updateMode: Off` (so no
+/// pod is evicted, resized or patched after a policy that is gone) and no policy, and is
+/// marked ([`cut_down::mark_spec_left_out`]); the recommender refuses it (`ConfigUnsupported`).
+/// Returns the spec's bytes; `None` (and the VPA unchanged) within the bound.
+pub fn leave_out_vpa(vpa: &mut VerticalPodAutoscaler) -> Option<usize> {
+    let bytes = cut_down::json_len(&vpa.spec);
+    if bytes <= MAX_SPEC_BYTES {
+        return None;
+    }
+    let spec = &mut vpa.spec;
+    spec.update_policy = Some(PodUpdatePolicy {
+        update_mode: Some(UpdateMode::Off),
+        ..PodUpdatePolicy::default()
+    });
+    spec.resource_policy = None;
+    spec.startup_boost = None;
+    cut_down::mark_spec_left_out(&mut vpa.metadata, bytes);
+    Some(bytes)
 }
 
 /// Cuts `range` down to its identity and its spec (see the module docs).
@@ -236,5 +259,57 @@ mod tests {
                 assert_eq!(hpa, hpa_before);
             }
         }
+    }
+
+    #[test]
+    fn a_vpa_spec_past_the_bound_keeps_its_target_and_recommender_and_acts_on_nothing() {
+        let policies: Vec<serde_json::Value> = (0..64)
+            .map(|i| {
+                let min: serde_json::Map<String, serde_json::Value> = (0..16)
+                    .map(|r| (format!("example.com/{}-{r}", "r".repeat(300)), json!("1")))
+                    .collect();
+                json!({"containerName": format!("c{i}"), "minAllowed": min})
+            })
+            .collect();
+        let vpa = |policies: &[serde_json::Value]| -> VerticalPodAutoscaler {
+            serde_json::from_value(json!({
+                "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+                "metadata": {"name": "web", "namespace": "shop", "uid": "u"},
+                "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                       "name": "web"},
+                         "recommenders": [{"name": "custom"}],
+                         "updatePolicy": {"updateMode": "Recreate"},
+                         "resourcePolicy": {"containerPolicies": policies}},
+                "status": {"conditions": [{"type": "RecommendationProvided",
+                                           "status": "True"}]}}))
+            .unwrap()
+        };
+        let mut small = vpa(&policies[..2]);
+        let before = small.clone();
+        assert_eq!(leave_out_vpa(&mut small), None);
+        assert_eq!(small, before);
+        assert_eq!(cut_down::spec_left_out(&small.metadata), None);
+
+        let mut fat = vpa(&policies);
+        let whole = fat.clone();
+        let bytes = leave_out_vpa(&mut fat).expect("left out");
+        assert!(bytes > MAX_SPEC_BYTES, "{bytes}");
+        assert_eq!(fat.spec.target_ref, whole.spec.target_ref);
+        assert_eq!(fat.spec.recommenders, whole.spec.recommenders);
+        assert_eq!(
+            fat.spec.update_policy.and_then(|p| p.update_mode),
+            Some(UpdateMode::Off)
+        );
+        assert_eq!(fat.spec.resource_policy, None);
+        assert_eq!(fat.status, whole.status);
+        let why = cut_down::spec_left_out(&fat.metadata).expect("marked");
+        assert!(why.contains(&bytes.to_string()), "{why}");
+        // And the spec as written is refused where it is checked (the webhook, a replay).
+        let errors = whole.spec.validate().expect_err("too large").to_string();
+        assert!(errors.contains("spec: "), "{errors}");
+        assert!(
+            errors.contains(&format!("at most {MAX_SPEC_BYTES}")),
+            "{errors}"
+        );
     }
 }

@@ -900,6 +900,10 @@ fn recommend_or_explain<V: ServedVpa>(
     let target = input
         .target_error()
         .map(|why| Unsupported::Target(why.to_owned()));
+    // A spec the cache left out (too large) is not there to read.
+    if let Some(why) = crate::cut_down::spec_left_out(&vpa.metadata) {
+        return (Vec::new(), Some(Unsupported::InvalidSpec(why)));
+    }
     if let Err(errs) = vpa.spec.validate() {
         return (Vec::new(), Some(Unsupported::InvalidSpec(errs.to_string())));
     }

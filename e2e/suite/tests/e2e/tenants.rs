@@ -705,7 +705,7 @@ async fn fat_spec_refused(t: &Tenancy) -> anyhow::Result<()> {
     let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
     let message = failing_with(&plus, "fat-spec", "InvalidSpec").await?;
     assert!(
-        message.contains("bytes of JSON; at most 262144 are evaluated"),
+        message.contains("bytes of JSON; at most 262144 are served"),
         "{message}"
     );
     assert!(

@@ -294,6 +294,68 @@ async fn vpas_for_other_recommenders_are_left_alone() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A VPA whose spec passes every bound of the CRD one field at a time and 256 KiB in sum (64
+/// container policies of 16 resources with long names): the recommender caches its target
+/// only, says why in `ConfigUnsupported`, recommends nothing for it, and serves the others.
+#[tokio::test]
+async fn a_vpa_spec_past_the_bound_is_refused_and_not_cached() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-fat").await?;
+    deployment(&env, "mine", None).await?;
+    deployment(&env, "fat", None).await?;
+    let policies: Vec<serde_json::Value> = (0..64)
+        .map(|i| {
+            let min: serde_json::Map<String, serde_json::Value> = (0..16)
+                .map(|r| {
+                    (
+                        format!("example.com/{}-{r:02}", "r".repeat(300)),
+                        json!("1"),
+                    )
+                })
+                .collect();
+            json!({"containerName": format!("c{i}"), "minAllowed": min})
+        })
+        .collect();
+    let api: Api<VerticalPodAutoscaler> = env.api();
+    let patch = json!({"spec": {"resourcePolicy": {"containerPolicies": policies}}});
+    api.patch(
+        "fat",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await?;
+    let service = start(&env);
+    eventually("a recommendation for ours", WITHIN, EVERY, || async {
+        target(&env, "mine").await
+    })
+    .await?;
+    let message = eventually(
+        "ConfigUnsupported on the fat VPA",
+        WITHIN,
+        EVERY,
+        || async {
+            let vpa = api.get("fat").await?;
+            Ok(vpa
+                .status
+                .and_then(|s| s.conditions)
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == "ConfigUnsupported" && c.status == "True")
+                .and_then(|c| c.message))
+        },
+    )
+    .await?;
+    assert!(
+        message.starts_with("spec: ")
+            && message.ends_with("at most 262144 are served (and cached)"),
+        "{message}"
+    );
+    assert_eq!(target(&env, "fat").await?, None, "no recommendation");
+    println!("ConfigUnsupported: {message}");
+    service.stop().await??;
+    env.cleanup().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn gc_deletes_checkpoints_of_deleted_vpas() -> anyhow::Result<()> {
     let env = Env::start("vpa-rec-gc").await?;
