@@ -44,7 +44,9 @@ use k8s_openapi::api::core::v1::LimitRange;
 use kube::runtime::reflector::{self, Store};
 use kube::{Api, Resource};
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
-use plimsoll_core::vertical::object_fields::{leave_out_vpa, limit_range_fields, vpa_fields};
+use plimsoll_core::vertical::object_fields::{
+    leave_out_limit_range, leave_out_vpa, limit_range_fields, vpa_fields,
+};
 use plimsoll_core::vertical::scope::NamespaceScope;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
@@ -239,7 +241,9 @@ fn spawn_caches(
     let (jobs, t3) =
         spawn_reflector(watch::<Job>("Job", client, watches, shutdown).trim(owner_fields));
     let (limit_ranges, t4) = spawn_reflector(
-        watch::<LimitRange>("LimitRange", client, watches, shutdown).trim(limit_range_fields),
+        watch::<LimitRange>("LimitRange", client, watches, shutdown)
+            .trim(limit_range_fields)
+            .over_budget(leave_out_limit_range),
     );
     let caches = Caches {
         vpas,

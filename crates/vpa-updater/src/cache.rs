@@ -35,7 +35,9 @@ use kube::runtime::watcher::Event;
 use plimsoll_core::api::vpa::VerticalPodAutoscaler;
 use plimsoll_core::pod_fields::{keep_read_fields, leave_out_over_budget};
 use plimsoll_core::vertical::controlling::{self, OwnerKey, Owners};
-use plimsoll_core::vertical::object_fields::{leave_out_vpa, limit_range_fields, vpa_fields};
+use plimsoll_core::vertical::object_fields::{
+    leave_out_limit_range, leave_out_vpa, limit_range_fields, vpa_fields,
+};
 use plimsoll_core::vertical::priority::{Owner, PodSnapshot, snapshot_annotation};
 use plimsoll_runtime::watch::{Synced, Watch, WatchMetrics};
 use prometheus_client::registry::Registry;
@@ -391,7 +393,8 @@ impl Cache {
         let (limit_ranges, mut lr_writer) = reflector::store();
         add(follow(
             watch::<LimitRange>(client, scope, "LimitRange", true, &metrics)
-                .trim(limit_range_fields),
+                .trim(limit_range_fields)
+                .over_budget(leave_out_limit_range),
             move |e| lr_writer.apply_watcher_event(&e),
         ));
 

@@ -38,11 +38,14 @@ pub const MAX_RECOMMENDERS: usize = 1;
 /// values of one expression).
 pub const MAX_SELECTOR_TERMS: usize = 64;
 
-/// An autoscaler's `spec` as JSON, in bytes. The bounds above hold each list and string, not
-/// their sum: 32 metrics whose selectors each list 64 expressions of 64 values come to more
-/// than etcd stores, and the services cache every autoscaler. The longest legitimate spec (32
-/// metrics each with the longest query, metric name and server address) is about 240 KB; real
-/// ones are a few. Past it an autoscaler is refused (`InvalidSpec`) and only its identity cached.
+/// The `spec` of an object the services cache (HPA+, HPA, VPA, LimitRange) as JSON, in bytes.
+/// The bounds above hold each list and string, not their sum: 32 metrics whose selectors each
+/// list 64 expressions of 64 values come to more than etcd stores, a VPA's resource lists have
+/// keys of any length, and the services cache every such object. The longest legitimate HPA+
+/// spec (32 metrics each with the longest query, metric name and server address) is about
+/// 240 KB; real ones are a few KB. Past it an autoscaler is refused (`InvalidSpec`,
+/// `ConfigUnsupported`) and cached without its spec (`crate::cut_down::spec_left_out`). A
+/// CronHPA's bounds add up to less (no map, 100 jobs, 366 excluded days).
 pub const MAX_SPEC_BYTES: usize = 256 * 1024;
 
 /// Object names (DNS subdomains: `metadata.name` allows no more), resource names, recommender and

@@ -18,7 +18,8 @@
 //!   conflict check) and [`TOTAL_USAGE_ANNOTATION`] (the recommender's joint-sizing history).
 //!
 //! A `LimitRange` keeps its `name`, `namespace`, `uid`, `resourceVersion` and its spec: the
-//! bounds are all that is read of it ([`super::limit_range`]).
+//! bounds are all that is read of it ([`super::limit_range`]); a spec past [`MAX_SPEC_BYTES`]
+//! is dropped ([`leave_out_limit_range`]).
 //!
 //! The recommender also caches every horizontal autoscaler (HPA+ and HPA) to find the ones of a
 //! VPA's workload (the conflict check, joint sizing): of those it reads the name and the spec,
@@ -112,6 +113,18 @@ pub fn leave_out_vpa(vpa: &mut VerticalPodAutoscaler) -> Option<usize> {
 /// Cuts `range` down to its identity and its spec (see the module docs).
 pub fn limit_range_fields(range: &mut LimitRange) {
     range.metadata = cut_down::identity(&mut range.metadata);
+}
+
+/// Leaves out the spec of a `LimitRange` past [`MAX_SPEC_BYTES`] (its lists and maps have no
+/// bound but etcd's, and a namespace's `admin` writes it): no spec, so the recommendations are
+/// not capped by it. The API server still enforces it when a pod is created. Returns the
+/// spec's bytes; `None` (and `range` unchanged) within the bound.
+pub fn leave_out_limit_range(range: &mut LimitRange) -> Option<usize> {
+    let bytes = range.spec.as_ref().map_or(0, cut_down::json_len);
+    (bytes > MAX_SPEC_BYTES).then(|| {
+        range.spec = None;
+        bytes
+    })
 }
 
 #[cfg(test)]
@@ -311,5 +324,29 @@ mod tests {
             errors.contains(&format!("at most {MAX_SPEC_BYTES}")),
             "{errors}"
         );
+    }
+
+    #[test]
+    fn a_limit_range_past_the_bound_loses_its_spec() {
+        let range = |items: usize| -> LimitRange {
+            let limits: Vec<_> = (0..items)
+                .map(|i| {
+                    json!({"type": "Container", "max": {format!("example.com/{i:0>250}"): "1"}})
+                })
+                .collect();
+            serde_json::from_value(json!({
+                "metadata": {"name": "limits", "namespace": "shop"},
+                "spec": {"limits": limits}}))
+            .unwrap()
+        };
+        let mut small = range(3);
+        let before = small.clone();
+        assert_eq!(leave_out_limit_range(&mut small), None);
+        assert_eq!(small, before);
+        let mut fat = range(2_000);
+        let bytes = leave_out_limit_range(&mut fat).expect("left out");
+        assert!(bytes > MAX_SPEC_BYTES, "{bytes}");
+        assert_eq!(fat.spec, None);
+        assert_eq!(fat.metadata.name.as_deref(), Some("limits"));
     }
 }
