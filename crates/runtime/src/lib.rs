@@ -108,6 +108,8 @@ pub mod watched_scales;
 
 #[cfg(test)]
 mod fake_api;
+#[cfg(test)]
+mod log_sink;
 
 pub use api_message::api_message;
 pub use args::{AdminListenerArgs, CommonArgs};

@@ -77,19 +77,7 @@ mod tests {
     /// Through the fmt layer: a field holding a newline does not start a line.
     #[test]
     fn a_field_with_a_newline_is_logged_on_one_line() {
-        use std::sync::{Arc, Mutex};
-        #[derive(Clone, Default)]
-        struct Sink(Arc<Mutex<Vec<u8>>>);
-        impl Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let sink = Sink::default();
+        let sink = crate::log_sink::Sink::default();
         let make = {
             let sink = sink.clone();
             move || OneLine(sink.clone())
@@ -103,7 +91,7 @@ mod tests {
             let job = "a\nERROR cron_hpa: forged";
             tracing::info!(job = %job, "job submitted");
         });
-        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        let text = sink.text();
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.contains("job=a\\nERROR cron_hpa: forged"), "{text}");
     }

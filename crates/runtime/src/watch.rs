@@ -841,20 +841,7 @@ mod tests {
 
     /// The log lines `f` writes at warn, and their text.
     fn warnings(f: impl FnOnce()) -> Vec<String> {
-        use std::io::{self, Write};
-        use std::sync::Mutex;
-        #[derive(Clone, Default)]
-        struct Sink(Arc<Mutex<Vec<u8>>>);
-        impl Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let sink = Sink::default();
+        let sink = crate::log_sink::Sink::default();
         let make = {
             let sink = sink.clone();
             move || sink.clone()
@@ -865,8 +852,7 @@ mod tests {
             .with_writer(make)
             .finish();
         tracing::subscriber::with_default(subscriber, f);
-        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
-        text.lines().map(str::to_owned).collect()
+        sink.text().lines().map(str::to_owned).collect()
     }
 
     #[test]
