@@ -11,6 +11,10 @@ build:
 ci:
     bash .ci/run
 
+# The API docs (target/doc), with rustdoc's warnings denied as CI denies them.
+doc:
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
 # The whole test suite (the README's test command).
 test:
     cargo test --workspace

@@ -2,7 +2,7 @@
 //! Chart.yaml, values.schema.json (the descriptions) and values.yaml (the defaults), so the
 //! table of values cannot drift from what the chart accepts; a test fails when the file is stale.
 //!
-//! The prose (prerequisites, install, upgrade, uninstall) is [`PROSE`] here; docs/install.md
+//! The prose (prerequisites, install, upgrade, uninstall) is `PROSE` here; docs/install.md
 //! says the same at more length.
 
 use std::fmt::Write as _;

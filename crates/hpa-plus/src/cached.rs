@@ -12,7 +12,7 @@
 //!
 //! Deflate alone finds little to repeat inside one 1.7 KB object; across objects nearly
 //! everything repeats (field names, condition reasons and messages, timestamps' shape). So each
-//! object is deflated as the continuation of a [`Dictionary`]: a representative object of its
+//! object is deflated as the continuation of a `Dictionary`: a representative object of its
 //! kind, deflated once and then kept only as the compressor's window. The object's bytes refer
 //! back into it, and the same 1.7 KB object packs into about 180 bytes instead of 790. An
 //! object is packed again only when the watch delivers a change; the dictionary, inflated ahead
@@ -404,7 +404,7 @@ impl<K: Resource<DynamicType = ()>> Packed<K> {
     }
 }
 
-/// `value` as JSON, deflated as the continuation of `K`'s [`Dictionary`]: an object of kind `K`,
+/// `value` as JSON, deflated as the continuation of `K`'s `Dictionary`: an object of kind `K`,
 /// or a part of one (its status).
 pub fn deflate_after<K>(value: &impl Serialize) -> Result<Box<[u8]>, PackError>
 where

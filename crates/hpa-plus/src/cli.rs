@@ -191,7 +191,7 @@ pub struct Args {
 
     /// Record every evaluation of the selected autoscalers (what was observed: metric values,
     /// the target's pods with readiness, requests and usage, replicas, time; and the decision)
-    /// to DIR/<namespace>/<name>.jsonl, for `hpa-plus replay FILE` to reproduce offline
+    /// to `DIR/<namespace>/<name>.jsonl`, for `hpa-plus replay FILE` to reproduce offline
     /// (docs/replay.md, "Record on a cluster, replay offline"). A recording holds the metric
     /// values and pod names of the namespace: give DIR the access the namespaces' data needs.
     /// A write failure is logged and counted, never fails the evaluation.

@@ -17,7 +17,7 @@
 //! an object is evaluated only by the replica holding the Lease of its shard
 //! (`plimsoll_runtime::leader::shards`). The others keep it out of the controller's store
 //! ([`shard_cache`]), so they neither evaluate nor schedule it; the objects of a shard this
-//! replica takes enter the store and are evaluated as soon as it takes it ([`taken_over`]).
+//! replica takes enter the store and are evaluated as soon as it takes it (`taken_over`).
 //! Sharded or not, the cache holds each autoscaler packed, read back whole by each evaluation
 //! ([`cached`]).
 //!

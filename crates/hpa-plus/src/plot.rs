@@ -3,7 +3,7 @@
 //!
 //! The scene is built once as a [`Chart`] and rendered by the file's extension. Values are
 //! scaled to the panel; the target and watermarks are dashed step lines of the metric's colour.
-//! The layout ([`LAYOUT`], the time axis, panel frames) is shared with the `LoadReplay` plot;
+//! The layout (`LAYOUT`, the time axis, panel frames) is shared with the `LoadReplay` plot;
 //! scales, labels and frames are `plimsoll_plot`'s axes.
 
 use plimsoll_core::horizontal::MetricOutcome;

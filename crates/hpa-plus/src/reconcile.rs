@@ -1,9 +1,9 @@
 //! One evaluation of one autoscaler, its I/O: read the target's scale, observe pods and
-//! metrics, call the pure [`evaluate`] (tuning, the decision, prediction: the same function
+//! metrics, call the pure [`evaluate()`] (tuning, the decision, prediction: the same function
 //! both replays call), write what it decided (a tuned `minReplicas`, the scale, the status),
 //! publish the Events it owes, and requeue after the object's own period.
 //!
-//! Both kinds go through [`run`]: an HPA+ as it is, a native `autoscaling/v2` HPA after
+//! Both kinds go through `run`: an HPA+ as it is, a native `autoscaling/v2` HPA after
 //! the conversion in `plimsoll-core` (annotations → additions). Writes happen only while this
 //! instance holds the object's shard (without `--shards`: while it leads); a reconcile that
 //! loses it mid-way writes nothing more.
@@ -18,7 +18,7 @@
 //! - scale write failed: `AbleToScale=False` (`FailedUpdateScale`), Warning Event, error.
 //!
 //! A failed request reads as the API server's message everywhere a user sees it
-//! ([`plimsoll_runtime::api_message`]), and every status written carries `reference`, so the
+//! ([`mod@plimsoll_runtime::api_message`]), and every status written carries `reference`, so the
 //! REFERENCE column shows the target whatever failed.
 
 use std::borrow::Cow;

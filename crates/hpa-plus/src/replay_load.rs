@@ -9,19 +9,19 @@
 //!    not Ready and has no usage sample. The trace's CPU (and memory) is spread evenly over the
 //!    Ready pods, on each pod's first container.
 //! 2. The observed load of each metric is recorded in the compact
-//!    [`LoadHistory`] as the controller records it when no Prometheus is configured.
+//!    `LoadHistory` as the controller records it when no Prometheus is configured.
 //! 3. Tuning (when `minReplicasTuning` or its annotation is not off) proposes a `minReplicas`;
 //!    in Apply it is written at most once a day, and the decision of this step already uses it.
 //! 4. With `spec.predictive` not off, the observed loads are also recorded in a
-//!    [`LoadSeries`] with buckets of `stepSeconds`, and the forecast for the next `leadSeconds`
+//!    `LoadSeries` with buckets of `stepSeconds`, and the forecast for the next `leadSeconds`
 //!    (`auto`: `podStartupSeconds` plus one step) is made from it.
 //! 5. The decision, with its history carried over and normalised as the controller keeps it;
-//!    in `Scale` a confident forecast then raises it ([`raise`]: scale-up only). A scale-up
+//!    in `Scale` a confident forecast then raises it (`raise`: scale-up only). A scale-up
 //!    creates pods at `t` with the CPU request the admission webhook would give them (the
 //!    VPA's current recommendation, else the template's); a scale-down removes the newest pods
 //!    first.
 //! 6. With a `vpa`, the recommender records what the step observed and recommends the pod's
-//!    CPU request ([`vertical`]: joint mode through
+//!    CPU request (`vertical`: joint mode through
 //!    [`plimsoll_core::vertical::joint::size`] when the VPA carries
 //!    `plimsoll.dev/horizontal-aware: "true"`, else the plain recommender through
 //!    [`plimsoll_core::vertical::model::VpaModel`]). A new request is what new pods get from

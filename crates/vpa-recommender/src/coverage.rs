@@ -110,7 +110,7 @@ pub fn in_shards(
 }
 
 /// The served VPAs outside the coverage that may take pods from a covered VPA: a pod belongs to
-/// the oldest VPA on its top controller ([`controlling`]), so only an uncovered VPA naming the
+/// the oldest VPA on its top controller ([`plimsoll_core::vertical::controlling`]), so only an uncovered VPA naming the
 /// same target in the same namespace as a covered one can. The loop resolves these too, so that
 /// ownership is the same as in an unsharded loop.
 pub fn ownership_context(

@@ -1,7 +1,7 @@
 //! The command line of `vpa-updater`: the common service flags, the updater's own flags (named as
 //! upstream's updater names them where the concept is the same) and the `replay` subcommand.
 //!
-//! Every flag can also be set from `PLIMSOLL_<FLAG>`. [`Args::config`] turns the parsed flags
+//! Every flag can also be set from `PLIMSOLL_<FLAG>`. [`Args::into_config`] turns the parsed flags
 //! into the plain [`Config`] that [`crate::run`] takes.
 
 use std::path::PathBuf;

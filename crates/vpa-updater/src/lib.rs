@@ -38,7 +38,7 @@ pub use error::{Error, Result};
 /// The binary name: field manager, Event reporter, Lease `plimsoll-vpa-updater`, metric prefix.
 pub const BINARY: &str = "vpa-updater";
 
-/// The service configuration (plain data; see [`cli::Args::config`] for the flags).
+/// The service configuration (plain data; see [`cli::Args::into_config`] for the flags).
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Client, admin listener, logging and leader-election flags.

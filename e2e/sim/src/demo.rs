@@ -10,7 +10,7 @@
 //!
 //! Pieces: [`timing`] (the compression and the settings it scales), [`objects`] (what is
 //! installed), [`observe`] (reading a row from the sim), [`report`] (table, JSON, tracking
-//! figure, summary) and [`chart`] (the plot).
+//! figure, summary) and [`mod@chart`] (the plot).
 //!
 //! Services plug in as [`Service`] closures receiving a [`DemoContext`] (a kube client for the
 //! sim, its kubeconfig, the namespace, the timing and a shutdown token).

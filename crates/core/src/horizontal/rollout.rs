@@ -25,7 +25,7 @@
 //! [`Rollout::Unknown`]: the autoscaler cannot tell, and says so in the
 //! [`PAUSED_FOR_ROLLOUT`] condition rather than treating the target as settled in silence.
 //!
-//! [`RolloutState`] is the generation view of a workload that [`Observation`](super::Observation)
+//! [`RolloutState`] is the generation view of a workload that [`Observation`]
 //! carries (and that `replay` scenarios write); [`Rollout::state`] gives it for a verdict, and
 //! no view at all for an unknown one.
 

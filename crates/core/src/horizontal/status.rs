@@ -185,7 +185,7 @@ pub fn native_subset(
     }
 }
 
-/// `previous` with `conditions` merged in at `now` and the [`reference`] of `spec` (for failures
+/// `previous` with `conditions` merged in at `now` and the [`reference()`] of `spec` (for failures
 /// before or instead of a decision: the REFERENCE column is filled even then).
 pub fn with_conditions(
     spec: &HorizontalPodAutoscalerPlusSpec,

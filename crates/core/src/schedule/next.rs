@@ -20,7 +20,7 @@ use super::zone;
 const HORIZON_YEARS: i16 = 30;
 
 /// The first instant strictly after `after` at which `schedule` fires in `tz`.
-/// `None` only when nothing fires within [`HORIZON_YEARS`] (or beyond year 9999).
+/// `None` only when nothing fires within `HORIZON_YEARS` (or beyond year 9999).
 pub fn next_after(schedule: &Schedule, tz: &TimeZone, after: Timestamp) -> Option<Timestamp> {
     match schedule {
         Schedule::Every { seconds } => {

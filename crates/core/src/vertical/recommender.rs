@@ -7,25 +7,25 @@
 //! `vpa-recommender replay` both call it. One loop runs these steps, in the order upstream's loop
 //! runs them:
 //!
-//! 1. [`forget_deleted_vpas`](Recommender::forget_deleted_vpas), then
-//!    [`read_settings`](Recommender::read_settings): each VPA's own aggregation settings
+//! 1. `forget_deleted_vpas`, then
+//!    `read_settings`: each VPA's own aggregation settings
 //!    ([`super::per_vpa`]);
-//! 2. [`ownership::owners`]: which pods belong to which VPA (the shared rule of
+//! 2. [`super::ownership::owners`]: which pods belong to which VPA (the shared rule of
 //!    [`super::controlling`], walking the pods' owners through the ReplicaSets and Jobs the
 //!    service has seen);
-//! 3. [`add_usage`](Recommender::add_usage): usage samples into the aggregates, and
-//!    [`record_totals`](Recommender::record_totals): the total CPU usage of each VPA in joint
+//! 3. `add_usage`: usage samples into the aggregates, and
+//!    `record_totals`: the total CPU usage of each VPA in joint
 //!    mode, and its memory usage when its autoscaler scales on memory ([`joint_sizing`]);
-//! 4. [`record_status_ooms`](Recommender::record_status_ooms) and
-//!    [`record_eviction_ooms`](Recommender::record_eviction_ooms): OOM kills, each once;
-//! 5. [`recommend_vpa`](Recommender::recommend_vpa) per VPA: forget pods that are gone, compute
+//! 4. `record_status_ooms` and
+//!    `record_eviction_ooms`: OOM kills, each once;
+//! 5. `recommend_vpa` per VPA: forget pods that are gone, compute
 //!    the recommendation and conditions (in joint mode, the CPU and/or memory request sized
 //!    with the horizontal autoscaler, [`joint_sizing::apply`]), cap it to fit the largest node
-//!    ([`node_fit`]), and keep the status only when it changed ([`status_change`]).
+//!    ([`node_fit`]), and keep the status only when it changed ([`super::status_change`]).
 //!
 //! Checkpoint and garbage-collection decisions are methods here too ([`checkpoint_schedule`]), as
 //! is when a joint VPA's total usage is persisted in its annotation
-//! ([`totals_due`](Recommender::totals_due)); the service only moves the objects.
+//! (`totals_due`); the service only moves the objects.
 //!
 //! Invariants: one [`VpaModel`] per VPA (keyed `namespace/name`), aggregates keyed by container
 //! name inside it as upstream keys them (VPA, container name); a pod belongs to at most one VPA;

@@ -16,10 +16,10 @@
 //! Not modelled: `DaemonSets` and Jobs create no pods, no node capacity or affinity in scheduling,
 //! no proportional scaling of a Deployment mid-rollout, no orphan adoption.
 //!
-//! One module per controller: [`kubelet`] (scheduling, pod lifecycle, OOM kills), [`replicaset`],
-//! [`deployment`], [`statefulset`], [`gc`] (namespace termination, owner references) and
-//! [`load`] (the load model and the samples the metrics APIs serve). This module holds what they
-//! share: reading object fields, the controllers' writes ([`Ctx`]), and the tick that runs them.
+//! One module per controller: `kubelet` (scheduling, pod lifecycle, OOM kills), `replicaset`,
+//! `deployment`, `statefulset`, `gc` (namespace termination, owner references) and
+//! `load` (the load model and the samples the metrics APIs serve). This module holds what they
+//! share: reading object fields, the controllers' writes (`Ctx`), and the tick that runs them.
 
 mod deployment;
 mod gc;

@@ -1,7 +1,7 @@
 //! Benchmark of one vpa-recommender loop at 5,000 VPAs / 50,000 containers (issue 6).
 //!
 //! Drives the loop function itself ([`Recommender::run_loop`] plus the checkpoint step
-//! [`Recommender::checkpoints_due`]) with in-memory pods and a fake `metrics.k8s.io` answer, so
+//! [`checkpoints_due`](plimsoll_core::vertical::recommender::Recommender::checkpoints_due)) with in-memory pods and a fake `metrics.k8s.io` answer, so
 //! the numbers are the recommender's own work — no API server, no network. 5,000 VPAs, each
 //! targeting 5 pods of 2 containers (25,000 pods, 50,000 container instances, 10,000 aggregates
 //! keyed (VPA, container name) as upstream keys them). Prints each loop's wall time and CPU
