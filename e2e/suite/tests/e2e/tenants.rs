@@ -700,6 +700,17 @@ fn fat_spec() -> anyhow::Result<HorizontalPodAutoscalerPlus> {
     autoscaler("fat-spec", "fat-spec", &Value::Array(metrics))
 }
 
+/// The same spec in a native HPA, which no schema bounds.
+fn fat_native() -> anyhow::Result<HorizontalPodAutoscaler> {
+    let plus = serde_json::to_value(fat_spec()?)?;
+    Ok(serde_json::from_value(json!({
+        "metadata": {"name": "fat-native"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                    "name": "fat-native"},
+                 "minReplicas": 1, "maxReplicas": 3, "metrics": plus["spec"]["metrics"]},
+    }))?)
+}
+
 /// hpa-plus refuses the fat spec with a condition naming the bound, and caches none of it.
 async fn fat_spec_refused(t: &Tenancy) -> anyhow::Result<()> {
     let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
@@ -712,11 +723,33 @@ async fn fat_spec_refused(t: &Tenancy) -> anyhow::Result<()> {
         !message.contains("00000"),
         "a tenant's value in the message: {message}"
     );
+    let native = eventually("the fat native HPA is refused", WITHIN, POLL, || async {
+        let hpa = t
+            .tenant_api::<HorizontalPodAutoscaler>()
+            .get("fat-native")
+            .await?;
+        Ok(hpa
+            .status
+            .and_then(|s| s.conditions)
+            .into_iter()
+            .flatten()
+            .find(|c| {
+                c.type_ == "ScalingActive"
+                    && c.status == "False"
+                    && c.reason.as_deref() == Some("InvalidSpec")
+            })
+            .and_then(|c| c.message))
+    })
+    .await?;
+    assert!(
+        native.contains("bytes of JSON; at most 262144 are served"),
+        "{native}"
+    );
     row(
-        "an HPA+ of 520 KB, each field within the CRD's bounds (two metrics, 64 expressions of 64 values each)",
+        "an HPA+ of 520 KB, each field within the CRD's bounds (two metrics, 64 expressions of 64 values each), and a native HPA with the same metrics",
         &format!(
-            "`ScalingActive=False` `InvalidSpec`: `{message}`; only its target, bounds and status \
-             are cached"
+            "`ScalingActive=False` `InvalidSpec` on both: `{message}`; only their target, \
+             bounds and status are cached"
         ),
     );
     Ok(())
@@ -865,6 +898,9 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     fat_pods(&t).await?;
     t.tenant_api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &fat_spec()?)
+        .await?;
+    t.tenant_api::<HorizontalPodAutoscaler>()
+        .create(&PostParams::default(), &fat_native()?)
         .await?;
     overreach(&t).await?;
     classified(&t).await?;
