@@ -21,6 +21,12 @@
 //! printed form, read again on each answer (a short string parses in well under a
 //! microsecond), instead of the parsed requirements with a B-tree node per value set (about
 //! 0.5 KB a workload: 50 MB at 100,000).
+//!
+//! A selector is a tenant's to write, each label bounded but not their number: a Deployment
+//! whose selector and template carry 5,000 labels holds 425 KB of selector, and each of its
+//! ReplicaSets the same. One past [`SELECTOR_BUDGET`] is not held ([`Watch::over_budget`]: a
+//! warning naming it, `watch_over_budget_total`); a read of it answers `None`, so the caller
+//! reads `/scale`, exactly, and only for a workload an autoscaler targets.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,10 +38,16 @@ use kube::runtime::watcher::Event;
 use kube::{Api, Client, ResourceExt};
 use serde::Deserialize;
 
+use plimsoll_core::cut_down;
+
 use crate::kinds::TargetRef;
 use crate::selector::Selector;
 use crate::target_scale::TargetScale;
 use crate::watch::{Watch, WatchMetrics};
+
+/// The most bytes of a workload's `spec.selector` (as JSON) a scale cache holds. A real
+/// selector names a few labels, under 1 KB.
+pub const SELECTOR_BUDGET: usize = 16 * 1024;
 
 /// The workload kinds whose scale is watched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -241,6 +253,7 @@ impl WatchedScales {
             let mut listing: Option<Scales> = None;
             Watch::new(workload.kind(), api)
                 .metrics(&metrics)
+                .over_budget(leave_out_large_selector)
                 .run(move |event| apply(kind, &mut listing, event))
         });
         futures::future::join_all(watches).await;
@@ -266,6 +279,10 @@ fn apply(kind: &Kind, listing: &mut Option<Scales>, event: Event<Workloadish>) {
         Event::Apply(o) => {
             if let Some((key, scale)) = entry(&o) {
                 kind.write().insert(key, scale);
+            } else {
+                // Grown past the budget (or nameless): not answered from here any more.
+                kind.write()
+                    .remove(&(o.namespace().unwrap_or_default(), o.name_any()));
             }
         }
         Event::Delete(o) => {
@@ -275,8 +292,22 @@ fn apply(kind: &Kind, listing: &mut Option<Scales>, event: Event<Workloadish>) {
     }
 }
 
-/// The scale the subresource would report for `o`; `None` for an object without a name.
+/// Cuts the selector of a workload past [`SELECTOR_BUDGET`] and marks it; the bytes it had.
+fn leave_out_large_selector(o: &mut Workloadish) -> Option<usize> {
+    let bytes = o.spec.selector.as_ref().map_or(0, cut_down::json_len);
+    (bytes > SELECTOR_BUDGET).then(|| {
+        o.spec.selector = None;
+        cut_down::mark_spec_left_out(&mut o.metadata, bytes);
+        bytes
+    })
+}
+
+/// The scale the subresource would report for `o`; `None` for an object without a name, or
+/// whose selector was left out ([`leave_out_large_selector`]).
 fn entry(o: &Workloadish) -> Option<((String, String), Held)> {
+    if cut_down::spec_left_out(&o.metadata).is_some() {
+        return None;
+    }
     let name = o.metadata.name.clone()?;
     Some((
         (o.namespace().unwrap_or_default(), name),
@@ -387,6 +418,49 @@ mod tests {
             None,
             "its kind has not listed"
         );
+    }
+
+    #[test]
+    fn a_selector_past_the_budget_is_not_held_and_read_from_the_scale_instead() {
+        let fat = |name: &str| {
+            let mut o = workload(name, Some(3), Some(3));
+            let labels = o
+                .spec
+                .selector
+                .get_or_insert_default()
+                .match_labels
+                .get_or_insert_default();
+            for i in 0..500 {
+                labels.insert(format!("example.com/label-{i:03}"), "v".repeat(40));
+            }
+            // As the watch passes it on.
+            assert!(leave_out_large_selector(&mut o).is_some_and(|b| b > SELECTOR_BUDGET));
+            o
+        };
+        let mut small = workload("api", Some(1), Some(1));
+        assert_eq!(leave_out_large_selector(&mut small), None);
+        let scales = WatchedScales::new();
+        let kind = &scales.kinds[Workload::Deployment.index()];
+        listed(&scales, vec![fat("web"), small]);
+        let api = TargetRef::new("apps/v1", "Deployment", "api");
+        assert!(scales.get("shop", api).is_some());
+        assert_eq!(scales.get("shop", web()), None, "not held: read /scale");
+        // Held while small, dropped when it grows past the budget, held again when it shrinks.
+        let mut listing = None;
+        apply(
+            kind,
+            &mut listing,
+            Event::Apply(workload("web", Some(3), Some(3))),
+        );
+        assert!(scales.get("shop", web()).is_some());
+        apply(kind, &mut listing, Event::Apply(fat("web")));
+        assert_eq!(scales.get("shop", web()), None);
+        apply(
+            kind,
+            &mut listing,
+            Event::Apply(workload("web", Some(4), Some(3))),
+        );
+        assert_eq!(scales.get("shop", web()).map(|s| s.spec_replicas), Some(4));
     }
 
     #[test]
