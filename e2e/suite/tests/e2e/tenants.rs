@@ -755,6 +755,76 @@ async fn fat_spec_refused(t: &Tenancy) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A Deployment whose selector passes what the scale cache holds
+/// (`plimsoll_runtime::watched_scales::SELECTOR_BUDGET`), its pods plainly labelled (the bulk is
+/// a `NotIn`), with an HPA+ on it.
+async fn fat_selector(t: &Tenancy) -> anyhow::Result<()> {
+    let values: Vec<String> = (0..500).map(|i| format!("{i:0>40}")).collect();
+    let deployment: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "fat-selector"},
+        "spec": {"replicas": 1,
+            "selector": {"matchLabels": {"app": "fat-selector"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": values}]},
+            "template": {"metadata": {"labels": {"app": "fat-selector"}},
+                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "100m"}}}]}}}
+    }))?;
+    t.tenant_api::<k8s_openapi::api::apps::v1::Deployment>()
+        .create(&PostParams::default(), &deployment)
+        .await?;
+    let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "fat-selector"});
+    t.tenant_api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &on_cpu("fat-selector", &target)?)
+        .await?;
+    Ok(())
+}
+
+/// hpa-plus left the fat selector out of its scale cache (a warning) and read the target's
+/// `/scale` instead: the autoscaler scales.
+async fn fat_selector_read_from_scale(t: &Tenancy, log: &Path) -> anyhow::Result<()> {
+    let plus = t.tenant_api::<HorizontalPodAutoscalerPlus>();
+    eventually(
+        "the fat selector's autoscaler is able to scale",
+        WITHIN,
+        POLL,
+        || async {
+            Ok(condition(&plus, "fat-selector", "AbleToScale")
+                .await?
+                .filter(|(status, _, _)| status == "True")
+                .map(|_| ()))
+        },
+    )
+    .await?;
+    let hpa_plus_user = access::user_of("hpa-plus");
+    let scale_reads = t
+        .env
+        .sim()?
+        .access_log()
+        .iter()
+        .filter(|r| {
+            r.attributes.user.name == hpa_plus_user
+                && r.attributes.verb == "get"
+                && r.attributes.name == "fat-selector"
+                && r.attributes.combined_resource() == "deployments/scale"
+        })
+        .count();
+    assert!(scale_reads >= 1, "hpa-plus never read the target's /scale");
+    let text = std::fs::read_to_string(log).with_context(|| format!("read {}", log.display()))?;
+    let warned = text
+        .lines()
+        .filter(|l| l.contains("too large to cache") && l.contains("\"fat-selector\""))
+        .count();
+    assert!(warned >= 1, "no warning about the fat selector");
+    row(
+        "a Deployment whose selector is 21 KB (a `NotIn` of 500 values), with an HPA+ on it",
+        &format!(
+            "not in the scale cache (which holds 16 KiB a selector; {warned} warning); the \
+             autoscaler reads `/scale` instead ({scale_reads} reads) and scales"
+        ),
+    );
+    Ok(())
+}
+
 /// Writes outside the tenant's namespace, and of status, are refused by RBAC.
 async fn overreach(t: &Tenancy) -> anyhow::Result<()> {
     let outside = status_of(
@@ -896,6 +966,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     outside_targets(&t).await?;
     ghosts(&t).await?;
     fat_pods(&t).await?;
+    fat_selector(&t).await?;
     t.tenant_api::<HorizontalPodAutoscalerPlus>()
         .create(&PostParams::default(), &fat_spec()?)
         .await?;
@@ -980,6 +1051,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     ghosts_cost_nothing(&t, attack_start.elapsed(), &log).await?;
     fat_pods_left_out(&log)?;
     fat_spec_refused(&t).await?;
+    fat_selector_read_from_scale(&t, &log).await?;
     nothing_outside(&t)?;
     t.env.cleanup().await;
     Ok(())
