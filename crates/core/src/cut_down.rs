@@ -50,8 +50,9 @@ pub fn json_len(value: &impl serde::Serialize) -> usize {
     count.0
 }
 
-/// The annotation a cached autoscaler (HPA+, HPA, VPA) carries when its spec was left out for
-/// passing [`crate::api::limits::MAX_SPEC_BYTES`]: the spec's size in bytes. Its key has a `:`,
+/// The annotation a cached object carries when (part of) its spec was left out for passing a
+/// budget: an autoscaler's or VPA's spec past [`crate::api::limits::MAX_SPEC_BYTES`], a
+/// workload's selector past the scale cache's. Its value is the size in bytes. Its key has a `:`,
 /// which no annotation key the API server accepts has, so no object a tenant writes carries it;
 /// it never leaves the cache (the services patch the fields they own).
 pub const SPEC_LEFT_OUT: &str = "plimsoll.dev/spec-left-out:bytes";

@@ -360,7 +360,7 @@ impl<K: Resource> Budget<K> {
                             name = meta.name.as_deref().unwrap_or_default(),
                             bytes,
                             repeats_not_logged = quiet,
-                            "object too large to cache; left out of every decision"
+                            "object too large to cache; only a stub of it is kept"
                         );
                     }
                 }
@@ -875,7 +875,7 @@ mod tests {
         });
         assert_eq!(logged.len(), 1, "{logged:?}");
         assert!(
-            logged[0].contains("left out of every decision"),
+            logged[0].contains("too large to cache; only a stub of it is kept"),
             "{logged:?}"
         );
         assert!(
