@@ -25,14 +25,11 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
-use plimsoll_core::api::hpa_plus::{
-    HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec, NativeHpa, is_read_annotation,
-};
-use plimsoll_core::api::limits::MAX_SPEC_BYTES;
+use plimsoll_core::api::hpa_plus::{NativeHpa, is_read_annotation};
 use plimsoll_core::cut_down;
+use plimsoll_core::vertical::object_fields::leave_out_hpa;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -69,58 +66,12 @@ pub fn kept_fields<K: Resource>(
     }
 }
 
-/// An autoscaler kind whose spec [`leave_out_spec`] measures and cuts.
-pub trait CutSpec {
-    /// The spec's length as JSON.
-    fn spec_len(&self) -> usize;
-    /// Keeps of the spec only its target and replica bounds (what status and the shard cache
-    /// show), no metric.
-    fn cut_spec(&mut self);
-}
-
-impl CutSpec for HorizontalPodAutoscalerPlus {
-    fn spec_len(&self) -> usize {
-        cut_down::json_len(&self.spec)
-    }
-    fn cut_spec(&mut self) {
-        let spec = std::mem::take(&mut self.spec);
-        self.spec = HorizontalPodAutoscalerPlusSpec {
-            scale_target_ref: spec.scale_target_ref,
-            min_replicas: spec.min_replicas,
-            max_replicas: spec.max_replicas,
-            ..HorizontalPodAutoscalerPlusSpec::default()
-        };
-    }
-}
-
-impl CutSpec for NativeHpa {
-    fn spec_len(&self) -> usize {
-        self.hpa.spec.as_ref().map_or(0, cut_down::json_len)
-    }
-    fn cut_spec(&mut self) {
-        let spec = self.hpa.spec.take().unwrap_or_default();
-        self.hpa.spec = Some(HorizontalPodAutoscalerSpec {
-            scale_target_ref: spec.scale_target_ref,
-            min_replicas: spec.min_replicas,
-            max_replicas: spec.max_replicas,
-            ..HorizontalPodAutoscalerSpec::default()
-        });
-        self.metric_fallbacks.clear();
-    }
-}
-
-/// Leaves out the spec of an autoscaler cut by [`kept_fields`] when it passes
-/// [`MAX_SPEC_BYTES`]: keeps its target and bounds, marks it ([`cut_down::mark_spec_left_out`]), and
-/// returns the spec's bytes (`None`, the object unchanged, within the bound). The evaluation
-/// refuses such an autoscaler (`InvalidSpec`, [`cut_down::spec_left_out`]) instead of reading
-/// what is left.
-pub fn leave_out_spec<K: Resource + CutSpec>(obj: &mut K) -> Option<usize> {
-    let bytes = obj.spec_len();
-    if bytes <= MAX_SPEC_BYTES {
-        return None;
-    }
-    obj.cut_spec();
-    cut_down::mark_spec_left_out(obj.meta_mut(), bytes);
+/// Leaves out the spec of a native HPA past
+/// [`MAX_SPEC_BYTES`](plimsoll_core::api::limits::MAX_SPEC_BYTES), as
+/// [`leave_out_hpa`] does, with the fields the typed object lacks.
+pub fn leave_out_native(native: &mut NativeHpa) -> Option<usize> {
+    let bytes = leave_out_hpa(&mut native.hpa)?;
+    native.metric_fallbacks.clear();
     Some(bytes)
 }
 
@@ -525,6 +476,8 @@ where
 pub(crate) mod tests {
     use super::*;
     use plimsoll_core::api::hpa_plus::{HorizontalPodAutoscalerPlus, NativeHpa};
+    use plimsoll_core::api::limits::MAX_SPEC_BYTES;
+    use plimsoll_core::vertical::object_fields::leave_out_hpa_plus;
     use serde_json::json;
 
     /// An HPA+ as the bench's after its first evaluation: an External metric, every status
@@ -825,8 +778,8 @@ pub(crate) mod tests {
                 serde_json::from_value(with_selector(plus.clone(), values)).unwrap();
             let mut native = NativeHpa::from_value(with_selector(native.clone(), values)).unwrap();
             let (plus_before, native_before) = (plus.clone(), native.clone());
-            let plus_bytes = leave_out_spec(&mut plus);
-            let native_bytes = leave_out_spec(&mut native);
+            let plus_bytes = leave_out_hpa_plus(&mut plus);
+            let native_bytes = leave_out_native(&mut native);
             if !over {
                 assert_eq!((plus_bytes, native_bytes), (None, None));
                 assert_eq!(plus, plus_before);

@@ -357,7 +357,7 @@ async fn controllers(
         Watch::new("HorizontalPodAutoscalerPlus", Api::all(client.clone()))
             .metrics(watches)
             .trim(cached::kept_fields(labels_read.clone()))
-            .over_budget(cached::leave_out_spec),
+            .over_budget(plimsoll_core::vertical::object_fields::leave_out_hpa_plus),
         ctx,
         settings.clone(),
         term.clone(),
@@ -375,7 +375,7 @@ async fn controllers(
             .config(native_watch(&config.native_hpa_selector))
             .metrics(watches)
             .trim(cached::kept_fields(labels_read))
-            .over_budget(cached::leave_out_spec),
+            .over_budget(cached::leave_out_native),
         ctx,
         settings,
         term,

@@ -38,6 +38,7 @@ use kube::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use plimsoll_core::cut_down;
 use plimsoll_core::vertical::aggregate::AggregationsConfig;
 use plimsoll_core::vertical::estimator::EstimatorConfig;
 use plimsoll_core::vertical::joint_sizing::JointConfig;
@@ -223,10 +224,12 @@ fn autoscaler_indexes(
     TargetIndex<HorizontalPodAutoscalerPlus>,
     TargetIndex<HorizontalPodAutoscaler>,
 ) {
-    // One left out (over the spec bound) names no target.
+    // One whose spec was left out (past the bound) is in neither check.
     let autoscalers = TargetIndex::new(|p: &HorizontalPodAutoscalerPlus| {
         let t = &p.spec.scale_target_ref;
-        (!t.name.is_empty()).then(|| (t.kind.clone(), t.name.clone()))
+        cut_down::spec_left_out(&p.metadata)
+            .is_none()
+            .then(|| (t.kind.clone(), t.name.clone()))
     });
     let index = autoscalers.clone();
     service.spawn(
@@ -238,7 +241,9 @@ fn autoscaler_indexes(
     );
     let hpas = TargetIndex::new(|h: &HorizontalPodAutoscaler| {
         let t = &h.spec.as_ref()?.scale_target_ref;
-        Some((t.kind.clone(), t.name.clone()))
+        cut_down::spec_left_out(&h.metadata)
+            .is_none()
+            .then(|| (t.kind.clone(), t.name.clone()))
     });
     let index = hpas.clone();
     service.spawn(

@@ -24,20 +24,21 @@
 //! The recommender also caches every horizontal autoscaler (HPA+ and HPA) to find the ones of a
 //! VPA's workload (the conflict check, joint sizing): of those it reads the name and the spec,
 //! and keeps nothing else ([`hpa_plus_fields`], [`hpa_fields`]). Their specs are bounded one
-//! field at a time, not in sum, so one past [`MAX_SPEC_BYTES`] is left out: identity only, no
-//! target ([`leave_out_hpa_plus`], [`leave_out_hpa`]); hpa-plus refuses it (`InvalidSpec`).
+//! field at a time, not in sum, so one past [`MAX_SPEC_BYTES`] is kept as its target and bounds,
+//! marked ([`leave_out_hpa_plus`], [`leave_out_hpa`], which hpa-plus's cache uses too): hpa-plus
+//! refuses it (`InvalidSpec`), the recommender's index leaves it out.
 //! A VPA's spec is bounded the same way and can pass it too (64 container policies whose
 //! resource lists have keys of any length): past it, [`leave_out_vpa`].
 //!
 //! Nothing here writes an object back: the services patch the fields they own, so a trimmed
 //! copy never replaces what the author wrote.
 
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec};
 use k8s_openapi::api::core::v1::LimitRange;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::joint_sizing::TOTAL_USAGE_ANNOTATION;
-use crate::api::hpa_plus::HorizontalPodAutoscalerPlus;
+use crate::api::hpa_plus::{HorizontalPodAutoscalerPlus, HorizontalPodAutoscalerPlusSpec};
 use crate::api::limits::MAX_SPEC_BYTES;
 use crate::api::vpa::{PodUpdatePolicy, UpdateMode, VerticalPodAutoscaler};
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
@@ -69,24 +70,42 @@ pub fn hpa_fields(autoscaler: &mut HorizontalPodAutoscaler) {
     autoscaler.status = None;
 }
 
-/// Leaves out an HPA+ cut by [`hpa_plus_fields`] whose spec passes [`MAX_SPEC_BYTES`]: it keeps
-/// its identity and an empty spec, which names no target. Returns the spec's bytes; `None`
-/// (and the object unchanged) within the bound.
+/// Leaves out the spec of an HPA+ past [`MAX_SPEC_BYTES`]: it keeps its target and replica
+/// bounds (what status and a shard's cache show), no metric, and is marked
+/// ([`cut_down::mark_spec_left_out`]): hpa-plus refuses it (`InvalidSpec`), the recommender's
+/// index leaves it out. Returns the spec's bytes; `None` (and the object unchanged) within
+/// the bound.
 pub fn leave_out_hpa_plus(autoscaler: &mut HorizontalPodAutoscalerPlus) -> Option<usize> {
     let bytes = cut_down::json_len(&autoscaler.spec);
-    (bytes > MAX_SPEC_BYTES).then(|| {
-        autoscaler.spec = crate::api::hpa_plus::HorizontalPodAutoscalerPlusSpec::default();
-        bytes
-    })
+    if bytes <= MAX_SPEC_BYTES {
+        return None;
+    }
+    let spec = std::mem::take(&mut autoscaler.spec);
+    autoscaler.spec = HorizontalPodAutoscalerPlusSpec {
+        scale_target_ref: spec.scale_target_ref,
+        min_replicas: spec.min_replicas,
+        max_replicas: spec.max_replicas,
+        ..HorizontalPodAutoscalerPlusSpec::default()
+    };
+    cut_down::mark_spec_left_out(&mut autoscaler.metadata, bytes);
+    Some(bytes)
 }
 
-/// [`leave_out_hpa_plus`] for a native HPA cut by [`hpa_fields`]: no spec at all.
+/// [`leave_out_hpa_plus`] for a native HPA.
 pub fn leave_out_hpa(autoscaler: &mut HorizontalPodAutoscaler) -> Option<usize> {
     let bytes = autoscaler.spec.as_ref().map_or(0, cut_down::json_len);
-    (bytes > MAX_SPEC_BYTES).then(|| {
-        autoscaler.spec = None;
-        bytes
-    })
+    if bytes <= MAX_SPEC_BYTES {
+        return None;
+    }
+    let spec = autoscaler.spec.take().unwrap_or_default();
+    autoscaler.spec = Some(HorizontalPodAutoscalerSpec {
+        scale_target_ref: spec.scale_target_ref,
+        min_replicas: spec.min_replicas,
+        max_replicas: spec.max_replicas,
+        ..HorizontalPodAutoscalerSpec::default()
+    });
+    cut_down::mark_spec_left_out(&mut autoscaler.metadata, bytes);
+    Some(bytes)
 }
 
 /// Leaves out the spec of a VPA cut by [`vpa_fields`] when it passes [`MAX_SPEC_BYTES`]: it
@@ -244,7 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn an_autoscaler_spec_past_the_bound_is_left_out_with_no_target() {
+    fn an_autoscaler_spec_past_the_bound_keeps_its_target_and_bounds_and_is_marked() {
         for values in [64, 5_000] {
             let over = values > 64;
             let spec = selector_spec(values);
@@ -261,16 +280,27 @@ mod tests {
             let hpa_bytes = leave_out_hpa(&mut hpa);
             assert_eq!(plus_bytes.is_some(), over, "{values} values");
             assert_eq!(hpa_bytes.is_some(), over, "{values} values");
-            if over {
-                assert!(plus_bytes.unwrap() > MAX_SPEC_BYTES);
-                assert_eq!(plus.spec.scale_target_ref.name, "");
-                assert_eq!(hpa.spec, None);
-                assert_eq!(plus.metadata, plus_before.metadata);
-                assert!(size(&plus) < 1024, "{}", size(&plus));
-            } else {
+            if !over {
                 assert_eq!(plus, plus_before);
                 assert_eq!(hpa, hpa_before);
+                assert_eq!(cut_down::spec_left_out(&plus.metadata), None);
+                continue;
             }
+            let bytes = plus_bytes.unwrap();
+            assert!(bytes > MAX_SPEC_BYTES, "{bytes}");
+            assert_eq!(
+                plus.spec.scale_target_ref,
+                plus_before.spec.scale_target_ref
+            );
+            assert_eq!(plus.spec.max_replicas, 10);
+            assert!(plus.spec.metrics.is_empty());
+            let native = hpa.spec.as_ref().unwrap();
+            assert_eq!(native.scale_target_ref.name, "web");
+            assert_eq!(native.metrics, None);
+            let why = cut_down::spec_left_out(&plus.metadata).expect("marked");
+            assert!(why.contains(&bytes.to_string()), "{why}");
+            assert!(cut_down::spec_left_out(&hpa.metadata).is_some());
+            assert!(size(&plus) < 1024, "{}", size(&plus));
         }
     }
 
