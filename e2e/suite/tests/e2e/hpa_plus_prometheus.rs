@@ -450,7 +450,16 @@ async fn a_query_failing_for_its_failure_duration_proposes_its_fallback() -> any
         "the query engine is overloaded",
     );
     wait_replicas(&env, "web", 4).await?;
-    let status = plus_status(&env, "web").await?.unwrap_or_default();
+    // The scale is written before the status of the same evaluation, so the status may lag it.
+    let status = eventually("fallbackActive in status", WITHIN, EVERY, || async {
+        Ok(plus_status(&env, "web").await?.filter(|s| {
+            s.current_metrics
+                .iter()
+                .filter_map(|m| m.prometheus.as_ref())
+                .any(|p| p.fallback.fallback_active)
+        }))
+    })
+    .await?;
     let entry = status
         .current_metrics
         .iter()
