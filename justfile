@@ -62,10 +62,14 @@ demo:
     cargo run --release -p plimsoll-sim -- demo
 
 # Every benchmark; numbers go to docs/benchmarks.md.
-bench: bench-sim bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-recommender-api bench-vpa-updater bench-vpa-admission
+bench: bench-sim bench-pod-cut bench-hpa-plus bench-cron-hpa bench-vpa-recommender bench-vpa-recommender-api bench-vpa-updater bench-vpa-admission
 
 bench-sim:
     cargo test --profile dist -p plimsoll-sim --test sim bench:: -- --ignored --nocapture
+
+# What the per-pod cut and budget check cost per watch event beside its decode.
+bench-pod-cut:
+    cargo test --profile dist -p plimsoll-core --lib pod_fields::tests::bench_pod_cut -- --ignored --nocapture
 
 bench-hpa-plus:
     cargo run --profile dist -p plimsoll-e2e --bin bench-hpa-plus

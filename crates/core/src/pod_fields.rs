@@ -368,4 +368,76 @@ mod tests {
         }
         assert_eq!(leave_out_over_budget(&mut pod), Some(POD_BUDGET + 1));
     }
+
+    /// What the cut costs per watch event beside the decode of the same event (`just
+    /// bench-pod-cut`; docs/benchmarks.md). The pod is a typical one as the API server sends
+    /// it: 10 labels, two containers with environment and probes, managed fields, a status.
+    #[test]
+    #[ignore = "benchmark: run with --ignored --nocapture (just bench-pod-cut)"]
+    fn bench_pod_cut() {
+        use std::hint::black_box;
+        use std::time::Instant;
+        let mut value = serde_json::to_value(pod_of(10, 2)).unwrap();
+        let container = |name: &str| {
+            json!({"name": name, "image": "registry.example.com/shop/web:1.42.0",
+                "env": ((0..12).map(|i| json!({"name": format!("SETTING_{i}"),
+                    "value": "a-typical-value"})).collect::<Vec<_>>()),
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}},
+                "livenessProbe": {"httpGet": {"path": "/live", "port": 8080}},
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/web"}],
+                "resources": {"requests": {"cpu": "250m", "memory": "256Mi"},
+                              "limits": {"memory": "512Mi"}}})
+        };
+        value["spec"]["containers"] = json!([container("web"), container("proxy")]);
+        value["spec"]["volumes"] = json!([{"name": "config", "configMap": {"name": "web"}}]);
+        value["metadata"]["managedFields"] = json!([{"manager": "kube-controller-manager",
+            "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": ((0..10).map(|i|
+                (format!("f:team.example.com/label-{i:04}"), json!({})))
+                .collect::<serde_json::Map<_, _>>())}}}]);
+        value["status"] = json!({"phase": "Running", "podIP": "10.0.0.7",
+            "startTime": "2026-01-01T00:00:00Z",
+            "conditions": (["Initialized", "Ready", "ContainersReady", "PodScheduled"].iter()
+                .map(|t| json!({"type": t, "status": "True",
+                    "lastTransitionTime": "2026-01-01T00:01:00Z"})).collect::<Vec<_>>()),
+            "containerStatuses": (["web", "proxy"].iter().map(|n| json!({"name": n,
+                "ready": true, "restartCount": 0, "image": "registry.example.com/shop/web:1.42.0",
+                "imageID": "sha256:0123456789abcdef", "started": true,
+                "state": {"running": {"startedAt": "2026-01-01T00:00:30Z"}}})).collect::<Vec<_>>())});
+        let bytes = serde_json::to_vec(&value).unwrap();
+        let rounds = 20_000u32;
+        let time = |f: &mut dyn FnMut()| {
+            let start = Instant::now();
+            for _ in 0..rounds {
+                f();
+            }
+            start.elapsed() / rounds
+        };
+        let decode = time(&mut || {
+            black_box(serde_json::from_slice::<Pod>(black_box(&bytes)).unwrap());
+        });
+        let pod: Pod = serde_json::from_slice(&bytes).unwrap();
+        let trim = time(&mut || {
+            let mut p = pod.clone();
+            keep_read_fields(&mut p, snapshot_annotation);
+            black_box(p);
+        });
+        let clone = time(&mut || {
+            black_box(pod.clone());
+        });
+        let mut trimmed = pod.clone();
+        keep_read_fields(&mut trimmed, snapshot_annotation);
+        let budget = time(&mut || {
+            black_box(leave_out_over_budget(black_box(&mut trimmed)));
+        });
+        println!(
+            "pod of {} bytes as sent, {} held after the trim; per event: decode {decode:?}, \
+             trim {:?}, budget check {budget:?} ({:.1} % of the decode)",
+            bytes.len(),
+            held(&trimmed),
+            trim.saturating_sub(clone),
+            100.0 * budget.as_secs_f64() / decode.as_secs_f64()
+        );
+    }
 }

@@ -595,16 +595,34 @@ fn log_failure(
 }
 
 /// Backs off after a failed reconcile: logs it, counts it, retries in a few seconds.
+///
+/// Logged like a failed job (`log_failure`): at warn once per object and message and again per
+/// repeat period, at debug in between. Some failures are a namespace user's to cause (two
+/// autoscalers on a workload annotated for `adjust-hpa-min`), and a retry every 5 s for each of
+/// their objects would otherwise be a warning every 5 s in the operator's logs.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "the signature kube-runtime's Controller::run expects"
 )]
 pub fn error_policy(
-    _cron: Arc<CronHorizontalPodAutoscaler>,
+    cron: Arc<CronHorizontalPodAutoscaler>,
     error: &Error,
     ctx: Arc<Context>,
 ) -> Action {
-    warn!(error = %error, "reconcile failed; retrying");
     ctx.metrics.reconcile.failure(error.metric_label());
+    let namespace = cron.namespace().unwrap_or_default();
+    let name = cron.name_any();
+    let error = error.to_string();
+    if let Some(quiet) = ctx.repeats.first(&format!("{namespace}/{name}"), &error) {
+        warn!(
+            namespace,
+            name,
+            error,
+            repeats_not_logged = quiet,
+            "reconcile failed; retrying"
+        );
+    } else {
+        debug!(namespace, name, error, "reconcile failed; retrying");
+    }
     Action::requeue(Duration::from_secs(5))
 }

@@ -643,6 +643,77 @@ async fn cron_hpa_retries_a_job_whose_status_write_fails_transiently() -> anyhow
     succeeded
 }
 
+/// cron-hpa: a status write that fails five times in a row is retried until it lands, and the
+/// operator's log says so once, naming the object, not once per retry (the retry every 5 s of a
+/// write that keeps failing is otherwise a warning every 5 s for each such object).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: faults, the audit log, the wiretap"
+)]
+async fn cron_hpa_logs_a_repeated_reconcile_failure_once() -> anyhow::Result<()> {
+    let s = Scenario::start("cron-hpa").await?;
+    create_deployment(&s.env, "web", 1, "100m", "64Mi").await?;
+    let log = std::env::temp_dir().join(format!("{}-cron-hpa.log", s.env.namespace));
+    let _service = Process::spawn(
+        exe(),
+        s.service,
+        "cron-hpa-a",
+        &s.kubeconfig.path,
+        &s.env.namespace,
+        &[],
+        Some(&log),
+    )?;
+    s.wait_holder("cron-hpa-a").await?;
+    let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+        "kind": "CronHorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "jobs": [{"name": "three", "schedule": at_second(seconds_from_now(10)), "targetSize": 3}],
+        }
+    }))?;
+    let crons = s.env.api::<CronHorizontalPodAutoscaler>();
+    crons.create(&PostParams::default(), &cron).await?;
+    eventually("job three Submitted", WITHIN, POLL, || async {
+        let status = crons.get("web").await?.status.unwrap_or_default();
+        Ok(status
+            .conditions
+            .iter()
+            .any(|c| c.name == "three" && c.state == JobState::Submitted)
+            .then_some(()))
+    })
+    .await?;
+    let status = format!("{}/status", CronHorizontalPodAutoscaler::plural(&()));
+    s.sim().add_fault(burst("patch", &status, 500, 5));
+    wait_replicas(&s.env, "web", 3).await?;
+    eventually("job three Succeed in status", WITHIN, POLL, || async {
+        let status = crons.get("web").await?.status.unwrap_or_default();
+        Ok(status
+            .conditions
+            .iter()
+            .any(|c| c.name == "three" && c.state == JobState::Succeed)
+            .then_some(()))
+    })
+    .await?;
+    assert_eq!(s.ledger.answered("PATCH", "/status", 500), 5);
+    let text = std::fs::read_to_string(&log)?;
+    let failed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("reconcile failed"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert!(
+        failed[0].contains(&s.env.namespace) && failed[0].contains("\"web\""),
+        "the warning names the object: {}",
+        failed[0]
+    );
+    s.finish().await;
+    let _ = std::fs::remove_file(&log);
+    Ok(())
+}
+
 /// vpa-recommender: a steady 300m on one pod. A fault-free run keeps a recommendation from its
 /// first write on, and its checkpoint's sample count only grows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -406,6 +406,20 @@ async fn a_prometheus_server_that_goes_away_leaves_a_condition_and_no_scale_down
     Ok(())
 }
 
+/// The status once it says a Prometheus metric's fallback is active. The scale is written
+/// before the status of the same evaluation, so the status may lag the replicas it explains.
+async fn fallback_in_status(env: &Env) -> anyhow::Result<HorizontalPodAutoscalerPlusStatus> {
+    eventually("fallbackActive in status", WITHIN, EVERY, || async {
+        Ok(plus_status(env, "web").await?.filter(|s| {
+            s.current_metrics
+                .iter()
+                .filter_map(|m| m.prometheus.as_ref())
+                .any(|p| p.fallback.fallback_active)
+        }))
+    })
+    .await
+}
+
 /// KEP-5679 on a Prometheus metric: a query refused for its `failureDuration` proposes its
 /// `fallback.replicas`; status and condition say so; a success ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -450,16 +464,7 @@ async fn a_query_failing_for_its_failure_duration_proposes_its_fallback() -> any
         "the query engine is overloaded",
     );
     wait_replicas(&env, "web", 4).await?;
-    // The scale is written before the status of the same evaluation, so the status may lag it.
-    let status = eventually("fallbackActive in status", WITHIN, EVERY, || async {
-        Ok(plus_status(&env, "web").await?.filter(|s| {
-            s.current_metrics
-                .iter()
-                .filter_map(|m| m.prometheus.as_ref())
-                .any(|p| p.fallback.fallback_active)
-        }))
-    })
-    .await?;
+    let status = fallback_in_status(&env).await?;
     let entry = status
         .current_metrics
         .iter()
