@@ -275,6 +275,60 @@ async fn a_pdb_with_max_unavailable_zero_blocks_every_eviction_and_is_reported()
     Ok(())
 }
 
+/// A pod whose labels pass what the updater keeps of a pod (`plimsoll_core::pod_fields::
+/// POD_BUDGET`, 32 KiB) is cached as its name and uid: no owner, so no VPA controls it and it is
+/// never evicted, while a plain pod under the same kind of VPA is, in the same loop. The watch
+/// counts it.
+#[tokio::test]
+async fn a_pod_too_large_to_cache_is_left_alone() -> anyhow::Result<()> {
+    let env = Env::start("vpa-upd-fat-pod").await?;
+    deployment(&env, "fat", 1).await?;
+    deployment(&env, "slim", 1).await?;
+    vpa(&env, "fat", "Recreate").await?;
+    vpa(&env, "slim", "Recreate").await?;
+    // 5,000 labels of about 85 bytes: 425 KB, each label within the API server's bounds.
+    let labels: serde_json::Map<String, serde_json::Value> = (0..5_000)
+        .map(|i| {
+            let key = format!("tenant.example.com/label-{i:05}");
+            (key, json!("v".repeat(48)))
+        })
+        .collect();
+    let pods = env.api::<Pod>();
+    let fat = pods
+        .list(&ListParams::default().labels("app=fat"))
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .and_then(|p| p.metadata.name)
+        .context("fat's pod")?;
+    pods.patch(
+        &fat,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"labels": labels}})),
+    )
+    .await?;
+    renew_status_lease(&env, SignedDuration::ZERO).await?;
+    // One loop; a single replica may be evicted with --min-replicas=1 (as upstream's).
+    let updater = Updater::start(&env, "1h", &["--min-replicas=1"])?;
+    updater.loops("completed", 1).await?;
+    assert_eq!(updater.evictions("evicted").await?, 1, "slim's pod only");
+    if let Some(evicted) = audited_evictions(&env) {
+        assert_eq!(evicted.len(), 1, "{evicted:?}");
+        assert!(evicted[0].starts_with("slim-"), "{evicted:?}");
+    }
+    assert!(pods.get_opt(&fat).await?.is_some(), "fat's pod stays");
+    assert!(
+        updater
+            .metric("plimsoll_vpa_updater_watch_over_budget_total{watch=\"Pod\"}")
+            .await?
+            >= 1
+    );
+    updater.stop().await?;
+    env.cleanup().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_single_replica_is_never_evicted_with_min_replicas_two() -> anyhow::Result<()> {
     let env = Env::start("vpa-upd-single").await?;
