@@ -397,6 +397,48 @@ pub async fn create_labelled_deployment(
     Ok(())
 }
 
+/// `count` labels of about 85 bytes, each within the API server's bounds (which bound each label,
+/// not their number): 5,000 are 425 KB, past what any service keeps of a pod
+/// (`plimsoll_core::pod_fields::POD_BUDGET`, 32 KiB). Every key holds `fat.example.com`, for a
+/// test that checks none reached a log.
+pub fn many_labels(count: usize) -> serde_json::Map<String, serde_json::Value> {
+    (0..count)
+        .map(|i| {
+            (
+                format!("fat.example.com/label-{i:05}"),
+                serde_json::json!("v".repeat(60)),
+            )
+        })
+        .collect()
+}
+
+/// Adds [`many_labels`]`(5_000)` to the pod of Deployment `app` (its first, once there is one),
+/// keeping its own: it stays its ReplicaSet's pod. Returns its name.
+pub async fn fatten_pod(env: &Env, app: &str) -> anyhow::Result<String> {
+    let pods = env.api::<Pod>();
+    let name = eventually(
+        &format!("a pod of {app}"),
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        || async {
+            let list = pods
+                .list(&kube::api::ListParams::default().labels(&format!("app={app}")))
+                .await?;
+            Ok(list.items.into_iter().find_map(|p| p.metadata.name))
+        },
+    )
+    .await?;
+    let patch = serde_json::json!({"metadata": {"labels": many_labels(5_000)}});
+    pods.patch(
+        &name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .with_context(|| format!("add labels to {name}"))?;
+    Ok(name)
+}
+
 /// The pod's condition of type `type_`, if it has one.
 pub fn pod_condition<'a>(
     pod: &'a Pod,

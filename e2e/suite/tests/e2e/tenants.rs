@@ -621,14 +621,7 @@ const FAT_LABELS: usize = 5_000;
 /// Pods holding a megabyte of labels between them each few: every service caches every pod.
 async fn fat_pods(t: &Tenancy) -> anyhow::Result<()> {
     let pods = t.tenant_api::<Pod>();
-    let labels: serde_json::Map<String, Value> = (0..FAT_LABELS)
-        .map(|i| {
-            (
-                format!("fat.example.com/label-{i:05}"),
-                json!("v".repeat(60)),
-            )
-        })
-        .collect();
+    let labels = plimsoll_e2e::many_labels(FAT_LABELS);
     for i in 0..FAT_PODS {
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": format!("fat-{i}"), "labels": labels},

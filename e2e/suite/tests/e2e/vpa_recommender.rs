@@ -356,6 +356,43 @@ async fn a_vpa_spec_past_the_bound_is_refused_and_not_cached() -> anyhow::Result
     Ok(())
 }
 
+/// A pod whose labels pass what the recommender keeps of a pod (`plimsoll_core::pod_fields::
+/// POD_BUDGET`) is cached as its name and uid: it belongs to no workload, so its VPA matches no
+/// pod (`NoPodsMatched`, no recommendation) while a plain pod's VPA is served.
+#[tokio::test]
+async fn a_pod_too_large_to_cache_counts_for_no_vpa() -> anyhow::Result<()> {
+    let env = Env::start("vpa-rec-fat-pod").await?;
+    deployment(&env, "mine", None).await?;
+    deployment(&env, "fat", None).await?;
+    plimsoll_e2e::fatten_pod(&env, "fat").await?;
+    let service = start(&env);
+    eventually("a recommendation for ours", WITHIN, EVERY, || async {
+        target(&env, "mine").await
+    })
+    .await?;
+    let api: Api<VerticalPodAutoscaler> = env.api();
+    eventually(
+        "NoPodsMatched on the fat pod's VPA",
+        WITHIN,
+        EVERY,
+        || async {
+            let vpa = api.get("fat").await?;
+            Ok(vpa
+                .status
+                .and_then(|s| s.conditions)
+                .into_iter()
+                .flatten()
+                .any(|c| c.type_ == "NoPodsMatched" && c.status == "True")
+                .then_some(()))
+        },
+    )
+    .await?;
+    assert_eq!(target(&env, "fat").await?, None, "no recommendation");
+    service.stop().await??;
+    env.cleanup().await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn gc_deletes_checkpoints_of_deleted_vpas() -> anyhow::Result<()> {
     let env = Env::start("vpa-rec-gc").await?;

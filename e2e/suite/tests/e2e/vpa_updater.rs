@@ -286,28 +286,8 @@ async fn a_pod_too_large_to_cache_is_left_alone() -> anyhow::Result<()> {
     deployment(&env, "slim", 1).await?;
     vpa(&env, "fat", "Recreate").await?;
     vpa(&env, "slim", "Recreate").await?;
-    // 5,000 labels of about 85 bytes: 425 KB, each label within the API server's bounds.
-    let labels: serde_json::Map<String, serde_json::Value> = (0..5_000)
-        .map(|i| {
-            let key = format!("tenant.example.com/label-{i:05}");
-            (key, json!("v".repeat(48)))
-        })
-        .collect();
+    let fat = plimsoll_e2e::fatten_pod(&env, "fat").await?;
     let pods = env.api::<Pod>();
-    let fat = pods
-        .list(&ListParams::default().labels("app=fat"))
-        .await?
-        .items
-        .into_iter()
-        .next()
-        .and_then(|p| p.metadata.name)
-        .context("fat's pod")?;
-    pods.patch(
-        &fat,
-        &PatchParams::default(),
-        &Patch::Merge(&json!({"metadata": {"labels": labels}})),
-    )
-    .await?;
     renew_status_lease(&env, SignedDuration::ZERO).await?;
     // One loop; a single replica may be evicted with --min-replicas=1 (as upstream's).
     let updater = Updater::start(&env, "1h", &["--min-replicas=1"])?;
