@@ -103,6 +103,15 @@ impl Repeats {
             .remove(uid);
     }
 
+    /// Keeps only the objects whose uid `keep` accepts: for a caller that learns what exists by
+    /// looking (a loop over a cache) rather than by deletions.
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|uid, _| keep(uid));
+    }
+
     /// Forgets every object (after a relist, which does not tell what was deleted meanwhile).
     pub fn clear(&self) {
         self.logged
@@ -177,6 +186,14 @@ mod tests {
         repeats.forget("u1");
         repeats.forget("u3");
         assert_eq!(repeats.len(), 1);
+        assert_eq!(repeats.verdict("u1", "a", later), first);
+        // Objects no longer there are dropped; the others keep their clocks.
+        repeats.retain(|uid| uid == "u2");
+        assert_eq!(repeats.len(), 1);
+        assert_eq!(
+            repeats.verdict("u2", "a", now + RELOG_AFTER / 2),
+            Verdict::Repeat
+        );
         assert_eq!(repeats.verdict("u1", "a", later), first);
     }
 }

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use plimsoll_core::vertical::priority::RequestsByContainer;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::rate_limit::SharedBucket;
+use plimsoll_runtime::repeats::Repeats;
 
 use crate::cache::Cache;
 use crate::metrics::Metrics;
@@ -35,6 +36,8 @@ pub struct Context {
     pub memory: Mutex<PodMemory>,
     /// The VPAs whose unreadable spec or recommendation was reported ([`Reported`]).
     pub reported: Mutex<Reported>,
+    /// Failures to act on a VPA's pods already logged ([`Context::log_failure`]).
+    pub logged: Repeats,
 }
 
 /// What was reported of each VPA that cannot be read, by uid: the generation and the text.
@@ -200,12 +203,35 @@ impl Context {
             .clear(uid);
     }
 
-    /// Forgets what was reported of VPAs other than `live` (by uid): deleted, or out of scope.
+    /// Forgets what was reported and logged of VPAs other than `live` (by uid): deleted, or
+    /// out of scope.
     pub fn forget_reports(&self, live: &std::collections::HashSet<&str>) {
         self.reported
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .retain(|uid| live.contains(uid));
+        self.logged.retain(|uid| live.contains(uid));
+    }
+
+    /// Logs that acting on `pod` for `vpa` failed: at warn the first time per VPA and message,
+    /// then at most every [`plimsoll_runtime::repeats::RELOG_AFTER`] with the repeats not logged,
+    /// at debug in between. A namespace user can make every eviction of their pods fail (two
+    /// PodDisruptionBudgets over one pod make each eviction a 500), and each loop tries again
+    /// up to half of every workload's pods: a warning per pod and loop otherwise. The VPA's
+    /// Events still tell its owner each time.
+    pub fn log_failure(
+        &self,
+        vpa: &plimsoll_core::api::vpa::VerticalPodAutoscaler,
+        pod: &str,
+        what: &str,
+        error: &str,
+    ) {
+        let uid = vpa.metadata.uid.as_deref().unwrap_or_default();
+        if let Some(quiet) = self.logged.first(uid, &format!("{what}: {error}")) {
+            tracing::warn!(pod, error, repeats_not_logged = quiet, "{what}");
+        } else {
+            tracing::debug!(pod, error, "{what}");
+        }
     }
 
     /// Forgets the pods the cache no longer holds (deleted, or being deleted).

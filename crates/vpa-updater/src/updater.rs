@@ -231,7 +231,7 @@ async fn update_vpa(
         return true;
     }
     let now = Timestamp::now();
-    let (snapshots, by_name) = snapshots(ctx, pods, now);
+    let (snapshots, by_name) = snapshots(ctx, vpa, pods, now);
     // The webhook admits pods unchanged when the LimitRanges cannot be read: no update then.
     let Ok((container_range, pod_range)) = inventory.limit_ranges(&namespace) else {
         return true;
@@ -360,7 +360,7 @@ async fn act(
             // annotation names containers it does not have): the boost is over, only its
             // annotations are left to remove.
             if updates.as_deref().is_some_and(<[_]>::is_empty) {
-                drop_boost_annotations(ctx, pod, over.keys()).await;
+                drop_boost_annotations(ctx, vpa, pod, over.keys()).await;
                 return;
             }
             let patch = updates.as_deref().and_then(updates_patch);
@@ -370,7 +370,7 @@ async fn act(
                 may_evict: false,
             };
             if resize(ctx, &target, action, patch, now, report).await {
-                drop_boost_annotations(ctx, pod, over.keys()).await;
+                drop_boost_annotations(ctx, vpa, pod, over.keys()).await;
             }
         }
         Action::Skip => {}
@@ -405,6 +405,7 @@ fn updates_patch(updates: &[ContainerUpdate]) -> Option<Value> {
 /// the same values and tries again.
 async fn drop_boost_annotations<'a>(
     ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
     pod: &Pod,
     containers: impl Iterator<Item = &'a String>,
 ) {
@@ -420,7 +421,12 @@ async fn drop_boost_annotations<'a>(
     };
     let patch = json!({"metadata": {"annotations": annotations}});
     if let Err(e) = api.patch(&name, &params, &Patch::Merge(&patch)).await {
-        tracing::warn!(pod = %name, error = %api_message(&e), "cannot remove the startup boost annotations");
+        ctx.log_failure(
+            vpa,
+            &name,
+            "cannot remove the startup boost annotations",
+            &api_message(&e),
+        );
     }
 }
 
@@ -469,6 +475,7 @@ async fn read_vpa(
 /// resize attempts the updater remembers, and the pods by name.
 fn snapshots<'p>(
     ctx: &Context,
+    vpa: &VerticalPodAutoscaler,
     pods: &'p [Arc<CachedPod>],
     now: Timestamp,
 ) -> (Vec<PodSnapshot>, HashMap<&'p str, &'p Pod>) {
@@ -485,7 +492,7 @@ fn snapshots<'p>(
                 snapshots.push(snapshot);
             }
             Err(e) => {
-                tracing::warn!(pod = cached.name(), error = %e, "cannot read pod; left alone");
+                ctx.log_failure(vpa, cached.name(), "cannot read pod; left alone", e);
             }
         }
     }
@@ -586,7 +593,7 @@ async fn evict(
         }
         Err(e) => {
             let message = api_message(&e);
-            tracing::warn!(pod = %action.pod, error = %message, "eviction failed");
+            ctx.log_failure(vpa, &action.pod, "eviction failed", &message);
             ctx.events
                 .warning(
                     &vpa_ref,
@@ -706,7 +713,7 @@ async fn resize(
         }
         Err(e) => {
             ctx.metrics.resize("error");
-            tracing::warn!(pod = %action.pod, error = %api_message(&e), "in-place resize failed");
+            ctx.log_failure(vpa, &action.pod, "in-place resize failed", &api_message(&e));
             false
         }
     }
@@ -891,6 +898,7 @@ pub fn context(
         cache,
         memory: std::sync::Mutex::default(),
         reported: std::sync::Mutex::default(),
+        logged: plimsoll_runtime::repeats::Repeats::default(),
     };
     (ctx, watches)
 }

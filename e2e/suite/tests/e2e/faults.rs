@@ -26,6 +26,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Resource as _;
 use kube::api::{ListParams, PostParams};
 use plimsoll_core::api::cron::{CronHorizontalPodAutoscaler, JobState};
@@ -78,6 +79,16 @@ impl Scenario {
     }
 
     fn spawn(&self, identity: &str, extra: &[String]) -> anyhow::Result<Process> {
+        self.spawn_logged(identity, extra, None)
+    }
+
+    /// [`Scenario::spawn`] with the service's log written to `log` (when given).
+    fn spawn_logged(
+        &self,
+        identity: &str,
+        extra: &[String],
+        log: Option<&Path>,
+    ) -> anyhow::Result<Process> {
         Process::spawn(
             exe(),
             self.service,
@@ -85,7 +96,7 @@ impl Scenario {
             &self.kubeconfig.path,
             &self.env.namespace,
             extra,
-            None,
+            log,
         )
     }
 
@@ -655,15 +666,7 @@ async fn cron_hpa_logs_a_repeated_reconcile_failure_once() -> anyhow::Result<()>
     let s = Scenario::start("cron-hpa").await?;
     create_deployment(&s.env, "web", 1, "100m", "64Mi").await?;
     let log = std::env::temp_dir().join(format!("{}-cron-hpa.log", s.env.namespace));
-    let _service = Process::spawn(
-        exe(),
-        s.service,
-        "cron-hpa-a",
-        &s.kubeconfig.path,
-        &s.env.namespace,
-        &[],
-        Some(&log),
-    )?;
+    let _service = s.spawn_logged("cron-hpa-a", &[], Some(&log))?;
     s.wait_holder("cron-hpa-a").await?;
     let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
         "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
@@ -950,6 +953,58 @@ async fn updater_workload(s: &Scenario) -> anyhow::Result<()> {
     create_deployment(&s.env, "web", 4, "100m", "64Mi").await?;
     wait_ready_pods(&s.env, "web", 4, WITHIN, POLL).await?;
     create_recreate_vpa_far_above(&s.env.api::<VerticalPodAutoscaler>()).await?;
+    Ok(())
+}
+
+/// vpa-updater: a namespace user's two PodDisruptionBudgets over the same pods make every
+/// eviction of them a 500 (the eviction subresource supports one). Each loop tries again; the
+/// operator's log says so once per VPA and error, not once per pod and loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: faults, the audit log, the wiretap"
+)]
+async fn vpa_updater_logs_evictions_a_tenant_makes_fail_once() -> anyhow::Result<()> {
+    let s = Scenario::start("vpa-updater").await?;
+    updater_workload(&s).await?;
+    for name in ["web-a", "web-b"] {
+        let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+        }))?;
+        s.env
+            .api::<PodDisruptionBudget>()
+            .create(&PostParams::default(), &pdb)
+            .await?;
+    }
+    let log = std::env::temp_dir().join(format!("{}-vpa-updater.log", s.env.namespace));
+    let flags = [
+        format!("--vpa-object-namespace={}", s.env.namespace),
+        "--use-admission-controller-status=false".to_owned(),
+        "--updater-interval=1s".to_owned(),
+    ];
+    let _updater = s.spawn_logged("vpa-updater-a", &flags, Some(&log))?;
+    // Two pods a loop (tolerance 0.5 of 4): five loops at least.
+    let failed = || s.ledger.answered("POST", "/eviction", 500);
+    eventually("ten refused evictions", WITHIN, POLL, || async {
+        Ok((failed() >= 10).then_some(()))
+    })
+    .await?;
+    let text = std::fs::read_to_string(&log)?;
+    let warned: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("eviction failed"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{} refused: {warned:#?}", failed());
+    assert!(
+        warned[0].contains("more than one PodDisruptionBudget"),
+        "{}",
+        warned[0]
+    );
+    let pods = s.env.api::<Pod>().list(&ListParams::default()).await?;
+    assert_eq!(pods.items.len(), 4, "nothing evicted");
+    s.finish().await;
+    let _ = std::fs::remove_file(&log);
     Ok(())
 }
 
