@@ -480,19 +480,7 @@ async fn cron_hpa_retries_a_job_whose_scale_write_fails_transiently() -> anyhow:
         .add_fault(burst("patch", "deployments/scale", 500, BURST));
     s.sim()
         .add_fault(burst("patch", "deployments/scale", 429, BURST));
-    let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-        "kind": "CronHorizontalPodAutoscaler",
-        "metadata": {"name": "web"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "jobs": [{"name": "three", "schedule": at_second(seconds_from_now(8)), "targetSize": 3}],
-        }
-    }))?;
-    s.env
-        .api::<CronHorizontalPodAutoscaler>()
-        .create(&PostParams::default(), &cron)
-        .await?;
+    job_three(&s.env, 8).await?;
     let reached = wait_replicas(&s.env, "web", 3).await;
     for status in [500, 429] {
         let n = s.ledger.answered("PATCH", "/deployments/web/scale", status);
@@ -516,6 +504,44 @@ async fn cron_hpa_retries_a_job_whose_scale_write_fails_transiently() -> anyhow:
     reached?;
     assert_eq!(writes, 1, "the job's write landed exactly once");
     Ok(())
+}
+
+/// Creates CronHPA `web` on Deployment `web` with one job, `three`, that scales it to 3 at
+/// `seconds` from now.
+async fn job_three(env: &Env, seconds: i64) -> anyhow::Result<()> {
+    let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
+        "kind": "CronHorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "jobs": [{"name": "three", "schedule": at_second(seconds_from_now(seconds)),
+                      "targetSize": 3}],
+        }
+    }))?;
+    env.api::<CronHorizontalPodAutoscaler>()
+        .create(&PostParams::default(), &cron)
+        .await?;
+    Ok(())
+}
+
+/// The state of job `three` in CronHPA `web`'s status, once it has one.
+async fn job_three_state(env: &Env) -> anyhow::Result<Option<JobState>> {
+    let cron = env.api::<CronHorizontalPodAutoscaler>().get("web").await?;
+    let status = cron.status.unwrap_or_default();
+    Ok(status
+        .conditions
+        .iter()
+        .find(|c| c.name == "three")
+        .map(|c| c.state))
+}
+
+/// Waits until job `three` is in `state`.
+async fn wait_job_three(env: &Env, state: JobState) -> anyhow::Result<()> {
+    eventually(&format!("job three {state:?}"), WITHIN, POLL, || async {
+        Ok((job_three_state(env).await? == Some(state)).then_some(()))
+    })
+    .await
 }
 
 /// The vpa-recommender rows of the table.
@@ -607,40 +633,12 @@ async fn cron_hpa_retries_a_job_whose_status_write_fails_transiently() -> anyhow
     create_deployment(&s.env, "web", 1, "100m", "64Mi").await?;
     let _service = s.spawn("cron-hpa-a", &[])?;
     s.wait_holder("cron-hpa-a").await?;
-    let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-        "kind": "CronHorizontalPodAutoscaler",
-        "metadata": {"name": "web"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "jobs": [{"name": "three", "schedule": at_second(seconds_from_now(10)), "targetSize": 3}],
-        }
-    }))?;
-    let crons = s.env.api::<CronHorizontalPodAutoscaler>();
-    crons.create(&PostParams::default(), &cron).await?;
-    let state = || async {
-        let status = crons.get("web").await?.status.unwrap_or_default();
-        Ok::<_, anyhow::Error>(
-            status
-                .conditions
-                .iter()
-                .find(|c| c.name == "three")
-                .map(|c| c.state),
-        )
-    };
-    eventually("job three Submitted", WITHIN, POLL, || async {
-        Ok((state().await? == Some(JobState::Submitted)).then_some(()))
-    })
-    .await?;
+    job_three(&s.env, 10).await?;
+    wait_job_three(&s.env, JobState::Submitted).await?;
     let status = format!("{}/status", CronHorizontalPodAutoscaler::plural(&()));
     s.sim().add_fault(burst("patch", &status, 500, 1));
     let succeeded = match wait_replicas(&s.env, "web", 3).await {
-        Ok(()) => {
-            eventually("job three Succeed in status", WITHIN, POLL, || async {
-                Ok((state().await? == Some(JobState::Succeed)).then_some(()))
-            })
-            .await
-        }
+        Ok(()) => wait_job_three(&s.env, JobState::Succeed).await,
         Err(e) => Err(e),
     };
     let n = s.ledger.answered("PATCH", "/status", 500);
@@ -668,38 +666,12 @@ async fn cron_hpa_logs_a_repeated_reconcile_failure_once() -> anyhow::Result<()>
     let log = std::env::temp_dir().join(format!("{}-cron-hpa.log", s.env.namespace));
     let _service = s.spawn_logged("cron-hpa-a", &[], Some(&log))?;
     s.wait_holder("cron-hpa-a").await?;
-    let cron: CronHorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling.plimsoll.dev/v1alpha1",
-        "kind": "CronHorizontalPodAutoscaler",
-        "metadata": {"name": "web"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-            "jobs": [{"name": "three", "schedule": at_second(seconds_from_now(10)), "targetSize": 3}],
-        }
-    }))?;
-    let crons = s.env.api::<CronHorizontalPodAutoscaler>();
-    crons.create(&PostParams::default(), &cron).await?;
-    eventually("job three Submitted", WITHIN, POLL, || async {
-        let status = crons.get("web").await?.status.unwrap_or_default();
-        Ok(status
-            .conditions
-            .iter()
-            .any(|c| c.name == "three" && c.state == JobState::Submitted)
-            .then_some(()))
-    })
-    .await?;
+    job_three(&s.env, 10).await?;
+    wait_job_three(&s.env, JobState::Submitted).await?;
     let status = format!("{}/status", CronHorizontalPodAutoscaler::plural(&()));
     s.sim().add_fault(burst("patch", &status, 500, 5));
     wait_replicas(&s.env, "web", 3).await?;
-    eventually("job three Succeed in status", WITHIN, POLL, || async {
-        let status = crons.get("web").await?.status.unwrap_or_default();
-        Ok(status
-            .conditions
-            .iter()
-            .any(|c| c.name == "three" && c.state == JobState::Succeed)
-            .then_some(()))
-    })
-    .await?;
+    wait_job_three(&s.env, JobState::Succeed).await?;
     assert_eq!(s.ledger.answered("PATCH", "/status", 500), 5);
     let text = std::fs::read_to_string(&log)?;
     let failed: Vec<&str> = text

@@ -103,6 +103,22 @@ async fn samples_in_checkpoint(env: &Env, name: &str) -> anyhow::Result<Option<i
         .and_then(|s| s.total_samples_count))
 }
 
+/// Waits until VPA `name` has condition `type_` True; its message.
+async fn condition_true(env: &Env, name: &str, type_: &str) -> anyhow::Result<String> {
+    let api: Api<VerticalPodAutoscaler> = env.api();
+    eventually(&format!("{type_} on VPA {name}"), WITHIN, EVERY, || async {
+        let vpa = api.get(name).await?;
+        Ok(vpa
+            .status
+            .and_then(|s| s.conditions)
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == type_ && c.status == "True")
+            .map(|c| c.message.unwrap_or_default()))
+    })
+    .await
+}
+
 // The CPU histogram's bucket around 0.3 cores is ~15m wide (ratio 1.05 from 10m).
 const ONE_BUCKET_MILLI: i64 = 16;
 
@@ -328,22 +344,7 @@ async fn a_vpa_spec_past_the_bound_is_refused_and_not_cached() -> anyhow::Result
         target(&env, "mine").await
     })
     .await?;
-    let message = eventually(
-        "ConfigUnsupported on the fat VPA",
-        WITHIN,
-        EVERY,
-        || async {
-            let vpa = api.get("fat").await?;
-            Ok(vpa
-                .status
-                .and_then(|s| s.conditions)
-                .into_iter()
-                .flatten()
-                .find(|c| c.type_ == "ConfigUnsupported" && c.status == "True")
-                .and_then(|c| c.message))
-        },
-    )
-    .await?;
+    let message = condition_true(&env, "fat", "ConfigUnsupported").await?;
     assert!(
         message.starts_with("spec: ")
             && message.ends_with("at most 262144 are served (and cached)"),
@@ -370,23 +371,7 @@ async fn a_pod_too_large_to_cache_counts_for_no_vpa() -> anyhow::Result<()> {
         target(&env, "mine").await
     })
     .await?;
-    let api: Api<VerticalPodAutoscaler> = env.api();
-    eventually(
-        "NoPodsMatched on the fat pod's VPA",
-        WITHIN,
-        EVERY,
-        || async {
-            let vpa = api.get("fat").await?;
-            Ok(vpa
-                .status
-                .and_then(|s| s.conditions)
-                .into_iter()
-                .flatten()
-                .any(|c| c.type_ == "NoPodsMatched" && c.status == "True")
-                .then_some(()))
-        },
-    )
-    .await?;
+    condition_true(&env, "fat", "NoPodsMatched").await?;
     assert_eq!(target(&env, "fat").await?, None, "no recommendation");
     service.stop().await??;
     env.cleanup().await;
