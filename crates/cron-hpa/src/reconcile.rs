@@ -597,9 +597,8 @@ fn log_failure(
 /// Backs off after a failed reconcile: logs it, counts it, retries in a few seconds.
 ///
 /// Logged like a failed job (`log_failure`): at warn once per object and message and again per
-/// repeat period, at debug in between. Some failures are a namespace user's to cause (two
-/// autoscalers on a workload annotated for `adjust-hpa-min`), and a retry every 5 s for each of
-/// their objects would otherwise be a warning every 5 s in the operator's logs.
+/// repeat period, at debug in between. A status write that keeps failing is retried every 5 s
+/// for as long as it fails, for each such object: a warning every 5 s otherwise.
 #[allow(
     clippy::needless_pass_by_value,
     reason = "the signature kube-runtime's Controller::run expects"
