@@ -88,6 +88,7 @@ pub mod events;
 pub mod kinds;
 pub mod leader;
 pub mod listener;
+pub mod log_sink;
 pub mod metrics_api;
 pub mod one_line;
 pub mod owners;
@@ -108,8 +109,6 @@ pub mod watched_scales;
 
 #[cfg(test)]
 mod fake_api;
-#[cfg(test)]
-mod log_sink;
 
 pub use api_message::api_message;
 pub use args::{AdminListenerArgs, CommonArgs};

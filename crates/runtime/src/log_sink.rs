@@ -1,5 +1,5 @@
-//! What a test's `tracing_subscriber::fmt` layer writes, kept to be read back: for tests that
-//! check what reaches the log, and what does not.
+//! A log writer that keeps what a `tracing_subscriber::fmt` layer writes, to be read back: how
+//! the services' tests check what reaches the operator's log, and what does not.
 
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,4 +28,20 @@ impl Write for Sink {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+}
+
+/// The lines `f` logs at warn or above, as the services' default format writes them.
+pub fn warnings(f: impl FnOnce()) -> Vec<String> {
+    let sink = Sink::default();
+    let make = {
+        let sink = sink.clone();
+        move || sink.clone()
+    };
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(make)
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    sink.text().lines().map(str::to_owned).collect()
 }

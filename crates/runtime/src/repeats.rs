@@ -22,11 +22,12 @@ pub const RELOG_AFTER: Duration = Duration::from_secs(600);
 const PER_OBJECT: usize = 4;
 
 /// The last warnings logged, per object uid.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Repeats {
     logged: Mutex<HashMap<String, Vec<Logged>>>,
 }
 
+#[derive(Debug)]
 struct Logged {
     message: u64,
     at: Instant,
@@ -112,6 +113,21 @@ impl Repeats {
             .retain(|uid, _| keep(uid));
     }
 
+    /// Forgets the objects nothing was logged about within [`RELOG_AFTER`] of `now`: for a
+    /// caller that is never told when an object ends (the webhook, by namespace). Their next
+    /// warning is logged as it would have been anyway; only the count of repeats not logged
+    /// since goes with them, which the caller's metrics still hold.
+    pub fn forget_settled(&self, now: Instant) {
+        self.logged
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|_, logged| {
+                logged
+                    .iter()
+                    .any(|l| now.saturating_duration_since(l.at) < RELOG_AFTER)
+            });
+    }
+
     /// Forgets every object (after a relist, which does not tell what was deleted meanwhile).
     pub fn clear(&self) {
         self.logged
@@ -195,5 +211,27 @@ mod tests {
             Verdict::Repeat
         );
         assert_eq!(repeats.verdict("u1", "a", later), first);
+    }
+
+    #[test]
+    fn settled_objects_are_forgotten_and_warned_of_again() {
+        let repeats = Repeats::default();
+        let start = Instant::now();
+        let first = Verdict::Warn { quiet: 0 };
+        assert_eq!(repeats.verdict("ns-a", "cold", start), first);
+        let later = start + RELOG_AFTER / 2;
+        assert_eq!(repeats.verdict("ns-b", "cold", later), first);
+        // Within ten minutes of its warning an object is kept, and a repeat stays quiet.
+        repeats.forget_settled(later);
+        assert_eq!(repeats.len(), 2);
+        assert_eq!(repeats.verdict("ns-a", "cold", later), Verdict::Repeat);
+        // Ten minutes after a's warning, only b (warned five minutes ago) is kept.
+        repeats.forget_settled(start + RELOG_AFTER);
+        assert_eq!(repeats.len(), 1);
+        assert_eq!(
+            repeats.verdict("ns-b", "cold", start + RELOG_AFTER),
+            Verdict::Repeat
+        );
+        assert_eq!(repeats.verdict("ns-a", "cold", start + RELOG_AFTER), first);
     }
 }

@@ -500,6 +500,7 @@ mod tests {
 
     use super::*;
     use crate::fake_api::FakeApi;
+    use crate::log_sink::warnings;
 
     const PATH: &str = "/api/v1/namespaces/shop/configmaps";
 
@@ -837,22 +838,6 @@ mod tests {
             text.contains("watch_over_budget_total{watch=\"ConfigMap\"} 2\n"),
             "{text}"
         );
-    }
-
-    /// The log lines `f` writes at warn, and their text.
-    fn warnings(f: impl FnOnce()) -> Vec<String> {
-        let sink = crate::log_sink::Sink::default();
-        let make = {
-            let sink = sink.clone();
-            move || sink.clone()
-        };
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(make)
-            .finish();
-        tracing::subscriber::with_default(subscriber, f);
-        sink.text().lines().map(str::to_owned).collect()
     }
 
     #[test]

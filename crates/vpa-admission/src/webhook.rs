@@ -30,6 +30,7 @@ use k8s_openapi::api::core::v1::Pod;
 use plimsoll_core::api::vpa::VerticalPodAutoscalerSpec;
 use plimsoll_core::vertical::admission::{AdmissionVpa, admission_patch, admission_pod};
 use plimsoll_core::vertical::scope::NamespaceScope;
+use plimsoll_runtime::repeats::{Repeats, Verdict};
 use serde::Deserialize as _;
 
 use crate::matching::Caches;
@@ -58,6 +59,8 @@ pub struct Webhook {
     pub scope: NamespaceScope,
     /// `--max-allowed-cpu-boost`.
     pub max_cpu_boost: Option<plimsoll_core::quantity::Quantity>,
+    /// Pods admitted unchanged already logged, by namespace ([`Webhook::unchanged`]).
+    pub logged: Repeats,
 }
 
 impl Webhook {
@@ -69,6 +72,7 @@ impl Webhook {
             metrics,
             scope,
             max_cpu_boost: None,
+            logged: Repeats::default(),
         }
     }
 
@@ -116,7 +120,7 @@ impl Webhook {
         let pod: Pod = match pod_of(request) {
             Ok(p) => p,
             Err(e) => {
-                return unchanged(
+                return self.unchanged(
                     request,
                     Outcome::Error,
                     &format!("pod does not decode: {e}"),
@@ -129,7 +133,7 @@ impl Webhook {
             .or_else(|| pod.metadata.namespace.clone())
             .unwrap_or_default();
         if !self.synced.load(Ordering::Acquire) {
-            return unchanged(
+            return self.unchanged(
                 request,
                 Outcome::ColdCache,
                 "VPA caches are not synced yet; pod admitted without recommendations",
@@ -154,7 +158,7 @@ impl Webhook {
         let patch = match computed {
             Ok(p) => p,
             Err(e) => {
-                return unchanged(
+                return self.unchanged(
                     request,
                     Outcome::Error,
                     &format!("VPA {namespace}/{vpa_name}: {e}"),
@@ -164,7 +168,7 @@ impl Webhook {
         let response = match review::patched(request, &patch.ops) {
             Ok(response) => response,
             Err(e) => {
-                return unchanged(
+                return self.unchanged(
                     request,
                     Outcome::Error,
                     &format!("cannot encode patch: {e}"),
@@ -186,22 +190,45 @@ impl Webhook {
         );
         (outcome, response)
     }
-}
 
-fn unchanged(
-    request: &AdmissionRequest,
-    outcome: Outcome,
-    warning: &str,
-) -> (Outcome, AdmissionResponse) {
-    tracing::warn!(
-        namespace = request.namespace.as_deref().unwrap_or_default(),
-        name = %request.name,
-        result = outcome.label(),
-        %warning,
-        "pod admitted unchanged"
-    );
-    let message = format!("plimsoll vpa-admission: {warning}");
-    (outcome, review::allow_with_warning(request, message))
+    /// Admits the pod unchanged with `warning`, and logs it. Each pod created in a namespace
+    /// whose VPA cannot be applied gets the same warning, and how many pods that is is the
+    /// namespace user's to choose (a Deployment scaled up, a Job's pods failing): so it is a
+    /// warning in the log the first time per namespace and message, then at most every
+    /// [`plimsoll_runtime::repeats::RELOG_AFTER`] with the repeats not logged, and debug in
+    /// between. The pod's creator still gets the warning each time, and the
+    /// `result="error"` / `"cold_cache"` counters count each one.
+    fn unchanged(
+        &self,
+        request: &AdmissionRequest,
+        outcome: Outcome,
+        warning: &str,
+    ) -> (Outcome, AdmissionResponse) {
+        let namespace = request.namespace.as_deref().unwrap_or_default();
+        let now = Instant::now();
+        // Namespaces end without the webhook being told; what settled is dropped here, where
+        // it grows.
+        self.logged.forget_settled(now);
+        match self.logged.verdict(namespace, warning, now) {
+            Verdict::Warn { quiet } => tracing::warn!(
+                namespace,
+                name = %request.name,
+                result = outcome.label(),
+                %warning,
+                repeats_not_logged = quiet,
+                "pod admitted unchanged"
+            ),
+            Verdict::Repeat => tracing::debug!(
+                namespace,
+                name = %request.name,
+                result = outcome.label(),
+                %warning,
+                "pod admitted unchanged"
+            ),
+        }
+        let message = format!("plimsoll vpa-admission: {warning}");
+        (outcome, review::allow_with_warning(request, message))
+    }
 }
 
 fn pod_name(request: &AdmissionRequest, pod: &Pod) -> String {
@@ -431,6 +458,45 @@ mod tests {
                 .contains("not synced")
         );
         assert_eq!(w.metrics.count("pod", Outcome::ColdCache), 1);
+    }
+
+    /// A namespace's pods that cannot be patched are one warning in the log per namespace and
+    /// reason, not one per pod; each pod's creator still gets the warning.
+    #[test]
+    fn pods_admitted_unchanged_are_one_warning_per_namespace_and_reason() {
+        let mut vpa: Value = fixture(include_str!("../tests/data/vpa-web.json"));
+        vpa["status"]["recommendation"]["containerRecommendations"][0]["target"]["cpu"] =
+            json!("lots");
+        let mut t = shop();
+        t.vpa(serde_json::from_value(vpa).unwrap());
+        let w = webhook(&t, true);
+        let review = fixture::<Value>(REVIEW);
+        let mut undecodable = review.clone();
+        undecodable["request"]["object"]["spec"]["containers"] = json!("not a list");
+        let in_namespace = |review: &Value, ns: &str| {
+            let mut review = review.clone();
+            review["request"]["namespace"] = json!(ns);
+            serde_json::to_vec(&review).unwrap()
+        };
+        let logged = plimsoll_runtime::log_sink::warnings(|| {
+            for _ in 0..50 {
+                let response = w.answer(&in_namespace(&review, "shop")).unwrap();
+                assert!(response.warnings.is_some() && response.patch.is_none());
+            }
+            // Another reason in the same namespace, and the same one in another.
+            w.answer(&in_namespace(&undecodable, "shop")).unwrap();
+            w.answer(&in_namespace(&undecodable, "shop")).unwrap();
+            w.answer(&in_namespace(&undecodable, "other")).unwrap();
+        });
+        assert_eq!(w.metrics.count("pod", Outcome::Error), 53);
+        assert_eq!(logged.len(), 3, "{logged:#?}");
+        assert!(
+            logged[0].contains("pod admitted unchanged") && logged[0].contains("shop/web"),
+            "{}",
+            logged[0]
+        );
+        assert!(logged[1].contains("does not decode"), "{}", logged[1]);
+        assert!(logged[2].contains("namespace=\"other\""), "{}", logged[2]);
     }
 
     #[tokio::test]

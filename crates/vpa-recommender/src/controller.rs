@@ -32,6 +32,7 @@ use plimsoll_runtime::kinds::TargetRef;
 use plimsoll_runtime::leader::shards::ShardHandle;
 use plimsoll_runtime::metrics_api::{MetricsSource, PodMetrics};
 use plimsoll_runtime::paged::list_summaries;
+use plimsoll_runtime::repeats::Repeats;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::selector::Selector;
 use plimsoll_runtime::target_index::TargetIndex;
@@ -81,6 +82,8 @@ pub struct Context {
     pub shards: ShardHandle,
     /// Settings.
     pub config: Config,
+    /// Failed writes for a VPA already logged ([`Context::log_failure`]).
+    pub logged: Repeats,
 }
 
 /// Cuts a pod down to what the loop reads ([`keep_read_fields`]): the recommender reads no pod
@@ -145,6 +148,36 @@ impl Owners for Context {
 }
 
 impl Context {
+    /// Logs a failed write of `object` for the VPA `namespace/vpa`. A namespace user can make a
+    /// VPA's writes fail at every loop (an object padded to the size the API server stores
+    /// refuses every status added to it), so it is a warning the first time per VPA and error,
+    /// then at most every [`plimsoll_runtime::repeats::RELOG_AFTER`] with the repeats not
+    /// logged, and debug in between; the `errors_total` counter still counts each one.
+    fn log_failure(&self, namespace: &str, vpa: &str, object: &str, what: &str, error: &str) {
+        let key = format!("{namespace}/{vpa}");
+        if let Some(quiet) = self.logged.first(&key, &format!("{what}: {error}")) {
+            tracing::warn!(
+                namespace,
+                name = object,
+                error,
+                repeats_not_logged = quiet,
+                "{what}"
+            );
+        } else {
+            tracing::debug!(namespace, name = object, error, "{what}");
+        }
+    }
+
+    /// Forgets the failures logged for VPAs no longer served (deleted, or moved to another
+    /// recommender): a VPA back under the same name is reported again.
+    fn forget_logged(&self, served: &[Arc<VerticalPodAutoscaler>]) {
+        let live: HashSet<String> = served
+            .iter()
+            .map(|v| format!("{}/{}", v.namespace().unwrap_or_default(), v.name_any()))
+            .collect();
+        self.logged.retain(|key| live.contains(key));
+    }
+
     fn checkpoint_api(&self, namespace: &str) -> Api<VerticalPodAutoscalerCheckpoint> {
         Api::namespaced(self.client.clone(), namespace)
     }
@@ -318,6 +351,7 @@ pub async fn run_once(
     write_statuses(ctx, &gate, &inputs, &outcome).await;
     write_checkpoints(ctx, &gate, recommender, now, None).await;
     persist_totals(ctx, &gate, recommender, ctx.config.joint_persist_interval).await;
+    ctx.forget_logged(&served);
     ctx.metrics.conflicting.set(
         i64::try_from(inputs.iter().filter(|i| i.conflict.is_some()).count()).unwrap_or(i64::MAX),
     );
@@ -391,7 +425,13 @@ async fn write_statuses(
             }
             Err(e) => {
                 ctx.metrics.error("status");
-                tracing::warn!(namespace, name, error = %api_message(&e), "cannot write VPA status");
+                ctx.log_failure(
+                    namespace,
+                    name,
+                    name,
+                    "cannot write VPA status",
+                    &api_message(&e),
+                );
             }
         }
         if let (Some(message), Some(input)) = (&update.newly_conflicting, by_key.get(&update.key)) {
@@ -483,7 +523,13 @@ async fn write_checkpoints(
             }
             Err(e) => {
                 ctx.metrics.error("checkpoint");
-                tracing::warn!(namespace, name, error = %api_message(&e), "cannot write checkpoint");
+                ctx.log_failure(
+                    &namespace,
+                    &key.1,
+                    &name,
+                    "cannot write checkpoint",
+                    &api_message(&e),
+                );
                 recommender.checkpoint_failed(
                     &key,
                     cp.spec.container_name.as_deref().unwrap_or_default(),
@@ -524,7 +570,13 @@ pub async fn persist_totals(
             }
             Err(e) => {
                 ctx.metrics.error("total-usage");
-                tracing::warn!(namespace, name, error = %api_message(&e), "cannot write the total usage annotation");
+                ctx.log_failure(
+                    namespace,
+                    name,
+                    name,
+                    "cannot write the total usage annotation",
+                    &api_message(&e),
+                );
             }
         }
     }

@@ -52,6 +52,7 @@ use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::leader::shards::ShardGuard;
 use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::owners::owner_fields;
+use plimsoll_runtime::repeats::Repeats;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::{Service, Started};
 use plimsoll_runtime::target_index::TargetIndex;
@@ -193,6 +194,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         nodes,
         shards: service.shards.clone(),
         config,
+        logged: Repeats::default(),
     });
     let (synced_tx, synced) = watch::channel(None);
     service.spawn(report_sync(

@@ -689,6 +689,54 @@ async fn cron_hpa_logs_a_repeated_reconcile_failure_once() -> anyhow::Result<()>
     Ok(())
 }
 
+/// vpa-recommender: a VPA whose status write fails at every loop (as the API server refuses
+/// every status added to a VPA a tenant padded to the size it stores) is one warning in the
+/// operator's log, naming the VPA, not one per loop; the write is retried each loop and lands
+/// once the API answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: faults, the audit log, the wiretap"
+)]
+async fn vpa_recommender_logs_a_status_write_failing_every_loop_once() -> anyhow::Result<()> {
+    let s = Scenario::start("vpa-recommender").await?;
+    recommender_workload(&s).await?;
+    let status = format!("{}/status", VerticalPodAutoscaler::plural(&()));
+    s.sim().add_fault(burst("patch", &status, 500, 6));
+    let log = std::env::temp_dir().join(format!("{}-vpa-recommender.log", s.env.namespace));
+    let flags = [
+        format!("--vpa-object-namespace={}", s.env.namespace),
+        "--recommender-interval=1s".to_owned(),
+    ];
+    let _recommender = s.spawn_logged("vpa-recommender-a", &flags, Some(&log))?;
+    let vpas = s.env.api::<VerticalPodAutoscaler>();
+    eventually(
+        "the recommendation, after six refused writes",
+        WITHIN,
+        POLL,
+        || async {
+            let vpa = vpas.get("web").await?;
+            Ok(vpa.status.and_then(|st| st.recommendation).map(|_| ()))
+        },
+    )
+    .await?;
+    assert_eq!(s.ledger.answered("PATCH", "/status", 500), 6);
+    let text = std::fs::read_to_string(&log)?;
+    let warned: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("cannot write VPA status"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert!(
+        warned[0].contains(&s.env.namespace) && warned[0].contains("\"web\""),
+        "the warning names the VPA: {}",
+        warned[0]
+    );
+    s.finish().await;
+    let _ = std::fs::remove_file(&log);
+    Ok(())
+}
+
 /// vpa-recommender: a steady 300m on one pod. A fault-free run keeps a recommendation from its
 /// first write on, and its checkpoint's sample count only grows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
