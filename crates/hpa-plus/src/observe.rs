@@ -98,7 +98,8 @@ pub async fn observe(
         conflicting_autoscalers: Vec::new(),
         // Read from the autoscaler's status by the caller, like the conflicts.
         scaled_to_zero: false,
-        rollout: rollout(ctx, namespace, spec, current_replicas).await,
+        // Read by the caller, which logs why it is unknown against the autoscaler.
+        rollout: None,
         held_by: cron_hold(
             ctx.crons.state().iter().map(AsRef::as_ref),
             namespace,
@@ -236,29 +237,23 @@ async fn external_metrics(
 }
 
 /// The target's rollout state when `pauseDuringRollout` asks for it, judged by core's rules;
-/// `None` when it cannot be known (a status without the rollout conventions, or a failed read),
-/// which the decision reports in its `PausedForRollout` condition without holding scaling.
-async fn rollout(
+/// `Err` with why when it cannot be known (a status without the rollout conventions, or a failed
+/// read), which the decision reports in its `PausedForRollout` condition without holding scaling.
+pub async fn rollout(
     ctx: &Context,
     namespace: &str,
     spec: &HorizontalPodAutoscalerPlusSpec,
     current_replicas: i32,
-) -> Option<RolloutState> {
+) -> Result<Option<RolloutState>, String> {
     if !spec.pause_during_rollout {
-        return None;
+        return Ok(None);
     }
     let target = to_k8s(&spec.scale_target_ref);
     match bounded(ctx.scale.rollout(namespace, &target)).await {
-        Ok(Rollout::Unknown(why)) => {
-            tracing::warn!(namespace, reason = %why, "rollout state unknown");
-            None
-        }
-        Ok(verdict) => verdict.state(current_replicas),
-        Err(e) => {
-            // An unreadable rollout state must not block scaling: it is reported as unknown.
-            tracing::warn!(error = %e, namespace, "cannot read rollout state");
-            None
-        }
+        Ok(Rollout::Unknown(why)) => Err(why),
+        Ok(verdict) => Ok(verdict.state(current_replicas)),
+        // An unreadable rollout state must not block scaling: it is reported as unknown.
+        Err(e) => Err(format!("cannot read it: {e}")),
     }
 }
 

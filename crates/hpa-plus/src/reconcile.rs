@@ -56,7 +56,7 @@ use tracing::{Span, instrument};
 
 use crate::context::{Context, Memory};
 use crate::error::{Error, Result};
-use crate::observe::{now, observe};
+use crate::observe::{now, observe, rollout};
 use crate::pods::PodInfo;
 use crate::status;
 use crate::tuning;
@@ -737,8 +737,23 @@ async fn observe_target(
         prometheus_deadline,
     )
     .await;
+    let rollout = match rollout(ctx, &subject.namespace, &subject.spec, scale.spec_replicas).await {
+        Ok(state) => state,
+        // Tenant-made (a target kind without the rollout conventions) and the same at every
+        // evaluation: logged once per repeat period, like a failure.
+        Err(why) => {
+            warn_of(
+                ctx,
+                subject,
+                "rollout state unknown; not pausing for it",
+                why,
+            );
+            None
+        }
+    };
     let observed = Observation {
         conflicting_autoscalers: conflicting,
+        rollout,
         scaled_to_zero: subject
             .previous
             .as_deref()
@@ -943,7 +958,7 @@ async fn stored_state(
         return;
     };
     if condition.status {
-        tracing::warn!(namespace = %subject.namespace, name = %subject.name, why = %condition.message, "stored state ignored");
+        warn_of(ctx, subject, "stored state ignored", &condition.message);
         let news = before.is_none_or(|c| c.message.as_deref() != Some(condition.message.as_str()));
         if news && ctx.shards.holds(&subject.uid) {
             ctx.events

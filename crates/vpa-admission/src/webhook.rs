@@ -59,7 +59,8 @@ pub struct Webhook {
     pub scope: NamespaceScope,
     /// `--max-allowed-cpu-boost`.
     pub max_cpu_boost: Option<plimsoll_core::quantity::Quantity>,
-    /// Pods admitted unchanged already logged, by namespace ([`Webhook::unchanged`]).
+    /// Pods admitted unchanged already logged, by namespace: each namespace's reason is a
+    /// warning once per repeat period ([`plimsoll_runtime::repeats`]), however many pods.
     pub logged: Repeats,
 }
 

@@ -82,7 +82,7 @@ pub struct Context {
     pub shards: ShardHandle,
     /// Settings.
     pub config: Config,
-    /// Failed writes for a VPA already logged ([`Context::log_failure`]).
+    /// Failed writes for a VPA already logged, by `namespace/name`.
     pub logged: Repeats,
 }
 

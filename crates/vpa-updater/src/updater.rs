@@ -820,7 +820,14 @@ async fn write_held_condition(
         .patch_status(&name, &params, &Patch::Merge(&patch))
         .await
     {
-        tracing::warn!(error = %api_message(&e), "cannot write the InPlaceResizeHeld condition");
+        // Retried each loop while it fails; a VPA padded to the size etcd stores takes no
+        // status, at every loop.
+        ctx.log_failure(
+            vpa,
+            "",
+            "cannot write the InPlaceResizeHeld condition",
+            &api_message(&e),
+        );
     }
 }
 

@@ -15,6 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::RoleBinding;
@@ -533,6 +534,72 @@ async fn ghosts(t: &Tenancy) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An autoscaler pausing for the rollouts of a kind that says nothing of them (a ReplicaSet's
+/// status has no `updatedReplicas`): its rollout state is unknown at every evaluation.
+async fn unknown_rollout(t: &Tenancy) -> anyhow::Result<()> {
+    let rs: ReplicaSet = serde_json::from_value(json!({
+        "metadata": {"name": "unrolled"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "unrolled"}},
+            "template": {"metadata": {"labels": {"app": "unrolled"}},
+                "spec": {"containers": [{"name": "app", "image": "app",
+                    "resources": {"requests": {"cpu": "100m"}}}]}}}
+    }))?;
+    t.tenant_api::<ReplicaSet>()
+        .create(&PostParams::default(), &rs)
+        .await?;
+    let target = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "unrolled"});
+    let mut plus = on_cpu("unrolled", &target)?;
+    plus.spec.pause_during_rollout = true;
+    plus.spec.min_replicas = Some(1);
+    plus.spec.max_replicas = 2;
+    t.tenant_api::<HorizontalPodAutoscalerPlus>()
+        .create(&PostParams::default(), &plus)
+        .await?;
+    Ok(())
+}
+
+/// The unknown rollout state is said in the autoscaler's condition, and is one warning in
+/// hpa-plus's log, not one per evaluation.
+async fn unknown_rollout_logged_once(
+    t: &Tenancy,
+    elapsed: Duration,
+    log: &Path,
+) -> anyhow::Result<()> {
+    let plus = t
+        .tenant_api::<HorizontalPodAutoscalerPlus>()
+        .get("unrolled")
+        .await?;
+    let paused = plus
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter())
+        .find(|c| c.type_ == "PausedForRollout")
+        .map(|c| (c.status.clone(), c.reason.clone()));
+    assert_eq!(
+        paused,
+        Some(("False".to_owned(), Some("RolloutStateUnknown".to_owned()))),
+        "{:?}",
+        plus.status
+    );
+    let text = std::fs::read_to_string(log).with_context(|| format!("read {}", log.display()))?;
+    let warned: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("rollout state unknown"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert!(warned[0].contains("\"unrolled\""), "{}", warned[0]);
+    row(
+        "`pauseDuringRollout` on a kind whose status says nothing of rollouts (a ReplicaSet)",
+        &format!(
+            "`PausedForRollout` `False` / `RolloutStateUnknown` (it holds nothing); 1 warning \
+             in hpa-plus's log over {:.0} s at a {} s period",
+            elapsed.as_secs_f64(),
+            PERIOD.as_secs()
+        ),
+    );
+    Ok(())
+}
+
 /// Over `elapsed` of failing evaluations the ghosts cost no discovery request of their own (the
 /// served group-versions are read at most every 5 s) and two Event writes each (the Event, and
 /// its series at the second report; the count of the later reports is written every 30 min).
@@ -958,6 +1025,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
     let pools = node_pool(&t).await?;
     outside_targets(&t).await?;
     ghosts(&t).await?;
+    unknown_rollout(&t).await?;
     fat_pods(&t).await?;
     fat_selector(&t).await?;
     t.tenant_api::<HorizontalPodAutoscalerPlus>()
@@ -1042,6 +1110,7 @@ async fn a_tenant_cannot_steer_crash_or_starve_hpa_plus() -> anyhow::Result<()> 
         "stored state ignored with an Event; hpa-plus stays up",
     );
     ghosts_cost_nothing(&t, attack_start.elapsed(), &log).await?;
+    unknown_rollout_logged_once(&t, attack_start.elapsed(), &log).await?;
     fat_pods_left_out(&log)?;
     fat_spec_refused(&t).await?;
     fat_selector_read_from_scale(&t, &log).await?;
