@@ -31,6 +31,12 @@ impl Write for Sink {
 }
 
 /// The lines `f` logs at warn or above, as the services' default format writes them.
+///
+/// A log statement first reached on a thread without a subscriber (another test running beside
+/// this one) is remembered as of no interest to anyone, and this thread's subscriber would never
+/// see it: the cache is rebuilt once the subscriber is in place. A statement reached for the
+/// first time on another thread *while* the subscriber is being set up can still be missed; a
+/// test whose statements other tests also reach runs them once before calling this.
 pub fn warnings(f: impl FnOnce()) -> Vec<String> {
     let sink = Sink::default();
     let make = {
@@ -42,6 +48,9 @@ pub fn warnings(f: impl FnOnce()) -> Vec<String> {
         .with_max_level(tracing::Level::WARN)
         .with_writer(make)
         .finish();
-    tracing::subscriber::with_default(subscriber, f);
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        f();
+    });
     sink.text().lines().map(str::to_owned).collect()
 }

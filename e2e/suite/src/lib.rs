@@ -397,6 +397,18 @@ pub async fn create_labelled_deployment(
     Ok(())
 }
 
+/// The one warning in a service's log file `log` that says `what`: an error when there is none
+/// or more than one (the tests of what a tenant's repeated failures cost the operator's log).
+pub fn one_warning(log: &std::path::Path, what: &str) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(log)?;
+    let warned: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains(what))
+        .collect();
+    anyhow::ensure!(warned.len() == 1, "{} warnings: {warned:#?}", warned.len());
+    Ok(warned[0].to_owned())
+}
+
 /// `count` labels of about 85 bytes, each within the API server's bounds (which bound each label,
 /// not their number): 5,000 are 425 KB, past what any service keeps of a pod
 /// (`plimsoll_core::pod_fields::POD_BUDGET`, 32 KiB). Every key holds `fat.example.com`, for a

@@ -34,7 +34,7 @@ use plimsoll_core::api::hpa_plus::HorizontalPodAutoscalerPlus;
 use plimsoll_core::api::vpa::{VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint};
 use plimsoll_e2e::chaos::{KubeconfigFile, Ledger, Process, Row, burst, hold, report};
 use plimsoll_e2e::{
-    Env, create_deployment, create_recreate_vpa_far_above, eventually, wait_ready_pods,
+    Env, create_deployment, create_recreate_vpa_far_above, eventually, one_warning, wait_ready_pods,
 };
 use plimsoll_sim::{LoadProfile, LoadSpec, SimHandle};
 use serde_json::json;
@@ -673,16 +673,10 @@ async fn cron_hpa_logs_a_repeated_reconcile_failure_once() -> anyhow::Result<()>
     wait_replicas(&s.env, "web", 3).await?;
     wait_job_three(&s.env, JobState::Succeed).await?;
     assert_eq!(s.ledger.answered("PATCH", "/status", 500), 5);
-    let text = std::fs::read_to_string(&log)?;
-    let failed: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("reconcile failed"))
-        .collect();
-    assert_eq!(failed.len(), 1, "{failed:#?}");
+    let failed = one_warning(&log, "reconcile failed")?;
     assert!(
-        failed[0].contains(&s.env.namespace) && failed[0].contains("\"web\""),
-        "the warning names the object: {}",
-        failed[0]
+        failed.contains(&s.env.namespace) && failed.contains("\"web\""),
+        "the warning names the object: {failed}"
     );
     s.finish().await;
     let _ = std::fs::remove_file(&log);
@@ -721,16 +715,10 @@ async fn vpa_recommender_logs_a_status_write_failing_every_loop_once() -> anyhow
     )
     .await?;
     assert_eq!(s.ledger.answered("PATCH", "/status", 500), 6);
-    let text = std::fs::read_to_string(&log)?;
-    let warned: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("WARN") && l.contains("cannot write VPA status"))
-        .collect();
-    assert_eq!(warned.len(), 1, "{warned:#?}");
+    let warned = one_warning(&log, "cannot write VPA status")?;
     assert!(
-        warned[0].contains(&s.env.namespace) && warned[0].contains("\"web\""),
-        "the warning names the VPA: {}",
-        warned[0]
+        warned.contains(&s.env.namespace) && warned.contains("\"web\""),
+        "the warning names the VPA: {warned}"
     );
     s.finish().await;
     let _ = std::fs::remove_file(&log);
@@ -1010,16 +998,11 @@ async fn vpa_updater_logs_evictions_a_tenant_makes_fail_once() -> anyhow::Result
         Ok((failed() >= 10).then_some(()))
     })
     .await?;
-    let text = std::fs::read_to_string(&log)?;
-    let warned: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("WARN") && l.contains("eviction failed"))
-        .collect();
-    assert_eq!(warned.len(), 1, "{} refused: {warned:#?}", failed());
+    let warned = one_warning(&log, "eviction failed")
+        .with_context(|| format!("{} evictions refused", failed()))?;
     assert!(
-        warned[0].contains("more than one PodDisruptionBudget"),
-        "{}",
-        warned[0]
+        warned.contains("more than one PodDisruptionBudget"),
+        "{warned}"
     );
     let pods = s.env.api::<Pod>().list(&ListParams::default()).await?;
     assert_eq!(pods.items.len(), 4, "nothing evicted");

@@ -581,13 +581,8 @@ async fn unknown_rollout_logged_once(
         "{:?}",
         plus.status
     );
-    let text = std::fs::read_to_string(log).with_context(|| format!("read {}", log.display()))?;
-    let warned: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("WARN") && l.contains("rollout state unknown"))
-        .collect();
-    assert_eq!(warned.len(), 1, "{warned:#?}");
-    assert!(warned[0].contains("\"unrolled\""), "{}", warned[0]);
+    let warned = plimsoll_e2e::one_warning(log, "rollout state unknown")?;
+    assert!(warned.contains("\"unrolled\""), "{warned}");
     row(
         "`pauseDuringRollout` on a kind whose status says nothing of rollouts (a ReplicaSet)",
         &format!(
