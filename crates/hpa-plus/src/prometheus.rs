@@ -64,6 +64,7 @@ use plimsoll_runtime::prometheus::{
     AllowedServers, Auth, BreakerPolicy, Outcome, PrometheusClient, PrometheusConfig,
     PrometheusError, Refusal, ServerGate, Transition,
 };
+use plimsoll_runtime::repeats::{Repeats, Verdict};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
@@ -384,6 +385,8 @@ pub struct PrometheusMetrics {
     gates: Mutex<HashMap<String, Arc<Gate>>>,
     server_metrics: ServerMetrics,
     cache: Mutex<ValueCache>,
+    /// Failed queries already logged, by the autoscaler's namespace ([`Self::failed`]).
+    logged: Repeats,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -405,6 +408,7 @@ impl PrometheusMetrics {
             gates: Mutex::new(HashMap::new()),
             server_metrics: ServerMetrics::default(),
             cache: Mutex::new(ValueCache::new()),
+            logged: Repeats::default(),
         }
     }
 
@@ -412,6 +416,33 @@ impl PrometheusMetrics {
     #[must_use]
     pub fn with_shutdown(self, shutdown: CancellationToken) -> Self {
         Self { shutdown, ..self }
+    }
+
+    /// The metric's error text (reason first, then the client's classification), and a log line
+    /// with the bounded detail for the operator. A query fails at every evaluation of every
+    /// autoscaler that asks it, and its text is a namespace user's (one that does not parse
+    /// fails for as long as it is there), so a failure is logged as the autoscalers' own are: the
+    /// first time per namespace and error, then at most every
+    /// [`plimsoll_runtime::repeats::RELOG_AFTER`], at `debug` in between.
+    fn failed(&self, address: &str, namespace: &str, e: &PrometheusError) -> String {
+        let now = std::time::Instant::now();
+        // Namespaces end without this client being told; what settled is dropped here.
+        self.logged.forget_settled(now);
+        match self.logged.verdict(namespace, &e.to_string(), now) {
+            Verdict::Warn { quiet } => log_failure(address, e, "prometheus query failed", quiet),
+            Verdict::Repeat => {
+                tracing::debug!(server = %address, reason = e.reason(), error = %e, "prometheus query failed");
+            }
+        }
+        match e {
+            // The operator's settings (a CA file, credentials) could not be used: their error
+            // text (a path, an OS error) is for the log, not for whoever wrote the autoscaler.
+            PrometheusError::Config(_) => format!(
+                "{}: prometheus {address}: hpa-plus's Prometheus settings are unusable (see its log)",
+                e.reason()
+            ),
+            _ => format!("{}: {e}", e.reason()),
+        }
     }
 
     /// The same, with the servers' breakers and refusals counted in `metrics`.
@@ -645,7 +676,7 @@ impl PrometheusMetrics {
                 client.query_value_with(query, now, deadline, scope).await
             })
             .await
-            .map_err(|e| failed(address, &e))?;
+            .map_err(|e| self.failed(address, namespace, &e))?;
         let milli = to_milli(value).ok_or_else(|| {
             format!("PrometheusEmptyResult: {value} is out of range for a metric value")
         })?;
@@ -709,30 +740,16 @@ impl PrometheusMetrics {
     }
 }
 
-/// The metric's error text (reason first, then the client's classification), and a log line
-/// with the bounded detail for the operator.
-fn failed(address: &str, e: &PrometheusError) -> String {
-    log_failure(address, e, "prometheus query failed");
-    match e {
-        // The operator's settings (a CA file, credentials) could not be used: their error text
-        // (a path, an OS error) is for the log, not for whoever wrote the autoscaler.
-        PrometheusError::Config(_) => format!(
-            "{}: prometheus {address}: hpa-plus's Prometheus settings are unusable (see its log)",
-            e.reason()
-        ),
-        _ => format!("{}: {e}", e.reason()),
-    }
-}
-
 /// Logs a failed query with what the message users read leaves out: at `warn` when the
-/// server said or did something worth a look (the detail), else at `debug`.
-pub fn log_failure(address: &str, e: &PrometheusError, what: &str) {
+/// server said or did something worth a look (the detail), else at `debug`; `quiet` is the
+/// number of such failures not logged since the last time.
+pub fn log_failure(address: &str, e: &PrometheusError, what: &str, quiet: u64) {
     if let PrometheusError::Config(detail) = e {
-        tracing::warn!(server = %address, reason = e.reason(), detail = %plimsoll_runtime::prometheus::error::bounded(detail), "{what}");
+        tracing::warn!(server = %address, reason = e.reason(), detail = %plimsoll_runtime::prometheus::error::bounded(detail), repeats_not_logged = quiet, "{what}");
     } else if e.detail().is_empty() {
         tracing::debug!(server = %address, reason = e.reason(), error = %e, "{what}");
     } else {
-        tracing::warn!(server = %address, reason = e.reason(), error = %e, detail = e.detail(), "{what}");
+        tracing::warn!(server = %address, reason = e.reason(), error = %e, detail = e.detail(), repeats_not_logged = quiet, "{what}");
     }
 }
 
@@ -937,7 +954,8 @@ mod tests {
     }
 
     /// A server that records each request's first line and answers the scalar 1 to a query
-    /// scoped to `namespace=a`, 2 to any other.
+    /// scoped to `namespace=a`, 2 to any other, and `bad_data` (400) to one that holds
+    /// `unparsable`.
     async fn recording() -> (String, Arc<Mutex<Vec<String>>>) {
         use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -957,17 +975,29 @@ mod tests {
                     } else {
                         2
                     };
-                    lock(&log).push(line);
-                    let body = if request.contains("/query_range") {
-                        r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#
-                            .to_owned()
+                    lock(&log).push(line.clone());
+                    let (status, body) = if line.contains("unparsable") {
+                        (
+                            "400 Bad Request",
+                            r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#
+                                .to_owned(),
+                        )
+                    } else if request.contains("/query_range") {
+                        (
+                            "200 OK",
+                            r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#
+                                .to_owned(),
+                        )
                     } else {
-                        format!(
-                            r#"{{"status":"success","data":{{"resultType":"scalar","result":[1,"{value}"]}}}}"#
+                        (
+                            "200 OK",
+                            format!(
+                                r#"{{"status":"success","data":{{"resultType":"scalar","result":[1,"{value}"]}}}}"#
+                            ),
                         )
                     };
                     let reply = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                         body.len()
                     );
                     let _ = stream.write_all(reply.as_bytes()).await;
@@ -1030,6 +1060,45 @@ mod tests {
         .await;
         let last = lock(&seen).last().cloned().unwrap_or_default();
         assert!(!last.contains("namespace="), "{last}");
+    }
+
+    /// A query that fails at every evaluation (a namespace user's query that does not parse) is
+    /// asked again each time, and is one warning per namespace and error in the log, not one per
+    /// evaluation.
+    #[test]
+    fn a_query_failing_at_every_evaluation_is_one_warning_per_namespace() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (address, seen) = rt.block_on(recording());
+        let prom = PrometheusMetrics::new(allowing(&address, &[]), None);
+        let metrics = [metric("unparsable", None)];
+        let evaluate = |prom: &PrometheusMetrics, namespace: &'static str| {
+            let values = rt.block_on(prom.values(
+                namespace,
+                &metrics,
+                Duration::from_secs(60),
+                Timestamp::UNIX_EPOCH,
+                Instant::now() + Duration::from_secs(5),
+            ));
+            let error = values.values().next().cloned().unwrap().unwrap_err();
+            assert!(error.contains("unparsable"), "{error}");
+        };
+        // Other tests reach the same log statement, maybe at this moment: reached here first,
+        // by another client, it is registered before the capture begins.
+        evaluate(
+            &PrometheusMetrics::new(allowing(&address, &[]), None),
+            "shop",
+        );
+        let logged = plimsoll_runtime::log_sink::warnings(|| {
+            for namespace in ["shop", "shop", "shop", "shop", "shop", "other"] {
+                evaluate(&prom, namespace);
+            }
+        });
+        assert_eq!(lock(&seen).len(), 7, "asked again at each evaluation");
+        assert_eq!(logged.len(), 2, "{logged:#?}");
+        assert!(logged[0].contains("parse error"), "{}", logged[0]);
     }
 
     /// One evaluation's values of `metrics` with a budget of `budget`.

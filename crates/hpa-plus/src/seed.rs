@@ -76,7 +76,7 @@ pub async fn seed_from_prometheus(
                     }
                 }
             }
-            Err(e) => crate::prometheus::log_failure(&address, &e, backfill.failure),
+            Err(e) => crate::prometheus::log_failure(&address, &e, backfill.failure, 0),
         }
     }
 }
