@@ -163,6 +163,21 @@ impl Scenario {
         report(&self.rows);
         self.env.cleanup().await;
     }
+
+    /// Ends a test of what the service logged: exactly one warning in `log` says `what`, and it
+    /// names `web` in this namespace. The log file goes too.
+    async fn finish_warned_once(self, log: &Path, what: &str) -> anyhow::Result<()> {
+        let warned = one_warning(log, what);
+        let namespace = self.env.namespace.clone();
+        self.finish().await;
+        let _ = std::fs::remove_file(log);
+        let warned = warned?;
+        anyhow::ensure!(
+            warned.contains(&namespace) && warned.contains("\"web\""),
+            "the warning names web in {namespace}: {warned}"
+        );
+        Ok(())
+    }
 }
 
 fn constant(value: f64) -> LoadSpec {
@@ -673,14 +688,7 @@ async fn cron_hpa_logs_a_repeated_reconcile_failure_once() -> anyhow::Result<()>
     wait_replicas(&s.env, "web", 3).await?;
     wait_job_three(&s.env, JobState::Succeed).await?;
     assert_eq!(s.ledger.answered("PATCH", "/status", 500), 5);
-    let failed = one_warning(&log, "reconcile failed")?;
-    assert!(
-        failed.contains(&s.env.namespace) && failed.contains("\"web\""),
-        "the warning names the object: {failed}"
-    );
-    s.finish().await;
-    let _ = std::fs::remove_file(&log);
-    Ok(())
+    s.finish_warned_once(&log, "reconcile failed").await
 }
 
 /// vpa-recommender: a VPA whose status write fails at every loop (as the API server refuses
@@ -715,14 +723,7 @@ async fn vpa_recommender_logs_a_status_write_failing_every_loop_once() -> anyhow
     )
     .await?;
     assert_eq!(s.ledger.answered("PATCH", "/status", 500), 6);
-    let warned = one_warning(&log, "cannot write VPA status")?;
-    assert!(
-        warned.contains(&s.env.namespace) && warned.contains("\"web\""),
-        "the warning names the VPA: {warned}"
-    );
-    s.finish().await;
-    let _ = std::fs::remove_file(&log);
-    Ok(())
+    s.finish_warned_once(&log, "cannot write VPA status").await
 }
 
 /// vpa-recommender: a steady 300m on one pod. A fault-free run keeps a recommendation from its
