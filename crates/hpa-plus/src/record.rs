@@ -38,6 +38,7 @@ use plimsoll_core::horizontal::recording::{
     self, FORMAT_VERSION, Header, Line, Raised, Recorded, SpecChange, Start,
 };
 use plimsoll_core::horizontal::{ControllerConfig, Decision, Observation};
+use plimsoll_runtime::repeats::{Repeats, Verdict};
 use plimsoll_runtime::selector::Selector;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
@@ -140,6 +141,8 @@ pub struct Recorder {
     files: Mutex<HashMap<PathBuf, Arc<Mutex<FileState>>>>,
     failures: Counter,
     lines: Counter,
+    /// Failures already logged, by `namespace/name` ([`Recorder::failed`]).
+    logged: Repeats,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -296,9 +299,27 @@ impl Recorder {
         }
     }
 
+    /// Counts and logs a failed write. A full disk or an unwritable directory fails every
+    /// recorded object at every evaluation (and the log is often on the same disk), so it is a
+    /// warning the first time per object and error, then at most every
+    /// [`plimsoll_runtime::repeats::RELOG_AFTER`], at `debug` in between; the counter counts
+    /// each.
     fn failed(&self, namespace: &str, name: &str, err: &RecordError) {
         self.failures.inc();
-        tracing::warn!(%namespace, %name, error = %err, "could not record the evaluation");
+        let now = std::time::Instant::now();
+        // Objects end without the recorder being told; what settled is dropped here.
+        self.logged.forget_settled(now);
+        match self
+            .logged
+            .verdict(&format!("{namespace}/{name}"), &err.to_string(), now)
+        {
+            Verdict::Warn { quiet } => {
+                tracing::warn!(%namespace, %name, error = %err, repeats_not_logged = quiet, "could not record the evaluation");
+            }
+            Verdict::Repeat => {
+                tracing::debug!(%namespace, %name, error = %err, "could not record the evaluation");
+            }
+        }
     }
 }
 
@@ -604,6 +625,28 @@ mod tests {
         assert!(matches!(&parsed.lines[0].1, Line::Header(h) if h.start == Start::Held));
         assert_eq!(parsed.lines.len(), 2);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A directory that cannot be written fails every evaluation: each is counted, and the log
+    /// says it once per object.
+    #[test]
+    fn a_failing_recording_is_one_warning_per_object() {
+        let blocked = temp("blocked");
+        std::fs::write(&blocked, "a file where the directory should be").unwrap();
+        let recorder = Recorder::new(Some(settings(&blocked, 4096)), &mut Registry::default());
+        let obj = object();
+        // Reached once before the capture: another test may reach the statement at this moment.
+        let other = Recorder::new(Some(settings(&blocked, 4096)), &mut Registry::default());
+        evaluate(&other, &obj, true, 0);
+        let logged = plimsoll_runtime::log_sink::warnings(|| {
+            for s in 0..10 {
+                evaluate(&recorder, &obj, s == 0, s);
+            }
+        });
+        assert_eq!(recorder.failures.get(), 10);
+        assert_eq!(logged.len(), 1, "{logged:#?}");
+        assert!(logged[0].contains("could not record"), "{}", logged[0]);
+        let _ = std::fs::remove_file(&blocked);
     }
 
     #[test]
