@@ -33,6 +33,8 @@ struct Logged {
     at: Instant,
     /// Repeats not logged since `at`.
     quiet: u64,
+    /// When it was last seen, logged or not.
+    last: Instant,
 }
 
 /// What to do with one warning.
@@ -61,6 +63,7 @@ impl Repeats {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let logged = all.entry(uid.to_owned()).or_default();
         if let Some(seen) = logged.iter_mut().find(|l| l.message == message) {
+            seen.last = now;
             if now.saturating_duration_since(seen.at) < RELOG_AFTER {
                 seen.quiet += 1;
                 return Verdict::Repeat;
@@ -83,6 +86,7 @@ impl Repeats {
             message,
             at: now,
             quiet: 0,
+            last: now,
         });
         Verdict::Warn { quiet: 0 }
     }
@@ -113,10 +117,11 @@ impl Repeats {
             .retain(|uid, _| keep(uid));
     }
 
-    /// Forgets the objects nothing was logged about within [`RELOG_AFTER`] of `now`: for a
-    /// caller that is never told when an object ends (the webhook, by namespace). Their next
-    /// warning is logged as it would have been anyway; only the count of repeats not logged
-    /// since goes with them, which the caller's metrics still hold.
+    /// Forgets the objects no warning was seen about within [`RELOG_AFTER`] of `now`: for a
+    /// caller that is never told when an object ends (the webhook, by namespace). A failure that
+    /// goes on is kept, and its next warning counts the repeats not logged; one that stopped
+    /// would be logged as new at its next occurrence anyway, and only the count of its last
+    /// repeats goes with it (the caller's metrics still hold them).
     pub fn forget_settled(&self, now: Instant) {
         self.logged
             .lock()
@@ -124,7 +129,7 @@ impl Repeats {
             .retain(|_, logged| {
                 logged
                     .iter()
-                    .any(|l| now.saturating_duration_since(l.at) < RELOG_AFTER)
+                    .any(|l| now.saturating_duration_since(l.last) < RELOG_AFTER)
             });
     }
 
@@ -221,17 +226,35 @@ mod tests {
         assert_eq!(repeats.verdict("ns-a", "cold", start), first);
         let later = start + RELOG_AFTER / 2;
         assert_eq!(repeats.verdict("ns-b", "cold", later), first);
-        // Within ten minutes of its warning an object is kept, and a repeat stays quiet.
+        // Within ten minutes of its last sight an object is kept, and a repeat stays quiet.
         repeats.forget_settled(later);
         assert_eq!(repeats.len(), 2);
         assert_eq!(repeats.verdict("ns-a", "cold", later), Verdict::Repeat);
-        // Ten minutes after a's warning, only b (warned five minutes ago) is kept.
-        repeats.forget_settled(start + RELOG_AFTER);
-        assert_eq!(repeats.len(), 1);
+        // Ten minutes after a was last seen, only b (seen five minutes ago) is kept.
+        let gone = later + RELOG_AFTER;
         assert_eq!(
-            repeats.verdict("ns-b", "cold", start + RELOG_AFTER),
+            repeats.verdict("ns-b", "cold", later + RELOG_AFTER / 2),
             Verdict::Repeat
         );
-        assert_eq!(repeats.verdict("ns-a", "cold", start + RELOG_AFTER), first);
+        repeats.forget_settled(gone);
+        assert_eq!(repeats.len(), 1);
+        assert_eq!(repeats.verdict("ns-a", "cold", gone), first);
+    }
+
+    /// A failure that goes on, pruned before each verdict as the webhook does, still says how
+    /// many repeats were not logged.
+    #[test]
+    fn a_failure_that_goes_on_keeps_its_count_through_pruning() {
+        let repeats = Repeats::default();
+        let start = Instant::now();
+        let mut warned = Vec::new();
+        for i in 0..100u64 {
+            let now = start + Duration::from_secs(15 * i);
+            repeats.forget_settled(now);
+            if let Verdict::Warn { quiet } = repeats.verdict("ns", "cold", now) {
+                warned.push((i * 15, quiet));
+            }
+        }
+        assert_eq!(warned, [(0, 0), (600, 39), (1200, 39)]);
     }
 }
