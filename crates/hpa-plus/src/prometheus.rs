@@ -426,9 +426,10 @@ impl PrometheusMetrics {
     /// [`plimsoll_runtime::repeats::RELOG_AFTER`], at `debug` in between.
     fn failed(&self, address: &str, namespace: &str, e: &PrometheusError) -> String {
         let now = std::time::Instant::now();
-        // Namespaces end without this client being told; what settled is dropped here.
-        self.logged.forget_settled(now);
-        match self.logged.verdict(namespace, &e.to_string(), now) {
+        match self
+            .logged
+            .verdict_forgetting(namespace, &e.to_string(), now)
+        {
             Verdict::Warn { quiet } => log_failure(address, e, "prometheus query failed", quiet),
             Verdict::Repeat => {
                 tracing::debug!(server = %address, reason = e.reason(), error = %e, "prometheus query failed");

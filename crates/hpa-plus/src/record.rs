@@ -306,13 +306,9 @@ impl Recorder {
     /// each.
     fn failed(&self, namespace: &str, name: &str, err: &RecordError) {
         self.failures.inc();
+        let key = format!("{namespace}/{name}");
         let now = std::time::Instant::now();
-        // Objects end without the recorder being told; what settled is dropped here.
-        self.logged.forget_settled(now);
-        match self
-            .logged
-            .verdict(&format!("{namespace}/{name}"), &err.to_string(), now)
-        {
+        match self.logged.verdict_forgetting(&key, &err.to_string(), now) {
             Verdict::Warn { quiet } => {
                 tracing::warn!(%namespace, %name, error = %err, repeats_not_logged = quiet, "could not record the evaluation");
             }

@@ -91,6 +91,15 @@ impl Repeats {
         Verdict::Warn { quiet: 0 }
     }
 
+    /// [`Repeats::verdict`] for a caller that is never told when an object ends (the webhook's
+    /// namespaces, the objects a file or a query failed for): the objects no warning was seen
+    /// about within [`RELOG_AFTER`] are forgotten first (a failure that goes on is kept, with
+    /// its count), so what is kept is bounded by what failed in the last ten minutes.
+    pub fn verdict_forgetting(&self, uid: &str, message: &str, now: Instant) -> Verdict {
+        self.forget_settled(now);
+        self.verdict(uid, message, now)
+    }
+
     /// Whether `message` about the object `uid` is logged at warn now: `Some(repeats not
     /// logged since the last time)`, or `None` for a repeat to log at debug.
     pub fn first(&self, uid: &str, message: &str) -> Option<u64> {
@@ -122,7 +131,7 @@ impl Repeats {
     /// goes on is kept, and its next warning counts the repeats not logged; one that stopped
     /// would be logged as new at its next occurrence anyway, and only the count of its last
     /// repeats goes with it (the caller's metrics still hold them).
-    pub fn forget_settled(&self, now: Instant) {
+    fn forget_settled(&self, now: Instant) {
         self.logged
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -250,8 +259,7 @@ mod tests {
         let mut warned = Vec::new();
         for i in 0..100u64 {
             let now = start + Duration::from_secs(15 * i);
-            repeats.forget_settled(now);
-            if let Verdict::Warn { quiet } = repeats.verdict("ns", "cold", now) {
+            if let Verdict::Warn { quiet } = repeats.verdict_forgetting("ns", "cold", now) {
                 warned.push((i * 15, quiet));
             }
         }

@@ -206,11 +206,10 @@ impl Webhook {
         warning: &str,
     ) -> (Outcome, AdmissionResponse) {
         let namespace = request.namespace.as_deref().unwrap_or_default();
-        let now = Instant::now();
-        // Namespaces end without the webhook being told; what settled is dropped here, where
-        // it grows.
-        self.logged.forget_settled(now);
-        match self.logged.verdict(namespace, warning, now) {
+        match self
+            .logged
+            .verdict_forgetting(namespace, warning, Instant::now())
+        {
             Verdict::Warn { quiet } => tracing::warn!(
                 namespace,
                 name = %request.name,
