@@ -213,7 +213,7 @@ impl Context {
         self.logged.retain(|uid| live.contains(uid));
     }
 
-    /// Logs that acting on `pod` for `vpa` failed: at warn the first time per VPA and message,
+    /// Logs that acting on `pod` (or, without one, on the VPA itself) for `vpa` failed: at warn the first time per VPA and message,
     /// then at most every [`plimsoll_runtime::repeats::RELOG_AFTER`] with the repeats not logged,
     /// at debug in between. A namespace user can make every eviction of their pods fail (two
     /// PodDisruptionBudgets over one pod make each eviction a 500), and each loop tries again
@@ -222,7 +222,7 @@ impl Context {
     pub fn log_failure(
         &self,
         vpa: &plimsoll_core::api::vpa::VerticalPodAutoscaler,
-        pod: &str,
+        pod: Option<&str>,
         what: &str,
         error: &str,
     ) {

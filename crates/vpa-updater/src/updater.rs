@@ -423,7 +423,7 @@ async fn drop_boost_annotations<'a>(
     if let Err(e) = api.patch(&name, &params, &Patch::Merge(&patch)).await {
         ctx.log_failure(
             vpa,
-            &name,
+            Some(&name),
             "cannot remove the startup boost annotations",
             &api_message(&e),
         );
@@ -492,7 +492,7 @@ fn snapshots<'p>(
                 snapshots.push(snapshot);
             }
             Err(e) => {
-                ctx.log_failure(vpa, cached.name(), "cannot read pod; left alone", e);
+                ctx.log_failure(vpa, Some(cached.name()), "cannot read pod; left alone", e);
             }
         }
     }
@@ -593,7 +593,7 @@ async fn evict(
         }
         Err(e) => {
             let message = api_message(&e);
-            ctx.log_failure(vpa, &action.pod, "eviction failed", &message);
+            ctx.log_failure(vpa, Some(&action.pod), "eviction failed", &message);
             ctx.events
                 .warning(
                     &vpa_ref,
@@ -713,7 +713,12 @@ async fn resize(
         }
         Err(e) => {
             ctx.metrics.resize("error");
-            ctx.log_failure(vpa, &action.pod, "in-place resize failed", &api_message(&e));
+            ctx.log_failure(
+                vpa,
+                Some(&action.pod),
+                "in-place resize failed",
+                &api_message(&e),
+            );
             false
         }
     }
@@ -824,7 +829,7 @@ async fn write_held_condition(
         // status, at every loop.
         ctx.log_failure(
             vpa,
-            "",
+            None,
             "cannot write the InPlaceResizeHeld condition",
             &api_message(&e),
         );
