@@ -104,9 +104,13 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        // As metav1.Status's `omitempty`: an error kube-apiserver passes on unmapped (etcd's)
+        // has no reason.
+        if !self.reason.is_empty() {
+            status["reason"] = self.reason.into();
+        }
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }

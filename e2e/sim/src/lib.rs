@@ -21,6 +21,7 @@ pub mod jsonpath;
 pub mod kubeconfig;
 pub mod managed_fields;
 pub mod metrics_api;
+pub mod object_size;
 pub mod patch;
 pub mod prometheus;
 pub mod protobuf;

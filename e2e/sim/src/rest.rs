@@ -412,6 +412,7 @@ async fn resource(
             "the server could not find the requested resource",
         ));
     }
+    crate::object_size::check_body(verb, req.body.len())?;
     let dry_run = req.query.get("dryRun").is_some_and(|v| v == "All");
     match (verb, t.name, t.sub) {
         ("list", None, None) => list(cluster, &def, t.version, t.ns, req),

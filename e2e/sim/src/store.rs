@@ -5,6 +5,7 @@
 //!   stamps the object's `metadata.resourceVersion`; a write that changes nothing bumps nothing;
 //! - the event log holds every write with rv in (`compacted`, `rv`], oldest first, at most
 //!   `window` events; a watch from a version ≤ `compacted` gets 410 Gone;
+//! - a write etcd would refuse for its size (`object_size`) stores nothing and bumps nothing;
 //! - events are broadcast under the same lock that assigns their rv, so every watcher sees
 //!   them in rv order and a watch never misses an event between its backlog and live stream.
 
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
+use crate::object_size;
 use crate::registry::ResourceKey;
 
 /// (namespace, name); namespace is "" for cluster-scoped objects.
@@ -260,6 +262,7 @@ impl Store {
         if st.tables.get(key).is_some_and(|t| t.contains_key(&ok)) {
             return Err(ApiError::already_exists(group, &key.1, &ok.1));
         }
+        object_size::check_stored(&obj)?;
         st.rv += 1;
         let rv = st.rv;
         stamp(&mut obj, rv);
@@ -308,6 +311,7 @@ impl Store {
         match f(&current)? {
             Mutation::Unchanged => Ok(current),
             Mutation::Replace(mut obj) => {
+                object_size::check_stored(&obj)?;
                 st.rv += 1;
                 let rv = st.rv;
                 stamp(&mut obj, rv);

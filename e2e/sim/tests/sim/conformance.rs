@@ -108,6 +108,56 @@ async fn concurrent_updates_one_wins_one_conflicts() {
     sim.shutdown().await;
 }
 
+/// A body over 3 MiB is 413 before anything is decoded; an object etcd would not store (a
+/// ConfigMap is held as protobuf, about its data's size) is a 500 with etcd's message and
+/// nothing stored; one under both limits is created, and then an update that takes it over is
+/// refused the same way, leaving it as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_past_the_size_limits_are_refused_as_by_kube_apiserver() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let sized = |name: &str, bytes: usize| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name},
+                                      "data": {"k": "x".repeat(bytes)}}))
+        .unwrap()
+    };
+    let pp = PostParams::default();
+    let e = api
+        .create(&pp, &sized("body", 3_200_000))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (413, "RequestEntityTooLarge")
+    );
+    let e = api
+        .create(&pp, &sized("etcd", 1_600_000))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (500, "etcdserver: request is too large")
+    );
+    assert_eq!(status.reason, "", "passed on unmapped");
+    assert!(api.get_opt("etcd").await.unwrap().is_none());
+    let created = api.create(&pp, &sized("fits", 1_500_000)).await.unwrap();
+    let grown = json!({"data": {"more": "x".repeat(100_000)}});
+    let e = api
+        .patch("fits", &PatchParams::default(), &Patch::Merge(&grown))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 500);
+    let kept = api.get("fits").await.unwrap();
+    assert_eq!(kept.resource_version(), created.resource_version());
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generation_and_status_isolation() {
     let (sim, client) = start().await;
