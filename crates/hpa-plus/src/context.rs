@@ -451,14 +451,15 @@ impl Context {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use plimsoll_core::horizontal::History;
     use prometheus_client::encoding::text::encode;
     use prometheus_client::registry::Registry;
     use std::collections::BTreeMap;
 
-    fn context() -> (Context, Registry) {
+    /// A context whose client reaches nothing (port 9).
+    pub(crate) fn context() -> (Context, Registry) {
         let client =
             kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap()))
                 .unwrap();

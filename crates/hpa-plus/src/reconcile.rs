@@ -291,7 +291,9 @@ fn warn_of(ctx: &Context, subject: &Subject<'_>, what: &str, error: impl std::fm
 }
 
 fn warn_once(ctx: &Context, uid: &str, (namespace, name): (&str, &str), what: &str, error: &str) {
-    if let Some(quiet) = ctx.repeats.first(uid, error) {
+    // Keyed by what failed too: two failures of one autoscaler with the same error text
+    // (a 500 from the API, say) are two warnings, each on its own clock.
+    if let Some(quiet) = ctx.repeats.first(uid, &format!("{what}: {error}")) {
         tracing::warn!(namespace, name, error, repeats_not_logged = quiet, "{what}");
     } else {
         tracing::debug!(namespace, name, error, "{what}");
@@ -1261,4 +1263,34 @@ fn log_decision(subject: &Subject<'_>, decision: &Decision, scaled: bool) {
         reason = %decision.reason,
         "decision"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_autoscalers_failures_with_the_same_error_are_told_apart_by_what_failed() {
+        let warn = |ctx: &Context, what: &str| {
+            warn_once(
+                ctx,
+                "u1",
+                ("ns", "web"),
+                what,
+                "the server is currently unable",
+            );
+        };
+        // Other tests reach these statements too: registered here first (see log_sink).
+        warn(&crate::context::tests::context().0, "warm-up");
+        let (ctx, _) = crate::context::tests::context();
+        let lines = plimsoll_runtime::log_sink::warnings(|| {
+            for _ in 0..3 {
+                warn(&ctx, "stored state ignored");
+                warn(&ctx, "rollout state unknown; not pausing for it");
+            }
+        });
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        assert!(lines[0].contains("stored state ignored"), "{}", lines[0]);
+        assert!(lines[1].contains("rollout state unknown"), "{}", lines[1]);
+    }
 }
