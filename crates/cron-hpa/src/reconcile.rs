@@ -253,7 +253,14 @@ fn report_missed(
         let next = evaluation.next_runs[missed.job_index];
         let message =
             history::missed_message(missed.count, missed.last, ctx.missed_job_grace, next);
-        warn!(job = %job.name, count = missed.count, last = %missed.last, "missed job runs");
+        warn!(
+            namespace = cron.metadata.namespace.as_deref().unwrap_or_default(),
+            name = cron.metadata.name.as_deref().unwrap_or_default(),
+            job = %job.name,
+            count = missed.count,
+            last = %missed.last,
+            "missed job runs"
+        );
         ctx.metrics.count(RunResult::Missed, missed.count as u64);
         events.push(PendingEvent {
             warning: true,
@@ -482,7 +489,9 @@ async fn invalid(
     memory: Option<Memory>,
     problems: &str,
 ) -> Result<Action> {
-    warn!(problems, "invalid spec");
+    // Named here, not only by the reconcile's span: that is at info, and a `--log-filter` at
+    // warn would leave a warning naming nothing.
+    warn!(namespace, name, problems, "invalid spec");
     for job in memory.iter().flat_map(|m| m.jobs.iter()) {
         ctx.metrics.set_next_run(namespace, name, job, None);
     }

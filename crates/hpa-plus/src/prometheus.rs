@@ -430,9 +430,11 @@ impl PrometheusMetrics {
             .logged
             .verdict_forgetting(namespace, &e.to_string(), now)
         {
-            Verdict::Warn { quiet } => log_failure(address, e, "prometheus query failed", quiet),
+            Verdict::Warn { quiet } => {
+                log_failure(address, namespace, e, "prometheus query failed", quiet);
+            }
             Verdict::Repeat => {
-                tracing::debug!(server = %address, reason = e.reason(), error = %e, "prometheus query failed");
+                tracing::debug!(namespace, server = %address, reason = e.reason(), error = %e, "prometheus query failed");
             }
         }
         match e {
@@ -741,16 +743,18 @@ impl PrometheusMetrics {
     }
 }
 
-/// Logs a failed query with what the message users read leaves out: at `warn` when the
-/// server said or did something worth a look (the detail), else at `debug`; `quiet` is the
-/// number of such failures not logged since the last time.
-pub fn log_failure(address: &str, e: &PrometheusError, what: &str, quiet: u64) {
+/// Logs a failed query of an autoscaler in `namespace` with what the message users read leaves
+/// out: at `warn` when the server said or did something worth a look (the detail), else at
+/// `debug`; `quiet` is the number of such failures not logged since the last time. The
+/// namespace is named here, not only by the evaluation's span: that is at info, and a
+/// `--log-filter` at warn would leave a warning that names no tenant.
+pub fn log_failure(address: &str, namespace: &str, e: &PrometheusError, what: &str, quiet: u64) {
     if let PrometheusError::Config(detail) = e {
-        tracing::warn!(server = %address, reason = e.reason(), detail = %plimsoll_runtime::prometheus::error::bounded(detail), repeats_not_logged = quiet, "{what}");
+        tracing::warn!(namespace, server = %address, reason = e.reason(), detail = %plimsoll_runtime::prometheus::error::bounded(detail), repeats_not_logged = quiet, "{what}");
     } else if e.detail().is_empty() {
-        tracing::debug!(server = %address, reason = e.reason(), error = %e, "{what}");
+        tracing::debug!(namespace, server = %address, reason = e.reason(), error = %e, "{what}");
     } else {
-        tracing::warn!(server = %address, reason = e.reason(), error = %e, detail = e.detail(), repeats_not_logged = quiet, "{what}");
+        tracing::warn!(namespace, server = %address, reason = e.reason(), error = %e, detail = e.detail(), repeats_not_logged = quiet, "{what}");
     }
 }
 
@@ -1100,6 +1104,9 @@ mod tests {
         assert_eq!(lock(&seen).len(), 7, "asked again at each evaluation");
         assert_eq!(logged.len(), 2, "{logged:#?}");
         assert!(logged[0].contains("parse error"), "{}", logged[0]);
+        // Each names its namespace, whatever span the log filter leaves out.
+        assert!(logged[0].contains("namespace=\"shop\""), "{}", logged[0]);
+        assert!(logged[1].contains("namespace=\"other\""), "{}", logged[1]);
     }
 
     /// One evaluation's values of `metrics` with a budget of `budget`.

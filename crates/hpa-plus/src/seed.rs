@@ -76,7 +76,15 @@ pub async fn seed_from_prometheus(
                     }
                 }
             }
-            Err(e) => crate::prometheus::log_failure(&address, &e, backfill.failure, 0),
+            Err(e) => {
+                crate::prometheus::log_failure(
+                    &address,
+                    backfill.namespace,
+                    &e,
+                    backfill.failure,
+                    0,
+                );
+            }
         }
     }
 }

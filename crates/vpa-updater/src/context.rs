@@ -227,10 +227,21 @@ impl Context {
         error: &str,
     ) {
         let uid = vpa.metadata.uid.as_deref().unwrap_or_default();
+        // The VPA is named here and not only by the loop's span: the span is at info, and an
+        // operator filtering at warn would see warnings that name nothing.
+        let namespace = vpa.metadata.namespace.as_deref().unwrap_or_default();
+        let name = vpa.metadata.name.as_deref().unwrap_or_default();
         if let Some(quiet) = self.logged.first(uid, &format!("{what}: {error}")) {
-            tracing::warn!(pod, error, repeats_not_logged = quiet, "{what}");
+            tracing::warn!(
+                namespace,
+                name,
+                pod,
+                error,
+                repeats_not_logged = quiet,
+                "{what}"
+            );
         } else {
-            tracing::debug!(pod, error, "{what}");
+            tracing::debug!(namespace, name, pod, error, "{what}");
         }
     }
 

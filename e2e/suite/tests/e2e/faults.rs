@@ -1055,14 +1055,84 @@ async fn vpa_updater_logs_evictions_a_tenant_makes_fail_once() -> anyhow::Result
     let warned = one_warning(&log, "eviction failed")
         .with_context(|| format!("{} evictions refused", failed()))?;
     assert!(
-        warned.contains("more than one PodDisruptionBudget"),
-        "{warned}"
+        warned.contains("more than one PodDisruptionBudget")
+            && warned.contains(&s.env.namespace)
+            && warned.contains("\"web\""),
+        "the warning names the VPA and why: {warned}"
     );
     let pods = s.env.api::<Pod>().list(&ListParams::default()).await?;
     assert_eq!(pods.items.len(), 4, "nothing evicted");
     s.finish().await;
     let _ = std::fs::remove_file(&log);
     Ok(())
+}
+
+/// vpa-updater: an in-place VPA recommending 20 cores, more than any node has, holds every
+/// resize, which the updater reports in the VPA's `InPlaceResizeHeld` condition. A namespace
+/// user who pads the VPA to just under what etcd stores makes that write fail at every loop:
+/// one warning in the operator's log, and the condition lands once the labels are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: faults, the audit log, the wiretap"
+)]
+async fn vpa_updater_logs_a_condition_write_failing_every_loop_once() -> anyhow::Result<()> {
+    let s = Scenario::start("vpa-updater").await?;
+    create_deployment(&s.env, "web", 4, "100m", "64Mi").await?;
+    wait_ready_pods(&s.env, "web", 4, WITHIN, POLL).await?;
+    let vpas = s.env.api::<VerticalPodAutoscaler>();
+    let vpa: VerticalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "updatePolicy": {"updateMode": "InPlace"}
+        }
+    }))?;
+    vpas.create(&PostParams::default(), &vpa).await?;
+    let status = json!({"status": {"recommendation": {"containerRecommendations": [{
+        "containerName": "app",
+        "target": {"cpu": "20", "memory": "64Mi"},
+        "lowerBound": {"cpu": "10", "memory": "64Mi"},
+        "upperBound": {"cpu": "40", "memory": "64Mi"}
+    }]}}});
+    let params = kube::api::PatchParams::default();
+    vpas.patch_status("web", &params, &kube::api::Patch::Merge(&status))
+        .await?;
+    // The condition's message alone is longer than this.
+    pad_to_the_etcd_limit(&s.env, "web", 100).await?;
+    let log = std::env::temp_dir().join(format!("{}-vpa-updater.log", s.env.namespace));
+    let flags = [
+        format!("--vpa-object-namespace={}", s.env.namespace),
+        "--use-admission-controller-status=false".to_owned(),
+        "--updater-interval=1s".to_owned(),
+    ];
+    let _updater = s.spawn_logged("vpa-updater-a", &flags, Some(&log))?;
+    eventually("five refused condition writes", WITHIN, POLL, || async {
+        Ok((s.ledger.answered("PATCH", "/status", 500) >= 5).then_some(()))
+    })
+    .await?;
+    let unpad = json!({"metadata": {"labels": null}});
+    vpas.patch("web", &params, &kube::api::Patch::Merge(&unpad))
+        .await?;
+    eventually(
+        "the condition, once the labels are gone",
+        WITHIN,
+        POLL,
+        || async {
+            let vpa = vpas.get("web").await?;
+            let held = vpa
+                .status
+                .and_then(|st| st.conditions)
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == "InPlaceResizeHeld" && c.status == "True");
+            Ok(held.map(|_| ()))
+        },
+    )
+    .await?;
+    s.finish_warned_once(&log, "cannot write the InPlaceResizeHeld condition")
+        .await
 }
 
 /// The lowest number of Ready pods of `web` seen, polled in the background until aborted.
