@@ -11,6 +11,8 @@
 
 use serde_json::Value;
 
+use plimsoll_core::cut_down::json_len;
+
 use crate::error::ApiError;
 use crate::protobuf;
 
@@ -44,28 +46,11 @@ pub fn check_stored(obj: &Value) -> Result<(), ApiError> {
 /// JSON (field names cost it nothing; a map entry's framing about what the quotes cost JSON),
 /// so a built-in kind is only encoded when its JSON is within a factor of two of the limit.
 fn stored_size(obj: &Value) -> usize {
-    let json = json_size(obj);
+    let json = json_len(obj);
     if json <= ETCD_MAX_REQUEST_BYTES / 2 || !protobuf::encodable(obj) {
         return json;
     }
     protobuf::encode(obj).map_or(json, |bytes| bytes.len())
-}
-
-fn json_size(obj: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail, and a `Value` always serializes.
-    let _ = serde_json::to_writer(&mut count, obj);
-    count.0
 }
 
 #[cfg(test)]
@@ -85,10 +70,10 @@ mod tests {
     #[test]
     fn a_custom_resource_is_measured_as_its_json() {
         let under = padded("autoscaling.k8s.io/v1", "VerticalPodAutoscaler", 1_500_000);
-        assert!(json_size(&under) <= ETCD_MAX_REQUEST_BYTES);
+        assert!(json_len(&under) <= ETCD_MAX_REQUEST_BYTES);
         assert_eq!(check_stored(&under), Ok(()));
         let over = padded("autoscaling.k8s.io/v1", "VerticalPodAutoscaler", 1_700_000);
-        assert!(json_size(&over) > ETCD_MAX_REQUEST_BYTES);
+        assert!(json_len(&over) > ETCD_MAX_REQUEST_BYTES);
         let e = check_stored(&over).unwrap_err();
         assert_eq!((e.code, e.reason), (500, ""));
         assert_eq!(e.message, "etcdserver: request is too large");
@@ -104,7 +89,7 @@ mod tests {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": "a", "namespace": "default"},
                          "spec": {"containers": containers}});
-        assert!(json_size(&pod) > ETCD_MAX_REQUEST_BYTES);
+        assert!(json_len(&pod) > ETCD_MAX_REQUEST_BYTES);
         assert!(stored_size(&pod) < ETCD_MAX_REQUEST_BYTES / 2);
         assert_eq!(check_stored(&pod), Ok(()));
         let mut custom = pod;
