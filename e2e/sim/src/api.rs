@@ -341,6 +341,7 @@ impl Cluster {
         }
         Self::apply_type_defaults(def, version, &mut obj);
         defaults::validate(def, &obj, None)?;
+        validation::check_object_meta(def, &obj)?;
         validation::check_custom_resource(def, version, &mut obj, None)?;
         if def.group.is_empty() && def.plural == "pods" {
             defaults::limit_range_defaults(self, ns, &mut obj);
@@ -519,6 +520,7 @@ impl Cluster {
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);
                 defaults::validate(def, &new, Some(current))?;
+                validation::check_object_meta(def, &new)?;
                 events::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;

@@ -10,6 +10,7 @@
 
 mod cel;
 mod field;
+mod object_meta;
 mod schema;
 
 pub use field::{ErrorKind, FieldError, FieldPath, invalid};
@@ -21,6 +22,20 @@ use crate::registry::ResourceDef;
 
 /// The message a real server adds when type errors kept the CEL rules from running.
 const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
+/// What kube-apiserver checks of every object's labels and annotations (`object_meta`), on
+/// create and update: one `422 Invalid` naming each problem.
+pub fn check_object_meta(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    let errors = object_meta::errors(obj);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Err(invalid(&def.kind, &def.group, name, &errors))
+}
 
 /// `fieldValidation=Strict` (what kubectl sends by default): a custom resource carrying fields
 /// its schema does not declare is refused with 400, naming every such field, where the default

@@ -108,6 +108,50 @@ async fn concurrent_updates_one_wins_one_conflicts() {
     sim.shutdown().await;
 }
 
+/// Labels and annotations are checked as `ValidateObjectMeta` does, on create and on update:
+/// a 422 whose message and causes name the field and the value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn labels_and_annotations_are_validated_as_by_kube_apiserver() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let pp = PostParams::default();
+    let e = api
+        .create(&pp, &cm("bad", &[("has space", "x")]))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = e else {
+        panic!("{e}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert!(
+        status.message.starts_with(
+            "ConfigMap \"bad\" is invalid: metadata.labels: Invalid value: \"has space\": name part must consist of"
+        ),
+        "{}",
+        status.message
+    );
+    api.create(&pp, &cm("good", &[("example.com/tier", "web")]))
+        .await
+        .unwrap();
+    let too_long = json!({"metadata": {"labels": {"tier": "x".repeat(64)}}});
+    let e = api
+        .patch("good", &PatchParams::default(), &Patch::Merge(&too_long))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 422, "{e}");
+    let big = json!({"metadata": {"annotations": {"a": "x".repeat(256 * 1024)}}});
+    let e = api
+        .patch("good", &PatchParams::default(), &Patch::Merge(&big))
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("metadata.annotations: Too long: may not be more than 262144 bytes"),
+        "{e}"
+    );
+    sim.shutdown().await;
+}
+
 /// A body over 3 MiB is 413 before anything is decoded; an object etcd would not store (a
 /// ConfigMap is held as protobuf, about its data's size) is a 500 with etcd's message and
 /// nothing stored; one under both limits is created, and then an update that takes it over is
