@@ -1,8 +1,9 @@
-//! What kube-apiserver checks of every object's labels and annotations (`ValidateObjectMeta`):
-//! label keys and annotation keys are qualified names (an optional DNS-subdomain prefix and `/`,
-//! then at most 63 characters), label values at most 63 characters of the same alphabet, and
-//! the annotations at most 256 KiB together. A test that writes what a real cluster refuses
-//! fails here too, and a tenant's labels or annotations can only be as hostile as these allow.
+//! What kube-apiserver checks of every object's metadata (`ValidateObjectMeta`): label keys,
+//! annotation keys and finalizers are qualified names (an optional DNS-subdomain prefix and `/`,
+//! then at most 63 characters), label values at most 63 characters of the same alphabet, the
+//! annotations at most 256 KiB together, and owner references name a version, kind, name and
+//! uid, with at most one controller among them. A test that writes what a real cluster refuses
+//! fails here too, and a tenant's metadata can only be as hostile as these allow.
 
 use serde_json::{Value, json};
 
@@ -48,6 +49,67 @@ pub fn errors(obj: &Value) -> Vec<FieldError> {
                 None,
                 format!("may not be more than {ANNOTATIONS_LIMIT} bytes"),
             ));
+        }
+    }
+    if let Some(finalizers) = obj
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+    {
+        let path = metadata.child("finalizers");
+        for finalizer in finalizers.iter().filter_map(Value::as_str) {
+            for message in qualified_name(finalizer) {
+                errors.push(invalid(&path, finalizer, message));
+            }
+        }
+    }
+    if let Some(owners) = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+    {
+        errors.extend(owner_references(owners, &metadata.child("ownerReferences")));
+    }
+    errors
+}
+
+/// `ValidateOwnerReferences`.
+fn owner_references(owners: &[Value], path: &FieldPath) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut controller: Option<String> = None;
+    for owner in owners {
+        let text = |key: &str| owner.get(key).and_then(Value::as_str).unwrap_or_default();
+        let api_version = text("apiVersion");
+        // `schema.ParseGroupVersion`: "v1", "group/version"; anything else has no version.
+        let version = match api_version.split('/').collect::<Vec<_>>().as_slice() {
+            [version] | [_, version] => *version,
+            _ => "",
+        };
+        if version.is_empty() {
+            errors.push(invalid(
+                &path.child("apiVersion"),
+                api_version,
+                "version must not be empty".to_owned(),
+            ));
+        }
+        for key in ["kind", "name", "uid"] {
+            if text(key).is_empty() {
+                errors.push(invalid(
+                    &path.child(key),
+                    "",
+                    "must not be empty".to_owned(),
+                ));
+            }
+        }
+        if owner.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{}/{}", text("kind"), text("name"));
+            match &controller {
+                Some(first) => errors.push(FieldError::new(
+                    ErrorKind::Invalid,
+                    path.clone(),
+                    Some(Value::Array(owners.to_vec())),
+                    format!("Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"),
+                )),
+                None => controller = Some(this),
+            }
         }
     }
     errors
@@ -235,5 +297,31 @@ mod tests {
         let fits = json!({"metadata": {"name": "a",
             "annotations": {"big": "x".repeat(ANNOTATIONS_LIMIT - 3)}}});
         assert!(errors(&fits).is_empty());
+    }
+
+    #[test]
+    fn owner_references_name_their_owner_and_one_controller_at_most() {
+        let owner = |kind: &str, name: &str, controller: bool| {
+            json!({"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": "u-1",
+                   "controller": controller})
+        };
+        let good = json!({"metadata": {"name": "a", "finalizers": ["example.com/keep"],
+            "ownerReferences": [owner("ReplicaSet", "web-1", true), owner("Deployment", "web", false)]}});
+        assert!(errors(&good).is_empty(), "{:?}", messages(&good));
+        let two = json!({"metadata": {"name": "a",
+            "ownerReferences": [owner("ReplicaSet", "web-1", true), owner("ReplicaSet", "web-2", true)]}});
+        let found = messages(&two);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].ends_with("Only one reference can have Controller set to true. Found \"true\" in references for ReplicaSet/web-1 and ReplicaSet/web-2"), "{}", found[0]);
+        let empty = json!({"metadata": {"name": "a", "finalizers": ["has space"],
+            "ownerReferences": [{"apiVersion": "apps/", "kind": "", "name": "x", "uid": ""}]}});
+        assert_eq!(
+            messages(&empty)[1..],
+            [
+                "metadata.ownerReferences.apiVersion: Invalid value: \"apps/\": version must not be empty",
+                "metadata.ownerReferences.kind: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences.uid: Invalid value: \"\": must not be empty",
+            ]
+        );
     }
 }
