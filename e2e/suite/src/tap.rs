@@ -98,10 +98,18 @@ impl Tap {
             }
         })
         .await;
-        found
-            .ok()
-            .flatten()
-            .with_context(|| format!("no {method} …{path_suffix} within {within:?}"))
+        found.ok().flatten().with_context(|| {
+            let seen = self.seen();
+            let last: Vec<String> = seen
+                .iter()
+                .skip(seen.len().saturating_sub(20))
+                .map(|s| format!("{} {}", s.method, s.path))
+                .collect();
+            format!(
+                "no {method} …{path_suffix} within {within:?}; {} requests seen, the last: {last:#?}",
+                seen.len()
+            )
+        })
     }
 }
 

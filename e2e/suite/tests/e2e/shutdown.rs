@@ -155,8 +155,12 @@ impl Cluster {
             .arg("--leader-elect=true")
             .arg(format!("--lease-namespace={}", self.namespace))
             .arg("--log-format=text")
-            // The skeleton's steps (leading, shutting down, released, stopped) and warnings.
-            .arg("--log-filter=warn,plimsoll_runtime=info")
+            // The skeleton's steps (leading, shutting down, released, stopped), the service's
+            // own steps (caches synced, loops done: what a test that times out needs), warnings.
+            .arg(format!(
+                "--log-filter=warn,plimsoll_runtime=info,plimsoll_{}=info",
+                binary.replace('-', "_")
+            ))
             .args(extra)
             .env("POD_NAME", format!("e2e-{binary}"))
             .stdin(Stdio::null());

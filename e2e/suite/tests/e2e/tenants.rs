@@ -544,9 +544,21 @@ async fn unknown_rollout(t: &Tenancy) -> anyhow::Result<()> {
                 "spec": {"containers": [{"name": "app", "image": "app",
                     "resources": {"requests": {"cpu": "100m"}}}]}}}
     }))?;
-    t.tenant_api::<ReplicaSet>()
-        .create(&PostParams::default(), &rs)
-        .await?;
+    let replica_sets = t.tenant_api::<ReplicaSet>();
+    replica_sets.create(&PostParams::default(), &rs).await?;
+    // Until its controller first writes its status, a new ReplicaSet's status lacks even an
+    // observedGeneration: an autoscaler evaluated then is told that, and then (a second
+    // message, a second warning) that there is no updatedReplicas. The attack is the second.
+    eventually(
+        "the ReplicaSet's status is written",
+        WITHIN,
+        POLL,
+        || async {
+            let rs = replica_sets.get("unrolled").await?;
+            Ok(rs.status.and_then(|s| s.observed_generation).map(|_| ()))
+        },
+    )
+    .await?;
     let target = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "unrolled"});
     let mut plus = on_cpu("unrolled", &target)?;
     plus.spec.pause_during_rollout = true;
