@@ -23,10 +23,14 @@ use crate::registry::ResourceDef;
 /// The message a real server adds when type errors kept the CEL rules from running.
 const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
-/// What kube-apiserver checks of every object's labels and annotations (`object_meta`), on
-/// create and update: one `422 Invalid` naming each problem.
+/// What kube-apiserver checks of every object's metadata (`object_meta`), on create and
+/// update: one `422 Invalid` naming each problem.
 pub fn check_object_meta(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-    let errors = object_meta::errors(obj);
+    refuse(def, obj, &object_meta::errors(obj))
+}
+
+/// The `422 Invalid` for `errors` of `obj`, if there are any.
+fn refuse(def: &ResourceDef, obj: &Value, errors: &[FieldError]) -> Result<(), ApiError> {
     if errors.is_empty() {
         return Ok(());
     }
@@ -34,7 +38,7 @@ pub fn check_object_meta(def: &ResourceDef, obj: &Value) -> Result<(), ApiError>
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    Err(invalid(&def.kind, &def.group, name, &errors))
+    Err(invalid(&def.kind, &def.group, name, errors))
 }
 
 /// `fieldValidation=Strict` (what kubectl sends by default): a custom resource carrying fields
@@ -113,14 +117,7 @@ pub fn check_custom_resource(
         return Ok(());
     };
     let errors = prune_and_validate(root, obj, old);
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    Err(invalid(&def.kind, &def.group, name, &errors))
+    refuse(def, obj, &errors)
 }
 
 /// What a write does to a custom resource under its version's schema `root`: prunes `obj`, then
