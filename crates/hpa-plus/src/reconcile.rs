@@ -1280,8 +1280,6 @@ mod tests {
                 "the server is currently unable",
             );
         };
-        // Other tests reach these statements too: registered here first (see log_sink).
-        warn(&crate::context::tests::context().0, "warm-up");
         let (ctx, _) = crate::context::tests::context();
         let lines = plimsoll_runtime::log_sink::warnings(|| {
             for _ in 0..3 {
