@@ -341,8 +341,7 @@ impl Cluster {
         }
         Self::apply_type_defaults(def, version, &mut obj);
         defaults::validate(def, &obj, None)?;
-        validation::check_object_meta(def, &obj)?;
-        validation::check_custom_resource(def, version, &mut obj, None)?;
+        validation::check_write(def, version, &mut obj, None, true)?;
         if def.group.is_empty() && def.plural == "pods" {
             defaults::limit_range_defaults(self, ns, &mut obj);
             defaults::pod_create_status(&mut obj);
@@ -520,7 +519,6 @@ impl Cluster {
             if part == Part::Main {
                 Self::apply_type_defaults(def, version, &mut new);
                 defaults::validate(def, &new, Some(current))?;
-                validation::check_object_meta(def, &new)?;
                 events::validate(def, &new, Some(current))?;
                 if def.group.is_empty() && def.plural == "pods" {
                     defaults::check_pod_update(current, &new)?;
@@ -535,7 +533,7 @@ impl Cluster {
                         .unwrap_or_else(|| defaults::crd_status(&new));
                 }
             }
-            validation::check_custom_resource(def, version, &mut new, Some(current))?;
+            validation::check_write(def, version, &mut new, Some(current), part == Part::Main)?;
             if spec_part(&new) != spec_part(current)
                 && new.pointer("/metadata/generation").is_some()
             {

@@ -23,12 +23,6 @@ use crate::registry::ResourceDef;
 /// The message a real server adds when type errors kept the CEL rules from running.
 const RULES_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
 
-/// What kube-apiserver checks of every object's metadata (`object_meta`), on create and
-/// update: one `422 Invalid` naming each problem.
-pub fn check_object_meta(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-    refuse(def, obj, &object_meta::errors(obj))
-}
-
 /// The `422 Invalid` for `errors` of `obj`, if there are any.
 fn refuse(def: &ResourceDef, obj: &Value, errors: &[FieldError]) -> Result<(), ApiError> {
     if errors.is_empty() {
@@ -49,11 +43,7 @@ pub fn refuse_unknown_fields(
     version: &str,
     obj: &Value,
 ) -> Result<(), ApiError> {
-    let Some(root) = def
-        .schemas
-        .get(version)
-        .or_else(|| def.schemas.values().next())
-    else {
+    let Some(root) = schema_of(def, version) else {
         return Ok(());
     };
     let mut pruned = obj.clone();
@@ -101,23 +91,35 @@ fn removed_fields(before: &Value, after: &Value, path: &str, out: &mut Vec<Strin
     }
 }
 
-/// Prunes, then validates a custom resource about to be stored (`old` is the stored object on
-/// update). Built-in resources (no schema) pass unchanged.
-pub fn check_custom_resource(
+/// Validates an object about to be stored, as kube-apiserver's strategies do, and answers
+/// every problem at once as one `422 Invalid`: its metadata (`object_meta`; `metadata` is false
+/// for a write to a subresource, which keeps the stored metadata), then, for a custom resource,
+/// its schema and rules after pruning (`old` is the stored object on update). A custom resource
+/// with both kinds of error hears of both, metadata first, as from a real server.
+pub fn check_write(
     def: &ResourceDef,
     version: &str,
     obj: &mut Value,
     old: Option<&Value>,
+    metadata: bool,
 ) -> Result<(), ApiError> {
-    let Some(root) = def
-        .schemas
+    let mut errors = if metadata {
+        object_meta::errors(obj)
+    } else {
+        Vec::new()
+    };
+    if let Some(root) = schema_of(def, version) {
+        errors.extend(prune_and_validate(root, obj, old));
+    }
+    refuse(def, obj, &errors)
+}
+
+/// The schema a custom resource is checked against in `version` (a request in a version the
+/// CRD does not list falls back to its first); `None` for a built-in resource.
+fn schema_of<'d>(def: &'d ResourceDef, version: &str) -> Option<&'d Value> {
+    def.schemas
         .get(version)
         .or_else(|| def.schemas.values().next())
-    else {
-        return Ok(());
-    };
-    let errors = prune_and_validate(root, obj, old);
-    refuse(def, obj, &errors)
 }
 
 /// What a write does to a custom resource under its version's schema `root`: prunes `obj`, then

@@ -1269,6 +1269,7 @@ async fn kube_rs_writes_are_refused_with_the_invalid_status() {
     let api = hpa_plus_api(&client);
     create_is_refused_with_every_cause(&api).await;
     apply_and_patch_are_refused(&api).await;
+    metadata_and_schema_errors_are_one_refusal(&api).await;
     update_and_status_are_refused(&api).await;
     unknown_fields_are_pruned(&api).await;
     sim.shutdown().await;
@@ -1341,6 +1342,44 @@ async fn apply_and_patch_are_refused(api: &Api<DynamicObject>) {
     assert_eq!(
         e.message,
         "HorizontalPodAutoscalerPlus.autoscaling.plimsoll.dev \"web\" is invalid: [spec.maxReplicas: Invalid value: 0: spec.maxReplicas in body should be greater than or equal to 1, spec.maxReplicas: Invalid value: \"object\": minReplicas must be <= maxReplicas, spec.metrics[0].external.target.highWatermark: Invalid value: \"object\": must be >= lowWatermark]"
+    );
+}
+
+/// A write with both a metadata error and a schema error hears of both in one 422, the
+/// metadata first (kube-apiserver's custom-resource strategy lists `ValidateObjectMeta`'s
+/// errors, then the schema's); a write to the status subresource keeps the stored metadata and
+/// is not refused for it.
+async fn metadata_and_schema_errors_are_one_refusal(api: &Api<DynamicObject>) {
+    let e = refusal(
+        api.patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"has space": "x"}},
+                                 "spec": {"maxReplicas": 0}})),
+        )
+        .await,
+    );
+    assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
+    let fields: Vec<&str> = e
+        .details
+        .as_ref()
+        .unwrap()
+        .causes
+        .iter()
+        .map(|c| c.field.as_str())
+        .collect();
+    assert_eq!(
+        fields,
+        ["metadata.labels", "spec.maxReplicas", "spec.maxReplicas"],
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.starts_with(
+            "HorizontalPodAutoscalerPlus.autoscaling.plimsoll.dev \"web\" is invalid: [metadata.labels: Invalid value: \"has space\": name part must consist of"
+        ),
+        "{}",
+        e.message
     );
 }
 
