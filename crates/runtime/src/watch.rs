@@ -14,7 +14,8 @@
 //! - **Metrics** (with [`Watch::metrics`]): `watch_errors_total{watch}` (errors, each retried
 //!   with backoff; a `410` is not one) and `watch_relists_total{watch}` (lists completed after
 //!   the first: after a `410`, an error during the list, or a kind served again).
-//! - **Readiness**: [`Watch::synced`] turns true once the first list has completed.
+//! - **Readiness**: [`Watch::synced`] turns true once the first list has completed and its
+//!   consumer has handled it (the end of the list, `InitDone`, applied to its index or store).
 //! - **Shutdown**: the watch ends when the token of [`Watch::until`] is cancelled (the service
 //!   skeleton also stops what it was handed with `Started::spawn`).
 //! - **A kind the server may not serve** ([`Watch::not_served`]): a `404` on the list counts as
@@ -233,7 +234,8 @@ where
         self
     }
 
-    /// Turns true once the first list has completed (take it before consuming the watch).
+    /// Turns true once the first list has completed and the consumer has handled its `InitDone`
+    /// (take it before consuming the watch): whoever waits on it reads a filled index.
     pub fn synced(&self) -> Synced {
         Synced(self.synced.subscribe())
     }
@@ -313,12 +315,11 @@ where
         let mut health = Health {
             name,
             metrics,
-            synced,
             pause,
             listed: false,
             failing: false,
         };
-        steps
+        let events = steps
             .flat_map(move |step| futures::stream::iter(health.step(step)))
             .map(move |event| {
                 let event = event.modify(|obj| trim(obj));
@@ -327,8 +328,37 @@ where
                     None => event,
                 })
             })
-            .take_until(stop.cancelled_owned())
+            .take_until(stop.cancelled_owned());
+        synced_once_handled(name, events, synced)
     }
+}
+
+/// Passes `events` on and turns `synced` true when the first `InitDone` has been *handled*:
+/// at the next poll after it was yielded, when a consumer that handles each event before asking
+/// for the next one ([`Watch::run`]'s loop, kube's `reflect`, a controller) has applied it. Set
+/// as the event was yielded, a task waiting on the flag could run on another thread against an
+/// index that had not swapped in its list yet (vpa-updater's first loop could find no pods).
+fn synced_once_handled<K>(
+    name: &'static str,
+    events: impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static,
+    synced: Arc<flag::Sender<bool>>,
+) -> impl Stream<Item = watcher::Result<Event<K>>> + Send + 'static
+where
+    K: Send + 'static,
+{
+    let mut events = Box::pin(events);
+    let mut handing_over = false;
+    futures::stream::poll_fn(move |cx| {
+        if std::mem::take(&mut handing_over) && !*synced.borrow() {
+            synced.send_replace(true);
+            tracing::debug!(watch = name, "first list handled");
+        }
+        let next = events.as_mut().poll_next(cx);
+        if let std::task::Poll::Ready(Some(Ok(Event::InitDone))) = &next {
+            handing_over = true;
+        }
+        next
+    })
 }
 
 /// What [`Watch::over_budget`] set: the cut, and what it reports.
@@ -389,7 +419,6 @@ type Passed<K> = std::iter::Chain<std::option::IntoIter<Event<K>>, std::option::
 struct Health {
     name: &'static str,
     metrics: WatchMetrics,
-    synced: Arc<flag::Sender<bool>>,
     /// How long a kind that is not served is left alone.
     pause: Duration,
     /// A list has completed before.
@@ -436,7 +465,6 @@ impl Health {
             tracing::debug!(watch = self.name, "re-listed");
         } else {
             self.listed = true;
-            self.synced.send_replace(true);
             tracing::debug!(watch = self.name, "listed");
         }
     }
@@ -625,6 +653,35 @@ mod tests {
             text.contains("watch_relists_total{watch=\"ConfigMap\"} 1\n"),
             "{text}"
         );
+        task.abort();
+    }
+
+    /// Whoever waits on the flag must find the list applied: while the handler is still taking
+    /// `InitDone` (swapping its buffered list in), the flag is false; once it has returned, true.
+    #[tokio::test(start_paused = true)]
+    async fn synced_turns_true_only_after_the_handler_took_the_end_of_the_list() {
+        let fake = FakeApi::new();
+        fake.script(PATH, false, &[(200, list(&["a"], 1))]);
+        fake.script(PATH, true, &[]);
+        let watch = watch(&fake);
+        let synced = watch.synced();
+        let seen_by_handler = synced.clone();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(watch.run(move |e| {
+            if matches!(e, Event::InitDone) {
+                let _ = tx.send(seen_by_handler.is_synced());
+            }
+        }));
+        let during = tokio::time::timeout(Duration::from_secs(60), rx.recv())
+            .await
+            .expect("the list ends");
+        assert_eq!(
+            during,
+            Some(false),
+            "synced while InitDone was being handled"
+        );
+        assert!(synced.wait().await);
+        assert!(synced.is_synced());
         task.abort();
     }
 
