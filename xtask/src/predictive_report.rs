@@ -184,8 +184,8 @@ fn headroom(name: &str, off_path: &Path, off: &Summary) -> anyhow::Result<Option
         format!("none within {:+.0} %", (FLOOR_COST_LIMIT - 1.0) * 100.0),
     );
     Ok(Some(format!(
-        "| {name} | {} | {target} | {floor} |",
-        off.overloaded_steps
+        "| {name} | {} | {} | {target} | {floor} |",
+        off.overloaded_steps, off.out_of_reach_steps
     )))
 }
 
@@ -266,10 +266,10 @@ pub fn run(dirs: &[PathBuf]) -> anyhow::Result<()> {
         println!("{t}");
     }
     println!(
-        "\nWhat halving Off's overloaded steps costs without a forecast, from day 7 on: the highest CPU target at which the reactive path alone has at most half of them (overloaded still against the scenario's {SCENARIO_TARGET} %), and the lowest minReplicas that does:\n"
+        "\nWhat halving Off's overloaded steps costs without a forecast, from day 7 on: how many of them were out of the reactive path's reach (the load rose past 1.5 × itself within the pods' startup and a sync period, so only capacity already there could carry it), the highest CPU target at which the reactive path alone has at most half of them (overloaded still against the scenario's {SCENARIO_TARGET} %), and the lowest minReplicas that does:\n"
     );
     println!(
-        "| trace | overloaded steps, Off | target | overloaded steps there | replica-hours vs Off | minReplicas | overloaded steps there | replica-hours vs Off |\n|---|---|---|---|---|---|---|---|"
+        "| trace | overloaded steps, Off | out of reach | target | overloaded steps there | replica-hours vs Off | minReplicas | overloaded steps there | replica-hours vs Off |\n|---|---|---|---|---|---|---|---|---|"
     );
     for h in headrooms {
         println!("{h}");
@@ -322,6 +322,7 @@ load:
             from: FROM,
             steps: 2016,
             overloaded_steps,
+            out_of_reach_steps: 0,
             longest_overload_seconds: 0.0,
             replica_hours,
             needed_hours: None,

@@ -194,6 +194,14 @@ pub struct LoadLine {
     /// The step's length, seconds (not printed; for the report).
     #[serde(skip)]
     pub seconds: f64,
+    /// Of the step's overloaded evaluations ([`summary::above_overload`]), the fastest rise:
+    /// the highest ratio of the load at one to the load `podStartupSeconds` plus one sync
+    /// period before it (0 when none was overloaded; infinite from no load). Above
+    /// [`summary::OVERLOAD_FACTOR`], pods asked for when the rise began were not Ready in time
+    /// however many were asked: only capacity already there could have carried it (not
+    /// printed; for the report).
+    #[serde(skip)]
+    pub overload_rise: f64,
     /// Replicas (Ready or not: each costs) integrated over the step, replica-seconds (not
     /// printed; for the report).
     #[serde(skip)]
@@ -930,6 +938,28 @@ fn load_at(a: &Sample, b: Option<&Sample>, t: f64, how: Interpolation) -> Sample
     }
 }
 
+/// The load of `trace` at `t` seconds (its first point's before it starts).
+fn load_when(trace: &[Sample], t: f64, how: Interpolation) -> Sample {
+    let i = trace.partition_point(|s| s.t <= t).saturating_sub(1);
+    match trace.get(i) {
+        Some(a) => load_at(a, trace.get(i + 1), t.max(a.t), how),
+        None => Sample {
+            t,
+            cpu: 0,
+            memory: None,
+        },
+    }
+}
+
+/// How many times `from` the load `to` is (infinite from none to some, 1 from none to none).
+fn rise(from: i64, to: i64) -> f64 {
+    match (from, to) {
+        (f, _) if f > 0 => to as f64 / f as f64,
+        (_, t) if t > 0 => f64::INFINITY,
+        _ => 1.0,
+    }
+}
+
 /// The forecast CPU load (millicores) of a forecast's `cpu` metric, if any.
 fn cpu_forecast(f: &Forecast) -> Option<i64> {
     f.metrics
@@ -969,6 +999,39 @@ struct StepLine {
 }
 
 impl StepLine {
+    /// The line of the step from `sample` to `end` (`at` is its start as a time), before its
+    /// evaluations: the workload as the previous step left it.
+    fn start(run: &Run, sample: &Sample, end: f64, at: Timestamp, target: Option<i32>) -> Self {
+        let replicas = run.workload.replicas();
+        StepLine {
+            line: LoadLine {
+                t: sample.t,
+                replicas,
+                ready_replicas: i32::try_from(run.workload.ready(at)).unwrap_or(i32::MAX),
+                cpu_request: run.workload.cpu_request,
+                utilization: None,
+                min_replicas: run.spec.min_replicas.unwrap_or(1),
+                changed: None,
+                peak_utilization: None,
+                reconciles: 0,
+                forecast: None,
+                predicted_replicas: None,
+                predictive: None,
+                load: sample.cpu as f64 / 1000.0,
+                tuning: None,
+                joint: None,
+                target,
+                seconds: end - sample.t,
+                overload_rise: 0.0,
+                replica_seconds: 0.0,
+                needed_seconds: target.map(|_| 0.0),
+            },
+            mark: sample.t,
+            replicas,
+            needed: run.needed(sample.cpu, target),
+        }
+    }
+
     /// Adds `replicas` and `needed` from the mark to `t` to the integrals, and moves the mark.
     fn account(&mut self, t: f64) {
         let dt = (t - self.mark).max(0.0);
@@ -1146,6 +1209,9 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
     let how = scenario.load.interpolation;
     let period = period as f64;
     let t0 = trace.first().map_or(0.0, |s| s.t);
+    // How soon the reactive path can meet a rise: it sees it up to a period late, and a pod
+    // asked for then is Ready `podStartupSeconds` later.
+    let reach = scenario.pod_startup_seconds + period;
     // Evaluations at t0 + k × period, as a controller requeued every period.
     let mut tick: u64 = 0;
     let mut steps = Vec::with_capacity(trace.len());
@@ -1153,33 +1219,7 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
         let next = trace.get(index + 1);
         let end = next.map_or(sample.t + scenario.step_seconds, |n| n.t);
         let at = |t: f64| epoch + SignedDuration::from_secs_f64(t);
-        let replicas = run.workload.replicas();
-        let mut acc = StepLine {
-            line: LoadLine {
-                t: sample.t,
-                replicas,
-                ready_replicas: i32::try_from(run.workload.ready(at(sample.t))).unwrap_or(i32::MAX),
-                cpu_request: run.workload.cpu_request,
-                utilization: None,
-                min_replicas: run.spec.min_replicas.unwrap_or(1),
-                changed: None,
-                peak_utilization: None,
-                reconciles: 0,
-                forecast: None,
-                predicted_replicas: None,
-                predictive: None,
-                load: sample.cpu as f64 / 1000.0,
-                tuning: None,
-                joint: None,
-                target,
-                seconds: end - sample.t,
-                replica_seconds: 0.0,
-                needed_seconds: target.map(|_| 0.0),
-            },
-            mark: sample.t,
-            replicas,
-            needed: run.needed(sample.cpu, target),
-        };
+        let mut acc = StepLine::start(&run, sample, end, at(sample.t), target);
         let (mut scaled, mut resized) = (false, false);
         loop {
             let t = t0 + tick as f64 * period;
@@ -1191,6 +1231,7 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
                 continue;
             }
             let load = load_at(sample, next, t, how);
+            let before = load_when(&trace, t - reach, how);
             acc.account(t);
             let first = acc.line.reconciles == 0;
             let (r, joint, changed) = run.reconcile(&load, at(t), first);
@@ -1198,6 +1239,9 @@ fn run_scenario(scenario: &Scenario, text: &str, dir: &Path) -> Result<LoadRepla
             resized |= changed;
             let line = &mut acc.line;
             line.reconciles += 1;
+            if summary::above_overload(r.utilization, target) {
+                line.overload_rise = line.overload_rise.max(rise(before.cpu, load.cpu));
+            }
             line.peak_utilization = match (line.peak_utilization, r.utilization) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),

@@ -27,6 +27,11 @@ pub struct Summary {
     pub steps: usize,
     /// Steps with an evaluation above [`OVERLOAD_FACTOR`] × the target.
     pub overloaded_steps: usize,
+    /// Overloaded steps with an overloaded evaluation whose load had risen past
+    /// [`OVERLOAD_FACTOR`] times itself within the reactive path's reach (`podStartupSeconds`
+    /// and a sync period): no scale-up asked for after the rise began could have carried it,
+    /// only capacity already there.
+    pub out_of_reach_steps: usize,
     /// The longest run of consecutive overloaded steps, seconds.
     pub longest_overload_seconds: f64,
     /// Replica-hours.
@@ -53,7 +58,12 @@ impl Summary {
 /// [`OVERLOAD_FACTOR`] × the CPU target (never without a target or a Ready pod). The report
 /// counts these, and `--plot` shades them.
 pub fn overloaded(s: &LoadLine) -> bool {
-    match (s.peak_utilization, s.target) {
+    above_overload(s.peak_utilization, s.target)
+}
+
+/// `utilization` is above [`OVERLOAD_FACTOR`] × the CPU `target` (never without either).
+pub fn above_overload(utilization: Option<f64>, target: Option<i32>) -> bool {
+    match (utilization, target) {
         (Some(u), Some(t)) => u > OVERLOAD_FACTOR * f64::from(t),
         _ => false,
     }
@@ -75,6 +85,10 @@ pub fn summarize(steps: &[LoadLine], from: f64) -> Summary {
         from,
         steps: counted.len(),
         overloaded_steps: counted.iter().filter(|s| overloaded(s)).count(),
+        out_of_reach_steps: counted
+            .iter()
+            .filter(|s| s.overload_rise > OVERLOAD_FACTOR)
+            .count(),
         longest_overload_seconds: longest,
         replica_hours: counted.iter().map(|s| s.replica_seconds).sum::<f64>() / 3600.0,
         needed_hours: needed.map(|n| n / 3600.0),

@@ -1,3 +1,4 @@
+use super::summary::summarize;
 use super::*;
 
 /// Two days of hourly steps: 0.5 core at night, `peak` cores at 14:00.
@@ -458,6 +459,37 @@ fn the_load_is_interpolated_between_trace_points_unless_held() {
     // Held, 5 cores arrive at once at 2 pods: 250 %.
     assert_eq!(held.steps[1].utilization, Some(250.0));
     assert!(held.steps.iter().all(|s| s.reconciles == 20));
+}
+
+/// The reactive path reaches `podStartupSeconds` and a sync period ahead (75 s here): an
+/// overload after a rise past 1.5 × within that is out of its reach, whatever it asked for; an
+/// overload after a slower one is not.
+#[test]
+fn an_overload_after_a_rise_faster_than_a_pod_can_start_is_out_of_reach() {
+    let linear = |cpu: &str| run(&five_minutes(cpu).replace("  interpolation: hold\n", ""));
+    // 1 → 4 cores over a step: 2 pods of 1 CPU carry 1.5 at 75 % (1.5 × the 50 % target),
+    // passed at 50 s, and the pod asked for at 15 s is Ready at 75 s. The evaluation at 60 s
+    // is overloaded after a rise from 1 core to 1.6: out of reach. Later overloads (2.5 cores
+    // on 3 pods at 150 s) come after slower rises (2.5 against 1.75 75 s before).
+    let fast = linear("1, 4, 4");
+    let first = &fast.steps[0];
+    assert!(first.peak_utilization.unwrap() > 75.0, "{first:?}");
+    assert!((first.overload_rise - 1.6).abs() < 1e-9, "{first:?}");
+    assert_eq!(summarize(&fast.steps, 0.0).out_of_reach_steps, 1);
+    // Held, the step from 1 to 5 cores jumps at its first second: 5 × the load 75 s before.
+    let held = run(&five_minutes("1, 5, 5"));
+    assert!(
+        (held.steps[1].overload_rise - 5.0).abs() < 1e-9,
+        "{:?}",
+        held.steps[1]
+    );
+    assert_eq!(summarize(&held.steps, 0.0).out_of_reach_steps, 1);
+    // A load past what `maxReplicas` (20 pods of 1 CPU) carry at 75 %, 15 cores, rising a
+    // core every 5 minutes: overloaded from the start, and never out of reach.
+    let capped = linear("14, 15, 16, 17, 18");
+    let summary = summarize(&capped.steps, 0.0);
+    assert!(summary.overloaded_steps >= 3, "{:?}", capped.steps);
+    assert_eq!(summary.out_of_reach_steps, 0, "{:?}", capped.steps);
 }
 
 /// `--from`/`--to` are checked against the span before the replay runs; it must be the span the
