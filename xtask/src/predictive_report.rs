@@ -345,6 +345,18 @@ load:
         ];
         let text = verdict(&misses);
         assert!(text.contains("holds on 2 of 4"), "{text}");
+        assert!(
+            text.contains("- one-too-many: expect: at most 0.5 × the baseline's 9 overloaded steps (4), got 5\n"),
+            "{text}"
+        );
+        let mut out_of_reach = off.clone();
+        out_of_reach.out_of_reach_steps = 7;
+        assert_eq!(
+            check(&bound(), &summary(5, 100.0), Some(&out_of_reach)),
+            [
+                "expect: at most 0.5 × the baseline's 9 overloaded steps (4), got 5; 7 of the baseline's were out of the reactive path's reach"
+            ]
+        );
         for (name, missed) in [
             ("halved", false),
             ("one-too-many", true),
