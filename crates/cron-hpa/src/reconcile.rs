@@ -23,6 +23,7 @@ use plimsoll_core::api::cron::{
     CronHorizontalPodAutoscaler, CronHorizontalPodAutoscalerSpec,
     CronHorizontalPodAutoscalerStatus, JobCondition, JobState,
 };
+use plimsoll_core::printable;
 use plimsoll_core::schedule::effect::decide;
 use plimsoll_core::schedule::history::{self, Readiness};
 use plimsoll_core::schedule::plan::{Evaluation, evaluate};
@@ -489,6 +490,9 @@ async fn invalid(
     memory: Option<Memory>,
     problems: &str,
 ) -> Result<Action> {
+    // The problems quote what the tenant wrote (a hundred job names and schedules): escaped
+    // and cut once, for the log, the status and the Event alike.
+    let problems = &printable::message(problems, printable::MAX_CONDITION_MESSAGE_BYTES);
     // Named here, not only by the reconcile's span: that is at info, and a `--log-filter` at
     // warn would leave a warning naming nothing.
     warn!(namespace, name, problems, "invalid spec");

@@ -35,14 +35,25 @@ pub fn precheck(
         .or_else(|| min_available(spec, observed, now))
 }
 
+/// How many of the other autoscalers an `AmbiguousSelector` message names.
+pub const AMBIGUOUS_NAMES_SHOWN: usize = 5;
+
 /// Rule 1: other autoscalers claim the same pods (upstream `AmbiguousSelector`).
 pub fn ambiguous_selector(observed: &Observation) -> Option<Hold> {
     if observed.conflicting_autoscalers.is_empty() {
         return None;
     }
+    // Named up to a few: every autoscaler in the conflict says it, so a list of all of them
+    // would grow with their square (in statuses, logs and memory), and a tenant makes the list.
+    let all = &observed.conflicting_autoscalers;
+    let shown = all.len().min(AMBIGUOUS_NAMES_SHOWN);
+    let more = match all.len() - shown {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
     let msg = format!(
-        "pods by selector are controlled by multiple autoscalers: {}",
-        observed.conflicting_autoscalers.join(", ")
+        "pods by selector are controlled by multiple autoscalers: {}{more}",
+        all[..shown].join(", ")
     );
     Some(Hold {
         value: observed.current_replicas,
@@ -176,6 +187,20 @@ mod tests {
         assert_eq!((hold.value, hold.by), (4, LimitedBy::AmbiguousSelector));
         assert!(hold.note.ends_with("autoscalers: a, b"), "{}", hold.note);
         assert_eq!(hold.condition.unwrap().reason, "AmbiguousSelector");
+    }
+
+    #[test]
+    fn a_thousand_conflicting_autoscalers_are_named_five_and_counted() {
+        let mut obs = observed(4);
+        obs.conflicting_autoscalers = (0..1000)
+            .map(|i| format!("{i:04}{}", "x".repeat(249)))
+            .collect();
+        let hold = ambiguous_selector(&obs).unwrap();
+        assert!(hold.note.ends_with(" and 995 more"), "{}", hold.note);
+        assert!(hold.note.contains(&obs.conflicting_autoscalers[4]));
+        assert!(!hold.note.contains(&obs.conflicting_autoscalers[5]));
+        assert!(hold.note.len() < 2 * 1024, "{}", hold.note.len());
+        assert_eq!(hold.condition.unwrap().message, hold.note);
     }
 
     #[test]

@@ -67,13 +67,15 @@ pub fn status_after(
                     metric: p.metric.clone(),
                     replicas: p.replicas,
                     value: p.value.map(|v| format!("{v}")),
-                    error: p.error.clone(),
+                    // An adapter's or a Prometheus server's words, and names the tenant
+                    // chose: shown by `kubectl describe` and kept in etcd and the cache.
+                    error: p.error.as_deref().map(shown),
                 })
                 .collect(),
             recommended_replicas: decision.recommended_replicas,
             desired_replicas: decision.desired_replicas,
             limited_by: decision.limited_by.map(|l| l.as_str().to_owned()),
-            reason: decision.reason.clone(),
+            reason: shown(&decision.reason),
             countdowns: decision
                 .countdowns
                 .iter()
@@ -90,6 +92,11 @@ pub fn status_after(
         // Prediction writes its own part too.
         predictive: previous.and_then(|p| p.predictive.clone()),
     }
+}
+
+/// `text` as a status shows it: escaped and cut like a condition's message.
+fn shown(text: &str) -> String {
+    crate::printable::message(text, crate::printable::MAX_CONDITION_MESSAGE_BYTES)
 }
 
 /// The scale target as `kubectl get` shows it, `Kind/name` (`Deployment/web`); `None` only when

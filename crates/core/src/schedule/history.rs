@@ -188,7 +188,11 @@ pub fn invalid_status(
         next_run: None,
         observed_generation: generation,
         invalid_spec: Some(InvalidSpec {
-            message: problems.to_owned(),
+            // The problems quote the tenant's job names and schedule fields, hundreds of them.
+            message: crate::printable::message(
+                problems,
+                crate::printable::MAX_CONDITION_MESSAGE_BYTES,
+            ),
             last_transition_time: Some(since),
         }),
     }
@@ -523,6 +527,39 @@ pub(crate) mod tests {
         assert!(!ready.status);
         assert_eq!(ready.reason, "InvalidSpec");
         assert_eq!(status.next_run, None);
+    }
+
+    #[test]
+    fn an_invalid_specs_message_is_escaped_and_bounded_whatever_the_spec_quotes() {
+        let mut bad = CronHorizontalPodAutoscalerSpec::test();
+        for i in 0..100 {
+            let name = format!("{i}\u{1b}]0;owned\u{7}{}", "\u{e000}".repeat(200));
+            bad = bad.job(&name, &format!("0 0 25 * * {}", "\u{1b}[2J".repeat(40)), 1);
+        }
+        for _ in 0..366 {
+            bad = bad.exclude(&"\u{e000}".repeat(256));
+        }
+        let problems = check(&bad).unwrap_err();
+        assert!(problems.len() > crate::printable::MAX_CONDITION_MESSAGE_BYTES);
+        let status = invalid_status(
+            None,
+            Vec::new(),
+            100,
+            Some(1),
+            &problems,
+            ts("2026-11-13T00:00:00Z"),
+        );
+        let message = status.invalid_spec.map(|i| i.message).unwrap_or_default();
+        assert!(message.starts_with("spec."), "{message}");
+        assert!(
+            message.len() <= crate::printable::MAX_CONDITION_MESSAGE_BYTES,
+            "{}",
+            message.len()
+        );
+        assert!(
+            !message.chars().any(crate::printable::acts_on_terminal),
+            "{message}"
+        );
     }
 
     #[test]

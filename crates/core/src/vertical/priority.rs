@@ -395,7 +395,8 @@ pub fn update_priority(
 ) -> PodPriority {
     let mut outside = false;
     let mut scale_up = false;
-    // Per resource: (Σ requests, Σ targets, any target seen).
+    // Per resource: (Σ requests, Σ targets, any target seen). Saturating: a pod's requests and a
+    // policy's minAllowed are the tenant's, and quantities near i128's bound parse.
     let mut totals = [(0i128, 0i128, false); 2];
     for container in pod.containers.iter().chain(&pod.init_containers) {
         if !pod.observes(&container.name) {
@@ -408,10 +409,10 @@ pub fn update_priority(
             let Some(target) = rec.target.get(resource) else {
                 continue;
             };
-            totals[i].1 += target.milli();
+            totals[i].1 = totals[i].1.saturating_add(target.milli());
             totals[i].2 = true;
             if let Some(request) = container.requests.get(resource) {
-                totals[i].0 += request.milli();
+                totals[i].0 = totals[i].0.saturating_add(request.milli());
                 if target > request {
                     scale_up = true;
                 }
@@ -928,6 +929,32 @@ pub(crate) mod tests {
     fn no_recommendation_gives_zero_priority() {
         let pod = PodSnapshot::test("p").container("c", Resources::new(5000, 10));
         assert_eq!(update_priority(&pod, &[]), PodPriority::default());
+    }
+
+    #[test]
+    fn requests_and_targets_near_the_quantity_bound_sum_without_wrapping() {
+        // "1e35" CPU is 1e38 milli, under i128::MAX: two such containers overflowed the sums.
+        let huge = || Resources {
+            cpu: Some(Quantity::parse("1e35").expect("parses")),
+            memory: None,
+        };
+        let pod = PodSnapshot::test("p")
+            .container("a", huge())
+            .container("b", Resources::cpu(1000));
+        let pod = pod.container("c", huge());
+        let recs = [
+            ContainerRecommendation::test("a", huge()),
+            ContainerRecommendation::test("b", Resources::cpu(1000)),
+            ContainerRecommendation::test("c", huge()),
+        ];
+        let p = update_priority(&pod, &recs);
+        assert!(
+            p.resource_diff.is_finite() && p.resource_diff >= 0.0,
+            "{p:?}"
+        );
+        // Both totals saturate alike: no change to ask for.
+        assert!(p.resource_diff < 0.1, "{p:?}");
+        assert!(!p.scale_up);
     }
 
     // upstream: priority_processor_test.go TestGetUpdatePriority_VpaObservedContainers
