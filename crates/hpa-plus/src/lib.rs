@@ -222,6 +222,14 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
 
     let kinds = KindResolver::new(client.clone());
     let server_metrics = metrics.prometheus_servers.clone();
+    // A query in flight when SIGTERM comes is abandoned at once, not waited for.
+    let prometheus =
+        prometheus::PrometheusMetrics::new(config.prometheus.clone(), Some(client.clone()))
+            .with_shutdown(shutdown.clone())
+            .with_metrics(server_metrics);
+    prometheus
+        .check_configured()
+        .map_err(|e| Error::Config(e.to_string()))?;
     let ctx = Arc::new(
         Context::from_parts(ContextParts {
             client: client.clone(),
@@ -236,13 +244,7 @@ pub async fn run_with(config: Config, shutdown: CancellationToken, hooks: Hooks)
             crons,
             config: config.decision.clone(),
             leader: service.leader.clone(),
-            // A query in flight when SIGTERM comes is abandoned at once, not waited for.
-            prometheus: prometheus::PrometheusMetrics::new(
-                config.prometheus.clone(),
-                Some(client.clone()),
-            )
-            .with_shutdown(shutdown.clone())
-            .with_metrics(server_metrics),
+            prometheus,
             tuning_exclude: config.tuning_exclude.clone(),
             vpas: vpas.clone(),
         })

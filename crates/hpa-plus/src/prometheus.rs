@@ -484,6 +484,18 @@ impl PrometheusMetrics {
         self.shutdown.is_cancelled()
     }
 
+    /// Builds the configured server's client now: a setting that can never work (an https
+    /// address with no CA to verify it against) then stops the service at start, naming the
+    /// flag, instead of failing each query of every autoscaler that reads it.
+    pub fn check_configured(&self) -> Result<(), PrometheusError> {
+        match &self.settings.server {
+            Some(server) if self.settings.allowed.allows(&server.address) => {
+                self.client(&server.address).map(|_| ())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The client for `address`: refused unless the address is allowed; built once (with the
     /// controller's credentials for the configured server only) and kept.
     fn client(&self, address: &str) -> Result<Arc<PrometheusClient>, PrometheusError> {

@@ -52,6 +52,7 @@ use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::leader::shards::ShardGuard;
 use plimsoll_runtime::metrics_api::ApiMetrics;
 use plimsoll_runtime::owners::owner_fields;
+use plimsoll_runtime::prometheus::PrometheusClient;
 use plimsoll_runtime::repeats::Repeats;
 use plimsoll_runtime::scale::ScaleClient;
 use plimsoll_runtime::service::{Service, Started};
@@ -138,6 +139,11 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<()> {
         .await?;
     let metrics = Arc::new(metrics::Metrics::register(service.registry()));
     let client = service.client.clone();
+    // A history server that can never be read (an https address with no CA to verify it
+    // against) stops the service here, naming the flag, rather than at every restore attempt.
+    if let Some(prometheus) = &config.prometheus {
+        PrometheusClient::new(&prometheus.server, Some(client.clone()))?;
+    }
     let namespace = config.namespace.clone();
     let watches = WatchMetrics::register(service.registry());
     let ns = namespace.as_deref();

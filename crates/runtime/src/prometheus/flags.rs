@@ -98,7 +98,8 @@ pub struct PrometheusArgs {
     pub prometheus_address: Option<String>,
 
     /// PEM file of the CA certificates that sign the server's certificate (https addresses).
-    /// Without it the system's roots are trusted.
+    /// Without it the system's roots are trusted; Plimsoll's images have none, so there an
+    /// https address needs this flag (the service refuses to start without either).
     #[arg(long, env = "PLIMSOLL_PROMETHEUS_CA_FILE", value_name = "PATH")]
     pub prometheus_ca_file: Option<PathBuf>,
 

@@ -110,12 +110,32 @@ pub(crate) fn tls_config(
             }
         } else {
             // Unreadable system certificates are skipped: the ones that load still verify.
-            roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+            system_roots(&mut roots, rustls_native_certs::load_native_certs().certs)?;
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// Adds the system's CA certificates to `roots`. None at all is an error now rather than an
+/// "unknown issuer" at every query: Plimsoll's images carry no CA bundle, so an https server
+/// with no `--prometheus-ca-file` could never be verified there.
+fn system_roots(
+    roots: &mut rustls::RootCertStore,
+    system: Vec<CertificateDer<'static>>,
+) -> Result<(), String> {
+    let (added, _) = roots.add_parsable_certificates(system);
+    if added == 0 {
+        return Err(
+            "an https address needs a CA to verify the server: no --prometheus-ca-file \
+                    was given and the system has no CA certificates (Plimsoll's images carry \
+                    none); give the CA that signs the server's certificate with \
+                    --prometheus-ca-file, or mount a bundle and point SSL_CERT_FILE at it"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 /// Sends `GET path_and_query` with an optional `Authorization` header and reads the answer, at
@@ -300,5 +320,17 @@ mod tests {
         let err = tls_config(Some(Path::new("/nonexistent/ca.pem")), false).unwrap_err();
         assert!(err.contains("/nonexistent/ca.pem"), "{err}");
         assert!(tls_config(None, true).is_ok());
+    }
+
+    #[test]
+    fn no_system_certificates_and_no_ca_file_is_refused_naming_the_flag() {
+        let mut roots = rustls::RootCertStore::empty();
+        let err = system_roots(&mut roots, Vec::new()).unwrap_err();
+        assert!(err.contains("--prometheus-ca-file"), "{err}");
+        assert!(err.contains("SSL_CERT_FILE"), "{err}");
+        // Certificates that do not parse are skipped, and count as none.
+        let garbage = vec![CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x01])];
+        assert!(system_roots(&mut roots, garbage).is_err());
+        assert!(roots.is_empty());
     }
 }

@@ -122,14 +122,18 @@ async fn a_wrong_token_or_an_untrusted_certificate_is_refused_without_retries() 
     );
 
     // The system roots do not know the stand-in's CA: refused at the handshake, not retried.
+    // (A machine with no system roots at all refuses the client itself, naming the flag.)
     let mut untrusted = config(&server, &ca, bearer("right"));
     untrusted.ca_file = None;
     let before = server.requests();
-    let err = PrometheusClient::new(&untrusted, None)
-        .expect("client")
-        .query("up", now())
-        .await
-        .expect_err("untrusted");
+    let client = match PrometheusClient::new(&untrusted, None) {
+        Ok(client) => client,
+        Err(e) => {
+            assert!(e.to_string().contains("--prometheus-ca-file"), "{e}");
+            return;
+        }
+    };
+    let err = client.query("up", now()).await.expect_err("untrusted");
     assert_eq!(err.reason(), "PrometheusUnreachable", "{err}");
     assert!(err.to_string().contains("TLS handshake failed"), "{err}");
     assert!(err.to_string().contains("(1 attempt)"), "{err}");
@@ -389,4 +393,76 @@ async fn the_stand_in_answers_a_post_form_like_prometheus() {
     };
     let values: Vec<f64> = series[0].samples.iter().map(|s| s.value).collect();
     assert_eq!(values, vec![1.0, 2.0, 3.0]);
+}
+
+/// Plimsoll's images carry no CA bundle: hpa-plus, and the recommender with its history in
+/// Prometheus, given an https server and no CA to verify it against stop at start naming the
+/// flag, rather than run and fail every query. The machine's roots are taken away with
+/// `SSL_CERT_FILE` pointing at an empty file.
+#[tokio::test]
+async fn an_https_server_with_no_ca_at_all_stops_the_service_at_start_naming_the_flag()
+-> anyhow::Result<()> {
+    use std::process::{Command, Stdio};
+    // The exit status within `limit`, or `None` (then the process is killed).
+    async fn exited(
+        child: &mut std::process::Child,
+        limit: Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+    let env = Env::start("prometheus-no-roots").await?;
+    let empty = TempFile::new("no-roots.pem", "")?;
+    let log = TempFile::new("no-roots.log", "")?;
+    let (_server, ca) = prometheus_stand_in("t").await?;
+    for (service, storage) in [
+        ("hpa-plus", None),
+        ("vpa-recommender", Some("--storage=prometheus")),
+    ] {
+        let spawn = |ca: Option<&TempFile>| {
+            Command::new(env!("CARGO_BIN_EXE_plimsoll-service"))
+                .arg(service)
+                .arg(format!("--kubeconfig={}", env.kubeconfig.display()))
+                .args([
+                    "--metrics-address=127.0.0.1:0",
+                    "--leader-elect=false",
+                    "--prometheus-address=https://127.0.0.1:9",
+                ])
+                .args(storage)
+                .args(ca.map(|f| format!("--prometheus-ca-file={}", f.0.display())))
+                .env("SSL_CERT_FILE", &empty.0)
+                .env_remove("SSL_CERT_DIR")
+                .stdin(Stdio::null())
+                .stderr(std::fs::File::create(&log.0)?)
+                .spawn()
+        };
+        let mut child = spawn(None)?;
+        let status = exited(&mut child, Duration::from_secs(60)).await;
+        let stderr = std::fs::read_to_string(&log.0)?;
+        assert!(
+            status.is_some_and(|s| !s.success()),
+            "{service}: {status:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("--prometheus-ca-file"),
+            "{service}: {stderr}"
+        );
+        assert!(stderr.contains("no CA certificates"), "{service}: {stderr}");
+
+        // With a CA file it starts, and runs until stopped.
+        let mut child = spawn(Some(&ca))?;
+        let status = exited(&mut child, Duration::from_secs(3)).await;
+        let stderr = std::fs::read_to_string(&log.0)?;
+        assert!(status.is_none(), "{service} exited: {status:?}: {stderr}");
+    }
+    env.cleanup().await;
+    Ok(())
 }
