@@ -50,6 +50,7 @@ fn release(args: &[&str], env: &[(&str, &Path)]) -> Output {
     command.args(args).env("SOURCE_DATE_EPOCH", "1700000000");
     command.env_remove("PLIMSOLL_RELEASE_CHANGELOG");
     command.env_remove("PLIMSOLL_RELEASE_CHART");
+    command.env_remove("PLIMSOLL_RELEASE_DEPLOY");
     for (key, value) in env {
         command.env(key, value);
     }
@@ -257,6 +258,48 @@ fn refuses_what_is_not_a_release() {
             ("PLIMSOLL_RELEASE_CHART", range.parent().unwrap()),
         ],
         "not a plain lower bound",
+    );
+}
+
+#[test]
+fn refuses_a_chart_or_deploy_on_another_version() {
+    let scratch = Scratch::new("images");
+    let version = workspace_field("version");
+    let changelog = scratch.write("CHANGELOG.md", &format!("## [{version}] - 2026-01-01\n"));
+    let chart = read(&xtask::repo_root().join("charts/plimsoll/Chart.yaml"));
+    // The chart and deploy/ run the images of the version being released.
+    let behind = scratch.write(
+        "behind/Chart.yaml",
+        &chart.replace(
+            &format!("appVersion: \"{version}\""),
+            "appVersion: \"0.0.1\"",
+        ),
+    );
+    assert_ne!(read(&behind), chart, "the chart's appVersion was rewritten");
+    refused(
+        &["check", &version],
+        &[
+            ("PLIMSOLL_RELEASE_CHANGELOG", changelog.as_path()),
+            ("PLIMSOLL_RELEASE_CHART", behind.parent().unwrap()),
+        ],
+        "appVersion 0.0.1, not",
+    );
+    let deployment = read(&xtask::repo_root().join("deploy/hpa-plus/deployment.yaml"));
+    let stale = scratch.write(
+        "deploy/hpa-plus/deployment.yaml",
+        &deployment.replace(&format!("hpa-plus:{version}"), "hpa-plus:0.0.1"),
+    );
+    assert_ne!(read(&stale), deployment, "the image was rewritten");
+    refused(
+        &["check", &version],
+        &[
+            ("PLIMSOLL_RELEASE_CHANGELOG", changelog.as_path()),
+            (
+                "PLIMSOLL_RELEASE_DEPLOY",
+                scratch.0.join("deploy").as_path(),
+            ),
+        ],
+        "hpa-plus:0.0.1",
     );
 }
 

@@ -337,6 +337,19 @@ async fn apply_k_installs_everything_and_delete_k_leaves_what_the_docs_say() -> 
             async move { anyhow::Ok(secret_filled(client).await) }
         })
         .await?;
+        // An upgrade applies deploy/ again: the certificates the pod wrote stay (a value in
+        // the shipped Secret would overwrite them, and the served certificate would no longer
+        // match the caBundle until the pod noticed).
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+        let certificate = |s: Secret| s.data.and_then(|d| d.get("tls.crt").cloned());
+        let before = certificate(secrets.get(WEBHOOK_SECRET).await?);
+        ok(Some(&kc), &["apply", "-k", deploy]);
+        let after = certificate(secrets.get(WEBHOOK_SECRET).await?);
+        assert!(before.as_ref().is_some_and(|c| !c.0.is_empty()));
+        assert_eq!(
+            before, after,
+            "kubectl apply -k deploy/ again kept the certificate"
+        );
         // Its status Lease names the Deployment as owner (--lease-owner-deployment).
         eventually(
             "the status Lease is owned by the Deployment",
