@@ -19,7 +19,7 @@ use super::behavior::{scale_down_rules, scale_up_rules};
 use super::history::{History, TimedReplicas, seconds_between};
 use super::limited::LimitedBy;
 use super::memory;
-use super::predictive::BUCKET_SECONDS;
+use super::predictive::{BUCKET_SECONDS, LoadSeries};
 use super::proposals::metrics_of;
 use crate::api::hpa_plus::{
     DecisionMemory, HorizontalPodAutoscalerPlusSpec, HorizontalPodAutoscalerPlusStatus,
@@ -220,7 +220,8 @@ pub fn explain(input: &ExplainInput<'_>) -> Explanation {
     {
         let elapsed = seconds_between(at.0, input.now) as i64;
         waits.extend(d.countdowns.iter().filter_map(|c| {
-            let left = c.seconds_left - elapsed;
+            // The status may carry any count (a person with write access to it).
+            let left = c.seconds_left.saturating_sub(elapsed);
             (left > 0).then(|| Wait {
                 what: c.transition.clone(),
                 seconds_left: left,
@@ -286,18 +287,19 @@ fn predictive_line(
     if settings.mode == PredictiveMode::Off {
         return None;
     }
+    // Read back as the controller reads it: a native HPA's history comes from an annotation its
+    // tenant may write, with any offsets (summed as they stand, they overflowed or told
+    // negative hours), and a history the controller refuses is one it forecasts from nothing.
     let history_hours = status
         .and_then(|s| s.history.as_ref())
-        .map(|h| {
-            let step = h.step_seconds.unwrap_or(BUCKET_SECONDS).max(1);
-            h.metrics
-                .iter()
-                .map(|(name, flat)| {
-                    let span: i64 = flat.iter().step_by(2).skip(1).sum();
-                    (
-                        name.clone(),
-                        span.saturating_add(1).saturating_mul(step) / 3600,
-                    )
+        .and_then(|h| LoadSeries::try_restore(h, BUCKET_SECONDS).ok())
+        .map(|series| {
+            series
+                .metrics()
+                .filter_map(|name| {
+                    let span = series.newest(name)?.saturating_sub(series.oldest(name)?);
+                    let seconds = span.saturating_add(1).saturating_mul(BUCKET_SECONDS);
+                    Some((name.to_owned(), seconds / 3600))
                 })
                 .collect()
         })

@@ -140,6 +140,19 @@ pub fn ready_pod_count(ctx: &CalcContext<'_>) -> Result<i32, String> {
         .count() as i32)
 }
 
+/// `x` within the `i64` range: past it, the nearest end, never a wrapped value.
+fn clamp_i64(x: i128) -> i64 {
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// The sum of `values`, saturating at the `i64` range. Requests, limits and metric values are
+/// whatever a tenant or an adapter reports: a sum that wrapped would read a loaded workload as
+/// idle (and scale it down), or panic where overflow is checked. Summed in `i128`, which no
+/// count of `i64`s can overflow, so the order does not change the result.
+pub fn saturating_total(values: impl IntoIterator<Item = i64>) -> i64 {
+    clamp_i64(values.into_iter().map(i128::from).sum())
+}
+
 fn ceil_i32(x: f64) -> i32 {
     let c = x.ceil();
     if c >= f64::from(i32::MAX) {
@@ -182,7 +195,7 @@ pub fn pod_usage(
     for c in serving_containers(pod).filter(|c| container.is_none_or(|n| n == c.name)) {
         match c.usage.get(resource) {
             Some(Ok(v)) => {
-                sum += v;
+                sum = sum.saturating_add(*v);
                 seen = true;
             }
             Some(Err(e)) => return Err(e.clone()),
@@ -209,21 +222,24 @@ fn pod_requests(
 }
 
 /// Utilization (percent, truncated as upstream) of the pods in `metrics` that have requests.
+/// In `i128`: 92 TB of memory in use, in milli-bytes times 100, is already past `i64::MAX`,
+/// and a tenant's requests or an adapter's values may be anything; a utilization past the
+/// `i64` range reads as `i64::MAX`, never as a wrapped (negative) one.
 fn utilization(
     metrics: &BTreeMap<String, i64>,
     requests: &BTreeMap<String, i64>,
 ) -> Result<i64, String> {
-    let (mut used, mut requested) = (0i64, 0i64);
+    let (mut used, mut requested) = (0i128, 0i128);
     for (pod, v) in metrics {
         if let Some(r) = requests.get(pod) {
-            used += v;
-            requested += r;
+            used += i128::from(*v);
+            requested += i128::from(*r);
         }
     }
     if requested == 0 {
         return Err("no metrics returned matched known pods".into());
     }
-    Ok(used * 100 / requested)
+    Ok(clamp_i64(used * 100 / requested))
 }
 
 /// A `Utilization` target on a resource (upstream `GetResourceReplicas`).
@@ -267,8 +283,8 @@ pub fn resource_utilization(
     if ratio < 1.0 {
         let fallback = target.max(100);
         for pod in &groups.missing {
-            let request = requests.get(pod).copied().unwrap_or(0);
-            metrics.insert(pod.clone(), request * fallback / 100);
+            let request = i128::from(requests.get(pod).copied().unwrap_or(0));
+            metrics.insert(pod.clone(), clamp_i64(request * i128::from(fallback) / 100));
         }
     } else if ratio > 1.0 {
         for pod in &groups.missing {
@@ -336,7 +352,10 @@ pub fn plain_metric(
         return Err("did not receive metrics for targeted pods (pods might be unready)".into());
     }
     let target = target.max(1);
-    let usage_of = |m: &BTreeMap<String, i64>| m.values().sum::<i64>() / m.len() as i64;
+    // The mean of `i64`s is an `i64`: summed in `i128`, it is exact whatever the values.
+    let usage_of = |m: &BTreeMap<String, i64>| {
+        clamp_i64(m.values().map(|v| i128::from(*v)).sum::<i128>() / m.len().max(1) as i128)
+    };
     let usage = usage_of(&metrics);
     let ratio = usage as f64 / target as f64;
     let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
@@ -506,6 +525,91 @@ mod tests {
             (150, 3),
             "same as before the resize; against the spec it would be 750/1700 = 44 % and scale down"
         );
+    }
+
+    /// A running, ready pod started 10 minutes ago with one container: `request` of CPU and
+    /// `usage` (no sample when `None`).
+    fn plain_pod(name: &str, request: i64, usage: Option<i64>) -> PodSample {
+        let start = now() - jiff::SignedDuration::from_secs(600);
+        let mut c = container("app", request, 0);
+        c.usage = usage
+            .map(|u| [("cpu".to_owned(), Ok(u))].into())
+            .unwrap_or_default();
+        PodSample {
+            name: name.into(),
+            start_time: Some(start),
+            ready_transition_time: Some(start),
+            containers: vec![c],
+            ..PodSample::default()
+        }
+    }
+
+    #[test]
+    fn utilization_of_values_past_i64_reads_as_enormous_not_negative() {
+        let map = |a: i64, b: i64| BTreeMap::from([("a".to_owned(), a), ("b".to_owned(), b)]);
+        // 92 TB of memory in use across a workload is 9.2e16 milli-bytes: times 100 that is
+        // past i64::MAX, yet the percentage itself is ordinary.
+        let big = 100_000_000_000_000_000;
+        assert_eq!(utilization(&map(big, big), &map(2 * big, 2 * big)), Ok(50));
+        let in_range = utilization(&map(i64::MAX / 200, 0), &map(1, 1)).unwrap();
+        let absurd = utilization(&map(i64::MAX, i64::MAX), &map(1, 1)).unwrap();
+        assert_eq!(absurd, i64::MAX);
+        assert!(absurd >= in_range, "{absurd} < {in_range}");
+        // Requests that sum past i64::MAX divide exactly, not by a wrapped negative.
+        assert_eq!(
+            utilization(&map(i64::MAX, i64::MAX), &map(i64::MAX, i64::MAX)),
+            Ok(100)
+        );
+    }
+
+    #[test]
+    fn containers_using_more_than_i64_in_all_scale_to_the_most_replicas() {
+        let mut p = pod("a");
+        p.containers[0].usage.insert("cpu".into(), Ok(i64::MAX));
+        p.init_containers[0]
+            .usage
+            .insert("cpu".into(), Ok(i64::MAX));
+        let pods = [p];
+        assert_eq!(
+            resource_usage(&pods, "cpu", None).unwrap()["a"],
+            i64::MAX,
+            "the pod's usage saturates"
+        );
+        let c = resource_utilization(&ctx(&pods), "cpu", None, 100).unwrap();
+        // i64::MAX over the 500m the app and the sidecar request.
+        assert_eq!((c.usage, c.replicas), (i64::MAX / 5, i32::MAX));
+    }
+
+    #[test]
+    fn a_missing_pods_absurd_request_is_recounted_without_overflow() {
+        // b has no sample: the scale-down recount assumes it uses 150 % of its request, and
+        // the request times 150 is past i64::MAX.
+        let request = i64::MAX / 4;
+        let pods = [
+            plain_pod("a", request, Some(1000)),
+            plain_pod("b", request, None),
+        ];
+        let c = resource_utilization(&ctx(&pods), "cpu", None, 150).unwrap();
+        assert_eq!(c.usage, 0);
+        // (1000 + 1.5 × MAX/4) / (2 × MAX/4) = 75 % of a 150 % target: one replica of two.
+        assert_eq!(c.replicas, 1);
+    }
+
+    #[test]
+    fn per_pod_values_summing_past_i64_average_exactly() {
+        let pods = [plain_pod("a", 100, None), plain_pod("b", 100, None)];
+        let metrics = BTreeMap::from([("a".to_owned(), i64::MAX), ("b".to_owned(), i64::MAX)]);
+        let c = plain_metric(&ctx(&pods), metrics, 1000, false).unwrap();
+        assert_eq!((c.usage, c.replicas), (i64::MAX, i32::MAX));
+        // With c missing (counted as 0 on the way up), the recount averages three values.
+        let pods = [
+            plain_pod("a", 100, None),
+            plain_pod("b", 100, None),
+            plain_pod("c", 100, None),
+        ];
+        let metrics = BTreeMap::from([("a".to_owned(), i64::MAX), ("b".to_owned(), i64::MAX)]);
+        let c = plain_metric(&ctx(&pods), metrics, 1000, false).unwrap();
+        assert_eq!((c.usage, c.replicas), (i64::MAX, i32::MAX));
     }
 
     #[test]

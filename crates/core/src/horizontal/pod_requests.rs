@@ -96,6 +96,9 @@ fn container_base(c: &ContainerSample, resource: &str, base: UtilizationBase) ->
 /// The value (milli-units) a pod's usage of `resource` is divided by: summed over the counted
 /// containers `container` selects, or the pod-level request when the pod sets one and no
 /// container is named. `Err` (upstream's message) fails the metric.
+///
+/// Sums saturate: two containers with `limits.memory: 5Pi` (5.6e18 milli-bytes each) are past
+/// `i64::MAX`, and a wrapped, negative request would read the pod as idle.
 pub fn pod_request(
     pod: &PodSample,
     resource: &str,
@@ -110,7 +113,7 @@ pub fn pod_request(
     for c in serving_containers(pod).filter(|c| container.is_none_or(|n| n == c.name)) {
         found = true;
         match container_base(c, resource, base) {
-            Some(v) => sum += v,
+            Some(v) => sum = sum.saturating_add(v),
             None => {
                 return Err(format!(
                     "missing request for {resource} in container {} of Pod {}",
@@ -138,11 +141,11 @@ fn pod_level(pod: &PodSample, resource: &str, base: UtilizationBase) -> Result<i
     if base == UtilizationBase::Limits
         && let Some(limit) = pod_value(&pod.pod_limits)
     {
-        return Ok(limit + overhead);
+        return Ok(limit.saturating_add(overhead));
     }
     pod_value(&pod.pod_requests)
         .or_else(|| aggregate_request(pod, resource))
-        .map(|r| r + overhead)
+        .map(|r| r.saturating_add(overhead))
         .ok_or_else(|| {
             format!(
                 "missing pod-level request for {resource} in Pod {}",
@@ -157,7 +160,7 @@ fn pod_level(pod: &PodSample, resource: &str, base: UtilizationBase) -> Result<i
 pub fn aggregate_request(pod: &PodSample, resource: &str) -> Option<i64> {
     let add = |a: Option<i64>, b: Option<i64>| match (a, b) {
         (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
     };
     let mut running = pod
         .containers
@@ -490,6 +493,51 @@ mod tests {
         assert_eq!(
             pod_request(&level, "cpu", None, UtilizationBase::Limits),
             Ok(600)
+        );
+    }
+
+    #[test]
+    fn a_pod_whose_limits_sum_past_i64_reads_as_enormous_not_negative() {
+        // `limits.memory: 5Pi` is 5.6e18 milli-bytes: two such containers sum past i64::MAX,
+        // and a wrapped (negative) base would read a pod under load as idle.
+        let five_pi = crate::api::hpa_plus::quantity_milli(
+            &k8s_openapi::apimachinery::pkg::api::resource::Quantity("5Pi".into()),
+        )
+        .unwrap();
+        let huge = |name: &str| ContainerSample {
+            limits: [("memory".to_owned(), five_pi)].into(),
+            requests: [("memory".to_owned(), five_pi)].into(),
+            ..container(name, Some(100))
+        };
+        let proxy = ContainerSample {
+            requests: [("memory".to_owned(), 10)].into(),
+            ..sidecar("proxy", None)
+        };
+        let mut p = pod(vec![huge("a"), huge("b")], vec![proxy]);
+        for base in [UtilizationBase::Limits, UtilizationBase::Requests] {
+            assert_eq!(
+                pod_request(&p, "memory", None, base),
+                Ok(i64::MAX),
+                "{base:?}"
+            );
+        }
+        assert_eq!(aggregate_request(&p, "memory"), Some(i64::MAX));
+        // Pod-level resources: the containers' aggregate, the limit or the request, each
+        // plus an overhead that takes it past i64::MAX.
+        p.pod_requests = [("cpu".to_owned(), 100)].into();
+        p.overhead = [("memory".to_owned(), five_pi), ("cpu".to_owned(), i64::MAX)].into();
+        assert_eq!(
+            pod_request(&p, "memory", None, UtilizationBase::Requests),
+            Ok(i64::MAX)
+        );
+        assert_eq!(
+            pod_request(&p, "cpu", None, UtilizationBase::Requests),
+            Ok(i64::MAX)
+        );
+        p.pod_limits = [("cpu".to_owned(), i64::MAX)].into();
+        assert_eq!(
+            pod_request(&p, "cpu", None, UtilizationBase::Limits),
+            Ok(i64::MAX)
         );
     }
 

@@ -19,7 +19,7 @@ use super::limited::{Hold, Limited, LimitedBy};
 use super::limits::Bounds;
 use super::metrics::{
     CalcContext, group_pods, per_pod_metric, plain_metric, ready_pod_count, resource_utilization,
-    value_metric,
+    saturating_total, value_metric,
 };
 use super::observation::Observation;
 use super::source::{self, MetricSource, Seen};
@@ -395,6 +395,11 @@ pub(crate) fn evaluate(
     result.unwrap_or_else(|e| failed(name, reason, e))
 }
 
+/// `v` within the `i32` range: past it, the nearest end, never a wrapped value.
+fn clamp_i32(v: i64) -> i32 {
+    i32::try_from(v).unwrap_or(if v < 0 { i32::MIN } else { i32::MAX })
+}
+
 fn ok_outcome(name: &str, replicas: i32, value: f64, target_milli: i64) -> MetricOutcome {
     MetricOutcome {
         metric: name.to_owned(),
@@ -434,7 +439,9 @@ fn utilization_outcome(
         position: None,
         error: None,
         failure_reason: None,
-        status: Some(status(source, None, None, Some(c.usage as i32))),
+        // A one-byte memory request and 100Mi in use is about 1e10 %: written as i32::MAX,
+        // where a cast would wrap it to some other (even negative) figure.
+        status: Some(status(source, None, None, Some(clamp_i32(c.usage)))),
         summary: format!("{name}: {}%/{pct}%", c.usage),
     })
 }
@@ -472,7 +479,7 @@ fn watermark_outcome(
             if values.is_empty() {
                 return Err("did not receive metrics for any ready pods".into());
             }
-            (values.values().sum::<i64>(), groups.ready as i32)
+            (saturating_total(values.into_values()), groups.ready as i32)
         }
         Seen::Total(v) => {
             let ready = ready_pod_count(ctx)?;
@@ -554,6 +561,7 @@ fn status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::horizontal::observation::{ContainerSample, PodSample};
 
     fn proposal(metric: &str, replicas: Option<i32>) -> MetricOutcome {
         match replicas {
@@ -622,6 +630,71 @@ mod tests {
         assert_eq!(r.summary(4), "recommended size matches current size");
         let plain = recommend(&[proposal("a", Some(4))], 4, 1).unwrap();
         assert_eq!(plain.limited().limited_by, None);
+    }
+
+    fn now() -> Timestamp {
+        "2026-03-01T12:00:00Z".parse().unwrap()
+    }
+
+    /// A ready pod running for an hour whose one container requests `request` and uses
+    /// `usage` of `resource`, and reports `usage` of the custom metric `rps`.
+    fn pod(name: &str, resource: &str, request: i64, usage: i64) -> PodSample {
+        let start = now() - jiff::SignedDuration::from_hours(1);
+        PodSample {
+            name: name.into(),
+            start_time: Some(start),
+            ready_transition_time: Some(start),
+            containers: vec![ContainerSample {
+                name: "app".into(),
+                requests: [(resource.to_owned(), request)].into(),
+                usage: [(resource.to_owned(), Ok(usage))].into(),
+                ..ContainerSample::default()
+            }],
+            metrics: [("rps".to_owned(), Ok(usage))].into(),
+            ..PodSample::default()
+        }
+    }
+
+    fn propose_one(metric: MetricSpec, pods: Vec<PodSample>) -> MetricOutcome {
+        let spec = HorizontalPodAutoscalerPlusSpec::test()
+            .max(10)
+            .metric(metric);
+        let observed = Observation {
+            current_replicas: 1,
+            pods,
+            ..Observation::default()
+        };
+        let mut out = propose(&spec, &observed, &ControllerConfig::default(), now());
+        assert_eq!(out.len(), 1);
+        out.remove(0)
+    }
+
+    #[test]
+    fn a_utilization_past_i32_is_written_to_status_as_i32_max_not_negative() {
+        // A memory request of one byte and 100Mi in use: 10,485,760,000 %, past i32::MAX.
+        let used = 100 * 1024 * 1024 * 1000;
+        let o = propose_one(
+            MetricSpec::resource("memory", MetricTarget::utilization(80)),
+            vec![pod("a", "memory", 1000, used)],
+        );
+        assert_eq!(o.value, Some(10_485_760_000.0));
+        let status = o.status.and_then(|s| s.resource).unwrap();
+        assert_eq!(status.current.average_utilization, Some(i32::MAX));
+        assert_eq!(o.replicas, Some(131_072_000), "10,485,760,000 / 80");
+    }
+
+    #[test]
+    fn watermark_values_summing_past_i64_read_as_above_the_high_watermark() {
+        let o = propose_one(
+            MetricSpec::pods("rps", MetricTarget::watermarks("10", "20")),
+            vec![
+                pod("a", "cpu", 100, i64::MAX),
+                pod("b", "cpu", 100, i64::MAX),
+            ],
+        );
+        assert_eq!(o.error, None);
+        assert_eq!(o.position, Some(Position::Above));
+        assert!(o.replicas.is_some_and(|r| r > 1), "{:?}", o.replicas);
     }
 
     #[test]

@@ -304,7 +304,12 @@ fn partition_of(v: &Value, desired: i32) -> i32 {
         .and_then(|s| s.trim().strip_suffix('%'))
         .and_then(|p| p.trim().parse::<i64>().ok());
     let n = match percent {
-        Some(p) => (i64::from(desired) * p + 99).div_euclid(100),
+        // The workload's author writes any percent; past the i64 range it saturates, which
+        // the clamp below turns into all pods (or none), as the exact product would.
+        Some(p) => i64::from(desired)
+            .saturating_mul(p)
+            .saturating_add(99)
+            .div_euclid(100),
         None => integer::<i64>(v).unwrap_or(0),
     };
     i32::try_from(n.clamp(0, i64::from(desired.max(0)))).unwrap_or(0)
@@ -541,6 +546,27 @@ mod tests {
         );
         no_spec["spec"] = json!({"size": 3});
         assert_eq!(generic(&no_spec), Rollout::Settled);
+    }
+
+    #[test]
+    fn a_percent_partition_past_i64_keeps_every_pod_old_not_a_panic() {
+        use serde_json::json;
+        // The workload is the tenant's: its partition may be any number of percent.
+        let mut cloneset = custom(
+            5,
+            2,
+            &json!({"observedGeneration": 2, "replicas": 5, "updatedReplicas": 0}),
+        );
+        for (percent, verdict) in [
+            (format!("{}%", i64::MAX), Rollout::Settled),
+            (
+                format!("{}%", i64::MIN),
+                Rollout::InProgress("0 of 5 replicas updated".into()),
+            ),
+        ] {
+            cloneset["spec"]["updateStrategy"] = json!({ "partition": percent });
+            assert_eq!(generic(&cloneset), verdict, "{percent}");
+        }
     }
 
     #[test]

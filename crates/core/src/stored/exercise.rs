@@ -8,7 +8,8 @@
 //! * what it restores is bounded by the documented caps;
 //! * what it restores is a state the controller could have written: storing it and restoring
 //!   that gives it back (or, for the decision memory, the same stored form), and the code that
-//!   reads it (windows, limits, forecasts, histograms, schedules) runs without overflow;
+//!   reads it (windows, limits, tuning and forecasts through the replica calculation they
+//!   feed, histograms, schedules) runs without overflow;
 //! * otherwise it reports why it ignored the state, in a bounded message.
 
 // Test support (built only for tests and the `fixtures` feature): its job is to assert.
@@ -19,8 +20,10 @@ use jiff::{SignedDuration, Timestamp};
 use super::StoredStateError;
 use crate::api::cron::{CronHorizontalPodAutoscalerSpec, CronHorizontalPodAutoscalerStatus};
 use crate::api::hpa_plus::{
-    DecisionMemory, HpaScalingPolicyType, MinReplicasTuningStatus, PredictiveStatus,
-    ScalingPolicySelect,
+    DecisionMemory, HorizontalPodAutoscalerPlusSpec, HpaScalingPolicyType, MetricIdentifier,
+    MetricSourceType, MetricSpec, MetricTarget, MetricTargetType, MinReplicasTuning,
+    MinReplicasTuningStatus, PodsMetricSource, Predictive, PredictiveMode, PredictiveStatus,
+    ResourceMetricSource, ScalingPolicySelect, Season, TuningMode, UtilizationBase,
 };
 use crate::api::vpa::VerticalPodAutoscalerCheckpointStatus;
 use crate::horizontal::behavior::{
@@ -29,7 +32,11 @@ use crate::horizontal::behavior::{
 use crate::horizontal::load_history::{LoadHistory, MAX_DAYS};
 use crate::horizontal::memory;
 use crate::horizontal::peak_series::StoredPeakSeries;
-use crate::horizontal::predictive::{LoadSeries, fit, max_buckets};
+use crate::horizontal::predictive::{
+    FALLBACK_STARTUP_SECONDS, ForecastInput, LoadSeries, fit, forecast, max_buckets,
+};
+use crate::horizontal::tuning::{TuningInput, replicas_for_load, tune};
+use crate::horizontal::{ContainerSample, ControllerConfig, PodSample};
 use crate::schedule::{history, plan};
 use crate::vertical::aggregate::AggregationsConfig;
 use crate::vertical::checkpoint;
@@ -160,6 +167,9 @@ pub fn load_history(stored: &StoredPeakSeries, now: Timestamp) {
             }
             assert_eq!(LoadHistory::try_restore(&h.store()), Ok(h.clone()));
             for name in &names {
+                tuned(&h, name, now);
+            }
+            for name in &names {
                 let _ = h.daily_peaks(name, now, MAX_DAYS);
                 let _ = h.covers(name, now, MAX_DAYS);
                 h.record(name, now, i64::MAX, MAX_DAYS);
@@ -183,8 +193,11 @@ pub fn load_series(stored: &StoredPeakSeries, now: Timestamp) {
                 LoadSeries::try_restore(&s.store(), SERIES_STEP_SECONDS),
                 Ok(s.clone())
             );
-            let settings = crate::api::hpa_plus::Predictive::default();
+            let settings = Predictive::default();
             let _ = fit(&s, &settings, now);
+            for name in &names {
+                forecast_from(&s, name, now);
+            }
             for name in &names {
                 let _ = s.ended(now);
                 s.record(name, now, i64::MIN, i64::MAX);
@@ -192,6 +205,160 @@ pub fn load_series(stored: &StoredPeakSeries, now: Timestamp) {
             }
         }
         Err(why) => check_error(&why),
+    }
+}
+
+/// An autoscaler whose metrics read the history of `metric`: a `Utilization` target on the
+/// resource of that name (CPU's for `cpu`) against `base`, and a `Pods` `AverageValue` one. The
+/// restored loads then go through the controller's own replica calculation, where a tenant's
+/// stored peak meets the pod's requests.
+fn reading(metric: &str, base: UtilizationBase) -> HorizontalPodAutoscalerPlusSpec {
+    let resource = MetricSpec {
+        type_: MetricSourceType::Resource,
+        resource: Some(ResourceMetricSource {
+            name: metric.to_owned(),
+            target: MetricTarget {
+                type_: MetricTargetType::Utilization,
+                average_utilization: Some(50),
+                ..MetricTarget::default()
+            },
+        }),
+        ..MetricSpec::default()
+    };
+    let pods = MetricSpec {
+        type_: MetricSourceType::Pods,
+        pods: Some(PodsMetricSource {
+            metric: MetricIdentifier {
+                name: metric.to_owned(),
+                ..MetricIdentifier::default()
+            },
+            target: MetricTarget {
+                type_: MetricTargetType::AverageValue,
+                average_value: Some(k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+                    "100m".into(),
+                )),
+                ..MetricTarget::default()
+            },
+        }),
+        ..MetricSpec::default()
+    };
+    HorizontalPodAutoscalerPlusSpec {
+        min_replicas: Some(5),
+        max_replicas: 10,
+        metrics: vec![resource, pods],
+        utilization_base: Some(base),
+        ..HorizontalPodAutoscalerPlusSpec::default()
+    }
+}
+
+/// A pod of the workload: an app container and a sidecar, each with a request and a limit of
+/// `resource`.
+fn pod_of(resource: &str) -> PodSample {
+    let container = |name: &str, request: i64, sidecar: bool| ContainerSample {
+        name: name.to_owned(),
+        sidecar,
+        requests: [(resource.to_owned(), request)].into(),
+        limits: [(resource.to_owned(), 2 * request)].into(),
+        ..ContainerSample::default()
+    };
+    PodSample {
+        containers: vec![container("app", 1000, false)],
+        init_containers: vec![container("proxy", 100, true)],
+        ..PodSample::default()
+    }
+}
+
+/// The second in the middle of `bucket` of `step` seconds, when it is a time.
+fn in_bucket(bucket: i64, step: i64) -> Option<Timestamp> {
+    let second = bucket.checked_mul(step)?.checked_add(step / 2)?;
+    Timestamp::from_second(second).ok()
+}
+
+/// `minReplicasTuning` on `metric` of a restored history: at `now` and at its newest hour,
+/// over the default lookback and over as many whole days as the history spans (so that the
+/// peaks are read, not refused as too few days), against requests and limits; and every
+/// daily peak through the replica calculation. Tuning never raises `minReplicas`.
+fn tuned(h: &LoadHistory, metric: &str, now: Timestamp) {
+    let config = ControllerConfig::default();
+    let pod = pod_of(metric);
+    let hours = h.hours(metric);
+    let (Some(&(oldest, _)), Some(&(newest, _))) = (hours.first(), hours.last()) else {
+        return;
+    };
+    let newest_at = in_bucket(newest, 3600);
+    let spanned = i32::try_from((newest - oldest + 1) / 24).unwrap_or(MAX_DAYS);
+    for base in [UtilizationBase::Requests, UtilizationBase::Limits] {
+        let spec = reading(metric, base);
+        for at in std::iter::once(now).chain(newest_at) {
+            for days in [None, Some(spanned.clamp(1, MAX_DAYS))] {
+                let settings = MinReplicasTuning {
+                    mode: TuningMode::Report,
+                    lookback_days: days,
+                    floor: None,
+                };
+                let t = tune(&TuningInput {
+                    spec: &spec,
+                    settings: &settings,
+                    history: h,
+                    pod: &pod,
+                    config: &config,
+                    last_applied: None,
+                    held_by: None,
+                    excluded_by: None,
+                    now: at,
+                });
+                assert!(t.proposed.is_none_or(|p| (1..5).contains(&p)), "{t:?}");
+            }
+            for peak in h.daily_peaks(metric, at, MAX_DAYS).into_iter().flatten() {
+                for m in &spec.metrics {
+                    let _ = replicas_for_load(m, peak, &spec, &pod, &config, at);
+                }
+            }
+        }
+    }
+}
+
+/// `spec.predictive` on `metric` of a restored series: a forecast at `now` and inside its
+/// newest bucket (where the window's past seasons are the stored buckets), against requests
+/// and limits; and its highest and lowest load through the replica calculation.
+fn forecast_from(s: &LoadSeries, metric: &str, now: Timestamp) {
+    let config = ControllerConfig::default();
+    let pod = pod_of(metric);
+    let settings = Predictive {
+        mode: PredictiveMode::Scale,
+        season: Season::Auto,
+        ..Predictive::default()
+    };
+    let points = s.points(metric);
+    let newest_at = points
+        .last()
+        .and_then(|&(bucket, _)| in_bucket(bucket, s.step_seconds()));
+    let extremes = [
+        points.iter().map(|&(_, v)| v).max(),
+        points.iter().map(|&(_, v)| v).min(),
+    ];
+    for base in [UtilizationBase::Requests, UtilizationBase::Limits] {
+        let spec = reading(metric, base);
+        for at in std::iter::once(now).chain(newest_at) {
+            let fitted = fit(s, &settings, at);
+            let f = forecast(&ForecastInput {
+                spec: &spec,
+                settings: &settings,
+                series: s,
+                pod: &pod,
+                config: &config,
+                startup_seconds: FALLBACK_STARTUP_SECONDS,
+                now: at,
+                fit: Some(&fitted),
+                reads: &[],
+            });
+            assert_eq!(f.metrics.len(), spec.metrics.len());
+            for load in extremes.into_iter().flatten() {
+                for m in &spec.metrics {
+                    let _ = replicas_for_load(m, load, &spec, &pod, &config, at);
+                }
+            }
+        }
     }
 }
 

@@ -352,3 +352,55 @@ fn prediction_is_explained_from_its_status_and_absent_when_off() {
     spec.predictive = Some(serde_json::from_value(serde_json::json!({"mode": "Off"})).unwrap());
     assert_eq!(run(&spec, &status).predictive, None, "mode Off");
 }
+
+#[test]
+fn a_hostile_predictive_history_explains_no_hours_and_no_panic() {
+    // A native HPA's history comes from an annotation its tenant may write.
+    let mut spec = spec();
+    spec.predictive = Some(serde_json::from_value(json!({"mode": "Scale"})).unwrap());
+    let mut status = status(&history());
+    for flat in [
+        vec![0, 5, i64::MAX, 7, i64::MAX, 9],
+        vec![i64::MAX, 1, i64::MAX, 1],
+        vec![0, 5, 95, 7, i64::MIN, 1],
+        vec![0, 5, -400, 7],
+    ] {
+        status.predictive = Some(crate::api::hpa_plus::PredictiveStatus {
+            reason: "NotEnoughHistory".into(),
+            history: Some(crate::api::hpa_plus::history::StoredPeakSeries {
+                step_seconds: Some(900),
+                base_bucket: Some(1000),
+                metrics: [("cpu".to_owned(), flat.clone())].into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let e = run(&spec, &status);
+        let p = e.predictive.as_ref().unwrap();
+        // The controller refuses such a history and forecasts from none: no hours to read.
+        assert_eq!(p.history_hours, vec![], "{flat:?}");
+        assert!(!e.to_text().contains("history:"), "{flat:?}");
+    }
+}
+
+#[test]
+fn countdowns_at_the_ends_of_i64_age_without_a_panic() {
+    let spec = spec();
+    let mut status = status(&history());
+    status.memory = None;
+    for (seconds_left, decided, waits) in [(i64::MIN, ago(2), false), (i64::MAX, ago(-2), true)] {
+        if let Some(d) = status.last_decision.as_mut() {
+            d.time = Some(Time(decided));
+            d.countdowns = vec![crate::api::hpa_plus::Countdown {
+                transition: "downscaleForbiddenWindow".into(),
+                seconds_left,
+            }];
+        }
+        let e = run(&spec, &status);
+        let found = e
+            .waits
+            .iter()
+            .find(|w| w.what == "downscaleForbiddenWindow");
+        assert_eq!(found.map(|w| w.seconds_left), waits.then_some(i64::MAX));
+    }
+}

@@ -198,6 +198,22 @@ fn the_forecast_meets_the_rush_before_it_arrives() {
 }
 
 #[test]
+fn a_history_of_i64_max_peaks_forecasts_the_most_replicas_not_a_panic() {
+    // A native HPA's history comes back from an annotation its tenant may write: any load.
+    let now = clock(7, 8, 45);
+    let loads: [fn(i64) -> i64; 2] = [
+        |t| if rush(t) > 2_000 { i64::MAX } else { 2_000 },
+        |_| i64::MAX,
+    ];
+    for load in loads {
+        let f = forecast_at(&series(0, now, load), &scale(), now);
+        let m = &f.metrics[0];
+        assert_eq!((m.load, m.replicas), (Some(i64::MAX), Some(i32::MAX)));
+        assert_eq!(f.replicas, Some(i32::MAX));
+    }
+}
+
+#[test]
 fn one_unusual_day_neither_adds_nor_hides_a_rush() {
     let now = clock(7, 8, 45);
     // Day 3 had a rush three times as high, day 5 none at all.

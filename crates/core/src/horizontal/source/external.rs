@@ -7,6 +7,7 @@ use crate::api::hpa_plus::{
     MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
 };
 use crate::api::validation::FieldErrors;
+use crate::horizontal::metrics::saturating_total;
 use crate::horizontal::observation::{Observation, PodSample};
 
 impl MetricSource for ExternalMetricSource {
@@ -34,11 +35,12 @@ impl MetricSource for ExternalMetricSource {
         identifier_sizes(&self.metric, &format!("{path}.metric"), errs);
     }
 
-    /// The sum of every series; no series fails the metric.
+    /// The sum of every series (saturating: an adapter may report any value); no series fails
+    /// the metric.
     fn read(&self, observed: &Observation) -> Result<Seen, String> {
         let name = self.metric.name.as_str();
         match observed.external_metrics.get(name) {
-            Some(Ok(v)) if !v.is_empty() => Ok(Seen::Total(v.iter().sum())),
+            Some(Ok(v)) if !v.is_empty() => Ok(Seen::Total(saturating_total(v.iter().copied()))),
             Some(Ok(_)) | None => Err(format!(
                 "unable to get external metric {name}: no metrics returned from external metrics API"
             )),
@@ -52,7 +54,7 @@ impl MetricSource for ExternalMetricSource {
             .get(&self.metric.name)?
             .as_ref()
             .ok()?;
-        (!values.is_empty()).then(|| values.iter().sum::<i64>())
+        (!values.is_empty()).then(|| saturating_total(values.iter().copied()))
     }
 
     fn place_load(&self, load: i64, _pod: &mut PodSample, observed: &mut Observation) {

@@ -9,6 +9,7 @@ use crate::api::hpa_plus::{
     PodsMetricSource, PodsMetricStatus,
 };
 use crate::api::validation::FieldErrors;
+use crate::horizontal::metrics::saturating_total;
 use crate::horizontal::observation::{Observation, PodSample};
 
 impl MetricSource for PodsMetricSource {
@@ -71,7 +72,9 @@ impl MetricSource for PodsMetricSource {
                     .copied()
             })
             .collect();
-        (!values.is_empty()).then(|| values.iter().sum::<i64>())
+        // Saturating: an adapter may report any value, and a wrapped sum would be recorded as
+        // the load tuning and prediction size the workload for.
+        (!values.is_empty()).then(|| saturating_total(values))
     }
 
     fn place_load(&self, load: i64, pod: &mut PodSample, _observed: &mut Observation) {

@@ -31,12 +31,12 @@ fn read(observed: &Observation, resource: &str, container: Option<&str>) -> Resu
 }
 
 /// The sum of the pods' usage of `resource`, `None` when no pod has a complete sample or a
-/// fetch failed.
+/// fetch failed. Saturating, as each pod's usage is: past `i64::MAX` it reads as enormous.
 fn load(observed: &Observation, resource: &str, container: Option<&str>) -> Option<i64> {
     let mut total = None;
     for pod in &observed.pods {
         if let Some(usage) = pod_usage(pod, resource, container).ok()? {
-            total = Some(total.unwrap_or(0) + usage);
+            total = Some(total.unwrap_or(0i64).saturating_add(usage));
         }
     }
     total

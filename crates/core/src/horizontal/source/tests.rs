@@ -156,3 +156,41 @@ fn the_crd_checks_every_member() {
         }
     }
 }
+
+#[test]
+fn loads_summing_past_i64_read_as_enormous_not_negative() {
+    // Two pods (two containers each) or two series at i64::MAX: an adapter or a tenant's
+    // requests can report any value.
+    let app = |name: &str| crate::horizontal::ContainerSample {
+        name: name.into(),
+        usage: [("cpu".to_owned(), Ok(i64::MAX))].into(),
+        ..crate::horizontal::ContainerSample::default()
+    };
+    let pod = |name: &str| PodSample {
+        name: name.into(),
+        containers: vec![app("app"), app("log")],
+        metrics: [("rps".to_owned(), Ok(i64::MAX))].into(),
+        ..PodSample::default()
+    };
+    let mut observed = Observation {
+        pods: vec![pod("a"), pod("b")],
+        ..Observation::default()
+    };
+    observed
+        .external_metrics
+        .insert("queue".into(), Ok(vec![i64::MAX, i64::MAX]));
+    for t in [
+        MetricSourceType::Resource,
+        MetricSourceType::Pods,
+        MetricSourceType::External,
+    ] {
+        let m = metric_of(t);
+        let source = of(&m).unwrap();
+        assert_eq!(source.load(&observed), Some(i64::MAX), "{t:?}");
+        let total = match source.read(&observed).unwrap() {
+            Seen::PerPod { values, .. } => values.values().copied().max().unwrap(),
+            Seen::Total(v) => v,
+        };
+        assert_eq!(total, i64::MAX, "{t:?}");
+    }
+}

@@ -295,6 +295,33 @@ fn utilization_follows_the_base_and_needs_a_request() {
     assert_eq!((t.proposed, t.reason), (None, TuningReason::NoMetrics));
 }
 
+#[test]
+fn a_history_of_i64_max_peaks_needs_the_most_replicas_not_a_panic() {
+    // A native HPA's history comes back from an annotation its tenant may write: any peak.
+    let mut case = Case::new(10, &[i64::MAX; 7]);
+    for (metric, limits) in [(cpu50(), false), (cpu50(), true)] {
+        case.spec.metrics = vec![metric];
+        case.config.compute_resource_utilization_ratio_by_limits = limits;
+        let t = case.tune();
+        assert_eq!(t.peaks[0].weighted_peak, i64::MAX);
+        assert_eq!(
+            (t.needed, t.proposed),
+            (Some(i32::MAX), None),
+            "limits {limits}"
+        );
+        assert_eq!(t.reason, TuningReason::AlreadyLow);
+    }
+    case.spec.metrics = vec![MetricSpec::pods("rps", MetricTarget::average("100"))];
+    case.history = history("rps", &[i64::MAX; 7]);
+    assert_eq!(case.tune().needed, Some(i32::MAX));
+    // The rest of the week at zero, i64::MAX only a week ago: still the most replicas.
+    case.spec.metrics = vec![cpu50()];
+    case.history = history("cpu", &[0, 0, 0, 0, 0, 0, i64::MAX]);
+    let t = case.tune();
+    assert!(t.peaks[0].weighted_peak > 0);
+    assert_eq!(t.needed, Some(i32::MAX));
+}
+
 proptest! {
     /// Never raises, never below the floor (nor 1), and a higher peak on any day never
     /// proposes less.
