@@ -44,6 +44,7 @@ use plimsoll_core::horizontal::cron_hold::tuning_hold;
 use plimsoll_core::horizontal::evaluate::{
     self, Evaluation, EvaluationInput, Held, OwedEvent, Restored, Stored, TuningWrite, evaluate,
 };
+use plimsoll_core::horizontal::load_history;
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::predictive::NATIVE_HISTORY_BYTES;
 use plimsoll_core::horizontal::scale_to_zero;
@@ -1060,6 +1061,8 @@ async fn evaluate_subject(
         tuning_write: TuningWrite::Allowed,
         startup_seconds: crate::predict::measured_startup(pods),
         history_bytes: (subject.kind == Kind::Native).then_some(NATIVE_HISTORY_BYTES),
+        tuning_history_bytes: (subject.kind == Kind::Native)
+            .then_some(load_history::NATIVE_HISTORY_BYTES),
         now: at,
     };
     // Only an object whose tuning may write needs the held state twice.

@@ -25,6 +25,7 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_core::horizontal::conditions::ABLE_TO_SCALE;
 use plimsoll_core::horizontal::evaluate::{EvaluationInput, Held, TuningWrite, evaluate};
+use plimsoll_core::horizontal::load_history;
 use plimsoll_core::horizontal::memory;
 use plimsoll_core::horizontal::observation::{
     ContainerSample, DEFAULT_METRICS_WINDOW_SECONDS, Fetched, Observation, PodPhase, PodSample,
@@ -316,6 +317,11 @@ impl Written {
         matches!(self, Self::Annotations(_)).then_some(NATIVE_HISTORY_BYTES)
     }
 
+    /// The same for the tuning history.
+    fn tuning_history_bytes(&self) -> Option<usize> {
+        matches!(self, Self::Annotations(_)).then_some(load_history::NATIVE_HISTORY_BYTES)
+    }
+
     /// The stored memory, read as the controller reads it.
     fn stored(&self) -> Option<DecisionMemory> {
         match self {
@@ -602,6 +608,7 @@ pub fn replay_str_with(text: &str, sets: &[Set]) -> Result<Replay, ReplayError> 
                 tuning_write: TuningWrite::Allowed,
                 startup_seconds: None,
                 history_bytes: written.history_bytes(),
+                tuning_history_bytes: written.tuning_history_bytes(),
                 now,
             },
             std::mem::take(&mut held),

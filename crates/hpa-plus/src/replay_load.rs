@@ -48,6 +48,7 @@ use plimsoll_core::api::hpa_plus::{
 };
 use plimsoll_core::horizontal::ControllerConfig;
 use plimsoll_core::horizontal::evaluate::{EvaluationInput, Held, TuningWrite, evaluate};
+use plimsoll_core::horizontal::load_history;
 use plimsoll_core::horizontal::observation::{
     ContainerSample, Fetched, Observation, PodPhase, PodSample,
 };
@@ -777,6 +778,11 @@ impl Run {
                 tuning_write: TuningWrite::Allowed,
                 startup_seconds: Some(self.startup_seconds),
                 history_bytes: self.history_bytes,
+                // A native HPA (the predictive history's bound says which) keeps both histories
+                // in its annotations.
+                tuning_history_bytes: self
+                    .history_bytes
+                    .map(|_| load_history::NATIVE_HISTORY_BYTES),
                 now,
             },
             std::mem::take(&mut self.held),

@@ -270,6 +270,9 @@ pub struct EvaluationInput<'a> {
     /// annotations ([`predictive::NATIVE_HISTORY_BYTES`]); `None` for an HPA+, whose status
     /// the bucket bound keeps within etcd's limit.
     pub history_bytes: Option<usize>,
+    /// The most JSON bytes the stored tuning history may take: a native HPA's share of its
+    /// annotations ([`super::load_history::NATIVE_HISTORY_BYTES`]); `None` for an HPA+.
+    pub tuning_history_bytes: Option<usize>,
     /// The evaluation time.
     pub now: Timestamp,
 }
@@ -434,6 +437,9 @@ fn tune_step(
         input.now,
         settings.lookback_days(),
     );
+    if let Some(bytes) = input.tuning_history_bytes {
+        loads.fit_stored(bytes);
+    }
     // One pod of the workload stands for its requests (utilization targets); without a pod
     // the need of such a target cannot be computed and tuning says so.
     let pod = input.observed.pods.first().cloned().unwrap_or_default();

@@ -37,6 +37,18 @@ const HOURS_PER_DAY: i64 = 24;
 /// metric name of up to 253 bytes (a Kubernetes name) and the separating comma.
 pub const BOUND_BYTES_PER_METRIC_7_DAYS: usize = 168 * (4 + 21) + 2 + 253 + 4;
 
+/// The most JSON bytes a native HPA's stored tuning history may take in its
+/// `plimsoll.dev/min-replicas-tuning-status` annotation ([`LoadHistory::fit_stored`]). An
+/// object's annotations hold 256 KiB together, and the predictive history takes up to
+/// [`super::predictive::NATIVE_HISTORY_BYTES`] (128 KiB) of them: 32 metrics of 30 days of
+/// 19-digit peaks took about 500 KB, and every write of the annotation was refused.
+pub const NATIVE_HISTORY_BYTES: usize = 64 * 1024;
+
+/// The most JSON bytes one stored hour can take: an offset and a value of up to 20 characters
+/// each (`-9223372036854775808`) and their commas. What [`LoadHistory::fit_stored`] checks
+/// before it measures.
+const MAX_BYTES_PER_HOUR: usize = 2 * (20 + 1);
+
 /// The most hours a metric keeps: `24 ×` [`MAX_DAYS`].
 const MAX_HOURS: usize = MAX_DAYS.unsigned_abs() as usize * 24;
 
@@ -157,6 +169,45 @@ impl LoadHistory {
         self.series.store()
     }
 
+    /// Forgets the oldest hours of every metric, all from the same hour on, until the stored
+    /// form takes at most `bytes` of JSON; `true` when it forgot any. Forgetting in the history
+    /// itself keeps what tuning reads equal to what a successor restores. Measured only when
+    /// the hours could be over: each evaluation calls it.
+    pub fn fit_stored(&mut self, bytes: usize) -> bool {
+        let series = &self.series;
+        let bound: usize = series
+            .metrics()
+            // A name as JSON: escaped at worst to six bytes a byte, quoted, with `:[]` and `,`.
+            .map(|m| m.len() * 6 + 6 + series.points(m).len() * MAX_BYTES_PER_HOUR)
+            .sum::<usize>()
+            + 128;
+        let size = |s: &PeakSeries| super::predictive::stored_bytes(&s.store());
+        if bound <= bytes || size(series) <= bytes {
+            return false;
+        }
+        let (Some(oldest), Some(newest)) = (
+            series.metrics().filter_map(|m| series.oldest(m)).min(),
+            series.metrics().filter_map(|m| series.newest(m)).max(),
+        ) else {
+            return false;
+        };
+        // Forgetting before `too_much` leaves the stored form over `bytes`; before `fits`
+        // (past the newest hour: nothing left) it is not. Each halving stores the series once.
+        let (mut too_much, mut fits) = (oldest, newest.saturating_add(1));
+        while fits - too_much > 1 {
+            let mid = too_much + (fits - too_much) / 2;
+            let mut shorter = self.series.clone();
+            shorter.forget_before(mid);
+            if size(&shorter) <= bytes {
+                fits = mid;
+            } else {
+                too_much = mid;
+            }
+        }
+        self.series.forget_before(fits);
+        true
+    }
+
     /// The history `stored` stands for, or why it cannot be read back ([`crate::stored`]'s
     /// rules, [`PeakSeries::try_restore`]): hourly buckets (`stepSeconds` 3600 or absent), at
     /// most [`crate::stored::MAX_METRICS`] metrics of at most `24 ×` [`MAX_DAYS`] hourly peaks
@@ -175,10 +226,61 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::horizontal::predictive;
     use crate::stored::MAX_METRICS;
 
     fn at(hours: i64, seconds: i64) -> Timestamp {
         Timestamp::from_second(1_767_225_600 + hours * HOUR_SECONDS + seconds).unwrap()
+    }
+
+    #[test]
+    fn a_native_history_of_many_large_metrics_forgets_its_oldest_hours_to_fit_its_annotation() {
+        let mut h = LoadHistory::default();
+        let metrics = MAX_METRICS.min(32);
+        for m in 0..metrics {
+            for hour in 0..720 {
+                h.record(
+                    &format!("metric-{m}"),
+                    at(hour, 0),
+                    i64::MAX - hour,
+                    MAX_DAYS,
+                );
+            }
+        }
+        let before = predictive::stored_bytes(&h.store());
+        assert!(before > 4 * NATIVE_HISTORY_BYTES, "{before}");
+        assert!(h.fit_stored(NATIVE_HISTORY_BYTES));
+        let after = predictive::stored_bytes(&h.store());
+        assert!(after <= NATIVE_HISTORY_BYTES, "{after}");
+        // As much as fits: one hour more would not.
+        assert!(
+            after > NATIVE_HISTORY_BYTES - metrics * MAX_BYTES_PER_HOUR,
+            "{after}"
+        );
+        // Every metric keeps the same newest hours, through the last one recorded.
+        let kept = h.hours("metric-0").to_vec();
+        assert!(kept.len() < 720 && kept.len() > 10, "{}", kept.len());
+        assert_eq!(kept.last(), Some(&(hour_of(at(719, 0)), i64::MAX - 719)));
+        for m in 1..metrics {
+            assert_eq!(h.hours(&format!("metric-{m}")), kept.as_slice());
+        }
+        // What was kept is what a successor restores, and fits again unchanged.
+        let restored = LoadHistory::try_restore(&h.store()).expect("restores");
+        assert_eq!(restored, h);
+        assert!(!h.fit_stored(NATIVE_HISTORY_BYTES));
+    }
+
+    #[test]
+    fn a_typical_history_fits_without_being_measured_or_cut() {
+        let mut h = LoadHistory::default();
+        for m in ["cpu", "memory", "requests", "queue"] {
+            for hour in 0..168 {
+                h.record(m, at(hour, 0), 2_500_000 + hour, 7);
+            }
+        }
+        let kept = h.clone();
+        assert!(!h.fit_stored(NATIVE_HISTORY_BYTES));
+        assert_eq!(h, kept);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use jiff::SignedDuration;
 
 use super::*;
 use crate::api::hpa_plus::{MetricSpec, MetricTarget};
+use crate::horizontal::load_history;
 use crate::horizontal::observation::ContainerSample;
 use crate::horizontal::predictive::PredictiveReason;
 
@@ -87,6 +88,7 @@ impl Run {
                 tuning_write: write,
                 startup_seconds: None,
                 history_bytes: None,
+                tuning_history_bytes: None,
                 now,
             },
             held,
@@ -195,6 +197,7 @@ fn the_held_history_is_what_a_successor_reads_back() {
             tuning_write: TuningWrite::Allowed,
             startup_seconds: None,
             history_bytes: None,
+            tuning_history_bytes: None,
             now: at(15),
         },
         Held::default(),
@@ -344,6 +347,7 @@ fn a_bounded_history_fits_its_bytes_and_is_what_the_controller_holds() {
             tuning_write: TuningWrite::Allowed,
             startup_seconds: None,
             history_bytes: Some(bytes),
+            tuning_history_bytes: None,
             now,
         };
         let a = evaluate(&input, bounded);
@@ -517,4 +521,66 @@ fn the_raised_decision_replaces_the_reactive_scale_and_says_why() {
     let d = raised_decision(reactive, &raised);
     assert_eq!((d.scale_to, d.desired_replicas), (Some(6), 6));
     assert_eq!(d.reason, "predictive: raises the reactive 2 to 6");
+}
+
+/// With `tuning_history_bytes` (a native HPA's annotation), the tuning history in the status
+/// fits, and what the controller holds is what that status restores.
+#[test]
+fn a_bounded_tuning_history_fits_its_bytes_and_is_what_the_controller_holds() {
+    let mut loads = LoadHistory::default();
+    for m in 0..32 {
+        for hour in (1..=720).rev() {
+            let when = at(0) - SignedDuration::from_hours(hour);
+            loads.record(&format!("m{m}"), when, i64::MAX - hour, 30);
+        }
+    }
+    let settings = MinReplicasTuning {
+        mode: TuningMode::Report,
+        lookback_days: Some(30),
+        floor: None,
+    };
+    let (s, config, obs) = (spec(2), ControllerConfig::default(), observed(2, 300));
+    let held = || Held {
+        tuning: Some(TuningHeld {
+            loads: loads.clone(),
+            status: None,
+        }),
+        ..Held::default()
+    };
+    let input = EvaluationInput {
+        spec: &s,
+        observed: &obs,
+        stored_memory: None,
+        config: &config,
+        tuning: &settings,
+        held_by: None,
+        excluded_by: None,
+        tuning_write: TuningWrite::Allowed,
+        startup_seconds: None,
+        history_bytes: None,
+        tuning_history_bytes: Some(load_history::NATIVE_HISTORY_BYTES),
+        now: at(0),
+    };
+    let bounded = evaluate(&input, held());
+    let written = |e: &Evaluation| {
+        e.tuned
+            .as_ref()
+            .and_then(|t| t.status.load_history.clone())
+            .unwrap_or_default()
+    };
+    let stored = written(&bounded);
+    let bytes = predictive::stored_bytes(&stored);
+    assert!(bytes <= load_history::NATIVE_HISTORY_BYTES, "{bytes}");
+    let kept = &bounded.held.tuning.as_ref().unwrap().loads;
+    assert_eq!(&LoadHistory::try_restore(&stored).unwrap(), kept);
+    // Unbounded (an HPA+, whose status holds it), all of it is written.
+    let unbounded = evaluate(
+        &EvaluationInput {
+            tuning_history_bytes: None,
+            ..input
+        },
+        held(),
+    );
+    let whole = predictive::stored_bytes(&written(&unbounded));
+    assert!(whole > 4 * load_history::NATIVE_HISTORY_BYTES, "{whole}");
 }
