@@ -58,6 +58,7 @@ use crate::api::hpa_plus::history::StoredPeakSeries;
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricTargetType};
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
+use crate::horizontal::metrics::saturating_total;
 use crate::horizontal::offsets::flatten;
 use crate::horizontal::proposals::metrics_of;
 use crate::horizontal::source::pod_resource;
@@ -559,7 +560,9 @@ fn status_request(
         .filter(|c| c.container_name.as_deref().is_some_and(controlled))
         .filter_map(|c| amount(resource, c.target.get(resource.name())?))
         .collect();
-    (!targets.is_empty()).then(|| targets.iter().sum())
+    // The targets of several containers, each up to i64::MAX: the recommender's own (a tenant's
+    // minAllowed can make them that large) or whatever someone with write access put there.
+    (!targets.is_empty()).then(|| saturating_total(targets))
 }
 
 /// The model's answers for a VPA in joint mode, one per resource the autoscaler scales on.
@@ -616,7 +619,9 @@ impl Sizing<'_> {
         let in_pods = current_request(pods, resource, horizontal, &controlled);
         let others = in_pods.map_or(0, |(_, o)| o);
         let current = last
-            .or_else(|| status_request(vpa, resource, &controlled).map(|c| c + others))
+            .or_else(|| {
+                status_request(vpa, resource, &controlled).map(|c| c.saturating_add(others))
+            })
             .or(in_pods.map(|(c, _)| c));
         let bounds: Vec<PolicyBounds> = reports
             .iter()
@@ -631,7 +636,9 @@ impl Sizing<'_> {
             } else {
                 !present.is_empty()
             };
-            ok.then(|| present.iter().sum::<i64>() + others)
+            // A tenant's minAllowed / maxAllowed and requests may each be near i64::MAX: past
+            // it, the largest request, not a panic or a wrapped (negative) bound.
+            ok.then(|| saturating_total(present.iter().copied().chain([others])))
         };
         let min_allowed = allowed(&|b| b.min_allowed.get(&resource).copied(), false);
         let max_allowed = allowed(&|b| b.max_allowed.get(&resource).copied(), true);
@@ -670,7 +677,8 @@ impl Sizing<'_> {
             })
             .collect();
         let count = i64::try_from(shared.len()).unwrap_or(i64::MAX);
-        let parts = split((per_pod - others).max(count), &weights);
+        // A request kept from the status may be anything written there, negative included.
+        let parts = split(per_pod.saturating_sub(others).max(count), &weights);
         for (&i, part) in shared.iter().zip(parts) {
             let r = &mut reports[i];
             for amounts in [
@@ -1198,5 +1206,169 @@ mod tests {
         for (text, why) in cases {
             assert_eq!(restore(&text, &config), Err(why));
         }
+    }
+
+    /// A joint VPA on Deployment `web` with container `policies` and `status`.
+    fn vpa_with(policies: &serde_json::Value, status: &serde_json::Value) -> VerticalPodAutoscaler {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling.k8s.io/v1",
+            "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "ns",
+                         "annotations": {"plimsoll.dev/horizontal-aware": "true"}},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "resourcePolicy": {"containerPolicies": policies}},
+            "status": status,
+        }))
+        .expect("a VPA")
+    }
+
+    /// A pod with `(container, cpu request)`s.
+    fn pod_with(containers: &[(&str, &str)]) -> Pod {
+        let containers: Vec<serde_json::Value> = containers
+            .iter()
+            .map(|(name, cpu)| json!({"name": name, "resources": {"requests": {"cpu": cpu}}}))
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "ns"},
+            "spec": {"containers": containers},
+        }))
+        .expect("a pod")
+    }
+
+    /// The normal recommendation of [`reports`] for each of `names`.
+    fn reports_for(names: &[&str]) -> Vec<RecommendationReport> {
+        let app = reports().remove(0);
+        names
+            .iter()
+            .map(|n| RecommendationReport {
+                name: (*n).to_owned(),
+                ..app.clone()
+            })
+            .collect()
+    }
+
+    /// A status whose joint recommendation gives each `(container, cpu)`.
+    fn joint_status(targets: &[(&str, &str)]) -> serde_json::Value {
+        let recommendations: Vec<serde_json::Value> = targets
+            .iter()
+            .map(|(name, cpu)| json!({"containerName": name, "target": {"cpu": cpu}}))
+            .collect();
+        json!({
+            "conditions": [{"type": JointCondition::TYPE, "status": "True"}],
+            "recommendation": {"containerRecommendations": recommendations},
+        })
+    }
+
+    #[test]
+    fn allowed_amounts_summing_past_i64_cap_to_the_largest_request_rather_than_panic() {
+        // 5e15 cores is 5e18 millicores: two containers' minAllowed pass i64::MAX, and so does
+        // one container's 9e18 with the 9e18 a container the VPA does not size requests.
+        let big = |field: &str, names: &[&str], cpu: &str| -> serde_json::Value {
+            names
+                .iter()
+                .map(|n| json!({"containerName": n, field: {"cpu": cpu}}))
+                .collect()
+        };
+        let cases = [
+            (
+                big("minAllowed", &["app", "cache"], "5e15"),
+                pod_with(&[("app", "300m"), ("cache", "300m")]),
+                vec!["app", "cache"],
+                i64::MAX,
+            ),
+            (
+                big("minAllowed", &["app"], "9e15"),
+                pod_with(&[("app", "300m"), ("log", "9e15")]),
+                vec!["app"],
+                i64::MAX,
+            ),
+            (
+                big("maxAllowed", &["app", "cache"], "5e15"),
+                pod_with(&[("app", "300m"), ("cache", "300m")]),
+                vec!["app", "cache"],
+                790,
+            ),
+        ];
+        for (policies, pod, names, want) in cases {
+            let vpa = vpa_with(&policies, &json!({}));
+            let mut state = state();
+            let mut reports = reports_for(&names);
+            let answer = apply(
+                &vpa,
+                &hpa(&[Resource::Cpu]),
+                &mut state,
+                &[&pod],
+                &mut reports,
+                &JointSettings::default(),
+            );
+            let cpu = answer.cpu.as_ref().expect("cpu sized");
+            assert_eq!(cpu.request, Some(want), "{policies}");
+            for r in &reports {
+                assert!(r.capped.target[&Resource::Cpu] >= 1, "{policies}");
+            }
+        }
+    }
+
+    #[test]
+    fn joint_targets_in_status_summing_past_i64_read_as_the_largest_request_rather_than_panic() {
+        // Read back while no usage is recorded (a restart): the status is kept as the request.
+        let cases = [
+            (
+                joint_status(&[("app", "5e15"), ("cache", "5e15")]),
+                pod_with(&[("app", "300m"), ("cache", "300m")]),
+                vec!["app", "cache"],
+            ),
+            (
+                joint_status(&[("app", "9e15")]),
+                pod_with(&[("app", "300m"), ("log", "9e15")]),
+                vec!["app"],
+            ),
+        ];
+        for (status, pod, names) in cases {
+            let vpa = vpa_with(&json!([]), &status);
+            let mut state = JointState::first_sight(None, &JointConfig::default(), t0());
+            let mut reports = reports_for(&names);
+            let answer = apply(
+                &vpa,
+                &hpa(&[Resource::Cpu]),
+                &mut state,
+                &[&pod],
+                &mut reports,
+                &JointSettings::default(),
+            );
+            let cpu = answer.cpu.as_ref().expect("cpu sized");
+            assert_eq!(
+                (cpu.request, cpu.reason),
+                (Some(i64::MAX), JointReason::NoUsage),
+                "{status}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_negative_request_remembered_from_the_status_is_split_without_overflow() {
+        // A status written with a negative target (by whoever may write it) is kept as the
+        // request while no usage is recorded; a sidecar's request is then taken off it.
+        let vpa = vpa_with(
+            &json!([]),
+            &joint_status(&[("app", "-9223372036854775807m")]),
+        );
+        let mut state = JointState::first_sight(None, &JointConfig::default(), t0());
+        for pod in [
+            pod_with(&[("app", "300m")]),
+            pod_with(&[("app", "300m"), ("log", "100m")]),
+        ] {
+            let mut reports = reports_for(&["app"]);
+            apply(
+                &vpa,
+                &hpa(&[Resource::Cpu]),
+                &mut state,
+                &[&pod],
+                &mut reports,
+                &JointSettings::default(),
+            );
+            assert_eq!(of(&reports[0], Resource::Cpu), [1; 4]);
+        }
+        assert_eq!(state.last_request, Some(i64::MIN + 1));
     }
 }

@@ -59,6 +59,7 @@ use super::status_change::{newly_true, newly_unsupported, next_status, same_stat
 use crate::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
 };
+use crate::horizontal::metrics::saturating_total;
 use crate::quantity::Quantity;
 use crate::stored::Ignored;
 
@@ -546,23 +547,27 @@ impl Recommender {
             let in_scope = |resource: Resource, container: &str| {
                 scope.is_none_or(|h| h.in_scope(resource, container))
             };
-            let cpu: i64 = pm
-                .containers
-                .iter()
-                .filter(|c| in_scope(Resource::Cpu, &c.container))
-                .filter_map(|c| c.cpu.map(|q| clamp_amount(q.milli())))
-                .sum();
-            let memory = scope.is_some_and(|h| h.memory.is_some()).then(|| {
+            // The metrics API reports whatever its provider serves, each container up to
+            // i64::MAX once clamped: a wrapped total would read a loaded workload as idle.
+            let cpu = saturating_total(
                 pm.containers
                     .iter()
-                    .filter(|c| in_scope(Resource::Memory, &c.container))
-                    .filter_map(|c| c.memory.map(|q| clamp_amount(q.value())))
-                    .sum::<i64>()
+                    .filter(|c| in_scope(Resource::Cpu, &c.container))
+                    .filter_map(|c| c.cpu.map(|q| clamp_amount(q.milli()))),
+            );
+            let memory = scope.is_some_and(|h| h.memory.is_some()).then(|| {
+                saturating_total(
+                    pm.containers
+                        .iter()
+                        .filter(|c| in_scope(Resource::Memory, &c.container))
+                        .filter_map(|c| c.memory.map(|q| clamp_amount(q.value()))),
+                )
             });
             let total = totals.entry(key).or_default();
-            total.0 += cpu;
+            total.0 = total.0.saturating_add(cpu);
             if let Some(m) = memory {
-                *total.1.get_or_insert(0) += m;
+                let sum = total.1.get_or_insert(0);
+                *sum = sum.saturating_add(m);
             }
         }
         for (key, (cpu, memory)) in totals {

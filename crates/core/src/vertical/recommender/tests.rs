@@ -580,3 +580,57 @@ fn each_vpa_gets_the_pods_a_scan_of_the_owned_pods_finds() {
     assert!(pods_of("newer").is_empty());
     assert!(pods_of("idle").is_empty());
 }
+
+#[test]
+fn usage_summing_past_i64_is_recorded_as_the_largest_total_rather_than_panic() {
+    // The metrics API reports whatever its provider serves: 9e15 cores is 9e18 millicores and
+    // 8Ei is 9.2e18 bytes, so two containers, or two pods, pass i64::MAX.
+    let mut vpa = Fake::joint().with_hpa();
+    if let Some(h) = vpa.joint.as_mut() {
+        h.memory = h.cpu.clone();
+    }
+    let huge = |pod: &str, containers: &[&str]| PodUsage {
+        namespace: "ns".into(),
+        pod: pod.into(),
+        time: t0(),
+        containers: containers
+            .iter()
+            .map(|c| ContainerUsage {
+                container: (*c).into(),
+                cpu: Some(Quantity::parse("9e15").expect("q")),
+                memory: Some(Quantity::parse("8Ei").expect("q")),
+            })
+            .collect(),
+    };
+    let key = ("ns".to_owned(), "web".to_owned());
+    for (pods, usage) in [
+        (
+            vec![pod("web-1", &[("app", "100m"), ("log", "100m")])],
+            vec![huge("web-1", &["app", "log"])],
+        ),
+        (
+            vec![
+                pod("web-1", &[("app", "100m")]),
+                pod("web-2", &[("app", "100m")]),
+            ],
+            vec![huge("web-1", &["app"]), huge("web-2", &["app"])],
+        ),
+    ] {
+        let mut r = recommender();
+        let out = r.run_loop(
+            std::slice::from_ref(&vpa),
+            &pods,
+            &NoOwners,
+            &usage,
+            &[],
+            t0(),
+        );
+        let state = r.total_usage(&key).expect("joint state");
+        assert_eq!(state.usage.buckets().last().map(|b| b.1), Some(i64::MAX));
+        assert_eq!(
+            state.memory_usage.buckets().last().map(|b| b.1),
+            Some(i64::MAX)
+        );
+        assert!(out.recommendations[0].joint.is_some(), "sized jointly");
+    }
+}
