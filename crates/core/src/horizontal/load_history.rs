@@ -20,7 +20,7 @@
 use jiff::Timestamp;
 
 pub use super::peak_series::StoredPeakSeries;
-use super::peak_series::{PeakSeries, Restore};
+use super::peak_series::{PeakSeries, Restore, stored_bytes};
 use crate::stored::StoredStateError;
 
 /// The longest lookback tuning accepts (`spec.minReplicasTuning.lookbackDays` ≤ 30).
@@ -39,8 +39,8 @@ pub const BOUND_BYTES_PER_METRIC_7_DAYS: usize = 168 * (4 + 21) + 2 + 253 + 4;
 
 /// The most JSON bytes a native HPA's stored tuning history may take in its
 /// `plimsoll.dev/min-replicas-tuning-status` annotation ([`LoadHistory::fit_stored`]). An
-/// object's annotations hold 256 KiB together, and the predictive history takes up to
-/// [`super::predictive::NATIVE_HISTORY_BYTES`] (128 KiB) of them: 32 metrics of 30 days of
+/// object's annotations hold 256 KiB together, and the predictive history takes up to 128 KiB
+/// of them (its own `NATIVE_HISTORY_BYTES`): 32 metrics of 30 days of
 /// 19-digit peaks took about 500 KB, and every write of the annotation was refused.
 pub const NATIVE_HISTORY_BYTES: usize = 64 * 1024;
 
@@ -181,7 +181,7 @@ impl LoadHistory {
             .map(|m| m.len() * 6 + 6 + series.points(m).len() * MAX_BYTES_PER_HOUR)
             .sum::<usize>()
             + 128;
-        let size = |s: &PeakSeries| super::predictive::stored_bytes(&s.store());
+        let size = |s: &PeakSeries| stored_bytes(&s.store());
         if bound <= bytes || size(series) <= bytes {
             return false;
         }
@@ -226,7 +226,6 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::horizontal::predictive;
     use crate::stored::MAX_METRICS;
 
     fn at(hours: i64, seconds: i64) -> Timestamp {
@@ -247,10 +246,10 @@ mod tests {
                 );
             }
         }
-        let before = predictive::stored_bytes(&h.store());
+        let before = stored_bytes(&h.store());
         assert!(before > 4 * NATIVE_HISTORY_BYTES, "{before}");
         assert!(h.fit_stored(NATIVE_HISTORY_BYTES));
-        let after = predictive::stored_bytes(&h.store());
+        let after = stored_bytes(&h.store());
         assert!(after <= NATIVE_HISTORY_BYTES, "{after}");
         // As much as fits: one hour more would not.
         assert!(

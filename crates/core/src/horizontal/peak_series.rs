@@ -56,6 +56,11 @@ pub struct Restore {
     pub metrics_field: &'static str,
 }
 
+/// The JSON bytes of `stored` as written into a status or an annotation.
+pub fn stored_bytes(stored: &StoredPeakSeries) -> usize {
+    serde_json::to_vec(stored).map_or(usize::MAX, |json| json.len())
+}
+
 /// The bucket `stored`'s lists count from: `baseBucket`, else the `baseHour` of a tuning
 /// history written before the width was stored.
 pub fn stored_base(stored: &StoredPeakSeries) -> Option<i64> {

@@ -65,6 +65,7 @@ use super::gates::write_gate;
 use super::limits::{Bounds, LimitFactors, RateInput, forbidden_windows, rate_limit};
 use super::observation::{Observation, PodSample};
 use super::offsets::flatten;
+pub use super::peak_series::stored_bytes;
 use super::peak_series::{PeakSeries, Restore, StoredPeakSeries, retain_newest, stored_base};
 use super::proposals::{metric_name, metrics_of};
 use super::tuning::{observed_load, replicas_for_load};
@@ -488,11 +489,6 @@ pub fn keep_seconds(settings: &Predictive) -> i64 {
 /// 30 days with a weekly season were 107,552 buckets, a status past etcd's 1.5 MiB (every write
 /// refused, every period) and megabytes of the controller's memory per object.
 pub const MAX_BUCKETS_PER_OBJECT: i64 = 4 * (MAX_KEEP_SECONDS / BUCKET_SECONDS + 1);
-
-/// The JSON bytes of `stored` as written into a status or an annotation.
-pub fn stored_bytes(stored: &StoredPeakSeries) -> usize {
-    serde_json::to_vec(stored).map_or(usize::MAX, |json| json.len())
-}
 
 /// The most JSON bytes a native HPA's `status.predictive.history` may take in its
 /// [`STATUS_ANNOTATION`] ([`LoadSeries::fit_stored`]). An object's annotations may hold 256 KiB
