@@ -27,6 +27,9 @@ pub enum Error {
     /// No single autoscaler targets an annotated workload (none, or several).
     #[error(transparent)]
     Autoscaler(#[from] plimsoll_core::schedule::target::ChoiceError),
+    /// The evaluation panicked (a bug): that object's failure, not the service's.
+    #[error(transparent)]
+    Panicked(#[from] plimsoll_runtime::contained::Panicked),
     /// A JSON (de)serialisation of an API object failed.
     #[error("{context}: {source}")]
     Json {
@@ -47,6 +50,7 @@ impl Error {
             Self::MissingField(_) => "missing_field",
             Self::Autoscaler(e) => e.metric_label(),
             Self::Json { .. } => "json",
+            Self::Panicked(_) => "panic",
         }
     }
 

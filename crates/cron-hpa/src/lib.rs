@@ -22,7 +22,7 @@ pub mod target;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt as _, StreamExt};
 use jiff::SignedDuration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams};
@@ -32,6 +32,7 @@ use plimsoll_core::api::cron::CronHorizontalPodAutoscaler;
 use plimsoll_core::schedule::effect::is_mode_annotation;
 use plimsoll_runtime::admin::{Liveness, Readiness};
 use plimsoll_runtime::api_message::api_message;
+use plimsoll_runtime::contained::contained;
 use plimsoll_runtime::service::Service;
 use plimsoll_runtime::watch::{Watch, WatchMetrics};
 use tokio_util::sync::CancellationToken;
@@ -164,7 +165,15 @@ async fn control(
     });
     let ctx_for_results = ctx.clone();
     controller
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .run(
+            // A panic fails this object's evaluation, not every CronHPA's.
+            |cron, ctx| {
+                contained(reconcile::reconcile(cron, ctx))
+                    .map(|outcome| outcome.unwrap_or_else(|panicked| Err(panicked.into())))
+            },
+            reconcile::error_policy,
+            ctx,
+        )
         .for_each(|result| {
             handle_result(&ctx_for_results, result);
             futures::future::ready(())

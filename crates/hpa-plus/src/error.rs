@@ -37,6 +37,9 @@ pub enum Error {
     /// The configuration is unusable.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The evaluation panicked (a bug): that object's failure, not the service's.
+    #[error(transparent)]
+    Panicked(#[from] plimsoll_runtime::contained::Panicked),
     /// A watch stream failed for good.
     #[error("watch of {0} ended")]
     WatchEnded(&'static str),
@@ -54,6 +57,7 @@ impl Error {
             Self::Encode { .. } => "encode",
             Self::Unpack(_) => "unpack",
             Self::Config(_) => "config",
+            Self::Panicked(_) => "panic",
             Self::WatchEnded(_) => "watch",
         }
     }

@@ -75,6 +75,7 @@ use plimsoll_core::horizontal::cron_hold;
 use plimsoll_core::pod_fields;
 use plimsoll_runtime::CommonArgs;
 use plimsoll_runtime::admin::{Liveness, Readiness};
+use plimsoll_runtime::contained::contained;
 use plimsoll_runtime::events::Events;
 use plimsoll_runtime::kinds::KindResolver;
 use plimsoll_runtime::metrics_api::{ApiMetrics, MetricsSource};
@@ -455,7 +456,10 @@ where
         .graceful_shutdown_on(async move { term.cancelled().await })
         .run(
             move |packed: Arc<Packed<K>>, ctx| match packed.unpack() {
-                Ok(obj) => reconcile(Arc::new(obj), ctx).left_future(),
+                // A panic fails this object's evaluation, not every autoscaler's.
+                Ok(obj) => contained(reconcile(Arc::new(obj), ctx))
+                    .map(|outcome| outcome.unwrap_or_else(|panicked| Err(panicked.into())))
+                    .left_future(),
                 Err(e) => std::future::ready(Err(Error::Unpack(e.to_string()))).right_future(),
             },
             reconcile::error_policy,

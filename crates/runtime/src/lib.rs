@@ -21,6 +21,7 @@
 //! | [`watch`] | every watch of every service: kube's watcher with backoff, one log and metric policy, first-list readiness, pages of 50, stop on shutdown |
 //! | [`paged`] | one-off lists a page at a time, keeping a summary of each object |
 //! | [`repeats`] | which warnings about an object reach the log: the first, then one per 10 minutes |
+//! | [`contained`] | a reconcile's panic as that object's error, so one object cannot stop (and crash-loop) a service |
 //!
 //! Decisions live in `plimsoll-core`; this crate only moves data in and out of the cluster.
 //!
@@ -83,6 +84,7 @@ pub mod admin;
 pub mod api_message;
 pub mod args;
 pub mod client;
+pub mod contained;
 pub mod error;
 pub mod events;
 pub mod kinds;

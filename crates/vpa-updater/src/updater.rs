@@ -52,6 +52,7 @@ use plimsoll_core::vertical::resources::ContainerRecommendation;
 use plimsoll_core::vertical::resources::recommendations_from_api;
 use plimsoll_core::vertical::startup_boost::{annotation_key, expired};
 use plimsoll_runtime::api_message;
+use plimsoll_runtime::contained::contained;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -174,8 +175,20 @@ pub async fn run_once(
         }
         let mut pods = inventory.pods(i);
         pods.retain(|p| !ctx.evicted(p.uid()));
-        if !update_vpa(&pass, vpa, &pods, &mut report).await {
-            break;
+        // A panic planning one VPA (a bug its values reach) leaves the others to be planned,
+        // and the updater up: it would otherwise end the loop's task at every loop.
+        match contained(Box::pin(update_vpa(&pass, vpa, &pods, &mut report))).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(panicked) => {
+                let (namespace, name) = vpa_name(vpa);
+                tracing::error!(
+                    namespace,
+                    name,
+                    error = %panicked,
+                    "updating the VPA's pods failed; the next loop tries again"
+                );
+            }
         }
     }
     if !cancel.is_cancelled() {

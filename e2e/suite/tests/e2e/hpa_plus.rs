@@ -1203,3 +1203,124 @@ async fn owner_references_count_only_the_targets_pods() -> anyhow::Result<()> {
     env.cleanup().await;
     Ok(())
 }
+
+/// External metrics of one fixed value, except `explode`, whose read panics: a stand-in for a
+/// bug that one object's values reach.
+struct PanicsOnExplode(FixedExternalMetrics);
+
+impl plimsoll_runtime::metrics_api::MetricsSource for PanicsOnExplode {
+    fn pod_metrics<'a>(
+        &'a self,
+        namespace: &'a str,
+        selector: &'a plimsoll_runtime::selector::Selector,
+    ) -> futures::future::BoxFuture<
+        'a,
+        plimsoll_runtime::Result<Vec<plimsoll_runtime::metrics_api::PodMetrics>>,
+    > {
+        self.0.pod_metrics(namespace, selector)
+    }
+
+    fn pods_metric<'a>(
+        &'a self,
+        namespace: &'a str,
+        metric: &'a str,
+        selector: &'a plimsoll_runtime::selector::Selector,
+        metric_selector: Option<&'a plimsoll_runtime::selector::Selector>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        plimsoll_runtime::Result<Vec<plimsoll_runtime::metrics_api::MetricValue>>,
+    > {
+        self.0
+            .pods_metric(namespace, metric, selector, metric_selector)
+    }
+
+    fn object_metric<'a>(
+        &'a self,
+        namespace: &'a str,
+        object: plimsoll_runtime::kinds::TargetRef<'a>,
+        metric: &'a str,
+        metric_selector: Option<&'a plimsoll_runtime::selector::Selector>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        plimsoll_runtime::Result<plimsoll_runtime::metrics_api::MetricValue>,
+    > {
+        self.0
+            .object_metric(namespace, object, metric, metric_selector)
+    }
+
+    fn external_metric<'a>(
+        &'a self,
+        namespace: &'a str,
+        metric: &'a str,
+        metric_selector: Option<&'a plimsoll_runtime::selector::Selector>,
+    ) -> futures::future::BoxFuture<
+        'a,
+        plimsoll_runtime::Result<Vec<plimsoll_runtime::metrics_api::ExternalMetricValue>>,
+    > {
+        assert_ne!(
+            metric, "explode",
+            "attempt to add with overflow (a stand-in)"
+        );
+        self.0.external_metric(namespace, metric, metric_selector)
+    }
+}
+
+/// A panic in one object's evaluation fails that object only: the service stays up and goes
+/// on evaluating the others (before, kube-runtime raised the panic in the controller's stream
+/// and every autoscaler stopped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs a metrics source injected into the service"
+)]
+async fn a_panic_evaluating_one_autoscaler_leaves_the_others_evaluated() -> anyhow::Result<()> {
+    let env = Env::start_with(
+        "hpa-plus-panic",
+        SimConfig {
+            workload_model: false,
+            ..SimConfig::default()
+        },
+    )
+    .await?;
+    for (name, metric) in [("bomb", "explode"), ("calm", "queue")] {
+        create_deployment(&env, name, 1, "10m").await?;
+        let spec = json!({"syncPeriodSeconds": 1, "metrics": [{"type": "External",
+            "external": {"metric": {"name": metric},
+                "target": {"type": "AverageValue", "averageValue": "15"}}}]});
+        env.api::<HorizontalPodAutoscalerPlus>()
+            .create(&PostParams::default(), &hpa_plus(name, name, &spec))
+            .await?;
+    }
+    let hooks = plimsoll_hpa_plus::Hooks {
+        admin_address: None,
+        metrics_source: Some(Arc::new(PanicsOnExplode(FixedExternalMetrics::new(
+            Quantity::from_units(30),
+        )))),
+    };
+    let config = config(&env, &[]);
+    let service = Running::spawn("hpa-plus", |token| {
+        plimsoll_hpa_plus::run_with(config, token, hooks)
+    });
+    wait_replicas(&env, "calm", 2, WITHIN).await?;
+    // Seconds (and a panic of the bomb's evaluation every second) later, an edit of the calm
+    // one is still acted on: 30 at 10 a pod needs 3.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    env.api::<HorizontalPodAutoscalerPlus>()
+        .patch(
+            "calm",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"metrics": [{"type": "External",
+                "external": {"metric": {"name": "queue"},
+                    "target": {"type": "AverageValue", "averageValue": "10"}}}]}})),
+        )
+        .await?;
+    wait_replicas(&env, "calm", 3, WITHIN).await?;
+    assert_eq!(
+        spec_replicas(&env, "bomb").await?,
+        1,
+        "nothing done for the bomb"
+    );
+    service.stop().await??;
+    env.cleanup().await;
+    Ok(())
+}
