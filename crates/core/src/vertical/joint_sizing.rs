@@ -1247,6 +1247,25 @@ mod tests {
             .collect()
     }
 
+    /// `apply` for CPU alone on `pod`, with a report per name of `names`.
+    fn sized_cpu(
+        vpa: &VerticalPodAutoscaler,
+        state: &mut JointState,
+        pod: &Pod,
+        names: &[&str],
+    ) -> (JointAnswer, Vec<RecommendationReport>) {
+        let mut reports = reports_for(names);
+        let answer = apply(
+            vpa,
+            &hpa(&[Resource::Cpu]),
+            state,
+            &[pod],
+            &mut reports,
+            &JointSettings::default(),
+        );
+        (answer, reports)
+    }
+
     /// A status whose joint recommendation gives each `(container, cpu)`.
     fn joint_status(targets: &[(&str, &str)]) -> serde_json::Value {
         let recommendations: Vec<serde_json::Value> = targets
@@ -1291,16 +1310,7 @@ mod tests {
         ];
         for (policies, pod, names, want) in cases {
             let vpa = vpa_with(&policies, &json!({}));
-            let mut state = state();
-            let mut reports = reports_for(&names);
-            let answer = apply(
-                &vpa,
-                &hpa(&[Resource::Cpu]),
-                &mut state,
-                &[&pod],
-                &mut reports,
-                &JointSettings::default(),
-            );
+            let (answer, reports) = sized_cpu(&vpa, &mut state(), &pod, &names);
             let cpu = answer.cpu.as_ref().expect("cpu sized");
             assert_eq!(cpu.request, Some(want), "{policies}");
             for r in &reports {
@@ -1327,15 +1337,7 @@ mod tests {
         for (status, pod, names) in cases {
             let vpa = vpa_with(&json!([]), &status);
             let mut state = JointState::first_sight(None, &JointConfig::default(), t0());
-            let mut reports = reports_for(&names);
-            let answer = apply(
-                &vpa,
-                &hpa(&[Resource::Cpu]),
-                &mut state,
-                &[&pod],
-                &mut reports,
-                &JointSettings::default(),
-            );
+            let (answer, _) = sized_cpu(&vpa, &mut state, &pod, &names);
             let cpu = answer.cpu.as_ref().expect("cpu sized");
             assert_eq!(
                 (cpu.request, cpu.reason),
@@ -1358,15 +1360,7 @@ mod tests {
             pod_with(&[("app", "300m")]),
             pod_with(&[("app", "300m"), ("log", "100m")]),
         ] {
-            let mut reports = reports_for(&["app"]);
-            apply(
-                &vpa,
-                &hpa(&[Resource::Cpu]),
-                &mut state,
-                &[&pod],
-                &mut reports,
-                &JointSettings::default(),
-            );
+            let (_, reports) = sized_cpu(&vpa, &mut state, &pod, &["app"]);
             assert_eq!(of(&reports[0], Resource::Cpu), [1; 4]);
         }
         assert_eq!(state.last_request, Some(i64::MIN + 1));
