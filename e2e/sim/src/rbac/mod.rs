@@ -204,6 +204,49 @@ pub fn forbidden(attrs: &Attributes) -> ApiError {
     }
 }
 
+/// The `create` a server-side apply also needs when it would create its object: kube-apiserver's
+/// patch handler authorizes the create path again with the verb `create` (`withAuthorization` in
+/// `handlers/patch.go`), so `patch` alone can change an object but not make one. `None` for any
+/// other request, and for an apply to an object that exists.
+fn apply_creates(cluster: &Cluster, headers: &HeaderMap, attrs: &Attributes) -> Option<Attributes> {
+    let apply = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/apply-patch"));
+    if !(apply && attrs.resource_request && attrs.verb == "patch" && attrs.subresource.is_empty()) {
+        return None;
+    }
+    let def = cluster.registry.by_key(&attrs.group, &attrs.resource)?;
+    let key = crate::events::storage_key(&def);
+    if cluster
+        .store
+        .get(&key, &attrs.namespace, &attrs.name)
+        .is_some()
+    {
+        return None;
+    }
+    Some(Attributes {
+        verb: "create".into(),
+        ..attrs.clone()
+    })
+}
+
+/// kube-apiserver's answer when that `create` is refused: `NewForbidden` with the authorizer's
+/// reason, which RBAC leaves empty when no rule matched (hence the message ending in `: `).
+fn forbidden_to_create(attrs: &Attributes) -> ApiError {
+    let resource = if attrs.group.is_empty() {
+        attrs.resource.clone()
+    } else {
+        format!("{}.{}", attrs.resource, attrs.group)
+    };
+    ApiError::new(
+        403,
+        "Forbidden",
+        format!("{resource} \"{}\" is forbidden: ", attrs.name),
+    )
+    .with_details(json!({"name": attrs.name, "group": attrs.group, "kind": attrs.resource}))
+}
+
 /// Who the request acts as: the authenticated caller, or whom it impersonates if the caller may.
 fn effective_user(
     cluster: &Cluster,
@@ -273,6 +316,17 @@ pub fn gate(
         });
         if !decision.allowed {
             return Some(error_response(&forbidden(&attrs)));
+        }
+        if let Some(create) = apply_creates(cluster, incoming.headers, &attrs) {
+            let decision = authorize(&StorePolicy(&cluster.store), &create);
+            rbac.record(AccessRecord {
+                attributes: create.clone(),
+                allowed: decision.allowed,
+                admitted_by: decision.admitted_by,
+            });
+            if !decision.allowed {
+                return Some(error_response(&forbidden_to_create(&create)));
+            }
         }
     }
     serve(cluster, &attrs, body).map(|r| match r {

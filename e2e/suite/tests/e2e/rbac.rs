@@ -947,3 +947,82 @@ async fn no_account_reaches_another_services_lease_an_unrelated_webhook_or_secre
     env.cleanup().await;
     Ok(())
 }
+
+/// As kube-apiserver: a server-side apply that would create its object needs `create` as well
+/// as `patch` (the patch handler authorizes the create path again), while an apply to an
+/// object that exists needs `patch` alone. The services' rules rely on it: the recommender
+/// writes checkpoints by apply, and keeps `create` for the first one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    real_cluster,
+    ignore = "needs the sim's control API: --authorize mode and ServiceAccount tokens"
+)]
+async fn an_apply_that_creates_needs_create_and_one_that_changes_needs_patch() -> anyhow::Result<()>
+{
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let env = authorized("rbac-apply-create", &[]).await?;
+    let role = |verbs: serde_json::Value| -> anyhow::Result<Role> {
+        Ok(serde_json::from_value(json!({
+            "metadata": {"name": "probe", "namespace": SYSTEM_NAMESPACE},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}],
+        }))?)
+    };
+    let roles = Api::<Role>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
+    roles
+        .create(&PostParams::default(), &role(json!(["patch"]))?)
+        .await?;
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "probe", "namespace": SYSTEM_NAMESPACE},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "probe"},
+        "subjects": [{"kind": "ServiceAccount", "name": "plimsoll-probe",
+                      "namespace": SYSTEM_NAMESPACE}],
+    }))?;
+    Api::<RoleBinding>::namespaced(env.client.clone(), SYSTEM_NAMESPACE)
+        .create(&PostParams::default(), &binding)
+        .await?;
+    let account: k8s_openapi::api::core::v1::ServiceAccount = serde_json::from_value(
+        json!({"metadata": {"name": "plimsoll-probe", "namespace": SYSTEM_NAMESPACE}}),
+    )?;
+    Api::namespaced(env.client.clone(), SYSTEM_NAMESPACE)
+        .create(&PostParams::default(), &account)
+        .await?;
+    let admin = Api::<ConfigMap>::namespaced(env.client.clone(), SYSTEM_NAMESPACE);
+    let probe =
+        Api::<ConfigMap>::namespaced(access::client_of(&env, "probe").await?, SYSTEM_NAMESPACE);
+    let apply = |name: &str| {
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": name}, "data": {"k": "v"}});
+        let probe = probe.clone();
+        let name = name.to_owned();
+        async move {
+            probe
+                .patch(&name, &PatchParams::apply("probe"), &Patch::Apply(&body))
+                .await
+        }
+    };
+    // Patch alone: the existing object changes, a new one is refused with the patch handler's
+    // message (the authorizer's reason, empty for RBAC).
+    let existing: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "there"}}))?;
+    admin.create(&PostParams::default(), &existing).await?;
+    assert_eq!(access::status_of(apply("there").await)?, 200);
+    let refused = apply("new").await;
+    assert_eq!(access::status_of(apply("new").await)?, 403);
+    let Err(kube::Error::Api(status)) = refused else {
+        anyhow::bail!("{refused:?}");
+    };
+    assert_eq!(status.message, "configmaps \"new\" is forbidden: ");
+    assert!(admin.get_opt("new").await?.is_none());
+    // With create, the apply makes it.
+    roles
+        .replace(
+            "probe",
+            &PostParams::default(),
+            &role(json!(["patch", "create"]))?,
+        )
+        .await?;
+    assert_eq!(access::status_of(apply("new").await)?, 200);
+    assert!(admin.get_opt("new").await?.is_some());
+    env.cleanup().await;
+    Ok(())
+}
