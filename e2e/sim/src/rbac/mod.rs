@@ -204,6 +204,17 @@ pub fn forbidden(attrs: &Attributes) -> ApiError {
     }
 }
 
+/// Whether `attrs` is allowed; the decision goes to the access log either way.
+fn authorized_and_logged(cluster: &Cluster, attrs: &Attributes) -> bool {
+    let decision = authorize(&StorePolicy(&cluster.store), attrs);
+    cluster.rbac.record(AccessRecord {
+        attributes: attrs.clone(),
+        allowed: decision.allowed,
+        admitted_by: decision.admitted_by,
+    });
+    decision.allowed
+}
+
 /// The `create` a server-side apply also needs when it would create its object: kube-apiserver's
 /// patch handler authorizes the create path again with the verb `create` (`withAuthorization` in
 /// `handlers/patch.go`), so `patch` alone can change an object but not make one. `None` for any
@@ -308,25 +319,13 @@ pub fn gate(
     };
     let attrs = request::attributes(user, incoming.method, incoming.segs, query);
     if rbac.enforce && !attrs.user.in_group(authorizer::MASTERS_GROUP) {
-        let decision = authorize(&StorePolicy(&cluster.store), &attrs);
-        rbac.record(AccessRecord {
-            attributes: attrs.clone(),
-            allowed: decision.allowed,
-            admitted_by: decision.admitted_by,
-        });
-        if !decision.allowed {
+        if !authorized_and_logged(cluster, &attrs) {
             return Some(error_response(&forbidden(&attrs)));
         }
-        if let Some(create) = apply_creates(cluster, incoming.headers, &attrs) {
-            let decision = authorize(&StorePolicy(&cluster.store), &create);
-            rbac.record(AccessRecord {
-                attributes: create.clone(),
-                allowed: decision.allowed,
-                admitted_by: decision.admitted_by,
-            });
-            if !decision.allowed {
-                return Some(error_response(&forbidden_to_create(&create)));
-            }
+        if let Some(create) = apply_creates(cluster, incoming.headers, &attrs)
+            && !authorized_and_logged(cluster, &create)
+        {
+            return Some(error_response(&forbidden_to_create(&create)));
         }
     }
     serve(cluster, &attrs, body).map(|r| match r {
