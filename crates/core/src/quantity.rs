@@ -512,6 +512,20 @@ impl From<Quantity> for K8sQuantity {
     }
 }
 
+/// `x` within the `i64` range: past it, the nearest end, never a wrapped value.
+pub fn clamp_i64(x: i128) -> i64 {
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// The sum of `values` (milli-units, bytes), saturating at the `i64` range. Requests, limits,
+/// policy bounds and metric values are whatever a tenant or an adapter reports: a sum that
+/// wrapped would read a loaded workload as idle (and scale it down), or panic where overflow is
+/// checked. Summed in `i128`, which no count of `i64`s can overflow, so the order does not
+/// change the result.
+pub fn saturating_total(values: impl IntoIterator<Item = i64>) -> i64 {
+    clamp_i64(values.into_iter().map(i128::from).sum())
+}
+
 /// Millicores of a CPU quantity, rounded up.
 pub fn cpu_milli(q: &K8sQuantity) -> Result<i64, QuantityError> {
     let parsed = Quantity::try_from(q)?;

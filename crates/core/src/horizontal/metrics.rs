@@ -28,6 +28,7 @@ use super::observation::{PodPhase, PodSample};
 use super::pod_requests::{pod_request, serving_containers};
 use super::tolerance::Tolerances;
 use crate::api::hpa_plus::UtilizationBase;
+use crate::quantity::clamp_i64;
 
 /// Inputs every calculation shares.
 #[derive(Clone, Debug)]
@@ -138,19 +139,6 @@ pub fn ready_pod_count(ctx: &CalcContext<'_>) -> Result<i32, String> {
         .iter()
         .filter(|p| p.phase == PodPhase::Running && p.ready == Some(true) && !too_young(ctx, p))
         .count() as i32)
-}
-
-/// `x` within the `i64` range: past it, the nearest end, never a wrapped value.
-fn clamp_i64(x: i128) -> i64 {
-    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
-}
-
-/// The sum of `values`, saturating at the `i64` range. Requests, limits and metric values are
-/// whatever a tenant or an adapter reports: a sum that wrapped would read a loaded workload as
-/// idle (and scale it down), or panic where overflow is checked. Summed in `i128`, which no
-/// count of `i64`s can overflow, so the order does not change the result.
-pub fn saturating_total(values: impl IntoIterator<Item = i64>) -> i64 {
-    clamp_i64(values.into_iter().map(i128::from).sum())
 }
 
 fn ceil_i32(x: f64) -> i32 {

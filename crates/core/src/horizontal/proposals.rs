@@ -19,7 +19,7 @@ use super::limited::{Hold, Limited, LimitedBy};
 use super::limits::Bounds;
 use super::metrics::{
     CalcContext, group_pods, per_pod_metric, plain_metric, ready_pod_count, resource_utilization,
-    saturating_total, value_metric,
+    value_metric,
 };
 use super::observation::Observation;
 use super::source::{self, MetricSource, Seen};
@@ -29,6 +29,7 @@ use crate::api::hpa_plus::{
     Algorithm, ConvergeTowardsWatermark, HorizontalPodAutoscalerPlusSpec, MetricSpec, MetricStatus,
     MetricTarget, MetricTargetType, MetricValueStatus, quantity_milli,
 };
+use crate::quantity::saturating_total;
 
 pub use super::source::metric_name;
 pub use super::source::object::object_key;

@@ -58,11 +58,11 @@ use crate::api::hpa_plus::history::StoredPeakSeries;
 use crate::api::hpa_plus::{HorizontalPodAutoscalerPlusSpec, MetricTargetType};
 use crate::api::vpa::VerticalPodAutoscaler;
 use crate::conflict::HORIZONTAL_AWARE_ANNOTATION;
-use crate::horizontal::metrics::saturating_total;
 use crate::horizontal::offsets::flatten;
 use crate::horizontal::proposals::metrics_of;
 use crate::horizontal::source::pod_resource;
 use crate::quantity;
+use crate::quantity::saturating_total;
 use crate::stored::{self, Order, PairRules, StoredStateError};
 
 /// The VPA annotation that keeps a joint VPA's total usage across restarts.

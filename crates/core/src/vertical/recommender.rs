@@ -59,8 +59,8 @@ use super::status_change::{newly_true, newly_unsupported, next_status, same_stat
 use crate::api::vpa::{
     VerticalPodAutoscaler, VerticalPodAutoscalerCheckpoint, VerticalPodAutoscalerStatus,
 };
-use crate::horizontal::metrics::saturating_total;
 use crate::quantity::Quantity;
+use crate::quantity::saturating_total;
 use crate::stored::Ignored;
 
 /// Usage of one pod's containers over one sampling window (what `metrics.k8s.io` reports).

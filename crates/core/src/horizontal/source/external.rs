@@ -7,8 +7,8 @@ use crate::api::hpa_plus::{
     MetricSpec, MetricStatus, MetricTarget, MetricTargetType, MetricValueStatus,
 };
 use crate::api::validation::FieldErrors;
-use crate::horizontal::metrics::saturating_total;
 use crate::horizontal::observation::{Observation, PodSample};
+use crate::quantity::saturating_total;
 
 impl MetricSource for ExternalMetricSource {
     fn name(&self) -> String {

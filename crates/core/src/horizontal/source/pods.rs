@@ -9,8 +9,8 @@ use crate::api::hpa_plus::{
     PodsMetricSource, PodsMetricStatus,
 };
 use crate::api::validation::FieldErrors;
-use crate::horizontal::metrics::saturating_total;
 use crate::horizontal::observation::{Observation, PodSample};
+use crate::quantity::saturating_total;
 
 impl MetricSource for PodsMetricSource {
     fn name(&self) -> String {
